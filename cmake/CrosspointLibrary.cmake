@@ -1,0 +1,43 @@
+# crosspoint_library(NAME <target> DIR <folder> [DEPS <targets...>])
+# Builds every *.cc in the folder (and *.cc in its cpu/ subfolder; *.cu in cuda/ when the
+# CUDA backend is on) into one static library. The DEPS list is the folder's row in
+# ARCHITECTURE.md: a header from any other folder fails to compile or link.
+function(crosspoint_library)
+  cmake_parse_arguments(ARG "" "NAME;DIR" "DEPS" ${ARGN})
+  file(GLOB sources CONFIGURE_DEPENDS ${ARG_DIR}/*.cc ${ARG_DIR}/cpu/*.cc)
+  if(CROSSPOINT_HAVE_CUDA)
+    file(GLOB cuda_sources CONFIGURE_DEPENDS ${ARG_DIR}/cuda/*.cu ${ARG_DIR}/cuda/*.cc)
+    list(APPEND sources ${cuda_sources})
+  endif()
+  if(sources)
+    add_library(${ARG_NAME} STATIC ${sources})
+    target_include_directories(${ARG_NAME} PUBLIC ${PROJECT_SOURCE_DIR}/src)
+    target_link_libraries(${ARG_NAME} PUBLIC ${ARG_DEPS})
+    if(CROSSPOINT_HAVE_CUDA)
+      target_compile_definitions(${ARG_NAME} PUBLIC CROSSPOINT_HAVE_CUDA=1)
+    endif()
+  else()
+    add_library(${ARG_NAME} INTERFACE)
+    target_include_directories(${ARG_NAME} INTERFACE ${PROJECT_SOURCE_DIR}/src)
+    target_link_libraries(${ARG_NAME} INTERFACE ${ARG_DEPS})
+  endif()
+endfunction()
+
+# crosspoint_test(NAME <binary> DIR <tests folder> DEPS <targets...>)
+# One GoogleTest binary per tests/ folder from its test_*.cc files.
+function(crosspoint_test)
+  cmake_parse_arguments(ARG "" "NAME;DIR" "DEPS" ${ARGN})
+  file(GLOB sources CONFIGURE_DEPENDS ${ARG_DIR}/test_*.cc)
+  if(NOT sources)
+    return()
+  endif()
+  add_executable(${ARG_NAME} ${sources})
+  target_link_libraries(${ARG_NAME} PRIVATE ${ARG_DEPS} GTest::gtest GTest::gtest_main GTest::gmock)
+  target_include_directories(${ARG_NAME} PRIVATE ${PROJECT_SOURCE_DIR}/src ${PROJECT_SOURCE_DIR}/tests)
+  target_compile_definitions(${ARG_NAME} PRIVATE
+    CROSSPOINT_FIXTURES_DIR="${PROJECT_SOURCE_DIR}/tests/fixtures"
+    CROSSPOINT_SOURCE_DIR="${PROJECT_SOURCE_DIR}"
+    CROSSPOINT_BINARY="$<TARGET_FILE:crosspoint>")
+  add_dependencies(${ARG_NAME} crosspoint)
+  gtest_discover_tests(${ARG_NAME} DISCOVERY_TIMEOUT 60 PROPERTIES TIMEOUT 600)
+endfunction()

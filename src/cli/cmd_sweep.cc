@@ -1,0 +1,13 @@
+// Placeholder until this subcommand lands.
+#include <cstdio>
+
+#include "cli/commands.h"
+
+namespace crosspoint::cli {
+
+int run_sweep(int, char**) {
+  std::fprintf(stderr, "crosspoint sweep: not available in this build yet\n");
+  return 2;
+}
+
+}  // namespace crosspoint::cli

@@ -1,0 +1,32 @@
+// The ChatML chat template Qwen2.5 and SmolLM2 both use:
+//   <|im_start|>system\n{content}<|im_end|>\n<|im_start|>user\n...<|im_end|>\n<|im_start|>assistant\n
+// with the model family's default system prompt when the conversation has none.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "common/status.h"
+
+namespace crosspoint {
+
+struct ChatMessage {
+  std::string role;     // "system", "user", "assistant"
+  std::string content;
+};
+
+struct ChatTemplate {
+  // Inserted as the system message when the first message is not a system message.
+  std::string default_system_prompt;
+};
+
+// The template for a model directory: the default system prompt is read off the
+// chat_template in tokenizer_config.json (Qwen2.5: "You are Qwen, created by Alibaba Cloud.
+// You are a helpful assistant."; SmolLM2: its own); none when the template has none.
+ChatTemplate chat_template_for_model_dir(const std::string& dir);
+
+// Renders the conversation; add_generation_prompt appends "<|im_start|>assistant\n".
+Result<std::string> apply_chat_template(const ChatTemplate& chat_template, const std::vector<ChatMessage>& messages,
+                                        bool add_generation_prompt = true);
+
+}  // namespace crosspoint

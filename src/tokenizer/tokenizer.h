@@ -1,0 +1,64 @@
+// Byte-level BPE tokenizer (GPT-2 byte mapping, ranked merges, a pre-tokenizer regex run by
+// PCRE2 with Unicode properties), loaded from a Hugging Face tokenizer.json or from GGUF
+// metadata. Encodes to exactly the ids Hugging Face `tokenizers` produces.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "common/status.h"
+
+namespace crosspoint {
+
+class GgufFile;
+
+class Tokenizer {
+ public:
+  virtual ~Tokenizer() = default;
+
+  // DIR/tokenizer.json plus DIR/tokenizer_config.json when present (special tokens,
+  // chat template family, bos/eos).
+  static Result<std::unique_ptr<Tokenizer>> from_model_dir(const std::string& dir);
+  static Result<std::unique_ptr<Tokenizer>> from_tokenizer_json(const std::string& path);
+  static Result<std::unique_ptr<Tokenizer>> from_gguf(const GgufFile& gguf);
+
+  // Special tokens (e.g. "<|im_start|>") in the text are matched as such when
+  // parse_special is true, as HF does for added tokens.
+  virtual std::vector<int32_t> encode(std::string_view text, bool parse_special = true) const = 0;
+  // Concatenated bytes of the tokens, byte-level decoded; invalid UTF-8 is replaced by
+  // U+FFFD as HF does. skip_special drops special tokens.
+  virtual std::string decode(std::span<const int32_t> ids, bool skip_special = false) const = 0;
+  // The raw bytes one token stands for (may be part of a UTF-8 sequence).
+  virtual std::string token_bytes(int32_t id) const = 0;
+  virtual std::optional<int32_t> token_id(std::string_view token) const = 0;
+  virtual bool is_special(int32_t id) const = 0;
+  // Number of ids (regular + special): every valid id is below it.
+  virtual int32_t vocab_size() const = 0;
+
+  virtual std::optional<int32_t> bos_token_id() const = 0;
+  // Ids that end generation (e.g. <|im_end|> and <|endoftext|>).
+  virtual std::vector<int32_t> eos_token_ids() const = 0;
+};
+
+// Streams text as ids arrive without ever emitting a broken UTF-8 sequence: bytes of an
+// incomplete character are held back until the character completes.
+class IncrementalDecoder {
+ public:
+  explicit IncrementalDecoder(const Tokenizer& tokenizer, bool skip_special = true);
+  // Text that became complete with this token (possibly empty).
+  std::string push(int32_t id);
+  // Whatever is held back at the end, with invalid bytes replaced by U+FFFD.
+  std::string flush();
+
+ private:
+  const Tokenizer& tokenizer_;
+  bool skip_special_;
+  std::string pending_;
+};
+
+}  // namespace crosspoint
