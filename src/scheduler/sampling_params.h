@@ -1,0 +1,26 @@
+// How the next token of one request is drawn from the model's logits. Plain data carried
+// by each sequence so the runner can sample every sequence of a batch independently.
+#pragma once
+
+#include <cstdint>
+
+namespace crosspoint {
+
+struct SamplingParams {
+  // 0 = greedy (argmax); otherwise logits are divided by it before the softmax.
+  float temperature = 1.0f;
+  // Keep the smallest set of most likely tokens whose probability reaches top_p; 1 = all.
+  float top_p = 1.0f;
+  // Keep the top_k most likely tokens; 0 (or -1) = all.
+  int32_t top_k = 0;
+  // Drop tokens whose probability is below min_p times the most likely one; 0 = off.
+  float min_p = 0.0f;
+  // The request's random stream: token i of the output is drawn with a generator seeded
+  // from (seed, i), so a request's output depends only on its own seed and tokens, never on
+  // the rest of the batch or on a preemption.
+  uint64_t seed = 0;
+
+  bool is_greedy() const { return temperature == 0.0f; }
+};
+
+}  // namespace crosspoint

@@ -1,0 +1,151 @@
+#include "scheduler/scheduler.h"
+
+#include <algorithm>
+#include <string>
+
+namespace crosspoint {
+
+Scheduler::Scheduler(const SchedulerConfig& config)
+    : config_(config), block_manager_(config.num_blocks, config.block_size) {
+  CROSSPOINT_CHECK(config.max_num_seqs > 0, "max_num_seqs must be positive");
+  CROSSPOINT_CHECK(config.max_num_batched_tokens > 0, "max_num_batched_tokens must be positive");
+}
+
+Status Scheduler::add(int64_t seq_id, std::vector<int32_t> prompt_token_ids, int32_t max_new_tokens,
+                      const SamplingParams& sampling) {
+  if (sequences_.count(seq_id) != 0) return invalid_argument("sequence " + std::to_string(seq_id) + " already exists");
+  const int64_t prompt_len = static_cast<int64_t>(prompt_token_ids.size());
+  if (prompt_len == 0) return invalid_argument("the prompt is empty");
+  if (max_new_tokens < 1) return invalid_argument("max_tokens must be at least 1");
+  const int64_t total = prompt_len + max_new_tokens;
+  if (total > config_.max_model_len) {
+    return invalid_argument("prompt (" + std::to_string(prompt_len) + " tokens) plus max_tokens (" +
+                            std::to_string(max_new_tokens) + ") exceeds max_model_len " +
+                            std::to_string(config_.max_model_len));
+  }
+  const int64_t kv_tokens = static_cast<int64_t>(config_.num_blocks) * config_.block_size;
+  if (total > kv_tokens) {
+    return resource_exhausted("prompt plus max_tokens (" + std::to_string(total) +
+                              " tokens) exceeds the whole KV cache (" + std::to_string(kv_tokens) + " tokens)");
+  }
+  auto seq = std::make_unique<Sequence>();
+  seq->seq_id = seq_id;
+  seq->num_prompt_tokens = static_cast<int32_t>(prompt_len);
+  seq->token_ids = std::move(prompt_token_ids);
+  seq->sampling = sampling;
+  waiting_.push_back(seq.get());
+  sequences_.emplace(seq_id, std::move(seq));
+  return Status::ok();
+}
+
+ScheduledSequence Scheduler::make_scheduled(const Sequence& seq, int32_t num_new_tokens) const {
+  ScheduledSequence s;
+  s.seq_id = seq.seq_id;
+  s.num_computed_tokens = seq.num_computed_tokens;
+  s.token_ids.assign(seq.token_ids.begin() + seq.num_computed_tokens,
+                     seq.token_ids.begin() + seq.num_computed_tokens + num_new_tokens);
+  s.block_table = seq.block_table;
+  s.sample = seq.num_computed_tokens + num_new_tokens == seq.num_tokens();
+  s.output_token_idx = seq.num_output_tokens();
+  s.sampling = seq.sampling;
+  return s;
+}
+
+void Scheduler::preempt(Sequence& seq) {
+  block_manager_.release(seq.block_table);
+  seq.num_computed_tokens = 0;
+  seq.state = SequenceState::kWaiting;
+  ++seq.num_preemptions;
+  ++num_preemptions_;
+}
+
+BatchPlan Scheduler::schedule() {
+  BatchPlan plan;
+  int32_t budget = config_.max_num_batched_tokens;
+  std::vector<Sequence*> preempted;  // most recent arrival first
+
+  // Running sequences, oldest first. Victims are taken from the back, which has not been
+  // scheduled yet in this loop.
+  for (size_t i = 0; i < running_.size() && budget > 0;) {
+    Sequence& seq = *running_[i];
+    const int32_t num_new = std::min(seq.num_tokens() - seq.num_computed_tokens, budget);
+    CROSSPOINT_CHECK(num_new > 0, "running sequence with nothing to compute");
+    const int32_t target = seq.num_computed_tokens + num_new;
+    bool self_preempted = false;
+    while (!block_manager_.can_grow(seq.block_table, target)) {
+      Sequence* victim = running_.back();
+      running_.pop_back();
+      preempt(*victim);
+      preempted.push_back(victim);
+      if (victim == &seq) {
+        self_preempted = true;
+        break;
+      }
+    }
+    if (self_preempted) break;
+    block_manager_.grow(seq.block_table, target);
+    plan.seqs.push_back(make_scheduled(seq, num_new));
+    const bool is_decode = num_new == 1 && seq.num_output_tokens() > 0 && target == seq.num_tokens();
+    if (!is_decode) plan.num_prefill_tokens += num_new;
+    budget -= num_new;
+    ++i;
+  }
+  // Preempted sequences go back to the front of the queue, oldest first.
+  for (Sequence* seq : preempted) {
+    waiting_.push_front(seq);
+    plan.preempted_seq_ids.push_back(seq->seq_id);
+  }
+
+  // Waiting sequences, strictly in order: if the head does not fit, nobody behind it runs.
+  // No admission in a step that had to preempt: memory is short.
+  while (preempted.empty() && !waiting_.empty() && budget > 0 &&
+         static_cast<int32_t>(running_.size()) < config_.max_num_seqs) {
+    Sequence& seq = *waiting_.front();
+    const int32_t num_new = std::min(seq.num_tokens() - seq.num_computed_tokens, budget);
+    const int32_t target = seq.num_computed_tokens + num_new;
+    if (!block_manager_.can_grow(seq.block_table, target)) break;
+    waiting_.pop_front();
+    block_manager_.grow(seq.block_table, target);
+    seq.state = SequenceState::kRunning;
+    running_.push_back(&seq);
+    plan.seqs.push_back(make_scheduled(seq, num_new));
+    plan.num_prefill_tokens += num_new;
+    budget -= num_new;
+  }
+  plan.num_batched_tokens = config_.max_num_batched_tokens - budget;
+  return plan;
+}
+
+void Scheduler::on_step_done(const BatchPlan& plan, const std::vector<int32_t>& sampled_token_ids) {
+  CROSSPOINT_CHECK(sampled_token_ids.size() == plan.seqs.size(), "one sampled token per scheduled sequence");
+  for (size_t i = 0; i < plan.seqs.size(); ++i) {
+    const ScheduledSequence& s = plan.seqs[i];
+    auto it = sequences_.find(s.seq_id);
+    if (it == sequences_.end()) continue;  // aborted during the step
+    Sequence& seq = *it->second;
+    if (seq.state != SequenceState::kRunning) continue;
+    seq.num_computed_tokens = s.context_len();
+    if (s.sample) seq.token_ids.push_back(sampled_token_ids[i]);
+  }
+}
+
+void Scheduler::finish(int64_t seq_id) {
+  auto it = sequences_.find(seq_id);
+  if (it == sequences_.end()) return;
+  Sequence* seq = it->second.get();
+  block_manager_.release(seq->block_table);
+  seq->state = SequenceState::kFinished;
+  auto drop = [seq](std::deque<Sequence*>& queue) {
+    queue.erase(std::remove(queue.begin(), queue.end(), seq), queue.end());
+  };
+  drop(running_);
+  drop(waiting_);
+  sequences_.erase(it);
+}
+
+const Sequence* Scheduler::find(int64_t seq_id) const {
+  auto it = sequences_.find(seq_id);
+  return it == sequences_.end() ? nullptr : it->second.get();
+}
+
+}  // namespace crosspoint

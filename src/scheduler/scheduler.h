@@ -1,0 +1,72 @@
+// Continuous batching with chunked prefill, FCFS, and preemption by recompute.
+//
+// Every step the scheduler hands out a token budget (max_num_batched_tokens): first to the
+// running sequences in arrival order (one token for a decode, the rest of the prompt or as
+// much as fits for an unfinished prefill), then to waiting sequences in arrival order while
+// there is budget, a free sequence slot (max_num_seqs) and KV blocks. When a running
+// sequence needs a block and none is free, the most recently arrived running sequence is
+// preempted: its blocks are freed and it goes back to the front of the waiting queue, to
+// be recomputed from its tokens later. No model is involved: the engine reports each
+// step's sampled tokens back with on_step_done().
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <map>
+#include <memory>
+#include <vector>
+
+#include "common/status.h"
+#include "scheduler/batch_plan.h"
+#include "scheduler/block_manager.h"
+#include "scheduler/sequence.h"
+
+namespace crosspoint {
+
+struct SchedulerConfig {
+  int32_t max_num_seqs = 256;             // sequences in one step
+  int32_t max_num_batched_tokens = 2048;  // tokens computed in one step
+  int32_t max_model_len = 2048;           // prompt + output tokens of one sequence
+  int32_t num_blocks = 0;                 // KV blocks available
+  int32_t block_size = 16;                // tokens per KV block
+};
+
+class Scheduler {
+ public:
+  explicit Scheduler(const SchedulerConfig& config);
+
+  const SchedulerConfig& config() const { return config_; }
+  const BlockManager& block_manager() const { return block_manager_; }
+
+  // Queues a new sequence (FCFS by call order). Fails when the prompt is empty, or when
+  // prompt + max_new_tokens exceed max_model_len or the whole KV cache.
+  Status add(int64_t seq_id, std::vector<int32_t> prompt_token_ids, int32_t max_new_tokens,
+             const SamplingParams& sampling);
+  // The next step's plan; empty when nothing can run.
+  BatchPlan schedule();
+  // Records that the plan ran: advances num_computed_tokens and appends each sampled token
+  // ([plan.seqs.size()] entries; ignored where !sample).
+  void on_step_done(const BatchPlan& plan, const std::vector<int32_t>& sampled_token_ids);
+  // Removes a sequence (finished or aborted) and frees its blocks. Unknown ids are ignored.
+  void finish(int64_t seq_id);
+
+  const Sequence* find(int64_t seq_id) const;
+  int32_t num_running() const { return static_cast<int32_t>(running_.size()); }
+  int32_t num_waiting() const { return static_cast<int32_t>(waiting_.size()); }
+  bool has_unfinished() const { return !running_.empty() || !waiting_.empty(); }
+  int64_t num_preemptions() const { return num_preemptions_; }
+
+ private:
+  void preempt(Sequence& seq);
+  ScheduledSequence make_scheduled(const Sequence& seq, int32_t num_new_tokens) const;
+
+  SchedulerConfig config_;
+  BlockManager block_manager_;
+  std::map<int64_t, std::unique_ptr<Sequence>> sequences_;
+  // Arrival order is kept in both queues: running_ front = oldest.
+  std::deque<Sequence*> running_;
+  std::deque<Sequence*> waiting_;
+  int64_t num_preemptions_ = 0;
+};
+
+}  // namespace crosspoint

@@ -1,0 +1,256 @@
+// The scheduler driven by simulated workloads, no model (ARCHITECTURE rule 8). A fake KV
+// store records which token each (block, slot) holds; whenever a token is "sampled", the
+// whole context is read back through the block table and must equal the sequence's tokens.
+// The sampled token is a pure function of (seq, output index), like a seeded sampler, so a
+// preempted sequence must reproduce its exact output.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <map>
+#include <random>
+#include <set>
+
+#include "scheduler/scheduler.h"
+
+namespace crosspoint {
+namespace {
+
+int32_t fake_token(int64_t seq_id, int32_t output_idx) {
+  return static_cast<int32_t>((seq_id * 7919 + output_idx * 104729) % 50000);
+}
+
+struct SimRequest {
+  int64_t seq_id;
+  std::vector<int32_t> prompt;
+  int32_t max_new_tokens;
+  int arrival_step;
+};
+
+struct SimResult {
+  std::map<int64_t, std::vector<int32_t>> outputs;
+  std::vector<int64_t> admission_order;  // first time each sequence is scheduled
+  int64_t num_preemptions = 0;
+  int num_steps = 0;
+  int max_batch_seqs = 0;
+  bool saw_mixed_prefill_and_decode = false;
+};
+
+// Runs the workload to completion, checking every invariant at every step.
+SimResult simulate(const SchedulerConfig& config, const std::vector<SimRequest>& requests) {
+  Scheduler scheduler(config);
+  // (block, slot) -> token id written there by the fake model.
+  std::vector<std::vector<int32_t>> kv(config.num_blocks, std::vector<int32_t>(config.block_size, -1));
+  std::map<int64_t, const SimRequest*> by_id;
+  for (const auto& r : requests) by_id[r.seq_id] = &r;
+  SimResult result;
+  std::set<int64_t> admitted;
+  size_t next_request = 0;
+  for (int step = 0; step < 100000; ++step) {
+    while (next_request < requests.size() && requests[next_request].arrival_step <= step) {
+      const auto& r = requests[next_request++];
+      EXPECT_TRUE(scheduler.add(r.seq_id, r.prompt, r.max_new_tokens, SamplingParams{}).is_ok());
+    }
+    if (!scheduler.has_unfinished() && next_request == requests.size()) break;
+    BatchPlan plan = scheduler.schedule();
+    result.num_steps = step + 1;
+    // Token budget and sequence limit.
+    EXPECT_LE(plan.num_batched_tokens, config.max_num_batched_tokens);
+    EXPECT_LE(static_cast<int>(plan.seqs.size()), config.max_num_seqs);
+    result.max_batch_seqs = std::max(result.max_batch_seqs, static_cast<int>(plan.seqs.size()));
+    int32_t sum = 0;
+    bool has_decode = false, has_prefill = false;
+    // No block owned twice, and used + free == total.
+    std::set<int32_t> owned;
+    for (const auto& s : plan.seqs) {
+      sum += s.num_new_tokens();
+      EXPECT_GT(s.num_new_tokens(), 0);
+      EXPECT_GE(static_cast<int32_t>(s.block_table.size()) * config.block_size, s.context_len());
+      for (int32_t b : s.block_table) {
+        EXPECT_TRUE(owned.insert(b).second) << "block " << b << " owned twice at step " << step;
+        EXPECT_EQ(scheduler.block_manager().ref_count(b), 1);
+      }
+      const Sequence* seq = scheduler.find(s.seq_id);
+      if (seq == nullptr) {
+        ADD_FAILURE() << "scheduled sequence " << s.seq_id << " unknown";
+        return result;
+      }
+      if (s.num_new_tokens() == 1 && seq->num_output_tokens() > 0 && s.sample) has_decode = true;
+      else has_prefill = true;
+      if (admitted.insert(s.seq_id).second) result.admission_order.push_back(s.seq_id);
+    }
+    EXPECT_EQ(sum, plan.num_batched_tokens);
+    if (has_decode && has_prefill) result.saw_mixed_prefill_and_decode = true;
+    result.num_preemptions += static_cast<int64_t>(plan.preempted_seq_ids.size());
+    EXPECT_LE(static_cast<int32_t>(owned.size()), scheduler.block_manager().num_used_blocks());
+    // Fake forward: write each new token into its slot, then read back the context.
+    std::vector<int32_t> sampled(plan.seqs.size(), -1);
+    for (size_t i = 0; i < plan.seqs.size(); ++i) {
+      const auto& s = plan.seqs[i];
+      for (int32_t t = 0; t < s.num_new_tokens(); ++t) {
+        const int32_t pos = s.num_computed_tokens + t;
+        kv[s.block_table[pos / config.block_size]][pos % config.block_size] = s.token_ids[t];
+      }
+      if (!s.sample) continue;
+      const Sequence* seq = scheduler.find(s.seq_id);
+      for (int32_t pos = 0; pos < s.context_len(); ++pos) {
+        if (kv[s.block_table[pos / config.block_size]][pos % config.block_size] != seq->token_ids[pos]) {
+          ADD_FAILURE() << "KV of seq " << s.seq_id << " pos " << pos << " at step " << step
+                        << " holds another token";
+          return result;
+        }
+      }
+      sampled[i] = fake_token(s.seq_id, s.output_token_idx);
+    }
+    scheduler.on_step_done(plan, sampled);
+    for (const auto& s : plan.seqs) {
+      const Sequence* seq = scheduler.find(s.seq_id);
+      if (seq->num_output_tokens() >= by_id[s.seq_id]->max_new_tokens) {
+        result.outputs[s.seq_id] = std::vector<int32_t>(seq->token_ids.begin() + seq->num_prompt_tokens,
+                                                        seq->token_ids.end());
+        scheduler.finish(s.seq_id);
+      }
+    }
+  }
+  EXPECT_FALSE(scheduler.has_unfinished());
+  EXPECT_EQ(scheduler.block_manager().num_free_blocks(), config.num_blocks);
+  result.num_preemptions = scheduler.num_preemptions();
+  return result;
+}
+
+std::vector<SimRequest> random_workload(int num_requests, int max_prompt, int max_output, int arrival_spread,
+                                        uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::vector<SimRequest> requests;
+  for (int i = 0; i < num_requests; ++i) {
+    SimRequest r;
+    r.seq_id = i + 1;
+    const int prompt_len = 1 + static_cast<int>(rng() % max_prompt);
+    for (int t = 0; t < prompt_len; ++t) r.prompt.push_back(static_cast<int32_t>(rng() % 1000));
+    r.max_new_tokens = 1 + static_cast<int>(rng() % max_output);
+    r.arrival_step = arrival_spread == 0 ? 0 : static_cast<int>(rng() % arrival_spread);
+    requests.push_back(std::move(r));
+  }
+  std::stable_sort(requests.begin(), requests.end(),
+                   [](const SimRequest& a, const SimRequest& b) { return a.arrival_step < b.arrival_step; });
+  return requests;
+}
+
+void expect_expected_outputs(const std::vector<SimRequest>& requests, const SimResult& result) {
+  ASSERT_EQ(result.outputs.size(), requests.size());
+  for (const auto& r : requests) {
+    const auto& out = result.outputs.at(r.seq_id);
+    ASSERT_EQ(static_cast<int32_t>(out.size()), r.max_new_tokens);
+    for (int32_t i = 0; i < r.max_new_tokens; ++i) EXPECT_EQ(out[i], fake_token(r.seq_id, i));
+  }
+}
+
+TEST(Scheduler, AmpleMemoryRunsEverythingWithoutPreemption) {
+  SchedulerConfig config{.max_num_seqs = 8, .max_num_batched_tokens = 64, .max_model_len = 256,
+                         .num_blocks = 512, .block_size = 16};
+  auto requests = random_workload(40, 100, 30, 50, 1);
+  SimResult result = simulate(config, requests);
+  expect_expected_outputs(requests, result);
+  EXPECT_EQ(result.num_preemptions, 0);
+  EXPECT_EQ(result.max_batch_seqs, 8);
+  EXPECT_TRUE(result.saw_mixed_prefill_and_decode);
+}
+
+TEST(Scheduler, AdmissionIsFirstComeFirstServed) {
+  SchedulerConfig config{.max_num_seqs = 3, .max_num_batched_tokens = 32, .max_model_len = 128,
+                         .num_blocks = 40, .block_size = 4};
+  auto requests = random_workload(30, 60, 20, 0, 2);
+  SimResult result = simulate(config, requests);
+  expect_expected_outputs(requests, result);
+  std::vector<int64_t> arrival;
+  for (const auto& r : requests) arrival.push_back(r.seq_id);
+  EXPECT_EQ(result.admission_order, arrival);
+}
+
+TEST(Scheduler, TightMemoryPreemptsAndResumesWithIdenticalOutputs) {
+  // 24 blocks of 4 tokens = 96 KV tokens for up to 8 sequences of up to 90 tokens.
+  SchedulerConfig config{.max_num_seqs = 8, .max_num_batched_tokens = 48, .max_model_len = 96,
+                         .num_blocks = 24, .block_size = 4};
+  auto requests = random_workload(30, 50, 40, 10, 3);
+  SimResult result = simulate(config, requests);
+  expect_expected_outputs(requests, result);
+  EXPECT_GT(result.num_preemptions, 0) << "the workload was meant to force preemption";
+}
+
+TEST(Scheduler, RandomisedWorkloadsKeepEveryInvariant) {
+  for (uint32_t seed = 10; seed < 30; ++seed) {
+    std::mt19937 rng(seed);
+    SchedulerConfig config;
+    config.block_size = 1 + static_cast<int32_t>(rng() % 8);
+    config.max_num_seqs = 1 + static_cast<int32_t>(rng() % 10);
+    config.max_num_batched_tokens = 1 + static_cast<int32_t>(rng() % 64);
+    config.max_model_len = 80;
+    config.num_blocks = (80 + config.block_size - 1) / config.block_size + static_cast<int32_t>(rng() % 40);
+    auto requests = random_workload(25, 40, 40, 30, seed);
+    SCOPED_TRACE("seed " + std::to_string(seed));
+    SimResult result = simulate(config, requests);
+    expect_expected_outputs(requests, result);
+  }
+}
+
+TEST(Scheduler, ChunkedPrefillSplitsALongPromptAcrossSteps) {
+  SchedulerConfig config{.max_num_seqs = 4, .max_num_batched_tokens = 10, .max_model_len = 64,
+                         .num_blocks = 16, .block_size = 4};
+  Scheduler scheduler(config);
+  ASSERT_TRUE(scheduler.add(1, std::vector<int32_t>(3, 5), 8, {}).is_ok());
+  ASSERT_TRUE(scheduler.add(2, std::vector<int32_t>(25, 6), 4, {}).is_ok());
+  BatchPlan p1 = scheduler.schedule();
+  ASSERT_EQ(p1.seqs.size(), 2u);
+  EXPECT_EQ(p1.seqs[0].num_new_tokens(), 3);
+  EXPECT_TRUE(p1.seqs[0].sample);
+  EXPECT_EQ(p1.seqs[1].num_new_tokens(), 7);  // the rest of the budget
+  EXPECT_FALSE(p1.seqs[1].sample);
+  EXPECT_EQ(p1.num_batched_tokens, 10);
+  EXPECT_EQ(p1.num_prefill_tokens, 10);
+  scheduler.on_step_done(p1, {42, -1});
+  BatchPlan p2 = scheduler.schedule();
+  ASSERT_EQ(p2.seqs.size(), 2u);
+  EXPECT_EQ(p2.seqs[0].token_ids, std::vector<int32_t>{42});  // decode of seq 1
+  EXPECT_EQ(p2.seqs[0].num_computed_tokens, 3);
+  EXPECT_EQ(p2.seqs[1].num_computed_tokens, 7);
+  EXPECT_EQ(p2.seqs[1].num_new_tokens(), 9);
+  EXPECT_EQ(p2.num_prefill_tokens, 9);
+  scheduler.on_step_done(p2, {43, -1});
+  BatchPlan p3 = scheduler.schedule();
+  EXPECT_EQ(p3.seqs[1].num_new_tokens(), 9);
+  EXPECT_TRUE(p3.seqs[1].sample);
+  EXPECT_EQ(p3.seqs[1].output_token_idx, 0);
+}
+
+TEST(Scheduler, AbortFreesBlocksAtOnce) {
+  SchedulerConfig config{.max_num_seqs = 4, .max_num_batched_tokens = 64, .max_model_len = 64,
+                         .num_blocks = 16, .block_size = 4};
+  Scheduler scheduler(config);
+  ASSERT_TRUE(scheduler.add(1, std::vector<int32_t>(20, 1), 8, {}).is_ok());
+  ASSERT_TRUE(scheduler.add(2, std::vector<int32_t>(9, 1), 8, {}).is_ok());
+  BatchPlan plan = scheduler.schedule();
+  EXPECT_EQ(scheduler.block_manager().num_free_blocks(), 16 - 5 - 3);
+  scheduler.finish(1);
+  EXPECT_EQ(scheduler.block_manager().num_free_blocks(), 16 - 3);
+  scheduler.on_step_done(plan, {7, 8});  // the aborted one's token is dropped
+  EXPECT_EQ(scheduler.find(1), nullptr);
+  EXPECT_EQ(scheduler.find(2)->num_output_tokens(), 1);
+  scheduler.finish(2);
+  scheduler.finish(99);  // unknown: ignored
+  EXPECT_EQ(scheduler.block_manager().num_free_blocks(), 16);
+  EXPECT_FALSE(scheduler.has_unfinished());
+}
+
+TEST(Scheduler, RejectsWhatCanNeverFit) {
+  SchedulerConfig config{.max_num_seqs = 4, .max_num_batched_tokens = 64, .max_model_len = 32,
+                         .num_blocks = 4, .block_size = 4};
+  Scheduler scheduler(config);
+  EXPECT_EQ(scheduler.add(1, {}, 4, {}).code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(scheduler.add(2, std::vector<int32_t>(30, 1), 3, {}).code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(scheduler.add(3, std::vector<int32_t>(10, 1), 7, {}).code(), StatusCode::kResourceExhausted);
+  EXPECT_EQ(scheduler.add(4, std::vector<int32_t>(10, 1), 0, {}).code(), StatusCode::kInvalidArgument);
+  EXPECT_TRUE(scheduler.add(5, std::vector<int32_t>(10, 1), 6, {}).is_ok());
+  EXPECT_EQ(scheduler.add(5, std::vector<int32_t>(10, 1), 6, {}).code(), StatusCode::kInvalidArgument);
+}
+
+}  // namespace
+}  // namespace crosspoint
