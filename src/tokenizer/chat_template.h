@@ -25,6 +25,10 @@ struct ChatTemplate {
 // You are a helpful assistant."; SmolLM2: its own); none when the template has none.
 ChatTemplate chat_template_for_model_dir(const std::string& dir);
 
+// The default system prompt written as a literal in a ChatML Jinja template (the text of
+// '<|im_start|>system\n...<|im_end|>'), or "" when there is none.
+std::string default_system_prompt_from_template(const std::string& jinja_template);
+
 // Renders the conversation; add_generation_prompt appends "<|im_start|>assistant\n".
 Result<std::string> apply_chat_template(const ChatTemplate& chat_template, const std::vector<ChatMessage>& messages,
                                         bool add_generation_prompt = true);

@@ -1,0 +1,217 @@
+#include "tokenizer/bpe_tokenizer.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "tokenizer/byte_level.h"
+#include "tokenizer/utf8.h"
+
+namespace crosspoint {
+
+namespace {
+
+// tokenizer_config.json writes special tokens as "text" or {"content": "text", ...}.
+std::optional<std::string> token_text(const nlohmann::json& config, const char* key) {
+  if (!config.is_object() || !config.contains(key)) return std::nullopt;
+  const auto& value = config[key];
+  if (value.is_string()) return value.get<std::string>();
+  if (value.is_object() && value.contains("content") && value["content"].is_string())
+    return value["content"].get<std::string>();
+  return std::nullopt;
+}
+
+// What HF's ByteLevel decoder makes of one token: the byte of each character when all of
+// them are in the byte-level alphabet, else the token's own UTF-8.
+std::string decoded_token_bytes(const std::string& token) {
+  if (auto bytes = byte_level_to_bytes(token)) return std::move(*bytes);
+  return token;
+}
+
+Status check_model_options(const nlohmann::json& model, const std::string& where) {
+  if (model.value("byte_fallback", false))
+    return unsupported(fmt::format("{}: model.byte_fallback is true (only byte-level BPE is supported)", where));
+  for (const char* key : {"continuing_subword_prefix", "end_of_word_suffix"}) {
+    if (model.contains(key) && model[key].is_string() && !model[key].get<std::string>().empty())
+      return unsupported(fmt::format("{}: model.{} is set (only byte-level BPE is supported)", where, key));
+  }
+  if (model.contains("dropout") && !model["dropout"].is_null() && model["dropout"].is_number() &&
+      model["dropout"].get<double>() > 0.0)
+    return unsupported(fmt::format("{}: model.dropout is set (encoding would be random)", where));
+  return Status::ok();
+}
+
+Result<std::vector<std::pair<std::string, std::string>>> parse_merges(const nlohmann::json& merges,
+                                                                      const std::string& where) {
+  std::vector<std::pair<std::string, std::string>> out;
+  if (!merges.is_array()) return corrupt(fmt::format("{}: model.merges is not an array", where));
+  out.reserve(merges.size());
+  for (size_t i = 0; i < merges.size(); ++i) {
+    const auto& merge = merges[i];
+    if (merge.is_string()) {  // "left right"
+      const std::string text = merge.get<std::string>();
+      const size_t space = text.find(' ');
+      if (space == std::string::npos || text.find(' ', space + 1) != std::string::npos)
+        return corrupt(fmt::format("{}: model.merges[{}] \"{}\" is not two tokens separated by a space", where, i, text));
+      out.emplace_back(text.substr(0, space), text.substr(space + 1));
+    } else if (merge.is_array() && merge.size() == 2 && merge[0].is_string() && merge[1].is_string()) {
+      out.emplace_back(merge[0].get<std::string>(), merge[1].get<std::string>());
+    } else {
+      return corrupt(fmt::format("{}: model.merges[{}] is neither \"a b\" nor [\"a\", \"b\"]", where, i));
+    }
+  }
+  return out;
+}
+
+bool decoder_is_byte_level(const nlohmann::json& decoder) {
+  if (!decoder.is_object()) return false;
+  const std::string type = decoder.value("type", "");
+  if (type == "ByteLevel") return true;
+  if (type == "Sequence" && decoder.contains("decoders") && decoder["decoders"].is_array()) {
+    const auto& items = decoder["decoders"];
+    return !items.empty() && std::all_of(items.begin(), items.end(), decoder_is_byte_level);
+  }
+  return false;
+}
+
+}  // namespace
+
+Result<std::unique_ptr<BpeTokenizer>> BpeTokenizer::create(const nlohmann::json& tokenizer_json,
+                                                           const nlohmann::json& config, const std::string& where) {
+  if (!tokenizer_json.is_object()) return corrupt(fmt::format("{}: not a JSON object", where));
+  if (!tokenizer_json.contains("model") || !tokenizer_json["model"].is_object())
+    return corrupt(fmt::format("{}: no \"model\" object", where));
+  const auto& model = tokenizer_json["model"];
+  const std::string model_type = model.value("type", "BPE");
+  if (model_type != "BPE")
+    return unsupported(fmt::format("{}: model.type \"{}\" (only BPE is supported)", where, model_type));
+  CROSSPOINT_RETURN_IF_ERROR(check_model_options(model, where));
+  if (!model.contains("vocab") || !model["vocab"].is_object())
+    return corrupt(fmt::format("{}: model.vocab is missing or not an object", where));
+  if (!model.contains("merges")) return corrupt(fmt::format("{}: model.merges is missing", where));
+
+  std::unique_ptr<BpeTokenizer> tokenizer(new BpeTokenizer());
+  int32_t max_id = -1;
+  for (const auto& [text, id_value] : model["vocab"].items()) {
+    if (!id_value.is_number_integer() || id_value.get<int64_t>() < 0 || id_value.get<int64_t>() > (1 << 30))
+      return corrupt(fmt::format("{}: model.vocab[\"{}\"] is not a valid id", where, text));
+    const int32_t id = id_value.get<int32_t>();
+    tokenizer->id_by_token_.emplace(text, id);
+    max_id = std::max(max_id, id);
+  }
+  CROSSPOINT_ASSIGN_OR_RETURN(auto merges, parse_merges(model["merges"], where));
+  CROSSPOINT_ASSIGN_OR_RETURN(BpeModel bpe, BpeModel::create(tokenizer->id_by_token_, merges,
+                                                             model.value("ignore_merges", false), where));
+  tokenizer->model_.emplace(std::move(bpe));
+
+  CROSSPOINT_ASSIGN_OR_RETURN(tokenizer->normalizer_,
+                              Normalizer::from_json(tokenizer_json.value("normalizer", nlohmann::json()), where));
+  bool has_byte_level = false;
+  CROSSPOINT_ASSIGN_OR_RETURN(
+      tokenizer->pre_tokenizer_,
+      PreTokenizer::from_json(tokenizer_json.value("pre_tokenizer", nlohmann::json()), where, &has_byte_level));
+  if (!has_byte_level)
+    return unsupported(fmt::format("{}: pre_tokenizer has no ByteLevel step (only byte-level BPE is supported)", where));
+  if (!decoder_is_byte_level(tokenizer_json.value("decoder", nlohmann::json())))
+    return unsupported(fmt::format("{}: decoder is not ByteLevel (only byte-level BPE is supported)", where));
+
+  for (const auto& [text, id] : tokenizer->id_by_token_) max_id = std::max(max_id, id);
+  CROSSPOINT_RETURN_IF_ERROR(tokenizer->load_added_tokens(tokenizer_json, where));
+  for (const auto& token : tokenizer->added_vocabulary_.tokens()) max_id = std::max(max_id, token.id);
+
+  tokenizer->token_bytes_.assign(static_cast<size_t>(max_id + 1), std::string());
+  for (const auto& [text, id] : tokenizer->id_by_token_) tokenizer->token_bytes_[id] = decoded_token_bytes(text);
+  for (const auto& token : tokenizer->added_vocabulary_.tokens())
+    tokenizer->token_bytes_[token.id] = decoded_token_bytes(token.content);
+  tokenizer->resolve_bos_eos(config);
+  return tokenizer;
+}
+
+Status BpeTokenizer::load_added_tokens(const nlohmann::json& tokenizer_json, const std::string& where) {
+  if (!tokenizer_json.contains("added_tokens") || tokenizer_json["added_tokens"].is_null()) return Status::ok();
+  const auto& list = tokenizer_json["added_tokens"];
+  if (!list.is_array()) return corrupt(fmt::format("{}: added_tokens is not an array", where));
+  for (size_t i = 0; i < list.size(); ++i) {
+    const auto& entry = list[i];
+    if (!entry.is_object() || !entry.contains("id") || !entry["id"].is_number_integer() ||
+        !entry.contains("content") || !entry["content"].is_string() || entry["id"].get<int64_t>() < 0 ||
+        entry["id"].get<int64_t>() > (1 << 30))
+      return corrupt(fmt::format("{}: added_tokens[{}] needs an integer \"id\" and a string \"content\"", where, i));
+    if (entry.value("single_word", false))
+      return unsupported(fmt::format("{}: added_tokens[{}] has single_word set", where, i));
+    AddedToken token;
+    token.id = entry["id"].get<int32_t>();
+    token.content = entry["content"].get<std::string>();
+    token.special = entry.value("special", false);
+    token.lstrip = entry.value("lstrip", false);
+    token.rstrip = entry.value("rstrip", false);
+    if (token.special) special_ids_.insert(token.id);
+    id_by_token_[token.content] = token.id;
+    added_vocabulary_.add(std::move(token));
+  }
+  return Status::ok();
+}
+
+void BpeTokenizer::resolve_bos_eos(const nlohmann::json& config) {
+  if (auto bos = token_text(config, "bos_token")) bos_token_id_ = token_id(*bos);
+  const auto add_eos = [&](const std::string& text) {
+    const auto id = token_id(text);
+    if (id && std::find(eos_token_ids_.begin(), eos_token_ids_.end(), *id) == eos_token_ids_.end())
+      eos_token_ids_.push_back(*id);
+  };
+  if (auto eos = token_text(config, "eos_token")) add_eos(*eos);
+  // ChatML models end a turn with <|im_end|> and a document with <|endoftext|>; both stop
+  // generation (Qwen2.5-Instruct's generation_config lists both).
+  add_eos("<|im_end|>");
+  add_eos("<|endoftext|>");
+}
+
+std::vector<int32_t> BpeTokenizer::encode(std::string_view text, bool parse_special) const {
+  // Invalid UTF-8 is replaced by U+FFFD first: the ids are those HF gives for
+  // bytes.decode("utf-8", errors="replace"), since a Python str cannot hold invalid bytes.
+  const std::string valid = replace_invalid_utf8(text);
+  std::vector<TextSegment> segments;
+  added_vocabulary_.split(valid, parse_special, segments);
+  std::vector<int32_t> ids;
+  ids.reserve(valid.size() / 3 + 4);
+  std::vector<std::string> words;
+  for (const TextSegment& segment : segments) {
+    if (segment.added_token_id >= 0) {
+      ids.push_back(segment.added_token_id);
+      continue;
+    }
+    words.clear();
+    if (normalizer_.is_identity()) {
+      pre_tokenizer_.split(segment.text, words);
+    } else {
+      pre_tokenizer_.split(normalizer_.apply(segment.text), words);
+    }
+    for (const std::string& word : words) model_->encode_word(word, ids);
+  }
+  return ids;
+}
+
+std::string BpeTokenizer::decode(std::span<const int32_t> ids, bool skip_special) const {
+  std::string bytes;
+  for (int32_t id : ids) {
+    if (id < 0 || id >= vocab_size()) continue;  // unknown ids are dropped, as HF does
+    if (skip_special && special_ids_.count(id) != 0) continue;
+    bytes += token_bytes_[id];
+  }
+  return replace_invalid_utf8(bytes);
+}
+
+std::string BpeTokenizer::token_bytes(int32_t id) const {
+  if (id < 0 || id >= vocab_size()) return {};
+  return token_bytes_[id];
+}
+
+std::optional<int32_t> BpeTokenizer::token_id(std::string_view token) const {
+  const auto it = id_by_token_.find(std::string(token));
+  if (it == id_by_token_.end()) return std::nullopt;
+  return it->second;
+}
+
+bool BpeTokenizer::is_special(int32_t id) const { return special_ids_.count(id) != 0; }
+
+}  // namespace crosspoint

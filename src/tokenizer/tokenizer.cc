@@ -1,0 +1,55 @@
+// Tokenizer factories: which files make a tokenizer, and the errors when they are missing
+// or corrupt.
+#include "tokenizer/tokenizer.h"
+
+#include <fmt/format.h>
+
+#include <filesystem>
+
+#include "common/mapped_file.h"
+#include "formats/gguf.h"
+#include "tokenizer/bpe_tokenizer.h"
+#include "tokenizer/gguf_tokenizer_json.h"
+
+namespace crosspoint {
+
+namespace {
+
+Result<nlohmann::json> read_json_file(const std::string& path) {
+  if (!std::filesystem::exists(path)) return not_found(fmt::format("{}: no such file", path));
+  CROSSPOINT_ASSIGN_OR_RETURN(std::string text, read_text_file(path));
+  nlohmann::json value = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (value.is_discarded()) return corrupt(fmt::format("{}: not valid JSON", path));
+  return value;
+}
+
+Result<std::unique_ptr<Tokenizer>> upcast(Result<std::unique_ptr<BpeTokenizer>> result) {
+  if (!result.is_ok()) return result.status();
+  return std::unique_ptr<Tokenizer>(std::move(result).value());
+}
+
+}  // namespace
+
+Result<std::unique_ptr<Tokenizer>> Tokenizer::from_tokenizer_json(const std::string& path) {
+  CROSSPOINT_ASSIGN_OR_RETURN(nlohmann::json tokenizer_json, read_json_file(path));
+  // tokenizer_config.json beside it supplies bos/eos when present.
+  nlohmann::json config;
+  const auto config_path = std::filesystem::path(path).parent_path() / "tokenizer_config.json";
+  if (std::filesystem::exists(config_path)) {
+    CROSSPOINT_ASSIGN_OR_RETURN(config, read_json_file(config_path.string()));
+  }
+  return upcast(BpeTokenizer::create(tokenizer_json, config, path));
+}
+
+Result<std::unique_ptr<Tokenizer>> Tokenizer::from_model_dir(const std::string& dir) {
+  if (!std::filesystem::is_directory(dir)) return not_found(fmt::format("{}: no such directory", dir));
+  return from_tokenizer_json((std::filesystem::path(dir) / "tokenizer.json").string());
+}
+
+Result<std::unique_ptr<Tokenizer>> Tokenizer::from_gguf(const GgufFile& gguf) {
+  CROSSPOINT_ASSIGN_OR_RETURN(nlohmann::json tokenizer_json, tokenizer_json_from_gguf(gguf));
+  CROSSPOINT_ASSIGN_OR_RETURN(nlohmann::json config, tokenizer_config_from_gguf(gguf));
+  return upcast(BpeTokenizer::create(tokenizer_json, config, gguf.path()));
+}
+
+}  // namespace crosspoint
