@@ -7,7 +7,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "scheduler/sampling_params.h"
+#include "scheduler/request_sampling_params.h"
 
 namespace crosspoint {
 
@@ -26,7 +26,7 @@ struct ScheduledSequence {
   // Index, among the sequence's generated tokens, of the token sampled this step (drives
   // the per-request random stream so recomputation draws the same token).
   int32_t output_token_idx = 0;
-  SamplingParams sampling;
+  RequestSamplingParams sampling;
 
   int32_t num_new_tokens() const { return static_cast<int32_t>(token_ids.size()); }
   // Tokens in the KV cache once this step is done.

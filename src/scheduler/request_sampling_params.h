@@ -6,15 +6,13 @@
 
 namespace crosspoint {
 
-struct SamplingParams {
+struct RequestSamplingParams {
   // 0 = greedy (argmax); otherwise logits are divided by it before the softmax.
   float temperature = 1.0f;
   // Keep the smallest set of most likely tokens whose probability reaches top_p; 1 = all.
   float top_p = 1.0f;
   // Keep the top_k most likely tokens; 0 (or -1) = all.
   int32_t top_k = 0;
-  // Drop tokens whose probability is below min_p times the most likely one; 0 = off.
-  float min_p = 0.0f;
   // The request's random stream: token i of the output is drawn with a generator seeded
   // from (seed, i), so a request's output depends only on its own seed and tokens, never on
   // the rest of the batch or on a preemption.

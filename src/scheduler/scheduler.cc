@@ -11,23 +11,30 @@ Scheduler::Scheduler(const SchedulerConfig& config)
   CROSSPOINT_CHECK(config.max_num_batched_tokens > 0, "max_num_batched_tokens must be positive");
 }
 
-Status Scheduler::add(int64_t seq_id, std::vector<int32_t> prompt_token_ids, int32_t max_new_tokens,
-                      const SamplingParams& sampling) {
-  if (sequences_.count(seq_id) != 0) return invalid_argument("sequence " + std::to_string(seq_id) + " already exists");
-  const int64_t prompt_len = static_cast<int64_t>(prompt_token_ids.size());
+Status Scheduler::check_fits(const SchedulerConfig& config, int64_t prompt_len, int64_t max_new_tokens) {
   if (prompt_len == 0) return invalid_argument("the prompt is empty");
   if (max_new_tokens < 1) return invalid_argument("max_tokens must be at least 1");
   const int64_t total = prompt_len + max_new_tokens;
-  if (total > config_.max_model_len) {
-    return invalid_argument("prompt (" + std::to_string(prompt_len) + " tokens) plus max_tokens (" +
-                            std::to_string(max_new_tokens) + ") exceeds max_model_len " +
-                            std::to_string(config_.max_model_len));
+  if (total > config.max_model_len) {
+    return invalid_argument("'max_tokens' or 'max_completion_tokens' is too large: " + std::to_string(max_new_tokens) +
+                            ". This model's maximum context length is " + std::to_string(config.max_model_len) +
+                            " tokens and your request has " + std::to_string(prompt_len) + " input tokens (" +
+                            std::to_string(max_new_tokens) + " > " + std::to_string(config.max_model_len) + " - " +
+                            std::to_string(prompt_len) + ").");
   }
-  const int64_t kv_tokens = static_cast<int64_t>(config_.num_blocks) * config_.block_size;
+  const int64_t kv_tokens = static_cast<int64_t>(config.num_blocks) * config.block_size;
   if (total > kv_tokens) {
     return resource_exhausted("prompt plus max_tokens (" + std::to_string(total) +
                               " tokens) exceeds the whole KV cache (" + std::to_string(kv_tokens) + " tokens)");
   }
+  return Status::ok();
+}
+
+Status Scheduler::add(int64_t seq_id, std::vector<int32_t> prompt_token_ids, int32_t max_new_tokens,
+                      const RequestSamplingParams& sampling) {
+  if (sequences_.count(seq_id) != 0) return invalid_argument("sequence " + std::to_string(seq_id) + " already exists");
+  const int64_t prompt_len = static_cast<int64_t>(prompt_token_ids.size());
+  CROSSPOINT_RETURN_IF_ERROR(check_fits(config_, prompt_len, max_new_tokens));
   auto seq = std::make_unique<Sequence>();
   seq->seq_id = seq_id;
   seq->num_prompt_tokens = static_cast<int32_t>(prompt_len);

@@ -38,10 +38,14 @@ class Scheduler {
   const SchedulerConfig& config() const { return config_; }
   const BlockManager& block_manager() const { return block_manager_; }
 
+  // Whether a request of prompt_len tokens that may generate max_new_tokens can ever run
+  // under config (thread-safe: touches no scheduler state). add() applies the same rules.
+  static Status check_fits(const SchedulerConfig& config, int64_t prompt_len, int64_t max_new_tokens);
+
   // Queues a new sequence (FCFS by call order). Fails when the prompt is empty, or when
   // prompt + max_new_tokens exceed max_model_len or the whole KV cache.
   Status add(int64_t seq_id, std::vector<int32_t> prompt_token_ids, int32_t max_new_tokens,
-             const SamplingParams& sampling);
+             const RequestSamplingParams& sampling);
   // The next step's plan; empty when nothing can run.
   BatchPlan schedule();
   // Records that the plan ran: advances num_computed_tokens and appends each sampled token

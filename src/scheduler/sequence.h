@@ -5,7 +5,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "scheduler/sampling_params.h"
+#include "scheduler/request_sampling_params.h"
 
 namespace crosspoint {
 
@@ -25,7 +25,7 @@ struct Sequence {
   int32_t num_computed_tokens = 0;
   // Logical block i of this sequence lives in physical KV block block_table[i].
   std::vector<int32_t> block_table;
-  SamplingParams sampling;
+  RequestSamplingParams sampling;
   // Times this sequence was preempted (its work recomputed).
   int32_t num_preemptions = 0;
 

@@ -48,7 +48,7 @@ SimResult simulate(const SchedulerConfig& config, const std::vector<SimRequest>&
   for (int step = 0; step < 100000; ++step) {
     while (next_request < requests.size() && requests[next_request].arrival_step <= step) {
       const auto& r = requests[next_request++];
-      EXPECT_TRUE(scheduler.add(r.seq_id, r.prompt, r.max_new_tokens, SamplingParams{}).is_ok());
+      EXPECT_TRUE(scheduler.add(r.seq_id, r.prompt, r.max_new_tokens, RequestSamplingParams{}).is_ok());
     }
     if (!scheduler.has_unfinished() && next_request == requests.size()) break;
     BatchPlan plan = scheduler.schedule();

@@ -1,0 +1,233 @@
+#include "engine/engine.h"
+
+#include <algorithm>
+
+#include "common/clock.h"
+#include "common/log.h"
+
+namespace crosspoint {
+
+Engine::Engine(const EngineConfig& config, std::unique_ptr<Runner> runner)
+    : config_(config), runner_(std::move(runner)), scheduler_(config.scheduler) {
+  CROSSPOINT_CHECK(runner_ != nullptr, "Engine needs a runner");
+  metrics_.num_total_blocks = config.scheduler.num_blocks;
+  metrics_.num_free_blocks = config.scheduler.num_blocks;
+}
+
+Engine::~Engine() { stop(); }
+
+void Engine::start() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (thread_.joinable() || stopping_) return;
+  running_ = true;
+  thread_ = std::thread([this] { loop(); });
+}
+
+void Engine::stop() {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    stopping_ = true;
+  }
+  wake_.notify_all();
+  if (thread_.joinable()) thread_.join();
+  running_ = false;
+  // Anything never picked up by the loop (or everything, if it never started).
+  take_new_work();
+  for (auto it = active_.begin(); it != active_.end(); it = active_.begin()) {
+    finish_request(it->first, FinishReason::kAbort, {}, -1);
+  }
+}
+
+Result<int64_t> Engine::submit(EngineRequest request, OutputSink sink) {
+  CROSSPOINT_RETURN_IF_ERROR(Scheduler::check_fits(config_.scheduler,
+                                                   static_cast<int64_t>(request.prompt_token_ids.size()),
+                                                   request.max_tokens));
+  int64_t request_id = 0;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (stopping_) return resource_exhausted("the engine is shutting down");
+    const int64_t num_waiting = num_scheduler_waiting_ + static_cast<int64_t>(pending_.size());
+    if (config_.max_waiting > 0 && num_waiting >= config_.max_waiting) {
+      return resource_exhausted("the server is overloaded: " + std::to_string(num_waiting) +
+                                " requests are already waiting (limit " + std::to_string(config_.max_waiting) + ")");
+    }
+    request_id = next_request_id_++;
+    pending_.push_back({request_id, std::move(request), std::move(sink), monotonic_seconds()});
+  }
+  wake_.notify_one();
+  return request_id;
+}
+
+void Engine::abort(int64_t request_id) {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    pending_aborts_.push_back(request_id);
+  }
+  wake_.notify_one();
+}
+
+EngineMetrics Engine::metrics() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  EngineMetrics copy = metrics_;
+  copy.num_requests_waiting += static_cast<int32_t>(pending_.size());
+  return copy;
+}
+
+void Engine::loop() {
+  while (true) {
+    {
+      std::unique_lock<std::mutex> lock(mutex_);
+      wake_.wait(lock, [this] {
+        return stopping_ || !pending_.empty() || !pending_aborts_.empty() || scheduler_.has_unfinished();
+      });
+      if (stopping_) return;
+    }
+    take_new_work();
+    if (scheduler_.has_unfinished()) run_step();
+    publish_gauges();
+  }
+}
+
+void Engine::take_new_work() {
+  std::deque<PendingRequest> incoming;
+  std::vector<int64_t> aborts;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    incoming.swap(pending_);
+    aborts.swap(pending_aborts_);
+  }
+  for (PendingRequest& p : incoming) {
+    const int32_t max_tokens = p.request.max_tokens;
+    const RequestSamplingParams sampling = p.request.sampling;
+    Status status = scheduler_.add(p.request_id, p.request.prompt_token_ids, max_tokens, sampling);
+    ActiveRequest active{std::move(p.request), std::move(p.sink), p.arrival_s, 0.0, 0.0};
+    active_.emplace(p.request_id, std::move(active));
+    if (!status.is_ok()) {  // submit() checked the same rules; only a race with shutdown gets here
+      log_warning("request {} refused by the scheduler: {}", p.request_id, status.to_string());
+      finish_request(p.request_id, FinishReason::kError, {}, -1);
+    }
+  }
+  for (int64_t request_id : aborts) {
+    if (active_.count(request_id) != 0) finish_request(request_id, FinishReason::kAbort, {}, -1);
+  }
+}
+
+FinishReason Engine::check_finish(const ActiveRequest& active, const Sequence& seq, int32_t token,
+                                  int32_t* stop_token_id) const {
+  const EngineRequest& r = active.request;
+  if (std::find(r.stop_token_ids.begin(), r.stop_token_ids.end(), token) != r.stop_token_ids.end()) {
+    *stop_token_id = token;
+    return FinishReason::kStop;
+  }
+  if (!r.ignore_eos &&
+      std::find(config_.eos_token_ids.begin(), config_.eos_token_ids.end(), token) != config_.eos_token_ids.end()) {
+    return FinishReason::kStop;
+  }
+  if (seq.num_output_tokens() >= r.max_tokens || seq.num_tokens() >= config_.scheduler.max_model_len) {
+    return FinishReason::kLength;
+  }
+  return FinishReason::kNone;
+}
+
+void Engine::run_step() {
+  BatchPlan plan = scheduler_.schedule();
+  if (plan.empty()) return;
+  const double step_start_s = monotonic_seconds();
+  for (const auto& s : plan.seqs) {
+    auto it = active_.find(s.seq_id);
+    if (it != active_.end() && it->second.first_scheduled_s == 0.0) {
+      it->second.first_scheduled_s = step_start_s;
+      std::lock_guard<std::mutex> lock(mutex_);
+      metrics_.request_queue_time_seconds.observe(step_start_s - it->second.arrival_s);
+    }
+  }
+  Result<StepOutput> output = runner_->execute(plan);
+  if (!output.is_ok()) {
+    // A failed forward pass ends every request of the step; the server reports the error.
+    log_error("engine step failed: {}", output.status().to_string());
+    for (const auto& s : plan.seqs) finish_request(s.seq_id, FinishReason::kError, {}, -1);
+    return;
+  }
+  scheduler_.on_step_done(plan, output->sampled_token_ids);
+  const double now_s = monotonic_seconds();
+  uint64_t num_generated = 0, num_prompt = 0;
+  std::vector<double> ttft_s, itl_s;
+  for (size_t i = 0; i < plan.seqs.size(); ++i) {
+    const ScheduledSequence& s = plan.seqs[i];
+    if (!s.sample) continue;
+    auto it = active_.find(s.seq_id);
+    const Sequence* seq = scheduler_.find(s.seq_id);
+    if (it == active_.end() || seq == nullptr) continue;
+    ActiveRequest& active = it->second;
+    const int32_t token = output->sampled_token_ids[i];
+    ++num_generated;
+    if (active.last_token_s == 0.0) {
+      ttft_s.push_back(now_s - active.arrival_s);
+      num_prompt += static_cast<uint64_t>(seq->num_prompt_tokens);
+    } else {
+      itl_s.push_back(now_s - active.last_token_s);
+    }
+    active.last_token_s = now_s;
+    int32_t stop_token_id = -1;
+    const FinishReason reason = check_finish(active, *seq, token, &stop_token_id);
+    if (reason != FinishReason::kNone) {
+      finish_request(s.seq_id, reason, {token}, stop_token_id);
+    } else {
+      RequestOutput update;
+      update.request_id = s.seq_id;
+      update.new_token_ids = {token};
+      update.num_prompt_tokens = seq->num_prompt_tokens;
+      update.num_output_tokens = seq->num_output_tokens();
+      active.sink(update);
+    }
+  }
+  std::lock_guard<std::mutex> lock(mutex_);
+  metrics_.num_steps++;
+  metrics_.num_preemptions = static_cast<uint64_t>(scheduler_.num_preemptions());
+  metrics_.generation_tokens += num_generated;
+  metrics_.prompt_tokens += num_prompt;
+  for (double v : ttft_s) metrics_.time_to_first_token_seconds.observe(v);
+  for (double v : itl_s) metrics_.inter_token_latency_seconds.observe(v);
+  metrics_.iteration_tokens.observe(plan.num_batched_tokens);
+  metrics_.iteration_num_seqs.observe(static_cast<double>(plan.seqs.size()));
+}
+
+void Engine::finish_request(int64_t request_id, FinishReason reason, std::vector<int32_t> new_tokens,
+                            int32_t stop_token_id) {
+  auto it = active_.find(request_id);
+  if (it == active_.end()) return;
+  RequestOutput update;
+  update.request_id = request_id;
+  update.new_token_ids = std::move(new_tokens);
+  update.finished = true;
+  update.finish_reason = reason;
+  update.stop_token_id = stop_token_id;
+  if (const Sequence* seq = scheduler_.find(request_id)) {
+    update.num_prompt_tokens = seq->num_prompt_tokens;
+    update.num_output_tokens = seq->num_output_tokens();
+  } else {
+    update.num_prompt_tokens = static_cast<int32_t>(it->second.request.prompt_token_ids.size());
+  }
+  scheduler_.finish(request_id);  // frees its blocks now
+  OutputSink sink = std::move(it->second.sink);
+  const double e2e_s = monotonic_seconds() - it->second.arrival_s;
+  active_.erase(it);
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    metrics_.request_success[finish_reason_name(reason)]++;
+    metrics_.e2e_request_latency_seconds.observe(e2e_s);
+  }
+  if (sink) sink(update);
+}
+
+void Engine::publish_gauges() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  num_scheduler_waiting_ = scheduler_.num_waiting();
+  metrics_.num_requests_running = scheduler_.num_running();
+  metrics_.num_requests_waiting = scheduler_.num_waiting();
+  metrics_.kv_cache_usage = scheduler_.block_manager().usage();
+  metrics_.num_free_blocks = scheduler_.block_manager().num_free_blocks();
+  metrics_.num_preemptions = static_cast<uint64_t>(scheduler_.num_preemptions());
+}
+
+}  // namespace crosspoint
