@@ -1,0 +1,38 @@
+// What one decode step costs a model at one precision, independent of any device: bytes
+// streamed from memory and FLOPs computed. The roofline divides these by the ceilings.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "analysis/model_shape.h"
+#include "analysis/precision.h"
+
+namespace crosspoint::analysis {
+
+struct DecodeCost {
+  // Weight bytes streamed once per decode step, shared by the whole batch.
+  double weight_bytes_per_step = 0;
+  // Weight FLOPs per generated token: 2 * (parameters the token passes through).
+  double flops_per_token = 0;
+  // K and V bytes read per sequence per token of context (all layers); 0 when unknown.
+  double kv_bytes_per_context_token = 0;
+  // Attention FLOPs per generated token per token of context; 0 when unknown.
+  double attention_flops_per_context_token = 0;
+  // How the numbers were obtained, for the report ("from config.json: ...").
+  std::string description;
+};
+
+// From the model's shapes: transformer linears at `precision`, lm_head at fp16 (quantised
+// checkpoints keep it unquantised), embedding gathered and not counted; KV elements of
+// kv_bytes_per_element (2 for an fp16/bf16 KV cache).
+DecodeCost decode_cost_from_shape(const ModelShape& shape, Precision precision, double kv_bytes_per_element = 2,
+                                  int64_t group_size = 128);
+
+// From a parameter count only: every parameter streamed at bytes_per_weight(precision) and
+// 2 FLOPs per parameter per token. Coarse (it streams the embedding too), but it is what
+// the study did; weight_bytes_override > 0 replaces the streamed bytes with a measured
+// figure (e.g. the engine's "weights loaded" line).
+DecodeCost decode_cost_from_params(double num_params, Precision precision, double weight_bytes_override = 0);
+
+}  // namespace crosspoint::analysis
