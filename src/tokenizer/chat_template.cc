@@ -38,7 +38,7 @@ std::string default_system_prompt_from_template(const std::string& jinja_templat
   // Both families write the default as one literal:
   //   '<|im_start|>system\nYou are Qwen, ...<|im_end|>\n'
   // (the literal "\n" is two characters in the template source).
-  static const std::regex kDefaultSystem(R"(<\|im_start\|>system\\n([^'"]*?)<\|im_end\|>)");
+  static const std::regex kDefaultSystem(R"(<\|im_start\|>system\\n((?:[^'"\\]|\\.)*?)<\|im_end\|>)");
   std::smatch match;
   if (!std::regex_search(jinja_template, match, kDefaultSystem)) return {};
   return unescape_jinja_literal(match[1].str());
@@ -68,6 +68,7 @@ ChatTemplate chat_template_for_model_dir(const std::string& dir) {
 
 Result<std::string> apply_chat_template(const ChatTemplate& chat_template, const std::vector<ChatMessage>& messages,
                                         bool add_generation_prompt) {
+  if (messages.empty()) return invalid_argument("messages: a conversation needs at least one message");
   std::string prompt;
   for (size_t i = 0; i < messages.size(); ++i) {
     const ChatMessage& message = messages[i];
@@ -78,8 +79,6 @@ Result<std::string> apply_chat_template(const ChatTemplate& chat_template, const
       prompt += "<|im_start|>system\n" + chat_template.default_system_prompt + "<|im_end|>\n";
     prompt += "<|im_start|>" + message.role + "\n" + message.content + "<|im_end|>\n";
   }
-  if (messages.empty() && !chat_template.default_system_prompt.empty())
-    prompt += "<|im_start|>system\n" + chat_template.default_system_prompt + "<|im_end|>\n";
   if (add_generation_prompt) prompt += "<|im_start|>assistant\n";
   return prompt;
 }
