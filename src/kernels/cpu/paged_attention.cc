@@ -1,0 +1,94 @@
+#include <algorithm>
+#include <cstring>
+#include <vector>
+
+#include "common/thread_pool.h"
+#include "kernels/cpu/simd.h"
+#include "kernels/paged_attention.h"
+#include "kernels/softmax.h"
+
+namespace crosspoint {
+namespace {
+
+float dot(const float* a, const float* b, int64_t n, bool vector) {
+  if (vector) return simd::dot_f32(a, b, n);
+  float sum = 0.0f;
+  for (int64_t i = 0; i < n; ++i) sum += a[i] * b[i];
+  return sum;
+}
+
+void axpy(float alpha, const float* x, float* y, int64_t n, bool vector) {
+  if (vector) return simd::axpy_f32(alpha, x, y, n);
+  for (int64_t i = 0; i < n; ++i) y[i] += alpha * x[i];
+}
+
+}  // namespace
+
+Status kv_cache_write(const KvCacheWriteArgs& a) {
+  const PagedKvLayout& l = a.layout;
+  const int32_t num_tokens = l.seq_token_start[l.num_seqs];
+  CROSSPOINT_RETURN_IF_ERROR(validate_paged_kv_layout(l, num_tokens));
+  const int64_t row = int64_t{l.num_kv_heads} * l.head_dim;
+  const int64_t k_stride = a.key_row_stride ? a.key_row_stride : row;
+  const int64_t v_stride = a.value_row_stride ? a.value_row_stride : row;
+  for (int32_t s = 0; s < l.num_seqs; ++s) {
+    const int32_t num_new = l.seq_token_start[s + 1] - l.seq_token_start[s];
+    for (int32_t j = 0; j < num_new; ++j) {
+      const int32_t t = l.seq_token_start[s] + j;
+      const int32_t position = l.seq_context_len[s] - num_new + j;
+      const int32_t block = l.block_tables[int64_t{s} * l.max_blocks_per_seq + position / l.block_size];
+      const int64_t slot = int64_t{block} * l.block_size + position % l.block_size;
+      std::memcpy(l.key_cache + slot * row, a.key + t * k_stride, row * sizeof(float));
+      std::memcpy(l.value_cache + slot * row, a.value + t * v_stride, row * sizeof(float));
+    }
+  }
+  return Status::ok();
+}
+
+Status paged_attention(const PagedAttentionArgs& a) {
+  const PagedKvLayout& l = a.layout;
+  if (a.num_heads <= 0 || l.num_kv_heads <= 0 || a.num_heads % l.num_kv_heads != 0)
+    return invalid_argument("paged_attention: num_heads must be a positive multiple of num_kv_heads");
+  const int32_t num_tokens = l.seq_token_start[l.num_seqs];
+  CROSSPOINT_RETURN_IF_ERROR(validate_paged_kv_layout(l, num_tokens));
+  const int64_t q_stride = a.query_row_stride ? a.query_row_stride : int64_t{a.num_heads} * l.head_dim;
+  const int32_t group = a.num_heads / l.num_kv_heads;
+  const int64_t head_dim = l.head_dim;
+  const int64_t kv_row = int64_t{l.num_kv_heads} * head_dim;  // elements per cached token
+  const bool vector = simd::cpu_has_avx2();
+
+  // token index -> sequence, so work items can be any (token, head) pair.
+  std::vector<int32_t> token_seq(num_tokens);  // [num_tokens]
+  for (int32_t s = 0; s < l.num_seqs; ++s)
+    for (int32_t t = l.seq_token_start[s]; t < l.seq_token_start[s + 1]; ++t) token_seq[t] = s;
+
+  const size_t num_items = static_cast<size_t>(num_tokens) * a.num_heads;
+  global_thread_pool().parallel_for(num_items, [&](size_t i0, size_t i1) {
+    std::vector<float> scores;  // [visible] f32
+    for (size_t item = i0; item < i1; ++item) {
+      const int32_t t = static_cast<int32_t>(item / a.num_heads);
+      const int32_t h = static_cast<int32_t>(item % a.num_heads);
+      const int32_t s = token_seq[t];
+      const int32_t num_new = l.seq_token_start[s + 1] - l.seq_token_start[s];
+      const int32_t visible = l.seq_context_len[s] - num_new + (t - l.seq_token_start[s]) + 1;
+      const int32_t* table = l.block_tables + int64_t{s} * l.max_blocks_per_seq;
+      const int64_t head_offset = int64_t{h / group} * head_dim;
+      const float* q = a.query + t * q_stride + int64_t{h} * head_dim;
+      scores.resize(visible);
+      for (int32_t p = 0; p < visible; ++p) {
+        const int64_t slot = int64_t{table[p / l.block_size]} * l.block_size + p % l.block_size;
+        scores[p] = dot(q, l.key_cache + slot * kv_row + head_offset, head_dim, vector) * a.scale;
+      }
+      softmax_row(scores.data(), visible);
+      float* out = a.output + (int64_t{t} * a.num_heads + h) * head_dim;
+      std::fill(out, out + head_dim, 0.0f);
+      for (int32_t p = 0; p < visible; ++p) {
+        const int64_t slot = int64_t{table[p / l.block_size]} * l.block_size + p % l.block_size;
+        axpy(scores[p], l.value_cache + slot * kv_row + head_offset, out, head_dim, vector);
+      }
+    }
+  });
+  return Status::ok();
+}
+
+}  // namespace crosspoint

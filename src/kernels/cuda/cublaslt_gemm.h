@@ -1,0 +1,76 @@
+// GEMMs through cuBLASLt for weights stored [N, K] row-major (HF nn.Linear layout):
+//   fp16:  y[M, N] = x[M, K] · w[N, K]^T
+//   fp8:   y[M, N] = x_scale[m] * w_scale[n] * (xq[M, K] · wq[N, K]^T)   (W8A8 e4m3)
+// In cuBLAS's column-major terms both compute D[N, M] = op(A)=W^T-as-stored · B=X ("TN"),
+// fp32 accumulation, fp16 output.
+//
+// FP8 scales: on sm_90 with cuBLAS >= 12.9 the per-channel x per-token scales go into the
+// GEMM itself (CUBLASLT_MATMUL_MATRIX_SCALE_OUTER_VEC_32F on A and B). Where cuBLASLt finds
+// no algorithm for that, the GEMM runs with unit scales into an fp32 scratch [M, N] and a
+// small epilogue kernel applies x_scale[m] * w_scale[n] (Fp8ScalePath::kEpilogue).
+#pragma once
+
+#include <cublasLt.h>
+#include <cuda_runtime.h>
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <tuple>
+
+#include "common/status.h"
+
+namespace crosspoint::cuda {
+
+enum class Fp8ScalePath { kOuterVector, kEpilogue };
+
+// Owns the cuBLASLt handle, its workspace and the per-shape plans (descriptors and the
+// algorithm the heuristic chose), so repeated calls and CUDA-graph capture do no host
+// searching. Not thread-safe: one context per stream/thread.
+class CublasLtContext {
+ public:
+  static Result<std::unique_ptr<CublasLtContext>> create(size_t workspace_bytes = 32u << 20);
+  ~CublasLtContext();
+  CublasLtContext(const CublasLtContext&) = delete;
+  CublasLtContext& operator=(const CublasLtContext&) = delete;
+
+  struct Plan;
+  // kind 0 fp16, 1 fp8 with outer-vector scales, 2 fp8 unit scales into fp32.
+  using PlanKey = std::tuple<int, int, int, int, int64_t, int64_t, int64_t>;
+  Result<Plan*> plan(const PlanKey& key);
+
+  cublasLtHandle_t handle() const { return handle_; }
+  void* workspace() const { return workspace_; }
+  size_t workspace_bytes() const { return workspace_bytes_; }
+
+ private:
+  CublasLtContext() = default;
+  cublasLtHandle_t handle_ = nullptr;
+  void* workspace_ = nullptr;  // device, workspace_bytes_
+  size_t workspace_bytes_ = 0;
+  std::map<PlanKey, std::unique_ptr<Plan>> plans_;
+};
+
+//   x [M, K] fp16 (row stride x_stride), w [N, K] fp16 (row stride w_stride),
+//   y [M, N] fp16 (row stride y_stride).
+Status fp16_gemm_cublaslt(CublasLtContext& ctx, const uint16_t* x, int64_t x_stride,
+                          const uint16_t* w, int64_t w_stride, uint16_t* y, int64_t y_stride,
+                          int m, int n, int k, cudaStream_t stream);
+
+// Which scale path fp8_gemm_cublaslt takes for this shape (asks cuBLASLt once, cached).
+Result<Fp8ScalePath> fp8_scale_path(CublasLtContext& ctx, int m, int n, int k, int64_t xq_stride,
+                                    int64_t w_stride, int64_t y_stride);
+
+// Bytes of fp32 scratch the epilogue path needs ([M, N] fp32); 0 is fine for kOuterVector.
+inline size_t fp8_gemm_scratch_bytes(int m, int n) { return static_cast<size_t>(m) * n * 4; }
+
+//   xq [M, K] e4m3 (row stride xq_stride bytes), x_scale [M] fp32 (per token),
+//   wq [N, K] e4m3 (row stride w_stride bytes), w_scale [N] fp32 (per channel),
+//   y [M, N] fp16; scratch: fp8_gemm_scratch_bytes(M, N) device bytes or nullptr when
+//   fp8_scale_path() says kOuterVector. K and the strides must be multiples of 16.
+Status fp8_gemm_cublaslt(CublasLtContext& ctx, const uint8_t* xq, int64_t xq_stride,
+                         const float* x_scale, const uint8_t* wq, int64_t w_stride,
+                         const float* w_scale, uint16_t* y, int64_t y_stride, int m, int n,
+                         int k, float* scratch, cudaStream_t stream);
+
+}  // namespace crosspoint::cuda

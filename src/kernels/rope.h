@@ -1,0 +1,30 @@
+// Rotary position embedding, "rotate half" form as Hugging Face Llama/Qwen2 apply it:
+//   out[i]        = x[i] * cos(p * f_i) - x[i + D/2] * sin(p * f_i)
+//   out[i + D/2]  = x[i + D/2] * cos(p * f_i) + x[i] * sin(p * f_i),   i < D/2
+// with f_i = 1 / theta^(2i / D) computed in fp32 exactly as HF's inv_freq.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "common/status.h"
+
+namespace crosspoint {
+
+// [head_dim / 2] f32 inverse frequencies, HF's default rope (no scaling).
+std::vector<float> rope_inv_freq(int64_t head_dim, double theta);
+
+struct RopeArgs {
+  float* x = nullptr;               // [num_tokens, num_heads, head_dim] f32, rotated in place;
+  int64_t row_stride = 0;           //   tokens row_stride elements apart (0: num_heads * head_dim)
+  int64_t num_tokens = 0;
+  int64_t num_heads = 0;
+  int64_t head_dim = 0;             // even
+  const int32_t* positions = nullptr;  // [num_tokens] absolute positions
+  const float* inv_freq = nullptr;     // [head_dim / 2] from rope_inv_freq
+};
+
+Status rope(const RopeArgs& args);
+Status rope_ref(const RopeArgs& args);
+
+}  // namespace crosspoint

@@ -1,0 +1,45 @@
+#include <cmath>
+
+#include "kernels/rope.h"
+
+namespace crosspoint {
+
+std::vector<float> rope_inv_freq(int64_t head_dim, double theta) {
+  // HF: 1.0 / (base ** (torch.arange(0, dim, 2).float() / dim)), all in fp32.
+  std::vector<float> inv_freq(head_dim / 2);
+  const float base = static_cast<float>(theta);
+  for (int64_t i = 0; i < head_dim / 2; ++i) {
+    const float exponent = static_cast<float>(2 * i) / static_cast<float>(head_dim);
+    inv_freq[i] = 1.0f / std::pow(base, exponent);
+  }
+  return inv_freq;
+}
+
+Status validate_rope_args(const RopeArgs& a) {
+  if (a.head_dim <= 0 || a.head_dim % 2 != 0)
+    return invalid_argument("rope: head_dim " + std::to_string(a.head_dim) + " must be positive and even");
+  if (a.num_tokens > 0 && (a.x == nullptr || a.positions == nullptr || a.inv_freq == nullptr))
+    return invalid_argument("rope: null x, positions or inv_freq");
+  return Status::ok();
+}
+
+Status rope_ref(const RopeArgs& a) {
+  CROSSPOINT_RETURN_IF_ERROR(validate_rope_args(a));
+  const int64_t stride = a.row_stride ? a.row_stride : a.num_heads * a.head_dim;
+  const int64_t half = a.head_dim / 2;
+  for (int64_t t = 0; t < a.num_tokens; ++t) {
+    for (int64_t h = 0; h < a.num_heads; ++h) {
+      float* x = a.x + t * stride + h * a.head_dim;
+      for (int64_t i = 0; i < half; ++i) {
+        const float angle = static_cast<float>(a.positions[t]) * a.inv_freq[i];
+        const float c = std::cos(angle), s = std::sin(angle);
+        const float x1 = x[i], x2 = x[i + half];
+        x[i] = x1 * c - x2 * s;
+        x[i + half] = x2 * c + x1 * s;
+      }
+    }
+  }
+  return Status::ok();
+}
+
+}  // namespace crosspoint

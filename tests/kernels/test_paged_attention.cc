@@ -1,0 +1,123 @@
+#include <algorithm>
+#include <numeric>
+#include <random>
+
+#include "kernels/paged_attention.h"
+#include "kernel_test_util.h"
+
+namespace crosspoint {
+namespace {
+
+using testing::max_abs_diff;
+using testing::random_floats;
+
+// A batch of sequences with given (new tokens, context) and a shuffled block assignment.
+struct Batch {
+  int32_t num_heads, num_kv_heads, head_dim, block_size, num_blocks, max_blocks_per_seq;
+  std::vector<int32_t> seq_token_start, seq_context_len, block_tables;
+  std::vector<float> key_cache, value_cache, query, new_keys, new_values;
+
+  Batch(std::vector<std::pair<int32_t, int32_t>> new_and_context, int32_t heads, int32_t kv_heads, int32_t dim,
+        int32_t block, uint32_t seed, bool shuffle = true)
+      : num_heads(heads), num_kv_heads(kv_heads), head_dim(dim), block_size(block) {
+    seq_token_start.push_back(0);
+    max_blocks_per_seq = 0;
+    for (auto [num_new, context] : new_and_context) {
+      seq_token_start.push_back(seq_token_start.back() + num_new);
+      seq_context_len.push_back(context);
+      max_blocks_per_seq = std::max(max_blocks_per_seq, (context + block - 1) / block);
+    }
+    max_blocks_per_seq += 1;  // a spare column, unused
+    const int32_t num_seqs = static_cast<int32_t>(new_and_context.size());
+    num_blocks = num_seqs * max_blocks_per_seq + 3;
+    std::vector<int32_t> ids(num_blocks);
+    std::iota(ids.begin(), ids.end(), 0);
+    if (shuffle) std::shuffle(ids.begin(), ids.end(), std::mt19937(seed));
+    block_tables.assign(num_seqs * max_blocks_per_seq, -1);
+    for (int32_t i = 0; i < num_seqs * max_blocks_per_seq; ++i) block_tables[i] = ids[i];
+    const size_t cache_elems = size_t(num_blocks) * block * kv_heads * dim;
+    key_cache = random_floats(cache_elems, seed + 1);
+    value_cache = random_floats(cache_elems, seed + 2);
+    const int32_t tokens = seq_token_start.back();
+    query = random_floats(size_t(tokens) * heads * dim, seed + 3);
+    new_keys = random_floats(size_t(tokens) * kv_heads * dim, seed + 4);
+    new_values = random_floats(size_t(tokens) * kv_heads * dim, seed + 5);
+  }
+  int32_t num_tokens() const { return seq_token_start.back(); }
+  PagedKvLayout layout() {
+    return {key_cache.data(), value_cache.data(), num_blocks, block_size, num_kv_heads, head_dim, block_tables.data(),
+            max_blocks_per_seq, seq_token_start.data(), seq_context_len.data(), static_cast<int32_t>(seq_context_len.size())};
+  }
+  PagedAttentionArgs attention(float* out) {
+    return {query.data(), 0, out, num_heads, 1.0f / std::sqrt(float(head_dim)), layout()};
+  }
+};
+
+TEST(PagedAttentionTest, FastMatchesReferenceOnMixedBatch) {
+  // Prefill from empty, chunked prefill, decodes, block-boundary contexts; GQA 6/2, odd dims.
+  for (int32_t head_dim : {5, 16, 33}) {
+    Batch b({{7, 7}, {1, 1}, {3, 20}, {1, 16}, {1, 17}, {11, 40}}, 6, 2, head_dim, 4, 100 + head_dim);
+    ASSERT_TRUE(kv_cache_write({b.new_keys.data(), b.new_values.data(), 0, 0, b.layout()}).is_ok());
+    std::vector<float> out(size_t(b.num_tokens()) * 6 * head_dim), out_ref(out.size());
+    ASSERT_TRUE(paged_attention(b.attention(out.data())).is_ok());
+    ASSERT_TRUE(paged_attention_ref(b.attention(out_ref.data())).is_ok());
+    EXPECT_LE(max_abs_diff(out, out_ref), 2e-6f) << "head_dim " << head_dim;
+  }
+}
+
+TEST(PagedAttentionTest, BlockPlacementDoesNotChangeTheResult) {
+  // Same logical contents, contiguous vs shuffled blocks: identical outputs.
+  Batch contiguous({{5, 9}, {1, 13}}, 4, 4, 8, 3, 7, /*shuffle=*/false);
+  Batch shuffled = contiguous;
+  std::shuffle(shuffled.block_tables.begin(), shuffled.block_tables.end(), std::mt19937(3));
+  // Move each logical block's contents to its new physical place.
+  const size_t block_elems = size_t(3) * 4 * 8;
+  for (size_t i = 0; i < contiguous.block_tables.size(); ++i) {
+    std::copy_n(contiguous.key_cache.begin() + contiguous.block_tables[i] * block_elems, block_elems,
+                shuffled.key_cache.begin() + shuffled.block_tables[i] * block_elems);
+    std::copy_n(contiguous.value_cache.begin() + contiguous.block_tables[i] * block_elems, block_elems,
+                shuffled.value_cache.begin() + shuffled.block_tables[i] * block_elems);
+  }
+  std::vector<float> a(size_t(contiguous.num_tokens()) * 4 * 8), b(a.size());
+  ASSERT_TRUE(paged_attention(contiguous.attention(a.data())).is_ok());
+  ASSERT_TRUE(paged_attention(shuffled.attention(b.data())).is_ok());
+  EXPECT_EQ(a, b);
+}
+
+TEST(PagedAttentionTest, SingleKeyReturnsItsValue) {
+  // A first token sees only itself: softmax of one score is 1, output = its V.
+  Batch b({{1, 1}}, 2, 1, 4, 16, 9);
+  ASSERT_TRUE(kv_cache_write({b.new_keys.data(), b.new_values.data(), 0, 0, b.layout()}).is_ok());
+  std::vector<float> out(2 * 4);
+  ASSERT_TRUE(paged_attention(b.attention(out.data())).is_ok());
+  for (int h = 0; h < 2; ++h)
+    for (int d = 0; d < 4; ++d) EXPECT_FLOAT_EQ(out[h * 4 + d], b.new_values[d]);
+}
+
+TEST(PagedAttentionTest, KvCacheWriteStoresAtPositionSlots) {
+  Batch b({{2, 6}}, 2, 2, 3, 4, 5);
+  ASSERT_TRUE(kv_cache_write({b.new_keys.data(), b.new_values.data(), 0, 0, b.layout()}).is_ok());
+  // New tokens sit at positions 4 and 5: logical block 1, slots 0 and 1.
+  const int32_t block = b.block_tables[1];
+  for (int t = 0; t < 2; ++t)
+    for (int i = 0; i < 6; ++i) {
+      EXPECT_EQ(b.key_cache[(size_t(block) * 4 + t) * 6 + i], b.new_keys[t * 6 + i]);
+      EXPECT_EQ(b.value_cache[(size_t(block) * 4 + t) * 6 + i], b.new_values[t * 6 + i]);
+    }
+}
+
+TEST(PagedAttentionTest, BadTablesAreErrors) {
+  Batch b({{3, 5}}, 2, 1, 4, 4, 1);
+  std::vector<float> out(3 * 2 * 4);
+  b.block_tables[1] = b.num_blocks;  // out of range
+  Status s = paged_attention(b.attention(out.data()));
+  EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(s.message().find("block table entry 1"), std::string::npos) << s.message();
+  Batch c({{3, 2}}, 2, 1, 4, 4, 1);  // context shorter than the new tokens
+  EXPECT_FALSE(paged_attention(c.attention(out.data())).is_ok());
+  Batch d({{3, 5}}, 3, 2, 4, 4, 1);  // heads not a multiple of kv heads
+  EXPECT_FALSE(paged_attention(d.attention(out.data())).is_ok());
+}
+
+}  // namespace
+}  // namespace crosspoint
