@@ -1,0 +1,256 @@
+#include "server/openai_request.h"
+
+#include <cmath>
+#include <limits>
+
+#include <nlohmann/json.hpp>
+
+namespace crosspoint {
+namespace {
+
+using json = nlohmann::json;
+
+// Each reader returns an error for a present, non-null field of the wrong type or value,
+// and leaves *out alone when the field is absent or null.
+std::optional<ApiError> read_bool(const json& body, const char* key, bool* out) {
+  auto it = body.find(key);
+  if (it == body.end() || it->is_null()) return std::nullopt;
+  if (!it->is_boolean()) return bad_request(std::string("'") + key + "' must be a boolean", key);
+  *out = it->get<bool>();
+  return std::nullopt;
+}
+
+std::optional<ApiError> read_int(const json& body, const char* key, std::optional<int64_t>* out) {
+  auto it = body.find(key);
+  if (it == body.end() || it->is_null()) return std::nullopt;
+  if (it->is_number_integer()) {
+    *out = it->get<int64_t>();
+    return std::nullopt;
+  }
+  if (it->is_number_unsigned()) return bad_request(std::string("'") + key + "' is too large", key);
+  if (it->is_number_float()) {
+    const double v = it->get<double>();
+    if (std::isfinite(v) && v == std::floor(v) && std::fabs(v) < 9e15) {
+      *out = static_cast<int64_t>(v);
+      return std::nullopt;
+    }
+  }
+  return bad_request(std::string("'") + key + "' must be an integer", key);
+}
+
+std::optional<ApiError> read_number(const json& body, const char* key, std::optional<double>* out) {
+  auto it = body.find(key);
+  if (it == body.end() || it->is_null()) return std::nullopt;
+  if (!it->is_number()) return bad_request(std::string("'") + key + "' must be a number", key);
+  const double v = it->get<double>();
+  if (!std::isfinite(v)) return bad_request(std::string("'") + key + "' must be finite", key);
+  *out = v;
+  return std::nullopt;
+}
+
+std::optional<ApiError> read_token_ids(const json& array, const char* key, std::vector<int32_t>* out) {
+  for (const auto& id : array) {
+    if (!id.is_number_integer() || id.get<int64_t>() < 0 || id.get<int64_t>() > std::numeric_limits<int32_t>::max()) {
+      return bad_request(std::string("'") + key + "' must hold non-negative integer token ids", key);
+    }
+    out->push_back(static_cast<int32_t>(id.get<int64_t>()));
+  }
+  return std::nullopt;
+}
+
+std::optional<ApiError> read_prompt(const json& body, OpenAiRequest* out) {
+  auto it = body.find("prompt");
+  if (it == body.end() || it->is_null()) return bad_request("'prompt' is required", "prompt");
+  const json* prompt = &*it;
+  // A batch of one prompt is accepted; several are not (use one request per prompt).
+  if (prompt->is_array() && !prompt->empty() && (prompt->front().is_string() || prompt->front().is_array())) {
+    if (prompt->size() != 1) return bad_request("only one prompt per request is supported", "prompt");
+    prompt = &prompt->front();
+  }
+  if (prompt->is_string()) {
+    out->prompt_text = prompt->get<std::string>();
+    if (out->prompt_text.empty()) return bad_request("'prompt' must not be empty", "prompt");
+    return std::nullopt;
+  }
+  if (prompt->is_array()) {
+    if (prompt->empty()) return bad_request("'prompt' must not be empty", "prompt");
+    out->prompt_is_token_ids = true;
+    return read_token_ids(*prompt, "prompt", &out->prompt_token_ids);
+  }
+  return bad_request("'prompt' must be a string, a list of strings, or a list of token ids", "prompt");
+}
+
+std::optional<ApiError> read_messages(const json& body, OpenAiRequest* out) {
+  auto it = body.find("messages");
+  if (it == body.end() || !it->is_array() || it->empty()) {
+    return bad_request("'messages' must be a non-empty list", "messages");
+  }
+  for (const auto& m : *it) {
+    if (!m.is_object()) return bad_request("each message must be an object", "messages");
+    auto role = m.find("role");
+    if (role == m.end() || !role->is_string()) return bad_request("each message needs a string 'role'", "messages");
+    const std::string r = role->get<std::string>();
+    if (r != "system" && r != "user" && r != "assistant" && r != "developer") {
+      return bad_request("unsupported message role '" + r + "'", "messages");
+    }
+    ChatMessage message;
+    message.role = r == "developer" ? "system" : r;
+    auto content = m.find("content");
+    if (content == m.end() || content->is_null()) {
+      message.content = "";
+    } else if (content->is_string()) {
+      message.content = content->get<std::string>();
+    } else if (content->is_array()) {
+      for (const auto& part : *content) {
+        if (!part.is_object() || part.value("type", "") != "text" || !part.contains("text") || !part["text"].is_string()) {
+          return bad_request("only text content parts ({\"type\":\"text\",\"text\":...}) are supported", "messages");
+        }
+        message.content += part["text"].get<std::string>();
+      }
+    } else {
+      return bad_request("message 'content' must be a string or a list of text parts", "messages");
+    }
+    out->messages.push_back(std::move(message));
+  }
+  return std::nullopt;
+}
+
+std::optional<ApiError> read_stop(const json& body, OpenAiRequest* out) {
+  auto it = body.find("stop");
+  if (it == body.end() || it->is_null()) return std::nullopt;
+  if (it->is_string()) {
+    out->stop.push_back(it->get<std::string>());
+  } else if (it->is_array()) {
+    for (const auto& s : *it) {
+      if (!s.is_string()) return bad_request("'stop' must be a string or a list of strings", "stop");
+      out->stop.push_back(s.get<std::string>());
+    }
+  } else {
+    return bad_request("'stop' must be a string or a list of strings", "stop");
+  }
+  auto ids = body.find("stop_token_ids");
+  if (ids != body.end() && !ids->is_null()) {
+    if (!ids->is_array()) return bad_request("'stop_token_ids' must be a list of integers", "stop_token_ids");
+    return read_token_ids(*ids, "stop_token_ids", &out->stop_token_ids);
+  }
+  return std::nullopt;
+}
+
+// Features we do not implement are refused rather than silently ignored.
+std::optional<ApiError> refuse_unsupported(const json& body, ApiEndpoint endpoint) {
+  std::optional<int64_t> n;
+  if (auto e = read_int(body, "n", &n)) return e;
+  if (n && *n != 1) return bad_request("only n = 1 is supported", "n");
+  std::optional<int64_t> best_of;
+  if (auto e = read_int(body, "best_of", &best_of)) return e;
+  if (best_of && *best_of != 1) return bad_request("only best_of = 1 is supported", "best_of");
+  auto logprobs = body.find("logprobs");
+  if (logprobs != body.end() && !logprobs->is_null() && !(logprobs->is_boolean() && !logprobs->get<bool>())) {
+    if (logprobs->is_number_integer() && logprobs->get<int64_t>() < 0 && endpoint == ApiEndpoint::kCompletions) {
+      return bad_request("'logprobs' must be non-negative", "logprobs");
+    }
+    return bad_request("logprobs are not supported by this server", "logprobs");
+  }
+  bool echo = false;
+  if (auto e = read_bool(body, "echo", &echo)) return e;
+  if (echo) return bad_request("'echo' is not supported by this server", "echo");
+  for (const char* key : {"presence_penalty", "frequency_penalty", "min_p"}) {
+    std::optional<double> v;
+    if (auto e = read_number(body, key, &v)) return e;
+    if (v && *v != 0.0) return bad_request(std::string("'") + key + "' is not supported (only 0)", key);
+  }
+  std::optional<double> repetition;
+  if (auto e = read_number(body, "repetition_penalty", &repetition)) return e;
+  if (repetition && *repetition != 1.0) return bad_request("'repetition_penalty' is not supported (only 1)", "repetition_penalty");
+  auto tools = body.find("tools");
+  if (tools != body.end() && !tools->is_null() && !(tools->is_array() && tools->empty())) {
+    return bad_request("tools are not supported by this server", "tools");
+  }
+  return std::nullopt;
+}
+
+std::optional<ApiError> read_sampling(const json& body, OpenAiRequest* out) {
+  std::optional<double> temperature, top_p;
+  std::optional<int64_t> top_k, seed;
+  if (auto e = read_number(body, "temperature", &temperature)) return e;
+  if (auto e = read_number(body, "top_p", &top_p)) return e;
+  if (auto e = read_int(body, "top_k", &top_k)) return e;
+  if (auto e = read_int(body, "seed", &seed)) return e;
+  if (temperature) {
+    if (*temperature < 0) return bad_request("'temperature' must be non-negative, got " + std::to_string(*temperature), "temperature");
+    out->sampling.temperature = static_cast<float>(*temperature);
+  }
+  if (top_p) {
+    if (*top_p <= 0 || *top_p > 1) return bad_request("'top_p' must be in (0, 1], got " + std::to_string(*top_p), "top_p");
+    out->sampling.top_p = static_cast<float>(*top_p);
+  }
+  if (top_k) {
+    if (*top_k < -1) return bad_request("'top_k' must be -1, 0 (off) or positive, got " + std::to_string(*top_k), "top_k");
+    out->sampling.top_k = *top_k <= 0 ? 0 : static_cast<int32_t>(std::min<int64_t>(*top_k, std::numeric_limits<int32_t>::max()));
+  }
+  if (seed) {
+    out->has_seed = true;
+    out->sampling.seed = static_cast<uint64_t>(*seed);
+  }
+  return std::nullopt;
+}
+
+std::optional<ApiError> read_max_tokens(const json& body, ApiEndpoint endpoint, OpenAiRequest* out) {
+  std::optional<int64_t> max_tokens, max_completion_tokens;
+  if (auto e = read_int(body, "max_tokens", &max_tokens)) return e;
+  if (endpoint == ApiEndpoint::kChatCompletions) {
+    if (auto e = read_int(body, "max_completion_tokens", &max_completion_tokens)) return e;
+    if (max_completion_tokens) max_tokens = max_completion_tokens;
+  }
+  if (max_tokens && *max_tokens < 1) {
+    return bad_request("'max_tokens' must be at least 1, got " + std::to_string(*max_tokens), "max_tokens");
+  }
+  if (!max_tokens && endpoint == ApiEndpoint::kCompletions) max_tokens = 16;
+  out->max_tokens = max_tokens;
+  return std::nullopt;
+}
+
+std::optional<ApiError> read_streaming(const json& body, OpenAiRequest* out) {
+  if (auto e = read_bool(body, "stream", &out->stream)) return e;
+  auto options = body.find("stream_options");
+  if (options == body.end() || options->is_null()) return std::nullopt;
+  if (!out->stream) return bad_request("'stream_options' is only allowed when 'stream' is true", "stream_options");
+  if (!options->is_object()) return bad_request("'stream_options' must be an object", "stream_options");
+  out->include_usage = true;  // vLLM's default once stream_options is given
+  if (auto e = read_bool(*options, "include_usage", &out->include_usage)) return e;
+  bool continuous = false;
+  return read_bool(*options, "continuous_usage_stats", &continuous);
+}
+
+}  // namespace
+
+std::optional<ApiError> parse_openai_request(const std::string& body_text, ApiEndpoint endpoint, OpenAiRequest* out) {
+  const json body = json::parse(body_text, nullptr, /*allow_exceptions=*/false);
+  if (body.is_discarded()) return bad_request("the request body is not valid JSON");
+  if (!body.is_object()) return bad_request("the request body must be a JSON object");
+  OpenAiRequest request;
+  request.endpoint = endpoint;
+  auto model = body.find("model");
+  if (model != body.end() && !model->is_null()) {
+    if (!model->is_string()) return bad_request("'model' must be a string", "model");
+    request.model = model->get<std::string>();
+  }
+  if (endpoint == ApiEndpoint::kCompletions) {
+    if (auto e = read_prompt(body, &request)) return e;
+  } else {
+    if (auto e = read_messages(body, &request)) return e;
+    if (auto e = read_bool(body, "add_generation_prompt", &request.add_generation_prompt)) return e;
+  }
+  if (auto e = refuse_unsupported(body, endpoint)) return e;
+  if (auto e = read_max_tokens(body, endpoint, &request)) return e;
+  if (auto e = read_sampling(body, &request)) return e;
+  if (auto e = read_stop(body, &request)) return e;
+  if (auto e = read_bool(body, "ignore_eos", &request.ignore_eos)) return e;
+  if (auto e = read_bool(body, "include_stop_str_in_output", &request.include_stop_str_in_output)) return e;
+  if (auto e = read_bool(body, "skip_special_tokens", &request.skip_special_tokens)) return e;
+  if (auto e = read_streaming(body, &request)) return e;
+  *out = std::move(request);
+  return std::nullopt;
+}
+
+}  // namespace crosspoint

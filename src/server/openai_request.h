@@ -1,0 +1,47 @@
+// Parsing and validation of the bodies of POST /v1/completions and /v1/chat/completions
+// (fields as vLLM accepts them, docs/reference/openai-api.md section 2). Every rejection is
+// an ApiError naming the field; unknown fields are ignored as vLLM does.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "scheduler/request_sampling_params.h"
+#include "server/api_error.h"
+#include "tokenizer/chat_template.h"
+
+namespace crosspoint {
+
+enum class ApiEndpoint { kCompletions, kChatCompletions };
+
+struct OpenAiRequest {
+  ApiEndpoint endpoint = ApiEndpoint::kCompletions;
+  std::string model;  // empty when the request names none
+  // Completions: the prompt as text, or as token ids when prompt_is_token_ids.
+  std::string prompt_text;
+  std::vector<int32_t> prompt_token_ids;
+  bool prompt_is_token_ids = false;
+  // Chat: the conversation.
+  std::vector<ChatMessage> messages;
+  bool add_generation_prompt = true;
+  // max_tokens / max_completion_tokens; absent = 16 for completions, the rest of the
+  // context for chat (decided once the prompt length is known).
+  std::optional<int64_t> max_tokens;
+  RequestSamplingParams sampling;
+  bool has_seed = false;
+  std::vector<std::string> stop;
+  std::vector<int32_t> stop_token_ids;
+  bool ignore_eos = false;
+  bool include_stop_str_in_output = false;
+  bool skip_special_tokens = true;
+  bool stream = false;
+  bool include_usage = false;  // stream_options.include_usage
+  std::string user_request_id;  // request_id extension, echoed nowhere yet
+};
+
+// Parses body for endpoint. On failure returns the ApiError (400) and leaves out unspecified.
+std::optional<ApiError> parse_openai_request(const std::string& body, ApiEndpoint endpoint, OpenAiRequest* out);
+
+}  // namespace crosspoint

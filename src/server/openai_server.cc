@@ -1,0 +1,464 @@
+#include "server/openai_server.h"
+
+#include <event2/buffer.h>
+#include <event2/event.h>
+#include <event2/http.h>
+#include <event2/keyvalq_struct.h>
+#include <event2/thread.h>
+
+#include <algorithm>
+#include <chrono>
+#include <csignal>
+#include <ctime>
+#include <deque>
+#include <mutex>
+#include <unordered_map>
+
+#include <nlohmann/json.hpp>
+
+#include "common/log.h"
+#include "server/api_error.h"
+#include "server/openai_request.h"
+#include "server/openai_response.h"
+#include "server/prometheus_metrics.h"
+#include "server/stop_string_matcher.h"
+
+namespace crosspoint {
+
+namespace {
+
+int64_t unix_now_s() { return static_cast<int64_t>(std::time(nullptr)); }
+
+// One generation request in flight, owned by the event loop thread.
+struct Stream {
+  OpenAiServer::Impl* server = nullptr;
+  evhttp_request* req = nullptr;  // null once answered or once the client went away
+  int64_t engine_id = -1;
+  bool streaming = false;
+  bool include_usage = false;
+  bool done = false;  // final response or [DONE] sent (or client gone)
+  ResponseHeader header;
+  std::unique_ptr<IncrementalDecoder> decoder;
+  std::unique_ptr<StopStringMatcher> stop;
+  std::string text;  // non-streaming: the whole completion so far
+  TokenUsage usage;
+};
+
+struct QueuedOutput {
+  std::shared_ptr<Stream> stream;
+  RequestOutput output;
+};
+
+}  // namespace
+
+struct OpenAiServer::Impl {
+  ServerConfig config;
+  Engine& engine;
+  const Tokenizer& tokenizer;
+  ChatTemplate chat_template;
+  int64_t started_unix_s = unix_now_s();
+
+  event_base* base = nullptr;
+  evhttp* http = nullptr;
+  evhttp_bound_socket* socket = nullptr;
+  event* notify_event = nullptr;    // woken by the engine thread
+  event* shutdown_event = nullptr;  // woken by request_shutdown()
+  event* sigint_event = nullptr;
+  event* sigterm_event = nullptr;
+  bool shutting_down = false;
+
+  std::mutex queue_mutex;
+  std::deque<QueuedOutput> queue;  // engine thread -> loop thread
+
+  // Streams with an open client, keyed by address (for the connection close callback).
+  std::unordered_map<Stream*, std::shared_ptr<Stream>> live;
+
+  Impl(const ServerConfig& c, Engine& e, const Tokenizer& t, ChatTemplate ct)
+      : config(c), engine(e), tokenizer(t), chat_template(std::move(ct)) {}
+
+  // ---- replies -------------------------------------------------------------------------
+  static void send(evhttp_request* req, int status, const std::string& body, const char* content_type) {
+    evkeyvalq* headers = evhttp_request_get_output_headers(req);
+    if (content_type != nullptr) evhttp_add_header(headers, "Content-Type", content_type);
+    evbuffer* buf = evbuffer_new();
+    evbuffer_add(buf, body.data(), body.size());
+    evhttp_send_reply(req, status, nullptr, buf);
+    evbuffer_free(buf);
+  }
+  static void send_json(evhttp_request* req, int status, const std::string& body) {
+    send(req, status, body, "application/json");
+  }
+  static void send_error(evhttp_request* req, const ApiError& error) {
+    send_json(req, error.http_status, error.to_json());
+  }
+  static void send_event(evhttp_request* req, const std::string& payload) {
+    evbuffer* buf = evbuffer_new();
+    evbuffer_add(buf, "data: ", 6);
+    evbuffer_add(buf, payload.data(), payload.size());
+    evbuffer_add(buf, "\n\n", 2);
+    evhttp_send_reply_chunk(req, buf);
+    evbuffer_free(buf);
+  }
+
+  // ---- request dispatch ------------------------------------------------------------------
+  static void on_request(evhttp_request* req, void* arg) { static_cast<Impl*>(arg)->handle(req); }
+
+  void handle(evhttp_request* req) {
+    const evhttp_uri* uri = evhttp_request_get_evhttp_uri(req);
+    const char* raw_path = uri != nullptr ? evhttp_uri_get_path(uri) : nullptr;
+    const std::string path = raw_path != nullptr ? raw_path : "";
+    const evhttp_cmd_type method = evhttp_request_get_command(req);
+    if (shutting_down) return send_error(req, {503, "the server is shutting down", ""});
+    if (path == "/health") return send(req, engine.is_running() ? 200 : 503, "", nullptr);
+    if (path == "/metrics") {
+      return send(req, 200, prometheus_text(engine.metrics(), config.served_model_name),
+                  "text/plain; version=0.0.4; charset=utf-8");
+    }
+    const bool known_post = path == "/v1/completions" || path == "/v1/chat/completions" || path == "/tokenize" ||
+                            path == "/detokenize";
+    const bool known_get = path == "/v1/models";
+    if (!known_post && !known_get) return send_error(req, {404, "route " + path + " not found", ""});
+    if (!config.api_key.empty() && path.rfind("/v1/", 0) == 0) {
+      const char* auth = evhttp_find_header(evhttp_request_get_input_headers(req), "Authorization");
+      if (auth == nullptr || std::string(auth) != "Bearer " + config.api_key) {
+        return send_error(req, {401, "invalid or missing API key", ""});
+      }
+    }
+    if (known_get) {
+      if (method != EVHTTP_REQ_GET) return send_error(req, {405, "use GET for " + path, ""});
+      return send_json(req, 200, models_json(config.served_model_name, config.model_root,
+                                             engine.config().scheduler.max_model_len, started_unix_s));
+    }
+    if (method != EVHTTP_REQ_POST) return send_error(req, {405, "use POST for " + path, ""});
+    evbuffer* in = evhttp_request_get_input_buffer(req);
+    const size_t length = evbuffer_get_length(in);
+    if (length > config.max_body_bytes) {
+      return send_error(req, {413, "the request body has " + std::to_string(length) + " bytes; the limit is " +
+                                       std::to_string(config.max_body_bytes), ""});
+    }
+    std::string body(length, '\0');
+    evbuffer_copyout(in, body.data(), length);
+    if (path == "/tokenize") return handle_tokenize(req, body);
+    if (path == "/detokenize") return handle_detokenize(req, body);
+    handle_generation(req, body, path == "/v1/completions" ? ApiEndpoint::kCompletions : ApiEndpoint::kChatCompletions);
+  }
+
+  std::optional<ApiError> check_model(const std::string& model) const {
+    if (!model.empty() && model != config.served_model_name) {
+      return ApiError{404, "The model `" + model + "` does not exist.", "model"};
+    }
+    return std::nullopt;
+  }
+
+  void handle_tokenize(evhttp_request* req, const std::string& body_text) {
+    const auto body = nlohmann::json::parse(body_text, nullptr, false);
+    if (body.is_discarded() || !body.is_object() || !body.contains("prompt") || !body["prompt"].is_string()) {
+      return send_error(req, bad_request("/tokenize needs {\"prompt\": <string>}", "prompt"));
+    }
+    if (body.contains("model") && body["model"].is_string()) {
+      if (auto e = check_model(body["model"].get<std::string>())) return send_error(req, *e);
+    }
+    const auto ids = tokenizer.encode(body["prompt"].get<std::string>(), true);
+    nlohmann::json out = {{"tokens", ids}, {"count", ids.size()},
+                          {"max_model_len", engine.config().scheduler.max_model_len}};
+    send_json(req, 200, out.dump());
+  }
+
+  void handle_detokenize(evhttp_request* req, const std::string& body_text) {
+    const auto body = nlohmann::json::parse(body_text, nullptr, false);
+    if (body.is_discarded() || !body.is_object() || !body.contains("tokens") || !body["tokens"].is_array()) {
+      return send_error(req, bad_request("/detokenize needs {\"tokens\": [ids]}", "tokens"));
+    }
+    std::vector<int32_t> ids;
+    for (const auto& id : body["tokens"]) {
+      if (!id.is_number_integer() || id.get<int64_t>() < 0 || id.get<int64_t>() >= tokenizer.vocab_size()) {
+        return send_error(req, bad_request("'tokens' holds an id outside the vocabulary", "tokens"));
+      }
+      ids.push_back(static_cast<int32_t>(id.get<int64_t>()));
+    }
+    send_json(req, 200, nlohmann::json{{"prompt", tokenizer.decode(ids)}}.dump(-1, ' ', false,
+                                                                                nlohmann::json::error_handler_t::replace));
+  }
+
+  // Prompt token ids of a parsed request, or the error to send.
+  std::optional<ApiError> prompt_ids(const OpenAiRequest& request, std::vector<int32_t>* ids) const {
+    if (request.endpoint == ApiEndpoint::kChatCompletions) {
+      auto rendered = apply_chat_template(chat_template, request.messages, request.add_generation_prompt);
+      if (!rendered.is_ok()) return bad_request(rendered.status().message(), "messages");
+      *ids = tokenizer.encode(rendered.value(), true);
+    } else if (request.prompt_is_token_ids) {
+      for (int32_t id : request.prompt_token_ids) {
+        if (id >= tokenizer.vocab_size()) {
+          return bad_request("token id " + std::to_string(id) + " in 'prompt' is outside the vocabulary (" +
+                                 std::to_string(tokenizer.vocab_size()) + " ids)",
+                             "prompt");
+        }
+      }
+      *ids = request.prompt_token_ids;
+    } else {
+      *ids = tokenizer.encode(request.prompt_text, true);
+    }
+    if (ids->empty()) return bad_request("the prompt encodes to no tokens", "prompt");
+    const int64_t max_model_len = engine.config().scheduler.max_model_len;
+    if (static_cast<int64_t>(ids->size()) >= max_model_len) {
+      return bad_request("This model's maximum context length is " + std::to_string(max_model_len) +
+                             " tokens. However, your request has " + std::to_string(ids->size()) +
+                             " input tokens. Please reduce the length of the input messages.",
+                         request.endpoint == ApiEndpoint::kChatCompletions ? "messages" : "prompt");
+    }
+    return std::nullopt;
+  }
+
+  void handle_generation(evhttp_request* req, const std::string& body, ApiEndpoint endpoint) {
+    OpenAiRequest request;
+    if (auto e = parse_openai_request(body, endpoint, &request)) return send_error(req, *e);
+    if (auto e = check_model(request.model)) return send_error(req, *e);
+    EngineRequest engine_request;
+    if (auto e = prompt_ids(request, &engine_request.prompt_token_ids)) return send_error(req, *e);
+    const int64_t prompt_len = static_cast<int64_t>(engine_request.prompt_token_ids.size());
+    const int64_t max_model_len = engine.config().scheduler.max_model_len;
+    const int64_t max_tokens = request.max_tokens ? *request.max_tokens : max_model_len - prompt_len;
+    if (max_tokens > max_model_len) {  // keeps the int32 below honest; the engine says the rest
+      return send_error(req, bad_request("'max_tokens' or 'max_completion_tokens' is too large: " +
+                                             std::to_string(max_tokens) + ". This model's maximum context length is " +
+                                             std::to_string(max_model_len) + " tokens and your request has " +
+                                             std::to_string(prompt_len) + " input tokens (" + std::to_string(max_tokens) +
+                                             " > " + std::to_string(max_model_len) + " - " +
+                                             std::to_string(prompt_len) + ").",
+                                         "max_tokens"));
+    }
+    engine_request.max_tokens = static_cast<int32_t>(max_tokens);
+    engine_request.sampling = request.sampling;
+    if (!request.has_seed) engine_request.sampling.seed = std::chrono::steady_clock::now().time_since_epoch().count();
+    engine_request.stop_token_ids = request.stop_token_ids;
+    engine_request.ignore_eos = request.ignore_eos;
+
+    auto stream = std::make_shared<Stream>();
+    stream->server = this;
+    stream->req = req;
+    stream->streaming = request.stream;
+    stream->include_usage = request.include_usage;
+    stream->header = {make_response_id(endpoint), unix_now_s(), config.served_model_name, endpoint};
+    stream->decoder = std::make_unique<IncrementalDecoder>(tokenizer, request.skip_special_tokens);
+    stream->stop = std::make_unique<StopStringMatcher>(request.stop, request.include_stop_str_in_output);
+    stream->usage.prompt_tokens = prompt_len;
+
+    auto submitted = engine.submit(std::move(engine_request), [this, stream](const RequestOutput& out) {
+      {
+        std::lock_guard<std::mutex> lock(queue_mutex);
+        queue.push_back({stream, out});
+      }
+      event_active(notify_event, 0, 0);
+    });
+    if (!submitted.is_ok()) {
+      const Status& s = submitted.status();
+      // A full queue is the server's state (503); a request that can never fit is the client's (400).
+      const bool overloaded = s.code() == StatusCode::kResourceExhausted && s.message().find("waiting") != std::string::npos;
+      return send_error(req, {overloaded ? 503 : 400, s.message(), overloaded ? "" : "max_tokens"});
+    }
+    stream->engine_id = submitted.value();
+    live[stream.get()] = stream;
+    evhttp_connection_set_closecb(evhttp_request_get_connection(req), &Impl::on_close, stream.get());
+    if (stream->streaming) {
+      evkeyvalq* headers = evhttp_request_get_output_headers(req);
+      evhttp_add_header(headers, "Content-Type", "text/event-stream");
+      evhttp_add_header(headers, "Cache-Control", "no-cache");
+      evhttp_send_reply_start(req, 200, "OK");
+      if (endpoint == ApiEndpoint::kChatCompletions) send_event(req, chat_role_chunk_json(stream->header));
+    }
+  }
+
+  // ---- client went away ---------------------------------------------------------------------
+  static void on_close(evhttp_connection* /*evcon*/, void* arg) {
+    Stream* raw = static_cast<Stream*>(arg);
+    Impl* self = raw->server;
+    auto it = self->live.find(raw);
+    if (it == self->live.end()) return;
+    std::shared_ptr<Stream> stream = it->second;
+    self->live.erase(it);
+    stream->req = nullptr;
+    stream->done = true;
+    self->engine.abort(stream->engine_id);
+    log_debug("client of request {} disconnected: aborted", stream->engine_id);
+  }
+
+  // Detach a stream from its connection before its last reply is sent.
+  void release(Stream& stream) {
+    if (stream.req != nullptr) {
+      evhttp_connection_set_closecb(evhttp_request_get_connection(stream.req), nullptr, nullptr);
+    }
+    live.erase(&stream);
+  }
+
+  // ---- engine updates -------------------------------------------------------------------------
+  static void on_notify(evutil_socket_t, short, void* arg) { static_cast<Impl*>(arg)->drain_queue(); }
+
+  void drain_queue() {
+    std::deque<QueuedOutput> batch;
+    {
+      std::lock_guard<std::mutex> lock(queue_mutex);
+      batch.swap(queue);
+    }
+    for (QueuedOutput& q : batch) apply_output(*q.stream, q.output);
+  }
+
+  void apply_output(Stream& stream, const RequestOutput& out) {
+    if (stream.done) return;  // after a stop string, or after the client left
+    stream.usage.completion_tokens = out.num_output_tokens;
+    std::string delta;
+    ChoiceEnd end;
+    bool finished = false;
+    for (size_t i = 0; i < out.new_token_ids.size() && !finished; ++i) {
+      // The token that ended the request by EOS or stop_token_ids is not part of the text.
+      const bool is_stop_token = out.finished && out.finish_reason == FinishReason::kStop && i + 1 == out.new_token_ids.size();
+      if (is_stop_token) break;
+      auto piece = stream.stop->push(stream.decoder->push(out.new_token_ids[i]));
+      delta += piece.text;
+      if (piece.stopped) {
+        finished = true;
+        end.finish_reason = "stop";
+        end.stop_string = piece.matched_stop;
+        engine.abort(stream.engine_id);  // nothing more is wanted
+      }
+    }
+    if (!finished && out.finished) {
+      auto piece = stream.stop->push(stream.decoder->flush());
+      delta += piece.text;
+      if (piece.stopped) {
+        end.stop_string = piece.matched_stop;
+      } else {
+        delta += stream.stop->flush();
+      }
+      finished = true;
+      const char* reason = finish_reason_name(out.finish_reason);
+      end.finish_reason = piece.stopped ? "stop" : (reason != nullptr ? reason : "abort");
+      end.stop_token_id = out.stop_token_id;
+      if (out.finish_reason == FinishReason::kError && stream.req != nullptr) {
+        return finish_with_error(stream, "the engine failed while generating this request");
+      }
+    }
+    if (stream.req == nullptr) return;
+    if (stream.streaming) {
+      if (!delta.empty() && !finished) send_event(stream.req, chunk_json(stream.header, delta, nullptr));
+      if (finished) {
+        send_event(stream.req, chunk_json(stream.header, delta, &end));
+        if (stream.include_usage) send_event(stream.req, usage_chunk_json(stream.header, stream.usage));
+        send_event(stream.req, "[DONE]");
+        stream.done = true;
+        evhttp_request* req = stream.req;
+        release(stream);
+        stream.req = nullptr;
+        evhttp_send_reply_end(req);
+      }
+      return;
+    }
+    stream.text += delta;
+    if (finished) {
+      stream.done = true;
+      evhttp_request* req = stream.req;
+      release(stream);
+      stream.req = nullptr;
+      send_json(req, 200, full_response_json(stream.header, stream.text, end, stream.usage));
+    }
+  }
+
+  void finish_with_error(Stream& stream, const std::string& message) {
+    ApiError error{500, message, ""};
+    stream.done = true;
+    evhttp_request* req = stream.req;
+    release(stream);
+    stream.req = nullptr;
+    if (stream.streaming) {
+      send_event(req, error.to_json());
+      send_event(req, "[DONE]");
+      evhttp_send_reply_end(req);
+    } else {
+      send_error(req, error);
+    }
+  }
+
+  // ---- shutdown -------------------------------------------------------------------------------
+  static void on_signal(evutil_socket_t signal_number, short, void* arg) {
+    log_info("received signal {}: shutting down", static_cast<int>(signal_number));
+    static_cast<Impl*>(arg)->begin_shutdown();
+  }
+  static void on_shutdown_request(evutil_socket_t, short, void* arg) { static_cast<Impl*>(arg)->begin_shutdown(); }
+
+  void begin_shutdown() {
+    if (shutting_down) return;
+    shutting_down = true;
+    if (socket != nullptr) {
+      evhttp_del_accept_socket(http, socket);  // stop accepting
+      socket = nullptr;
+    }
+    engine.stop();  // every request gets its final (abort) update
+    drain_queue();  // ... which is sent now
+    timeval flush_time{0, 200 * 1000};
+    event_base_loopexit(base, &flush_time);
+  }
+};
+
+OpenAiServer::OpenAiServer(const ServerConfig& config, Engine& engine, const Tokenizer& tokenizer,
+                           ChatTemplate chat_template)
+    : impl_(std::make_unique<Impl>(config, engine, tokenizer, std::move(chat_template))) {
+  evthread_use_pthreads();  // event_active() from the engine thread
+  impl_->base = event_base_new();
+  CROSSPOINT_CHECK(impl_->base != nullptr, "event_base_new failed");
+  impl_->http = evhttp_new(impl_->base);
+  // libevent refuses far larger bodies itself (plain 413); we answer the rest with JSON.
+  evhttp_set_max_body_size(impl_->http, static_cast<ev_ssize_t>(config.max_body_bytes * 4 + (1 << 20)));
+  evhttp_set_max_headers_size(impl_->http, 64 * 1024);
+  evhttp_set_flags(impl_->http, EVHTTP_SERVER_LINGERING_CLOSE);
+  evhttp_set_allowed_methods(impl_->http, EVHTTP_REQ_GET | EVHTTP_REQ_POST | EVHTTP_REQ_HEAD | EVHTTP_REQ_PUT |
+                                              EVHTTP_REQ_DELETE | EVHTTP_REQ_OPTIONS | EVHTTP_REQ_PATCH);
+  evhttp_set_gencb(impl_->http, &Impl::on_request, impl_.get());
+  impl_->notify_event = event_new(impl_->base, -1, 0, &Impl::on_notify, impl_.get());
+  impl_->shutdown_event = event_new(impl_->base, -1, 0, &Impl::on_shutdown_request, impl_.get());
+  impl_->sigint_event = evsignal_new(impl_->base, SIGINT, &Impl::on_signal, impl_.get());
+  impl_->sigterm_event = evsignal_new(impl_->base, SIGTERM, &Impl::on_signal, impl_.get());
+}
+
+OpenAiServer::~OpenAiServer() {
+  impl_->engine.stop();
+  impl_->drain_queue();
+  impl_->live.clear();
+  if (impl_->http != nullptr) evhttp_free(impl_->http);
+  for (event* e : {impl_->notify_event, impl_->shutdown_event, impl_->sigint_event, impl_->sigterm_event}) {
+    if (e != nullptr) event_free(e);
+  }
+  if (impl_->base != nullptr) event_base_free(impl_->base);
+}
+
+Status OpenAiServer::bind() {
+  impl_->socket = evhttp_bind_socket_with_handle(impl_->http, impl_->config.host.c_str(),
+                                                 static_cast<uint16_t>(impl_->config.port));
+  if (impl_->socket == nullptr) {
+    return io_error("cannot listen on " + impl_->config.host + ":" + std::to_string(impl_->config.port) +
+                    " (address in use, or not an address of this machine)");
+  }
+  return Status::ok();
+}
+
+int OpenAiServer::port() const {
+  if (impl_->socket == nullptr) return -1;
+  sockaddr_storage addr{};
+  socklen_t len = sizeof(addr);
+  if (getsockname(evhttp_bound_socket_get_fd(impl_->socket), reinterpret_cast<sockaddr*>(&addr), &len) != 0) return -1;
+  if (addr.ss_family == AF_INET) return ntohs(reinterpret_cast<sockaddr_in*>(&addr)->sin_port);
+  if (addr.ss_family == AF_INET6) return ntohs(reinterpret_cast<sockaddr_in6*>(&addr)->sin6_port);
+  return -1;
+}
+
+Status OpenAiServer::run() {
+  if (impl_->socket == nullptr) CROSSPOINT_RETURN_IF_ERROR(bind());
+  std::signal(SIGPIPE, SIG_IGN);  // a vanished client must not kill the server
+  event_add(impl_->sigint_event, nullptr);
+  event_add(impl_->sigterm_event, nullptr);
+  impl_->engine.start();
+  if (event_base_dispatch(impl_->base) != 0) return internal_error("the event loop failed");
+  return Status::ok();
+}
+
+void OpenAiServer::request_shutdown() { event_active(impl_->shutdown_event, 0, 0); }
+
+}  // namespace crosspoint
