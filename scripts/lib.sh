@@ -11,7 +11,7 @@ die() { printf '[setup] error: %s\n' "$*" >&2; exit 1; }
 DEBIAN_PACKAGES=(
   build-essential cmake ninja-build pkg-config ccache git
   libgtest-dev libgmock-dev googletest libbenchmark-dev
-  nlohmann-json3-dev libpcre2-dev libicu-dev libcurl4-openssl-dev libcli11-dev libfmt-dev
+  nlohmann-json3-dev libpcre2-dev libicu-dev libcurl4-openssl-dev libcli11-dev libfmt-dev libevent-dev
   python3-venv unzip
 )
 
