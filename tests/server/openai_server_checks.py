@@ -1,0 +1,417 @@
+"""End-to-end checks of the OpenAI-compatible server through the official `openai` SDK.
+
+Run against the toy-model server (tests/server/toy_server_main.cc; fast, no weights):
+    python openai_server_checks.py toy --server BIN --tokenizer TOKENIZER
+or against `crosspoint serve` with the default model, whose greedy outputs must equal
+`crosspoint generate`:
+    python openai_server_checks.py crosspoint --crosspoint BIN
+
+Each check prints one line; the exit code is the number of failed checks.
+"""
+import argparse
+import concurrent.futures
+import http.client
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+import traceback
+
+import openai
+from prometheus_client.parser import text_string_to_metric_families
+
+API_KEY = "sk-test-key"
+FAILURES = []
+
+
+def check(fn):
+    def run(*args):
+        start = time.time()
+        try:
+            fn(*args)
+            print(f"ok   {fn.__name__} ({time.time() - start:.2f} s)", flush=True)
+        except Exception:  # noqa: BLE001 - report every failure and go on
+            FAILURES.append(fn.__name__)
+            print(f"FAIL {fn.__name__}", flush=True)
+            traceback.print_exc()
+    run.__name__ = fn.__name__
+    return run
+
+
+class Server:
+    """A server process on 127.0.0.1 that prints 'port N' (toy) or is polled on /health."""
+
+    def __init__(self, argv, port=None):
+        self.proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        self.stderr_lines = []
+        threading.Thread(target=self._drain_stderr, daemon=True).start()
+        if port is None:
+            line = self.proc.stdout.readline()
+            if not line.startswith("port "):
+                raise RuntimeError(f"server did not start: {line!r} {''.join(self.stderr_lines)}")
+            port = int(line.split()[1])
+        self.port = port
+        deadline = time.time() + 300
+        while time.time() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"server exited: {''.join(self.stderr_lines)}")
+            try:
+                if self.request("GET", "/health")[0] == 200:
+                    break
+            except OSError:
+                pass
+            time.sleep(0.1)
+        self.base_url = f"http://127.0.0.1:{port}/v1"
+
+    def _drain_stderr(self):
+        for line in self.proc.stderr:
+            self.stderr_lines.append(line)
+
+    def client(self, api_key=API_KEY, **kw):
+        return openai.OpenAI(base_url=self.base_url, api_key=api_key, max_retries=0, timeout=120, **kw)
+
+    def request(self, method, path, body=None, headers=None):
+        conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=60)
+        hdrs = {"Authorization": f"Bearer {API_KEY}", "Content-Type": "application/json"}
+        hdrs.update(headers or {})
+        conn.request(method, path, body=body, headers=hdrs)
+        resp = conn.getresponse()
+        data = resp.read()
+        conn.close()
+        return resp.status, data
+
+    def metrics(self):
+        status, data = self.request("GET", "/metrics")
+        assert status == 200, status
+        values = {}
+        for family in text_string_to_metric_families(data.decode()):
+            for sample in family.samples:
+                if sample.name.endswith("_bucket"):
+                    continue
+                key = sample.name
+                if "finished_reason" in sample.labels:
+                    key += ":" + sample.labels["finished_reason"]
+                values[key] = sample.value
+        return values
+
+    def wait_idle(self, timeout=30):
+        """Until nothing runs or waits and every KV block is free again."""
+        deadline = time.time() + timeout
+        while True:
+            m = self.metrics()
+            if (m["vllm:num_requests_running"] == 0 and m["vllm:num_requests_waiting"] == 0
+                    and m["crosspoint:num_free_kv_blocks"] == m["crosspoint:num_kv_blocks"]):
+                return m
+            if time.time() > deadline:
+                raise AssertionError(f"server not idle: {m}")
+            time.sleep(0.05)
+
+    def stop(self):
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+        return self.proc.wait(timeout=60)
+
+
+PROMPTS = ["The capital of France is", "Once upon a time", "def fibonacci(n):", "1, 2, 3, 4,",
+           "The quick brown fox", "In the beginning", "Water boils at", "My favourite colour is"]
+
+
+def request_specs(n, max_tokens):
+    """n completion requests: greedy and seeded sampling, several prompts and lengths."""
+    specs = []
+    for i in range(n):
+        spec = {"prompt": PROMPTS[i % len(PROMPTS)] + " " * (i // len(PROMPTS)),
+                "max_tokens": max_tokens - (i % 4), "temperature": 0.0}
+        if i % 2 == 1:
+            spec.update(temperature=0.8, top_p=0.9, seed=100 + i)
+        if i % 5 == 3:
+            spec.update(top_k=20)
+        specs.append(spec)
+    return specs
+
+
+def run_completion(client, model, spec, stream):
+    extra = {"top_k": spec["top_k"]} if "top_k" in spec else None
+    kwargs = {k: v for k, v in spec.items() if k != "top_k"}
+    if not stream:
+        r = client.completions.create(model=model, extra_body=extra, **kwargs)
+        return r.choices[0].text, r.choices[0].finish_reason
+    text, finish = "", None
+    for chunk in client.completions.create(model=model, stream=True, extra_body=extra, **kwargs):
+        if chunk.choices:
+            text += chunk.choices[0].text
+            finish = chunk.choices[0].finish_reason or finish
+    return text, finish
+
+
+# ---- checks -------------------------------------------------------------------------------
+
+@check
+def models_and_health(server, model):
+    assert server.request("GET", "/health")[0] == 200
+    models = server.client().models.list()
+    assert [m.id for m in models.data] == [model], models
+
+
+@check
+def completion_stream_and_not_agree(server, model):
+    client = server.client()
+    r = client.completions.create(model=model, prompt=PROMPTS[0], max_tokens=12, temperature=0)
+    choice = r.choices[0]
+    assert r.object == "text_completion" and r.id.startswith("cmpl-")
+    assert choice.finish_reason in ("length", "stop"), choice
+    assert r.usage.prompt_tokens > 0 and r.usage.completion_tokens <= 12
+    assert r.usage.total_tokens == r.usage.prompt_tokens + r.usage.completion_tokens
+    chunks = list(client.completions.create(model=model, prompt=PROMPTS[0], max_tokens=12, temperature=0,
+                                            stream=True, stream_options={"include_usage": True}))
+    text = "".join(c.choices[0].text for c in chunks if c.choices)
+    assert text == choice.text, (text, choice.text)
+    assert len({c.id for c in chunks}) == 1
+    assert chunks[-1].choices == [] and chunks[-1].usage.completion_tokens == r.usage.completion_tokens
+    assert chunks[-2].choices[0].finish_reason == choice.finish_reason
+
+
+@check
+def chat_stream_and_not_agree(server, model):
+    client = server.client()
+    messages = [{"role": "user", "content": "What is 2 + 2?"}]
+    r = client.chat.completions.create(model=model, messages=messages, max_tokens=10, temperature=0)
+    assert r.object == "chat.completion" and r.choices[0].message.role == "assistant"
+    chunks = list(client.chat.completions.create(model=model, messages=messages, max_tokens=10, temperature=0,
+                                                 stream=True, stream_options={"include_usage": True}))
+    assert chunks[0].choices[0].delta.role == "assistant"
+    text = "".join(c.choices[0].delta.content or "" for c in chunks if c.choices)
+    assert text == r.choices[0].message.content, (text, r.choices[0].message.content)
+    assert chunks[-1].usage.prompt_tokens == r.usage.prompt_tokens
+    # No max_tokens: the rest of the context is allowed (finishes by length or stop).
+    r2 = client.chat.completions.create(model=model, messages=messages, temperature=0, max_completion_tokens=3)
+    assert r2.usage.completion_tokens <= 3
+
+
+@check
+def seeded_sampling_is_reproducible(server, model):
+    client = server.client()
+    a = client.completions.create(model=model, prompt=PROMPTS[1], max_tokens=10, temperature=1.0, seed=7)
+    b = client.completions.create(model=model, prompt=PROMPTS[1], max_tokens=10, temperature=1.0, seed=7)
+    assert a.choices[0].text == b.choices[0].text
+
+
+@check
+def concurrent_streams_equal_sequential(server, model):
+    client = server.client()
+    specs = request_specs(64, 10)
+    sequential = [run_completion(client, model, s, stream=False) for s in specs]
+    with concurrent.futures.ThreadPoolExecutor(64) as pool:
+        concurrent_results = list(pool.map(lambda s: run_completion(client, model, s, stream=True), specs))
+    for i, (a, b) in enumerate(zip(sequential, concurrent_results)):
+        assert a == b, (i, a, b)
+    m = server.wait_idle()
+    assert m["crosspoint:iteration_num_seqs_sum"] / m["crosspoint:iteration_num_seqs_count"] > 1.0
+
+
+@check
+def stop_strings(server, model):
+    client = server.client()
+    full = client.completions.create(model=model, prompt=PROMPTS[2], max_tokens=16, temperature=0,
+                                     extra_body={"ignore_eos": True})
+    text = full.choices[0].text
+    assert len(text) >= 6, text
+    stop = text[3:6]
+    cut = text[:text.index(stop)]
+    r = client.completions.create(model=model, prompt=PROMPTS[2], max_tokens=16, temperature=0, stop=[stop],
+                                  extra_body={"ignore_eos": True})
+    assert r.choices[0].text == cut, (r.choices[0].text, cut)
+    assert r.choices[0].finish_reason == "stop"
+    assert r.model_extra is not None
+    assert r.choices[0].model_extra.get("stop_reason") == stop
+    streamed = "".join(c.choices[0].text for c in client.completions.create(
+        model=model, prompt=PROMPTS[2], max_tokens=16, temperature=0, stop=stop, stream=True,
+        extra_body={"ignore_eos": True}) if c.choices)
+    assert streamed == cut, (streamed, cut)
+
+
+@check
+def errors_follow_openai_schema(server, model):
+    client = server.client()
+
+    def expect(status, fn):
+        try:
+            fn()
+        except openai.APIStatusError as e:
+            assert e.status_code == status, (e.status_code, e.message)
+            body = e.response.json()
+            assert body["error"]["code"] == status and body["error"]["message"], body
+            return body["error"]["message"]
+        raise AssertionError(f"expected HTTP {status}")
+
+    c = lambda **kw: client.completions.create(model=model, prompt="Hi", **kw)  # noqa: E731
+    expect(400, lambda: c(temperature=-0.5))
+    expect(400, lambda: c(top_p=1.5))
+    expect(400, lambda: c(max_tokens=-3))
+    expect(400, lambda: c(n=2))
+    expect(400, lambda: c(extra_body={"temperature": "hot"}))
+    expect(400, lambda: c(extra_body={"top_k": -7}))
+    expect(400, lambda: c(extra_body={"stream_options": {"include_usage": True}}))
+    message = expect(400, lambda: c(max_tokens=10 ** 6))
+    assert "maximum context length" in message and "1000000" in message, message
+    expect(400, lambda: client.completions.create(model=model, prompt=""))
+    expect(400, lambda: client.chat.completions.create(model=model, messages=[]))
+    expect(404, lambda: client.completions.create(model="no-such-model", prompt="Hi"))
+    expect(401, lambda: server.client(api_key="wrong").completions.create(model=model, prompt="Hi"))
+    # Raw HTTP: bad JSON, wrong body types, unknown route, oversized body, non-finite numbers.
+    for body in [b"{not json", b"[1,2]", b'{"prompt": 5}', b'{"prompt":"x","temperature":NaN}',
+                 b'{"prompt":"x","max_tokens":"ten"}', b'{"prompt":"x","stop":[1]}']:
+        status, data = server.request("POST", "/v1/completions", body)
+        assert status == 400 and json.loads(data)["error"]["code"] == 400, (body, status, data)
+    status, data = server.request("GET", "/v1/nothing")
+    assert status == 404 and json.loads(data)["error"]["code"] == 404
+    status, data = server.request("POST", "/v1/completions", b'{"prompt":"' + b"a" * (9 << 20) + b'"}')
+    assert status == 413 and json.loads(data)["error"]["code"] == 413, status
+    status, _ = server.request("POST", "/v1/completions", b'{"prompt":"x"}', headers={"Authorization": ""})
+    assert status == 401
+    server.wait_idle()
+
+
+@check
+def metrics_parse_as_prometheus(server, model):
+    m = server.metrics()
+    for name in ["vllm:num_requests_running", "vllm:num_requests_waiting", "vllm:kv_cache_usage_perc",
+                 "vllm:num_preemptions_total", "vllm:prompt_tokens_total", "vllm:generation_tokens_total",
+                 "vllm:time_to_first_token_seconds_count", "vllm:inter_token_latency_seconds_count",
+                 "vllm:e2e_request_latency_seconds_count", "vllm:iteration_tokens_total_count",
+                 "crosspoint:iteration_num_seqs_count", "vllm:request_success_total:length"]:
+        assert name in m, (name, sorted(m))
+    assert m["vllm:generation_tokens_total"] > 0 and m["vllm:time_to_first_token_seconds_count"] > 0
+
+
+@check
+def disconnect_mid_stream_frees_blocks(server, model):
+    before = server.wait_idle()
+    client = server.client()
+    streams = []
+    for i in range(4):
+        stream = client.completions.create(model=model, prompt=PROMPTS[i], max_tokens=400, temperature=0,
+                                           stream=True, extra_body={"ignore_eos": True})
+        it = iter(stream)
+        for _ in range(3):
+            next(it)
+        streams.append(stream)
+    assert server.metrics()["vllm:num_requests_running"] >= 1
+    for stream in streams:
+        stream.response.close()
+    m = server.wait_idle()
+    assert m["vllm:request_success_total:abort"] >= before.get("vllm:request_success_total:abort", 0) + 4, m
+
+
+def forced_preemption(make_server, model, reference_server):
+    """A server with a KV budget too small for its batch gives the same outputs."""
+    @check
+    def preemption_gives_identical_outputs(unused_server, unused_model):
+        specs = request_specs(16, 24)
+        client = reference_server.client()
+        expected = [run_completion(client, model, s, stream=False) for s in specs]
+        small = make_server()
+        try:
+            small_client = small.client()
+            with concurrent.futures.ThreadPoolExecutor(16) as pool:
+                got = list(pool.map(lambda s: run_completion(small_client, model, s, stream=True), specs))
+            for i, (a, b) in enumerate(zip(expected, got)):
+                assert a == b, (i, a, b)
+            m = small.wait_idle()
+            assert m["vllm:num_preemptions_total"] > 0, m
+        finally:
+            assert small.stop() == 0
+    return preemption_gives_identical_outputs
+
+
+def overload_503(make_server, model):
+    @check
+    def waiting_queue_over_limit_gives_503(unused_server, unused_model):
+        busy = make_server()
+        try:
+            client = busy.client()
+
+            def one(i):
+                try:
+                    client.completions.create(model=model, prompt=PROMPTS[i % 8], max_tokens=20, temperature=0,
+                                              extra_body={"ignore_eos": True})
+                    return 200
+                except openai.APIStatusError as e:
+                    return e.status_code
+            with concurrent.futures.ThreadPoolExecutor(12) as pool:
+                statuses = list(pool.map(one, range(12)))
+            assert 503 in statuses and 200 in statuses, statuses
+            busy.wait_idle()
+        finally:
+            assert busy.stop() == 0
+    return waiting_queue_over_limit_gives_503
+
+
+@check
+def sigterm_finishes_streams_and_exits_zero(server, model):
+    client = server.client()
+    stream = client.completions.create(model=model, prompt=PROMPTS[0], max_tokens=400, temperature=0,
+                                       stream=True, extra_body={"ignore_eos": True})
+    it = iter(stream)
+    next(it)
+    server.proc.send_signal(signal.SIGTERM)
+    finish = None
+    for chunk in it:
+        if chunk.choices and chunk.choices[0].finish_reason:
+            finish = chunk.choices[0].finish_reason
+    assert finish in ("abort", "length"), finish
+    assert server.proc.wait(timeout=60) == 0
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("mode", choices=["toy", "crosspoint"])
+    parser.add_argument("--server", help="serving_toy_server binary")
+    parser.add_argument("--tokenizer", help="tokenizer.json or .gguf for the toy server")
+    parser.add_argument("--crosspoint", help="crosspoint binary")
+    parser.add_argument("--model", default="default")
+    args = parser.parse_args()
+
+    if args.mode == "toy":
+        model = "toy"
+
+        def make(*extra):
+            return Server([args.server, "--tokenizer", args.tokenizer, "--port", "0", "--api-key", API_KEY,
+                           "--step-delay-ms", "1", *extra])
+        main_server = make("--max-num-seqs", "64")
+        make_small = lambda: make("--kv-blocks", "12", "--block-size", "4", "--max-num-seqs", "16",  # noqa: E731
+                                  "--max-model-len", "48")
+        make_busy = lambda: make("--max-num-seqs", "1", "--max-waiting", "2", "--step-delay-ms", "5")  # noqa: E731
+    else:
+        model = "default"
+        port = 18000 + os.getpid() % 1000
+
+        def make_cp(port, *extra):
+            return Server([args.crosspoint, "serve", "--model", args.model, "--port", str(port), "--api-key",
+                           API_KEY, "--served-model-name", model, "--threads", "2", *extra], port=port)
+        main_server = make_cp(port, "--max-num-seqs", "64")
+        make_small = lambda: make_cp(port + 1, "--kv-cache-memory", "2MiB", "--block-size", "4",  # noqa: E731
+                                     "--max-model-len", "64", "--max-num-seqs", "16")
+        make_busy = lambda: make_cp(port + 2, "--max-num-seqs", "1", "--max-waiting", "2")  # noqa: E731
+
+    checks = [models_and_health, completion_stream_and_not_agree, chat_stream_and_not_agree,
+              seeded_sampling_is_reproducible, concurrent_streams_equal_sequential, stop_strings,
+              errors_follow_openai_schema, disconnect_mid_stream_frees_blocks,
+              forced_preemption(make_small, model, main_server), overload_503(make_busy, model),
+              metrics_parse_as_prometheus, sigterm_finishes_streams_and_exits_zero]
+    try:
+        for fn in checks:
+            fn(main_server, model)
+    finally:
+        main_server.stop()
+    if FAILURES:
+        print("server log tail:\n" + "".join(main_server.stderr_lines[-20:]))
+    print(f"{len(checks) - len(FAILURES)} of {len(checks)} checks passed")
+    return len(FAILURES)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
