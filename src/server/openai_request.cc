@@ -117,8 +117,9 @@ std::optional<ApiError> read_messages(const json& body, OpenAiRequest* out) {
 
 std::optional<ApiError> read_stop(const json& body, OpenAiRequest* out) {
   auto it = body.find("stop");
-  if (it == body.end() || it->is_null()) return std::nullopt;
-  if (it->is_string()) {
+  if (it == body.end() || it->is_null()) {
+    // no stop strings
+  } else if (it->is_string()) {
     out->stop.push_back(it->get<std::string>());
   } else if (it->is_array()) {
     for (const auto& s : *it) {
