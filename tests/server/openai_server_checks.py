@@ -25,6 +25,9 @@ from prometheus_client.parser import text_string_to_metric_families
 
 API_KEY = "sk-test-key"
 FAILURES = []
+# Sizes per mode: the toy model is instant, the default model takes ~0.2 s a step on 2 cores.
+SIZES = {"distinct_specs": 64, "max_tokens": 10, "preempt_requests": 16, "preempt_max_tokens": 24,
+         "busy_max_tokens": 20}
 
 
 def check(fn):
@@ -202,12 +205,13 @@ def seeded_sampling_is_reproducible(server, model):
 @check
 def concurrent_streams_equal_sequential(server, model):
     client = server.client()
-    specs = request_specs(64, 10)
-    sequential = [run_completion(client, model, s, stream=False) for s in specs]
+    distinct = request_specs(SIZES["distinct_specs"], SIZES["max_tokens"])
+    sequential = [run_completion(client, model, s, stream=False) for s in distinct]
+    specs = [distinct[i % len(distinct)] for i in range(64)]
     with concurrent.futures.ThreadPoolExecutor(64) as pool:
         concurrent_results = list(pool.map(lambda s: run_completion(client, model, s, stream=True), specs))
-    for i, (a, b) in enumerate(zip(sequential, concurrent_results)):
-        assert a == b, (i, a, b)
+    for i, got in enumerate(concurrent_results):
+        assert got == sequential[i % len(distinct)], (i, got, sequential[i % len(distinct)])
     m = server.wait_idle()
     assert m["crosspoint:iteration_num_seqs_sum"] / m["crosspoint:iteration_num_seqs_count"] > 1.0
 
@@ -306,17 +310,31 @@ def disconnect_mid_stream_frees_blocks(server, model):
     assert m["vllm:request_success_total:abort"] >= before.get("vllm:request_success_total:abort", 0) + 4, m
 
 
+def greedy_equals_generate(crosspoint_bin, model_arg):
+    @check
+    def greedy_outputs_equal_crosspoint_generate(server, model):
+        client = server.client()
+        for prompt in PROMPTS[:2]:
+            r = client.completions.create(model=model, prompt=prompt, max_tokens=8, temperature=0)
+            out = subprocess.run([crosspoint_bin, "generate", "--model", model_arg, "--prompt", prompt,
+                                  "--max-tokens", "8", "--temperature", "0", "--threads", "2"],
+                                 capture_output=True, text=True, timeout=300)
+            assert out.returncode == 0, out.stderr
+            assert out.stdout.rstrip("\n") == r.choices[0].text.rstrip("\n"), (out.stdout, r.choices[0].text)
+    return greedy_outputs_equal_crosspoint_generate
+
+
 def forced_preemption(make_server, model, reference_server):
     """A server with a KV budget too small for its batch gives the same outputs."""
     @check
     def preemption_gives_identical_outputs(unused_server, unused_model):
-        specs = request_specs(16, 24)
+        specs = request_specs(SIZES["preempt_requests"], SIZES["preempt_max_tokens"])
         client = reference_server.client()
         expected = [run_completion(client, model, s, stream=False) for s in specs]
         small = make_server()
         try:
             small_client = small.client()
-            with concurrent.futures.ThreadPoolExecutor(16) as pool:
+            with concurrent.futures.ThreadPoolExecutor(len(specs)) as pool:
                 got = list(pool.map(lambda s: run_completion(small_client, model, s, stream=True), specs))
             for i, (a, b) in enumerate(zip(expected, got)):
                 assert a == b, (i, a, b)
@@ -336,7 +354,8 @@ def overload_503(make_server, model):
 
             def one(i):
                 try:
-                    client.completions.create(model=model, prompt=PROMPTS[i % 8], max_tokens=20, temperature=0,
+                    client.completions.create(model=model, prompt=PROMPTS[i % 8], max_tokens=SIZES["busy_max_tokens"],
+                                              temperature=0,
                                               extra_body={"ignore_eos": True})
                     return 200
                 except openai.APIStatusError as e:
@@ -388,13 +407,15 @@ def main():
     else:
         model = "default"
         port = 18000 + os.getpid() % 1000
+        SIZES.update(distinct_specs=16, max_tokens=4, preempt_requests=8, preempt_max_tokens=12, busy_max_tokens=6)
 
         def make_cp(port, *extra):
             return Server([args.crosspoint, "serve", "--model", args.model, "--port", str(port), "--api-key",
                            API_KEY, "--served-model-name", model, "--threads", "2", *extra], port=port)
         main_server = make_cp(port, "--max-num-seqs", "64")
-        make_small = lambda: make_cp(port + 1, "--kv-cache-memory", "2MiB", "--block-size", "4",  # noqa: E731
-                                     "--max-model-len", "64", "--max-num-seqs", "16")
+        # SmolLM2-135M keeps 46,080 bytes of f32 K/V per token: 1.5 MiB is 34 tokens.
+        make_small = lambda: make_cp(port + 1, "--kv-cache-memory", "1.5MiB", "--block-size", "2",  # noqa: E731
+                                     "--max-model-len", "32", "--max-num-seqs", "8")
         make_busy = lambda: make_cp(port + 2, "--max-num-seqs", "1", "--max-waiting", "2")  # noqa: E731
 
     checks = [models_and_health, completion_stream_and_not_agree, chat_stream_and_not_agree,
@@ -402,6 +423,8 @@ def main():
               errors_follow_openai_schema, disconnect_mid_stream_frees_blocks,
               forced_preemption(make_small, model, main_server), overload_503(make_busy, model),
               metrics_parse_as_prometheus, sigterm_finishes_streams_and_exits_zero]
+    if args.mode == "crosspoint":
+        checks.insert(1, greedy_equals_generate(args.crosspoint, args.model))
     try:
         for fn in checks:
             fn(main_server, model)
