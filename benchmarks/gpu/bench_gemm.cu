@@ -1,0 +1,349 @@
+// GEMM and decode-step weight-streaming benchmark for the Qwen2.5-7B linear shapes, per
+// precision (fp16, W8A8-FP8, W4A16-int4), with random weights generated on the device in
+// each precision's real layout. Every timing is a CUDA-graph replay (median of replays),
+// printed beside its roofline bound: bytes / measured bandwidth and FLOPs / measured tensor
+// rate, both passed in from the ceilings measured in the same device call.
+//
+//   bench_gemm --bw-gbps 4300 --fp16-tflops 730 --fp8-tflops 1300 --out results.json
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "gpu/fill_random.h"
+#include "kernels/cuda/cublaslt_gemm.h"
+#include "kernels/cuda/cuda_status.h"
+#include "kernels/cuda/fp8_quant.h"
+#include "kernels/cuda/gemv.h"
+#include "kernels/cuda/w4a16_gemm.h"
+
+namespace crosspoint::bench {
+namespace {
+
+using cuda::CublasLtContext;
+
+#define BENCH_CHECK(expr)                                                                  \
+  do {                                                                                     \
+    const ::crosspoint::Status st_ = (expr);                                                             \
+    if (!st_.is_ok()) {                                                                    \
+      std::fprintf(stderr, "%s:%d: %s\n", __FILE__, __LINE__, st_.to_string().c_str());    \
+      std::exit(1);                                                                        \
+    }                                                                                      \
+  } while (0)
+#define BENCH_CUDA(expr) BENCH_CHECK(::crosspoint::cuda::cuda_status((expr), #expr))
+
+struct Ceilings {
+  double bw_gbps = 4300;       // measured HBM read bandwidth, GB/s
+  double fp16_tflops = 730;    // measured dense fp16 tensor rate
+  double fp8_tflops = 1300;    // measured dense fp8 tensor rate
+};
+
+enum class Precision { kFp16, kFp8, kInt4 };
+const char* precision_name(Precision p) { return p == Precision::kFp16 ? "fp16" : p == Precision::kFp8 ? "w8a8-fp8" : "w4a16-int4"; }
+constexpr int kGroupSize = 128;
+
+// Bytes one pass over the weights reads (values + scales).
+double weight_bytes(Precision p, int n, int k) {
+  switch (p) {
+    case Precision::kFp16: return 2.0 * n * k;
+    case Precision::kFp8: return 1.0 * n * k + 4.0 * n;
+    case Precision::kInt4: return 0.5 * n * k + 2.0 * n * ((k + kGroupSize - 1) / kGroupSize);
+  }
+  return 0;
+}
+
+// One linear's weights on the device in its precision's layout.
+struct Linear {
+  Precision precision;
+  int n = 0, k = 0;
+  void* weight = nullptr;   // fp16 [N,K] | e4m3 [N,K] | packed int4 [N/16][K/64][32][4]
+  void* scales = nullptr;   // -        | fp32 [N]    | packed half2 [K/128][N/16][8]
+};
+
+Linear make_linear(Precision p, int n, int k, uint32_t seed, cudaStream_t s) {
+  Linear lin{p, n, k};
+  const size_t nk = static_cast<size_t>(n) * k;
+  switch (p) {
+    case Precision::kFp16:
+      BENCH_CUDA(cudaMalloc(&lin.weight, nk * 2));
+      fill_f16(static_cast<uint16_t*>(lin.weight), nk, -0.05f, 0.05f, seed, s);
+      break;
+    case Precision::kFp8:
+      BENCH_CUDA(cudaMalloc(&lin.weight, nk));
+      BENCH_CUDA(cudaMalloc(&lin.scales, n * 4));
+      fill_e4m3(static_cast<uint8_t*>(lin.weight), nk, seed, s);
+      fill_f32(static_cast<float*>(lin.scales), n, 1e-4f, 1e-3f, seed + 1, s);
+      break;
+    case Precision::kInt4: {
+      BENCH_CUDA(cudaMalloc(&lin.weight, nk / 2));
+      const size_t num_scales = static_cast<size_t>((k + kGroupSize - 1) / kGroupSize) * n;
+      BENCH_CUDA(cudaMalloc(&lin.scales, num_scales * 2));
+      fill_u32(static_cast<uint32_t*>(lin.weight), nk / 8, seed, s);
+      fill_f16(static_cast<uint16_t*>(lin.scales), num_scales, 0.002f, 0.02f, seed + 1, s);
+      break;
+    }
+  }
+  return lin;
+}
+
+void free_linear(Linear& lin) {
+  cudaFree(lin.weight);
+  cudaFree(lin.scales);
+  lin.weight = lin.scales = nullptr;
+}
+
+// Activation/output buffers big enough for every shape here at M <= 128.
+struct Buffers {
+  static constexpr int kMaxM = 128, kMaxK = 18944, kMaxN = 152064;
+  uint16_t* x = nullptr;     // [kMaxM, kMaxK] fp16
+  uint8_t* xq = nullptr;     // [kMaxM, kMaxK] e4m3
+  float* x_scale = nullptr;  // [kMaxM] fp32
+  uint16_t* y = nullptr;     // [kMaxM, kMaxN] fp16
+  float* scratch = nullptr;  // [kMaxM, kMaxN] fp32 (fp8 epilogue path)
+  void* w4a16_workspace = nullptr;
+};
+
+Buffers make_buffers(cudaStream_t s) {
+  Buffers b;
+  const size_t xs = static_cast<size_t>(Buffers::kMaxM) * Buffers::kMaxK, ys = static_cast<size_t>(Buffers::kMaxM) * Buffers::kMaxN;
+  BENCH_CUDA(cudaMalloc(&b.x, xs * 2));
+  BENCH_CUDA(cudaMalloc(&b.xq, xs));
+  BENCH_CUDA(cudaMalloc(&b.x_scale, Buffers::kMaxM * 4));
+  BENCH_CUDA(cudaMalloc(&b.y, ys * 2));
+  BENCH_CUDA(cudaMalloc(&b.scratch, ys * 4));
+  const size_t ws = cuda::w4a16_workspace_bytes(Buffers::kMaxM, Buffers::kMaxN);
+  BENCH_CUDA(cudaMalloc(&b.w4a16_workspace, ws));
+  BENCH_CUDA(cudaMemsetAsync(b.w4a16_workspace, 0, ws, s));
+  fill_f16(b.x, xs, -1.f, 1.f, 77, s);
+  fill_e4m3(b.xq, xs, 78, s);
+  fill_f32(b.x_scale, Buffers::kMaxM, 1e-3f, 1e-2f, 79, s);
+  return b;
+}
+
+// Kernel variants. "auto" is what an engine would call: the quantisation (fp8) included.
+enum class Variant { kCublasLt, kGemv, kW4A16, kFp8Quant };
+const char* variant_name(Variant v) {
+  switch (v) {
+    case Variant::kCublasLt: return "cublaslt";
+    case Variant::kGemv: return "gemv";
+    case Variant::kW4A16: return "w4a16_mma";
+    case Variant::kFp8Quant: return "fp8_quant_per_token";
+  }
+  return "?";
+}
+
+Status run_linear(CublasLtContext& ctx, const Buffers& b, const Linear& lin, Variant v, int m, bool with_quant,
+                  cudaStream_t s) {
+  const int n = lin.n, k = lin.k;
+  switch (lin.precision) {
+    case Precision::kFp16:
+      if (v == Variant::kGemv) return cuda::fp16_gemv(b.x, k, static_cast<const uint16_t*>(lin.weight), k, b.y, n, m, n, k, s);
+      return cuda::fp16_gemm_cublaslt(ctx, b.x, k, static_cast<const uint16_t*>(lin.weight), k, b.y, n, m, n, k, s);
+    case Precision::kFp8:
+      if (with_quant || v == Variant::kFp8Quant) {
+        CROSSPOINT_RETURN_IF_ERROR(cuda::fp8_quantize_per_token(b.x, k, b.xq, k, b.x_scale, m, k, s));
+        if (v == Variant::kFp8Quant) return Status::ok();
+      }
+      if (v == Variant::kGemv) {
+        return cuda::fp8_gemv(b.xq, k, b.x_scale, static_cast<const uint8_t*>(lin.weight), k,
+                              static_cast<const float*>(lin.scales), b.y, n, m, n, k, s);
+      }
+      return cuda::fp8_gemm_cublaslt(ctx, b.xq, k, b.x_scale, static_cast<const uint8_t*>(lin.weight), k,
+                                     static_cast<const float*>(lin.scales), b.y, n, m, n, k, b.scratch, s);
+    case Precision::kInt4:
+      return cuda::w4a16_gemm(b.x, k, static_cast<const uint32_t*>(lin.weight), static_cast<const uint32_t*>(lin.scales),
+                              b.y, n, m, n, k, kGroupSize, b.w4a16_workspace, s);
+  }
+  return internal_error("unknown precision");
+}
+
+// Runs `enqueue` once eagerly (plans, errors), captures it into a graph and returns the
+// median replay time in ms over `reps` replays.
+double time_graph(const std::function<Status()>& enqueue, cudaStream_t s, int reps) {
+  BENCH_CHECK(enqueue());
+  BENCH_CUDA(cudaStreamSynchronize(s));
+  cudaGraph_t graph;
+  cudaGraphExec_t exec;
+  BENCH_CUDA(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
+  const Status st = enqueue();
+  BENCH_CUDA(cudaStreamEndCapture(s, &graph));
+  BENCH_CHECK(st);
+  BENCH_CUDA(cudaGraphInstantiate(&exec, graph, 0));
+  for (int i = 0; i < 3; ++i) BENCH_CUDA(cudaGraphLaunch(exec, s));
+  cudaEvent_t start, stop;
+  cudaEventCreate(&start);
+  cudaEventCreate(&stop);
+  std::vector<double> times;
+  for (int i = 0; i < reps; ++i) {
+    cudaEventRecord(start, s);
+    BENCH_CUDA(cudaGraphLaunch(exec, s));
+    cudaEventRecord(stop, s);
+    BENCH_CUDA(cudaEventSynchronize(stop));
+    float ms = 0;
+    cudaEventElapsedTime(&ms, start, stop);
+    times.push_back(ms);
+  }
+  cudaEventDestroy(start);
+  cudaEventDestroy(stop);
+  cudaGraphExecDestroy(exec);
+  cudaGraphDestroy(graph);
+  std::sort(times.begin(), times.end());
+  return times[times.size() / 2];
+}
+
+struct Shape { const char* name; int n, k; };
+const Shape kLayerShapes[] = {{"q/o 3584x3584", 3584, 3584}, {"k/v 512x3584", 512, 3584},
+                              {"gate/up 18944x3584", 18944, 3584}, {"down 3584x18944", 3584, 18944}};
+const int kBatchSizes[] = {1, 8, 32, 64, 128};
+
+nlohmann::json record(const Ceilings& c, Precision p, const char* kernel, const char* shape, int m, int n, int k,
+                      double bytes, double flops, double ms) {
+  const double us = ms * 1e3;
+  const double bound_us = bytes / (c.bw_gbps * 1e9) * 1e6;
+  const double tensor = p == Precision::kFp8 ? c.fp8_tflops : c.fp16_tflops;
+  const double flop_bound_us = flops / (tensor * 1e12) * 1e6;
+  std::printf("%-11s %-20s %-19s M=%-4d %9.1f MB %8.2f us  %7.0f GB/s %5.1f%% bw  %7.1f TF/s %5.1f%% tc\n",
+              precision_name(p), kernel, shape, m, bytes / 1e6, us, bytes / us / 1e3, 100 * bound_us / us,
+              flops / us / 1e6, 100 * flop_bound_us / us);
+  return {{"precision", precision_name(p)}, {"kernel", kernel}, {"shape", shape}, {"m", m}, {"n", n}, {"k", k},
+          {"bytes", bytes}, {"flops", flops}, {"time_us", us}, {"gbps", bytes / us / 1e3},
+          {"bound_us", std::max(bound_us, flop_bound_us)}, {"pct_of_bandwidth", 100 * bound_us / us},
+          {"pct_of_tensor_rate", 100 * flop_bound_us / us}};
+}
+
+// One linear shape at each batch size and variant; weights rotated over enough copies
+// (> 8x the 60 MB L2) that every launch streams from HBM.
+nlohmann::json bench_layer_gemms(const Ceilings& c, CublasLtContext& ctx, const Buffers& b, cudaStream_t s, int reps) {
+  nlohmann::json out = nlohmann::json::array();
+  for (Precision p : {Precision::kFp16, Precision::kFp8, Precision::kInt4}) {
+    for (const Shape& shape : kLayerShapes) {
+      const double wbytes = weight_bytes(p, shape.n, shape.k);
+      const int copies = std::clamp(static_cast<int>(512e6 / wbytes) + 1, 2, 64);
+      std::vector<Linear> lins;
+      for (int i = 0; i < copies; ++i) lins.push_back(make_linear(p, shape.n, shape.k, 1000 + i, s));
+      std::vector<Variant> variants = p == Precision::kInt4 ? std::vector<Variant>{Variant::kW4A16}
+                                                            : std::vector<Variant>{Variant::kCublasLt, Variant::kGemv};
+      if (p == Precision::kFp8) variants.push_back(Variant::kFp8Quant);
+      for (int m : kBatchSizes) {
+        for (Variant v : variants) {
+          if (v == Variant::kGemv && m > cuda::kGemvMaxRows) continue;
+          const double ms = time_graph([&]() -> Status {
+            for (const Linear& lin : lins) CROSSPOINT_RETURN_IF_ERROR(run_linear(ctx, b, lin, v, m, false, s));
+            return Status::ok();
+          }, s, reps) / copies;
+          const double act_bytes = (p == Precision::kFp8 ? 1.0 : 2.0) * m * shape.k + 2.0 * m * shape.n;
+          if (v == Variant::kFp8Quant) {  // reads x fp16 once (twice really: amax then convert), writes e4m3
+            out.push_back(record(c, p, variant_name(v), shape.name, m, shape.n, shape.k, 3.0 * m * shape.k, 0, ms));
+          } else {
+            out.push_back(record(c, p, variant_name(v), shape.name, m, shape.n, shape.k, wbytes + act_bytes,
+                                 2.0 * m * shape.n * shape.k, ms));
+          }
+        }
+      }
+      for (Linear& lin : lins) free_linear(lin);
+    }
+  }
+  return out;
+}
+
+// All linears of one decode step of Qwen2.5-7B (28 layers of fused qkv, o, fused gate_up,
+// down; then lm_head in fp16 for every precision, as the W8A8 and GPTQ checkpoints keep it).
+nlohmann::json bench_decode_step(const Ceilings& c, CublasLtContext& ctx, const Buffers& b, cudaStream_t s, int reps) {
+  constexpr int kLayers = 28, kHidden = 3584, kInter = 18944, kQkv = 4608, kVocab = 152064;
+  nlohmann::json out = nlohmann::json::array();
+  for (Precision p : {Precision::kFp16, Precision::kFp8, Precision::kInt4}) {
+    std::vector<Linear> lins;
+    double bytes = 0, params = 0;
+    for (int l = 0; l < kLayers; ++l) {
+      for (auto [n, k] : {std::pair{kQkv, kHidden}, {kHidden, kHidden}, {2 * kInter, kHidden}, {kHidden, kInter}}) {
+        lins.push_back(make_linear(p, n, k, 5000 + l * 4 + static_cast<int>(lins.size() % 4), s));
+        bytes += weight_bytes(p, n, k);
+        params += static_cast<double>(n) * k;
+      }
+    }
+    Linear head = make_linear(Precision::kFp16, kVocab, kHidden, 9999, s);
+    bytes += weight_bytes(Precision::kFp16, kVocab, kHidden);
+    params += static_cast<double>(kVocab) * kHidden;
+    for (int m : kBatchSizes) {
+      std::vector<Variant> variants = p == Precision::kInt4 ? std::vector<Variant>{Variant::kW4A16}
+                                                            : std::vector<Variant>{Variant::kCublasLt, Variant::kGemv};
+      for (Variant v : variants) {
+        if (v == Variant::kGemv && m > cuda::kGemvMaxRows) continue;
+        // lm_head: the GEMV at small M, else cuBLASLt.
+        const Variant head_variant = m <= 4 ? Variant::kGemv : Variant::kCublasLt;
+        const double ms = time_graph([&]() -> Status {
+          for (const Linear& lin : lins) CROSSPOINT_RETURN_IF_ERROR(run_linear(ctx, b, lin, v, m, true, s));
+          return run_linear(ctx, b, head, head_variant, m, false, s);
+        }, s, reps);
+        const std::string kernel = std::string(variant_name(v)) + (p == Precision::kFp8 ? "+quant" : "") + ", lm_head " +
+                                   variant_name(head_variant);
+        auto r = record(c, p, kernel.c_str(), "decode step linears", m, 0, 0, bytes, 2.0 * m * params, ms);
+        r["time_ms"] = ms;
+        r["bound_ms"] = bytes / (c.bw_gbps * 1e9) * 1e3;
+        out.push_back(r);
+      }
+    }
+    for (Linear& lin : lins) free_linear(lin);
+    free_linear(head);
+  }
+  return out;
+}
+
+}  // namespace
+}  // namespace crosspoint::bench
+
+int main(int argc, char** argv) {
+  using namespace crosspoint::bench;
+  Ceilings c;
+  std::string out_path = "bench_gemm.json";
+  int reps = 15;
+  bool skip_layers = false;
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    auto next = [&]() { return i + 1 < argc ? std::string(argv[++i]) : std::string(); };
+    if (a == "--bw-gbps") c.bw_gbps = std::stod(next());
+    else if (a == "--fp16-tflops") c.fp16_tflops = std::stod(next());
+    else if (a == "--fp8-tflops") c.fp8_tflops = std::stod(next());
+    else if (a == "--out") out_path = next();
+    else if (a == "--reps") reps = std::stoi(next());
+    else if (a == "--decode-only") skip_layers = true;
+    else {
+      std::fprintf(stderr, "usage: bench_gemm [--bw-gbps X] [--fp16-tflops X] [--fp8-tflops X] [--reps N] [--decode-only] [--out FILE]\n");
+      return 2;
+    }
+  }
+  cudaDeviceProp prop{};
+  BENCH_CUDA(cudaGetDeviceProperties(&prop, 0));
+  std::printf("GPU %s, %d SMs, L2 %d MB; ceilings: %.0f GB/s, fp16 %.0f TF/s, fp8 %.0f TF/s\n", prop.name,
+              prop.multiProcessorCount, prop.l2CacheSize >> 20, c.bw_gbps, c.fp16_tflops, c.fp8_tflops);
+  cudaStream_t s;
+  BENCH_CUDA(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+  auto ctx = crosspoint::cuda::CublasLtContext::create();
+  BENCH_CHECK(ctx.status().is_ok() ? crosspoint::Status::ok() : ctx.status());
+  const Buffers b = make_buffers(s);
+  auto path = crosspoint::cuda::fp8_scale_path(**ctx, 8, 3584, 3584, 3584, 3584, 3584);
+  const char* fp8_path = path.is_ok() && *path == crosspoint::cuda::Fp8ScalePath::kOuterVector ? "outer-vector (in cuBLASLt)"
+                                                                                               : "unit-scale GEMM + epilogue";
+  std::printf("fp8 cuBLASLt scale path: %s\n", fp8_path);
+  nlohmann::json result = {{"gpu", prop.name}, {"sms", prop.multiProcessorCount}, {"l2_bytes", prop.l2CacheSize},
+                           {"ceilings", {{"read_gbps", c.bw_gbps}, {"fp16_tflops", c.fp16_tflops}, {"fp8_tflops", c.fp8_tflops}}},
+                           {"fp8_scale_path", fp8_path}, {"reps", reps}};
+  std::printf("\n== decode step: all linears of Qwen2.5-7B (28 layers + lm_head), CUDA graph ==\n");
+  result["decode_step"] = bench_decode_step(c, **ctx, b, s, reps);
+  if (!skip_layers) {
+    std::printf("\n== layer GEMMs ==\n");
+    result["layer_gemms"] = bench_layer_gemms(c, **ctx, b, s, reps);
+  }
+  std::ofstream(out_path) << result.dump(1) << "\n";
+  std::printf("wrote %s\n", out_path.c_str());
+  return 0;
+}

@@ -1,0 +1,56 @@
+// FP16 GEMMs: the hand GEMV and the cuBLASLt path against a double-precision matmul.
+#include <gtest/gtest.h>
+
+#include "kernels/cuda/cublaslt_gemm.h"
+#include "kernels/cuda/gemv.h"
+#include "kernels_cuda/reference.h"
+
+namespace crosspoint::cuda {
+namespace {
+
+using testing::DeviceBuffer;
+
+std::vector<double> fp16_ref(const std::vector<uint16_t>& x, const std::vector<uint16_t>& w, int m, int n, int k) {
+  const auto xf = testing::f16_to_f32(x), wf = testing::f16_to_f32(w);
+  return testing::matmul_nt_ref(m, n, k, [&](int i, int kk) { return xf[static_cast<size_t>(i) * k + kk]; },
+                                [&](int j, int kk) { return wf[static_cast<size_t>(j) * k + kk]; });
+}
+
+TEST(Fp16Gemv, MatchesReference) {
+  CROSSPOINT_SKIP_WITHOUT_GPU();
+  std::mt19937 rng(21);
+  for (int m : {1, 2, 3, 5, 8}) {
+    for (auto [n, k] : {std::pair{1, 8}, {37, 360}, {200, 1000}, {512, 3584}}) {
+      const auto x = testing::random_f16(rng, static_cast<size_t>(m) * k, -1.f, 1.f);
+      const auto w = testing::random_f16(rng, static_cast<size_t>(n) * k, -0.05f, 0.05f);
+      DeviceBuffer<uint16_t> x_dev(x), w_dev(w), y(static_cast<size_t>(m) * n);
+      y.poison();
+      const Status st = fp16_gemv(x_dev.get(), k, w_dev.get(), k, y.get(), n, m, n, k, nullptr);
+      ASSERT_TRUE(st.is_ok()) << st.to_string();
+      EXPECT_LT(testing::relative_error_f16(y.download(), fp16_ref(x, w, m, n, k)), 2e-3) << "m=" << m << " n=" << n << " k=" << k;
+    }
+  }
+  EXPECT_EQ(fp16_gemv(nullptr, 12, nullptr, 12, nullptr, 4, 1, 4, 12, nullptr).code(), StatusCode::kUnsupported);
+}
+
+TEST(Fp16GemmCublasLt, MatchesReference) {
+  CROSSPOINT_SKIP_WITHOUT_GPU();
+  auto ctx = CublasLtContext::create();
+  ASSERT_TRUE(ctx.is_ok()) << ctx.status().to_string();
+  std::mt19937 rng(22);
+  for (int m : {1, 7, 64, 129}) {
+    for (auto [n, k] : {std::pair{200, 360}, {72, 1000}}) {
+      const auto x = testing::random_f16(rng, static_cast<size_t>(m) * k, -1.f, 1.f);
+      const auto w = testing::random_f16(rng, static_cast<size_t>(n) * k, -0.05f, 0.05f);
+      DeviceBuffer<uint16_t> x_dev(x), w_dev(w), y(static_cast<size_t>(m) * n);
+      y.poison();
+      const Status st = fp16_gemm_cublaslt(**ctx, x_dev.get(), k, w_dev.get(), k, y.get(), n, m, n, k, nullptr);
+      ASSERT_TRUE(st.is_ok()) << st.to_string();
+      ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+      EXPECT_LT(testing::relative_error_f16(y.download(), fp16_ref(x, w, m, n, k)), 2e-3) << "m=" << m << " n=" << n << " k=" << k;
+    }
+  }
+}
+
+}  // namespace
+}  // namespace crosspoint::cuda
