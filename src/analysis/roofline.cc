@@ -34,6 +34,7 @@ RooflineCell analyze_cell(const CellMeasurement& cell, Precision precision, cons
     out.effective_bandwidth_gb_s = out.bytes_per_step / (out.measured_tpot_ms * 1e-3) / 1e9;
     out.bandwidth_utilisation = out.memory_bound_tpot_ms / out.measured_tpot_ms;
     out.overhead_ms = out.measured_tpot_ms - out.bound_tpot_ms;
+    out.achieved_tflops = out.flops_per_step / (out.measured_tpot_ms * 1e-3) / 1e12;
   }
   if (cell.output_throughput_tok_s && out.peak_tflops > 0)
     out.compute_utilisation = *cell.output_throughput_tok_s * out.flops_per_token / (out.peak_tflops * 1e12);

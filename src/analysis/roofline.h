@@ -39,6 +39,7 @@ struct RooflineCell {
   double measured_tpot_ms = 0;         // median TPOT of the cell; 0 when not measured
   double effective_bandwidth_gb_s = 0; // bytes_per_step / measured TPOT
   double bandwidth_utilisation = 0;    // memory_bound_tpot_ms / measured, fraction
+  double achieved_tflops = 0;          // flops_per_step / measured TPOT: the decode math rate
   double compute_utilisation = 0;      // output tok/s * flops_per_token / peak, fraction
   double overhead_ms = 0;              // measured - bound: dequantisation, launch, scheduling
 };

@@ -1,0 +1,171 @@
+#include "analysis/study_analysis.h"
+
+#include <algorithm>
+#include <nlohmann/json.hpp>
+
+namespace crosspoint::analysis {
+
+namespace {
+
+Result<Precision> precision_of(const StudyResults& study, const CellMeasurement& cell) {
+  if (const PrecisionSetup* setup = study.find_precision(cell.precision)) return setup->precision;
+  auto parsed = parse_precision(cell.precision);
+  if (!parsed.is_ok())
+    return invalid_argument("cell '" + cell.precision + "' at concurrency " + std::to_string(cell.concurrency) +
+                            ": " + parsed.status().message());
+  return parsed;
+}
+
+Result<DecodeCost> cost_of(const StudyResults& study, const CellMeasurement& cell, Precision precision,
+                           const AnalysisOptions& options) {
+  if (options.model_shape) return decode_cost_from_shape(*options.model_shape, precision, options.kv_bytes_per_element);
+  const double num_params = options.model_num_params > 0 ? options.model_num_params : study.model_num_params;
+  if (num_params <= 0)
+    return invalid_argument("no model size: give a config.json (--config) or a parameter count (--model-params)");
+  const PrecisionSetup* setup = study.find_precision(cell.precision);
+  double weight_bytes = setup != nullptr ? setup->weight_bytes : 0;
+  if (weight_bytes <= 0 && cell.weight_bytes_loaded) weight_bytes = *cell.weight_bytes_loaded;
+  return decode_cost_from_params(num_params, precision, weight_bytes);
+}
+
+CapacityInput capacity_input(const StudyResults& study, const std::string& label, const AnalysisOptions& options) {
+  CapacityInput input;
+  input.block_size = options.kv_block_size;
+  input.max_model_len = study.max_model_len;
+  input.mean_request_tokens = study.mean_input_tokens + study.mean_output_tokens;
+  if (const PrecisionSetup* setup = study.find_precision(label)) input.kv_cache_tokens = setup->kv_cache_tokens;
+  // The run at the highest concurrency is the one that tests capacity.
+  const CellMeasurement* busiest = nullptr;
+  for (const CellMeasurement& cell : study.cells) {
+    if (cell.precision != label) continue;
+    if (input.kv_cache_tokens <= 0 && cell.kv_cache_tokens) input.kv_cache_tokens = *cell.kv_cache_tokens;
+    if (input.max_model_len <= 0 && cell.max_model_len) input.max_model_len = *cell.max_model_len;
+    if (busiest == nullptr || cell.concurrency > busiest->concurrency) busiest = &cell;
+  }
+  if (busiest != nullptr) {
+    input.observed_peak_running_batch = busiest->peak_running_batch;
+    input.observed_mean_running_batch = busiest->mean_running_batch;
+    input.num_preemptions = busiest->num_preemptions;
+    if (busiest->concurrency > 0) input.concurrency_cap = busiest->concurrency;
+    for (size_t i = 0; i < busiest->input_lens.size() && i < busiest->output_lens.size(); ++i)
+      input.request_tokens.push_back(busiest->input_lens[i] + busiest->output_lens[i]);
+  }
+  return input;
+}
+
+}  // namespace
+
+Result<StudyAnalysis> analyze_study(const StudyResults& study, const AnalysisOptions& options) {
+  StudyAnalysis out;
+  out.hardware = options.hardware;
+  std::vector<std::string> labels;
+  for (const CellMeasurement& cell : study.cells) {
+    CROSSPOINT_ASSIGN_OR_RETURN(Precision precision, precision_of(study, cell));
+    CROSSPOINT_ASSIGN_OR_RETURN(DecodeCost cost, cost_of(study, cell, precision, options));
+    if (std::find(labels.begin(), labels.end(), cell.precision) == labels.end()) {
+      labels.push_back(cell.precision);
+      out.cost_descriptions.push_back(cell.precision + ": " + cost.description);
+    }
+    out.roofline.push_back(analyze_cell(cell, precision, cost, options.hardware));
+  }
+  for (Metric metric : all_metrics()) {
+    MetricAnalysis entry;
+    entry.metric = metric;
+    entry.winners = winners_by_concurrency(study.cells, metric, options.tie_tolerance);
+    if (entry.winners.empty()) continue;
+    entry.crossovers = find_crossovers(study.cells, metric, options.tie_tolerance);
+    entry.next_probes = plan_crossover_probes(study.cells, metric, options.bisection_resolution, options.tie_tolerance);
+    out.metrics.push_back(std::move(entry));
+  }
+  for (const MetricAnalysis& entry : out.metrics) {
+    if (entry.metric == Metric::kMedianTpot && !entry.winners.front().tie) out.low_load_leader = entry.winners.front().winner;
+  }
+  if (!out.low_load_leader.empty()) {
+    for (const MetricAnalysis& entry : out.metrics) {
+      out.lead_lost_at.emplace_back(
+          entry.metric, first_concurrency_lead_lost(study.cells, entry.metric, out.low_load_leader, options.tie_tolerance));
+    }
+  }
+  for (const std::string& label : labels) {
+    const CapacityInput input = capacity_input(study, label, options);
+    if (input.kv_cache_tokens > 0) out.capacity.push_back({label, plan_capacity(input)});
+  }
+  return out;
+}
+
+nlohmann::json study_analysis_to_json(const StudyAnalysis& analysis) {
+  nlohmann::json out;
+  out["hardware"] = {{"name", analysis.hardware.name},
+                     {"bandwidth_gb_s", analysis.hardware.bandwidth_gb_s},
+                     {"fp16_tflops", analysis.hardware.fp16_tflops},
+                     {"fp8_tflops", analysis.hardware.fp8_tflops},
+                     {"critical_intensity_fp16",
+                      critical_intensity(analysis.hardware.fp16_tflops, analysis.hardware.bandwidth_gb_s)},
+                     {"source", analysis.hardware.source}};
+  out["cost_descriptions"] = analysis.cost_descriptions;
+  nlohmann::json cells = nlohmann::json::array();
+  for (const RooflineCell& c : analysis.roofline) {
+    cells.push_back({{"precision", c.precision},
+                     {"concurrency", c.concurrency},
+                     {"batch", c.batch},
+                     {"batch_measured", c.batch_measured},
+                     {"mean_context_tokens", c.mean_context_tokens},
+                     {"weight_bytes_per_step", c.weight_bytes_per_step},
+                     {"kv_bytes_per_step", c.kv_bytes_per_step},
+                     {"bytes_per_step", c.bytes_per_step},
+                     {"flops_per_token", c.flops_per_token},
+                     {"arithmetic_intensity", c.arithmetic_intensity},
+                     {"critical_intensity", c.critical_intensity},
+                     {"peak_tflops", c.peak_tflops},
+                     {"peak_fell_back_to_fp16", c.peak_fell_back_to_fp16},
+                     {"bound_tpot_ms", c.bound_tpot_ms},
+                     {"memory_bound_tpot_ms", c.memory_bound_tpot_ms},
+                     {"compute_bound_tpot_ms", c.compute_bound_tpot_ms},
+                     {"compute_bound", c.compute_bound},
+                     {"measured_tpot_ms", c.measured_tpot_ms},
+                     {"effective_bandwidth_gb_s", c.effective_bandwidth_gb_s},
+                     {"bandwidth_utilisation", c.bandwidth_utilisation},
+                     {"compute_utilisation", c.compute_utilisation},
+                     {"achieved_tflops", c.achieved_tflops},
+                     {"overhead_ms", c.overhead_ms}});
+  }
+  out["roofline"] = cells;
+  nlohmann::json metrics = nlohmann::json::array();
+  for (const MetricAnalysis& m : analysis.metrics) {
+    nlohmann::json winners = nlohmann::json::array();
+    for (const LevelWinner& w : m.winners) {
+      winners.push_back({{"concurrency", w.concurrency}, {"winner", w.tie ? nlohmann::json(nullptr) : nlohmann::json(w.winner)},
+                         {"tie", w.tie}, {"margin", w.margin}, {"best_value", w.best_value},
+                         {"runner_up", w.runner_up}, {"runner_up_value", w.runner_up_value}});
+    }
+    nlohmann::json crossovers = nlohmann::json::array();
+    for (const Crossover& c : m.crossovers) {
+      crossovers.push_back({{"concurrency_below", c.concurrency_below}, {"concurrency_above", c.concurrency_above},
+                            {"winner_below", c.winner_below}, {"winner_above", c.winner_above}});
+    }
+    metrics.push_back({{"metric", metric_name(m.metric)}, {"unit", metric_unit(m.metric)}, {"winners", winners},
+                       {"crossovers", crossovers}, {"next_probes", m.next_probes}});
+  }
+  out["metrics"] = metrics;
+  out["low_load_leader"] = analysis.low_load_leader;
+  nlohmann::json lead = nlohmann::json::object();
+  for (const auto& [metric, at] : analysis.lead_lost_at)
+    lead[std::string(metric_name(metric))] = at ? nlohmann::json(*at) : nlohmann::json(nullptr);
+  out["lead_lost_at"] = lead;
+  nlohmann::json capacity = nlohmann::json::array();
+  for (const PrecisionCapacity& p : analysis.capacity) {
+    nlohmann::json percentiles = nlohmann::json::array();
+    for (const PercentileCapacity& q : p.plan.percentile_concurrency)
+      percentiles.push_back({{"percentile", q.percentile}, {"request_tokens", q.request_tokens}, {"concurrency", q.concurrency}});
+    capacity.push_back({{"precision", p.precision},
+                        {"worst_case_concurrency", p.plan.worst_case_concurrency},
+                        {"mean_request_tokens", p.plan.mean_request_tokens},
+                        {"workload_concurrency", p.plan.workload_concurrency},
+                        {"percentile_concurrency", percentiles},
+                        {"verdict", p.plan.verdict}});
+  }
+  out["capacity"] = capacity;
+  return out;
+}
+
+}  // namespace crosspoint::analysis

@@ -1,0 +1,61 @@
+// The whole analysis of a study in one call: the roofline of every cell, the winners and
+// crossovers of every metric, the next concurrencies to measure, and the capacity of every
+// precision. `crosspoint roofline` prints it; the report renders it.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json_fwd.hpp>
+
+#include "analysis/capacity.h"
+#include "analysis/crossover.h"
+#include "analysis/decode_cost.h"
+#include "analysis/hardware_table.h"
+#include "analysis/model_shape.h"
+#include "analysis/roofline.h"
+#include "analysis/study_results.h"
+
+namespace crosspoint::analysis {
+
+struct AnalysisOptions {
+  HardwareCeilings hardware;                // ceilings to measure against
+  std::optional<ModelShape> model_shape;    // from --config: exact streamed bytes per precision
+  double model_num_params = 0;              // else: parameters (overrides the study's)
+  double kv_bytes_per_element = 2;          // fp16/bf16 KV cache
+  double tie_tolerance = 0.02;              // relative margin below which a metric is a tie
+  double bisection_resolution = 4;          // concurrency levels
+  int64_t kv_block_size = 1;                // paged-KV block for the capacity planner (1: no rounding, as the study)
+};
+
+struct MetricAnalysis {
+  Metric metric = Metric::kMedianTpot;
+  std::vector<LevelWinner> winners;         // per concurrency
+  std::vector<Crossover> crossovers;
+  std::vector<double> next_probes;          // concurrencies to measure next
+};
+
+struct PrecisionCapacity {
+  std::string precision;
+  CapacityPlan plan;
+};
+
+struct StudyAnalysis {
+  HardwareCeilings hardware;
+  std::vector<std::string> cost_descriptions;  // one per precision: how its bytes were counted
+  std::vector<RooflineCell> roofline;          // one per cell, in input order
+  std::vector<MetricAnalysis> metrics;         // metrics with at least one compared level
+  std::string low_load_leader;                 // median-TPOT winner at the lowest concurrency
+  // first concurrency where low_load_leader stops clearly winning, per metric (the tail test)
+  std::vector<std::pair<Metric, std::optional<double>>> lead_lost_at;
+  std::vector<PrecisionCapacity> capacity;
+};
+
+// Fails (naming the cell) when a cell's precision label cannot be parsed and has no setup,
+// or when neither a model shape nor a parameter count is known.
+Result<StudyAnalysis> analyze_study(const StudyResults& study, const AnalysisOptions& options);
+
+nlohmann::json study_analysis_to_json(const StudyAnalysis& analysis);
+
+}  // namespace crosspoint::analysis

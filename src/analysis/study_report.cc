@@ -1,0 +1,324 @@
+#include "analysis/study_report.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <optional>
+
+#include "analysis/html_page.h"
+#include "analysis/markdown_table.h"
+#include "analysis/svg_plot.h"
+
+namespace crosspoint::analysis {
+
+namespace {
+
+// Markdown and HTML written side by side.
+class ReportBuilder {
+ public:
+  void heading(const std::string& text) {
+    md_ += "\n## " + text + "\n\n";
+    html_ += "<h2>" + xml_escape(text) + "</h2>\n";
+  }
+  void paragraph(const std::string& text) {
+    md_ += text + "\n\n";
+    html_ += "<p>" + xml_escape(text) + "</p>\n";
+  }
+  void bullets(const std::vector<std::string>& items) {
+    html_ += "<ul class=\"findings\">\n";
+    for (const std::string& item : items) {
+      md_ += "- " + item + "\n";
+      html_ += "<li>" + xml_escape(item) + "</li>\n";
+    }
+    md_ += "\n";
+    html_ += "</ul>\n";
+  }
+  void table(const TextTable& t) {
+    md_ += render_markdown_table(t) + "\n";
+    html_ += render_html_table(t);
+  }
+  void figures(const std::vector<std::pair<std::string, std::string>>& named_svgs, ReportFiles* files) {
+    html_ += "<div class=\"figures\">\n";
+    for (const auto& [name, svg] : named_svgs) {
+      md_ += "![" + name + "](" + name + ")\n";
+      html_ += svg;
+      files->figures.emplace_back(name, svg);
+    }
+    md_ += "\n";
+    html_ += "</div>\n";
+  }
+  void raw(const std::string& md, const std::string& html) {
+    md_ += md;
+    html_ += html;
+  }
+  const std::string& md() const { return md_; }
+  const std::string& html() const { return html_; }
+
+ private:
+  std::string md_, html_;
+};
+
+std::vector<std::string> labels_of(const StudyResults& study) {
+  std::vector<std::string> labels;
+  for (const CellMeasurement& cell : study.cells) {
+    if (std::find(labels.begin(), labels.end(), cell.precision) == labels.end()) labels.push_back(cell.precision);
+  }
+  return labels;
+}
+
+std::vector<double> concurrencies_of(const StudyResults& study) {
+  std::vector<double> levels;
+  for (const CellMeasurement& cell : study.cells) levels.push_back(cell.concurrency);
+  std::sort(levels.begin(), levels.end());
+  levels.erase(std::unique(levels.begin(), levels.end()), levels.end());
+  return levels;
+}
+
+std::string conc_label(double c) { return c > 0 ? fmt::format("conc {:g}", c) : std::string("unbounded"); }
+
+std::string number(double v, int decimals) { return fmt::format("{:.{}f}", v, decimals); }
+
+// precision x concurrency table of one value; "-" where a cell lacks it.
+template <typename Cell>
+TextTable pivot(const std::string& corner, const std::vector<std::string>& labels, const std::vector<double>& levels,
+                const std::vector<Cell>& cells, const std::function<std::optional<std::string>(const Cell&)>& value,
+                const std::function<std::string(const Cell&)>& label_of, const std::function<double(const Cell&)>& conc_of) {
+  TextTable t;
+  t.header.push_back(corner);
+  t.right_align.push_back(false);
+  for (double c : levels) {
+    t.header.push_back(conc_label(c));
+    t.right_align.push_back(true);
+  }
+  for (const std::string& label : labels) {
+    std::vector<std::string> row = {label};
+    for (double c : levels) {
+      std::string text = "-";
+      for (const Cell& cell : cells) {
+        if (label_of(cell) == label && conc_of(cell) == c) {
+          if (auto v = value(cell)) text = *v;
+          break;
+        }
+      }
+      row.push_back(text);
+    }
+    t.rows.push_back(row);
+  }
+  return t;
+}
+
+TextTable measurement_pivot(const StudyResults& study, const std::string& corner,
+                            const std::function<std::optional<double>(const CellMeasurement&)>& get, int decimals) {
+  return pivot<CellMeasurement>(
+      corner, labels_of(study), concurrencies_of(study), study.cells,
+      [&](const CellMeasurement& c) -> std::optional<std::string> {
+        auto v = get(c);
+        return v ? std::optional<std::string>(number(*v, decimals)) : std::nullopt;
+      },
+      [](const CellMeasurement& c) { return c.precision; }, [](const CellMeasurement& c) { return c.concurrency; });
+}
+
+TextTable roofline_pivot(const StudyResults& study, const StudyAnalysis& analysis, const std::string& corner,
+                         const std::function<std::optional<std::string>(const RooflineCell&)>& get) {
+  return pivot<RooflineCell>(corner, labels_of(study), concurrencies_of(study), analysis.roofline, get,
+                             [](const RooflineCell& c) { return c.precision; },
+                             [](const RooflineCell& c) { return c.concurrency; });
+}
+
+LinePlot metric_plot(const StudyResults& study, const std::string& title, const std::string& y_label,
+                     const std::vector<std::pair<Metric, bool>>& metrics_dashed) {
+  LinePlot plot;
+  plot.title = title;
+  plot.x_label = "concurrency (log scale)";
+  plot.y_label = y_label;
+  for (const auto& [metric, dashed] : metrics_dashed) {
+    for (const std::string& label : labels_of(study)) {
+      PlotSeries s;
+      s.name = metrics_dashed.size() > 1 ? label + " " + std::string(metric_name(metric)) : label;
+      s.dashed = dashed;
+      for (const CellMeasurement& cell : study.cells) {
+        auto v = metric_value(cell, metric);
+        if (cell.precision == label && v && cell.concurrency > 0) s.points.emplace_back(cell.concurrency, *v);
+      }
+      if (!s.points.empty()) plot.series.push_back(s);
+    }
+  }
+  return plot;
+}
+
+std::vector<std::string> findings(const StudyAnalysis& analysis) {
+  std::vector<std::string> out;
+  for (const MetricAnalysis& m : analysis.metrics) {
+    std::string line = std::string(metric_name(m.metric)) + ": ";
+    std::vector<std::string> parts;
+    for (const LevelWinner& w : m.winners) {
+      parts.push_back(w.tie ? fmt::format("tie at {:g} ({:.1f} %)", w.concurrency, w.margin * 100)
+                            : fmt::format("{} at {:g} (by {:.1f} %)", w.winner, w.concurrency, w.margin * 100));
+    }
+    for (size_t i = 0; i < parts.size(); ++i) line += (i ? ", " : "") + parts[i];
+    for (const Crossover& c : m.crossovers) {
+      line += fmt::format("; crossover {} -> {} between {:g} and {:g}", c.winner_below, c.winner_above,
+                          c.concurrency_below, c.concurrency_above);
+    }
+    if (!m.next_probes.empty()) {
+      line += "; measure next at";
+      for (double p : m.next_probes) line += fmt::format(" {:g}", p);
+    }
+    out.push_back(line);
+  }
+  return out;
+}
+
+}  // namespace
+
+ReportFiles render_study_report(const StudyResults& study, const StudyAnalysis& analysis) {
+  ReportFiles files;
+  ReportBuilder r;
+  const std::string title = study.title.empty() ? "crosspoint study report" : study.title;
+  const HardwareCeilings& hw = analysis.hardware;
+  const std::string meta =
+      fmt::format("{} on {} ({:.0f} GB/s, {:.0f} TFLOP/s fp16, critical intensity {:.0f} FLOP/byte). Source: {}",
+                  study.model_name.empty() ? "model" : study.model_name, hw.name, hw.bandwidth_gb_s, hw.fp16_tflops,
+                  critical_intensity(hw.fp16_tflops, hw.bandwidth_gb_s), study.source.empty() ? "-" : study.source);
+  r.raw("# " + title + "\n\n" + meta + "\n", "<h1>" + xml_escape(title) + "</h1>\n<p class=\"meta\">" + xml_escape(meta) + "</p>\n");
+
+  r.heading("Findings");
+  std::vector<std::string> items = findings(analysis);
+  if (!analysis.low_load_leader.empty()) {
+    std::optional<double> median_lost, tail_lost;
+    for (const auto& [metric, at] : analysis.lead_lost_at) {
+      if (metric == Metric::kMedianTpot) median_lost = at;
+      if ((metric == Metric::kP99Itl || metric == Metric::kP99Tpot) && at && (!tail_lost || *at < *tail_lost)) tail_lost = at;
+    }
+    if (tail_lost && (!median_lost || *tail_lost < *median_lost)) {
+      items.push_back(fmt::format("the tail crosses first: {} loses its p99 lead at concurrency {:g}, its median TPOT "
+                                  "lead only at {}",
+                                  analysis.low_load_leader, *tail_lost,
+                                  median_lost ? fmt::format("{:g}", *median_lost) : std::string("no measured level")));
+    }
+  }
+  r.bullets(items);
+
+  r.heading("Latency by precision and concurrency");
+  r.table(measurement_pivot(study, "median TPOT (ms)", [](const CellMeasurement& c) { return c.median_tpot_ms; }, 2));
+  r.table(measurement_pivot(study, "p99 TPOT (ms)", [](const CellMeasurement& c) { return c.p99_tpot_ms; }, 2));
+  r.table(measurement_pivot(study, "p99 ITL (ms)", [](const CellMeasurement& c) { return c.p99_itl_ms; }, 1));
+  r.table(measurement_pivot(study, "median TTFT (ms)", [](const CellMeasurement& c) { return c.median_ttft_ms; }, 2));
+  r.table(measurement_pivot(study, "p99 TTFT (ms)", [](const CellMeasurement& c) { return c.p99_ttft_ms; }, 0));
+  LinePlot median_vs_p99 = metric_plot(study, "Median (solid) vs p99 (dashed) TPOT", "ms",
+                                       {{Metric::kMedianTpot, false}, {Metric::kP99Tpot, true}});
+  median_vs_p99.log_y = true;
+  r.figures({{"tpot.svg", render_line_plot(metric_plot(study, "Median TPOT", "ms", {{Metric::kMedianTpot, false}}))},
+             {"tpot_median_p99.svg", render_line_plot(median_vs_p99)}},
+            &files);
+
+  r.heading("Throughput and batch");
+  r.table(measurement_pivot(study, "output tok/s", [](const CellMeasurement& c) { return c.output_throughput_tok_s; }, 2));
+  r.table(measurement_pivot(study, "mean running batch", [](const CellMeasurement& c) { return c.mean_running_batch; }, 1));
+  GroupedBarChart bars;
+  bars.title = "Output throughput (tok/s)";
+  bars.y_label = "tok/s";
+  bars.series_names = labels_of(study);
+  for (double c : concurrencies_of(study)) {
+    BarGroup group{conc_label(c), {}};
+    for (const std::string& label : bars.series_names) {
+      double v = -1;
+      for (const CellMeasurement& cell : study.cells) {
+        if (cell.precision == label && cell.concurrency == c && cell.output_throughput_tok_s) v = *cell.output_throughput_tok_s;
+      }
+      group.values.push_back(v);
+    }
+    bars.groups.push_back(group);
+  }
+  LinePlot batch_plot = metric_plot(study, "Mean running batch", "sequences per step", {});
+  for (const std::string& label : labels_of(study)) {
+    PlotSeries s{label, {}, false};
+    for (const CellMeasurement& cell : study.cells) {
+      if (cell.precision == label && cell.mean_running_batch && cell.concurrency > 0)
+        s.points.emplace_back(cell.concurrency, *cell.mean_running_batch);
+    }
+    if (!s.points.empty()) batch_plot.series.push_back(s);
+  }
+  r.figures({{"throughput.svg", render_grouped_bars(bars)}, {"batch.svg", render_line_plot(batch_plot)}}, &files);
+
+  r.heading("Roofline");
+  r.bullets(analysis.cost_descriptions);
+  TextTable roof;
+  roof.header = {"precision", "conc", "batch B", "GB/step", "GFLOP/token", "FLOP/byte", "critical", "bound ms",
+                 "measured ms", "BW util", "compute util", "overhead ms"};
+  roof.right_align = {false, true, true, true, true, true, true, true, true, true, true, true};
+  for (const RooflineCell& c : analysis.roofline) {
+    roof.rows.push_back({c.precision, fmt::format("{:g}", c.concurrency),
+                         number(c.batch, 1) + (c.batch_measured ? "" : "*"), number(c.bytes_per_step / 1e9, 2),
+                         number(c.flops_per_token / 1e9, 2), number(c.arithmetic_intensity, 1),
+                         number(c.critical_intensity, 0), number(c.bound_tpot_ms, 1),
+                         c.measured_tpot_ms > 0 ? number(c.measured_tpot_ms, 2) : "-",
+                         c.measured_tpot_ms > 0 ? number(c.bandwidth_utilisation * 100, 1) + " %" : "-",
+                         c.compute_utilisation > 0 ? number(c.compute_utilisation * 100, 2) + " %" : "-",
+                         c.measured_tpot_ms > 0 ? number(c.overhead_ms, 1) : "-"});
+  }
+  r.table(roof);
+  r.paragraph("Bound = the larger of bytes/bandwidth and FLOPs/peak for one decode step; BW util = memory bound / "
+              "measured median TPOT; overhead = measured - bound (dequantisation, kernel launches, scheduling). "
+              "* = batch assumed equal to the concurrency (no server samples).");
+  r.table(roofline_pivot(study, analysis, "bandwidth utilisation",
+                         [](const RooflineCell& c) -> std::optional<std::string> {
+                           if (c.measured_tpot_ms <= 0) return std::nullopt;
+                           return number(c.bandwidth_utilisation * 100, 1) + " %";
+                         }));
+  r.table(roofline_pivot(study, analysis, "arithmetic intensity (FLOP/byte)",
+                         [](const RooflineCell& c) -> std::optional<std::string> { return number(c.arithmetic_intensity, 1); }));
+  RooflinePlot roofline_plot;
+  roofline_plot.title = "Roofline: every cell (" + hw.name + ")";
+  roofline_plot.bandwidth_gb_s = hw.bandwidth_gb_s;
+  if (hw.fp16_tflops > 0) roofline_plot.ceilings.push_back({fmt::format("fp16 {:g} TFLOP/s", hw.fp16_tflops), hw.fp16_tflops});
+  if (hw.fp8_tflops > 0) roofline_plot.ceilings.push_back({fmt::format("fp8 {:g} TFLOP/s", hw.fp8_tflops), hw.fp8_tflops});
+  if (hw.fp16_tflops <= 0 && hw.fp32_tflops > 0)
+    roofline_plot.ceilings.push_back({fmt::format("fp32 {:g} TFLOP/s", hw.fp32_tflops), hw.fp32_tflops});
+  for (const RooflineCell& c : analysis.roofline) {
+    roofline_plot.points.push_back({c.precision, fmt::format("c={:g}", c.concurrency), c.arithmetic_intensity, c.achieved_tflops});
+  }
+  roofline_plot.width = 900;
+  roofline_plot.height = 480;
+  r.figures({{"roofline.svg", render_roofline_plot(roofline_plot)}}, &files);
+
+  if (!analysis.capacity.empty()) {
+    r.heading("Capacity");
+    TextTable cap;
+    cap.header = {"precision", "KV tokens", "worst case (÷ max-model-len)", "workload (÷ mean tokens/request)", "verdict"};
+    cap.right_align = {false, true, true, true, false};
+    for (const PrecisionCapacity& p : analysis.capacity) {
+      const PrecisionSetup* setup = study.find_precision(p.precision);
+      cap.rows.push_back({p.precision, setup ? fmt::format("{:.0f}", setup->kv_cache_tokens) : "-",
+                          number(p.plan.worst_case_concurrency, 2), number(p.plan.workload_concurrency, 1), p.plan.verdict});
+    }
+    r.table(cap);
+  }
+
+  files.markdown = r.md();
+  files.html = render_html_page(title, r.html());
+  return files;
+}
+
+Status write_report(const std::string& dir, const ReportFiles& files) {
+  std::error_code error;
+  std::filesystem::create_directories(dir, error);
+  if (error) return io_error(dir + ": cannot create directory: " + error.message());
+  auto write = [&](const std::string& name, const std::string& text) -> Status {
+    const std::string path = (std::filesystem::path(dir) / name).string();
+    std::ofstream out(path, std::ios::binary);
+    out << text;
+    if (!out) return io_error(path + ": cannot write");
+    return Status::ok();
+  };
+  CROSSPOINT_RETURN_IF_ERROR(write("report.md", files.markdown));
+  CROSSPOINT_RETURN_IF_ERROR(write("report.html", files.html));
+  for (const auto& [name, svg] : files.figures) CROSSPOINT_RETURN_IF_ERROR(write(name, svg));
+  return Status::ok();
+}
+
+}  // namespace crosspoint::analysis
