@@ -63,22 +63,6 @@ if [ $BUILD_RC -eq 0 ]; then
   log "tests rc=$TESTS_RC"
 fi
 
-SAN_RC=-1
-if [ $BUILD_RC -eq 0 ] && [ $RUN_SANITIZER -eq 1 ]; then
-  log "== compute-sanitizer memcheck (W4A16, fp8 quant, GEMV)"
-  timeout $(limit 200) compute-sanitizer --tool memcheck --error-exitcode 9 "$BUILD/kernels_cuda/test_kernels_cuda" \
-    --gtest_filter='W4A16Gemm.SplitK*:W4A16Gemm.ActOrder*:Fp8Quantize.*:Fp8Gemv.*:Fp16Gemv.*' >"$OUT/sanitizer.log" 2>&1
-  SAN_RC=$?
-  tail -3 "$OUT/sanitizer.log" | tee -a "$LOG"
-  log "== compute-sanitizer racecheck (W4A16 split-K reduction)"
-  timeout $(limit 120) compute-sanitizer --tool racecheck --error-exitcode 9 "$BUILD/kernels_cuda/test_kernels_cuda" \
-    --gtest_filter='W4A16Gemm.SplitK*' >>"$OUT/sanitizer.log" 2>&1
-  RACE_RC=$?
-  tail -3 "$OUT/sanitizer.log" | tee -a "$LOG"
-  log "sanitizer memcheck rc=$SAN_RC racecheck rc=$RACE_RC"
-  [ $SAN_RC -eq 0 ] && SAN_RC=$RACE_RC
-fi
-
 log "== ceilings (shared/tools/gpu/ceilings.py)"
 timeout $(limit 180) python3 "$ROOT/.gpu_tools/ceilings.py" "$OUT/ceilings.json" >>"$LOG" 2>&1
 read -r BW FP16 FP8 < <(python3 - "$OUT/ceilings.json" <<'PY'
@@ -100,6 +84,22 @@ if [ $BUILD_RC -eq 0 ]; then
   timeout $(limit 300) "$BUILD/gpu/bench_gemm" --bw-gbps "$BW" --fp16-tflops "$FP16" --fp8-tflops "$FP8" \
     --out "$OUT/bench.json" 2>&1 | tee -a "$LOG"
   log "bench rc=${PIPESTATUS[0]}"
+fi
+
+SAN_RC=-1
+if [ $BUILD_RC -eq 0 ] && [ $RUN_SANITIZER -eq 1 ]; then
+  log "== compute-sanitizer memcheck (W4A16, fp8 quant, GEMV)"
+  timeout $(limit 200) compute-sanitizer --tool memcheck --error-exitcode 9 "$BUILD/kernels_cuda/test_kernels_cuda" \
+    --gtest_filter='W4A16Gemm.SplitK*:W4A16Gemm.ActOrder*:Fp8Quantize.*:Fp8Gemv.*:Fp16Gemv.*' >"$OUT/sanitizer.log" 2>&1
+  SAN_RC=$?
+  tail -3 "$OUT/sanitizer.log" | tee -a "$LOG"
+  log "== compute-sanitizer racecheck (W4A16 split-K reduction)"
+  timeout $(limit 120) compute-sanitizer --tool racecheck --error-exitcode 9 "$BUILD/kernels_cuda/test_kernels_cuda" \
+    --gtest_filter='W4A16Gemm.SplitK*' >>"$OUT/sanitizer.log" 2>&1
+  RACE_RC=$?
+  tail -3 "$OUT/sanitizer.log" | tee -a "$LOG"
+  log "sanitizer memcheck rc=$SAN_RC racecheck rc=$RACE_RC"
+  [ $SAN_RC -eq 0 ] && SAN_RC=$RACE_RC
 fi
 
 if [ $RUN_PEERS -eq 1 ]; then
