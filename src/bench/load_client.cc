@@ -178,6 +178,7 @@ void EventLoop::note_in_flight_change(double now) {
 void EventLoop::release_arrivals(double now) {
   while (next_arrival_ < arrivals_s_.size() && arrivals_s_[next_arrival_] <= now) {
     RequestRecord& r = records_[next_arrival_];
+    r.scheduled_s = arrivals_s_[next_arrival_];
     r.arrival_s = now;  // as vLLM: the moment the request task exists
     const double lag = now - arrivals_s_[next_arrival_];
     lag_sum_s_ += lag;

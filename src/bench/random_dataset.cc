@@ -1,6 +1,7 @@
 #include "bench/random_dataset.h"
 
 #include <cmath>
+#include <cstdlib>
 #include <random>
 
 #include "common/status.h"
@@ -33,10 +34,13 @@ std::vector<SampleRequest> sample_random(const Tokenizer& tokenizer, const Rando
     const int offset = offset_dist(rng);
     std::vector<int32_t> ids(target_len);  // [target_len] token ids
     for (int k = 0; k < target_len; ++k) ids[k] = allowed[(offset + i + k) % allowed.size()];
-    // Decoding and re-encoding can merge or split tokens; nudge until the count matches.
+    // Decoding and re-encoding can merge or split tokens (and invalid UTF-8 decodes to
+    // U+FFFD); nudge up to 10 times and keep the attempt closest to the target.
     std::string text = tokenizer.decode(ids, /*skip_special=*/false);
     std::vector<int32_t> encoded = tokenizer.encode(text, /*parse_special=*/false);
-    for (int attempt = 0; attempt < 10 && static_cast<int>(encoded.size()) != target_len; ++attempt) {
+    std::string best_text = text;
+    int best_len = static_cast<int>(encoded.size());
+    for (int attempt = 0; attempt < 10 && best_len != target_len; ++attempt) {
       if (static_cast<int>(encoded.size()) > target_len) {
         encoded.resize(target_len);
       } else {
@@ -44,8 +48,12 @@ std::vector<SampleRequest> sample_random(const Tokenizer& tokenizer, const Rando
       }
       text = tokenizer.decode(encoded, /*skip_special=*/false);
       encoded = tokenizer.encode(text, /*parse_special=*/false);
+      if (std::abs(static_cast<int>(encoded.size()) - target_len) < std::abs(best_len - target_len)) {
+        best_text = text;
+        best_len = static_cast<int>(encoded.size());
+      }
     }
-    samples.push_back({std::move(text), static_cast<int>(encoded.size()), output_len});
+    samples.push_back({std::move(best_text), best_len, output_len});
   }
   return samples;
 }

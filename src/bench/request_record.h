@@ -16,7 +16,8 @@ struct RequestRecord {
   std::string error;            // why it failed; empty on success
   int http_status = 0;          // 0 when no response came (connection refused, timeout)
 
-  double arrival_s = 0;  // when the arrival process released it, s since benchmark start
+  double scheduled_s = 0;  // arrival time drawn by the arrival process, s since benchmark start
+  double arrival_s = 0;    // when the client actually released it (scheduled_s + loop lag)
   double start_s = 0;    // just before the POST was handed to the HTTP client, same origin
   double ttft_s = 0;     // first token event - start_s
   std::vector<double> itl_s;  // gaps between consecutive token events, s

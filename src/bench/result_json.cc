@@ -95,10 +95,11 @@ std::string result_to_json_text(const BenchResult& r) {
                           {"tpot", optional_number(r.goodput.tpot_ms)},
                           {"e2el", optional_number(r.goodput.e2el_ms)}};
   j["good_requests"] = r.goodput.any() ? OrderedJson(m.good_requests) : OrderedJson(nullptr);
-  OrderedJson arrival_times = OrderedJson::array(), is_good = OrderedJson::array(), tpots = OrderedJson::array(),
+  OrderedJson scheduled_times = OrderedJson::array(), arrival_times = OrderedJson::array(), is_good = OrderedJson::array(), tpots = OrderedJson::array(),
               statuses = OrderedJson::array(), sources = OrderedJson::array(), expected = OrderedJson::array();
   for (size_t i = 0; i < r.records.size(); ++i) {
     const RequestRecord& rec = r.records[i];
+    scheduled_times.push_back(rec.scheduled_s);
     arrival_times.push_back(rec.arrival_s);
     is_good.push_back(static_cast<bool>(m.is_good[i]));
     tpots.push_back(m.tpot_s[i]);
@@ -106,6 +107,7 @@ std::string result_to_json_text(const BenchResult& r) {
     sources.push_back(rec.output_len_source);
     expected.push_back(rec.expected_output_len);
   }
+  j["scheduled_arrival_times"] = std::move(scheduled_times);
   j["arrival_times"] = std::move(arrival_times);
   j["tpots"] = std::move(tpots);
   j["request_is_good"] = std::move(is_good);

@@ -1,0 +1,48 @@
+// Process-level tests: the crosspoint binary against tests/bench/fake_openai_server.py,
+// each result checked in Python (check_result.py recomputes every aggregate with numpy).
+// The scenarios live in run_bench_scenario.py; this file runs one per test.
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <string>
+
+#include "common/paths.h"
+
+namespace crosspoint::bench {
+namespace {
+
+// A Python with numpy: $CROSSPOINT_TEST_PYTHON, the setup script's venv, or python3.
+std::string find_python() {
+  std::vector<std::string> candidates;
+  if (const char* env = std::getenv("CROSSPOINT_TEST_PYTHON")) candidates.push_back(env);
+  candidates.push_back(cache_dir() + "/venv/bin/python3");
+  candidates.push_back("python3");
+  for (const std::string& python : candidates) {
+    if (python.find('/') != std::string::npos && !std::filesystem::exists(python)) continue;
+    const std::string probe = python + " -c 'import numpy' >/dev/null 2>&1";
+    if (std::system(probe.c_str()) == 0) return python;
+  }
+  return "";
+}
+
+void run_scenario(const std::string& name) {
+  static const std::string python = find_python();
+  if (python.empty()) GTEST_SKIP() << "no python3 with numpy (run scripts/setup.sh)";
+  const std::string command = python + " " + CROSSPOINT_SOURCE_DIR + "/tests/bench/run_bench_scenario.py --binary " +
+                              CROSSPOINT_BINARY + " --scenario " + name;
+  const int rc = std::system(command.c_str());
+  EXPECT_EQ(rc, 0) << "scenario " << name << " failed (its output is above): " << command;
+}
+
+TEST(BenchProcess, KeysAndAggregatesRecomputed) { run_scenario("aggregates"); }
+TEST(BenchProcess, ShareGptChatWithTokenizerFallback) { run_scenario("sharegpt"); }
+TEST(BenchProcess, PoissonArrivalsHaveTheRequestedRate) { run_scenario("poisson"); }
+TEST(BenchProcess, FailedRequestsCarryTheirReason) { run_scenario("failures"); }
+TEST(BenchProcess, TimeoutAndUnreachableServer) { run_scenario("timeout_and_unreachable"); }
+TEST(BenchProcess, ServerKilledMidRun) { run_scenario("killed"); }
+TEST(BenchProcess, ThousandConcurrentStreams) { run_scenario("thousand_streams"); }
+TEST(BenchProcess, BadOptionsFailBeforeAnyLoad) { run_scenario("bad_options"); }
+
+}  // namespace
+}  // namespace crosspoint::bench

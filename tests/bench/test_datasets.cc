@@ -1,0 +1,108 @@
+// ShareGPT sampling against vLLM's rules run in Python with CPython's random and HF
+// tokenizers (sharegpt_expected.json), on a small cut of the real file; the random dataset's
+// lengths; file errors.
+#include <gtest/gtest.h>
+
+#include <fstream>
+
+#include "bench/random_dataset.h"
+#include "bench/sharegpt_dataset.h"
+#include "bench_test_util.h"
+#include "tokenizer/tokenizer.h"
+
+namespace crosspoint::bench {
+namespace {
+
+std::unique_ptr<Tokenizer> tiny_tokenizer() {
+  auto tokenizer = Tokenizer::from_model_dir(testing::fixture_path("tiny_tokenizer"));
+  EXPECT_TRUE(tokenizer.is_ok()) << tokenizer.status().to_string();
+  return tokenizer.is_ok() ? std::move(tokenizer).value() : nullptr;
+}
+
+TEST(ShareGpt, LoadsTwoTurnEntriesAndToleratesACutFile) {
+  auto full = load_sharegpt_file(testing::fixture_path("sharegpt_small.json"));
+  ASSERT_TRUE(full.is_ok()) << full.status().to_string();
+  EXPECT_FALSE(full->truncated);
+  EXPECT_EQ(full->conversations.size(), 40u);  // the 3 entries without two turns are dropped
+  auto cut = load_sharegpt_file(testing::fixture_path("sharegpt_truncated.json"));
+  ASSERT_TRUE(cut.is_ok()) << cut.status().to_string();
+  EXPECT_TRUE(cut->truncated);
+  EXPECT_EQ(cut->conversations.size(), 27u);
+  for (size_t i = 0; i < cut->conversations.size(); ++i) EXPECT_EQ(cut->conversations[i], full->conversations[i]);
+}
+
+TEST(ShareGpt, SampleMatchesVllmRulesInPython) {
+  auto tokenizer = tiny_tokenizer();
+  ASSERT_NE(tokenizer, nullptr);
+  const nlohmann::json cases = testing::load_fixture_json("sharegpt_expected.json");
+  for (const auto& c : cases) {
+    const std::string file = c["file"].get<std::string>();
+    SCOPED_TRACE(file + " seed " + std::to_string(c["seed"].get<int>()) + " n " +
+                 std::to_string(c["num_requests"].get<int>()));
+    auto loaded = load_sharegpt_file(testing::fixture_path(file));
+    ASSERT_TRUE(loaded.is_ok());
+    ASSERT_EQ(static_cast<int>(loaded->conversations.size()), c["num_entries"].get<int>());
+    const auto conversations = loaded->conversations;
+    ShareGptSampling sampling;
+    sampling.num_requests = c["num_requests"].get<int>();
+    sampling.seed = c["seed"].get<uint64_t>();
+    if (!c["fixed_output_len"].is_null()) sampling.fixed_output_len = c["fixed_output_len"].get<int>();
+    DatasetSummary summary;
+    const auto samples = sample_sharegpt(loaded->conversations, *tokenizer, sampling, &summary);
+    const auto& expected = c["expected"];
+    ASSERT_EQ(samples.size(), expected.size());
+    for (size_t i = 0; i < samples.size(); ++i) {
+      const int index = expected[i][0].get<int>();
+      EXPECT_EQ(samples[i].prompt, conversations[index].first) << "sample " << i;
+      EXPECT_EQ(samples[i].prompt_len, expected[i][1].get<int>()) << "sample " << i;
+      EXPECT_EQ(samples[i].expected_output_len, expected[i][2].get<int>()) << "sample " << i;
+    }
+  }
+}
+
+TEST(ShareGpt, ClearErrors) {
+  auto missing = load_sharegpt_file("/nonexistent/sharegpt.json");
+  ASSERT_FALSE(missing.is_ok());
+  EXPECT_EQ(missing.status().code(), StatusCode::kNotFound);
+  EXPECT_NE(missing.status().message().find("/nonexistent/sharegpt.json"), std::string::npos);
+
+  const std::string bad_path = ::testing::TempDir() + "/bench_bad_sharegpt.json";
+  {
+    std::ofstream out(bad_path);
+    out << R"([{"conversations": [{"value": "a"}, {"value": "b"}]}, {"conversations": ]] extra)";
+  }
+  auto bad = load_sharegpt_file(bad_path);
+  ASSERT_FALSE(bad.is_ok());
+  EXPECT_EQ(bad.status().code(), StatusCode::kCorrupt);
+  {
+    std::ofstream out(bad_path);
+    out << R"({"conversations": []})";
+  }
+  EXPECT_FALSE(load_sharegpt_file(bad_path).is_ok());
+}
+
+TEST(RandomDataset, LengthsWithinRangeAndCountedByTheTokenizer) {
+  auto tokenizer = tiny_tokenizer();
+  ASSERT_NE(tokenizer, nullptr);
+  RandomSampling s;
+  s.num_requests = 25;
+  s.input_len = 37;
+  s.output_len = 9;
+  s.range_ratio = 0.3;
+  s.seed = 11;
+  const auto samples = sample_random(*tokenizer, s);
+  ASSERT_EQ(samples.size(), 25u);
+  for (const auto& sample : samples) {
+    EXPECT_GE(sample.expected_output_len, 6);   // floor(9 * 0.7)
+    EXPECT_LE(sample.expected_output_len, 12);  // ceil(9 * 1.3)
+    EXPECT_EQ(sample.prompt_len, static_cast<int>(tokenizer->encode(sample.prompt, false).size()));
+    // [floor(37 * 0.7), ceil(37 * 1.3)], give or take what re-tokenisation cannot fix
+    EXPECT_GE(sample.prompt_len, 25 - 3);
+    EXPECT_LE(sample.prompt_len, 49 + 3);
+  }
+  const auto again = sample_random(*tokenizer, s);
+  EXPECT_EQ(again[3].prompt, samples[3].prompt);
+}
+
+}  // namespace
+}  // namespace crosspoint::bench
