@@ -1,0 +1,173 @@
+// config.json parsing: real-looking Qwen2 and Llama configs, and every refusal.
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "formats/model_config.h"
+#include "formats_test_util.h"
+
+namespace crosspoint {
+namespace {
+
+// Qwen2.5-7B-Instruct's config.json (values from ../shared/docs/reference/checkpoint-formats.md).
+const char* kQwen25Config = R"({
+  "architectures": ["Qwen2ForCausalLM"], "attention_dropout": 0.0, "bos_token_id": 151643,
+  "eos_token_id": 151645, "hidden_act": "silu", "hidden_size": 3584, "initializer_range": 0.02,
+  "intermediate_size": 18944, "max_position_embeddings": 32768, "max_window_layers": 28,
+  "model_type": "qwen2", "num_attention_heads": 28, "num_hidden_layers": 28, "num_key_value_heads": 4,
+  "rms_norm_eps": 1e-06, "rope_theta": 1000000.0, "sliding_window": 131072, "tie_word_embeddings": false,
+  "torch_dtype": "bfloat16", "transformers_version": "4.43.1", "use_cache": true,
+  "use_sliding_window": false, "vocab_size": 152064
+})";
+
+// A Llama 3.2-style config: tied embeddings, eos as a list, explicit head_dim.
+const char* kLlamaConfig = R"({
+  "architectures": ["LlamaForCausalLM"], "attention_bias": false, "bos_token_id": 128000,
+  "eos_token_id": [128001, 128008, 128009], "head_dim": 64, "hidden_act": "silu", "hidden_size": 2048,
+  "intermediate_size": 8192, "max_position_embeddings": 131072, "mlp_bias": false, "model_type": "llama",
+  "num_attention_heads": 32, "num_hidden_layers": 16, "num_key_value_heads": 8, "rms_norm_eps": 1e-05,
+  "rope_scaling": null, "rope_theta": 500000.0, "tie_word_embeddings": true, "torch_dtype": "bfloat16",
+  "vocab_size": 128256,
+  "quantization_config": {"quant_method": "gptq", "bits": 4, "group_size": 128, "desc_act": false, "sym": true}
+})";
+
+TEST(ModelConfig, ParsesQwen25) {
+  auto config = parse_model_config(kQwen25Config, "qwen/config.json");
+  ASSERT_TRUE(config.is_ok()) << config.status().to_string();
+  EXPECT_EQ(config->architecture, Architecture::kQwen2);
+  EXPECT_EQ(config->architecture_name, "Qwen2ForCausalLM");
+  EXPECT_EQ(config->hidden_size, 3584);
+  EXPECT_EQ(config->intermediate_size, 18944);
+  EXPECT_EQ(config->num_hidden_layers, 28);
+  EXPECT_EQ(config->num_attention_heads, 28);
+  EXPECT_EQ(config->num_key_value_heads, 4);
+  EXPECT_EQ(config->head_dim, 128);
+  EXPECT_EQ(config->vocab_size, 152064);
+  EXPECT_EQ(config->max_position_embeddings, 32768);
+  EXPECT_EQ(config->rope_theta, 1000000.0);
+  EXPECT_EQ(config->rms_norm_eps, 1e-6);
+  EXPECT_FALSE(config->tie_word_embeddings);
+  EXPECT_TRUE(config->attention_bias);  // Qwen2: always
+  EXPECT_EQ(config->torch_dtype, "bfloat16");
+  EXPECT_EQ(config->eos_token_ids, (std::vector<int64_t>{151645}));
+  EXPECT_EQ(config->bos_token_id, 151643);
+  EXPECT_TRUE(config->quantization_config_json.empty());
+}
+
+TEST(ModelConfig, ParsesLlamaWithListEosTiedAndQuantizationConfig) {
+  auto config = parse_model_config(kLlamaConfig, "llama/config.json");
+  ASSERT_TRUE(config.is_ok()) << config.status().to_string();
+  EXPECT_EQ(config->architecture, Architecture::kLlama);
+  EXPECT_EQ(config->head_dim, 64);
+  EXPECT_EQ(config->num_key_value_heads, 8);
+  EXPECT_TRUE(config->tie_word_embeddings);
+  EXPECT_FALSE(config->attention_bias);
+  EXPECT_EQ(config->eos_token_ids, (std::vector<int64_t>{128001, 128008, 128009}));
+  const auto quant = nlohmann::json::parse(config->quantization_config_json);
+  EXPECT_EQ(quant["quant_method"], "gptq");
+  EXPECT_EQ(quant["group_size"], 128);
+}
+
+TEST(ModelConfig, DefaultsWhenOptionalFieldsAreAbsent) {
+  auto config = parse_model_config(R"({"architectures":["LlamaForCausalLM"],"hidden_size":64,
+      "intermediate_size":128,"num_hidden_layers":2,"num_attention_heads":4,"vocab_size":100,
+      "max_position_embeddings":512})", "min.json");
+  ASSERT_TRUE(config.is_ok()) << config.status().to_string();
+  EXPECT_EQ(config->num_key_value_heads, 4);
+  EXPECT_EQ(config->head_dim, 16);
+  EXPECT_EQ(config->rope_theta, 10000.0);
+  EXPECT_FALSE(config->tie_word_embeddings);
+  EXPECT_TRUE(config->eos_token_ids.empty());
+  EXPECT_FALSE(config->bos_token_id.has_value());
+}
+
+TEST(ModelConfig, ReadsNewerRopeParametersObject) {
+  auto config = parse_model_config(R"({"architectures":["Qwen2ForCausalLM"],"hidden_size":64,
+      "intermediate_size":128,"num_hidden_layers":2,"num_attention_heads":4,"vocab_size":100,
+      "max_position_embeddings":512,"rope_parameters":{"rope_type":"default","rope_theta":250000.0}})", "new.json");
+  ASSERT_TRUE(config.is_ok()) << config.status().to_string();
+  EXPECT_EQ(config->rope_theta, 250000.0);
+}
+
+TEST(ModelConfig, LoadsTinyFixtureDirectory) {
+  auto config = load_model_config(testing::fixture("tiny_llama"));
+  ASSERT_TRUE(config.is_ok()) << config.status().to_string();
+  EXPECT_TRUE(config->attention_bias);
+  EXPECT_EQ(config->head_dim, 8);
+}
+
+struct BadConfig {
+  const char* label;
+  std::string json_edit;  // merged into the Qwen2.5 config ("null" deletes a field)
+  StatusCode code;
+  const char* needle;
+};
+
+TEST(ModelConfig, RefusalsAreOneLineNamingFileAndField) {
+  const std::vector<BadConfig> cases = {
+      {"unknown architecture", R"({"architectures":["MistralForCausalLM"]})", StatusCode::kUnsupported,
+       "field 'architectures': \"MistralForCausalLM\" is not supported"},
+      {"missing size", R"({"hidden_size":null})", StatusCode::kInvalidArgument, "field 'hidden_size': missing"},
+      {"zero size", R"({"num_hidden_layers":0})", StatusCode::kInvalidArgument, "field 'num_hidden_layers': must be positive"},
+      {"negative size", R"({"vocab_size":-5})", StatusCode::kInvalidArgument, "field 'vocab_size': must be positive"},
+      {"float size", R"({"intermediate_size":18944.5})", StatusCode::kInvalidArgument, "field 'intermediate_size': expected an integer"},
+      {"string size", R"({"hidden_size":"3584"})", StatusCode::kInvalidArgument, "field 'hidden_size': expected an integer"},
+      {"kv heads do not divide", R"({"num_key_value_heads":5})", StatusCode::kInvalidArgument,
+       "field 'num_key_value_heads': 5 does not divide num_attention_heads 28"},
+      {"heads do not divide hidden", R"({"num_attention_heads":27,"num_key_value_heads":3})", StatusCode::kInvalidArgument,
+       "field 'num_attention_heads': 27 does not divide hidden_size 3584"},
+      {"odd head_dim", R"({"head_dim":127})", StatusCode::kInvalidArgument, "field 'head_dim'"},
+      {"gelu", R"({"hidden_act":"gelu"})", StatusCode::kUnsupported, "field 'hidden_act': \"gelu\" is not supported"},
+      {"yarn", R"({"rope_scaling":{"type":"yarn","factor":4.0,"original_max_position_embeddings":32768}})",
+       StatusCode::kUnsupported, "field 'rope_scaling': RoPE scaling type \"yarn\" is not implemented"},
+      {"llama3 rope", R"({"rope_scaling":{"rope_type":"llama3","factor":8.0}})", StatusCode::kUnsupported,
+       "RoPE scaling type \"llama3\""},
+      {"sliding window", R"({"use_sliding_window":true})", StatusCode::kUnsupported, "field 'use_sliding_window'"},
+      {"bad eos", R"({"eos_token_id":"</s>"})", StatusCode::kInvalidArgument, "field 'eos_token_id'"},
+      {"zero eps", R"({"rms_norm_eps":0})", StatusCode::kInvalidArgument, "field 'rms_norm_eps'"},
+      {"bad theta", R"({"rope_theta":"big"})", StatusCode::kInvalidArgument, "field 'rope_theta'"},
+      {"quant not object", R"({"quantization_config":"gptq"})", StatusCode::kInvalidArgument, "field 'quantization_config'"},
+      {"two architectures", R"({"architectures":["A","B"]})", StatusCode::kInvalidArgument, "field 'architectures'"},
+  };
+  for (const BadConfig& c : cases) {
+    SCOPED_TRACE(c.label);
+    nlohmann::json config = nlohmann::json::parse(kQwen25Config);
+    const nlohmann::json edit = nlohmann::json::parse(c.json_edit);
+    for (auto& [key, value] : edit.items()) {
+      if (value.is_null()) config.erase(key); else config[key] = value;
+    }
+    auto parsed = parse_model_config(config.dump(), "/m/config.json");
+    ASSERT_FALSE(parsed.is_ok());
+    EXPECT_EQ(parsed.status().code(), c.code) << parsed.status().to_string();
+    EXPECT_NE(parsed.status().message().find("/m/config.json: "), std::string::npos) << parsed.status().message();
+    EXPECT_NE(parsed.status().message().find(c.needle), std::string::npos) << parsed.status().message();
+    EXPECT_EQ(parsed.status().message().find('\n'), std::string::npos);
+  }
+  // mlp_bias only exists for Llama.
+  auto llama = nlohmann::json::parse(kLlamaConfig);
+  llama["mlp_bias"] = true;
+  auto parsed = parse_model_config(llama.dump(), "l.json");
+  ASSERT_FALSE(parsed.is_ok());
+  EXPECT_NE(parsed.status().message().find("field 'mlp_bias'"), std::string::npos);
+}
+
+TEST(ModelConfig, CorruptOrMissingFiles) {
+  auto parsed = parse_model_config("{\"hidden_size\": 12", "/m/config.json");
+  ASSERT_FALSE(parsed.is_ok());
+  EXPECT_EQ(parsed.status().code(), StatusCode::kCorrupt);
+  EXPECT_EQ(parsed.status().message(), "/m/config.json: not valid JSON");
+  parsed = parse_model_config("[]", "/m/config.json");
+  EXPECT_EQ(parsed.status().code(), StatusCode::kCorrupt);
+  // Every truncation of a valid config fails cleanly.
+  const std::string text = kQwen25Config;
+  for (size_t length = 0; length + 1 < text.size(); ++length) {
+    EXPECT_FALSE(parse_model_config(text.substr(0, length), "t.json").is_ok()) << length;
+  }
+  auto missing = load_model_config("/nonexistent/dir");
+  ASSERT_FALSE(missing.is_ok());
+  EXPECT_EQ(missing.status().code(), StatusCode::kNotFound);
+  EXPECT_NE(missing.status().message().find("/nonexistent/dir/config.json"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace crosspoint
