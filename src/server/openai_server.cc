@@ -1,12 +1,16 @@
 #include "server/openai_server.h"
 
 #include <event2/buffer.h>
+#include <event2/bufferevent.h>
 #include <event2/event.h>
 #include <event2/http.h>
 #include <event2/keyvalq_struct.h>
 #include <event2/thread.h>
 
+#include <sys/socket.h>
+
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <csignal>
 #include <ctime>
@@ -63,6 +67,7 @@ struct OpenAiServer::Impl {
   evhttp_bound_socket* socket = nullptr;
   event* notify_event = nullptr;    // woken by the engine thread
   event* shutdown_event = nullptr;  // woken by request_shutdown()
+  event* liveness_timer = nullptr;  // finds clients that left while nothing was written
   event* sigint_event = nullptr;
   event* sigterm_event = nullptr;
   bool shutting_down = false;
@@ -282,6 +287,27 @@ struct OpenAiServer::Impl {
     log_debug("client of request {} disconnected: aborted", stream->engine_id);
   }
 
+  // libevent notices a closed socket only when it reads or writes it, and it does not read
+  // while a reply is pending: a non-streaming client (or a stream still in prefill) that
+  // leaves would keep its request running. A peek at each open socket finds them.
+  static void on_liveness(evutil_socket_t, short, void* arg) { static_cast<Impl*>(arg)->check_liveness(); }
+
+  void check_liveness() {
+    std::vector<evhttp_connection*> gone;
+    for (const auto& [raw, stream] : live) {
+      if (stream->req == nullptr) continue;
+      evhttp_connection* evcon = evhttp_request_get_connection(stream->req);
+      bufferevent* bev = evcon != nullptr ? evhttp_connection_get_bufferevent(evcon) : nullptr;
+      const evutil_socket_t fd = bev != nullptr ? bufferevent_getfd(bev) : -1;
+      if (fd < 0) continue;
+      char byte;
+      const ssize_t n = recv(fd, &byte, 1, MSG_PEEK | MSG_DONTWAIT);
+      if (n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)) gone.push_back(evcon);
+    }
+    // Freeing the connection runs on_close (abort, forget the stream) and frees the request.
+    for (evhttp_connection* evcon : gone) evhttp_connection_free(evcon);
+  }
+
   // Detach a stream from its connection before its last reply is sent.
   void release(Stream& stream) {
     if (stream.req != nullptr) {
@@ -391,6 +417,7 @@ struct OpenAiServer::Impl {
       evhttp_del_accept_socket(http, socket);  // stop accepting
       socket = nullptr;
     }
+    event_del(liveness_timer);
     engine.stop();  // every request gets its final (abort) update
     drain_queue();  // ... which is sent now
     timeval flush_time{0, 200 * 1000};
@@ -414,6 +441,7 @@ OpenAiServer::OpenAiServer(const ServerConfig& config, Engine& engine, const Tok
   evhttp_set_gencb(impl_->http, &Impl::on_request, impl_.get());
   impl_->notify_event = event_new(impl_->base, -1, 0, &Impl::on_notify, impl_.get());
   impl_->shutdown_event = event_new(impl_->base, -1, 0, &Impl::on_shutdown_request, impl_.get());
+  impl_->liveness_timer = event_new(impl_->base, -1, EV_PERSIST, &Impl::on_liveness, impl_.get());
   impl_->sigint_event = evsignal_new(impl_->base, SIGINT, &Impl::on_signal, impl_.get());
   impl_->sigterm_event = evsignal_new(impl_->base, SIGTERM, &Impl::on_signal, impl_.get());
 }
@@ -423,7 +451,8 @@ OpenAiServer::~OpenAiServer() {
   impl_->drain_queue();
   impl_->live.clear();
   if (impl_->http != nullptr) evhttp_free(impl_->http);
-  for (event* e : {impl_->notify_event, impl_->shutdown_event, impl_->sigint_event, impl_->sigterm_event}) {
+  for (event* e : {impl_->notify_event, impl_->shutdown_event, impl_->liveness_timer, impl_->sigint_event,
+                   impl_->sigterm_event}) {
     if (e != nullptr) event_free(e);
   }
   if (impl_->base != nullptr) event_base_free(impl_->base);
@@ -454,6 +483,8 @@ Status OpenAiServer::run() {
   std::signal(SIGPIPE, SIG_IGN);  // a vanished client must not kill the server
   event_add(impl_->sigint_event, nullptr);
   event_add(impl_->sigterm_event, nullptr);
+  const timeval liveness_period{0, 250 * 1000};
+  event_add(impl_->liveness_timer, &liveness_period);
   impl_->engine.start();
   if (event_base_dispatch(impl_->base) != 0) return internal_error("the event loop failed");
   return Status::ok();

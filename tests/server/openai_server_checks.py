@@ -73,8 +73,8 @@ class Server:
         for line in self.proc.stderr:
             self.stderr_lines.append(line)
 
-    def client(self, api_key=API_KEY, **kw):
-        return openai.OpenAI(base_url=self.base_url, api_key=api_key, max_retries=0, timeout=120, **kw)
+    def client(self, api_key=API_KEY, timeout=120):
+        return openai.OpenAI(base_url=self.base_url, api_key=api_key, max_retries=0, timeout=timeout)
 
     def request(self, method, path, body=None, headers=None):
         conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=60)
@@ -306,8 +306,15 @@ def disconnect_mid_stream_frees_blocks(server, model):
     assert server.metrics()["vllm:num_requests_running"] >= 1
     for stream in streams:
         stream.response.close()
+    # A non-streaming client that gives up (times out) is noticed too.
+    try:
+        server.client(timeout=0.3).completions.create(model=model, prompt=PROMPTS[5], max_tokens=400, temperature=0,
+                                                      extra_body={"ignore_eos": True})
+        raise AssertionError("expected a client timeout")
+    except openai.APITimeoutError:
+        pass
     m = server.wait_idle()
-    assert m["vllm:request_success_total:abort"] >= before.get("vllm:request_success_total:abort", 0) + 4, m
+    assert m["vllm:request_success_total:abort"] >= before.get("vllm:request_success_total:abort", 0) + 5, m
 
 
 def greedy_equals_generate(crosspoint_bin, model_arg):
