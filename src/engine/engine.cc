@@ -58,10 +58,10 @@ Result<int64_t> Engine::submit(EngineRequest request, OutputSink sink) {
   return request_id;
 }
 
-void Engine::abort(int64_t request_id) {
+void Engine::abort(int64_t request_id, FinishReason reason) {
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    pending_aborts_.push_back(request_id);
+    pending_aborts_.emplace_back(request_id, reason);
   }
   wake_.notify_one();
 }
@@ -90,7 +90,7 @@ void Engine::loop() {
 
 void Engine::take_new_work() {
   std::deque<PendingRequest> incoming;
-  std::vector<int64_t> aborts;
+  std::vector<std::pair<int64_t, FinishReason>> aborts;
   {
     std::lock_guard<std::mutex> lock(mutex_);
     incoming.swap(pending_);
@@ -107,8 +107,8 @@ void Engine::take_new_work() {
       finish_request(p.request_id, FinishReason::kError, {}, -1);
     }
   }
-  for (int64_t request_id : aborts) {
-    if (active_.count(request_id) != 0) finish_request(request_id, FinishReason::kAbort, {}, -1);
+  for (const auto& [request_id, reason] : aborts) {
+    if (active_.count(request_id) != 0) finish_request(request_id, reason, {}, -1);
   }
 }
 

@@ -47,8 +47,9 @@ class Engine {
   // queue is over max_waiting (resource_exhausted), or after stop().
   Result<int64_t> submit(EngineRequest request, OutputSink sink);
   // Ends a request now; its blocks are freed before the next step and its sink gets a
-  // final update with finish_reason abort. Unknown or finished ids are ignored.
-  void abort(int64_t request_id);
+  // final update with `reason` (abort; stop when the server found a stop string). Unknown
+  // or finished ids are ignored.
+  void abort(int64_t request_id, FinishReason reason = FinishReason::kAbort);
 
   EngineMetrics metrics() const;
   bool is_running() const { return running_.load(); }
@@ -84,7 +85,7 @@ class Engine {
   mutable std::mutex mutex_;  // guards the fields below
   std::condition_variable wake_;
   std::deque<PendingRequest> pending_;
-  std::vector<int64_t> pending_aborts_;
+  std::vector<std::pair<int64_t, FinishReason>> pending_aborts_;
   bool stopping_ = false;
   int64_t next_request_id_ = 1;
   int32_t num_scheduler_waiting_ = 0;  // copy of the scheduler's queue length, for submit()

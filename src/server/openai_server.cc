@@ -344,7 +344,7 @@ struct OpenAiServer::Impl {
         finished = true;
         end.finish_reason = "stop";
         end.stop_string = piece.matched_stop;
-        engine.abort(stream.engine_id);  // nothing more is wanted
+        engine.abort(stream.engine_id, FinishReason::kStop);  // nothing more is wanted
       }
     }
     if (!finished && out.finished) {
@@ -449,8 +449,9 @@ OpenAiServer::OpenAiServer(const ServerConfig& config, Engine& engine, const Tok
 OpenAiServer::~OpenAiServer() {
   impl_->engine.stop();
   impl_->drain_queue();
-  impl_->live.clear();
+  // Closing the connections runs on_close for the streams still open, which must be alive.
   if (impl_->http != nullptr) evhttp_free(impl_->http);
+  impl_->live.clear();
   for (event* e : {impl_->notify_event, impl_->shutdown_event, impl_->liveness_timer, impl_->sigint_event,
                    impl_->sigterm_event}) {
     if (e != nullptr) event_free(e);
