@@ -203,7 +203,7 @@ double time_graph(const std::function<Status()>& enqueue, cudaStream_t s, int re
 struct Shape { const char* name; int n, k; };
 const Shape kLayerShapes[] = {{"q/o 3584x3584", 3584, 3584}, {"k/v 512x3584", 512, 3584},
                               {"gate/up 18944x3584", 18944, 3584}, {"down 3584x18944", 3584, 18944}};
-const int kBatchSizes[] = {1, 8, 32, 64, 128};
+const int kBatchSizes[] = {1, 2, 4, 8, 16, 32, 64, 128};
 
 nlohmann::json record(const Ceilings& c, Precision p, const char* kernel, const char* shape, int m, int n, int k,
                       double bytes, double flops, double ms) {

@@ -51,8 +51,9 @@ GptqLinear make_gptq(std::mt19937& rng, int k, int n, int group_size, bool act_o
   return lin;
 }
 
-// Runs repack + (permute) + GEMM on the device and returns y [M, N] fp16.
-std::vector<uint16_t> run_w4a16(const GptqLinear& lin, const std::vector<uint16_t>& x, int m, bool pass_g_idx,
+// Runs repack + (permute) + GEMM on the device `repeats` times (reusing the split-K
+// workspace, which each launch must leave zeroed) and returns each y [M, N] fp16.
+std::vector<std::vector<uint16_t>> run_w4a16(const GptqLinear& lin, const std::vector<uint16_t>& x, int m, bool pass_g_idx,
                                 int repeats = 1) {
   auto packed = w4a16_repack(lin.qweight.data(), lin.scales.data(), pass_g_idx ? lin.g_idx.data() : nullptr, lin.k,
                              lin.n, lin.group_size, "test.qweight");
@@ -69,18 +70,14 @@ std::vector<uint16_t> run_w4a16(const GptqLinear& lin, const std::vector<uint16_
     EXPECT_TRUE(w4a16_permute_columns(x_dev.get(), perm->get(), x_perm.get(), m, lin.k, nullptr).is_ok());
     x_in = x_perm.get();
   }
-  std::vector<uint16_t> out;
-  for (int r = 0; r < repeats; ++r) {  // repeats check that the split-K scratch is left clean
+  std::vector<std::vector<uint16_t>> out;
+  for (int r = 0; r < repeats; ++r) {
     y.poison();
     const Status st = w4a16_gemm(x_in, lin.k, weight.get(), scales.get(), y.get(), lin.n, m, lin.n, lin.k,
                                  lin.group_size, workspace.get(), nullptr);
     EXPECT_TRUE(st.is_ok()) << st.to_string();
     EXPECT_EQ(cudaDeviceSynchronize(), cudaSuccess);
-    auto got = y.download();
-    if (r > 0) {
-      EXPECT_EQ(got, out) << "repeat " << r << " differs: split-K scratch not cleared";
-    }
-    out = std::move(got);
+    out.push_back(y.download());
   }
   return out;
 }
@@ -89,13 +86,18 @@ void check_w4a16(int m, int n, int k, int group_size, bool act_order, uint32_t s
   std::mt19937 rng(seed);
   const GptqLinear lin = make_gptq(rng, k, n, group_size, act_order);
   const auto x = testing::random_f16(rng, static_cast<size_t>(m) * k, -1.f, 1.f);
-  const auto y = run_w4a16(lin, x, m, true, repeats);
-  ASSERT_EQ(y.size(), static_cast<size_t>(m) * n);
+  const auto ys = run_w4a16(lin, x, m, true, repeats);
+  ASSERT_EQ(ys.size(), static_cast<size_t>(repeats));
   const auto xf = testing::f16_to_f32(x);
   const auto ref = testing::matmul_nt_ref(m, n, k, [&](int i, int kk) { return xf[static_cast<size_t>(i) * k + kk]; },
                                           [&](int j, int kk) { return lin.weight(kk, j); });
-  // fp16 weights after dequant (one rounding of s*(q-8)) and fp16 output: ~1e-3.
-  EXPECT_LT(testing::relative_error_f16(y, ref), 3e-3) << "m=" << m << " n=" << n << " k=" << k << " g=" << group_size;
+  // fp16 weights after dequant (one rounding of s*(q-8)) and fp16 output: ~1e-3. Split-K
+  // sums meet through fp32 atomics, so repeats may differ in the last bit, never more.
+  for (size_t r = 0; r < ys.size(); ++r) {
+    ASSERT_EQ(ys[r].size(), static_cast<size_t>(m) * n);
+    EXPECT_LT(testing::relative_error_f16(ys[r], ref), 3e-3)
+        << "m=" << m << " n=" << n << " k=" << k << " g=" << group_size << " repeat " << r;
+  }
 }
 
 TEST(W4A16Repack, RefusesShapesTheKernelCannotRun) {

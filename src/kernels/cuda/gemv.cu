@@ -11,7 +11,6 @@ namespace crosspoint::cuda {
 namespace {
 
 constexpr int kWarpsPerBlock = 8;
-constexpr int kColsPerWarp = 2;   // output columns (weight rows) per warp
 constexpr int kLoadsInFlight = 4; // 16-byte chunks per weight row a lane loads before using them
 
 __device__ __forceinline__ float2 half2_bits_to_float2(uint32_t bits) {
@@ -24,54 +23,54 @@ __device__ __forceinline__ float2 fp8x2_to_float2(uint16_t pair) {
   return __half22float2(*reinterpret_cast<const half2*>(&raw));
 }
 
-// acc += dot(16 bytes of weights, 16 bytes of activations) in fp32.
+// 16 bytes of weights or activations -> fp32 values (8 from fp16, 16 from e4m3), exact.
 template <bool kFp8>
-__device__ __forceinline__ float dot_chunk(uint4 w, uint4 x, float acc) {
-  const uint32_t wv[4] = {w.x, w.y, w.z, w.w};
-  const uint32_t xv[4] = {x.x, x.y, x.z, x.w};
+struct Chunk {
+  static constexpr int kValues = kFp8 ? 16 : 8;
+  float v[kValues];
+  __device__ __forceinline__ explicit Chunk(uint4 bits) {
+    const uint32_t words[4] = {bits.x, bits.y, bits.z, bits.w};
 #pragma unroll
-  for (int i = 0; i < 4; ++i) {
-    if constexpr (kFp8) {
-      const float2 w0 = fp8x2_to_float2(static_cast<uint16_t>(wv[i] & 0xFFFFu));
-      const float2 w1 = fp8x2_to_float2(static_cast<uint16_t>(wv[i] >> 16));
-      const float2 x0 = fp8x2_to_float2(static_cast<uint16_t>(xv[i] & 0xFFFFu));
-      const float2 x1 = fp8x2_to_float2(static_cast<uint16_t>(xv[i] >> 16));
-      acc = fmaf(w0.x, x0.x, acc);
-      acc = fmaf(w0.y, x0.y, acc);
-      acc = fmaf(w1.x, x1.x, acc);
-      acc = fmaf(w1.y, x1.y, acc);
-    } else {
-      const float2 wf = half2_bits_to_float2(wv[i]);
-      const float2 xf = half2_bits_to_float2(xv[i]);
-      acc = fmaf(wf.x, xf.x, acc);
-      acc = fmaf(wf.y, xf.y, acc);
+    for (int i = 0; i < 4; ++i) {
+      if constexpr (kFp8) {
+        const float2 lo = fp8x2_to_float2(static_cast<uint16_t>(words[i] & 0xFFFFu));
+        const float2 hi = fp8x2_to_float2(static_cast<uint16_t>(words[i] >> 16));
+        v[4 * i] = lo.x;
+        v[4 * i + 1] = lo.y;
+        v[4 * i + 2] = hi.x;
+        v[4 * i + 3] = hi.y;
+      } else {
+        const float2 f = half2_bits_to_float2(words[i]);
+        v[2 * i] = f.x;
+        v[2 * i + 1] = f.y;
+      }
     }
   }
-  return acc;
-}
+};
 
-// x / w rows are byte pointers; a chunk is 16 bytes (8 fp16 or 16 e4m3 values).
-template <bool kFp8, int kRows>
+// x / w rows are byte pointers; a chunk is 16 bytes (8 fp16 or 16 e4m3 values). Each warp
+// computes kCols output columns; each value is converted to fp32 once and reused.
+template <bool kFp8, int kRows, int kCols>
 __global__ void __launch_bounds__(kWarpsPerBlock * 32)
     gemv_kernel(const uint8_t* __restrict__ x, int64_t x_stride_bytes, const float* __restrict__ x_scale,
                 const uint8_t* __restrict__ w, int64_t w_stride_bytes, const float* __restrict__ w_scale,
                 uint16_t* __restrict__ y, int64_t y_stride, int m, int n, int num_chunks) {
   const int lane = threadIdx.x % 32;
-  const int col0 = (blockIdx.x * kWarpsPerBlock + threadIdx.x / 32) * kColsPerWarp;
+  const int col0 = (blockIdx.x * kWarpsPerBlock + threadIdx.x / 32) * kCols;
   if (col0 >= n) return;
-  const uint4* w_rows[kColsPerWarp];
+  const uint4* w_rows[kCols];
 #pragma unroll
-  for (int c = 0; c < kColsPerWarp; ++c) {
+  for (int c = 0; c < kCols; ++c) {
     w_rows[c] = reinterpret_cast<const uint4*>(w + min(col0 + c, n - 1) * w_stride_bytes);
   }
-  float acc[kRows][kColsPerWarp] = {};
+  float acc[kRows][kCols] = {};
   for (int base = lane; base < num_chunks; base += 32 * kLoadsInFlight) {
-    uint4 wv[kColsPerWarp][kLoadsInFlight];
+    uint4 wv[kCols][kLoadsInFlight];
 #pragma unroll
     for (int i = 0; i < kLoadsInFlight; ++i) {
       const int chunk = base + i * 32;
 #pragma unroll
-      for (int c = 0; c < kColsPerWarp; ++c) {
+      for (int c = 0; c < kCols; ++c) {
         wv[c][i] = chunk < num_chunks ? __ldcs(w_rows[c] + chunk) : make_uint4(0, 0, 0, 0);
       }
     }
@@ -82,16 +81,20 @@ __global__ void __launch_bounds__(kWarpsPerBlock * 32)
 #pragma unroll
       for (int r = 0; r < kRows; ++r) {
         if (r >= m) break;
-        const uint4 xv = __ldg(reinterpret_cast<const uint4*>(x + r * x_stride_bytes) + chunk);
+        const Chunk<kFp8> xc(__ldg(reinterpret_cast<const uint4*>(x + r * x_stride_bytes) + chunk));
 #pragma unroll
-        for (int c = 0; c < kColsPerWarp; ++c) acc[r][c] = dot_chunk<kFp8>(wv[c][i], xv, acc[r][c]);
+        for (int c = 0; c < kCols; ++c) {
+          const Chunk<kFp8> wc(wv[c][i]);  // re-derived per row; the compiler keeps it for m == 1
+#pragma unroll
+          for (int e = 0; e < Chunk<kFp8>::kValues; ++e) acc[r][c] = fmaf(wc.v[e], xc.v[e], acc[r][c]);
+        }
       }
     }
   }
 #pragma unroll
   for (int r = 0; r < kRows; ++r) {
 #pragma unroll
-    for (int c = 0; c < kColsPerWarp; ++c) {
+    for (int c = 0; c < kCols; ++c) {
       float v = acc[r][c];
 #pragma unroll
       for (int offset = 16; offset > 0; offset /= 2) v += __shfl_xor_sync(0xffffffffu, v, offset);
@@ -103,7 +106,7 @@ __global__ void __launch_bounds__(kWarpsPerBlock * 32)
   for (int r = 0; r < kRows; ++r) {
     if (r >= m) break;
 #pragma unroll
-    for (int c = 0; c < kColsPerWarp; ++c) {
+    for (int c = 0; c < kCols; ++c) {
       const int col = col0 + c;
       if (col >= n) break;
       float v = acc[r][c];
@@ -117,17 +120,19 @@ template <bool kFp8>
 Status launch_gemv(const uint8_t* x, int64_t x_stride_bytes, const float* x_scale, const uint8_t* w,
                    int64_t w_stride_bytes, const float* w_scale, uint16_t* y, int64_t y_stride, int m,
                    int n, int num_chunks, cudaStream_t stream) {
-  const int cols_per_block = kWarpsPerBlock * kColsPerWarp;
+  // fp8 rows are half as long, so a warp takes twice as many to keep as many bytes in flight.
+  constexpr int kCols = kFp8 ? 4 : 2;
+  const int cols_per_block = kWarpsPerBlock * kCols;
   const dim3 grid((n + cols_per_block - 1) / cols_per_block);
   const dim3 block(kWarpsPerBlock * 32);
   if (m == 1) {
-    gemv_kernel<kFp8, 1><<<grid, block, 0, stream>>>(x, x_stride_bytes, x_scale, w, w_stride_bytes, w_scale, y, y_stride, m, n, num_chunks);
+    gemv_kernel<kFp8, 1, kCols><<<grid, block, 0, stream>>>(x, x_stride_bytes, x_scale, w, w_stride_bytes, w_scale, y, y_stride, m, n, num_chunks);
   } else if (m == 2) {
-    gemv_kernel<kFp8, 2><<<grid, block, 0, stream>>>(x, x_stride_bytes, x_scale, w, w_stride_bytes, w_scale, y, y_stride, m, n, num_chunks);
+    gemv_kernel<kFp8, 2, kCols><<<grid, block, 0, stream>>>(x, x_stride_bytes, x_scale, w, w_stride_bytes, w_scale, y, y_stride, m, n, num_chunks);
   } else if (m <= 4) {
-    gemv_kernel<kFp8, 4><<<grid, block, 0, stream>>>(x, x_stride_bytes, x_scale, w, w_stride_bytes, w_scale, y, y_stride, m, n, num_chunks);
+    gemv_kernel<kFp8, 4, kCols><<<grid, block, 0, stream>>>(x, x_stride_bytes, x_scale, w, w_stride_bytes, w_scale, y, y_stride, m, n, num_chunks);
   } else {
-    gemv_kernel<kFp8, 8><<<grid, block, 0, stream>>>(x, x_stride_bytes, x_scale, w, w_stride_bytes, w_scale, y, y_stride, m, n, num_chunks);
+    gemv_kernel<kFp8, 8, kCols><<<grid, block, 0, stream>>>(x, x_stride_bytes, x_scale, w, w_stride_bytes, w_scale, y, y_stride, m, n, num_chunks);
   }
   return last_launch_status(kFp8 ? "fp8_gemv launch" : "fp16_gemv launch");
 }

@@ -1,12 +1,10 @@
-// W4A16 GEMM kernel: int4 weights streamed once from HBM straight into registers (16-byte
-// loads, one chunk prefetched ahead), dequantised in registers with the magic-number trick,
-// multiplied on tensor cores (mma.sync m16n8k16, fp32 accumulation). Split-K across the
-// warps of a block (reduced in shared memory) and across blocks (reduced in an fp32
-// workspace by the last block to finish each tile, which also clears it). Layout: w4a16_gemm.h.
-//
-// Why no shared-memory stage for the weights: every weight byte is used by exactly one warp,
-// so staging it through shared memory would add traffic without reuse; latency is hidden by
-// having many independent 16-byte loads in flight (register double buffer and enough blocks).
+// W4A16 GEMM kernel: int4 weights and the activation tile stream through a 4-stage cp.async
+// shared-memory pipeline (16-byte copies), are dequantised in registers with the
+// magic-number trick and multiplied on tensor cores (mma.sync m16n8k16, fp32 accumulation).
+// The 4 warps of a block sit side by side in n and share each staged activation tile. K is
+// split across blocks when there are too few n tiles to fill the GPU; the partial sums meet
+// in an fp32 workspace, and the last block to finish a tile writes it and clears the
+// workspace. Layout: w4a16_gemm.h.
 #include <cuda_fp16.h>
 
 #include <algorithm>
@@ -18,8 +16,11 @@
 namespace crosspoint::cuda {
 namespace {
 
-constexpr int kWarps = 4;          // warps per block; they split the block's k range
-constexpr int kChunkK = 64;        // input rows per packed chunk (4 mma k-steps)
+constexpr int kWarps = 4;        // warps per block, side by side in n
+constexpr int kChunkK = 64;      // input rows per packed chunk (4 mma k-steps)
+constexpr int kStages = 4;       // cp.async pipeline depth, in chunks
+constexpr int kARowStride = 72;  // fp16 per staged activation row: 144 B keeps 16-byte
+                                 // alignment and makes fragment reads bank-conflict free
 
 // (a & b) | c in one lop3 instruction.
 __device__ __forceinline__ uint32_t lop3_and_or(uint32_t a, uint32_t b, uint32_t c) {
@@ -58,17 +59,26 @@ __device__ __forceinline__ void mma_m16n8k16(float acc[4], const uint32_t a[4], 
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
 }
 
-// Streaming 16-byte weight load: read once, keep it out of L1.
-__device__ __forceinline__ uint4 load_weight(const uint4* p) { return __ldcs(p); }
-
-__device__ __forceinline__ uint32_t load_act_pair(const uint16_t* x, int64_t x_stride, int row,
-                                                  int m, int col) {
-  if (row >= m) return 0u;
-  return __ldg(reinterpret_cast<const uint32_t*>(x + row * x_stride + col));
+__device__ __forceinline__ void cp_async_16(void* smem_dst, const void* global_src) {
+  const uint32_t dst = static_cast<uint32_t>(__cvta_generic_to_shared(smem_dst));
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(dst), "l"(global_src));
 }
+__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
+template <int kPending>
+__device__ __forceinline__ void cp_async_wait() { asm volatile("cp.async.wait_group %0;\n" ::"n"(kPending)); }
 
-// Block: kWarps warps over [n0, n0 + 16*kNBlocks) x rows [m0, m0 + 16*kMTiles) x its slice
-// of k chunks. grid = (ceil(N / (16*kNBlocks)), k splits, ceil(M / (16*kMTiles))).
+// One pipeline stage: everything the block needs for one 64-deep k chunk.
+template <int kMTiles, int kNBlocks>
+struct Stage {
+  uint4 weight[kWarps * kNBlocks][32];          // packed int4, one 16-byte word group per lane
+  uint32_t scales[kWarps * kNBlocks][8];        // half2 (s[c], s[c+8]) per n16 block
+  uint16_t a[kMTiles * 16][kARowStride];        // activation rows m0.. of the chunk, fp16
+};
+
+// Block: kWarps warps side by side in n (warp w owns n16 blocks nb0 + w*kNBlocks + b), all
+// on the same k chunk, so the activation tile is staged once per block; kStages-deep
+// cp.async pipeline over the block's slice of k chunks.
+// grid = (ceil(N/16 / (kWarps*kNBlocks)), k splits, ceil(M / (16*kMTiles))).
 template <int kMTiles, int kNBlocks>
 __global__ void __launch_bounds__(kWarps * 32)
     w4a16_gemm_kernel(const uint16_t* __restrict__ x, int64_t x_stride,
@@ -76,59 +86,83 @@ __global__ void __launch_bounds__(kWarps * 32)
                       const uint32_t* __restrict__ packed_scales, uint16_t* __restrict__ y,
                       int64_t y_stride, int m, int n, int k, int group_size,
                       float* __restrict__ split_sums, int* __restrict__ tile_counters) {
-  const int lane = threadIdx.x % 32;
-  const int warp = threadIdx.x / 32;
+  using StageT = Stage<kMTiles, kNBlocks>;
+  extern __shared__ __align__(16) unsigned char smem_raw[];
+  StageT* stages = reinterpret_cast<StageT*>(smem_raw);
+  const int tid = threadIdx.x;
+  const int lane = tid % 32;
+  const int warp = tid / 32;
   const int num_n_blocks = n / 16;
   const int num_k_chunks = k / kChunkK;
-  const int nb0 = blockIdx.x * kNBlocks;
+  const int nb0 = blockIdx.x * kWarps * kNBlocks;
   const int m0 = blockIdx.z * kMTiles * 16;
+  const int rows = min(kMTiles * 16, m - m0);  // valid activation rows of this block
   const int splits = gridDim.y;
   const int kc_begin = static_cast<int>(static_cast<int64_t>(num_k_chunks) * blockIdx.y / splits);
   const int kc_end = static_cast<int>(static_cast<int64_t>(num_k_chunks) * (blockIdx.y + 1) / splits);
+  const int num_chunks = kc_end - kc_begin;
 
-  float acc[kMTiles][kNBlocks][2][4] = {};
-  const int frag_row = lane / 4;           // A/C fragment row within an m16 tile
-  const int frag_col = (lane % 4) * 2;     // A fragment k offset / C fragment column offset
-
-  // Prefetch the first chunk of this warp.
-  uint4 w_cur[kNBlocks], w_next[kNBlocks];
-  int kc = kc_begin + warp;
-  auto load_chunk = [&](int chunk, uint4 out[kNBlocks]) {
-#pragma unroll
-    for (int b = 0; b < kNBlocks; ++b) {
-      const int nb = min(nb0 + b, num_n_blocks - 1);  // clamp: tail blocks compute junk, not stored
-      out[b] = load_weight(packed_weight + (static_cast<int64_t>(nb) * num_k_chunks + chunk) * 32 + lane);
+  // Issues the cp.async copies of chunk kc into stage st (all threads take part).
+  auto load_stage = [&](int st, int kc) {
+    StageT& dst = stages[st];
+    for (int piece = tid; piece < kWarps * kNBlocks * 32; piece += kWarps * 32) {
+      const int nbl = piece / 32;
+      const int nb = min(nb0 + nbl, num_n_blocks - 1);  // tail blocks copy a valid block, never stored
+      cp_async_16(&dst.weight[nbl][piece % 32], packed_weight + (static_cast<int64_t>(nb) * num_k_chunks + kc) * 32 + piece % 32);
+    }
+    const int group = kc * kChunkK / group_size;
+    if (tid < kWarps * kNBlocks * 2) {
+      const int nbl = tid / 2;
+      const int nb = min(nb0 + nbl, num_n_blocks - 1);
+      cp_async_16(&dst.scales[nbl][(tid % 2) * 4], packed_scales + (static_cast<int64_t>(group) * num_n_blocks + nb) * 8 + (tid % 2) * 4);
+    }
+    for (int piece = tid; piece < rows * 8; piece += kWarps * 32) {
+      const int r = piece / 8, c = (piece % 8) * 8;
+      cp_async_16(&dst.a[r][c], x + static_cast<int64_t>(m0 + r) * x_stride + kc * kChunkK + c);
     }
   };
-  if (kc < kc_end) load_chunk(kc, w_cur);
 
-  for (; kc < kc_end; kc += kWarps) {
-    if (kc + kWarps < kc_end) load_chunk(kc + kWarps, w_next);
-    const int group = kc * kChunkK / group_size;
+  float acc[kMTiles][kNBlocks][2][4] = {};
+  const int frag_row = lane / 4;        // A/C fragment row within an m16 tile
+  const int frag_col = (lane % 4) * 2;  // A fragment k offset / C fragment column offset
+
+#pragma unroll
+  for (int s = 0; s < kStages - 1; ++s) {
+    if (s < num_chunks) load_stage(s, kc_begin + s);
+    cp_async_commit();
+  }
+  for (int i = 0; i < num_chunks; ++i) {
+    cp_async_wait<kStages - 2>();
+    __syncthreads();  // chunk i has landed for everyone; stage (i-1) % kStages is free again
+    if (i + kStages - 1 < num_chunks) load_stage((i + kStages - 1) % kStages, kc_begin + i + kStages - 1);
+    cp_async_commit();
+    const StageT& st = stages[i % kStages];
+    uint4 w[kNBlocks];
     half2 scale[kNBlocks][2];
 #pragma unroll
     for (int b = 0; b < kNBlocks; ++b) {
-      const int nb = min(nb0 + b, num_n_blocks - 1);
-      const uint32_t s = __ldg(packed_scales + (static_cast<int64_t>(group) * num_n_blocks + nb) * 8 + lane / 4);
-      const half2 pair = *reinterpret_cast<const half2*>(&s);
+      w[b] = st.weight[warp * kNBlocks + b][lane];
+      const uint32_t sp = st.scales[warp * kNBlocks + b][lane / 4];
+      const half2 pair = *reinterpret_cast<const half2*>(&sp);
       scale[b][0] = __low2half2(pair);
       scale[b][1] = __high2half2(pair);
     }
 #pragma unroll
     for (int j = 0; j < 4; ++j) {
-      const int kk = kc * kChunkK + j * 16 + frag_col;
       uint32_t a[kMTiles][4];
 #pragma unroll
       for (int t = 0; t < kMTiles; ++t) {
-        const int row = m0 + t * 16 + frag_row;
-        a[t][0] = load_act_pair(x, x_stride, row, m, kk);
-        a[t][1] = load_act_pair(x, x_stride, row + 8, m, kk);
-        a[t][2] = load_act_pair(x, x_stride, row, m, kk + 8);
-        a[t][3] = load_act_pair(x, x_stride, row + 8, m, kk + 8);
+        // Rows >= m hold stale data; they only feed output rows that are never stored.
+        const uint16_t* r0 = &st.a[t * 16 + frag_row][j * 16 + frag_col];
+        const uint16_t* r8 = &st.a[t * 16 + frag_row + 8][j * 16 + frag_col];
+        a[t][0] = *reinterpret_cast<const uint32_t*>(r0);
+        a[t][1] = *reinterpret_cast<const uint32_t*>(r8);
+        a[t][2] = *reinterpret_cast<const uint32_t*>(r0 + 8);
+        a[t][3] = *reinterpret_cast<const uint32_t*>(r8 + 8);
       }
 #pragma unroll
       for (int b = 0; b < kNBlocks; ++b) {
-        const uint32_t word = j == 0 ? w_cur[b].x : j == 1 ? w_cur[b].y : j == 2 ? w_cur[b].z : w_cur[b].w;
+        const uint32_t word = j == 0 ? w[b].x : j == 1 ? w[b].y : j == 2 ? w[b].z : w[b].w;
         half2 frag[4];
         dequant_word(word, frag);
         frag[0] = __hmul2(frag[0], scale[b][0]);
@@ -143,14 +177,11 @@ __global__ void __launch_bounds__(kWarps * 32)
         }
       }
     }
-#pragma unroll
-    for (int b = 0; b < kNBlocks; ++b) w_cur[b] = w_next[b];
   }
+  cp_async_wait<0>();
 
-  // Reduce the warps' partial sums in shared memory: [warp][value][lane], fp32.
-  constexpr int kValues = kMTiles * kNBlocks * 2 * 4;
-  __shared__ float partial[kWarps][kValues][32];
-  __shared__ int is_last_block;
+  // Each warp owns distinct output columns: store (one split) or accumulate in fp32.
+  const bool single_split = splits == 1;
 #pragma unroll
   for (int t = 0; t < kMTiles; ++t)
 #pragma unroll
@@ -158,51 +189,35 @@ __global__ void __launch_bounds__(kWarps * 32)
 #pragma unroll
       for (int h = 0; h < 2; ++h)
 #pragma unroll
-        for (int r = 0; r < 4; ++r) partial[warp][((t * kNBlocks + b) * 2 + h) * 4 + r][lane] = acc[t][b][h][r];
-  __syncthreads();
-
-  // Value v of lane l is C element (row, col) of the block tile.
-  auto element = [&](int v, int l, int* row, int* col) {
-    const int r = v % 4, h = (v / 4) % 2, b = (v / 8) % kNBlocks, t = v / (8 * kNBlocks);
-    *row = m0 + t * 16 + l / 4 + (r >= 2 ? 8 : 0);
-    *col = (nb0 + b) * 16 + h * 8 + (l % 4) * 2 + (r & 1);
-  };
-  const bool single_split = splits == 1;
-  for (int e = threadIdx.x; e < kValues * 32; e += blockDim.x) {
-    const int v = e / 32, l = e % 32;
-    float sum = 0.f;
-#pragma unroll
-    for (int w = 0; w < kWarps; ++w) sum += partial[w][v][l];
-    int row, col;
-    element(v, l, &row, &col);
-    if (row >= m || col >= n) continue;
-    if (single_split) {
-      y[row * y_stride + col] = __half_as_ushort(__float2half_rn(sum));
-    } else {
-      atomicAdd(split_sums + static_cast<int64_t>(row) * n + col, sum);
-    }
-  }
+        for (int r = 0; r < 4; ++r) {
+          const int row = m0 + t * 16 + frag_row + (r >= 2 ? 8 : 0);
+          const int col = (nb0 + warp * kNBlocks + b) * 16 + h * 8 + frag_col + (r & 1);
+          if (row >= m || col >= n) continue;
+          if (single_split) {
+            y[row * y_stride + col] = __half_as_ushort(__float2half_rn(acc[t][b][h][r]));
+          } else {
+            atomicAdd(split_sums + static_cast<int64_t>(row) * n + col, acc[t][b][h][r]);
+          }
+        }
   if (single_split) return;
 
   // The last block to finish this tile writes it out and clears the scratch for next time.
+  __shared__ int is_last_block;
   __threadfence();
   __syncthreads();
   const int tile = blockIdx.z * gridDim.x + blockIdx.x;
-  if (threadIdx.x == 0) {
-    const int done = atomicAdd(tile_counters + tile, 1);
-    is_last_block = done == splits - 1;
-  }
+  if (tid == 0) is_last_block = atomicAdd(tile_counters + tile, 1) == splits - 1;
   __syncthreads();
   if (!is_last_block) return;
   __threadfence();
-  for (int e = threadIdx.x; e < kValues * 32; e += blockDim.x) {
-    int row, col;
-    element(e / 32, e % 32, &row, &col);
-    if (row >= m || col >= n) continue;
+  const int cols = kWarps * kNBlocks * 16;
+  for (int e = tid; e < rows * cols; e += kWarps * 32) {
+    const int row = m0 + e / cols, col = nb0 * 16 + e % cols;
+    if (col >= n) continue;
     const float sum = atomicExch(split_sums + static_cast<int64_t>(row) * n + col, 0.f);
     y[row * y_stride + col] = __half_as_ushort(__float2half_rn(sum));
   }
-  if (threadIdx.x == 0) tile_counters[tile] = 0;
+  if (tid == 0) tile_counters[tile] = 0;
 }
 
 __global__ void permute_columns_kernel(const uint16_t* __restrict__ x, const int32_t* __restrict__ k_perm,
@@ -228,17 +243,21 @@ template <int kMTiles, int kNBlocks>
 Status launch(const uint16_t* x, int64_t x_stride, const uint32_t* packed_weight,
               const uint32_t* packed_scales, uint16_t* y, int64_t y_stride, int m, int n, int k,
               int group_size, void* workspace, cudaStream_t stream) {
-  const int grid_n = (n / 16 + kNBlocks - 1) / kNBlocks;
+  constexpr size_t kSmemBytes = sizeof(Stage<kMTiles, kNBlocks>) * kStages;
+  static const cudaError_t attr_status = cudaFuncSetAttribute(
+      w4a16_gemm_kernel<kMTiles, kNBlocks>, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(kSmemBytes));
+  CROSSPOINT_CUDA_RETURN_IF_ERROR(attr_status, "w4a16_gemm shared memory attribute");
+  const int grid_n = (n / 16 + kWarps * kNBlocks - 1) / (kWarps * kNBlocks);
   const int grid_m = (m + kMTiles * 16 - 1) / (kMTiles * 16);
   const int num_k_chunks = k / kChunkK;
-  // Enough blocks for ~4 resident per SM (16 warps), while every warp keeps >= 1 chunk.
-  const int target_blocks = num_sms() * 4;
+  // About 3 blocks per SM in flight, each block keeping >= 2 chunks so its pipeline overlaps.
+  const int target_blocks = num_sms() * 3;
   int splits = (target_blocks + grid_n * grid_m - 1) / (grid_n * grid_m);
-  splits = std::max(1, std::min(splits, num_k_chunks / kWarps));
+  splits = std::max(1, std::min(splits, num_k_chunks / 2));
   float* split_sums = static_cast<float*>(workspace);
   int* tile_counters = reinterpret_cast<int*>(split_sums + static_cast<int64_t>(m) * n);
   const dim3 grid(grid_n, splits, grid_m);
-  w4a16_gemm_kernel<kMTiles, kNBlocks><<<grid, kWarps * 32, 0, stream>>>(
+  w4a16_gemm_kernel<kMTiles, kNBlocks><<<grid, kWarps * 32, kSmemBytes, stream>>>(
       x, x_stride, reinterpret_cast<const uint4*>(packed_weight), packed_scales, y, y_stride, m, n,
       k, group_size, split_sums, tile_counters);
   return last_launch_status("w4a16_gemm launch");
@@ -265,7 +284,7 @@ Status w4a16_gemm(const uint16_t* x, int64_t x_stride, const uint32_t* packed_we
   if (group_size <= 0 || (group_size % kChunkK != 0 && group_size != k)) {
     return unsupported("w4a16_gemm: group_size " + std::to_string(group_size) + " is not a multiple of 64");
   }
-  if (x_stride < k || x_stride % 2 != 0) return invalid_argument("w4a16_gemm: x_stride must be even and >= k");
+  if (x_stride < k || x_stride % 8 != 0) return invalid_argument("w4a16_gemm: x_stride must be a multiple of 8 and >= k");
   if (y_stride < n) return invalid_argument("w4a16_gemm: y_stride must be >= n");
   if (x == nullptr || packed_weight == nullptr || packed_scales == nullptr || y == nullptr || workspace == nullptr) {
     return invalid_argument("w4a16_gemm: null pointer argument");
