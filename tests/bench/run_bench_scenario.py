@@ -55,9 +55,21 @@ class FakeServer:
 
 
 def run_bench(binary, workdir, base_url, *extra, name="result", timeout=240):
+    """Runs the bench; --model defaults to "fake" and --tokenizer to the tiny fixture
+    ("--tokenizer ''" in extra means: let the bench pick its default)."""
     result_file = os.path.join(workdir, name + ".json")
-    cmd = [binary, "bench", "serve", "--base-url", base_url, "--model", "fake", "--tokenizer", TOKENIZER,
-           "--result-file", result_file, "--disable-progress", *extra]
+    extra = list(extra)
+    defaults = []
+    if "--model" not in extra:
+        defaults += ["--model", "fake"]
+    if "--tokenizer" not in extra:
+        defaults += ["--tokenizer", TOKENIZER]
+    else:
+        at = extra.index("--tokenizer")
+        if extra[at + 1] == "":
+            del extra[at:at + 2]
+    cmd = [binary, "bench", "serve", "--base-url", base_url, *defaults, "--result-file", result_file,
+           "--disable-progress", *extra]
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
     result = None
     if os.path.exists(result_file):
@@ -260,6 +272,100 @@ def scenario_bad_options(binary, workdir):
             expect(r is None, f"{args}: no result file expected")
         expect(server.stats()["num_requests"] == 0, "a request was sent despite bad options")
     print("bad options ok")
+
+
+class CrosspointServer:
+    """serving_toy_server (prints 'port N') or `crosspoint serve` (polled on /health)."""
+
+    def __init__(self, argv, port=None):
+        import threading
+        import time
+        self.proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        self.stderr = []
+        threading.Thread(target=lambda: self.stderr.extend(self.proc.stderr), daemon=True).start()
+        if port is None:
+            line = self.proc.stdout.readline()
+            expect(line.startswith("port "), f"server did not start: {line!r}")
+            port = int(line.split()[1])
+        self.url = f"http://127.0.0.1:{port}"
+        deadline = time.time() + 300
+        while True:
+            expect(self.proc.poll() is None, "server exited: " + "".join(self.stderr)[-2000:])
+            try:
+                with urllib.request.urlopen(self.url + "/health", timeout=5) as response:
+                    if response.status == 200:
+                        break
+            except OSError:
+                pass
+            expect(time.time() < deadline, "server not healthy after 300 s")
+            time.sleep(0.2)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.proc.send_signal(signal.SIGTERM)
+        try:
+            self.proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+
+
+def check_against_crosspoint(r, max_concurrency, num_prompts):
+    check_keys(r, ["ttft", "tpot", "itl", "e2el"])
+    recompute(r)
+    expect(r["completed"] == num_prompts, f"completed {r['completed']}, errors {[e for e in r['errors'] if e][:3]}")
+    expect(all(s == "usage" for s in r["output_len_sources"]), "crosspoint sends usage")
+    expect(r["concurrency_reached"] <= max_concurrency, "client concurrency over the limit")
+    sm = r["server_metrics"]
+    expect(sm["available"], f"crosspoint's /metrics not understood: {sm}")
+    expect(sm["max_running"] <= max_concurrency, f"server ran {sm['max_running']} > {max_concurrency}")
+    expect(sm["num_preemptions"] is not None and sm["mean_kv_cache_usage"] is not None, f"server metrics {sm}")
+
+
+def scenario_toy_server(binary, workdir):
+    """crosspoint's OpenAI server and engine in front of the toy model (no weights)."""
+    toy = os.environ.get("CROSSPOINT_TOY_SERVER")
+    expect(toy and os.path.exists(toy), "CROSSPOINT_TOY_SERVER must name the serving_toy_server binary")
+    with CrosspointServer([toy, "--tokenizer", os.path.join(TOKENIZER, "tokenizer.json"), "--port", "0",
+                           "--step-delay-ms", "2"]) as server:
+        for endpoint in ("/v1/completions", "/v1/chat/completions"):
+            proc, r = run_bench(binary, workdir, server.url, "--model", "toy", "--dataset-name", "random",
+                                "--random-input-len", "16",
+                                "--random-output-len", "12", "--random-range-ratio", "0.5", "--num-prompts", "40",
+                                "--max-concurrency", "6", "--endpoint", endpoint, "--temperature", "0",
+                                "--percentile-metrics", "ttft,tpot,itl,e2el", "--metrics-interval", "0.05",
+                                "--goodput", "ttft:50", "tpot:20")
+            expect(proc.returncode == 0 and r is not None, "bench failed" + show(proc))
+            check_against_crosspoint(r, 6, 40)
+            expect(r["output_lens"] == r["expected_output_lens"], "ignore_eos: every request runs max_tokens")
+            print(f"toy server ok ({endpoint}): mean running {r['server_metrics']['mean_running']:.2f}, "
+                  f"mean TPOT {r['mean_tpot_ms']:.2f} ms")
+
+
+def scenario_default_model(binary, workdir):
+    """`crosspoint serve --model default`: a ShareGPT run and a random run."""
+    import socket
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    with CrosspointServer([binary, "serve", "--model", "default", "--port", str(port)], port=port) as server:
+        proc, r = run_bench(binary, workdir, server.url, "--model", "default", "--tokenizer", "",
+                            "--dataset-name", "sharegpt", "--num-prompts", "8", "--sharegpt-output-len", "12",
+                            "--max-concurrency", "4", "--temperature", "0",
+                            "--percentile-metrics", "ttft,tpot,itl,e2el", name="default-sharegpt")
+        expect(proc.returncode == 0 and r is not None, "ShareGPT bench failed" + show(proc))
+        check_against_crosspoint(r, 4, 8)
+        proc, r2 = run_bench(binary, workdir, server.url, "--model", "default", "--tokenizer", "",
+                             "--dataset-name", "random", "--random-input-len", "32", "--random-output-len", "8",
+                             "--num-prompts", "8", "--request-rate", "4", "--max-concurrency", "4",
+                             "--percentile-metrics", "ttft,tpot,itl,e2el", name="default-random")
+        expect(proc.returncode == 0 and r2 is not None, "random bench failed" + show(proc))
+        check_against_crosspoint(r2, 4, 8)
+    print(f"default model ok: ShareGPT mean input {r['dataset']['mean_input_tokens']:.1f}, "
+          f"mean TPOT {r['mean_tpot_ms']:.1f} ms, mean running {r['server_metrics']['mean_running']:.2f}")
 
 
 SCENARIOS = {name[len("scenario_"):]: fn for name, fn in globals().items() if name.startswith("scenario_")}

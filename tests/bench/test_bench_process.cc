@@ -26,10 +26,10 @@ std::string find_python() {
   return "";
 }
 
-void run_scenario(const std::string& name) {
+void run_scenario(const std::string& name, const std::string& env = "") {
   static const std::string python = find_python();
   if (python.empty()) GTEST_SKIP() << "no python3 with numpy (run scripts/setup.sh)";
-  const std::string command = python + " " + CROSSPOINT_SOURCE_DIR + "/tests/bench/run_bench_scenario.py --binary " +
+  const std::string command = env + python + " " + CROSSPOINT_SOURCE_DIR + "/tests/bench/run_bench_scenario.py --binary " +
                               CROSSPOINT_BINARY + " --scenario " + name;
   const int rc = std::system(command.c_str());
   EXPECT_EQ(rc, 0) << "scenario " << name << " failed (its output is above): " << command;
@@ -43,6 +43,24 @@ TEST(BenchProcess, TimeoutAndUnreachableServer) { run_scenario("timeout_and_unre
 TEST(BenchProcess, ServerKilledMidRun) { run_scenario("killed"); }
 TEST(BenchProcess, ThousandConcurrentStreams) { run_scenario("thousand_streams"); }
 TEST(BenchProcess, BadOptionsFailBeforeAnyLoad) { run_scenario("bad_options"); }
+
+// crosspoint's own server and engine, in front of the toy model (fast, no weights).
+TEST(BenchProcess, AgainstCrosspointServerWithToyModel) {
+#ifdef CROSSPOINT_TOY_SERVER
+  run_scenario("toy_server", std::string("CROSSPOINT_TOY_SERVER=") + CROSSPOINT_TOY_SERVER + " ");
+#else
+  GTEST_SKIP() << "serving_toy_server is not built";
+#endif
+}
+
+// `crosspoint serve` with the default model, when the setup script has installed it.
+TEST(BenchProcess, AgainstCrosspointServeDefaultModel) {
+  const std::string model_dir = default_model_dir();
+  if (!std::filesystem::exists(model_dir + "/config.json") || !std::filesystem::exists(model_dir + "/tokenizer.json")) {
+    GTEST_SKIP() << "default model not installed in " << model_dir << " (run scripts/setup.sh)";
+  }
+  run_scenario("default_model");
+}
 
 }  // namespace
 }  // namespace crosspoint::bench
