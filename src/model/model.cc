@@ -1,0 +1,210 @@
+#include "model/model.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "kernels/embedding.h"
+#include "kernels/paged_attention.h"
+#include "kernels/residual_add.h"
+#include "kernels/rms_norm.h"
+#include "kernels/rope.h"
+#include "kernels/silu_mul.h"
+
+namespace crosspoint {
+
+Result<std::unique_ptr<Model>> Model::load(const std::string& model_dir, const ModelLoadOptions& options) {
+  std::unique_ptr<Model> model(new Model());
+  model->dir_ = model_dir;
+  CROSSPOINT_ASSIGN_OR_RETURN(model->config_, load_model_config(model_dir));
+  CROSSPOINT_ASSIGN_OR_RETURN(model->tensors_, SafetensorsModel::open_dir(model_dir));
+  CROSSPOINT_RETURN_IF_ERROR(model->load_weights(options));
+  model->rope_inv_freq_ = rope_inv_freq(model->config_.head_dim, model->config_.rope_theta);
+  return model;
+}
+
+Status Model::load_weights(const ModelLoadOptions& options) {
+  const ModelConfig& c = config_;
+  CROSSPOINT_ASSIGN_OR_RETURN(auto format, select_linear_weight_format(c, options.linear_formats));
+  const int64_t d = c.hidden_size, q_dim = c.num_attention_heads * c.head_dim, kv_dim = c.num_key_value_heads * c.head_dim;
+  CROSSPOINT_ASSIGN_OR_RETURN(embed_tokens_, require_float_tensor(*tensors_, "model.embed_tokens.weight", {c.vocab_size, d}));
+  CROSSPOINT_ASSIGN_OR_RETURN(final_norm_, require_float_tensor(*tensors_, "model.norm.weight", {d}));
+
+  auto linear = [&](const std::string& prefix, int64_t in, int64_t out, bool bias) {
+    LinearWeightRequest request;
+    request.tensors = tensors_.get();
+    request.config = &config_;
+    request.prefix = prefix;
+    request.in_features = in;
+    request.out_features = out;
+    request.has_bias = bias;
+    return format->load(request);
+  };
+  layers_.resize(c.num_hidden_layers);
+  for (int64_t i = 0; i < c.num_hidden_layers; ++i) {
+    const std::string p = "model.layers." + std::to_string(i) + ".";
+    DecoderLayerWeights& layer = layers_[i];
+    CROSSPOINT_ASSIGN_OR_RETURN(layer.input_norm, require_float_tensor(*tensors_, p + "input_layernorm.weight", {d}));
+    CROSSPOINT_ASSIGN_OR_RETURN(layer.post_attention_norm,
+                                require_float_tensor(*tensors_, p + "post_attention_layernorm.weight", {d}));
+    CROSSPOINT_ASSIGN_OR_RETURN(layer.q_proj, linear(p + "self_attn.q_proj", d, q_dim, c.attention_bias));
+    CROSSPOINT_ASSIGN_OR_RETURN(layer.k_proj, linear(p + "self_attn.k_proj", d, kv_dim, c.attention_bias));
+    CROSSPOINT_ASSIGN_OR_RETURN(layer.v_proj, linear(p + "self_attn.v_proj", d, kv_dim, c.attention_bias));
+    CROSSPOINT_ASSIGN_OR_RETURN(layer.o_proj, linear(p + "self_attn.o_proj", q_dim, d, false));
+    CROSSPOINT_ASSIGN_OR_RETURN(layer.gate_proj, linear(p + "mlp.gate_proj", d, c.intermediate_size, false));
+    CROSSPOINT_ASSIGN_OR_RETURN(layer.up_proj, linear(p + "mlp.up_proj", d, c.intermediate_size, false));
+    CROSSPOINT_ASSIGN_OR_RETURN(layer.down_proj, linear(p + "mlp.down_proj", c.intermediate_size, d, false));
+  }
+
+  // Tied checkpoints may omit lm_head.weight (HF reuses the embedding), or carry a copy.
+  LinearWeightRequest head;
+  head.tensors = tensors_.get();
+  head.config = &config_;
+  head.in_features = d;
+  head.out_features = c.vocab_size;
+  head.is_lm_head = true;
+  head.prefix = (c.tie_word_embeddings || tensors_->find("lm_head.weight") == nullptr) ? "model.embed_tokens" : "lm_head";
+  if (!c.tie_word_embeddings && head.prefix != "lm_head")
+    return not_found(dir_ + ": tensor lm_head.weight is missing and config.json has tie_word_embeddings false");
+  CROSSPOINT_ASSIGN_OR_RETURN(lm_head_, format->load(head));
+  return Status::ok();
+}
+
+KvCacheShape Model::kv_cache_shape(int32_t num_blocks, int32_t block_size) const {
+  KvCacheShape shape;
+  shape.num_layers = static_cast<int32_t>(config_.num_hidden_layers);
+  shape.num_blocks = num_blocks;
+  shape.block_size = block_size;
+  shape.num_kv_heads = static_cast<int32_t>(config_.num_key_value_heads);
+  shape.head_dim = static_cast<int32_t>(config_.head_dim);
+  return shape;
+}
+
+size_t Model::kv_bytes_per_token() const { return kv_cache_shape(1).bytes_per_token(DType::kF32); }
+
+size_t Model::weight_bytes_per_token() const {
+  const int64_t d = config_.hidden_size;
+  size_t bytes = lm_head_->weight_bytes() + d * dtype_size(final_norm_->dtype) + d * dtype_size(embed_tokens_->dtype);
+  for (const auto& layer : layers_) {
+    for (const LinearWeight* w : {layer.q_proj.get(), layer.k_proj.get(), layer.v_proj.get(), layer.o_proj.get(),
+                                  layer.gate_proj.get(), layer.up_proj.get(), layer.down_proj.get()})
+      bytes += w->weight_bytes();
+    bytes += layer.input_norm->num_bytes + layer.post_attention_norm->num_bytes;
+  }
+  return bytes;
+}
+
+size_t Model::weight_bytes_total() const {
+  size_t bytes = weight_bytes_per_token() - config_.hidden_size * dtype_size(embed_tokens_->dtype);
+  if (!config_.tie_word_embeddings) bytes += embed_tokens_->num_bytes;
+  return bytes;
+}
+
+std::string Model::weight_format_name() const { return layers_.empty() ? "none" : layers_[0].q_proj->format_name(); }
+
+namespace {
+
+Status validate_batch(const ForwardBatch& b, const ModelConfig& c, const CpuKvCache& cache) {
+  const KvCacheShape& s = cache.shape();
+  if (s.num_layers != c.num_hidden_layers || s.num_kv_heads != c.num_key_value_heads || s.head_dim != c.head_dim)
+    return invalid_argument("forward: the KV cache shape does not match the model's layers, kv heads or head_dim");
+  const int32_t num_seqs = b.num_seqs();
+  if (b.positions.size() != b.token_ids.size())
+    return invalid_argument("forward: positions and token_ids differ in length");
+  if (static_cast<int32_t>(b.seq_token_start.size()) != num_seqs + 1)
+    return invalid_argument("forward: seq_token_start must have num_seqs + 1 entries");
+  if (b.block_tables.size() < static_cast<size_t>(num_seqs) * b.max_blocks_per_seq)
+    return invalid_argument("forward: block_tables is smaller than num_seqs * max_blocks_per_seq");
+  for (int32_t s_idx = 0; s_idx < num_seqs; ++s_idx) {
+    const int32_t start = b.seq_token_start[s_idx], end = b.seq_token_start[s_idx + 1];
+    if (start < 0 || end < start || end > b.num_tokens()) return invalid_argument("forward: bad seq_token_start");
+    for (int32_t t = start; t < end; ++t) {
+      const int32_t expected = b.seq_context_len[s_idx] - (end - start) + (t - start);
+      if (b.positions[t] != expected)
+        return invalid_argument("forward: token " + std::to_string(t) + " has position " + std::to_string(b.positions[t]) +
+                                " but its sequence's context length implies " + std::to_string(expected));
+    }
+  }
+  for (int32_t idx : b.logits_token_idx)
+    if (idx < 0 || idx >= b.num_tokens())
+      return invalid_argument("forward: logits_token_idx " + std::to_string(idx) + " is outside the batch");
+  return Status::ok();
+}
+
+PagedKvLayout make_layout(const ForwardBatch& b, CpuKvCache& cache, int32_t layer_idx) {
+  const KvCacheShape& s = cache.shape();
+  PagedKvLayout layout;
+  layout.key_cache = cache.keys(layer_idx);
+  layout.value_cache = cache.values(layer_idx);
+  layout.num_blocks = s.num_blocks;
+  layout.block_size = s.block_size;
+  layout.num_kv_heads = s.num_kv_heads;
+  layout.head_dim = s.head_dim;
+  layout.block_tables = b.block_tables.data();
+  layout.max_blocks_per_seq = b.max_blocks_per_seq;
+  layout.seq_token_start = b.seq_token_start.data();
+  layout.seq_context_len = b.seq_context_len.data();
+  layout.num_seqs = b.num_seqs();
+  return layout;
+}
+
+}  // namespace
+
+Status Model::run_layer(int32_t layer_idx, const ForwardBatch& batch, CpuKvCache& kv_cache, float* hidden) const {
+  const ModelConfig& c = config_;
+  const DecoderLayerWeights& w = layers_[layer_idx];
+  const int64_t T = batch.num_tokens(), d = c.hidden_size, D = c.head_dim, inter = c.intermediate_size;
+  const int64_t H = c.num_attention_heads, Hkv = c.num_key_value_heads;
+  std::vector<float> x(T * d);          // [T, d] normed input
+  std::vector<float> q(T * H * D);      // [T, H, D]
+  std::vector<float> k(T * Hkv * D);    // [T, Hkv, D]
+  std::vector<float> v(T * Hkv * D);    // [T, Hkv, D]
+  std::vector<float> attn(T * H * D);   // [T, H, D]
+  std::vector<float> gate(T * inter);   // [T, intermediate]
+  std::vector<float> up(T * inter);     // [T, intermediate]
+
+  CROSSPOINT_RETURN_IF_ERROR(rms_norm({hidden, w.input_norm->data, w.input_norm->dtype, x.data(), T, d,
+                                       static_cast<float>(c.rms_norm_eps)}));
+  CROSSPOINT_RETURN_IF_ERROR(w.q_proj->forward(x.data(), T, 0, q.data()));
+  CROSSPOINT_RETURN_IF_ERROR(w.k_proj->forward(x.data(), T, 0, k.data()));
+  CROSSPOINT_RETURN_IF_ERROR(w.v_proj->forward(x.data(), T, 0, v.data()));
+  CROSSPOINT_RETURN_IF_ERROR(rope({q.data(), 0, T, H, D, batch.positions.data(), rope_inv_freq_.data()}));
+  CROSSPOINT_RETURN_IF_ERROR(rope({k.data(), 0, T, Hkv, D, batch.positions.data(), rope_inv_freq_.data()}));
+
+  const PagedKvLayout layout = make_layout(batch, kv_cache, layer_idx);
+  CROSSPOINT_RETURN_IF_ERROR(kv_cache_write({k.data(), v.data(), 0, 0, layout}));
+  CROSSPOINT_RETURN_IF_ERROR(paged_attention({q.data(), 0, attn.data(), static_cast<int32_t>(H),
+                                              1.0f / std::sqrt(static_cast<float>(D)), layout}));
+  CROSSPOINT_RETURN_IF_ERROR(w.o_proj->forward(attn.data(), T, 0, x.data()));
+  CROSSPOINT_RETURN_IF_ERROR(residual_add(hidden, x.data(), T * d));
+
+  CROSSPOINT_RETURN_IF_ERROR(rms_norm({hidden, w.post_attention_norm->data, w.post_attention_norm->dtype, x.data(), T, d,
+                                       static_cast<float>(c.rms_norm_eps)}));
+  CROSSPOINT_RETURN_IF_ERROR(w.gate_proj->forward(x.data(), T, 0, gate.data()));
+  CROSSPOINT_RETURN_IF_ERROR(w.up_proj->forward(x.data(), T, 0, up.data()));
+  CROSSPOINT_RETURN_IF_ERROR(silu_mul({gate.data(), up.data(), gate.data(), T * inter}));
+  CROSSPOINT_RETURN_IF_ERROR(w.down_proj->forward(gate.data(), T, 0, x.data()));
+  return residual_add(hidden, x.data(), T * d);
+}
+
+Status Model::forward(const ForwardBatch& batch, CpuKvCache& kv_cache, float* logits) const {
+  CROSSPOINT_RETURN_IF_ERROR(validate_batch(batch, config_, kv_cache));
+  const int64_t T = batch.num_tokens(), d = config_.hidden_size;
+  if (T == 0) return Status::ok();
+  std::vector<float> hidden(T * d);  // [T, d] f32 residual stream
+  CROSSPOINT_RETURN_IF_ERROR(embedding({batch.token_ids.data(), T, embed_tokens_->data, embed_tokens_->dtype,
+                                        config_.vocab_size, d, hidden.data()}));
+  for (int32_t layer = 0; layer < static_cast<int32_t>(layers_.size()); ++layer)
+    CROSSPOINT_RETURN_IF_ERROR(run_layer(layer, batch, kv_cache, hidden.data()));
+
+  // Only the rows whose logits are wanted go through the final norm and the lm_head.
+  const int64_t num_logits = static_cast<int64_t>(batch.logits_token_idx.size());
+  if (num_logits == 0) return Status::ok();
+  std::vector<float> selected(num_logits * d);  // [num_logits, d]
+  for (int64_t i = 0; i < num_logits; ++i)
+    std::copy_n(hidden.data() + batch.logits_token_idx[i] * d, d, selected.data() + i * d);
+  CROSSPOINT_RETURN_IF_ERROR(rms_norm({selected.data(), final_norm_->data, final_norm_->dtype, selected.data(), num_logits, d,
+                                       static_cast<float>(config_.rms_norm_eps)}));
+  return lm_head_->forward(selected.data(), num_logits, 0, logits);
+}
+
+}  // namespace crosspoint

@@ -1,0 +1,83 @@
+// The Qwen2 / Llama decoder on the CPU: loads a Hugging Face directory (config.json +
+// safetensors, weights kept in their stored dtype and read straight from the mmap) and runs
+// one ForwardBatch at a time against a paged KV cache.
+//
+//   h = embed(tokens)                                          [num_tokens, d]
+//   per layer: h += o_proj(attn(rope(q), rope(k), v))  of rms_norm(h)
+//              h += down_proj(silu(gate_proj(x)) * up_proj(x)),  x = rms_norm(h)
+//   logits = lm_head(rms_norm(h[logits_token_idx]))            [num_logits, vocab]
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "common/status.h"
+#include "formats/model_config.h"
+#include "formats/safetensors.h"
+#include "model/forward_batch.h"
+#include "model/kv_cache.h"
+#include "model/linear_weight.h"
+#include "model/linear_weight_format.h"
+
+namespace crosspoint {
+
+struct ModelLoadOptions {
+  // Extra weight formats (quantised schemes) tried before the built-in dense one.
+  std::vector<std::shared_ptr<const LinearWeightFormat>> linear_formats;
+};
+
+struct DecoderLayerWeights {
+  const TensorInfo* input_norm = nullptr;          // [d] input_layernorm.weight
+  const TensorInfo* post_attention_norm = nullptr; // [d] post_attention_layernorm.weight
+  std::unique_ptr<LinearWeight> q_proj;     // d -> num_heads * head_dim (+ bias for Qwen2)
+  std::unique_ptr<LinearWeight> k_proj;     // d -> num_kv_heads * head_dim
+  std::unique_ptr<LinearWeight> v_proj;     // d -> num_kv_heads * head_dim
+  std::unique_ptr<LinearWeight> o_proj;     // num_heads * head_dim -> d
+  std::unique_ptr<LinearWeight> gate_proj;  // d -> intermediate
+  std::unique_ptr<LinearWeight> up_proj;    // d -> intermediate
+  std::unique_ptr<LinearWeight> down_proj;  // intermediate -> d
+};
+
+class Model {
+ public:
+  // Reads DIR/config.json and DIR's safetensors; checks every tensor's presence, dtype and
+  // shape against the config (errors name the tensor and file).
+  static Result<std::unique_ptr<Model>> load(const std::string& model_dir, const ModelLoadOptions& options = {});
+
+  // Writes K/V of batch's tokens into kv_cache and the logits of batch.logits_token_idx
+  // into logits: [num_logits, vocab_size] f32. The cache must come from kv_cache_shape().
+  // Not reentrant (one forward at a time); kernels use the global thread pool.
+  Status forward(const ForwardBatch& batch, CpuKvCache& kv_cache, float* logits) const;
+
+  const ModelConfig& config() const { return config_; }
+  int32_t vocab_size() const { return static_cast<int32_t>(config_.vocab_size); }
+  // The cache shape this model needs for num_blocks blocks of block_size tokens.
+  KvCacheShape kv_cache_shape(int32_t num_blocks, int32_t block_size = 16) const;
+  // K and V of one token across all layers in the CPU cache (f32).
+  size_t kv_bytes_per_token() const;
+  // Bytes of weights read per decode step: every linear (incl. lm_head) and norm, plus one
+  // embedding row; the roofline's W.
+  size_t weight_bytes_per_token() const;
+  // Bytes of all weights held (embedding table counted once even when tied).
+  size_t weight_bytes_total() const;
+  // "f16", "bf16", "w4a16-g128", ... of the transformer-block linears.
+  std::string weight_format_name() const;
+
+ private:
+  Model() = default;
+  Status load_weights(const ModelLoadOptions& options);
+  Status run_layer(int32_t layer_idx, const ForwardBatch& batch, CpuKvCache& kv_cache, float* hidden) const;
+
+  std::string dir_;
+  ModelConfig config_;
+  std::unique_ptr<SafetensorsModel> tensors_;
+  const TensorInfo* embed_tokens_ = nullptr;  // [vocab, d]
+  const TensorInfo* final_norm_ = nullptr;    // [d]
+  std::vector<DecoderLayerWeights> layers_;
+  std::unique_ptr<LinearWeight> lm_head_;     // d -> vocab (the embedding table when tied)
+  std::vector<float> rope_inv_freq_;          // [head_dim / 2] f32
+};
+
+}  // namespace crosspoint
