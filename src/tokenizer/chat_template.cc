@@ -37,8 +37,9 @@ std::string unescape_jinja_literal(const std::string& literal) {
 std::string default_system_prompt_from_template(const std::string& jinja_template) {
   // Both families write the default as one literal:
   //   '<|im_start|>system\nYou are Qwen, ...<|im_end|>\n'
-  // (the literal "\n" is two characters in the template source).
-  static const std::regex kDefaultSystem(R"(<\|im_start\|>system\\n((?:[^'"\\]|\\.)*?)<\|im_end\|>)");
+  // where "\n" is either the two-character escape (Qwen) or a raw newline inside the
+  // string literal (SmolLM2's GGUF template).
+  static const std::regex kDefaultSystem(R"(<\|im_start\|>system(?:\\n|\n)((?:[^'"\\]|\\.)*?)<\|im_end\|>)");
   std::smatch match;
   if (!std::regex_search(jinja_template, match, kDefaultSystem)) return {};
   return unescape_jinja_literal(match[1].str());

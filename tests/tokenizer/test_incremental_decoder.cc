@@ -43,7 +43,7 @@ class IncrementalDecoderTest : public ::testing::Test {
     EXPECT_EQ(ids.size(), text.size());
     return ids;
   }
-  std::unique_ptr<Tokenizer> tokenizer_;
+  const Tokenizer* tokenizer_ = nullptr;
 };
 
 TEST_F(IncrementalDecoderTest, HoldsBackSplitCharacters) {

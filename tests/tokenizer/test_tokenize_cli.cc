@@ -39,25 +39,35 @@ TEST(TokenizeCli, EncodesAndDecodesWithQwen) {
   auto encoded = run_command(model + " --text 'Hello world'");
   EXPECT_EQ(encoded.exit_code, 0);
   EXPECT_EQ(encoded.output, "[9707,1879]\n");
-  auto special = run_command(model + " --text '<|im_end|>'");
-  EXPECT_EQ(special.output, "[151645]\n");
-  auto plain = run_command(model + " --no-special --text '<|im_end|>'");
-  EXPECT_NE(plain.output, "[151645]\n");
+  auto special = run_command(model + " --text 'Hello world<|im_end|>'");
+  EXPECT_EQ(special.output, "[9707,1879,151645]\n");
   auto decoded = run_command(model + " --decode '[9707, 1879]'");
   EXPECT_EQ(decoded.exit_code, 0);
   EXPECT_EQ(decoded.output, "Hello world\n");
-  auto bad_ids = run_command(model + " --decode '[1, \"x\"]'");
-  EXPECT_NE(bad_ids.exit_code, 0);
+}
+
+TEST(TokenizeCli, FromGgufAndExportedFiles) {
+  CROSSPOINT_REQUIRE_FILE(testing::smollm2_gguf_path());
+  const auto smollm2 = testing::load_fixture("smollm2.json")["cases"];
+  const auto& hello = *std::find_if(smollm2.begin(), smollm2.end(), [](const auto& c) { return c["name"] == "hello"; });
+  const std::string expected = hello["ids"].dump() + "\n";
+  auto encoded = run_command("--gguf " + testing::smollm2_gguf_path() + " --text 'Hello world'");
+  EXPECT_EQ(encoded.exit_code, 0);
+  EXPECT_EQ(encoded.output, expected);
+
+  const auto dir = std::filesystem::temp_directory_path() / ("crosspoint_cli_export_" + std::to_string(getpid()));
+  auto exported = run_command("--gguf " + testing::smollm2_gguf_path() + " --export-hf " + dir.string());
+  EXPECT_EQ(exported.exit_code, 0) << exported.output;
+  const std::string model = " --model " + dir.string();
+  EXPECT_EQ(run_command(model + " --text 'Hello world'").output, expected);
+  EXPECT_EQ(run_command(model + " --no-special --text '<|im_end|>'").output, "[44,108,306,79,486,108,46]\n");
   auto too_big = run_command(model + " --decode '[999999999]'");
   EXPECT_NE(too_big.exit_code, 0);
   EXPECT_NE(too_big.output.find("vocabulary size"), std::string::npos);
-}
-
-TEST(TokenizeCli, FromGguf) {
-  CROSSPOINT_REQUIRE_FILE(testing::smollm2_gguf_path());
-  auto encoded = run_command("--gguf " + testing::smollm2_gguf_path() + " --text 'Hello world'");
-  EXPECT_EQ(encoded.exit_code, 0);
-  EXPECT_EQ(encoded.output.front(), '[');
+  auto not_json = run_command(model + " --decode 'nope'");
+  EXPECT_NE(not_json.exit_code, 0);
+  EXPECT_NE(not_json.output.find("--decode"), std::string::npos);
+  std::filesystem::remove_all(dir);
 }
 
 TEST(TokenizeCli, MissingAndCorruptFilesGiveOneLineErrors) {

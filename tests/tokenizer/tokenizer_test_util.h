@@ -48,10 +48,14 @@ inline std::string case_input(const nlohmann::json& c) {
       GTEST_SKIP() << (path) << " is missing: run scripts/setup.sh to fill the asset cache";  \
   } while (0)
 
-inline std::unique_ptr<Tokenizer> load_qwen() {
-  auto result = Tokenizer::from_model_dir(qwen_tokenizer_dir());
-  EXPECT_TRUE(result.is_ok()) << result.status().to_string();
-  return result.is_ok() ? std::move(result).value() : nullptr;
+// Loaded once per test binary (parsing the 7 MB tokenizer.json is the slow part).
+inline const Tokenizer* load_qwen() {
+  static std::unique_ptr<Tokenizer> tokenizer = [] {
+    auto result = Tokenizer::from_model_dir(qwen_tokenizer_dir());
+    EXPECT_TRUE(result.is_ok()) << result.status().to_string();
+    return result.is_ok() ? std::move(result).value() : nullptr;
+  }();
+  return tokenizer.get();
 }
 
 inline std::unique_ptr<Tokenizer> load_smollm2_from_gguf() {
