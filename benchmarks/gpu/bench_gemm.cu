@@ -24,6 +24,7 @@
 #include "kernels/cuda/cuda_status.h"
 #include "kernels/cuda/fp8_quant.h"
 #include "kernels/cuda/gemv.h"
+#include "kernels/cuda/linear.h"
 #include "kernels/cuda/w4a16_gemm.h"
 
 namespace crosspoint::bench {
@@ -130,15 +131,34 @@ Buffers make_buffers(cudaStream_t s) {
 }
 
 // Kernel variants. "auto" is what an engine would call: the quantisation (fp8) included.
-enum class Variant { kCublasLt, kGemv, kW4A16, kFp8Quant };
+enum class Variant { kAuto, kCublasLt, kGemv, kW4A16, kW4A16Deep, kW4A16Narrow, kW4A16Splits, kFp8Quant };
 const char* variant_name(Variant v) {
   switch (v) {
+    case Variant::kAuto: return "auto";
     case Variant::kCublasLt: return "cublaslt";
     case Variant::kGemv: return "gemv";
     case Variant::kW4A16: return "w4a16_mma";
+    case Variant::kW4A16Deep: return "w4a16_mma_deep";
+    case Variant::kW4A16Narrow: return "w4a16_mma_narrow";
+    case Variant::kW4A16Splits: return "w4a16_mma_splits";
     case Variant::kFp8Quant: return "fp8_quant_per_token";
   }
   return "?";
+}
+bool is_w4a16_tuning(Variant v) { return v == Variant::kW4A16Deep || v == Variant::kW4A16Narrow || v == Variant::kW4A16Splits; }
+cuda::W4A16Tuning tuning_of(Variant v) {
+  switch (v) {
+    case Variant::kW4A16Deep: return cuda::W4A16Tuning::kDeepPipeline;
+    case Variant::kW4A16Narrow: return cuda::W4A16Tuning::kNarrowBlocks;
+    case Variant::kW4A16Splits: return cuda::W4A16Tuning::kMoreSplits;
+    default: return cuda::W4A16Tuning::kDefault;
+  }
+}
+// Which variants run at batch rows m (GEMVs and W4A16 tunings only where they apply).
+bool variant_applies(Variant v, int m) {
+  if (v == Variant::kGemv) return m <= 4;
+  if (is_w4a16_tuning(v)) return m <= 16;
+  return true;
 }
 
 Status run_linear(CublasLtContext& ctx, const Buffers& b, const Linear& lin, Variant v, int m, bool with_quant,
@@ -146,12 +166,17 @@ Status run_linear(CublasLtContext& ctx, const Buffers& b, const Linear& lin, Var
   const int n = lin.n, k = lin.k;
   switch (lin.precision) {
     case Precision::kFp16:
+      if (v == Variant::kAuto) return cuda::fp16_linear(ctx, b.x, k, static_cast<const uint16_t*>(lin.weight), k, b.y, n, m, n, k, s);
       if (v == Variant::kGemv) return cuda::fp16_gemv(b.x, k, static_cast<const uint16_t*>(lin.weight), k, b.y, n, m, n, k, s);
       return cuda::fp16_gemm_cublaslt(ctx, b.x, k, static_cast<const uint16_t*>(lin.weight), k, b.y, n, m, n, k, s);
     case Precision::kFp8:
       if (with_quant || v == Variant::kFp8Quant) {
         CROSSPOINT_RETURN_IF_ERROR(cuda::fp8_quantize_per_token(b.x, k, b.xq, k, b.x_scale, m, k, s));
         if (v == Variant::kFp8Quant) return Status::ok();
+      }
+      if (v == Variant::kAuto) {
+        return cuda::fp8_linear(ctx, b.xq, k, b.x_scale, static_cast<const uint8_t*>(lin.weight), k,
+                                static_cast<const float*>(lin.scales), b.y, n, m, n, k, b.scratch, s);
       }
       if (v == Variant::kGemv) {
         return cuda::fp8_gemv(b.xq, k, b.x_scale, static_cast<const uint8_t*>(lin.weight), k,
@@ -160,8 +185,8 @@ Status run_linear(CublasLtContext& ctx, const Buffers& b, const Linear& lin, Var
       return cuda::fp8_gemm_cublaslt(ctx, b.xq, k, b.x_scale, static_cast<const uint8_t*>(lin.weight), k,
                                      static_cast<const float*>(lin.scales), b.y, n, m, n, k, b.scratch, s);
     case Precision::kInt4:
-      return cuda::w4a16_gemm(b.x, k, static_cast<const uint32_t*>(lin.weight), static_cast<const uint32_t*>(lin.scales),
-                              b.y, n, m, n, k, kGroupSize, b.w4a16_workspace, s);
+      return cuda::w4a16_gemm_tuned(tuning_of(v), b.x, k, static_cast<const uint32_t*>(lin.weight), static_cast<const uint32_t*>(lin.scales),
+                                    b.y, n, m, n, k, kGroupSize, b.w4a16_workspace, s);
   }
   return internal_error("unknown precision");
 }
@@ -230,12 +255,13 @@ nlohmann::json bench_layer_gemms(const Ceilings& c, CublasLtContext& ctx, const 
       const int copies = std::clamp(static_cast<int>(512e6 / wbytes) + 1, 2, 64);
       std::vector<Linear> lins;
       for (int i = 0; i < copies; ++i) lins.push_back(make_linear(p, shape.n, shape.k, 1000 + i, s));
-      std::vector<Variant> variants = p == Precision::kInt4 ? std::vector<Variant>{Variant::kW4A16}
-                                                            : std::vector<Variant>{Variant::kCublasLt, Variant::kGemv};
+      std::vector<Variant> variants =
+          p == Precision::kInt4 ? std::vector<Variant>{Variant::kW4A16, Variant::kW4A16Deep, Variant::kW4A16Narrow, Variant::kW4A16Splits}
+                                : std::vector<Variant>{Variant::kCublasLt, Variant::kGemv};
       if (p == Precision::kFp8) variants.push_back(Variant::kFp8Quant);
       for (int m : kBatchSizes) {
         for (Variant v : variants) {
-          if (v == Variant::kGemv && m > cuda::kGemvMaxRows) continue;
+          if (!variant_applies(v, m)) continue;
           const double ms = time_graph([&]() -> Status {
             for (const Linear& lin : lins) CROSSPOINT_RETURN_IF_ERROR(run_linear(ctx, b, lin, v, m, false, s));
             return Status::ok();
@@ -274,12 +300,13 @@ nlohmann::json bench_decode_step(const Ceilings& c, CublasLtContext& ctx, const 
     bytes += weight_bytes(Precision::kFp16, kVocab, kHidden);
     params += static_cast<double>(kVocab) * kHidden;
     for (int m : kBatchSizes) {
-      std::vector<Variant> variants = p == Precision::kInt4 ? std::vector<Variant>{Variant::kW4A16}
-                                                            : std::vector<Variant>{Variant::kCublasLt, Variant::kGemv};
+      std::vector<Variant> variants =
+          p == Precision::kInt4 ? std::vector<Variant>{Variant::kW4A16, Variant::kW4A16Deep, Variant::kW4A16Narrow, Variant::kW4A16Splits}
+                                : std::vector<Variant>{Variant::kAuto, Variant::kCublasLt, Variant::kGemv};
       for (Variant v : variants) {
-        if (v == Variant::kGemv && m > cuda::kGemvMaxRows) continue;
-        // lm_head: the GEMV at small M, else cuBLASLt.
-        const Variant head_variant = m <= 4 ? Variant::kGemv : Variant::kCublasLt;
+        if (!variant_applies(v, m) || (v == Variant::kGemv && m > 2)) continue;
+        // lm_head (fp16 in every precision): what fp16_linear picks.
+        const Variant head_variant = Variant::kAuto;
         const double ms = time_graph([&]() -> Status {
           for (const Linear& lin : lins) CROSSPOINT_RETURN_IF_ERROR(run_linear(ctx, b, lin, v, m, true, s));
           return run_linear(ctx, b, head, head_variant, m, false, s);

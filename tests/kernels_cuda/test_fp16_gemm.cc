@@ -3,6 +3,7 @@
 
 #include "kernels/cuda/cublaslt_gemm.h"
 #include "kernels/cuda/gemv.h"
+#include "kernels/cuda/linear.h"
 #include "kernels_cuda/reference.h"
 
 namespace crosspoint::cuda {
@@ -49,6 +50,23 @@ TEST(Fp16GemmCublasLt, MatchesReference) {
       ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
       EXPECT_LT(testing::relative_error_f16(y.download(), fp16_ref(x, w, m, n, k)), 2e-3) << "m=" << m << " n=" << n << " k=" << k;
     }
+  }
+}
+
+TEST(Fp16Linear, DispatchMatchesReference) {
+  CROSSPOINT_SKIP_WITHOUT_GPU();
+  auto ctx = CublasLtContext::create();
+  ASSERT_TRUE(ctx.is_ok());
+  std::mt19937 rng(23);
+  for (int m : {1, 2, 5}) {
+    const int n = 96, k = 520;
+    const auto x = testing::random_f16(rng, static_cast<size_t>(m) * k, -1.f, 1.f);
+    const auto w = testing::random_f16(rng, static_cast<size_t>(n) * k, -0.05f, 0.05f);
+    DeviceBuffer<uint16_t> x_dev(x), w_dev(w), y(static_cast<size_t>(m) * n);
+    y.poison();
+    ASSERT_TRUE(fp16_linear(**ctx, x_dev.get(), k, w_dev.get(), k, y.get(), n, m, n, k, nullptr).is_ok());
+    ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+    EXPECT_LT(testing::relative_error_f16(y.download(), fp16_ref(x, w, m, n, k)), 2e-3) << "m=" << m;
   }
 }
 

@@ -12,6 +12,7 @@
 #include "kernels/cuda/cublaslt_gemm.h"
 #include "kernels/cuda/fp8_quant.h"
 #include "kernels/cuda/gemv.h"
+#include "kernels/cuda/linear.h"
 #include "kernels_cuda/reference.h"
 
 namespace crosspoint::cuda {
@@ -135,6 +136,39 @@ TEST(Fp8GemmCublasLt, MatchesReferenceOnEitherScalePath) {
       ASSERT_TRUE(st.is_ok()) << st.to_string();
       EXPECT_LT(testing::relative_error_f16(y.download(), p.ref), 2e-3) << "m=" << m << " n=" << n << " k=" << k;
     }
+  }
+}
+
+TEST(Fp8Linear, QuantiseThenDispatchMatchesReference) {
+  CROSSPOINT_SKIP_WITHOUT_GPU();
+  auto ctx = CublasLtContext::create();
+  ASSERT_TRUE(ctx.is_ok());
+  std::mt19937 rng(7);
+  for (int m : {1, 2, 3, 33}) {
+    const int n = 80, k = 784;
+    // fp16 activations -> per-token e4m3 on the device, then the GEMM the dispatcher picks;
+    // the reference quantises on the host (bit-exact, tested above) and multiplies in double.
+    const auto x = testing::random_f16(rng, static_cast<size_t>(m) * k, -2.f, 2.f);
+    const auto wq = random_e4m3(rng, static_cast<size_t>(n) * k);
+    std::vector<float> w_scale(n);
+    for (auto& s : w_scale) s = 1e-3f;
+    std::vector<uint8_t> xq_ref;
+    std::vector<float> xs_ref;
+    testing::fp8_quantize_per_token_ref(x, m, k, &xq_ref, &xs_ref);
+    auto ref = testing::matmul_nt_ref(m, n, k, [&](int i, int kk) { return testing::e4m3_to_f32(xq_ref[static_cast<size_t>(i) * k + kk]); },
+                                      [&](int j, int kk) { return testing::e4m3_to_f32(wq[static_cast<size_t>(j) * k + kk]); });
+    for (int i = 0; i < m; ++i)
+      for (int j = 0; j < n; ++j) ref[static_cast<size_t>(i) * n + j] *= static_cast<double>(xs_ref[i]) * w_scale[j];
+    DeviceBuffer<uint16_t> x_dev(x), y(static_cast<size_t>(m) * n);
+    DeviceBuffer<uint8_t> xq(static_cast<size_t>(m) * k), wq_dev(wq);
+    DeviceBuffer<float> xs(m), ws(w_scale), scratch(static_cast<size_t>(m) * n);
+    y.poison();
+    ASSERT_TRUE(fp8_quantize_per_token(x_dev.get(), k, xq.get(), k, xs.get(), m, k, nullptr).is_ok());
+    const Status st = fp8_linear(**ctx, xq.get(), k, xs.get(), wq_dev.get(), k, ws.get(), y.get(), n, m, n, k,
+                                 scratch.get(), nullptr);
+    ASSERT_TRUE(st.is_ok()) << st.to_string();
+    ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+    EXPECT_LT(testing::relative_error_f16(y.download(), ref), 2e-3) << "m=" << m;
   }
 }
 

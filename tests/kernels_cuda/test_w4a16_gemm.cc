@@ -148,6 +148,33 @@ TEST(W4A16Gemm, SplitKScratchIsLeftClean) {
   check_w4a16(70, 32, 2048, 128, false, 8, /*repeats=*/3);  // two m chunks
 }
 
+TEST(W4A16Gemm, EveryTuningMatchesReference) {
+  CROSSPOINT_SKIP_WITHOUT_GPU();
+  std::mt19937 rng(31);
+  for (W4A16Tuning tuning : {W4A16Tuning::kDefault, W4A16Tuning::kDeepPipeline, W4A16Tuning::kNarrowBlocks,
+                             W4A16Tuning::kMoreSplits}) {
+    for (auto [m, n, k] : {std::tuple{1, 272, 1024}, {9, 48, 4096}, {16, 3584, 640}}) {
+      const GptqLinear lin = make_gptq(rng, k, n, 128, false);
+      const auto x = testing::random_f16(rng, static_cast<size_t>(m) * k, -1.f, 1.f);
+      auto packed = w4a16_repack(lin.qweight.data(), lin.scales.data(), nullptr, k, n, 128, "t");
+      ASSERT_TRUE(packed.is_ok());
+      DeviceBuffer<uint32_t> weight(packed->weight), scales(packed->scales);
+      DeviceBuffer<uint16_t> x_dev(x), y(static_cast<size_t>(m) * n);
+      DeviceBuffer<uint8_t> workspace(w4a16_workspace_bytes(m, n));
+      ASSERT_EQ(cudaMemset(workspace.get(), 0, w4a16_workspace_bytes(m, n)), cudaSuccess);
+      y.poison();
+      const Status st = w4a16_gemm_tuned(tuning, x_dev.get(), k, weight.get(), scales.get(), y.get(), n, m, n, k, 128,
+                                         workspace.get(), nullptr);
+      ASSERT_TRUE(st.is_ok()) << st.to_string();
+      const auto xf = testing::f16_to_f32(x);
+      const auto ref = testing::matmul_nt_ref(m, n, k, [&](int i, int kk) { return xf[static_cast<size_t>(i) * k + kk]; },
+                                              [&](int j, int kk) { return lin.weight(kk, j); });
+      EXPECT_LT(testing::relative_error_f16(y.download(), ref), 3e-3)
+          << "tuning " << static_cast<int>(tuning) << " m=" << m << " n=" << n << " k=" << k;
+    }
+  }
+}
+
 TEST(W4A16Gemm, ActOrderMatchesReference) {
   CROSSPOINT_SKIP_WITHOUT_GPU();
   check_w4a16(5, 64, 512, 128, true, 11);

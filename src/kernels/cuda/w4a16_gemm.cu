@@ -18,7 +18,6 @@ namespace {
 
 constexpr int kWarps = 4;        // warps per block, side by side in n
 constexpr int kChunkK = 64;      // input rows per packed chunk (4 mma k-steps)
-constexpr int kStages = 4;       // cp.async pipeline depth, in chunks
 constexpr int kARowStride = 72;  // fp16 per staged activation row: 144 B keeps 16-byte
                                  // alignment and makes fragment reads bank-conflict free
 
@@ -79,7 +78,7 @@ struct Stage {
 // on the same k chunk, so the activation tile is staged once per block; kStages-deep
 // cp.async pipeline over the block's slice of k chunks.
 // grid = (ceil(N/16 / (kWarps*kNBlocks)), k splits, ceil(M / (16*kMTiles))).
-template <int kMTiles, int kNBlocks>
+template <int kMTiles, int kNBlocks, int kStages>
 __global__ void __launch_bounds__(kWarps * 32)
     w4a16_gemm_kernel(const uint16_t* __restrict__ x, int64_t x_stride,
                       const uint4* __restrict__ packed_weight,
@@ -239,25 +238,25 @@ int num_sms() {
   return count;
 }
 
-template <int kMTiles, int kNBlocks>
+template <int kMTiles, int kNBlocks, int kStages>
 Status launch(const uint16_t* x, int64_t x_stride, const uint32_t* packed_weight,
               const uint32_t* packed_scales, uint16_t* y, int64_t y_stride, int m, int n, int k,
-              int group_size, void* workspace, cudaStream_t stream) {
+              int group_size, void* workspace, int blocks_per_sm, cudaStream_t stream) {
   constexpr size_t kSmemBytes = sizeof(Stage<kMTiles, kNBlocks>) * kStages;
   static const cudaError_t attr_status = cudaFuncSetAttribute(
-      w4a16_gemm_kernel<kMTiles, kNBlocks>, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(kSmemBytes));
+      w4a16_gemm_kernel<kMTiles, kNBlocks, kStages>, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(kSmemBytes));
   CROSSPOINT_CUDA_RETURN_IF_ERROR(attr_status, "w4a16_gemm shared memory attribute");
   const int grid_n = (n / 16 + kWarps * kNBlocks - 1) / (kWarps * kNBlocks);
   const int grid_m = (m + kMTiles * 16 - 1) / (kMTiles * 16);
   const int num_k_chunks = k / kChunkK;
-  // About 3 blocks per SM in flight, each block keeping >= 2 chunks so its pipeline overlaps.
-  const int target_blocks = num_sms() * 3;
+  // About blocks_per_sm blocks per SM in flight, each keeping >= 2 chunks so its pipeline overlaps.
+  const int target_blocks = num_sms() * blocks_per_sm;
   int splits = (target_blocks + grid_n * grid_m - 1) / (grid_n * grid_m);
   splits = std::max(1, std::min(splits, num_k_chunks / 2));
   float* split_sums = static_cast<float*>(workspace);
   int* tile_counters = reinterpret_cast<int*>(split_sums + static_cast<int64_t>(m) * n);
   const dim3 grid(grid_n, splits, grid_m);
-  w4a16_gemm_kernel<kMTiles, kNBlocks><<<grid, kWarps * 32, kSmemBytes, stream>>>(
+  w4a16_gemm_kernel<kMTiles, kNBlocks, kStages><<<grid, kWarps * 32, kSmemBytes, stream>>>(
       x, x_stride, reinterpret_cast<const uint4*>(packed_weight), packed_scales, y, y_stride, m, n,
       k, group_size, split_sums, tile_counters);
   return last_launch_status("w4a16_gemm launch");
@@ -277,6 +276,13 @@ size_t w4a16_workspace_bytes(int max_m, int n) {
 Status w4a16_gemm(const uint16_t* x, int64_t x_stride, const uint32_t* packed_weight,
                   const uint32_t* packed_scales, uint16_t* y, int64_t y_stride, int m, int n,
                   int k, int group_size, void* workspace, cudaStream_t stream) {
+  return w4a16_gemm_tuned(W4A16Tuning::kDefault, x, x_stride, packed_weight, packed_scales, y, y_stride, m, n, k,
+                          group_size, workspace, stream);
+}
+
+Status w4a16_gemm_tuned(W4A16Tuning tuning, const uint16_t* x, int64_t x_stride, const uint32_t* packed_weight,
+                        const uint32_t* packed_scales, uint16_t* y, int64_t y_stride, int m, int n, int k,
+                        int group_size, void* workspace, cudaStream_t stream) {
   if (m <= 0) return m == 0 ? Status::ok() : invalid_argument("w4a16_gemm: m = " + std::to_string(m));
   if (k <= 0 || k % kChunkK != 0) return unsupported("w4a16_gemm: k = " + std::to_string(k) + " is not a positive multiple of 64");
   if (n <= 0 || n % 16 != 0) return unsupported("w4a16_gemm: n = " + std::to_string(n) + " is not a positive multiple of 16");
@@ -289,9 +295,21 @@ Status w4a16_gemm(const uint16_t* x, int64_t x_stride, const uint32_t* packed_we
   if (x == nullptr || packed_weight == nullptr || packed_scales == nullptr || y == nullptr || workspace == nullptr) {
     return invalid_argument("w4a16_gemm: null pointer argument");
   }
-  if (m <= 16) return launch<1, 4>(x, x_stride, packed_weight, packed_scales, y, y_stride, m, n, k, group_size, workspace, stream);
-  if (m <= 32) return launch<2, 4>(x, x_stride, packed_weight, packed_scales, y, y_stride, m, n, k, group_size, workspace, stream);
-  return launch<4, 2>(x, x_stride, packed_weight, packed_scales, y, y_stride, m, n, k, group_size, workspace, stream);
+  if (m > 16) {
+    if (m <= 32) return launch<2, 4, 4>(x, x_stride, packed_weight, packed_scales, y, y_stride, m, n, k, group_size, workspace, 3, stream);
+    return launch<4, 2, 4>(x, x_stride, packed_weight, packed_scales, y, y_stride, m, n, k, group_size, workspace, 3, stream);
+  }
+  switch (tuning) {
+    case W4A16Tuning::kDeepPipeline:
+      return launch<1, 4, 8>(x, x_stride, packed_weight, packed_scales, y, y_stride, m, n, k, group_size, workspace, 2, stream);
+    case W4A16Tuning::kNarrowBlocks:
+      return launch<1, 2, 6>(x, x_stride, packed_weight, packed_scales, y, y_stride, m, n, k, group_size, workspace, 5, stream);
+    case W4A16Tuning::kMoreSplits:
+      return launch<1, 4, 4>(x, x_stride, packed_weight, packed_scales, y, y_stride, m, n, k, group_size, workspace, 8, stream);
+    case W4A16Tuning::kDefault:
+    default:
+      return launch<1, 4, 4>(x, x_stride, packed_weight, packed_scales, y, y_stride, m, n, k, group_size, workspace, 3, stream);
+  }
 }
 
 Status w4a16_permute_columns(const uint16_t* x, const int32_t* k_perm, uint16_t* x_out, int m,

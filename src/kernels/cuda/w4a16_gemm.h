@@ -72,6 +72,16 @@ Status w4a16_gemm(const uint16_t* x, int64_t x_stride, const uint32_t* packed_we
                   const uint32_t* packed_scales, uint16_t* y, int64_t y_stride, int m, int n,
                   int k, int group_size, void* workspace, cudaStream_t stream);
 
+// Small-batch (M <= 16) launch shapes, for benchmarking; w4a16_gemm uses kDefault.
+//   kDefault      block 4 warps x 64 columns each, 4-stage pipeline, ~3 blocks per SM
+//   kDeepPipeline same block, 8 stages, ~2 blocks per SM
+//   kNarrowBlocks 4 warps x 32 columns, 6 stages, ~5 blocks per SM
+//   kMoreSplits   as kDefault with ~8 blocks per SM worth of k splits
+enum class W4A16Tuning { kDefault, kDeepPipeline, kNarrowBlocks, kMoreSplits };
+Status w4a16_gemm_tuned(W4A16Tuning tuning, const uint16_t* x, int64_t x_stride, const uint32_t* packed_weight,
+                        const uint32_t* packed_scales, uint16_t* y, int64_t y_stride, int m, int n, int k,
+                        int group_size, void* workspace, cudaStream_t stream);
+
 // x_out[m, i] = x[m, k_perm[i]]: the activation permutation act-order weights need.
 //   x [M, K] fp16 (row stride K), k_perm [K] int32 (device), x_out [M, K] fp16
 Status w4a16_permute_columns(const uint16_t* x, const int32_t* k_perm, uint16_t* x_out, int m,

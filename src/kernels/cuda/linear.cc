@@ -1,0 +1,23 @@
+#include "kernels/cuda/linear.h"
+
+#include "kernels/cuda/gemv.h"
+
+namespace crosspoint::cuda {
+
+Status fp16_linear(CublasLtContext& ctx, const uint16_t* x, int64_t x_stride, const uint16_t* w,
+                   int64_t w_stride, uint16_t* y, int64_t y_stride, int m, int n, int k,
+                   cudaStream_t stream) {
+  const bool gemv_fits = m >= 1 && m <= kFp16GemvMaxRows && k % 8 == 0 && x_stride % 8 == 0 && w_stride % 8 == 0;
+  if (gemv_fits) return fp16_gemv(x, x_stride, w, w_stride, y, y_stride, m, n, k, stream);
+  return fp16_gemm_cublaslt(ctx, x, x_stride, w, w_stride, y, y_stride, m, n, k, stream);
+}
+
+Status fp8_linear(CublasLtContext& ctx, const uint8_t* xq, int64_t xq_stride, const float* x_scale,
+                  const uint8_t* wq, int64_t w_stride, const float* w_scale, uint16_t* y,
+                  int64_t y_stride, int m, int n, int k, float* scratch, cudaStream_t stream) {
+  const bool gemv_fits = m >= 1 && m <= kFp8GemvMaxRows && k % 16 == 0 && xq_stride % 16 == 0 && w_stride % 16 == 0;
+  if (gemv_fits) return fp8_gemv(xq, xq_stride, x_scale, wq, w_stride, w_scale, y, y_stride, m, n, k, stream);
+  return fp8_gemm_cublaslt(ctx, xq, xq_stride, x_scale, wq, w_stride, w_scale, y, y_stride, m, n, k, scratch, stream);
+}
+
+}  // namespace crosspoint::cuda

@@ -1,0 +1,29 @@
+// The GEMM an engine calls per linear layer and precision at decode and prefill: picks the
+// kernel by batch rows from the H200 measurements in docs/cuda.md (the hand GEMV only where it
+// beat cuBLASLt). Weights [N, K] row-major; fp16 output [M, N].
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+#include "common/status.h"
+#include "kernels/cuda/cublaslt_gemm.h"
+
+namespace crosspoint::cuda {
+
+inline constexpr int kFp16GemvMaxRows = 1;  // fp16: GEMV at M = 1, cuBLASLt above
+inline constexpr int kFp8GemvMaxRows = 2;   // fp8: GEMV at M <= 2, cuBLASLt above
+
+//   x [M, K] fp16, w [N, K] fp16, y [M, N] fp16 (row strides in elements).
+Status fp16_linear(CublasLtContext& ctx, const uint16_t* x, int64_t x_stride, const uint16_t* w,
+                   int64_t w_stride, uint16_t* y, int64_t y_stride, int m, int n, int k,
+                   cudaStream_t stream);
+
+// W8A8 after fp8_quantize_per_token: xq [M, K] e4m3 with x_scale [M], wq [N, K] e4m3 with
+// w_scale [N]; scratch as fp8_gemm_cublaslt wants (nullptr when the outer-vector path holds).
+Status fp8_linear(CublasLtContext& ctx, const uint8_t* xq, int64_t xq_stride, const float* x_scale,
+                  const uint8_t* wq, int64_t w_stride, const float* w_scale, uint16_t* y,
+                  int64_t y_stride, int m, int n, int k, float* scratch, cudaStream_t stream);
+
+}  // namespace crosspoint::cuda
