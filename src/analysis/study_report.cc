@@ -136,10 +136,13 @@ LinePlot metric_plot(const StudyResults& study, const std::string& title, const 
   plot.x_label = "concurrency (log scale)";
   plot.y_label = y_label;
   for (const auto& [metric, dashed] : metrics_dashed) {
-    for (const std::string& label : labels_of(study)) {
+    const std::vector<std::string> labels = labels_of(study);
+    for (size_t i = 0; i < labels.size(); ++i) {
+      const std::string& label = labels[i];
       PlotSeries s;
       s.name = metrics_dashed.size() > 1 ? label + " " + std::string(metric_name(metric)) : label;
       s.dashed = dashed;
+      s.colour_index = static_cast<int>(i);  // one colour per precision across metrics
       for (const CellMeasurement& cell : study.cells) {
         auto v = metric_value(cell, metric);
         if (cell.precision == label && v && cell.concurrency > 0) s.points.emplace_back(cell.concurrency, *v);
@@ -236,7 +239,7 @@ ReportFiles render_study_report(const StudyResults& study, const StudyAnalysis& 
   }
   LinePlot batch_plot = metric_plot(study, "Mean running batch", "sequences per step", {});
   for (const std::string& label : labels_of(study)) {
-    PlotSeries s{label, {}, false};
+    PlotSeries s{label, {}, false, -1};
     for (const CellMeasurement& cell : study.cells) {
       if (cell.precision == label && cell.mean_running_batch && cell.concurrency > 0)
         s.points.emplace_back(cell.concurrency, *cell.mean_running_batch);

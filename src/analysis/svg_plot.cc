@@ -51,7 +51,7 @@ std::vector<double> make_ticks(double lo, double hi, bool log) {
 std::string tick_label(double v) {
   if (v == 0) return "0";
   const double a = std::abs(v);
-  if (a >= 1e4 || a < 1e-2) return fmt::format("{:.0e}", v);
+  if (a >= 1e7 || a < 1e-2) return fmt::format("{:.0e}", v);
   if (a >= 10 || std::abs(v - std::round(v)) < 1e-9) return fmt::format("{:.0f}", v);
   return fmt::format("{:g}", v);
 }
@@ -91,14 +91,15 @@ std::string draw_axes(const PlotFrame& f, const std::string& x_label, const std:
   return out;
 }
 
-std::string draw_legend(const std::vector<std::string>& names, const PlotFrame& f, const std::vector<bool>& dashed = {}) {
+std::string draw_legend(const std::vector<std::string>& names, const PlotFrame& f, const std::vector<bool>& dashed = {},
+                        const std::vector<size_t>& colours = {}) {
   std::string out;
   double y = f.top + 14;
   for (size_t i = 0; i < names.size(); ++i) {
     const double x = f.left + 10;
     const bool dash = i < dashed.size() && dashed[i];
     out += fmt::format("<line x1=\"{:.1f}\" y1=\"{:.1f}\" x2=\"{:.1f}\" y2=\"{:.1f}\" stroke=\"{}\" stroke-width=\"2.5\"{}/>\n", x,
-                       y - 4, x + 22, y - 4, series_colour(i), dash ? " stroke-dasharray=\"5 3\"" : "");
+                       y - 4, x + 22, y - 4, series_colour(i < colours.size() ? colours[i] : i), dash ? " stroke-dasharray=\"5 3\"" : "");
     out += fmt::format("<text x=\"{:.1f}\" y=\"{:.1f}\">{}</text>\n", x + 28, y, xml_escape(names[i]));
     y += 17;
   }
@@ -165,10 +166,13 @@ std::string render_line_plot(const LinePlot& plot) {
   std::string out = svg_open(plot.width, plot.height, plot.title) + draw_axes(f, plot.x_label, plot.y_label);
   std::vector<std::string> names;
   std::vector<bool> dashed;
+  std::vector<size_t> colours;
   for (size_t i = 0; i < plot.series.size(); ++i) {
     const PlotSeries& s = plot.series[i];
+    const size_t colour = s.colour_index >= 0 ? static_cast<size_t>(s.colour_index) : i;
     names.push_back(s.name);
     dashed.push_back(s.dashed);
+    colours.push_back(colour);
     auto points = s.points;
     std::sort(points.begin(), points.end());
     std::string path;
@@ -178,17 +182,17 @@ std::string render_line_plot(const LinePlot& plot) {
     }
     if (!path.empty()) {
       out += fmt::format("<polyline points=\"{}\" fill=\"none\" stroke=\"{}\" stroke-width=\"2.5\"{}/>\n", path,
-                         series_colour(i), s.dashed ? " stroke-dasharray=\"5 3\"" : "");
+                         series_colour(colour), s.dashed ? " stroke-dasharray=\"5 3\"" : "");
     }
     for (const auto& [x, y] : points) {
       if (!std::isfinite(y) || (plot.log_x && x <= 0) || (plot.log_y && y <= 0)) continue;
       out += fmt::format(
           "<circle class=\"point\" data-series=\"{}\" data-x=\"{:g}\" data-y=\"{:g}\" cx=\"{:.2f}\" cy=\"{:.2f}\" r=\"4\" "
           "fill=\"{}\"><title>{}: {:g}, {:g}</title></circle>\n",
-          xml_escape(s.name), x, y, f.map_x(x), f.map_y(y), series_colour(i), xml_escape(s.name), x, y);
+          xml_escape(s.name), x, y, f.map_x(x), f.map_y(y), series_colour(colour), xml_escape(s.name), x, y);
     }
   }
-  out += draw_legend(names, f, dashed);
+  out += draw_legend(names, f, dashed, colours);
   return out + "</svg>\n";
 }
 
@@ -268,7 +272,8 @@ std::string render_roofline_plot(const RooflinePlot& plot) {
         f.map_x(x_start), f.map_y(bw_tb * x_start), f.map_x(ridge), f.map_y(c.peak_tflops), f.map_x(f.x_max),
         f.map_y(c.peak_tflops), i == 0 ? "" : " stroke-dasharray=\"6 4\"");
     out += fmt::format("<text x=\"{:.2f}\" y=\"{:.2f}\" text-anchor=\"end\" fill=\"#444\">{} (ridge {:.0f} FLOP/B)</text>\n",
-                       f.width - f.right - 4, f.map_y(c.peak_tflops) - 5, xml_escape(c.name), ridge);
+                       f.width - f.right - 4, f.map_y(c.peak_tflops) + (i == 0 && plot.ceilings.size() > 1 ? 15 : -5),
+                       xml_escape(c.name), ridge);
   }
   std::vector<std::string> series;
   for (const RooflinePoint& p : plot.points) {

@@ -25,6 +25,7 @@ struct PlotSeries {
   std::string name;
   std::vector<std::pair<double, double>> points;  // (x, y), drawn in x order
   bool dashed = false;
+  int colour_index = -1;  // palette entry; -1 = the series' position
 };
 
 struct LinePlot {
@@ -34,7 +35,7 @@ struct LinePlot {
   bool log_x = true;   // concurrency axes are logarithmic
   bool log_y = false;
   std::vector<PlotSeries> series;
-  double width = 640, height = 400;
+  double width = 520, height = 380;
 };
 
 struct BarGroup {
@@ -47,7 +48,7 @@ struct GroupedBarChart {
   std::string y_label;
   std::vector<std::string> series_names;
   std::vector<BarGroup> groups;
-  double width = 640, height = 400;
+  double width = 520, height = 380;
 };
 
 struct RooflinePoint {
