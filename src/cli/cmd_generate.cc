@@ -3,6 +3,7 @@
 //       [--max-tokens N] [--temperature T] [--top-p P] [--top-k K] [--seed S]
 //       [--threads N] [--stats] [--ids]
 // Temperature 0 is greedy. Generation stops at an eos token or after max-tokens.
+#include <algorithm>
 #include <cstdio>
 #include <memory>
 #include <string>
