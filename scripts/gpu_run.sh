@@ -46,11 +46,11 @@ BUILD_RC=$?
 log "build rc=$BUILD_RC"
 grep -E "error|registers|spill" "$OUT/build.log" | sed -E 's/_ZN10crosspoint4cuda[0-9A-Za-z_]*GLOBAL__N_[0-9A-Za-z_]*cu_[0-9a-f]+//' | head -60 >>"$LOG"
 
-log "== SASS summary (are HMMA / LDG.128 / LOP3 there)"
+log "== SASS summary (are HMMA / LDGSTS / LOP3 there; no LDL/STL)"
 obj=$(find "$BUILD" -name 'w4a16_gemm.cu.o' | head -1)
 if [ -n "$obj" ]; then
   cuobjdump -sass "$obj" >"$OUT/sass_w4a16.txt" 2>&1
-  for op in HMMA LDG.E.128 LDG.E.EF.128 LOP3.LUT HFMA2 HADD2 HMUL2 LDL STL RED ATOM; do
+  for op in HMMA LDGSTS LDS.128 LDG.E.128 LOP3.LUT HFMA2 HADD2 HMUL2 BAR.SYNC LDL STL ATOMG; do
     echo "$op: $(grep -c "$op" "$OUT/sass_w4a16.txt")"
   done | tee -a "$LOG"
 fi
@@ -123,7 +123,7 @@ def load(p):
         return {"missing": repr(e)[:200]}
 res = {
   "commit": os.environ.get("CROSSPOINT_COMMIT", "unknown"),
-  "date_utc": datetime.datetime.utcnow().isoformat(timespec="seconds") + "Z",
+  "date_utc": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
   "command": "scripts/gpu_run.sh $*",
   "build_rc": $BUILD_RC, "tests_rc": $TESTS_RC, "sanitizer_rc": $SAN_RC,
   "ceilings_measured": {"read_gbps": $BW, "fp16_tflops": $FP16, "fp8_tflops": $FP8},
