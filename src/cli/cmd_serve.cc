@@ -1,13 +1,178 @@
-// Placeholder until this subcommand lands.
+// crosspoint serve: the OpenAI-compatible server (server/) in front of the engine (engine/)
+// with the model on the CPU. Prints what the engine was given: weights, KV cache size in
+// GiB and tokens, the worst-case and the workload-based capacity, and the start-up time.
+#include <algorithm>
+#include <cctype>
+#include <cmath>
 #include <cstdio>
+#include <string>
 
+#include "cli/cli_util.h"
 #include "cli/commands.h"
+#include "common/clock.h"
+#include "common/log.h"
+#include "common/paths.h"
+#include "common/thread_pool.h"
+#include "engine/engine.h"
+#include "model/model.h"
+#include "runner/cpu_model_runner.h"
+#include "scheduler/block_manager.h"
+#include "server/openai_server.h"
+#include "tokenizer/chat_template.h"
+#include "tokenizer/tokenizer.h"
 
 namespace crosspoint::cli {
+namespace {
 
-int run_serve(int, char**) {
-  std::fprintf(stderr, "crosspoint serve: not available in this build yet\n");
-  return 2;
+constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
+
+// "1GiB", "512MiB", "2MB", "1e9", "4096" -> bytes.
+Result<size_t> parse_bytes(const std::string& text) {
+  size_t split = 0;
+  while (split < text.size() && (std::isdigit(static_cast<unsigned char>(text[split])) || text[split] == '.' ||
+                                 text[split] == 'e' || text[split] == 'E')) {
+    ++split;
+  }
+  double value = 0;
+  try {
+    value = std::stod(text.substr(0, split));
+  } catch (...) {
+    return invalid_argument("--kv-cache-memory: '" + text + "' is not a size (e.g. 1GiB, 512MiB)");
+  }
+  std::string unit = text.substr(split);
+  std::transform(unit.begin(), unit.end(), unit.begin(), [](unsigned char c) { return std::tolower(c); });
+  double scale = 0;
+  if (unit.empty() || unit == "b") scale = 1;
+  else if (unit == "kib" || unit == "k") scale = 1024.0;
+  else if (unit == "mib" || unit == "m") scale = 1024.0 * 1024;
+  else if (unit == "gib" || unit == "g") scale = kGiB;
+  else if (unit == "kb") scale = 1e3;
+  else if (unit == "mb") scale = 1e6;
+  else if (unit == "gb") scale = 1e9;
+  if (scale == 0 || !(value > 0) || !std::isfinite(value)) {
+    return invalid_argument("--kv-cache-memory: '" + text + "' is not a positive size (e.g. 1GiB, 512MiB)");
+  }
+  return static_cast<size_t>(value * scale);
+}
+
+struct ServeOptions {
+  std::string model = "default";
+  std::string host = "127.0.0.1";
+  int port = 8000;
+  std::string served_model_name;
+  int64_t max_model_len = 0;  // 0 = the model's max_position_embeddings
+  std::string api_key;
+  int max_num_seqs = 256;
+  int max_num_batched_tokens = 2048;
+  std::string kv_cache_memory = "1GiB";
+  int block_size = 16;
+  int max_waiting = 1024;
+  int threads = 0;
+  double mean_tokens_per_request = 438;  // ShareGPT V3 mean prompt + output (docs/STUDY.md)
+};
+
+int serve(const ServeOptions& o) {
+  Stopwatch startup;
+  if (o.threads > 0) set_global_num_threads(o.threads);
+  auto dir = resolve_model_dir(o.model);
+  if (!dir.is_ok()) return report_error("serve", dir.status());
+  Stopwatch load_timer;
+  auto model = Model::load(dir.value());
+  if (!model.is_ok()) return report_error("serve", model.status());
+  const double load_s = load_timer.elapsed_seconds();
+  auto tokenizer = Tokenizer::from_model_dir(dir.value());
+  if (!tokenizer.is_ok()) return report_error("serve", tokenizer.status());
+  const Model& m = *model.value();
+  log_info("model {} ({}): weights {:.3f} GiB, loaded in {:.2f} s", dir.value(), m.weight_format_name(),
+           m.weight_bytes_total() / kGiB, load_s);
+
+  const int64_t max_model_len = o.max_model_len > 0 ? o.max_model_len : m.config().max_position_embeddings;
+  if (max_model_len <= 1 || max_model_len > (1 << 30)) {
+    return report_error("serve", invalid_argument("--max-model-len must be between 2 and 2^30, got " +
+                                                  std::to_string(max_model_len)));
+  }
+  if (o.block_size < 1 || o.block_size > 1024 || o.max_num_seqs < 1 || o.max_num_batched_tokens < 1 ||
+      o.max_waiting < 0 || o.mean_tokens_per_request <= 0) {
+    return report_error("serve", invalid_argument("--block-size (1..1024), --max-num-seqs, --max-num-batched-tokens "
+                                                  "and --mean-tokens-per-request must be positive"));
+  }
+  auto kv_bytes = parse_bytes(o.kv_cache_memory);
+  if (!kv_bytes.is_ok()) return report_error("serve", kv_bytes.status());
+  const int32_t num_blocks = BlockManager::num_blocks_for_budget(kv_bytes.value(), m.kv_bytes_per_token(), o.block_size);
+  const int64_t kv_tokens = static_cast<int64_t>(num_blocks) * o.block_size;
+  if (kv_tokens < max_model_len) {
+    return report_error("serve", invalid_argument(
+        "the KV cache (" + o.kv_cache_memory + " = " + std::to_string(kv_tokens) +
+        " tokens) cannot hold one sequence of --max-model-len " + std::to_string(max_model_len) +
+        " tokens: raise --kv-cache-memory or lower --max-model-len"));
+  }
+  const KvCacheShape kv_shape = m.kv_cache_shape(num_blocks, o.block_size);
+  const double kv_gib = static_cast<double>(kv_tokens) * m.kv_bytes_per_token() / kGiB;
+  log_info("KV cache: {:.3f} GiB (f32) = {} tokens in {} blocks of {}", kv_gib, kv_tokens, num_blocks, o.block_size);
+  log_info("Maximum concurrency for {} tokens per request (worst case: every request at max-model-len): {:.2f}x",
+           max_model_len, static_cast<double>(kv_tokens) / max_model_len);
+  log_info("Workload-based capacity at {:.0f} tokens per request (--mean-tokens-per-request; ShareGPT mean 438): "
+           "~{:.0f} concurrent requests (blocks are allocated as tokens arrive, not max-model-len up front)",
+           o.mean_tokens_per_request, static_cast<double>(kv_tokens) / o.mean_tokens_per_request);
+
+  EngineConfig engine_config;
+  engine_config.scheduler.max_num_seqs = o.max_num_seqs;
+  engine_config.scheduler.max_num_batched_tokens = o.max_num_batched_tokens;
+  engine_config.scheduler.max_model_len = static_cast<int32_t>(max_model_len);
+  engine_config.scheduler.num_blocks = num_blocks;
+  engine_config.scheduler.block_size = o.block_size;
+  engine_config.max_waiting = o.max_waiting;
+  engine_config.eos_token_ids = tokenizer.value()->eos_token_ids();
+  for (int64_t id : m.config().eos_token_ids) {
+    if (std::find(engine_config.eos_token_ids.begin(), engine_config.eos_token_ids.end(), id) ==
+        engine_config.eos_token_ids.end()) {
+      engine_config.eos_token_ids.push_back(static_cast<int32_t>(id));
+    }
+  }
+  const Model* model_ptr = model.value().get();
+  auto runner = std::make_unique<CpuModelRunner>(
+      kv_shape, m.vocab_size(),
+      [model_ptr](const ForwardBatch& batch, CpuKvCache& kv, float* logits) { return model_ptr->forward(batch, kv, logits); });
+  Engine engine(engine_config, std::move(runner));
+
+  ServerConfig server_config;
+  server_config.host = o.host;
+  server_config.port = o.port;
+  server_config.served_model_name = o.served_model_name.empty() ? o.model : o.served_model_name;
+  server_config.model_root = dir.value();
+  server_config.api_key = o.api_key;
+  OpenAiServer server(server_config, engine, *tokenizer.value(), chat_template_for_model_dir(dir.value()));
+  if (Status s = server.bind(); !s.is_ok()) return report_error("serve", s);
+  log_info("engine: max-num-seqs {}, max-num-batched-tokens {}, max-model-len {}, max-waiting {}, {} threads",
+           o.max_num_seqs, o.max_num_batched_tokens, max_model_len, o.max_waiting, global_thread_pool().num_threads());
+  log_info("start-up took {:.2f} s (load {:.2f} s); serving '{}' on http://{}:{}/v1", startup.elapsed_seconds(), load_s,
+           server_config.served_model_name, o.host, server.port());
+  if (Status s = server.run(); !s.is_ok()) return report_error("serve", s);
+  log_info("server stopped");
+  return 0;
+}
+
+}  // namespace
+
+int run_serve(int argc, char** argv) {
+  ServeOptions o;
+  CLI::App app{"OpenAI-compatible streaming server with continuous batching (CPU)", "crosspoint serve"};
+  app.add_option("--model", o.model, "model directory, or 'default' (SmolLM2-135M-Instruct)");
+  app.add_option("--host", o.host, "address to listen on");
+  app.add_option("--port", o.port, "port to listen on")->check(CLI::Range(0, 65535));
+  app.add_option("--served-model-name", o.served_model_name, "model name clients use (default: the --model value)");
+  app.add_option("--max-model-len", o.max_model_len, "prompt + output tokens per request (default: the model's)");
+  app.add_option("--api-key", o.api_key, "require 'Authorization: Bearer KEY' on /v1/*");
+  app.add_option("--max-num-seqs", o.max_num_seqs, "sequences per engine step");
+  app.add_option("--max-num-batched-tokens", o.max_num_batched_tokens, "tokens per engine step (prefill chunks + decodes)");
+  app.add_option("--kv-cache-memory", o.kv_cache_memory, "memory for the paged KV cache (e.g. 1GiB, 512MiB)");
+  app.add_option("--block-size", o.block_size, "tokens per KV block");
+  app.add_option("--max-waiting", o.max_waiting, "queued requests before new ones get 503 (0 = no limit)");
+  app.add_option("--threads", o.threads, "CPU threads for the model (default: all)");
+  app.add_option("--mean-tokens-per-request", o.mean_tokens_per_request,
+                 "mean prompt + output tokens of the expected workload, for the capacity line");
+  if (int code = parse_or_exit_code(app, argc, argv); code >= 0) return code;
+  return serve(o);
 }
 
 }  // namespace crosspoint::cli
