@@ -328,6 +328,14 @@ def greedy_equals_generate(crosspoint_bin, model_arg):
                                  capture_output=True, text=True, timeout=300)
             assert out.returncode == 0, out.stderr
             assert out.stdout.rstrip("\n") == r.choices[0].text.rstrip("\n"), (out.stdout, r.choices[0].text)
+        question = "What is the capital of France?"
+        r = client.chat.completions.create(model=model, messages=[{"role": "user", "content": question}],
+                                           max_tokens=8, temperature=0)
+        out = subprocess.run([crosspoint_bin, "generate", "--model", model_arg, "--chat", "--prompt", question,
+                              "--max-tokens", "8", "--temperature", "0", "--threads", "2"],
+                             capture_output=True, text=True, timeout=300)
+        assert out.returncode == 0, out.stderr
+        assert out.stdout.rstrip("\n") == r.choices[0].message.content.rstrip("\n"), (out.stdout, r.choices[0])
     return greedy_outputs_equal_crosspoint_generate
 
 
