@@ -1,13 +1,74 @@
-// Placeholder until this subcommand lands.
+// crosspoint quantize: writes a W8A8-FP8 (compressed-tensors) or W4A16 (GPTQ int4) copy of a
+// dense checkpoint.
+//   crosspoint quantize --model DIR|default --scheme w8a8-fp8|w4a16 [--method gptq|rtn]
+//       [--group-size 128] [--desc-act] [--damp 0.01] [--calib-dataset sharegpt|FILE]
+//       [--calib-samples 128] [--calib-max-tokens 256] [--out DIR] [--force] [--threads N]
+// --out defaults to CROSSPOINT_CACHE/models/<model name>-<scheme>[-<method>].
 #include <cstdio>
+#include <filesystem>
+#include <string>
 
+#include "cli/calibration_text.h"
+#include "cli/cli_util.h"
 #include "cli/commands.h"
+#include "common/clock.h"
+#include "common/paths.h"
+#include "common/thread_pool.h"
+#include "quant/quantize_model.h"
+#include "tokenizer/tokenizer.h"
 
 namespace crosspoint::cli {
 
-int run_quantize(int, char**) {
-  std::fprintf(stderr, "crosspoint quantize: not available in this build yet\n");
-  return 2;
+int run_quantize(int argc, char** argv) {
+  CLI::App app("Quantise a dense checkpoint to W8A8-FP8 or W4A16 (GPTQ int4)", "crosspoint quantize");
+  std::string model = "default", scheme, method = "gptq", calib_dataset = "sharegpt", out;
+  int64_t group_size = 128;
+  bool desc_act = false, force = false;
+  double damp = 0.01;
+  int calib_samples = 128, calib_max_tokens = 256, threads = 0;
+  app.add_option("--model", model, "dense model directory or 'default'");
+  app.add_option("--scheme", scheme, "w8a8-fp8 or w4a16")->required()->check(CLI::IsMember({"w8a8-fp8", "w4a16"}));
+  app.add_option("--method", method, "w4a16 only: gptq or rtn")->check(CLI::IsMember({"gptq", "rtn"}));
+  app.add_option("--group-size", group_size, "w4a16: input rows per scale (-1: one group)");
+  app.add_flag("--desc-act", desc_act, "w4a16 gptq: act-order (columns by decreasing Hessian diagonal, g_idx)");
+  app.add_option("--damp", damp, "gptq: dampening, fraction of the mean Hessian diagonal");
+  app.add_option("--calib-dataset", calib_dataset, "gptq calibration text: sharegpt or a ShareGPT-format JSON file");
+  app.add_option("--calib-samples", calib_samples, "gptq: number of calibration samples");
+  app.add_option("--calib-max-tokens", calib_max_tokens, "gptq: tokens per calibration sample (cut)");
+  app.add_option("--out", out, "output directory");
+  app.add_flag("--force", force, "overwrite an existing output directory");
+  app.add_option("--threads", threads, "worker threads (default: all cores)");
+  if (int code = parse_or_exit_code(app, argc, argv); code >= 0) return code;
+  if (threads > 0) set_global_num_threads(threads);
+
+  auto dir = resolve_model_dir(model);
+  if (!dir.is_ok()) return report_error("quantize", dir.status());
+  QuantizeModelOptions o;
+  o.model_dir = dir.value();
+  o.scheme = scheme == "w8a8-fp8" ? QuantizeScheme::kW8A8Fp8 : QuantizeScheme::kW4A16;
+  o.int4_method = method == "rtn" ? Int4Method::kRtn : Int4Method::kGptq;
+  o.int4.group_size = group_size;
+  o.int4.act_order = desc_act;
+  o.int4.damp_percent = damp;
+  o.overwrite = force;
+  if (out.empty()) {
+    const std::string name = std::filesystem::path(o.model_dir).filename().string();
+    out = cache_dir() + "/models/" + name + "-" + scheme + (o.scheme == QuantizeScheme::kW4A16 ? "-" + method : "");
+  }
+  o.out_dir = out;
+  const Stopwatch clock;
+  if (o.scheme == QuantizeScheme::kW4A16 && o.int4_method == Int4Method::kGptq) {
+    auto tokenizer = Tokenizer::from_model_dir(o.model_dir);
+    if (!tokenizer.is_ok()) return report_error("quantize", tokenizer.status());
+    auto samples = load_text_samples(calib_dataset, *tokenizer.value(), calib_samples, calib_max_tokens, 16, 0);
+    if (!samples.is_ok()) return report_error("quantize", samples.status());
+    o.calibration = std::move(samples).value();
+  }
+  const Status status = quantize_model(o);
+  if (!status.is_ok()) return report_error("quantize", status);
+  std::printf("wrote %s (%s%s) in %.1f s\n", out.c_str(), scheme.c_str(),
+              o.scheme == QuantizeScheme::kW4A16 ? (", " + method).c_str() : "", clock.elapsed_seconds());
+  return 0;
 }
 
 }  // namespace crosspoint::cli

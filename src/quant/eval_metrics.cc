@@ -1,0 +1,52 @@
+#include "quant/eval_metrics.h"
+
+#include <cmath>
+#include <limits>
+
+#include "quant/sequence_forward.h"
+
+namespace crosspoint {
+
+double EvalTotals::perplexity() const { return num_predicted ? std::exp(nll_sum / num_predicted) : NAN; }
+double EvalTotals::reference_perplexity() const { return num_compared ? std::exp(ref_nll_sum / num_compared) : NAN; }
+double EvalTotals::agreement() const { return num_compared ? static_cast<double>(num_agree) / num_compared : NAN; }
+
+double token_nll(const float* logits, int64_t vocab, int32_t target) {
+  double max_logit = -std::numeric_limits<double>::infinity();
+  for (int64_t v = 0; v < vocab; ++v) max_logit = std::max(max_logit, static_cast<double>(logits[v]));
+  double sum = 0.0;
+  for (int64_t v = 0; v < vocab; ++v) sum += std::exp(static_cast<double>(logits[v]) - max_logit);
+  return -(static_cast<double>(logits[target]) - max_logit - std::log(sum));
+}
+
+int32_t argmax(const float* logits, int64_t vocab) {
+  int32_t best = 0;
+  for (int64_t v = 1; v < vocab; ++v)
+    if (logits[v] > logits[best]) best = static_cast<int32_t>(v);
+  return best;
+}
+
+Status evaluate_sequence(const Model& model, const Model* reference, const std::vector<int32_t>& tokens,
+                         EvalTotals& totals) {
+  if (tokens.size() < 2) return invalid_argument("eval: a sequence needs at least 2 tokens");
+  const int64_t vocab = model.vocab_size();
+  if (reference && reference->vocab_size() != vocab)
+    return invalid_argument("eval: the reference model's vocab_size differs from the model's");
+  std::vector<float> logits, ref_logits;  // [num_tokens, vocab] f32
+  CROSSPOINT_RETURN_IF_ERROR(forward_sequences(model, {tokens}, /*all_positions=*/true, logits));
+  if (reference) CROSSPOINT_RETURN_IF_ERROR(forward_sequences(*reference, {tokens}, true, ref_logits));
+  for (size_t i = 0; i + 1 < tokens.size(); ++i) {
+    const float* row = logits.data() + i * vocab;
+    totals.nll_sum += token_nll(row, vocab, tokens[i + 1]);
+    ++totals.num_predicted;
+    if (reference) {
+      const float* ref_row = ref_logits.data() + i * vocab;
+      totals.ref_nll_sum += token_nll(ref_row, vocab, tokens[i + 1]);
+      ++totals.num_compared;
+      if (argmax(row, vocab) == argmax(ref_row, vocab)) ++totals.num_agree;
+    }
+  }
+  return Status::ok();
+}
+
+}  // namespace crosspoint

@@ -1,0 +1,36 @@
+// Quality of a (quantised) model on text: perplexity of the next token and greedy-token
+// agreement with a reference model, both teacher-forced on the same token sequences.
+//   perplexity = exp(mean over predicted positions of -log p(token[i+1] | token[..i]))
+//   agreement  = fraction of positions where argmax of the model's logits equals the
+//                reference's argmax
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "common/status.h"
+#include "model/model.h"
+
+namespace crosspoint {
+
+struct EvalTotals {
+  double nll_sum = 0.0;          // nats, over predicted positions
+  int64_t num_predicted = 0;     // positions with a next token
+  int64_t num_compared = 0;      // positions compared with the reference
+  int64_t num_agree = 0;         // of those, equal argmax
+  double ref_nll_sum = 0.0;      // the reference's nll on the same positions
+
+  double perplexity() const;
+  double reference_perplexity() const;
+  double agreement() const;      // NaN without a reference
+};
+
+// Adds one sequence's statistics (reference may be null).
+Status evaluate_sequence(const Model& model, const Model* reference, const std::vector<int32_t>& tokens,
+                         EvalTotals& totals);
+
+// -log softmax(logits)[target] in double, for one row of `vocab` logits.
+double token_nll(const float* logits, int64_t vocab, int32_t target);
+int32_t argmax(const float* logits, int64_t vocab);
+
+}  // namespace crosspoint

@@ -1,0 +1,25 @@
+#include "quant/fp8_quantizer.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "kernels/fp8.h"
+
+namespace crosspoint {
+
+Fp8Quantized quantize_fp8_per_channel(const float* w, int64_t N, int64_t K) {
+  Fp8Quantized out;
+  out.weight.resize(static_cast<size_t>(N * K));
+  out.scale.resize(static_cast<size_t>(N));
+  for (int64_t n = 0; n < N; ++n) {
+    float amax = 0.0f;
+    for (int64_t k = 0; k < K; ++k) amax = std::max(amax, std::fabs(w[n * K + k]));
+    const float scale = std::max(amax / kE4M3Max, std::numeric_limits<float>::epsilon());
+    out.scale[n] = scale;
+    for (int64_t k = 0; k < K; ++k) out.weight[n * K + k] = f32_to_e4m3(w[n * K + k] / scale);
+  }
+  return out;
+}
+
+}  // namespace crosspoint

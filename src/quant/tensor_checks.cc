@@ -1,0 +1,43 @@
+#include "quant/tensor_checks.h"
+
+#include <nlohmann/json.hpp>
+
+#include "kernels/weight_dtype.h"
+
+namespace crosspoint {
+
+std::string shape_string(const std::vector<int64_t>& shape) {
+  std::string s = "[";
+  for (size_t i = 0; i < shape.size(); ++i) s += (i ? ", " : "") + std::to_string(shape[i]);
+  return s + "]";
+}
+
+Result<const TensorInfo*> require_tensor(const SafetensorsModel& tensors, const std::string& name, DType dtype,
+                                         const std::vector<int64_t>& shape) {
+  CROSSPOINT_ASSIGN_OR_RETURN(const TensorInfo* tensor, tensors.require(name));
+  if (tensor->dtype != dtype)
+    return corrupt(tensor->file + ": tensor " + name + " has dtype " + std::string(dtype_name(tensor->dtype)) +
+                   ", expected " + std::string(dtype_name(dtype)));
+  if (tensor->shape != shape)
+    return corrupt(tensor->file + ": tensor " + name + " has shape " + shape_string(tensor->shape) + ", expected " +
+                   shape_string(shape));
+  return tensor;
+}
+
+Result<std::vector<float>> load_bias(const LinearWeightRequest& r) {
+  std::vector<float> bias;
+  if (!r.has_bias) return bias;
+  CROSSPOINT_ASSIGN_OR_RETURN(const TensorInfo* b, require_float_tensor(*r.tensors, r.prefix + ".bias", {r.out_features}));
+  bias.resize(static_cast<size_t>(r.out_features));
+  for (int64_t i = 0; i < r.out_features; ++i) bias[i] = load_weight(b->data, b->dtype, i);
+  return bias;
+}
+
+std::string quant_method_of(const std::string& text) {
+  if (text.empty()) return "";
+  const auto q = nlohmann::json::parse(text, nullptr, false);
+  if (!q.is_object() || !q.contains("quant_method") || !q["quant_method"].is_string()) return "";
+  return q["quant_method"].get<std::string>();
+}
+
+}  // namespace crosspoint

@@ -1,0 +1,27 @@
+// Small helpers the quantised weight formats share to check a checkpoint's tensors and
+// name the offending one in every error.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "common/status.h"
+#include "formats/safetensors.h"
+#include "model/linear_weight_format.h"
+
+namespace crosspoint {
+
+std::string shape_string(const std::vector<int64_t>& shape);
+
+// The tensor `name` with exactly `dtype` and `shape`, or a not_found / corrupt Status
+// naming the tensor and its file.
+Result<const TensorInfo*> require_tensor(const SafetensorsModel& tensors, const std::string& name, DType dtype,
+                                         const std::vector<int64_t>& shape);
+
+// request.prefix + ".bias" as f32 when request.has_bias, else empty.
+Result<std::vector<float>> load_bias(const LinearWeightRequest& request);
+
+// "gptq", "compressed-tensors", ... or "" when absent or unreadable.
+std::string quant_method_of(const std::string& quantization_config_json);
+
+}  // namespace crosspoint
