@@ -44,6 +44,7 @@ Result<std::vector<SampleRequest>> sample_dataset(const BenchOptions& o, const T
                 path, file.conversations.size());
   }
   const int num_entries = static_cast<int>(file.conversations.size());
+  log_info("bench: {} conversations with two turns; sampling with seed {}", num_entries, o.seed);
   ShareGptSampling s;
   s.num_requests = o.num_prompts;
   s.seed = o.seed;

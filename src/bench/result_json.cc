@@ -154,7 +154,9 @@ std::string result_to_json_text(const BenchResult& r) {
                   {"mean_input_tokens", r.dataset.mean_input_tokens},
                   {"mean_output_tokens", r.dataset.mean_output_tokens},
                   {"num_entries_scanned", r.dataset.num_entries_scanned},
-                  {"num_oversampled", r.dataset.num_oversampled}};
+                  {"num_oversampled", r.dataset.num_oversampled},
+                  {"num_entries_in_file", r.dataset.num_entries_in_file},
+                  {"file_truncated", r.dataset.file_truncated}};
   return j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 

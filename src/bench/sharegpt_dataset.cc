@@ -1,10 +1,10 @@
 #include "bench/sharegpt_dataset.h"
 
-#include <cstdio>
 #include <filesystem>
 #include <nlohmann/json.hpp>
 
 #include "bench/python_random.h"
+#include "common/mapped_file.h"
 #include "tokenizer/tokenizer.h"
 
 namespace crosspoint::bench {
@@ -99,23 +99,20 @@ class ShareGptSax : public nlohmann::json_sax<Json> {
 }  // namespace
 
 Result<ShareGptFile> load_sharegpt_file(const std::string& path) {
-  std::error_code size_error;
-  const uintmax_t num_bytes = std::filesystem::file_size(path, size_error);
-  std::FILE* file = std::fopen(path.c_str(), "rb");
-  if (!file || size_error) {
-    if (file) std::fclose(file);
-    return not_found("ShareGPT dataset: " + path + ": cannot open");
-  }
+  if (!std::filesystem::is_regular_file(path)) return not_found("ShareGPT dataset: " + path + ": no such file");
+  // Parsed from a memory map: nlohmann's FILE* reader goes one getc at a time.
+  auto mapped = MappedFile::open(path);
+  if (!mapped.is_ok()) return not_found("ShareGPT dataset: " + mapped.status().message());
+  const char* begin = reinterpret_cast<const char*>(mapped->data());
+  const size_t num_bytes = mapped->size();
   ShareGptFile result;
   ShareGptSax handler(result.conversations);
   bool ok = false;
   try {
-    ok = Json::sax_parse(file, &handler);
+    ok = Json::sax_parse(begin, begin + num_bytes, &handler);
   } catch (const std::exception& e) {
-    std::fclose(file);
     return corrupt("ShareGPT dataset: " + path + ": " + e.what());
   }
-  std::fclose(file);
   if (!ok) {
     // An error at the very end of the file is a cut-off copy, not a malformed one.
     if (handler.error_position() + 1 >= num_bytes && !result.conversations.empty()) {

@@ -11,6 +11,20 @@ namespace crosspoint::bench {
 
 namespace {
 
+// Failure reasons grouped with their numbers blanked ("after 3 ms" and "after 7 ms" are one
+// reason); the first full message of each group is shown.
+std::string reason_group(const std::string& reason) {
+  std::string group;
+  for (char c : reason) {
+    if (c >= '0' && c <= '9') {
+      if (group.empty() || group.back() != '#') group += '#';
+    } else {
+      group += c;
+    }
+  }
+  return group;
+}
+
 void row(std::string& out, const std::string& label, const std::string& value) {
   out += fmt::format("{:<40} {:<10}\n", label, value);
 }
@@ -70,12 +84,15 @@ std::string format_summary_table(const BenchResult& r) {
   }
   if (m.failed > 0) {
     out += fmt::format("{:-^50}\n", "Failures");
-    std::map<std::string, int> by_reason;
+    std::map<std::string, std::pair<int, std::string>> by_reason;  // group -> (count, example)
     for (const RequestRecord& rec : r.records) {
-      if (!rec.success) ++by_reason[rec.error];
+      if (rec.success) continue;
+      auto& [count, example] = by_reason[reason_group(rec.error)];
+      if (count++ == 0) example = rec.error;
     }
     int shown = 0;
-    for (const auto& [reason, count] : by_reason) {
+    for (const auto& [group, entry] : by_reason) {
+      const auto& [count, reason] = entry;
       if (++shown > 10) {
         out += fmt::format("... and {} more distinct reasons (see \"errors\" in the result file)\n",
                            by_reason.size() - 10);
