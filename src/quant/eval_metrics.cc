@@ -19,7 +19,7 @@ double token_nll(const float* logits, int64_t vocab, int32_t target) {
   return -(static_cast<double>(logits[target]) - max_logit - std::log(sum));
 }
 
-int32_t argmax(const float* logits, int64_t vocab) {
+int32_t greedy_token(const float* logits, int64_t vocab) {
   int32_t best = 0;
   for (int64_t v = 1; v < vocab; ++v)
     if (logits[v] > logits[best]) best = static_cast<int32_t>(v);
@@ -43,7 +43,7 @@ Status evaluate_sequence(const Model& model, const Model* reference, const std::
       const float* ref_row = ref_logits.data() + i * vocab;
       totals.ref_nll_sum += token_nll(ref_row, vocab, tokens[i + 1]);
       ++totals.num_compared;
-      if (argmax(row, vocab) == argmax(ref_row, vocab)) ++totals.num_agree;
+      if (greedy_token(row, vocab) == greedy_token(ref_row, vocab)) ++totals.num_agree;
     }
   }
   return Status::ok();

@@ -31,6 +31,7 @@ Status evaluate_sequence(const Model& model, const Model* reference, const std::
 
 // -log softmax(logits)[target] in double, for one row of `vocab` logits.
 double token_nll(const float* logits, int64_t vocab, int32_t target);
-int32_t argmax(const float* logits, int64_t vocab);
+// Index of the largest logit (the first on ties).
+int32_t greedy_token(const float* logits, int64_t vocab);
 
 }  // namespace crosspoint
