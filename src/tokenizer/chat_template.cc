@@ -52,17 +52,21 @@ ChatTemplate chat_template_for_model_dir(const std::string& dir) {
   if (!text.is_ok()) return chat_template;
   const nlohmann::json config = nlohmann::json::parse(*text, nullptr, /*allow_exceptions=*/false);
   if (config.is_discarded() || !config.is_object() || !config.contains("chat_template")) return chat_template;
-  const auto& value = config["chat_template"];
-  if (value.is_string()) {
-    chat_template.default_system_prompt = default_system_prompt_from_template(value.get<std::string>());
-  } else if (value.is_array()) {
-    // Some files list named templates: [{"name": "default", "template": "..."}, ...].
-    for (const auto& entry : value) {
-      if (entry.is_object() && entry.value("name", "") == "default" && entry.contains("template") &&
-          entry["template"].is_string())
-        chat_template.default_system_prompt =
-            default_system_prompt_from_template(entry["template"].get<std::string>());
+  try {
+    const auto& value = config["chat_template"];
+    if (value.is_string()) {
+      chat_template.default_system_prompt = default_system_prompt_from_template(value.get<std::string>());
+    } else if (value.is_array()) {
+      // Some files list named templates: [{"name": "default", "template": "..."}, ...].
+      for (const auto& entry : value) {
+        if (entry.is_object() && entry.value("name", "") == "default" && entry.contains("template") &&
+            entry["template"].is_string())
+          chat_template.default_system_prompt =
+              default_system_prompt_from_template(entry["template"].get<std::string>());
+      }
     }
+  } catch (const nlohmann::json::exception&) {
+    // A chat_template of an unexpected shape: no default system prompt.
   }
   return chat_template;
 }

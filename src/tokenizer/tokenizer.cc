@@ -23,9 +23,17 @@ Result<nlohmann::json> read_json_file(const std::string& path) {
   return value;
 }
 
-Result<std::unique_ptr<Tokenizer>> upcast(Result<std::unique_ptr<BpeTokenizer>> result) {
-  if (!result.is_ok()) return result.status();
-  return std::unique_ptr<Tokenizer>(std::move(result).value());
+// Builds the tokenizer; a field of the wrong JSON type (which nlohmann reports by
+// throwing) becomes a corrupt-file error naming the file instead of a crash.
+Result<std::unique_ptr<Tokenizer>> create(const nlohmann::json& tokenizer_json, const nlohmann::json& config,
+                                          const std::string& where) {
+  try {
+    auto result = BpeTokenizer::create(tokenizer_json, config, where);
+    if (!result.is_ok()) return result.status();
+    return std::unique_ptr<Tokenizer>(std::move(result).value());
+  } catch (const nlohmann::json::exception& e) {
+    return corrupt(fmt::format("{}: unexpected JSON type: {}", where, e.what()));
+  }
 }
 
 }  // namespace
@@ -38,7 +46,7 @@ Result<std::unique_ptr<Tokenizer>> Tokenizer::from_tokenizer_json(const std::str
   if (std::filesystem::exists(config_path)) {
     CROSSPOINT_ASSIGN_OR_RETURN(config, read_json_file(config_path.string()));
   }
-  return upcast(BpeTokenizer::create(tokenizer_json, config, path));
+  return create(tokenizer_json, config, path);
 }
 
 Result<std::unique_ptr<Tokenizer>> Tokenizer::from_model_dir(const std::string& dir) {
@@ -49,7 +57,7 @@ Result<std::unique_ptr<Tokenizer>> Tokenizer::from_model_dir(const std::string& 
 Result<std::unique_ptr<Tokenizer>> Tokenizer::from_gguf(const GgufFile& gguf) {
   CROSSPOINT_ASSIGN_OR_RETURN(nlohmann::json tokenizer_json, tokenizer_json_from_gguf(gguf));
   CROSSPOINT_ASSIGN_OR_RETURN(nlohmann::json config, tokenizer_config_from_gguf(gguf));
-  return upcast(BpeTokenizer::create(tokenizer_json, config, gguf.path()));
+  return create(tokenizer_json, config, gguf.path());
 }
 
 }  // namespace crosspoint

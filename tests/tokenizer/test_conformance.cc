@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <filesystem>
+#include <thread>
 
 #include "tokenizer/hf_tokenizer_writer.h"
 #include "tokenizer_test_util.h"
@@ -58,6 +59,24 @@ TEST(Qwen25Conformance, KnownIdsAndSpecialTokens) {
   EXPECT_FALSE(tokenizer->is_special(151657));  // <tool_call> is an added, non-special token
   EXPECT_FALSE(tokenizer->bos_token_id().has_value());
   EXPECT_EQ(tokenizer->eos_token_ids(), (std::vector<int32_t>{151645, 151643}));
+}
+
+TEST(Qwen25Conformance, ConcurrentEncodingSharesTheWordCacheSafely) {
+  CROSSPOINT_REQUIRE_FILE(testing::qwen_tokenizer_dir() + "/tokenizer.json");
+  const Tokenizer* tokenizer = testing::load_qwen();
+  ASSERT_NE(tokenizer, nullptr);
+  const auto fixture = load_fixture("qwen2.5.json");
+  std::vector<std::thread> threads;
+  std::vector<int> num_mismatches(4, 0);
+  for (int t = 0; t < 4; ++t) {
+    threads.emplace_back([&, t] {
+      for (int round = 0; round < 3; ++round)
+        for (const auto& c : fixture["cases"])
+          if (tokenizer->encode(case_input(c)) != c["ids"].get<std::vector<int32_t>>()) ++num_mismatches[t];
+    });
+  }
+  for (auto& thread : threads) thread.join();
+  EXPECT_EQ(num_mismatches, std::vector<int>(4, 0));
 }
 
 TEST(SmolLM2Conformance, FromGgufMatchesHuggingFaceAndLlamaCpp) {

@@ -114,6 +114,8 @@ TEST_F(TokenizerFilesTest, CorruptOrUnsupportedFieldsNameTheField) {
       {"normalizer type \"Lowercase\"", [](nlohmann::json& j) { j["normalizer"] = {{"type", "Lowercase"}}; }},
       {"added_tokens[0]", [](nlohmann::json& j) { j["added_tokens"][0].erase("id"); }},
       {"model.vocab[\"ab\"]", [](nlohmann::json& j) { j["model"]["vocab"]["ab"] = "x"; }},
+      {"unexpected JSON type", [](nlohmann::json& j) { j["pre_tokenizer"]["use_regex"] = "yes"; }},
+      {"unexpected JSON type", [](nlohmann::json& j) { j["model"]["type"] = 7; }},
   };
   for (const Case& c : cases) {
     nlohmann::json spec = tiny_tokenizer_json(false);
