@@ -129,8 +129,8 @@ Status validate_options(const BenchOptions& o) {
     return invalid_argument("--tokenizer: no tokenizer directory (give --tokenizer DIR with tokenizer.json; "
                             "it counts prompt tokens and is the fallback output-token counter)");
   }
-  if (!std::filesystem::is_directory(o.tokenizer_dir)) {
-    return not_found("--tokenizer: " + o.tokenizer_dir + " is not a directory");
+  if (!std::filesystem::is_directory(o.tokenizer_dir) && !std::filesystem::is_regular_file(o.tokenizer_dir)) {
+    return not_found("--tokenizer: " + o.tokenizer_dir + " is neither a model directory nor a tokenizer.json file");
   }
   return Status::ok();
 }

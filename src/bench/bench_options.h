@@ -17,7 +17,7 @@ struct BenchOptions {
   std::string base_url = "http://127.0.0.1:8000";  // scheme://host:port, no trailing path
   std::string endpoint = "/v1/completions";         // or /v1/chat/completions
   std::string model;                                // "model" field of every request
-  std::string tokenizer_dir;                        // HF dir with tokenizer.json; may be empty
+  std::string tokenizer_dir;                        // HF dir with tokenizer.json, or that file
   std::string dataset_name = "sharegpt";            // sharegpt | random
   std::string dataset_path;                         // ShareGPT JSON; empty = the cached file
   int num_prompts = 1000;

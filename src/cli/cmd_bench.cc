@@ -73,7 +73,7 @@ int run_bench(int argc, char** argv) {
       ->capture_default_str();
   serve->add_option("--model", o.model, "Model name put in every request's \"model\" field")->required();
   serve->add_option("--tokenizer", o.tokenizer_dir,
-                    "Hugging Face model directory with tokenizer.json, for prompt lengths and for counting output "
+                    "Hugging Face model directory with tokenizer.json (or the file itself), for prompt lengths and for counting output "
                     "tokens when the server sends no usage (default: --model if it is a directory, else the "
                     "default model)");
   serve->add_option("--dataset-name", o.dataset_name,
@@ -155,7 +155,8 @@ int run_bench(int argc, char** argv) {
 
   // Everything that can be checked is checked before the tokenizer is loaded or load is sent.
   if (Status status = bench::validate_options(o); !status.is_ok()) return report_error("bench", status);
-  auto tokenizer = Tokenizer::from_model_dir(o.tokenizer_dir);
+  auto tokenizer = std::filesystem::is_directory(o.tokenizer_dir) ? Tokenizer::from_model_dir(o.tokenizer_dir)
+                                                                  : Tokenizer::from_tokenizer_json(o.tokenizer_dir);
   if (!tokenizer) return report_error("bench", tokenizer.status());
   raise_open_file_limit();
 
