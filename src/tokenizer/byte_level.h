@@ -3,6 +3,7 @@
 // a vocabulary of arbitrary bytes can be stored as text ("Ġworld" is " world").
 #pragma once
 
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <string_view>
