@@ -111,6 +111,11 @@ Result<CellMeasurement> parse_cell_measurement(const nlohmann::json& result, con
       {"weight_bytes_loaded", &cell.weight_bytes_loaded},
   };
   for (const Field& field : fields) CROSSPOINT_RETURN_IF_ERROR(read_number(result, field.key, source, field.out));
+  // crosspoint bench writes its /metrics summary as server_metrics.mean_running / max_running.
+  if (!cell.mean_running_batch)
+    CROSSPOINT_RETURN_IF_ERROR(read_number(result, "mean_running", source, &cell.mean_running_batch));
+  if (!cell.peak_running_batch)
+    CROSSPOINT_RETURN_IF_ERROR(read_number(result, "max_running", source, &cell.peak_running_batch));
   number.reset();
   CROSSPOINT_RETURN_IF_ERROR(read_number(result, "num_preemptions", source, &number));
   if (number) cell.num_preemptions = static_cast<int64_t>(*number);

@@ -208,6 +208,18 @@ TEST(CellMeasurement, ReadsVllmResultsCurrentAndLegacy) {
   EXPECT_EQ(load_cell_measurements(dir + "vllm_results_legacy.jsonl").value()[0].precision, "m");
 }
 
+TEST(CellMeasurement, ReadsCrosspointBenchServerMetrics) {
+  // The shape src/bench/result_json.cc writes: a server_metrics object with mean/max running.
+  auto cell = parse_cell_measurement(nlohmann::json::parse(R"({
+      "label": "openai-chat", "max_concurrency": 8, "median_tpot_ms": 40.0,
+      "server_metrics": {"available": true, "mean_running": 6.5, "max_running": 8, "num_preemptions": 2}})"),
+                                     "bench.json", "fp16");
+  ASSERT_TRUE(cell.is_ok()) << cell.status().to_string();
+  EXPECT_EQ(cell->mean_running_batch, 6.5);
+  EXPECT_EQ(cell->peak_running_batch, 8);
+  EXPECT_EQ(cell->num_preemptions, 2);
+}
+
 TEST(CellMeasurement, BadInputNamesFileAndKey) {
   auto bad = parse_cell_measurement(nlohmann::json::parse(R"({"precision": "fp16", "median_tpot_ms": [1]})"), "r.json");
   ASSERT_FALSE(bad.is_ok());
