@@ -281,6 +281,12 @@ struct OpenAiServer::Impl {
     if (it == self->live.end()) return;
     std::shared_ptr<Stream> stream = it->second;
     self->live.erase(it);
+    // When libevent itself saw the failure (EOF, write error) it detaches a request whose
+    // reply was not finished from the connection and leaves freeing it to us; when we free
+    // the connection (check_liveness) the request is still attached and freed with it.
+    if (stream->req != nullptr && evhttp_request_get_connection(stream->req) == nullptr) {
+      evhttp_request_free(stream->req);
+    }
     stream->req = nullptr;
     stream->done = true;
     self->engine.abort(stream->engine_id);

@@ -422,7 +422,7 @@ def main():
     else:
         model = "default"
         port = 18000 + os.getpid() % 1000
-        SIZES.update(distinct_specs=16, max_tokens=4, preempt_requests=8, preempt_max_tokens=12, busy_max_tokens=6)
+        SIZES.update(distinct_specs=16, max_tokens=4, preempt_requests=6, preempt_max_tokens=10, busy_max_tokens=4)
 
         def make_cp(port, *extra):
             return Server([args.crosspoint, "serve", "--model", args.model, "--port", str(port), "--api-key",
