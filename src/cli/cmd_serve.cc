@@ -15,6 +15,7 @@
 #include "common/thread_pool.h"
 #include "engine/engine.h"
 #include "model/model.h"
+#include "quant/gptq_linear_weight.h"
 #include "runner/cpu_model_runner.h"
 #include "scheduler/block_manager.h"
 #include "server/openai_server.h"
@@ -77,7 +78,9 @@ int serve(const ServeOptions& o) {
   auto dir = resolve_model_dir(o.model);
   if (!dir.is_ok()) return report_error("serve", dir.status());
   Stopwatch load_timer;
-  auto model = Model::load(dir.value());
+  ModelLoadOptions load_options;
+  load_options.linear_formats = quantized_linear_weight_formats();  // W8A8-FP8 and W4A16 checkpoints too
+  auto model = Model::load(dir.value(), load_options);
   if (!model.is_ok()) return report_error("serve", model.status());
   const double load_s = load_timer.elapsed_seconds();
   auto tokenizer = Tokenizer::from_model_dir(dir.value());
