@@ -13,6 +13,7 @@ DEBIAN_PACKAGES=(
   libgtest-dev libgmock-dev googletest libbenchmark-dev
   nlohmann-json3-dev libpcre2-dev libicu-dev libcurl4-openssl-dev libcli11-dev libfmt-dev libevent-dev
   python3-venv unzip
+  chromium  # renders the sweep's report.html in tests/sweep
 )
 
 install_debian_packages() {

@@ -1,0 +1,103 @@
+#include "sweep/startup_log.h"
+
+#include <regex>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+namespace crosspoint::sweep {
+namespace {
+
+std::optional<double> match_number(const std::string& line, const std::regex& pattern) {
+  std::smatch m;
+  if (!std::regex_search(line, m, pattern)) return std::nullopt;
+  try {
+    return std::stod(m[1].str());
+  } catch (...) {
+    return std::nullopt;
+  }
+}
+
+}  // namespace
+
+ServerStartup parse_server_startup(const std::string& log_text) {
+  static const std::regex kWeights(R"(weights ([0-9.]+) GiB)");
+  static const std::regex kLoaded(R"(loaded in ([0-9.]+) s)");
+  static const std::regex kKvGib(R"(KV cache: ([0-9.]+) GiB)");
+  static const std::regex kKvTokens(R"(KV cache: .*= ([0-9]+) tokens)");
+  static const std::regex kWorstCase(R"(Maximum concurrency for .*: ([0-9.]+)x)");
+  static const std::regex kWorkload(R"(Workload-based capacity .*~([0-9.]+) concurrent)");
+  static const std::regex kMaxModelLen(R"(max-model-len ([0-9]+))");
+  static const std::regex kStartup(R"(start-up took ([0-9.]+) s)");
+  static const std::regex kUrl(R"(on (http://[^ ]+?)/v1)");
+  ServerStartup s;
+  std::istringstream in(log_text);
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.find("weights ") != std::string::npos && line.find(" GiB") != std::string::npos) {
+      if (auto v = match_number(line, kWeights)) s.weights_gib = v;
+      if (auto v = match_number(line, kLoaded)) s.load_s = v;
+    }
+    if (line.find("KV cache:") != std::string::npos) {
+      s.kv_cache_gib = match_number(line, kKvGib);
+      s.kv_cache_tokens = match_number(line, kKvTokens);
+      s.capacity_lines += line + "\n";
+    }
+    if (line.find("Maximum concurrency for") != std::string::npos) {
+      s.worst_case_concurrency = match_number(line, kWorstCase);
+      s.capacity_lines += line + "\n";
+    }
+    if (line.find("Workload-based capacity") != std::string::npos) {
+      s.workload_concurrency = match_number(line, kWorkload);
+      s.capacity_lines += line + "\n";
+    }
+    if (line.find("engine: ") != std::string::npos) {
+      if (auto v = match_number(line, kMaxModelLen)) s.max_model_len = v;
+    }
+    if (line.find("start-up took") != std::string::npos) {
+      s.startup_s = match_number(line, kStartup);
+      std::smatch m;
+      if (std::regex_search(line, m, kUrl)) s.base_url = m[1].str();
+    }
+  }
+  return s;
+}
+
+nlohmann::json server_startup_to_json(const ServerStartup& s) {
+  nlohmann::json j = nlohmann::json::object();
+  auto put = [&j](const char* key, const std::optional<double>& v) {
+    if (v) j[key] = *v;
+  };
+  put("weights_gib", s.weights_gib);
+  put("load_s", s.load_s);
+  put("kv_cache_gib", s.kv_cache_gib);
+  put("kv_cache_tokens", s.kv_cache_tokens);
+  put("worst_case_concurrency", s.worst_case_concurrency);
+  put("workload_concurrency", s.workload_concurrency);
+  put("max_model_len", s.max_model_len);
+  put("startup_s", s.startup_s);
+  j["capacity_lines"] = s.capacity_lines;
+  return j;
+}
+
+ServerStartup server_startup_from_json(const nlohmann::json& j) {
+  ServerStartup s;
+  auto get = [&j](const char* key) -> std::optional<double> {
+    if (j.is_object() && j.contains(key) && j[key].is_number()) return j[key].get<double>();
+    return std::nullopt;
+  };
+  s.weights_gib = get("weights_gib");
+  s.load_s = get("load_s");
+  s.kv_cache_gib = get("kv_cache_gib");
+  s.kv_cache_tokens = get("kv_cache_tokens");
+  s.worst_case_concurrency = get("worst_case_concurrency");
+  s.workload_concurrency = get("workload_concurrency");
+  s.max_model_len = get("max_model_len");
+  s.startup_s = get("startup_s");
+  if (j.is_object() && j.contains("capacity_lines") && j["capacity_lines"].is_string()) {
+    s.capacity_lines = j["capacity_lines"].get<std::string>();
+  }
+  return s;
+}
+
+}  // namespace crosspoint::sweep

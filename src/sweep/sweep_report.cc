@@ -1,0 +1,328 @@
+#include "sweep/sweep_report.h"
+
+#include <algorithm>
+#include <cmath>
+#include <ctime>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <sstream>
+
+#include <fmt/format.h>
+
+#include "analysis/hardware_json.h"
+#include "analysis/markdown_table.h"
+#include "analysis/model_shape.h"
+#include "analysis/study_report.h"
+#include "sweep/served_model.h"
+#include "sweep/sweep_runner.h"
+
+namespace crosspoint::sweep {
+namespace fs = std::filesystem;
+using analysis::CellMeasurement;
+using analysis::Metric;
+
+namespace {
+
+std::optional<nlohmann::json> read_json(const std::string& path) {
+  if (!fs::is_regular_file(path)) return std::nullopt;
+  nlohmann::json j = nlohmann::json::parse(read_text_file(path), nullptr, false);
+  if (j.is_discarded()) return std::nullopt;
+  return j;
+}
+
+std::string utc_now() {
+  std::time_t now = std::time(nullptr);
+  std::tm tm{};
+  gmtime_r(&now, &tm);
+  char text[32];
+  std::strftime(text, sizeof(text), "%Y-%m-%d %H:%M UTC", &tm);
+  return text;
+}
+
+std::string fixed(std::optional<double> v, int digits) {
+  return v ? fmt::format("{:.{}f}", *v, digits) : std::string("–");
+}
+
+// A paragraph (or list item) in both outputs; text is plain (escaped for HTML here).
+struct Fragments {
+  std::string md, html;
+  void heading(const std::string& text) {
+    md += "## " + text + "\n\n";
+    html += "<h2>" + analysis::xml_escape(text) + "</h2>\n";
+  }
+  void paragraph(const std::string& text) {
+    md += text + "\n\n";
+    html += "<p>" + analysis::xml_escape(text) + "</p>\n";
+  }
+  void bullets(const std::vector<std::string>& items) {
+    html += "<ul>\n";
+    for (const std::string& item : items) {
+      md += "- " + item + "\n";
+      html += "<li>" + analysis::xml_escape(item) + "</li>\n";
+    }
+    md += "\n";
+    html += "</ul>\n";
+  }
+  void table(const analysis::TextTable& t) {
+    md += analysis::render_markdown_table(t) + "\n";
+    html += analysis::render_html_table(t) + "\n";
+  }
+};
+
+const analysis::MetricAnalysis* find_metric(const analysis::StudyAnalysis& a, Metric metric) {
+  for (const auto& m : a.metrics) {
+    if (m.metric == metric) return &m;
+  }
+  return nullptr;
+}
+
+// "w4a16 wins median TPOT up to concurrency 4 (...); w8a8-fp8 from 16 (...)".
+std::string describe_metric(const analysis::StudyAnalysis& a, Metric metric) {
+  const analysis::MetricAnalysis* m = find_metric(a, metric);
+  const std::string name(analysis::metric_name(metric));
+  const std::string unit(analysis::metric_unit(metric));
+  if (!m || m->winners.empty()) return name + ": not enough cells to compare.";
+  std::string text;
+  if (m->crossovers.empty()) {
+    std::string winner;
+    bool same = true;
+    for (const auto& w : m->winners) {
+      if (w.tie) continue;
+      if (winner.empty()) winner = w.winner;
+      same = same && w.winner == winner;
+    }
+    if (winner.empty()) return name + ": a tie (within 2 %) at every measured concurrency.";
+    const auto& first = m->winners.front();
+    const auto& last = m->winners.back();
+    text = fmt::format("{}: {} wins at every measured concurrency without a tie breaking it ({:.1f} vs {:.1f} {} at {:g}, "
+                       "{:.1f} vs {:.1f} {} at {:g}); no crossover in {:g}..{:g}.",
+                       name, winner, first.best_value, first.runner_up_value, unit, first.concurrency,
+                       last.best_value, last.runner_up_value, unit, last.concurrency, first.concurrency,
+                       last.concurrency);
+    return text;
+  }
+  text = name + ": ";
+  for (size_t i = 0; i < m->crossovers.size(); ++i) {
+    const auto& c = m->crossovers[i];
+    text += fmt::format("{}{} wins up to concurrency {:g}, {} from {:g}", i ? "; then " : "", c.winner_below,
+                        c.concurrency_below, c.winner_above, c.concurrency_above);
+  }
+  return text + " (the flip lies between those two levels).";
+}
+
+// The highest measured concurrency at which the precision meets the SLO (median TTFT and
+// median TPOT within it), or nullopt.
+std::optional<double> highest_level_within_slo(const SweepOptions& o, const analysis::StudyResults& study,
+                                               const std::string& precision) {
+  std::optional<double> best;
+  for (const CellMeasurement& cell : study.cells) {
+    if (cell.precision != precision) continue;
+    const bool ttft_ok = !o.slo_ttft_ms || (cell.median_ttft_ms && *cell.median_ttft_ms <= *o.slo_ttft_ms);
+    const bool tpot_ok = !o.slo_tpot_ms || (cell.median_tpot_ms && *cell.median_tpot_ms <= *o.slo_tpot_ms);
+    if (ttft_ok && tpot_ok && (!best || cell.concurrency > *best)) best = cell.concurrency;
+  }
+  return best;
+}
+
+void add_recommendation(Fragments& f, const SweepOptions& o, const analysis::StudyResults& study,
+                        const analysis::StudyAnalysis& a, const std::vector<QualityResult>& qualities,
+                        const std::vector<std::pair<std::string, ServerStartup>>& startups) {
+  f.heading("Recommendation");
+  std::vector<std::string> items;
+  items.push_back("Latency — " + describe_metric(a, Metric::kMedianTpot));
+  items.push_back("Tail latency — " + describe_metric(a, Metric::kP99Tpot));
+  items.push_back("Throughput — " + describe_metric(a, Metric::kOutputThroughput));
+  if (o.slo_ttft_ms || o.slo_tpot_ms) {
+    std::string slo_text;
+    if (o.slo_ttft_ms) slo_text += fmt::format("median TTFT ≤ {:g} ms", *o.slo_ttft_ms);
+    if (o.slo_tpot_ms) slo_text += fmt::format("{}median TPOT ≤ {:g} ms", slo_text.empty() ? "" : " and ", *o.slo_tpot_ms);
+    std::string best_precision;
+    double best_level = 0;
+    std::string per_precision;
+    for (const std::string& p : o.precisions) {
+      auto level = highest_level_within_slo(o, study, p);
+      per_precision += fmt::format("{}{}: {}", per_precision.empty() ? "" : ", ", p,
+                                   level ? fmt::format("up to {:g}", *level) : std::string("never"));
+      if (level && *level > best_level) {
+        best_level = *level;
+        best_precision = p;
+      }
+    }
+    if (best_precision.empty()) {
+      items.push_back("SLO (" + slo_text + "): no precision met it at any measured concurrency (" + per_precision + ").");
+    } else {
+      items.push_back(fmt::format("SLO ({}): serve {} — it meets the SLO up to concurrency {:g}, the highest of the "
+                                  "precisions ({}).",
+                                  slo_text, best_precision, best_level, per_precision));
+    }
+  }
+  for (const QualityResult& q : qualities) {
+    const double delta = q.reference_perplexity > 0 ? 100.0 * (q.perplexity / q.reference_perplexity - 1.0) : 0;
+    items.push_back(fmt::format("Quality — {}: perplexity {:.3f} vs {:.3f} for fp16 ({:+.2f} %), greedy agreement with "
+                                "fp16 {:.1f} % over {} tokens.",
+                                q.precision, q.perplexity, q.reference_perplexity, delta, 100.0 * q.greedy_agreement,
+                                q.num_predicted_tokens));
+  }
+  for (const auto& [precision, s] : startups) {
+    if (s.weights_gib && s.kv_cache_tokens) {
+      items.push_back(fmt::format("Memory — {}: weights {:.3f} GiB; KV cache {} tokens.", precision, *s.weights_gib,
+                                  fixed(s.kv_cache_tokens, 0)));
+    }
+  }
+  f.bullets(items);
+  // The sentence people read: which precision below and above the crossover.
+  const analysis::MetricAnalysis* tpot = find_metric(a, Metric::kMedianTpot);
+  if (tpot && !tpot->crossovers.empty()) {
+    const auto& c = tpot->crossovers.front();
+    f.paragraph(fmt::format("In short: below concurrency {:g} serve {}; from {:g} up serve {} — measured on {}, with the "
+                            "quality costs listed above.",
+                            c.concurrency_above, c.winner_below, c.concurrency_above, c.winner_above,
+                            a.hardware.name));
+  } else if (tpot && !tpot->winners.empty()) {
+    std::string winner;
+    for (const auto& w : tpot->winners) {
+      if (!w.tie) winner = w.winner;
+    }
+    if (!winner.empty()) {
+      f.paragraph(fmt::format("In short: over the measured range ({:g}..{:g}) {} gives the lowest median TPOT; weigh "
+                              "that against its quality cost above.",
+                              tpot->winners.front().concurrency, tpot->winners.back().concurrency, winner));
+    }
+  }
+}
+
+void add_quality_and_startup(Fragments& f, const analysis::StudyResults& study,
+                             const std::vector<std::pair<std::string, ServerStartup>>& startups,
+                             const std::vector<QualityResult>& qualities) {
+  f.heading("Cold start and capacity (from each server's start-up log)");
+  analysis::TextTable t;
+  t.header = {"precision", "load s", "start-up s", "weights GiB", "KV GiB", "KV tokens", "worst-case conc.",
+              "workload capacity", "peak running batch"};
+  t.right_align = {false, true, true, true, true, true, true, true, true};
+  for (const auto& [precision, s] : startups) {
+    std::optional<double> peak;
+    for (const CellMeasurement& cell : study.cells) {
+      if (cell.precision == precision && cell.peak_running_batch) peak = std::max(peak.value_or(0), *cell.peak_running_batch);
+    }
+    t.rows.push_back({precision, fixed(s.load_s, 2), fixed(s.startup_s, 2), fixed(s.weights_gib, 3),
+                      fixed(s.kv_cache_gib, 3), fixed(s.kv_cache_tokens, 0), fixed(s.worst_case_concurrency, 2),
+                      fixed(s.workload_concurrency, 0), fixed(peak, 0)});
+  }
+  f.table(t);
+  if (!qualities.empty()) {
+    f.heading("Quality against FP16 (crosspoint eval)");
+    analysis::TextTable q;
+    q.header = {"precision", "perplexity", "fp16 perplexity", "Δ perplexity", "greedy agreement", "tokens"};
+    q.right_align = {false, true, true, true, true, true};
+    for (const QualityResult& r : qualities) {
+      const double delta = r.reference_perplexity > 0 ? 100.0 * (r.perplexity / r.reference_perplexity - 1.0) : 0;
+      q.rows.push_back({r.precision, fmt::format("{:.3f}", r.perplexity), fmt::format("{:.3f}", r.reference_perplexity),
+                        fmt::format("{:+.2f} %", delta), fmt::format("{:.1f} %", 100.0 * r.greedy_agreement),
+                        std::to_string(r.num_predicted_tokens)});
+    }
+    f.table(q);
+  }
+}
+
+// Inserts the fragment before the first section heading after the findings (or at the end).
+void insert_before(std::string& document, const std::string& marker, const std::string& fragment) {
+  const size_t at = document.find(marker);
+  document.insert(at == std::string::npos ? document.size() : at, fragment);
+}
+
+}  // namespace
+
+Result<nlohmann::json> build_study_json(const SweepOptions& o, const std::string& fp16_dir,
+                                        const std::vector<int>& levels) {
+  nlohmann::json study = nlohmann::json::object();
+  const std::string model_name = fs::path(fp16_dir).filename().string();
+  auto hw = read_json(o.out_dir + "/hwinfo.json");
+  std::string hw_name = hw && hw->contains("name") && (*hw)["name"].is_string() ? (*hw)["name"].get<std::string>() : "cpu";
+  study["title"] = "crosspoint sweep: " + model_name + " on " + hw_name;
+  study["source"] = fmt::format("crosspoint sweep, {}: {} prompts per cell from {}{}, greedy", utc_now(), o.num_prompts,
+                                o.dataset, o.output_len > 0 ? fmt::format(", {} output tokens each", o.output_len) : "");
+  study["model"] = {{"name", model_name}};
+  study["max_model_len"] = o.max_model_len;
+  nlohmann::json precisions = nlohmann::json::array();
+  nlohmann::json cells = nlohmann::json::array();
+  double input_sum = 0, output_sum = 0, num_requests = 0;
+  for (const std::string& p : o.precisions) {
+    nlohmann::json setup = {{"label", p}, {"precision", p}};
+    if (auto s = read_json(o.out_dir + "/servers/" + p + ".json")) {
+      const ServerStartup startup = server_startup_from_json(*s);
+      if (startup.weights_gib) setup["weights_gib"] = *startup.weights_gib;
+      if (startup.kv_cache_tokens) setup["kv_cache_tokens"] = *startup.kv_cache_tokens;
+      if (startup.kv_cache_gib) setup["kv_cache_gib"] = *startup.kv_cache_gib;
+      if (startup.startup_s) setup["engine_init_s"] = *startup.startup_s;
+    }
+    precisions.push_back(setup);
+    for (int level : levels) {
+      const std::string path = cell_result_path(o.out_dir, p, level);
+      auto cell = read_json(path);
+      if (!cell) continue;
+      if (!cell->is_object()) return corrupt(path + ": not a JSON object");
+      (*cell)["precision"] = p;
+      for (const char* key : {"input_lens", "output_lens"}) {
+        if (!cell->contains(key) || !(*cell)[key].is_array()) continue;
+        for (const auto& v : (*cell)[key]) {
+          if (!v.is_number()) continue;
+          (key[0] == 'i' ? input_sum : output_sum) += v.get<double>();
+          if (key[0] == 'i') num_requests += 1;
+        }
+      }
+      cells.push_back(std::move(*cell));
+    }
+  }
+  if (num_requests > 0) {
+    study["workload"] = {{"mean_input_tokens", input_sum / num_requests}, {"mean_output_tokens", output_sum / num_requests}};
+  }
+  study["precisions"] = std::move(precisions);
+  study["cells"] = std::move(cells);
+  return study;
+}
+
+SweepSections render_sweep_sections(const SweepOptions& o, const analysis::StudyResults& study,
+                                    const analysis::StudyAnalysis& a,
+                                    const std::vector<std::pair<std::string, ServerStartup>>& startups,
+                                    const std::vector<QualityResult>& qualities) {
+  Fragments f;
+  add_recommendation(f, o, study, a, qualities, startups);
+  add_quality_and_startup(f, study, startups, qualities);
+  return {f.md, f.html};
+}
+
+Status write_sweep_report(const SweepOptions& o, const std::string& fp16_dir, const nlohmann::json& study_json) {
+  const std::string source = o.out_dir + "/study.json";
+  CROSSPOINT_ASSIGN_OR_RETURN(analysis::StudyResults study, analysis::parse_study_results(study_json.dump(), source));
+  analysis::AnalysisOptions options;
+  CROSSPOINT_ASSIGN_OR_RETURN(options.hardware, analysis::load_ceilings(o.out_dir + "/hwinfo.json"));
+  CROSSPOINT_ASSIGN_OR_RETURN(options.model_shape, analysis::load_model_shape(fp16_dir + "/config.json"));
+  options.kv_bytes_per_element = 4;  // crosspoint serve keeps the KV cache in f32 on the CPU
+  options.bisection_resolution = o.bisect_resolution;
+  options.kv_block_size = 16;        // crosspoint serve's --block-size default
+  CROSSPOINT_ASSIGN_OR_RETURN(analysis::StudyAnalysis result, analysis::analyze_study(study, options));
+
+  std::vector<std::pair<std::string, ServerStartup>> startups;
+  std::vector<QualityResult> qualities;
+  for (const std::string& p : o.precisions) {
+    if (auto s = read_json(o.out_dir + "/servers/" + p + ".json")) startups.emplace_back(p, server_startup_from_json(*s));
+    auto q = read_json(o.out_dir + "/quality/" + p + ".json");
+    if (!q || !q->is_object()) continue;
+    QualityResult r;
+    r.precision = p;
+    r.perplexity = q->value("perplexity", 0.0);
+    r.reference_perplexity = q->value("reference_perplexity", 0.0);
+    r.greedy_agreement = q->value("greedy_agreement", 0.0);
+    r.num_predicted_tokens = q->value("num_predicted_tokens", int64_t{0});
+    qualities.push_back(r);
+  }
+  analysis::ReportFiles files = analysis::render_study_report(study, result);
+  const SweepSections sections = render_sweep_sections(o, study, result, startups, qualities);
+  insert_before(files.markdown, "## Latency", sections.markdown);
+  insert_before(files.html, "<h2>Latency", sections.html);
+  if (files.html.find(sections.html) == std::string::npos) insert_before(files.html, "</body>", sections.html);
+  return analysis::write_report(o.out_dir, files);
+}
+
+}  // namespace crosspoint::sweep

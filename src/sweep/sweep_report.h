@@ -1,0 +1,47 @@
+// From the files of a sweep to its report: the study file (cells, servers' start-up facts,
+// workload) that `crosspoint roofline --study` also reads, and the report of src/analysis
+// with the sweep's own sections added: the recommendation in plain words (speed, memory and
+// quality together), quality against FP16, cold start and the servers' capacity lines.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "analysis/study_analysis.h"
+#include "analysis/study_results.h"
+#include "common/status.h"
+#include "sweep/startup_log.h"
+#include "sweep/sweep_options.h"
+
+namespace crosspoint::sweep {
+
+// The study file from out_dir/cells, servers and hwinfo.json, for the given levels.
+Result<nlohmann::json> build_study_json(const SweepOptions& options, const std::string& fp16_dir,
+                                        const std::vector<int>& levels);
+
+// What `crosspoint eval --json` said about one quantised precision.
+struct QualityResult {
+  std::string precision;
+  double perplexity = 0;
+  double reference_perplexity = 0;  // FP16 on the same tokens
+  double greedy_agreement = 0;      // 0..1: the quantised model's argmax equals FP16's
+  int64_t num_predicted_tokens = 0;
+};
+
+// Plain-words recommendation and the sweep's tables, as Markdown and HTML fragments.
+struct SweepSections {
+  std::string markdown;
+  std::string html;
+};
+SweepSections render_sweep_sections(const SweepOptions& options, const analysis::StudyResults& study,
+                                    const analysis::StudyAnalysis& analysis,
+                                    const std::vector<std::pair<std::string, ServerStartup>>& startups,
+                                    const std::vector<QualityResult>& qualities);
+
+// Analyses the study and writes report.md, report.html and the figures into options.out_dir.
+Status write_sweep_report(const SweepOptions& options, const std::string& fp16_dir, const nlohmann::json& study_json);
+
+}  // namespace crosspoint::sweep

@@ -1,0 +1,366 @@
+#include "sweep/sweep_runner.h"
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <set>
+
+#include <nlohmann/json.hpp>
+
+#include "analysis/crossover.h"
+#include "analysis/model_shape.h"
+#include "analysis/study_results.h"
+#include "bench/bench_options.h"
+#include "common/log.h"
+#include "common/paths.h"
+#include "common/progress_bar.h"
+#include "sweep/child_process.h"
+#include "sweep/served_model.h"
+#include "sweep/sweep_report.h"
+
+namespace crosspoint::sweep {
+namespace fs = std::filesystem;
+
+namespace {
+
+// Metrics whose crossovers get extra concurrency levels.
+const analysis::Metric kBisectedMetrics[] = {analysis::Metric::kMedianTpot, analysis::Metric::kP99Tpot,
+                                             analysis::Metric::kOutputThroughput};
+
+Status write_text_atomically(const std::string& path, const std::string& text) {
+  const std::string tmp = path + ".tmp";
+  {
+    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+    if (!out) return io_error(tmp + ": cannot open for writing");
+    out << text;
+    if (!out) return io_error(tmp + ": write failed");
+  }
+  std::error_code ec;
+  fs::rename(tmp, path, ec);
+  if (ec) return io_error(path + ": rename failed: " + ec.message());
+  return Status::ok();
+}
+
+// A JSON file that parses, or nullopt (missing or broken files are redone, not trusted).
+std::optional<nlohmann::json> read_json_file(const std::string& path) {
+  if (!fs::is_regular_file(path)) return std::nullopt;
+  nlohmann::json j = nlohmann::json::parse(read_text_file(path), nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded()) return std::nullopt;
+  return j;
+}
+
+bool cell_is_finished(const std::string& path) {
+  auto j = read_json_file(path);
+  return j && j->is_object() && j->contains("completed") && j->contains("max_concurrency");
+}
+
+// The study's group of 128 input rows per scale when it divides every linear layer's input
+// width, else the largest of 64, 32, 16 that does (SmolLM2-135M: hidden 576 = 9 x 64).
+Result<int64_t> w4a16_group_size(const std::string& model_dir) {
+  CROSSPOINT_ASSIGN_OR_RETURN(analysis::ModelShape shape, analysis::load_model_shape(model_dir + "/config.json"));
+  const int64_t widths[] = {shape.hidden_size, shape.intermediate_size, shape.num_attention_heads * shape.head_dim};
+  for (int64_t group : {128, 64, 32, 16}) {
+    bool divides = true;
+    for (int64_t width : widths) divides = divides && width > 0 && width % group == 0;
+    if (divides) return group;
+  }
+  return invalid_argument(model_dir + "/config.json: no W4A16 group size of 128, 64, 32 or 16 divides the layer widths");
+}
+
+class SweepRun {
+ public:
+  SweepRun(const SweepOptions& options, std::string fp16_dir)
+      : o_(options), fp16_dir_(std::move(fp16_dir)), logs_dir_(options.out_dir + "/logs") {}
+
+  Result<SweepSummary> run();
+
+ private:
+  Status measure_hardware();
+  Status quantize_if_missing(const std::string& precision);
+  std::string model_dir_for(const std::string& precision) const {
+    return precision == "fp16" ? fp16_dir_ : quantized_checkpoint_dir(o_, fp16_dir_, precision);
+  }
+  // Serves the precision once and benches every level in `levels` whose cell is missing.
+  Status run_levels(const std::string& precision, const std::vector<int>& levels, ProgressBar& bar);
+  Status bench_cell(const std::string& precision, int concurrency, const std::string& base_url);
+  Status evaluate_quality(const std::string& precision);
+  // Concurrency levels (already measured or not) the crossover search asks for next.
+  std::vector<int> plan_bisection_levels() const;
+  Result<std::vector<analysis::CellMeasurement>> load_cells() const;
+  nlohmann::json options_json() const {
+    return {{"model", fp16_dir_}, {"precisions", o_.precisions}, {"concurrency", o_.concurrency},
+            {"num_prompts", o_.num_prompts}, {"dataset", o_.dataset}, {"dataset_path", o_.dataset_path},
+            {"output_len", o_.output_len}, {"slo_ttft_ms", o_.slo_ttft_ms.value_or(0)},
+            {"slo_tpot_ms", o_.slo_tpot_ms.value_or(0)}, {"bisect_resolution", o_.bisect_resolution},
+            {"max_bisect_runs", o_.max_bisect_runs}, {"quant_method", o_.quant_method},
+            {"eval_samples", o_.eval_samples}, {"kv_cache_memory", o_.kv_cache_memory},
+            {"max_model_len", o_.max_model_len}, {"threads", o_.threads}};
+  }
+
+  const SweepOptions& o_;
+  std::string fp16_dir_;
+  std::string logs_dir_;
+  std::set<int> levels_;  // every concurrency level of the sweep (grid and bisection)
+  SweepSummary summary_;
+  size_t num_cells_planned_ = 0;
+  size_t num_cells_done_ = 0;
+};
+
+Status SweepRun::measure_hardware() {
+  const std::string path = o_.out_dir + "/hwinfo.json";
+  if (read_json_file(path)) return Status::ok();
+  log_info("sweep: measuring this machine's ceilings (crosspoint hwinfo --quick)");
+  std::vector<std::string> argv = {o_.crosspoint_exe, "hwinfo", "--json", "--quick", "--device", "cpu"};
+  if (o_.threads > 0) argv.insert(argv.end(), {"--threads", std::to_string(o_.threads)});
+  const std::string tmp = path + ".tmp";
+  CROSSPOINT_RETURN_IF_ERROR(run_to_completion(argv, logs_dir_ + "/hwinfo.log", "crosspoint hwinfo", tmp));
+  std::error_code ec;
+  fs::rename(tmp, path, ec);
+  if (ec) return io_error(path + ": rename failed: " + ec.message());
+  return Status::ok();
+}
+
+Status SweepRun::quantize_if_missing(const std::string& precision) {
+  if (precision == "fp16") return Status::ok();
+  const std::string dir = model_dir_for(precision);
+  if (fs::is_regular_file(dir + "/config.json")) {
+    log_info("sweep: {} checkpoint from the cache: {}", precision, dir);
+    return Status::ok();
+  }
+  // Written beside the final place and renamed at the end, so a checkpoint in the cache is
+  // always a complete one.
+  const std::string tmp = dir + ".partial";
+  std::error_code ec;
+  fs::create_directories(fs::path(dir).parent_path(), ec);
+  if (ec) return io_error(dir + ": cannot create the cache directory: " + ec.message());
+  log_info("sweep: quantising {} -> {} ({})", fp16_dir_, precision, dir);
+  std::vector<std::string> argv = {o_.crosspoint_exe, "quantize", "--model", fp16_dir_, "--scheme", precision,
+                                   "--out", tmp, "--force"};
+  if (precision == "w4a16") {
+    CROSSPOINT_ASSIGN_OR_RETURN(int64_t group_size, w4a16_group_size(fp16_dir_));
+    argv.insert(argv.end(), {"--method", o_.quant_method, "--calib-samples", std::to_string(o_.quant_calib_samples),
+                             "--calib-max-tokens", "128", "--group-size", std::to_string(group_size)});
+  }
+  if (o_.threads > 0) argv.insert(argv.end(), {"--threads", std::to_string(o_.threads)});
+  CROSSPOINT_RETURN_IF_ERROR(
+      run_to_completion(argv, logs_dir_ + "/quantize-" + precision + ".log", "crosspoint quantize --scheme " + precision));
+  fs::rename(tmp, dir, ec);
+  if (ec) return io_error(dir + ": rename of the quantised checkpoint failed: " + ec.message());
+  return Status::ok();
+}
+
+Status SweepRun::bench_cell(const std::string& precision, int concurrency, const std::string& base_url) {
+  const std::string path = cell_result_path(o_.out_dir, precision, concurrency);
+  const std::string tmp = path + ".tmp";
+  std::vector<std::string> argv = {o_.crosspoint_exe, "bench", "serve", "--base-url", base_url, "--model", "sweep",
+                                   "--tokenizer", fp16_dir_, "--dataset-name", o_.dataset,
+                                   "--num-prompts", std::to_string(o_.num_prompts),
+                                   "--max-concurrency", std::to_string(concurrency), "--temperature", "0",
+                                   "--percentile-metrics", "ttft,tpot,itl,e2el", "--metric-percentiles", "50,90,99",
+                                   "--num-warmups", std::to_string(o_.num_warmups), "--seed", "0",
+                                   "--metrics-interval", "0.25", "--label", precision, "--disable-progress",
+                                   "--result-file", tmp};
+  if (!o_.dataset_path.empty()) argv.insert(argv.end(), {"--dataset-path", o_.dataset_path});
+  if (o_.output_len > 0) {
+    if (o_.dataset == "sharegpt") {
+      argv.insert(argv.end(), {"--sharegpt-output-len", std::to_string(o_.output_len)});
+    } else {
+      argv.insert(argv.end(), {"--random-output-len", std::to_string(o_.output_len)});
+    }
+  }
+  if (o_.slo_ttft_ms || o_.slo_tpot_ms) {
+    argv.push_back("--goodput");
+    if (o_.slo_ttft_ms) argv.push_back("ttft:" + std::to_string(*o_.slo_ttft_ms));
+    if (o_.slo_tpot_ms) argv.push_back("tpot:" + std::to_string(*o_.slo_tpot_ms));
+  }
+  const std::string log = logs_dir_ + "/bench-" + precision + "-c" + std::to_string(concurrency) + ".log";
+  CROSSPOINT_RETURN_IF_ERROR(run_to_completion(argv, log, "crosspoint bench serve (" + precision + ", concurrency " +
+                                                              std::to_string(concurrency) + ")"));
+  std::error_code ec;
+  fs::rename(tmp, path, ec);
+  if (ec) return io_error(path + ": rename failed: " + ec.message());
+  return Status::ok();
+}
+
+Status SweepRun::run_levels(const std::string& precision, const std::vector<int>& levels, ProgressBar& bar) {
+  std::vector<int> missing;
+  for (int level : levels) {
+    if (cell_is_finished(cell_result_path(o_.out_dir, precision, level))) continue;
+    missing.push_back(level);
+  }
+  const std::string startup_path = o_.out_dir + "/servers/" + precision + ".json";
+  if (missing.empty() && read_json_file(startup_path)) return Status::ok();
+
+  std::vector<std::string> serve_argv = {o_.crosspoint_exe, "serve", "--model", model_dir_for(precision),
+                                         "--served-model-name", "sweep", "--max-model-len",
+                                         std::to_string(o_.max_model_len), "--kv-cache-memory", o_.kv_cache_memory};
+  if (o_.threads > 0) serve_argv.insert(serve_argv.end(), {"--threads", std::to_string(o_.threads)});
+  const std::string server_log = logs_dir_ + "/serve-" + precision + ".log";
+  CROSSPOINT_ASSIGN_OR_RETURN(ServedModel server, ServedModel::start(serve_argv, server_log, o_.server_start_timeout_s));
+  // The first start of this precision is its cold start; later ones (bisection) keep it.
+  if (!read_json_file(startup_path)) {
+    CROSSPOINT_RETURN_IF_ERROR(write_text_atomically(startup_path, server_startup_to_json(server.startup()).dump(2)));
+  }
+  for (int level : missing) {
+    if (Status s = bench_cell(precision, level, server.base_url()); !s.is_ok()) {
+      (void)server.stop();
+      return s;
+    }
+    ++summary_.num_cells_run;
+    bar.update(++num_cells_done_);
+  }
+  return server.stop();
+}
+
+Status SweepRun::evaluate_quality(const std::string& precision) {
+  if (precision == "fp16" || o_.eval_samples == 0) return Status::ok();
+  const std::string path = o_.out_dir + "/quality/" + precision + ".json";
+  if (read_json_file(path)) return Status::ok();
+  log_info("sweep: quality of {} against fp16 (crosspoint eval, {} samples)", precision, o_.eval_samples);
+  std::vector<std::string> argv = {o_.crosspoint_exe, "eval", "--model", model_dir_for(precision), "--reference",
+                                   fp16_dir_, "--num-samples", std::to_string(o_.eval_samples), "--max-tokens",
+                                   std::to_string(o_.eval_max_tokens), "--json"};
+  if (!o_.dataset_path.empty() && o_.dataset == "sharegpt") argv.insert(argv.end(), {"--dataset", o_.dataset_path});
+  if (o_.threads > 0) argv.insert(argv.end(), {"--threads", std::to_string(o_.threads)});
+  const std::string tmp = path + ".tmp";
+  CROSSPOINT_RETURN_IF_ERROR(
+      run_to_completion(argv, logs_dir_ + "/eval-" + precision + ".log", "crosspoint eval of " + precision, tmp));
+  if (!read_json_file(tmp)) return corrupt(tmp + ": crosspoint eval did not print JSON");
+  std::error_code ec;
+  fs::rename(tmp, path, ec);
+  if (ec) return io_error(path + ": rename failed: " + ec.message());
+  return Status::ok();
+}
+
+Result<std::vector<analysis::CellMeasurement>> SweepRun::load_cells() const {
+  std::vector<analysis::CellMeasurement> cells;
+  for (const std::string& precision : o_.precisions) {
+    for (int level : levels_) {
+      const std::string path = cell_result_path(o_.out_dir, precision, level);
+      if (!fs::is_regular_file(path)) continue;
+      CROSSPOINT_ASSIGN_OR_RETURN(auto loaded, analysis::load_cell_measurements(path, precision));
+      cells.insert(cells.end(), loaded.begin(), loaded.end());
+    }
+  }
+  return cells;
+}
+
+std::vector<int> SweepRun::plan_bisection_levels() const {
+  auto cells = load_cells();
+  if (!cells.is_ok()) return {};
+  std::set<int> probes;
+  for (analysis::Metric metric : kBisectedMetrics) {
+    for (double level : analysis::plan_crossover_probes(cells.value(), metric, o_.bisect_resolution, 0.02)) {
+      const int rounded = static_cast<int>(level + 0.5);
+      if (!levels_.count(rounded)) probes.insert(rounded);
+    }
+  }
+  return {probes.begin(), probes.end()};
+}
+
+Result<SweepSummary> SweepRun::run() {
+  for (const char* sub : {"", "/cells", "/servers", "/quality", "/logs"}) {
+    std::error_code ec;
+    fs::create_directories(o_.out_dir + sub, ec);
+    if (ec) return io_error(o_.out_dir + sub + ": cannot create: " + ec.message());
+  }
+  CROSSPOINT_RETURN_IF_ERROR(write_text_atomically(o_.out_dir + "/sweep.json", options_json().dump(2)));
+  levels_.insert(o_.concurrency.begin(), o_.concurrency.end());
+  // Levels added by an earlier run's crossover search count as part of this sweep.
+  for (const auto& entry : fs::directory_iterator(o_.out_dir + "/cells")) {
+    const std::string name = entry.path().filename().string();
+    for (const std::string& precision : o_.precisions) {
+      const std::string prefix = precision + "-c";
+      if (name.rfind(prefix, 0) == 0 && name.size() > prefix.size() + 5 && name.substr(name.size() - 5) == ".json") {
+        const std::string digits = name.substr(prefix.size(), name.size() - prefix.size() - 5);
+        if (!digits.empty() && std::all_of(digits.begin(), digits.end(), ::isdigit) && digits.size() < 7) {
+          levels_.insert(std::stoi(digits));
+        }
+      }
+    }
+  }
+  for (const std::string& precision : o_.precisions) {
+    for (int level : levels_) {
+      if (cell_is_finished(cell_result_path(o_.out_dir, precision, level))) {
+        ++summary_.num_cells_reused;
+      } else {
+        ++num_cells_planned_;
+      }
+    }
+  }
+  log_info("sweep: {} precisions x {} concurrency levels: {} cells to run, {} kept from {}", o_.precisions.size(),
+           levels_.size(), num_cells_planned_, summary_.num_cells_reused, o_.out_dir);
+
+  for (const std::string& precision : o_.precisions) CROSSPOINT_RETURN_IF_ERROR(quantize_if_missing(precision));
+
+  ProgressBar bar("sweep cells", num_cells_planned_);
+  const std::vector<int> grid(levels_.begin(), levels_.end());
+  for (const std::string& precision : o_.precisions) CROSSPOINT_RETURN_IF_ERROR(run_levels(precision, grid, bar));
+  bar.finish();
+
+  for (const std::string& precision : o_.precisions) CROSSPOINT_RETURN_IF_ERROR(evaluate_quality(precision));
+
+  // The crossover search: measure between two levels where a winner flips until the bracket
+  // is narrower than the resolution (or the run budget is spent).
+  for (int round = 0; summary_.num_bisection_levels < o_.max_bisect_runs && o_.precisions.size() > 1; ++round) {
+    std::vector<int> probes = plan_bisection_levels();
+    if (probes.empty()) break;
+    const int room = o_.max_bisect_runs - summary_.num_bisection_levels;
+    if (static_cast<int>(probes.size()) > room) probes.resize(static_cast<size_t>(room));
+    std::string list;
+    for (int p : probes) list += (list.empty() ? "" : ", ") + std::to_string(p);
+    log_info("sweep: crossover search round {}: concurrency {}", round + 1, list);
+    levels_.insert(probes.begin(), probes.end());
+    summary_.num_bisection_levels += static_cast<int>(probes.size());
+    ProgressBar probe_bar("crossover cells", probes.size() * o_.precisions.size());
+    num_cells_done_ = 0;
+    for (const std::string& precision : o_.precisions) CROSSPOINT_RETURN_IF_ERROR(run_levels(precision, probes, probe_bar));
+    probe_bar.finish();
+  }
+
+  // Measured with no server running, so the ceilings are the machine's own.
+  CROSSPOINT_RETURN_IF_ERROR(measure_hardware());
+  CROSSPOINT_ASSIGN_OR_RETURN(nlohmann::json study_json,
+                              build_study_json(o_, fp16_dir_, std::vector<int>(levels_.begin(), levels_.end())));
+  CROSSPOINT_RETURN_IF_ERROR(write_text_atomically(o_.out_dir + "/study.json", study_json.dump(2)));
+  CROSSPOINT_RETURN_IF_ERROR(write_sweep_report(o_, fp16_dir_, study_json));
+  summary_.report_md_path = o_.out_dir + "/report.md";
+  summary_.report_html_path = o_.out_dir + "/report.html";
+  return summary_;
+}
+
+}  // namespace
+
+std::string cell_result_path(const std::string& out_dir, const std::string& precision, int concurrency) {
+  return out_dir + "/cells/" + precision + "-c" + std::to_string(concurrency) + ".json";
+}
+
+std::string quantized_checkpoint_dir(const SweepOptions& options, const std::string& fp16_model_dir,
+                                     const std::string& precision) {
+  const std::string root = options.quant_cache_dir.empty() ? cache_dir() + "/quantized" : options.quant_cache_dir;
+  std::error_code ec;
+  const std::string canonical = fs::weakly_canonical(fs::path(fp16_model_dir), ec).string();
+  // FNV-1a of the model path, so two models with the same folder name do not share a cache entry.
+  uint64_t hash = 1469598103934665603ull;
+  for (unsigned char c : canonical) hash = (hash ^ c) * 1099511628211ull;
+  char hex[17];
+  std::snprintf(hex, sizeof(hex), "%016llx", static_cast<unsigned long long>(hash));
+  std::string name = fs::path(canonical).filename().string() + "-" + std::string(hex).substr(0, 8) + "-" + precision;
+  if (precision == "w4a16" && options.quant_method != "gptq") name += "-" + options.quant_method;
+  return root + "/" + name;
+}
+
+Result<SweepSummary> run_sweep(const SweepOptions& options) {
+  CROSSPOINT_RETURN_IF_ERROR(validate_sweep_options(options));
+  CROSSPOINT_ASSIGN_OR_RETURN(std::string fp16_dir, resolve_model_dir(options.model));
+  if (options.dataset == "sharegpt" && options.dataset_path.empty() &&
+      !fs::is_regular_file(bench::default_sharegpt_path())) {
+    return not_found("--dataset sharegpt: " + bench::default_sharegpt_path() +
+                     ": no such file (run scripts/setup.sh, or give --dataset-path)");
+  }
+  SweepRun run(options, fp16_dir);
+  return run.run();
+}
+
+}  // namespace crosspoint::sweep

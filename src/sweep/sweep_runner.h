@@ -1,0 +1,43 @@
+// `crosspoint sweep` as a library call: quantise (cached), serve each precision, bench every
+// concurrency level, evaluate quality, bisect the crossovers, and write the report. Every
+// finished piece is a file under the output directory, and a piece whose file exists is
+// not run again, so an interrupted sweep resumes where it stopped.
+//
+// Output directory layout:
+//   sweep.json                      the options of the last run
+//   hwinfo.json                     `crosspoint hwinfo --json` of this machine (ceilings)
+//   cells/<precision>-c<N>.json     one `bench serve` result per precision and concurrency
+//   servers/<precision>.json        start-up facts of the precision's server (cold start, capacity)
+//   quality/<precision>.json        `crosspoint eval --json` against the FP16 model
+//   logs/                           every child's log
+//   study.json                      all of the above as one study file (`crosspoint roofline --study`)
+//   report.md, report.html, *.svg   the report
+#pragma once
+
+#include <string>
+
+#include "common/status.h"
+#include "sweep/sweep_options.h"
+
+namespace crosspoint::sweep {
+
+// What one call did, for the summary line and the tests.
+struct SweepSummary {
+  int num_cells_run = 0;       // bench runs made by this call
+  int num_cells_reused = 0;    // cells found in the output directory and kept
+  int num_bisection_levels = 0;  // extra concurrency levels added by the crossover search
+  std::string report_md_path;
+  std::string report_html_path;
+};
+
+Result<SweepSummary> run_sweep(const SweepOptions& options);
+
+// The cache directory of one quantised checkpoint: <quant cache>/<model name>-<hash of the
+// model path>-<scheme>[-rtn].
+std::string quantized_checkpoint_dir(const SweepOptions& options, const std::string& fp16_model_dir,
+                                     const std::string& precision);
+
+// "cells/w4a16-c16.json" under out_dir.
+std::string cell_result_path(const std::string& out_dir, const std::string& precision, int concurrency);
+
+}  // namespace crosspoint::sweep

@@ -1,0 +1,56 @@
+// The start-up lines of `crosspoint serve` (format of src/cli/cmd_serve.cc, with the log
+// prefix) read back into numbers, and the JSON round trip the sweep stores them in.
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "sweep/startup_log.h"
+
+namespace crosspoint::sweep {
+namespace {
+
+const char* kLog =
+    "INFO 11-29 23:10:01 model /c/models/SmolLM2 (f16): weights 0.251 GiB, loaded in 0.02 s\n"
+    "INFO 11-29 23:10:01 KV cache: 1.000 GiB (f32) = 23296 tokens in 1456 blocks of 16\n"
+    "INFO 11-29 23:10:01 Maximum concurrency for 8192 tokens per request (worst case: every request at "
+    "max-model-len): 2.84x\n"
+    "INFO 11-29 23:10:01 Workload-based capacity at 438 tokens per request (--mean-tokens-per-request; ShareGPT "
+    "mean 438): ~53 concurrent requests (blocks are allocated as tokens arrive, not max-model-len up front)\n"
+    "INFO 11-29 23:10:01 engine: max-num-seqs 256, max-num-batched-tokens 2048, max-model-len 8192, max-waiting "
+    "1024, 2 threads\n"
+    "INFO 11-29 23:10:01 start-up took 5.73 s (load 0.02 s); serving 'sweep' on http://127.0.0.1:40123/v1\n";
+
+TEST(StartupLog, ParsesEveryLine) {
+  const ServerStartup s = parse_server_startup(kLog);
+  EXPECT_DOUBLE_EQ(*s.weights_gib, 0.251);
+  EXPECT_DOUBLE_EQ(*s.load_s, 0.02);
+  EXPECT_DOUBLE_EQ(*s.kv_cache_gib, 1.0);
+  EXPECT_DOUBLE_EQ(*s.kv_cache_tokens, 23296);
+  EXPECT_DOUBLE_EQ(*s.worst_case_concurrency, 2.84);
+  EXPECT_DOUBLE_EQ(*s.workload_concurrency, 53);
+  EXPECT_DOUBLE_EQ(*s.max_model_len, 8192);
+  EXPECT_DOUBLE_EQ(*s.startup_s, 5.73);
+  EXPECT_EQ(s.base_url, "http://127.0.0.1:40123");
+  EXPECT_NE(s.capacity_lines.find("Maximum concurrency"), std::string::npos);
+}
+
+TEST(StartupLog, PartialLogHasNoAddressYet) {
+  const std::string text(kLog);
+  const ServerStartup s = parse_server_startup(text.substr(0, text.find("INFO 11-29 23:10:01 engine")));
+  EXPECT_TRUE(s.base_url.empty());
+  EXPECT_FALSE(s.startup_s.has_value());
+  EXPECT_DOUBLE_EQ(*s.kv_cache_tokens, 23296);
+}
+
+TEST(StartupLog, JsonRoundTrip) {
+  const ServerStartup s = parse_server_startup(kLog);
+  const ServerStartup back = server_startup_from_json(nlohmann::json::parse(server_startup_to_json(s).dump()));
+  EXPECT_EQ(back.kv_cache_tokens, s.kv_cache_tokens);
+  EXPECT_EQ(back.startup_s, s.startup_s);
+  EXPECT_EQ(back.workload_concurrency, s.workload_concurrency);
+  EXPECT_EQ(back.capacity_lines, s.capacity_lines);
+  EXPECT_FALSE(server_startup_from_json(nlohmann::json::object()).weights_gib.has_value());
+}
+
+}  // namespace
+}  // namespace crosspoint::sweep
