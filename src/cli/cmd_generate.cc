@@ -16,6 +16,7 @@
 #include "common/thread_pool.h"
 #include "kernels/sampling.h"
 #include "model/model.h"
+#include "quant/gptq_linear_weight.h"
 #include "tokenizer/chat_template.h"
 #include "tokenizer/tokenizer.h"
 
@@ -95,7 +96,9 @@ Status generate(const GenerateOptions& o, GenerateStats& stats) {
   const Stopwatch load_clock;
   CROSSPOINT_ASSIGN_OR_RETURN(std::string dir, resolve_model_dir(o.model));
   CROSSPOINT_ASSIGN_OR_RETURN(auto tokenizer, Tokenizer::from_model_dir(dir));
-  CROSSPOINT_ASSIGN_OR_RETURN(auto model, Model::load(dir));
+  ModelLoadOptions load_options;
+  load_options.linear_formats = quantized_linear_weight_formats();  // W8A8-FP8 and W4A16 checkpoints too
+  CROSSPOINT_ASSIGN_OR_RETURN(auto model, Model::load(dir, load_options));
   global_thread_pool();  // start the workers before timing anything else
   stats.load_s = load_clock.elapsed_seconds();
 
