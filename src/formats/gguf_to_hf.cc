@@ -5,11 +5,11 @@
 #include <nlohmann/json.hpp>
 
 #include <chrono>
+#include <cstring>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <optional>
-#include <regex>
 
 #include "common/dtype.h"
 #include "common/log.h"
@@ -155,16 +155,27 @@ nlohmann::ordered_json config_json(const GgufModelParams& p) {
   return c;
 }
 
+// Splits "<prefix><digits>.<rest>" into the layer index text and rest; false otherwise.
+bool split_layer_name(const std::string& name, const std::string& prefix, std::string* layer, std::string* rest) {
+  if (name.compare(0, prefix.size(), prefix) != 0) return false;
+  const size_t dot = name.find('.', prefix.size());
+  if (dot == std::string::npos || dot == prefix.size()) return false;
+  for (size_t i = prefix.size(); i < dot; ++i) {
+    if (name[i] < '0' || name[i] > '9') return false;
+  }
+  *layer = name.substr(prefix.size(), dot - prefix.size());
+  *rest = name.substr(dot + 1);
+  return true;
+}
+
 // PyTorch shape each HF tensor must have, from the config; empty when the name is unknown.
 std::vector<int64_t> expected_shape(const GgufModelParams& p, const std::string& hf_name) {
   const int64_t d = p.hidden_size, q_rows = p.num_heads * p.head_dim, kv_rows = p.num_kv_heads * p.head_dim;
   const int64_t ff = p.intermediate_size, v = p.vocab_size;
-  static const std::regex layer_re(R"(model\.layers\.\d+\.(.+))");
-  std::smatch m;
   if (hf_name == "model.embed_tokens.weight" || hf_name == "lm_head.weight") return {v, d};
   if (hf_name == "model.norm.weight") return {d};
-  if (!std::regex_match(hf_name, m, layer_re)) return {};
-  const std::string part = m[1];
+  std::string layer, part;
+  if (!split_layer_name(hf_name, "model.layers.", &layer, &part)) return {};
   if (part == "input_layernorm.weight" || part == "post_attention_layernorm.weight") return {d};
   if (part == "self_attn.q_proj.weight") return {q_rows, d};
   if (part == "self_attn.k_proj.weight" || part == "self_attn.v_proj.weight") return {kv_rows, d};
@@ -253,16 +264,19 @@ std::string hf_tensor_name(const std::string& gguf_name) {
   if (gguf_name == "token_embd.weight") return "model.embed_tokens.weight";
   if (gguf_name == "output_norm.weight") return "model.norm.weight";
   if (gguf_name == "output.weight") return "lm_head.weight";
-  static const std::regex block_re(R"(blk\.(\d+)\.([a-z_]+)\.(weight|bias))");
-  std::smatch m;
-  if (!std::regex_match(gguf_name, m, block_re)) return "";
+  std::string layer, rest;
+  if (!split_layer_name(gguf_name, "blk.", &layer, &rest)) return "";
+  const size_t dot = rest.rfind('.');
+  if (dot == std::string::npos) return "";
+  const std::string part = rest.substr(0, dot), kind = rest.substr(dot + 1);
+  if (kind != "weight" && kind != "bias") return "";
   static const std::pair<const char*, const char*> kParts[] = {
       {"attn_norm", "input_layernorm"},     {"attn_q", "self_attn.q_proj"},   {"attn_k", "self_attn.k_proj"},
       {"attn_v", "self_attn.v_proj"},       {"attn_output", "self_attn.o_proj"}, {"ffn_norm", "post_attention_layernorm"},
       {"ffn_gate", "mlp.gate_proj"},        {"ffn_up", "mlp.up_proj"},        {"ffn_down", "mlp.down_proj"},
   };
   for (const auto& [gguf_part, hf_part] : kParts) {
-    if (m[2] == gguf_part) return "model.layers." + m[1].str() + "." + hf_part + "." + m[3].str();
+    if (part == gguf_part) return "model.layers." + layer + "." + hf_part + "." + kind;
   }
   return "";
 }

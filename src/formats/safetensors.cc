@@ -191,6 +191,27 @@ Result<SafetensorsFile> SafetensorsFile::open(const std::string& path) {
   return file;
 }
 
+Status check_tensor(const TensorInfo& tensor, const std::vector<int64_t>& expected_shape,
+                    const std::vector<DType>& allowed_dtypes) {
+  auto shape_text = [](const std::vector<int64_t>& shape) {
+    std::string text = "[";
+    for (size_t i = 0; i < shape.size(); ++i) text += (i ? ", " : "") + std::to_string(shape[i]);
+    return text + "]";
+  };
+  if (tensor.shape != expected_shape) {
+    return corrupt(tensor.file + ": tensor '" + tensor.name + "': shape " + shape_text(tensor.shape) +
+                   " but the config implies " + shape_text(expected_shape));
+  }
+  if (!allowed_dtypes.empty() &&
+      std::find(allowed_dtypes.begin(), allowed_dtypes.end(), tensor.dtype) == allowed_dtypes.end()) {
+    std::string allowed;
+    for (DType dtype : allowed_dtypes) allowed += (allowed.empty() ? "" : "/") + std::string(dtype_name(dtype));
+    return unsupported(tensor.file + ": tensor '" + tensor.name + "': dtype " + std::string(dtype_name(tensor.dtype)) +
+                       " where " + allowed + " is expected");
+  }
+  return Status::ok();
+}
+
 const TensorInfo* SafetensorsFile::find(const std::string& name) const {
   auto it = tensors_.find(name);
   return it == tensors_.end() ? nullptr : &it->second;

@@ -45,6 +45,13 @@ class SafetensorsFile {
   std::map<std::string, std::string> metadata_;
 };
 
+// For loaders: a tensor must have exactly `expected_shape` (what config.json implies) and,
+// when `allowed_dtypes` is not empty, one of those dtypes. The error names the file, the
+// tensor, both shapes or the dtype: "corrupt: /m/model.safetensors: tensor 'lm_head.weight':
+// shape [100, 64] but the config implies [128, 64]".
+Status check_tensor(const TensorInfo& tensor, const std::vector<int64_t>& expected_shape,
+                    const std::vector<DType>& allowed_dtypes = {});
+
 // All weights of a Hugging Face model directory.
 class SafetensorsModel {
  public:

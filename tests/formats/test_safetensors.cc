@@ -276,6 +276,20 @@ TEST(SafetensorsModel, OpensShardsFromIndex) {
   EXPECT_EQ(bad.status().code(), StatusCode::kCorrupt);
 }
 
+TEST(SafetensorsModel, CheckTensorAgainstConfig) {
+  auto model = SafetensorsModel::open_dir(fixture("tiny_qwen2"));
+  ASSERT_TRUE(model.is_ok());
+  const TensorInfo* embed = (*model)->find("model.embed_tokens.weight");  // [64, 32] f16
+  EXPECT_TRUE(check_tensor(*embed, {64, 32}, {DType::kF16, DType::kBF16}).is_ok());
+  Status s = check_tensor(*embed, {128, 32});
+  EXPECT_EQ(s.code(), StatusCode::kCorrupt);
+  EXPECT_NE(s.message().find("model.safetensors: tensor 'model.embed_tokens.weight': shape [64, 32] but the config implies [128, 32]"),
+            std::string::npos) << s.message();
+  s = check_tensor(*embed, {64, 32}, {DType::kF32});
+  EXPECT_EQ(s.code(), StatusCode::kUnsupported);
+  EXPECT_NE(s.message().find("dtype f16 where f32 is expected"), std::string::npos) << s.message();
+}
+
 TEST(SafetensorsModel, EmptyDirectoryIsNotFound) {
   ScratchDir dir;
   auto model = SafetensorsModel::open_dir(dir.path());
