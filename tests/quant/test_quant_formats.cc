@@ -84,9 +84,11 @@ TEST(QuantConfigTest, RefusesUnsupportedConfigsNamingTheField) {
 class TempCheckpoint {
  public:
   explicit TempCheckpoint(const std::vector<TensorToWrite>& tensors) {
+    std::string test_name = ::testing::UnitTest::GetInstance()->current_test_info()->name();
+    for (char& c : test_name)
+      if (c == '/') c = '_';  // parameterised tests are named "Name/0"
     dir_ = std::filesystem::temp_directory_path() /
-           ("crosspoint_quant_" + std::to_string(::testing::UnitTest::GetInstance()->random_seed()) + "_" +
-            ::testing::UnitTest::GetInstance()->current_test_info()->name());
+           ("crosspoint_quant_" + std::to_string(::testing::UnitTest::GetInstance()->random_seed()) + "_" + test_name);
     std::filesystem::create_directories(dir_);
     EXPECT_TRUE(write_safetensors((dir_ / "model.safetensors").string(), tensors).is_ok());
     auto model = SafetensorsModel::open_dir(dir_.string());
