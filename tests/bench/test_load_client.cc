@@ -4,6 +4,7 @@
 // without the whole CLI).
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -54,8 +55,18 @@ class FakeServerProcess {
   std::string url_;
 };
 
+// 1,000 sockets need more than the usual soft limit of 1,024 descriptors.
+void raise_open_file_limit() {
+  rlimit limit{};
+  if (getrlimit(RLIMIT_NOFILE, &limit) == 0 && limit.rlim_cur < limit.rlim_max) {
+    limit.rlim_cur = limit.rlim_max;
+    setrlimit(RLIMIT_NOFILE, &limit);
+  }
+}
+
 std::vector<RequestRecord> run(const std::string& url, int num_requests, std::optional<int> max_concurrency,
                                LoadRunResult* out = nullptr, double timeout_s = 30) {
+  raise_open_file_limit();
   LoadClientConfig config;
   config.url = url + "/v1/completions";
   config.max_concurrency = max_concurrency;
@@ -91,6 +102,18 @@ TEST(LoadClient, StreamsCompleteWithOrderedTimings) {
   EXPECT_GT(load.duration_s, 0);
   EXPECT_FALSE(load.server_samples.empty());
   EXPECT_GT(load.overhead.num_chunks, 0);
+}
+
+TEST(LoadClient, ThousandConcurrentStreams) {
+  // The server holds every stream until all 1,000 are open, then sends them instantly.
+  FakeServerProcess server("--barrier 1000");
+  ASSERT_FALSE(server.url().empty());
+  LoadRunResult load;
+  const auto records = run(server.url(), 1000, std::nullopt, &load, 120);
+  int num_ok = 0;
+  for (const auto& r : records) num_ok += r.success ? 1 : 0;
+  EXPECT_EQ(num_ok, 1000) << records[0].error;
+  EXPECT_EQ(load.max_in_flight, 1000);
 }
 
 TEST(LoadClient, EveryFailureModeIsAFailedRecordWithAReason) {
