@@ -175,9 +175,9 @@ void add_recommendation(Fragments& f, const SweepOptions& o, const analysis::Stu
   const analysis::MetricAnalysis* tpot = find_metric(a, Metric::kMedianTpot);
   if (tpot && !tpot->crossovers.empty()) {
     const auto& c = tpot->crossovers.front();
-    f.paragraph(fmt::format("In short: below concurrency {:g} serve {}; from {:g} up serve {} — measured on {}, with the "
-                            "quality costs listed above.",
-                            c.concurrency_above, c.winner_below, c.concurrency_above, c.winner_above,
+    f.paragraph(fmt::format("In short, for the lowest median TPOT: up to concurrency {:g} serve {}; from {:g} up serve "
+                            "{} (the flip lies in between) — measured on {}, with the quality costs listed above.",
+                            c.concurrency_below, c.winner_below, c.concurrency_above, c.winner_above,
                             a.hardware.name));
   } else if (tpot && !tpot->winners.empty()) {
     std::string winner;

@@ -1,0 +1,82 @@
+// The sweep's own report sections on the original study's measurements (the L4 study file
+// of tests/fixtures/analysis): the recommendation must name the study's crossover (W4A16
+// up to 10, W8A8-FP8 from 100 for median TPOT), apply the SLO to the measured cells, and
+// carry the quality deltas.
+#include <gtest/gtest.h>
+
+#include "analysis/hardware_table.h"
+#include "analysis/study_analysis.h"
+#include "analysis/study_results.h"
+#include "sweep/sweep_report.h"
+
+namespace crosspoint::sweep {
+namespace {
+
+struct StudyFixture {
+  analysis::StudyResults study;
+  analysis::StudyAnalysis analysis;
+};
+
+StudyFixture load_l4_study() {
+  auto study = analysis::load_study_results(std::string(CROSSPOINT_FIXTURES_DIR) + "/analysis/study_l4.json");
+  EXPECT_TRUE(study.is_ok()) << study.status().to_string();
+  analysis::AnalysisOptions options;
+  options.hardware = analysis::find_datasheet("L4").value();
+  options.tie_tolerance = 0.02;
+  auto result = analysis::analyze_study(study.value(), options);
+  EXPECT_TRUE(result.is_ok()) << result.status().to_string();
+  return {study.value(), result.value()};
+}
+
+TEST(SweepReport, RecommendationNamesTheStudysCrossover) {
+  const StudyFixture f = load_l4_study();
+  SweepOptions o;
+  o.precisions = {"fp16", "w8a8-fp8", "w4a16"};
+  const SweepSections s = render_sweep_sections(o, f.study, f.analysis, {}, {});
+  EXPECT_NE(s.markdown.find("## Recommendation"), std::string::npos);
+  EXPECT_NE(s.markdown.find("median TPOT: w4a16 wins up to concurrency 10, w8a8-fp8 from 100"), std::string::npos)
+      << s.markdown;
+  EXPECT_NE(s.markdown.find("up to concurrency 10 serve w4a16; from 100 up serve w8a8-fp8"), std::string::npos)
+      << s.markdown;
+  EXPECT_NE(s.html.find("<h2>Recommendation</h2>"), std::string::npos);
+}
+
+TEST(SweepReport, SloPicksThePrecisionThatHoldsItLongest) {
+  const StudyFixture f = load_l4_study();
+  SweepOptions o;
+  o.precisions = {"fp16", "w8a8-fp8", "w4a16"};
+  // FP16's median TPOT is 57 ms even at concurrency 1 in the study: it never meets 50 ms.
+  o.slo_tpot_ms = 50;
+  const SweepSections s = render_sweep_sections(o, f.study, f.analysis, {}, {});
+  EXPECT_NE(s.markdown.find("fp16: never"), std::string::npos) << s.markdown;
+  EXPECT_NE(s.markdown.find("SLO (median TPOT ≤ 50 ms): serve"), std::string::npos) << s.markdown;
+  // An SLO nothing meets says so.
+  o.slo_tpot_ms = 1;
+  const SweepSections none = render_sweep_sections(o, f.study, f.analysis, {}, {});
+  EXPECT_NE(none.markdown.find("no precision met it"), std::string::npos) << none.markdown;
+}
+
+TEST(SweepReport, QualityAndStartupTables) {
+  const StudyFixture f = load_l4_study();
+  SweepOptions o;
+  o.precisions = {"fp16", "w4a16"};
+  QualityResult q;
+  q.precision = "w4a16";
+  q.perplexity = 11.0;
+  q.reference_perplexity = 10.0;
+  q.greedy_agreement = 0.9;
+  q.num_predicted_tokens = 500;
+  ServerStartup startup;
+  startup.load_s = 1.5;
+  startup.startup_s = 9.25;
+  startup.weights_gib = 5.5;
+  startup.kv_cache_tokens = 102192;
+  const SweepSections s = render_sweep_sections(o, f.study, f.analysis, {{"w4a16", startup}}, {q});
+  EXPECT_NE(s.markdown.find("| w4a16 | 11.000 | 10.000 | +10.00 % | 90.0 % | 500 |"), std::string::npos) << s.markdown;
+  EXPECT_NE(s.markdown.find("perplexity 11.000 vs 10.000 for fp16 (+10.00 %)"), std::string::npos);
+  EXPECT_NE(s.markdown.find("| w4a16 | 1.50 | 9.25 | 5.500 |"), std::string::npos) << s.markdown;
+  EXPECT_NE(s.html.find("<table"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace crosspoint::sweep
