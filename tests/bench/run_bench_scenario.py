@@ -353,17 +353,17 @@ def scenario_default_model(binary, workdir):
     s.close()
     with CrosspointServer([binary, "serve", "--model", "default", "--port", str(port)], port=port) as server:
         proc, r = run_bench(binary, workdir, server.url, "--model", "default", "--tokenizer", "",
-                            "--dataset-name", "sharegpt", "--num-prompts", "8", "--sharegpt-output-len", "12",
+                            "--dataset-name", "sharegpt", "--num-prompts", "4", "--sharegpt-output-len", "6",
                             "--max-concurrency", "4", "--temperature", "0",
                             "--percentile-metrics", "ttft,tpot,itl,e2el", name="default-sharegpt")
         expect(proc.returncode == 0 and r is not None, "ShareGPT bench failed" + show(proc))
-        check_against_crosspoint(r, 4, 8)
+        check_against_crosspoint(r, 4, 4)
         proc, r2 = run_bench(binary, workdir, server.url, "--model", "default", "--tokenizer", "",
-                             "--dataset-name", "random", "--random-input-len", "32", "--random-output-len", "8",
-                             "--num-prompts", "8", "--request-rate", "4", "--max-concurrency", "4",
+                             "--dataset-name", "random", "--random-input-len", "16", "--random-output-len", "4",
+                             "--num-prompts", "4", "--request-rate", "8", "--max-concurrency", "4",
                              "--percentile-metrics", "ttft,tpot,itl,e2el", name="default-random")
         expect(proc.returncode == 0 and r2 is not None, "random bench failed" + show(proc))
-        check_against_crosspoint(r2, 4, 8)
+        check_against_crosspoint(r2, 4, 4)
     print(f"default model ok: ShareGPT mean input {r['dataset']['mean_input_tokens']:.1f}, "
           f"mean TPOT {r['mean_tpot_ms']:.1f} ms, mean running {r['server_metrics']['mean_running']:.2f}")
 
