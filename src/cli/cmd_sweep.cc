@@ -19,13 +19,13 @@ int run_sweep(int argc, char** argv) {
   CLI::App app(
       "Serve the model at each precision, bench it at each concurrency, measure quality, locate the crossover and "
       "write report.md + report.html.\n"
-      "The defaults finish in a few minutes on a 2-core CPU with the default model (8 prompts per cell, 32 output "
-      "tokens, concurrency 1,4,16). The study's own settings:\n"
+      "The defaults finish in a few minutes on a 2-core CPU with the default model (8 prompts per cell, 16 output "
+      "tokens, concurrency 1,4,8). The study's own settings:\n"
       "  crosspoint sweep --model DIR --precisions fp16,w8a8-fp8,w4a16 --concurrency 1,10,100 --num-prompts 1000 "
       "--output-len 0 --slo ttft:500,tpot:50 --eval-samples 32 --max-model-len 4096",
       "crosspoint sweep");
   sweep::SweepOptions o;
-  std::string precisions_text = "fp16,w8a8-fp8,w4a16", concurrency_text = "1,4,16", slo_text;
+  std::string precisions_text = "fp16,w8a8-fp8,w4a16", concurrency_text = "1,4,8", slo_text;
   app.add_option("--model", o.model, "FP16 model directory, or 'default' (SmolLM2-135M-Instruct)")->capture_default_str();
   app.add_option("--precisions", precisions_text, "comma-separated: fp16, w8a8-fp8, w4a16")->capture_default_str();
   app.add_option("--concurrency", concurrency_text, "comma-separated client concurrency levels")->capture_default_str();

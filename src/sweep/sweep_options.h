@@ -19,7 +19,7 @@ struct SweepOptions {
   int num_prompts = 8;                        // requests per cell
   std::string dataset = "sharegpt";           // bench --dataset-name
   std::string dataset_path;                   // ShareGPT file; empty = the cache's copy
-  int output_len = 32;                        // fixed output tokens per request (bench --sharegpt-output-len); 0 = the dataset's
+  int output_len = 16;                        // fixed output tokens per request (bench --sharegpt-output-len); 0 = the dataset's
   std::string device = "auto";                // auto | cpu | cuda (this build: cpu only)
   std::optional<double> slo_ttft_ms;          // goodput SLO
   std::optional<double> slo_tpot_ms;
@@ -28,7 +28,7 @@ struct SweepOptions {
   std::string out_dir = "sweep-out";
   std::string quant_cache_dir;                // quantised checkpoints; empty = <cache>/quantized
   std::string quant_method = "gptq";          // w4a16: gptq or rtn
-  int quant_calib_samples = 16;               // gptq calibration samples (quantize --calib-samples)
+  int quant_calib_samples = 8;                // gptq calibration samples (quantize --calib-samples)
   int eval_samples = 4;                       // crosspoint eval --num-samples
   int eval_max_tokens = 128;                  // crosspoint eval --max-tokens
   std::string kv_cache_memory = "1GiB";       // serve --kv-cache-memory
