@@ -4,6 +4,10 @@ VENV="$CACHE/venv"
 DOWNLOADS="$CACHE/downloads"
 export CROSSPOINT_CACHE="$CACHE"
 JOBS="$(nproc)"
+# ccache keys on paths relative to the checkout, so a fresh clone elsewhere on the same
+# machine (CI) reuses the objects an earlier build compiled.
+export CCACHE_BASEDIR="$(pwd)"
+export CCACHE_NOHASHDIR=1
 
 log() { printf '[setup] %s\n' "$*" >&2; }
 die() { printf '[setup] error: %s\n' "$*" >&2; exit 1; }
