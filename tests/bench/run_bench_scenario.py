@@ -241,7 +241,10 @@ def scenario_thousand_streams(binary, workdir):
     expect(stats["max_in_flight"] == 1000, f"server saw only {stats['max_in_flight']} concurrent streams")
     expect(r["max_concurrent_requests"] == 1000, f"max_concurrent_requests {r['max_concurrent_requests']}")
     o = r["client_overhead"]
-    expect(o["cpu_fraction"] < 0.9, f"client CPU {o['cpu_fraction']:.2f} of a core: it is the bottleneck")
+    if os.environ.get("CROSSPOINT_BENCH_SANITIZED"):
+        print(f"sanitised binary: client CPU {o['cpu_fraction']:.2f} of a core reported, not judged")
+    else:
+        expect(o["cpu_fraction"] < 0.9, f"client CPU {o['cpu_fraction']:.2f} of a core: it is the bottleneck")
     print(f"thousand ok: server max in flight {stats['max_in_flight']}, client CPU {100 * o['cpu_fraction']:.1f}% "
           f"({o['mean_parse_us_per_chunk']:.1f} us/chunk), duration {r['duration']:.2f}s, "
           f"median ITL {r['median_itl_ms']:.2f} ms")

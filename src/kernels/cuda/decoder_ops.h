@@ -1,0 +1,86 @@
+// The element-wise and row-wise steps of a Qwen2 / Llama decoder layer on the GPU, around
+// the linears (kernels/cuda/linear.h, w4a16_gemm.h) and attention (kernels/cuda/paged_attention.h).
+// Activations are fp16 bits (uint16_t); the residual stream is fp32 so that 28+ layers of
+// additions do not lose precision; norm weights are fp16 (converted at load).
+//
+// One step of the CUDA model, T tokens, d hidden, H query heads, Hkv KV heads, D head dim:
+//   embedding_gather                 residual [T, d] f32 = embed[token]
+//   per layer:
+//     add_rms_norm(delta = o/down)   residual += delta; x = rms_norm(residual) * w   (fp16)
+//     qkv = linear(x)                [T, (H + 2 Hkv) D] fp16 (q, k, v concatenated)
+//     rope_kv_write                  q, k += bias; rotate q, k; k, v -> paged cache slots
+//     paged_attention                [T, H D] fp16
+//     o = linear(attn); add_rms_norm; gate_up = linear(x) [T, 2 I]; silu_mul -> [T, I];
+//     down = linear(...)
+//   add_rms_norm(final norm), gather_rows(logits rows), lm_head linear, argmax_rows.
+//
+// Every launcher checks its arguments (a Status naming the bad one), never synchronises,
+// and is safe to capture in a CUDA graph: grids depend only on the integer arguments.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+#include "common/status.h"
+
+namespace crosspoint::cuda {
+
+// residual[t, :] = float(table[token_ids[t], :]).
+//   table      [vocab, d] fp16     token_ids [T] int32 in [0, vocab) (device)
+//   residual   [T, d] f32
+Status embedding_gather(const uint16_t* table, const int32_t* token_ids, float* residual, int num_tokens,
+                        int hidden_size, int vocab_size, cudaStream_t stream);
+
+// When delta != nullptr: residual[t, :] += float(delta[t, :]) (stored back, f32).
+// Then out[t, :] = fp16(residual[t, :] * rsqrt(mean(residual[t, :]^2) + eps) * weight).
+//   residual [T, d] f32 (in/out)   delta [T, d] fp16 (row stride delta_stride) or nullptr
+//   weight   [d] fp16              out   [T, d] fp16 (row stride out_stride)
+Status add_rms_norm(float* residual, const uint16_t* delta, int64_t delta_stride, const uint16_t* weight,
+                    float eps, uint16_t* out, int64_t out_stride, int num_tokens, int hidden_size,
+                    cudaStream_t stream);
+
+// Positional and cache step of attention, in one pass over the fused qkv rows:
+//   qkv[t] = [q (H*D) | k (Hkv*D) | v (Hkv*D)] fp16, row stride qkv_stride elements.
+//   bias    [(H + 2 Hkv) * D] fp16 or nullptr (Qwen2 has q/k/v biases), added first.
+//   q: rotated in place (HF "rotate half" RoPE at positions[t], inv_freq [D/2] f32 device).
+//   k: rotated, then stored with v in the paged cache at slot_mapping[t]
+//      (= physical_block * block_size + offset; -1 means "don't store": padding rows).
+//   key_cache / value_cache: one layer's [num_blocks, block_size, Hkv, D] fp16.
+struct RopeKvWriteArgs {
+  uint16_t* qkv = nullptr;
+  int64_t qkv_stride = 0;
+  const uint16_t* bias = nullptr;
+  const int32_t* positions = nullptr;     // [T] device
+  const float* inv_freq = nullptr;        // [D/2] device
+  const int32_t* slot_mapping = nullptr;  // [T] device
+  uint16_t* key_cache = nullptr;
+  uint16_t* value_cache = nullptr;
+  int num_tokens = 0;
+  int num_heads = 0;
+  int num_kv_heads = 0;
+  int head_dim = 0;    // even, <= 256
+  int block_size = 0;
+  int num_blocks = 0;
+};
+Status rope_kv_write(const RopeKvWriteArgs& args, cudaStream_t stream);
+
+// out[t, i] = silu(gate_up[t, i]) * gate_up[t, I + i], i < I (gate and up fused, gate first).
+//   gate_up [T, 2I] fp16 (row stride in_stride)   out [T, I] fp16 (row stride out_stride)
+Status silu_mul(const uint16_t* gate_up, int64_t in_stride, uint16_t* out, int64_t out_stride, int num_tokens,
+                int intermediate_size, cudaStream_t stream);
+
+// out[r, :] = in[rows[r], :]   in [*, width] fp16 (row stride in_stride), rows [R] int32 device,
+// out [R, width] fp16 dense.
+Status gather_rows(const uint16_t* in, int64_t in_stride, const int32_t* rows, uint16_t* out, int num_rows,
+                   int width, cudaStream_t stream);
+
+// token[r] = argmax_v logits[r, v] (lowest index on ties, NaN never wins), r < R.
+//   logits [R, V] fp16 (row stride stride)   token [R] int32 device
+Status argmax_rows(const uint16_t* logits, int64_t stride, int32_t* token, int num_rows, int vocab_size,
+                   cudaStream_t stream);
+
+// out[i] = float(in[i]) for i < n (logits rows copied out for sampling on the host).
+Status fp16_to_f32(const uint16_t* in, float* out, int64_t n, cudaStream_t stream);
+
+}  // namespace crosspoint::cuda

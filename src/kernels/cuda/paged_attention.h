@@ -1,0 +1,53 @@
+// Attention over the paged fp16 KV cache for one flat batch of prefill chunks and decodes
+// (the GPU twin of kernels/paged_attention.h; same tables, same causal rule):
+//   sequence s owns query rows seq_token_start[s] .. seq_token_start[s+1] (n_new rows) and
+//   seq_context_len[s] cached tokens after this step; new row j sits at position
+//   seq_context_len[s] - n_new + j and attends to positions 0 ..= that one. Token position p
+//   is in block block_tables[s * max_blocks_per_seq + p / block_size], slot p % block_size.
+//   GQA: query head h reads KV head h / (num_heads / num_kv_heads).
+// Softmax in fp32 (online, flash style); output fp16.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <cstddef>
+#include <cstdint>
+
+#include "common/status.h"
+
+namespace crosspoint::cuda {
+
+struct CudaPagedAttentionArgs {
+  const uint16_t* query = nullptr;  // [T, H, D] fp16, rows query_stride elements apart (the qkv buffer)
+  int64_t query_stride = 0;
+  uint16_t* output = nullptr;       // [T, H, D] fp16, rows output_stride elements apart
+  int64_t output_stride = 0;
+  const uint16_t* key_cache = nullptr;    // one layer's [num_blocks, block_size, Hkv, D] fp16
+  const uint16_t* value_cache = nullptr;  // same layout
+  const int32_t* block_tables = nullptr;     // [num_seqs, max_blocks_per_seq] device
+  const int32_t* seq_token_start = nullptr;  // [num_seqs + 1] device
+  const int32_t* seq_context_len = nullptr;  // [num_seqs] device
+  int num_seqs = 0;
+  int num_tokens = 0;
+  int max_blocks_per_seq = 0;
+  // Host-known upper bounds used to size the grid (never read from device memory, so a
+  // captured graph stays valid while lengths change below them): the longest query chunk
+  // and the longest context of this batch (or of the whole graph bucket).
+  int max_query_len = 0;
+  int max_context_len = 0;
+  int num_heads = 0;
+  int num_kv_heads = 0;
+  int head_dim = 0;     // 64, 128 (and any multiple of 8 up to 256 on the slow path)
+  int block_size = 0;   // 16 usually
+  float scale = 0.0f;   // 1 / sqrt(head_dim)
+  // Split-context scratch (flash-decoding partials); cuda_paged_attention_workspace_bytes().
+  void* workspace = nullptr;
+  size_t workspace_bytes = 0;
+};
+
+// Scratch bytes the launcher may use for these bounds (0 is allowed when it needs none).
+size_t cuda_paged_attention_workspace_bytes(int max_num_tokens, int num_heads, int head_dim, int max_context_len);
+
+Status cuda_paged_attention(const CudaPagedAttentionArgs& args, cudaStream_t stream);
+
+}  // namespace crosspoint::cuda
