@@ -65,6 +65,16 @@ class Model {
   // "f16", "bf16", "w4a16-g128", ... of the transformer-block linears.
   std::string weight_format_name() const;
 
+  // Read-only views of the loaded weights, for other backends (the CUDA model uploads
+  // from them): the checkpoint's tensors, each layer's linears and norms, the head.
+  const SafetensorsModel& tensors() const { return *tensors_; }
+  const std::vector<DecoderLayerWeights>& layers() const { return layers_; }
+  const TensorInfo& embed_tokens() const { return *embed_tokens_; }
+  const TensorInfo& final_norm() const { return *final_norm_; }
+  const LinearWeight& lm_head() const { return *lm_head_; }
+  // [head_dim / 2] f32 RoPE inverse frequencies, as the CPU forward uses them.
+  const std::vector<float>& rope_inv_freq() const { return rope_inv_freq_; }
+
  private:
   Model() = default;
   Status load_weights(const ModelLoadOptions& options);
