@@ -1,0 +1,437 @@
+// The element-wise and row-wise decoder steps of decoder_ops.h. All math in fp32, fp16 in and
+// out. Row kernels take 16-byte vectors when every row, stride and pointer allows it, else a
+// scalar twin of the same kernel (a template flag), so odd widths stay correct.
+#include <cuda_fp16.h>
+
+#include <algorithm>
+#include <cfloat>
+#include <climits>
+#include <cstdint>
+#include <string>
+
+#include "kernels/cuda/cuda_status.h"
+#include "kernels/cuda/decoder_ops.h"
+
+namespace crosspoint::cuda {
+namespace {
+
+constexpr int kRowThreads = 256;  // one block per row for norms, gathers and argmax
+
+bool aligned(const void* p, int bytes) { return reinterpret_cast<uintptr_t>(p) % bytes == 0; }
+
+__device__ __forceinline__ float half_bits_to_float(uint16_t bits) { return __half2float(__ushort_as_half(bits)); }
+__device__ __forceinline__ uint16_t float_to_half_bits(float v) { return __half_as_ushort(__float2half_rn(v)); }
+
+// ---- embedding_gather ----------------------------------------------------------------------
+
+// One block per token. An id outside [0, vocab) cannot be reported from the device; its row
+// is written as zeros rather than read out of bounds.
+template <bool kVec>
+__global__ void __launch_bounds__(kRowThreads)
+    embedding_gather_kernel(const uint16_t* __restrict__ table, const int32_t* __restrict__ token_ids,
+                            float* __restrict__ residual, int hidden_size, int vocab_size) {
+  const int t = blockIdx.x;
+  const int32_t id = token_ids[t];
+  const bool valid = id >= 0 && id < vocab_size;
+  float* out = residual + static_cast<int64_t>(t) * hidden_size;
+  const uint16_t* row = table + static_cast<int64_t>(valid ? id : 0) * hidden_size;
+  if constexpr (kVec) {
+    const uint4* src = reinterpret_cast<const uint4*>(row);
+    float4* dst = reinterpret_cast<float4*>(out);
+    for (int i = threadIdx.x; i < hidden_size / 8; i += kRowThreads) {
+      uint4 v = valid ? src[i] : make_uint4(0, 0, 0, 0);
+      const __half2* h = reinterpret_cast<const __half2*>(&v);
+      const float2 a = __half22float2(h[0]), b = __half22float2(h[1]);
+      const float2 c = __half22float2(h[2]), d = __half22float2(h[3]);
+      dst[2 * i] = make_float4(a.x, a.y, b.x, b.y);
+      dst[2 * i + 1] = make_float4(c.x, c.y, d.x, d.y);
+    }
+  } else {
+    for (int i = threadIdx.x; i < hidden_size; i += kRowThreads) out[i] = valid ? half_bits_to_float(row[i]) : 0.f;
+  }
+}
+
+// ---- add_rms_norm --------------------------------------------------------------------------
+
+// Sum over the block; every thread gets the total.
+__device__ __forceinline__ float block_sum(float v) {
+  __shared__ float warp_sums[kRowThreads / 32];
+  __shared__ float total;
+#pragma unroll
+  for (int offset = 16; offset > 0; offset /= 2) v += __shfl_xor_sync(0xffffffffu, v, offset);
+  if (threadIdx.x % 32 == 0) warp_sums[threadIdx.x / 32] = v;
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    float s = 0.f;
+    for (int w = 0; w < kRowThreads / 32; ++w) s += warp_sums[w];
+    total = s;
+  }
+  __syncthreads();
+  return total;
+}
+
+// One block per row. Pass 1 adds delta into the residual (stored) and sums squares; pass 2
+// re-reads the thread's own residual elements (L1-hot; written by the same thread, so no
+// barrier is needed between the store and the load) and writes the normalised fp16 row.
+// kVec: 4 values per access (float4 residual, 8-byte fp16 delta/weight/out).
+template <bool kVec>
+__global__ void __launch_bounds__(kRowThreads)
+    add_rms_norm_kernel(float* __restrict__ residual, const uint16_t* __restrict__ delta, int64_t delta_stride,
+                        const uint16_t* __restrict__ weight, float eps, uint16_t* __restrict__ out,
+                        int64_t out_stride, int hidden_size) {
+  const int64_t t = blockIdx.x;
+  float* res = residual + t * hidden_size;
+  const uint16_t* del = delta ? delta + t * delta_stride : nullptr;
+  uint16_t* o = out + t * out_stride;
+  float sum_sq = 0.f;
+  if constexpr (kVec) {
+    float4* res4 = reinterpret_cast<float4*>(res);
+    const uint2* del4 = reinterpret_cast<const uint2*>(del);
+    for (int i = threadIdx.x; i < hidden_size / 4; i += kRowThreads) {
+      float4 r = res4[i];
+      if (del4) {
+        const uint2 dv = del4[i];
+        const float2 lo = __half22float2(*reinterpret_cast<const __half2*>(&dv.x));
+        const float2 hi = __half22float2(*reinterpret_cast<const __half2*>(&dv.y));
+        r.x += lo.x, r.y += lo.y, r.z += hi.x, r.w += hi.y;
+        res4[i] = r;
+      }
+      sum_sq += r.x * r.x + r.y * r.y + r.z * r.z + r.w * r.w;
+    }
+  } else {
+    for (int i = threadIdx.x; i < hidden_size; i += kRowThreads) {
+      float r = res[i];
+      if (del) {
+        r += half_bits_to_float(del[i]);
+        res[i] = r;
+      }
+      sum_sq += r * r;
+    }
+  }
+  const float inv_rms = rsqrtf(block_sum(sum_sq) / static_cast<float>(hidden_size) + eps);
+  if constexpr (kVec) {
+    const float4* res4 = reinterpret_cast<const float4*>(res);
+    const uint2* w4 = reinterpret_cast<const uint2*>(weight);
+    uint2* o4 = reinterpret_cast<uint2*>(o);
+    for (int i = threadIdx.x; i < hidden_size / 4; i += kRowThreads) {
+      const float4 r = res4[i];
+      const uint2 wv = w4[i];
+      const float2 wlo = __half22float2(*reinterpret_cast<const __half2*>(&wv.x));
+      const float2 whi = __half22float2(*reinterpret_cast<const __half2*>(&wv.y));
+      const __half2 lo = __floats2half2_rn(r.x * inv_rms * wlo.x, r.y * inv_rms * wlo.y);
+      const __half2 hi = __floats2half2_rn(r.z * inv_rms * whi.x, r.w * inv_rms * whi.y);
+      uint2 packed;
+      packed.x = *reinterpret_cast<const uint32_t*>(&lo);
+      packed.y = *reinterpret_cast<const uint32_t*>(&hi);
+      o4[i] = packed;
+    }
+  } else {
+    for (int i = threadIdx.x; i < hidden_size; i += kRowThreads)
+      o[i] = float_to_half_bits(res[i] * inv_rms * half_bits_to_float(weight[i]));
+  }
+}
+
+// ---- rope_kv_write -------------------------------------------------------------------------
+
+constexpr int kRopeThreads = 128;
+constexpr int kMaxHeadDim = 256;
+
+// One block per token: cos/sin of the token's position for each frequency once into shared
+// memory, then every (q or k head, i < D/2) pair rotated, then v copied. Bias is added in
+// fp32 before the rotation and everything is rounded to fp16 once.
+__global__ void __launch_bounds__(kRopeThreads) rope_kv_write_kernel(RopeKvWriteArgs a) {
+  __shared__ float cos_f[kMaxHeadDim / 2], sin_f[kMaxHeadDim / 2];
+  const int t = blockIdx.x;
+  const int half = a.head_dim / 2;
+  const float position = static_cast<float>(a.positions[t]);
+  for (int i = threadIdx.x; i < half; i += kRopeThreads) sincosf(position * a.inv_freq[i], &sin_f[i], &cos_f[i]);
+  __syncthreads();
+
+  uint16_t* row = a.qkv + static_cast<int64_t>(t) * a.qkv_stride;
+  const int32_t slot = a.slot_mapping[t];
+  const bool store = slot >= 0 && static_cast<int64_t>(slot) < static_cast<int64_t>(a.num_blocks) * a.block_size;
+  const int64_t cache_row = static_cast<int64_t>(store ? slot : 0) * a.num_kv_heads * a.head_dim;  // [slot, Hkv, D]
+  const int num_rotated = (a.num_heads + a.num_kv_heads) * half;  // q heads then k heads
+  for (int idx = threadIdx.x; idx < num_rotated; idx += kRopeThreads) {
+    const int head = idx / half, i = idx % half;
+    const int col = head * a.head_dim + i;  // column of x1 in the fused row; x2 is half further
+    float x1 = half_bits_to_float(row[col]), x2 = half_bits_to_float(row[col + half]);
+    if (a.bias) {
+      x1 += half_bits_to_float(a.bias[col]);
+      x2 += half_bits_to_float(a.bias[col + half]);
+    }
+    const float y1 = x1 * cos_f[i] - x2 * sin_f[i];
+    const float y2 = x2 * cos_f[i] + x1 * sin_f[i];
+    if (head < a.num_heads) {
+      row[col] = float_to_half_bits(y1);
+      row[col + half] = float_to_half_bits(y2);
+    } else if (store) {
+      const int64_t k_col = cache_row + (head - a.num_heads) * a.head_dim + i;
+      a.key_cache[k_col] = float_to_half_bits(y1);
+      a.key_cache[k_col + half] = float_to_half_bits(y2);
+    }
+  }
+  if (!store) return;
+  const int v_start = (a.num_heads + a.num_kv_heads) * a.head_dim;
+  const int num_v = a.num_kv_heads * a.head_dim;
+  for (int i = threadIdx.x; i < num_v; i += kRopeThreads) {
+    float v = half_bits_to_float(row[v_start + i]);
+    if (a.bias) v += half_bits_to_float(a.bias[v_start + i]);
+    a.value_cache[cache_row + i] = float_to_half_bits(v);
+  }
+}
+
+// ---- silu_mul ------------------------------------------------------------------------------
+
+constexpr int kEltThreads = 256;
+
+__device__ __forceinline__ float silu_times(float g, float u) { return g / (1.f + expf(-g)) * u; }
+
+// grid (T, ceil(I / (threads * per_thread))); kVec: 8 values per thread via 16-byte loads.
+template <bool kVec>
+__global__ void __launch_bounds__(kEltThreads)
+    silu_mul_kernel(const uint16_t* __restrict__ gate_up, int64_t in_stride, uint16_t* __restrict__ out,
+                    int64_t out_stride, int intermediate_size) {
+  const int64_t t = blockIdx.x;
+  const uint16_t* gate = gate_up + t * in_stride;
+  const uint16_t* up = gate + intermediate_size;
+  uint16_t* o = out + t * out_stride;
+  if constexpr (kVec) {
+    const int i = blockIdx.y * kEltThreads + threadIdx.x;  // vector index
+    if (i >= intermediate_size / 8) return;
+    uint4 gv = reinterpret_cast<const uint4*>(gate)[i];
+    uint4 uv = reinterpret_cast<const uint4*>(up)[i];
+    const __half2* g2 = reinterpret_cast<const __half2*>(&gv);
+    const __half2* u2 = reinterpret_cast<const __half2*>(&uv);
+    uint4 result;
+    __half2* r2 = reinterpret_cast<__half2*>(&result);
+#pragma unroll
+    for (int j = 0; j < 4; ++j) {
+      const float2 g = __half22float2(g2[j]), u = __half22float2(u2[j]);
+      r2[j] = __floats2half2_rn(silu_times(g.x, u.x), silu_times(g.y, u.y));
+    }
+    reinterpret_cast<uint4*>(o)[i] = result;
+  } else {
+    const int i = blockIdx.y * kEltThreads + threadIdx.x;
+    if (i >= intermediate_size) return;
+    o[i] = float_to_half_bits(silu_times(half_bits_to_float(gate[i]), half_bits_to_float(up[i])));
+  }
+}
+
+// ---- gather_rows ---------------------------------------------------------------------------
+
+template <bool kVec>
+__global__ void __launch_bounds__(kRowThreads)
+    gather_rows_kernel(const uint16_t* __restrict__ in, int64_t in_stride, const int32_t* __restrict__ rows,
+                       uint16_t* __restrict__ out, int width) {
+  const uint16_t* src = in + static_cast<int64_t>(rows[blockIdx.x]) * in_stride;
+  uint16_t* dst = out + static_cast<int64_t>(blockIdx.x) * width;
+  if constexpr (kVec) {
+    for (int i = threadIdx.x; i < width / 8; i += kRowThreads)
+      reinterpret_cast<uint4*>(dst)[i] = reinterpret_cast<const uint4*>(src)[i];
+  } else {
+    for (int i = threadIdx.x; i < width; i += kRowThreads) dst[i] = src[i];
+  }
+}
+
+// ---- argmax_rows ---------------------------------------------------------------------------
+
+// (value, index) candidate order: larger value wins, equal values -> lower index. NaN values
+// are never offered (skipped at load), so they cannot win; an all-NaN row gives index 0.
+struct ArgmaxCandidate {
+  float value;
+  int index;
+};
+__device__ __forceinline__ void offer(ArgmaxCandidate& best, float value, int index) {
+  if (value > best.value || (value == best.value && index < best.index)) best = {value, index};
+}
+
+template <bool kVec>
+__global__ void __launch_bounds__(kRowThreads)
+    argmax_rows_kernel(const uint16_t* __restrict__ logits, int64_t stride, int32_t* __restrict__ token,
+                       int vocab_size) {
+  const uint16_t* row = logits + static_cast<int64_t>(blockIdx.x) * stride;
+  ArgmaxCandidate best{-INFINITY, INT_MAX};
+  if constexpr (kVec) {
+    for (int i = threadIdx.x; i < vocab_size / 8; i += kRowThreads) {
+      const uint4 v = reinterpret_cast<const uint4*>(row)[i];
+      const uint16_t* h = reinterpret_cast<const uint16_t*>(&v);
+#pragma unroll
+      for (int j = 0; j < 8; ++j) {
+        const float x = half_bits_to_float(h[j]);
+        if (!isnan(x)) offer(best, x, 8 * i + j);
+      }
+    }
+  } else {
+    for (int i = threadIdx.x; i < vocab_size; i += kRowThreads) {
+      const float x = half_bits_to_float(row[i]);
+      if (!isnan(x)) offer(best, x, i);
+    }
+  }
+#pragma unroll
+  for (int offset = 16; offset > 0; offset /= 2) {
+    const float other_value = __shfl_xor_sync(0xffffffffu, best.value, offset);
+    const int other_index = __shfl_xor_sync(0xffffffffu, best.index, offset);
+    offer(best, other_value, other_index);
+  }
+  __shared__ ArgmaxCandidate warp_best[kRowThreads / 32];
+  if (threadIdx.x % 32 == 0) warp_best[threadIdx.x / 32] = best;
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    for (int w = 1; w < kRowThreads / 32; ++w) offer(best, warp_best[w].value, warp_best[w].index);
+    token[blockIdx.x] = best.index == INT_MAX ? 0 : best.index;
+  }
+}
+
+// ---- fp16_to_f32 ---------------------------------------------------------------------------
+
+__global__ void __launch_bounds__(kEltThreads)
+    fp16_to_f32_kernel(const uint16_t* __restrict__ in, float* __restrict__ out, int64_t n, bool vec) {
+  const int64_t first = static_cast<int64_t>(blockIdx.x) * kEltThreads + threadIdx.x;
+  const int64_t step = static_cast<int64_t>(gridDim.x) * kEltThreads;
+  if (vec) {  // 4 values per access; the tail (n % 4) below
+    for (int64_t i = first; i < n / 4; i += step) {
+      const uint2 v = reinterpret_cast<const uint2*>(in)[i];
+      const float2 lo = __half22float2(*reinterpret_cast<const __half2*>(&v.x));
+      const float2 hi = __half22float2(*reinterpret_cast<const __half2*>(&v.y));
+      reinterpret_cast<float4*>(out)[i] = make_float4(lo.x, lo.y, hi.x, hi.y);
+    }
+    for (int64_t i = n / 4 * 4 + first; i < n; i += step) out[i] = half_bits_to_float(in[i]);
+  } else {
+    for (int64_t i = first; i < n; i += step) out[i] = half_bits_to_float(in[i]);
+  }
+}
+
+Status bad(const char* op, const std::string& what) { return invalid_argument(std::string(op) + ": " + what); }
+
+}  // namespace
+
+Status embedding_gather(const uint16_t* table, const int32_t* token_ids, float* residual, int num_tokens,
+                        int hidden_size, int vocab_size, cudaStream_t stream) {
+  constexpr const char* op = "embedding_gather";
+  if (num_tokens < 0 || hidden_size <= 0 || vocab_size <= 0)
+    return bad(op, "bad shape num_tokens=" + std::to_string(num_tokens) + " hidden_size=" +
+                       std::to_string(hidden_size) + " vocab_size=" + std::to_string(vocab_size));
+  if (num_tokens == 0) return Status::ok();
+  if (!table || !token_ids || !residual) return bad(op, "null table, token_ids or residual");
+  if (hidden_size % 8 == 0 && aligned(table, 16) && aligned(residual, 16)) {
+    embedding_gather_kernel<true><<<num_tokens, kRowThreads, 0, stream>>>(table, token_ids, residual, hidden_size,
+                                                                         vocab_size);
+  } else {
+    embedding_gather_kernel<false><<<num_tokens, kRowThreads, 0, stream>>>(table, token_ids, residual,
+                                                                          hidden_size, vocab_size);
+  }
+  return last_launch_status("embedding_gather launch");
+}
+
+Status add_rms_norm(float* residual, const uint16_t* delta, int64_t delta_stride, const uint16_t* weight,
+                    float eps, uint16_t* out, int64_t out_stride, int num_tokens, int hidden_size,
+                    cudaStream_t stream) {
+  constexpr const char* op = "add_rms_norm";
+  if (num_tokens < 0 || hidden_size <= 0)
+    return bad(op, "bad shape num_tokens=" + std::to_string(num_tokens) + " hidden_size=" + std::to_string(hidden_size));
+  if (num_tokens == 0) return Status::ok();
+  if (!residual || !weight || !out) return bad(op, "null residual, weight or out");
+  if (out_stride < hidden_size) return bad(op, "out_stride " + std::to_string(out_stride) + " < hidden_size");
+  if (delta && delta_stride < hidden_size)
+    return bad(op, "delta_stride " + std::to_string(delta_stride) + " < hidden_size");
+  if (!(eps >= 0.f)) return bad(op, "eps must be >= 0");
+  const bool vec = hidden_size % 4 == 0 && aligned(residual, 16) && aligned(weight, 8) && aligned(out, 8) &&
+                   out_stride % 4 == 0 && (!delta || (aligned(delta, 8) && delta_stride % 4 == 0));
+  if (vec) {
+    add_rms_norm_kernel<true><<<num_tokens, kRowThreads, 0, stream>>>(residual, delta, delta_stride, weight, eps, out,
+                                                                     out_stride, hidden_size);
+  } else {
+    add_rms_norm_kernel<false><<<num_tokens, kRowThreads, 0, stream>>>(residual, delta, delta_stride, weight, eps,
+                                                                      out, out_stride, hidden_size);
+  }
+  return last_launch_status("add_rms_norm launch");
+}
+
+Status rope_kv_write(const RopeKvWriteArgs& a, cudaStream_t stream) {
+  constexpr const char* op = "rope_kv_write";
+  if (a.num_tokens < 0) return bad(op, "num_tokens " + std::to_string(a.num_tokens) + " < 0");
+  if (a.num_heads <= 0 || a.num_kv_heads <= 0)
+    return bad(op, "num_heads " + std::to_string(a.num_heads) + " and num_kv_heads " +
+                       std::to_string(a.num_kv_heads) + " must be positive");
+  if (a.head_dim <= 0 || a.head_dim % 2 != 0 || a.head_dim > kMaxHeadDim)
+    return bad(op, "head_dim " + std::to_string(a.head_dim) + " must be even and in [2, 256]");
+  if (a.block_size <= 0 || a.num_blocks <= 0)
+    return bad(op, "block_size " + std::to_string(a.block_size) + " and num_blocks " + std::to_string(a.num_blocks) +
+                       " must be positive");
+  const int64_t row_width = static_cast<int64_t>(a.num_heads + 2 * a.num_kv_heads) * a.head_dim;
+  if (a.qkv_stride < row_width)
+    return bad(op, "qkv_stride " + std::to_string(a.qkv_stride) + " < (H + 2 Hkv) * D = " + std::to_string(row_width));
+  if (a.num_tokens == 0) return Status::ok();
+  if (!a.qkv || !a.positions || !a.inv_freq || !a.slot_mapping || !a.key_cache || !a.value_cache)
+    return bad(op, "null qkv, positions, inv_freq, slot_mapping, key_cache or value_cache");
+  rope_kv_write_kernel<<<a.num_tokens, kRopeThreads, 0, stream>>>(a);
+  return last_launch_status("rope_kv_write launch");
+}
+
+Status silu_mul(const uint16_t* gate_up, int64_t in_stride, uint16_t* out, int64_t out_stride, int num_tokens,
+                int intermediate_size, cudaStream_t stream) {
+  constexpr const char* op = "silu_mul";
+  if (num_tokens < 0 || intermediate_size <= 0)
+    return bad(op, "bad shape num_tokens=" + std::to_string(num_tokens) + " intermediate_size=" +
+                       std::to_string(intermediate_size));
+  if (num_tokens == 0) return Status::ok();
+  if (!gate_up || !out) return bad(op, "null gate_up or out");
+  if (in_stride < 2 * static_cast<int64_t>(intermediate_size) || out_stride < intermediate_size)
+    return bad(op, "in_stride must be >= 2 I and out_stride >= I");
+  const bool vec = intermediate_size % 8 == 0 && in_stride % 8 == 0 && out_stride % 8 == 0 && aligned(gate_up, 16) &&
+                   aligned(out, 16);
+  if (vec) {
+    const dim3 grid(num_tokens, (intermediate_size / 8 + kEltThreads - 1) / kEltThreads);
+    silu_mul_kernel<true><<<grid, kEltThreads, 0, stream>>>(gate_up, in_stride, out, out_stride, intermediate_size);
+  } else {
+    const dim3 grid(num_tokens, (intermediate_size + kEltThreads - 1) / kEltThreads);
+    silu_mul_kernel<false><<<grid, kEltThreads, 0, stream>>>(gate_up, in_stride, out, out_stride, intermediate_size);
+  }
+  return last_launch_status("silu_mul launch");
+}
+
+Status gather_rows(const uint16_t* in, int64_t in_stride, const int32_t* rows, uint16_t* out, int num_rows,
+                   int width, cudaStream_t stream) {
+  constexpr const char* op = "gather_rows";
+  if (num_rows < 0 || width <= 0)
+    return bad(op, "bad shape num_rows=" + std::to_string(num_rows) + " width=" + std::to_string(width));
+  if (num_rows == 0) return Status::ok();
+  if (!in || !rows || !out) return bad(op, "null in, rows or out");
+  if (in_stride < width) return bad(op, "in_stride " + std::to_string(in_stride) + " < width");
+  if (width % 8 == 0 && in_stride % 8 == 0 && aligned(in, 16) && aligned(out, 16)) {
+    gather_rows_kernel<true><<<num_rows, kRowThreads, 0, stream>>>(in, in_stride, rows, out, width);
+  } else {
+    gather_rows_kernel<false><<<num_rows, kRowThreads, 0, stream>>>(in, in_stride, rows, out, width);
+  }
+  return last_launch_status("gather_rows launch");
+}
+
+Status argmax_rows(const uint16_t* logits, int64_t stride, int32_t* token, int num_rows, int vocab_size,
+                   cudaStream_t stream) {
+  constexpr const char* op = "argmax_rows";
+  if (num_rows < 0 || vocab_size <= 0)
+    return bad(op, "bad shape num_rows=" + std::to_string(num_rows) + " vocab_size=" + std::to_string(vocab_size));
+  if (num_rows == 0) return Status::ok();
+  if (!logits || !token) return bad(op, "null logits or token");
+  if (stride < vocab_size) return bad(op, "stride " + std::to_string(stride) + " < vocab_size");
+  if (vocab_size % 8 == 0 && stride % 8 == 0 && aligned(logits, 16)) {
+    argmax_rows_kernel<true><<<num_rows, kRowThreads, 0, stream>>>(logits, stride, token, vocab_size);
+  } else {
+    argmax_rows_kernel<false><<<num_rows, kRowThreads, 0, stream>>>(logits, stride, token, vocab_size);
+  }
+  return last_launch_status("argmax_rows launch");
+}
+
+Status fp16_to_f32(const uint16_t* in, float* out, int64_t n, cudaStream_t stream) {
+  if (n < 0) return bad("fp16_to_f32", "n " + std::to_string(n) + " < 0");
+  if (n == 0) return Status::ok();
+  if (!in || !out) return bad("fp16_to_f32", "null in or out");
+  const bool vec = aligned(in, 8) && aligned(out, 16);
+  const int64_t work = vec ? (n + 3) / 4 : n;
+  const int blocks = static_cast<int>(std::min<int64_t>((work + kEltThreads - 1) / kEltThreads, 4096));
+  fp16_to_f32_kernel<<<blocks, kEltThreads, 0, stream>>>(in, out, n, vec);
+  return last_launch_status("fp16_to_f32 launch");
+}
+
+}  // namespace crosspoint::cuda

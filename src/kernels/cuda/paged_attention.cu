@@ -1,0 +1,431 @@
+// Paged attention for a flat batch of prefill chunks and decodes (paged_attention.h).
+//
+// Design (flash-decoding over the paged cache, CUDA cores, fp32 math):
+//   * One CTA per (query row t, KV head, chunk of up to 8 query heads of that GQA group,
+//     context split). All query heads of the group share the CTA, so each K/V row is read
+//     once per (row, KV head) instead of once per query head.
+//   * The CTA's context range [split * P, ...) is walked in tiles of 64 positions with an
+//     online softmax (running max m and sum l per head, log2 domain). Within a tile,
+//     kThreadsPerRow threads cover one K/V row (16 bytes = 8 fp16 each, D/8 of them), the
+//     other thread groups take other rows; dot products are reduced with warp shuffles.
+//   * Splits: when rows x KV heads x head chunks cannot fill the GPU (decode at small batch,
+//     long contexts) the context is cut into num_splits partitions; each CTA writes its
+//     normalised partial output and (m, l) to the workspace and a second kernel merges them.
+//     With one split the CTA writes the fp16 output directly and no second kernel runs.
+//   * The grid depends only on host integers (num_tokens, heads, max_context_len), so a
+//     captured graph stays valid; rows past seq_token_start[num_seqs], or splits past a
+//     row's visible length, exit at once.
+// Prefill rows use the same kernel (each row reads its own causal prefix, mostly from L2):
+// correct for any chunk size, not yet tensor-core fast (see docs/cuda.md).
+#include <cuda_fp16.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <string>
+
+#include "kernels/cuda/cuda_status.h"
+#include "kernels/cuda/paged_attention.h"
+
+namespace crosspoint::cuda {
+namespace {
+
+constexpr int kThreads = 128;        // 4 warps per CTA
+constexpr int kHeadsPerCta = 8;      // query heads of one GQA group handled together
+constexpr int kTileTokens = 64;      // context positions per online-softmax step
+constexpr int kTargetCtas = 512;     // ~4 CTAs per SM on a 132-SM H200: below this, split the context
+constexpr int kMaxSplits = 256;
+constexpr int kMaxHeadDim = 256;
+constexpr float kLog2e = 1.4426950408889634f;
+
+// Everything the kernels read, resolved on the host.
+struct Params {
+  const uint16_t* query;  // [T, H, D] fp16, rows query_stride apart
+  int64_t query_stride;
+  uint16_t* output;       // [T, H, D] fp16, rows output_stride apart
+  int64_t output_stride;
+  const uint16_t* key_cache;    // [num_blocks, block_size, Hkv, D] fp16
+  const uint16_t* value_cache;  // same layout
+  const int32_t* block_tables;     // [num_seqs, max_blocks_per_seq]
+  const int32_t* seq_token_start;  // [num_seqs + 1]
+  const int32_t* seq_context_len;  // [num_seqs]
+  int num_seqs, max_blocks_per_seq;
+  int num_heads, num_kv_heads, head_dim, block_size;
+  int group_size;       // H / Hkv
+  int head_chunks;      // ceil(group_size / kHeadsPerCta)
+  float scale_log2;     // scale * log2(e): scores in the log2 domain, exp2f below
+  int num_splits;       // 1: direct output; > 1: partials in the workspace, then merge
+  int partition_tokens; // P, a multiple of kTileTokens (huge when num_splits == 1)
+  float* partial_out;   // [T, H, num_splits, D] f32, each normalised by its own l
+  float* partial_ml;    // [T, H, num_splits, 2] f32: (m in log2 units, l)
+};
+
+// The sequence that owns query row t (largest s with seq_token_start[s] <= t), or -1 when t is
+// a padding row past seq_token_start[num_seqs].
+__device__ __forceinline__ int sequence_of_row(const Params& p, int t) {
+  if (t >= p.seq_token_start[p.num_seqs]) return -1;
+  int lo = 0, hi = p.num_seqs;  // seq_token_start[lo] <= t < seq_token_start[hi]
+  while (hi - lo > 1) {
+    const int mid = (lo + hi) / 2;
+    if (p.seq_token_start[mid] <= t) lo = mid; else hi = mid;
+  }
+  return lo;
+}
+
+// Positions 0 .. visible-1 that row t of sequence s attends to (causal rule of the header).
+__device__ __forceinline__ int visible_length(const Params& p, int s, int t) {
+  const int num_new = p.seq_token_start[s + 1] - p.seq_token_start[s];
+  return p.seq_context_len[s] - num_new + (t - p.seq_token_start[s]) + 1;
+}
+
+// The context range of one split; the last split runs to the end so that a context longer
+// than the host bound is still attended in full (only slower).
+__device__ __forceinline__ void split_range(const Params& p, int split, int visible, int* begin, int* end) {
+  *begin = split * p.partition_tokens;
+  *end = split == p.num_splits - 1 ? visible : min(visible, *begin + p.partition_tokens);
+}
+
+__device__ __forceinline__ void unpack8(const uint4& v, float* f) {
+  const __half2* h = reinterpret_cast<const __half2*>(&v);
+#pragma unroll
+  for (int i = 0; i < 4; ++i) {
+    const float2 x = __half22float2(h[i]);
+    f[2 * i] = x.x;
+    f[2 * i + 1] = x.y;
+  }
+}
+
+// kThreadsPerRow threads cover one K/V row of D fp16 (8 each; lanes past D idle):
+// 16 for D = 128, 8 for D = 64, 32 for the generic path (any multiple of 8 up to 256).
+template <int kThreadsPerRow>
+__global__ void __launch_bounds__(kThreads) paged_attention_split_kernel(Params p) {
+  constexpr int kRowGroups = kThreads / kThreadsPerRow;        // rows in flight per step
+  constexpr int kRowsPerThread = kTileTokens / kRowGroups;     // per tile
+  constexpr int kBatch = kRowsPerThread < 8 ? kRowsPerThread : 8;  // 16-byte loads issued together
+  static_assert(kRowsPerThread % kBatch == 0, "tile rows must split into load batches");
+
+  __shared__ float s_scores[kHeadsPerCta][kTileTokens];  // scores, then probabilities, of one tile
+  __shared__ float s_alpha[kHeadsPerCta];                // rescale of the running output this tile
+  __shared__ float s_m[kHeadsPerCta], s_l[kHeadsPerCta];
+  __shared__ float4 s_reduce[kThreads * kHeadsPerCta * 2];  // final cross-group sum, 32 KB
+
+  const int t = blockIdx.x;
+  const int kv_head = blockIdx.y / p.head_chunks;
+  const int head_begin = kv_head * p.group_size + (blockIdx.y % p.head_chunks) * kHeadsPerCta;
+  const int num_heads_here = min(kHeadsPerCta, (kv_head + 1) * p.group_size - head_begin);
+  const int split = blockIdx.z;
+
+  const int s = sequence_of_row(p, t);
+  if (s < 0) return;
+  const int visible = visible_length(p, s, t);
+  int begin, end;
+  split_range(p, split, visible, &begin, &end);
+  if (begin >= end) return;  // the merge kernel reads only splits that start inside `visible`
+
+  const int lane_in_row = threadIdx.x % kThreadsPerRow;
+  const int row_group = threadIdx.x / kThreadsPerRow;
+  const int dim = lane_in_row * 8;
+  const bool dim_valid = dim < p.head_dim;
+
+  // q of the chunk's heads, pre-scaled into the log2 domain: [kHeadsPerCta][8] for this lane.
+  float q[kHeadsPerCta][8];
+#pragma unroll
+  for (int h = 0; h < kHeadsPerCta; ++h) {
+    uint4 raw = make_uint4(0, 0, 0, 0);
+    if (h < num_heads_here && dim_valid)
+      raw = *reinterpret_cast<const uint4*>(p.query + t * p.query_stride + (head_begin + h) * p.head_dim + dim);
+    unpack8(raw, q[h]);
+#pragma unroll
+    for (int e = 0; e < 8; ++e) q[h][e] *= p.scale_log2;
+  }
+  if (threadIdx.x < kHeadsPerCta) {
+    s_m[threadIdx.x] = -INFINITY;
+    s_l[threadIdx.x] = 0.f;
+  }
+
+  float acc[kHeadsPerCta][8] = {};  // this row group's share of sum_p prob * V, dims dim..dim+7
+  const int32_t* table = p.block_tables + static_cast<int64_t>(s) * p.max_blocks_per_seq;
+  const int64_t kv_row_stride = static_cast<int64_t>(p.num_kv_heads) * p.head_dim;
+  const int64_t kv_head_offset = static_cast<int64_t>(kv_head) * p.head_dim + dim;
+  auto row_offset = [&](int position) {
+    const int64_t slot = static_cast<int64_t>(table[position / p.block_size]) * p.block_size + position % p.block_size;
+    return slot * kv_row_stride + kv_head_offset;
+  };
+
+  for (int tile = begin; tile < end; tile += kTileTokens) {
+    // Scores of this tile: s_scores[h][r] = q_h . k_(tile + r) (log2 units), -inf past `end`.
+#pragma unroll
+    for (int b = 0; b < kRowsPerThread; b += kBatch) {
+      uint4 k_raw[kBatch];
+#pragma unroll
+      for (int i = 0; i < kBatch; ++i) {
+        const int position = tile + (b + i) * kRowGroups + row_group;
+        k_raw[i] = make_uint4(0, 0, 0, 0);
+        if (position < end && dim_valid) k_raw[i] = *reinterpret_cast<const uint4*>(p.key_cache + row_offset(position));
+      }
+#pragma unroll
+      for (int i = 0; i < kBatch; ++i) {
+        float k[8];
+        unpack8(k_raw[i], k);
+        const int r = (b + i) * kRowGroups + row_group;
+#pragma unroll
+        for (int h = 0; h < kHeadsPerCta; ++h) {
+          if (h >= num_heads_here) break;
+          float dot = 0.f;
+#pragma unroll
+          for (int e = 0; e < 8; ++e) dot = fmaf(q[h][e], k[e], dot);
+#pragma unroll
+          for (int offset = kThreadsPerRow / 2; offset > 0; offset /= 2)
+            dot += __shfl_xor_sync(0xffffffffu, dot, offset);
+          if (lane_in_row == 0) s_scores[h][r] = tile + r < end ? dot : -INFINITY;
+        }
+      }
+    }
+    __syncthreads();
+
+    // Online softmax step, one warp per head (heads w, w + 4): new max, rescale, probabilities.
+    const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+    for (int h = warp; h < num_heads_here; h += kThreads / 32) {
+      float tile_max = -INFINITY;
+      for (int r = lane; r < kTileTokens; r += 32) tile_max = fmaxf(tile_max, s_scores[h][r]);
+#pragma unroll
+      for (int offset = 16; offset > 0; offset /= 2) tile_max = fmaxf(tile_max, __shfl_xor_sync(0xffffffffu, tile_max, offset));
+      const float m_old = s_m[h];
+      const float m_new = fmaxf(m_old, tile_max);  // finite: every tile has a visible position
+      float sum = 0.f;
+      for (int r = lane; r < kTileTokens; r += 32) {
+        const float prob = exp2f(s_scores[h][r] - m_new);
+        s_scores[h][r] = prob;
+        sum += prob;
+      }
+#pragma unroll
+      for (int offset = 16; offset > 0; offset /= 2) sum += __shfl_xor_sync(0xffffffffu, sum, offset);
+      if (lane == 0) {
+        const float alpha = exp2f(m_old - m_new);
+        s_alpha[h] = alpha;
+        s_m[h] = m_new;
+        s_l[h] = s_l[h] * alpha + sum;
+      }
+    }
+    __syncthreads();
+
+    // acc = acc * alpha + sum_r prob[h][r] * v_r
+#pragma unroll
+    for (int h = 0; h < kHeadsPerCta; ++h) {
+      if (h >= num_heads_here) break;
+      const float alpha = s_alpha[h];
+#pragma unroll
+      for (int e = 0; e < 8; ++e) acc[h][e] *= alpha;
+    }
+#pragma unroll
+    for (int b = 0; b < kRowsPerThread; b += kBatch) {
+      uint4 v_raw[kBatch];
+#pragma unroll
+      for (int i = 0; i < kBatch; ++i) {
+        const int position = tile + (b + i) * kRowGroups + row_group;
+        v_raw[i] = make_uint4(0, 0, 0, 0);
+        if (position < end && dim_valid) v_raw[i] = *reinterpret_cast<const uint4*>(p.value_cache + row_offset(position));
+      }
+#pragma unroll
+      for (int i = 0; i < kBatch; ++i) {
+        float v[8];
+        unpack8(v_raw[i], v);
+        const int r = (b + i) * kRowGroups + row_group;
+#pragma unroll
+        for (int h = 0; h < kHeadsPerCta; ++h) {
+          if (h >= num_heads_here) break;
+          const float prob = s_scores[h][r];  // 0 past `end`
+#pragma unroll
+          for (int e = 0; e < 8; ++e) acc[h][e] = fmaf(prob, v[e], acc[h][e]);
+        }
+      }
+    }
+    __syncthreads();  // s_scores is rewritten by the next tile
+  }
+
+  // Sum the row groups' partial outputs: s_reduce[row_group][h][dim .. dim+7] as 2 float4.
+#pragma unroll
+  for (int h = 0; h < kHeadsPerCta; ++h) {
+    const int base = ((row_group * kHeadsPerCta + h) * kThreadsPerRow + lane_in_row) * 2;
+    s_reduce[base] = make_float4(acc[h][0], acc[h][1], acc[h][2], acc[h][3]);
+    s_reduce[base + 1] = make_float4(acc[h][4], acc[h][5], acc[h][6], acc[h][7]);
+  }
+  __syncthreads();
+  const float* reduce = reinterpret_cast<const float*>(s_reduce);
+  constexpr int kRowFloats = kThreadsPerRow * 8;  // floats per (row_group, head) in s_reduce
+  for (int idx = threadIdx.x; idx < num_heads_here * p.head_dim; idx += kThreads) {
+    const int h = idx / p.head_dim, d = idx % p.head_dim;
+    float sum = 0.f;
+#pragma unroll
+    for (int g = 0; g < kRowGroups; ++g) sum += reduce[(g * kHeadsPerCta + h) * kRowFloats + d];
+    const float value = sum / s_l[h];
+    const int head = head_begin + h;
+    if (p.num_splits == 1) {
+      p.output[t * p.output_stride + head * p.head_dim + d] = __half_as_ushort(__float2half_rn(value));
+    } else {
+      const int64_t part = (static_cast<int64_t>(t) * p.num_heads + head) * p.num_splits + split;
+      p.partial_out[part * p.head_dim + d] = value;
+      if (d == 0) {
+        p.partial_ml[part * 2] = s_m[h];
+        p.partial_ml[part * 2 + 1] = s_l[h];
+      }
+    }
+  }
+}
+
+// Merges the splits of one (row, head): weights l_i * 2^(m_i - max m), output = weighted mean
+// of the normalised partials. Only splits that start inside the row's visible range exist.
+__global__ void __launch_bounds__(kThreads) paged_attention_merge_kernel(Params p) {
+  __shared__ float s_weight[kMaxSplits];
+  __shared__ float s_inv_total;
+  const int t = blockIdx.x, head = blockIdx.y;
+  const int s = sequence_of_row(p, t);
+  if (s < 0) return;
+  const int visible = visible_length(p, s, t);
+  if (visible <= 0) return;
+  const int num_active = min(p.num_splits, (visible + p.partition_tokens - 1) / p.partition_tokens);
+  const int64_t part0 = (static_cast<int64_t>(t) * p.num_heads + head) * p.num_splits;
+  if (threadIdx.x < 32) {
+    float m_max = -INFINITY;
+    for (int i = threadIdx.x; i < num_active; i += 32) m_max = fmaxf(m_max, p.partial_ml[(part0 + i) * 2]);
+#pragma unroll
+    for (int offset = 16; offset > 0; offset /= 2) m_max = fmaxf(m_max, __shfl_xor_sync(0xffffffffu, m_max, offset));
+    float total = 0.f;
+    for (int i = threadIdx.x; i < num_active; i += 32) {
+      const float w = p.partial_ml[(part0 + i) * 2 + 1] * exp2f(p.partial_ml[(part0 + i) * 2] - m_max);
+      s_weight[i] = w;
+      total += w;
+    }
+#pragma unroll
+    for (int offset = 16; offset > 0; offset /= 2) total += __shfl_xor_sync(0xffffffffu, total, offset);
+    if (threadIdx.x == 0) s_inv_total = 1.f / total;
+  }
+  __syncthreads();
+  for (int d = threadIdx.x; d < p.head_dim; d += kThreads) {
+    float sum = 0.f;
+    for (int i = 0; i < num_active; ++i) sum += s_weight[i] * p.partial_out[(part0 + i) * p.head_dim + d];
+    p.output[t * p.output_stride + head * p.head_dim + d] = __half_as_ushort(__float2half_rn(sum * s_inv_total));
+  }
+}
+
+// Splits for a launch: enough CTAs to fill the GPU, at least one tile per split, capped.
+int choose_num_splits(int num_tokens, int ctas_per_row, int max_context_len) {
+  const int64_t ctas = static_cast<int64_t>(num_tokens) * ctas_per_row;
+  if (ctas >= kTargetCtas) return 1;
+  const int wanted = static_cast<int>((kTargetCtas + ctas - 1) / ctas);
+  const int max_by_context = (std::max(max_context_len, 1) + kTileTokens - 1) / kTileTokens;
+  return std::max(1, std::min({wanted, max_by_context, kMaxSplits}));
+}
+
+int64_t partial_bytes(int num_tokens, int num_heads, int num_splits, int head_dim) {
+  return static_cast<int64_t>(num_tokens) * num_heads * num_splits * (head_dim + 2) * static_cast<int64_t>(sizeof(float));
+}
+
+Status bad(const std::string& what) { return invalid_argument("cuda_paged_attention: " + what); }
+
+Status check_args(const CudaPagedAttentionArgs& a) {
+  if (a.num_seqs < 0 || a.num_tokens < 0)
+    return bad("num_seqs " + std::to_string(a.num_seqs) + " and num_tokens " + std::to_string(a.num_tokens) +
+               " must be >= 0");
+  if (a.num_heads <= 0 || a.num_kv_heads <= 0 || a.num_heads % a.num_kv_heads != 0)
+    return bad("num_heads " + std::to_string(a.num_heads) + " must be a positive multiple of num_kv_heads " +
+               std::to_string(a.num_kv_heads));
+  if (a.head_dim < 8 || a.head_dim > kMaxHeadDim || a.head_dim % 8 != 0)
+    return bad("head_dim " + std::to_string(a.head_dim) + " must be a multiple of 8 in [8, 256]");
+  if (a.block_size <= 0) return bad("block_size " + std::to_string(a.block_size) + " must be positive");
+  if (a.max_blocks_per_seq <= 0) return bad("max_blocks_per_seq must be positive");
+  if (a.max_query_len < 0 || a.max_context_len < 0) return bad("max_query_len and max_context_len must be >= 0");
+  if (!(a.scale > 0.f) || !std::isfinite(a.scale)) return bad("scale must be positive and finite");
+  const int64_t row_width = static_cast<int64_t>(a.num_heads) * a.head_dim;
+  if (a.query_stride < row_width || a.query_stride % 8 != 0)
+    return bad("query_stride " + std::to_string(a.query_stride) + " must be >= H * D and a multiple of 8");
+  if (a.output_stride < row_width) return bad("output_stride " + std::to_string(a.output_stride) + " < H * D");
+  if (a.num_tokens == 0) return Status::ok();
+  if (!a.query || !a.output || !a.key_cache || !a.value_cache || !a.block_tables || !a.seq_token_start ||
+      !a.seq_context_len)
+    return bad("null query, output, cache or table pointer");
+  if (a.num_seqs == 0) return bad("num_tokens > 0 but num_seqs == 0");
+  auto aligned16 = [](const void* ptr) { return reinterpret_cast<uintptr_t>(ptr) % 16 == 0; };
+  if (!aligned16(a.query) || !aligned16(a.key_cache) || !aligned16(a.value_cache))
+    return bad("query, key_cache and value_cache must be 16-byte aligned");
+  return Status::ok();
+}
+
+}  // namespace
+
+size_t cuda_paged_attention_workspace_bytes(int max_num_tokens, int num_heads, int head_dim, int max_context_len) {
+  if (max_num_tokens <= 0 || num_heads <= 0 || head_dim <= 0) return 0;
+  // Splits only happen while num_tokens * (KV heads x head chunks) < kTargetCtas, and then
+  // num_tokens * num_splits < 2 * kTargetCtas whatever the KV head count; also never more
+  // than max_num_tokens rows times the splits the context allows.
+  const int64_t max_splits = std::min<int64_t>(kMaxSplits, (std::max(max_context_len, 1) + kTileTokens - 1) / kTileTokens);
+  if (max_splits <= 1) return 0;
+  const int64_t split_rows = std::min<int64_t>(static_cast<int64_t>(max_num_tokens) * max_splits, 2 * kTargetCtas);
+  return static_cast<size_t>(split_rows * num_heads * (head_dim + 2) * static_cast<int64_t>(sizeof(float)));
+}
+
+Status cuda_paged_attention(const CudaPagedAttentionArgs& a, cudaStream_t stream) {
+  CROSSPOINT_RETURN_IF_ERROR(check_args(a));
+  if (a.num_tokens == 0) return Status::ok();
+
+  Params p{};
+  p.query = a.query;
+  p.query_stride = a.query_stride;
+  p.output = a.output;
+  p.output_stride = a.output_stride;
+  p.key_cache = a.key_cache;
+  p.value_cache = a.value_cache;
+  p.block_tables = a.block_tables;
+  p.seq_token_start = a.seq_token_start;
+  p.seq_context_len = a.seq_context_len;
+  p.num_seqs = a.num_seqs;
+  p.max_blocks_per_seq = a.max_blocks_per_seq;
+  p.num_heads = a.num_heads;
+  p.num_kv_heads = a.num_kv_heads;
+  p.head_dim = a.head_dim;
+  p.block_size = a.block_size;
+  p.group_size = a.num_heads / a.num_kv_heads;
+  p.head_chunks = (p.group_size + kHeadsPerCta - 1) / kHeadsPerCta;
+  p.scale_log2 = a.scale * kLog2e;
+
+  // Splits as the GPU wants them, reduced to what the caller's workspace holds (a smaller
+  // workspace costs speed, never correctness; none at all means one split).
+  const int ctas_per_row = a.num_kv_heads * p.head_chunks;
+  int num_splits = choose_num_splits(a.num_tokens, ctas_per_row, a.max_context_len);
+  while (num_splits > 1 &&
+         (a.workspace == nullptr ||
+          partial_bytes(a.num_tokens, a.num_heads, num_splits, a.head_dim) > static_cast<int64_t>(a.workspace_bytes)))
+    --num_splits;
+  if (num_splits > 1) {
+    // Partition P: the context bound cut into num_splits pieces, rounded up to whole tiles.
+    const int per_split = (std::max(a.max_context_len, 1) + num_splits - 1) / num_splits;
+    p.partition_tokens = (per_split + kTileTokens - 1) / kTileTokens * kTileTokens;
+    num_splits = (std::max(a.max_context_len, 1) + p.partition_tokens - 1) / p.partition_tokens;
+  }
+  if (num_splits <= 1) {
+    num_splits = 1;
+    p.partition_tokens = 1 << 30;  // one split covers any context
+  }
+  p.num_splits = num_splits;
+  p.partial_out = static_cast<float*>(a.workspace);
+  p.partial_ml = num_splits > 1 ? p.partial_out + static_cast<int64_t>(a.num_tokens) * a.num_heads * num_splits * a.head_dim
+                                : nullptr;
+
+  const dim3 grid(a.num_tokens, ctas_per_row, num_splits);
+  if (grid.y > 65535) return bad("num_kv_heads x head chunks exceeds the grid limit");
+  if (a.head_dim == 128) {
+    paged_attention_split_kernel<16><<<grid, kThreads, 0, stream>>>(p);
+  } else if (a.head_dim == 64) {
+    paged_attention_split_kernel<8><<<grid, kThreads, 0, stream>>>(p);
+  } else {
+    paged_attention_split_kernel<32><<<grid, kThreads, 0, stream>>>(p);
+  }
+  CROSSPOINT_RETURN_IF_ERROR(last_launch_status("paged_attention_split_kernel launch"));
+  if (num_splits > 1) {
+    paged_attention_merge_kernel<<<dim3(a.num_tokens, a.num_heads), kThreads, 0, stream>>>(p);
+    CROSSPOINT_RETURN_IF_ERROR(last_launch_status("paged_attention_merge_kernel launch"));
+  }
+  return Status::ok();
+}
+
+}  // namespace crosspoint::cuda
