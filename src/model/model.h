@@ -73,7 +73,7 @@ class Model {
   const TensorInfo& final_norm() const { return *final_norm_; }
   const LinearWeight& lm_head() const { return *lm_head_; }
   // [head_dim / 2] f32 RoPE inverse frequencies, as the CPU forward uses them.
-  const std::vector<float>& rope_inv_freq() const { return rope_inv_freq_; }
+  const std::vector<float>& rope_inverse_frequencies() const { return rope_inv_freq_; }
 
  private:
   Model() = default;
