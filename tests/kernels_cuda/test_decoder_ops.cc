@@ -1,0 +1,370 @@
+// The decoder ops of kernels/cuda/decoder_ops.h against plain host loops (double math) on
+// awkward sizes: odd widths take the scalar kernels, widths that are multiples of 8 the
+// vector ones, and strides wider than the rows check that nothing outside a row is touched.
+//
+// Tolerances: every op computes in fp32 and rounds to fp16 once, so its error against the
+// exact value is at most half an fp16 ulp (2^-11 relative) plus fp32 rounding (~1e-6
+// relative); the tests allow 2^-10 relative (one ulp) plus a tiny absolute term for values
+// near zero. Pure data movement (gather, fp16 -> f32, embedding) must be bit-exact.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <limits>
+
+#include "common/dtype.h"
+#include "kernels/cuda/decoder_ops.h"
+#include "kernels_cuda/reference.h"
+
+namespace crosspoint::cuda {
+namespace {
+
+using testing::DeviceBuffer;
+constexpr double kUlp16 = 1.0 / 1024;  // one fp16 ulp, relative
+
+float h2f(uint16_t bits) { return crosspoint::f16_to_f32(bits); }
+
+// ---- host-only argument checks (run on CPU-only CI too) ------------------------------------
+
+TEST(DecoderOpsArgs, BadShapesAndNullPointersAreStatusErrors) {
+  uint16_t* p16 = reinterpret_cast<uint16_t*>(16);
+  float* pf = reinterpret_cast<float*>(16);
+  int32_t* pi = reinterpret_cast<int32_t*>(16);
+  EXPECT_EQ(embedding_gather(p16, pi, pf, 1, 0, 10, nullptr).code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(embedding_gather(nullptr, pi, pf, 1, 8, 10, nullptr).code(), StatusCode::kInvalidArgument);
+  EXPECT_TRUE(embedding_gather(nullptr, nullptr, nullptr, 0, 8, 10, nullptr).is_ok());  // nothing to do
+  EXPECT_EQ(add_rms_norm(pf, nullptr, 0, p16, 1e-6f, p16, 7, 1, 8, nullptr).code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(add_rms_norm(pf, p16, 4, p16, 1e-6f, p16, 8, 1, 8, nullptr).code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(add_rms_norm(pf, nullptr, 0, nullptr, 1e-6f, p16, 8, 1, 8, nullptr).code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(silu_mul(p16, 15, p16, 8, 1, 8, nullptr).code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(silu_mul(nullptr, 16, p16, 8, 1, 8, nullptr).code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(gather_rows(p16, 3, pi, p16, 1, 4, nullptr).code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(argmax_rows(p16, 9, pi, 1, 10, nullptr).code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(argmax_rows(nullptr, 10, pi, 1, 10, nullptr).code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(fp16_to_f32(nullptr, pf, 4, nullptr).code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(fp16_to_f32(p16, pf, -1, nullptr).code(), StatusCode::kInvalidArgument);
+
+  RopeKvWriteArgs rope;
+  rope.qkv = p16;
+  rope.positions = pi;
+  rope.inv_freq = pf;
+  rope.slot_mapping = pi;
+  rope.key_cache = p16;
+  rope.value_cache = p16;
+  rope.num_tokens = 1;
+  rope.num_heads = 2;
+  rope.num_kv_heads = 1;
+  rope.head_dim = 7;  // odd
+  rope.qkv_stride = 4 * 8;
+  rope.block_size = 16;
+  rope.num_blocks = 1;
+  Status st = rope_kv_write(rope, nullptr);
+  EXPECT_EQ(st.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(st.message().find("head_dim"), std::string::npos) << st.message();
+  rope.head_dim = 258;  // too large
+  EXPECT_EQ(rope_kv_write(rope, nullptr).code(), StatusCode::kInvalidArgument);
+  rope.head_dim = 8;
+  rope.qkv_stride = 31;  // < (2 + 2) * 8
+  st = rope_kv_write(rope, nullptr);
+  EXPECT_NE(st.message().find("qkv_stride"), std::string::npos) << st.message();
+  rope.qkv_stride = 32;
+  rope.slot_mapping = nullptr;
+  EXPECT_EQ(rope_kv_write(rope, nullptr).code(), StatusCode::kInvalidArgument);
+}
+
+// ---- embedding_gather ----------------------------------------------------------------------
+
+TEST(EmbeddingGather, CopiesRowsExactly) {
+  CROSSPOINT_SKIP_WITHOUT_GPU();
+  std::mt19937 rng(101);
+  const int vocab = 37;
+  for (int d : {7, 8, 100, 3584}) {
+    const auto table = testing::random_f16(rng, static_cast<size_t>(vocab) * d, -3.f, 3.f);
+    const std::vector<int32_t> ids = {0, 36, 5, 5, 17, -1, 37};  // the last two are out of range
+    const int t_count = static_cast<int>(ids.size());
+    DeviceBuffer<uint16_t> table_dev(table);
+    DeviceBuffer<int32_t> ids_dev(ids);
+    DeviceBuffer<float> residual(static_cast<size_t>(t_count) * d);
+    residual.poison();
+    ASSERT_TRUE(embedding_gather(table_dev.get(), ids_dev.get(), residual.get(), t_count, d, vocab, nullptr).is_ok());
+    const auto got = residual.download();
+    for (int t = 0; t < t_count; ++t) {
+      for (int i = 0; i < d; ++i) {
+        const bool valid = ids[t] >= 0 && ids[t] < vocab;
+        const float want = valid ? h2f(table[static_cast<size_t>(ids[t]) * d + i]) : 0.f;
+        ASSERT_EQ(got[static_cast<size_t>(t) * d + i], want) << "d=" << d << " t=" << t << " i=" << i;
+      }
+    }
+  }
+}
+
+// ---- add_rms_norm --------------------------------------------------------------------------
+
+TEST(AddRmsNorm, MatchesReferenceWithAndWithoutDelta) {
+  CROSSPOINT_SKIP_WITHOUT_GPU();
+  std::mt19937 rng(102);
+  std::uniform_real_distribution<float> unit(-2.f, 2.f);
+  const float eps = 1e-6f;
+  for (int d : {7, 100, 1000, 3584, 4098}) {
+    for (int t_count : {1, 3, 17}) {
+      for (bool with_delta : {true, false}) {
+        const int64_t out_stride = d + (d % 4 == 0 ? 8 : 3);   // keep the vector path where it applies
+        const int64_t delta_stride = d + (d % 4 == 0 ? 4 : 1);
+        std::vector<float> residual(static_cast<size_t>(t_count) * d);
+        for (auto& v : residual) v = unit(rng);
+        const auto delta = testing::random_f16(rng, static_cast<size_t>(t_count) * delta_stride, -1.f, 1.f);
+        const auto weight = testing::random_f16(rng, d, 0.5f, 1.5f);
+        DeviceBuffer<float> residual_dev(residual);
+        DeviceBuffer<uint16_t> delta_dev(delta), weight_dev(weight), out(static_cast<size_t>(t_count) * out_stride);
+        out.poison();
+        ASSERT_TRUE(add_rms_norm(residual_dev.get(), with_delta ? delta_dev.get() : nullptr, delta_stride,
+                                 weight_dev.get(), eps, out.get(), out_stride, t_count, d, nullptr)
+                        .is_ok());
+        const auto got_residual = residual_dev.download();
+        const auto got = out.download();
+        for (int t = 0; t < t_count; ++t) {
+          std::vector<float> r(d);
+          double sum_sq = 0;
+          for (int i = 0; i < d; ++i) {
+            r[i] = residual[static_cast<size_t>(t) * d + i];
+            if (with_delta) r[i] += h2f(delta[static_cast<size_t>(t) * delta_stride + i]);  // fp32 add, as specified
+            sum_sq += static_cast<double>(r[i]) * r[i];
+          }
+          const double inv_rms = 1.0 / std::sqrt(sum_sq / d + eps);
+          for (int i = 0; i < d; ++i) {
+            ASSERT_EQ(got_residual[static_cast<size_t>(t) * d + i], r[i]) << "residual d=" << d << " t=" << t;
+            const double want = r[i] * inv_rms * h2f(weight[i]);
+            const double y = h2f(got[static_cast<size_t>(t) * out_stride + i]);
+            ASSERT_LE(std::fabs(y - want), kUlp16 * std::fabs(want) + 1e-6)
+                << "d=" << d << " t=" << t << " i=" << i << " delta=" << with_delta;
+          }
+          for (int64_t i = d; i < out_stride; ++i)  // the stride gap stays untouched
+            ASSERT_EQ(got[static_cast<size_t>(t) * out_stride + i], 0xFFFF);
+        }
+      }
+    }
+  }
+}
+
+// ---- rope_kv_write -------------------------------------------------------------------------
+
+struct RopeCase {
+  int num_heads, num_kv_heads, head_dim;
+  bool with_bias;
+};
+
+TEST(RopeKvWrite, RotatesQAndStoresKvInTheirSlots) {
+  CROSSPOINT_SKIP_WITHOUT_GPU();
+  std::mt19937 rng(103);
+  const int block_size = 16, num_blocks = 6;
+  const std::vector<int32_t> positions = {0, 1, 17, 4000, 131071};
+  const std::vector<int32_t> slots = {3, -1, 16, 95, 40};  // -1: a padding row, stored nowhere
+  const int t_count = static_cast<int>(positions.size());
+  for (RopeCase c : {RopeCase{14, 2, 64, true}, RopeCase{4, 4, 128, false}, RopeCase{3, 1, 10, true},
+                     RopeCase{28, 4, 128, true}}) {
+    const int half = c.head_dim / 2;
+    const int row_width = (c.num_heads + 2 * c.num_kv_heads) * c.head_dim;
+    const int64_t qkv_stride = row_width + 6;
+    std::vector<float> inv_freq(half);  // HF: 1 / theta^(2i / D) in fp32
+    for (int i = 0; i < half; ++i)
+      inv_freq[i] = 1.0f / std::pow(1000000.0f, static_cast<float>(2 * i) / static_cast<float>(c.head_dim));
+    const auto qkv = testing::random_f16(rng, static_cast<size_t>(t_count) * qkv_stride, -2.f, 2.f);
+    const auto bias = testing::random_f16(rng, row_width, -0.5f, 0.5f);
+    const size_t cache_count = static_cast<size_t>(num_blocks) * block_size * c.num_kv_heads * c.head_dim;
+    const auto key_init = testing::random_f16(rng, cache_count, -1.f, 1.f);
+    const auto value_init = testing::random_f16(rng, cache_count, -1.f, 1.f);
+    DeviceBuffer<uint16_t> qkv_dev(qkv), bias_dev(bias), key_dev(key_init), value_dev(value_init);
+    DeviceBuffer<int32_t> pos_dev(positions), slot_dev(slots);
+    DeviceBuffer<float> freq_dev(inv_freq);
+    RopeKvWriteArgs a;
+    a.qkv = qkv_dev.get();
+    a.qkv_stride = qkv_stride;
+    a.bias = c.with_bias ? bias_dev.get() : nullptr;
+    a.positions = pos_dev.get();
+    a.inv_freq = freq_dev.get();
+    a.slot_mapping = slot_dev.get();
+    a.key_cache = key_dev.get();
+    a.value_cache = value_dev.get();
+    a.num_tokens = t_count;
+    a.num_heads = c.num_heads;
+    a.num_kv_heads = c.num_kv_heads;
+    a.head_dim = c.head_dim;
+    a.block_size = block_size;
+    a.num_blocks = num_blocks;
+    const Status st = rope_kv_write(a, nullptr);
+    ASSERT_TRUE(st.is_ok()) << st.to_string();
+    const auto got_qkv = qkv_dev.download();
+    const auto got_key = key_dev.download();
+    const auto got_value = value_dev.download();
+    auto expected_key = key_init, expected_value = value_init;  // exact parts (v, untouched slots)
+
+    for (int t = 0; t < t_count; ++t) {
+      const size_t row = static_cast<size_t>(t) * qkv_stride;
+      auto biased = [&](int col) {
+        return h2f(qkv[row + col]) + (c.with_bias ? h2f(bias[col]) : 0.f);  // fp32 add, as the kernel
+      };
+      for (int head = 0; head < c.num_heads + c.num_kv_heads; ++head) {
+        for (int i = 0; i < half; ++i) {
+          const int col = head * c.head_dim + i;
+          const float angle = static_cast<float>(positions[t]) * inv_freq[i];  // fp32, as HF
+          const double cs = std::cos(static_cast<double>(angle)), sn = std::sin(static_cast<double>(angle));
+          const double x1 = biased(col), x2 = biased(col + half);
+          const double want1 = x1 * cs - x2 * sn, want2 = x2 * cs + x1 * sn;
+          // One fp16 rounding of a value bounded by |x1| + |x2| (the result may cancel).
+          const double tol = kUlp16 * (std::fabs(x1) + std::fabs(x2)) + 1e-6;
+          double got1, got2;
+          if (head < c.num_heads) {
+            got1 = h2f(got_qkv[row + col]);
+            got2 = h2f(got_qkv[row + col + half]);
+          } else {
+            if (slots[t] < 0) continue;
+            const size_t k = (static_cast<size_t>(slots[t]) * c.num_kv_heads + (head - c.num_heads)) * c.head_dim + i;
+            got1 = h2f(got_key[k]);
+            got2 = h2f(got_key[k + half]);
+            expected_key[k] = got_key[k];  // checked here against the tolerance
+            expected_key[k + half] = got_key[k + half];
+          }
+          ASSERT_LE(std::fabs(got1 - want1), tol) << "t=" << t << " head=" << head << " i=" << i << " D=" << c.head_dim;
+          ASSERT_LE(std::fabs(got2 - want2), tol) << "t=" << t << " head=" << head << " i=" << i << " D=" << c.head_dim;
+        }
+      }
+      if (slots[t] >= 0) {
+        const int v_start = (c.num_heads + c.num_kv_heads) * c.head_dim;
+        for (int i = 0; i < c.num_kv_heads * c.head_dim; ++i)
+          expected_value[static_cast<size_t>(slots[t]) * c.num_kv_heads * c.head_dim + i] =
+              crosspoint::f32_to_f16(biased(v_start + i));
+      }
+      // k and v columns of qkv and the stride gap are left as they were.
+      for (int64_t col = static_cast<int64_t>(c.num_heads) * c.head_dim; col < qkv_stride; ++col)
+        ASSERT_EQ(got_qkv[row + col], qkv[row + col]) << "t=" << t << " col=" << col;
+    }
+    EXPECT_EQ(got_key, expected_key) << "a slot not in slot_mapping changed (D=" << c.head_dim << ")";
+    EXPECT_EQ(got_value, expected_value) << "D=" << c.head_dim;
+  }
+}
+
+// ---- silu_mul ------------------------------------------------------------------------------
+
+TEST(SiluMul, MatchesReference) {
+  CROSSPOINT_SKIP_WITHOUT_GPU();
+  std::mt19937 rng(104);
+  for (int inter : {1, 7, 8, 1000, 18944}) {
+    for (int t_count : {1, 3, 9}) {
+      const int64_t in_stride = 2 * inter + (inter % 8 == 0 ? 8 : 1);
+      const int64_t out_stride = inter + (inter % 8 == 0 ? 16 : 3);
+      const auto gate_up = testing::random_f16(rng, static_cast<size_t>(t_count) * in_stride, -8.f, 8.f);
+      DeviceBuffer<uint16_t> in(gate_up), out(static_cast<size_t>(t_count) * out_stride);
+      out.poison();
+      ASSERT_TRUE(silu_mul(in.get(), in_stride, out.get(), out_stride, t_count, inter, nullptr).is_ok());
+      const auto got = out.download();
+      for (int t = 0; t < t_count; ++t) {
+        for (int i = 0; i < inter; ++i) {
+          const double g = h2f(gate_up[static_cast<size_t>(t) * in_stride + i]);
+          const double u = h2f(gate_up[static_cast<size_t>(t) * in_stride + inter + i]);
+          const double want = g / (1.0 + std::exp(-g)) * u;
+          const double y = h2f(got[static_cast<size_t>(t) * out_stride + i]);
+          ASSERT_LE(std::fabs(y - want), kUlp16 * std::fabs(want) + 1e-6) << "I=" << inter << " t=" << t << " i=" << i;
+        }
+        for (int64_t i = inter; i < out_stride; ++i) ASSERT_EQ(got[static_cast<size_t>(t) * out_stride + i], 0xFFFF);
+      }
+    }
+  }
+}
+
+// ---- gather_rows ---------------------------------------------------------------------------
+
+TEST(GatherRows, CopiesSelectedRowsExactly) {
+  CROSSPOINT_SKIP_WITHOUT_GPU();
+  std::mt19937 rng(105);
+  for (int width : {8, 13, 3584}) {
+    const int64_t in_stride = width + (width % 8 == 0 ? 8 : 5);
+    const int in_rows = 11;
+    const auto in = testing::random_f16(rng, static_cast<size_t>(in_rows) * in_stride, -1.f, 1.f);
+    const std::vector<int32_t> rows = {10, 0, 3, 3, 7};  // out of order, repeated
+    DeviceBuffer<uint16_t> in_dev(in), out(rows.size() * width);
+    DeviceBuffer<int32_t> rows_dev(rows);
+    out.poison();
+    ASSERT_TRUE(gather_rows(in_dev.get(), in_stride, rows_dev.get(), out.get(), static_cast<int>(rows.size()), width,
+                            nullptr)
+                    .is_ok());
+    const auto got = out.download();
+    for (size_t r = 0; r < rows.size(); ++r)
+      for (int i = 0; i < width; ++i)
+        ASSERT_EQ(got[r * width + i], in[static_cast<size_t>(rows[r]) * in_stride + i]) << "width=" << width;
+  }
+}
+
+// ---- argmax_rows ---------------------------------------------------------------------------
+
+int argmax_ref(const uint16_t* row, int vocab) {
+  int best = -1;
+  for (int i = 0; i < vocab; ++i) {
+    const float x = h2f(row[i]);
+    if (std::isnan(x)) continue;
+    if (best < 0 || x > h2f(row[best])) best = i;
+  }
+  return best < 0 ? 0 : best;
+}
+
+TEST(ArgmaxRows, LowestIndexOnTiesAndNanNeverWins) {
+  CROSSPOINT_SKIP_WITHOUT_GPU();
+  std::mt19937 rng(106);
+  const uint16_t kNan = 0x7E00, kInf = 0x7C00, kNegInf = 0xFC00;
+  for (int vocab : {1, 7, 1000, 152064}) {
+    const int64_t stride = vocab + (vocab % 8 == 0 ? 8 : 1);
+    const int num_rows = 6;
+    auto logits = testing::random_f16(rng, static_cast<size_t>(num_rows) * stride, -10.f, 10.f);
+    auto row = [&](int r) { return logits.data() + static_cast<size_t>(r) * stride; };
+    // row 1: a tie of the maximum at two places (lowest index must win)
+    if (vocab > 3) row(1)[vocab - 1] = row(1)[vocab / 2] = crosspoint::f32_to_f16(50.f);
+    // row 2: NaN at the front and in the middle
+    row(2)[0] = kNan;
+    row(2)[vocab / 2] = kNan;
+    // row 3: all -inf -> index 0
+    std::fill(row(3), row(3) + vocab, kNegInf);
+    // row 4: +inf late, NaN after it
+    row(4)[vocab - 1] = kInf;
+    if (vocab > 1) row(4)[vocab - 2] = kNan;
+    // row 5: all NaN -> index 0
+    std::fill(row(5), row(5) + vocab, kNan);
+    DeviceBuffer<uint16_t> logits_dev(logits);
+    DeviceBuffer<int32_t> token(num_rows);
+    token.poison();
+    ASSERT_TRUE(argmax_rows(logits_dev.get(), stride, token.get(), num_rows, vocab, nullptr).is_ok());
+    const auto got = token.download();
+    for (int r = 0; r < num_rows; ++r) EXPECT_EQ(got[r], argmax_ref(row(r), vocab)) << "vocab=" << vocab << " row=" << r;
+    if (vocab > 3) {
+      EXPECT_EQ(got[1], vocab / 2);
+    }
+    EXPECT_EQ(got[3], 0);
+    EXPECT_EQ(got[4], vocab - 1);
+    EXPECT_EQ(got[5], 0);
+  }
+}
+
+// ---- fp16_to_f32 ---------------------------------------------------------------------------
+
+TEST(Fp16ToF32, ConvertsExactlyAtAnyAlignment) {
+  CROSSPOINT_SKIP_WITHOUT_GPU();
+  std::mt19937 rng(107);
+  for (int64_t n : {1, 3, 4, 1001, (1 << 20) + 3}) {
+    for (int offset : {0, 1}) {  // offset 1: the input is not 8-byte aligned (scalar path)
+      auto in = testing::random_f16(rng, n + offset, -60000.f, 60000.f);
+      in[offset] = 0x7C00;  // +inf
+      if (n > 2) in[offset + 1] = 0x0001;  // smallest subnormal
+      DeviceBuffer<uint16_t> in_dev(in);
+      DeviceBuffer<float> out(n + 1);
+      out.poison();
+      ASSERT_TRUE(fp16_to_f32(in_dev.get() + offset, out.get(), n, nullptr).is_ok());
+      const auto got = out.download();
+      for (int64_t i = 0; i < n; ++i) ASSERT_EQ(got[i], h2f(in[offset + i])) << "n=" << n << " i=" << i;
+      uint32_t tail;
+      std::memcpy(&tail, &got[n], sizeof tail);
+      EXPECT_EQ(tail, 0xFFFFFFFFu) << "wrote past n=" << n;
+    }
+  }
+}
+
+}  // namespace
+}  // namespace crosspoint::cuda

@@ -1,0 +1,301 @@
+// cuda_paged_attention against a double-precision host loop over the same fp16 cache:
+// decodes at contexts on and across block boundaries, a 4,100-token decode (split context),
+// prefill chunks with and without a cached prefix, mixed batches with an empty sequence and a
+// padding row, GQA 7:1, 1:1 and 16:1 (two head chunks), head_dim 64 / 128 / 96 / 256, block
+// sizes 16 and 32, block tables in shuffled order, with the workspace (context splits) and
+// without it (one split), and host context bounds larger than the real contexts.
+//
+// Tolerance: outputs are convex combinations of V values in [-1, 1] computed in fp32 and rounded
+// to fp16 once: |error| <= 2^-11 |ref| (the rounding) + 3e-5 (fp32 dot products, exp2f and sums
+// over up to 4,100 positions: ~sqrt(4100) * 6e-8 relative to max |v| = 1, with margin). A wrong
+// position, head, mask or softmax weight shows up as errors of 1e-3 or more.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+#include <string>
+
+#include "common/dtype.h"
+#include "kernels/cuda/paged_attention.h"
+#include "kernels_cuda/reference.h"
+
+namespace crosspoint::cuda {
+namespace {
+
+using testing::DeviceBuffer;
+
+struct SeqShape {
+  int num_new;      // query rows this step
+  int context_len;  // tokens in the cache after this step
+};
+
+struct AttentionCase {
+  std::string name;
+  int num_heads, num_kv_heads, head_dim, block_size;
+  std::vector<SeqShape> seqs;
+  int padding_rows = 0;        // rows past seq_token_start[num_seqs] (a graph bucket's padding)
+  int context_bound_extra = 0; // host max_context_len = real max + this
+  bool use_workspace = true;
+};
+
+float h2f(uint16_t bits) { return crosspoint::f16_to_f32(bits); }
+
+// Host inputs of one case, the tables as the runner would build them.
+struct AttentionProblem {
+  int num_tokens = 0, num_real_tokens = 0, max_blocks_per_seq = 0, num_blocks = 0, max_context = 0, max_query = 0;
+  int64_t query_stride = 0, output_stride = 0;
+  std::vector<int32_t> block_tables, seq_token_start, seq_context_len;
+  std::vector<uint16_t> query, key_cache, value_cache;
+};
+
+AttentionProblem make_problem(const AttentionCase& c, std::mt19937& rng) {
+  AttentionProblem p;
+  const int num_seqs = static_cast<int>(c.seqs.size());
+  p.seq_token_start.push_back(0);
+  int blocks_needed = 0;
+  for (const SeqShape& s : c.seqs) {
+    p.seq_token_start.push_back(p.seq_token_start.back() + s.num_new);
+    p.seq_context_len.push_back(s.context_len);
+    const int blocks = (s.context_len + c.block_size - 1) / c.block_size;
+    blocks_needed += blocks;
+    p.max_blocks_per_seq = std::max(p.max_blocks_per_seq, blocks);
+    p.max_context = std::max(p.max_context, s.context_len);
+    p.max_query = std::max(p.max_query, s.num_new);
+  }
+  p.max_blocks_per_seq += 1;  // a spare column, filled with -1: never read
+  p.num_real_tokens = p.seq_token_start.back();
+  p.num_tokens = p.num_real_tokens + c.padding_rows;
+  p.num_blocks = blocks_needed + 3;  // spare blocks that belong to nobody
+  std::vector<int32_t> order(p.num_blocks);
+  std::iota(order.begin(), order.end(), 0);
+  std::shuffle(order.begin(), order.end(), rng);  // physical blocks in no particular order
+  p.block_tables.assign(static_cast<size_t>(num_seqs) * p.max_blocks_per_seq, -1);
+  int next = 0;
+  for (int s = 0; s < num_seqs; ++s)
+    for (int b = 0; b < (c.seqs[s].context_len + c.block_size - 1) / c.block_size; ++b)
+      p.block_tables[static_cast<size_t>(s) * p.max_blocks_per_seq + b] = order[next++];
+  const int64_t row_width = static_cast<int64_t>(c.num_heads) * c.head_dim;
+  p.query_stride = row_width + 2 * static_cast<int64_t>(c.num_kv_heads) * c.head_dim;  // rows of a fused qkv buffer
+  p.output_stride = row_width + 8;
+  // q in [-2, 2] makes some softmax rows peaked, others flat.
+  p.query = testing::random_f16(rng, static_cast<size_t>(p.num_tokens) * p.query_stride, -2.f, 2.f);
+  const size_t cache_count = static_cast<size_t>(p.num_blocks) * c.block_size * c.num_kv_heads * c.head_dim;
+  p.key_cache = testing::random_f16(rng, cache_count, -1.f, 1.f);
+  p.value_cache = testing::random_f16(rng, cache_count, -1.f, 1.f);
+  return p;
+}
+
+// out[t][h][d] in double for the real rows, straight from the header's definition.
+std::vector<double> attention_ref(const AttentionCase& c, const AttentionProblem& p, float scale) {
+  std::vector<double> out(static_cast<size_t>(p.num_real_tokens) * c.num_heads * c.head_dim, 0.0);
+  const int group = c.num_heads / c.num_kv_heads;
+  auto cache_at = [&](const std::vector<uint16_t>& cache, int s, int pos, int kv_head, int d) {
+    const int block = p.block_tables[static_cast<size_t>(s) * p.max_blocks_per_seq + pos / c.block_size];
+    const size_t slot = static_cast<size_t>(block) * c.block_size + pos % c.block_size;
+    return static_cast<double>(h2f(cache[(slot * c.num_kv_heads + kv_head) * c.head_dim + d]));
+  };
+  for (size_t s = 0; s < c.seqs.size(); ++s) {
+    const int num_new = c.seqs[s].num_new, context = c.seqs[s].context_len;
+    for (int j = 0; j < num_new; ++j) {
+      const int t = p.seq_token_start[s] + j;
+      const int visible = context - num_new + j + 1;
+      for (int h = 0; h < c.num_heads; ++h) {
+        const int kv_head = h / group;
+        std::vector<double> score(visible);
+        double max_score = -INFINITY;
+        for (int pos = 0; pos < visible; ++pos) {
+          double dot = 0;
+          for (int d = 0; d < c.head_dim; ++d)
+            dot += h2f(p.query[t * p.query_stride + h * c.head_dim + d]) * cache_at(p.key_cache, s, pos, kv_head, d);
+          score[pos] = dot * scale;
+          max_score = std::max(max_score, score[pos]);
+        }
+        double total = 0;
+        for (double& x : score) total += (x = std::exp(x - max_score));
+        for (int d = 0; d < c.head_dim; ++d) {
+          double acc = 0;
+          for (int pos = 0; pos < visible; ++pos) acc += score[pos] * cache_at(p.value_cache, s, pos, kv_head, d);
+          out[(static_cast<size_t>(t) * c.num_heads + h) * c.head_dim + d] = acc / total;
+        }
+      }
+    }
+  }
+  return out;
+}
+
+void run_case(const AttentionCase& c, uint32_t seed) {
+  SCOPED_TRACE(c.name);
+  std::mt19937 rng(seed);
+  const AttentionProblem p = make_problem(c, rng);
+  const float scale = 1.0f / std::sqrt(static_cast<float>(c.head_dim));
+  DeviceBuffer<uint16_t> query(p.query), key(p.key_cache), value(p.value_cache);
+  DeviceBuffer<uint16_t> output(static_cast<size_t>(p.num_tokens) * p.output_stride);
+  DeviceBuffer<int32_t> tables(p.block_tables), starts(p.seq_token_start), contexts(p.seq_context_len);
+  output.poison();
+
+  CudaPagedAttentionArgs a;
+  a.query = query.get();
+  a.query_stride = p.query_stride;
+  a.output = output.get();
+  a.output_stride = p.output_stride;
+  a.key_cache = key.get();
+  a.value_cache = value.get();
+  a.block_tables = tables.get();
+  a.seq_token_start = starts.get();
+  a.seq_context_len = contexts.get();
+  a.num_seqs = static_cast<int>(c.seqs.size());
+  a.num_tokens = p.num_tokens;
+  a.max_blocks_per_seq = p.max_blocks_per_seq;
+  a.max_query_len = p.max_query;
+  a.max_context_len = p.max_context + c.context_bound_extra;
+  a.num_heads = c.num_heads;
+  a.num_kv_heads = c.num_kv_heads;
+  a.head_dim = c.head_dim;
+  a.block_size = c.block_size;
+  a.scale = scale;
+  const size_t workspace_bytes =
+      c.use_workspace ? cuda_paged_attention_workspace_bytes(p.num_tokens, c.num_heads, c.head_dim, a.max_context_len) : 0;
+  DeviceBuffer<uint8_t> workspace(workspace_bytes);
+  workspace.poison();  // partials must be written before they are read
+  a.workspace = workspace_bytes ? workspace.get() : nullptr;
+  a.workspace_bytes = workspace_bytes;
+
+  const Status st = cuda_paged_attention(a, nullptr);
+  ASSERT_TRUE(st.is_ok()) << st.to_string();
+  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  const auto got = output.download();
+  const auto want = attention_ref(c, p, scale);
+  double max_err = 0;
+  for (int t = 0; t < p.num_tokens; ++t) {
+    for (int64_t col = 0; col < p.output_stride; ++col) {
+      const uint16_t bits = got[static_cast<size_t>(t) * p.output_stride + col];
+      if (t >= p.num_real_tokens || col >= static_cast<int64_t>(c.num_heads) * c.head_dim) {
+        ASSERT_EQ(bits, 0xFFFF) << "padding row or stride gap written: t=" << t << " col=" << col;
+        continue;
+      }
+      const double ref = want[static_cast<size_t>(t) * c.num_heads * c.head_dim + col];
+      const double err = std::fabs(h2f(bits) - ref);
+      max_err = std::max(max_err, std::isnan(err) ? INFINITY : err);
+      ASSERT_LE(err, std::fabs(ref) / 2048 + 3e-5)
+          << "t=" << t << " head=" << col / c.head_dim << " d=" << col % c.head_dim << " got " << h2f(bits) << " want " << ref;
+    }
+  }
+  std::printf("[ %-40s ] tokens %d, workspace %zu bytes, max |err| %.2e\n", c.name.c_str(), p.num_tokens,
+              workspace_bytes, max_err);
+}
+
+TEST(CudaPagedAttention, DecodeAcrossBlockBoundariesGqa7) {
+  CROSSPOINT_SKIP_WITHOUT_GPU();
+  AttentionCase c{"decode 7:1 D128", 28, 4, 128, 16, {{1, 1}, {1, 15}, {1, 16}, {1, 17}, {1, 33}, {1, 1000}}};
+  run_case(c, 201);
+  c.name = "decode 7:1 D128 no workspace";
+  c.use_workspace = false;
+  run_case(c, 202);
+}
+
+TEST(CudaPagedAttention, LongDecodeSplitsTheContext) {
+  CROSSPOINT_SKIP_WITHOUT_GPU();
+  run_case({"decode 1:1 D64 ctx 4100", 8, 8, 64, 16, {{1, 4100}}}, 203);
+  run_case({"decode 7:1 D128 ctx 2049 bound 4096", 28, 4, 128, 16, {{1, 2049}, {1, 200}}, 0, 4096 - 2049}, 204);
+}
+
+TEST(CudaPagedAttention, PrefillChunks) {
+  CROSSPOINT_SKIP_WITHOUT_GPU();
+  run_case({"prefill 77 7:1 D64", 14, 2, 64, 16, {{77, 77}}}, 205);
+  run_case({"chunked prefill 50 after 80 cached", 28, 4, 128, 16, {{50, 130}}}, 206);
+  run_case({"prefill 300 1:1 D128 block 32", 4, 4, 128, 32, {{300, 300}}}, 207);
+}
+
+TEST(CudaPagedAttention, MixedBatchWithPaddingAndEmptySequence) {
+  CROSSPOINT_SKIP_WITHOUT_GPU();
+  AttentionCase c{"mixed 7:1 D128",
+                  28, 4, 128, 16,
+                  {{33, 33}, {1, 300}, {20, 200}, {0, 10}, {1, 1}, {5, 16}},
+                  /*padding_rows=*/3, /*context_bound_extra=*/100};
+  run_case(c, 208);
+  c.name = "mixed 7:1 D128 no workspace";
+  c.use_workspace = false;
+  run_case(c, 209);
+}
+
+TEST(CudaPagedAttention, GenericHeadDimsAndWideGroups) {
+  CROSSPOINT_SKIP_WITHOUT_GPU();
+  run_case({"D96 4:1", 8, 2, 96, 16, {{1, 70}, {9, 40}}}, 210);
+  run_case({"D256 16:1 (two head chunks)", 16, 1, 256, 16, {{1, 129}, {3, 3}}}, 211);
+  run_case({"D64 16:1 decode batch 40", 32, 2, 64, 16, std::vector<SeqShape>(40, SeqShape{1, 95})}, 212);
+}
+
+// ---- host-only checks (run on CPU-only CI too) -----------------------------------------------
+
+CudaPagedAttentionArgs valid_host_args() {
+  CudaPagedAttentionArgs a;
+  a.query = a.key_cache = a.value_cache = reinterpret_cast<const uint16_t*>(256);
+  a.output = reinterpret_cast<uint16_t*>(256);
+  a.block_tables = a.seq_token_start = a.seq_context_len = reinterpret_cast<const int32_t*>(256);
+  a.num_seqs = 1;
+  a.num_tokens = 1;
+  a.max_blocks_per_seq = 4;
+  a.max_query_len = 1;
+  a.max_context_len = 64;
+  a.num_heads = 28;
+  a.num_kv_heads = 4;
+  a.head_dim = 128;
+  a.block_size = 16;
+  a.scale = 0.088f;
+  a.query_stride = (28 + 8) * 128;
+  a.output_stride = 28 * 128;
+  return a;
+}
+
+TEST(CudaPagedAttentionArgs, RefusesBadArgumentsWithAStatus) {
+  auto expect_refused = [](CudaPagedAttentionArgs a, const char* field) {
+    const Status st = cuda_paged_attention(a, nullptr);
+    EXPECT_EQ(st.code(), StatusCode::kInvalidArgument) << field;
+    EXPECT_NE(st.message().find(field), std::string::npos) << st.message();
+  };
+  CudaPagedAttentionArgs a = valid_host_args();
+  a.head_dim = 100;
+  expect_refused(a, "head_dim");
+  a.head_dim = 264;
+  expect_refused(a, "head_dim");
+  a = valid_host_args();
+  a.num_heads = 30;  // not a multiple of 4
+  expect_refused(a, "num_heads");
+  a = valid_host_args();
+  a.block_size = 0;
+  expect_refused(a, "block_size");
+  a = valid_host_args();
+  a.query_stride = 28 * 128 + 4;  // not a multiple of 8: rows not 16-byte aligned
+  expect_refused(a, "query_stride");
+  a = valid_host_args();
+  a.output_stride = 100;
+  expect_refused(a, "output_stride");
+  a = valid_host_args();
+  a.key_cache = nullptr;
+  expect_refused(a, "null");
+  a = valid_host_args();
+  a.query = reinterpret_cast<const uint16_t*>(258);
+  expect_refused(a, "aligned");
+  a = valid_host_args();
+  a.scale = 0.f;
+  expect_refused(a, "scale");
+  a = valid_host_args();
+  a.num_tokens = 0;  // an empty batch is fine and touches nothing
+  a.query = nullptr;
+  EXPECT_TRUE(cuda_paged_attention(a, nullptr).is_ok());
+}
+
+TEST(CudaPagedAttentionArgs, WorkspaceBoundIsSmallAndMonotone) {
+  EXPECT_EQ(cuda_paged_attention_workspace_bytes(256, 28, 128, 64), 0u);  // one tile: never split
+  const size_t decode = cuda_paged_attention_workspace_bytes(1, 28, 128, 4096);
+  EXPECT_GT(decode, 0u);
+  EXPECT_LE(cuda_paged_attention_workspace_bytes(1, 28, 128, 1024), decode);
+  // Large batches never split, so the bound stays small whatever max_num_tokens is.
+  const size_t big = cuda_paged_attention_workspace_bytes(8192, 28, 128, 32768);
+  EXPECT_LE(big, size_t{2 * 512} * 28 * 130 * sizeof(float));
+  EXPECT_GE(big, cuda_paged_attention_workspace_bytes(16, 28, 128, 32768));
+}
+
+}  // namespace
+}  // namespace crosspoint::cuda
