@@ -1,0 +1,75 @@
+// One linear layer of the CUDA model, in the precision its checkpoint stores, with the
+// checkpoint linears that share an input fused along the output dimension (q|k|v, gate|up):
+//   fp16    weight [N, K] fp16 (f32/bf16 checkpoints converted on the host)
+//   w8a8    weight [N, K] e4m3 + weight_scale [N] f32; activations quantised per token
+//           (fp8_quantize_per_token) before fp8_linear
+//   w4a16   GPTQ int4 re-laid-out by w4a16_repack (weight, scales, and k_perm for
+//           act-order, whose activations go through w4a16_permute_columns first)
+// Outputs are fp16 [M, N]. The optional bias is fp16 [N]; run_cuda_linear does not add it
+// (the fused qkv bias is added by rope_kv_write).
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "common/status.h"
+#include "kernels/cuda/cublaslt_gemm.h"
+#include "model/cuda/device_buffer.h"
+#include "model/model.h"
+
+namespace crosspoint::cuda {
+
+enum class CudaLinearFormat { kFp16, kFp8, kW4A16 };
+
+const char* cuda_linear_format_name(CudaLinearFormat format);
+
+struct CudaLinear {
+  std::string name;  // "model.layers.3.self_attn.qkv" for errors and logs
+  CudaLinearFormat format = CudaLinearFormat::kFp16;
+  int32_t in_features = 0;   // K
+  int32_t out_features = 0;  // N (sum of the fused parts)
+  int32_t group_size = 0;    // w4a16: G (K for one group)
+  DeviceBuffer weight;        // fp16 [N, K] | e4m3 [N, K] | uint32 W4A16 packed [N/16][K/64][32][4]
+  DeviceBuffer weight_scale;  // w8a8: f32 [N] | w4a16: uint32 packed half2 scales | fp16: empty
+  DeviceBuffer k_perm;        // w4a16 act-order: int32 [K], else empty
+  DeviceBuffer bias;          // fp16 [N] or empty
+
+  size_t device_bytes() const { return weight.bytes() + weight_scale.bytes() + k_perm.bytes() + bias.bytes(); }
+};
+
+// Scratch shared by every linear of the model, sized for max_rows rows of the widest layer.
+struct CudaLinearScratch {
+  CublasLtContext* cublas = nullptr;
+  uint8_t* xq = nullptr;            // w8a8: [max_rows, max_K] e4m3
+  float* x_scale = nullptr;         // w8a8: [max_rows] f32
+  float* fp8_epilogue = nullptr;    // w8a8 on the cuBLASLt epilogue path: [max_rows, max_N] f32, else nullptr
+  uint16_t* x_perm = nullptr;       // w4a16 act-order: [max_rows, max_K] fp16
+  void* w4a16_workspace = nullptr;  // w4a16_workspace_bytes(max_rows, max_N), zeroed once
+};
+
+// One checkpoint linear to fuse: its tensor prefix and the model's loaded view of it.
+struct LinearPart {
+  std::string prefix;  // "model.layers.0.self_attn.q_proj"
+  const LinearWeight* weight = nullptr;
+};
+
+// Builds and uploads the fused linear of `parts` (same in_features; outputs concatenated in
+// order). All parts must share one format. with_bias reads prefix.bias of every part.
+// Errors name the tensor (or the layer whose parts disagree).
+Result<CudaLinear> upload_fused_linear(const Model& model, const std::vector<LinearPart>& parts, bool with_bias,
+                                       const std::string& name);
+
+// y[M, N] = x[M, K] · Wᵀ. x dense fp16 [M, K] (row stride K), y dense fp16 [M, N].
+Status run_cuda_linear(const CudaLinear& linear, const CudaLinearScratch& scratch, const uint16_t* x, int m,
+                       uint16_t* y, cudaStream_t stream);
+
+// A float tensor (f32/f16/bf16) as fp16 bits, converted on the host (threaded).
+std::vector<uint16_t> tensor_to_fp16(const TensorInfo& tensor);
+
+// Copies host bytes into a new device buffer (synchronously).
+Result<DeviceBuffer> upload_bytes(const void* host, size_t bytes, const std::string& what);
+
+}  // namespace crosspoint::cuda

@@ -1,0 +1,431 @@
+#include "model/cuda/cuda_model.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "common/clock.h"
+#include "kernels/cuda/cuda_status.h"
+#include "kernels/cuda/decoder_ops.h"
+#include "kernels/cuda/linear.h"
+#include "kernels/cuda/paged_attention.h"
+#include "kernels/cuda/w4a16_gemm.h"
+#include "model/cuda/kv_budget.h"
+
+namespace crosspoint::cuda {
+namespace {
+
+size_t fp16_bytes(int64_t rows, int64_t cols) { return static_cast<size_t>(rows) * cols * 2; }
+
+}  // namespace
+
+CudaModel::~CudaModel() {
+  if (stream_ != nullptr) {
+    (void)cudaStreamSynchronize(stream_);
+    (void)cudaStreamDestroy(stream_);
+  }
+}
+
+Result<std::unique_ptr<CudaModel>> CudaModel::create(const Model& model, const CudaModelOptions& options) {
+  std::unique_ptr<CudaModel> m(new CudaModel());
+  m->options_ = options;
+  m->config_ = model.config();
+  m->vocab_size_ = model.vocab_size();
+  CudaModelOptions& o = m->options_;
+  if (o.max_model_len <= 0) o.max_model_len = static_cast<int32_t>(m->config_.max_position_embeddings);
+  if (o.max_num_logits <= 0) o.max_num_logits = o.max_num_seqs;
+  if (o.max_num_tokens <= 0 || o.max_num_seqs <= 0 || o.max_model_len <= 0 || o.block_size <= 0)
+    return invalid_argument("cuda model: max-num-batched-tokens, max-num-seqs, max-model-len and block size must be positive");
+  const ModelConfig& c = m->config_;
+  if (c.head_dim % 2 != 0 || c.head_dim > 256 || c.num_attention_heads % c.num_key_value_heads != 0)
+    return unsupported("cuda model: head_dim " + std::to_string(c.head_dim) + " with " +
+                       std::to_string(c.num_attention_heads) + " heads and " + std::to_string(c.num_key_value_heads) +
+                       " kv heads is not supported (even head_dim <= 256, heads a multiple of kv heads)");
+  CROSSPOINT_RETURN_IF_ERROR(m->init_device());
+
+  Stopwatch upload_timer;
+  CROSSPOINT_RETURN_IF_ERROR(m->upload_weights(model));
+  m->memory_.upload_s = upload_timer.elapsed_seconds();
+
+  Stopwatch profile_timer;
+  size_t free_before = 0, total = 0;
+  CROSSPOINT_CUDA_RETURN_IF_ERROR(cudaMemGetInfo(&free_before, &total), "cudaMemGetInfo");
+  CROSSPOINT_RETURN_IF_ERROR(m->allocate_activations());
+  CROSSPOINT_RETURN_IF_ERROR(m->profile_step());
+  size_t free_after = 0;
+  CROSSPOINT_CUDA_RETURN_IF_ERROR(cudaMemGetInfo(&free_after, &total), "cudaMemGetInfo");
+  m->memory_.profile_s = profile_timer.elapsed_seconds();
+  m->memory_.total_bytes = total;
+  m->memory_.activation_bytes = free_before > free_after ? free_before - free_after : 0;
+  m->memory_.used_before_kv_bytes = total - free_after;
+  m->memory_.reserve_bytes = o.reserve_bytes;
+  const size_t bytes_per_token = static_cast<size_t>(c.num_hidden_layers) * 2 * c.num_key_value_heads * c.head_dim * 2;
+  m->memory_.kv_bytes_per_token = bytes_per_token;
+
+  int64_t num_blocks = o.num_kv_blocks;
+  if (num_blocks <= 0) {
+    KvBudgetInputs in;
+    in.total_bytes = total;
+    in.free_bytes = free_after;
+    in.gpu_memory_utilization = o.gpu_memory_utilization;
+    in.reserve_bytes = o.reserve_bytes;
+    in.bytes_per_block = bytes_per_token * o.block_size;
+    CROSSPOINT_ASSIGN_OR_RETURN(KvBudget budget, kv_budget_for_utilization(in));
+    num_blocks = budget.num_blocks;
+  }
+  // Block ids and slots are int32 on the device.
+  num_blocks = std::min<int64_t>(num_blocks, (int64_t{1} << 31) / o.block_size - 1);
+  CROSSPOINT_RETURN_IF_ERROR(m->allocate_kv_cache(num_blocks));
+  m->memory_.num_kv_blocks = num_blocks;
+  m->memory_.kv_tokens = num_blocks * o.block_size;
+  m->memory_.kv_bytes = m->kv_cache_.bytes();
+  return m;
+}
+
+Status CudaModel::init_device() {
+  int count = 0;
+  const cudaError_t err = cudaGetDeviceCount(&count);
+  if (err != cudaSuccess || count == 0) {
+    (void)cudaGetLastError();
+    return unsupported(std::string("--device cuda: no CUDA device is available (") +
+                       (err != cudaSuccess ? cudaGetErrorString(err) : "0 devices") + ")");
+  }
+  if (options_.device < 0 || options_.device >= count)
+    return invalid_argument("cuda: device " + std::to_string(options_.device) + " of " + std::to_string(count));
+  CROSSPOINT_CUDA_RETURN_IF_ERROR(cudaSetDevice(options_.device), "cudaSetDevice");
+  cudaDeviceProp prop{};
+  CROSSPOINT_CUDA_RETURN_IF_ERROR(cudaGetDeviceProperties(&prop, options_.device), "cudaGetDeviceProperties");
+  memory_.gpu_name = prop.name;
+  CROSSPOINT_CUDA_RETURN_IF_ERROR(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "cudaStreamCreate");
+  CROSSPOINT_ASSIGN_OR_RETURN(cublas_, CublasLtContext::create());
+  return Status::ok();
+}
+
+Status CudaModel::upload_weights(const Model& model) {
+  const ModelConfig& c = config_;
+  auto upload_fp16 = [](const TensorInfo& t, const std::string& what) -> Result<DeviceBuffer> {
+    const std::vector<uint16_t> h = tensor_to_fp16(t);
+    return upload_bytes(h.data(), h.size() * 2, what);
+  };
+  CROSSPOINT_ASSIGN_OR_RETURN(embed_tokens_, upload_fp16(model.embed_tokens(), "model.embed_tokens.weight"));
+  CROSSPOINT_ASSIGN_OR_RETURN(final_norm_, upload_fp16(model.final_norm(), "model.norm.weight"));
+  const auto* head = dynamic_cast<const DenseLinearWeight*>(&model.lm_head());
+  if (head == nullptr)
+    return unsupported("cuda model: lm_head is " + model.lm_head().format_name() + "; the CUDA path keeps it fp16");
+  if (head->data() != model.embed_tokens().data) {
+    const TensorInfo* t = model.tensors().find("lm_head.weight");
+    if (t == nullptr) return not_found("cuda model: lm_head.weight is missing");
+    CROSSPOINT_ASSIGN_OR_RETURN(lm_head_, upload_fp16(*t, "lm_head.weight"));
+  }
+  const std::vector<float>& inv_freq = model.rope_inverse_frequencies();
+  CROSSPOINT_ASSIGN_OR_RETURN(rope_inv_freq_, upload_bytes(inv_freq.data(), inv_freq.size() * 4, "rope inv_freq"));
+
+  size_t bytes = embed_tokens_.bytes() + lm_head_.bytes() + final_norm_.bytes() + rope_inv_freq_.bytes();
+  layers_.resize(c.num_hidden_layers);
+  for (int64_t i = 0; i < c.num_hidden_layers; ++i) {
+    const DecoderLayerWeights& w = model.layers()[i];
+    const std::string p = "model.layers." + std::to_string(i) + ".";
+    Layer& l = layers_[i];
+    CROSSPOINT_ASSIGN_OR_RETURN(l.input_norm, upload_fp16(*w.input_norm, p + "input_layernorm.weight"));
+    CROSSPOINT_ASSIGN_OR_RETURN(l.post_attention_norm,
+                                upload_fp16(*w.post_attention_norm, p + "post_attention_layernorm.weight"));
+    CROSSPOINT_ASSIGN_OR_RETURN(l.qkv, upload_fused_linear(model,
+                                                           {{p + "self_attn.q_proj", w.q_proj.get()},
+                                                            {p + "self_attn.k_proj", w.k_proj.get()},
+                                                            {p + "self_attn.v_proj", w.v_proj.get()}},
+                                                           c.attention_bias, p + "self_attn.qkv"));
+    CROSSPOINT_ASSIGN_OR_RETURN(l.o_proj,
+                                upload_fused_linear(model, {{p + "self_attn.o_proj", w.o_proj.get()}}, false,
+                                                    p + "self_attn.o_proj"));
+    CROSSPOINT_ASSIGN_OR_RETURN(l.gate_up, upload_fused_linear(model,
+                                                               {{p + "mlp.gate_proj", w.gate_proj.get()},
+                                                                {p + "mlp.up_proj", w.up_proj.get()}},
+                                                               false, p + "mlp.gate_up"));
+    CROSSPOINT_ASSIGN_OR_RETURN(l.down_proj, upload_fused_linear(model, {{p + "mlp.down_proj", w.down_proj.get()}},
+                                                                 false, p + "mlp.down_proj"));
+    bytes += l.input_norm.bytes() + l.post_attention_norm.bytes() + l.qkv.device_bytes() + l.o_proj.device_bytes() +
+             l.gate_up.device_bytes() + l.down_proj.device_bytes();
+  }
+  memory_.weight_bytes = bytes;
+  weight_format_name_ = layers_.empty() ? "none" : cuda_linear_format_name(layers_[0].qkv.format);
+  if (!layers_.empty() && layers_[0].qkv.format == CudaLinearFormat::kW4A16)
+    weight_format_name_ += "-g" + std::to_string(layers_[0].qkv.group_size) + (layers_[0].qkv.k_perm.empty() ? "" : "-act");
+  return Status::ok();
+}
+
+Status CudaModel::allocate_activations() {
+  const ModelConfig& c = config_;
+  const CudaModelOptions& o = options_;
+  const int64_t T = o.max_num_tokens, R = o.max_num_logits, d = c.hidden_size, D = c.head_dim;
+  const int64_t H = c.num_attention_heads, Hkv = c.num_key_value_heads, I = c.intermediate_size, V = vocab_size_;
+  const int64_t qkv_width = (H + 2 * Hkv) * D;
+
+  StepInputCapacity capacity;
+  capacity.max_num_tokens = o.max_num_tokens;
+  capacity.max_num_seqs = o.max_num_seqs;
+  capacity.max_num_logits = o.max_num_logits;
+  capacity.max_blocks_per_seq = (o.max_model_len + o.block_size - 1) / o.block_size;
+  layout_ = StepInputLayout::for_capacity(capacity);
+  CROSSPOINT_ASSIGN_OR_RETURN(inputs_host_, PinnedBuffer::allocate(layout_.total * 4, "step inputs (host)"));
+  CROSSPOINT_ASSIGN_OR_RETURN(inputs_, DeviceBuffer::allocate(layout_.total * 4, "step inputs"));
+
+  CROSSPOINT_ASSIGN_OR_RETURN(residual_, DeviceBuffer::allocate(static_cast<size_t>(T) * d * 4, "residual"));
+  CROSSPOINT_ASSIGN_OR_RETURN(x_, DeviceBuffer::allocate(fp16_bytes(T, d), "normed activations"));
+  CROSSPOINT_ASSIGN_OR_RETURN(qkv_, DeviceBuffer::allocate(fp16_bytes(T, qkv_width), "qkv"));
+  CROSSPOINT_ASSIGN_OR_RETURN(attn_, DeviceBuffer::allocate(fp16_bytes(T, H * D), "attention output"));
+  CROSSPOINT_ASSIGN_OR_RETURN(delta_, DeviceBuffer::allocate(fp16_bytes(T, d), "layer output"));
+  CROSSPOINT_ASSIGN_OR_RETURN(gate_up_, DeviceBuffer::allocate(fp16_bytes(T, 2 * I), "gate_up"));
+  CROSSPOINT_ASSIGN_OR_RETURN(act_, DeviceBuffer::allocate(fp16_bytes(T, I), "mlp activations"));
+  CROSSPOINT_ASSIGN_OR_RETURN(head_in_, DeviceBuffer::allocate(fp16_bytes(R, d), "lm_head input"));
+  CROSSPOINT_ASSIGN_OR_RETURN(logits_, DeviceBuffer::allocate(fp16_bytes(R, V), "logits"));
+  CROSSPOINT_ASSIGN_OR_RETURN(logits_f32_, DeviceBuffer::allocate(static_cast<size_t>(R) * V * 4, "logits f32"));
+  CROSSPOINT_ASSIGN_OR_RETURN(logits_f32_host_, PinnedBuffer::allocate(static_cast<size_t>(R) * V * 4, "logits f32"));
+  CROSSPOINT_ASSIGN_OR_RETURN(sampled_, DeviceBuffer::allocate(static_cast<size_t>(R) * 4, "sampled tokens"));
+  CROSSPOINT_ASSIGN_OR_RETURN(sampled_host_, PinnedBuffer::allocate(static_cast<size_t>(R) * 4, "sampled tokens"));
+  CROSSPOINT_ASSIGN_OR_RETURN(
+      attention_workspace_,
+      DeviceBuffer::allocate(cuda_paged_attention_workspace_bytes(static_cast<int>(T), static_cast<int>(H),
+                                                                  static_cast<int>(D), o.max_model_len),
+                             "attention workspace"));
+
+  // Scratch of the quantised linears, sized for the widest layer that needs it.
+  int64_t fp8_max_k = 0, perm_max_k = 0, w4a16_max_n = 0, fp8_max_n = 0;
+  bool fp8_epilogue = false;
+  for (const Layer& l : layers_) {
+    for (const CudaLinear* lin : {&l.qkv, &l.o_proj, &l.gate_up, &l.down_proj}) {
+      if (lin->format == CudaLinearFormat::kFp8) {
+        fp8_max_k = std::max<int64_t>(fp8_max_k, lin->in_features);
+        fp8_max_n = std::max<int64_t>(fp8_max_n, lin->out_features);
+        for (int m : {3, 16, static_cast<int>(T)}) {
+          if (m > T) continue;
+          CROSSPOINT_ASSIGN_OR_RETURN(Fp8ScalePath path, fp8_scale_path(*cublas_, m, lin->out_features,
+                                                                       lin->in_features, lin->in_features,
+                                                                       lin->in_features, lin->out_features));
+          fp8_epilogue = fp8_epilogue || path == Fp8ScalePath::kEpilogue;
+        }
+      }
+      if (lin->format == CudaLinearFormat::kW4A16) {
+        w4a16_max_n = std::max<int64_t>(w4a16_max_n, lin->out_features);
+        if (!lin->k_perm.empty()) perm_max_k = std::max<int64_t>(perm_max_k, lin->in_features);
+      }
+    }
+  }
+  CROSSPOINT_ASSIGN_OR_RETURN(xq_, DeviceBuffer::allocate(static_cast<size_t>(T) * fp8_max_k, "fp8 activations"));
+  CROSSPOINT_ASSIGN_OR_RETURN(x_scale_, DeviceBuffer::allocate(fp8_max_k > 0 ? static_cast<size_t>(T) * 4 : 0,
+                                                               "fp8 activation scales"));
+  if (fp8_epilogue) {
+    CROSSPOINT_ASSIGN_OR_RETURN(fp8_epilogue_,
+                                DeviceBuffer::allocate(fp8_gemm_scratch_bytes(static_cast<int>(T), static_cast<int>(fp8_max_n)),
+                                                       "fp8 epilogue scratch"));
+  }
+  CROSSPOINT_ASSIGN_OR_RETURN(x_perm_, DeviceBuffer::allocate(fp16_bytes(T, perm_max_k), "act-order activations"));
+  if (w4a16_max_n > 0) {
+    CROSSPOINT_ASSIGN_OR_RETURN(
+        w4a16_workspace_,
+        DeviceBuffer::allocate(w4a16_workspace_bytes(static_cast<int>(T), static_cast<int>(w4a16_max_n)),
+                               "w4a16 workspace"));
+    CROSSPOINT_CUDA_RETURN_IF_ERROR(cudaMemset(w4a16_workspace_.as(), 0, w4a16_workspace_.bytes()), "cudaMemset");
+  }
+  scratch_.cublas = cublas_.get();
+  scratch_.xq = xq_.as<uint8_t>();
+  scratch_.x_scale = x_scale_.as<float>();
+  scratch_.fp8_epilogue = fp8_epilogue_.as<float>();
+  scratch_.x_perm = x_perm_.as<uint16_t>();
+  scratch_.w4a16_workspace = w4a16_workspace_.as();
+  return Status::ok();
+}
+
+Status CudaModel::allocate_kv_cache(int64_t num_blocks) {
+  kv_cache_.reset();
+  const ModelConfig& c = config_;
+  const size_t bytes = static_cast<size_t>(num_blocks) * options_.block_size * c.num_hidden_layers * 2 *
+                       c.num_key_value_heads * c.head_dim * 2;
+  CROSSPOINT_ASSIGN_OR_RETURN(kv_cache_, DeviceBuffer::allocate(bytes, "KV cache"));
+  // Zeroed so that padding rows of graph buckets read finite values.
+  CROSSPOINT_CUDA_RETURN_IF_ERROR(cudaMemset(kv_cache_.as(), 0, bytes), "cudaMemset KV cache");
+  num_kv_blocks_ = num_blocks;
+  return Status::ok();
+}
+
+uint16_t* CudaModel::key_cache(int32_t layer_idx) const {
+  const size_t per = static_cast<size_t>(num_kv_blocks_) * options_.block_size * config_.num_key_value_heads *
+                     config_.head_dim;
+  return kv_cache_.as<uint16_t>() + (static_cast<size_t>(layer_idx) * 2) * per;
+}
+
+uint16_t* CudaModel::value_cache(int32_t layer_idx) const {
+  const size_t per = static_cast<size_t>(num_kv_blocks_) * options_.block_size * config_.num_key_value_heads *
+                     config_.head_dim;
+  return kv_cache_.as<uint16_t>() + (static_cast<size_t>(layer_idx) * 2 + 1) * per;
+}
+
+// One step at the largest shape the engine may send (max_num_tokens tokens in sequences of
+// up to max_model_len, max_num_logits logits rows), on a temporary KV cache just big enough
+// for it, so that lazily loaded kernels, cuBLASLt plans and every buffer are in place before
+// free memory is measured.
+Status CudaModel::profile_step() {
+  const CudaModelOptions& o = options_;
+  const int32_t seq_len = std::min(o.max_model_len, o.max_num_tokens);
+  const int32_t num_seqs = std::min(o.max_num_seqs, (o.max_num_tokens + seq_len - 1) / seq_len);
+  const int32_t blocks_per_seq = (seq_len + o.block_size - 1) / o.block_size;
+  CROSSPOINT_RETURN_IF_ERROR(allocate_kv_cache(static_cast<int64_t>(num_seqs) * blocks_per_seq));
+  std::vector<int32_t> token_ids, positions, starts = {0}, context, tables, logits_idx;
+  int32_t remaining = o.max_num_tokens;
+  for (int32_t s = 0; s < num_seqs && remaining > 0; ++s) {
+    const int32_t len = std::min(seq_len, remaining);
+    for (int32_t t = 0; t < len; ++t) {
+      token_ids.push_back((s * 7919 + t) % vocab_size_);
+      positions.push_back(t);
+    }
+    remaining -= len;
+    starts.push_back(static_cast<int32_t>(token_ids.size()));
+    context.push_back(len);
+    for (int32_t b = 0; b < blocks_per_seq; ++b) tables.push_back(s * blocks_per_seq + b);
+  }
+  const int32_t num_tokens = static_cast<int32_t>(token_ids.size());
+  for (int32_t r = 0; r < std::min(o.max_num_logits, num_tokens); ++r) logits_idx.push_back(num_tokens - 1 - r);
+  ForwardBatch batch;
+  batch.token_ids = token_ids;
+  batch.positions = positions;
+  batch.seq_token_start = starts;
+  batch.seq_context_len = context;
+  batch.block_tables = tables;
+  batch.max_blocks_per_seq = blocks_per_seq;
+  batch.logits_token_idx = logits_idx;
+  CROSSPOINT_ASSIGN_OR_RETURN(CudaForwardBatch device, upload_inputs(batch, blocks_per_seq, num_tokens));
+  device.shape.max_context_len = o.max_model_len;  // the bound graphs use
+  CROSSPOINT_RETURN_IF_ERROR(forward(device));
+  const int R = device.shape.num_logits;
+  CROSSPOINT_RETURN_IF_ERROR(argmax_rows(logits(), vocab_size_, sampled_tokens(), R, vocab_size_, stream_));
+  CROSSPOINT_RETURN_IF_ERROR(fp16_to_f32(logits(), logits_f32(), static_cast<int64_t>(R) * vocab_size_, stream_));
+  CROSSPOINT_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream_), "profile step");
+  kv_cache_.reset();
+  num_kv_blocks_ = 0;
+  return Status::ok();
+}
+
+Result<CudaForwardBatch> CudaModel::upload_inputs(const ForwardBatch& batch, int32_t block_table_stride,
+                                                  int32_t num_stored_tokens) {
+  int32_t* staging = inputs_host_.as<int32_t>();
+  CROSSPOINT_ASSIGN_OR_RETURN(PackedStepShape shape,
+                              pack_step_inputs(batch, layout_, vocab_size_, options_.block_size,
+                                               static_cast<int32_t>(num_kv_blocks_), block_table_stride,
+                                               num_stored_tokens, staging));
+  CROSSPOINT_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(inputs_.as(), staging, shape.num_packed_int32 * 4,
+                                                  cudaMemcpyHostToDevice, stream_),
+                                  "copy step inputs");
+  return device_batch(shape);
+}
+
+CudaForwardBatch CudaModel::device_batch(const PackedStepShape& shape) const {
+  const int32_t* base = inputs_.as<int32_t>();
+  CudaForwardBatch b;
+  b.token_ids = base + layout_.token_ids;
+  b.positions = base + layout_.positions;
+  b.slot_mapping = base + layout_.slot_mapping;
+  b.seq_token_start = base + layout_.seq_token_start;
+  b.seq_context_len = base + layout_.seq_context_len;
+  b.logits_token_idx = base + layout_.logits_token_idx;
+  b.block_tables = base + layout_.block_tables;
+  b.shape = shape;
+  return b;
+}
+
+Status CudaModel::run_layer(int32_t layer_idx, const CudaForwardBatch& b) {
+  const ModelConfig& c = config_;
+  const Layer& l = layers_[layer_idx];
+  const int T = b.shape.num_tokens, d = static_cast<int>(c.hidden_size), I = static_cast<int>(c.intermediate_size);
+  const int H = static_cast<int>(c.num_attention_heads), Hkv = static_cast<int>(c.num_key_value_heads);
+  const int D = static_cast<int>(c.head_dim);
+  const float eps = static_cast<float>(c.rms_norm_eps);
+  const int qkv_width = (H + 2 * Hkv) * D;
+  uint16_t* x = x_.as<uint16_t>();
+  uint16_t* delta = delta_.as<uint16_t>();
+
+  // The previous layer's down_proj output joins the residual here (none before layer 0).
+  CROSSPOINT_RETURN_IF_ERROR(add_rms_norm(residual_.as<float>(), layer_idx == 0 ? nullptr : delta, d,
+                                          l.input_norm.as<uint16_t>(), eps, x, d, T, d, stream_));
+  CROSSPOINT_RETURN_IF_ERROR(run_cuda_linear(l.qkv, scratch_, x, T, qkv_.as<uint16_t>(), stream_));
+
+  RopeKvWriteArgs rope;
+  rope.qkv = qkv_.as<uint16_t>();
+  rope.qkv_stride = qkv_width;
+  rope.bias = l.qkv.bias.empty() ? nullptr : l.qkv.bias.as<uint16_t>();
+  rope.positions = b.positions;
+  rope.inv_freq = rope_inv_freq_.as<float>();
+  rope.slot_mapping = b.slot_mapping;
+  rope.key_cache = key_cache(layer_idx);
+  rope.value_cache = value_cache(layer_idx);
+  rope.num_tokens = T;
+  rope.num_heads = H;
+  rope.num_kv_heads = Hkv;
+  rope.head_dim = D;
+  rope.block_size = options_.block_size;
+  rope.num_blocks = static_cast<int>(num_kv_blocks_);
+  CROSSPOINT_RETURN_IF_ERROR(rope_kv_write(rope, stream_));
+
+  CudaPagedAttentionArgs attn;
+  attn.query = qkv_.as<uint16_t>();
+  attn.query_stride = qkv_width;
+  attn.output = attn_.as<uint16_t>();
+  attn.output_stride = static_cast<int64_t>(H) * D;
+  attn.key_cache = key_cache(layer_idx);
+  attn.value_cache = value_cache(layer_idx);
+  attn.block_tables = b.block_tables;
+  attn.seq_token_start = b.seq_token_start;
+  attn.seq_context_len = b.seq_context_len;
+  attn.num_seqs = b.shape.num_seqs;
+  attn.num_tokens = T;
+  attn.max_blocks_per_seq = b.shape.block_table_stride;
+  attn.max_query_len = b.shape.max_query_len;
+  attn.max_context_len = b.shape.max_context_len;
+  attn.num_heads = H;
+  attn.num_kv_heads = Hkv;
+  attn.head_dim = D;
+  attn.block_size = options_.block_size;
+  attn.scale = 1.0f / std::sqrt(static_cast<float>(D));
+  attn.workspace = attention_workspace_.as();
+  attn.workspace_bytes = attention_workspace_.bytes();
+  CROSSPOINT_RETURN_IF_ERROR(cuda_paged_attention(attn, stream_));
+
+  CROSSPOINT_RETURN_IF_ERROR(run_cuda_linear(l.o_proj, scratch_, attn_.as<uint16_t>(), T, delta, stream_));
+  CROSSPOINT_RETURN_IF_ERROR(add_rms_norm(residual_.as<float>(), delta, d, l.post_attention_norm.as<uint16_t>(), eps,
+                                          x, d, T, d, stream_));
+  CROSSPOINT_RETURN_IF_ERROR(run_cuda_linear(l.gate_up, scratch_, x, T, gate_up_.as<uint16_t>(), stream_));
+  CROSSPOINT_RETURN_IF_ERROR(silu_mul(gate_up_.as<uint16_t>(), 2 * I, act_.as<uint16_t>(), I, T, I, stream_));
+  return run_cuda_linear(l.down_proj, scratch_, act_.as<uint16_t>(), T, delta, stream_);
+}
+
+Status CudaModel::forward(const CudaForwardBatch& b) {
+  const int T = b.shape.num_tokens, R = b.shape.num_logits, d = static_cast<int>(config_.hidden_size);
+  if (T == 0) return Status::ok();
+  if (kv_cache_.empty()) return internal_error("cuda model: forward before the KV cache exists");
+  CROSSPOINT_RETURN_IF_ERROR(
+      embedding_gather(embed_tokens_.as<uint16_t>(), b.token_ids, residual_.as<float>(), T, d, vocab_size_, stream_));
+  for (int32_t i = 0; i < static_cast<int32_t>(layers_.size()); ++i) CROSSPOINT_RETURN_IF_ERROR(run_layer(i, b));
+  if (R == 0) return Status::ok();
+  // Final norm over every row (the last down_proj joins the residual), then only the rows
+  // whose logits are wanted go through the head.
+  CROSSPOINT_RETURN_IF_ERROR(add_rms_norm(residual_.as<float>(), layers_.empty() ? nullptr : delta_.as<uint16_t>(), d,
+                                          final_norm_.as<uint16_t>(), static_cast<float>(config_.rms_norm_eps),
+                                          x_.as<uint16_t>(), d, T, d, stream_));
+  CROSSPOINT_RETURN_IF_ERROR(gather_rows(x_.as<uint16_t>(), d, b.logits_token_idx, head_in_.as<uint16_t>(), R, d, stream_));
+  const uint16_t* head = lm_head_.empty() ? embed_tokens_.as<uint16_t>() : lm_head_.as<uint16_t>();
+  return fp16_linear(*cublas_, head_in_.as<uint16_t>(), d, head, d, logits_.as<uint16_t>(), vocab_size_, R,
+                     vocab_size_, d, stream_);
+}
+
+Status CudaModel::forward_host(const ForwardBatch& batch, float* logits_out) {
+  CROSSPOINT_ASSIGN_OR_RETURN(CudaForwardBatch device, upload_inputs(batch, batch.max_blocks_per_seq,
+                                                                     batch.num_tokens()));
+  CROSSPOINT_RETURN_IF_ERROR(forward(device));
+  const size_t n = static_cast<size_t>(device.shape.num_logits) * vocab_size_;
+  if (n > 0) {
+    CROSSPOINT_RETURN_IF_ERROR(fp16_to_f32(logits(), logits_f32(), static_cast<int64_t>(n), stream_));
+    CROSSPOINT_CUDA_RETURN_IF_ERROR(
+        cudaMemcpyAsync(logits_out, logits_f32(), n * 4, cudaMemcpyDeviceToHost, stream_), "copy logits");
+  }
+  CROSSPOINT_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream_), "forward");
+  return Status::ok();
+}
+
+}  // namespace crosspoint::cuda

@@ -1,0 +1,182 @@
+#include "runner/cuda/cuda_model_runner.h"
+
+#include <algorithm>
+#include <string>
+
+#include "common/clock.h"
+#include "common/log.h"
+#include "kernels/cuda/cuda_status.h"
+#include "kernels/cuda/decoder_ops.h"
+#include "runner/request_sampler.h"
+
+namespace crosspoint::cuda {
+
+Result<std::unique_ptr<CudaModelRunner>> CudaModelRunner::create(std::unique_ptr<CudaModel> model,
+                                                                 const CudaRunnerOptions& options) {
+  CROSSPOINT_CHECK(model != nullptr, "CudaModelRunner: no model");
+  std::unique_ptr<CudaModelRunner> runner(new CudaModelRunner(std::move(model)));
+  if (options.enforce_eager) return runner;
+  const StepInputCapacity& cap = runner->model_->capacity();
+  runner->buckets_ = graph_bucket_sizes(std::min({cap.max_num_seqs, cap.max_num_tokens, cap.max_num_logits}));
+  Stopwatch capture_timer;
+  size_t free_before = 0, free_after = 0, total = 0;
+  (void)cudaMemGetInfo(&free_before, &total);
+  const Status status = runner->capture_graphs();
+  (void)cudaMemGetInfo(&free_after, &total);
+  runner->graph_report_.capture_s = capture_timer.elapsed_seconds();
+  if (!status.is_ok()) {
+    runner->destroy_graphs();
+    runner->graph_report_.fallback_reason = status.message();
+    log_warning("CUDA graph capture failed, running eagerly (as with --enforce-eager): {}", status.message());
+  } else {
+    runner->graph_report_.graph_bytes = free_before > free_after ? free_before - free_after : 0;
+  }
+  return runner;
+}
+
+CudaModelRunner::~CudaModelRunner() { destroy_graphs(); }
+
+void CudaModelRunner::destroy_graphs() {
+  for (auto& [bucket, exec] : graphs_) (void)cudaGraphExecDestroy(exec);
+  graphs_.clear();
+  buckets_.clear();
+  graph_report_.captured_buckets.clear();
+}
+
+Status CudaModelRunner::capture_graphs() {
+  for (int32_t bucket : buckets_) {
+    CROSSPOINT_RETURN_IF_ERROR(capture_bucket(bucket));
+    graph_report_.captured_buckets.push_back(bucket);
+  }
+  return Status::ok();
+}
+
+// One warm-up step eagerly (kernels loaded, cuBLASLt plans cached), then the same launches
+// captured: forward plus the greedy argmax over all `bucket` rows. Every row is padding here
+// (no K/V stored); the graph reads its inputs from the fixed step-input buffer.
+Status CudaModelRunner::capture_bucket(int32_t bucket) {
+  CudaModel& m = *model_;
+  const int32_t stride = m.capacity().max_blocks_per_seq;
+  std::vector<int32_t> one_token = {0}, position = {0}, starts = {0, 1}, context = {1}, table = {0}, logits_idx = {0};
+  ForwardBatch single;  // one padding sequence; PaddedDecodeBatch grows it to the bucket
+  single.token_ids = one_token;
+  single.positions = position;
+  single.seq_token_start = starts;
+  single.seq_context_len = context;
+  single.block_tables = table;
+  single.max_blocks_per_seq = 1;
+  single.logits_token_idx = logits_idx;
+  const ForwardBatch padded = padded_.build(single, bucket);
+  CROSSPOINT_ASSIGN_OR_RETURN(CudaForwardBatch device, m.upload_inputs(padded, stride, /*num_stored_tokens=*/0));
+  device.shape.max_query_len = 1;
+  device.shape.max_context_len = m.max_model_len();
+  const int V = m.vocab_size();
+  CROSSPOINT_RETURN_IF_ERROR(m.forward(device));
+  CROSSPOINT_RETURN_IF_ERROR(argmax_rows(m.logits(), V, m.sampled_tokens(), bucket, V, m.stream()));
+  CROSSPOINT_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(m.stream()), "graph warm-up step");
+
+  CROSSPOINT_CUDA_RETURN_IF_ERROR(cudaStreamBeginCapture(m.stream(), cudaStreamCaptureModeThreadLocal),
+                                  "cudaStreamBeginCapture");
+  Status launched = m.forward(device);
+  if (launched.is_ok()) launched = argmax_rows(m.logits(), V, m.sampled_tokens(), bucket, V, m.stream());
+  cudaGraph_t graph = nullptr;
+  const cudaError_t end = cudaStreamEndCapture(m.stream(), &graph);
+  if (!launched.is_ok() || end != cudaSuccess) {
+    if (graph != nullptr) (void)cudaGraphDestroy(graph);
+    (void)cudaGetLastError();
+    if (!launched.is_ok()) return Status(launched.code(), "bucket " + std::to_string(bucket) + ": " + launched.message());
+    return cuda_status(end, "cudaStreamEndCapture");
+  }
+  cudaGraphExec_t exec = nullptr;
+  const cudaError_t inst = cudaGraphInstantiate(&exec, graph, 0);
+  (void)cudaGraphDestroy(graph);
+  CROSSPOINT_CUDA_RETURN_IF_ERROR(inst, "cudaGraphInstantiate");
+  graphs_[bucket] = exec;
+  // One replay, so a broken graph fails here and not in the first request.
+  CROSSPOINT_CUDA_RETURN_IF_ERROR(cudaGraphLaunch(exec, m.stream()), "cudaGraphLaunch");
+  CROSSPOINT_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(m.stream()), "graph test replay");
+  return Status::ok();
+}
+
+Result<StepOutput> CudaModelRunner::execute(const BatchPlan& plan) {
+  StepOutput output;
+  output.sampled_token_ids.assign(plan.seqs.size(), -1);
+  if (plan.seqs.empty()) return output;
+  CudaModel& m = *model_;
+  Stopwatch forward_timer;
+  const ForwardBatch batch = builder_.build(plan);
+  const int32_t bucket =
+      graphs_.empty() || !is_decode_only(plan) ? -1 : choose_graph_bucket(buckets_, static_cast<int32_t>(plan.seqs.size()));
+  int32_t num_rows = 0;
+  bool argmax_done = false;
+  if (bucket > 0) {
+    const ForwardBatch padded = padded_.build(batch, bucket);
+    CROSSPOINT_ASSIGN_OR_RETURN(CudaForwardBatch device,
+                                m.upload_inputs(padded, m.capacity().max_blocks_per_seq, batch.num_tokens()));
+    (void)device;  // the graph baked the same device addresses in
+    CROSSPOINT_CUDA_RETURN_IF_ERROR(cudaGraphLaunch(graphs_.at(bucket), m.stream()), "cudaGraphLaunch");
+    num_rows = bucket;
+    row_seq_idx_.assign(bucket, -1);
+    for (int32_t s = 0; s < static_cast<int32_t>(plan.seqs.size()); ++s) row_seq_idx_[s] = s;
+    argmax_done = true;
+    ++num_graph_steps_;
+  } else {
+    CROSSPOINT_ASSIGN_OR_RETURN(CudaForwardBatch device,
+                                m.upload_inputs(batch, batch.max_blocks_per_seq, batch.num_tokens()));
+    Status status = m.forward(device);
+    if (!status.is_ok()) return Status(status.code(), "forward pass: " + status.message());
+    num_rows = device.shape.num_logits;
+    row_seq_idx_ = builder_.logits_seq_idx();
+    ++num_eager_steps_;
+  }
+  CROSSPOINT_RETURN_IF_ERROR(sample_rows(plan, row_seq_idx_, num_rows, argmax_done, output));
+  output.forward_ms = forward_timer.elapsed_ms() - output.sampling_ms;
+  return output;
+}
+
+Status CudaModelRunner::sample_rows(const BatchPlan& plan, const std::vector<int32_t>& row_seq_idx, int32_t num_rows,
+                                    bool argmax_done, StepOutput& output) {
+  CudaModel& m = *model_;
+  const int V = m.vocab_size();
+  const cudaStream_t stream = m.stream();
+  if (num_rows == 0) {
+    CROSSPOINT_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream), "step");
+    return Status::ok();
+  }
+  bool any_greedy = false;
+  for (int32_t r = 0; r < num_rows; ++r) {
+    const int32_t s = row_seq_idx[r];
+    if (s < 0 || !plan.seqs[s].sample) continue;
+    if (plan.seqs[s].sampling.is_greedy()) {
+      any_greedy = true;
+      continue;
+    }
+    // Sampled rows go to the host sampler as f32, exactly the CPU runner's input type.
+    const size_t offset = static_cast<size_t>(r) * V;
+    CROSSPOINT_RETURN_IF_ERROR(fp16_to_f32(m.logits() + offset, m.logits_f32() + offset, V, stream));
+    CROSSPOINT_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(m.logits_f32_host() + offset, m.logits_f32() + offset,
+                                                    static_cast<size_t>(V) * 4, cudaMemcpyDeviceToHost, stream),
+                                    "copy logits row");
+  }
+  if (any_greedy && !argmax_done)
+    CROSSPOINT_RETURN_IF_ERROR(argmax_rows(m.logits(), V, m.sampled_tokens(), num_rows, V, stream));
+  if (any_greedy)
+    CROSSPOINT_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(m.sampled_tokens_host(), m.sampled_tokens(),
+                                                    static_cast<size_t>(num_rows) * 4, cudaMemcpyDeviceToHost, stream),
+                                    "copy sampled tokens");
+  CROSSPOINT_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream), "step");
+  Stopwatch sampling_timer;
+  for (int32_t r = 0; r < num_rows; ++r) {
+    const int32_t s = row_seq_idx[r];
+    if (s < 0 || !plan.seqs[s].sample) continue;
+    const ScheduledSequence& seq = plan.seqs[s];
+    output.sampled_token_ids[s] =
+        seq.sampling.is_greedy()
+            ? m.sampled_tokens_host()[r]
+            : sample_request_token(m.logits_f32_host() + static_cast<size_t>(r) * V, V, seq.sampling, seq.output_token_idx);
+  }
+  output.sampling_ms = sampling_timer.elapsed_ms();
+  return Status::ok();
+}
+
+}  // namespace crosspoint::cuda

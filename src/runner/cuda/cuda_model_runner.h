@@ -1,0 +1,73 @@
+// The CUDA runner: BatchPlan -> ForwardBatch (ForwardBatchBuilder) -> packed step inputs (one
+// host-to-device copy) -> CudaModel::forward -> greedy rows by argmax on the GPU; rows that
+// sample (temperature > 0) are converted to f32 on the GPU, copied to the host and drawn by
+// the same per-request sampler as the CPU runner, so seeds give the same tokens on both.
+//
+// Decode-only steps replay a CUDA graph captured at start-up for the smallest bucket that
+// holds them (graph_buckets.h); other steps, and every step with enforce_eager, run eagerly.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <memory>
+#include <vector>
+
+#include "model/cuda/cuda_model.h"
+#include "runner/cuda/graph_buckets.h"
+#include "runner/forward_batch_builder.h"
+#include "runner/runner.h"
+
+namespace crosspoint::cuda {
+
+struct CudaRunnerOptions {
+  bool enforce_eager = false;  // no CUDA graphs
+};
+
+// What graph capture did, for the startup log.
+struct CudaGraphReport {
+  std::vector<int32_t> captured_buckets;  // batch sizes with a graph
+  size_t graph_bytes = 0;                 // device memory the graphs took (measured)
+  double capture_s = 0;
+  std::string fallback_reason;            // non-empty when capture failed and the runner is eager
+};
+
+class CudaModelRunner : public Runner {
+ public:
+  // Captures the graphs unless options.enforce_eager; a failed capture logs a warning and
+  // leaves the runner eager (reported in graph_report().fallback_reason).
+  static Result<std::unique_ptr<CudaModelRunner>> create(std::unique_ptr<CudaModel> model,
+                                                         const CudaRunnerOptions& options);
+  ~CudaModelRunner() override;
+
+  Result<StepOutput> execute(const BatchPlan& plan) override;
+
+  CudaModel& model() { return *model_; }
+  const CudaGraphReport& graph_report() const { return graph_report_; }
+  // Steps run through a graph and eagerly so far (tests check both paths are taken).
+  int64_t num_graph_steps() const { return num_graph_steps_; }
+  int64_t num_eager_steps() const { return num_eager_steps_; }
+
+ private:
+  explicit CudaModelRunner(std::unique_ptr<CudaModel> model) : model_(std::move(model)) {}
+  Status capture_graphs();
+  Status capture_bucket(int32_t bucket);
+  void destroy_graphs();
+  // After forward (and greedy argmax): copies sampled rows out and fills output.
+  Status sample_rows(const BatchPlan& plan, const std::vector<int32_t>& row_seq_idx, int32_t num_rows,
+                     bool argmax_done, StepOutput& output);
+
+  std::unique_ptr<CudaModel> model_;
+  ForwardBatchBuilder builder_;
+  PaddedDecodeBatch padded_;
+  std::vector<int32_t> buckets_;
+  std::map<int32_t, cudaGraphExec_t> graphs_;  // bucket size -> instantiated graph
+  CudaGraphReport graph_report_;
+  std::vector<int32_t> row_seq_idx_;  // [num_rows] plan.seqs index of each logits row (-1: padding)
+  int64_t num_graph_steps_ = 0;
+  int64_t num_eager_steps_ = 0;
+};
+
+}  // namespace crosspoint::cuda

@@ -1,0 +1,60 @@
+#include "runner/cuda/graph_buckets.h"
+
+#include <algorithm>
+
+#include "common/status.h"
+
+namespace crosspoint {
+
+std::vector<int32_t> graph_bucket_sizes(int32_t max_batch_size) {
+  static constexpr int32_t kSizes[] = {1, 2, 4, 8, 16, 24, 32, 48, 64, 96, 128, 160, 192, 256};
+  std::vector<int32_t> buckets;
+  for (int32_t size : kSizes)
+    if (size <= max_batch_size) buckets.push_back(size);
+  if (max_batch_size > 0 && max_batch_size < 256 && (buckets.empty() || buckets.back() != max_batch_size))
+    buckets.push_back(max_batch_size);
+  return buckets;
+}
+
+int32_t choose_graph_bucket(const std::vector<int32_t>& buckets, int32_t num_seqs) {
+  if (num_seqs <= 0) return -1;
+  for (int32_t size : buckets)
+    if (size >= num_seqs) return size;
+  return -1;
+}
+
+bool is_decode_only(const BatchPlan& plan) {
+  if (plan.seqs.empty()) return false;
+  return std::all_of(plan.seqs.begin(), plan.seqs.end(),
+                     [](const ScheduledSequence& s) { return s.num_new_tokens() == 1; });
+}
+
+ForwardBatch PaddedDecodeBatch::build(const ForwardBatch& batch, int32_t bucket) {
+  const int32_t S = batch.num_seqs(), stride = std::max(1, batch.max_blocks_per_seq);
+  CROSSPOINT_CHECK(S <= bucket && batch.num_tokens() == S, "PaddedDecodeBatch: needs a decode batch no larger than the bucket");
+  token_ids_.assign(batch.token_ids.begin(), batch.token_ids.end());
+  positions_.assign(batch.positions.begin(), batch.positions.end());
+  seq_context_len_.assign(batch.seq_context_len.begin(), batch.seq_context_len.end());
+  block_tables_.assign(static_cast<size_t>(bucket) * stride, 0);
+  for (int32_t s = 0; s < S; ++s)
+    std::copy_n(batch.block_tables.begin() + static_cast<size_t>(s) * batch.max_blocks_per_seq, batch.max_blocks_per_seq,
+                block_tables_.begin() + static_cast<size_t>(s) * stride);
+  token_ids_.resize(bucket, 0);
+  positions_.resize(bucket, 0);
+  seq_context_len_.resize(bucket, 1);
+  seq_token_start_.resize(static_cast<size_t>(bucket) + 1);
+  logits_token_idx_.resize(bucket);
+  for (int32_t r = 0; r <= bucket; ++r) seq_token_start_[r] = r;
+  for (int32_t r = 0; r < bucket; ++r) logits_token_idx_[r] = r;
+  ForwardBatch padded;
+  padded.token_ids = token_ids_;
+  padded.positions = positions_;
+  padded.seq_token_start = seq_token_start_;
+  padded.seq_context_len = seq_context_len_;
+  padded.block_tables = block_tables_;
+  padded.max_blocks_per_seq = stride;
+  padded.logits_token_idx = logits_token_idx_;
+  return padded;
+}
+
+}  // namespace crosspoint
