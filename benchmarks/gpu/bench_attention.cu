@@ -1,0 +1,314 @@
+// Paged attention and decoder-op timings for Qwen2.5-7B shapes (H 28, Hkv 4, D 128, block 16,
+// d 3584, I 18944, vocab 152064), random fp16 data generated on the device.
+//
+// Attention: decode at batch {1, 10, 100, 256} x context {128, 512, 2048}, prefill of 1 x 2048
+// and 16 x 256 tokens. Each timing replays a CUDA graph of `layers` attention calls, each on
+// its own KV cache copy (as the 28 layers of a step are), with enough copies that the caches
+// together exceed 8x the L2, so every call reads HBM; the time per call is the replay's
+// median over --reps replays (after 3 warm-up replays) divided by the copies. Printed beside
+// it: the K/V bytes a call must read, GB/s, and the share of the --bw-gbps ceiling.
+//
+//   bench_attention --bw-gbps 4226 [--reps 20] [--out bench_attention.json]
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <functional>
+#include <numeric>
+#include <random>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "gpu/fill_random.h"
+#include "kernels/cuda/cuda_status.h"
+#include "kernels/cuda/decoder_ops.h"
+#include "kernels/cuda/paged_attention.h"
+
+namespace crosspoint::bench {
+namespace {
+
+#define BENCH_CHECK(expr)                                                               \
+  do {                                                                                  \
+    const ::crosspoint::Status st_ = (expr);                                            \
+    if (!st_.is_ok()) {                                                                 \
+      std::fprintf(stderr, "%s:%d: %s\n", __FILE__, __LINE__, st_.to_string().c_str()); \
+      std::exit(1);                                                                     \
+    }                                                                                   \
+  } while (0)
+#define BENCH_CUDA(expr) BENCH_CHECK(::crosspoint::cuda::cuda_status((expr), #expr))
+
+constexpr int kHeads = 28, kKvHeads = 4, kHeadDim = 128, kBlockSize = 16;
+constexpr int kHidden = 3584, kIntermediate = 18944, kVocab = 152064;
+constexpr double kMinStreamBytes = 480e6;  // > 8x the H200's 60 MB L2
+constexpr int kMaxCopies = 28;
+
+// Median ms of one replay of a graph holding `enqueue`; enqueue runs once eagerly first.
+double time_graph(const std::function<Status()>& enqueue, cudaStream_t s, int reps) {
+  BENCH_CHECK(enqueue());
+  BENCH_CUDA(cudaStreamSynchronize(s));
+  cudaGraph_t graph;
+  cudaGraphExec_t exec;
+  BENCH_CUDA(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
+  const Status st = enqueue();
+  BENCH_CUDA(cudaStreamEndCapture(s, &graph));
+  BENCH_CHECK(st);
+  BENCH_CUDA(cudaGraphInstantiate(&exec, graph, 0));
+  for (int i = 0; i < 3; ++i) BENCH_CUDA(cudaGraphLaunch(exec, s));
+  cudaEvent_t start, stop;
+  BENCH_CUDA(cudaEventCreate(&start));
+  BENCH_CUDA(cudaEventCreate(&stop));
+  std::vector<double> times;
+  for (int i = 0; i < reps; ++i) {
+    BENCH_CUDA(cudaEventRecord(start, s));
+    BENCH_CUDA(cudaGraphLaunch(exec, s));
+    BENCH_CUDA(cudaEventRecord(stop, s));
+    BENCH_CUDA(cudaEventSynchronize(stop));
+    float ms = 0;
+    BENCH_CUDA(cudaEventElapsedTime(&ms, start, stop));
+    times.push_back(ms);
+  }
+  cudaEventDestroy(start);
+  cudaEventDestroy(stop);
+  cudaGraphExecDestroy(exec);
+  cudaGraphDestroy(graph);
+  std::sort(times.begin(), times.end());
+  return times[times.size() / 2];
+}
+
+// One batch shape: num_seqs sequences, each num_new query rows and context_len cached tokens.
+struct AttentionShape {
+  std::string name;
+  int num_seqs, num_new, context_len;
+};
+
+nlohmann::json bench_attention_shape(const AttentionShape& shape, double bw_gbps, cudaStream_t s, int reps) {
+  const int num_tokens = shape.num_seqs * shape.num_new;
+  const int blocks_per_seq = (shape.context_len + kBlockSize - 1) / kBlockSize;
+  const int num_blocks = shape.num_seqs * blocks_per_seq;
+  const size_t cache_elems = static_cast<size_t>(num_blocks) * kBlockSize * kKvHeads * kHeadDim;  // per K or V
+  // Bytes a call must read: each sequence's K and V rows once per KV head.
+  const double kv_bytes = 2.0 * shape.num_seqs * shape.context_len * kKvHeads * kHeadDim * 2;
+  const int copies = std::clamp(static_cast<int>(kMinStreamBytes / (4.0 * cache_elems)) + 1, 1, kMaxCopies);
+
+  std::vector<int32_t> tables(static_cast<size_t>(num_blocks));
+  std::iota(tables.begin(), tables.end(), 0);
+  std::shuffle(tables.begin(), tables.end(), std::mt19937(7));  // blocks scattered as after churn
+  std::vector<int32_t> starts(shape.num_seqs + 1), contexts(shape.num_seqs, shape.context_len);
+  for (int i = 0; i <= shape.num_seqs; ++i) starts[i] = i * shape.num_new;
+
+  const int64_t qkv_stride = static_cast<int64_t>(kHeads + 2 * kKvHeads) * kHeadDim;
+  uint16_t *query, *output, *caches;
+  int32_t *tables_dev, *starts_dev, *contexts_dev;
+  void* workspace = nullptr;
+  const size_t workspace_bytes = cuda::cuda_paged_attention_workspace_bytes(num_tokens, kHeads, kHeadDim, shape.context_len);
+  BENCH_CUDA(cudaMalloc(&query, static_cast<size_t>(num_tokens) * qkv_stride * 2));
+  BENCH_CUDA(cudaMalloc(&output, static_cast<size_t>(num_tokens) * kHeads * kHeadDim * 2));
+  BENCH_CUDA(cudaMalloc(&caches, 2 * cache_elems * copies * 2));
+  BENCH_CUDA(cudaMalloc(&tables_dev, tables.size() * 4));
+  BENCH_CUDA(cudaMalloc(&starts_dev, starts.size() * 4));
+  BENCH_CUDA(cudaMalloc(&contexts_dev, contexts.size() * 4));
+  if (workspace_bytes) BENCH_CUDA(cudaMalloc(&workspace, workspace_bytes));
+  BENCH_CUDA(cudaMemcpy(tables_dev, tables.data(), tables.size() * 4, cudaMemcpyHostToDevice));
+  BENCH_CUDA(cudaMemcpy(starts_dev, starts.data(), starts.size() * 4, cudaMemcpyHostToDevice));
+  BENCH_CUDA(cudaMemcpy(contexts_dev, contexts.data(), contexts.size() * 4, cudaMemcpyHostToDevice));
+  fill_f16(query, static_cast<size_t>(num_tokens) * qkv_stride, -2.f, 2.f, 11, s);
+  fill_f16(caches, 2 * cache_elems * copies, -1.f, 1.f, 12, s);
+
+  cuda::CudaPagedAttentionArgs a;
+  a.query = query;
+  a.query_stride = qkv_stride;
+  a.output = output;
+  a.output_stride = static_cast<int64_t>(kHeads) * kHeadDim;
+  a.block_tables = tables_dev;
+  a.seq_token_start = starts_dev;
+  a.seq_context_len = contexts_dev;
+  a.num_seqs = shape.num_seqs;
+  a.num_tokens = num_tokens;
+  a.max_blocks_per_seq = blocks_per_seq;
+  a.max_query_len = shape.num_new;
+  a.max_context_len = shape.context_len;
+  a.num_heads = kHeads;
+  a.num_kv_heads = kKvHeads;
+  a.head_dim = kHeadDim;
+  a.block_size = kBlockSize;
+  a.scale = 1.0f / std::sqrt(static_cast<float>(kHeadDim));
+  a.workspace = workspace;
+  a.workspace_bytes = workspace_bytes;
+  const double ms = time_graph([&]() -> Status {
+    for (int c = 0; c < copies; ++c) {
+      cuda::CudaPagedAttentionArgs layer = a;
+      layer.key_cache = caches + 2 * cache_elems * c;
+      layer.value_cache = layer.key_cache + cache_elems;
+      CROSSPOINT_RETURN_IF_ERROR(cuda::cuda_paged_attention(layer, s));
+    }
+    return Status::ok();
+  }, s, reps) / copies;
+
+  // Causal FLOPs: QK^T and PV, 2 per multiply-add, over each row's visible positions.
+  double visible_sum = 0;
+  for (int j = 0; j < shape.num_new; ++j) visible_sum += shape.context_len - shape.num_new + j + 1;
+  const double flops = 4.0 * shape.num_seqs * visible_sum * kHeads * kHeadDim;
+  const double us = ms * 1e3;
+  const double gbps = kv_bytes / us / 1e3;
+  std::printf("%-26s seqs %4d new %5d ctx %5d  %10.2f us  KV %8.2f MB  %7.0f GB/s  %5.1f%% bw  %7.2f TF/s  (%d copies, workspace %.1f MB)\n",
+              shape.name.c_str(), shape.num_seqs, shape.num_new, shape.context_len, us, kv_bytes / 1e6, gbps,
+              100 * gbps / bw_gbps, flops / us / 1e6, copies, workspace_bytes / 1e6);
+  cudaFree(query);
+  cudaFree(output);
+  cudaFree(caches);
+  cudaFree(tables_dev);
+  cudaFree(starts_dev);
+  cudaFree(contexts_dev);
+  cudaFree(workspace);
+  return {{"name", shape.name}, {"num_seqs", shape.num_seqs}, {"num_new", shape.num_new},
+          {"context_len", shape.context_len}, {"us", us}, {"kv_bytes", kv_bytes}, {"gbps", gbps},
+          {"pct_bw", 100 * gbps / bw_gbps}, {"tflops", flops / us / 1e6}, {"copies", copies},
+          {"workspace_bytes", workspace_bytes}};
+}
+
+// One line per decoder op at T tokens: time, bytes moved (read + written), GB/s.
+nlohmann::json bench_decoder_ops(int t, double bw_gbps, cudaStream_t s, int reps) {
+  const int64_t qkv_width = static_cast<int64_t>(kHeads + 2 * kKvHeads) * kHeadDim;
+  const int num_blocks = (t + kBlockSize - 1) / kBlockSize + 1;
+  const size_t cache_elems = static_cast<size_t>(num_blocks) * kBlockSize * kKvHeads * kHeadDim;
+  uint16_t *table, *delta, *weight, *x, *qkv, *bias, *key_cache, *value_cache, *gate_up, *act, *logits, *rows_out;
+  float *residual, *inv_freq, *logits_f32;
+  int32_t *ids, *positions, *slots, *rows, *tokens;
+  BENCH_CUDA(cudaMalloc(&table, static_cast<size_t>(kVocab) * kHidden * 2));
+  BENCH_CUDA(cudaMalloc(&delta, static_cast<size_t>(t) * kHidden * 2));
+  BENCH_CUDA(cudaMalloc(&weight, kHidden * 2));
+  BENCH_CUDA(cudaMalloc(&x, static_cast<size_t>(t) * kHidden * 2));
+  BENCH_CUDA(cudaMalloc(&qkv, static_cast<size_t>(t) * qkv_width * 2));
+  BENCH_CUDA(cudaMalloc(&bias, qkv_width * 2));
+  BENCH_CUDA(cudaMalloc(&key_cache, cache_elems * 2));
+  BENCH_CUDA(cudaMalloc(&value_cache, cache_elems * 2));
+  BENCH_CUDA(cudaMalloc(&gate_up, static_cast<size_t>(t) * 2 * kIntermediate * 2));
+  BENCH_CUDA(cudaMalloc(&act, static_cast<size_t>(t) * kIntermediate * 2));
+  BENCH_CUDA(cudaMalloc(&logits, static_cast<size_t>(t) * kVocab * 2));
+  BENCH_CUDA(cudaMalloc(&rows_out, static_cast<size_t>(t) * kHidden * 2));
+  BENCH_CUDA(cudaMalloc(&residual, static_cast<size_t>(t) * kHidden * 4));
+  BENCH_CUDA(cudaMalloc(&inv_freq, kHeadDim / 2 * 4));
+  BENCH_CUDA(cudaMalloc(&logits_f32, static_cast<size_t>(t) * kVocab * 4));
+  for (int32_t** p : {&ids, &positions, &slots, &rows, &tokens}) BENCH_CUDA(cudaMalloc(p, static_cast<size_t>(t) * 4));
+  std::vector<int32_t> host_ids(t), host_seq(t);
+  std::mt19937 rng(5);
+  for (int i = 0; i < t; ++i) {
+    host_ids[i] = static_cast<int32_t>(rng() % kVocab);
+    host_seq[i] = i;
+  }
+  BENCH_CUDA(cudaMemcpy(ids, host_ids.data(), t * 4, cudaMemcpyHostToDevice));
+  for (int32_t* p : {positions, slots, rows}) BENCH_CUDA(cudaMemcpy(p, host_seq.data(), t * 4, cudaMemcpyHostToDevice));
+  fill_f16(table, static_cast<size_t>(kVocab) * kHidden, -1.f, 1.f, 21, s);
+  fill_f16(delta, static_cast<size_t>(t) * kHidden, -1.f, 1.f, 22, s);
+  fill_f16(weight, kHidden, 0.5f, 1.5f, 23, s);
+  fill_f16(qkv, static_cast<size_t>(t) * qkv_width, -1.f, 1.f, 24, s);
+  fill_f16(bias, qkv_width, -0.1f, 0.1f, 25, s);
+  fill_f16(gate_up, static_cast<size_t>(t) * 2 * kIntermediate, -4.f, 4.f, 26, s);
+  fill_f16(logits, static_cast<size_t>(t) * kVocab, -10.f, 10.f, 27, s);
+  fill_f32(residual, static_cast<size_t>(t) * kHidden, -1.f, 1.f, 28, s);
+  fill_f32(inv_freq, kHeadDim / 2, 1e-4f, 1.f, 29, s);
+
+  cuda::RopeKvWriteArgs rope;
+  rope.qkv = qkv;
+  rope.qkv_stride = qkv_width;
+  rope.bias = bias;
+  rope.positions = positions;
+  rope.inv_freq = inv_freq;
+  rope.slot_mapping = slots;
+  rope.key_cache = key_cache;
+  rope.value_cache = value_cache;
+  rope.num_tokens = t;
+  rope.num_heads = kHeads;
+  rope.num_kv_heads = kKvHeads;
+  rope.head_dim = kHeadDim;
+  rope.block_size = kBlockSize;
+  rope.num_blocks = num_blocks;
+
+  struct Op {
+    const char* name;
+    double bytes;  // read + written
+    std::function<Status()> run;
+  };
+  const double td = t;
+  const std::vector<Op> ops = {
+      {"embedding_gather", td * kHidden * (2 + 4),
+       [&] { return cuda::embedding_gather(table, ids, residual, t, kHidden, kVocab, s); }},
+      {"add_rms_norm", td * kHidden * (4 + 2 + 4 + 2) + kHidden * 2,
+       [&] { return cuda::add_rms_norm(residual, delta, kHidden, weight, 1e-6f, x, kHidden, t, kHidden, s); }},
+      {"rope_kv_write", td * ((kHeads + 2 * kKvHeads) * kHeadDim * 2 + (kHeads + 2 * kKvHeads) * kHeadDim * 2),
+       [&] { return cuda::rope_kv_write(rope, s); }},
+      {"silu_mul", td * kIntermediate * (4 + 2),
+       [&] { return cuda::silu_mul(gate_up, 2 * kIntermediate, act, kIntermediate, t, kIntermediate, s); }},
+      {"gather_rows", td * kHidden * 4,
+       [&] { return cuda::gather_rows(x, kHidden, rows, rows_out, t, kHidden, s); }},
+      {"argmax_rows", td * kVocab * 2, [&] { return cuda::argmax_rows(logits, kVocab, tokens, t, kVocab, s); }},
+      {"fp16_to_f32", td * kVocab * (2 + 4),
+       [&] { return cuda::fp16_to_f32(logits, logits_f32, static_cast<int64_t>(t) * kVocab, s); }},
+  };
+  nlohmann::json out = nlohmann::json::array();
+  for (const Op& op : ops) {
+    const double us = time_graph(op.run, s, reps) * 1e3;
+    const double gbps = op.bytes / us / 1e3;
+    std::printf("%-18s T=%-4d %9.2f us  %9.3f MB  %7.0f GB/s  %5.1f%% bw\n", op.name, t, us, op.bytes / 1e6, gbps,
+                100 * gbps / bw_gbps);
+    out.push_back({{"op", op.name}, {"tokens", t}, {"us", us}, {"bytes", op.bytes}, {"gbps", gbps},
+                   {"pct_bw", 100 * gbps / bw_gbps}});
+  }
+  for (void* p : std::initializer_list<void*>{table, delta, weight, x, qkv, bias, key_cache, value_cache, gate_up, act,
+                                              logits, rows_out, residual, inv_freq, logits_f32, ids, positions, slots,
+                                              rows, tokens})
+    cudaFree(p);
+  return out;
+}
+
+}  // namespace
+}  // namespace crosspoint::bench
+
+int main(int argc, char** argv) {
+  using namespace crosspoint::bench;
+  double bw_gbps = 4226;
+  int reps = 20;
+  std::string out_path = "bench_attention.json";
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    auto next = [&]() { return i + 1 < argc ? std::string(argv[++i]) : std::string(); };
+    if (a == "--bw-gbps") bw_gbps = std::stod(next());
+    else if (a == "--reps") reps = std::max(1, std::stoi(next()));
+    else if (a == "--out") out_path = next();
+    else {
+      std::fprintf(stderr, "usage: bench_attention [--bw-gbps X] [--reps N] [--out FILE]\n");
+      return 2;
+    }
+  }
+  cudaDeviceProp prop{};
+  BENCH_CUDA(cudaGetDeviceProperties(&prop, 0));
+  std::printf("GPU %s, %d SMs, L2 %d MB; read ceiling %.0f GB/s; Qwen2.5-7B attention: H %d, Hkv %d, D %d, block %d\n",
+              prop.name, prop.multiProcessorCount, prop.l2CacheSize >> 20, bw_gbps, kHeads, kKvHeads, kHeadDim,
+              kBlockSize);
+  cudaStream_t s;
+  BENCH_CUDA(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+  nlohmann::json result = {{"gpu", prop.name}, {"sms", prop.multiProcessorCount}, {"read_gbps_ceiling", bw_gbps},
+                           {"reps", reps}, {"shape", {{"heads", kHeads}, {"kv_heads", kKvHeads}, {"head_dim", kHeadDim},
+                                                      {"block_size", kBlockSize}}}};
+  std::printf("\n== decode attention (one call = one layer) ==\n");
+  result["decode"] = nlohmann::json::array();
+  for (int batch : {1, 10, 100, 256})
+    for (int context : {128, 512, 2048})
+      result["decode"].push_back(bench_attention_shape({"decode", batch, 1, context}, bw_gbps, s, reps));
+  std::printf("\n== prefill attention (causal, no cached prefix) ==\n");
+  result["prefill"] = nlohmann::json::array();
+  result["prefill"].push_back(bench_attention_shape({"prefill", 1, 2048, 2048}, bw_gbps, s, reps));
+  result["prefill"].push_back(bench_attention_shape({"prefill", 16, 256, 256}, bw_gbps, s, reps));
+  std::printf("\n== decoder ops (d %d, I %d, vocab %d) ==\n", kHidden, kIntermediate, kVocab);
+  result["decoder_ops"] = nlohmann::json::array();
+  for (int t : {1, 256})
+    for (auto& line : bench_decoder_ops(t, bw_gbps, s, reps)) result["decoder_ops"].push_back(line);
+  std::ofstream(out_path) << result.dump(1) << "\n";
+  std::printf("wrote %s\n", out_path.c_str());
+  return 0;
+}
