@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <string>
+#include <vector>
 
 #include "cli/cli_util.h"
 #include "cli/commands.h"
@@ -22,20 +23,43 @@ int run_sweep(int argc, char** argv) {
       "The defaults finish in a few minutes on a 2-core CPU with the default model (8 prompts per cell, 16 output "
       "tokens, concurrency 1,4,8). The study's own settings:\n"
       "  crosspoint sweep --model DIR --precisions fp16,w8a8-fp8,w4a16 --concurrency 1,10,100 --num-prompts 1000 "
-      "--output-len 0 --slo ttft:500,tpot:50 --eval-samples 32 --max-model-len 4096",
+      "--output-len 0 --slo ttft:500,tpot:50 --eval-samples 32 --max-model-len 4096\n"
+      "On a GPU with ready checkpoints (scripts/gpu_study.sh):\n"
+      "  crosspoint sweep --device cuda --ceilings ceilings.json --model FP16DIR --precision-model w8a8-fp8=DIR "
+      "--precision-model w4a16=DIR --concurrency 1,10,100 --num-prompts 20,100,200 --output-len 0 --ignore-eos "
+      "--eval-samples 0 --max-model-len 4096",
       "crosspoint sweep");
   sweep::SweepOptions o;
-  std::string precisions_text = "fp16,w8a8-fp8,w4a16", concurrency_text = "1,4,8", slo_text;
+  std::string precisions_text = "fp16,w8a8-fp8,w4a16", concurrency_text = "1,4,8", slo_text, num_prompts_text = "8";
+  std::vector<std::string> precision_model_texts;
   app.add_option("--model", o.model, "FP16 model directory, or 'default' (SmolLM2-135M-Instruct)")->capture_default_str();
   app.add_option("--precisions", precisions_text, "comma-separated: fp16, w8a8-fp8, w4a16")->capture_default_str();
   app.add_option("--concurrency", concurrency_text, "comma-separated client concurrency levels")->capture_default_str();
-  app.add_option("--num-prompts", o.num_prompts, "requests per cell")->capture_default_str();
+  app.add_option("--num-prompts", num_prompts_text,
+                 "requests per cell: one number, or one per --concurrency level in its order (e.g. 20,100,200)")
+      ->capture_default_str();
   app.add_option("--dataset", o.dataset, "sharegpt or random")->capture_default_str();
   app.add_option("--dataset-path", o.dataset_path, "ShareGPT JSON file (default: the copy in the cache)");
   app.add_option("--output-len", o.output_len,
                  "output tokens per request (bench --sharegpt-output-len); 0 = the dataset's reply lengths")
       ->capture_default_str();
-  app.add_option("--device", o.device, "auto, cpu or cuda (this build serves on the CPU)")->capture_default_str();
+  app.add_option("--device", o.device,
+                 "auto, cpu or cuda: where each `crosspoint serve` child runs (auto = cpu, serve's default)")
+      ->capture_default_str();
+  app.add_option("--gpu-memory-utilization", o.gpu_memory_utilization,
+                 "cuda: fraction of GPU memory each server may use (serve --gpu-memory-utilization)")
+      ->capture_default_str();
+  app.add_flag("--enforce-eager", o.enforce_eager, "cuda: serve without CUDA graphs (serve --enforce-eager)");
+  app.add_option("--ceilings", o.ceilings_path,
+                 "measured ceilings for the roofline: shared/tools/gpu/ceilings.py's JSON or crosspoint hwinfo --json "
+                 "(default: crosspoint hwinfo of this CPU)");
+  app.add_option("--hardware", o.hardware, "cuda without --ceilings: datasheet entry for the roofline (hwinfo --list)");
+  app.add_option("--precision-model", precision_model_texts,
+                 "PRECISION=DIR (repeatable): serve this ready checkpoint for the precision instead of quantising "
+                 "--model (e.g. w4a16=/models/qwen-gptq)");
+  app.add_flag("--ignore-eos", o.ignore_eos, "bench --ignore-eos: every reply runs to its length (random weights)");
+  app.add_option("--random-input-len", o.random_input_len, "--dataset random: prompt tokens (0: bench's default)")
+      ->capture_default_str();
   app.add_option("--slo", slo_text, "goodput SLO in ms, e.g. ttft:500,tpot:50; also drives the recommendation");
   app.add_option("--bisect-resolution", o.bisect_resolution,
                  "stop locating a crossover once its bracket is this many concurrency levels wide")
@@ -62,6 +86,12 @@ int run_sweep(int argc, char** argv) {
   auto levels = sweep::parse_concurrency_list(concurrency_text);
   if (!levels.is_ok()) return report_error("sweep", levels.status());
   o.concurrency = levels.value();
+  if (Status s = sweep::parse_num_prompts(num_prompts_text, concurrency_text, o); !s.is_ok()) {
+    return report_error("sweep", s);
+  }
+  for (const std::string& text : precision_model_texts) {
+    if (Status s = sweep::parse_precision_model(text, o); !s.is_ok()) return report_error("sweep", s);
+  }
   if (!slo_text.empty()) {
     if (Status s = sweep::parse_slo(slo_text, o); !s.is_ok()) return report_error("sweep", s);
   }

@@ -3,7 +3,10 @@
 #include <algorithm>
 #include <charconv>
 #include <filesystem>
+#include <fstream>
 #include <sstream>
+
+#include <nlohmann/json.hpp>
 
 namespace crosspoint::sweep {
 namespace {
@@ -26,7 +29,92 @@ bool parse_positive_number(const std::string& text, double& value) {
   return ec == std::errc() && ptr == end && value > 0;
 }
 
+bool parse_positive_int(const std::string& text, int& value) {
+  auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+  return ec == std::errc() && ptr == text.data() + text.size() && value > 0;
+}
+
+// The quantization_config.quant_method of DIR/config.json ("" when there is none), or an
+// error naming the file.
+Result<std::string> checkpoint_quant_method(const std::string& dir, const std::string& option) {
+  const std::string path = dir + "/config.json";
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return not_found(option + ": " + path + ": no such file");
+  std::stringstream text;
+  text << in.rdbuf();
+  const nlohmann::json config = nlohmann::json::parse(text.str(), nullptr, false);
+  if (!config.is_object()) return corrupt(option + ": " + path + ": not a JSON object");
+  auto q = config.find("quantization_config");
+  if (q == config.end() || !q->is_object()) return std::string();
+  auto method = q->find("quant_method");
+  return method != q->end() && method->is_string() ? method->get<std::string>() : std::string("?");
+}
+
 }  // namespace
+
+Status parse_num_prompts(const std::string& num_prompts_text, const std::string& concurrency_text,
+                         SweepOptions& options) {
+  const std::vector<std::string> counts = split_commas(num_prompts_text);
+  std::vector<int> values;
+  for (const std::string& item : counts) {
+    int value = 0;
+    if (!parse_positive_int(item, value)) {
+      return invalid_argument("--num-prompts: '" + item + "' is not a positive integer");
+    }
+    values.push_back(value);
+  }
+  if (values.empty()) return invalid_argument("--num-prompts: empty");
+  options.num_prompts_by_level.clear();
+  if (values.size() == 1) {
+    options.num_prompts = values[0];
+    return Status::ok();
+  }
+  const std::vector<std::string> levels = split_commas(concurrency_text);
+  if (levels.size() != values.size()) {
+    return invalid_argument("--num-prompts: " + std::to_string(values.size()) + " values for " +
+                            std::to_string(levels.size()) +
+                            " --concurrency levels (give one number, or one per level in the same order)");
+  }
+  for (size_t i = 0; i < levels.size(); ++i) {
+    int level = 0;
+    if (!parse_positive_int(levels[i], level)) {
+      return invalid_argument("--concurrency: '" + levels[i] + "' is not an integer in 1..100000");
+    }
+    auto [it, inserted] = options.num_prompts_by_level.emplace(level, values[i]);
+    if (!inserted && it->second != values[i]) {
+      return invalid_argument("--num-prompts: concurrency " + levels[i] + " is given two different counts");
+    }
+  }
+  // The single number stays what the largest level asks for (used by the report's source line).
+  options.num_prompts = options.num_prompts_by_level.rbegin()->second;
+  return Status::ok();
+}
+
+int num_prompts_for_level(const SweepOptions& options, int concurrency) {
+  if (options.num_prompts_by_level.empty()) return options.num_prompts;
+  auto it = options.num_prompts_by_level.lower_bound(concurrency);
+  if (it == options.num_prompts_by_level.end()) return options.num_prompts_by_level.rbegin()->second;
+  return it->second;
+}
+
+Status parse_precision_model(const std::string& text, SweepOptions& options) {
+  const size_t eq = text.find('=');
+  if (eq == std::string::npos || eq == 0 || eq + 1 == text.size()) {
+    return invalid_argument("--precision-model: '" + text + "' is not PRECISION=DIR (e.g. w4a16=/models/qwen-gptq)");
+  }
+  const std::string precision = text.substr(0, eq);
+  if (precision == "fp16") {
+    return invalid_argument("--precision-model: fp16 is served from --model; give the FP16 directory there");
+  }
+  if (precision != "w8a8-fp8" && precision != "w4a16") {
+    return invalid_argument("--precision-model: unknown precision '" + precision + "' (w8a8-fp8 or w4a16)");
+  }
+  if (options.precision_models.count(precision)) {
+    return invalid_argument("--precision-model: " + precision + " given twice");
+  }
+  options.precision_models[precision] = text.substr(eq + 1);
+  return Status::ok();
+}
 
 Result<std::vector<std::string>> parse_precision_list(const std::string& text) {
   static const std::vector<std::string> kKnown = {"fp16", "w8a8-fp8", "w4a16"};
@@ -87,6 +175,12 @@ Status validate_sweep_options(const SweepOptions& o) {
   if (o.precisions.empty()) return invalid_argument("--precisions: empty list");
   if (o.concurrency.empty()) return invalid_argument("--concurrency: empty list");
   if (o.num_prompts < 1) return invalid_argument("--num-prompts must be at least 1");
+  for (const auto& [level, count] : o.num_prompts_by_level) {
+    if (count < 1) return invalid_argument("--num-prompts must be at least 1 (concurrency " + std::to_string(level) + ")");
+    if (std::find(o.concurrency.begin(), o.concurrency.end(), level) == o.concurrency.end()) {
+      return invalid_argument("--num-prompts: concurrency " + std::to_string(level) + " is not in --concurrency");
+    }
+  }
   if (o.dataset != "sharegpt" && o.dataset != "random") {
     return invalid_argument("--dataset: '" + o.dataset + "' (sharegpt or random)");
   }
@@ -94,10 +188,32 @@ Status validate_sweep_options(const SweepOptions& o) {
     return not_found("--dataset-path: " + o.dataset_path + ": no such file");
   }
   if (o.output_len < 0) return invalid_argument("--output-len must be 0 (the dataset's) or positive");
-  if (o.device == "cuda") {
-    return invalid_argument("--device cuda: this build serves on the CPU only (crosspoint serve has no CUDA path yet)");
+  if (o.device != "auto" && o.device != "cpu" && o.device != "cuda") {
+    return invalid_argument("--device: '" + o.device + "' (auto, cpu or cuda)");
   }
-  if (o.device != "auto" && o.device != "cpu") return invalid_argument("--device: '" + o.device + "' (auto, cpu or cuda)");
+  if (!(o.gpu_memory_utilization > 0 && o.gpu_memory_utilization <= 1)) {
+    return invalid_argument("--gpu-memory-utilization must be in (0, 1]");
+  }
+  if (o.device == "cuda" && o.ceilings_path.empty() && o.hardware.empty()) {
+    return invalid_argument("--device cuda needs --ceilings FILE (the GPU's measured ceilings, from "
+                            "shared/tools/gpu/ceilings.py or crosspoint hwinfo --json) or --hardware NAME (datasheet)");
+  }
+  if (!o.ceilings_path.empty() && !fs::is_regular_file(o.ceilings_path)) {
+    return not_found("--ceilings: " + o.ceilings_path + ": no such file");
+  }
+  for (const auto& [precision, dir] : o.precision_models) {
+    const std::string option = "--precision-model " + precision + "=" + dir;
+    if (std::find(o.precisions.begin(), o.precisions.end(), precision) == o.precisions.end()) {
+      return invalid_argument(option + ": " + precision + " is not in --precisions");
+    }
+    CROSSPOINT_ASSIGN_OR_RETURN(std::string method, checkpoint_quant_method(dir, option));
+    const std::string want = precision == "w4a16" ? "gptq" : "compressed-tensors";
+    if (method != want) {
+      return invalid_argument(option + ": config.json's quantization_config.quant_method is '" + method +
+                              "', expected '" + want + "'");
+    }
+  }
+  if (o.random_input_len < 0) return invalid_argument("--random-input-len must be 0 (bench's default) or positive");
   if (o.bisect_resolution < 1) return invalid_argument("--bisect-resolution must be at least 1");
   if (o.max_bisect_runs < 0) return invalid_argument("--max-bisect-runs must be 0 or more");
   if (o.out_dir.empty()) return invalid_argument("--out: empty");

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -16,11 +17,17 @@ struct SweepOptions {
   std::string model = "default";              // FP16 model directory, or "default"
   std::vector<std::string> precisions;        // "fp16", "w8a8-fp8", "w4a16"; order kept
   std::vector<int> concurrency;               // client concurrency levels, increasing
-  int num_prompts = 8;                        // requests per cell
+  int num_prompts = 8;                        // requests per cell (levels without an entry below)
+  std::map<int, int> num_prompts_by_level;    // concurrency -> requests, from "--num-prompts 20,100,200"
   std::string dataset = "sharegpt";           // bench --dataset-name
   std::string dataset_path;                   // ShareGPT file; empty = the cache's copy
   int output_len = 16;                        // fixed output tokens per request (bench --sharegpt-output-len); 0 = the dataset's
-  std::string device = "auto";                // auto | cpu | cuda (this build: cpu only)
+  std::string device = "auto";                // auto | cpu | cuda; auto = cpu (serve's own default)
+  double gpu_memory_utilization = 0.9;        // cuda: serve --gpu-memory-utilization (fraction of GPU memory)
+  bool enforce_eager = false;                 // cuda: serve --enforce-eager (no CUDA graphs)
+  std::string ceilings_path;                  // measured ceilings: shared/tools/gpu/ceilings.py or hwinfo --json
+  std::string hardware;                       // cuda without --ceilings: datasheet entry (hwinfo --hardware)
+  std::map<std::string, std::string> precision_models;  // precision -> ready checkpoint (no quantising)
   std::optional<double> slo_ttft_ms;          // goodput SLO
   std::optional<double> slo_tpot_ms;
   int bisect_resolution = 4;                  // stop bisecting when a crossover bracket is this narrow (levels)
@@ -36,6 +43,8 @@ struct SweepOptions {
   int threads = 0;                            // serve/eval/quantize --threads; 0 = all cores
   double server_start_timeout_s = 300;        // wait for /health at most this long
   int num_warmups = 1;                        // bench --num-warmups
+  bool ignore_eos = false;                    // bench --ignore-eos (random weights: every reply its full length)
+  int random_input_len = 0;                   // --dataset random: bench --random-input-len; 0 = bench's default
 };
 
 // "fp16,w8a8-fp8" -> {"fp16", "w8a8-fp8"}; each must be a known precision, no repeats.
@@ -44,6 +53,17 @@ Result<std::vector<std::string>> parse_precision_list(const std::string& text);
 Result<std::vector<int>> parse_concurrency_list(const std::string& text);
 // "ttft:500,tpot:50" (either part optional) into the options' SLO fields.
 Status parse_slo(const std::string& text, SweepOptions& options);
+// "--num-prompts": one number for every level, or one per --concurrency item in the order
+// given ("20,100,200" with "1,10,100"). The error names the option and the counts.
+Status parse_num_prompts(const std::string& num_prompts_text, const std::string& concurrency_text,
+                         SweepOptions& options);
+// Requests of the cell at `concurrency`: its own entry; a level between entries (a crossover
+// probe) takes the entry of the next higher level (the last entry above the highest), so a
+// probe never runs with fewer requests than the level below it.
+int num_prompts_for_level(const SweepOptions& options, int concurrency);
+// "--precision-model w4a16=/models/qwen-gptq" (repeatable): a ready checkpoint serves that
+// precision instead of one quantised from --model. fp16 comes from --model itself.
+Status parse_precision_model(const std::string& text, SweepOptions& options);
 // Every check that can be made before anything runs (the executable, the model directory,
 // the dataset file, the device, the numbers); the error names the option.
 Status validate_sweep_options(const SweepOptions& options);

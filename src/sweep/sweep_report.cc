@@ -238,10 +238,24 @@ Result<nlohmann::json> build_study_json(const SweepOptions& o, const std::string
   nlohmann::json study = nlohmann::json::object();
   const std::string model_name = fs::path(fp16_dir).filename().string();
   auto hw = read_json(o.out_dir + "/hwinfo.json");
-  std::string hw_name = hw && hw->contains("name") && (*hw)["name"].is_string() ? (*hw)["name"].get<std::string>() : "cpu";
+  // hwinfo.json is `crosspoint hwinfo --json` output (the name under "ceilings") or a bare ceilings object.
+  std::string hw_name = o.device == "cuda" ? "cuda" : "cpu";
+  if (hw && hw->is_object()) {
+    const nlohmann::json& c = hw->contains("ceilings") ? (*hw)["ceilings"] : *hw;
+    if (c.is_object() && c.contains("name") && c["name"].is_string()) hw_name = c["name"].get<std::string>();
+  }
   study["title"] = "crosspoint sweep: " + model_name + " on " + hw_name;
-  study["source"] = fmt::format("crosspoint sweep, {}: {} prompts per cell from {}{}, greedy", utc_now(), o.num_prompts,
-                                o.dataset, o.output_len > 0 ? fmt::format(", {} output tokens each", o.output_len) : "");
+  std::string prompts = std::to_string(o.num_prompts);
+  if (!o.num_prompts_by_level.empty()) {
+    prompts.clear();
+    for (const auto& [level, count] : o.num_prompts_by_level) {
+      prompts += fmt::format("{}{} (concurrency {})", prompts.empty() ? "" : ", ", count, level);
+    }
+  }
+  study["source"] = fmt::format("crosspoint sweep on {}, {}: {} prompts per cell from {}{}{}, greedy",
+                                o.device == "cuda" ? "cuda" : "cpu", utc_now(), prompts, o.dataset,
+                                o.output_len > 0 ? fmt::format(", {} output tokens each", o.output_len) : "",
+                                o.ignore_eos ? ", ignoring EOS" : "");
   study["model"] = {{"name", model_name}};
   study["max_model_len"] = o.max_model_len;
   nlohmann::json precisions = nlohmann::json::array();
@@ -298,7 +312,8 @@ Status write_sweep_report(const SweepOptions& o, const std::string& fp16_dir, co
   analysis::AnalysisOptions options;
   CROSSPOINT_ASSIGN_OR_RETURN(options.hardware, analysis::load_ceilings(o.out_dir + "/hwinfo.json"));
   CROSSPOINT_ASSIGN_OR_RETURN(options.model_shape, analysis::load_model_shape(fp16_dir + "/config.json"));
-  options.kv_bytes_per_element = 4;  // crosspoint serve keeps the KV cache in f32 on the CPU
+  // crosspoint serve keeps the KV cache in f32 on the CPU and in fp16 on the GPU.
+  options.kv_bytes_per_element = o.device == "cuda" ? 2 : 4;
   options.bisection_resolution = o.bisect_resolution;
   options.kv_block_size = 16;        // crosspoint serve's --block-size default
   CROSSPOINT_ASSIGN_OR_RETURN(analysis::StudyAnalysis result, analysis::analyze_study(study, options));

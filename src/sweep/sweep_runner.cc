@@ -16,6 +16,7 @@
 #include "common/paths.h"
 #include "common/progress_bar.h"
 #include "sweep/child_process.h"
+#include "sweep/measured_ceilings.h"
 #include "sweep/served_model.h"
 #include "sweep/sweep_report.h"
 
@@ -79,7 +80,9 @@ class SweepRun {
   Status measure_hardware();
   Status quantize_if_missing(const std::string& precision);
   std::string model_dir_for(const std::string& precision) const {
-    return precision == "fp16" ? fp16_dir_ : quantized_checkpoint_dir(o_, fp16_dir_, precision);
+    if (precision == "fp16") return fp16_dir_;
+    auto given = o_.precision_models.find(precision);
+    return given != o_.precision_models.end() ? given->second : quantized_checkpoint_dir(o_, fp16_dir_, precision);
   }
   // Serves the precision once and benches every level in `levels` whose cell is missing.
   Status run_levels(const std::string& precision, const std::vector<int>& levels, ProgressBar& bar);
@@ -95,8 +98,19 @@ class SweepRun {
             {"slo_tpot_ms", o_.slo_tpot_ms.value_or(0)}, {"bisect_resolution", o_.bisect_resolution},
             {"max_bisect_runs", o_.max_bisect_runs}, {"quant_method", o_.quant_method},
             {"eval_samples", o_.eval_samples}, {"kv_cache_memory", o_.kv_cache_memory},
-            {"max_model_len", o_.max_model_len}, {"threads", o_.threads}};
+            {"max_model_len", o_.max_model_len}, {"threads", o_.threads}, {"device", o_.device},
+            {"gpu_memory_utilization", o_.gpu_memory_utilization}, {"enforce_eager", o_.enforce_eager},
+            {"ceilings", o_.ceilings_path}, {"hardware", o_.hardware}, {"precision_models", o_.precision_models},
+            {"num_prompts_by_level", num_prompts_by_level_json()}, {"ignore_eos", o_.ignore_eos},
+            {"random_input_len", o_.random_input_len}};
   }
+  nlohmann::json num_prompts_by_level_json() const {
+    nlohmann::json by_level = nlohmann::json::object();
+    for (const auto& [level, count] : o_.num_prompts_by_level) by_level[std::to_string(level)] = count;
+    return by_level;
+  }
+
+  std::string serve_device() const { return o_.device == "cuda" ? "cuda" : "cpu"; }
 
   const SweepOptions& o_;
   std::string fp16_dir_;
@@ -109,10 +123,26 @@ class SweepRun {
 
 Status SweepRun::measure_hardware() {
   const std::string path = o_.out_dir + "/hwinfo.json";
+  if (!o_.ceilings_path.empty()) {
+    // Measured beside the sweep (shared/tools/gpu/ceilings.py on the GPU): copied in every
+    // run, so the report follows the file given.
+    CROSSPOINT_ASSIGN_OR_RETURN(analysis::HardwareCeilings ceilings, load_measured_ceilings(o_.ceilings_path));
+    auto raw = read_json_file(o_.ceilings_path);
+    log_info("sweep: ceilings from {}: {} — read {:.0f} GB/s, fp16 {:.0f} TFLOP/s, fp8 {:.0f} TFLOP/s",
+             o_.ceilings_path, ceilings.name, ceilings.bandwidth_gb_s, ceilings.fp16_tflops, ceilings.fp8_tflops);
+    return write_text_atomically(
+        path, measured_ceilings_hwinfo_json(ceilings, serve_device(), raw.value_or(nlohmann::json())).dump(2));
+  }
   if (read_json_file(path)) return Status::ok();
-  log_info("sweep: measuring this machine's ceilings (crosspoint hwinfo --quick)");
-  std::vector<std::string> argv = {o_.crosspoint_exe, "hwinfo", "--json", "--quick", "--device", "cpu"};
-  if (o_.threads > 0) argv.insert(argv.end(), {"--threads", std::to_string(o_.threads)});
+  std::vector<std::string> argv = {o_.crosspoint_exe, "hwinfo", "--json"};
+  if (serve_device() == "cuda") {
+    log_info("sweep: GPU ceilings from the datasheet entry '{}' (crosspoint hwinfo --hardware)", o_.hardware);
+    argv.insert(argv.end(), {"--device", "cuda", "--hardware", o_.hardware});
+  } else {
+    log_info("sweep: measuring this machine's ceilings (crosspoint hwinfo --quick)");
+    argv.insert(argv.end(), {"--quick", "--device", "cpu"});
+    if (o_.threads > 0) argv.insert(argv.end(), {"--threads", std::to_string(o_.threads)});
+  }
   const std::string tmp = path + ".tmp";
   CROSSPOINT_RETURN_IF_ERROR(run_to_completion(argv, logs_dir_ + "/hwinfo.log", "crosspoint hwinfo", tmp));
   std::error_code ec;
@@ -124,6 +154,10 @@ Status SweepRun::measure_hardware() {
 Status SweepRun::quantize_if_missing(const std::string& precision) {
   if (precision == "fp16") return Status::ok();
   const std::string dir = model_dir_for(precision);
+  if (o_.precision_models.count(precision)) {
+    log_info("sweep: {} checkpoint given with --precision-model: {}", precision, dir);
+    return Status::ok();
+  }
   if (fs::is_regular_file(dir + "/config.json")) {
     log_info("sweep: {} checkpoint from the cache: {}", precision, dir);
     return Status::ok();
@@ -155,13 +189,17 @@ Status SweepRun::bench_cell(const std::string& precision, int concurrency, const
   const std::string tmp = path + ".tmp";
   std::vector<std::string> argv = {o_.crosspoint_exe, "bench", "serve", "--base-url", base_url, "--model", "sweep",
                                    "--tokenizer", fp16_dir_, "--dataset-name", o_.dataset,
-                                   "--num-prompts", std::to_string(o_.num_prompts),
+                                   "--num-prompts", std::to_string(num_prompts_for_level(o_, concurrency)),
                                    "--max-concurrency", std::to_string(concurrency), "--temperature", "0",
                                    "--percentile-metrics", "ttft,tpot,itl,e2el", "--metric-percentiles", "50,90,99",
                                    "--num-warmups", std::to_string(o_.num_warmups), "--seed", "0",
                                    "--metrics-interval", "0.25", "--label", precision, "--disable-progress",
                                    "--result-file", tmp};
   if (!o_.dataset_path.empty()) argv.insert(argv.end(), {"--dataset-path", o_.dataset_path});
+  if (o_.ignore_eos) argv.push_back("--ignore-eos");
+  if (o_.dataset == "random" && o_.random_input_len > 0) {
+    argv.insert(argv.end(), {"--random-input-len", std::to_string(o_.random_input_len)});
+  }
   if (o_.output_len > 0) {
     if (o_.dataset == "sharegpt") {
       argv.insert(argv.end(), {"--sharegpt-output-len", std::to_string(o_.output_len)});
@@ -192,10 +230,7 @@ Status SweepRun::run_levels(const std::string& precision, const std::vector<int>
   const std::string startup_path = o_.out_dir + "/servers/" + precision + ".json";
   if (missing.empty() && read_json_file(startup_path)) return Status::ok();
 
-  std::vector<std::string> serve_argv = {o_.crosspoint_exe, "serve", "--model", model_dir_for(precision),
-                                         "--served-model-name", "sweep", "--max-model-len",
-                                         std::to_string(o_.max_model_len), "--kv-cache-memory", o_.kv_cache_memory};
-  if (o_.threads > 0) serve_argv.insert(serve_argv.end(), {"--threads", std::to_string(o_.threads)});
+  const std::vector<std::string> serve_argv = serve_command(o_, model_dir_for(precision));
   const std::string server_log = logs_dir_ + "/serve-" + precision + ".log";
   CROSSPOINT_ASSIGN_OR_RETURN(ServedModel server, ServedModel::start(serve_argv, server_log, o_.server_start_timeout_s));
   // The first start of this precision is its cold start; later ones (bisection) keep it.
@@ -331,6 +366,22 @@ Result<SweepSummary> SweepRun::run() {
 }
 
 }  // namespace
+
+std::vector<std::string> serve_command(const SweepOptions& o, const std::string& model_dir) {
+  std::vector<std::string> argv = {o.crosspoint_exe, "serve", "--model", model_dir, "--served-model-name", "sweep",
+                                   "--max-model-len", std::to_string(o.max_model_len)};
+  if (o.device == "cuda") {
+    // The GPU server sizes its KV cache from the memory fraction; CPU threads do not apply.
+    char fraction[32];
+    std::snprintf(fraction, sizeof(fraction), "%g", o.gpu_memory_utilization);
+    argv.insert(argv.end(), {"--device", "cuda", "--gpu-memory-utilization", fraction});
+    if (o.enforce_eager) argv.push_back("--enforce-eager");
+    return argv;
+  }
+  argv.insert(argv.end(), {"--kv-cache-memory", o.kv_cache_memory});
+  if (o.threads > 0) argv.insert(argv.end(), {"--threads", std::to_string(o.threads)});
+  return argv;
+}
 
 std::string cell_result_path(const std::string& out_dir, const std::string& precision, int concurrency) {
   return out_dir + "/cells/" + precision + "-c" + std::to_string(concurrency) + ".json";

@@ -15,6 +15,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "common/status.h"
 #include "sweep/sweep_options.h"
@@ -36,6 +37,11 @@ Result<SweepSummary> run_sweep(const SweepOptions& options);
 // model path>-<scheme>[-rtn].
 std::string quantized_checkpoint_dir(const SweepOptions& options, const std::string& fp16_model_dir,
                                      const std::string& precision);
+
+// The `crosspoint serve` command line of one precision (without --host/--port): on the CPU
+// with --kv-cache-memory and --threads, on CUDA with --device cuda --gpu-memory-utilization
+// (and --enforce-eager when asked).
+std::vector<std::string> serve_command(const SweepOptions& options, const std::string& model_dir);
 
 // "cells/w4a16-c16.json" under out_dir.
 std::string cell_result_path(const std::string& out_dir, const std::string& precision, int concurrency);

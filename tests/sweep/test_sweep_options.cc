@@ -1,6 +1,13 @@
 // Option parsing and the checks made before a sweep runs anything.
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <tuple>
+
 #include "sweep/sweep_options.h"
 
 namespace crosspoint::sweep {
@@ -58,7 +65,15 @@ TEST(SweepOptions, ValidationNamesTheOption) {
   expect_error(b, "--num-prompts");
   b = o;
   b.device = "cuda";
-  expect_error(b, "--device cuda");
+  expect_error(b, "--device cuda needs --ceilings");
+  b.hardware = "H200";
+  EXPECT_TRUE(validate_sweep_options(b).is_ok()) << "cuda with a datasheet entry";
+  b.gpu_memory_utilization = 1.5;
+  expect_error(b, "--gpu-memory-utilization");
+  b = o;
+  b.device = "cuda";
+  b.ceilings_path = "/nonexistent/ceilings.json";
+  expect_error(b, "--ceilings: /nonexistent/ceilings.json");
   b = o;
   b.device = "tpu";
   expect_error(b, "--device");
@@ -74,6 +89,89 @@ TEST(SweepOptions, ValidationNamesTheOption) {
   b = o;
   b.crosspoint_exe = "/nonexistent/crosspoint";
   expect_error(b, "/nonexistent/crosspoint");
+}
+
+TEST(SweepOptions, NumPromptsOneNumberOrOnePerLevel) {
+  SweepOptions o;
+  ASSERT_TRUE(parse_num_prompts("12", "1,10,100", o).is_ok());
+  EXPECT_EQ(o.num_prompts, 12);
+  EXPECT_TRUE(o.num_prompts_by_level.empty());
+  EXPECT_EQ(num_prompts_for_level(o, 10), 12);
+
+  // Paired with the levels in the order given, not sorted first.
+  ASSERT_TRUE(parse_num_prompts("200,20,100", "100,1,10", o).is_ok());
+  EXPECT_EQ(o.num_prompts_by_level, (std::map<int, int>{{1, 20}, {10, 100}, {100, 200}}));
+  EXPECT_EQ(num_prompts_for_level(o, 1), 20);
+  EXPECT_EQ(num_prompts_for_level(o, 100), 200);
+  // A crossover probe takes the next higher level's count; above the grid, the last one.
+  EXPECT_EQ(num_prompts_for_level(o, 32), 200);
+  EXPECT_EQ(num_prompts_for_level(o, 4), 100);
+  EXPECT_EQ(num_prompts_for_level(o, 400), 200);
+
+  for (const auto& [prompts, levels, needle] : std::vector<std::tuple<std::string, std::string, std::string>>{
+           {"20,100", "1,10,100", "2 values for 3 --concurrency levels"},
+           {"20,x,200", "1,10,100", "'x' is not a positive integer"},
+           {"20,0,200", "1,10,100", "'0' is not a positive integer"},
+           {"", "1", "--num-prompts: empty"},
+           {"5,6", "4,4", "concurrency 4 is given two different counts"},
+       }) {
+    SweepOptions bad;
+    Status s = parse_num_prompts(prompts, levels, bad);
+    ASSERT_FALSE(s.is_ok()) << prompts;
+    EXPECT_NE(s.message().find(needle), std::string::npos) << s.message();
+    EXPECT_NE(s.message().find("--num-prompts"), std::string::npos) << s.message();
+  }
+}
+
+TEST(SweepOptions, PrecisionModelIsPrecisionEqualsDirectoryOfTheRightFormat) {
+  namespace fs = std::filesystem;
+  const fs::path root = fs::temp_directory_path() / ("crosspoint_sweep_precision_model_" + std::to_string(::getpid()));
+  fs::create_directories(root / "gptq");
+  fs::create_directories(root / "fp8");
+  std::ofstream(root / "gptq" / "config.json") << R"({"quantization_config": {"quant_method": "gptq", "bits": 4}})";
+  std::ofstream(root / "fp8" / "config.json")
+      << R"({"quantization_config": {"quant_method": "compressed-tensors"}})";
+
+  SweepOptions o;
+  o.crosspoint_exe = "/bin/sh";
+  o.precisions = {"fp16", "w8a8-fp8", "w4a16"};
+  o.concurrency = {1};
+  ASSERT_TRUE(parse_precision_model("w4a16=" + (root / "gptq").string(), o).is_ok());
+  ASSERT_TRUE(parse_precision_model("w8a8-fp8=" + (root / "fp8").string(), o).is_ok());
+  EXPECT_EQ(o.precision_models.at("w4a16"), (root / "gptq").string());
+  EXPECT_TRUE(validate_sweep_options(o).is_ok()) << validate_sweep_options(o).message();
+
+  for (const auto& [text, needle] : std::vector<std::pair<std::string, std::string>>{
+           {"w4a16", "is not PRECISION=DIR"},
+           {"=dir", "is not PRECISION=DIR"},
+           {"w4a16=", "is not PRECISION=DIR"},
+           {"fp16=/m", "fp16 is served from --model"},
+           {"int3=/m", "unknown precision 'int3'"},
+       }) {
+    SweepOptions bad;
+    Status s = parse_precision_model(text, bad);
+    ASSERT_FALSE(s.is_ok()) << text;
+    EXPECT_NE(s.message().find(needle), std::string::npos) << s.message();
+  }
+  EXPECT_FALSE(parse_precision_model("w4a16=/other", o).is_ok()) << "given twice";
+
+  // The directory must hold the precision's format, and the precision must be swept.
+  SweepOptions swapped = o;
+  swapped.precision_models = {{"w4a16", (root / "fp8").string()}};
+  Status s = validate_sweep_options(swapped);
+  ASSERT_FALSE(s.is_ok());
+  EXPECT_NE(s.message().find("quant_method is 'compressed-tensors', expected 'gptq'"), std::string::npos) << s.message();
+  SweepOptions missing = o;
+  missing.precision_models = {{"w4a16", (root / "none").string()}};
+  s = validate_sweep_options(missing);
+  ASSERT_FALSE(s.is_ok());
+  EXPECT_NE(s.message().find("none/config.json: no such file"), std::string::npos) << s.message();
+  SweepOptions unswept = o;
+  unswept.precisions = {"fp16", "w8a8-fp8"};
+  s = validate_sweep_options(unswept);
+  ASSERT_FALSE(s.is_ok());
+  EXPECT_NE(s.message().find("w4a16 is not in --precisions"), std::string::npos) << s.message();
+  fs::remove_all(root);
 }
 
 }  // namespace
