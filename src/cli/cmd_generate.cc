@@ -1,7 +1,7 @@
 // crosspoint generate: one prompt, one sequence, streamed to stdout as it is produced.
 //   crosspoint generate --model DIR|default --prompt TEXT [--chat] [--system S]
 //       [--max-tokens N] [--temperature T] [--top-p P] [--top-k K] [--seed S]
-//       [--threads N] [--stats] [--ids]
+//       [--threads N] [--stats] [--ids] [--device cpu|cuda]
 // Temperature 0 is greedy. Generation stops at an eos token or after max-tokens.
 #include <algorithm>
 #include <cstdio>
@@ -19,6 +19,9 @@
 #include "quant/gptq_linear_weight.h"
 #include "tokenizer/chat_template.h"
 #include "tokenizer/tokenizer.h"
+#ifdef CROSSPOINT_HAVE_CUDA
+#include "model/cuda/cuda_model.h"
+#endif
 
 namespace crosspoint::cli {
 namespace {
@@ -36,6 +39,7 @@ struct GenerateOptions {
   int threads = 0;
   bool stats = false;
   bool print_ids = false;
+  std::string device = "cpu";  // cpu | cuda
 };
 
 struct GenerateStats {
@@ -51,6 +55,21 @@ class SingleSequence {
         cache_(model.kv_cache_shape(max_blocks_, block_size)), logits_(model.vocab_size()) {
     for (int32_t b = 0; b < max_blocks_; ++b) block_table_.push_back(b);
   }
+
+#ifdef CROSSPOINT_HAVE_CUDA
+  // Runs the steps on the GPU instead: a CudaModel sized for this one sequence.
+  Status use_cuda(int32_t max_step_tokens) {
+    cuda::CudaModelOptions options;
+    options.max_num_tokens = std::max(1, max_step_tokens);
+    options.max_num_seqs = 1;
+    options.max_num_logits = 1;
+    options.max_model_len = max_blocks_ * block_size_;
+    options.block_size = block_size_;
+    options.num_kv_blocks = max_blocks_;
+    CROSSPOINT_ASSIGN_OR_RETURN(cuda_model_, cuda::CudaModel::create(model_, options));
+    return Status::ok();
+  }
+#endif
 
   // Appends tokens to the sequence and returns the logits after the last one.
   Result<const float*> step(const std::vector<int32_t>& tokens) {
@@ -68,6 +87,12 @@ class SingleSequence {
     batch.block_tables = block_table_;
     batch.max_blocks_per_seq = max_blocks_;
     batch.logits_token_idx = logits_idx;
+#ifdef CROSSPOINT_HAVE_CUDA
+    if (cuda_model_ != nullptr) {
+      CROSSPOINT_RETURN_IF_ERROR(cuda_model_->forward_host(batch, logits_.data()));
+      return static_cast<const float*>(logits_.data());
+    }
+#endif
     CROSSPOINT_RETURN_IF_ERROR(model_.forward(batch, cache_, logits_.data()));
     return static_cast<const float*>(logits_.data());
   }
@@ -78,6 +103,9 @@ class SingleSequence {
   CpuKvCache cache_;
   std::vector<int32_t> block_table_;
   std::vector<float> logits_;  // [vocab] f32
+#ifdef CROSSPOINT_HAVE_CUDA
+  std::unique_ptr<cuda::CudaModel> cuda_model_;
+#endif
 };
 
 Result<std::vector<int32_t>> encode_prompt(const GenerateOptions& o, const std::string& dir, const Tokenizer& tokenizer) {
@@ -93,6 +121,13 @@ Status generate(const GenerateOptions& o, GenerateStats& stats) {
   CROSSPOINT_RETURN_IF_ERROR(validate_sampling_params({o.temperature, o.top_k, o.top_p}));
   if (o.max_tokens < 0) return invalid_argument("--max-tokens must be >= 0");
   if (o.threads > 0) set_global_num_threads(o.threads);
+  if (o.device != "cpu" && o.device != "cuda") return invalid_argument("--device must be cpu or cuda, got '" + o.device + "'");
+#ifdef CROSSPOINT_HAVE_CUDA
+  if (o.device == "cuda" && cuda::cuda_device_count() == 0)
+    return unsupported("--device cuda: no CUDA GPU is visible on this machine");
+#else
+  if (o.device == "cuda") return unsupported("--device cuda: this crosspoint was built without CUDA (CROSSPOINT_CUDA=OFF)");
+#endif
   const Stopwatch load_clock;
   CROSSPOINT_ASSIGN_OR_RETURN(std::string dir, resolve_model_dir(o.model));
   CROSSPOINT_ASSIGN_OR_RETURN(auto tokenizer, Tokenizer::from_model_dir(dir));
@@ -114,6 +149,13 @@ Status generate(const GenerateOptions& o, GenerateStats& stats) {
   for (int64_t id : model->config().eos_token_ids) eos.push_back(static_cast<int32_t>(id));
 
   SingleSequence sequence(*model, static_cast<int32_t>(prompt.size()) + o.max_tokens + 1);
+#ifdef CROSSPOINT_HAVE_CUDA
+  if (o.device == "cuda") {
+    const Stopwatch upload_clock;
+    CROSSPOINT_RETURN_IF_ERROR(sequence.use_cuda(static_cast<int32_t>(prompt.size())));
+    stats.load_s += upload_clock.elapsed_seconds();
+  }
+#endif
   IncrementalDecoder decoder(*tokenizer, /*skip_special=*/true);
   SamplingRng rng(o.seed);
   const SamplingParams params{o.temperature, o.top_k, o.top_p};
@@ -161,7 +203,7 @@ Status generate(const GenerateOptions& o, GenerateStats& stats) {
 }  // namespace
 
 int run_generate(int argc, char** argv) {
-  CLI::App app{"Generate a continuation of a prompt on the CPU, streamed as it is produced"};
+  CLI::App app{"Generate a continuation of a prompt on the CPU or GPU, streamed as it is produced"};
   GenerateOptions o;
   app.add_option("--model", o.model, "model directory, or 'default' (SmolLM2-135M-Instruct)");
   app.add_option("--prompt", o.prompt, "prompt text")->required();
@@ -174,6 +216,7 @@ int run_generate(int argc, char** argv) {
   app.add_option("--seed", o.seed, "random seed for sampling");
   app.add_option("--threads", o.threads, "CPU threads (default: CROSSPOINT_NUM_THREADS or all cores)");
   app.add_flag("--stats", o.stats, "print load time, prefill and decode tok/s, weight size to stderr");
+  app.add_option("--device", o.device, "cpu or cuda");
   app.add_flag("--ids", o.print_ids, "print the generated token ids as a JSON array on a last line");
   if (const int code = parse_or_exit_code(app, argc, argv); code >= 0) return code;
   GenerateStats stats;

@@ -1,11 +1,15 @@
 // crosspoint serve: the OpenAI-compatible server (server/) in front of the engine (engine/)
-// with the model on the CPU. Prints what the engine was given: weights, KV cache size in
-// GiB and tokens, the worst-case and the workload-based capacity, and the start-up time.
+// with the model on the CPU or, with --device cuda, on the GPU (CudaModelRunner). Prints what
+// the engine was given: weights, KV cache size in GiB and tokens, the worst-case and the
+// workload-based capacity, and the start-up time (for cuda also the GPU, the measured
+// activation peak and the CUDA graph buckets).
 #include <algorithm>
 #include <cctype>
 #include <cmath>
 #include <cstdio>
 #include <string>
+
+#include <fmt/ranges.h>
 
 #include "cli/cli_util.h"
 #include "cli/commands.h"
@@ -21,6 +25,10 @@
 #include "server/openai_server.h"
 #include "tokenizer/chat_template.h"
 #include "tokenizer/tokenizer.h"
+#ifdef CROSSPOINT_HAVE_CUDA
+#include "model/cuda/cuda_model.h"
+#include "runner/cuda/cuda_model_runner.h"
+#endif
 
 namespace crosspoint::cli {
 namespace {
@@ -70,11 +78,83 @@ struct ServeOptions {
   int max_waiting = 1024;
   int threads = 0;
   double mean_tokens_per_request = 438;  // ShareGPT V3 mean prompt + output (docs/STUDY.md)
+  std::string device = "cpu";            // cpu | cuda | auto
+  double gpu_memory_utilization = 0.9;   // cuda: fraction of the GPU's memory this process may use
+  bool enforce_eager = false;            // cuda: no CUDA graphs
 };
+
+// Device memory kept free after the KV cache for the decode graphs captured afterwards.
+constexpr size_t kGraphReserveBytes = size_t{256} << 20;
+
+// --device auto|cpu|cuda -> "cpu" or "cuda", or a one-line error.
+Result<std::string> resolve_device(const std::string& device) {
+  if (device == "cpu") return std::string("cpu");
+#ifdef CROSSPOINT_HAVE_CUDA
+  const int num_gpus = cuda::cuda_device_count();
+  if (device == "auto") return std::string(num_gpus > 0 ? "cuda" : "cpu");
+  if (device == "cuda") {
+    if (num_gpus == 0) return unsupported("--device cuda: no CUDA GPU is visible on this machine");
+    return std::string("cuda");
+  }
+#else
+  if (device == "auto") return std::string("cpu");
+  if (device == "cuda") return unsupported("--device cuda: this crosspoint was built without CUDA (CROSSPOINT_CUDA=OFF)");
+#endif
+  return invalid_argument("--device must be cpu, cuda or auto, got '" + device + "'");
+}
+
+// The engine's runner and KV size for one device, with the startup log lines that go with it.
+struct DeviceRunner {
+  std::unique_ptr<Runner> runner;
+  int32_t num_blocks = 0;
+};
+
+#ifdef CROSSPOINT_HAVE_CUDA
+Result<DeviceRunner> make_cuda_runner(const ServeOptions& o, const Model& m, int64_t max_model_len) {
+  cuda::CudaModelOptions options;
+  options.max_num_tokens = o.max_num_batched_tokens;
+  options.max_num_seqs = o.max_num_seqs;
+  options.max_model_len = static_cast<int32_t>(max_model_len);
+  options.block_size = o.block_size;
+  options.gpu_memory_utilization = o.gpu_memory_utilization;
+  options.reserve_bytes = o.enforce_eager ? 0 : kGraphReserveBytes;
+  CROSSPOINT_ASSIGN_OR_RETURN(auto model, cuda::CudaModel::create(m, options));
+  const cuda::CudaMemoryReport mem = model->memory();
+  log_info("GPU: {} ({:.1f} GiB); weights on the GPU {:.3f} GiB ({}), converted and uploaded in {:.2f} s", mem.gpu_name,
+           mem.total_bytes / kGiB, mem.weight_bytes / kGiB, model->weight_format_name(), mem.upload_s);
+  log_info("activations and workspaces for {} tokens per step: {:.3f} GiB (measured by a profile step, {:.2f} s); "
+           "{:.3f} GiB in use before the KV cache",
+           o.max_num_batched_tokens, mem.activation_bytes / kGiB, mem.profile_s, mem.used_before_kv_bytes / kGiB);
+  const int64_t eager_tokens =
+      mem.kv_tokens + static_cast<int64_t>(mem.reserve_bytes / (mem.kv_bytes_per_token * o.block_size)) * o.block_size;
+  log_info("KV cache: {:.3f} GiB (fp16) = {} tokens in {} blocks of {} (--gpu-memory-utilization {}{})", mem.kv_bytes / kGiB,
+           mem.kv_tokens, mem.num_kv_blocks, o.block_size, o.gpu_memory_utilization,
+           o.enforce_eager ? ", eager" : fmt::format("; {:.2f} GiB kept for CUDA graphs, {} tokens with --enforce-eager",
+                                                     mem.reserve_bytes / kGiB, eager_tokens));
+  cuda::CudaRunnerOptions runner_options;
+  runner_options.enforce_eager = o.enforce_eager;
+  CROSSPOINT_ASSIGN_OR_RETURN(auto runner, cuda::CudaModelRunner::create(std::move(model), runner_options));
+  const cuda::CudaGraphReport& graphs = runner->graph_report();
+  if (o.enforce_eager) {
+    log_info("CUDA graphs: off (--enforce-eager)");
+  } else if (!graphs.fallback_reason.empty()) {
+    log_info("CUDA graphs: capture failed, running eagerly");
+  } else {
+    log_info("CUDA graphs: {} decode batch sizes captured [{}] in {:.2f} s, {:.3f} GiB", graphs.captured_buckets.size(),
+             fmt::join(graphs.captured_buckets, ", "), graphs.capture_s, graphs.graph_bytes / kGiB);
+  }
+  DeviceRunner out;
+  out.num_blocks = static_cast<int32_t>(mem.num_kv_blocks);
+  out.runner = std::move(runner);
+  return out;
+}
+#endif
 
 int serve(const ServeOptions& o) {
   Stopwatch startup;
   if (o.threads > 0) set_global_num_threads(o.threads);
+  auto device = resolve_device(o.device);
+  if (!device.is_ok()) return report_error("serve", device.status());
   auto dir = resolve_model_dir(o.model);
   if (!dir.is_ok()) return report_error("serve", dir.status());
   Stopwatch load_timer;
@@ -99,19 +179,37 @@ int serve(const ServeOptions& o) {
     return report_error("serve", invalid_argument("--block-size (1..1024), --max-num-seqs, --max-num-batched-tokens "
                                                   "and --mean-tokens-per-request must be positive"));
   }
-  auto kv_bytes = parse_bytes(o.kv_cache_memory);
-  if (!kv_bytes.is_ok()) return report_error("serve", kv_bytes.status());
-  const int32_t num_blocks = BlockManager::num_blocks_for_budget(kv_bytes.value(), m.kv_bytes_per_token(), o.block_size);
+  DeviceRunner device_runner;
+  if (device.value() == "cuda") {
+#ifdef CROSSPOINT_HAVE_CUDA
+    auto made = make_cuda_runner(o, m, max_model_len);
+    if (!made.is_ok()) return report_error("serve", made.status());
+    device_runner = std::move(made).value();
+#endif
+  } else {
+    auto kv_bytes = parse_bytes(o.kv_cache_memory);
+    if (!kv_bytes.is_ok()) return report_error("serve", kv_bytes.status());
+    device_runner.num_blocks = BlockManager::num_blocks_for_budget(kv_bytes.value(), m.kv_bytes_per_token(), o.block_size);
+    const int64_t cpu_kv_tokens = static_cast<int64_t>(device_runner.num_blocks) * o.block_size;
+    const KvCacheShape kv_shape = m.kv_cache_shape(device_runner.num_blocks, o.block_size);
+    const double kv_gib = static_cast<double>(cpu_kv_tokens) * m.kv_bytes_per_token() / kGiB;
+    log_info("KV cache: {:.3f} GiB (f32) = {} tokens in {} blocks of {}", kv_gib, cpu_kv_tokens, device_runner.num_blocks,
+             o.block_size);
+    const Model* model_ptr = model.value().get();
+    device_runner.runner = std::make_unique<CpuModelRunner>(
+        kv_shape, m.vocab_size(),
+        [model_ptr](const ForwardBatch& batch, CpuKvCache& kv, float* logits) { return model_ptr->forward(batch, kv, logits); });
+  }
+  const int32_t num_blocks = device_runner.num_blocks;
   const int64_t kv_tokens = static_cast<int64_t>(num_blocks) * o.block_size;
   if (kv_tokens < max_model_len) {
     return report_error("serve", invalid_argument(
-        "the KV cache (" + o.kv_cache_memory + " = " + std::to_string(kv_tokens) +
-        " tokens) cannot hold one sequence of --max-model-len " + std::to_string(max_model_len) +
-        " tokens: raise --kv-cache-memory or lower --max-model-len"));
+        "the KV cache (" + (device.value() == "cuda" ? "--gpu-memory-utilization " + std::to_string(o.gpu_memory_utilization)
+                                                    : o.kv_cache_memory) +
+        " = " + std::to_string(kv_tokens) + " tokens) cannot hold one sequence of --max-model-len " +
+        std::to_string(max_model_len) + " tokens: raise " +
+        (device.value() == "cuda" ? "--gpu-memory-utilization" : "--kv-cache-memory") + " or lower --max-model-len"));
   }
-  const KvCacheShape kv_shape = m.kv_cache_shape(num_blocks, o.block_size);
-  const double kv_gib = static_cast<double>(kv_tokens) * m.kv_bytes_per_token() / kGiB;
-  log_info("KV cache: {:.3f} GiB (f32) = {} tokens in {} blocks of {}", kv_gib, kv_tokens, num_blocks, o.block_size);
   log_info("Maximum concurrency for {} tokens per request (worst case: every request at max-model-len): {:.2f}x",
            max_model_len, static_cast<double>(kv_tokens) / max_model_len);
   log_info("Workload-based capacity at {:.0f} tokens per request (--mean-tokens-per-request; ShareGPT mean 438): "
@@ -132,11 +230,7 @@ int serve(const ServeOptions& o) {
       engine_config.eos_token_ids.push_back(static_cast<int32_t>(id));
     }
   }
-  const Model* model_ptr = model.value().get();
-  auto runner = std::make_unique<CpuModelRunner>(
-      kv_shape, m.vocab_size(),
-      [model_ptr](const ForwardBatch& batch, CpuKvCache& kv, float* logits) { return model_ptr->forward(batch, kv, logits); });
-  Engine engine(engine_config, std::move(runner));
+  Engine engine(engine_config, std::move(device_runner.runner));
 
   ServerConfig server_config;
   server_config.host = o.host;
@@ -146,8 +240,9 @@ int serve(const ServeOptions& o) {
   server_config.api_key = o.api_key;
   OpenAiServer server(server_config, engine, *tokenizer.value(), chat_template_for_model_dir(dir.value()));
   if (Status s = server.bind(); !s.is_ok()) return report_error("serve", s);
-  log_info("engine: max-num-seqs {}, max-num-batched-tokens {}, max-model-len {}, max-waiting {}, {} threads",
-           o.max_num_seqs, o.max_num_batched_tokens, max_model_len, o.max_waiting, global_thread_pool().num_threads());
+  log_info("engine: device {}, max-num-seqs {}, max-num-batched-tokens {}, max-model-len {}, max-waiting {}, {} threads",
+           device.value(), o.max_num_seqs, o.max_num_batched_tokens, max_model_len, o.max_waiting,
+           global_thread_pool().num_threads());
   log_info("start-up took {:.2f} s (load {:.2f} s); serving '{}' on http://{}:{}/v1", startup.elapsed_seconds(), load_s,
            server_config.served_model_name, o.host, server.port());
   if (Status s = server.run(); !s.is_ok()) return report_error("serve", s);
@@ -159,7 +254,7 @@ int serve(const ServeOptions& o) {
 
 int run_serve(int argc, char** argv) {
   ServeOptions o;
-  CLI::App app{"OpenAI-compatible streaming server with continuous batching (CPU)", "crosspoint serve"};
+  CLI::App app{"OpenAI-compatible streaming server with continuous batching (CPU or CUDA)", "crosspoint serve"};
   app.add_option("--model", o.model, "model directory, or 'default' (SmolLM2-135M-Instruct)");
   app.add_option("--host", o.host, "address to listen on");
   app.add_option("--port", o.port, "port to listen on")->check(CLI::Range(0, 65535));
@@ -168,7 +263,12 @@ int run_serve(int argc, char** argv) {
   app.add_option("--api-key", o.api_key, "require 'Authorization: Bearer KEY' on /v1/*");
   app.add_option("--max-num-seqs", o.max_num_seqs, "sequences per engine step");
   app.add_option("--max-num-batched-tokens", o.max_num_batched_tokens, "tokens per engine step (prefill chunks + decodes)");
-  app.add_option("--kv-cache-memory", o.kv_cache_memory, "memory for the paged KV cache (e.g. 1GiB, 512MiB)");
+  app.add_option("--kv-cache-memory", o.kv_cache_memory, "cpu: memory for the paged KV cache (e.g. 1GiB, 512MiB)");
+  app.add_option("--device", o.device, "cpu, cuda, or auto (cuda when a GPU is present)");
+  app.add_option("--gpu-memory-utilization", o.gpu_memory_utilization,
+                 "cuda: fraction of the GPU's total memory for weights, activations and the KV cache")
+      ->check(CLI::Range(0.01, 1.0));
+  app.add_flag("--enforce-eager", o.enforce_eager, "cuda: no CUDA graphs for decode steps");
   app.add_option("--block-size", o.block_size, "tokens per KV block");
   app.add_option("--max-waiting", o.max_waiting, "queued requests before new ones get 503 (0 = no limit)");
   app.add_option("--threads", o.threads, "CPU threads for the model (default: all)");

@@ -18,6 +18,15 @@ size_t fp16_bytes(int64_t rows, int64_t cols) { return static_cast<size_t>(rows)
 
 }  // namespace
 
+int cuda_device_count() {
+  int count = 0;
+  if (cudaGetDeviceCount(&count) != cudaSuccess) {
+    (void)cudaGetLastError();
+    return 0;
+  }
+  return count;
+}
+
 CudaModel::~CudaModel() {
   if (stream_ != nullptr) {
     (void)cudaStreamSynchronize(stream_);

@@ -25,6 +25,9 @@
 
 namespace crosspoint::cuda {
 
+// CUDA devices visible to this process (0 when there is no driver or no GPU).
+int cuda_device_count();
+
 struct CudaModelOptions {
   int32_t max_num_tokens = 2048;  // tokens per step (max_num_batched_tokens)
   int32_t max_num_seqs = 256;     // sequences per step
