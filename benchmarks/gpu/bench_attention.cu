@@ -84,6 +84,7 @@ double time_graph(const std::function<Status()>& enqueue, cudaStream_t s, int re
 struct AttentionShape {
   std::string name;
   int num_seqs, num_new, context_len;
+  bool split_only = false;  // every row on the CUDA-core split kernel (no tensor-core prefill)
 };
 
 nlohmann::json bench_attention_shape(const AttentionShape& shape, double bw_gbps, cudaStream_t s, int reps) {
@@ -144,7 +145,8 @@ nlohmann::json bench_attention_shape(const AttentionShape& shape, double bw_gbps
       cuda::CudaPagedAttentionArgs layer = a;
       layer.key_cache = caches + 2 * cache_elems * c;
       layer.value_cache = layer.key_cache + cache_elems;
-      CROSSPOINT_RETURN_IF_ERROR(cuda::cuda_paged_attention(layer, s));
+      CROSSPOINT_RETURN_IF_ERROR(shape.split_only ? cuda::cuda_paged_attention_split_only(layer, s)
+                                                  : cuda::cuda_paged_attention(layer, s));
     }
     return Status::ok();
   }, s, reps) / copies;
@@ -165,7 +167,7 @@ nlohmann::json bench_attention_shape(const AttentionShape& shape, double bw_gbps
   cudaFree(starts_dev);
   cudaFree(contexts_dev);
   cudaFree(workspace);
-  return {{"name", shape.name}, {"num_seqs", shape.num_seqs}, {"num_new", shape.num_new},
+  return {{"name", shape.name}, {"split_only", shape.split_only}, {"num_seqs", shape.num_seqs}, {"num_new", shape.num_new},
           {"context_len", shape.context_len}, {"us", us}, {"kv_bytes", kv_bytes}, {"gbps", gbps},
           {"pct_bw", 100 * gbps / bw_gbps}, {"tflops", flops / us / 1e6}, {"copies", copies},
           {"workspace_bytes", workspace_bytes}};
@@ -302,8 +304,11 @@ int main(int argc, char** argv) {
       result["decode"].push_back(bench_attention_shape({"decode", batch, 1, context}, bw_gbps, s, reps));
   std::printf("\n== prefill attention (causal, no cached prefix) ==\n");
   result["prefill"] = nlohmann::json::array();
-  result["prefill"].push_back(bench_attention_shape({"prefill", 1, 2048, 2048}, bw_gbps, s, reps));
-  result["prefill"].push_back(bench_attention_shape({"prefill", 16, 256, 256}, bw_gbps, s, reps));
+  for (bool split_only : {false, true}) {
+    const char* name = split_only ? "prefill (split kernel)" : "prefill (tensor cores)";
+    result["prefill"].push_back(bench_attention_shape({name, 1, 2048, 2048, split_only}, bw_gbps, s, reps));
+    result["prefill"].push_back(bench_attention_shape({name, 16, 256, 256, split_only}, bw_gbps, s, reps));
+  }
   std::printf("\n== decoder ops (d %d, I %d, vocab %d) ==\n", kHidden, kIntermediate, kVocab);
   result["decoder_ops"] = nlohmann::json::array();
   for (int t : {1, 256})

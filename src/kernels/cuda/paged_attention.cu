@@ -26,9 +26,12 @@
 
 #include "kernels/cuda/cuda_status.h"
 #include "kernels/cuda/paged_attention.h"
+#include "kernels/cuda/paged_attention_params.cuh"
 
 namespace crosspoint::cuda {
 namespace {
+
+using namespace attention_internal;
 
 constexpr int kThreads = 128;        // 4 warps per CTA
 constexpr int kHeadsPerCta = 8;      // query heads of one GQA group handled together
@@ -36,48 +39,7 @@ constexpr int kTileTokens = 64;      // context positions per online-softmax ste
 constexpr int kTargetCtas = 512;     // ~4 CTAs per SM on a 132-SM H200: below this, split the context
 constexpr int kMaxSplits = 256;
 constexpr int kMaxHeadDim = 256;
-constexpr float kLog2e = 1.4426950408889634f;
-
-// Everything the kernels read, resolved on the host.
-struct Params {
-  const uint16_t* query;  // [T, H, D] fp16, rows query_stride apart
-  int64_t query_stride;
-  uint16_t* output;       // [T, H, D] fp16, rows output_stride apart
-  int64_t output_stride;
-  const uint16_t* key_cache;    // [num_blocks, block_size, Hkv, D] fp16
-  const uint16_t* value_cache;  // same layout
-  const int32_t* block_tables;     // [num_seqs, max_blocks_per_seq]
-  const int32_t* seq_token_start;  // [num_seqs + 1]
-  const int32_t* seq_context_len;  // [num_seqs]
-  int num_seqs, max_blocks_per_seq;
-  int num_heads, num_kv_heads, head_dim, block_size;
-  int group_size;       // H / Hkv
-  int head_chunks;      // ceil(group_size / kHeadsPerCta)
-  float scale_log2;     // scale * log2(e): scores in the log2 domain, exp2f below
-  int num_splits;       // 1: direct output; > 1: partials in the workspace, then merge
-  int partition_tokens; // P, a multiple of kTileTokens (huge when num_splits == 1)
-  float* partial_out;   // [T, H, num_splits, D] f32, each normalised by its own l
-  float* partial_ml;    // [T, H, num_splits, 2] f32: (m in log2 units, l)
-};
-
-// The sequence that owns query row t (largest s with seq_token_start[s] <= t), or -1 when t is
-// a padding row past seq_token_start[num_seqs].
-__device__ __forceinline__ int sequence_of_row(const Params& p, int t) {
-  if (t >= p.seq_token_start[p.num_seqs]) return -1;
-  int lo = 0, hi = p.num_seqs;  // seq_token_start[lo] <= t < seq_token_start[hi]
-  while (hi - lo > 1) {
-    const int mid = (lo + hi) / 2;
-    if (p.seq_token_start[mid] <= t) lo = mid; else hi = mid;
-  }
-  return lo;
-}
-
-// Positions 0 .. visible-1 that row t of sequence s attends to (causal rule of the header).
-__device__ __forceinline__ int visible_length(const Params& p, int s, int t) {
-  const int num_new = p.seq_token_start[s + 1] - p.seq_token_start[s];
-  return p.seq_context_len[s] - num_new + (t - p.seq_token_start[s]) + 1;
-}
-
+constexpr int kTensorCoreMinRows = 16;  // a sequence with fewer new rows is cheaper on the split kernel
 // The context range of one split; the last split runs to the end so that a context longer
 // than the host bound is still attended in full (only slower).
 __device__ __forceinline__ void split_range(const Params& p, int split, int visible, int* begin, int* end) {
@@ -116,8 +78,8 @@ __global__ void __launch_bounds__(kThreads) paged_attention_split_kernel(Params 
   const int split = blockIdx.z;
 
   const int s = sequence_of_row(p, t);
-  if (s < 0) return;
-  const int visible = visible_length(p, s, t);
+  if (s < 0 || num_new_rows(p, s) >= p.tensor_core_min_rows) return;  // padding, or the prefill kernel's
+  const int visible = visible_length(p, s, t - p.seq_token_start[s]);
   int begin, end;
   split_range(p, split, visible, &begin, &end);
   if (begin >= end) return;  // the merge kernel reads only splits that start inside `visible`
@@ -280,8 +242,8 @@ __global__ void __launch_bounds__(kThreads) paged_attention_merge_kernel(Params 
   __shared__ float s_inv_total;
   const int t = blockIdx.x, head = blockIdx.y;
   const int s = sequence_of_row(p, t);
-  if (s < 0) return;
-  const int visible = visible_length(p, s, t);
+  if (s < 0 || num_new_rows(p, s) >= p.tensor_core_min_rows) return;
+  const int visible = visible_length(p, s, t - p.seq_token_start[s]);
   if (visible <= 0) return;
   const int num_active = min(p.num_splits, (visible + p.partition_tokens - 1) / p.partition_tokens);
   const int64_t part0 = (static_cast<int64_t>(t) * p.num_heads + head) * p.num_splits;
@@ -364,7 +326,9 @@ size_t cuda_paged_attention_workspace_bytes(int max_num_tokens, int num_heads, i
   return static_cast<size_t>(split_rows * num_heads * (head_dim + 2) * static_cast<int64_t>(sizeof(float)));
 }
 
-Status cuda_paged_attention(const CudaPagedAttentionArgs& a, cudaStream_t stream) {
+namespace {
+
+Status run_paged_attention(const CudaPagedAttentionArgs& a, bool allow_tensor_cores, cudaStream_t stream) {
   CROSSPOINT_RETURN_IF_ERROR(check_args(a));
   if (a.num_tokens == 0) return Status::ok();
 
@@ -387,6 +351,12 @@ Status cuda_paged_attention(const CudaPagedAttentionArgs& a, cudaStream_t stream
   p.group_size = a.num_heads / a.num_kv_heads;
   p.head_chunks = (p.group_size + kHeadsPerCta - 1) / kHeadsPerCta;
   p.scale_log2 = a.scale * kLog2e;
+  // Prefill sequences (>= kTensorCoreMinRows new rows) go to the tensor-core kernel when it
+  // supports this head_dim and the output rows allow its 4-byte stores.
+  const bool tensor_cores = allow_tensor_cores && prefill_tensor_core_supports(a.head_dim) &&
+                            a.max_query_len >= kTensorCoreMinRows && a.output_stride % 2 == 0 &&
+                            reinterpret_cast<uintptr_t>(a.output) % 4 == 0;
+  p.tensor_core_min_rows = tensor_cores ? kTensorCoreMinRows : kNoTensorCoreRows;
 
   // Splits as the GPU wants them, reduced to what the caller's workspace holds (a smaller
   // workspace costs speed, never correctness; none at all means one split).
@@ -425,7 +395,18 @@ Status cuda_paged_attention(const CudaPagedAttentionArgs& a, cudaStream_t stream
     paged_attention_merge_kernel<<<dim3(a.num_tokens, a.num_heads), kThreads, 0, stream>>>(p);
     CROSSPOINT_RETURN_IF_ERROR(last_launch_status("paged_attention_merge_kernel launch"));
   }
+  if (tensor_cores) CROSSPOINT_RETURN_IF_ERROR(launch_prefill_tensor_core(p, a.max_query_len, stream));
   return Status::ok();
+}
+
+}  // namespace
+
+Status cuda_paged_attention(const CudaPagedAttentionArgs& args, cudaStream_t stream) {
+  return run_paged_attention(args, /*allow_tensor_cores=*/true, stream);
+}
+
+Status cuda_paged_attention_split_only(const CudaPagedAttentionArgs& args, cudaStream_t stream) {
+  return run_paged_attention(args, /*allow_tensor_cores=*/false, stream);
 }
 
 }  // namespace crosspoint::cuda

@@ -50,4 +50,8 @@ size_t cuda_paged_attention_workspace_bytes(int max_num_tokens, int num_heads, i
 
 Status cuda_paged_attention(const CudaPagedAttentionArgs& args, cudaStream_t stream);
 
+// The same result with every row on the split-context CUDA-core kernel (the tensor-core
+// prefill kernel off): for tests and benchmarks that compare the two paths.
+Status cuda_paged_attention_split_only(const CudaPagedAttentionArgs& args, cudaStream_t stream);
+
 }  // namespace crosspoint::cuda

@@ -1,0 +1,75 @@
+// Internal to paged_attention*.cu: the launch parameters both attention kernels read and the
+// device helpers that map a query row to its sequence and causal range. Not a public API.
+//
+// Which kernel owns a row: sequences with at least tensor_core_min_rows new rows go to the
+// tensor-core prefill kernel (paged_attention_prefill.cu); every other row to the
+// split-context kernel (paged_attention.cu). Both decide from the same device data, so
+// each row is written by exactly one of them.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+#include "common/status.h"
+
+namespace crosspoint::cuda::attention_internal {
+
+constexpr float kLog2e = 1.4426950408889634f;
+constexpr int kNoTensorCoreRows = 1 << 30;  // tensor_core_min_rows when that path is off
+
+struct Params {
+  const uint16_t* query;  // [T, H, D] fp16, rows query_stride apart
+  int64_t query_stride;
+  uint16_t* output;       // [T, H, D] fp16, rows output_stride apart
+  int64_t output_stride;
+  const uint16_t* key_cache;    // [num_blocks, block_size, Hkv, D] fp16
+  const uint16_t* value_cache;  // same layout
+  const int32_t* block_tables;     // [num_seqs, max_blocks_per_seq]
+  const int32_t* seq_token_start;  // [num_seqs + 1]
+  const int32_t* seq_context_len;  // [num_seqs]
+  int num_seqs, max_blocks_per_seq;
+  int num_heads, num_kv_heads, head_dim, block_size;
+  int group_size;        // H / Hkv
+  int head_chunks;       // split kernel: ceil(group_size / heads per CTA)
+  float scale_log2;      // scale * log2(e): scores in the log2 domain, exp2f everywhere
+  int num_splits;        // split kernel: 1 = direct output; > 1 = partials, then merge
+  int partition_tokens;  // split kernel: P, a multiple of its tile (huge when num_splits == 1)
+  float* partial_out;    // [T, H, num_splits, D] f32, each normalised by its own l
+  float* partial_ml;     // [T, H, num_splits, 2] f32: (m in log2 units, l)
+  int tensor_core_min_rows;  // sequences with this many new rows or more: prefill kernel
+};
+
+// The sequence that owns query row t (largest s with seq_token_start[s] <= t), or -1 for a
+// padding row past seq_token_start[num_seqs].
+__device__ __forceinline__ int sequence_of_row(const Params& p, int t) {
+  if (t >= p.seq_token_start[p.num_seqs]) return -1;
+  int lo = 0, hi = p.num_seqs;  // seq_token_start[lo] <= t < seq_token_start[hi]
+  while (hi - lo > 1) {
+    const int mid = (lo + hi) / 2;
+    if (p.seq_token_start[mid] <= t) lo = mid; else hi = mid;
+  }
+  return lo;
+}
+
+__device__ __forceinline__ int num_new_rows(const Params& p, int s) {
+  return p.seq_token_start[s + 1] - p.seq_token_start[s];
+}
+
+// Positions 0 .. visible-1 that new row j of sequence s attends to (the header's causal rule).
+__device__ __forceinline__ int visible_length(const Params& p, int s, int j) {
+  return p.seq_context_len[s] - num_new_rows(p, s) + j + 1;
+}
+
+// Physical cache row of (sequence table, position): offset of its [Hkv, D] slice, in elements.
+__device__ __forceinline__ int64_t cache_row_offset(const Params& p, const int32_t* table, int position) {
+  const int64_t slot = static_cast<int64_t>(table[position / p.block_size]) * p.block_size + position % p.block_size;
+  return slot * p.num_kv_heads * p.head_dim;
+}
+
+// Tensor-core prefill kernel for head_dim 64 or 128 (paged_attention_prefill.cu): grid
+// (num_seqs * ceil(max_query_len / 64), H); rows of shorter sequences are left alone.
+bool prefill_tensor_core_supports(int head_dim);
+Status launch_prefill_tensor_core(const Params& p, int max_query_len, cudaStream_t stream);
+
+}  // namespace crosspoint::cuda::attention_internal

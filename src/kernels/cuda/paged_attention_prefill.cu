@@ -1,0 +1,252 @@
+// Causal prefill attention over the paged cache on tensor cores (FlashAttention-2 style),
+// for the sequences of a batch with many new rows (params' tensor_core_min_rows).
+//
+//   CTA = (sequence, tile of 64 new rows, query head); 4 warps, 16 query rows each.
+//   Q stays in registers as mma A fragments. The context [0, last visible position of the
+//   tile) is walked in tiles of 64 positions: K and V rows (found through the block table)
+//   go to shared memory (16 bytes of padding per row: conflict-free fragment reads), then
+//     S = Q K^T        mma.sync m16n8k16 (fp16 in, fp32 accumulate), K read as B fragments
+//     causal mask, online softmax in fp32 (log2 domain, running max m and sum l per row)
+//     O = O * alpha + P V   P (fp16, straight from the S accumulators) as A fragments,
+//                           V via ldmatrix.trans as B fragments
+//   and O / l is written as fp16. Positions past the tile's last visible one are zero-filled
+//   in shared memory, so a garbage cache slot can never turn a masked 0 into NaN.
+// The one rounding the CUDA-core kernel does not have: P is rounded to fp16 before P V (as
+// FlashAttention does), an error of at most 2^-11 of sum(p |v|) / l per output.
+#include <cuda_fp16.h>
+
+#include <climits>
+#include <string>
+
+#include "kernels/cuda/cuda_status.h"
+#include "kernels/cuda/paged_attention_params.cuh"
+
+namespace crosspoint::cuda::attention_internal {
+namespace {
+
+constexpr int kWarps = 4;
+constexpr int kThreads = kWarps * 32;
+constexpr int kQueryTile = kWarps * 16;  // new rows per CTA
+constexpr int kKvTile = 64;              // context positions per step
+constexpr int kPad = 8;                  // fp16 padding per shared-memory row (16 bytes)
+
+// d += a * b for one m16n8k16 tile; a: 4 regs (8 fp16), b: 2 regs (4 fp16), d: 4 fp32.
+__device__ __forceinline__ void mma_16816(float (&d)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
+  asm volatile(
+      "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+
+// Two 8x8 fp16 matrices from shared memory, transposed: lanes 0-7 give the row addresses of
+// the first (8 positions x 8 dims of V), lanes 8-15 those of the second (the next 8
+// positions); lane i receives [2 (i%4) .. +1][i/4] of each, i.e. the B fragment of P V.
+__device__ __forceinline__ void ldmatrix_x2_trans(uint32_t& r0, uint32_t& r1, const uint16_t* row_address) {
+  const uint32_t address = static_cast<uint32_t>(__cvta_generic_to_shared(row_address));
+  asm volatile("ldmatrix.sync.aligned.m8n8.x2.trans.shared.b16 {%0, %1}, [%2];\n" : "=r"(r0), "=r"(r1) : "r"(address));
+}
+
+__device__ __forceinline__ uint32_t pack_half2(float lo, float hi) {
+  const __half2 h = __floats2half2_rn(lo, hi);  // lo in the low 16 bits: the lower column
+  return *reinterpret_cast<const uint32_t*>(&h);
+}
+
+// Positions kv0 .. kv0 + 63 of one cache (K or V) into shared memory [position][dim] (row
+// stride kHeadDim + kPad), zeros from `limit` on. All of a thread's 16-byte loads are issued
+// before any store, so they are in flight together.
+template <int kHeadDim>
+__device__ __forceinline__ void load_kv_tile(const uint16_t* cache, const Params& p, const int32_t* table, int kv0,
+                                             int limit, int64_t kv_head_offset, uint16_t* smem) {
+  constexpr int kVecPerRow = kHeadDim / 8;
+  constexpr int kLoads = kKvTile * kVecPerRow / kThreads;
+  static_assert(kKvTile * kVecPerRow % kThreads == 0, "whole loads per thread");
+  uint4 vec[kLoads];
+#pragma unroll
+  for (int i = 0; i < kLoads; ++i) {
+    const int v = threadIdx.x + i * kThreads;
+    const int r = v / kVecPerRow, c = (v % kVecPerRow) * 8;
+    vec[i] = make_uint4(0, 0, 0, 0);
+    if (kv0 + r < limit) vec[i] = *reinterpret_cast<const uint4*>(cache + cache_row_offset(p, table, kv0 + r) + kv_head_offset + c);
+  }
+#pragma unroll
+  for (int i = 0; i < kLoads; ++i) {
+    const int v = threadIdx.x + i * kThreads;
+    *reinterpret_cast<uint4*>(smem + (v / kVecPerRow) * (kHeadDim + kPad) + (v % kVecPerRow) * 8) = vec[i];
+  }
+}
+
+template <int kHeadDim>
+__global__ void __launch_bounds__(kThreads) prefill_tensor_core_kernel(Params p, int num_query_tiles) {
+  constexpr int kDimSteps = kHeadDim / 16;  // k-steps of Q K^T
+  constexpr int kDimTiles = kHeadDim / 8;   // n-tiles of P V (output columns)
+  constexpr int kPosTiles = kKvTile / 8;    // n-tiles of Q K^T
+  constexpr int kPosSteps = kKvTile / 16;   // k-steps of P V
+  constexpr int kRowStride = kHeadDim + kPad;
+  __shared__ __align__(16) uint16_t s_k[kKvTile * kRowStride];  // [position][dim] fp16
+  __shared__ __align__(16) uint16_t s_v[kKvTile * kRowStride];  // [position][dim] fp16
+
+  const int s = blockIdx.x / num_query_tiles;
+  const int head = blockIdx.y;
+  const int num_new = num_new_rows(p, s);
+  if (num_new < p.tensor_core_min_rows) return;  // the split kernel's rows
+  const int kv_head = head / p.group_size;
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  const int group = lane / 4, quad = lane % 4;  // mma fragment coordinates
+  const int32_t* table = p.block_tables + static_cast<int64_t>(s) * p.max_blocks_per_seq;
+  const int first_row = p.seq_token_start[s];
+  const int cached = p.seq_context_len[s] - num_new;  // positions before the first new row
+  const int64_t kv_head_offset = static_cast<int64_t>(kv_head) * kHeadDim;
+
+  // Grid-stride over query tiles: correct even if num_new exceeds the host's max_query_len.
+  for (int tile = blockIdx.x % num_query_tiles; tile * kQueryTile < num_new; tile += num_query_tiles) {
+    const int j0 = tile * kQueryTile;
+    const int last_j = min(j0 + kQueryTile, num_new) - 1;
+    const int tile_visible = cached + last_j + 1;  // positions any row of the tile attends to
+    // This thread's two rows (fragment rows group and group + 8 of its warp's 16). Rows past
+    // num_new borrow the last row's inputs (finite math) and are never stored.
+    const int row_a = j0 + warp * 16 + group, row_b = row_a + 8;
+    const int visible_a = cached + min(row_a, last_j) + 1, visible_b = cached + min(row_b, last_j) + 1;
+
+    uint32_t q[kDimSteps][4];  // A fragments of Q: rows a/b, dims ks*16 + quad*2 (+8)
+    {
+      const uint16_t* qa = p.query + static_cast<int64_t>(first_row + min(row_a, last_j)) * p.query_stride + head * kHeadDim;
+      const uint16_t* qb = p.query + static_cast<int64_t>(first_row + min(row_b, last_j)) * p.query_stride + head * kHeadDim;
+#pragma unroll
+      for (int ks = 0; ks < kDimSteps; ++ks) {
+        const int d = ks * 16 + quad * 2;
+        q[ks][0] = *reinterpret_cast<const uint32_t*>(qa + d);
+        q[ks][1] = *reinterpret_cast<const uint32_t*>(qb + d);
+        q[ks][2] = *reinterpret_cast<const uint32_t*>(qa + d + 8);
+        q[ks][3] = *reinterpret_cast<const uint32_t*>(qb + d + 8);
+      }
+    }
+    float o[kDimTiles][4];  // output accumulators: rows a (0, 1) and b (2, 3), dims dt*8 + quad*2 (+1)
+#pragma unroll
+    for (int dt = 0; dt < kDimTiles; ++dt) o[dt][0] = o[dt][1] = o[dt][2] = o[dt][3] = 0.f;
+    float m_a = -INFINITY, m_b = -INFINITY;  // running max (log2 units), same in the row's 4 lanes
+    float l_a = 0.f, l_b = 0.f;              // running sum, this lane's columns only (summed at the end)
+
+    for (int kv0 = 0; kv0 < tile_visible; kv0 += kKvTile) {
+      __syncthreads();  // the previous step's shared-memory reads are done
+      load_kv_tile<kHeadDim>(p.key_cache, p, table, kv0, tile_visible, kv_head_offset, s_k);
+      load_kv_tile<kHeadDim>(p.value_cache, p, table, kv0, tile_visible, kv_head_offset, s_v);
+      __syncthreads();
+
+      // S = Q K^T for this warp's 16 rows x 64 positions.
+      float sc[kPosTiles][4];
+#pragma unroll
+      for (int nt = 0; nt < kPosTiles; ++nt) {
+        sc[nt][0] = sc[nt][1] = sc[nt][2] = sc[nt][3] = 0.f;
+        const uint16_t* k_row = s_k + (nt * 8 + group) * kRowStride + quad * 2;  // B[k = dim][n = position]
+#pragma unroll
+        for (int ks = 0; ks < kDimSteps; ++ks) {
+          const uint32_t b0 = *reinterpret_cast<const uint32_t*>(k_row + ks * 16);
+          const uint32_t b1 = *reinterpret_cast<const uint32_t*>(k_row + ks * 16 + 8);
+          mma_16816(sc[nt], q[ks], b0, b1);
+        }
+      }
+
+      // Causal mask, scale, online softmax.
+      float max_a = -INFINITY, max_b = -INFINITY;
+#pragma unroll
+      for (int nt = 0; nt < kPosTiles; ++nt) {
+#pragma unroll
+        for (int e = 0; e < 2; ++e) {
+          const int position = kv0 + nt * 8 + quad * 2 + e;
+          sc[nt][e] = position < visible_a ? sc[nt][e] * p.scale_log2 : -INFINITY;
+          sc[nt][2 + e] = position < visible_b ? sc[nt][2 + e] * p.scale_log2 : -INFINITY;
+          max_a = fmaxf(max_a, sc[nt][e]);
+          max_b = fmaxf(max_b, sc[nt][2 + e]);
+        }
+      }
+#pragma unroll
+      for (int offset = 1; offset < 4; offset *= 2) {  // the 4 lanes of a row
+        max_a = fmaxf(max_a, __shfl_xor_sync(0xffffffffu, max_a, offset));
+        max_b = fmaxf(max_b, __shfl_xor_sync(0xffffffffu, max_b, offset));
+      }
+      // Finite: position 0 is visible to every row and the first step includes it.
+      const float new_m_a = fmaxf(m_a, max_a), new_m_b = fmaxf(m_b, max_b);
+      const float alpha_a = exp2f(m_a - new_m_a), alpha_b = exp2f(m_b - new_m_b);
+      m_a = new_m_a;
+      m_b = new_m_b;
+      float sum_a = 0.f, sum_b = 0.f;
+#pragma unroll
+      for (int nt = 0; nt < kPosTiles; ++nt) {
+        sc[nt][0] = exp2f(sc[nt][0] - m_a);
+        sc[nt][1] = exp2f(sc[nt][1] - m_a);
+        sc[nt][2] = exp2f(sc[nt][2] - m_b);
+        sc[nt][3] = exp2f(sc[nt][3] - m_b);
+        sum_a += sc[nt][0] + sc[nt][1];
+        sum_b += sc[nt][2] + sc[nt][3];
+      }
+      l_a = l_a * alpha_a + sum_a;
+      l_b = l_b * alpha_b + sum_b;
+#pragma unroll
+      for (int dt = 0; dt < kDimTiles; ++dt) {
+        o[dt][0] *= alpha_a;
+        o[dt][1] *= alpha_a;
+        o[dt][2] *= alpha_b;
+        o[dt][3] *= alpha_b;
+      }
+
+      // O += P V: the S accumulators of position tiles 2ps, 2ps+1 are the A fragment of k-step ps.
+#pragma unroll
+      for (int ps = 0; ps < kPosSteps; ++ps) {
+        const uint32_t a[4] = {pack_half2(sc[2 * ps][0], sc[2 * ps][1]), pack_half2(sc[2 * ps][2], sc[2 * ps][3]),
+                               pack_half2(sc[2 * ps + 1][0], sc[2 * ps + 1][1]),
+                               pack_half2(sc[2 * ps + 1][2], sc[2 * ps + 1][3])};
+        // Lanes 0-15 address positions ps*16 + (lane % 16); lanes 16-31 repeat them (unused by .x2).
+        const uint16_t* v_rows = s_v + (ps * 16 + (lane % 16)) * kRowStride;
+#pragma unroll
+        for (int dt = 0; dt < kDimTiles; ++dt) {
+          uint32_t b0, b1;
+          ldmatrix_x2_trans(b0, b1, v_rows + dt * 8);
+          mma_16816(o[dt], a, b0, b1);
+        }
+      }
+    }
+
+#pragma unroll
+    for (int offset = 1; offset < 4; offset *= 2) {
+      l_a += __shfl_xor_sync(0xffffffffu, l_a, offset);
+      l_b += __shfl_xor_sync(0xffffffffu, l_b, offset);
+    }
+    const float inv_a = 1.f / l_a, inv_b = 1.f / l_b;
+    if (row_a < num_new) {
+      uint16_t* out = p.output + static_cast<int64_t>(first_row + row_a) * p.output_stride + head * kHeadDim + quad * 2;
+#pragma unroll
+      for (int dt = 0; dt < kDimTiles; ++dt)
+        *reinterpret_cast<uint32_t*>(out + dt * 8) = pack_half2(o[dt][0] * inv_a, o[dt][1] * inv_a);
+    }
+    if (row_b < num_new) {
+      uint16_t* out = p.output + static_cast<int64_t>(first_row + row_b) * p.output_stride + head * kHeadDim + quad * 2;
+#pragma unroll
+      for (int dt = 0; dt < kDimTiles; ++dt)
+        *reinterpret_cast<uint32_t*>(out + dt * 8) = pack_half2(o[dt][2] * inv_b, o[dt][3] * inv_b);
+    }
+  }
+}
+
+}  // namespace
+
+bool prefill_tensor_core_supports(int head_dim) { return head_dim == 64 || head_dim == 128; }
+
+Status launch_prefill_tensor_core(const Params& p, int max_query_len, cudaStream_t stream) {
+  const int num_query_tiles = (max_query_len + kQueryTile - 1) / kQueryTile;
+  const int64_t grid_x = static_cast<int64_t>(p.num_seqs) * num_query_tiles;
+  if (grid_x > INT_MAX || p.num_heads > 65535)
+    return invalid_argument("cuda_paged_attention: prefill grid too large (num_seqs " + std::to_string(p.num_seqs) +
+                            " x query tiles " + std::to_string(num_query_tiles) + ")");
+  const dim3 grid(static_cast<unsigned>(grid_x), p.num_heads);
+  if (p.head_dim == 128) {
+    prefill_tensor_core_kernel<128><<<grid, kThreads, 0, stream>>>(p, num_query_tiles);
+  } else if (p.head_dim == 64) {
+    prefill_tensor_core_kernel<64><<<grid, kThreads, 0, stream>>>(p, num_query_tiles);
+  } else {
+    return invalid_argument("cuda_paged_attention: tensor-core prefill needs head_dim 64 or 128, got " +
+                            std::to_string(p.head_dim));
+  }
+  return last_launch_status("paged_attention prefill_tensor_core_kernel launch");
+}
+
+}  // namespace crosspoint::cuda::attention_internal
