@@ -356,6 +356,9 @@ def main():
     ap.add_argument("--device", default="cuda", help="torch device (cuda, cpu)")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--shard-gb", type=float, default=4.0, help="shard size in GB (1e9 bytes)")
+    ap.add_argument("--config-only", action="store_true",
+                    help="config.json, generation_config.json and the tokenizer, no weights (a shape and a "
+                         "tokenizer for `crosspoint sweep --model` when fp16 itself is not swept)")
     args = ap.parse_args()
 
     if args.config == "qwen2.5-7b":
@@ -377,16 +380,17 @@ def main():
         cfg["quantization_config"] = FP8_CONFIG
     dense = "F16" if dtype == "float16" else "BF16"
 
-    backend_name = args.backend
+    backend_name = "none" if args.config_only else args.backend
     if backend_name == "auto":
         try:
             import torch  # noqa: F401
             backend_name = "torch"
         except ImportError:
             backend_name = "numpy"
+    backend = None
     if backend_name == "torch":
         backend = TorchBackend(args.device)
-    else:
+    elif backend_name == "numpy":
         backend = NumpyBackend()
 
     partial = args.out.rstrip("/") + ".partial"
@@ -395,8 +399,9 @@ def main():
     t0 = time.time()
     print(f"{args.format}: {cfg['num_hidden_layers']} layers, hidden {cfg['hidden_size']}, vocab {cfg['vocab_size']}, "
           f"{dense} dense tensors, backend {backend_name} -> {args.out}", flush=True)
-    tensors = plan(cfg, args.format, dense)
-    total = write_shards(partial, tensors, TensorSource(backend, args.seed, cfg), backend, int(args.shard_gb * 1e9))
+    tensors = [] if args.config_only else plan(cfg, args.format, dense)
+    total = 0 if args.config_only else write_shards(partial, tensors, TensorSource(backend, args.seed, cfg), backend,
+                                                    int(args.shard_gb * 1e9))
     with open(os.path.join(partial, "config.json"), "w") as f:
         json.dump(cfg, f, indent=2)
     with open(os.path.join(partial, "generation_config.json"), "w") as f:

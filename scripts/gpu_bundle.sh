@@ -1,0 +1,218 @@
+#!/usr/bin/env bash
+# Builds the whole of crosspoint with CUDA (sm_90 only) HERE and packs what the GPU machine
+# lacks into .gpu_bundle/ (git-ignored), for scripts/gpu_study.sh to unpack there:
+#
+#   .gpu_bundle/crosspoint-gpu.tar.xz   crosspoint-gpu/
+#       bin/<name>         wrappers: set LD_LIBRARY_PATH (bundle lib/ + the machine's cuBLASLt), exec libexec/<name>
+#       libexec/<name>     crosspoint, test_kernels_cuda, test_model_cuda, bench_gemm, bench_attention (those built)
+#       lib/               every shared library they need except glibc's and the CUDA driver's / cuBLAS's
+#                          (fmt, event, curl and its whole closure, ICU, PCRE2, ..., libstdc++, cudart)
+#       env.sh             sourced: finds libcublasLt.so.13 on that machine, sets CROSSPOINT_GPU_LD_PATH and PATH
+#       tokenizers/qwen2.5/  the Qwen2.5 tokenizer (from the cache of scripts/setup.sh)
+#       datasets/sharegpt_sample.json   the first $SHAREGPT_N ShareGPT conversations (the full file is ~120 MB)
+#       tools/             ../shared/tools/gpu/*.py (ceilings.py, torch_peer.py)
+#       manifest.json      commit, date, build root, binaries, libraries
+#   .gpu_bundle/README.txt              how to unpack it by hand
+#
+#   scripts/gpu_bundle.sh            # then: run(command="bash scripts/gpu_study.sh", carry=[".gpu_bundle"])
+#
+# The binaries built here run there unchanged: same CUDA 13.0, and a newer glibc there. The
+# check at the end resolves every library of the unpacked binaries with only the bundle on
+# LD_LIBRARY_PATH and fails if one would come from anywhere but the bundle, glibc or CUDA.
+set -euo pipefail
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+cd "$ROOT"
+BUILD=${BUILD:-build-gpu-bundle}
+BUNDLE=$ROOT/.gpu_bundle
+SHAREGPT_N=${SHAREGPT_N:-3000}
+MAX_BUNDLE_MIB=${MAX_BUNDLE_MIB:-50}
+CACHE="${CROSSPOINT_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/crosspoint}"
+export CCACHE_BASEDIR="$ROOT" CCACHE_NOHASHDIR=1
+log() { printf '[gpu_bundle] %s\n' "$*" >&2; }
+die() { printf '[gpu_bundle] error: %s\n' "$*" >&2; exit 1; }
+
+grep -qx '/.gpu_bundle/' .git/info/exclude 2>/dev/null || echo '/.gpu_bundle/' >>.git/info/exclude
+
+# Libraries the GPU machine provides itself: glibc, the CUDA driver and cuBLAS(Lt) (found
+# there by env.sh). Everything else a binary needs goes into lib/.
+SYSTEM_LIBS='^(linux-vdso\.so|ld-linux-x86-64\.so|libc\.so|libm\.so|libpthread\.so|libdl\.so|librt\.so|libresolv\.so|libutil\.so|libcuda\.so|libcublas\.so|libcublasLt\.so)'
+
+log "configure $BUILD (Release, CUDA sm_90)"
+cmake -S . -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CXX_COMPILER_LAUNCHER=ccache \
+  -DCMAKE_CUDA_COMPILER_LAUNCHER=ccache -DCMAKE_CUDA_ARCHITECTURES=90 -DCROSSPOINT_CUDA=ON >/dev/null \
+  || die "cmake configure failed (is nvcc at /usr/local/cuda/bin?)"
+WANTED=(crosspoint test_kernels_cuda test_model_cuda bench_gemm bench_attention)
+AVAILABLE=$(ninja -C "$BUILD" -t targets all 2>/dev/null | sed -n 's/^\([A-Za-z0-9_]*\): phony$/\1/p; s/^\([A-Za-z0-9_]*\): .*/\1/p' | sort -u)
+TARGETS=()
+for t in "${WANTED[@]}"; do
+  if grep -qx "$t" <<<"$AVAILABLE"; then TARGETS+=("$t"); else log "target $t does not exist in this tree: skipped"; fi
+done
+[ "${TARGETS[0]:-}" = crosspoint ] || die "no crosspoint target in $BUILD"
+log "build ${TARGETS[*]} (-j2)"
+cmake --build "$BUILD" -j2 --target "${TARGETS[@]}" || die "build failed"
+
+STAGE_PARENT=$(mktemp -d /tmp/crosspoint-gpu-stage.XXXXXX)
+trap 'rm -rf "$STAGE_PARENT"' EXIT
+STAGE=$STAGE_PARENT/crosspoint-gpu
+mkdir -p "$STAGE"/{bin,libexec,lib,tokenizers/qwen2.5,datasets,tools}
+
+# Binaries and their wrappers.
+BINARIES=()
+for t in "${TARGETS[@]}"; do
+  path=$(find "$BUILD" -type f -name "$t" -perm -u+x | head -1)
+  [ -n "$path" ] || die "built target $t but found no executable named $t under $BUILD"
+  cp "$path" "$STAGE/libexec/$t"
+  strip --strip-debug "$STAGE/libexec/$t" 2>/dev/null || true
+  cat >"$STAGE/bin/$t" <<EOF
+#!/usr/bin/env bash
+# Runs libexec/$t with the bundle's libraries and this machine's cuBLASLt (env.sh).
+d=\$(cd "\$(dirname "\${BASH_SOURCE[0]}")/.." && pwd)
+[ -n "\${CROSSPOINT_GPU_LD_PATH:-}" ] || . "\$d/env.sh"
+LD_LIBRARY_PATH="\$CROSSPOINT_GPU_LD_PATH\${LD_LIBRARY_PATH:+:\$LD_LIBRARY_PATH}" exec "\$d/libexec/$t" "\$@"
+EOF
+  chmod +x "$STAGE/bin/$t"
+  BINARIES+=("$t")
+done
+
+# Libraries: ldd gives each binary's whole closure (curl's dependencies included).
+declare -A COPIED=()
+for t in "${BINARIES[@]}"; do
+  while read -r name arrow path _; do
+    [ "$arrow" = "=>" ] || continue
+    if [ "$path" = "not" ]; then
+      grep -qE "$SYSTEM_LIBS" <<<"$name" || die "$t needs $name, which is not installed here"
+      continue
+    fi
+    grep -qE "$SYSTEM_LIBS" <<<"$name" && continue
+    [ -n "${COPIED[$name]:-}" ] && continue
+    cp -L "$path" "$STAGE/lib/$name"
+    COPIED[$name]=$path
+  done < <(ldd "$STAGE/libexec/$t")
+done
+log "libraries bundled: ${#COPIED[@]} ($(du -sh "$STAGE/lib" | cut -f1) unpacked)"
+
+# env.sh: where this machine keeps libcublasLt.so.13 (toolkit, ld cache, or the pip wheel).
+cat >"$STAGE/env.sh" <<'EOF'
+# Sourced (bash): sets CROSSPOINT_GPU_ROOT, CROSSPOINT_CUBLASLT_DIR, CROSSPOINT_GPU_LD_PATH and puts
+# the bundle's bin/ first on PATH. Only the wrappers in bin/ use CROSSPOINT_GPU_LD_PATH, so Python
+# (torch, transformers) keeps its own libraries.
+CROSSPOINT_GPU_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+export CROSSPOINT_GPU_ROOT
+if [ -z "${CROSSPOINT_CUBLASLT_DIR:-}" ]; then
+  for d in /usr/local/cuda/lib64 /usr/local/cuda/targets/x86_64-linux/lib /usr/local/cuda-13.0/lib64 \
+           /usr/lib/x86_64-linux-gnu; do
+    if [ -e "$d/libcublasLt.so.13" ]; then CROSSPOINT_CUBLASLT_DIR=$d; break; fi
+  done
+fi
+if [ -z "${CROSSPOINT_CUBLASLT_DIR:-}" ]; then
+  p=$(ldconfig -p 2>/dev/null | awk '/libcublasLt\.so\.13 / {print $NF; exit}')
+  [ -n "$p" ] && CROSSPOINT_CUBLASLT_DIR=$(dirname "$p")
+fi
+if [ -z "${CROSSPOINT_CUBLASLT_DIR:-}" ] && command -v python3 >/dev/null; then
+  # the pip wheel nvidia-cublas (torch's): site-packages/nvidia/cu13/lib or nvidia/cublas/lib
+  p=$(python3 - <<'PY' 2>/dev/null
+import glob, os, site, sys
+roots = site.getsitepackages() + [site.getusersitepackages()] + sys.path
+for r in roots:
+    for hit in glob.glob(os.path.join(r, "nvidia", "*", "lib", "libcublasLt.so.13*")):
+        print(os.path.dirname(hit)); raise SystemExit
+PY
+)
+  [ -n "$p" ] && CROSSPOINT_CUBLASLT_DIR=$p
+fi
+if [ -z "${CROSSPOINT_CUBLASLT_DIR:-}" ]; then
+  p=$(timeout 30 find / -xdev -name 'libcublasLt.so.13' 2>/dev/null | head -1)
+  [ -n "$p" ] && CROSSPOINT_CUBLASLT_DIR=$(dirname "$p")
+fi
+if [ -z "${CROSSPOINT_CUBLASLT_DIR:-}" ]; then
+  echo "crosspoint-gpu/env.sh: libcublasLt.so.13 not found on this machine; set CROSSPOINT_CUBLASLT_DIR" >&2
+fi
+export CROSSPOINT_CUBLASLT_DIR
+export CROSSPOINT_GPU_LD_PATH="$CROSSPOINT_GPU_ROOT/lib${CROSSPOINT_CUBLASLT_DIR:+:$CROSSPOINT_CUBLASLT_DIR}"
+case ":$PATH:" in *":$CROSSPOINT_GPU_ROOT/bin:"*) ;; *) export PATH="$CROSSPOINT_GPU_ROOT/bin:$PATH" ;; esac
+EOF
+
+# Tokenizer, ShareGPT sample, the shared measurement tools.
+TOK=$CACHE/tokenizers/qwen2.5
+[ -f "$TOK/tokenizer.json" ] || die "$TOK/tokenizer.json missing (run scripts/setup.sh)"
+cp "$TOK"/tokenizer*.json "$STAGE/tokenizers/qwen2.5/"
+SHAREGPT=$CACHE/datasets/ShareGPT_V3_unfiltered_cleaned_split.json
+[ -f "$SHAREGPT" ] || die "$SHAREGPT missing (run scripts/setup.sh)"
+python3 - "$SHAREGPT" "$STAGE/datasets/sharegpt_sample.json" "$SHAREGPT_N" <<'PY'
+# The first N entries with at least two turns, read incrementally (the cached file is cut
+# short mid-array, so json.load cannot read it whole).
+import json, sys
+src, dst, n = sys.argv[1], sys.argv[2], int(sys.argv[3])
+dec = json.JSONDecoder()
+buf, pos, out = "", 0, []
+with open(src, encoding="utf-8") as f:
+    buf = f.read(1 << 20)
+    pos = buf.index("[") + 1
+    while len(out) < n:
+        while pos < len(buf) and buf[pos] in " \r\n\t,":
+            pos += 1
+        try:
+            obj, end = dec.raw_decode(buf, pos)
+        except json.JSONDecodeError:
+            more = f.read(1 << 20)
+            if not more:
+                break
+            buf, pos = buf[pos:] + more, 0
+            continue
+        pos = end
+        if len(obj.get("conversations", [])) >= 2:
+            out.append(obj)
+json.dump(out, open(dst, "w", encoding="utf-8"), ensure_ascii=False)
+print(f"[gpu_bundle] ShareGPT sample: {len(out)} conversations", file=sys.stderr)
+PY
+SHARED_TOOLS=${SHARED_TOOLS:-$ROOT/../shared/tools/gpu}
+[ -d "$SHARED_TOOLS" ] || SHARED_TOOLS=/work/shared/tools/gpu
+cp "$SHARED_TOOLS"/*.py "$STAGE/tools/" 2>/dev/null || log "no $SHARED_TOOLS/*.py: ceilings and peers will be skipped there"
+
+python3 - "$STAGE" "$ROOT" "$(git rev-parse HEAD)" "$(git status --porcelain | wc -l)" <<'PY'
+import datetime, json, os, sys
+stage, root, commit, dirty = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
+files = lambda d: sorted(os.listdir(os.path.join(stage, d)))
+json.dump({"commit": commit, "uncommitted_files": dirty, "build_root": root,
+           "date_utc": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+           "binaries": files("libexec"), "libraries": files("lib"), "tools": files("tools")},
+          open(os.path.join(stage, "manifest.json"), "w"), indent=1)
+PY
+
+# The check: unpacked, every library resolves to the bundle, glibc or CUDA (libcuda.so.1
+# may be missing here: no driver on this machine).
+CHECK=$(mktemp -d /tmp/crosspoint-gpu-check.XXXXXX)
+trap 'rm -rf "$STAGE_PARENT" "$CHECK"' EXIT
+mkdir -p "$BUNDLE"
+rm -f "$BUNDLE/crosspoint-gpu.tar.xz"
+log "pack (xz)"
+tar -C "$STAGE_PARENT" -cf - crosspoint-gpu | xz -T2 -6 >"$BUNDLE/crosspoint-gpu.tar.xz"
+tar -C "$CHECK" -xJf "$BUNDLE/crosspoint-gpu.tar.xz"
+BAD=0
+for t in "${BINARIES[@]}"; do
+  while read -r name arrow path _; do
+    [ "$arrow" = "=>" ] || continue
+    case "$path" in
+      "$CHECK"/crosspoint-gpu/lib/*) ;;
+      not) [ "$name" = libcuda.so.1 ] || { log "CHECK: $t: $name not found"; BAD=1; } ;;
+      *) grep -qE "$SYSTEM_LIBS" <<<"$name" || { log "CHECK: $t: $name would come from $path, not the bundle"; BAD=1; } ;;
+    esac
+  done < <(LD_LIBRARY_PATH="$CHECK/crosspoint-gpu/lib" ldd "$CHECK/crosspoint-gpu/libexec/$t")
+done
+[ $BAD -eq 0 ] || die "the unpacked bundle is missing libraries (see CHECK lines)"
+LD_LIBRARY_PATH="$CHECK/crosspoint-gpu/lib" "$CHECK/crosspoint-gpu/libexec/crosspoint" --help >/dev/null \
+  || die "the unpacked crosspoint does not start here"
+SIZE=$(stat -c %s "$BUNDLE/crosspoint-gpu.tar.xz")
+[ "$SIZE" -lt $((MAX_BUNDLE_MIB * 1024 * 1024)) ] || die "bundle is $((SIZE >> 20)) MiB, over $MAX_BUNDLE_MIB MiB"
+
+cat >"$BUNDLE/README.txt" <<'EOF'
+crosspoint-gpu.tar.xz: crosspoint built with CUDA (sm_90) and the libraries the GPU machine lacks.
+Made by scripts/gpu_bundle.sh; used by scripts/gpu_study.sh. By hand, on the GPU machine:
+
+  tar -C /tmp -xJf .gpu_bundle/crosspoint-gpu.tar.xz
+  . /tmp/crosspoint-gpu/env.sh          # finds libcublasLt.so.13, puts bin/ on PATH
+  crosspoint generate --device cuda --model DIR --prompt hi --max-tokens 8
+  cat /tmp/crosspoint-gpu/manifest.json # commit, binaries, libraries
+EOF
+log "done: $BUNDLE/crosspoint-gpu.tar.xz $((SIZE >> 20)) MiB ($SIZE bytes); binaries: ${BINARIES[*]}"
+log "every library of the unpacked binaries resolves to the bundle, glibc or CUDA"

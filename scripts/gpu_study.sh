@@ -1,0 +1,254 @@
+#!/usr/bin/env bash
+# The study on the GPU in one device call (issues #6 and #7), from the bundle that
+# scripts/gpu_bundle.sh made here:
+#   1. unpack .gpu_bundle/crosspoint-gpu.tar.xz, nvidia-smi, the manifest
+#   2. tests:  test_kernels_cuda and test_model_cuda (when bundled), a short log
+#   3. ceilings.py (the GPU's measured read bandwidth, fp16 and fp8 matmul rates)
+#   4. check:  a random 2-layer Qwen2 with Qwen2.5-7B widths, greedy crosspoint generate --device cuda
+#              vs transformers (benchmarks/gpu/check_generate_vs_transformers.py); meanwhile the
+#              7B checkpoints are written (benchmarks/gpu/make_random_checkpoint.py, timed)
+#   5. sweep:  crosspoint sweep --device cuda over the precisions with the ready checkpoints,
+#              concurrency 1,10,100, ShareGPT sample (bundle), 20,100,200 prompts, replies of the
+#              dataset's length with --ignore-eos, --max-model-len 4096, no eval
+#   6. peers:  shared/tools/gpu/torch_peer.py compiled decode at batch 1, fp16/fp8/int4, if time is left
+# Every step has its own time limit inside BUDGET_S (560 s), and $OUT/results.json is written
+# on every exit (steps with their exit codes and seconds, ceilings, checkpoint timings, the check,
+# every sweep cell's headline numbers, start-up facts, peers).
+#
+#   run(command="bash scripts/gpu_study.sh", carry=[".gpu_bundle"], timeout_s=600)
+#   run(command="bash scripts/gpu_study.sh --only sweep --precisions w4a16", carry=[".gpu_bundle"])
+#
+# Options: --only tests,check,sweep,peers (default: all; peers only when >= 150 s are left)
+#          --precisions fp16,w8a8-fp8,w4a16   --concurrency 1,10,100   --num-prompts 20,100,200
+#          --dataset sharegpt|random (random: 218 input / 220 output tokens, the study's means)
+#          --layers N (7B shape with N layers: a quicker sweep)   --enforce-eager   --bisect N
+#          --gpu-memory-utilization F   --ceilings FILE (reuse; skips ceilings.py)
+# $OUT gets: results.json, run.log, report.md, report.html, study.json, logs.tar.xz (every log,
+# the sweep's cells, servers and figures, the check's JSON).
+set -uo pipefail
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+OUT=${OUT:-$ROOT/out-gpu-study}
+mkdir -p "$OUT"
+START=$(date +%s)
+BUDGET_S=${BUDGET_S:-560}
+ONLY="tests,check,sweep,peers"
+PRECISIONS="fp16,w8a8-fp8,w4a16"
+CONCURRENCY="1,10,100"
+NUM_PROMPTS="20,100,200"
+DATASET="sharegpt"
+LAYERS=0
+EAGER=0
+BISECT=0
+GPU_MEM=0.9
+CEILINGS_GIVEN=""
+while [ $# -gt 0 ]; do
+  case $1 in
+    --only) ONLY=$2; shift ;;
+    --precisions) PRECISIONS=$2; shift ;;
+    --concurrency) CONCURRENCY=$2; shift ;;
+    --num-prompts) NUM_PROMPTS=$2; shift ;;
+    --dataset) DATASET=$2; shift ;;
+    --layers) LAYERS=$2; shift ;;
+    --enforce-eager) EAGER=1 ;;
+    --bisect) BISECT=$2; shift ;;
+    --gpu-memory-utilization) GPU_MEM=$2; shift ;;
+    --ceilings) CEILINGS_GIVEN=$2; shift ;;
+    -h|--help) sed -n '2,31p' "$0"; exit 0 ;;
+    *) echo "gpu_study.sh: unknown option $1 (see --help)"; exit 2 ;;
+  esac
+  shift
+done
+want() { [[ ",$ONLY," == *",$1,"* ]]; }
+
+LOG=$OUT/run.log
+WORK=/tmp/crosspoint-study          # logs and the sweep; packed into $OUT/logs.tar.xz at the end
+CKPT=${CKPT_DIR:-/tmp/crosspoint-ckpt}
+BUNDLE_DIR=/tmp/crosspoint-gpu
+mkdir -p "$WORK/logs" "$CKPT"
+STEPS=$WORK/steps.jsonl
+: >"$STEPS"
+limit() { local left=$(( BUDGET_S - ($(date +%s) - START) - 25 )); [ $left -lt 5 ] && left=5; [ $1 -lt $left ] && echo $1 || echo $left; }
+left_s() { echo $(( BUDGET_S - ($(date +%s) - START) )); }
+log() { echo "[$(( $(date +%s) - START ))s] $*" | tee -a "$LOG"; }
+# step NAME RC SECONDS [NOTE]: one line of results.json's "steps"
+step() { printf '{"step": "%s", "rc": %s, "seconds": %s, "note": "%s"}\n' "$1" "$2" "$3" "${4:-}" >>"$STEPS"; log "step $1: rc=$2 in $3 s ${4:-}"; }
+now() { date +%s; }
+
+finish() {
+  log "== results.json"
+  python3 - "$OUT" "$WORK" "$STEPS" "$ROOT" "$BUNDLE_DIR" "$*" <<'PY' 2>&1 | tee -a "$LOG"
+import datetime, glob, json, os, subprocess, sys
+out, work, steps_path, root, bundle, args = sys.argv[1:7]
+def load(p):
+    try:
+        return json.load(open(p))
+    except Exception as e:
+        return {"missing": f"{p}: {e!r}"[:300]}
+steps = [json.loads(l) for l in open(steps_path) if l.strip()]
+res = {"what": "scripts/gpu_study.sh: crosspoint's study on the GPU in one call",
+       "date_utc": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+       "command": "scripts/gpu_study.sh " + args, "steps": steps,
+       "bundle_manifest": load(os.path.join(bundle, "manifest.json"))}
+try:
+    res["gpu"] = subprocess.run(["nvidia-smi", "--query-gpu=name,memory.total,driver_version", "--format=csv,noheader"],
+                                capture_output=True, text=True, timeout=20).stdout.strip()
+except Exception as e:
+    res["gpu"] = repr(e)
+if os.path.exists(os.path.join(work, "ceilings.json")):
+    res["ceilings_raw"] = load(os.path.join(work, "ceilings.json"))
+ck = []
+for p in sorted(glob.glob(os.path.join(work, "logs", "checkpoint-*.log"))):
+    for line in open(p, errors="replace"):
+        if line.startswith("RESULT "):
+            ck.append(json.loads(line[7:]))
+res["checkpoints"] = ck
+if os.path.exists(os.path.join(work, "check.json")):
+    res["check_vs_transformers"] = load(os.path.join(work, "check.json"))
+sweep = os.path.join(work, "sweep")
+cells = []
+keys = ["completed", "failed", "duration", "output_throughput", "median_tpot_ms", "p99_tpot_ms", "median_ttft_ms",
+        "p99_ttft_ms", "median_itl_ms", "p99_itl_ms", "request_goodput", "total_input_tokens", "total_output_tokens"]
+for p in sorted(glob.glob(os.path.join(sweep, "cells", "*.json"))):
+    c = load(p)
+    row = {"cell": os.path.basename(p)[:-5]}
+    row.update({k: c.get(k) for k in keys if k in c})
+    sm = c.get("server_metrics")
+    if isinstance(sm, dict):
+        row["server_metrics"] = {k: v for k, v in sm.items() if not isinstance(v, list)}
+    cells.append(row)
+res["sweep_cells"] = cells
+res["sweep_servers"] = {os.path.basename(p)[:-5]: load(p) for p in sorted(glob.glob(os.path.join(sweep, "servers", "*.json")))}
+if os.path.exists(os.path.join(sweep, "sweep.json")):
+    res["sweep_options"] = load(os.path.join(sweep, "sweep.json"))
+res["torch_peers"] = {os.path.basename(p)[5:-5]: load(p) for p in sorted(glob.glob(os.path.join(work, "peer_*.json")))}
+json.dump(res, open(os.path.join(out, "results.json"), "w"), indent=1)
+print("results.json: steps " + ", ".join(f"{s['step']}={s['rc']}" for s in steps) +
+      f"; {len(cells)} sweep cells; {len(ck)} checkpoints")
+PY
+  for f in report.md report.html study.json; do [ -f "$WORK/sweep/$f" ] && cp "$WORK/sweep/$f" "$OUT/"; done
+  tar -C "$WORK" -cJf "$OUT/logs.tar.xz" --exclude='*.partial' logs sweep check.json steps.jsonl 2>/dev/null
+  log "done in $(( $(date +%s) - START )) s; \$OUT: $(ls "$OUT" | tr '\n' ' ')"
+}
+trap 'finish "$ONLY $PRECISIONS"' EXIT
+
+# ---------------------------------------------------------------- 1. unpack and environment
+log "== unpack the bundle"
+t=$(now)
+if ! tar -C /tmp -xJf "$ROOT/.gpu_bundle/crosspoint-gpu.tar.xz" 2>>"$LOG"; then
+  step unpack 1 $(( $(now) - t )) "no .gpu_bundle/crosspoint-gpu.tar.xz: run scripts/gpu_bundle.sh and carry .gpu_bundle"
+  exit 1
+fi
+. "$BUNDLE_DIR/env.sh"
+# The test binaries were compiled with fixture paths under the build machine's checkout.
+BUILD_ROOT=$(python3 -c "import json; print(json.load(open('$BUNDLE_DIR/manifest.json'))['build_root'])" 2>/dev/null)
+if [ -n "$BUILD_ROOT" ] && [ ! -e "$BUILD_ROOT" ]; then mkdir -p "$(dirname "$BUILD_ROOT")" && ln -s "$ROOT" "$BUILD_ROOT"; fi
+step unpack 0 $(( $(now) - t )) "cublasLt from ${CROSSPOINT_CUBLASLT_DIR:-NOT FOUND}"
+{
+  nvidia-smi --query-gpu=name,memory.total,memory.used,driver_version,clocks.sm,clocks.mem --format=csv
+  echo "bundle: $(python3 -c "import json; m=json.load(open('$BUNDLE_DIR/manifest.json')); print(m['commit'][:10], m['date_utc'], ' '.join(m['binaries']))")"
+  echo "disk: $(df -h /tmp | tail -1)"; echo "memory: $(free -g | awk '/Mem/ {print $2 " GiB total, " $7 " GiB available"}')"
+  LD_LIBRARY_PATH=$CROSSPOINT_GPU_LD_PATH ldd "$BUNDLE_DIR/libexec/crosspoint" | grep -E "not found|cublas|cudart"
+} 2>&1 | tee -a "$LOG"
+
+# ---------------------------------------------------------------- 2. tests
+if want tests; then
+  for t_bin in test_kernels_cuda test_model_cuda; do
+    [ -x "$BUNDLE_DIR/bin/$t_bin" ] || { log "$t_bin: not in the bundle"; continue; }
+    log "== $t_bin"
+    t=$(now)
+    timeout $(limit 120) "$BUNDLE_DIR/bin/$t_bin" >"$WORK/logs/$t_bin.log" 2>&1
+    rc=$?
+    grep -E "^\[  (PASSED|FAILED|SKIPPED) |^\[  FAILED  \]|Failure$" "$WORK/logs/$t_bin.log" | head -20 | tee -a "$LOG"
+    step "$t_bin" $rc $(( $(now) - t )) "$(grep -c '^\[       OK' "$WORK/logs/$t_bin.log") ok"
+  done
+fi
+
+# ---------------------------------------------------------------- 3. ceilings
+CEILINGS=""
+if want sweep || want peers; then
+  if [ -n "$CEILINGS_GIVEN" ] && [ -f "$CEILINGS_GIVEN" ]; then
+    cp "$CEILINGS_GIVEN" "$WORK/ceilings.json"; CEILINGS=$WORK/ceilings.json
+    step ceilings 0 0 "reused $CEILINGS_GIVEN"
+  elif [ -f "$BUNDLE_DIR/tools/ceilings.py" ]; then
+    log "== ceilings (shared/tools/gpu/ceilings.py)"
+    t=$(now)
+    timeout $(limit 100) python3 "$BUNDLE_DIR/tools/ceilings.py" "$WORK/ceilings.json" >"$WORK/logs/ceilings.log" 2>&1
+    rc=$?
+    [ $rc -eq 0 ] && CEILINGS=$WORK/ceilings.json
+    step ceilings $rc $(( $(now) - t )) "$(grep -E 'read bytes|matmul_float16' "$WORK/logs/ceilings.log" | tail -2 | tr -d '"' | cut -c1-160 | tr '\n' ';')"
+  fi
+fi
+
+# ---------------------------------------------------------------- 4. checkpoints (background) + check
+TOKENIZER=$BUNDLE_DIR/tokenizers/qwen2.5
+IFS=, read -r -a PREC_LIST <<<"$PRECISIONS"
+GEN_PID=""
+if want sweep; then
+  log "== 7B checkpoints (${PRECISIONS}; ${LAYERS:-28} layers; in the background)"
+  (
+    layers=(); [ "$LAYERS" -gt 0 ] && layers=(--num-layers "$LAYERS")
+    fp16_args=(--format fp16)
+    [[ ",$PRECISIONS," == *",fp16,"* ]] || fp16_args+=(--config-only)  # shape + tokenizer for --model
+    for p in fp16 "${PREC_LIST[@]}"; do
+      [ "$p" = fp16 ] && [ -f "$CKPT/fp16/config.json" ] && continue
+      args=("${fp16_args[@]}"); [ "$p" = fp16 ] || args=(--format "$p")
+      t=$(now)
+      timeout $(limit 200) python3 "$ROOT/benchmarks/gpu/make_random_checkpoint.py" --out "$CKPT/$p" "${args[@]}" "${layers[@]}" \
+        --tokenizer-dir "$TOKENIZER" >"$WORK/logs/checkpoint-$p.log" 2>&1
+      echo "checkpoint $p rc=$? $(( $(now) - t )) s: $(tail -2 "$WORK/logs/checkpoint-$p.log" | head -1)"
+    done
+  ) >>"$LOG" 2>&1 &
+  GEN_PID=$!
+fi
+if want check; then
+  log "== check: crosspoint generate --device cuda vs transformers (random 2-layer Qwen2, 7B widths)"
+  t=$(now)
+  timeout $(limit 200) python3 "$ROOT/benchmarks/gpu/check_generate_vs_transformers.py" --crosspoint "$BUNDLE_DIR/bin/crosspoint" \
+    --tokenizer-dir "$TOKENIZER" --out "$WORK/check.json" --num-layers 2 --max-tokens 32 >"$WORK/logs/check.log" 2>&1
+  rc=$?
+  grep -vE "^\s*$" "$WORK/logs/check.log" | tail -8 | tee -a "$LOG"
+  step check $rc $(( $(now) - t )) "$(tail -1 "$WORK/logs/check.log" | cut -c1-150)"
+  rm -rf /tmp/crosspoint-check-qwen2
+fi
+if [ -n "$GEN_PID" ]; then
+  t=$(now)
+  wait $GEN_PID; rc=$?  # each checkpoint has its own timeout inside
+  step checkpoints $rc $(( $(now) - t )) "waited after the check; $(grep -h '^RESULT' "$WORK"/logs/checkpoint-*.log | wc -l) written"
+fi
+
+# ---------------------------------------------------------------- 5. sweep
+if want sweep; then
+  log "== crosspoint sweep --device cuda ($PRECISIONS x $CONCURRENCY, $NUM_PROMPTS prompts, $DATASET)"
+  sweep_args=(--device cuda --model "$CKPT/fp16" --precisions "$PRECISIONS" --concurrency "$CONCURRENCY"
+              --num-prompts "$NUM_PROMPTS" --eval-samples 0 --max-model-len 4096 --max-bisect-runs "$BISECT"
+              --gpu-memory-utilization "$GPU_MEM" --ignore-eos --out "$WORK/sweep" --server-start-timeout 240)
+  for p in "${PREC_LIST[@]}"; do [ "$p" = fp16 ] || sweep_args+=(--precision-model "$p=$CKPT/$p"); done
+  if [ "$DATASET" = random ]; then
+    sweep_args+=(--dataset random --random-input-len 218 --output-len 220)
+  else
+    sweep_args+=(--dataset sharegpt --dataset-path "$BUNDLE_DIR/datasets/sharegpt_sample.json" --output-len 0)
+  fi
+  if [ -n "$CEILINGS" ]; then sweep_args+=(--ceilings "$CEILINGS"); else sweep_args+=(--hardware H200); fi
+  [ $EAGER -eq 1 ] && sweep_args+=(--enforce-eager)
+  echo "crosspoint sweep ${sweep_args[*]}" >>"$LOG"
+  t=$(now)
+  timeout $(limit 540) "$BUNDLE_DIR/bin/crosspoint" sweep "${sweep_args[@]}" >"$WORK/logs/sweep.log" 2>&1
+  rc=$?
+  grep -vE "^\s*$|sweep cells \[" "$WORK/logs/sweep.log" | tail -15 | tee -a "$LOG"
+  step sweep $rc $(( $(now) - t )) "$(ls "$WORK/sweep/cells" 2>/dev/null | grep -c json) cells"
+  for f in "$WORK"/sweep/logs/serve-*.log; do
+    [ -f "$f" ] && { echo "-- $(basename "$f"):"; grep -E "GPU|weights|KV cache|capacity|graphs|start-up|error|Error" "$f" | head -12; }
+  done 2>/dev/null | tee -a "$LOG"
+fi
+
+# ---------------------------------------------------------------- 6. torch peers
+if want peers && [ -f "$BUNDLE_DIR/tools/torch_peer.py" ]; then
+  for mode in fp16 fp8 int4; do
+    if [ "$(left_s)" -lt 150 ]; then log "peers: $(left_s) s left, $mode skipped"; step "peer_$mode" -1 0 "skipped: no time"; continue; fi
+    log "== torch peer: compiled gpt-fast-style decode, $mode, batch 1"
+    t=$(now)
+    timeout $(limit 170) python3 "$BUNDLE_DIR/tools/torch_peer.py" --part compile --mode $mode --bss 1 \
+      --out "$WORK/peer_$mode.json" >>"$WORK/logs/peers.log" 2>&1
+    step "peer_$mode" $? $(( $(now) - t )) "$(tail -1 "$WORK/logs/peers.log" | cut -c1-150)"
+  done
+fi
