@@ -103,6 +103,8 @@ Result<StepOutput> CudaModelRunner::execute(const BatchPlan& plan) {
   output.sampled_token_ids.assign(plan.seqs.size(), -1);
   if (plan.seqs.empty()) return output;
   CudaModel& m = *model_;
+  // The engine calls from its own thread; the device is per thread in the CUDA runtime.
+  CROSSPOINT_CUDA_RETURN_IF_ERROR(cudaSetDevice(m.options().device), "cudaSetDevice");
   Stopwatch forward_timer;
   const ForwardBatch batch = builder_.build(plan);
   const int32_t bucket =

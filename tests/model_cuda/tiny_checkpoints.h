@@ -1,0 +1,136 @@
+// Tiny random Qwen2-shaped checkpoints for the CUDA model tests, written once per test
+// binary into a temp directory: a dense bf16 one (bf16 -> fp16 is exact, so the GPU sees the
+// CPU's weights) and its W8A8-FP8, W4A16-RTN and W4A16-GPTQ act-order versions, made by the
+// project's own quantiser (crosspoint quantize as a library call).
+//   hidden 256, 4 heads of 64, 2 KV heads, intermediate 512, 2 layers, vocab 512, q/k/v bias.
+#pragma once
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "common/dtype.h"
+#include "formats/safetensors.h"
+#include "quant/quantize_model.h"
+
+namespace crosspoint::cuda_testing {
+
+inline constexpr int64_t kHidden = 256, kHeads = 4, kKvHeads = 2, kHeadDim = 64, kInter = 512, kLayers = 2,
+                         kVocab = 512, kMaxPositions = 512;
+
+inline std::string tiny_config_json(const std::string& extra = "") {
+  return std::string(R"({"architectures": ["Qwen2ForCausalLM"], "model_type": "qwen2", "hidden_size": 256,
+  "intermediate_size": 512, "num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 2,
+  "vocab_size": 512, "max_position_embeddings": 512, "rms_norm_eps": 1e-06, "rope_theta": 10000.0,
+  "tie_word_embeddings": false, "torch_dtype": "bfloat16", "bos_token_id": 1, "eos_token_id": 2)") +
+         extra + "}";
+}
+
+// A bf16 tensor of normal(mean, stddev) values.
+inline TensorToWrite random_bf16(const std::string& name, std::vector<int64_t> shape, std::mt19937& rng, float stddev,
+                                 float mean = 0.0f) {
+  int64_t n = 1;
+  for (int64_t s : shape) n *= s;
+  std::normal_distribution<float> dist(mean, stddev);
+  TensorToWrite t{name, DType::kBF16, std::move(shape), std::vector<uint8_t>(static_cast<size_t>(n) * 2)};
+  for (int64_t i = 0; i < n; ++i) {
+    const uint16_t b = f32_to_bf16(dist(rng));
+    t.bytes[i * 2] = static_cast<uint8_t>(b & 0xFF);
+    t.bytes[i * 2 + 1] = static_cast<uint8_t>(b >> 8);
+  }
+  return t;
+}
+
+// Weights scaled so activations keep unit size through the layers (std 1/sqrt(fan_in)).
+inline void write_dense_checkpoint(const std::filesystem::path& dir, uint32_t seed) {
+  std::filesystem::create_directories(dir);
+  std::ofstream(dir / "config.json") << tiny_config_json();
+  std::mt19937 rng(seed);
+  const float in_d = 1.0f / std::sqrt(static_cast<float>(kHidden)), in_i = 1.0f / std::sqrt(static_cast<float>(kInter));
+  std::vector<TensorToWrite> t;
+  t.push_back(random_bf16("model.embed_tokens.weight", {kVocab, kHidden}, rng, 1.0f));
+  t.push_back(random_bf16("model.norm.weight", {kHidden}, rng, 0.1f, 1.0f));
+  t.push_back(random_bf16("lm_head.weight", {kVocab, kHidden}, rng, 2.0f * in_d));
+  for (int64_t l = 0; l < kLayers; ++l) {
+    const std::string p = "model.layers." + std::to_string(l) + ".";
+    t.push_back(random_bf16(p + "input_layernorm.weight", {kHidden}, rng, 0.1f, 1.0f));
+    t.push_back(random_bf16(p + "post_attention_layernorm.weight", {kHidden}, rng, 0.1f, 1.0f));
+    t.push_back(random_bf16(p + "self_attn.q_proj.weight", {kHeads * kHeadDim, kHidden}, rng, in_d));
+    t.push_back(random_bf16(p + "self_attn.q_proj.bias", {kHeads * kHeadDim}, rng, 0.2f));
+    t.push_back(random_bf16(p + "self_attn.k_proj.weight", {kKvHeads * kHeadDim, kHidden}, rng, in_d));
+    t.push_back(random_bf16(p + "self_attn.k_proj.bias", {kKvHeads * kHeadDim}, rng, 0.2f));
+    t.push_back(random_bf16(p + "self_attn.v_proj.weight", {kKvHeads * kHeadDim, kHidden}, rng, in_d));
+    t.push_back(random_bf16(p + "self_attn.v_proj.bias", {kKvHeads * kHeadDim}, rng, 0.2f));
+    t.push_back(random_bf16(p + "self_attn.o_proj.weight", {kHidden, kHeads * kHeadDim}, rng, in_d));
+    t.push_back(random_bf16(p + "mlp.gate_proj.weight", {kInter, kHidden}, rng, in_d));
+    t.push_back(random_bf16(p + "mlp.up_proj.weight", {kInter, kHidden}, rng, in_d));
+    t.push_back(random_bf16(p + "mlp.down_proj.weight", {kHidden, kInter}, rng, in_i));
+  }
+  const Status s = write_safetensors((dir / "model.safetensors").string(), t);
+  CROSSPOINT_CHECK(s.is_ok(), "write_dense_checkpoint: writing the safetensors file failed");
+}
+
+enum class TinyPrecision { kFp16, kFp8, kW4A16Rtn, kW4A16GptqActOrder };
+
+inline const char* precision_name(TinyPrecision p) {
+  switch (p) {
+    case TinyPrecision::kFp16: return "fp16";
+    case TinyPrecision::kFp8: return "w8a8_fp8";
+    case TinyPrecision::kW4A16Rtn: return "w4a16_rtn";
+    case TinyPrecision::kW4A16GptqActOrder: return "w4a16_gptq_act_order";
+  }
+  return "?";
+}
+
+// The directories of every precision under one temp root, made on first use and removed by
+// remove_all() at the end of the test binary.
+class TinyCheckpoints {
+ public:
+  static TinyCheckpoints& get() {
+    static TinyCheckpoints instance;
+    return instance;
+  }
+  // The checkpoint directory for `precision`, or an error from the quantiser.
+  Result<std::string> dir(TinyPrecision precision) {
+    const std::filesystem::path dense = root_ / "fp16";
+    if (!std::filesystem::exists(dense / "model.safetensors")) write_dense_checkpoint(dense, 20261130);
+    if (precision == TinyPrecision::kFp16) return dense.string();
+    const std::filesystem::path out = root_ / precision_name(precision);
+    if (std::filesystem::exists(out / "model.safetensors")) return out.string();
+    QuantizeModelOptions o;
+    o.model_dir = dense.string();
+    o.out_dir = out.string();
+    o.overwrite = true;
+    o.scheme = precision == TinyPrecision::kFp8 ? QuantizeScheme::kW8A8Fp8 : QuantizeScheme::kW4A16;
+    o.int4.group_size = 128;
+    if (precision == TinyPrecision::kW4A16Rtn) o.int4_method = Int4Method::kRtn;
+    if (precision == TinyPrecision::kW4A16GptqActOrder) {
+      o.int4_method = Int4Method::kGptq;
+      o.int4.act_order = true;
+      std::mt19937 rng(7);
+      std::uniform_int_distribution<int32_t> token(3, static_cast<int32_t>(kVocab) - 1);
+      for (int s = 0; s < 8; ++s) {
+        std::vector<int32_t> sample(48);
+        for (auto& id : sample) id = token(rng);
+        o.calibration.push_back(std::move(sample));
+      }
+    }
+    CROSSPOINT_RETURN_IF_ERROR(quantize_model(o));
+    return out.string();
+  }
+  ~TinyCheckpoints() {
+    std::error_code ec;
+    std::filesystem::remove_all(root_, ec);
+  }
+
+ private:
+  TinyCheckpoints()
+      : root_(std::filesystem::temp_directory_path() /
+              ("crosspoint_model_cuda_" + std::to_string(std::random_device{}()))) {}
+  std::filesystem::path root_;
+};
+
+}  // namespace crosspoint::cuda_testing
