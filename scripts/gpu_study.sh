@@ -71,7 +71,12 @@ limit() { local left=$(( BUDGET_S - ($(date +%s) - START) - 25 )); [ $left -lt 5
 left_s() { echo $(( BUDGET_S - ($(date +%s) - START) )); }
 log() { echo "[$(( $(date +%s) - START ))s] $*" | tee -a "$LOG"; }
 # step NAME RC SECONDS [NOTE]: one line of results.json's "steps"
-step() { printf '{"step": "%s", "rc": %s, "seconds": %s, "note": "%s"}\n' "$1" "$2" "$3" "${4:-}" >>"$STEPS"; log "step $1: rc=$2 in $3 s ${4:-}"; }
+step() {
+  local note=${4:-}
+  note=${note//\\/}; note=${note//\"/\'}; note=$(tr -d '\000-\037' <<<"$note")  # stays a JSON string
+  printf '{"step": "%s", "rc": %s, "seconds": %s, "note": "%s"}\n' "$1" "$2" "$3" "$note" >>"$STEPS"
+  log "step $1: rc=$2 in $3 s $note"
+}
 now() { date +%s; }
 
 finish() {
@@ -84,7 +89,13 @@ def load(p):
         return json.load(open(p))
     except Exception as e:
         return {"missing": f"{p}: {e!r}"[:300]}
-steps = [json.loads(l) for l in open(steps_path) if l.strip()]
+steps = []
+for line in open(steps_path, errors="replace"):
+    try:
+        steps.append(json.loads(line))
+    except ValueError:
+        if line.strip():
+            steps.append({"unparsed": line.strip()[:300]})
 res = {"what": "scripts/gpu_study.sh: crosspoint's study on the GPU in one call",
        "date_utc": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
        "command": "scripts/gpu_study.sh " + args, "steps": steps,
