@@ -30,10 +30,25 @@ ServerStartup parse_server_startup(const std::string& log_text) {
   static const std::regex kMaxModelLen(R"(max-model-len ([0-9]+))");
   static const std::regex kStartup(R"(start-up took ([0-9.]+) s)");
   static const std::regex kUrl(R"(on (http://[^ ]+?)/v1)");
+  static const std::regex kGpuWeights(R"(weights on the GPU ([0-9.]+) GiB)");
+  static const std::regex kUploaded(R"(uploaded in ([0-9.]+) s)");
   ServerStartup s;
   std::istringstream in(log_text);
   std::string line;
+  std::optional<double> gpu_weights_gib, upload_s;
   while (std::getline(in, line)) {
+    // crosspoint serve --device cuda: "GPU: <name> (139.8 GiB); weights on the GPU 14.190 GiB (fp16),
+    // converted and uploaded in 5.20 s", then the activation profile and the CUDA graph lines.
+    if (line.find("GPU: ") != std::string::npos && line.find("weights on the GPU") != std::string::npos) {
+      gpu_weights_gib = match_number(line, kGpuWeights);
+      upload_s = match_number(line, kUploaded);
+      s.capacity_lines += line + "\n";
+      continue;
+    }
+    if (line.find("CUDA graphs:") != std::string::npos || line.find("activations and workspaces") != std::string::npos) {
+      s.capacity_lines += line + "\n";
+      continue;
+    }
     if (line.find("weights ") != std::string::npos && line.find(" GiB") != std::string::npos) {
       if (auto v = match_number(line, kWeights)) s.weights_gib = v;
       if (auto v = match_number(line, kLoaded)) s.load_s = v;
@@ -60,6 +75,10 @@ ServerStartup parse_server_startup(const std::string& log_text) {
       if (std::regex_search(line, m, kUrl)) s.base_url = m[1].str();
     }
   }
+  // On the GPU the weights that count are those on the device, and the cold start's load is
+  // reading the checkpoint plus converting and uploading it.
+  if (gpu_weights_gib) s.weights_gib = gpu_weights_gib;
+  if (upload_s) s.load_s = s.load_s.value_or(0) + *upload_s;
   return s;
 }
 

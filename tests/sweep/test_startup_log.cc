@@ -52,5 +52,35 @@ TEST(StartupLog, JsonRoundTrip) {
   EXPECT_FALSE(server_startup_from_json(nlohmann::json::object()).weights_gib.has_value());
 }
 
+// The lines of `crosspoint serve --device cuda` (src/cli/cmd_serve.cc's make_cuda_runner).
+TEST(StartupLog, GpuServerCountsDeviceWeightsAndUploadTime) {
+  const std::string log =
+      "INFO 11-30 02:00:01 model /tmp/ckpt/w4a16 (gptq-int4): weights 5.270 GiB, loaded in 1.50 s\n"
+      "INFO 11-30 02:00:09 GPU: NVIDIA H200 (139.8 GiB); weights on the GPU 5.120 GiB (w4a16), converted and "
+      "uploaded in 6.25 s\n"
+      "INFO 11-30 02:00:10 activations and workspaces for 2048 tokens per step: 0.412 GiB (measured by a profile "
+      "step, 0.31 s); 5.600 GiB in use before the KV cache\n"
+      "INFO 11-30 02:00:10 KV cache: 119.500 GiB (fp16) = 2236416 tokens in 139776 blocks of 16 "
+      "(--gpu-memory-utilization 0.9; 0.25 GiB kept for CUDA graphs, 2241088 tokens with --enforce-eager)\n"
+      "INFO 11-30 02:00:12 CUDA graphs: 14 decode batch sizes captured [1, 2, 4] in 1.90 s, 0.020 GiB\n"
+      "INFO 11-30 02:00:12 Maximum concurrency for 4096 tokens per request (worst case: every request at "
+      "max-model-len): 546.00x\n"
+      "INFO 11-30 02:00:12 engine: device cuda, max-num-seqs 256, max-num-batched-tokens 2048, max-model-len 4096, "
+      "max-waiting 1024, 16 threads\n"
+      "INFO 11-30 02:00:12 start-up took 11.20 s (load 1.50 s); serving 'sweep' on http://127.0.0.1:40999/v1\n";
+  const ServerStartup s = parse_server_startup(log);
+  EXPECT_DOUBLE_EQ(*s.weights_gib, 5.12);
+  EXPECT_DOUBLE_EQ(*s.load_s, 1.5 + 6.25);  // "uploaded in" must not be read as the host's "loaded in"
+  EXPECT_DOUBLE_EQ(*s.kv_cache_gib, 119.5);
+  EXPECT_DOUBLE_EQ(*s.kv_cache_tokens, 2236416);
+  EXPECT_DOUBLE_EQ(*s.worst_case_concurrency, 546);
+  EXPECT_DOUBLE_EQ(*s.max_model_len, 4096);
+  EXPECT_DOUBLE_EQ(*s.startup_s, 11.2);
+  EXPECT_EQ(s.base_url, "http://127.0.0.1:40999");
+  for (const char* kept : {"GPU: NVIDIA H200", "CUDA graphs: 14", "activations and workspaces", "--enforce-eager)"}) {
+    EXPECT_NE(s.capacity_lines.find(kept), std::string::npos) << kept;
+  }
+}
+
 }  // namespace
 }  // namespace crosspoint::sweep
