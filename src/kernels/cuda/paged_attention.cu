@@ -7,7 +7,8 @@
 //   * The CTA's context range [split * P, ...) is walked in tiles of 64 positions with an
 //     online softmax (running max m and sum l per head, log2 domain). Within a tile,
 //     kThreadsPerRow threads cover one K/V row (16 bytes = 8 fp16 each, D/8 of them), the
-//     other thread groups take other rows; dot products are reduced with warp shuffles.
+//     other thread groups take other rows; the 8 heads' dot products are reduced together
+//     with a halving butterfly of warp shuffles (reduce_scatter_8).
 //   * Splits: when rows x KV heads x head chunks cannot fill the GPU (decode at small batch,
 //     long contexts) the context is cut into num_splits partitions; each CTA writes its
 //     normalised partial output and (m, l) to the workspace and a second kernel merges them.
@@ -55,6 +56,38 @@ __device__ __forceinline__ void unpack8(const uint4& v, float* f) {
     f[2 * i] = x.x;
     f[2 * i + 1] = x.y;
   }
+}
+
+// Sums each of 8 values over the kLanes lanes of a row group; every lane returns one of the
+// 8 sums and its index in *index. A butterfly that halves the values at each of the first
+// three steps (a lane keeps one half and sends the other), then plain xor steps: 4 + 2 + 1
+// (+ 1 or 2) shuffles instead of 8 per step. Lanes whose low log2(kLanes / 8) bits are 0
+// hold the 8 distinct indices.
+template <int kLanes>
+__device__ __forceinline__ float reduce_scatter_8(const float (&v)[8], int lane_in_row, int* index) {
+  static_assert(kLanes >= 8 && kLanes <= 32, "8 to 32 lanes per row");
+  const bool upper4 = lane_in_row & (kLanes / 2);
+  float v4[4];
+#pragma unroll
+  for (int i = 0; i < 4; ++i) {
+    const float send = upper4 ? v[i] : v[i + 4];
+    const float keep = upper4 ? v[i + 4] : v[i];
+    v4[i] = keep + __shfl_xor_sync(0xffffffffu, send, kLanes / 2);
+  }
+  const bool upper2 = lane_in_row & (kLanes / 4);
+  float v2[2];
+#pragma unroll
+  for (int i = 0; i < 2; ++i) {
+    const float send = upper2 ? v4[i] : v4[i + 2];
+    const float keep = upper2 ? v4[i + 2] : v4[i];
+    v2[i] = keep + __shfl_xor_sync(0xffffffffu, send, kLanes / 4);
+  }
+  const bool upper1 = lane_in_row & (kLanes / 8);
+  float sum = (upper1 ? v2[1] : v2[0]) + __shfl_xor_sync(0xffffffffu, upper1 ? v2[0] : v2[1], kLanes / 8);
+#pragma unroll
+  for (int offset = kLanes / 16; offset > 0; offset /= 2) sum += __shfl_xor_sync(0xffffffffu, sum, offset);
+  *index = (upper4 ? 4 : 0) + (upper2 ? 2 : 0) + (upper1 ? 1 : 0);
+  return sum;
 }
 
 // kThreadsPerRow threads cover one K/V row of D fp16 (8 each; lanes past D idle):
@@ -130,17 +163,16 @@ __global__ void __launch_bounds__(kThreads) paged_attention_split_kernel(Params 
         float k[8];
         unpack8(k_raw[i], k);
         const int r = (b + i) * kRowGroups + row_group;
+        float dot[kHeadsPerCta];  // this lane's 8-dim share of each head's dot product
 #pragma unroll
         for (int h = 0; h < kHeadsPerCta; ++h) {
-          if (h >= num_heads_here) break;
-          float dot = 0.f;
+          dot[h] = 0.f;
 #pragma unroll
-          for (int e = 0; e < 8; ++e) dot = fmaf(q[h][e], k[e], dot);
-#pragma unroll
-          for (int offset = kThreadsPerRow / 2; offset > 0; offset /= 2)
-            dot += __shfl_xor_sync(0xffffffffu, dot, offset);
-          if (lane_in_row == 0) s_scores[h][r] = tile + r < end ? dot : -INFINITY;
+          for (int e = 0; e < 8; ++e) dot[h] = fmaf(q[h][e], k[e], dot[h]);  // q = 0 for heads past the chunk
         }
+        int head;
+        const float score = reduce_scatter_8<kThreadsPerRow>(dot, lane_in_row, &head);
+        if ((lane_in_row & (kThreadsPerRow / 8 - 1)) == 0) s_scores[head][r] = tile + r < end ? score : -INFINITY;
       }
     }
     __syncthreads();
