@@ -98,6 +98,7 @@ __global__ void __launch_bounds__(kThreads) paged_attention_split_kernel(Params 
   constexpr int kRowsPerThread = kTileTokens / kRowGroups;     // per tile
   constexpr int kBatch = kRowsPerThread < 8 ? kRowsPerThread : 8;  // 16-byte loads issued together
   static_assert(kRowsPerThread % kBatch == 0, "tile rows must split into load batches");
+  constexpr bool kPrefetchV = kRowsPerThread == kBatch;  // D 64 and 128; not the generic instance
 
   __shared__ float s_scores[kHeadsPerCta][kTileTokens];  // scores, then probabilities, of one tile
   __shared__ float s_alpha[kHeadsPerCta];                // rescale of the running output this tile
@@ -148,6 +149,17 @@ __global__ void __launch_bounds__(kThreads) paged_attention_split_kernel(Params 
   };
 
   for (int tile = begin; tile < end; tile += kTileTokens) {
+    // When a thread's V rows of the tile fit in one load batch, their loads are issued now, so
+    // they are in flight during the score and softmax steps (one memory round trip per tile).
+    uint4 v_early[kPrefetchV ? kRowsPerThread : 1];
+    if constexpr (kPrefetchV) {
+#pragma unroll
+      for (int i = 0; i < kRowsPerThread; ++i) {
+        const int position = tile + i * kRowGroups + row_group;
+        v_early[i] = make_uint4(0, 0, 0, 0);
+        if (position < end && dim_valid) v_early[i] = *reinterpret_cast<const uint4*>(p.value_cache + row_offset(position));
+      }
+    }
     // Scores of this tile: s_scores[h][r] = q_h . k_(tile + r) (log2 units), -inf past `end`.
 #pragma unroll
     for (int b = 0; b < kRowsPerThread; b += kBatch) {
@@ -216,9 +228,13 @@ __global__ void __launch_bounds__(kThreads) paged_attention_split_kernel(Params 
       uint4 v_raw[kBatch];
 #pragma unroll
       for (int i = 0; i < kBatch; ++i) {
-        const int position = tile + (b + i) * kRowGroups + row_group;
-        v_raw[i] = make_uint4(0, 0, 0, 0);
-        if (position < end && dim_valid) v_raw[i] = *reinterpret_cast<const uint4*>(p.value_cache + row_offset(position));
+        if constexpr (kPrefetchV) {
+          v_raw[i] = v_early[b + i];
+        } else {
+          const int position = tile + (b + i) * kRowGroups + row_group;
+          v_raw[i] = make_uint4(0, 0, 0, 0);
+          if (position < end && dim_valid) v_raw[i] = *reinterpret_cast<const uint4*>(p.value_cache + row_offset(position));
+        }
       }
 #pragma unroll
       for (int i = 0; i < kBatch; ++i) {
