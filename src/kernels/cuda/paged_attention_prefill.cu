@@ -97,8 +97,10 @@ __global__ void __launch_bounds__(kThreads) prefill_tensor_core_kernel(Params p,
   const int cached = p.seq_context_len[s] - num_new;  // positions before the first new row
   const int64_t kv_head_offset = static_cast<int64_t>(kv_head) * kHeadDim;
 
-  // Grid-stride over query tiles: correct even if num_new exceeds the host's max_query_len.
-  for (int tile = blockIdx.x % num_query_tiles; tile * kQueryTile < num_new; tile += num_query_tiles) {
+  // Last query tiles (the longest causal ranges) first, so the heavy CTAs start early; the
+  // grid-stride keeps every tile covered even if num_new exceeds the host's max_query_len.
+  for (int tile = num_query_tiles - 1 - blockIdx.x % num_query_tiles; tile * kQueryTile < num_new;
+       tile += num_query_tiles) {
     const int j0 = tile * kQueryTile;
     const int last_j = min(j0 + kQueryTile, num_new) - 1;
     const int tile_visible = cached + last_j + 1;  // positions any row of the tile attends to
