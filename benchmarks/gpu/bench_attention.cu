@@ -24,6 +24,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "common/dtype.h"
 #include "gpu/fill_random.h"
 #include "kernels/cuda/cuda_status.h"
 #include "kernels/cuda/decoder_ops.h"
@@ -140,6 +141,30 @@ nlohmann::json bench_attention_shape(const AttentionShape& shape, double bw_gbps
   a.scale = 1.0f / std::sqrt(static_cast<float>(kHeadDim));
   a.workspace = workspace;
   a.workspace_bytes = workspace_bytes;
+  // Self-check before timing: the default path against the split-kernel-only path on copy 0
+  // (identical kernels for decodes; tensor cores vs CUDA cores for prefill, where fp16
+  // probabilities allow ~1e-3). A NaN or a large difference is printed as a FAILED check.
+  double max_path_diff = 0;
+  {
+    const size_t out_count = static_cast<size_t>(num_tokens) * kHeads * kHeadDim;
+    std::vector<uint16_t> out_default(out_count), out_split(out_count);
+    cuda::CudaPagedAttentionArgs layer = a;
+    layer.key_cache = caches;
+    layer.value_cache = caches + cache_elems;
+    BENCH_CHECK(cuda::cuda_paged_attention(layer, s));
+    BENCH_CUDA(cudaMemcpyAsync(out_default.data(), output, out_count * 2, cudaMemcpyDeviceToHost, s));
+    BENCH_CHECK(cuda::cuda_paged_attention_split_only(layer, s));
+    BENCH_CUDA(cudaMemcpyAsync(out_split.data(), output, out_count * 2, cudaMemcpyDeviceToHost, s));
+    BENCH_CUDA(cudaStreamSynchronize(s));
+    for (size_t i = 0; i < out_count; ++i) {
+      const double diff = std::fabs(static_cast<double>(crosspoint::f16_to_f32(out_default[i])) -
+                                    crosspoint::f16_to_f32(out_split[i]));
+      max_path_diff = std::isnan(diff) ? INFINITY : std::max(max_path_diff, diff);
+    }
+  }
+  const bool check_ok = max_path_diff <= 2e-3;
+  if (!check_ok) std::printf("FAILED check: %s paths differ by %.3g\n", shape.name.c_str(), max_path_diff);
+
   const double ms = time_graph([&]() -> Status {
     for (int c = 0; c < copies; ++c) {
       cuda::CudaPagedAttentionArgs layer = a;
@@ -170,7 +195,7 @@ nlohmann::json bench_attention_shape(const AttentionShape& shape, double bw_gbps
   return {{"name", shape.name}, {"split_only", shape.split_only}, {"num_seqs", shape.num_seqs}, {"num_new", shape.num_new},
           {"context_len", shape.context_len}, {"us", us}, {"kv_bytes", kv_bytes}, {"gbps", gbps},
           {"pct_bw", 100 * gbps / bw_gbps}, {"tflops", flops / us / 1e6}, {"copies", copies},
-          {"workspace_bytes", workspace_bytes}};
+          {"workspace_bytes", workspace_bytes}, {"max_diff_vs_split_only", max_path_diff}, {"check_ok", check_ok}};
 }
 
 // One line per decoder op at T tokens: time, bytes moved (read + written), GB/s.
