@@ -114,7 +114,26 @@ Result<uint32_t> gptq_stored_zero(const Model& model) {
 }
 
 Status upload_gptq_parts(const Model& model, const std::vector<LinearPart>& parts, CudaLinear& out) {
-  const int64_t K = out.in_features, N_total = out.out_features;
+  CROSSPOINT_ASSIGN_OR_RETURN(W4A16PackedWeight packed, assemble_fused_gptq(model, parts, out.name));
+  out.group_size = packed.group_size;
+  CROSSPOINT_ASSIGN_OR_RETURN(out.weight, upload_bytes(packed.weight.data(), packed.weight.size() * 4, out.name));
+  CROSSPOINT_ASSIGN_OR_RETURN(out.weight_scale,
+                              upload_bytes(packed.scales.data(), packed.scales.size() * 4, out.name + " scales"));
+  if (!packed.k_perm.empty()) {
+    CROSSPOINT_ASSIGN_OR_RETURN(out.k_perm,
+                                upload_bytes(packed.k_perm.data(), packed.k_perm.size() * 4, out.name + " k_perm"));
+  }
+  return Status::ok();
+}
+
+}  // namespace
+
+Result<W4A16PackedWeight> assemble_fused_gptq(const Model& model, const std::vector<LinearPart>& parts,
+                                              const std::string& name) {
+  CROSSPOINT_CHECK(!parts.empty(), "assemble_fused_gptq: no parts");
+  const int64_t K = parts[0].weight->in_features();
+  int64_t N_total = 0;
+  for (const LinearPart& p : parts) N_total += p.weight->out_features();
   const SafetensorsModel& t = model.tensors();
   CROSSPOINT_ASSIGN_OR_RETURN(const uint32_t stored_zero, gptq_stored_zero(model));
   std::vector<int32_t> qweight(static_cast<size_t>(K / 8) * N_total);  // [K/8, N_total]
@@ -159,21 +178,10 @@ Status upload_gptq_parts(const Model& model, const std::vector<LinearPart>& part
     col += N;
   }
   const int group_size = groups == 1 ? -1 : static_cast<int>(K / groups);
-  CROSSPOINT_ASSIGN_OR_RETURN(W4A16PackedWeight packed,
-                              w4a16_repack(qweight.data(), scales.data(), g_idx.empty() ? nullptr : g_idx.data(),
-                                           static_cast<int>(K), static_cast<int>(N_total), group_size, out.name.c_str()));
-  out.group_size = packed.group_size;
-  CROSSPOINT_ASSIGN_OR_RETURN(out.weight, upload_bytes(packed.weight.data(), packed.weight.size() * 4, out.name));
-  CROSSPOINT_ASSIGN_OR_RETURN(out.weight_scale,
-                              upload_bytes(packed.scales.data(), packed.scales.size() * 4, out.name + " scales"));
-  if (!packed.k_perm.empty()) {
-    CROSSPOINT_ASSIGN_OR_RETURN(out.k_perm,
-                                upload_bytes(packed.k_perm.data(), packed.k_perm.size() * 4, out.name + " k_perm"));
-  }
-  return Status::ok();
+  return w4a16_repack(qweight.data(), scales.data(), g_idx.empty() ? nullptr : g_idx.data(), static_cast<int>(K),
+                      static_cast<int>(N_total), group_size, name.c_str());
 }
 
-}  // namespace
 
 const char* cuda_linear_format_name(CudaLinearFormat format) {
   switch (format) {

@@ -17,6 +17,7 @@
 
 #include "common/status.h"
 #include "kernels/cuda/cublaslt_gemm.h"
+#include "kernels/cuda/w4a16_gemm.h"
 #include "model/cuda/device_buffer.h"
 #include "model/model.h"
 
@@ -61,6 +62,12 @@ struct LinearPart {
 // Errors name the tensor (or the layer whose parts disagree).
 Result<CudaLinear> upload_fused_linear(const Model& model, const std::vector<LinearPart>& parts, bool with_bias,
                                        const std::string& name);
+
+// The host half of a W4A16 upload (no GPU needed; tests check it): the parts' qweight and
+// scales read from the checkpoint, concatenated along N (their g_idx must agree, their
+// zero points must all be 8) and re-laid-out by w4a16_repack.
+Result<W4A16PackedWeight> assemble_fused_gptq(const Model& model, const std::vector<LinearPart>& parts,
+                                              const std::string& name);
 
 // y[M, N] = x[M, K] · Wᵀ. x dense fp16 [M, K] (row stride K), y dense fp16 [M, N].
 Status run_cuda_linear(const CudaLinear& linear, const CudaLinearScratch& scratch, const uint16_t* x, int m,

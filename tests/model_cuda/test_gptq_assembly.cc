@@ -1,0 +1,90 @@
+// The host half of the CUDA W4A16 upload (runs without a GPU): the fused q|k|v and gate|up
+// GPTQ weights, after concatenation and w4a16_repack, decode (through the layout documented
+// in kernels/cuda/w4a16_gemm.h) to exactly the weights the CPU format dequantises per part.
+#include <gtest/gtest.h>
+
+#include "common/dtype.h"
+#include "model/cuda/cuda_linear.h"
+#include "model_cuda/tiny_checkpoints.h"
+#include "quant/gptq_linear_weight.h"
+
+namespace crosspoint {
+namespace {
+
+using cuda_testing::TinyCheckpoints;
+using cuda_testing::TinyPrecision;
+
+// W[k, n] in checkpoint row order, [K, N] f32, from the packed layout: word (nb, kc, lane, j)
+// holds the 16x16 tile at k = kc*64 + j*16, n = nb*16; nibble i of lane (c = lane/4,
+// k0 = 2*(lane%4)) is row k0 + {0, 8, 0, 8, 1, 9, 1, 9}[i], column c + {0, 0, 8, 8, 0, 0, 8, 8}[i].
+std::vector<float> decode_packed(const cuda::W4A16PackedWeight& p) {
+  const int K = p.num_in_features, N = p.num_out_features, G = p.group_size;
+  static constexpr int kRow[8] = {0, 8, 0, 8, 1, 9, 1, 9}, kCol[8] = {0, 0, 8, 8, 0, 0, 8, 8};
+  std::vector<float> w(static_cast<size_t>(K) * N);
+  for (int nb = 0; nb < N / 16; ++nb)
+    for (int kc = 0; kc < K / 64; ++kc)
+      for (int lane = 0; lane < 32; ++lane)
+        for (int j = 0; j < 4; ++j) {
+          const uint32_t word = p.weight[((static_cast<size_t>(nb) * (K / 64) + kc) * 32 + lane) * 4 + j];
+          for (int i = 0; i < 8; ++i) {
+            const int row = kc * 64 + j * 16 + (lane % 4) * 2 + kRow[i];  // packed (sorted) row
+            const int col = nb * 16 + lane / 4 + kCol[i];
+            const int q = static_cast<int>((word >> (4 * i)) & 0xF);
+            const int g = row / G;
+            const uint32_t pair = p.scales[(static_cast<size_t>(g) * (N / 16) + nb) * 8 + (col % 16) % 8];
+            const uint16_t s = (col % 16) < 8 ? static_cast<uint16_t>(pair & 0xFFFF) : static_cast<uint16_t>(pair >> 16);
+            const int k = p.k_perm.empty() ? row : p.k_perm[row];
+            w[static_cast<size_t>(k) * N + col] = f16_to_f32(s) * static_cast<float>(q - 8);
+          }
+        }
+  return w;
+}
+
+void expect_fused_matches_parts(const Model& model, const std::vector<cuda::LinearPart>& parts, bool act_order) {
+  auto packed = cuda::assemble_fused_gptq(model, parts, "fused");
+  ASSERT_TRUE(packed.is_ok()) << packed.status().to_string();
+  EXPECT_EQ(packed->k_perm.empty(), !act_order);
+  const std::vector<float> fused = decode_packed(*packed);
+  const int64_t K = packed->num_in_features, N = packed->num_out_features;
+  int64_t col = 0;
+  for (const auto& part : parts) {
+    const auto* gptq = dynamic_cast<const GptqLinearWeight*>(part.weight);
+    ASSERT_NE(gptq, nullptr) << part.prefix;
+    const std::vector<float> w = gptq->dequantize();  // [K, N_part]
+    const int64_t n_part = gptq->out_features();
+    int64_t mismatches = 0;
+    for (int64_t k = 0; k < K; ++k)
+      for (int64_t n = 0; n < n_part; ++n)
+        mismatches += w[k * n_part + n] != fused[k * N + col + n];
+    EXPECT_EQ(mismatches, 0) << part.prefix;
+    col += n_part;
+  }
+  EXPECT_EQ(col, N);
+}
+
+TEST(GptqAssemblyTest, FusedLayersDecodeToTheCpuWeights) {
+  for (TinyPrecision precision : {TinyPrecision::kW4A16Rtn, TinyPrecision::kW4A16GptqActOrder}) {
+    auto dir = TinyCheckpoints::get().dir(precision);
+    ASSERT_TRUE(dir.is_ok()) << dir.status().to_string();
+    ModelLoadOptions options;
+    options.linear_formats = quantized_linear_weight_formats();
+    auto model = Model::load(*dir, options);
+    ASSERT_TRUE(model.is_ok()) << model.status().to_string();
+    const bool act_order = precision == TinyPrecision::kW4A16GptqActOrder;
+    for (int layer = 0; layer < 2; ++layer) {
+      const DecoderLayerWeights& w = (*model)->layers()[layer];
+      const std::string p = "model.layers." + std::to_string(layer) + ".";
+      expect_fused_matches_parts(**model,
+                                 {{p + "self_attn.q_proj", w.q_proj.get()},
+                                  {p + "self_attn.k_proj", w.k_proj.get()},
+                                  {p + "self_attn.v_proj", w.v_proj.get()}},
+                                 act_order);
+      expect_fused_matches_parts(**model, {{p + "mlp.gate_proj", w.gate_proj.get()}, {p + "mlp.up_proj", w.up_proj.get()}},
+                                 act_order);
+      expect_fused_matches_parts(**model, {{p + "mlp.down_proj", w.down_proj.get()}}, act_order);
+    }
+  }
+}
+
+}  // namespace
+}  // namespace crosspoint
