@@ -150,6 +150,36 @@ AttentionRef attention_ref(const AttentionCase& c, const AttentionProblem& p, fl
   return ref;
 }
 
+// Checks every output element (real rows within tolerance, padding rows and stride gaps still
+// poisoned); returns the largest error.
+double expect_matches(const AttentionCase& c, const AttentionProblem& p, const AttentionRef& want,
+                      const std::vector<uint16_t>& got, bool split_only) {
+  std::vector<bool> rounded_probs(p.num_tokens, false);  // rows the tensor-core kernel may have written
+  for (size_t s = 0; s < c.seqs.size(); ++s)
+    for (int t = p.seq_token_start[s]; t < p.seq_token_start[s + 1]; ++t)
+      rounded_probs[t] = !split_only && c.seqs[s].num_new >= 16;
+  double max_err = 0;
+  for (int t = 0; t < p.num_tokens; ++t) {
+    for (int64_t col = 0; col < p.output_stride; ++col) {
+      const uint16_t bits = got[static_cast<size_t>(t) * p.output_stride + col];
+      if (t >= p.num_real_tokens || col >= static_cast<int64_t>(c.num_heads) * c.head_dim) {
+        EXPECT_EQ(bits, 0xFFFF) << "padding row or stride gap written: t=" << t << " col=" << col;
+        if (bits != 0xFFFF) return INFINITY;
+        continue;
+      }
+      const size_t idx = static_cast<size_t>(t) * c.num_heads * c.head_dim + col;
+      const double ref = want.out[idx];
+      const double err = std::fabs(h2f(bits) - ref);
+      max_err = std::max(max_err, std::isnan(err) ? INFINITY : err);
+      const double tol = std::fabs(ref) / 2048 + (rounded_probs[t] ? want.abs_weighted[idx] / 2048 : 0.0) + 3e-5;
+      EXPECT_LE(err, tol) << "t=" << t << " head=" << col / c.head_dim << " d=" << col % c.head_dim << " got "
+                          << h2f(bits) << " want " << ref;
+      if (!(err <= tol)) return INFINITY;  // one report per case is enough
+    }
+  }
+  return max_err;
+}
+
 void run_path(const AttentionCase& c, const AttentionProblem& p, const AttentionRef& want, float scale,
               bool split_only) {
   SCOPED_TRACE(c.name + (split_only ? " (split kernel only)" : ""));
@@ -188,28 +218,7 @@ void run_path(const AttentionCase& c, const AttentionProblem& p, const Attention
   const Status st = split_only ? cuda_paged_attention_split_only(a, nullptr) : cuda_paged_attention(a, nullptr);
   ASSERT_TRUE(st.is_ok()) << st.to_string();
   ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
-  const auto got = output.download();
-  std::vector<bool> rounded_probs(p.num_tokens, false);  // rows the tensor-core kernel may have written
-  for (size_t s = 0; s < c.seqs.size(); ++s)
-    for (int t = p.seq_token_start[s]; t < p.seq_token_start[s + 1]; ++t)
-      rounded_probs[t] = !split_only && c.seqs[s].num_new >= 16;
-  double max_err = 0;
-  for (int t = 0; t < p.num_tokens; ++t) {
-    for (int64_t col = 0; col < p.output_stride; ++col) {
-      const uint16_t bits = got[static_cast<size_t>(t) * p.output_stride + col];
-      if (t >= p.num_real_tokens || col >= static_cast<int64_t>(c.num_heads) * c.head_dim) {
-        ASSERT_EQ(bits, 0xFFFF) << "padding row or stride gap written: t=" << t << " col=" << col;
-        continue;
-      }
-      const size_t idx = static_cast<size_t>(t) * c.num_heads * c.head_dim + col;
-      const double ref = want.out[idx];
-      const double err = std::fabs(h2f(bits) - ref);
-      max_err = std::max(max_err, std::isnan(err) ? INFINITY : err);
-      const double tol = std::fabs(ref) / 2048 + (rounded_probs[t] ? want.abs_weighted[idx] / 2048 : 0.0) + 3e-5;
-      ASSERT_LE(err, tol)
-          << "t=" << t << " head=" << col / c.head_dim << " d=" << col % c.head_dim << " got " << h2f(bits) << " want " << ref;
-    }
-  }
+  const double max_err = expect_matches(c, p, want, output.download(), split_only);
   std::printf("[ %-40s ] %s tokens %d, workspace %zu bytes, max |err| %.2e\n", c.name.c_str(),
               split_only ? "split-only " : "default    ", p.num_tokens, workspace_bytes, max_err);
 }
@@ -258,6 +267,83 @@ TEST(CudaPagedAttention, MixedBatchWithPaddingAndEmptySequence) {
   c.name = "mixed 7:1 D128 no workspace";
   c.use_workspace = false;
   run_case(c, 209);
+}
+
+// A runner captures one call per graph bucket with host bounds and replays it while the
+// device lengths change below them: replays must follow the new lengths, padding included.
+TEST(CudaPagedAttention, GraphReplayFollowsLengthsBelowTheBounds) {
+  CROSSPOINT_SKIP_WITHOUT_GPU();
+  // Tables and caches sized for the longest contexts of the steps below; 5 padding rows make
+  // the bucket 56 tokens.
+  const AttentionCase bounds{"graph bucket", 28, 4, 128, 16, {{1, 500}, {20, 200}, {30, 30}}, /*padding_rows=*/5};
+  std::mt19937 rng(216);
+  const AttentionProblem base = make_problem(bounds, rng);
+  const float scale = 1.0f / std::sqrt(128.0f);
+  const std::vector<std::vector<SeqShape>> steps = {
+      {{1, 300}, {20, 200}, {0, 0}}, {{1, 500}, {1, 17}, {30, 30}}, {{1, 1}, {1, 1}, {1, 1}}};
+  DeviceBuffer<uint16_t> query(base.query), key(base.key_cache), value(base.value_cache);
+  DeviceBuffer<uint16_t> output(static_cast<size_t>(base.num_tokens) * base.output_stride);
+  DeviceBuffer<int32_t> tables(base.block_tables), starts(base.seq_token_start), contexts(base.seq_context_len);
+  const int max_context = 600, max_query = 32;
+  const size_t workspace_bytes = cuda_paged_attention_workspace_bytes(base.num_tokens, 28, 128, max_context);
+  DeviceBuffer<uint8_t> workspace(workspace_bytes);
+  CudaPagedAttentionArgs a;
+  a.query = query.get();
+  a.query_stride = base.query_stride;
+  a.output = output.get();
+  a.output_stride = base.output_stride;
+  a.key_cache = key.get();
+  a.value_cache = value.get();
+  a.block_tables = tables.get();
+  a.seq_token_start = starts.get();
+  a.seq_context_len = contexts.get();
+  a.num_seqs = 3;
+  a.num_tokens = base.num_tokens;
+  a.max_blocks_per_seq = base.max_blocks_per_seq;
+  a.max_query_len = max_query;
+  a.max_context_len = max_context;
+  a.num_heads = 28;
+  a.num_kv_heads = 4;
+  a.head_dim = 128;
+  a.block_size = 16;
+  a.scale = scale;
+  a.workspace = workspace.get();
+  a.workspace_bytes = workspace_bytes;
+  for (bool split_only : {false, true}) {
+    cudaStream_t stream;
+    ASSERT_EQ(cudaStreamCreate(&stream), cudaSuccess);
+    cudaGraph_t graph;
+    cudaGraphExec_t exec;
+    ASSERT_EQ(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal), cudaSuccess);
+    const Status st = split_only ? cuda_paged_attention_split_only(a, stream) : cuda_paged_attention(a, stream);
+    ASSERT_EQ(cudaStreamEndCapture(stream, &graph), cudaSuccess);
+    ASSERT_TRUE(st.is_ok()) << st.to_string();
+    ASSERT_EQ(cudaGraphInstantiate(&exec, graph, 0), cudaSuccess);
+    for (size_t step = 0; step < steps.size(); ++step) {
+      AttentionCase c = bounds;
+      c.name = "graph replay step " + std::to_string(step);
+      c.seqs = steps[step];
+      AttentionProblem p = base;  // same tables, caches and queries; new lengths
+      p.seq_token_start = {0};
+      p.seq_context_len.clear();
+      for (const SeqShape& seq : c.seqs) {
+        p.seq_token_start.push_back(p.seq_token_start.back() + seq.num_new);
+        p.seq_context_len.push_back(seq.context_len);
+      }
+      p.num_real_tokens = p.seq_token_start.back();
+      starts.upload(p.seq_token_start);
+      contexts.upload(p.seq_context_len);
+      output.poison();
+      workspace.poison();
+      ASSERT_EQ(cudaGraphLaunch(exec, stream), cudaSuccess);
+      ASSERT_EQ(cudaStreamSynchronize(stream), cudaSuccess);
+      const double max_err = expect_matches(c, p, attention_ref(c, p, scale), output.download(), split_only);
+      std::printf("[ %-40s ] %s max |err| %.2e\n", c.name.c_str(), split_only ? "split-only " : "default    ", max_err);
+    }
+    cudaGraphExecDestroy(exec);
+    cudaGraphDestroy(graph);
+    cudaStreamDestroy(stream);
+  }
 }
 
 TEST(CudaPagedAttention, GenericHeadDimsAndWideGroups) {
