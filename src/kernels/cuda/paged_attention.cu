@@ -1,6 +1,8 @@
-// Paged attention for a flat batch of prefill chunks and decodes (paged_attention.h).
+// Paged attention for a flat batch of prefill chunks and decodes (paged_attention.h): the
+// split-context CUDA-core kernel, its merge kernel and the launcher that also starts the
+// tensor-core prefill kernel (paged_attention_prefill.cu) for sequences with >= 16 new rows.
 //
-// Design (flash-decoding over the paged cache, CUDA cores, fp32 math):
+// Split-context kernel (flash-decoding over the paged cache, CUDA cores, fp32 math):
 //   * One CTA per (query row t, KV head, chunk of up to 8 query heads of that GQA group,
 //     context split). All query heads of the group share the CTA, so each K/V row is read
 //     once per (row, KV head) instead of once per query head.
@@ -16,8 +18,9 @@
 //   * The grid depends only on host integers (num_tokens, heads, max_context_len), so a
 //     captured graph stays valid; rows past seq_token_start[num_seqs], or splits past a
 //     row's visible length, exit at once.
-// Prefill rows use the same kernel (each row reads its own causal prefix, mostly from L2):
-// correct for any chunk size, not yet tensor-core fast (see docs/cuda.md).
+// It handles every row when the tensor-core kernel cannot (other head dims, odd output
+// strides) or is turned off (cuda_paged_attention_split_only): each prefill row then reads
+// its own causal prefix (mostly from L2), correct for any chunk size but slow.
 #include <cuda_fp16.h>
 
 #include <algorithm>
@@ -41,6 +44,7 @@ constexpr int kTargetCtas = 512;     // ~4 CTAs per SM on a 132-SM H200: below t
 constexpr int kMaxSplits = 256;
 constexpr int kMaxHeadDim = 256;
 constexpr int kTensorCoreMinRows = 16;  // a sequence with fewer new rows is cheaper on the split kernel
+
 // The context range of one split; the last split runs to the end so that a context longer
 // than the host bound is still attended in full (only slower).
 __device__ __forceinline__ void split_range(const Params& p, int split, int visible, int* begin, int* end) {
