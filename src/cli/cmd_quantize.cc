@@ -1,7 +1,7 @@
 // crosspoint quantize: writes a W8A8-FP8 (compressed-tensors) or W4A16 (GPTQ int4) copy of a
 // dense checkpoint.
 //   crosspoint quantize --model DIR|default --scheme w8a8-fp8|w4a16 [--method gptq|rtn]
-//       [--group-size 128] [--desc-act] [--damp 0.01] [--calib-dataset sharegpt|FILE]
+//       [--group-size 128] [--desc-act] [--static-groups] [--damp 0.01] [--calib-dataset sharegpt|FILE]
 //       [--calib-samples 128] [--calib-max-tokens 256] [--out DIR] [--force] [--threads N]
 // --out defaults to CROSSPOINT_CACHE/models/<model name>-<scheme>[-<method>].
 #include <cstdio>
@@ -23,7 +23,7 @@ int run_quantize(int argc, char** argv) {
   CLI::App app("Quantise a dense checkpoint to W8A8-FP8 or W4A16 (GPTQ int4)", "crosspoint quantize");
   std::string model = "default", scheme, method = "gptq", calib_dataset = "sharegpt", out;
   int64_t group_size = 128;
-  bool desc_act = false, force = false;
+  bool desc_act = false, static_groups = false, force = false;
   double damp = 0.01;
   int calib_samples = 128, calib_max_tokens = 256, threads = 0;
   app.add_option("--model", model, "dense model directory or 'default'");
@@ -31,6 +31,8 @@ int run_quantize(int argc, char** argv) {
   app.add_option("--method", method, "w4a16 only: gptq or rtn")->check(CLI::IsMember({"gptq", "rtn"}));
   app.add_option("--group-size", group_size, "w4a16: input rows per scale (-1: one group)");
   app.add_flag("--desc-act", desc_act, "w4a16 gptq: act-order (columns by decreasing Hessian diagonal, g_idx)");
+  app.add_flag("--static-groups", static_groups,
+               "w4a16 gptq: group scales from the original weights, fixed before error compensation");
   app.add_option("--damp", damp, "gptq: dampening, fraction of the mean Hessian diagonal");
   app.add_option("--calib-dataset", calib_dataset, "gptq calibration text: sharegpt or a ShareGPT-format JSON file");
   app.add_option("--calib-samples", calib_samples, "gptq: number of calibration samples");
@@ -49,6 +51,7 @@ int run_quantize(int argc, char** argv) {
   o.int4_method = method == "rtn" ? Int4Method::kRtn : Int4Method::kGptq;
   o.int4.group_size = group_size;
   o.int4.act_order = desc_act;
+  o.int4.static_groups = static_groups;
   o.int4.damp_percent = damp;
   o.overwrite = force;
   if (out.empty()) {

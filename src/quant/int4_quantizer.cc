@@ -204,23 +204,36 @@ Result<Int4Quantized> gptq_quantize_int4(const float* w_t_in, int64_t K, int64_t
   Int4Quantized out = make_output(K, N, G);
   const std::vector<double>& U = f.hinv_upper;
   GroupParams params;
+  std::vector<GroupParams> static_params;  // [K / G], from the original weights in checkpoint row order
+  if (options.static_groups) {
+    for (int64_t g = 0; g < K / G; ++g) {
+      static_params.push_back(find_group_params(w_t_in, N, g * G, (g + 1) * G, options.sym));
+      store_group(out, g, static_params.back());
+    }
+  }
   std::vector<float> err(B * N);  // [B, N] scaled errors of the current block
   for (int64_t b0 = 0; b0 < K; b0 += B) {
     const int64_t b1 = std::min(K, b0 + B);
     for (int64_t i = b0; i < b1; ++i) {
-      if (i % G == 0) {
-        params = find_group_params(w.data(), N, i, std::min(K, i + G), options.sym);
-        store_group(out, i / G, params);
+      const int64_t src = f.perm[i];
+      const GroupParams* group = &params;
+      if (options.static_groups) {
+        group = &static_params[src / G];
+        out.g_idx[src] = static_cast<int32_t>(src / G);
+      } else {
+        if (i % G == 0) {
+          params = find_group_params(w.data(), N, i, std::min(K, i + G), options.sym);
+          store_group(out, i / G, params);
+        }
+        out.g_idx[src] = static_cast<int32_t>(i / G);
       }
       const double d = U[i * K + i];
       float* e = &err[(i - b0) * N];
-      const int64_t src = f.perm[i];
-      out.g_idx[src] = static_cast<int32_t>(i / G);
       for (int64_t n = 0; n < N; ++n) {
         const float wv = w[i * N + n];
-        const uint8_t q = quantize_value(wv, params.scale[n], params.zero[n]);
+        const uint8_t q = quantize_value(wv, group->scale[n], group->zero[n]);
         out.q[src * N + n] = q;
-        const float deq = params.scale[n] * (static_cast<float>(q) - params.zero[n]);
+        const float deq = group->scale[n] * (static_cast<float>(q) - group->zero[n]);
         e[n] = static_cast<float>((wv - deq) / d);
         out.loss += static_cast<double>(wv - deq) * (wv - deq) / (d * d) / 2.0;
       }

@@ -24,6 +24,11 @@ struct Int4QuantOptions {
   bool sym = true;
   bool act_order = false;       // GPTQ only: quantise columns by decreasing Hessian diagonal
   double damp_percent = 0.01;   // GPTQ: added to the diagonal, times its mean
+  // GPTQ: group parameters from the original weights of each contiguous group, fixed before
+  // the error compensation starts (AutoGPTQ's static_groups; what llm-compressor always
+  // does). Off: from the error-updated weights at each group start, in quantisation order
+  // (AutoGPTQ's default). With act_order, static groups keep g_idx contiguous.
+  bool static_groups = false;
   int64_t block_size = 128;     // GPTQ: columns per lazy batch update
 };
 

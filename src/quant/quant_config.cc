@@ -34,6 +34,7 @@ Result<QuantConfig> parse_gptq(const json& q, const std::string& where) {
     return unsupported(where + ".group_size is " + std::to_string(g.group_size) + ": expected -1 or a positive size");
   CROSSPOINT_ASSIGN_OR_RETURN(g.desc_act, get_field<bool>(q, "desc_act", where, false, false));
   CROSSPOINT_ASSIGN_OR_RETURN(g.sym, get_field<bool>(q, "sym", where, true, false));
+  CROSSPOINT_ASSIGN_OR_RETURN(g.static_groups, get_field<bool>(q, "static_groups", where, false, false));
   CROSSPOINT_ASSIGN_OR_RETURN(std::string format, get_field<std::string>(q, "checkpoint_format", where, "gptq", false));
   if (format == "gptq") g.zero_point_minus_one = true;
   else if (format == "gptq_v2") g.zero_point_minus_one = false;
@@ -126,7 +127,7 @@ std::string gptq_quantization_config_json(const GptqConfig& g, double damp_perce
             {"sym", g.sym},
             {"damp_percent", damp_percent},
             {"true_sequential", true_sequential},
-            {"static_groups", false},
+            {"static_groups", g.static_groups},
             {"checkpoint_format", g.zero_point_minus_one ? "gptq" : "gptq_v2"},
             {"meta", {{"quantizer", {"crosspoint"}}}}};
   return q.dump(2);

@@ -191,6 +191,7 @@ Status quantize_model(const QuantizeModelOptions& o) {
     gptq.group_size = o.int4.group_size;
     gptq.desc_act = o.int4.act_order;
     gptq.sym = o.int4.sym;
+    gptq.static_groups = o.int4.static_groups && o.int4_method == Int4Method::kGptq;
     quant_json = gptq_quantization_config_json(gptq, o.int4.damp_percent, true);
   }
   config_json["quantization_config"] = nlohmann::json::parse(quant_json);
