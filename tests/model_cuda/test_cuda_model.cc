@@ -68,9 +68,10 @@ std::vector<int32_t> compare_rows(const std::vector<float>& cpu, const std::vect
     EXPECT_LE(worst, tolerance * scale) << what << " row " << r << ": max |gpu - cpu| " << worst << ", logit scale "
                                         << scale;
     const int32_t cpu_token = argmax_of(c, vocab), gpu_token = argmax_of(g, vocab);
-    if (gpu_token != cpu_token)
+    if (gpu_token != cpu_token) {
       EXPECT_LE(c[cpu_token] - c[gpu_token], tolerance * scale)
           << what << " row " << r << ": greedy token " << gpu_token << " on the GPU, " << cpu_token << " on the CPU";
+    }
     next.push_back(cpu_token);
   }
   return next;

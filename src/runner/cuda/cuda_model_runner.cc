@@ -5,6 +5,7 @@
 
 #include "common/clock.h"
 #include "common/log.h"
+#include "common/thread_pool.h"
 #include "kernels/cuda/cuda_status.h"
 #include "kernels/cuda/decoder_ops.h"
 #include "runner/request_sampler.h"
@@ -168,15 +169,23 @@ Status CudaModelRunner::sample_rows(const BatchPlan& plan, const std::vector<int
                                     "copy sampled tokens");
   CROSSPOINT_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream), "step");
   Stopwatch sampling_timer;
+  sampled_rows_.clear();
   for (int32_t r = 0; r < num_rows; ++r) {
     const int32_t s = row_seq_idx[r];
     if (s < 0 || !plan.seqs[s].sample) continue;
-    const ScheduledSequence& seq = plan.seqs[s];
-    output.sampled_token_ids[s] =
-        seq.sampling.is_greedy()
-            ? m.sampled_tokens_host()[r]
-            : sample_request_token(m.logits_f32_host() + static_cast<size_t>(r) * V, V, seq.sampling, seq.output_token_idx);
+    if (plan.seqs[s].sampling.is_greedy()) output.sampled_token_ids[s] = m.sampled_tokens_host()[r];
+    else sampled_rows_.push_back(r);
   }
+  // Each sampled row draws from its own (seed, output index) stream, so rows are
+  // independent: spread them over the CPU threads (a full-vocabulary row costs ~ms).
+  if (!sampled_rows_.empty()) global_thread_pool().parallel_for(sampled_rows_.size(), [&](size_t begin, size_t end) {
+    for (size_t i = begin; i < end; ++i) {
+      const int32_t r = sampled_rows_[i];
+      const ScheduledSequence& seq = plan.seqs[row_seq_idx[r]];
+      output.sampled_token_ids[row_seq_idx[r]] = sample_request_token(
+          m.logits_f32_host() + static_cast<size_t>(r) * V, V, seq.sampling, seq.output_token_idx);
+    }
+  });
   output.sampling_ms = sampling_timer.elapsed_ms();
   return Status::ok();
 }

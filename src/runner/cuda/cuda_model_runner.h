@@ -66,6 +66,7 @@ class CudaModelRunner : public Runner {
   std::map<int32_t, cudaGraphExec_t> graphs_;  // bucket size -> instantiated graph
   CudaGraphReport graph_report_;
   std::vector<int32_t> row_seq_idx_;  // [num_rows] plan.seqs index of each logits row (-1: padding)
+  std::vector<int32_t> sampled_rows_;  // logits rows drawn by the host sampler this step
   int64_t num_graph_steps_ = 0;
   int64_t num_eager_steps_ = 0;
 };
