@@ -214,7 +214,15 @@ if want sweep; then
       t=$(now)
       timeout $(limit 200) python3 "$ROOT/benchmarks/gpu/make_random_checkpoint.py" --out "$CKPT/$p" "${args[@]}" "${layers[@]}" "${GEN_CONFIG[@]}" \
         --tokenizer-dir "$TOKENIZER" >"$WORK/logs/checkpoint-$p.log" 2>&1
-      echo "checkpoint $p rc=$? $(( $(now) - t )) s: $(tail -2 "$WORK/logs/checkpoint-$p.log" | head -1)"
+      rc=$?
+      if [ $rc -ne 0 ] && [ $DRY_RUN -eq 0 ]; then  # the torch path failed: numpy on the CPU is slower but sure
+        echo "checkpoint $p: torch generator rc=$rc ($(tail -1 "$WORK/logs/checkpoint-$p.log")); again with numpy"
+        mv "$WORK/logs/checkpoint-$p.log" "$WORK/logs/checkpoint-$p-torch-failed.log"
+        timeout $(limit 300) python3 "$ROOT/benchmarks/gpu/make_random_checkpoint.py" --out "$CKPT/$p" "${args[@]}" "${layers[@]}" \
+          "${GEN_CONFIG[@]}" --backend numpy --tokenizer-dir "$TOKENIZER" >"$WORK/logs/checkpoint-$p.log" 2>&1
+        rc=$?
+      fi
+      echo "checkpoint $p rc=$rc $(( $(now) - t )) s: $(tail -2 "$WORK/logs/checkpoint-$p.log" | head -1)"
     done
   ) >>"$LOG" 2>&1 &
   GEN_PID=$!
