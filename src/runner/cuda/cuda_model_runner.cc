@@ -16,9 +16,9 @@ Result<std::unique_ptr<CudaModelRunner>> CudaModelRunner::create(std::unique_ptr
                                                                  const CudaRunnerOptions& options) {
   CROSSPOINT_CHECK(model != nullptr, "CudaModelRunner: no model");
   std::unique_ptr<CudaModelRunner> runner(new CudaModelRunner(std::move(model)));
-  if (options.enforce_eager) return runner;
   const StepInputCapacity& cap = runner->model_->capacity();
   runner->buckets_ = graph_bucket_sizes(std::min({cap.max_num_seqs, cap.max_num_tokens, cap.max_num_logits}));
+  if (options.enforce_eager) return runner;
   Stopwatch capture_timer;
   size_t free_before = 0, free_after = 0, total = 0;
   (void)cudaMemGetInfo(&free_before, &total);
@@ -40,7 +40,6 @@ CudaModelRunner::~CudaModelRunner() { destroy_graphs(); }
 void CudaModelRunner::destroy_graphs() {
   for (auto& [bucket, exec] : graphs_) (void)cudaGraphExecDestroy(exec);
   graphs_.clear();
-  buckets_.clear();
   graph_report_.captured_buckets.clear();
 }
 
@@ -108,21 +107,35 @@ Result<StepOutput> CudaModelRunner::execute(const BatchPlan& plan) {
   CROSSPOINT_CUDA_RETURN_IF_ERROR(cudaSetDevice(m.options().device), "cudaSetDevice");
   Stopwatch forward_timer;
   const ForwardBatch batch = builder_.build(plan);
+  // Decode-only steps are padded to their bucket whether or not a graph exists for it, so
+  // eager and graph steps run the same launches on the same shapes (identical tokens; the
+  // two differ only in launch overhead).
   const int32_t bucket =
-      graphs_.empty() || !is_decode_only(plan) ? -1 : choose_graph_bucket(buckets_, static_cast<int32_t>(plan.seqs.size()));
+      is_decode_only(plan) ? choose_graph_bucket(buckets_, static_cast<int32_t>(plan.seqs.size())) : -1;
   int32_t num_rows = 0;
   bool argmax_done = false;
   if (bucket > 0) {
     const ForwardBatch padded = padded_.build(batch, bucket);
     CROSSPOINT_ASSIGN_OR_RETURN(CudaForwardBatch device,
                                 m.upload_inputs(padded, m.capacity().max_blocks_per_seq, batch.num_tokens()));
-    (void)device;  // the graph baked the same device addresses in
-    CROSSPOINT_CUDA_RETURN_IF_ERROR(cudaGraphLaunch(graphs_.at(bucket), m.stream()), "cudaGraphLaunch");
+    const auto graph = graphs_.find(bucket);
+    if (graph != graphs_.end()) {
+      // The graph baked in the same device addresses and the bounds set below.
+      CROSSPOINT_CUDA_RETURN_IF_ERROR(cudaGraphLaunch(graph->second, m.stream()), "cudaGraphLaunch");
+      ++num_graph_steps_;
+    } else {
+      device.shape.max_query_len = 1;
+      device.shape.max_context_len = m.max_model_len();
+      Status status = m.forward(device);
+      if (!status.is_ok()) return Status(status.code(), "forward pass: " + status.message());
+      CROSSPOINT_RETURN_IF_ERROR(argmax_rows(m.logits(), m.vocab_size(), m.sampled_tokens(), bucket, m.vocab_size(),
+                                             m.stream()));
+      ++num_eager_steps_;
+    }
     num_rows = bucket;
     row_seq_idx_.assign(bucket, -1);
     for (int32_t s = 0; s < static_cast<int32_t>(plan.seqs.size()); ++s) row_seq_idx_[s] = s;
     argmax_done = true;
-    ++num_graph_steps_;
   } else {
     CROSSPOINT_ASSIGN_OR_RETURN(CudaForwardBatch device,
                                 m.upload_inputs(batch, batch.max_blocks_per_seq, batch.num_tokens()));

@@ -3,8 +3,10 @@
 // sample (temperature > 0) are converted to f32 on the GPU, copied to the host and drawn by
 // the same per-request sampler as the CPU runner, so seeds give the same tokens on both.
 //
-// Decode-only steps replay a CUDA graph captured at start-up for the smallest bucket that
-// holds them (graph_buckets.h); other steps, and every step with enforce_eager, run eagerly.
+// Decode-only steps are padded to the smallest bucket that holds them (graph_buckets.h) and
+// replay the CUDA graph captured for it at start-up; with enforce_eager (or a failed capture)
+// the same padded launches run eagerly, so both give identical tokens. Other steps (prefill
+// chunks, mixed steps, batches above the largest bucket) run eagerly at their own size.
 #pragma once
 
 #include <cuda_runtime.h>
