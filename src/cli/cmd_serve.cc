@@ -191,6 +191,13 @@ int serve(const ServeOptions& o) {
     if (!kv_bytes.is_ok()) return report_error("serve", kv_bytes.status());
     device_runner.num_blocks = BlockManager::num_blocks_for_budget(kv_bytes.value(), m.kv_bytes_per_token(), o.block_size);
     const int64_t cpu_kv_tokens = static_cast<int64_t>(device_runner.num_blocks) * o.block_size;
+    // Checked before the cache is allocated (a cache of zero blocks is a programmer error there).
+    if (cpu_kv_tokens < max_model_len) {
+      return report_error("serve", invalid_argument(
+          "the KV cache (" + o.kv_cache_memory + " = " + std::to_string(cpu_kv_tokens) +
+          " tokens) cannot hold one sequence of --max-model-len " + std::to_string(max_model_len) +
+          " tokens: raise --kv-cache-memory or lower --max-model-len"));
+    }
     const KvCacheShape kv_shape = m.kv_cache_shape(device_runner.num_blocks, o.block_size);
     const double kv_gib = static_cast<double>(cpu_kv_tokens) * m.kv_bytes_per_token() / kGiB;
     log_info("KV cache: {:.3f} GiB (f32) = {} tokens in {} blocks of {}", kv_gib, cpu_kv_tokens, device_runner.num_blocks,
@@ -202,13 +209,11 @@ int serve(const ServeOptions& o) {
   }
   const int32_t num_blocks = device_runner.num_blocks;
   const int64_t kv_tokens = static_cast<int64_t>(num_blocks) * o.block_size;
-  if (kv_tokens < max_model_len) {
+  if (kv_tokens < max_model_len) {  // cuda (the cpu branch checked before allocating)
     return report_error("serve", invalid_argument(
-        "the KV cache (" + (device.value() == "cuda" ? "--gpu-memory-utilization " + std::to_string(o.gpu_memory_utilization)
-                                                    : o.kv_cache_memory) +
-        " = " + std::to_string(kv_tokens) + " tokens) cannot hold one sequence of --max-model-len " +
-        std::to_string(max_model_len) + " tokens: raise " +
-        (device.value() == "cuda" ? "--gpu-memory-utilization" : "--kv-cache-memory") + " or lower --max-model-len"));
+        "the KV cache (--gpu-memory-utilization " + fmt::format("{}", o.gpu_memory_utilization) + " = " +
+        std::to_string(kv_tokens) + " tokens) cannot hold one sequence of --max-model-len " +
+        std::to_string(max_model_len) + " tokens: raise --gpu-memory-utilization or lower --max-model-len"));
   }
   log_info("Maximum concurrency for {} tokens per request (worst case: every request at max-model-len): {:.2f}x",
            max_model_len, static_cast<double>(kv_tokens) / max_model_len);
