@@ -140,8 +140,9 @@ Result<DeviceRunner> make_cuda_runner(const ServeOptions& o, const Model& m, int
   } else if (!graphs.fallback_reason.empty()) {
     log_info("CUDA graphs: capture failed, running eagerly");
   } else {
-    log_info("CUDA graphs: {} decode batch sizes captured [{}] in {:.2f} s, {:.3f} GiB", graphs.captured_buckets.size(),
-             fmt::join(graphs.captured_buckets, ", "), graphs.capture_s, graphs.graph_bytes / kGiB);
+    log_info("CUDA graphs: {} decode batch sizes captured [{}] x context bounds [{}] in {:.2f} s, {:.3f} GiB",
+             graphs.captured_buckets.size(), fmt::join(graphs.captured_buckets, ", "),
+             fmt::join(graphs.context_bounds, ", "), graphs.capture_s, graphs.graph_bytes / kGiB);
   }
   DeviceRunner out;
   out.num_blocks = static_cast<int32_t>(mem.num_kv_blocks);

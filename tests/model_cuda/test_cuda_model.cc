@@ -305,6 +305,7 @@ TEST(CudaModelRunnerTest, GraphsGiveTheSameTokensAsEager) {
   ASSERT_NE(eager_runner, nullptr);
   EXPECT_TRUE(graph_runner->graph_report().fallback_reason.empty()) << graph_runner->graph_report().fallback_reason;
   EXPECT_EQ(graph_runner->graph_report().captured_buckets, (std::vector<int32_t>{1, 2, 4}));
+  EXPECT_EQ(graph_runner->graph_report().context_bounds, (std::vector<int32_t>{256}));
   EXPECT_TRUE(eager_runner->graph_report().captured_buckets.empty());
   cuda::CudaModelRunner* graph_ptr = graph_runner.get();
   cuda::CudaModelRunner* eager_ptr = eager_runner.get();

@@ -18,6 +18,7 @@ Result<std::unique_ptr<CudaModelRunner>> CudaModelRunner::create(std::unique_ptr
   std::unique_ptr<CudaModelRunner> runner(new CudaModelRunner(std::move(model)));
   const StepInputCapacity& cap = runner->model_->capacity();
   runner->buckets_ = graph_bucket_sizes(std::min({cap.max_num_seqs, cap.max_num_tokens, cap.max_num_logits}));
+  runner->context_bounds_ = graph_context_bounds(runner->model_->max_model_len());
   if (options.enforce_eager) return runner;
   Stopwatch capture_timer;
   size_t free_before = 0, free_after = 0, total = 0;
@@ -38,23 +39,26 @@ Result<std::unique_ptr<CudaModelRunner>> CudaModelRunner::create(std::unique_ptr
 CudaModelRunner::~CudaModelRunner() { destroy_graphs(); }
 
 void CudaModelRunner::destroy_graphs() {
-  for (auto& [bucket, exec] : graphs_) (void)cudaGraphExecDestroy(exec);
+  for (auto& [key, exec] : graphs_) (void)cudaGraphExecDestroy(exec);
   graphs_.clear();
   graph_report_.captured_buckets.clear();
+  graph_report_.context_bounds.clear();
 }
 
 Status CudaModelRunner::capture_graphs() {
   for (int32_t bucket : buckets_) {
-    CROSSPOINT_RETURN_IF_ERROR(capture_bucket(bucket));
+    for (int32_t bound : context_bounds_) CROSSPOINT_RETURN_IF_ERROR(capture_bucket(bucket, bound));
     graph_report_.captured_buckets.push_back(bucket);
   }
+  graph_report_.context_bounds = context_bounds_;
   return Status::ok();
 }
 
 // One warm-up step eagerly (kernels loaded, cuBLASLt plans cached), then the same launches
-// captured: forward plus the greedy argmax over all `bucket` rows. Every row is padding here
-// (no K/V stored); the graph reads its inputs from the fixed step-input buffer.
-Status CudaModelRunner::capture_bucket(int32_t bucket) {
+// captured: forward plus the greedy argmax over all `bucket` rows, attention sized for
+// contexts up to `context_bound`. Every row is padding here (no K/V stored); the graph reads
+// its inputs from the fixed step-input buffer.
+Status CudaModelRunner::capture_bucket(int32_t bucket, int32_t context_bound) {
   CudaModel& m = *model_;
   const int32_t stride = m.capacity().max_blocks_per_seq;
   std::vector<int32_t> one_token = {0}, position = {0}, starts = {0, 1}, context = {1}, table = {0}, logits_idx = {0};
@@ -69,7 +73,7 @@ Status CudaModelRunner::capture_bucket(int32_t bucket) {
   const ForwardBatch padded = padded_.build(single, bucket);
   CROSSPOINT_ASSIGN_OR_RETURN(CudaForwardBatch device, m.upload_inputs(padded, stride, /*num_stored_tokens=*/0));
   device.shape.max_query_len = 1;
-  device.shape.max_context_len = m.max_model_len();
+  device.shape.max_context_len = context_bound;
   const int V = m.vocab_size();
   CROSSPOINT_RETURN_IF_ERROR(m.forward(device));
   CROSSPOINT_RETURN_IF_ERROR(argmax_rows(m.logits(), V, m.sampled_tokens(), bucket, V, m.stream()));
@@ -84,14 +88,16 @@ Status CudaModelRunner::capture_bucket(int32_t bucket) {
   if (!launched.is_ok() || end != cudaSuccess) {
     if (graph != nullptr) (void)cudaGraphDestroy(graph);
     (void)cudaGetLastError();
-    if (!launched.is_ok()) return Status(launched.code(), "bucket " + std::to_string(bucket) + ": " + launched.message());
+    if (!launched.is_ok())
+      return Status(launched.code(), "bucket " + std::to_string(bucket) + " x context " + std::to_string(context_bound) +
+                                         ": " + launched.message());
     return cuda_status(end, "cudaStreamEndCapture");
   }
   cudaGraphExec_t exec = nullptr;
   const cudaError_t inst = cudaGraphInstantiate(&exec, graph, 0);
   (void)cudaGraphDestroy(graph);
   CROSSPOINT_CUDA_RETURN_IF_ERROR(inst, "cudaGraphInstantiate");
-  graphs_[bucket] = exec;
+  graphs_[{bucket, context_bound}] = exec;
   // One replay, so a broken graph fails here and not in the first request.
   CROSSPOINT_CUDA_RETURN_IF_ERROR(cudaGraphLaunch(exec, m.stream()), "cudaGraphLaunch");
   CROSSPOINT_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(m.stream()), "graph test replay");
@@ -110,22 +116,26 @@ Result<StepOutput> CudaModelRunner::execute(const BatchPlan& plan) {
   // Decode-only steps are padded to their bucket whether or not a graph exists for it, so
   // eager and graph steps run the same launches on the same shapes (identical tokens; the
   // two differ only in launch overhead).
-  const int32_t bucket =
-      is_decode_only(plan) ? choose_graph_bucket(buckets_, static_cast<int32_t>(plan.seqs.size())) : -1;
+  int32_t bucket = is_decode_only(plan) ? choose_graph_bucket(buckets_, static_cast<int32_t>(plan.seqs.size())) : -1;
+  const int32_t context_bound =
+      bucket > 0 ? choose_context_bound(context_bounds_, *std::max_element(batch.seq_context_len.begin(),
+                                                                           batch.seq_context_len.end()))
+                 : -1;
+  if (context_bound <= 0) bucket = -1;
   int32_t num_rows = 0;
   bool argmax_done = false;
   if (bucket > 0) {
     const ForwardBatch padded = padded_.build(batch, bucket);
     CROSSPOINT_ASSIGN_OR_RETURN(CudaForwardBatch device,
                                 m.upload_inputs(padded, m.capacity().max_blocks_per_seq, batch.num_tokens()));
-    const auto graph = graphs_.find(bucket);
+    const auto graph = graphs_.find({bucket, context_bound});
     if (graph != graphs_.end()) {
       // The graph baked in the same device addresses and the bounds set below.
       CROSSPOINT_CUDA_RETURN_IF_ERROR(cudaGraphLaunch(graph->second, m.stream()), "cudaGraphLaunch");
       ++num_graph_steps_;
     } else {
       device.shape.max_query_len = 1;
-      device.shape.max_context_len = m.max_model_len();
+      device.shape.max_context_len = context_bound;
       Status status = m.forward(device);
       if (!status.is_ok()) return Status(status.code(), "forward pass: " + status.message());
       CROSSPOINT_RETURN_IF_ERROR(argmax_rows(m.logits(), m.vocab_size(), m.sampled_tokens(), bucket, m.vocab_size(),

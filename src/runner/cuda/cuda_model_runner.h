@@ -4,7 +4,8 @@
 // the same per-request sampler as the CPU runner, so seeds give the same tokens on both.
 //
 // Decode-only steps are padded to the smallest bucket that holds them (graph_buckets.h) and
-// replay the CUDA graph captured for it at start-up; with enforce_eager (or a failed capture)
+// replay the CUDA graph captured at start-up for that bucket and the smallest context bound
+// above their longest context; with enforce_eager (or a failed capture)
 // the same padded launches run eagerly, so both give identical tokens. Other steps (prefill
 // chunks, mixed steps, batches above the largest bucket) run eagerly at their own size.
 #pragma once
@@ -13,6 +14,7 @@
 
 #include <cstdint>
 #include <map>
+#include <utility>
 #include <string>
 #include <memory>
 #include <vector>
@@ -30,7 +32,8 @@ struct CudaRunnerOptions {
 
 // What graph capture did, for the startup log.
 struct CudaGraphReport {
-  std::vector<int32_t> captured_buckets;  // batch sizes with a graph
+  std::vector<int32_t> captured_buckets;  // batch sizes with graphs
+  std::vector<int32_t> context_bounds;    // one graph per batch size and context bound
   size_t graph_bytes = 0;                 // device memory the graphs took (measured)
   double capture_s = 0;
   std::string fallback_reason;            // non-empty when capture failed and the runner is eager
@@ -55,7 +58,7 @@ class CudaModelRunner : public Runner {
  private:
   explicit CudaModelRunner(std::unique_ptr<CudaModel> model) : model_(std::move(model)) {}
   Status capture_graphs();
-  Status capture_bucket(int32_t bucket);
+  Status capture_bucket(int32_t bucket, int32_t context_bound);
   void destroy_graphs();
   // After forward (and greedy argmax): copies sampled rows out and fills output.
   Status sample_rows(const BatchPlan& plan, const std::vector<int32_t>& row_seq_idx, int32_t num_rows,
@@ -64,8 +67,9 @@ class CudaModelRunner : public Runner {
   std::unique_ptr<CudaModel> model_;
   ForwardBatchBuilder builder_;
   PaddedDecodeBatch padded_;
-  std::vector<int32_t> buckets_;
-  std::map<int32_t, cudaGraphExec_t> graphs_;  // bucket size -> instantiated graph
+  std::vector<int32_t> buckets_;         // decode batch sizes (graph_bucket_sizes)
+  std::vector<int32_t> context_bounds_;  // attention context bounds (graph_context_bounds)
+  std::map<std::pair<int32_t, int32_t>, cudaGraphExec_t> graphs_;  // (bucket, context bound) -> graph
   CudaGraphReport graph_report_;
   std::vector<int32_t> row_seq_idx_;  // [num_rows] plan.seqs index of each logits row (-1: padding)
   std::vector<int32_t> sampled_rows_;  // logits rows drawn by the host sampler this step
