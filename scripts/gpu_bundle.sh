@@ -184,10 +184,12 @@ PY
 CHECK=$(mktemp -d /tmp/crosspoint-gpu-check.XXXXXX)
 trap 'rm -rf "$STAGE_PARENT" "$CHECK"' EXIT
 mkdir -p "$BUNDLE"
-rm -f "$BUNDLE/crosspoint-gpu.tar.xz"
+# Packed beside the old archive and renamed only once checked, so a device call started
+# meanwhile never carries a half-written archive.
+PACKED=$BUNDLE/crosspoint-gpu.tar.xz.partial
 log "pack (xz)"
-tar -C "$STAGE_PARENT" -cf - crosspoint-gpu | xz -T2 -6 >"$BUNDLE/crosspoint-gpu.tar.xz"
-tar -C "$CHECK" -xJf "$BUNDLE/crosspoint-gpu.tar.xz"
+tar -C "$STAGE_PARENT" -cf - crosspoint-gpu | xz -T2 -6 >"$PACKED"
+tar -C "$CHECK" -xJf "$PACKED"
 BAD=0
 for t in "${BINARIES[@]}"; do
   while read -r name arrow path _; do
@@ -199,11 +201,12 @@ for t in "${BINARIES[@]}"; do
     esac
   done < <(LD_LIBRARY_PATH="$CHECK/crosspoint-gpu/lib" ldd "$CHECK/crosspoint-gpu/libexec/$t")
 done
-[ $BAD -eq 0 ] || die "the unpacked bundle is missing libraries (see CHECK lines)"
+[ $BAD -eq 0 ] || { rm -f "$PACKED"; die "the unpacked bundle is missing libraries (see CHECK lines)"; }
 LD_LIBRARY_PATH="$CHECK/crosspoint-gpu/lib" "$CHECK/crosspoint-gpu/libexec/crosspoint" --help >/dev/null \
-  || die "the unpacked crosspoint does not start here"
-SIZE=$(stat -c %s "$BUNDLE/crosspoint-gpu.tar.xz")
+  || { rm -f "$PACKED"; die "the unpacked crosspoint does not start here"; }
+SIZE=$(stat -c %s "$PACKED")
 [ "$SIZE" -lt $((MAX_BUNDLE_MIB * 1024 * 1024)) ] || die "bundle is $((SIZE >> 20)) MiB, over $MAX_BUNDLE_MIB MiB"
+mv "$PACKED" "$BUNDLE/crosspoint-gpu.tar.xz"
 
 cat >"$BUNDLE/README.txt" <<'EOF'
 crosspoint-gpu.tar.xz: crosspoint built with CUDA (sm_90) and the libraries the GPU machine lacks.
