@@ -54,11 +54,19 @@ std::vector<LlamaCppSequence> load_llamacpp(const std::string& file_name) {
 struct PeerTolerance {
   double logit_abs;         // max |our logit - peer logit| over the peer's recorded top tokens
   double decisive_margin;   // the peer's top1-top2 gap above which our argmax must agree
+  bool whole_prefix;        // free-running greedy must match the first 32 tokens outright,
+                            // not only up to the peer's first indecisive step
 };
-// Measured on the committed fixtures (docs/performance.md, "Agreement with llama.cpp"), with
-// headroom: Q4_1 x Q8_1 dot products against our f16 x f32, and F16 x F16 against f16 x f32.
-constexpr PeerTolerance kQ41Tolerance{0.5, 0.5};
-constexpr PeerTolerance kF16Tolerance{0.1, 0.1};
+// Measured on the committed fixtures (docs/performance.md, "Agreement with llama.cpp"):
+// Q4_1 (llama.cpp rounds activations to Q8_1 blocks): max |logit diff| 0.92 over 3 x 40
+//   steps x 8 tokens; our argmax equals llama.cpp's at all 104 steps whose margin is >= 0.5;
+//   free-running sequences part at its near-ties (steps 5, 13 and never), as transformers'
+//   fp32 run does too. Tolerance 1.25 logits.
+// F16 (the same dequantised weights; llama.cpp rounds activations to f16): max diff 0.042;
+//   the greedy continuations equal ours for every token (30 with eos, 40, 40), so the
+//   issue's criterion (first 32 tokens identical) holds outright. Tolerance 0.1 logits.
+constexpr PeerTolerance kQ41Tolerance{1.25, 0.5, false};
+constexpr PeerTolerance kF16Tolerance{0.1, 0.1, true};
 
 // Tokens until the first difference.
 size_t matching_prefix(const std::vector<int32_t>& a, const std::vector<int32_t>& b) {
@@ -138,7 +146,8 @@ class SmolLM2VsLlamaCpp : public ::testing::Test {
       }
       EXPECT_LE(worst, tol.logit_abs) << "prompt '" << s.prompt << "': logits differ from " << peer << " by " << worst
                                       << " at step " << worst_step;
-      const size_t needed = std::min(kMinMatchingTokens, first_indecisive);
+      const size_t needed =
+          std::min(kMinMatchingTokens, tol.whole_prefix ? s.generated_ids.size() : first_indecisive);
       const auto free_running = greedy(s.prompt_ids, needed);
       const size_t same = matching_prefix(free_running, s.generated_ids);
       EXPECT_GE(same, needed) << "prompt '" << s.prompt << "' diverges from " << peer << " at token " << same
@@ -171,8 +180,8 @@ TEST_F(SmolLM2VsLlamaCpp, GreedyMatchesTransformersOnTheConvertedWeights) {
 // Teacher-forced on the peer's own continuation (so one early near-tie does not hide the
 // rest): at every step our logits of the peer's recorded top tokens are within
 // tol.logit_abs of its logits, and our argmax is its token wherever its margin is decisive.
-// Free-running: our greedy continuation equals the peer's at least up to its first step
-// with an indecisive margin (and at most 32 tokens are asked for).
+// Free-running: our greedy continuation equals the peer's for the first 32 tokens
+// (whole_prefix) or at least up to its first step with an indecisive margin.
 TEST_F(SmolLM2VsLlamaCpp, LogitsAndGreedyAgreeWithLlamaCppQ41) {
   const auto seqs = load_llamacpp("greedy_q4_1.json");
   if (seqs.empty()) GTEST_SKIP() << kNoFixture;
