@@ -135,8 +135,8 @@ def gptq(args):
         s_full = np.repeat(scale.astype(np.float32), args.group_size, axis=1)
         z_full = np.repeat(zp, args.group_size, axis=1)
         q_signed = np.rint(w / s_full) + z_full                   # -8..7
-        recon = (s_full * (q_signed - z_full)).astype(np.float16).astype(np.float32)
-        worst = max(worst, float(np.max(np.abs(recon - w))))
+        # The library's weight is scale * code (in fp32 here): how far from a code, in codes.
+        worst = max(worst, float(np.max(np.abs(w / s_full + z_full - q_signed))))
         codes = (q_signed + 8).astype(np.int64).T                 # [K, N] 0..15
         assert codes.min() >= 0 and codes.max() <= 15, name
         zeros = (8 - zp).astype(np.int64).T                       # [G, N] (8 when symmetric)
@@ -144,7 +144,8 @@ def gptq(args):
         tensors[f"{name}.qweight"], tensors[f"{name}.qzeros"] = qweight, qzeros
         tensors[f"{name}.scales"], tensors[f"{name}.g_idx"] = np.ascontiguousarray(scales_t), g_idx
         del dense[f"{name}.weight"]
-    print(f"max |scale * code - library weight| = {worst:.3g} (fp16 rounding of the product only)")
+    print(f"library weights sit on their int4 grid: max |w / scale - code| = {worst:.3g} codes")
+    assert worst < 0.01, "the library's weights are not scale * code: layout misread"
     tensors.update(dense)
     out.mkdir(parents=True, exist_ok=True)
     save_file(tensors, str(out / "model.safetensors"), metadata={"format": "pt"})
