@@ -40,7 +40,10 @@ PROMPTS = [
 def build_model(args, torch):
     from transformers import Qwen2Config, Qwen2ForCausalLM
     cfg = dict(QWEN25_7B, num_hidden_layers=args.num_layers, max_window_layers=args.num_layers, torch_dtype="float16")
-    config = Qwen2Config(**{k: v for k, v in cfg.items() if k not in ("architectures", "transformers_version")})
+    kwargs = {k: v for k, v in cfg.items() if k not in ("architectures", "transformers_version")}
+    # transformers >= 5 reads RoPE settings from rope_parameters; older versions from rope_theta.
+    kwargs["rope_parameters"] = {"rope_type": "default", "rope_theta": cfg["rope_theta"]}
+    config = Qwen2Config(**kwargs)
     try:
         config._attn_implementation = "eager"  # plain softmax attention, no fused kernel choices
     except Exception as e:  # noqa: BLE001 (older/newer transformers name it differently)
@@ -55,15 +58,18 @@ def build_model(args, torch):
                 p.fill_(1.0)
             else:
                 p.normal_(0.0, 0.02)
-    # transformers moves rope_theta between config fields across versions: check what it uses.
+    # model.half() also turned the RoPE inverse frequencies into fp16 (and transformers may have
+    # built them for another theta field): set them, in fp32, to HF's default-rope formula at
+    # the checkpoint's theta, which is what config.json says and crosspoint computes.
     rotary = getattr(model.model, "rotary_emb", None)
-    if rotary is not None and hasattr(rotary, "inv_freq"):
-        inv_freq = rotary.inv_freq.float().cpu()
-        want = 1.0 / (cfg["rope_theta"] ** (torch.arange(0, 128, 2).float() / 128))
-        if not torch.allclose(inv_freq, want, rtol=1e-4):
-            raise SystemExit(f"transformers' RoPE frequencies are not those of rope_theta {cfg['rope_theta']}")
-    else:
-        print("note: no model.model.rotary_emb.inv_freq to check rope_theta against", flush=True)
+    if rotary is None or not hasattr(rotary, "inv_freq"):
+        raise SystemExit("no model.model.rotary_emb.inv_freq: cannot pin transformers' RoPE to rope_theta")
+    want = 1.0 / (cfg["rope_theta"] ** (torch.arange(0, 128, 2, dtype=torch.int64).float() / 128))
+    for buf in ("inv_freq", "original_inv_freq"):
+        if hasattr(rotary, buf):
+            rotary.register_buffer(buf, want.to("cuda"), persistent=False)
+    if getattr(rotary, "attention_scaling", 1.0) != 1.0:
+        raise SystemExit(f"transformers' RoPE has attention_scaling {rotary.attention_scaling}, not 1")
     os.makedirs(args.model_dir, exist_ok=True)
     from safetensors.torch import save_file
     state = {k: v.detach().contiguous() for k, v in model.state_dict().items()}

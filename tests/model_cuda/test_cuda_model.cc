@@ -7,13 +7,16 @@
 // (the CPU in f32), so fp16 rounding of each layer's input (rel. 2^-11) accumulates over
 // 2 layers and the head: 2e-2 for fp16 and W4A16 (identical weights on both sides); W8A8
 // re-quantises fp16 rather than f32 activations, so an element may round to a neighbouring
-// e4m3 value (rel. 2^-4): 4e-2. Greedy tokens must match unless the CPU's top two logits are
-// closer than that tolerance (a tie at fp16 precision).
+// e4m3 value (one e4m3 step is rel. 2^-3, so a flipped rounding moves that product by up to
+// 2^-4): 8e-2. (The first H200 run measured up to 5.0 % of the logit scale for W8A8, over a
+// first guess of 4e-2; fp16 and W4A16 stayed inside 2e-2.) Greedy tokens must match unless
+// the CPU's top two logits are closer than that tolerance (a tie at fp16 precision).
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <string>
 #include <condition_variable>
 #include <map>
 #include <mutex>
@@ -36,7 +39,7 @@ using cuda_testing::TinyPrecision;
 #define SKIP_WITHOUT_GPU() \
   if (cuda::cuda_device_count() == 0) GTEST_SKIP() << "no CUDA device"
 
-float tolerance_for(TinyPrecision p) { return p == TinyPrecision::kFp8 ? 4e-2f : 2e-2f; }
+float tolerance_for(TinyPrecision p) { return p == TinyPrecision::kFp8 ? 8e-2f : 2e-2f; }
 
 std::unique_ptr<Model> load_cpu_model(TinyPrecision precision) {
   auto dir = TinyCheckpoints::get().dir(precision);
@@ -303,9 +306,16 @@ TEST(CudaModelRunnerTest, GraphsGiveTheSameTokensAsEager) {
   auto eager_runner = make_cuda_runner(*cpu, true);
   ASSERT_NE(graph_runner, nullptr);
   ASSERT_NE(eager_runner, nullptr);
-  EXPECT_TRUE(graph_runner->graph_report().fallback_reason.empty()) << graph_runner->graph_report().fallback_reason;
-  EXPECT_EQ(graph_runner->graph_report().captured_buckets, (std::vector<int32_t>{1, 2, 4}));
-  EXPECT_EQ(graph_runner->graph_report().context_bounds, (std::vector<int32_t>{256}));
+  // The report is compared as text: a mismatch then prints both sides plainly.
+  const auto joined = [](const std::vector<int32_t>& v) {
+    std::string text;
+    for (int32_t x : v) text += std::to_string(x) + " ";
+    return text;
+  };
+  const cuda::CudaGraphReport& report = graph_runner->graph_report();
+  ASSERT_TRUE(report.fallback_reason.empty()) << report.fallback_reason;
+  EXPECT_EQ(joined(report.captured_buckets), "1 2 4 ");
+  EXPECT_EQ(joined(report.context_bounds), "256 ");
   EXPECT_TRUE(eager_runner->graph_report().captured_buckets.empty());
   cuda::CudaModelRunner* graph_ptr = graph_runner.get();
   cuda::CudaModelRunner* eager_ptr = eager_runner.get();
