@@ -138,7 +138,7 @@ Result<DeviceRunner> make_cuda_runner(const ServeOptions& o, const Model& m, int
   if (o.enforce_eager) {
     log_info("CUDA graphs: off (--enforce-eager)");
   } else if (!graphs.fallback_reason.empty()) {
-    log_info("CUDA graphs: capture failed, running eagerly");
+    log_info("CUDA graphs: capture failed, running eagerly: {}", graphs.fallback_reason);
   } else {
     log_info("CUDA graphs: {} decode batch sizes captured [{}] x context bounds [{}] in {:.2f} s, {:.3f} GiB",
              graphs.captured_buckets.size(), fmt::join(graphs.captured_buckets, ", "),
