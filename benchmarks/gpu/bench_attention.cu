@@ -26,6 +26,7 @@
 
 #include "common/dtype.h"
 #include "gpu/fill_random.h"
+#include "gpu/graph_timing.h"
 #include "kernels/cuda/cuda_status.h"
 #include "kernels/cuda/decoder_ops.h"
 #include "kernels/cuda/paged_attention.h"
@@ -33,53 +34,10 @@
 namespace crosspoint::bench {
 namespace {
 
-#define BENCH_CHECK(expr)                                                               \
-  do {                                                                                  \
-    const ::crosspoint::Status st_ = (expr);                                            \
-    if (!st_.is_ok()) {                                                                 \
-      std::fprintf(stderr, "%s:%d: %s\n", __FILE__, __LINE__, st_.to_string().c_str()); \
-      std::exit(1);                                                                     \
-    }                                                                                   \
-  } while (0)
-#define BENCH_CUDA(expr) BENCH_CHECK(::crosspoint::cuda::cuda_status((expr), #expr))
-
 constexpr int kHeads = 28, kKvHeads = 4, kHeadDim = 128, kBlockSize = 16;
 constexpr int kHidden = 3584, kIntermediate = 18944, kVocab = 152064;
 constexpr double kMinStreamBytes = 480e6;  // > 8x the H200's 60 MB L2
 constexpr int kMaxCopies = 28;
-
-// Median ms of one replay of a graph holding `enqueue`; enqueue runs once eagerly first.
-double time_graph(const std::function<Status()>& enqueue, cudaStream_t s, int reps) {
-  BENCH_CHECK(enqueue());
-  BENCH_CUDA(cudaStreamSynchronize(s));
-  cudaGraph_t graph;
-  cudaGraphExec_t exec;
-  BENCH_CUDA(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
-  const Status st = enqueue();
-  BENCH_CUDA(cudaStreamEndCapture(s, &graph));
-  BENCH_CHECK(st);
-  BENCH_CUDA(cudaGraphInstantiate(&exec, graph, 0));
-  for (int i = 0; i < 3; ++i) BENCH_CUDA(cudaGraphLaunch(exec, s));
-  cudaEvent_t start, stop;
-  BENCH_CUDA(cudaEventCreate(&start));
-  BENCH_CUDA(cudaEventCreate(&stop));
-  std::vector<double> times;
-  for (int i = 0; i < reps; ++i) {
-    BENCH_CUDA(cudaEventRecord(start, s));
-    BENCH_CUDA(cudaGraphLaunch(exec, s));
-    BENCH_CUDA(cudaEventRecord(stop, s));
-    BENCH_CUDA(cudaEventSynchronize(stop));
-    float ms = 0;
-    BENCH_CUDA(cudaEventElapsedTime(&ms, start, stop));
-    times.push_back(ms);
-  }
-  cudaEventDestroy(start);
-  cudaEventDestroy(stop);
-  cudaGraphExecDestroy(exec);
-  cudaGraphDestroy(graph);
-  std::sort(times.begin(), times.end());
-  return times[times.size() / 2];
-}
 
 // One batch shape: num_seqs sequences, each num_new query rows and context_len cached tokens.
 struct AttentionShape {

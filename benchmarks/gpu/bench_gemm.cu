@@ -20,6 +20,7 @@
 #include <nlohmann/json.hpp>
 
 #include "gpu/fill_random.h"
+#include "gpu/graph_timing.h"
 #include "kernels/cuda/cublaslt_gemm.h"
 #include "kernels/cuda/cuda_status.h"
 #include "kernels/cuda/fp8_quant.h"
@@ -31,16 +32,6 @@ namespace crosspoint::bench {
 namespace {
 
 using cuda::CublasLtContext;
-
-#define BENCH_CHECK(expr)                                                                  \
-  do {                                                                                     \
-    const ::crosspoint::Status st_ = (expr);                                                             \
-    if (!st_.is_ok()) {                                                                    \
-      std::fprintf(stderr, "%s:%d: %s\n", __FILE__, __LINE__, st_.to_string().c_str());    \
-      std::exit(1);                                                                        \
-    }                                                                                      \
-  } while (0)
-#define BENCH_CUDA(expr) BENCH_CHECK(::crosspoint::cuda::cuda_status((expr), #expr))
 
 struct Ceilings {
   double bw_gbps = 4300;       // measured HBM read bandwidth, GB/s
@@ -189,40 +180,6 @@ Status run_linear(CublasLtContext& ctx, const Buffers& b, const Linear& lin, Var
                                     b.y, n, m, n, k, kGroupSize, b.w4a16_workspace, s);
   }
   return internal_error("unknown precision");
-}
-
-// Runs `enqueue` once eagerly (plans, errors), captures it into a graph and returns the
-// median replay time in ms over `reps` replays.
-double time_graph(const std::function<Status()>& enqueue, cudaStream_t s, int reps) {
-  BENCH_CHECK(enqueue());
-  BENCH_CUDA(cudaStreamSynchronize(s));
-  cudaGraph_t graph;
-  cudaGraphExec_t exec;
-  BENCH_CUDA(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
-  const Status st = enqueue();
-  BENCH_CUDA(cudaStreamEndCapture(s, &graph));
-  BENCH_CHECK(st);
-  BENCH_CUDA(cudaGraphInstantiate(&exec, graph, 0));
-  for (int i = 0; i < 3; ++i) BENCH_CUDA(cudaGraphLaunch(exec, s));
-  cudaEvent_t start, stop;
-  cudaEventCreate(&start);
-  cudaEventCreate(&stop);
-  std::vector<double> times;
-  for (int i = 0; i < reps; ++i) {
-    cudaEventRecord(start, s);
-    BENCH_CUDA(cudaGraphLaunch(exec, s));
-    cudaEventRecord(stop, s);
-    BENCH_CUDA(cudaEventSynchronize(stop));
-    float ms = 0;
-    cudaEventElapsedTime(&ms, start, stop);
-    times.push_back(ms);
-  }
-  cudaEventDestroy(start);
-  cudaEventDestroy(stop);
-  cudaGraphExecDestroy(exec);
-  cudaGraphDestroy(graph);
-  std::sort(times.begin(), times.end());
-  return times[times.size() / 2];
 }
 
 struct Shape { const char* name; int n, k; };
