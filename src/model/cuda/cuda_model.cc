@@ -353,7 +353,9 @@ Status CudaModel::run_layer(int32_t layer_idx, const CudaForwardBatch& b) {
   // The previous layer's down_proj output joins the residual here (none before layer 0).
   CROSSPOINT_RETURN_IF_ERROR(add_rms_norm(residual_.as<float>(), layer_idx == 0 ? nullptr : delta, d,
                                           l.input_norm.as<uint16_t>(), eps, x, d, T, d, stream_));
+  mark(StepOp::kInputNorm);
   CROSSPOINT_RETURN_IF_ERROR(run_cuda_linear(l.qkv, scratch_, x, T, qkv_.as<uint16_t>(), stream_));
+  mark(StepOp::kQkvProj);
 
   RopeKvWriteArgs rope;
   rope.qkv = qkv_.as<uint16_t>();
@@ -371,6 +373,7 @@ Status CudaModel::run_layer(int32_t layer_idx, const CudaForwardBatch& b) {
   rope.block_size = options_.block_size;
   rope.num_blocks = static_cast<int>(num_kv_blocks_);
   CROSSPOINT_RETURN_IF_ERROR(rope_kv_write(rope, stream_));
+  mark(StepOp::kRopeKvWrite);
 
   CudaPagedAttentionArgs attn;
   attn.query = qkv_.as<uint16_t>();
@@ -395,21 +398,30 @@ Status CudaModel::run_layer(int32_t layer_idx, const CudaForwardBatch& b) {
   attn.workspace = attention_workspace_.as();
   attn.workspace_bytes = attention_workspace_.bytes();
   CROSSPOINT_RETURN_IF_ERROR(cuda_paged_attention(attn, stream_));
+  mark(StepOp::kAttention);
 
   CROSSPOINT_RETURN_IF_ERROR(run_cuda_linear(l.o_proj, scratch_, attn_.as<uint16_t>(), T, delta, stream_));
+  mark(StepOp::kOProj);
   CROSSPOINT_RETURN_IF_ERROR(add_rms_norm(residual_.as<float>(), delta, d, l.post_attention_norm.as<uint16_t>(), eps,
                                           x, d, T, d, stream_));
+  mark(StepOp::kPostAttentionNorm);
   CROSSPOINT_RETURN_IF_ERROR(run_cuda_linear(l.gate_up, scratch_, x, T, gate_up_.as<uint16_t>(), stream_));
+  mark(StepOp::kGateUpProj);
   CROSSPOINT_RETURN_IF_ERROR(silu_mul(gate_up_.as<uint16_t>(), 2 * I, act_.as<uint16_t>(), I, T, I, stream_));
-  return run_cuda_linear(l.down_proj, scratch_, act_.as<uint16_t>(), T, delta, stream_);
+  mark(StepOp::kSiluMul);
+  CROSSPOINT_RETURN_IF_ERROR(run_cuda_linear(l.down_proj, scratch_, act_.as<uint16_t>(), T, delta, stream_));
+  mark(StepOp::kDownProj);
+  return Status::ok();
 }
 
 Status CudaModel::forward(const CudaForwardBatch& b) {
   const int T = b.shape.num_tokens, R = b.shape.num_logits, d = static_cast<int>(config_.hidden_size);
   if (T == 0) return Status::ok();
   if (kv_cache_.empty()) return internal_error("cuda model: forward before the KV cache exists");
+  if (profiler_ != nullptr) CROSSPOINT_RETURN_IF_ERROR(profiler_->begin_step(stream_));
   CROSSPOINT_RETURN_IF_ERROR(
       embedding_gather(embed_tokens_.as<uint16_t>(), b.token_ids, residual_.as<float>(), T, d, vocab_size_, stream_));
+  mark(StepOp::kEmbedding);
   for (int32_t i = 0; i < static_cast<int32_t>(layers_.size()); ++i) CROSSPOINT_RETURN_IF_ERROR(run_layer(i, b));
   if (R == 0) return Status::ok();
   // Final norm over every row (the last down_proj joins the residual), then only the rows
@@ -418,9 +430,12 @@ Status CudaModel::forward(const CudaForwardBatch& b) {
                                           final_norm_.as<uint16_t>(), static_cast<float>(config_.rms_norm_eps),
                                           x_.as<uint16_t>(), d, T, d, stream_));
   CROSSPOINT_RETURN_IF_ERROR(gather_rows(x_.as<uint16_t>(), d, b.logits_token_idx, head_in_.as<uint16_t>(), R, d, stream_));
+  mark(StepOp::kFinalNormGather);
   const uint16_t* head = lm_head_.empty() ? embed_tokens_.as<uint16_t>() : lm_head_.as<uint16_t>();
-  return fp16_linear(*cublas_, head_in_.as<uint16_t>(), d, head, d, logits_.as<uint16_t>(), vocab_size_, R,
-                     vocab_size_, d, stream_);
+  CROSSPOINT_RETURN_IF_ERROR(fp16_linear(*cublas_, head_in_.as<uint16_t>(), d, head, d, logits_.as<uint16_t>(),
+                                         vocab_size_, R, vocab_size_, d, stream_));
+  mark(StepOp::kLmHead);
+  return Status::ok();
 }
 
 Status CudaModel::forward_host(const ForwardBatch& batch, float* logits_out) {

@@ -20,6 +20,7 @@
 #include "model/cuda/cuda_linear.h"
 #include "model/cuda/device_buffer.h"
 #include "model/cuda/step_inputs.h"
+#include "model/cuda/step_profiler.h"
 #include "model/forward_batch.h"
 #include "model/model.h"
 
@@ -92,6 +93,12 @@ class CudaModel {
   // [num_logits, vocab]. Synchronises.
   Status forward_host(const ForwardBatch& batch, float* logits);
 
+  // Per-op timing of eager steps (benchmarks; model/cuda/step_profiler.h). With a profiler
+  // set, forward() opens a step on it (refusing while the stream is being captured) and marks
+  // every op; the caller marks what it runs after forward and calls finish(). nullptr (the
+  // default) records nothing. The profiler must outlive its use here.
+  void set_profiler(StepProfiler* profiler) { profiler_ = profiler; }
+
   cudaStream_t stream() const { return stream_; }
   int32_t vocab_size() const { return vocab_size_; }
   int32_t block_size() const { return options_.block_size; }
@@ -128,6 +135,9 @@ class CudaModel {
   Status run_layer(int32_t layer_idx, const CudaForwardBatch& b);
   uint16_t* key_cache(int32_t layer_idx) const;
   uint16_t* value_cache(int32_t layer_idx) const;
+  void mark(StepOp op) {
+    if (profiler_ != nullptr) profiler_->mark(op);
+  }
 
   CudaModelOptions options_;
   ModelConfig config_;
@@ -174,6 +184,8 @@ class CudaModel {
   DeviceBuffer x_perm_;         // [T, max K] fp16 (act-order w4a16 layers)
   DeviceBuffer w4a16_workspace_;
   CudaLinearScratch scratch_;
+
+  StepProfiler* profiler_ = nullptr;  // not owned; nullptr = no per-op events
 };
 
 }  // namespace crosspoint::cuda
