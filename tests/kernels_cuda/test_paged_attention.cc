@@ -245,6 +245,12 @@ TEST(CudaPagedAttention, LongDecodeSplitsTheContext) {
   CROSSPOINT_SKIP_WITHOUT_GPU();
   run_case({"decode 1:1 D64 ctx 4100", 8, 8, 64, 16, {{1, 4100}}}, 203);
   run_case({"decode 7:1 D128 ctx 2049 bound 4096", 28, 4, 128, 16, {{1, 2049}, {1, 200}}, 0, 4096 - 2049}, 204);
+  // 40 rows x 4 KV heads: 128-token partitions, fewer CTAs per row than partitions, so each
+  // CTA walks several partitions of its row (grid.z < partitions), under a 4,096 bound.
+  AttentionCase many{"40 decodes 7:1 D128 bound 4096", 28, 4, 128, 16, {}, /*padding_rows=*/2, /*context_bound_extra=*/0};
+  for (int i = 0; i < 40; ++i) many.seqs.push_back({1, 1 + (i * 397) % 3000});
+  many.context_bound_extra = 4096 - 2956;  // longest context above: 2,956
+  run_case(many, 216);
 }
 
 TEST(CudaPagedAttention, PrefillChunks) {
@@ -419,9 +425,10 @@ TEST(CudaPagedAttentionArgs, WorkspaceBoundIsSmallAndMonotone) {
   const size_t decode = cuda_paged_attention_workspace_bytes(1, 28, 128, 4096);
   EXPECT_GT(decode, 0u);
   EXPECT_LE(cuda_paged_attention_workspace_bytes(1, 28, 128, 1024), decode);
-  // Large batches never split, so the bound stays small whatever max_num_tokens is.
+  // The (row, partition) pairs are capped (4,096), so the bound stays small whatever
+  // max_num_tokens and the context are.
   const size_t big = cuda_paged_attention_workspace_bytes(8192, 28, 128, 32768);
-  EXPECT_LE(big, size_t{2 * 512} * 28 * 130 * sizeof(float));
+  EXPECT_LE(big, size_t{4096} * 28 * 130 * sizeof(float));
   EXPECT_GE(big, cuda_paged_attention_workspace_bytes(16, 28, 128, 32768));
 }
 

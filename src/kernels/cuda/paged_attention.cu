@@ -11,12 +11,16 @@
 //     kThreadsPerRow threads cover one K/V row (16 bytes = 8 fp16 each, D/8 of them), the
 //     other thread groups take other rows; the 8 heads' dot products are reduced together
 //     with a halving butterfly of warp shuffles (reduce_scatter_8).
-//   * Splits: when rows x KV heads x head chunks cannot fill the GPU (decode at small batch,
-//     long contexts) the context is cut into num_splits partitions; each CTA writes its
+//   * Splits: when rows x KV heads x head chunks cannot fill the GPU (decode at small and
+//     medium batch) the context is cut into partitions of P tokens (64 to 256, finer for
+//     smaller batches), P fixed by the batch size alone: a row's work spreads over
+//     ceil(context / P) CTAs whatever the host's context bound (a CUDA graph captured for
+//     max_model_len would otherwise put all of a short context in one CTA). grid.z CTAs per
+//     (row, KV head) walk the partitions z, z + grid.z, ...; each writes every partition's
 //     normalised partial output and (m, l) to the workspace and a second kernel merges them.
 //     With one split the CTA writes the fp16 output directly and no second kernel runs.
 //   * The grid depends only on host integers (num_tokens, heads, max_context_len), so a
-//     captured graph stays valid; rows past seq_token_start[num_seqs], or splits past a
+//     captured graph stays valid; rows past seq_token_start[num_seqs], or partitions past a
 //     row's visible length, exit at once.
 // It handles every row when the tensor-core kernel cannot (other head dims, odd output
 // strides) or is turned off (cuda_paged_attention_split_only): each prefill row then reads
@@ -40,8 +44,9 @@ using namespace attention_internal;
 constexpr int kThreads = 128;        // 4 warps per CTA
 constexpr int kHeadsPerCta = 8;      // query heads of one GQA group handled together
 constexpr int kTileTokens = 64;      // context positions per online-softmax step
-constexpr int kTargetCtas = 512;     // ~4 CTAs per SM on a 132-SM H200: below this, split the context
-constexpr int kMaxSplits = 256;
+constexpr int kUnsplitCtas = 1024;   // ~8 CTAs per SM on a 132-SM H200: from here on, no context split
+constexpr int kMaxSplits = 256;      // partitions per row (the partial-output stride)
+constexpr int kMaxPartialRows = 4096;  // (row, partition) pairs the workspace holds at most
 constexpr int kMaxHeadDim = 256;
 constexpr int kTensorCoreMinRows = 16;  // a sequence with fewer new rows is cheaper on the split kernel
 
@@ -113,14 +118,11 @@ __global__ void __launch_bounds__(kThreads) paged_attention_split_kernel(Params 
   const int kv_head = blockIdx.y / p.head_chunks;
   const int head_begin = kv_head * p.group_size + (blockIdx.y % p.head_chunks) * kHeadsPerCta;
   const int num_heads_here = min(kHeadsPerCta, (kv_head + 1) * p.group_size - head_begin);
-  const int split = blockIdx.z;
 
   const int s = sequence_of_row(p, t);
   if (s < 0 || num_new_rows(p, s) >= p.tensor_core_min_rows) return;  // padding, or the prefill kernel's
   const int visible = visible_length(p, s, t - p.seq_token_start[s]);
-  int begin, end;
-  split_range(p, split, visible, &begin, &end);
-  if (begin >= end) return;  // the merge kernel reads only splits that start inside `visible`
+  if (static_cast<int64_t>(blockIdx.z) * p.partition_tokens >= visible) return;  // no partition of ours is visible
 
   const int lane_in_row = threadIdx.x % kThreadsPerRow;
   const int row_group = threadIdx.x / kThreadsPerRow;
@@ -138,12 +140,6 @@ __global__ void __launch_bounds__(kThreads) paged_attention_split_kernel(Params 
 #pragma unroll
     for (int e = 0; e < 8; ++e) q[h][e] *= p.scale_log2;
   }
-  if (threadIdx.x < kHeadsPerCta) {
-    s_m[threadIdx.x] = -INFINITY;
-    s_l[threadIdx.x] = 0.f;
-  }
-
-  float acc[kHeadsPerCta][8] = {};  // this row group's share of sum_p prob * V, dims dim..dim+7
   const int32_t* table = p.block_tables + static_cast<int64_t>(s) * p.max_blocks_per_seq;
   const int64_t kv_row_stride = static_cast<int64_t>(p.num_kv_heads) * p.head_dim;
   const int64_t kv_head_offset = static_cast<int64_t>(kv_head) * p.head_dim + dim;
@@ -151,6 +147,17 @@ __global__ void __launch_bounds__(kThreads) paged_attention_split_kernel(Params 
     const int64_t slot = static_cast<int64_t>(table[position / p.block_size]) * p.block_size + position % p.block_size;
     return slot * kv_row_stride + kv_head_offset;
   };
+
+  // The merge kernel reads only the partitions that start inside `visible`.
+  for (int split = blockIdx.z; split < p.num_splits; split += gridDim.z) {
+  int begin, end;
+  split_range(p, split, visible, &begin, &end);
+  if (begin >= end) break;
+  if (threadIdx.x < kHeadsPerCta) {
+    s_m[threadIdx.x] = -INFINITY;
+    s_l[threadIdx.x] = 0.f;
+  }
+  float acc[kHeadsPerCta][8] = {};  // this row group's share of sum_p prob * V, dims dim..dim+7
 
   for (int tile = begin; tile < end; tile += kTileTokens) {
     // When a thread's V rows of the tile fit in one load batch, their loads are issued now, so
@@ -285,6 +292,8 @@ __global__ void __launch_bounds__(kThreads) paged_attention_split_kernel(Params 
       }
     }
   }
+  __syncthreads();  // s_reduce, s_m and s_l are rewritten by the next partition
+  }
 }
 
 // Merges the splits of one (row, head): weights l_i * 2^(m_i - max m), output = weighted mean
@@ -322,13 +331,14 @@ __global__ void __launch_bounds__(kThreads) paged_attention_merge_kernel(Params 
   }
 }
 
-// Splits for a launch: enough CTAs to fill the GPU, at least one tile per split, capped.
-int choose_num_splits(int num_tokens, int ctas_per_row, int max_context_len) {
+// Context partition for a launch of num_tokens rows x ctas_per_row CTAs: 0 (no split) when
+// the rows alone give the GPU enough CTAs, else finer partitions for smaller batches.
+int partition_tokens_for(int num_tokens, int ctas_per_row) {
   const int64_t ctas = static_cast<int64_t>(num_tokens) * ctas_per_row;
-  if (ctas >= kTargetCtas) return 1;
-  const int wanted = static_cast<int>((kTargetCtas + ctas - 1) / ctas);
-  const int max_by_context = (std::max(max_context_len, 1) + kTileTokens - 1) / kTileTokens;
-  return std::max(1, std::min({wanted, max_by_context, kMaxSplits}));
+  if (ctas >= kUnsplitCtas) return 0;
+  if (ctas < 64) return kTileTokens;
+  if (ctas < 256) return 2 * kTileTokens;
+  return 4 * kTileTokens;
 }
 
 int64_t partial_bytes(int num_tokens, int num_heads, int num_splits, int head_dim) {
@@ -369,12 +379,11 @@ Status check_args(const CudaPagedAttentionArgs& a) {
 
 size_t cuda_paged_attention_workspace_bytes(int max_num_tokens, int num_heads, int head_dim, int max_context_len) {
   if (max_num_tokens <= 0 || num_heads <= 0 || head_dim <= 0) return 0;
-  // Splits only happen while num_tokens * (KV heads x head chunks) < kTargetCtas, and then
-  // num_tokens * num_splits < 2 * kTargetCtas whatever the KV head count; also never more
-  // than max_num_tokens rows times the splits the context allows.
+  // At most ceil(context / one tile) partitions per row, and never more (row, partition)
+  // pairs than kMaxPartialRows: a launch that would need more uses longer partitions.
   const int64_t max_splits = std::min<int64_t>(kMaxSplits, (std::max(max_context_len, 1) + kTileTokens - 1) / kTileTokens);
   if (max_splits <= 1) return 0;
-  const int64_t split_rows = std::min<int64_t>(static_cast<int64_t>(max_num_tokens) * max_splits, 2 * kTargetCtas);
+  const int64_t split_rows = std::min<int64_t>(static_cast<int64_t>(max_num_tokens) * max_splits, kMaxPartialRows);
   return static_cast<size_t>(split_rows * num_heads * (head_dim + 2) * static_cast<int64_t>(sizeof(float)));
 }
 
@@ -410,30 +419,35 @@ Status run_paged_attention(const CudaPagedAttentionArgs& a, bool allow_tensor_co
                             reinterpret_cast<uintptr_t>(a.output) % 4 == 0;
   p.tensor_core_min_rows = tensor_cores ? kTensorCoreMinRows : kNoTensorCoreRows;
 
-  // Splits as the GPU wants them, reduced to what the caller's workspace holds (a smaller
-  // workspace costs speed, never correctness; none at all means one split).
+  // Partitions as the batch wants them (partition_tokens_for), covering the host's context
+  // bound; longer partitions when the caller's workspace holds fewer (a smaller workspace
+  // costs speed, never correctness; none at all means one split).
   const int ctas_per_row = a.num_kv_heads * p.head_chunks;
-  int num_splits = choose_num_splits(a.num_tokens, ctas_per_row, a.max_context_len);
-  while (num_splits > 1 &&
-         (a.workspace == nullptr ||
-          partial_bytes(a.num_tokens, a.num_heads, num_splits, a.head_dim) > static_cast<int64_t>(a.workspace_bytes)))
-    --num_splits;
-  if (num_splits > 1) {
-    // Partition P: the context bound cut into num_splits pieces, rounded up to whole tiles.
-    const int per_split = (std::max(a.max_context_len, 1) + num_splits - 1) / num_splits;
-    p.partition_tokens = (per_split + kTileTokens - 1) / kTileTokens * kTileTokens;
-    num_splits = (std::max(a.max_context_len, 1) + p.partition_tokens - 1) / p.partition_tokens;
+  const int bound = std::max(a.max_context_len, 1);
+  int partition = partition_tokens_for(a.num_tokens, ctas_per_row);
+  int num_splits = partition > 0 ? (bound + partition - 1) / partition : 1;
+  const int64_t bytes_per_split = partial_bytes(a.num_tokens, a.num_heads, 1, a.head_dim);
+  const int64_t splits_that_fit = a.workspace == nullptr ? 0 : static_cast<int64_t>(a.workspace_bytes) / bytes_per_split;
+  const int64_t max_splits = std::min<int64_t>(kMaxSplits, splits_that_fit);
+  if (num_splits > max_splits && max_splits > 1) {
+    const int per_split = (bound + static_cast<int>(max_splits) - 1) / static_cast<int>(max_splits);
+    partition = (per_split + kTileTokens - 1) / kTileTokens * kTileTokens;
+    num_splits = (bound + partition - 1) / partition;
   }
-  if (num_splits <= 1) {
+  if (num_splits <= 1 || max_splits <= 1) {
     num_splits = 1;
-    p.partition_tokens = 1 << 30;  // one split covers any context
+    partition = 1 << 30;  // one split covers any context
   }
+  p.partition_tokens = partition;
+  // CTAs per (row, KV head): enough for ~kUnsplitCtas in all; each walks every grid_z-th partition.
+  const int64_t row_ctas = static_cast<int64_t>(a.num_tokens) * ctas_per_row;
+  const int grid_z = static_cast<int>(std::min<int64_t>(num_splits, (kUnsplitCtas + row_ctas - 1) / row_ctas));
   p.num_splits = num_splits;
   p.partial_out = static_cast<float*>(a.workspace);
   p.partial_ml = num_splits > 1 ? p.partial_out + static_cast<int64_t>(a.num_tokens) * a.num_heads * num_splits * a.head_dim
                                 : nullptr;
 
-  const dim3 grid(a.num_tokens, ctas_per_row, num_splits);
+  const dim3 grid(a.num_tokens, ctas_per_row, std::max(grid_z, 1));
   if (grid.y > 65535) return bad("num_kv_heads x head chunks exceeds the grid limit");
   if (a.head_dim == 128) {
     paged_attention_split_kernel<16><<<grid, kThreads, 0, stream>>>(p);
