@@ -11,6 +11,13 @@
 #              concurrency 1,10,100, ShareGPT sample (bundle), 20,100,200 prompts, replies of the
 #              dataset's length with --ignore-eos, --max-model-len 4096, no eval
 #   6. peers:  shared/tools/gpu/torch_peer.py compiled decode at batch 1, fp16/fp8/int4, if time is left
+# Parts not in the default set (name them in --only):
+#   sanitize: compute-sanitizer memcheck over test_kernels_cuda, racecheck over the kernels that
+#             reduce through shared memory
+#   hwinfo:   crosspoint hwinfo --device cuda --json (the engine's own ceilings), beside ceilings.py
+#   decode:   bench_decode_step over the 7B checkpoints (decode step at batch 1..128, context 512,
+#             prefill 2,048, per-kernel breakdown, roofline) and bench_gemm (the linears alone)
+#   quantpeer: torch_peer.py --part quant (graph-replayed fp8/int4 decode at batch 1/8/32/64)
 # Every step has its own time limit inside BUDGET_S (560 s), and $OUT/results.json is written
 # on every exit (steps with their exit codes and seconds, ceilings, checkpoint timings, the check,
 # every sweep cell's headline numbers, start-up facts, peers).
@@ -18,7 +25,8 @@
 #   run(command="bash scripts/gpu_study.sh", carry=[".gpu_bundle"], timeout_s=600)
 #   run(command="bash scripts/gpu_study.sh --only sweep --precisions w4a16", carry=[".gpu_bundle"])
 #
-# Options: --only tests,check,sweep,peers (default: all; peers only when >= 150 s are left)
+# Options: --only tests,check,sweep,peers (default; also sanitize,hwinfo,decode,quantpeer; peers only
+#          when >= 150 s are left)   --peer-modes fp16,fp8,int4   --decode-batches 1,8,32,64,128
 #          --precisions fp16,w8a8-fp8,w4a16   --concurrency 1,10,100   --num-prompts 20,100,200
 #          --dataset sharegpt|random (random: 218 input / 220 output tokens, the study's means)
 #          --layers N (7B shape with N layers: a quicker sweep)   --enforce-eager   --bisect N
@@ -42,6 +50,8 @@ EAGER=0
 BISECT=0
 GPU_MEM=0.9
 CEILINGS_GIVEN=""
+PEER_MODES="fp16,fp8,int4"
+DECODE_BATCHES="1,8,32,64,128"
 DRY_RUN=0   # --cpu-dry-run: the same flow on a machine without a GPU (tiny model, CPU servers)
 while [ $# -gt 0 ]; do
   case $1 in
@@ -55,6 +65,8 @@ while [ $# -gt 0 ]; do
     --bisect) BISECT=$2; shift ;;
     --gpu-memory-utilization) GPU_MEM=$2; shift ;;
     --ceilings) CEILINGS_GIVEN=$2; shift ;;
+    --peer-modes) PEER_MODES=$2; shift ;;
+    --decode-batches) DECODE_BATCHES=$2; shift ;;
     --cpu-dry-run) DRY_RUN=1 ;;
     -h|--help) sed -n '2,/^set -uo/p' "$0" | sed '$d'; exit 0 ;;
     *) echo "gpu_study.sh: unknown option $1 (see --help)"; exit 2 ;;
@@ -116,6 +128,9 @@ for p in sorted(glob.glob(os.path.join(work, "logs", "checkpoint-*.log"))):
         if line.startswith("RESULT "):
             ck.append(json.loads(line[7:]))
 res["checkpoints"] = ck
+for name in ("hwinfo", "decode_step", "bench_gemm"):
+    if os.path.exists(os.path.join(work, name + ".json")):
+        res[name] = load(os.path.join(work, name + ".json"))
 if os.path.exists(os.path.join(work, "check.json")):
     res["check_vs_transformers"] = load(os.path.join(work, "check.json"))
 sweep = os.path.join(work, "sweep")
@@ -141,6 +156,7 @@ print("results.json: steps " + ", ".join(f"{s['step']}={s['rc']}" for s in steps
 PY
   for f in report.md report.html study.json; do [ -f "$WORK/sweep/$f" ] && cp "$WORK/sweep/$f" "$OUT/"; done
   tar -C "$WORK" -cJf "$OUT/logs.tar.xz" --exclude='*.partial' logs sweep check.json steps.jsonl 2>/dev/null
+  for f in decode_step.json bench_gemm.json hwinfo.json; do [ -f "$WORK/$f" ] && cp "$WORK/$f" "$OUT/"; done
   log "done in $(( $(date +%s) - START )) s; \$OUT: $(ls "$OUT" | tr '\n' ' ')"
 }
 trap 'finish "$ONLY $PRECISIONS"' EXIT
@@ -177,9 +193,29 @@ if want tests; then
   done
 fi
 
+# ---------------------------------------------------------------- 2b. compute-sanitizer
+if want sanitize && [ -x "$BUNDLE_DIR/libexec/test_kernels_cuda" ]; then
+  KT="$BUNDLE_DIR/libexec/test_kernels_cuda"
+  log "== compute-sanitizer memcheck: every test of test_kernels_cuda"
+  t=$(now)
+  LD_LIBRARY_PATH=$CROSSPOINT_GPU_LD_PATH timeout $(limit 180) compute-sanitizer --tool memcheck --error-exitcode 9 \
+    --print-limit 20 "$KT" >"$WORK/logs/sanitizer-memcheck.log" 2>&1
+  rc=$?
+  tail -4 "$WORK/logs/sanitizer-memcheck.log" | tee -a "$LOG"
+  step sanitizer_memcheck $rc $(( $(now) - t )) "$(grep -E 'ERROR SUMMARY' "$WORK/logs/sanitizer-memcheck.log" | tail -1) $(grep -c '^\[       OK' "$WORK/logs/sanitizer-memcheck.log") ok"
+  log "== compute-sanitizer racecheck: kernels that reduce through shared memory"
+  t=$(now)
+  LD_LIBRARY_PATH=$CROSSPOINT_GPU_LD_PATH timeout $(limit 120) compute-sanitizer --tool racecheck --error-exitcode 9 \
+    --print-limit 20 "$KT" --gtest_filter='*Attention*:*Gemv*:*GEMV*:*SplitK*:*Sampl*:*Fused*:*Norm*:*Argmax*' \
+    >"$WORK/logs/sanitizer-racecheck.log" 2>&1
+  rc=$?
+  tail -4 "$WORK/logs/sanitizer-racecheck.log" | tee -a "$LOG"
+  step sanitizer_racecheck $rc $(( $(now) - t )) "$(grep -E 'RACECHECK SUMMARY|ERROR SUMMARY' "$WORK/logs/sanitizer-racecheck.log" | tail -1) $(grep -c '^\[       OK' "$WORK/logs/sanitizer-racecheck.log") ok"
+fi
+
 # ---------------------------------------------------------------- 3. ceilings
 CEILINGS=""
-if want sweep || want peers; then
+if want sweep || want peers || want decode || want hwinfo; then
   if [ -n "$CEILINGS_GIVEN" ] && [ -f "$CEILINGS_GIVEN" ]; then
     cp "$CEILINGS_GIVEN" "$WORK/ceilings.json"; CEILINGS=$WORK/ceilings.json
     step ceilings 0 0 "reused $CEILINGS_GIVEN"
@@ -193,6 +229,18 @@ if want sweep || want peers; then
   fi
 fi
 
+HWINFO=""
+if want hwinfo || want decode || want sweep; then
+  log "== crosspoint hwinfo --device cuda"
+  t=$(now)
+  timeout $(limit 120) "$BUNDLE_DIR/bin/crosspoint" hwinfo --device cuda --json >"$WORK/hwinfo.json" 2>"$WORK/logs/hwinfo.log"
+  rc=$?
+  python3 -c "import json,sys; d=json.load(open(sys.argv[1])); assert d.get('measured'); print(json.dumps(d['ceilings'])[:300])" "$WORK/hwinfo.json" \
+    >>"$WORK/logs/hwinfo.log" 2>&1 && HWINFO=$WORK/hwinfo.json || rc=${rc/#0/3}
+  tail -2 "$WORK/logs/hwinfo.log" | tee -a "$LOG"
+  step hwinfo $rc $(( $(now) - t )) "$(tail -1 "$WORK/logs/hwinfo.log" | cut -c1-200)"
+fi
+
 # ---------------------------------------------------------------- 4. checkpoints (background) + check
 TOKENIZER=$BUNDLE_DIR/tokenizers/qwen2.5
 SWEEP_DEVICE=cuda
@@ -202,7 +250,7 @@ if [ $DRY_RUN -eq 1 ]; then  # tests this script here: tiny checkpoints, CPU ser
 fi
 IFS=, read -r -a PREC_LIST <<<"$PRECISIONS"
 GEN_PID=""
-if want sweep; then
+if want sweep || want decode; then
   log "== 7B checkpoints (${PRECISIONS}; $([ "$LAYERS" -gt 0 ] && echo "$LAYERS" || echo 28) layers; in the background)"
   (
     layers=(); [ "$LAYERS" -gt 0 ] && layers=(--num-layers "$LAYERS")
@@ -246,6 +294,41 @@ if [ -n "$GEN_PID" ]; then
     "$written of $wanted written; waited $(( $(now) - t )) s after the check"
 fi
 
+# ---------------------------------------------------------------- 4b. decode-step and GEMM benchmarks
+if want decode && [ -x "$BUNDLE_DIR/bin/bench_decode_step" ]; then
+  CEIL_FOR_BENCH=${HWINFO:-$CEILINGS}
+  models=()
+  for p in fp16 "${PREC_LIST[@]}"; do [ -f "$CKPT/$p/config.json" ] && [[ " ${models[*]} " != *" $CKPT/$p "* ]] && models+=(--model "$CKPT/$p"); done
+  log "== bench_decode_step ${models[*]} (batches $DECODE_BATCHES, context 512; ceilings $CEIL_FOR_BENCH)"
+  t=$(now)
+  CROSSPOINT_COMMIT=$(python3 -c "import json; print(json.load(open('$BUNDLE_DIR/manifest.json'))['commit'])") \
+    timeout $(limit 240) "$BUNDLE_DIR/bin/bench_decode_step" "${models[@]}" --batches "$DECODE_BATCHES" --context 512 \
+    --prefill-tokens 2048 --ceilings "$CEIL_FOR_BENCH" --out "$WORK/decode_step.json" >"$WORK/logs/bench_decode_step.log" 2>&1
+  rc=$?
+  tail -60 "$WORK/logs/bench_decode_step.log" | tee -a "$LOG"
+  step bench_decode_step $rc $(( $(now) - t )) "$(tail -1 "$WORK/logs/bench_decode_step.log" | cut -c1-150)"
+fi
+if want decode && [ -x "$BUNDLE_DIR/bin/bench_gemm" ] && [ -n "$CEILINGS" ]; then
+  log "== bench_gemm (linears alone, ceilings.py figures)"
+  t=$(now)
+  # ceilings.py's figures: best median streaming read, fp16 GEMM, best fp8 GEMM (no defaults).
+  read -r BW F16 F8 < <(python3 - "$CEILINGS" <<'PY'
+import json, sys
+r = json.load(open(sys.argv[1]))
+bw = max(v["GBps_median"] for k, v in r.items() if isinstance(v, dict) and "(read bytes)" in k)
+fp16 = r["matmul_float16_8192^3"]["TFLOPs_median"]
+fp8 = max(v["TFLOPs_median"] for k, v in r.items() if isinstance(v, dict) and k.startswith("scaled_mm_fp8"))
+print(round(bw, 1), round(fp16, 1), round(fp8, 1))
+PY
+)
+  [ -n "$F8" ] || { step bench_gemm 1 0 "could not read the ceilings from $CEILINGS"; BW=""; }
+  [ -n "$BW" ] && timeout $(limit 150) "$BUNDLE_DIR/bin/bench_gemm" --bw-gbps "$BW" --fp16-tflops "$F16" --fp8-tflops "$F8" \
+    --out "$WORK/bench_gemm.json" >"$WORK/logs/bench_gemm.log" 2>&1
+  rc=$?
+  grep -E "^\|" "$WORK/logs/bench_gemm.log" | tail -40 | tee -a "$LOG"
+  step bench_gemm $rc $(( $(now) - t )) "bw $BW GB/s"
+fi
+
 # ---------------------------------------------------------------- 5. sweep
 if want sweep; then
   log "== crosspoint sweep --device $SWEEP_DEVICE ($PRECISIONS x $CONCURRENCY, $NUM_PROMPTS prompts, $DATASET)"
@@ -258,7 +341,10 @@ if want sweep; then
   else
     sweep_args+=(--dataset sharegpt --dataset-path "$BUNDLE_DIR/datasets/sharegpt_sample.json" --output-len 0)
   fi
-  if [ -n "$CEILINGS" ]; then sweep_args+=(--ceilings "$CEILINGS"); elif [ $DRY_RUN -eq 0 ]; then sweep_args+=(--hardware H200); fi
+  # The sweep measures the GPU itself (crosspoint hwinfo) unless ceilings are given or that failed here.
+  if [ -n "$CEILINGS_GIVEN" ]; then sweep_args+=(--ceilings "$CEILINGS");
+  elif [ -z "$HWINFO" ] && [ -n "$CEILINGS" ]; then sweep_args+=(--ceilings "$CEILINGS");
+  elif [ -z "$HWINFO" ] && [ $DRY_RUN -eq 0 ]; then sweep_args+=(--hardware H200); fi
   [ $EAGER -eq 1 ] && sweep_args+=(--enforce-eager)
   echo "crosspoint sweep ${sweep_args[*]}" >>"$LOG"
   t=$(now)
@@ -273,7 +359,8 @@ fi
 
 # ---------------------------------------------------------------- 6. torch peers
 if want peers && [ -f "$BUNDLE_DIR/tools/torch_peer.py" ]; then
-  for mode in fp16 fp8 int4; do
+  IFS=, read -r -a PEER_MODE_LIST <<<"$PEER_MODES"
+  for mode in "${PEER_MODE_LIST[@]}"; do
     if [ "$(left_s)" -lt 150 ]; then log "peers: $(left_s) s left, $mode skipped"; step "peer_$mode" -1 0 "skipped: no time"; continue; fi
     log "== torch peer: compiled gpt-fast-style decode, $mode, batch 1"
     t=$(now)
@@ -281,4 +368,10 @@ if want peers && [ -f "$BUNDLE_DIR/tools/torch_peer.py" ]; then
       --out "$WORK/peer_$mode.json" >>"$WORK/logs/peers.log" 2>&1
     step "peer_$mode" $? $(( $(now) - t )) "$(tail -1 "$WORK/logs/peers.log" | cut -c1-150)"
   done
+fi
+if want quantpeer && [ -f "$BUNDLE_DIR/tools/torch_peer.py" ] && [ "$(left_s)" -gt 120 ]; then
+  log "== torch peer: graph-replayed fp8/int4 decode at batch 1/8/32/64 (--part quant)"
+  t=$(now)
+  timeout $(limit 240) python3 "$BUNDLE_DIR/tools/torch_peer.py" --part quant --out "$WORK/peer_quant.json" >>"$WORK/logs/peers.log" 2>&1
+  step peer_quant $? $(( $(now) - t )) "$(tail -1 "$WORK/logs/peers.log" | cut -c1-150)"
 fi
