@@ -44,6 +44,7 @@ struct AttentionShape {
   std::string name;
   int num_seqs, num_new, context_len;
   bool split_only = false;  // every row on the CUDA-core split kernel (no tensor-core prefill)
+  int host_bound = 0;       // max_context_len the launch is sized for (a graph's bound); 0 = context_len
 };
 
 nlohmann::json bench_attention_shape(const AttentionShape& shape, double bw_gbps, cudaStream_t s, int reps) {
@@ -65,7 +66,8 @@ nlohmann::json bench_attention_shape(const AttentionShape& shape, double bw_gbps
   uint16_t *query, *output, *caches;
   int32_t *tables_dev, *starts_dev, *contexts_dev;
   void* workspace = nullptr;
-  const size_t workspace_bytes = cuda::cuda_paged_attention_workspace_bytes(num_tokens, kHeads, kHeadDim, shape.context_len);
+  const int bound = shape.host_bound > 0 ? shape.host_bound : shape.context_len;
+  const size_t workspace_bytes = cuda::cuda_paged_attention_workspace_bytes(num_tokens, kHeads, kHeadDim, bound);
   BENCH_CUDA(cudaMalloc(&query, static_cast<size_t>(num_tokens) * qkv_stride * 2));
   BENCH_CUDA(cudaMalloc(&output, static_cast<size_t>(num_tokens) * kHeads * kHeadDim * 2));
   BENCH_CUDA(cudaMalloc(&caches, 2 * cache_elems * copies * 2));
@@ -91,7 +93,7 @@ nlohmann::json bench_attention_shape(const AttentionShape& shape, double bw_gbps
   a.num_tokens = num_tokens;
   a.max_blocks_per_seq = blocks_per_seq;
   a.max_query_len = shape.num_new;
-  a.max_context_len = shape.context_len;
+  a.max_context_len = bound;
   a.num_heads = kHeads;
   a.num_kv_heads = kKvHeads;
   a.head_dim = kHeadDim;
@@ -285,6 +287,9 @@ int main(int argc, char** argv) {
   for (int batch : {1, 10, 100, 256})
     for (int context : {128, 512, 2048})
       result["decode"].push_back(bench_attention_shape({"decode", batch, 1, context}, bw_gbps, s, reps));
+  // As a captured decode graph launches it: sized for max_model_len 4096, real contexts shorter.
+  for (int batch : {1, 10, 64, 100})
+    result["decode"].push_back(bench_attention_shape({"decode, bound 4096", batch, 1, 512, false, 4096}, bw_gbps, s, reps));
   std::printf("\n== prefill attention (causal, no cached prefix) ==\n");
   result["prefill"] = nlohmann::json::array();
   for (bool split_only : {false, true}) {
