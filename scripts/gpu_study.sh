@@ -128,7 +128,7 @@ for p in sorted(glob.glob(os.path.join(work, "logs", "checkpoint-*.log"))):
         if line.startswith("RESULT "):
             ck.append(json.loads(line[7:]))
 res["checkpoints"] = ck
-for name in ("hwinfo", "decode_step", "bench_gemm"):
+for name in ("hwinfo", "decode_step", "bench_gemm", "bench_attention"):
     if os.path.exists(os.path.join(work, name + ".json")):
         res[name] = load(os.path.join(work, name + ".json"))
 if os.path.exists(os.path.join(work, "check.json")):
@@ -156,7 +156,7 @@ print("results.json: steps " + ", ".join(f"{s['step']}={s['rc']}" for s in steps
 PY
   for f in report.md report.html study.json; do [ -f "$WORK/sweep/$f" ] && cp "$WORK/sweep/$f" "$OUT/"; done
   tar -C "$WORK" -cJf "$OUT/logs.tar.xz" --exclude='*.partial' logs sweep check.json steps.jsonl 2>/dev/null
-  for f in decode_step.json bench_gemm.json hwinfo.json; do [ -f "$WORK/$f" ] && cp "$WORK/$f" "$OUT/"; done
+  for f in decode_step.json bench_gemm.json bench_attention.json hwinfo.json; do [ -f "$WORK/$f" ] && cp "$WORK/$f" "$OUT/"; done
   log "done in $(( $(date +%s) - START )) s; \$OUT: $(ls "$OUT" | tr '\n' ' ')"
 }
 trap 'finish "$ONLY $PRECISIONS"' EXIT
@@ -327,6 +327,15 @@ PY
   rc=$?
   grep -E "^\|" "$WORK/logs/bench_gemm.log" | tail -40 | tee -a "$LOG"
   step bench_gemm $rc $(( $(now) - t )) "bw $BW GB/s"
+  if [ -n "$BW" ] && [ -x "$BUNDLE_DIR/bin/bench_attention" ]; then
+    log "== bench_attention (paged attention and decoder ops alone)"
+    t=$(now)
+    timeout $(limit 120) "$BUNDLE_DIR/bin/bench_attention" --bw-gbps "$BW" --reps 20 --out "$WORK/bench_attention.json" \
+      >"$WORK/logs/bench_attention.log" 2>&1
+    rc=$?
+    grep -E "decode|prefill|FAILED" "$WORK/logs/bench_attention.log" | tail -30 | tee -a "$LOG"
+    step bench_attention $rc $(( $(now) - t )) ""
+  fi
 fi
 
 # ---------------------------------------------------------------- 5. sweep
