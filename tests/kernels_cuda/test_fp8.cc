@@ -96,19 +96,23 @@ Fp8Problem make_fp8_problem(std::mt19937& rng, int m, int n, int k) {
   return p;
 }
 
-TEST(Fp8Gemv, MatchesReference) {
+// Every K split (0: the planned one) on awkward shapes, N = 1 and K = 16 included.
+TEST(Fp8Gemv, MatchesReferenceForEveryKSplit) {
   CROSSPOINT_SKIP_WITHOUT_GPU();
   std::mt19937 rng(5);
   for (int m : {1, 2, 3, 5, 8}) {
-    for (auto [n, k] : {std::pair{37, 48}, {200, 1040}, {512, 3584}}) {
+    for (auto [n, k] : {std::pair{1, 16}, {37, 16}, {37, 48}, {200, 1040}, {1, 3584}, {512, 3584}, {70, 18944}}) {
       const auto p = make_fp8_problem(rng, m, n, k);
       DeviceBuffer<uint8_t> xq(p.xq), wq(p.wq);
       DeviceBuffer<float> xs(p.x_scale), ws(p.w_scale);
       DeviceBuffer<uint16_t> y(static_cast<size_t>(m) * n);
-      y.poison();
-      const Status st = fp8_gemv(xq.get(), k, xs.get(), wq.get(), k, ws.get(), y.get(), n, m, n, k, nullptr);
-      ASSERT_TRUE(st.is_ok()) << st.to_string();
-      EXPECT_LT(testing::relative_error_f16(y.download(), p.ref), 2e-3) << "m=" << m << " n=" << n << " k=" << k;
+      for (int splits : {0, 1, 2, 4, 8}) {
+        y.poison();
+        const Status st = fp8_gemv(xq.get(), k, xs.get(), wq.get(), k, ws.get(), y.get(), n, m, n, k, nullptr, splits);
+        ASSERT_TRUE(st.is_ok()) << st.to_string();
+        EXPECT_LT(testing::relative_error_f16(y.download(), p.ref), 2e-3)
+            << "m=" << m << " n=" << n << " k=" << k << " k_splits=" << splits;
+      }
     }
   }
   EXPECT_EQ(fp8_gemv(nullptr, 40, nullptr, nullptr, 40, nullptr, nullptr, 8, 1, 8, 40, nullptr).code(), StatusCode::kUnsupported);

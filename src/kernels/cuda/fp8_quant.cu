@@ -28,7 +28,7 @@ __device__ __forceinline__ float block_row_scale(float amax, float* scale_out) {
   if (threadIdx.x == 0) {
     float a = 0.f;
     for (int w = 0; w < kThreads / 32; ++w) a = fmaxf(a, warp_amax[w]);
-    const float s = fmaxf(a / kFp8E4M3Max, kFp8MinScale);
+    const float s = fmaxf(__fdiv_rn(a, kFp8E4M3Max), kFp8MinScale);  // IEEE division even under fast math
     row_scale = s;
     *scale_out = s;
   }

@@ -1,17 +1,23 @@
-// Small-batch GEMV kernels (fp16 and fp8 weights). See gemv.h.
+// Small-batch GEMV kernels (fp16 and fp8 weights, fp8 with the activation quantisation
+// fused in). See gemv.h.
 #include <cuda_fp16.h>
 #include <cuda_fp8.h>
 
+#include <algorithm>
 #include <string>
 
 #include "kernels/cuda/cuda_status.h"
+#include "kernels/cuda/fp8_quant.h"
 #include "kernels/cuda/gemv.h"
 
 namespace crosspoint::cuda {
 namespace {
 
 constexpr int kWarpsPerBlock = 8;
-constexpr int kLoadsInFlight = 4; // 16-byte chunks per weight row a lane loads before using them
+constexpr int kThreads = kWarpsPerBlock * 32;
+constexpr int kLoadsInFlight = 4;       // 16-byte chunks per weight row a lane loads before using them
+constexpr int kMinChunksPerSplit = 32;  // a K slice keeps every lane busy with >= 1 load per column
+constexpr int kTargetWarpsPerSm = 24;   // enough 16-byte loads in flight to cover HBM latency
 
 __device__ __forceinline__ float2 half2_bits_to_float2(uint32_t bits) {
   return __half22float2(*reinterpret_cast<const half2*>(&bits));
@@ -48,40 +54,137 @@ struct Chunk {
   }
 };
 
-// x / w rows are byte pointers; a chunk is 16 bytes (8 fp16 or 16 e4m3 values). Each warp
-// computes kCols output columns; each value is converted to fp32 once and reused.
-template <bool kFp8, int kRows, int kCols>
-__global__ void __launch_bounds__(kWarpsPerBlock * 32)
-    gemv_kernel(const uint8_t* __restrict__ x, int64_t x_stride_bytes, const float* __restrict__ x_scale,
-                const uint8_t* __restrict__ w, int64_t w_stride_bytes, const float* __restrict__ w_scale,
-                uint16_t* __restrict__ y, int64_t y_stride, int m, int n, int num_chunks) {
-  const int lane = threadIdx.x % 32;
-  const int col0 = (blockIdx.x * kWarpsPerBlock + threadIdx.x / 32) * kCols;
-  if (col0 >= n) return;
-  const uint4* w_rows[kCols];
+// Everything a launch passes to the kernel. Rows are byte pointers; a chunk is 16 bytes.
+struct GemvArgs {
+  const uint8_t* x;        // [M, K] fp16 | e4m3 (fp8 from fp16: the fp16 activations)
+  int64_t x_stride_bytes;
+  const float* x_scale;    // [M] fp32, fp8 with quantised x only
+  const uint8_t* w;        // [N, K] fp16 | e4m3
+  int64_t w_stride_bytes;
+  const float* w_scale;    // [N] fp32, fp8 only
+  uint16_t* y;             // [M, N] fp16
+  int64_t y_stride;        // elements
+  int m, n;
+  int num_chunks;          // 16-byte chunks per weight row
+  int k_splits;            // warps per column group (1, 2, 4, 8)
+  int chunks_per_split;
+  uint8_t* xq_out;         // fused: optional [M, K] e4m3 copy of the codes (block 0 writes it)
+  int64_t xq_out_stride;   // bytes
+  float* x_scale_out;      // fused: optional [M] fp32 copy of the scales
+};
+
+// Fused quantisation, run by the whole block: per-row amax of the fp16 x, the scale with
+// fp8_quant.h's formula, and the e4m3 codes (IEEE division, RNE, satfinite; the same
+// operations as fp8_quantize_per_token) written to codes [m][k] in shared memory.
+template <int kRows>
+__device__ __forceinline__ void quantise_rows_to_shared(const GemvArgs& a, uint8_t* codes, float* row_scale) {
+  __shared__ float warp_amax[kWarpsPerBlock][kRows];
+  const int k = a.num_chunks * 16;
+  const int num_vec = k / 8;  // 16-byte vectors of 8 fp16 values per row
+  float amax[kRows];
 #pragma unroll
-  for (int c = 0; c < kCols; ++c) {
-    w_rows[c] = reinterpret_cast<const uint4*>(w + min(col0 + c, n - 1) * w_stride_bytes);
-  }
-  float acc[kRows][kCols] = {};
-  for (int base = lane; base < num_chunks; base += 32 * kLoadsInFlight) {
-    uint4 wv[kCols][kLoadsInFlight];
+  for (int r = 0; r < kRows; ++r) {
+    amax[r] = 0.f;
+    if (r >= a.m) continue;
+    const uint4* row = reinterpret_cast<const uint4*>(a.x + r * a.x_stride_bytes);
+    for (int i = threadIdx.x; i < num_vec; i += kThreads) {
+      const uint4 v = __ldg(row + i);
+      const half2* h = reinterpret_cast<const half2*>(&v);
 #pragma unroll
-    for (int i = 0; i < kLoadsInFlight; ++i) {
-      const int chunk = base + i * 32;
-#pragma unroll
-      for (int c = 0; c < kCols; ++c) {
-        wv[c][i] = chunk < num_chunks ? __ldcs(w_rows[c] + chunk) : make_uint4(0, 0, 0, 0);
+      for (int j = 0; j < 4; ++j) {
+        const float2 f = __half22float2(__habs2(h[j]));
+        amax[r] = fmaxf(amax[r], fmaxf(f.x, f.y));
       }
     }
 #pragma unroll
+    for (int offset = 16; offset > 0; offset /= 2) amax[r] = fmaxf(amax[r], __shfl_xor_sync(0xffffffffu, amax[r], offset));
+    if (threadIdx.x % 32 == 0) warp_amax[threadIdx.x / 32][r] = amax[r];
+  }
+  __syncthreads();
+  if (threadIdx.x < a.m) {
+    const int r = threadIdx.x;
+    float row_amax = 0.f;
+    for (int w = 0; w < kWarpsPerBlock; ++w) row_amax = fmaxf(row_amax, warp_amax[w][r]);
+    const float s = fmaxf(__fdiv_rn(row_amax, kFp8E4M3Max), kFp8MinScale);
+    row_scale[r] = s;
+    if (a.x_scale_out != nullptr && blockIdx.x == 0) a.x_scale_out[r] = s;
+  }
+  __syncthreads();
+  for (int r = 0; r < a.m; ++r) {
+    const uint4* row = reinterpret_cast<const uint4*>(a.x + r * a.x_stride_bytes);
+    const float s = row_scale[r];
+    for (int i = threadIdx.x; i < num_vec; i += kThreads) {
+      const uint4 v = __ldg(row + i);
+      const half2* h = reinterpret_cast<const half2*>(&v);
+      uint32_t bytes[4];
+#pragma unroll
+      for (int j = 0; j < 4; ++j) {
+        const float2 f = __half22float2(h[j]);
+        bytes[j] = __nv_cvt_float_to_fp8(__fdiv_rn(f.x, s), __NV_SATFINITE, __NV_E4M3) |
+                   __nv_cvt_float_to_fp8(__fdiv_rn(f.y, s), __NV_SATFINITE, __NV_E4M3) << 8;
+      }
+      const uint2 packed = make_uint2(bytes[0] | bytes[1] << 16, bytes[2] | bytes[3] << 16);
+      reinterpret_cast<uint2*>(codes + r * k)[i] = packed;
+      if (a.xq_out != nullptr && blockIdx.x == 0) reinterpret_cast<uint2*>(a.xq_out + r * a.xq_out_stride)[i] = packed;
+    }
+  }
+  __syncthreads();
+}
+
+// One block: kWarpsPerBlock / k_splits column groups of kCols columns; the k_splits warps of
+// a group each stream one K slice of those columns and their partial sums meet in shared
+// memory. kFused: x is fp16 and quantised by the block into shared memory first (fp8 only).
+template <bool kFp8, bool kFused, int kRows, int kCols>
+__global__ void __launch_bounds__(kThreads) gemv_kernel(const GemvArgs a) {
+  static_assert(kFp8 || !kFused, "only fp8 weights take fused activation quantisation");
+  extern __shared__ uint4 quantised_x[];  // kFused: [m][num_chunks] 16-byte chunks of e4m3 codes
+  __shared__ float partial[kWarpsPerBlock][kRows][kCols];
+  __shared__ float fused_scale[kRows];
+  const int lane = threadIdx.x % 32;
+  const int warp = threadIdx.x / 32;
+  const int groups_per_block = kWarpsPerBlock / a.k_splits;
+  const int col0 = (blockIdx.x * groups_per_block + warp / a.k_splits) * kCols;
+  const int chunk_begin = (warp % a.k_splits) * a.chunks_per_split;
+  const int chunk_end = min(chunk_begin + a.chunks_per_split, a.num_chunks);
+  const uint4* w_rows[kCols];
+#pragma unroll
+  for (int c = 0; c < kCols; ++c) {
+    // Columns past n re-read the last row (results discarded) so no warp leaves before the barriers.
+    w_rows[c] = reinterpret_cast<const uint4*>(a.w + min(col0 + c, a.n - 1) * a.w_stride_bytes);
+  }
+  uint4 wv[kCols][kLoadsInFlight];
+  auto load_weights = [&](int base) {
+#pragma unroll
     for (int i = 0; i < kLoadsInFlight; ++i) {
       const int chunk = base + i * 32;
-      if (chunk >= num_chunks) break;
+#pragma unroll
+      for (int c = 0; c < kCols; ++c) wv[c][i] = chunk < chunk_end ? __ldcs(w_rows[c] + chunk) : make_uint4(0, 0, 0, 0);
+    }
+  };
+  const int first = chunk_begin + lane;
+  load_weights(first);  // in flight while the fused quantisation runs
+  const uint4* x_chunks;
+  int64_t x_row_chunks;  // row stride of x in chunks
+  if constexpr (kFused) {
+    quantise_rows_to_shared<kRows>(a, reinterpret_cast<uint8_t*>(quantised_x), fused_scale);
+    x_chunks = quantised_x;
+    x_row_chunks = a.num_chunks;
+  } else {
+    x_chunks = reinterpret_cast<const uint4*>(a.x);
+    x_row_chunks = a.x_stride_bytes / 16;
+  }
+  float acc[kRows][kCols] = {};
+  for (int base = first; base < chunk_end; base += 32 * kLoadsInFlight) {
+    if (base != first) load_weights(base);
+#pragma unroll
+    for (int i = 0; i < kLoadsInFlight; ++i) {
+      const int chunk = base + i * 32;
+      if (chunk >= chunk_end) break;
 #pragma unroll
       for (int r = 0; r < kRows; ++r) {
-        if (r >= m) break;
-        const Chunk<kFp8> xc(__ldg(reinterpret_cast<const uint4*>(x + r * x_stride_bytes) + chunk));
+        if (r >= a.m) break;
+        const uint4 x_bits = kFused ? x_chunks[r * x_row_chunks + chunk] : __ldg(x_chunks + r * x_row_chunks + chunk);
+        const Chunk<kFp8> xc(x_bits);
 #pragma unroll
         for (int c = 0; c < kCols; ++c) {
           const Chunk<kFp8> wc(wv[c][i]);  // re-derived per row; the compiler keeps it for m == 1
@@ -98,76 +201,177 @@ __global__ void __launch_bounds__(kWarpsPerBlock * 32)
       float v = acc[r][c];
 #pragma unroll
       for (int offset = 16; offset > 0; offset /= 2) v += __shfl_xor_sync(0xffffffffu, v, offset);
-      acc[r][c] = v;
+      if (lane == 0) partial[warp][r][c] = v;
     }
   }
-  if (lane != 0) return;
-#pragma unroll
-  for (int r = 0; r < kRows; ++r) {
-    if (r >= m) break;
-#pragma unroll
-    for (int c = 0; c < kCols; ++c) {
-      const int col = col0 + c;
-      if (col >= n) break;
-      float v = acc[r][c];
-      if constexpr (kFp8) v *= x_scale[r] * w_scale[col];
-      y[r * y_stride + col] = __half_as_ushort(__float2half_rn(v));
-    }
+  __syncthreads();
+  // One thread per (group, row, column) adds the group's slices in split order.
+  for (int idx = threadIdx.x; idx < groups_per_block * kRows * kCols; idx += kThreads) {
+    const int group = idx / (kRows * kCols), r = idx / kCols % kRows, c = idx % kCols;
+    const int col = (blockIdx.x * groups_per_block + group) * kCols + c;
+    if (r >= a.m || col >= a.n) continue;
+    float v = 0.f;
+    for (int s = 0; s < a.k_splits; ++s) v += partial[group * a.k_splits + s][r][c];
+    if constexpr (kFp8) v *= (kFused ? fused_scale[r] : a.x_scale[r]) * a.w_scale[col];
+    a.y[r * a.y_stride + col] = __half_as_ushort(__float2half_rn(v));
   }
 }
 
-template <bool kFp8>
-Status launch_gemv(const uint8_t* x, int64_t x_stride_bytes, const float* x_scale, const uint8_t* w,
-                   int64_t w_stride_bytes, const float* w_scale, uint16_t* y, int64_t y_stride, int m,
-                   int n, int num_chunks, cudaStream_t stream) {
-  // fp8 rows are half as long, so a warp takes twice as many to keep as many bytes in flight.
+int device_num_sms() {
+  static const int count = [] {
+    int device = 0, sms = 132;
+    if (cudaGetDevice(&device) == cudaSuccess) cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device);
+    return sms;
+  }();
+  return count;
+}
+
+int device_max_shared_bytes() {
+  static const int bytes = [] {
+    int device = 0, optin = 48 * 1024;
+    if (cudaGetDevice(&device) == cudaSuccess) cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device);
+    return optin;
+  }();
+  return bytes;
+}
+
+template <bool kFp8, bool kFused, int kRows>
+Status launch_rows(const GemvArgs& a, const GemvPlan& plan, size_t shared_bytes, cudaStream_t stream) {
   constexpr int kCols = kFp8 ? 4 : 2;
-  const int cols_per_block = kWarpsPerBlock * kCols;
-  const dim3 grid((n + cols_per_block - 1) / cols_per_block);
-  const dim3 block(kWarpsPerBlock * 32);
-  if (m == 1) {
-    gemv_kernel<kFp8, 1, kCols><<<grid, block, 0, stream>>>(x, x_stride_bytes, x_scale, w, w_stride_bytes, w_scale, y, y_stride, m, n, num_chunks);
-  } else if (m == 2) {
-    gemv_kernel<kFp8, 2, kCols><<<grid, block, 0, stream>>>(x, x_stride_bytes, x_scale, w, w_stride_bytes, w_scale, y, y_stride, m, n, num_chunks);
-  } else if (m <= 4) {
-    gemv_kernel<kFp8, 4, kCols><<<grid, block, 0, stream>>>(x, x_stride_bytes, x_scale, w, w_stride_bytes, w_scale, y, y_stride, m, n, num_chunks);
-  } else {
-    gemv_kernel<kFp8, 8, kCols><<<grid, block, 0, stream>>>(x, x_stride_bytes, x_scale, w, w_stride_bytes, w_scale, y, y_stride, m, n, num_chunks);
+  auto* kernel = gemv_kernel<kFp8, kFused, kRows, kCols>;
+  if (shared_bytes > 48 * 1024) {
+    CROSSPOINT_CUDA_RETURN_IF_ERROR(
+        cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(shared_bytes)),
+        "fp8_gemv_from_fp16 shared memory attribute");
   }
-  return last_launch_status(kFp8 ? "fp8_gemv launch" : "fp16_gemv launch");
+  kernel<<<plan.num_blocks, kThreads, shared_bytes, stream>>>(a);
+  return last_launch_status(kFused ? "fp8_gemv_from_fp16 launch" : kFp8 ? "fp8_gemv launch" : "fp16_gemv launch");
 }
 
-Status check_shape(const char* op, int m, int n, int k, int k_multiple) {
+template <bool kFp8, bool kFused>
+Status launch_gemv(GemvArgs a, int k_splits, cudaStream_t stream) {
+  const GemvPlan plan = plan_gemv(kFp8, a.n, a.num_chunks * (kFp8 ? 16 : 8), device_num_sms(), k_splits);
+  a.k_splits = plan.k_splits;
+  a.chunks_per_split = plan.chunks_per_split;
+  const size_t shared_bytes = kFused ? static_cast<size_t>(a.m) * a.num_chunks * 16 : 0;
+  if (a.m == 1) return launch_rows<kFp8, kFused, 1>(a, plan, shared_bytes, stream);
+  if (a.m == 2) return launch_rows<kFp8, kFused, 2>(a, plan, shared_bytes, stream);
+  if (a.m <= 4) return launch_rows<kFp8, kFused, 4>(a, plan, shared_bytes, stream);
+  return launch_rows<kFp8, kFused, 8>(a, plan, shared_bytes, stream);
+}
+
+Status check_shape(const char* op, int m, int n, int k, int k_multiple, int k_splits) {
   if (m < 1 || m > kGemvMaxRows) {
     return invalid_argument(std::string(op) + ": m = " + std::to_string(m) + " outside [1, " + std::to_string(kGemvMaxRows) + "]");
   }
   if (n <= 0 || k <= 0 || k % k_multiple != 0) {
     return unsupported(std::string(op) + ": k = " + std::to_string(k) + " must be a positive multiple of " + std::to_string(k_multiple));
   }
+  if (k_splits != 0 && k_splits != 1 && k_splits != 2 && k_splits != 4 && k_splits != 8) {
+    return invalid_argument(std::string(op) + ": k_splits = " + std::to_string(k_splits) + " is not 0, 1, 2, 4 or 8");
+  }
   return Status::ok();
 }
 
 }  // namespace
 
+GemvPlan plan_gemv(bool fp8_weights, int n, int k, int num_sms, int force_k_splits) {
+  GemvPlan plan;
+  plan.cols_per_warp = fp8_weights ? 4 : 2;
+  const int num_chunks = k / (fp8_weights ? 16 : 8);
+  const int64_t col_groups = (static_cast<int64_t>(n) + plan.cols_per_warp - 1) / plan.cols_per_warp;
+  const int64_t target_warps = static_cast<int64_t>(std::max(num_sms, 1)) * kTargetWarpsPerSm;
+  int splits = 1;
+  if (force_k_splits > 0) {
+    splits = force_k_splits;
+  } else {
+    while (splits < kWarpsPerBlock && col_groups * splits < target_warps &&
+           num_chunks / (2 * splits) >= kMinChunksPerSplit) {
+      splits *= 2;
+    }
+  }
+  plan.k_splits = splits;
+  plan.chunks_per_split = (num_chunks + splits - 1) / splits;
+  plan.cols_per_block = kWarpsPerBlock / splits * plan.cols_per_warp;
+  plan.num_blocks = static_cast<int>((static_cast<int64_t>(n) + plan.cols_per_block - 1) / plan.cols_per_block);
+  return plan;
+}
+
 Status fp16_gemv(const uint16_t* x, int64_t x_stride, const uint16_t* w, int64_t w_stride,
-                 uint16_t* y, int64_t y_stride, int m, int n, int k, cudaStream_t stream) {
-  CROSSPOINT_RETURN_IF_ERROR(check_shape("fp16_gemv", m, n, k, 8));
+                 uint16_t* y, int64_t y_stride, int m, int n, int k, cudaStream_t stream, int k_splits) {
+  CROSSPOINT_RETURN_IF_ERROR(check_shape("fp16_gemv", m, n, k, 8, k_splits));
   if (x_stride % 8 != 0 || w_stride % 8 != 0 || x_stride < k || w_stride < k) {
     return invalid_argument("fp16_gemv: row strides must be multiples of 8 elements and >= k");
   }
-  return launch_gemv<false>(reinterpret_cast<const uint8_t*>(x), x_stride * 2, nullptr,
-                            reinterpret_cast<const uint8_t*>(w), w_stride * 2, nullptr, y, y_stride, m, n,
-                            k / 8, stream);
+  GemvArgs a{};
+  a.x = reinterpret_cast<const uint8_t*>(x);
+  a.x_stride_bytes = x_stride * 2;
+  a.w = reinterpret_cast<const uint8_t*>(w);
+  a.w_stride_bytes = w_stride * 2;
+  a.y = y;
+  a.y_stride = y_stride;
+  a.m = m;
+  a.n = n;
+  a.num_chunks = k / 8;
+  return launch_gemv<false, false>(a, k_splits, stream);
 }
 
 Status fp8_gemv(const uint8_t* xq, int64_t xq_stride, const float* x_scale, const uint8_t* wq,
                 int64_t w_stride, const float* w_scale, uint16_t* y, int64_t y_stride, int m,
-                int n, int k, cudaStream_t stream) {
-  CROSSPOINT_RETURN_IF_ERROR(check_shape("fp8_gemv", m, n, k, 16));
+                int n, int k, cudaStream_t stream, int k_splits) {
+  CROSSPOINT_RETURN_IF_ERROR(check_shape("fp8_gemv", m, n, k, 16, k_splits));
   if (xq_stride % 16 != 0 || w_stride % 16 != 0 || xq_stride < k || w_stride < k) {
     return invalid_argument("fp8_gemv: row strides must be multiples of 16 bytes and >= k");
   }
-  return launch_gemv<true>(xq, xq_stride, x_scale, wq, w_stride, w_scale, y, y_stride, m, n, k / 16, stream);
+  GemvArgs a{};
+  a.x = xq;
+  a.x_stride_bytes = xq_stride;
+  a.x_scale = x_scale;
+  a.w = wq;
+  a.w_stride_bytes = w_stride;
+  a.w_scale = w_scale;
+  a.y = y;
+  a.y_stride = y_stride;
+  a.m = m;
+  a.n = n;
+  a.num_chunks = k / 16;
+  return launch_gemv<true, false>(a, k_splits, stream);
+}
+
+Status fp8_gemv_from_fp16(const uint16_t* x, int64_t x_stride, const uint8_t* wq, int64_t w_stride,
+                          const float* w_scale, uint16_t* y, int64_t y_stride, int m, int n, int k,
+                          cudaStream_t stream, uint8_t* xq_out, int64_t xq_out_stride, float* x_scale_out,
+                          int k_splits) {
+  CROSSPOINT_RETURN_IF_ERROR(check_shape("fp8_gemv_from_fp16", m, n, k, 16, k_splits));
+  if (x_stride % 8 != 0 || w_stride % 16 != 0 || x_stride < k || w_stride < k ||
+      reinterpret_cast<uintptr_t>(x) % 16 != 0) {
+    return invalid_argument("fp8_gemv_from_fp16: x must be 16-byte aligned with a row stride a multiple of 8 elements, "
+                            "w a row stride a multiple of 16 bytes, both >= k");
+  }
+  if (xq_out != nullptr && (xq_out_stride < k || xq_out_stride % 8 != 0 || reinterpret_cast<uintptr_t>(xq_out) % 8 != 0)) {
+    return invalid_argument("fp8_gemv_from_fp16: xq_out must be 8-byte aligned with a row stride a multiple of 8 bytes, >= k");
+  }
+  const int64_t shared_bytes = static_cast<int64_t>(m) * k;
+  const int64_t static_bytes = 2048;  // the kernel's partial sums, amax and scales
+  if (shared_bytes + static_bytes > device_max_shared_bytes()) {
+    return unsupported("fp8_gemv_from_fp16: m * k = " + std::to_string(shared_bytes) +
+                       " bytes of e4m3 activations exceed the device's shared memory per block");
+  }
+  GemvArgs a{};
+  a.x = reinterpret_cast<const uint8_t*>(x);
+  a.x_stride_bytes = x_stride * 2;
+  a.w = wq;
+  a.w_stride_bytes = w_stride;
+  a.w_scale = w_scale;
+  a.y = y;
+  a.y_stride = y_stride;
+  a.m = m;
+  a.n = n;
+  a.num_chunks = k / 16;
+  a.xq_out = xq_out;
+  a.xq_out_stride = xq_out_stride;
+  a.x_scale_out = x_scale_out;
+  return launch_gemv<true, true>(a, k_splits, stream);
 }
 
 }  // namespace crosspoint::cuda

@@ -2,8 +2,12 @@
 // for decode steps with few tokens, where the weight read is the whole cost:
 //   fp16:  y[m, n] = sum_k x[m, k] * w[n, k]
 //   fp8:   y[m, n] = x_scale[m] * w_scale[n] * sum_k xq[m, k] * wq[n, k]   (W8A8, e4m3)
-// fp32 accumulation, fp16 output. One warp per output column pair streams the weight rows
-// with 16-byte loads; activations come from L1/L2. Supports 1 <= m <= kGemvMaxRows.
+//   fp8 from fp16: the same, with xq / x_scale computed inside the kernel from fp16 x
+//          exactly as fp8_quantize_per_token does (one launch instead of two)
+// fp32 accumulation, fp16 output. A warp owns a few output columns and one slice of K; the
+// k_splits warps sharing the columns add their partial sums in shared memory. Weights are
+// streamed with 16-byte loads, 4 per lane and column in flight; activations come from L1/L2
+// (or shared memory when quantised in the kernel). Supports 1 <= m <= kGemvMaxRows.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -16,16 +20,49 @@ namespace crosspoint::cuda {
 
 inline constexpr int kGemvMaxRows = 8;
 
+// How one GEMV launch divides its work (host only; plan_gemv picks it, tests check it).
+struct GemvPlan {
+  int cols_per_warp = 0;     // output columns one warp accumulates (fp16: 2, fp8: 4)
+  int k_splits = 0;          // warps that share those columns, each over 1/k_splits of K (1, 2, 4, 8)
+  int chunks_per_split = 0;  // 16-byte weight pieces per row slice (the last slice may be shorter)
+  int cols_per_block = 0;    // 8 warps / k_splits column groups of cols_per_warp
+  int num_blocks = 0;        // ceil(n / cols_per_block)
+};
+
+// Splits K (in powers of two up to 8) until there are about num_sms x 24 warps, keeping at
+// least 32 chunks (one 16-byte load per lane and column) in every slice. force_k_splits > 0
+// takes that split instead (benchmarks: 1 is the former whole-row form). fp8 weights have
+// 16 values per chunk, fp16 8.
+GemvPlan plan_gemv(bool fp8_weights, int n, int k, int num_sms, int force_k_splits = 0);
+
 //   x [M, K] fp16 (row stride x_stride), w [N, K] fp16 (row stride w_stride),
 //   y [M, N] fp16 (row stride y_stride). K % 8 == 0; strides multiples of 8 elements.
+//   k_splits: 0 = plan_gemv's choice, else 1, 2, 4 or 8.
 Status fp16_gemv(const uint16_t* x, int64_t x_stride, const uint16_t* w, int64_t w_stride,
-                 uint16_t* y, int64_t y_stride, int m, int n, int k, cudaStream_t stream);
+                 uint16_t* y, int64_t y_stride, int m, int n, int k, cudaStream_t stream,
+                 int k_splits = 0);
 
 //   xq [M, K] e4m3 (row stride xq_stride bytes), x_scale [M] fp32,
 //   wq [N, K] e4m3 (row stride w_stride bytes), w_scale [N] fp32,
 //   y [M, N] fp16. K % 16 == 0; strides multiples of 16 bytes.
 Status fp8_gemv(const uint8_t* xq, int64_t xq_stride, const float* x_scale, const uint8_t* wq,
                 int64_t w_stride, const float* w_scale, uint16_t* y, int64_t y_stride, int m,
-                int n, int k, cudaStream_t stream);
+                int n, int k, cudaStream_t stream, int k_splits = 0);
+
+// W8A8 with the per-token activation quantisation fused in. Every block finds the row amax of
+// x itself (x is small and L2-resident; its first weight loads are issued before, so HBM
+// latency overlaps it), derives scale and e4m3 codes with fp8_quant.h's formula bit for bit,
+// and keeps the codes in shared memory (m * k bytes) for its dot products. With the same
+// k_splits the result equals fp8_quantize_per_token + fp8_gemv bit for bit.
+//   x [M, K] fp16 (row stride x_stride elements, 16-byte aligned), wq [N, K] e4m3,
+//   w_scale [N] fp32, y [M, N] fp16. K % 16 == 0; strides multiples of 16 bytes / 8 elements.
+//   xq_out [M, K] e4m3 (row stride xq_out_stride) and x_scale_out [M] fp32: optional copies
+//   of the quantised activations (nullptr: not written; the engine needs none).
+// Errors: m outside [1, kGemvMaxRows], bad k or strides, m * k bytes over the device's
+// shared memory per block.
+Status fp8_gemv_from_fp16(const uint16_t* x, int64_t x_stride, const uint8_t* wq, int64_t w_stride,
+                          const float* w_scale, uint16_t* y, int64_t y_stride, int m, int n, int k,
+                          cudaStream_t stream, uint8_t* xq_out = nullptr, int64_t xq_out_stride = 0,
+                          float* x_scale_out = nullptr, int k_splits = 0);
 
 }  // namespace crosspoint::cuda

@@ -1,5 +1,6 @@
 #include "kernels/cuda/linear.h"
 
+#include "kernels/cuda/fp8_quant.h"
 #include "kernels/cuda/gemv.h"
 
 namespace crosspoint::cuda {
@@ -18,6 +19,22 @@ Status fp8_linear(CublasLtContext& ctx, const uint8_t* xq, int64_t xq_stride, co
   const bool gemv_fits = m >= 1 && m <= kFp8GemvMaxRows && k % 16 == 0 && xq_stride % 16 == 0 && w_stride % 16 == 0;
   if (gemv_fits) return fp8_gemv(xq, xq_stride, x_scale, wq, w_stride, w_scale, y, y_stride, m, n, k, stream);
   return fp8_gemm_cublaslt(ctx, xq, xq_stride, x_scale, wq, w_stride, w_scale, y, y_stride, m, n, k, scratch, stream);
+}
+
+bool fp8_linear_fuses_quantisation(const uint16_t* x, int64_t x_stride, int64_t w_stride, int m, int k) {
+  return m >= 1 && m <= kFp8GemvMaxRows && k % 16 == 0 && x_stride % 8 == 0 && w_stride % 16 == 0 &&
+         reinterpret_cast<uintptr_t>(x) % 16 == 0 && static_cast<int64_t>(m) * k <= kFp8FusedMaxSharedBytes;
+}
+
+Status fp8_linear_from_fp16(CublasLtContext& ctx, const uint16_t* x, int64_t x_stride, uint8_t* xq,
+                            int64_t xq_stride, float* x_scale, const uint8_t* wq, int64_t w_stride,
+                            const float* w_scale, uint16_t* y, int64_t y_stride, int m, int n, int k,
+                            float* scratch, cudaStream_t stream) {
+  if (fp8_linear_fuses_quantisation(x, x_stride, w_stride, m, k)) {
+    return fp8_gemv_from_fp16(x, x_stride, wq, w_stride, w_scale, y, y_stride, m, n, k, stream);
+  }
+  CROSSPOINT_RETURN_IF_ERROR(fp8_quantize_per_token(x, x_stride, xq, xq_stride, x_scale, m, k, stream));
+  return fp8_linear(ctx, xq, xq_stride, x_scale, wq, w_stride, w_scale, y, y_stride, m, n, k, scratch, stream);
 }
 
 }  // namespace crosspoint::cuda

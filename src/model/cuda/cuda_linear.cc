@@ -260,9 +260,9 @@ Status run_cuda_linear(const CudaLinear& l, const CudaLinearScratch& s, const ui
     case CudaLinearFormat::kFp16:
       return fp16_linear(*s.cublas, x, K, l.weight.as<uint16_t>(), K, y, N, m, N, K, stream);
     case CudaLinearFormat::kFp8:
-      CROSSPOINT_RETURN_IF_ERROR(fp8_quantize_per_token(x, K, s.xq, K, s.x_scale, m, K, stream));
-      return fp8_linear(*s.cublas, s.xq, K, s.x_scale, l.weight.as<uint8_t>(), K, l.weight_scale.as<float>(), y, N, m,
-                        N, K, s.fp8_epilogue, stream);
+      // Small M: one fused kernel quantises x and runs the GEMV (s.xq / s.x_scale untouched).
+      return fp8_linear_from_fp16(*s.cublas, x, K, s.xq, K, s.x_scale, l.weight.as<uint8_t>(), K,
+                                  l.weight_scale.as<float>(), y, N, m, N, K, s.fp8_epilogue, stream);
     case CudaLinearFormat::kW4A16: {
       const uint16_t* input = x;
       if (!l.k_perm.empty()) {

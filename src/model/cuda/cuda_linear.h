@@ -2,7 +2,8 @@
 // checkpoint linears that share an input fused along the output dimension (q|k|v, gate|up):
 //   fp16    weight [N, K] fp16 (f32/bf16 checkpoints converted on the host)
 //   w8a8    weight [N, K] e4m3 + weight_scale [N] f32; activations quantised per token
-//           (fp8_quantize_per_token) before fp8_linear
+//           (fp8_linear_from_fp16: fused into the GEMV at small M, else
+//           fp8_quantize_per_token before fp8_linear)
 //   w4a16   GPTQ int4 re-laid-out by w4a16_repack (weight, scales, and k_perm for
 //           act-order, whose activations go through w4a16_permute_columns first)
 // Outputs are fp16 [M, N]. The optional bias is fp16 [N]; run_cuda_linear does not add it
