@@ -122,7 +122,10 @@ Buffers make_buffers(cudaStream_t s) {
 }
 
 // Kernel variants. "auto" is what an engine would call: the quantisation (fp8) included.
-enum class Variant { kAuto, kCublasLt, kGemv, kW4A16, kW4A16Deep, kW4A16Narrow, kW4A16Splits, kFp8Quant };
+// gemv: K split across a block's warps as planned (plan_gemv); gemv_whole_row: the former
+// form, one warp per whole weight row (k_splits = 1); gemv_fused_quant: fp8 with the
+// per-token quantisation inside the GEMV (fp8_gemv_from_fp16, no separate quant launch).
+enum class Variant { kAuto, kCublasLt, kGemv, kW4A16, kW4A16Deep, kW4A16Narrow, kW4A16Splits, kFp8Quant, kGemvWholeRow, kFp8Fused };
 const char* variant_name(Variant v) {
   switch (v) {
     case Variant::kAuto: return "auto";
@@ -133,6 +136,8 @@ const char* variant_name(Variant v) {
     case Variant::kW4A16Narrow: return "w4a16_mma_narrow";
     case Variant::kW4A16Splits: return "w4a16_mma_splits";
     case Variant::kFp8Quant: return "fp8_quant_per_token";
+    case Variant::kGemvWholeRow: return "gemv_whole_row";
+    case Variant::kFp8Fused: return "gemv_fused_quant";
   }
   return "?";
 }
@@ -147,7 +152,7 @@ cuda::W4A16Tuning tuning_of(Variant v) {
 }
 // Which variants run at batch rows m (GEMVs and W4A16 tunings only where they apply).
 bool variant_applies(Variant v, int m) {
-  if (v == Variant::kGemv) return m <= 4;
+  if (v == Variant::kGemv || v == Variant::kGemvWholeRow || v == Variant::kFp8Fused) return m <= 4;
   if (is_w4a16_tuning(v)) return m <= 16;
   return true;
 }
@@ -159,8 +164,17 @@ Status run_linear(CublasLtContext& ctx, const Buffers& b, const Linear& lin, Var
     case Precision::kFp16:
       if (v == Variant::kAuto) return cuda::fp16_linear(ctx, b.x, k, static_cast<const uint16_t*>(lin.weight), k, b.y, n, m, n, k, s);
       if (v == Variant::kGemv) return cuda::fp16_gemv(b.x, k, static_cast<const uint16_t*>(lin.weight), k, b.y, n, m, n, k, s);
+      if (v == Variant::kGemvWholeRow) return cuda::fp16_gemv(b.x, k, static_cast<const uint16_t*>(lin.weight), k, b.y, n, m, n, k, s, 1);
       return cuda::fp16_gemm_cublaslt(ctx, b.x, k, static_cast<const uint16_t*>(lin.weight), k, b.y, n, m, n, k, s);
     case Precision::kFp8:
+      if (v == Variant::kFp8Fused) {
+        return cuda::fp8_gemv_from_fp16(b.x, k, static_cast<const uint8_t*>(lin.weight), k, static_cast<const float*>(lin.scales),
+                                        b.y, n, m, n, k, s);
+      }
+      if (v == Variant::kAuto && with_quant) {  // the engine's call: fused at small M, else quant + fp8_linear
+        return cuda::fp8_linear_from_fp16(ctx, b.x, k, b.xq, k, b.x_scale, static_cast<const uint8_t*>(lin.weight), k,
+                                          static_cast<const float*>(lin.scales), b.y, n, m, n, k, b.scratch, s);
+      }
       if (with_quant || v == Variant::kFp8Quant) {
         CROSSPOINT_RETURN_IF_ERROR(cuda::fp8_quantize_per_token(b.x, k, b.xq, k, b.x_scale, m, k, s));
         if (v == Variant::kFp8Quant) return Status::ok();
@@ -169,9 +183,9 @@ Status run_linear(CublasLtContext& ctx, const Buffers& b, const Linear& lin, Var
         return cuda::fp8_linear(ctx, b.xq, k, b.x_scale, static_cast<const uint8_t*>(lin.weight), k,
                                 static_cast<const float*>(lin.scales), b.y, n, m, n, k, b.scratch, s);
       }
-      if (v == Variant::kGemv) {
+      if (v == Variant::kGemv || v == Variant::kGemvWholeRow) {
         return cuda::fp8_gemv(b.xq, k, b.x_scale, static_cast<const uint8_t*>(lin.weight), k,
-                              static_cast<const float*>(lin.scales), b.y, n, m, n, k, s);
+                              static_cast<const float*>(lin.scales), b.y, n, m, n, k, s, v == Variant::kGemvWholeRow ? 1 : 0);
       }
       return cuda::fp8_gemm_cublaslt(ctx, b.xq, k, b.x_scale, static_cast<const uint8_t*>(lin.weight), k,
                                      static_cast<const float*>(lin.scales), b.y, n, m, n, k, b.scratch, s);
@@ -214,8 +228,8 @@ nlohmann::json bench_layer_gemms(const Ceilings& c, CublasLtContext& ctx, const 
       for (int i = 0; i < copies; ++i) lins.push_back(make_linear(p, shape.n, shape.k, 1000 + i, s));
       std::vector<Variant> variants =
           p == Precision::kInt4 ? std::vector<Variant>{Variant::kW4A16, Variant::kW4A16Deep, Variant::kW4A16Narrow, Variant::kW4A16Splits}
-                                : std::vector<Variant>{Variant::kCublasLt, Variant::kGemv};
-      if (p == Precision::kFp8) variants.push_back(Variant::kFp8Quant);
+                                : std::vector<Variant>{Variant::kCublasLt, Variant::kGemv, Variant::kGemvWholeRow};
+      if (p == Precision::kFp8) variants.insert(variants.end(), {Variant::kFp8Fused, Variant::kFp8Quant});
       for (int m : kBatchSizes) {
         for (Variant v : variants) {
           if (!variant_applies(v, m)) continue;
@@ -223,7 +237,7 @@ nlohmann::json bench_layer_gemms(const Ceilings& c, CublasLtContext& ctx, const 
             for (const Linear& lin : lins) CROSSPOINT_RETURN_IF_ERROR(run_linear(ctx, b, lin, v, m, false, s));
             return Status::ok();
           }, s, reps) / copies;
-          const double act_bytes = (p == Precision::kFp8 ? 1.0 : 2.0) * m * shape.k + 2.0 * m * shape.n;
+          const double act_bytes = (p == Precision::kFp8 && v != Variant::kFp8Fused ? 1.0 : 2.0) * m * shape.k + 2.0 * m * shape.n;
           if (v == Variant::kFp8Quant) {  // reads x fp16 once (twice really: amax then convert), writes e4m3
             out.push_back(record(c, p, variant_name(v), shape.name, m, shape.n, shape.k, 3.0 * m * shape.k, 0, ms));
           } else {
@@ -259,16 +273,19 @@ nlohmann::json bench_decode_step(const Ceilings& c, CublasLtContext& ctx, const 
     for (int m : kBatchSizes) {
       std::vector<Variant> variants =
           p == Precision::kInt4 ? std::vector<Variant>{Variant::kW4A16, Variant::kW4A16Deep, Variant::kW4A16Narrow, Variant::kW4A16Splits}
-                                : std::vector<Variant>{Variant::kAuto, Variant::kCublasLt, Variant::kGemv};
+                                : std::vector<Variant>{Variant::kAuto, Variant::kCublasLt, Variant::kGemv, Variant::kGemvWholeRow};
+      if (p == Precision::kFp8) variants.push_back(Variant::kFp8Fused);
       for (Variant v : variants) {
-        if (!variant_applies(v, m) || (v == Variant::kGemv && m > 2)) continue;
+        if (!variant_applies(v, m) || ((v == Variant::kGemv || v == Variant::kGemvWholeRow) && m > 2)) continue;
         // lm_head (fp16 in every precision): what fp16_linear picks.
         const Variant head_variant = Variant::kAuto;
         const double ms = time_graph([&]() -> Status {
           for (const Linear& lin : lins) CROSSPOINT_RETURN_IF_ERROR(run_linear(ctx, b, lin, v, m, true, s));
           return run_linear(ctx, b, head, head_variant, m, false, s);
         }, s, reps);
-        const std::string kernel = std::string(variant_name(v)) + (p == Precision::kFp8 ? "+quant" : "") + ", lm_head " +
+        // fp8 "auto" is the engine's fp8_linear_from_fp16 (fused at small M); the others quantise first.
+        const bool separate_quant = p == Precision::kFp8 && v != Variant::kAuto && v != Variant::kFp8Fused;
+        const std::string kernel = std::string(variant_name(v)) + (separate_quant ? "+quant" : "") + ", lm_head " +
                                    variant_name(head_variant);
         auto r = record(c, p, kernel.c_str(), "decode step linears", m, 0, 0, bytes, 2.0 * m * params, ms);
         r["time_ms"] = ms;
