@@ -41,7 +41,7 @@ log "configure $BUILD (Release, CUDA sm_90)"
 cmake -S . -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CXX_COMPILER_LAUNCHER=ccache \
   -DCMAKE_CUDA_COMPILER_LAUNCHER=ccache -DCMAKE_CUDA_ARCHITECTURES=90 -DCROSSPOINT_CUDA=ON >/dev/null \
   || die "cmake configure failed (is nvcc at /usr/local/cuda/bin?)"
-WANTED=(crosspoint test_kernels_cuda test_model_cuda bench_gemm bench_attention)
+WANTED=(crosspoint test_kernels_cuda test_model_cuda bench_gemm bench_attention bench_decode_step)
 AVAILABLE=$(ninja -C "$BUILD" -t targets all 2>/dev/null | sed -n 's/^\([A-Za-z0-9_]*\): phony$/\1/p; s/^\([A-Za-z0-9_]*\): .*/\1/p' | sort -u)
 TARGETS=()
 for t in "${WANTED[@]}"; do

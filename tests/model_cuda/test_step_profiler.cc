@@ -160,7 +160,7 @@ INSTANTIATE_TEST_SUITE_P(Precisions, StepProfilerDeviceTest,
 
 // Events recorded during capture would become graph nodes: forward refuses, and the capture
 // can still be ended cleanly.
-TEST(StepProfilerDeviceTest, ForwardRefusesToProfileDuringCapture) {
+TEST(StepProfilerCaptureTest, ForwardRefusesToProfileDuringCapture) {
   SKIP_WITHOUT_GPU();
   auto cpu = load_tiny(TinyPrecision::kFp16);
   ASSERT_NE(cpu, nullptr);

@@ -1,0 +1,598 @@
+// One whole CudaModel step, timed per precision on a real checkpoint: decode at each batch
+// size B (B sequences of `--context` cached tokens, one new token each) as a CUDA graph and
+// eagerly, a per-op breakdown of one profiled eager step (model/cuda/step_profiler.h), and a
+// prefill of one `--prefill-tokens` sequence; each beside its roofline bound from
+// analysis::decode_cost_from_shape (the sweep's byte/FLOP model) and the measured ceilings.
+//
+//   bench_decode_step --model DIR [--model DIR2 ...] --batches 1,8,32,64,128 --context 512
+//       --prefill-tokens 2048 --ceilings FILE.json --out results.json [--replays 50]
+//
+// What is timed:
+//   graph   forward + greedy argmax captured once, replayed --replays times (after 3 warm-up
+//           replays), each replay between two events; median, p10, p90.
+//   eager   the same launches issued from the host, --eager-reps times, inputs already on
+//           the device (no host batch building or copy).
+//   decode attention is sized for the engine's bound, max-model-len (the runner's graphs use
+//           that one bound), unless --tight-attention-bound.
+//   breakdown  one profiled eager step (a cudaEvent after every op, so it is eager with events)
+//           "as launched", and one "queued": the stream is held by a host function until the
+//           whole step is enqueued, so ops run back to back as in a graph and each op's time is
+//           its GPU time (not the host's launch gaps).
+//   prefill one sequence of --prefill-tokens new tokens, eager, median of --prefill-reps.
+// KV cache content: zeros as allocated (timing does not depend on the values), except the
+// slots the timed steps themselves write.
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <ctime>
+#include <fstream>
+#include <functional>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "analysis/decode_cost.h"
+#include "analysis/model_shape.h"
+#include "analysis/precision.h"
+#include "common/clock.h"
+#include "kernels/cuda/cuda_status.h"
+#include "kernels/cuda/decoder_ops.h"
+#include "model/cuda/cuda_model.h"
+#include "model/cuda/step_profiler.h"
+#include "model/model.h"
+#include "quant/gptq_linear_weight.h"
+#include "sweep/measured_ceilings.h"
+
+namespace crosspoint::bench {
+namespace {
+
+using nlohmann::json;
+
+struct Options {
+  std::vector<std::string> model_dirs;
+  std::vector<int32_t> batches = {1, 8, 32, 64, 128};
+  int32_t context = 512;          // cached tokens per decoding sequence
+  int32_t prefill_tokens = 2048;  // new tokens of the prefill step
+  int32_t max_model_len = 4096;   // as the study serves (--max-model-len 4096)
+  std::string ceilings_path;
+  std::string out_path;
+  int32_t replays = 50;
+  int32_t eager_reps = 20;
+  int32_t prefill_reps = 5;
+  bool tight_attention_bound = false;
+};
+
+struct TimingStats {
+  double median_ms = 0, p10_ms = 0, p90_ms = 0, min_ms = 0;
+  int32_t reps = 0;
+};
+
+TimingStats stats_of(std::vector<double> ms) {
+  std::sort(ms.begin(), ms.end());
+  auto at = [&](double q) { return ms[static_cast<size_t>(q * static_cast<double>(ms.size() - 1) + 0.5)]; };
+  return {at(0.5), at(0.1), at(0.9), ms.front(), static_cast<int32_t>(ms.size())};
+}
+
+json to_json(const TimingStats& t) {
+  return {{"median_ms", t.median_ms}, {"p10_ms", t.p10_ms}, {"p90_ms", t.p90_ms}, {"min_ms", t.min_ms}, {"reps", t.reps}};
+}
+
+// Times `launch` (which enqueues on `stream`) `reps` times between two events.
+Result<TimingStats> time_launches(const std::function<Status()>& launch, cudaStream_t stream, int32_t reps) {
+  cudaEvent_t start = nullptr, stop = nullptr;
+  CROSSPOINT_CUDA_RETURN_IF_ERROR(cudaEventCreate(&start), "cudaEventCreate");
+  CROSSPOINT_CUDA_RETURN_IF_ERROR(cudaEventCreate(&stop), "cudaEventCreate");
+  std::vector<double> times;
+  Status status;
+  for (int32_t i = 0; i < reps && status.is_ok(); ++i) {
+    status = cuda::cuda_status(cudaEventRecord(start, stream), "cudaEventRecord");
+    if (status.is_ok()) status = launch();
+    if (status.is_ok()) status = cuda::cuda_status(cudaEventRecord(stop, stream), "cudaEventRecord");
+    if (status.is_ok()) status = cuda::cuda_status(cudaEventSynchronize(stop), "cudaEventSynchronize");
+    float ms = 0;
+    if (status.is_ok()) status = cuda::cuda_status(cudaEventElapsedTime(&ms, start, stop), "cudaEventElapsedTime");
+    times.push_back(ms);
+  }
+  (void)cudaEventDestroy(start);
+  (void)cudaEventDestroy(stop);
+  CROSSPOINT_RETURN_IF_ERROR(status);
+  return stats_of(times);
+}
+
+// Captures `enqueue` into a graph (after one eager run) and times its replays.
+Result<TimingStats> time_graph_replays(const std::function<Status()>& enqueue, cudaStream_t stream, int32_t reps) {
+  CROSSPOINT_RETURN_IF_ERROR(enqueue());
+  CROSSPOINT_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream), "warm-up step");
+  CROSSPOINT_CUDA_RETURN_IF_ERROR(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal), "begin capture");
+  const Status launched = enqueue();
+  cudaGraph_t graph = nullptr;
+  const cudaError_t end = cudaStreamEndCapture(stream, &graph);
+  if (!launched.is_ok() || end != cudaSuccess) {
+    if (graph != nullptr) (void)cudaGraphDestroy(graph);
+    (void)cudaGetLastError();
+    return launched.is_ok() ? cuda::cuda_status(end, "cudaStreamEndCapture") : launched;
+  }
+  cudaGraphExec_t exec = nullptr;
+  const cudaError_t inst = cudaGraphInstantiate(&exec, graph, 0);
+  (void)cudaGraphDestroy(graph);
+  CROSSPOINT_CUDA_RETURN_IF_ERROR(inst, "cudaGraphInstantiate");
+  auto replay = [&] { return cuda::cuda_status(cudaGraphLaunch(exec, stream), "cudaGraphLaunch"); };
+  Status warm;
+  for (int i = 0; i < 3 && warm.is_ok(); ++i) warm = replay();
+  Result<TimingStats> timed = warm.is_ok() ? time_launches(replay, stream, reps) : Result<TimingStats>(warm);
+  (void)cudaStreamSynchronize(stream);
+  (void)cudaGraphExecDestroy(exec);
+  return timed;
+}
+
+// Holds a stream in a host function until open() (or 2 s, so a full launch queue cannot
+// deadlock the host thread that would open it), so that the launches behind it run back to back.
+class StreamGate {
+ public:
+  Status hold(cudaStream_t stream) {
+    open_ = false;
+    timed_out_ = false;
+    return cuda::cuda_status(cudaLaunchHostFunc(stream, &StreamGate::wait, this), "cudaLaunchHostFunc");
+  }
+  void open() { open_ = true; }
+  bool timed_out() const { return timed_out_; }
+
+ private:
+  static void CUDART_CB wait(void* self) {
+    auto* gate = static_cast<StreamGate*>(self);
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(2);
+    while (!gate->open_.load()) {
+      if (std::chrono::steady_clock::now() > deadline) {
+        gate->timed_out_ = true;
+        return;
+      }
+      std::this_thread::sleep_for(std::chrono::microseconds(20));
+    }
+  }
+  std::atomic<bool> open_{false};
+  std::atomic<bool> timed_out_{false};
+};
+
+// One profiled step of `enqueue` (forward, which marks its ops, then what the caller marks
+// itself on the profiler it is given). queued: the stream is held until all is enqueued.
+Result<json> profile_step(cuda::CudaModel& model, const std::function<Status(cuda::StepProfiler&)>& enqueue,
+                          bool queued) {
+  cuda::StepProfiler profiler;
+  StreamGate gate;
+  json out;
+  for (int run = 0; run < 2; ++run) {  // run 0 creates the profiler's events; run 1 is reported
+    if (queued) CROSSPOINT_RETURN_IF_ERROR(gate.hold(model.stream()));
+    CROSSPOINT_RETURN_IF_ERROR(profiler.begin_step(model.stream()));
+    model.set_profiler(&profiler);
+    const Status launched = enqueue(profiler);
+    model.set_profiler(nullptr);
+    gate.open();
+    CROSSPOINT_RETURN_IF_ERROR(launched);
+    CROSSPOINT_ASSIGN_OR_RETURN(cuda::StepProfile profile, profiler.finish());
+    if (run == 0) continue;
+    out["method"] = queued ? "eager with a cudaEvent after every op; stream held until the step was enqueued, "
+                             "so ops run back to back (GPU time per op)"
+                           : "eager with a cudaEvent after every op, as launched (includes the GPU's wait for "
+                             "each launch)";
+    out["held_until_enqueued"] = queued && !gate.timed_out();
+    out["total_ms"] = profile.total_ms;
+    out["num_marks"] = profile.num_marks;
+    json ops = json::array();
+    for (const cuda::StepOpTime& t : profile.ops) {
+      ops.push_back({{"op", cuda::step_op_name(t.op)},
+                     {"ms", t.total_ms},
+                     {"pct", profile.total_ms > 0 ? 100.0 * t.total_ms / profile.total_ms : 0.0},
+                     {"calls", t.num_calls}});
+    }
+    out["ops"] = ops;
+  }
+  return out;
+}
+
+// The host arrays of one step; ForwardBatch points into them.
+struct HostBatch {
+  std::vector<int32_t> token_ids, positions, seq_token_start = {0}, seq_context_len, block_tables, logits_token_idx;
+  int32_t max_blocks_per_seq = 0;
+
+  ForwardBatch view() const {
+    ForwardBatch b;
+    b.token_ids = token_ids;
+    b.positions = positions;
+    b.seq_token_start = seq_token_start;
+    b.seq_context_len = seq_context_len;
+    b.block_tables = block_tables;
+    b.max_blocks_per_seq = max_blocks_per_seq;
+    b.logits_token_idx = logits_token_idx;
+    return b;
+  }
+};
+
+// num_seqs sequences of `cached` tokens each computing `num_new` more, sequence s in blocks
+// [s * blocks_per_seq, (s + 1) * blocks_per_seq); logits for each sequence's last token.
+HostBatch make_batch(int32_t num_seqs, int32_t cached, int32_t num_new, int32_t block_size, int32_t vocab) {
+  HostBatch h;
+  const int32_t context = cached + num_new;
+  h.max_blocks_per_seq = (context + block_size - 1) / block_size;
+  for (int32_t s = 0; s < num_seqs; ++s) {
+    for (int32_t t = 0; t < num_new; ++t) {
+      h.token_ids.push_back(static_cast<int32_t>((s * 7919 + t * 104729 + 13) % vocab));
+      h.positions.push_back(cached + t);
+    }
+    h.seq_token_start.push_back(static_cast<int32_t>(h.token_ids.size()));
+    h.seq_context_len.push_back(context);
+    for (int32_t b = 0; b < h.max_blocks_per_seq; ++b) h.block_tables.push_back(s * h.max_blocks_per_seq + b);
+    h.logits_token_idx.push_back(static_cast<int32_t>(h.token_ids.size()) - 1);
+  }
+  return h;
+}
+
+// The precision the roofline prices, from the CUDA model's format ("fp16", "w8a8-fp8", "w4a16-g128-act").
+Result<analysis::Precision> precision_of(const std::string& format_name, int64_t* group_size) {
+  *group_size = 128;
+  const size_t g = format_name.find("-g");
+  if (format_name.rfind("w4a16", 0) == 0 && g != std::string::npos) *group_size = std::atoll(format_name.c_str() + g + 2);
+  return analysis::parse_precision(format_name.substr(0, format_name.rfind("w4a16", 0) == 0 ? 5 : std::string::npos));
+}
+
+struct Roofline {
+  double bytes = 0, flops = 0, mem_bound_ms = 0, compute_bound_ms = 0;
+  double bound_ms() const { return std::max(mem_bound_ms, compute_bound_ms); }
+};
+
+Roofline roofline(double bytes, double flops, double bw_gb_s, double tflops) {
+  Roofline r;
+  r.bytes = bytes;
+  r.flops = flops;
+  r.mem_bound_ms = bw_gb_s > 0 ? bytes / (bw_gb_s * 1e9) * 1e3 : 0;
+  r.compute_bound_ms = tflops > 0 ? flops / (tflops * 1e12) * 1e3 : 0;
+  return r;
+}
+
+json roofline_json(const Roofline& r, double measured_ms) {
+  return {{"bytes", r.bytes},
+          {"flops", r.flops},
+          {"mem_bound_ms", r.mem_bound_ms},
+          {"compute_bound_ms", r.compute_bound_ms},
+          {"bound_ms", r.bound_ms()},
+          {"pct_of_bandwidth", measured_ms > 0 ? 100.0 * r.mem_bound_ms / measured_ms : 0.0},
+          {"pct_of_compute", measured_ms > 0 ? 100.0 * r.compute_bound_ms / measured_ms : 0.0},
+          {"pct_of_roofline", measured_ms > 0 ? 100.0 * r.bound_ms() / measured_ms : 0.0}};
+}
+
+struct Ceilings {
+  analysis::HardwareCeilings hw;
+  std::string path;
+};
+
+// Everything measured for one checkpoint.
+Result<json> bench_model(const std::string& dir, const Options& o, const Ceilings& ceilings) {
+  size_t free_start = 0, total = 0;
+  CROSSPOINT_CUDA_RETURN_IF_ERROR(cudaMemGetInfo(&free_start, &total), "cudaMemGetInfo");
+  Stopwatch load_timer;
+  ModelLoadOptions load_options;
+  load_options.linear_formats = quantized_linear_weight_formats();
+  CROSSPOINT_ASSIGN_OR_RETURN(std::unique_ptr<Model> model, Model::load(dir, load_options));
+  const double load_s = load_timer.elapsed_seconds();
+  CROSSPOINT_ASSIGN_OR_RETURN(analysis::ModelShape shape, analysis::load_model_shape(dir));
+
+  const int32_t max_batch = *std::max_element(o.batches.begin(), o.batches.end());
+  cuda::CudaModelOptions mo;
+  mo.max_num_seqs = std::max(128, max_batch);
+  mo.max_num_tokens = std::max({2048, o.prefill_tokens, max_batch});
+  mo.max_model_len = std::max({o.max_model_len, o.context + 1, o.prefill_tokens});
+  const int32_t decode_blocks = (o.context + 1 + mo.block_size - 1) / mo.block_size;
+  mo.num_kv_blocks = std::max<int64_t>(int64_t{max_batch} * decode_blocks, (o.prefill_tokens + mo.block_size - 1) / mo.block_size);
+  Stopwatch create_timer;
+  CROSSPOINT_ASSIGN_OR_RETURN(std::unique_ptr<cuda::CudaModel> gpu, cuda::CudaModel::create(*model, mo));
+  const double create_s = create_timer.elapsed_seconds();
+  model.reset();  // the host copy (mmap) is no longer needed
+  size_t free_now = 0, free_min = 0;
+  CROSSPOINT_CUDA_RETURN_IF_ERROR(cudaMemGetInfo(&free_min, &total), "cudaMemGetInfo");
+  auto track_memory = [&] {
+    if (cudaMemGetInfo(&free_now, &total) == cudaSuccess) free_min = std::min(free_min, free_now);
+  };
+
+  int64_t group_size = 128;
+  CROSSPOINT_ASSIGN_OR_RETURN(analysis::Precision precision, precision_of(gpu->weight_format_name(), &group_size));
+  const analysis::DecodeCost cost = analysis::decode_cost_from_shape(shape, precision, 2.0, group_size);
+  bool fp16_fallback = false;
+  const double tflops = analysis::math_peak_tflops(precision, ceilings.hw, &fp16_fallback);
+  const double bw = ceilings.hw.bandwidth_gb_s;
+  const int32_t V = gpu->vocab_size();
+  cudaStream_t stream = gpu->stream();
+
+  json out;
+  out["model_dir"] = dir;
+  out["weight_format"] = gpu->weight_format_name();
+  out["precision"] = std::string(analysis::precision_name(precision));
+  out["math_tflops"] = tflops;
+  out["math_fell_back_to_fp16"] = fp16_fallback;
+  out["cost_model"] = cost.description;
+  out["load_s"] = load_s;
+  out["create_s"] = create_s;
+  const cuda::CudaMemoryReport& mem = gpu->memory();
+  out["memory"] = {{"gpu_name", mem.gpu_name},          {"total_bytes", mem.total_bytes},
+                   {"weight_bytes", mem.weight_bytes},  {"activation_bytes", mem.activation_bytes},
+                   {"kv_bytes", mem.kv_bytes},          {"num_kv_blocks", mem.num_kv_blocks},
+                   {"free_before_load_bytes", free_start}};
+
+  // forward + greedy argmax over the logits rows, as the runner's graphs do; `profiler`
+  // (when given) also gets the argmax marked.
+  auto step = [&](const cuda::CudaForwardBatch& device, cuda::StepProfiler* profiler) -> Status {
+    CROSSPOINT_RETURN_IF_ERROR(gpu->forward(device));
+    CROSSPOINT_RETURN_IF_ERROR(
+        cuda::argmax_rows(gpu->logits(), V, gpu->sampled_tokens(), device.shape.num_logits, V, stream));
+    if (profiler != nullptr) profiler->mark(cuda::StepOp::kArgmax);
+    return Status::ok();
+  };
+  auto breakdowns = [&](const cuda::CudaForwardBatch& device, json& cell) {
+    for (const bool queued : {false, true}) {
+      auto profiled = profile_step(*gpu, [&](cuda::StepProfiler& p) { return step(device, &p); }, queued);
+      const char* key = queued ? "breakdown_queued" : "breakdown_eager";
+      if (profiled.is_ok()) cell[key] = *profiled; else cell[std::string(key) + "_error"] = profiled.status().to_string();
+    }
+  };
+
+  json decode = json::array();
+  for (int32_t B : o.batches) {
+    std::fprintf(stderr, "[bench_decode_step] %s: decode B=%d\n", dir.c_str(), B);
+    const HostBatch host = make_batch(B, o.context, 1, gpu->block_size(), V);
+    CROSSPOINT_ASSIGN_OR_RETURN(cuda::CudaForwardBatch device,
+                                gpu->upload_inputs(host.view(), gpu->capacity().max_blocks_per_seq, B));
+    device.shape.max_query_len = 1;
+    if (!o.tight_attention_bound) device.shape.max_context_len = gpu->max_model_len();
+    auto enqueue = [&] { return step(device, nullptr); };
+    json cell = {{"batch", B}, {"context", o.context}, {"attention_context_bound", device.shape.max_context_len}};
+    Result<TimingStats> graph = time_graph_replays(enqueue, stream, o.replays);
+    track_memory();
+    Result<TimingStats> eager = time_launches(enqueue, stream, 3);  // warm-up
+    if (eager.is_ok()) eager = time_launches(enqueue, stream, o.eager_reps);
+    if (graph.is_ok()) cell["graph"] = to_json(*graph); else cell["graph_error"] = graph.status().to_string();
+    if (eager.is_ok()) cell["eager"] = to_json(*eager); else cell["eager_error"] = eager.status().to_string();
+    breakdowns(device, cell);
+    // Bytes read per step: every weight once, each sequence's K and V over its whole context
+    // (the cached tokens and the new one), and the B embedding rows gathered.
+    const double kv_tokens = static_cast<double>(B) * (o.context + 1);
+    const double kv_bytes = kv_tokens * cost.kv_bytes_per_context_token;
+    const double bytes = cost.weight_bytes_per_step + kv_bytes + static_cast<double>(B) * shape.hidden_size * 2;
+    const double flops = B * cost.flops_per_token + kv_tokens * cost.attention_flops_per_context_token;
+    const Roofline r = roofline(bytes, flops, bw, tflops);
+    const double measured = graph.is_ok() ? graph->median_ms : eager.is_ok() ? eager->median_ms : 0;
+    cell["roofline"] = roofline_json(r, measured);
+    cell["roofline"]["measured_from"] = graph.is_ok() ? "graph median" : "eager median";
+    cell["roofline"]["weight_bytes"] = cost.weight_bytes_per_step;
+    cell["roofline"]["kv_bytes"] = kv_bytes;
+    cell["tokens_per_s"] = measured > 0 ? B / measured * 1e3 : 0.0;
+    decode.push_back(cell);
+  }
+  out["decode"] = decode;
+
+  // Prefill: one sequence, every token new, logits for its last token only.
+  {
+    const int32_t T = o.prefill_tokens;
+    std::fprintf(stderr, "[bench_decode_step] %s: prefill %d tokens\n", dir.c_str(), T);
+    const HostBatch host = make_batch(1, 0, T, gpu->block_size(), V);
+    CROSSPOINT_ASSIGN_OR_RETURN(cuda::CudaForwardBatch device,
+                                gpu->upload_inputs(host.view(), host.max_blocks_per_seq, T));
+    auto enqueue = [&] { return step(device, nullptr); };
+    json cell = {{"tokens", T}, {"num_seqs", 1}};
+    Result<TimingStats> eager = time_launches(enqueue, stream, 1);  // warm-up
+    if (eager.is_ok()) eager = time_launches(enqueue, stream, o.prefill_reps);
+    track_memory();
+    if (eager.is_ok()) cell["eager"] = to_json(*eager); else cell["eager_error"] = eager.status().to_string();
+    breakdowns(device, cell);
+    // FLOPs: every token through the linears, one row through lm_head, causal attention
+    // (token p attends to p + 1 tokens). Bytes: the weights once and the K/V written.
+    const double head_flops = 2.0 * static_cast<double>(shape.head_params());
+    const double attention_pairs = static_cast<double>(T) * (T + 1) / 2;
+    const double flops = static_cast<double>(T) * (cost.flops_per_token - head_flops) + head_flops +
+                         attention_pairs * cost.attention_flops_per_context_token;
+    const double bytes = cost.weight_bytes_per_step + static_cast<double>(T) * cost.kv_bytes_per_context_token;
+    const Roofline r = roofline(bytes, flops, bw, tflops);
+    const double measured = eager.is_ok() ? eager->median_ms : 0;
+    cell["roofline"] = roofline_json(r, measured);
+    cell["roofline"]["measured_from"] = "eager median";
+    cell["tokens_per_s"] = measured > 0 ? T / measured * 1e3 : 0.0;
+    out["prefill"] = cell;
+  }
+  track_memory();
+  out["memory"]["min_free_bytes"] = free_min;
+  out["memory"]["peak_used_bytes"] = free_start > free_min ? free_start - free_min : 0;
+  return out;
+}
+
+// ---------------------------------------------------------------- the Markdown tables
+
+double num(const json& j, const char* key) { return j.contains(key) && j[key].is_number() ? j[key].get<double>() : 0.0; }
+
+std::string ms_cell(const json& cell, const char* key) {
+  if (!cell.contains(key)) return "failed";
+  const json& t = cell[key];
+  return fmt::format("{:.3f} ({:.3f}-{:.3f})", num(t, "median_ms"), num(t, "p10_ms"), num(t, "p90_ms"));
+}
+
+void print_breakdown(const json& m) {
+  const json& decode = m["decode"];
+  std::vector<const json*> cells;  // B=1 and B=64 when measured, else the first and last batch
+  for (int32_t want : {1, 64})
+    for (const json& c : decode)
+      if (c["batch"].get<int32_t>() == want) cells.push_back(&c);
+  if (cells.size() < 2 && decode.size() >= 2) cells = {&decode.front(), &decode.back()};
+  if (cells.empty() && !decode.empty()) cells = {&decode.front()};
+  std::string header = "| op |", rule = "|---|";
+  for (const json* c : cells) {
+    const int32_t B = (*c)["batch"].get<int32_t>();
+    header += fmt::format(" B={0} eager ms | % | B={0} queued ms | % |", B);
+    rule += "---:|---:|---:|---:|";
+  }
+  std::printf("\nPer-op breakdown of one profiled eager decode step (eager: as launched; queued: stream held "
+              "until the step was enqueued, GPU time per op):\n\n%s calls |\n%s---:|\n",
+              header.c_str(), rule.c_str());
+  for (int32_t i = 0; i < cuda::kNumStepOps; ++i) {
+    const std::string name = cuda::step_op_name(static_cast<cuda::StepOp>(i));
+    std::string row = "| " + name + " |";
+    int64_t calls = 0;
+    bool any = false;
+    for (const json* c : cells) {
+      for (const char* key : {"breakdown_eager", "breakdown_queued"}) {
+        const json* op = nullptr;
+        if (c->contains(key))
+          for (const json& o : (*c)[key]["ops"])
+            if (o["op"] == name) op = &o;
+        if (op != nullptr) {
+          any = true;
+          calls = (*op)["calls"].get<int64_t>();
+          row += fmt::format(" {:.3f} | {:.1f} |", num(*op, "ms"), num(*op, "pct"));
+        } else {
+          row += " - | - |";
+        }
+      }
+    }
+    if (any) std::printf("%s %lld |\n", row.c_str(), static_cast<long long>(calls));
+  }
+  std::string total = "| total |";
+  for (const json* c : cells)
+    for (const char* key : {"breakdown_eager", "breakdown_queued"})
+      total += c->contains(key) ? fmt::format(" {:.3f} | 100 |", num((*c)[key], "total_ms")) : std::string(" - | - |");
+  std::printf("%s |\n", total.c_str());
+}
+
+void print_model_tables(const json& m) {
+  const json& mem = m["memory"];
+  std::printf("\n### %s (%s): weights %.2f GiB on the GPU, peak device memory %.2f GiB, math peak %.0f TFLOP/s\n\n",
+              m["weight_format"].get<std::string>().c_str(), m["model_dir"].get<std::string>().c_str(),
+              num(mem, "weight_bytes") / (1 << 30), num(mem, "peak_used_bytes") / (1 << 30), num(m, "math_tflops"));
+  std::printf("| B | graph ms (p10-p90) | eager ms (p10-p90) | bound ms | %% of BW | %% of roofline | tok/s |\n");
+  std::printf("|---:|---:|---:|---:|---:|---:|---:|\n");
+  for (const json& c : m["decode"]) {
+    const json& r = c["roofline"];
+    std::printf("| %d | %s | %s | %.3f | %.1f | %.1f | %.0f |\n", c["batch"].get<int32_t>(), ms_cell(c, "graph").c_str(),
+                ms_cell(c, "eager").c_str(), num(r, "bound_ms"), num(r, "pct_of_bandwidth"), num(r, "pct_of_roofline"),
+                num(c, "tokens_per_s"));
+  }
+  if (m.contains("prefill")) {
+    const json& p = m["prefill"];
+    std::printf("\nPrefill of %d tokens (one sequence, eager): %s ms, %.0f tok/s; compute bound %.3f ms = %.1f %% of "
+                "compute, memory bound %.3f ms\n",
+                p["tokens"].get<int32_t>(), ms_cell(p, "eager").c_str(), num(p, "tokens_per_s"),
+                num(p["roofline"], "compute_bound_ms"), num(p["roofline"], "pct_of_compute"),
+                num(p["roofline"], "mem_bound_ms"));
+  }
+  print_breakdown(m);
+  std::fflush(stdout);
+}
+
+std::string utc_now() {
+  const std::time_t now = std::time(nullptr);
+  std::tm tm{};
+  gmtime_r(&now, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof(buf), "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return buf;
+}
+
+Status write_json(const json& j, const std::string& path) {
+  std::ofstream f(path);
+  if (!f) return io_error("cannot write " + path);
+  f << j.dump(2) << "\n";
+  return f.good() ? Status::ok() : io_error("short write to " + path);
+}
+
+int run(int argc, char** argv) {
+  Options o;
+  CLI::App app{"Decode-step and prefill timings of whole CUDA model steps, with per-op breakdown and roofline"};
+  app.add_option("--model", o.model_dirs, "checkpoint directory (repeat for several precisions)")->required();
+  app.add_option("--batches", o.batches, "decode batch sizes, comma-separated")->delimiter(',');
+  app.add_option("--context", o.context, "cached tokens per decoding sequence");
+  app.add_option("--prefill-tokens", o.prefill_tokens, "new tokens of the prefill step");
+  app.add_option("--max-model-len", o.max_model_len, "the engine's max-model-len (decode attention bound)");
+  app.add_option("--ceilings", o.ceilings_path, "ceilings.py JSON or crosspoint hwinfo --json output")->required();
+  app.add_option("--out", o.out_path, "results JSON")->required();
+  app.add_option("--replays", o.replays, "timed graph replays per decode batch");
+  app.add_option("--eager-reps", o.eager_reps, "timed eager decode steps per batch");
+  app.add_option("--prefill-reps", o.prefill_reps, "timed prefill steps");
+  app.add_flag("--tight-attention-bound", o.tight_attention_bound,
+               "size decode attention for the batch's context instead of max-model-len");
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);
+  }
+  const bool bad_batch = o.batches.empty() || std::any_of(o.batches.begin(), o.batches.end(), [](int32_t b) { return b <= 0; });
+  if (bad_batch || o.context <= 0 || o.prefill_tokens <= 0 || o.replays <= 0 || o.eager_reps <= 0 || o.prefill_reps <= 0) {
+    std::fprintf(stderr, "bench_decode_step: --batches, --context, --prefill-tokens and the repetitions must be positive\n");
+    return 2;
+  }
+  if (cuda::cuda_device_count() == 0) {
+    std::fprintf(stderr, "bench_decode_step: no CUDA device is available; this benchmark times model steps on a GPU\n");
+    return 1;
+  }
+  auto hw = sweep::load_measured_ceilings(o.ceilings_path);
+  if (!hw.is_ok()) {
+    std::fprintf(stderr, "bench_decode_step: %s\n", hw.status().to_string().c_str());
+    return 1;
+  }
+  const Ceilings ceilings{*hw, o.ceilings_path};
+  cudaDeviceProp prop{};
+  (void)cudaGetDeviceProperties(&prop, 0);
+  std::string command;
+  for (int i = 0; i < argc; ++i) command += (i ? " " : "") + std::string(argv[i]);
+  const char* commit = std::getenv("CROSSPOINT_COMMIT");
+  json results = {
+      {"benchmark", "bench_decode_step"},
+      {"commit", commit != nullptr ? commit : "unknown"},
+      {"gpu", prop.name},
+      {"date", utc_now()},
+      {"command", command},
+      {"ceilings",
+       {{"file", o.ceilings_path}, {"name", ceilings.hw.name}, {"bandwidth_gb_s", ceilings.hw.bandwidth_gb_s},
+        {"fp16_tflops", ceilings.hw.fp16_tflops}, {"fp8_tflops", ceilings.hw.fp8_tflops}, {"source", ceilings.hw.source}}},
+      {"options",
+       {{"batches", o.batches}, {"context", o.context}, {"prefill_tokens", o.prefill_tokens},
+        {"max_model_len", o.max_model_len}, {"replays", o.replays}, {"eager_reps", o.eager_reps},
+        {"prefill_reps", o.prefill_reps}, {"tight_attention_bound", o.tight_attention_bound}}},
+      {"method",
+       {{"graph", "forward + greedy argmax captured once, median/p10/p90 of timed replays after 3 warm-up replays"},
+        {"eager", "the same launches from the host, inputs already on the device"},
+        {"breakdown", "one profiled eager step with a cudaEvent after every op (eager with events): 'eager' as "
+                      "launched, 'queued' with the stream held until the step was enqueued; W8A8 linears include "
+                      "their fp8 activation quantisation, act-order W4A16 linears their column permutation"},
+        {"kv_cache", "zeros as allocated, except the slots the timed steps write"},
+        {"decode_bytes", "weights once + B x (context + 1) x K/V bytes per token + B embedding rows"},
+        {"prefill_flops", "T x linear FLOPs + one lm_head row + causal attention T(T+1)/2 x per-pair FLOPs"}}},
+      {"models", json::array()}};
+  bool failed = false;
+  for (const std::string& dir : o.model_dirs) {
+    auto r = bench_model(dir, o, ceilings);
+    if (r.is_ok()) {
+      results["models"].push_back(*r);
+      print_model_tables(*r);
+    } else {
+      failed = true;
+      std::fprintf(stderr, "bench_decode_step: %s: %s\n", dir.c_str(), r.status().to_string().c_str());
+      results["models"].push_back({{"model_dir", dir}, {"error", r.status().to_string()}});
+    }
+    const Status written = write_json(results, o.out_path);  // after every model, so a timeout keeps the rest
+    if (!written.is_ok()) {
+      std::fprintf(stderr, "bench_decode_step: %s\n", written.to_string().c_str());
+      return 1;
+    }
+  }
+  std::fprintf(stderr, "bench_decode_step: wrote %s (%zu models%s)\n", o.out_path.c_str(), o.model_dirs.size(),
+               failed ? ", some failed" : "");
+  return failed ? 1 : 0;
+}
+
+}  // namespace
+}  // namespace crosspoint::bench
+
+int main(int argc, char** argv) { return crosspoint::bench::run(argc, argv); }
