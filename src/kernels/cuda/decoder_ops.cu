@@ -10,6 +10,7 @@
 #include <string>
 
 #include "kernels/cuda/cuda_status.h"
+#include "kernels/cuda/programmatic_launch.cuh"
 #include "kernels/cuda/decoder_ops.h"
 
 namespace crosspoint::cuda {
@@ -79,6 +80,8 @@ __global__ void __launch_bounds__(kRowThreads)
     add_rms_norm_kernel(float* __restrict__ residual, const uint16_t* __restrict__ delta, int64_t delta_stride,
                         const uint16_t* __restrict__ weight, float eps, uint16_t* __restrict__ out,
                         int64_t out_stride, int hidden_size) {
+  wait_for_prior_kernels();
+  allow_dependent_launch();
   const int64_t t = blockIdx.x;
   float* res = residual + t * hidden_size;
   const uint16_t* del = delta ? delta + t * delta_stride : nullptr;
@@ -140,6 +143,8 @@ constexpr int kMaxHeadDim = 256;
 // memory, then every (q or k head, i < D/2) pair rotated, then v copied. Bias is added in
 // fp32 before the rotation and everything is rounded to fp16 once.
 __global__ void __launch_bounds__(kRopeThreads) rope_kv_write_kernel(RopeKvWriteArgs a) {
+  wait_for_prior_kernels();
+  allow_dependent_launch();
   __shared__ float cos_f[kMaxHeadDim / 2], sin_f[kMaxHeadDim / 2];
   const int t = blockIdx.x;
   const int half = a.head_dim / 2;
@@ -192,6 +197,8 @@ template <bool kVec>
 __global__ void __launch_bounds__(kEltThreads)
     silu_mul_kernel(const uint16_t* __restrict__ gate_up, int64_t in_stride, uint16_t* __restrict__ out,
                     int64_t out_stride, int intermediate_size) {
+  wait_for_prior_kernels();
+  allow_dependent_launch();
   const int64_t t = blockIdx.x;
   const uint16_t* gate = gate_up + t * in_stride;
   const uint16_t* up = gate + intermediate_size;
@@ -224,6 +231,8 @@ template <bool kVec>
 __global__ void __launch_bounds__(kRowThreads)
     gather_rows_kernel(const uint16_t* __restrict__ in, int64_t in_stride, const int32_t* __restrict__ rows,
                        uint16_t* __restrict__ out, int width) {
+  wait_for_prior_kernels();
+  allow_dependent_launch();
   const uint16_t* src = in + static_cast<int64_t>(rows[blockIdx.x]) * in_stride;
   uint16_t* dst = out + static_cast<int64_t>(blockIdx.x) * width;
   if constexpr (kVec) {
@@ -250,6 +259,8 @@ template <bool kVec>
 __global__ void __launch_bounds__(kRowThreads)
     argmax_rows_kernel(const uint16_t* __restrict__ logits, int64_t stride, int32_t* __restrict__ token,
                        int vocab_size) {
+  wait_for_prior_kernels();
+  allow_dependent_launch();
   const uint16_t* row = logits + static_cast<int64_t>(blockIdx.x) * stride;
   ArgmaxCandidate best{-INFINITY, INT_MAX};
   if constexpr (kVec) {
@@ -287,6 +298,8 @@ __global__ void __launch_bounds__(kRowThreads)
 
 __global__ void __launch_bounds__(kEltThreads)
     fp16_to_f32_kernel(const uint16_t* __restrict__ in, float* __restrict__ out, int64_t n, bool vec) {
+  wait_for_prior_kernels();
+  allow_dependent_launch();
   const int64_t first = static_cast<int64_t>(blockIdx.x) * kEltThreads + threadIdx.x;
   const int64_t step = static_cast<int64_t>(gridDim.x) * kEltThreads;
   if (vec) {  // 4 values per access; the tail (n % 4) below
@@ -339,11 +352,13 @@ Status add_rms_norm(float* residual, const uint16_t* delta, int64_t delta_stride
   const bool vec = hidden_size % 4 == 0 && aligned(residual, 16) && aligned(weight, 8) && aligned(out, 8) &&
                    out_stride % 4 == 0 && (!delta || (aligned(delta, 8) && delta_stride % 4 == 0));
   if (vec) {
-    add_rms_norm_kernel<true><<<num_tokens, kRowThreads, 0, stream>>>(residual, delta, delta_stride, weight, eps, out,
-                                                                     out_stride, hidden_size);
+    CROSSPOINT_CUDA_RETURN_IF_ERROR(launch_programmatic(add_rms_norm_kernel<true>, dim3(num_tokens), dim3(kRowThreads), 0, stream,
+        residual, delta, delta_stride, weight, eps, out, out_stride, hidden_size),
+                                    "add_rms_norm_kernel launch");
   } else {
-    add_rms_norm_kernel<false><<<num_tokens, kRowThreads, 0, stream>>>(residual, delta, delta_stride, weight, eps,
-                                                                      out, out_stride, hidden_size);
+    CROSSPOINT_CUDA_RETURN_IF_ERROR(launch_programmatic(add_rms_norm_kernel<false>, dim3(num_tokens), dim3(kRowThreads), 0, stream,
+        residual, delta, delta_stride, weight, eps, out, out_stride, hidden_size),
+                                    "add_rms_norm_kernel launch");
   }
   return last_launch_status("add_rms_norm launch");
 }
@@ -365,7 +380,9 @@ Status rope_kv_write(const RopeKvWriteArgs& a, cudaStream_t stream) {
   if (a.num_tokens == 0) return Status::ok();
   if (!a.qkv || !a.positions || !a.inv_freq || !a.slot_mapping || !a.key_cache || !a.value_cache)
     return bad(op, "null qkv, positions, inv_freq, slot_mapping, key_cache or value_cache");
-  rope_kv_write_kernel<<<a.num_tokens, kRopeThreads, 0, stream>>>(a);
+  CROSSPOINT_CUDA_RETURN_IF_ERROR(launch_programmatic(rope_kv_write_kernel, dim3(a.num_tokens), dim3(kRopeThreads), 0, stream,
+      a),
+                                  "rope_kv_write_kernel launch");
   return last_launch_status("rope_kv_write launch");
 }
 
@@ -383,10 +400,14 @@ Status silu_mul(const uint16_t* gate_up, int64_t in_stride, uint16_t* out, int64
                    aligned(out, 16);
   if (vec) {
     const dim3 grid(num_tokens, (intermediate_size / 8 + kEltThreads - 1) / kEltThreads);
-    silu_mul_kernel<true><<<grid, kEltThreads, 0, stream>>>(gate_up, in_stride, out, out_stride, intermediate_size);
+    CROSSPOINT_CUDA_RETURN_IF_ERROR(launch_programmatic(silu_mul_kernel<true>, dim3(grid), dim3(kEltThreads), 0, stream,
+        gate_up, in_stride, out, out_stride, intermediate_size),
+                                    "silu_mul_kernel launch");
   } else {
     const dim3 grid(num_tokens, (intermediate_size + kEltThreads - 1) / kEltThreads);
-    silu_mul_kernel<false><<<grid, kEltThreads, 0, stream>>>(gate_up, in_stride, out, out_stride, intermediate_size);
+    CROSSPOINT_CUDA_RETURN_IF_ERROR(launch_programmatic(silu_mul_kernel<false>, dim3(grid), dim3(kEltThreads), 0, stream,
+        gate_up, in_stride, out, out_stride, intermediate_size),
+                                    "silu_mul_kernel launch");
   }
   return last_launch_status("silu_mul launch");
 }
@@ -400,9 +421,13 @@ Status gather_rows(const uint16_t* in, int64_t in_stride, const int32_t* rows, u
   if (!in || !rows || !out) return bad(op, "null in, rows or out");
   if (in_stride < width) return bad(op, "in_stride " + std::to_string(in_stride) + " < width");
   if (width % 8 == 0 && in_stride % 8 == 0 && aligned(in, 16) && aligned(out, 16)) {
-    gather_rows_kernel<true><<<num_rows, kRowThreads, 0, stream>>>(in, in_stride, rows, out, width);
+    CROSSPOINT_CUDA_RETURN_IF_ERROR(launch_programmatic(gather_rows_kernel<true>, dim3(num_rows), dim3(kRowThreads), 0, stream,
+        in, in_stride, rows, out, width),
+                                    "gather_rows_kernel launch");
   } else {
-    gather_rows_kernel<false><<<num_rows, kRowThreads, 0, stream>>>(in, in_stride, rows, out, width);
+    CROSSPOINT_CUDA_RETURN_IF_ERROR(launch_programmatic(gather_rows_kernel<false>, dim3(num_rows), dim3(kRowThreads), 0, stream,
+        in, in_stride, rows, out, width),
+                                    "gather_rows_kernel launch");
   }
   return last_launch_status("gather_rows launch");
 }
@@ -416,9 +441,13 @@ Status argmax_rows(const uint16_t* logits, int64_t stride, int32_t* token, int n
   if (!logits || !token) return bad(op, "null logits or token");
   if (stride < vocab_size) return bad(op, "stride " + std::to_string(stride) + " < vocab_size");
   if (vocab_size % 8 == 0 && stride % 8 == 0 && aligned(logits, 16)) {
-    argmax_rows_kernel<true><<<num_rows, kRowThreads, 0, stream>>>(logits, stride, token, vocab_size);
+    CROSSPOINT_CUDA_RETURN_IF_ERROR(launch_programmatic(argmax_rows_kernel<true>, dim3(num_rows), dim3(kRowThreads), 0, stream,
+        logits, stride, token, vocab_size),
+                                    "argmax_rows_kernel launch");
   } else {
-    argmax_rows_kernel<false><<<num_rows, kRowThreads, 0, stream>>>(logits, stride, token, vocab_size);
+    CROSSPOINT_CUDA_RETURN_IF_ERROR(launch_programmatic(argmax_rows_kernel<false>, dim3(num_rows), dim3(kRowThreads), 0, stream,
+        logits, stride, token, vocab_size),
+                                    "argmax_rows_kernel launch");
   }
   return last_launch_status("argmax_rows launch");
 }
@@ -430,7 +459,9 @@ Status fp16_to_f32(const uint16_t* in, float* out, int64_t n, cudaStream_t strea
   const bool vec = aligned(in, 8) && aligned(out, 16);
   const int64_t work = vec ? (n + 3) / 4 : n;
   const int blocks = static_cast<int>(std::min<int64_t>((work + kEltThreads - 1) / kEltThreads, 4096));
-  fp16_to_f32_kernel<<<blocks, kEltThreads, 0, stream>>>(in, out, n, vec);
+  CROSSPOINT_CUDA_RETURN_IF_ERROR(launch_programmatic(fp16_to_f32_kernel, dim3(blocks), dim3(kEltThreads), 0, stream,
+      in, out, n, vec),
+                                  "fp16_to_f32_kernel launch");
   return last_launch_status("fp16_to_f32 launch");
 }
 

@@ -33,6 +33,7 @@
 #include <string>
 
 #include "kernels/cuda/cuda_status.h"
+#include "kernels/cuda/programmatic_launch.cuh"
 #include "kernels/cuda/paged_attention.h"
 #include "kernels/cuda/paged_attention_params.cuh"
 
@@ -103,6 +104,8 @@ __device__ __forceinline__ float reduce_scatter_8(const float (&v)[8], int lane_
 // 16 for D = 128, 8 for D = 64, 32 for the generic path (any multiple of 8 up to 256).
 template <int kThreadsPerRow>
 __global__ void __launch_bounds__(kThreads) paged_attention_split_kernel(Params p) {
+  wait_for_prior_kernels();
+  allow_dependent_launch();
   constexpr int kRowGroups = kThreads / kThreadsPerRow;        // rows in flight per step
   constexpr int kRowsPerThread = kTileTokens / kRowGroups;     // per tile
   constexpr int kBatch = kRowsPerThread < 8 ? kRowsPerThread : 8;  // 16-byte loads issued together
@@ -299,6 +302,8 @@ __global__ void __launch_bounds__(kThreads) paged_attention_split_kernel(Params 
 // Merges the splits of one (row, head): weights l_i * 2^(m_i - max m), output = weighted mean
 // of the normalised partials. Only splits that start inside the row's visible range exist.
 __global__ void __launch_bounds__(kThreads) paged_attention_merge_kernel(Params p) {
+  wait_for_prior_kernels();
+  allow_dependent_launch();
   __shared__ float s_weight[kMaxSplits];
   __shared__ float s_inv_total;
   const int t = blockIdx.x, head = blockIdx.y;
@@ -450,15 +455,23 @@ Status run_paged_attention(const CudaPagedAttentionArgs& a, bool allow_tensor_co
   const dim3 grid(a.num_tokens, ctas_per_row, std::max(grid_z, 1));
   if (grid.y > 65535) return bad("num_kv_heads x head chunks exceeds the grid limit");
   if (a.head_dim == 128) {
-    paged_attention_split_kernel<16><<<grid, kThreads, 0, stream>>>(p);
+    CROSSPOINT_CUDA_RETURN_IF_ERROR(launch_programmatic(paged_attention_split_kernel<16>, dim3(grid), dim3(kThreads), 0, stream,
+        p),
+                                    "paged_attention_split_kernel launch");
   } else if (a.head_dim == 64) {
-    paged_attention_split_kernel<8><<<grid, kThreads, 0, stream>>>(p);
+    CROSSPOINT_CUDA_RETURN_IF_ERROR(launch_programmatic(paged_attention_split_kernel<8>, dim3(grid), dim3(kThreads), 0, stream,
+        p),
+                                    "paged_attention_split_kernel launch");
   } else {
-    paged_attention_split_kernel<32><<<grid, kThreads, 0, stream>>>(p);
+    CROSSPOINT_CUDA_RETURN_IF_ERROR(launch_programmatic(paged_attention_split_kernel<32>, dim3(grid), dim3(kThreads), 0, stream,
+        p),
+                                    "paged_attention_split_kernel launch");
   }
   CROSSPOINT_RETURN_IF_ERROR(last_launch_status("paged_attention_split_kernel launch"));
   if (num_splits > 1) {
-    paged_attention_merge_kernel<<<dim3(a.num_tokens, a.num_heads), kThreads, 0, stream>>>(p);
+    CROSSPOINT_CUDA_RETURN_IF_ERROR(launch_programmatic(paged_attention_merge_kernel, dim3(a.num_tokens, a.num_heads), dim3(kThreads), 0, stream,
+        p),
+                                    "paged_attention_merge_kernel launch");
     CROSSPOINT_RETURN_IF_ERROR(last_launch_status("paged_attention_merge_kernel launch"));
   }
   if (tensor_cores) CROSSPOINT_RETURN_IF_ERROR(launch_prefill_tensor_core(p, a.max_query_len, stream));

@@ -19,6 +19,7 @@
 #include <string>
 
 #include "kernels/cuda/cuda_status.h"
+#include "kernels/cuda/programmatic_launch.cuh"
 #include "kernels/cuda/paged_attention_params.cuh"
 
 namespace crosspoint::cuda::attention_internal {
@@ -77,6 +78,8 @@ __device__ __forceinline__ void load_kv_tile(const uint16_t* cache, const Params
 
 template <int kHeadDim>
 __global__ void __launch_bounds__(kThreads) prefill_tensor_core_kernel(Params p, int num_query_tiles) {
+  wait_for_prior_kernels();
+  allow_dependent_launch();
   constexpr int kDimSteps = kHeadDim / 16;  // k-steps of Q K^T
   constexpr int kDimTiles = kHeadDim / 8;   // n-tiles of P V (output columns)
   constexpr int kPosTiles = kKvTile / 8;    // n-tiles of Q K^T
@@ -241,9 +244,13 @@ Status launch_prefill_tensor_core(const Params& p, int max_query_len, cudaStream
                             " x query tiles " + std::to_string(num_query_tiles) + ")");
   const dim3 grid(static_cast<unsigned>(grid_x), p.num_heads);
   if (p.head_dim == 128) {
-    prefill_tensor_core_kernel<128><<<grid, kThreads, 0, stream>>>(p, num_query_tiles);
+    CROSSPOINT_CUDA_RETURN_IF_ERROR(launch_programmatic(prefill_tensor_core_kernel<128>, dim3(grid), dim3(kThreads), 0, stream,
+        p, num_query_tiles),
+                                    "prefill_tensor_core_kernel launch");
   } else if (p.head_dim == 64) {
-    prefill_tensor_core_kernel<64><<<grid, kThreads, 0, stream>>>(p, num_query_tiles);
+    CROSSPOINT_CUDA_RETURN_IF_ERROR(launch_programmatic(prefill_tensor_core_kernel<64>, dim3(grid), dim3(kThreads), 0, stream,
+        p, num_query_tiles),
+                                    "prefill_tensor_core_kernel launch");
   } else {
     return invalid_argument("cuda_paged_attention: tensor-core prefill needs head_dim 64 or 128, got " +
                             std::to_string(p.head_dim));
