@@ -55,7 +55,7 @@ def children_cpu_s():
 
 
 def run_crosspoint(binary, model, threads, max_tokens):
-    cmd = [binary, "generate", "--model", str(model), "--prompt", PROMPT, "--max-tokens", str(max_tokens),
+    cmd = [binary, "generate", "--device", "cpu", "--model", str(model), "--prompt", PROMPT, "--max-tokens", str(max_tokens),
            "--threads", str(threads), "--stats"]
     cpu0, wall0 = children_cpu_s(), time.perf_counter()
     proc = subprocess.run(cmd, capture_output=True, text=True)

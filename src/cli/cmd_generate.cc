@@ -1,7 +1,7 @@
 // crosspoint generate: one prompt, one sequence, streamed to stdout as it is produced.
 //   crosspoint generate --model DIR|default --prompt TEXT [--chat] [--system S]
 //       [--max-tokens N] [--temperature T] [--top-p P] [--top-k K] [--seed S]
-//       [--threads N] [--stats] [--ids] [--device cpu|cuda]
+//       [--threads N] [--stats] [--ids] [--device auto|cpu|cuda]
 // Temperature 0 is greedy. Generation stops at an eos token or after max-tokens.
 #include <algorithm>
 #include <cstdio>
@@ -9,9 +9,11 @@
 #include <string>
 #include <vector>
 
+#include "analysis/gpu_ceilings.h"
 #include "cli/cli_util.h"
 #include "cli/commands.h"
 #include "common/clock.h"
+#include "common/log.h"
 #include "common/paths.h"
 #include "common/thread_pool.h"
 #include "kernels/sampling.h"
@@ -39,7 +41,7 @@ struct GenerateOptions {
   int threads = 0;
   bool stats = false;
   bool print_ids = false;
-  std::string device = "cpu";  // cpu | cuda
+  std::string device = "auto";  // auto (cuda when a GPU is visible) | cpu | cuda
 };
 
 struct GenerateStats {
@@ -121,13 +123,10 @@ Status generate(const GenerateOptions& o, GenerateStats& stats) {
   CROSSPOINT_RETURN_IF_ERROR(validate_sampling_params({o.temperature, o.top_k, o.top_p}));
   if (o.max_tokens < 0) return invalid_argument("--max-tokens must be >= 0");
   if (o.threads > 0) set_global_num_threads(o.threads);
-  if (o.device != "cpu" && o.device != "cuda") return invalid_argument("--device must be cpu or cuda, got '" + o.device + "'");
-#ifdef CROSSPOINT_HAVE_CUDA
-  if (o.device == "cuda" && cuda::cuda_device_count() == 0)
-    return unsupported("--device cuda: no CUDA GPU is visible on this machine");
-#else
-  if (o.device == "cuda") return unsupported("--device cuda: this crosspoint was built without CUDA (CROSSPOINT_CUDA=OFF)");
-#endif
+  // Checked before the model is read, so a device that cannot be used is the one error.
+  std::string why_device;
+  CROSSPOINT_ASSIGN_OR_RETURN(const std::string device, analysis::resolve_device(o.device, &why_device));
+  log_info("device: {} ({})", device, why_device);
   const Stopwatch load_clock;
   CROSSPOINT_ASSIGN_OR_RETURN(std::string dir, resolve_model_dir(o.model));
   CROSSPOINT_ASSIGN_OR_RETURN(auto tokenizer, Tokenizer::from_model_dir(dir));
@@ -150,7 +149,7 @@ Status generate(const GenerateOptions& o, GenerateStats& stats) {
 
   SingleSequence sequence(*model, static_cast<int32_t>(prompt.size()) + o.max_tokens + 1);
 #ifdef CROSSPOINT_HAVE_CUDA
-  if (o.device == "cuda") {
+  if (device == "cuda") {
     const Stopwatch upload_clock;
     CROSSPOINT_RETURN_IF_ERROR(sequence.use_cuda(static_cast<int32_t>(prompt.size())));
     stats.load_s += upload_clock.elapsed_seconds();
@@ -216,7 +215,7 @@ int run_generate(int argc, char** argv) {
   app.add_option("--seed", o.seed, "random seed for sampling");
   app.add_option("--threads", o.threads, "CPU threads (default: CROSSPOINT_NUM_THREADS or all cores)");
   app.add_flag("--stats", o.stats, "print load time, prefill and decode tok/s, weight size to stderr");
-  app.add_option("--device", o.device, "cpu or cuda");
+  app.add_option("--device", o.device, "auto (cuda when a GPU is visible, else cpu), cpu or cuda")->capture_default_str();
   app.add_flag("--ids", o.print_ids, "print the generated token ids as a JSON array on a last line");
   if (const int code = parse_or_exit_code(app, argc, argv); code >= 0) return code;
   GenerateStats stats;

@@ -11,6 +11,7 @@
 
 #include <fmt/ranges.h>
 
+#include "analysis/gpu_ceilings.h"
 #include "cli/cli_util.h"
 #include "cli/commands.h"
 #include "common/clock.h"
@@ -78,30 +79,13 @@ struct ServeOptions {
   int max_waiting = 1024;
   int threads = 0;
   double mean_tokens_per_request = 438;  // ShareGPT V3 mean prompt + output (docs/STUDY.md)
-  std::string device = "cpu";            // cpu | cuda | auto
+  std::string device = "auto";           // auto (cuda when a GPU is visible) | cpu | cuda
   double gpu_memory_utilization = 0.9;   // cuda: fraction of the GPU's memory this process may use
   bool enforce_eager = false;            // cuda: no CUDA graphs
 };
 
 // Device memory kept free after the KV cache for the decode graphs captured afterwards.
 constexpr size_t kGraphReserveBytes = size_t{256} << 20;
-
-// --device auto|cpu|cuda -> "cpu" or "cuda", or a one-line error.
-Result<std::string> resolve_device(const std::string& device) {
-  if (device == "cpu") return std::string("cpu");
-#ifdef CROSSPOINT_HAVE_CUDA
-  const int num_gpus = cuda::cuda_device_count();
-  if (device == "auto") return std::string(num_gpus > 0 ? "cuda" : "cpu");
-  if (device == "cuda") {
-    if (num_gpus == 0) return unsupported("--device cuda: no CUDA GPU is visible on this machine");
-    return std::string("cuda");
-  }
-#else
-  if (device == "auto") return std::string("cpu");
-  if (device == "cuda") return unsupported("--device cuda: this crosspoint was built without CUDA (CROSSPOINT_CUDA=OFF)");
-#endif
-  return invalid_argument("--device must be cpu, cuda or auto, got '" + device + "'");
-}
 
 // The engine's runner and KV size for one device, with the startup log lines that go with it.
 struct DeviceRunner {
@@ -154,8 +138,10 @@ Result<DeviceRunner> make_cuda_runner(const ServeOptions& o, const Model& m, int
 int serve(const ServeOptions& o) {
   Stopwatch startup;
   if (o.threads > 0) set_global_num_threads(o.threads);
-  auto device = resolve_device(o.device);
+  std::string why_device;
+  auto device = analysis::resolve_device(o.device, &why_device);
   if (!device.is_ok()) return report_error("serve", device.status());
+  log_info("device: {} ({})", device.value(), why_device);
   auto dir = resolve_model_dir(o.model);
   if (!dir.is_ok()) return report_error("serve", dir.status());
   Stopwatch load_timer;
@@ -270,7 +256,7 @@ int run_serve(int argc, char** argv) {
   app.add_option("--max-num-seqs", o.max_num_seqs, "sequences per engine step");
   app.add_option("--max-num-batched-tokens", o.max_num_batched_tokens, "tokens per engine step (prefill chunks + decodes)");
   app.add_option("--kv-cache-memory", o.kv_cache_memory, "cpu: memory for the paged KV cache (e.g. 1GiB, 512MiB)");
-  app.add_option("--device", o.device, "cpu, cuda, or auto (cuda when a GPU is present)");
+  app.add_option("--device", o.device, "auto (cuda when a GPU is visible, else cpu), cpu or cuda")->capture_default_str();
   app.add_option("--gpu-memory-utilization", o.gpu_memory_utilization,
                  "cuda: fraction of the GPU's total memory for weights, activations and the KV cache")
       ->check(CLI::Range(0.01, 1.0));

@@ -44,7 +44,7 @@ int run_sweep(int argc, char** argv) {
                  "output tokens per request (bench --sharegpt-output-len); 0 = the dataset's reply lengths")
       ->capture_default_str();
   app.add_option("--device", o.device,
-                 "auto, cpu or cuda: where each `crosspoint serve` child runs (auto = cpu, serve's default)")
+                 "auto, cpu or cuda: where each `crosspoint serve` child runs (auto = cuda when a GPU is visible)")
       ->capture_default_str();
   app.add_option("--gpu-memory-utilization", o.gpu_memory_utilization,
                  "cuda: fraction of GPU memory each server may use (serve --gpu-memory-utilization)")
@@ -52,8 +52,9 @@ int run_sweep(int argc, char** argv) {
   app.add_flag("--enforce-eager", o.enforce_eager, "cuda: serve without CUDA graphs (serve --enforce-eager)");
   app.add_option("--ceilings", o.ceilings_path,
                  "measured ceilings for the roofline: shared/tools/gpu/ceilings.py's JSON or crosspoint hwinfo --json "
-                 "(default: crosspoint hwinfo of this CPU)");
-  app.add_option("--hardware", o.hardware, "cuda without --ceilings: datasheet entry for the roofline (hwinfo --list)");
+                 "(default: crosspoint hwinfo of the device, measured at the start)");
+  app.add_option("--hardware", o.hardware,
+                 "cuda without --ceilings: datasheet entry used when the GPU cannot be measured (hwinfo --list)");
   app.add_option("--precision-model", precision_model_texts,
                  "PRECISION=DIR (repeatable): serve this ready checkpoint for the precision instead of quantising "
                  "--model (e.g. w4a16=/models/qwen-gptq)");

@@ -8,6 +8,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "analysis/hardware_table.h"
+
 namespace crosspoint::sweep {
 namespace {
 
@@ -194,9 +196,10 @@ Status validate_sweep_options(const SweepOptions& o) {
   if (!(o.gpu_memory_utilization > 0 && o.gpu_memory_utilization <= 1)) {
     return invalid_argument("--gpu-memory-utilization must be in (0, 1]");
   }
-  if (o.device == "cuda" && o.ceilings_path.empty() && o.hardware.empty()) {
-    return invalid_argument("--device cuda needs --ceilings FILE (the GPU's measured ceilings, from "
-                            "shared/tools/gpu/ceilings.py or crosspoint hwinfo --json) or --hardware NAME (datasheet)");
+  if (!o.hardware.empty()) {
+    if (auto entry = analysis::find_datasheet(o.hardware); !entry.is_ok()) {
+      return invalid_argument("--hardware: " + entry.status().message());
+    }
   }
   if (!o.ceilings_path.empty() && !fs::is_regular_file(o.ceilings_path)) {
     return not_found("--ceilings: " + o.ceilings_path + ": no such file");

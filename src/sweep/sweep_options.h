@@ -22,11 +22,11 @@ struct SweepOptions {
   std::string dataset = "sharegpt";           // bench --dataset-name
   std::string dataset_path;                   // ShareGPT file; empty = the cache's copy
   int output_len = 16;                        // fixed output tokens per request (bench --sharegpt-output-len); 0 = the dataset's
-  std::string device = "auto";                // auto | cpu | cuda; auto = cpu (serve's own default)
+  std::string device = "auto";                // auto | cpu | cuda; auto = cuda when a GPU is visible (run_sweep resolves it)
   double gpu_memory_utilization = 0.9;        // cuda: serve --gpu-memory-utilization (fraction of GPU memory)
   bool enforce_eager = false;                 // cuda: serve --enforce-eager (no CUDA graphs)
-  std::string ceilings_path;                  // measured ceilings: shared/tools/gpu/ceilings.py or hwinfo --json
-  std::string hardware;                       // cuda without --ceilings: datasheet entry (hwinfo --hardware)
+  std::string ceilings_path;                  // measured ceilings: shared/tools/gpu/ceilings.py or hwinfo --json; empty = measure
+  std::string hardware;                       // cuda: datasheet entry used when the GPU cannot be measured (hwinfo --hardware)
   std::map<std::string, std::string> precision_models;  // precision -> ready checkpoint (no quantising)
   std::optional<double> slo_ttft_ms;          // goodput SLO
   std::optional<double> slo_tpot_ms;

@@ -233,6 +233,18 @@ void insert_before(std::string& document, const std::string& marker, const std::
 
 }  // namespace
 
+std::string ceilings_provenance(const std::string& hw_name, const std::string& source) {
+  // "measured by crosspoint hwinfo on NVIDIA H200 at 2026-11-30 04:50 UTC: <method>" -> the part before the method.
+  const std::string gpu_prefix = "measured by crosspoint hwinfo";
+  if (source.rfind(gpu_prefix, 0) == 0) return source.substr(0, source.find(": "));
+  if (source.rfind("measured: ", 0) == 0 && hw_name.rfind("cpu", 0) == 0) {
+    return "measured by crosspoint hwinfo on " + hw_name;  // the CPU measurement names no date
+  }
+  if (source.empty()) return "of " + hw_name;
+  const size_t cut = source.find(" (");
+  return "from " + (cut == std::string::npos ? source : source.substr(0, cut));
+}
+
 Result<nlohmann::json> build_study_json(const SweepOptions& o, const std::string& fp16_dir,
                                         const std::vector<int>& levels) {
   nlohmann::json study = nlohmann::json::object();
@@ -240,9 +252,11 @@ Result<nlohmann::json> build_study_json(const SweepOptions& o, const std::string
   auto hw = read_json(o.out_dir + "/hwinfo.json");
   // hwinfo.json is `crosspoint hwinfo --json` output (the name under "ceilings") or a bare ceilings object.
   std::string hw_name = o.device == "cuda" ? "cuda" : "cpu";
+  std::string hw_source;
   if (hw && hw->is_object()) {
     const nlohmann::json& c = hw->contains("ceilings") ? (*hw)["ceilings"] : *hw;
     if (c.is_object() && c.contains("name") && c["name"].is_string()) hw_name = c["name"].get<std::string>();
+    if (c.is_object() && c.contains("source") && c["source"].is_string()) hw_source = c["source"].get<std::string>();
   }
   study["title"] = "crosspoint sweep: " + model_name + " on " + hw_name;
   std::string prompts = std::to_string(o.num_prompts);
@@ -252,10 +266,10 @@ Result<nlohmann::json> build_study_json(const SweepOptions& o, const std::string
       prompts += fmt::format("{}{} (concurrency {})", prompts.empty() ? "" : ", ", count, level);
     }
   }
-  study["source"] = fmt::format("crosspoint sweep on {}, {}: {} prompts per cell from {}{}{}, greedy",
+  study["source"] = fmt::format("crosspoint sweep on {}, {}: {} prompts per cell from {}{}{}, greedy; ceilings {}",
                                 o.device == "cuda" ? "cuda" : "cpu", utc_now(), prompts, o.dataset,
                                 o.output_len > 0 ? fmt::format(", {} output tokens each", o.output_len) : "",
-                                o.ignore_eos ? ", ignoring EOS" : "");
+                                o.ignore_eos ? ", ignoring EOS" : "", ceilings_provenance(hw_name, hw_source));
   study["model"] = {{"name", model_name}};
   study["max_model_len"] = o.max_model_len;
   nlohmann::json precisions = nlohmann::json::array();

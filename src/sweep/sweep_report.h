@@ -22,6 +22,12 @@ namespace crosspoint::sweep {
 Result<nlohmann::json> build_study_json(const SweepOptions& options, const std::string& fp16_dir,
                                         const std::vector<int>& levels);
 
+// Where the ceilings came from, for the report's source line, from hwinfo.json's ceilings name
+// and source: "measured by crosspoint hwinfo on NVIDIA H200 at 2026-11-30 04:50 UTC" (GPU),
+// "measured by crosspoint hwinfo on cpu: <model>" (CPU), "from datasheet: NVIDIA H200 SXM",
+// "from measured: ceilings.py" (--ceilings).
+std::string ceilings_provenance(const std::string& hw_name, const std::string& source);
+
 // What `crosspoint eval --json` said about one quantised precision.
 struct QualityResult {
   std::string precision;

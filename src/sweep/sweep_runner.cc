@@ -9,6 +9,8 @@
 #include <nlohmann/json.hpp>
 
 #include "analysis/crossover.h"
+#include "analysis/gpu_ceilings.h"
+#include "analysis/hardware_json.h"
 #include "analysis/model_shape.h"
 #include "analysis/study_results.h"
 #include "bench/bench_options.h"
@@ -133,18 +135,24 @@ Status SweepRun::measure_hardware() {
     return write_text_atomically(
         path, measured_ceilings_hwinfo_json(ceilings, serve_device(), raw.value_or(nlohmann::json())).dump(2));
   }
-  if (read_json_file(path)) return Status::ok();
-  std::vector<std::string> argv = {o_.crosspoint_exe, "hwinfo", "--json"};
+  // A resumed sweep keeps the ceilings it measured, unless they were of the other device.
+  if (auto kept = read_json_file(path); kept && kept->is_object() && kept->value("device", "") == serve_device()) {
+    log_info("sweep: ceilings kept from {}", path);
+    return Status::ok();
+  }
+  const std::vector<std::string> argv = hwinfo_command(o_);
   if (serve_device() == "cuda") {
-    log_info("sweep: GPU ceilings from the datasheet entry '{}' (crosspoint hwinfo --hardware)", o_.hardware);
-    argv.insert(argv.end(), {"--device", "cuda", "--hardware", o_.hardware});
+    // A child process, so every byte and the CUDA context are gone before the servers start.
+    log_info("sweep: measuring the GPU's ceilings (crosspoint hwinfo --device cuda: bandwidth and GEMM rates){}",
+             o_.hardware.empty() ? "" : ", datasheet " + o_.hardware + " if it cannot");
   } else {
     log_info("sweep: measuring this machine's ceilings (crosspoint hwinfo --quick)");
-    argv.insert(argv.end(), {"--quick", "--device", "cpu"});
-    if (o_.threads > 0) argv.insert(argv.end(), {"--threads", std::to_string(o_.threads)});
   }
   const std::string tmp = path + ".tmp";
   CROSSPOINT_RETURN_IF_ERROR(run_to_completion(argv, logs_dir_ + "/hwinfo.log", "crosspoint hwinfo", tmp));
+  CROSSPOINT_ASSIGN_OR_RETURN(analysis::HardwareCeilings ceilings, analysis::load_ceilings(tmp));
+  log_info("sweep: ceilings of {}: read {:.0f} GB/s, fp16 {:.1f} TFLOP/s, fp8 {:.1f} TFLOP/s ({})", ceilings.name,
+           ceilings.bandwidth_gb_s, ceilings.fp16_tflops, ceilings.fp8_tflops, ceilings.source.substr(0, 80));
   std::error_code ec;
   fs::rename(tmp, path, ec);
   if (ec) return io_error(path + ": rename failed: " + ec.message());
@@ -327,6 +335,9 @@ Result<SweepSummary> SweepRun::run() {
   log_info("sweep: {} precisions x {} concurrency levels: {} cells to run, {} kept from {}", o_.precisions.size(),
            levels_.size(), num_cells_planned_, summary_.num_cells_reused, o_.out_dir);
 
+  // Measured first, with no server running, so the ceilings are the machine's own and a
+  // device that cannot be measured stops the sweep before hours of runs.
+  CROSSPOINT_RETURN_IF_ERROR(measure_hardware());
   for (const std::string& precision : o_.precisions) CROSSPOINT_RETURN_IF_ERROR(quantize_if_missing(precision));
 
   ProgressBar bar("sweep cells", num_cells_planned_);
@@ -354,8 +365,6 @@ Result<SweepSummary> SweepRun::run() {
     probe_bar.finish();
   }
 
-  // Measured with no server running, so the ceilings are the machine's own.
-  CROSSPOINT_RETURN_IF_ERROR(measure_hardware());
   CROSSPOINT_ASSIGN_OR_RETURN(nlohmann::json study_json,
                               build_study_json(o_, fp16_dir_, std::vector<int>(levels_.begin(), levels_.end())));
   CROSSPOINT_RETURN_IF_ERROR(write_text_atomically(o_.out_dir + "/study.json", study_json.dump(2)));
@@ -378,7 +387,20 @@ std::vector<std::string> serve_command(const SweepOptions& o, const std::string&
     if (o.enforce_eager) argv.push_back("--enforce-eager");
     return argv;
   }
-  argv.insert(argv.end(), {"--kv-cache-memory", o.kv_cache_memory});
+  // Explicit, since serve's own default (auto) would take a GPU when one is visible.
+  argv.insert(argv.end(), {"--device", "cpu", "--kv-cache-memory", o.kv_cache_memory});
+  if (o.threads > 0) argv.insert(argv.end(), {"--threads", std::to_string(o.threads)});
+  return argv;
+}
+
+std::vector<std::string> hwinfo_command(const SweepOptions& o) {
+  std::vector<std::string> argv = {o.crosspoint_exe, "hwinfo", "--json"};
+  if (o.device == "cuda") {
+    argv.insert(argv.end(), {"--device", "cuda"});
+    if (!o.hardware.empty()) argv.insert(argv.end(), {"--hardware", o.hardware});
+    return argv;
+  }
+  argv.insert(argv.end(), {"--quick", "--device", "cpu"});
   if (o.threads > 0) argv.insert(argv.end(), {"--threads", std::to_string(o.threads)});
   return argv;
 }
@@ -404,13 +426,18 @@ std::string quantized_checkpoint_dir(const SweepOptions& options, const std::str
 
 Result<SweepSummary> run_sweep(const SweepOptions& options) {
   CROSSPOINT_RETURN_IF_ERROR(validate_sweep_options(options));
-  CROSSPOINT_ASSIGN_OR_RETURN(std::string fp16_dir, resolve_model_dir(options.model));
+  // auto -> cuda or cpu once, here: every child (serve, hwinfo) gets the device explicitly.
+  SweepOptions resolved = options;
+  std::string why_device;
+  CROSSPOINT_ASSIGN_OR_RETURN(resolved.device, analysis::resolve_device(options.device, &why_device));
+  CROSSPOINT_ASSIGN_OR_RETURN(std::string fp16_dir, resolve_model_dir(resolved.model));
   if (options.dataset == "sharegpt" && options.dataset_path.empty() &&
       !fs::is_regular_file(bench::default_sharegpt_path())) {
     return not_found("--dataset sharegpt: " + bench::default_sharegpt_path() +
                      ": no such file (run scripts/setup.sh, or give --dataset-path)");
   }
-  SweepRun run(options, fp16_dir);
+  log_info("sweep: servers on {} ({})", resolved.device, why_device);
+  SweepRun run(resolved, fp16_dir);
   return run.run();
 }
 

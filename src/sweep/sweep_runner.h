@@ -5,7 +5,8 @@
 //
 // Output directory layout:
 //   sweep.json                      the options of the last run
-//   hwinfo.json                     `crosspoint hwinfo --json` of this machine (ceilings)
+//   hwinfo.json                     `crosspoint hwinfo --json` of the device served on (the ceilings,
+//                                   measured at the start; a resumed run keeps them)
 //   cells/<precision>-c<N>.json     one `bench serve` result per precision and concurrency
 //   servers/<precision>.json        start-up facts of the precision's server (cold start, capacity)
 //   quality/<precision>.json        `crosspoint eval --json` against the FP16 model
@@ -39,9 +40,14 @@ std::string quantized_checkpoint_dir(const SweepOptions& options, const std::str
                                      const std::string& precision);
 
 // The `crosspoint serve` command line of one precision (without --host/--port): on the CPU
-// with --kv-cache-memory and --threads, on CUDA with --device cuda --gpu-memory-utilization
-// (and --enforce-eager when asked).
+// with --device cpu --kv-cache-memory and --threads, on CUDA with --device cuda
+// --gpu-memory-utilization (and --enforce-eager when asked). options.device is the resolved
+// device (run_sweep turns auto into cpu or cuda); anything but "cuda" serves on the CPU.
 std::vector<std::string> serve_command(const SweepOptions& options, const std::string& model_dir);
+
+// The `crosspoint hwinfo --json` command line that measures the ceilings of the sweep's
+// device: cuda measures the GPU (--hardware NAME as the fallback when given); cpu --quick.
+std::vector<std::string> hwinfo_command(const SweepOptions& options);
 
 // "cells/w4a16-c16.json" under out_dir.
 std::string cell_result_path(const std::string& out_dir, const std::string& precision, int concurrency);

@@ -354,7 +354,7 @@ def scenario_default_model(binary, workdir):
     s.bind(("127.0.0.1", 0))
     port = s.getsockname()[1]
     s.close()
-    with CrosspointServer([binary, "serve", "--model", "default", "--port", str(port)], port=port) as server:
+    with CrosspointServer([binary, "serve", "--device", "cpu", "--model", "default", "--port", str(port)], port=port) as server:
         proc, r = run_bench(binary, workdir, server.url, "--model", "default", "--tokenizer", "",
                             "--dataset-name", "sharegpt", "--num-prompts", "4", "--sharegpt-output-len", "6",
                             "--max-concurrency", "4", "--temperature", "0",

@@ -198,7 +198,7 @@ TEST_F(SmolLM2VsLlamaCpp, GenerateCommandStreamsTheSameTokens) {
   const auto seqs = load_llamacpp("greedy_transformers.json");
   ASSERT_FALSE(seqs.empty()) << "fixture smollm2_llamacpp/greedy_transformers.json missing";
   const auto& s = seqs[0];
-  const std::string cmd = std::string(CROSSPOINT_BINARY) + " generate --model default --max-tokens 32 --ids --prompt '" +
+  const std::string cmd = std::string(CROSSPOINT_BINARY) + " generate --device cpu --model default --max-tokens 32 --ids --prompt '" +
                           s.prompt + "' 2>/dev/null";
   FILE* pipe = popen(cmd.c_str(), "r");
   ASSERT_NE(pipe, nullptr);

@@ -48,7 +48,7 @@ TEST(DeviceFlagTest, UnknownDeviceIsNamed) {
   const auto [gen_output, gen_status] =
       run_command(std::string(CROSSPOINT_BINARY) + " generate --model /nonexistent --prompt hi --device tpu");
   EXPECT_NE(gen_status, 0);
-  EXPECT_NE(gen_output.find("--device must be cpu or cuda, got 'tpu'"), std::string::npos) << gen_output;
+  EXPECT_NE(gen_output.find("--device must be cpu, cuda or auto, got 'tpu'"), std::string::npos) << gen_output;
 }
 
 }  // namespace

@@ -323,7 +323,7 @@ def greedy_equals_generate(crosspoint_bin, model_arg):
         client = server.client()
         for prompt in PROMPTS[:2]:
             r = client.completions.create(model=model, prompt=prompt, max_tokens=8, temperature=0)
-            out = subprocess.run([crosspoint_bin, "generate", "--model", model_arg, "--prompt", prompt,
+            out = subprocess.run([crosspoint_bin, "generate", "--device", "cpu", "--model", model_arg, "--prompt", prompt,
                                   "--max-tokens", "8", "--temperature", "0", "--threads", "2"],
                                  capture_output=True, text=True, timeout=300)
             assert out.returncode == 0, out.stderr
@@ -331,7 +331,7 @@ def greedy_equals_generate(crosspoint_bin, model_arg):
         question = "What is the capital of France?"
         r = client.chat.completions.create(model=model, messages=[{"role": "user", "content": question}],
                                            max_tokens=8, temperature=0)
-        out = subprocess.run([crosspoint_bin, "generate", "--model", model_arg, "--chat", "--prompt", question,
+        out = subprocess.run([crosspoint_bin, "generate", "--device", "cpu", "--model", model_arg, "--chat", "--prompt", question,
                               "--max-tokens", "8", "--temperature", "0", "--threads", "2"],
                              capture_output=True, text=True, timeout=300)
         assert out.returncode == 0, out.stderr
@@ -425,7 +425,7 @@ def main():
         SIZES.update(distinct_specs=16, max_tokens=4, preempt_requests=6, preempt_max_tokens=10, busy_max_tokens=4)
 
         def make_cp(port, *extra):
-            return Server([args.crosspoint, "serve", "--model", args.model, "--port", str(port), "--api-key",
+            return Server([args.crosspoint, "serve", "--device", "cpu", "--model", args.model, "--port", str(port), "--api-key",
                            API_KEY, "--served-model-name", model, "--threads", "2", *extra], port=port)
         main_server = make_cp(port, "--max-num-seqs", "64")
         # SmolLM2-135M keeps 46,080 bytes of f32 K/V per token: 1.5 MiB is 34 tokens.

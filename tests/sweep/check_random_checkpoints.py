@@ -96,7 +96,7 @@ def main():
         if fp8_cfg["ignore"] != ["lm_head"] or "lm_head.weight" not in fp8 or fp8["lm_head.weight"][0] != "BF16":
             failures.append("w8a8-fp8: lm_head must stay bf16 and be ignored")
         for fmt, d in dirs.items():
-            r = subprocess.run([args.crosspoint, "generate", "--model", d, "--prompt", "hello world", "--max-tokens",
+            r = subprocess.run([args.crosspoint, "generate", "--device", "cpu", "--model", d, "--prompt", "hello world", "--max-tokens",
                                 "4", "--ids", "--threads", "1"], capture_output=True, text=True, timeout=120)
             ids = [line for line in r.stdout.splitlines() if line.startswith("[")]
             if r.returncode != 0 or not ids or len(json.loads(ids[-1])) != 4:

@@ -79,7 +79,8 @@ TEST(ServeCommand, CpuKeepsKvMemoryAndThreadsCudaPassesTheMemoryFraction) {
   o.max_model_len = 4096;
   const std::vector<std::string> cpu = serve_command(o, "/m");
   EXPECT_EQ(cpu, (std::vector<std::string>{"/x/crosspoint", "serve", "--model", "/m", "--served-model-name", "sweep",
-                                           "--max-model-len", "4096", "--kv-cache-memory", "1GiB", "--threads", "2"}));
+                                           "--max-model-len", "4096", "--device", "cpu", "--kv-cache-memory", "1GiB",
+                                           "--threads", "2"}));
   o.device = "cuda";
   o.gpu_memory_utilization = 0.85;
   o.enforce_eager = true;

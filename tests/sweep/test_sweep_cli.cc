@@ -42,7 +42,7 @@ TEST(SweepCli, BadOptionsFailBeforeAnythingRuns) {
       {"--precisions fp16,int2", "unknown precision 'int2'"},
       {"--concurrency 1,zero", "--concurrency: 'zero'"},
       {"--slo ttft=5", "--slo"},
-      {"--device cuda", "--device cuda needs --ceilings"},
+      {"--device cuda --hardware B9000", "--hardware: hardware 'B9000'"},
       {"--device cuda --hardware H200 --gpu-memory-utilization 1.5", "--gpu-memory-utilization"},
       {"--device cuda --ceilings /nonexistent/ceilings.json", "/nonexistent/ceilings.json"},
       {"--concurrency 1,10,100 --num-prompts 20,100", "2 values for 3 --concurrency levels"},
