@@ -148,7 +148,7 @@ Result<std::string> resolve_device_with(const std::string& device, int num_gpus,
     say(fmt::format("--device auto: {} CUDA GPU{} visible, so device 0", num_gpus, num_gpus == 1 ? "" : "s"));
     return std::string("cuda");
   }
-  return invalid_argument("--device must be auto, cpu or cuda, got '" + device + "'");
+  return invalid_argument("--device must be cpu, cuda or auto, got '" + device + "'");
 }
 
 Result<std::string> resolve_device(const std::string& device, std::string* reason) {
