@@ -4,6 +4,7 @@
 #include <numeric>
 #include <string>
 
+#include "common/thread_pool.h"
 #include "kernels/cuda/w4a16_gemm.h"
 
 namespace crosspoint::cuda {
@@ -67,16 +68,20 @@ Result<W4A16PackedWeight> w4a16_repack(const int32_t* qweight, const uint16_t* s
                               row_order_from_g_idx(g_idx, k, group_size, num_groups, tensor));
 
   // Unpack the nibbles once: q[row][col] with row in packed (permuted) order.
+  // Both passes run on the thread pool (a 7B model has ~6.5e9 nibbles to move at load time).
   std::vector<uint8_t> q(static_cast<size_t>(k) * n);
-  for (int row = 0; row < k; ++row) {
-    const int src = order.empty() ? row : order[row];
-    const int32_t* word_row = qweight + static_cast<size_t>(src / 8) * n;
-    const int shift = 4 * (src % 8);
-    uint8_t* dst = q.data() + static_cast<size_t>(row) * n;
-    for (int col = 0; col < n; ++col) {
-      dst[col] = static_cast<uint8_t>((static_cast<uint32_t>(word_row[col]) >> shift) & 0xFu);
+  ThreadPool& pool = global_thread_pool();
+  pool.parallel_for(static_cast<size_t>(k), [&](size_t row_begin, size_t row_end) {
+    for (size_t row = row_begin; row < row_end; ++row) {
+      const int src = order.empty() ? static_cast<int>(row) : order[row];
+      const int32_t* word_row = qweight + static_cast<size_t>(src / 8) * n;
+      const int shift = 4 * (src % 8);
+      uint8_t* dst = q.data() + row * n;
+      for (int col = 0; col < n; ++col) {
+        dst[col] = static_cast<uint8_t>((static_cast<uint32_t>(word_row[col]) >> shift) & 0xFu);
+      }
     }
-  }
+  }, /*min_chunk=*/16);
   auto nib = [&](int row, int col) -> uint32_t { return q[static_cast<size_t>(row) * n + col]; };
 
   W4A16PackedWeight packed;
@@ -87,21 +92,23 @@ Result<W4A16PackedWeight> w4a16_repack(const int32_t* qweight, const uint16_t* s
   const int num_n_blocks = n / 16;
   const int num_k_chunks = k / 64;
   packed.weight.resize(static_cast<size_t>(n) * k / 8);
-  for (int nb = 0; nb < num_n_blocks; ++nb) {
-    for (int kc = 0; kc < num_k_chunks; ++kc) {
-      for (int lane = 0; lane < 32; ++lane) {
-        const int c = nb * 16 + lane / 4;
-        for (int j = 0; j < 4; ++j) {
-          const int k0 = kc * 64 + j * 16 + (lane % 4) * 2;
-          const uint32_t word = nib(k0, c) | nib(k0 + 8, c) << 4 | nib(k0, c + 8) << 8 |
-                                nib(k0 + 8, c + 8) << 12 | nib(k0 + 1, c) << 16 |
-                                nib(k0 + 9, c) << 20 | nib(k0 + 1, c + 8) << 24 |
-                                nib(k0 + 9, c + 8) << 28;
-          packed.weight[((static_cast<size_t>(nb) * num_k_chunks + kc) * 32 + lane) * 4 + j] = word;
+  pool.parallel_for(static_cast<size_t>(num_n_blocks), [&](size_t nb_begin, size_t nb_end) {
+    for (size_t nb = nb_begin; nb < nb_end; ++nb) {
+      for (int kc = 0; kc < num_k_chunks; ++kc) {
+        for (int lane = 0; lane < 32; ++lane) {
+          const int c = static_cast<int>(nb) * 16 + lane / 4;
+          for (int j = 0; j < 4; ++j) {
+            const int k0 = kc * 64 + j * 16 + (lane % 4) * 2;
+            const uint32_t word = nib(k0, c) | nib(k0 + 8, c) << 4 | nib(k0, c + 8) << 8 |
+                                  nib(k0 + 8, c + 8) << 12 | nib(k0 + 1, c) << 16 |
+                                  nib(k0 + 9, c) << 20 | nib(k0 + 1, c + 8) << 24 |
+                                  nib(k0 + 9, c + 8) << 28;
+            packed.weight[((nb * num_k_chunks + kc) * 32 + lane) * 4 + j] = word;
+          }
         }
       }
     }
-  }
+  });
   packed.scales.resize(static_cast<size_t>(num_groups) * num_n_blocks * 8);
   for (int g = 0; g < num_groups; ++g) {
     const uint16_t* s = scales + static_cast<size_t>(g) * n;
