@@ -3,6 +3,8 @@
 // the tiny model is counted once per call.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <set>
 #include <string>
@@ -97,9 +99,9 @@ std::unique_ptr<cuda::CudaModel> make_gpu_model(const Model& cpu) {
 
 class StepProfilerDeviceTest : public ::testing::TestWithParam<TinyPrecision> {};
 
-// The same prefill, then the same decode step, run unprofiled and profiled: each step writes
-// the same K/V to the same slots, so the two runs see identical inputs and must give
-// identical logits; the profile counts every op once per call.
+// The same prefill, then the same decode step, run unprofiled (twice) and profiled: each step
+// writes the same K/V to the same slots, so the runs see identical inputs and must give
+// identical logits (W4A16: see below); the profile counts every op once per call.
 TEST_P(StepProfilerDeviceTest, ProfiledForwardGivesTheSameLogits) {
   SKIP_WITHOUT_GPU();
   auto cpu = load_tiny(GetParam());
@@ -119,20 +121,38 @@ TEST_P(StepProfilerDeviceTest, ProfiledForwardGivesTheSameLogits) {
     ForwardBatch batch = steps.build({{0, prompt0}, {1, prompt1}}, false);
     if (decode) batch = steps.build({{0, {7}}, {1, {11}}}, false);
     const size_t n = batch.logits_token_idx.size() * static_cast<size_t>(V);
-    std::vector<float> plain(n), profiled(n);
+    std::vector<float> plain(n), plain_again(n), profiled(n);
     gpu->set_profiler(nullptr);
     ASSERT_TRUE(gpu->forward_host(batch, plain.data()).is_ok());
+    ASSERT_TRUE(gpu->forward_host(batch, plain_again.data()).is_ok());
     gpu->set_profiler(&profiler);
     const Status s = gpu->forward_host(batch, profiled.data());
     gpu->set_profiler(nullptr);
     ASSERT_TRUE(s.is_ok()) << s.to_string();
-    EXPECT_EQ(std::memcmp(plain.data(), profiled.data(), n * sizeof(float)), 0)
-        << (decode ? "decode" : "prefill") << ": profiled logits differ";
+    auto max_diff = [&](const std::vector<float>& a, const std::vector<float>& b) {
+      float worst = 0;
+      for (size_t i = 0; i < n; ++i) worst = std::max(worst, std::fabs(a[i] - b[i]));
+      return worst;
+    };
+    const std::string what = std::string(decode ? "decode" : "prefill") + ": profiled logits differ by up to " +
+                             std::to_string(max_diff(plain, profiled)) + "; two unprofiled runs differ by up to " +
+                             std::to_string(max_diff(plain, plain_again));
+    if (GetParam() == TinyPrecision::kW4A16GptqActOrder) {
+      // The W4A16 GEMM is not bit-reproducible at prefill sizes (the H200 showed two unprofiled
+      // runs differing by one fp16 step of the logits, its split-K partial sums being added in
+      // a run-dependent order), so here the profiled step may differ by a few fp16 steps.
+      float scale = 0;
+      for (float v : plain) scale = std::max(scale, std::fabs(v));
+      const float fp16_step = std::ldexp(1.0f, static_cast<int>(std::floor(std::log2(std::max(scale, 1e-3f)))) - 10);
+      EXPECT_LE(max_diff(plain, profiled), 4 * fp16_step) << what;
+    } else {
+      EXPECT_EQ(std::memcmp(plain.data(), profiled.data(), n * sizeof(float)), 0) << what;
+    }
 
     auto profile = profiler.finish();
     ASSERT_TRUE(profile.is_ok()) << profile.status().to_string();
     const int32_t L = static_cast<int32_t>(cuda_testing::kLayers);
-    EXPECT_EQ(profile->num_marks, 1 + 10 * L + 2);
+    EXPECT_EQ(profile->num_marks, 1 + 9 * L + 2);  // embedding, 9 ops per layer, final norm, lm_head
     for (StepOp op : {StepOp::kEmbedding, StepOp::kFinalNormGather, StepOp::kLmHead}) {
       ASSERT_NE(profile->find(op), nullptr) << cuda::step_op_name(op);
       EXPECT_EQ(profile->find(op)->num_calls, 1) << cuda::step_op_name(op);
