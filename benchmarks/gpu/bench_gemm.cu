@@ -122,10 +122,11 @@ Buffers make_buffers(cudaStream_t s) {
 }
 
 // Kernel variants. "auto" is what an engine would call: the quantisation (fp8) included.
-// gemv: K split across a block's warps as planned (plan_gemv); gemv_whole_row: the former
-// form, one warp per whole weight row (k_splits = 1); gemv_fused_quant: fp8 with the
-// per-token quantisation inside the GEMV (fp8_gemv_from_fp16, no separate quant launch).
-enum class Variant { kAuto, kCublasLt, kGemv, kW4A16, kW4A16Deep, kW4A16Narrow, kW4A16Splits, kFp8Quant, kGemvWholeRow, kFp8Fused };
+// gemv: what fp16_gemv / fp8_gemv pick (fp8: tensor cores on sm_89+), K split across a
+// block's warps as planned; gemv_cuda_cores: fp8 on CUDA cores, split; gemv_whole_row: the
+// former form, CUDA cores, one warp per whole weight row (k_splits = 1); gemv_fused_quant:
+// fp8 with the per-token quantisation inside the GEMV (fp8_gemv_from_fp16, no quant launch).
+enum class Variant { kAuto, kCublasLt, kGemv, kW4A16, kW4A16Deep, kW4A16Narrow, kW4A16Splits, kFp8Quant, kGemvWholeRow, kFp8Fused, kGemvCudaCores };
 const char* variant_name(Variant v) {
   switch (v) {
     case Variant::kAuto: return "auto";
@@ -138,6 +139,7 @@ const char* variant_name(Variant v) {
     case Variant::kFp8Quant: return "fp8_quant_per_token";
     case Variant::kGemvWholeRow: return "gemv_whole_row";
     case Variant::kFp8Fused: return "gemv_fused_quant";
+    case Variant::kGemvCudaCores: return "gemv_cuda_cores";
   }
   return "?";
 }
@@ -152,7 +154,7 @@ cuda::W4A16Tuning tuning_of(Variant v) {
 }
 // Which variants run at batch rows m (GEMVs and W4A16 tunings only where they apply).
 bool variant_applies(Variant v, int m) {
-  if (v == Variant::kGemv || v == Variant::kGemvWholeRow || v == Variant::kFp8Fused) return m <= 4;
+  if (v == Variant::kGemv || v == Variant::kGemvWholeRow || v == Variant::kFp8Fused || v == Variant::kGemvCudaCores) return m <= 4;
   if (is_w4a16_tuning(v)) return m <= 16;
   return true;
 }
@@ -183,9 +185,10 @@ Status run_linear(CublasLtContext& ctx, const Buffers& b, const Linear& lin, Var
         return cuda::fp8_linear(ctx, b.xq, k, b.x_scale, static_cast<const uint8_t*>(lin.weight), k,
                                 static_cast<const float*>(lin.scales), b.y, n, m, n, k, b.scratch, s);
       }
-      if (v == Variant::kGemv || v == Variant::kGemvWholeRow) {
+      if (v == Variant::kGemv || v == Variant::kGemvWholeRow || v == Variant::kGemvCudaCores) {
+        const cuda::GemvOptions options{v == Variant::kGemvWholeRow ? 1 : 0, v != Variant::kGemv};
         return cuda::fp8_gemv(b.xq, k, b.x_scale, static_cast<const uint8_t*>(lin.weight), k,
-                              static_cast<const float*>(lin.scales), b.y, n, m, n, k, s, v == Variant::kGemvWholeRow ? 1 : 0);
+                              static_cast<const float*>(lin.scales), b.y, n, m, n, k, s, options);
       }
       return cuda::fp8_gemm_cublaslt(ctx, b.xq, k, b.x_scale, static_cast<const uint8_t*>(lin.weight), k,
                                      static_cast<const float*>(lin.scales), b.y, n, m, n, k, b.scratch, s);
@@ -229,7 +232,7 @@ nlohmann::json bench_layer_gemms(const Ceilings& c, CublasLtContext& ctx, const 
       std::vector<Variant> variants =
           p == Precision::kInt4 ? std::vector<Variant>{Variant::kW4A16, Variant::kW4A16Deep, Variant::kW4A16Narrow, Variant::kW4A16Splits}
                                 : std::vector<Variant>{Variant::kCublasLt, Variant::kGemv, Variant::kGemvWholeRow};
-      if (p == Precision::kFp8) variants.insert(variants.end(), {Variant::kFp8Fused, Variant::kFp8Quant});
+      if (p == Precision::kFp8) variants.insert(variants.end(), {Variant::kGemvCudaCores, Variant::kFp8Fused, Variant::kFp8Quant});
       for (int m : kBatchSizes) {
         for (Variant v : variants) {
           if (!variant_applies(v, m)) continue;
@@ -274,9 +277,11 @@ nlohmann::json bench_decode_step(const Ceilings& c, CublasLtContext& ctx, const 
       std::vector<Variant> variants =
           p == Precision::kInt4 ? std::vector<Variant>{Variant::kW4A16, Variant::kW4A16Deep, Variant::kW4A16Narrow, Variant::kW4A16Splits}
                                 : std::vector<Variant>{Variant::kAuto, Variant::kCublasLt, Variant::kGemv, Variant::kGemvWholeRow};
-      if (p == Precision::kFp8) variants.push_back(Variant::kFp8Fused);
+      if (p == Precision::kFp8) variants.insert(variants.end(), {Variant::kGemvCudaCores, Variant::kFp8Fused});
       for (Variant v : variants) {
-        if (!variant_applies(v, m) || ((v == Variant::kGemv || v == Variant::kGemvWholeRow) && m > 2)) continue;
+        // GEMVs in the step at M <= 2 (fp8's tensor-core GEMV, as cheap at M = 4, also there).
+        const bool gemv_form = v == Variant::kGemv || v == Variant::kGemvWholeRow || v == Variant::kGemvCudaCores;
+        if (!variant_applies(v, m) || (gemv_form && m > 2 && !(p == Precision::kFp8 && v == Variant::kGemv))) continue;
         // lm_head (fp16 in every precision): what fp16_linear picks.
         const Variant head_variant = Variant::kAuto;
         const double ms = time_graph([&]() -> Status {

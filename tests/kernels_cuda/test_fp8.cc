@@ -96,8 +96,9 @@ Fp8Problem make_fp8_problem(std::mt19937& rng, int m, int n, int k) {
   return p;
 }
 
-// Every K split (0: the planned one) on awkward shapes, N = 1 and K = 16 included.
-TEST(Fp8Gemv, MatchesReferenceForEveryKSplit) {
+// Both kernels (tensor cores where the GPU has e4m3 MMA, CUDA cores) and every K split
+// (0: the planned one) on awkward shapes, N = 1 and K = 16 included.
+TEST(Fp8Gemv, MatchesReferenceForEveryKernelAndKSplit) {
   CROSSPOINT_SKIP_WITHOUT_GPU();
   std::mt19937 rng(5);
   for (int m : {1, 2, 3, 5, 8}) {
@@ -106,12 +107,15 @@ TEST(Fp8Gemv, MatchesReferenceForEveryKSplit) {
       DeviceBuffer<uint8_t> xq(p.xq), wq(p.wq);
       DeviceBuffer<float> xs(p.x_scale), ws(p.w_scale);
       DeviceBuffer<uint16_t> y(static_cast<size_t>(m) * n);
-      for (int splits : {0, 1, 2, 4, 8}) {
-        y.poison();
-        const Status st = fp8_gemv(xq.get(), k, xs.get(), wq.get(), k, ws.get(), y.get(), n, m, n, k, nullptr, splits);
-        ASSERT_TRUE(st.is_ok()) << st.to_string();
-        EXPECT_LT(testing::relative_error_f16(y.download(), p.ref), 2e-3)
-            << "m=" << m << " n=" << n << " k=" << k << " k_splits=" << splits;
+      for (bool cuda_cores : {false, true}) {
+        for (int splits : {0, 1, 2, 4, 8}) {
+          y.poison();
+          const Status st = fp8_gemv(xq.get(), k, xs.get(), wq.get(), k, ws.get(), y.get(), n, m, n, k, nullptr,
+                                     GemvOptions{splits, cuda_cores});
+          ASSERT_TRUE(st.is_ok()) << st.to_string();
+          EXPECT_LT(testing::relative_error_f16(y.download(), p.ref), 2e-3)
+              << "m=" << m << " n=" << n << " k=" << k << " k_splits=" << splits << " cuda_cores=" << cuda_cores;
+        }
       }
     }
   }

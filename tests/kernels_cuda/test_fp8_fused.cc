@@ -42,6 +42,21 @@ TEST(GemvPlan, SplitsKUntilTheGpuHasEnoughWarps) {
   EXPECT_EQ(plan_gemv(true, 64, 16, 132, 8).chunks_per_split, 1);
 }
 
+TEST(GemvPlan, TensorCoreFp8SplitsInWholeSteps) {
+  struct Case { int n, k, splits; };
+  for (const Case c : {Case{3584, 3584, 8}, Case{4608, 3584, 8}, Case{37888, 3584, 2}, Case{3584, 18944, 8},
+                       Case{512, 3584, 8}, Case{1, 16, 1}, Case{37, 48, 1}, Case{1, 18944, 8}, Case{200, 1040, 4}}) {
+    const GemvPlan p = plan_fp8_mma_gemv(c.n, c.k, 132);
+    EXPECT_EQ(p.k_splits, c.splits) << "n=" << c.n << " k=" << c.k;
+    const int num_steps = (c.k / 16 + 3) / 4;
+    EXPECT_EQ(p.chunks_per_split % 4, 0);
+    EXPECT_GE(p.chunks_per_split / 4 * p.k_splits, num_steps);        // the slices cover K
+    EXPECT_LT(p.chunks_per_split / 4 * (p.k_splits - 1), num_steps);  // no slice is empty
+    EXPECT_EQ(p.cols_per_block, 8 / p.k_splits * 16);
+    EXPECT_GE(static_cast<int64_t>(p.num_blocks) * p.cols_per_block, c.n);
+  }
+}
+
 // Random e4m3 codes without NaN, spread over the whole range like quantised weights.
 std::vector<uint8_t> random_weight_codes(std::mt19937& rng, size_t count) {
   std::uniform_int_distribution<int> code(0, 0xFD);
@@ -83,10 +98,11 @@ FusedProblem make_problem(std::mt19937& rng, int m, int n, int k) {
 }
 
 // Runs the fused kernel and quant + fp8_gemv on one problem and checks all four claims.
-void check_fused(const FusedProblem& p, int k_splits) {
+void check_fused(const FusedProblem& p, GemvOptions options) {
   const int m = p.m, n = p.n, k = p.k;
   const std::string where = "m=" + std::to_string(m) + " n=" + std::to_string(n) + " k=" + std::to_string(k) +
-                            " k_splits=" + std::to_string(k_splits);
+                            " k_splits=" + std::to_string(options.k_splits) +
+                            " cuda_cores=" + std::to_string(options.fp8_on_cuda_cores);
   DeviceBuffer<uint16_t> x(p.x), y(static_cast<size_t>(m) * n), y_two_step(static_cast<size_t>(m) * n);
   DeviceBuffer<uint8_t> wq(p.wq), xq_out(static_cast<size_t>(m) * k), xq(static_cast<size_t>(m) * k);
   DeviceBuffer<float> ws(p.w_scale), xs_out(m), xs(m);
@@ -94,7 +110,7 @@ void check_fused(const FusedProblem& p, int k_splits) {
   xq_out.poison(0x7F);
   xs_out.poison();
   Status st = fp8_gemv_from_fp16(x.get(), k, wq.get(), k, ws.get(), y.get(), n, m, n, k, nullptr, xq_out.get(), k,
-                                 xs_out.get(), k_splits);
+                                 xs_out.get(), options);
   ASSERT_TRUE(st.is_ok()) << st.to_string() << " " << where;
   const auto y_fused = y.download();
   EXPECT_LT(testing::relative_error_f16(y_fused, p.y_ref), 2e-3) << where;
@@ -103,9 +119,9 @@ void check_fused(const FusedProblem& p, int k_splits) {
   for (int j = 0; j < n && m > 1; ++j) EXPECT_EQ(y_fused[static_cast<size_t>(n) + j], 0) << "zero row, " << where;
 
   // The same q values and the same K split: the two-launch path must agree bit for bit.
-  if (k_splits == 0) return;
+  if (options.k_splits == 0) return;
   ASSERT_TRUE(fp8_quantize_per_token(x.get(), k, xq.get(), k, xs.get(), m, k, nullptr).is_ok());
-  st = fp8_gemv(xq.get(), k, xs.get(), wq.get(), k, ws.get(), y_two_step.get(), n, m, n, k, nullptr, k_splits);
+  st = fp8_gemv(xq.get(), k, xs.get(), wq.get(), k, ws.get(), y_two_step.get(), n, m, n, k, nullptr, options);
   ASSERT_TRUE(st.is_ok()) << st.to_string();
   EXPECT_EQ(y_two_step.download(), y_fused) << where;
 }
@@ -121,9 +137,11 @@ TEST(Fp8GemvFromFp16, MatchesReferenceOnAwkwardShapes) {
   for (const Shape& s : shapes) {
     for (int m : s.ms) {
       const FusedProblem p = make_problem(rng, m, s.n, s.k);
-      check_fused(p, 0);
-      if (s.n <= 512 && s.k <= 3584) {
-        for (int splits : {1, 2, 8}) check_fused(p, splits);
+      for (bool cuda_cores : {false, true}) {
+        check_fused(p, GemvOptions{0, cuda_cores});
+        if (s.n <= 512 && s.k <= 3584) {
+          for (int splits : {1, 2, 8}) check_fused(p, GemvOptions{splits, cuda_cores});
+        }
       }
     }
   }
@@ -150,7 +168,7 @@ TEST(Fp8GemvFromFp16, StridedRowsAndBadArguments) {
   EXPECT_EQ(fp8_gemv_from_fp16(x.get(), 48, wq.get(), 48, ws.get(), y.get(), 8, 9, 8, 48, nullptr).code(), StatusCode::kInvalidArgument);
   EXPECT_EQ(fp8_gemv_from_fp16(x.get() + 1, 48, wq.get(), 48, ws.get(), y.get(), 8, 1, 8, 48, nullptr).code(),
             StatusCode::kInvalidArgument);  // x not 16-byte aligned
-  EXPECT_EQ(fp8_gemv_from_fp16(x.get(), 48, wq.get(), 48, ws.get(), y.get(), 8, 1, 8, 48, nullptr, nullptr, 0, nullptr, 3).code(),
+  EXPECT_EQ(fp8_gemv_from_fp16(x.get(), 48, wq.get(), 48, ws.get(), y.get(), 8, 1, 8, 48, nullptr, nullptr, 0, nullptr, GemvOptions{3, false}).code(),
             StatusCode::kInvalidArgument);  // k_splits not a power of two
   EXPECT_EQ(fp8_gemv_from_fp16(x.get(), 1 << 17, wq.get(), 1 << 17, ws.get(), y.get(), 8, 8, 8, 1 << 17, nullptr).code(),
             StatusCode::kUnsupported);  // 1 MiB of codes cannot sit in shared memory

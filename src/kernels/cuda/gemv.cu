@@ -18,6 +18,7 @@ constexpr int kThreads = kWarpsPerBlock * 32;
 constexpr int kLoadsInFlight = 4;       // 16-byte chunks per weight row a lane loads before using them
 constexpr int kMinChunksPerSplit = 32;  // a K slice keeps every lane busy with >= 1 load per column
 constexpr int kTargetWarpsPerSm = 24;   // enough 16-byte loads in flight to cover HBM latency
+constexpr int kMinStepsPerSplit = 4;    // fp8 tensor-core kernel: a K slice keeps one batch of loads busy
 
 __device__ __forceinline__ float2 half2_bits_to_float2(uint32_t bits) {
   return __half22float2(*reinterpret_cast<const half2*>(&bits));
@@ -217,6 +218,107 @@ __global__ void __launch_bounds__(kThreads) gemv_kernel(const GemvArgs a) {
   }
 }
 
+// e4m3 tensor-core MMA, 16 x 8 x 32, fp32 accumulate (sm_89 and later).
+__device__ __forceinline__ void mma_e4m3_16x8x32(float (&d)[4], uint32_t a0, uint32_t a1, uint32_t a2, uint32_t a3,
+                                                 uint32_t b0, uint32_t b1) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 890
+  asm volatile(
+      "mma.sync.aligned.m16n8k32.row.col.f32.e4m3.e4m3.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+      : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
+#else
+  __trap();  // the host launches this kernel only on sm_89+
+#endif
+}
+
+// fp8 GEMV on tensor cores: a warp owns 16 weight rows (output columns n0 .. n0 + 15) over
+// one K slice, streamed in steps of 64 bytes: lane (g = lane / 4, t = lane % 4) loads the 16
+// bytes at k = step * 64 + 16 t of rows n0 + g and n0 + g + 8, which are its A fragments
+// for two m16n8k32 MMAs (A row g: bytes 0-3 and 4-7 / 8-11 and 12-15; row g + 8 likewise).
+// The B fragment of lane (g, t) is the same 16 bytes of activation row g, so each MMA pairs
+// the same k values on both sides (a permutation of k inside the step, which a dot product
+// does not see) and activation rows 0 .. 7 are the MMA's 8 columns: m <= 8 costs as m = 1.
+// Each step's MMAs start from zero and are added to fp32 registers, so the tensor core's
+// own accumulation never spans more than 64 products.
+template <bool kFused>
+__global__ void __launch_bounds__(kThreads) fp8_mma_gemv_kernel(const GemvArgs a) {
+  constexpr int kSteps = 4;  // 64-byte steps loaded before use: 8 16-byte loads per lane in flight
+  extern __shared__ uint4 quantised_x[];  // kFused: [m][num_chunks] 16-byte chunks of e4m3 codes
+  __shared__ float partial[kWarpsPerBlock][4][32];  // each lane's accumulator fragment
+  __shared__ float fused_scale[kGemvMaxRows];
+  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+  const int g = lane / 4, t = lane % 4;
+  const int groups_per_block = kWarpsPerBlock / a.k_splits;
+  const int n0 = (blockIdx.x * groups_per_block + warp / a.k_splits) * 16;
+  const int num_steps = (a.num_chunks + 3) / 4;
+  const int steps_per_split = a.chunks_per_split / 4;
+  const int step_begin = (warp % a.k_splits) * steps_per_split;
+  const int step_end = min(step_begin + steps_per_split, num_steps);
+  // Rows past n re-read the last row (results discarded) so no warp leaves before the barriers.
+  const uint4* w_lo = reinterpret_cast<const uint4*>(a.w + min(n0 + g, a.n - 1) * a.w_stride_bytes);
+  const uint4* w_hi = reinterpret_cast<const uint4*>(a.w + min(n0 + g + 8, a.n - 1) * a.w_stride_bytes);
+  uint4 wv_lo[kSteps], wv_hi[kSteps];
+  auto load_weights = [&](int step0) {
+#pragma unroll
+    for (int i = 0; i < kSteps; ++i) {
+      const int chunk = (step0 + i) * 4 + t;
+      const bool valid = step0 + i < step_end && chunk < a.num_chunks;
+      wv_lo[i] = valid ? __ldcs(w_lo + chunk) : make_uint4(0, 0, 0, 0);
+      wv_hi[i] = valid ? __ldcs(w_hi + chunk) : make_uint4(0, 0, 0, 0);
+    }
+  };
+  load_weights(step_begin);  // in flight while the fused quantisation runs
+  const uint4* x_row;        // activation row g (B column g), or nullptr past m
+  if constexpr (kFused) {
+    quantise_rows_to_shared<kGemvMaxRows>(a, reinterpret_cast<uint8_t*>(quantised_x), fused_scale);
+    x_row = g < a.m ? quantised_x + g * a.num_chunks : nullptr;
+  } else {
+    x_row = g < a.m ? reinterpret_cast<const uint4*>(a.x + g * a.x_stride_bytes) : nullptr;
+  }
+  float acc[4] = {0.f, 0.f, 0.f, 0.f};
+  for (int step0 = step_begin; step0 < step_end; step0 += kSteps) {
+    if (step0 != step_begin) load_weights(step0);
+#pragma unroll
+    for (int i = 0; i < kSteps; ++i) {
+      if (step0 + i >= step_end) break;
+      const int chunk = (step0 + i) * 4 + t;
+      uint4 xv = make_uint4(0, 0, 0, 0);
+      if (x_row != nullptr && chunk < a.num_chunks) xv = kFused ? x_row[chunk] : __ldg(x_row + chunk);
+      float d[4] = {0.f, 0.f, 0.f, 0.f};
+      mma_e4m3_16x8x32(d, wv_lo[i].x, wv_hi[i].x, wv_lo[i].y, wv_hi[i].y, xv.x, xv.y);
+      mma_e4m3_16x8x32(d, wv_lo[i].z, wv_hi[i].z, wv_lo[i].w, wv_hi[i].w, xv.z, xv.w);
+#pragma unroll
+      for (int j = 0; j < 4; ++j) acc[j] += d[j];
+    }
+  }
+#pragma unroll
+  for (int j = 0; j < 4; ++j) partial[warp][j][lane] = acc[j];
+  __syncthreads();
+  // D fragment: d[0], d[1] = (weight row n0 + g, activation rows 2t, 2t + 1); d[2], d[3] the
+  // same for weight row n0 + g + 8. One thread per (group, lane, j) adds the slices in order.
+  for (int idx = threadIdx.x; idx < groups_per_block * 128; idx += kThreads) {
+    const int group = idx / 128, src_lane = idx / 4 % 32, j = idx % 4;
+    const int col = (blockIdx.x * groups_per_block + group) * 16 + src_lane / 4 + (j >= 2 ? 8 : 0);
+    const int r = 2 * (src_lane % 4) + (j & 1);
+    if (r >= a.m || col >= a.n) continue;
+    float v = 0.f;
+    for (int s = 0; s < a.k_splits; ++s) v += partial[group * a.k_splits + s][j][src_lane];
+    v *= (kFused ? fused_scale[r] : a.x_scale[r]) * a.w_scale[col];
+    a.y[r * a.y_stride + col] = __half_as_ushort(__float2half_rn(v));
+  }
+}
+
+bool device_has_fp8_mma() {
+  static const bool has = [] {
+    int device = 0, major = 0, minor = 0;
+    if (cudaGetDevice(&device) != cudaSuccess) return false;
+    cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device);
+    cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device);
+    return major * 10 + minor >= 89;
+  }();
+  return has;
+}
+
 int device_num_sms() {
   static const int count = [] {
     int device = 0, sms = 132;
@@ -248,9 +350,28 @@ Status launch_rows(const GemvArgs& a, const GemvPlan& plan, size_t shared_bytes,
   return last_launch_status(kFused ? "fp8_gemv_from_fp16 launch" : kFp8 ? "fp8_gemv launch" : "fp16_gemv launch");
 }
 
+template <bool kFused>
+Status launch_fp8_mma(GemvArgs a, int k_splits, cudaStream_t stream) {
+  const GemvPlan plan = plan_fp8_mma_gemv(a.n, a.num_chunks * 16, device_num_sms(), k_splits);
+  a.k_splits = plan.k_splits;
+  a.chunks_per_split = plan.chunks_per_split;
+  const size_t shared_bytes = kFused ? static_cast<size_t>(a.m) * a.num_chunks * 16 : 0;
+  auto* kernel = fp8_mma_gemv_kernel<kFused>;
+  if (shared_bytes > 48 * 1024) {
+    CROSSPOINT_CUDA_RETURN_IF_ERROR(
+        cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(shared_bytes)),
+        "fp8_gemv_from_fp16 shared memory attribute");
+  }
+  kernel<<<plan.num_blocks, kThreads, shared_bytes, stream>>>(a);
+  return last_launch_status(kFused ? "fp8_gemv_from_fp16 launch" : "fp8_gemv launch");
+}
+
 template <bool kFp8, bool kFused>
-Status launch_gemv(GemvArgs a, int k_splits, cudaStream_t stream) {
-  const GemvPlan plan = plan_gemv(kFp8, a.n, a.num_chunks * (kFp8 ? 16 : 8), device_num_sms(), k_splits);
+Status launch_gemv(GemvArgs a, GemvOptions options, cudaStream_t stream) {
+  if constexpr (kFp8) {
+    if (!options.fp8_on_cuda_cores && device_has_fp8_mma()) return launch_fp8_mma<kFused>(a, options.k_splits, stream);
+  }
+  const GemvPlan plan = plan_gemv(kFp8, a.n, a.num_chunks * (kFp8 ? 16 : 8), device_num_sms(), options.k_splits);
   a.k_splits = plan.k_splits;
   a.chunks_per_split = plan.chunks_per_split;
   const size_t shared_bytes = kFused ? static_cast<size_t>(a.m) * a.num_chunks * 16 : 0;
@@ -274,6 +395,27 @@ Status check_shape(const char* op, int m, int n, int k, int k_multiple, int k_sp
 }
 
 }  // namespace
+
+GemvPlan plan_fp8_mma_gemv(int n, int k, int num_sms, int force_k_splits) {
+  GemvPlan plan;
+  plan.cols_per_warp = 16;
+  const int num_steps = (k / 16 + 3) / 4;  // 64-byte steps per weight row
+  const int64_t col_groups = (static_cast<int64_t>(n) + 15) / 16;
+  const int64_t target_warps = static_cast<int64_t>(std::max(num_sms, 1)) * kTargetWarpsPerSm;
+  int splits = 1;
+  if (force_k_splits > 0) {
+    splits = force_k_splits;
+  } else {
+    while (splits < kWarpsPerBlock && col_groups * splits < target_warps && num_steps / (2 * splits) >= kMinStepsPerSplit) {
+      splits *= 2;
+    }
+  }
+  plan.k_splits = splits;
+  plan.chunks_per_split = (num_steps + splits - 1) / splits * 4;
+  plan.cols_per_block = kWarpsPerBlock / splits * 16;
+  plan.num_blocks = static_cast<int>((static_cast<int64_t>(n) + plan.cols_per_block - 1) / plan.cols_per_block);
+  return plan;
+}
 
 GemvPlan plan_gemv(bool fp8_weights, int n, int k, int num_sms, int force_k_splits) {
   GemvPlan plan;
@@ -313,13 +455,13 @@ Status fp16_gemv(const uint16_t* x, int64_t x_stride, const uint16_t* w, int64_t
   a.m = m;
   a.n = n;
   a.num_chunks = k / 8;
-  return launch_gemv<false, false>(a, k_splits, stream);
+  return launch_gemv<false, false>(a, GemvOptions{k_splits, false}, stream);
 }
 
 Status fp8_gemv(const uint8_t* xq, int64_t xq_stride, const float* x_scale, const uint8_t* wq,
                 int64_t w_stride, const float* w_scale, uint16_t* y, int64_t y_stride, int m,
-                int n, int k, cudaStream_t stream, int k_splits) {
-  CROSSPOINT_RETURN_IF_ERROR(check_shape("fp8_gemv", m, n, k, 16, k_splits));
+                int n, int k, cudaStream_t stream, GemvOptions options) {
+  CROSSPOINT_RETURN_IF_ERROR(check_shape("fp8_gemv", m, n, k, 16, options.k_splits));
   if (xq_stride % 16 != 0 || w_stride % 16 != 0 || xq_stride < k || w_stride < k) {
     return invalid_argument("fp8_gemv: row strides must be multiples of 16 bytes and >= k");
   }
@@ -335,14 +477,14 @@ Status fp8_gemv(const uint8_t* xq, int64_t xq_stride, const float* x_scale, cons
   a.m = m;
   a.n = n;
   a.num_chunks = k / 16;
-  return launch_gemv<true, false>(a, k_splits, stream);
+  return launch_gemv<true, false>(a, options, stream);
 }
 
 Status fp8_gemv_from_fp16(const uint16_t* x, int64_t x_stride, const uint8_t* wq, int64_t w_stride,
                           const float* w_scale, uint16_t* y, int64_t y_stride, int m, int n, int k,
                           cudaStream_t stream, uint8_t* xq_out, int64_t xq_out_stride, float* x_scale_out,
-                          int k_splits) {
-  CROSSPOINT_RETURN_IF_ERROR(check_shape("fp8_gemv_from_fp16", m, n, k, 16, k_splits));
+                          GemvOptions options) {
+  CROSSPOINT_RETURN_IF_ERROR(check_shape("fp8_gemv_from_fp16", m, n, k, 16, options.k_splits));
   if (x_stride % 8 != 0 || w_stride % 16 != 0 || x_stride < k || w_stride < k ||
       reinterpret_cast<uintptr_t>(x) % 16 != 0) {
     return invalid_argument("fp8_gemv_from_fp16: x must be 16-byte aligned with a row stride a multiple of 8 elements, "
@@ -371,7 +513,7 @@ Status fp8_gemv_from_fp16(const uint16_t* x, int64_t x_stride, const uint8_t* wq
   a.xq_out = xq_out;
   a.xq_out_stride = xq_out_stride;
   a.x_scale_out = x_scale_out;
-  return launch_gemv<true, true>(a, k_splits, stream);
+  return launch_gemv<true, true>(a, options, stream);
 }
 
 }  // namespace crosspoint::cuda
