@@ -8,48 +8,15 @@
 #include "common/dtype.h"
 #include "kernels/cuda/w4a16_gemm.h"
 #include "kernels_cuda/reference.h"
+#include "kernels_cuda/w4a16_test_util.h"
 
 namespace crosspoint::cuda {
 namespace {
 
 using testing::DeviceBuffer;
 
-// A random GPTQ int4 linear in checkpoint layout, with the values the reference needs.
-struct GptqLinear {
-  int k = 0, n = 0, group_size = 0, num_groups = 0;
-  std::vector<uint8_t> q;          // [K, N] nibbles 0..15
-  std::vector<int32_t> qweight;    // [K/8, N]
-  std::vector<uint16_t> scales;    // [num_groups, N] fp16
-  std::vector<int32_t> g_idx;      // [K]
-
-  double weight(int row, int col) const {  // dequantised W[row][col]
-    return crosspoint::f16_to_f32(scales[static_cast<size_t>(g_idx[row]) * n + col]) *
-           (static_cast<int>(q[static_cast<size_t>(row) * n + col]) - 8);
-  }
-};
-
-GptqLinear make_gptq(std::mt19937& rng, int k, int n, int group_size, bool act_order) {
-  GptqLinear lin;
-  lin.k = k;
-  lin.n = n;
-  lin.group_size = group_size == -1 ? k : group_size;
-  lin.num_groups = (k + lin.group_size - 1) / lin.group_size;
-  std::uniform_int_distribution<int> nibble(0, 15);
-  lin.q.resize(static_cast<size_t>(k) * n);
-  for (auto& v : lin.q) v = static_cast<uint8_t>(nibble(rng));
-  lin.qweight.assign(static_cast<size_t>(k / 8) * n, 0);
-  for (int row = 0; row < k; ++row) {
-    for (int col = 0; col < n; ++col) {
-      auto& word = lin.qweight[static_cast<size_t>(row / 8) * n + col];
-      word = static_cast<int32_t>(static_cast<uint32_t>(word) | static_cast<uint32_t>(lin.q[static_cast<size_t>(row) * n + col]) << (4 * (row % 8)));
-    }
-  }
-  lin.scales = testing::random_f16(rng, static_cast<size_t>(lin.num_groups) * n, 0.002f, 0.03f);
-  lin.g_idx.resize(k);
-  for (int row = 0; row < k; ++row) lin.g_idx[row] = row / lin.group_size;
-  if (act_order) std::shuffle(lin.g_idx.begin(), lin.g_idx.end(), rng);  // each group keeps G rows
-  return lin;
-}
+using testing::GptqLinear;
+using testing::make_gptq;
 
 // Runs repack + (permute) + GEMM on the device `repeats` times (reusing the split-K
 // workspace, which each launch must leave zeroed) and returns each y [M, N] fp16.
@@ -144,7 +111,7 @@ TEST(W4A16Gemm, MatchesReferenceAtAwkwardSizes) {
 
 TEST(W4A16Gemm, SplitKScratchIsLeftClean) {
   CROSSPOINT_SKIP_WITHOUT_GPU();
-  check_w4a16(2, 48, 4096, 128, false, 7, /*repeats=*/3);   // one n tile, many k splits
+  check_w4a16(9, 48, 4096, 128, false, 7, /*repeats=*/3);   // one n tile, many k splits (M > 8: not the GEMV)
   check_w4a16(70, 32, 2048, 128, false, 8, /*repeats=*/3);  // two m chunks
 }
 

@@ -11,52 +11,20 @@
 #include <string>
 
 #include "kernels/cuda/cuda_status.h"
+#include "kernels/cuda/w4a16_fragments.cuh"
 #include "kernels/cuda/w4a16_gemm.h"
+#include "kernels/cuda/w4a16_gemv.h"
 
 namespace crosspoint::cuda {
 namespace {
+
+using w4a16_internal::dequant_word;
+using w4a16_internal::mma_m16n8k16;
 
 constexpr int kWarps = 4;        // warps per block, side by side in n
 constexpr int kChunkK = 64;      // input rows per packed chunk (4 mma k-steps)
 constexpr int kARowStride = 72;  // fp16 per staged activation row: 144 B keeps 16-byte
                                  // alignment and makes fragment reads bank-conflict free
-
-// (a & b) | c in one lop3 instruction.
-__device__ __forceinline__ uint32_t lop3_and_or(uint32_t a, uint32_t b, uint32_t c) {
-  uint32_t r;
-  asm volatile("lop3.b32 %0, %1, %2, %3, 0xEA;\n" : "=r"(r) : "r"(a), "r"(b), "r"(c));
-  return r;
-}
-
-// One packed word -> four half2 B-fragment registers holding (q - 8), scale not applied.
-// Out: [0] b0b1 of column half 0, [1] b2b3 of half 0, [2] b0b1 of half 1, [3] b2b3 of half 1.
-__device__ __forceinline__ void dequant_word(uint32_t word, half2 out[4]) {
-  constexpr uint32_t kLo = 0x000F000F, kHi = 0x00F000F0, kMagic = 0x64006400;
-  const uint32_t lo0 = lop3_and_or(word, kLo, kMagic);
-  const uint32_t hi0 = lop3_and_or(word, kHi, kMagic);
-  const uint32_t shifted = word >> 8;
-  const uint32_t lo1 = lop3_and_or(shifted, kLo, kMagic);
-  const uint32_t hi1 = lop3_and_or(shifted, kHi, kMagic);
-  const uint32_t k1032 = 0x64086408;  // half2(1032, 1032): 1024 + zero point 8
-  const uint32_t k1_16 = 0x2C002C00;  // half2(1/16, 1/16)
-  const uint32_t kM72 = 0xD480D480;   // half2(-72, -72) = -(1024/16 + 8)
-  const half2 magic_sub = *reinterpret_cast<const half2*>(&k1032);
-  const half2 sixteenth = *reinterpret_cast<const half2*>(&k1_16);
-  const half2 minus72 = *reinterpret_cast<const half2*>(&kM72);
-  out[0] = __hsub2(*reinterpret_cast<const half2*>(&lo0), magic_sub);
-  out[1] = __hfma2(*reinterpret_cast<const half2*>(&hi0), sixteenth, minus72);
-  out[2] = __hsub2(*reinterpret_cast<const half2*>(&lo1), magic_sub);
-  out[3] = __hfma2(*reinterpret_cast<const half2*>(&hi1), sixteenth, minus72);
-}
-
-__device__ __forceinline__ void mma_m16n8k16(float acc[4], const uint32_t a[4], uint32_t b0,
-                                             uint32_t b1) {
-  asm volatile(
-      "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
-      "{%8,%9}, {%0,%1,%2,%3};\n"
-      : "+f"(acc[0]), "+f"(acc[1]), "+f"(acc[2]), "+f"(acc[3])
-      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
-}
 
 __device__ __forceinline__ void cp_async_16(void* smem_dst, const void* global_src) {
   const uint32_t dst = static_cast<uint32_t>(__cvta_generic_to_shared(smem_dst));
@@ -276,6 +244,10 @@ size_t w4a16_workspace_bytes(int max_m, int n) {
 Status w4a16_gemm(const uint16_t* x, int64_t x_stride, const uint32_t* packed_weight,
                   const uint32_t* packed_scales, uint16_t* y, int64_t y_stride, int m, int n,
                   int k, int group_size, void* workspace, cudaStream_t stream) {
+  // Small batches: the register-streaming kernel (no workspace, deterministic).
+  if (m >= 1 && m <= kW4A16GemvMaxRows) {
+    return w4a16_gemv(x, x_stride, packed_weight, packed_scales, y, y_stride, m, n, k, group_size, stream);
+  }
   return w4a16_gemm_tuned(W4A16Tuning::kDefault, x, x_stride, packed_weight, packed_scales, y, y_stride, m, n, k,
                           group_size, workspace, stream);
 }

@@ -63,6 +63,8 @@ Result<W4A16PackedWeight> w4a16_repack(const int32_t* qweight, const uint16_t* s
 size_t w4a16_workspace_bytes(int max_m, int n);
 
 // y[m, n] = sum_k x[m, k] * s[g(k), n] * (q[k, n] - 8), fp32 accumulation, fp16 out.
+// M <= 8 goes to w4a16_gemv() (w4a16_gemv.h: workspace unused); larger M to the
+// shared-memory pipeline below (w4a16_gemm_tuned with kDefault).
 //   x              [M, K] fp16, row stride x_stride elements (even), permuted when k_perm
 //   packed_weight  device copy of W4A16PackedWeight::weight
 //   packed_scales  device copy of W4A16PackedWeight::scales
@@ -72,7 +74,8 @@ Status w4a16_gemm(const uint16_t* x, int64_t x_stride, const uint32_t* packed_we
                   const uint32_t* packed_scales, uint16_t* y, int64_t y_stride, int m, int n,
                   int k, int group_size, void* workspace, cudaStream_t stream);
 
-// Small-batch (M <= 16) launch shapes, for benchmarking; w4a16_gemm uses kDefault.
+// Launch shapes of the shared-memory pipeline kernel at M <= 16, for benchmarking; this
+// always runs that kernel (never w4a16_gemv); w4a16_gemm uses kDefault for M > 8.
 //   kDefault      block 4 warps x 64 columns each, 4-stage pipeline, ~3 blocks per SM
 //   kDeepPipeline same block, 8 stages, ~2 blocks per SM
 //   kNarrowBlocks 4 warps x 32 columns, 6 stages, ~5 blocks per SM

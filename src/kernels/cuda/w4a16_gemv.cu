@@ -1,0 +1,226 @@
+// W4A16 small-batch kernel (M <= 8): weights as the mma A operand, activations as B; each
+// warp streams its own run of packed k chunks of one n16 block from HBM straight into
+// registers, kDepth chunks ahead; the block's warps split K and meet in shared memory.
+// Design and layout: w4a16_gemv.h, w4a16_gemm.h.
+#include <cuda_fp16.h>
+
+#include <algorithm>
+#include <string>
+
+#include "kernels/cuda/cuda_status.h"
+#include "kernels/cuda/w4a16_fragments.cuh"
+#include "kernels/cuda/w4a16_gemv.h"
+
+namespace crosspoint::cuda {
+namespace {
+
+using w4a16_internal::dequant_word;
+using w4a16_internal::mma_m16n8k16;
+
+constexpr int kChunkK = 64;     // input rows per packed chunk: 4 mma k-steps, 512 B per n16 block
+constexpr int kDepth = 4;       // chunks in flight per warp (register double buffering)
+constexpr int kMaxWarps = 32;   // warps per block at most (1024 threads)
+constexpr int kMaxBlocksPerSm = 32;  // resident blocks per SM on sm_80..sm_90
+
+// 16-byte streaming load of data read once per step: read-only path, not kept in L1 (the
+// activations live there), with a 256-byte L2 prefetch (a warp reads 512 contiguous bytes).
+__device__ __forceinline__ uint4 load_streaming_16(const uint4* ptr) {
+  uint4 v;
+  asm volatile("ld.global.nc.L1::no_allocate.L2::256B.v4.u32 {%0, %1, %2, %3}, [%4];\n"
+               : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+               : "l"(ptr));
+  return v;
+}
+
+// acc[4] += scale * (W tile^T · x) over one 64-deep chunk of packed words `weight`.
+// x_pairs holds this chunk's B fragments ([2j] = x[token][j*16 + 2t, +1], [2j+1] = the pair
+// 8 further); each pair is reloaded with chunk `next_chunk`'s as soon as its MMA has read
+// it, so the activations run one chunk ahead in 8 registers. The 4 MMAs sum the unscaled
+// (q - 8) products in fp32 (exact: |q - 8| <= 8 times an fp16 value); the group scale
+// half2 (s[n = c], s[n = c + 8]) is applied once per chunk in fp32.
+__device__ __forceinline__ void multiply_chunk(uint4 weight, uint32_t scale, uint32_t x_pairs[8],
+                                               const uint32_t* __restrict__ x_row, int next_chunk,
+                                               float acc[4]) {
+  float chunk_sum[4] = {0.f, 0.f, 0.f, 0.f};
+  const uint32_t words[4] = {weight.x, weight.y, weight.z, weight.w};
+  const uint32_t* next_x = x_row + next_chunk * (kChunkK / 2);
+#pragma unroll
+  for (int j = 0; j < 4; ++j) {
+    half2 frag[4];
+    dequant_word(words[j], frag);
+    const uint32_t* f = reinterpret_cast<const uint32_t*>(frag);
+    // A fragment (rows = n, cols = k): a0 (n=c, k0..), a1 (n=c+8, k0..), a2 (n=c, k0+8..),
+    // a3 (n=c+8, k0+8..).
+    const uint32_t a[4] = {f[0], f[2], f[1], f[3]};
+    mma_m16n8k16(chunk_sum, a, x_pairs[2 * j], x_pairs[2 * j + 1]);
+    x_pairs[2 * j] = __ldg(next_x + j * 8);
+    x_pairs[2 * j + 1] = __ldg(next_x + j * 8 + 4);
+  }
+  const float2 s = __half22float2(*reinterpret_cast<const half2*>(&scale));
+  acc[0] = fmaf(s.x, chunk_sum[0], acc[0]);  // C rows n = c: tokens 2t, 2t+1
+  acc[1] = fmaf(s.x, chunk_sum[1], acc[1]);
+  acc[2] = fmaf(s.y, chunk_sum[2], acc[2]);  // C rows n = c + 8
+  acc[3] = fmaf(s.y, chunk_sum[3], acc[3]);
+}
+
+// grid = N/16 blocks (block b owns output columns b*16 .. +15), blockDim = 32 * warps.
+// Warp w multiplies chunks [K/64 * w / warps, K/64 * (w+1) / warps) of its block's columns.
+__global__ void __launch_bounds__(kMaxWarps * 32, 1)
+    w4a16_gemv_kernel(const uint16_t* __restrict__ x, int64_t x_stride,
+                      const uint4* __restrict__ packed_weight,
+                      const uint32_t* __restrict__ packed_scales, uint16_t* __restrict__ y,
+                      int64_t y_stride, int m, int n, int k, int group_size) {
+  extern __shared__ float4 warp_sums[];  // [warps][32 lanes] fp32 C fragments
+  const int lane = threadIdx.x % 32;
+  const int warp = threadIdx.x / 32;
+  const int num_warps = blockDim.x / 32;
+  const int nb = blockIdx.x;
+  const int num_n_blocks = n / 16;
+  const int num_chunks_total = k / kChunkK;
+  const int chunk_begin = static_cast<int>(static_cast<int64_t>(num_chunks_total) * warp / num_warps);
+  const int chunk_end = static_cast<int>(static_cast<int64_t>(num_chunks_total) * (warp + 1) / num_warps);
+  const int num_chunks = chunk_end - chunk_begin;  // warp-uniform, may be 0
+  const int frag_row = lane / 4;                   // c: A/C row (n), B column (token)
+  const int frag_col = (lane % 4) * 2;             // k0: A/B k offset; C column 2t
+
+  // This lane's 16-byte word group of chunk i is weight_lane[i * 32].
+  const uint4* weight_lane = packed_weight + (static_cast<int64_t>(nb) * num_chunks_total + chunk_begin) * 32 + lane;
+  // Scales advance one group every chunks_per_group chunks, tracked as loads are issued.
+  const int chunks_per_group = group_size / kChunkK;
+  const int64_t scale_group_stride = static_cast<int64_t>(num_n_blocks) * 8;
+  const uint32_t* scale_ptr = packed_scales + (chunk_begin / chunks_per_group) * scale_group_stride + nb * 8 + frag_row;
+  int chunks_left_in_group = chunks_per_group - chunk_begin % chunks_per_group;
+  auto next_scale = [&]() {
+    const uint32_t s = __ldg(scale_ptr);
+    if (--chunks_left_in_group == 0) {
+      scale_ptr += scale_group_stride;
+      chunks_left_in_group = chunks_per_group;
+    }
+    return s;
+  };
+  // B column c is token c; columns >= m read row m-1 (valid memory) and only feed C
+  // columns that are never stored.
+  const int token = min(frag_row, m - 1);
+  const uint32_t* x_row = reinterpret_cast<const uint32_t*>(x + token * x_stride + chunk_begin * kChunkK + frag_col);
+
+  // Weights and scales kDepth chunks ahead (they come from HBM); activations one ahead
+  // (L2/L1-resident).
+  uint4 weight[kDepth];    // packed words j = 0..3 of this lane, per chunk in flight
+  uint32_t scale[kDepth];  // half2 (s[n = c], s[n = c + 8]) of that chunk's group
+#pragma unroll
+  for (int s = 0; s < kDepth; ++s) {
+    if (s < num_chunks) {
+      weight[s] = load_streaming_16(weight_lane + s * 32);
+      scale[s] = next_scale();
+    }
+  }
+  uint32_t x_pairs[8] = {};
+  if (num_chunks > 0) {  // a warp with no chunks (more warps than chunks) reads nothing
+#pragma unroll
+    for (int j = 0; j < 4; ++j) {
+      x_pairs[2 * j] = __ldg(x_row + j * 8);
+      x_pairs[2 * j + 1] = __ldg(x_row + j * 8 + 4);
+    }
+  }
+
+  float acc[4] = {0.f, 0.f, 0.f, 0.f};
+  for (int base = 0; base < num_chunks; base += kDepth) {
+#pragma unroll
+    for (int s = 0; s < kDepth; ++s) {
+      const int i = base + s;
+      if (i < num_chunks) {
+        // The last chunk reloads its own activations (valid memory, never used).
+        multiply_chunk(weight[s], scale[s], x_pairs, x_row, min(i + 1, num_chunks - 1), acc);
+        if (i + kDepth < num_chunks) {
+          weight[s] = load_streaming_16(weight_lane + (i + kDepth) * 32);
+          scale[s] = next_scale();
+        }
+      }
+    }
+  }
+
+  warp_sums[warp * 32 + lane] = make_float4(acc[0], acc[1], acc[2], acc[3]);
+  __syncthreads();
+  // 128 outputs per block (16 columns x 8 token slots): thread e sums element e of every
+  // warp's fragments. Element e = lane' * 4 + r of the C fragment: column c' = lane'/4
+  // (+8 for r >= 2), token 2 * (lane' % 4) + (r & 1).
+  const float* sums = reinterpret_cast<const float*>(warp_sums);
+  for (int e = threadIdx.x; e < 128; e += blockDim.x) {
+    const int src_lane = e / 4, r = e % 4;
+    const int out_token = (src_lane % 4) * 2 + (r & 1);
+    if (out_token >= m) continue;
+    float total = 0.f;
+    for (int w = 0; w < num_warps; ++w) total += sums[w * 128 + e];  // fixed order: deterministic
+    const int col = nb * 16 + src_lane / 4 + (r >= 2 ? 8 : 0);
+    y[out_token * y_stride + col] = __half_as_ushort(__float2half_rn(total));
+  }
+}
+
+// Warps one SM holds of this kernel, from its register count (the only limit: shared
+// memory is at most 16 KB a block).
+int max_warps_per_sm() {
+  static const int warps = [] {
+    cudaFuncAttributes attr{};
+    int regs = 64;
+    if (cudaFuncGetAttributes(&attr, w4a16_gemv_kernel) == cudaSuccess && attr.numRegs > 0) regs = attr.numRegs;
+    const int regs_per_warp = (regs * 32 + 255) / 256 * 256;  // allocated per warp in 256s
+    return std::clamp(65536 / regs_per_warp, 1, 64);
+  }();
+  return warps;
+}
+
+int num_sms() {
+  static const int count = [] {
+    int device = 0, sms = 132;
+    if (cudaGetDevice(&device) == cudaSuccess) cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device);
+    return sms;
+  }();
+  return count;
+}
+
+}  // namespace
+
+W4A16GemvShape w4a16_gemv_shape(int n, int k, int num_sms, int max_warps_per_sm) {
+  W4A16GemvShape shape;
+  shape.num_blocks = std::max(1, n / 16);
+  const int num_chunks = std::max(1, k / kChunkK);
+  num_sms = std::max(1, num_sms);
+  // Blocks each SM must hold for the whole grid to be resident at once, then the warps
+  // per block that fit beside them.
+  const int blocks_per_sm = std::min((shape.num_blocks + num_sms - 1) / num_sms, kMaxBlocksPerSm);
+  int warps = std::max(1, max_warps_per_sm) / blocks_per_sm;
+  warps = std::min(warps, std::max(1, num_chunks / 2));  // >= 2 chunks per warp, where K has them
+  shape.warps_per_block = std::clamp(warps, 1, kMaxWarps);
+  return shape;
+}
+
+Status w4a16_gemv(const uint16_t* x, int64_t x_stride, const uint32_t* packed_weight,
+                  const uint32_t* packed_scales, uint16_t* y, int64_t y_stride, int m, int n,
+                  int k, int group_size, cudaStream_t stream, int warps_per_block) {
+  if (m == 0) return Status::ok();
+  if (m < 0 || m > kW4A16GemvMaxRows) {
+    return invalid_argument("w4a16_gemv: m = " + std::to_string(m) + " is outside 0.." + std::to_string(kW4A16GemvMaxRows));
+  }
+  if (k <= 0 || k % kChunkK != 0) return unsupported("w4a16_gemv: k = " + std::to_string(k) + " is not a positive multiple of 64");
+  if (n <= 0 || n % 16 != 0) return unsupported("w4a16_gemv: n = " + std::to_string(n) + " is not a positive multiple of 16");
+  if (group_size == -1) group_size = k;
+  if (group_size <= 0 || group_size % kChunkK != 0) {
+    return unsupported("w4a16_gemv: group_size " + std::to_string(group_size) + " is not a multiple of 64");
+  }
+  if (x_stride < k || x_stride % 8 != 0) return invalid_argument("w4a16_gemv: x_stride must be a multiple of 8 and >= k");
+  if (y_stride < n) return invalid_argument("w4a16_gemv: y_stride must be >= n");
+  if (warps_per_block < 0 || warps_per_block > kMaxWarps) {
+    return invalid_argument("w4a16_gemv: warps_per_block " + std::to_string(warps_per_block) + " is outside 0..32");
+  }
+  if (x == nullptr || packed_weight == nullptr || packed_scales == nullptr || y == nullptr) {
+    return invalid_argument("w4a16_gemv: null pointer argument");
+  }
+  W4A16GemvShape shape = w4a16_gemv_shape(n, k, num_sms(), max_warps_per_sm());
+  if (warps_per_block > 0) shape.warps_per_block = warps_per_block;
+  const size_t smem_bytes = static_cast<size_t>(shape.warps_per_block) * 32 * sizeof(float4);
+  w4a16_gemv_kernel<<<shape.num_blocks, shape.warps_per_block * 32, smem_bytes, stream>>>(
+      x, x_stride, reinterpret_cast<const uint4*>(packed_weight), packed_scales, y, y_stride, m, n, k, group_size);
+  return last_launch_status("w4a16_gemv launch");
+}
+
+}  // namespace crosspoint::cuda
