@@ -31,7 +31,9 @@ export CCACHE_BASEDIR="$ROOT" CCACHE_NOHASHDIR=1
 log() { printf '[gpu_bundle] %s\n' "$*" >&2; }
 die() { printf '[gpu_bundle] error: %s\n' "$*" >&2; exit 1; }
 
-grep -qx '/.gpu_bundle/' .git/info/exclude 2>/dev/null || echo '/.gpu_bundle/' >>.git/info/exclude
+EXCLUDE=$(git rev-parse --git-common-dir)/info/exclude  # also right in a git worktree
+mkdir -p "$(dirname "$EXCLUDE")"
+grep -qx '/.gpu_bundle/' "$EXCLUDE" 2>/dev/null || echo '/.gpu_bundle/' >>"$EXCLUDE"
 
 # Libraries the GPU machine provides itself: glibc, the CUDA driver and cuBLAS(Lt) (found
 # there by env.sh). Everything else a binary needs goes into lib/.
