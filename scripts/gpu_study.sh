@@ -196,17 +196,20 @@ fi
 # ---------------------------------------------------------------- 2b. compute-sanitizer
 if want sanitize && [ -x "$BUNDLE_DIR/libexec/test_kernels_cuda" ]; then
   KT="$BUNDLE_DIR/libexec/test_kernels_cuda"
-  log "== compute-sanitizer memcheck: every test of test_kernels_cuda"
+  log "== compute-sanitizer memcheck: the GEMVs, attention, sampling, W4A16 split-K"
   t=$(now)
-  LD_LIBRARY_PATH=$CROSSPOINT_GPU_LD_PATH timeout $(limit 180) compute-sanitizer --tool memcheck --error-exitcode 9 \
-    --print-limit 20 "$KT" >"$WORK/logs/sanitizer-memcheck.log" 2>&1
+  LD_LIBRARY_PATH=$CROSSPOINT_GPU_LD_PATH timeout $(limit ${SANITIZE_MEMCHECK_S:-110}) compute-sanitizer --tool memcheck \
+    --error-exitcode 9 --print-limit 20 "$KT" \
+    --gtest_filter='W4A16Gemv*:Fp8Gemv*:Fp8LinearFromFp16*:Fp16Gemv*:CudaPagedAttention*:*Sampl*:W4A16Gemm.SplitK*:AddRmsNorm*:RopeKvWrite*' \
+    >"$WORK/logs/sanitizer-memcheck.log" 2>&1
   rc=$?
   tail -4 "$WORK/logs/sanitizer-memcheck.log" | tee -a "$LOG"
   step sanitizer_memcheck $rc $(( $(now) - t )) "$(grep -E 'ERROR SUMMARY' "$WORK/logs/sanitizer-memcheck.log" | tail -1) $(grep -c '^\[       OK' "$WORK/logs/sanitizer-memcheck.log") ok"
   log "== compute-sanitizer racecheck: kernels that reduce through shared memory"
   t=$(now)
-  LD_LIBRARY_PATH=$CROSSPOINT_GPU_LD_PATH timeout $(limit 120) compute-sanitizer --tool racecheck --error-exitcode 9 \
-    --print-limit 20 "$KT" --gtest_filter='*Attention*:*Gemv*:*GEMV*:*SplitK*:*Sampl*:*Fused*:*Norm*:*Argmax*' \
+  LD_LIBRARY_PATH=$CROSSPOINT_GPU_LD_PATH timeout $(limit ${SANITIZE_RACECHECK_S:-60}) compute-sanitizer --tool racecheck \
+    --error-exitcode 9 --print-limit 20 "$KT" \
+    --gtest_filter='W4A16Gemv*:Fp8GemvFromFp16*:Fp16Gemv*:CudaPagedAttention.LongDecode*:*Sampl*:AddRmsNorm*:ArgmaxRows*' \
     >"$WORK/logs/sanitizer-racecheck.log" 2>&1
   rc=$?
   tail -4 "$WORK/logs/sanitizer-racecheck.log" | tee -a "$LOG"
