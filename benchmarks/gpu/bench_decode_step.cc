@@ -6,6 +6,7 @@
 //
 //   bench_decode_step --model DIR [--model DIR2 ...] --batches 1,8,32,64,128 --context 512
 //       --prefill-tokens 2048 --ceilings FILE.json --out results.json [--replays 50]
+//   bench_decode_step --tables-from results.json     # the tables again, from a results file
 //
 // What is timed:
 //   graph   forward + greedy argmax captured once, replayed --replays times (after 3 warm-up
@@ -51,6 +52,7 @@
 #include "model/model.h"
 #include "quant/gptq_linear_weight.h"
 #include "sweep/measured_ceilings.h"
+#include "gpu/decode_step_tables.h"
 
 namespace crosspoint::bench {
 namespace {
@@ -69,6 +71,7 @@ struct Options {
   int32_t eager_reps = 20;
   int32_t prefill_reps = 5;
   bool tight_attention_bound = false;
+  std::string tables_from;  // print the tables of this results JSON and exit (no GPU needed)
 };
 
 struct TimingStats {
@@ -354,7 +357,10 @@ Result<json> bench_model(const std::string& dir, const Options& o, const Ceiling
       }
       if (eager.is_ok()) {
         (*profiled)["unprofiled_eager_median_ms"] = eager->median_ms;
-        (*profiled)["event_overhead_ms"] = (*profiled)["total_ms"].get<double>() - eager->median_ms;
+        const double overhead_ms = (*profiled)["total_ms"].get<double>() - eager->median_ms;
+        (*profiled)["event_overhead_ms"] = overhead_ms;
+        // Each op's time includes about this much of the events' own cost.
+        (*profiled)["event_overhead_per_mark_ms"] = overhead_ms / std::max(1, (*profiled)["num_marks"].get<int32_t>());
       }
       cell[key] = *profiled;
     }
@@ -434,97 +440,6 @@ Result<json> bench_model(const std::string& dir, const Options& o, const Ceiling
   return out;
 }
 
-// ---------------------------------------------------------------- the Markdown tables
-
-double num(const json& j, const char* key) { return j.contains(key) && j[key].is_number() ? j[key].get<double>() : 0.0; }
-
-std::string ms_cell(const json& cell, const char* key) {
-  if (!cell.contains(key)) return "failed";
-  const json& t = cell[key];
-  return fmt::format("{:.3f} ({:.3f}-{:.3f})", num(t, "median_ms"), num(t, "p10_ms"), num(t, "p90_ms"));
-}
-
-void print_breakdown(const json& m) {
-  const json& decode = m["decode"];
-  std::vector<const json*> cells;  // B=1 and B=64 when measured, else the first and last batch
-  for (int32_t want : {1, 64})
-    for (const json& c : decode)
-      if (c["batch"].get<int32_t>() == want) cells.push_back(&c);
-  if (cells.size() < 2 && decode.size() >= 2) cells = {&decode.front(), &decode.back()};
-  if (cells.empty() && !decode.empty()) cells = {&decode.front()};
-  std::string header = "| op |", rule = "|---|";
-  for (const json* c : cells) {
-    const int32_t B = (*c)["batch"].get<int32_t>();
-    header += fmt::format(" B={0} eager ms | % | B={0} queued ms | % |", B);
-    rule += "---:|---:|---:|---:|";
-  }
-  std::printf("\nPer-op breakdown of one profiled eager decode step (eager: as launched; queued: stream held "
-              "until the step was enqueued, GPU time per op):\n\n%s calls |\n%s---:|\n",
-              header.c_str(), rule.c_str());
-  for (int32_t i = 0; i < cuda::kNumStepOps; ++i) {
-    const std::string name = cuda::step_op_name(static_cast<cuda::StepOp>(i));
-    std::string row = "| " + name + " |";
-    int64_t calls = 0;
-    bool any = false;
-    for (const json* c : cells) {
-      for (const char* key : {"breakdown_eager", "breakdown_queued"}) {
-        const json* op = nullptr;
-        if (c->contains(key))
-          for (const json& o : (*c)[key]["ops"])
-            if (o["op"] == name) op = &o;
-        if (op != nullptr) {
-          any = true;
-          calls = (*op)["calls"].get<int64_t>();
-          row += fmt::format(" {:.3f} | {:.1f} |", num(*op, "ms"), num(*op, "pct"));
-        } else {
-          row += " - | - |";
-        }
-      }
-    }
-    if (any) std::printf("%s %lld |\n", row.c_str(), static_cast<long long>(calls));
-  }
-  std::string total = "| total |";
-  for (const json* c : cells)
-    for (const char* key : {"breakdown_eager", "breakdown_queued"})
-      total += c->contains(key) ? fmt::format(" {:.3f} | 100 |", num((*c)[key], "total_ms")) : std::string(" - | - |");
-  std::printf("%s |\n", total.c_str());
-  std::string plain = "| unprofiled eager step |";
-  for (const json* c : cells)
-    for (const char* key : {"breakdown_eager", "breakdown_queued"})
-      plain += c->contains(key) ? fmt::format(" {:.3f} | |", num((*c)[key], "unprofiled_eager_median_ms")) : std::string(" - | |");
-  std::printf("%s |\n", plain.c_str());
-}
-
-void print_model_tables(const json& m) {
-  const json& mem = m["memory"];
-  std::printf("\n### %s (%s): weights %.2f GiB on the GPU, peak device memory %.2f GiB, math peak %.0f TFLOP/s\n\n",
-              m["weight_format"].get<std::string>().c_str(), m["model_dir"].get<std::string>().c_str(),
-              num(mem, "weight_bytes") / (1 << 30), num(mem, "peak_used_bytes") / (1 << 30), num(m, "math_tflops"));
-  std::printf("| B | graph ms (p10-p90) | eager ms (p10-p90) | bound ms | %% of BW | %% of roofline | tok/s |\n");
-  std::printf("|---:|---:|---:|---:|---:|---:|---:|\n");
-  for (const json& c : m["decode"]) {
-    const json& r = c["roofline"];
-    std::printf("| %d | %s | %s | %.3f | %.1f | %.1f | %.0f |\n", c["batch"].get<int32_t>(), ms_cell(c, "graph").c_str(),
-                ms_cell(c, "eager").c_str(), num(r, "bound_ms"), num(r, "pct_of_bandwidth"), num(r, "pct_of_roofline"),
-                num(c, "tokens_per_s"));
-  }
-  if (m.contains("target_at_batch_1")) {
-    const json& t = m["target_at_batch_1"];
-    std::printf("\nBatch 1: %.1f %% of the measured bandwidth, target %.0f %%: %s\n", num(t, "pct_of_bandwidth"),
-                num(t, "target_pct"), t["met"].get<bool>() ? "met" : "NOT met");
-  }
-  if (m.contains("prefill")) {
-    const json& p = m["prefill"];
-    std::printf("\nPrefill of %d tokens (one sequence, eager): %s ms, %.0f tok/s; compute bound %.3f ms = %.1f %% of "
-                "compute, memory bound %.3f ms\n",
-                p["tokens"].get<int32_t>(), ms_cell(p, "eager").c_str(), num(p, "tokens_per_s"),
-                num(p["roofline"], "compute_bound_ms"), num(p["roofline"], "pct_of_compute"),
-                num(p["roofline"], "mem_bound_ms"));
-  }
-  print_breakdown(m);
-  std::fflush(stdout);
-}
-
 std::string utc_now() {
   const std::time_t now = std::time(nullptr);
   std::tm tm{};
@@ -544,13 +459,16 @@ Status write_json(const json& j, const std::string& path) {
 int run(int argc, char** argv) {
   Options o;
   CLI::App app{"Decode-step and prefill timings of whole CUDA model steps, with per-op breakdown and roofline"};
-  app.add_option("--model", o.model_dirs, "checkpoint directory (repeat for several precisions)")->required();
+  auto* tables_from = app.add_option("--tables-from", o.tables_from,
+                                     "print the Markdown tables of an earlier --out file and exit (no GPU needed)");
+  auto* model = app.add_option("--model", o.model_dirs, "checkpoint directory (repeat for several precisions)");
   app.add_option("--batches", o.batches, "decode batch sizes, comma-separated")->delimiter(',');
   app.add_option("--context", o.context, "cached tokens per decoding sequence");
   app.add_option("--prefill-tokens", o.prefill_tokens, "new tokens of the prefill step");
   app.add_option("--max-model-len", o.max_model_len, "the engine's max-model-len (decode attention bound)");
-  app.add_option("--ceilings", o.ceilings_path, "ceilings.py JSON or crosspoint hwinfo --json output")->required();
-  app.add_option("--out", o.out_path, "results JSON")->required();
+  auto* ceilings_opt = app.add_option("--ceilings", o.ceilings_path, "ceilings.py JSON or crosspoint hwinfo --json output");
+  auto* out = app.add_option("--out", o.out_path, "results JSON");
+  for (CLI::Option* needed : {model, ceilings_opt, out}) needed->excludes(tables_from);
   app.add_option("--replays", o.replays, "timed graph replays per decode batch");
   app.add_option("--eager-reps", o.eager_reps, "timed eager decode steps per batch");
   app.add_option("--prefill-reps", o.prefill_reps, "timed prefill steps");
@@ -560,6 +478,21 @@ int run(int argc, char** argv) {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     return app.exit(e);
+  }
+  if (!o.tables_from.empty()) {
+    std::ifstream f(o.tables_from);
+    const json results = json::parse(f, nullptr, /*allow_exceptions=*/false);
+    if (!f || results.is_discarded() || !results.contains("models")) {
+      std::fprintf(stderr, "bench_decode_step: %s is not a bench_decode_step results file\n", o.tables_from.c_str());
+      return 1;
+    }
+    for (const json& m : results["models"])
+      if (!m.contains("error")) decode_step::print_model_tables(m);
+    return 0;
+  }
+  if (o.model_dirs.empty() || o.ceilings_path.empty() || o.out_path.empty()) {
+    std::fprintf(stderr, "bench_decode_step: --model, --ceilings and --out are required\n");
+    return 2;
   }
   const bool bad_batch = o.batches.empty() || std::any_of(o.batches.begin(), o.batches.end(), [](int32_t b) { return b <= 0; });
   if (bad_batch || o.context <= 0 || o.prefill_tokens <= 0 || o.replays <= 0 || o.eager_reps <= 0 || o.prefill_reps <= 0) {
@@ -609,7 +542,7 @@ int run(int argc, char** argv) {
     auto r = bench_model(dir, o, ceilings);
     if (r.is_ok()) {
       results["models"].push_back(*r);
-      print_model_tables(*r);
+      decode_step::print_model_tables(*r);
     } else {
       failed = true;
       std::fprintf(stderr, "bench_decode_step: %s: %s\n", dir.c_str(), r.status().to_string().c_str());
