@@ -153,7 +153,7 @@ int32_t gpu_sample_row_reference(const uint16_t* logits, int32_t vocab, const Sa
   std::vector<uint64_t> weights(kept.size());
   uint64_t total = 0;
   for (size_t i = 0; i < kept.size(); ++i) {
-    uint32_t key;
+    uint32_t key = 0;
     sampling_order_key(logits[kept[i]], &key);
     weights[i] = sampling_weight(key_value(key), cut.max_logit, params.temperature);
     total += weights[i];

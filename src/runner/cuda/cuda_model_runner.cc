@@ -5,9 +5,10 @@
 
 #include "common/clock.h"
 #include "common/log.h"
-#include "common/thread_pool.h"
 #include "kernels/cuda/cuda_status.h"
 #include "kernels/cuda/decoder_ops.h"
+#include "kernels/cuda/sampling.h"
+#include "kernels/sampling.h"
 #include "runner/request_sampler.h"
 
 namespace crosspoint::cuda {
@@ -23,6 +24,9 @@ Result<std::unique_ptr<CudaModelRunner>> CudaModelRunner::create(std::unique_ptr
   // model but failed to capture for Qwen2.5-7B on the H200 (reason not yet logged then), so
   // they stay off until that is diagnosed; this single-bound form is the one measured there.
   runner->context_bounds_ = {runner->model_->max_model_len()};
+  const size_t params_bytes = static_cast<size_t>(cap.max_num_logits) * sizeof(SampledRowParams);
+  CROSSPOINT_ASSIGN_OR_RETURN(runner->sampled_params_host_, PinnedBuffer::allocate(params_bytes, "sampled row parameters"));
+  CROSSPOINT_ASSIGN_OR_RETURN(runner->sampled_params_, DeviceBuffer::allocate(params_bytes, "sampled row parameters"));
   if (options.enforce_eager) return runner;
   Stopwatch capture_timer;
   size_t free_before = 0, free_after = 0, total = 0;
@@ -159,12 +163,12 @@ Result<StepOutput> CudaModelRunner::execute(const BatchPlan& plan) {
     row_seq_idx_ = builder_.logits_seq_idx();
     ++num_eager_steps_;
   }
-  CROSSPOINT_RETURN_IF_ERROR(sample_rows(plan, row_seq_idx_, num_rows, argmax_done, output));
+  CROSSPOINT_RETURN_IF_ERROR(draw_tokens(plan, row_seq_idx_, num_rows, argmax_done, output));
   output.forward_ms = forward_timer.elapsed_ms() - output.sampling_ms;
   return output;
 }
 
-Status CudaModelRunner::sample_rows(const BatchPlan& plan, const std::vector<int32_t>& row_seq_idx, int32_t num_rows,
+Status CudaModelRunner::draw_tokens(const BatchPlan& plan, const std::vector<int32_t>& row_seq_idx, int32_t num_rows,
                                     bool argmax_done, StepOutput& output) {
   CudaModel& m = *model_;
   const int V = m.vocab_size();
@@ -173,47 +177,48 @@ Status CudaModelRunner::sample_rows(const BatchPlan& plan, const std::vector<int
     CROSSPOINT_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream), "step");
     return Status::ok();
   }
+  // The uniform numbers come from the same per-request generator as on the CPU runner; the
+  // pinned array is free again because every step ends with a synchronisation.
+  Stopwatch sampling_timer;
+  SampledRowParams* params = sampled_params_host_.as<SampledRowParams>();
+  int32_t num_sampled = 0;
   bool any_greedy = false;
   for (int32_t r = 0; r < num_rows; ++r) {
     const int32_t s = row_seq_idx[r];
     if (s < 0 || !plan.seqs[s].sample) continue;
-    if (plan.seqs[s].sampling.is_greedy()) {
+    const ScheduledSequence& seq = plan.seqs[s];
+    if (seq.sampling.is_greedy()) {
       any_greedy = true;
       continue;
     }
-    // Sampled rows go to the host sampler as f32, exactly the CPU runner's input type.
-    const size_t offset = static_cast<size_t>(r) * V;
-    CROSSPOINT_RETURN_IF_ERROR(fp16_to_f32(m.logits() + offset, m.logits_f32() + offset, V, stream));
-    CROSSPOINT_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(m.logits_f32_host() + offset, m.logits_f32() + offset,
-                                                    static_cast<size_t>(V) * 4, cudaMemcpyDeviceToHost, stream),
-                                    "copy logits row");
+    SampledRowParams& p = params[num_sampled++];
+    p.logits_row = r;
+    p.temperature = seq.sampling.temperature;
+    p.top_k = seq.sampling.top_k < 0 ? 0 : seq.sampling.top_k;
+    p.top_p = seq.sampling.top_p;
+    p.uniform = SamplingRng(token_rng_seed(seq.sampling.seed, seq.output_token_idx)).next_uniform();
   }
+  output.sampling_ms = sampling_timer.elapsed_ms();
   if (any_greedy && !argmax_done)
     CROSSPOINT_RETURN_IF_ERROR(argmax_rows(m.logits(), V, m.sampled_tokens(), num_rows, V, stream));
-  if (any_greedy)
+  if (num_sampled > 0) {
+    CROSSPOINT_CUDA_RETURN_IF_ERROR(
+        cudaMemcpyAsync(sampled_params_.as<SampledRowParams>(), params, num_sampled * sizeof(SampledRowParams),
+                        cudaMemcpyHostToDevice, stream),
+        "copy sampled row parameters");
+    // After the argmax (same stream): sampled rows overwrite their argmax tokens.
+    CROSSPOINT_RETURN_IF_ERROR(sample_rows(m.logits(), V, num_rows, sampled_params_.as<SampledRowParams>(), num_sampled,
+                                           m.sampled_tokens(), V, stream));
+  }
+  if (any_greedy || num_sampled > 0)
     CROSSPOINT_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(m.sampled_tokens_host(), m.sampled_tokens(),
                                                     static_cast<size_t>(num_rows) * 4, cudaMemcpyDeviceToHost, stream),
                                     "copy sampled tokens");
   CROSSPOINT_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream), "step");
-  Stopwatch sampling_timer;
-  sampled_rows_.clear();
   for (int32_t r = 0; r < num_rows; ++r) {
     const int32_t s = row_seq_idx[r];
-    if (s < 0 || !plan.seqs[s].sample) continue;
-    if (plan.seqs[s].sampling.is_greedy()) output.sampled_token_ids[s] = m.sampled_tokens_host()[r];
-    else sampled_rows_.push_back(r);
+    if (s >= 0 && plan.seqs[s].sample) output.sampled_token_ids[s] = m.sampled_tokens_host()[r];
   }
-  // Each sampled row draws from its own (seed, output index) stream, so rows are
-  // independent: spread them over the CPU threads (a full-vocabulary row costs ~ms).
-  if (!sampled_rows_.empty()) global_thread_pool().parallel_for(sampled_rows_.size(), [&](size_t begin, size_t end) {
-    for (size_t i = begin; i < end; ++i) {
-      const int32_t r = sampled_rows_[i];
-      const ScheduledSequence& seq = plan.seqs[row_seq_idx[r]];
-      output.sampled_token_ids[row_seq_idx[r]] = sample_request_token(
-          m.logits_f32_host() + static_cast<size_t>(r) * V, V, seq.sampling, seq.output_token_idx);
-    }
-  });
-  output.sampling_ms = sampling_timer.elapsed_ms();
   return Status::ok();
 }
 

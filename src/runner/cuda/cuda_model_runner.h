@@ -1,7 +1,13 @@
 // The CUDA runner: BatchPlan -> ForwardBatch (ForwardBatchBuilder) -> packed step inputs (one
-// host-to-device copy) -> CudaModel::forward -> greedy rows by argmax on the GPU; rows that
-// sample (temperature > 0) are converted to f32 on the GPU, copied to the host and drawn by
-// the same per-request sampler as the CPU runner, so seeds give the same tokens on both.
+// host-to-device copy) -> CudaModel::forward -> tokens drawn on the GPU: greedy rows by
+// argmax_rows, rows that sample (temperature > 0) by one sample_rows launch
+// (kernels/cuda/sampling.h) after it, which overwrites their entries; only the int32 token ids
+// come back to the host. Each sampled row's uniform number is drawn on the host from the
+// request's (seed, output index) generator, exactly as the CPU runner draws it, and copied up
+// with the row's temperature / top_k / top_p (a small pinned array, same stream). A seed
+// therefore fixes the tokens on the GPU, but they differ from the CPU runner's for the same
+// seed: the GPU walks the kept tokens in id order, the host sampler in probability order (same
+// distribution; see sampling.h). The engine has no logprobs, so no logits row is copied out.
 //
 // Decode-only steps are padded to the smallest bucket that holds them (graph_buckets.h) and
 // replay the CUDA graph captured at start-up for that bucket and the smallest context bound
@@ -20,6 +26,7 @@
 #include <vector>
 
 #include "model/cuda/cuda_model.h"
+#include "model/cuda/device_buffer.h"
 #include "runner/cuda/graph_buckets.h"
 #include "runner/forward_batch_builder.h"
 #include "runner/runner.h"
@@ -60,8 +67,9 @@ class CudaModelRunner : public Runner {
   Status capture_graphs();
   Status capture_bucket(int32_t bucket, int32_t context_bound);
   void destroy_graphs();
-  // After forward (and greedy argmax): copies sampled rows out and fills output.
-  Status sample_rows(const BatchPlan& plan, const std::vector<int32_t>& row_seq_idx, int32_t num_rows,
+  // After forward (and greedy argmax): draws the sampled rows on the GPU, copies the token ids
+  // out and fills output.
+  Status draw_tokens(const BatchPlan& plan, const std::vector<int32_t>& row_seq_idx, int32_t num_rows,
                      bool argmax_done, StepOutput& output);
 
   std::unique_ptr<CudaModel> model_;
@@ -72,7 +80,8 @@ class CudaModelRunner : public Runner {
   std::map<std::pair<int32_t, int32_t>, cudaGraphExec_t> graphs_;  // (bucket, context bound) -> graph
   CudaGraphReport graph_report_;
   std::vector<int32_t> row_seq_idx_;  // [num_rows] plan.seqs index of each logits row (-1: padding)
-  std::vector<int32_t> sampled_rows_;  // logits rows drawn by the host sampler this step
+  PinnedBuffer sampled_params_host_;  // [max_num_logits] SampledRowParams, this step's sampled rows
+  DeviceBuffer sampled_params_;       // [max_num_logits] SampledRowParams, their device copy
   int64_t num_graph_steps_ = 0;
   int64_t num_eager_steps_ = 0;
 };
