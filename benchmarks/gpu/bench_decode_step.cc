@@ -111,8 +111,10 @@ Result<TimingStats> time_launches(const std::function<Status()>& launch, cudaStr
   return stats_of(times);
 }
 
-// Captures `enqueue` into a graph (after one eager run) and times its replays.
-Result<TimingStats> time_graph_replays(const std::function<Status()>& enqueue, cudaStream_t stream, int32_t reps) {
+// Captures `enqueue` into a graph (after one eager run) and times its replays; `while_held`
+// runs while the graph exists (to see the device memory it takes).
+Result<TimingStats> time_graph_replays(const std::function<Status()>& enqueue, cudaStream_t stream, int32_t reps,
+                                       const std::function<void()>& while_held) {
   CROSSPOINT_RETURN_IF_ERROR(enqueue());
   CROSSPOINT_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream), "warm-up step");
   CROSSPOINT_CUDA_RETURN_IF_ERROR(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal), "begin capture");
@@ -131,6 +133,7 @@ Result<TimingStats> time_graph_replays(const std::function<Status()>& enqueue, c
   auto replay = [&] { return cuda::cuda_status(cudaGraphLaunch(exec, stream), "cudaGraphLaunch"); };
   Status warm;
   for (int i = 0; i < 3 && warm.is_ok(); ++i) warm = replay();
+  while_held();
   Result<TimingStats> timed = warm.is_ok() ? time_launches(replay, stream, reps) : Result<TimingStats>(warm);
   (void)cudaStreamSynchronize(stream);
   (void)cudaGraphExecDestroy(exec);
@@ -173,13 +176,21 @@ Result<json> profile_step(cuda::CudaModel& model, const std::function<Status(cud
   StreamGate gate;
   json out;
   for (int run = 0; run < 2; ++run) {  // run 0 creates the profiler's events; run 1 is reported
-    if (queued) CROSSPOINT_RETURN_IF_ERROR(gate.hold(model.stream()));
-    CROSSPOINT_RETURN_IF_ERROR(profiler.begin_step(model.stream()));
-    model.set_profiler(&profiler);
-    const Status launched = enqueue(profiler);
-    model.set_profiler(nullptr);
+    Status launched;
+    if (queued) launched = gate.hold(model.stream());
+    if (launched.is_ok()) launched = profiler.begin_step(model.stream());
+    if (launched.is_ok()) {
+      model.set_profiler(&profiler);
+      launched = enqueue(profiler);
+      model.set_profiler(nullptr);
+    }
+    // The host function reads `gate`: it must have returned before `gate` goes out of scope.
     gate.open();
-    CROSSPOINT_RETURN_IF_ERROR(launched);
+    if (!launched.is_ok()) {
+      (void)cudaStreamSynchronize(model.stream());
+      (void)profiler.finish();  // closes the step
+      return launched;
+    }
     CROSSPOINT_ASSIGN_OR_RETURN(cuda::StepProfile profile, profiler.finish());
     if (run == 0) continue;
     out["method"] = queued ? "eager with a cudaEvent after every op; stream held until the step was enqueued, "
@@ -376,8 +387,7 @@ Result<json> bench_model(const std::string& dir, const Options& o, const Ceiling
     if (!o.tight_attention_bound) device.shape.max_context_len = gpu->max_model_len();
     auto enqueue = [&] { return step(device, nullptr); };
     json cell = {{"batch", B}, {"context", o.context}, {"attention_context_bound", device.shape.max_context_len}};
-    Result<TimingStats> graph = time_graph_replays(enqueue, stream, o.replays);
-    track_memory();
+    Result<TimingStats> graph = time_graph_replays(enqueue, stream, o.replays, track_memory);
     Result<TimingStats> eager = time_launches(enqueue, stream, 3);  // warm-up
     if (eager.is_ok()) eager = time_launches(enqueue, stream, o.eager_reps);
     if (graph.is_ok()) cell["graph"] = to_json(*graph); else cell["graph_error"] = graph.status().to_string();
