@@ -26,6 +26,7 @@
 #include "kernels/cuda/fp8_quant.h"
 #include "kernels/cuda/gemv.h"
 #include "kernels/cuda/linear.h"
+#include "kernels/cuda/programmatic_launch.cuh"
 #include "kernels/cuda/w4a16_gemm.h"
 
 namespace crosspoint::bench {
@@ -304,6 +305,51 @@ nlohmann::json bench_decode_step(const Ceilings& c, CublasLtContext& ctx, const 
   return out;
 }
 
+// The small-batch GEMVs at every forced K split (0 = planned) at M = 1, 2, to check the
+// plans: fp16 (CUDA cores), fp8 on tensor cores and on CUDA cores, each plain and fused.
+nlohmann::json bench_gemv_splits(const Ceilings& c, const Buffers& b, cudaStream_t s, int reps) {
+  nlohmann::json out = nlohmann::json::array();
+  for (Precision p : {Precision::kFp16, Precision::kFp8}) {
+    for (const Shape& shape : kLayerShapes) {
+      const double wbytes = weight_bytes(p, shape.n, shape.k);
+      const int copies = std::clamp(static_cast<int>(512e6 / wbytes) + 1, 2, 64);
+      std::vector<Linear> lins;
+      for (int i = 0; i < copies; ++i) lins.push_back(make_linear(p, shape.n, shape.k, 2000 + i, s));
+      const int num_kernels = p == Precision::kFp16 ? 1 : 4;
+      for (int m : {1, 2}) {
+        for (int kernel = 0; kernel < num_kernels; ++kernel) {
+          const bool fused = kernel % 2 == 1, cuda_cores = kernel >= 2;
+          for (int splits : {0, 1, 2, 4, 8}) {
+            const int n = shape.n, k = shape.k;
+            const cuda::GemvOptions options{splits, cuda_cores};
+            const double ms = time_graph([&]() -> Status {
+              for (const Linear& lin : lins) {
+                if (p == Precision::kFp16) {
+                  CROSSPOINT_RETURN_IF_ERROR(cuda::fp16_gemv(b.x, k, static_cast<const uint16_t*>(lin.weight), k, b.y, n, m, n, k, s, splits));
+                } else if (fused) {
+                  CROSSPOINT_RETURN_IF_ERROR(cuda::fp8_gemv_from_fp16(b.x, k, static_cast<const uint8_t*>(lin.weight), k,
+                                                                      static_cast<const float*>(lin.scales), b.y, n, m, n, k, s,
+                                                                      nullptr, 0, nullptr, options));
+                } else {
+                  CROSSPOINT_RETURN_IF_ERROR(cuda::fp8_gemv(b.xq, k, b.x_scale, static_cast<const uint8_t*>(lin.weight), k,
+                                                            static_cast<const float*>(lin.scales), b.y, n, m, n, k, s, options));
+                }
+              }
+              return Status::ok();
+            }, s, reps) / copies;
+            const std::string name = std::string(p == Precision::kFp16 ? "fp16_gemv" : fused ? "fp8_fused" : "fp8_gemv") +
+                                     (p == Precision::kFp8 ? (cuda_cores ? "_cc" : "_mma") : "") + " ks=" + std::to_string(splits);
+            const double act_bytes = (p == Precision::kFp8 && !fused ? 1.0 : 2.0) * m * k + 2.0 * m * n;
+            out.push_back(record(c, p, name.c_str(), shape.name, m, n, k, wbytes + act_bytes, 2.0 * m * n * k, ms));
+          }
+        }
+      }
+      for (Linear& lin : lins) free_linear(lin);
+    }
+  }
+  return out;
+}
+
 }  // namespace
 }  // namespace crosspoint::bench
 
@@ -313,6 +359,7 @@ int main(int argc, char** argv) {
   std::string out_path = "bench_gemm.json";
   int reps = 15;
   bool skip_layers = false;
+  bool gemv_splits = false;  // also time the GEMVs at every forced K split
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     auto next = [&]() { return i + 1 < argc ? std::string(argv[++i]) : std::string(); };
@@ -322,8 +369,10 @@ int main(int argc, char** argv) {
     else if (a == "--out") out_path = next();
     else if (a == "--reps") reps = std::stoi(next());
     else if (a == "--decode-only") skip_layers = true;
+    else if (a == "--gemv-splits") gemv_splits = true;
+    else if (a == "--no-pdl") crosspoint::cuda::set_programmatic_launch_enabled(false);
     else {
-      std::fprintf(stderr, "usage: bench_gemm [--bw-gbps X] [--fp16-tflops X] [--fp8-tflops X] [--reps N] [--decode-only] [--out FILE]\n");
+      std::fprintf(stderr, "usage: bench_gemm [--bw-gbps X] [--fp16-tflops X] [--fp8-tflops X] [--reps N] [--decode-only] [--gemv-splits] [--no-pdl] [--out FILE]\n");
       return 2;
     }
   }
@@ -349,6 +398,11 @@ int main(int argc, char** argv) {
     std::printf("\n== layer GEMMs ==\n");
     result["layer_gemms"] = bench_layer_gemms(c, **ctx, b, s, reps);
   }
+  if (gemv_splits) {
+    std::printf("\n== GEMVs at every K split ==\n");
+    result["gemv_splits"] = bench_gemv_splits(c, b, s, reps);
+  }
+  result["programmatic_launch"] = crosspoint::cuda::programmatic_launch_enabled();
   std::ofstream(out_path) << result.dump(1) << "\n";
   std::printf("wrote %s\n", out_path.c_str());
   return 0;

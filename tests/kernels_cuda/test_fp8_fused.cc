@@ -44,7 +44,7 @@ TEST(GemvPlan, SplitsKUntilTheGpuHasEnoughWarps) {
 
 TEST(GemvPlan, TensorCoreFp8SplitsInWholeSteps) {
   struct Case { int n, k, splits; };
-  for (const Case c : {Case{3584, 3584, 8}, Case{4608, 3584, 8}, Case{37888, 3584, 2}, Case{3584, 18944, 8},
+  for (const Case c : {Case{3584, 3584, 8}, Case{4608, 3584, 8}, Case{37888, 3584, 8}, Case{3584, 18944, 8},
                        Case{512, 3584, 8}, Case{1, 16, 1}, Case{37, 48, 1}, Case{1, 18944, 8}, Case{200, 1040, 4}}) {
     const GemvPlan p = plan_fp8_mma_gemv(c.n, c.k, 132);
     EXPECT_EQ(p.k_splits, c.splits) << "n=" << c.n << " k=" << c.k;
@@ -188,7 +188,7 @@ TEST(Fp8LinearFromFp16, FusedAtSmallMQuantisedAbove) {
     y.poison();
     xq.poison(0x7F);
     const bool fused = fp8_linear_fuses_quantisation(x.get(), k, k, m, k);
-    EXPECT_EQ(fused, m <= kFp8GemvMaxRows) << "m=" << m;
+    EXPECT_EQ(fused, m <= kFp8FusedMaxRows) << "m=" << m;
     const Status st = fp8_linear_from_fp16(**ctx, x.get(), k, xq.get(), k, xs.get(), wq.get(), k, ws.get(), y.get(), n,
                                            m, n, k, scratch.get(), nullptr);
     ASSERT_TRUE(st.is_ok()) << st.to_string();

@@ -9,6 +9,7 @@
 #include "kernels/cuda/cuda_status.h"
 #include "kernels/cuda/fp8_quant.h"
 #include "kernels/cuda/gemv.h"
+#include "kernels/cuda/programmatic_launch.cuh"
 
 namespace crosspoint::cuda {
 namespace {
@@ -18,7 +19,10 @@ constexpr int kThreads = kWarpsPerBlock * 32;
 constexpr int kLoadsInFlight = 4;       // 16-byte chunks per weight row a lane loads before using them
 constexpr int kMinChunksPerSplit = 32;  // a K slice keeps every lane busy with >= 1 load per column
 constexpr int kTargetWarpsPerSm = 24;   // enough 16-byte loads in flight to cover HBM latency
-constexpr int kMinStepsPerSplit = 4;    // fp8 tensor-core kernel: a K slice keeps one batch of loads busy
+constexpr int kMinStepsPerSplit = 4;    // fp8 tensor-core kernel: a K slice keeps most of one batch of loads busy
+// The tensor-core kernel holds 16 rows per warp, so N gives 8x fewer warps than on CUDA cores;
+// measured on the H200 it is fastest with the widest split its slices allow.
+constexpr int kMmaTargetWarpsPerSm = 96;
 
 __device__ __forceinline__ float2 half2_bits_to_float2(uint32_t bits) {
   return __half22float2(*reinterpret_cast<const half2*>(&bits));
@@ -163,7 +167,10 @@ __global__ void __launch_bounds__(kThreads) gemv_kernel(const GemvArgs a) {
     }
   };
   const int first = chunk_begin + lane;
-  load_weights(first);  // in flight while the fused quantisation runs
+  load_weights(first);  // in flight while the previous kernel finishes and the fused quantisation runs
+  // Programmatic launch: only weights (which no kernel writes) are read above this line.
+  wait_for_prior_kernels();
+  allow_dependent_launch();
   const uint4* x_chunks;
   int64_t x_row_chunks;  // row stride of x in chunks
   if constexpr (kFused) {
@@ -242,21 +249,26 @@ __device__ __forceinline__ void mma_e4m3_16x8x32(float (&d)[4], uint32_t a0, uin
 // own accumulation never spans more than 64 products.
 template <bool kFused>
 __global__ void __launch_bounds__(kThreads) fp8_mma_gemv_kernel(const GemvArgs a) {
-  constexpr int kSteps = 4;  // 64-byte steps loaded before use: 8 16-byte loads per lane in flight
+  constexpr int kSteps = 8;  // 64-byte steps loaded before use: 16 16-byte loads per lane in flight
   extern __shared__ uint4 quantised_x[];  // kFused: [m][num_chunks] 16-byte chunks of e4m3 codes
   __shared__ float partial[kWarpsPerBlock][4][32];  // each lane's accumulator fragment
   __shared__ float fused_scale[kGemvMaxRows];
   const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
   const int g = lane / 4, t = lane % 4;
   const int groups_per_block = kWarpsPerBlock / a.k_splits;
-  const int n0 = (blockIdx.x * groups_per_block + warp / a.k_splits) * 16;
+  const int num_tiles = (a.n + groups_per_block * 16 - 1) / (groups_per_block * 16);  // 16 x groups columns each
   const int num_steps = (a.num_chunks + 3) / 4;
   const int steps_per_split = a.chunks_per_split / 4;
   const int step_begin = (warp % a.k_splits) * steps_per_split;
   const int step_end = min(step_begin + steps_per_split, num_steps);
-  // Rows past n re-read the last row (results discarded) so no warp leaves before the barriers.
-  const uint4* w_lo = reinterpret_cast<const uint4*>(a.w + min(n0 + g, a.n - 1) * a.w_stride_bytes);
-  const uint4* w_hi = reinterpret_cast<const uint4*>(a.w + min(n0 + g + 8, a.n - 1) * a.w_stride_bytes);
+  const uint4* w_lo;  // weight rows n0 + g and n0 + g + 8 of the current tile
+  const uint4* w_hi;
+  auto point_at_tile = [&](int tile) {
+    // Rows past n re-read the last row (results discarded) so no warp leaves before the barriers.
+    const int n0 = (tile * groups_per_block + warp / a.k_splits) * 16;
+    w_lo = reinterpret_cast<const uint4*>(a.w + min(n0 + g, a.n - 1) * a.w_stride_bytes);
+    w_hi = reinterpret_cast<const uint4*>(a.w + min(n0 + g + 8, a.n - 1) * a.w_stride_bytes);
+  };
   uint4 wv_lo[kSteps], wv_hi[kSteps];
   auto load_weights = [&](int step0) {
 #pragma unroll
@@ -267,44 +279,58 @@ __global__ void __launch_bounds__(kThreads) fp8_mma_gemv_kernel(const GemvArgs a
       wv_hi[i] = valid ? __ldcs(w_hi + chunk) : make_uint4(0, 0, 0, 0);
     }
   };
-  load_weights(step_begin);  // in flight while the fused quantisation runs
-  const uint4* x_row;        // activation row g (B column g), or nullptr past m
+  point_at_tile(blockIdx.x);
+  load_weights(step_begin);  // in flight while the previous kernel finishes and the fused quantisation runs
+  // Programmatic launch: only weights (which no kernel writes) are read above this line.
+  wait_for_prior_kernels();
+  allow_dependent_launch();
+  const uint4* x_row;  // activation row g (B column g), or nullptr past m
   if constexpr (kFused) {
+    // Once per block, however many tiles it then streams.
     quantise_rows_to_shared<kGemvMaxRows>(a, reinterpret_cast<uint8_t*>(quantised_x), fused_scale);
     x_row = g < a.m ? quantised_x + g * a.num_chunks : nullptr;
   } else {
     x_row = g < a.m ? reinterpret_cast<const uint4*>(a.x + g * a.x_stride_bytes) : nullptr;
   }
-  float acc[4] = {0.f, 0.f, 0.f, 0.f};
-  for (int step0 = step_begin; step0 < step_end; step0 += kSteps) {
-    if (step0 != step_begin) load_weights(step0);
+  // The grid is at most one wave; each block walks the tiles blockIdx.x, + gridDim.x, ...
+  for (int tile = blockIdx.x; tile < num_tiles; tile += gridDim.x) {
+    float acc[4] = {0.f, 0.f, 0.f, 0.f};
+    for (int step0 = step_begin; step0 < step_end; step0 += kSteps) {
+      if (step0 != step_begin) load_weights(step0);
 #pragma unroll
-    for (int i = 0; i < kSteps; ++i) {
-      if (step0 + i >= step_end) break;
-      const int chunk = (step0 + i) * 4 + t;
-      uint4 xv = make_uint4(0, 0, 0, 0);
-      if (x_row != nullptr && chunk < a.num_chunks) xv = kFused ? x_row[chunk] : __ldg(x_row + chunk);
-      float d[4] = {0.f, 0.f, 0.f, 0.f};
-      mma_e4m3_16x8x32(d, wv_lo[i].x, wv_hi[i].x, wv_lo[i].y, wv_hi[i].y, xv.x, xv.y);
-      mma_e4m3_16x8x32(d, wv_lo[i].z, wv_hi[i].z, wv_lo[i].w, wv_hi[i].w, xv.z, xv.w);
+      for (int i = 0; i < kSteps; ++i) {
+        if (step0 + i >= step_end) break;
+        const int chunk = (step0 + i) * 4 + t;
+        uint4 xv = make_uint4(0, 0, 0, 0);
+        if (x_row != nullptr && chunk < a.num_chunks) xv = kFused ? x_row[chunk] : __ldg(x_row + chunk);
+        float d[4] = {0.f, 0.f, 0.f, 0.f};
+        mma_e4m3_16x8x32(d, wv_lo[i].x, wv_hi[i].x, wv_lo[i].y, wv_hi[i].y, xv.x, xv.y);
+        mma_e4m3_16x8x32(d, wv_lo[i].z, wv_hi[i].z, wv_lo[i].w, wv_hi[i].w, xv.z, xv.w);
 #pragma unroll
-      for (int j = 0; j < 4; ++j) acc[j] += d[j];
+        for (int j = 0; j < 4; ++j) acc[j] += d[j];
+      }
     }
-  }
+    // The next tile's first loads go out before this tile's reduction.
+    if (tile + static_cast<int>(gridDim.x) < num_tiles) {
+      point_at_tile(tile + gridDim.x);
+      load_weights(step_begin);
+    }
 #pragma unroll
-  for (int j = 0; j < 4; ++j) partial[warp][j][lane] = acc[j];
-  __syncthreads();
-  // D fragment: d[0], d[1] = (weight row n0 + g, activation rows 2t, 2t + 1); d[2], d[3] the
-  // same for weight row n0 + g + 8. One thread per (group, lane, j) adds the slices in order.
-  for (int idx = threadIdx.x; idx < groups_per_block * 128; idx += kThreads) {
-    const int group = idx / 128, src_lane = idx / 4 % 32, j = idx % 4;
-    const int col = (blockIdx.x * groups_per_block + group) * 16 + src_lane / 4 + (j >= 2 ? 8 : 0);
-    const int r = 2 * (src_lane % 4) + (j & 1);
-    if (r >= a.m || col >= a.n) continue;
-    float v = 0.f;
-    for (int s = 0; s < a.k_splits; ++s) v += partial[group * a.k_splits + s][j][src_lane];
-    v *= (kFused ? fused_scale[r] : a.x_scale[r]) * a.w_scale[col];
-    a.y[r * a.y_stride + col] = __half_as_ushort(__float2half_rn(v));
+    for (int j = 0; j < 4; ++j) partial[warp][j][lane] = acc[j];
+    __syncthreads();
+    // D fragment: d[0], d[1] = (weight row n0 + g, activation rows 2t, 2t + 1); d[2], d[3] the
+    // same for weight row n0 + g + 8. One thread per (group, lane, j) adds the slices in order.
+    for (int idx = threadIdx.x; idx < groups_per_block * 128; idx += kThreads) {
+      const int group = idx / 128, src_lane = idx / 4 % 32, j = idx % 4;
+      const int col = (tile * groups_per_block + group) * 16 + src_lane / 4 + (j >= 2 ? 8 : 0);
+      const int r = 2 * (src_lane % 4) + (j & 1);
+      if (r >= a.m || col >= a.n) continue;
+      float v = 0.f;
+      for (int s = 0; s < a.k_splits; ++s) v += partial[group * a.k_splits + s][j][src_lane];
+      v *= (kFused ? fused_scale[r] : a.x_scale[r]) * a.w_scale[col];
+      a.y[r * a.y_stride + col] = __half_as_ushort(__float2half_rn(v));
+    }
+    __syncthreads();  // partial is rewritten by the next tile
   }
 }
 
@@ -346,13 +372,14 @@ Status launch_rows(const GemvArgs& a, const GemvPlan& plan, size_t shared_bytes,
         cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(shared_bytes)),
         "fp8_gemv_from_fp16 shared memory attribute");
   }
-  kernel<<<plan.num_blocks, kThreads, shared_bytes, stream>>>(a);
-  return last_launch_status(kFused ? "fp8_gemv_from_fp16 launch" : kFp8 ? "fp8_gemv launch" : "fp16_gemv launch");
+  // Programmatic launch (sm_90): the first weight loads overlap the previous kernel's tail.
+  return cuda_status(launch_programmatic(kernel, dim3(plan.num_blocks), dim3(kThreads), shared_bytes, stream, a),
+                     kFused ? "fp8_gemv_from_fp16 launch" : kFp8 ? "fp8_gemv launch" : "fp16_gemv launch");
 }
 
 template <bool kFused>
 Status launch_fp8_mma(GemvArgs a, int k_splits, cudaStream_t stream) {
-  const GemvPlan plan = plan_fp8_mma_gemv(a.n, a.num_chunks * 16, device_num_sms(), k_splits);
+  GemvPlan plan = plan_fp8_mma_gemv(a.n, a.num_chunks * 16, device_num_sms(), k_splits);
   a.k_splits = plan.k_splits;
   a.chunks_per_split = plan.chunks_per_split;
   const size_t shared_bytes = kFused ? static_cast<size_t>(a.m) * a.num_chunks * 16 : 0;
@@ -362,8 +389,15 @@ Status launch_fp8_mma(GemvArgs a, int k_splits, cudaStream_t stream) {
         cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(shared_bytes)),
         "fp8_gemv_from_fp16 shared memory attribute");
   }
-  kernel<<<plan.num_blocks, kThreads, shared_bytes, stream>>>(a);
-  return last_launch_status(kFused ? "fp8_gemv_from_fp16 launch" : "fp8_gemv launch");
+  // At most one wave of blocks, each walking several tiles: the fused quantisation runs once
+  // per block, not once per 16 columns.
+  int blocks_per_sm = 0;
+  CROSSPOINT_CUDA_RETURN_IF_ERROR(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks_per_sm, kernel, kThreads, shared_bytes),
+                                  "fp8 GEMV occupancy");
+  plan.num_blocks = std::min(plan.num_blocks, std::max(blocks_per_sm, 1) * device_num_sms());
+  // Programmatic launch (sm_90): the first weight loads overlap the previous kernel's tail.
+  return cuda_status(launch_programmatic(kernel, dim3(plan.num_blocks), dim3(kThreads), shared_bytes, stream, a),
+                     kFused ? "fp8_gemv_from_fp16 launch" : "fp8_gemv launch");
 }
 
 template <bool kFp8, bool kFused>
@@ -396,12 +430,14 @@ Status check_shape(const char* op, int m, int n, int k, int k_multiple, int k_sp
 
 }  // namespace
 
+bool fp8_gemv_on_tensor_cores() { return device_has_fp8_mma(); }
+
 GemvPlan plan_fp8_mma_gemv(int n, int k, int num_sms, int force_k_splits) {
   GemvPlan plan;
   plan.cols_per_warp = 16;
   const int num_steps = (k / 16 + 3) / 4;  // 64-byte steps per weight row
   const int64_t col_groups = (static_cast<int64_t>(n) + 15) / 16;
-  const int64_t target_warps = static_cast<int64_t>(std::max(num_sms, 1)) * kTargetWarpsPerSm;
+  const int64_t target_warps = static_cast<int64_t>(std::max(num_sms, 1)) * kMmaTargetWarpsPerSm;
   int splits = 1;
   if (force_k_splits > 0) {
     splits = force_k_splits;

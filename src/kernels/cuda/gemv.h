@@ -43,6 +43,9 @@ GemvPlan plan_gemv(bool fp8_weights, int n, int k, int num_sms, int force_k_spli
 // multiple of 4); splits like plan_gemv while every slice keeps >= 4 steps.
 GemvPlan plan_fp8_mma_gemv(int n, int k, int num_sms, int force_k_splits = 0);
 
+// Whether fp8_gemv / fp8_gemv_from_fp16 run on tensor cores on the current device (sm_89+).
+bool fp8_gemv_on_tensor_cores();
+
 // Choices a test or benchmark may force on an fp8 GEMV; the defaults are what engines want.
 struct GemvOptions {
   int k_splits = 0;                // 0: planned; else 1, 2, 4 or 8 warps per column group

@@ -16,13 +16,15 @@ Status fp16_linear(CublasLtContext& ctx, const uint16_t* x, int64_t x_stride, co
 Status fp8_linear(CublasLtContext& ctx, const uint8_t* xq, int64_t xq_stride, const float* x_scale,
                   const uint8_t* wq, int64_t w_stride, const float* w_scale, uint16_t* y,
                   int64_t y_stride, int m, int n, int k, float* scratch, cudaStream_t stream) {
-  const bool gemv_fits = m >= 1 && m <= kFp8GemvMaxRows && k % 16 == 0 && xq_stride % 16 == 0 && w_stride % 16 == 0;
+  const bool gemv_fits = m >= 1 && m <= fp8_gemv_max_rows() && k % 16 == 0 && xq_stride % 16 == 0 && w_stride % 16 == 0;
   if (gemv_fits) return fp8_gemv(xq, xq_stride, x_scale, wq, w_stride, w_scale, y, y_stride, m, n, k, stream);
   return fp8_gemm_cublaslt(ctx, xq, xq_stride, x_scale, wq, w_stride, w_scale, y, y_stride, m, n, k, scratch, stream);
 }
 
+int fp8_gemv_max_rows() { return fp8_gemv_on_tensor_cores() ? kFp8GemvMaxRows : kFp8CudaCoreGemvMaxRows; }
+
 bool fp8_linear_fuses_quantisation(const uint16_t* x, int64_t x_stride, int64_t w_stride, int m, int k) {
-  return m >= 1 && m <= kFp8GemvMaxRows && k % 16 == 0 && x_stride % 8 == 0 && w_stride % 16 == 0 &&
+  return m >= 1 && m <= kFp8FusedMaxRows && k % 16 == 0 && x_stride % 8 == 0 && w_stride % 16 == 0 &&
          reinterpret_cast<uintptr_t>(x) % 16 == 0 && static_cast<int64_t>(m) * k <= kFp8FusedMaxSharedBytes;
 }
 

@@ -13,10 +13,19 @@
 namespace crosspoint::cuda {
 
 inline constexpr int kFp16GemvMaxRows = 1;  // fp16: GEMV at M = 1, cuBLASLt above
-inline constexpr int kFp8GemvMaxRows = 2;   // fp8: GEMV at M <= 2, cuBLASLt above
-// fp8 from fp16 at M <= kFp8GemvMaxRows: the fused GEMV while its shared e4m3 copy of x
-// (M * K bytes) stays this small, so that several blocks fit on an SM.
+// fp8: GEMV at M <= 8 where it runs on tensor cores (its cost is flat to M = 8; measured on
+// the H200: 7B decode-step linears 3.07 ms at M = 4 against cuBLASLt's 4.40), at M <= 2 on
+// CUDA cores (the first pass's measurements); cuBLASLt above.
+inline constexpr int kFp8GemvMaxRows = 8;
+inline constexpr int kFp8CudaCoreGemvMaxRows = 2;
+// fp8 from fp16: the fused GEMV at M <= 2 while its shared e4m3 copy of x (M * K bytes)
+// stays this small, so that two blocks fit on an SM.
+inline constexpr int kFp8FusedMaxRows = 2;
 inline constexpr int64_t kFp8FusedMaxSharedBytes = 64 * 1024;
+
+// The fp8 GEMV's row limit on this device (kFp8GemvMaxRows with tensor cores, else
+// kFp8CudaCoreGemvMaxRows).
+int fp8_gemv_max_rows();
 
 //   x [M, K] fp16, w [N, K] fp16, y [M, N] fp16 (row strides in elements).
 Status fp16_linear(CublasLtContext& ctx, const uint16_t* x, int64_t x_stride, const uint16_t* w,
