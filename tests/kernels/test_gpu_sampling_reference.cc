@@ -99,7 +99,8 @@ TEST(GpuSamplingReferenceTest, KeptSetEqualsTheHostSamplersOnRandomRows) {
       for (float t : temperatures)
         for (int32_t k : {0, 1, 5, 50, vocab, vocab + 3})
           for (float top_p : top_ps) {
-            if (vocab >= 5003 && (k == 5 || t == 0.7f)) continue;  // keep the test fast
+            // Large rows: fewer settings, to keep the test fast under the sanitizers.
+            if (vocab >= 5003 && (k == 5 || k == 1 || k == vocab || t == 0.7f || t == 1.6f)) continue;
             expect_same_kept_set(row, gpu_params(t, k, top_p),
                                  "vocab " + std::to_string(vocab) + " scale " + std::to_string(scale) + " T " +
                                      std::to_string(t) + " k " + std::to_string(k) + " p " + std::to_string(top_p));
@@ -173,7 +174,7 @@ TEST(GpuSamplingReferenceTest, RowsTheHostLeavesUndefinedAreDefined) {
 TEST(GpuSamplingReferenceTest, GridDrawsMatchTheHostSamplersDistribution) {
   const Row row = make_row({0.1f, 2.0f, -1.0f, 1.5f, 1.5f, 0.7f, -3.0f, 2.2f, 0.0f, 1.1f, -0.4f, 0.9f});
   const int32_t vocab = 12;
-  const int n = 1 << 15;
+  const int n = 1 << 13;
   for (const auto& [t, k, top_p] : std::vector<std::tuple<float, int32_t, float>>{
            {1.0f, 0, 1.0f}, {0.8f, 8, 0.9f}, {1.3f, 5, 1.0f}, {0.5f, 0, 0.7f}, {2.0f, 3, 0.99f}}) {
     std::map<int32_t, int> gpu_counts, host_counts;
@@ -205,7 +206,7 @@ TEST(GpuSamplingReferenceTest, RandomDrawsPassAChiSquareTest) {
   for (int32_t id : kept) total += prob[id] = std::exp((row.values[id] - max_logit) / 0.9);
   for (auto& [id, p] : prob) p /= total;
   SamplingRng rng(99);
-  const int n = 200000;
+  const int n = 50000;
   std::map<int32_t, int> counts;
   for (int i = 0; i < n; ++i) {
     SampledRowParams p = base;

@@ -133,9 +133,9 @@ SamplingCut gpu_sampling_cut_reference(const uint16_t* logits, int32_t vocab, co
   return cut;
 }
 
-std::vector<int32_t> gpu_sampling_kept_ids_reference(const uint16_t* logits, int32_t vocab,
-                                                     const SampledRowParams& params) {
-  const SamplingCut cut = gpu_sampling_cut_reference(logits, vocab, params);
+namespace {
+
+std::vector<int32_t> kept_ids(const uint16_t* logits, int32_t vocab, const SamplingCut& cut) {
   std::vector<int32_t> kept;
   for (int32_t i = 0; i < vocab; ++i) {
     uint32_t key;
@@ -145,11 +145,18 @@ std::vector<int32_t> gpu_sampling_kept_ids_reference(const uint16_t* logits, int
   return kept;
 }
 
+}  // namespace
+
+std::vector<int32_t> gpu_sampling_kept_ids_reference(const uint16_t* logits, int32_t vocab,
+                                                     const SampledRowParams& params) {
+  return kept_ids(logits, vocab, gpu_sampling_cut_reference(logits, vocab, params));
+}
+
 int32_t gpu_sample_row_reference(const uint16_t* logits, int32_t vocab, const SampledRowParams& row_params) {
   const SampledRowParams params = sampling_effective_params(row_params);
   const SamplingCut cut = gpu_sampling_cut_reference(logits, vocab, params);
   if (cut.num_candidates == 0) return 0;
-  const std::vector<int32_t> kept = gpu_sampling_kept_ids_reference(logits, vocab, params);
+  const std::vector<int32_t> kept = kept_ids(logits, vocab, cut);
   std::vector<uint64_t> weights(kept.size());
   uint64_t total = 0;
   for (size_t i = 0; i < kept.size(); ++i) {
