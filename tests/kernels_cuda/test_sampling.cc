@@ -2,7 +2,8 @@
 // (kernels/cuda/sampling_reference.h, itself tested against the host sampler in
 // tests/kernels/test_gpu_sampling_reference.cc): the same token for the same u on random rows
 // of awkward widths (1, 7, 1000, 32000) and Qwen's 152064, many rows in one launch, padded row
-// strides, rows not named left untouched.
+// strides (odd ones for the scalar kernel, multiples of 8 for the vector one), rows not named
+// left untouched.
 //
 // Both sides compare the same integers (fixed-point weights), so they agree exactly unless
 // CUDA's exp and the host's differ in the last bit where that moves a weight's rounding; a
@@ -119,8 +120,9 @@ TEST(SampleRowsTest, MatchesTheReferenceOnAwkwardWidths) {
   Comparison total;
   for (int vocab : {1, 7, 1000, 32000, 152064}) {
     const int rows = vocab >= 152064 ? 12 : 40;
-    const int64_t stride = vocab + (vocab % 2 == 0 ? 3 : 0);  // padded, odd stride on even widths
     for (int kind = 0; kind < 3; ++kind) {
+      // Padded rows: an odd stride takes the scalar kernel, a multiple of 8 the 16-byte loads.
+      const int64_t stride = kind == 1 ? vocab + 3 : (vocab + 8) / 8 * 8;
       const std::vector<uint16_t> logits = make_logits(gen, rows, vocab, stride, kind);
       std::vector<SampledRowParams> params;
       // Every other row, in reverse order, so rows and parameters are not index-aligned.

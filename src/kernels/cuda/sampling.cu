@@ -2,7 +2,9 @@
 // contiguous ids [t * chunk, (t + 1) * chunk), so per-thread sums followed by one block scan
 // are sums in id order, which the tie and draw steps need. Every count and weight is an
 // integer (sampling_reference.h), so the results equal the host reference's whatever order
-// the atomics land in.
+// the atomics land in. Rows are read with 16-byte loads when the row stride and pointer allow
+// (kVec), and W is not computed (no exp) for logits more than 33 temperatures below the max,
+// where it rounds to 0 anyway: for real LLM rows that is most of the vocabulary.
 #include <cuda_fp16.h>
 
 #include <cstdint>
@@ -92,16 +94,46 @@ __device__ uint32_t block_max(uint32_t v, RowShared& s) {
 
 struct RowView {
   const uint16_t* row;  // [vocab] fp16
-  int begin, end;       // this thread's ids
+  int begin, end;       // this thread's ids; begin is a multiple of 8
+  float max_logit;
+  float temperature;
+  float zero_below;     // logit - max below this: W is 0 (exp(-32.99) * 2^44 < 0.5), no exp needed
 };
 
+// f(id, key) for every candidate of [v.begin, v.end) in id order; kVec: 16-byte loads (the
+// row is 16-byte aligned and v.begin a multiple of 8), the tail one by one.
+template <bool kVec, typename F>
+__device__ __forceinline__ void for_each_candidate(const RowView& v, F&& f) {
+  int i = v.begin;
+  if constexpr (kVec) {
+    for (; i + 8 <= v.end; i += 8) {
+      const uint4 packed = *reinterpret_cast<const uint4*>(v.row + i);
+      const uint16_t* h = reinterpret_cast<const uint16_t*>(&packed);
+#pragma unroll
+      for (int j = 0; j < 8; ++j) {
+        uint32_t key;
+        if (sampling_order_key(h[j], &key)) f(i + j, key);
+      }
+    }
+  }
+  for (; i < v.end; ++i) {
+    uint32_t key;
+    if (sampling_order_key(v.row[i], &key)) f(i, key);
+  }
+}
+
+// W of a candidate (sampling_reference.h), skipping the exp where it must round to 0.
+__device__ __forceinline__ uint64_t weight_of(uint32_t key, const RowView& v) {
+  const float logit = key_to_float(key);
+  if (logit - v.max_logit < v.zero_below) return 0;
+  return sampling_weight(logit, v.max_logit, v.temperature);
+}
+
 // Id of the n-th (1-based) candidate with `key` in id order (n <= their count).
+template <bool kVec>
 __device__ int32_t nth_id_with_key(const RowView& v, uint32_t key, int64_t n, RowShared& s) {
   uint32_t mine = 0;
-  for (int i = v.begin; i < v.end; ++i) {
-    uint32_t k;
-    if (sampling_order_key(v.row[i], &k) && k == key) ++mine;
-  }
+  for_each_candidate<kVec>(v, [&](int, uint32_t k) { mine += k == key; });
   uint32_t total;
   const uint32_t before = block_exclusive_scan(mine, s.warp_u32, &s.total_u32, &total);
   if (mine > 0 && before < n && n <= before + mine) {
@@ -124,6 +156,7 @@ __device__ __forceinline__ bool is_kept(uint32_t key, int id, const RowShared& s
   return key > s.cut_key || (key == s.cut_key && id <= s.cut_last_id);
 }
 
+template <bool kVec>
 __global__ void __launch_bounds__(kThreads)
     sample_rows_kernel(const uint16_t* __restrict__ logits, int64_t stride, int num_logits_rows,
                        const SampledRowParams* __restrict__ row_params, int32_t* __restrict__ out_tokens,
@@ -132,24 +165,23 @@ __global__ void __launch_bounds__(kThreads)
   const SampledRowParams p = sampling_effective_params(row_params[blockIdx.x]);
   if (p.logits_row < 0 || p.logits_row >= num_logits_rows) return;  // whole block leaves together
   const int tid = threadIdx.x;
-  const int chunk = (vocab + kThreads - 1) / kThreads;
+  const int chunk = ((vocab + kThreads - 1) / kThreads + 7) / 8 * 8;  // a multiple of 8
   RowView v;
   v.row = logits + static_cast<int64_t>(p.logits_row) * stride;
   v.begin = min(vocab, tid * chunk);
   v.end = min(vocab, v.begin + chunk);
-  const float temperature = p.temperature;
+  v.temperature = p.temperature;
+  v.zero_below = -33.0f * p.temperature;
 
   // Pass 1: max key, candidates, high-byte histogram.
   for (int b = tid; b < 256; b += kThreads) s.count_hi[b] = 0;
   __syncthreads();
   uint32_t my_max = 0, my_count = 0;
-  for (int i = v.begin; i < v.end; ++i) {
-    uint32_t key;
-    if (!sampling_order_key(v.row[i], &key)) continue;
+  for_each_candidate<kVec>(v, [&](int, uint32_t key) {
     my_max = max(my_max, key);
     ++my_count;
     atomicAdd(&s.count_hi[key >> 8], 1u);
-  }
+  });
   uint32_t num_candidates;
   (void)block_exclusive_scan(my_count, s.warp_u32, &s.total_u32, &num_candidates);
   if (num_candidates == 0) {
@@ -157,7 +189,7 @@ __global__ void __launch_bounds__(kThreads)
     return;
   }
   const uint32_t max_key = block_max(my_max, s);
-  const float max_logit = key_to_float(max_key);
+  v.max_logit = key_to_float(max_key);
   if (tid == 0) {
     s.cut_key = 0;  // key 0 is NaN's, never a candidate: everything kept
     s.cut_last_id = vocab - 1;
@@ -179,10 +211,10 @@ __global__ void __launch_bounds__(kThreads)
     }
     for (int b = tid; b < 256; b += kThreads) s.count_lo[b] = 0;
     __syncthreads();
-    for (int i = v.begin; i < v.end; ++i) {
-      uint32_t key;
-      if (sampling_order_key(v.row[i], &key) && (key >> 8) == s.bin) atomicAdd(&s.count_lo[key & 255], 1u);
-    }
+    const uint32_t bin = s.bin;
+    for_each_candidate<kVec>(v, [&](int, uint32_t key) {
+      if ((key >> 8) == bin) atomicAdd(&s.count_lo[key & 255], 1u);
+    });
     __syncthreads();
     if (tid == 0) {
       uint64_t above = s.above;
@@ -198,7 +230,7 @@ __global__ void __launch_bounds__(kThreads)
     }
     __syncthreads();
     if (s.need > 0) {
-      const int32_t last = nth_id_with_key(v, s.cut_key, s.need, s);
+      const int32_t last = nth_id_with_key<kVec>(v, s.cut_key, s.need, s);
       if (tid == 0) s.cut_last_id = last;
     }
     __syncthreads();
@@ -209,14 +241,13 @@ __global__ void __launch_bounds__(kThreads)
     for (int b = tid; b < 256; b += kThreads) s.weight_bin[b] = 0;
     __syncthreads();
     uint64_t my_weight = 0;
-    for (int i = v.begin; i < v.end; ++i) {
-      uint32_t key;
-      if (!sampling_order_key(v.row[i], &key) || !is_kept(key, i, s)) continue;
-      const uint64_t w = sampling_weight(key_to_float(key), max_logit, temperature);
-      if (w == 0) continue;
+    for_each_candidate<kVec>(v, [&](int i, uint32_t key) {
+      if (!is_kept(key, i, s)) return;
+      const uint64_t w = weight_of(key, v);
+      if (w == 0) return;
       my_weight += w;
       atomicAdd(reinterpret_cast<unsigned long long*>(&s.weight_bin[key >> 8]), static_cast<unsigned long long>(w));
-    }
+    });
     uint64_t kept_weight;
     (void)block_exclusive_scan(my_weight, s.warp_u64, &s.total_u64, &kept_weight);
     const uint64_t target = sampling_top_p_target(kept_weight, p.top_p);
@@ -233,14 +264,13 @@ __global__ void __launch_bounds__(kThreads)
     }
     for (int b = tid; b < 256; b += kThreads) s.count_lo[b] = 0;
     __syncthreads();
-    for (int i = v.begin; i < v.end; ++i) {
-      uint32_t key;
-      if (sampling_order_key(v.row[i], &key) && (key >> 8) == s.bin && is_kept(key, i, s))
-        atomicAdd(&s.count_lo[key & 255], 1u);
-    }
+    const uint32_t bin = s.bin;
+    for_each_candidate<kVec>(v, [&](int i, uint32_t key) {
+      if ((key >> 8) == bin && is_kept(key, i, s)) atomicAdd(&s.count_lo[key & 255], 1u);
+    });
     __syncthreads();
     if (tid < 256) {  // one weight per key of the bin, computed in parallel
-      const uint64_t w = s.count_lo[tid] > 0 ? sampling_weight(key_to_float((s.bin << 8) | tid), max_logit, temperature) : 0;
+      const uint64_t w = s.count_lo[tid] > 0 ? weight_of((s.bin << 8) | tid, v) : 0;
       s.weight_lo[tid] = w;
       s.weight_bin[tid] = w * s.count_lo[tid];
     }
@@ -268,7 +298,7 @@ __global__ void __launch_bounds__(kThreads)
     }
     __syncthreads();
     if (s.need > 0) {
-      const int32_t last = nth_id_with_key(v, s.cut_key, s.need, s);
+      const int32_t last = nth_id_with_key<kVec>(v, s.cut_key, s.need, s);
       if (tid == 0) s.cut_last_id = last;
     }
     __syncthreads();
@@ -276,11 +306,9 @@ __global__ void __launch_bounds__(kThreads)
 
   // Draw: W summed per thread in id order, one scan, then the owner's warp finds the token.
   uint64_t my_weight = 0;
-  for (int i = v.begin; i < v.end; ++i) {
-    uint32_t key;
-    if (sampling_order_key(v.row[i], &key) && is_kept(key, i, s))
-      my_weight += sampling_weight(key_to_float(key), max_logit, temperature);
-  }
+  for_each_candidate<kVec>(v, [&](int i, uint32_t key) {
+    if (is_kept(key, i, s)) my_weight += weight_of(key, v);
+  });
   uint64_t total;
   const uint64_t before = block_exclusive_scan(my_weight, s.warp_u64, &s.total_u64, &total);
   const uint64_t target = sampling_draw_target(total, p.uniform);
@@ -303,8 +331,7 @@ __global__ void __launch_bounds__(kThreads)
     uint64_t lane_weight = 0;
     for (int i = lane_begin; i < lane_end; ++i) {
       uint32_t key;
-      if (sampling_order_key(v.row[i], &key) && is_kept(key, i, s))
-        lane_weight += sampling_weight(key_to_float(key), max_logit, temperature);
+      if (sampling_order_key(v.row[i], &key) && is_kept(key, i, s)) lane_weight += weight_of(key, v);
     }
     const uint64_t lane_before = s.owner_before + warp_inclusive_scan(lane_weight) - lane_weight;
     if (lane_weight > 0 && lane_before <= target && target < lane_before + lane_weight) {
@@ -312,7 +339,7 @@ __global__ void __launch_bounds__(kThreads)
       for (int i = lane_begin; i < lane_end; ++i) {
         uint32_t key;
         if (!sampling_order_key(v.row[i], &key) || !is_kept(key, i, s)) continue;
-        running += sampling_weight(key_to_float(key), max_logit, temperature);
+        running += weight_of(key, v);
         if (running > target) {
           out_tokens[p.logits_row] = i;
           break;
@@ -334,8 +361,13 @@ Status sample_rows(const uint16_t* logits, int64_t stride, int num_logits_rows, 
     return bad("vocab_size " + std::to_string(vocab_size) + " outside [1, " + std::to_string(kSamplingMaxVocab) + "]");
   if (stride < vocab_size) return bad("stride " + std::to_string(stride) + " < vocab_size " + std::to_string(vocab_size));
   if (!logits || !row_params || !out_tokens) return bad("null logits, row_params or out_tokens");
-  sample_rows_kernel<<<num_sampled_rows, kThreads, 0, stream>>>(logits, stride, num_logits_rows, row_params,
-                                                               out_tokens, vocab_size);
+  if (stride % 8 == 0 && reinterpret_cast<uintptr_t>(logits) % 16 == 0) {
+    sample_rows_kernel<true><<<num_sampled_rows, kThreads, 0, stream>>>(logits, stride, num_logits_rows, row_params,
+                                                                       out_tokens, vocab_size);
+  } else {
+    sample_rows_kernel<false><<<num_sampled_rows, kThreads, 0, stream>>>(logits, stride, num_logits_rows, row_params,
+                                                                        out_tokens, vocab_size);
+  }
   return last_launch_status("sample_rows launch");
 }
 
