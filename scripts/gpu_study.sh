@@ -4,7 +4,7 @@
 #   1. unpack .gpu_bundle/crosspoint-gpu.tar.xz, nvidia-smi, the manifest
 #   2. tests:  test_kernels_cuda and test_model_cuda (when bundled), a short log
 #   3. ceilings.py (the GPU's measured read bandwidth, fp16 and fp8 matmul rates)
-#   4. check:  a random 2-layer Qwen2 with Qwen2.5-7B widths, greedy crosspoint generate --device cuda
+#   4. check:  (checkpoints are written in the background from the start) a random 2-layer Qwen2 with Qwen2.5-7B widths, greedy crosspoint generate --device cuda
 #              vs transformers (benchmarks/gpu/check_generate_vs_transformers.py); meanwhile the
 #              7B checkpoints are written (benchmarks/gpu/make_random_checkpoint.py, timed)
 #   5. sweep:  crosspoint sweep --device cuda over the precisions with the ready checkpoints,
@@ -180,6 +180,41 @@ step unpack 0 $(( $(now) - t )) "cublasLt from ${CROSSPOINT_CUBLASLT_DIR:-NOT FO
   LD_LIBRARY_PATH=$CROSSPOINT_GPU_LD_PATH ldd "$BUNDLE_DIR/libexec/crosspoint" | grep -E "not found|cublas|cudart"
 } 2>&1 | tee -a "$LOG"
 
+# ---------------------------------------------------------------- 1b. checkpoints (background, beside the tests)
+TOKENIZER=$BUNDLE_DIR/tokenizers/qwen2.5
+SWEEP_DEVICE=cuda
+GEN_CONFIG=(--config qwen2.5-7b)
+if [ $DRY_RUN -eq 1 ]; then  # tests this script here: tiny checkpoints, CPU servers, the tiny tokenizer
+  TOKENIZER=$ROOT/tests/fixtures/bench/tiny_tokenizer; SWEEP_DEVICE=cpu; GEN_CONFIG=(--config tiny --backend numpy)
+fi
+IFS=, read -r -a PREC_LIST <<<"$PRECISIONS"
+GEN_PID=""
+if want sweep || want decode; then
+  log "== 7B checkpoints (${PRECISIONS}; $([ "$LAYERS" -gt 0 ] && echo "$LAYERS" || echo 28) layers; in the background)"
+  (
+    layers=(); [ "$LAYERS" -gt 0 ] && layers=(--num-layers "$LAYERS")
+    fp16_args=(--format fp16)
+    [[ ",$PRECISIONS," == *",fp16,"* ]] || fp16_args+=(--config-only)  # shape + tokenizer for --model
+    for p in fp16 "${PREC_LIST[@]}"; do
+      [ "$p" = fp16 ] && [ -f "$CKPT/fp16/config.json" ] && continue
+      args=("${fp16_args[@]}"); [ "$p" = fp16 ] || args=(--format "$p")
+      t=$(now)
+      timeout $(limit 200) python3 "$ROOT/benchmarks/gpu/make_random_checkpoint.py" --out "$CKPT/$p" "${args[@]}" "${layers[@]}" "${GEN_CONFIG[@]}" \
+        --tokenizer-dir "$TOKENIZER" >"$WORK/logs/checkpoint-$p.log" 2>&1
+      rc=$?
+      if [ $rc -ne 0 ] && [ $DRY_RUN -eq 0 ]; then  # the torch path failed: numpy on the CPU is slower but sure
+        echo "checkpoint $p: torch generator rc=$rc ($(tail -1 "$WORK/logs/checkpoint-$p.log")); again with numpy"
+        mv "$WORK/logs/checkpoint-$p.log" "$WORK/logs/checkpoint-$p-torch-failed.log"
+        timeout $(limit 300) python3 "$ROOT/benchmarks/gpu/make_random_checkpoint.py" --out "$CKPT/$p" "${args[@]}" "${layers[@]}" \
+          "${GEN_CONFIG[@]}" --backend numpy --tokenizer-dir "$TOKENIZER" >"$WORK/logs/checkpoint-$p.log" 2>&1
+        rc=$?
+      fi
+      echo "checkpoint $p rc=$rc $(( $(now) - t )) s: $(tail -2 "$WORK/logs/checkpoint-$p.log" | head -1)"
+    done
+  ) >>"$LOG" 2>&1 &
+  GEN_PID=$!
+fi
+
 # ---------------------------------------------------------------- 2. tests
 if want tests; then
   for t_bin in test_kernels_cuda test_model_cuda; do
@@ -216,6 +251,16 @@ if want sanitize && [ -x "$BUNDLE_DIR/libexec/test_kernels_cuda" ]; then
   step sanitizer_racecheck $rc $(( $(now) - t )) "$(grep -E 'RACECHECK SUMMARY|ERROR SUMMARY' "$WORK/logs/sanitizer-racecheck.log" | tail -1) $(grep -c '^\[       OK' "$WORK/logs/sanitizer-racecheck.log") ok"
 fi
 
+# The ceilings want a quiet GPU: the checkpoints must be written first.
+if [ -n "$GEN_PID" ]; then
+  t=$(now)
+  wait $GEN_PID  # each checkpoint has its own timeout inside
+  written=$(cat "$WORK"/logs/checkpoint-*.log 2>/dev/null | grep -c '^RESULT')
+  wanted=$(printf '%s\n' fp16 "${PREC_LIST[@]}" | sort -u | wc -l)
+  step checkpoints $([ "$written" -ge "$wanted" ] && echo 0 || echo 1) $(( $(now) - t )) \
+    "$written of $wanted written; waited $(( $(now) - t )) s after the tests"
+fi
+
 # ---------------------------------------------------------------- 3. ceilings
 CEILINGS=""
 if want sweep || want peers || want decode || want hwinfo; then
@@ -244,40 +289,6 @@ if want hwinfo || want decode || want sweep; then
   step hwinfo $rc $(( $(now) - t )) "$(tail -1 "$WORK/logs/hwinfo.log" | cut -c1-200)"
 fi
 
-# ---------------------------------------------------------------- 4. checkpoints (background) + check
-TOKENIZER=$BUNDLE_DIR/tokenizers/qwen2.5
-SWEEP_DEVICE=cuda
-GEN_CONFIG=(--config qwen2.5-7b)
-if [ $DRY_RUN -eq 1 ]; then  # tests this script here: tiny checkpoints, CPU servers, the tiny tokenizer
-  TOKENIZER=$ROOT/tests/fixtures/bench/tiny_tokenizer; SWEEP_DEVICE=cpu; GEN_CONFIG=(--config tiny --backend numpy)
-fi
-IFS=, read -r -a PREC_LIST <<<"$PRECISIONS"
-GEN_PID=""
-if want sweep || want decode; then
-  log "== 7B checkpoints (${PRECISIONS}; $([ "$LAYERS" -gt 0 ] && echo "$LAYERS" || echo 28) layers; in the background)"
-  (
-    layers=(); [ "$LAYERS" -gt 0 ] && layers=(--num-layers "$LAYERS")
-    fp16_args=(--format fp16)
-    [[ ",$PRECISIONS," == *",fp16,"* ]] || fp16_args+=(--config-only)  # shape + tokenizer for --model
-    for p in fp16 "${PREC_LIST[@]}"; do
-      [ "$p" = fp16 ] && [ -f "$CKPT/fp16/config.json" ] && continue
-      args=("${fp16_args[@]}"); [ "$p" = fp16 ] || args=(--format "$p")
-      t=$(now)
-      timeout $(limit 200) python3 "$ROOT/benchmarks/gpu/make_random_checkpoint.py" --out "$CKPT/$p" "${args[@]}" "${layers[@]}" "${GEN_CONFIG[@]}" \
-        --tokenizer-dir "$TOKENIZER" >"$WORK/logs/checkpoint-$p.log" 2>&1
-      rc=$?
-      if [ $rc -ne 0 ] && [ $DRY_RUN -eq 0 ]; then  # the torch path failed: numpy on the CPU is slower but sure
-        echo "checkpoint $p: torch generator rc=$rc ($(tail -1 "$WORK/logs/checkpoint-$p.log")); again with numpy"
-        mv "$WORK/logs/checkpoint-$p.log" "$WORK/logs/checkpoint-$p-torch-failed.log"
-        timeout $(limit 300) python3 "$ROOT/benchmarks/gpu/make_random_checkpoint.py" --out "$CKPT/$p" "${args[@]}" "${layers[@]}" \
-          "${GEN_CONFIG[@]}" --backend numpy --tokenizer-dir "$TOKENIZER" >"$WORK/logs/checkpoint-$p.log" 2>&1
-        rc=$?
-      fi
-      echo "checkpoint $p rc=$rc $(( $(now) - t )) s: $(tail -2 "$WORK/logs/checkpoint-$p.log" | head -1)"
-    done
-  ) >>"$LOG" 2>&1 &
-  GEN_PID=$!
-fi
 if want check; then
   log "== check: crosspoint generate --device cuda vs transformers (random 2-layer Qwen2, 7B widths)"
   t=$(now)
@@ -287,14 +298,6 @@ if want check; then
   grep -vE "^\s*$" "$WORK/logs/check.log" | tail -8 | tee -a "$LOG"
   step check $rc $(( $(now) - t )) "$(tail -1 "$WORK/logs/check.log" | cut -c1-150)"
   rm -rf /tmp/crosspoint-check-qwen2
-fi
-if [ -n "$GEN_PID" ]; then
-  t=$(now)
-  wait $GEN_PID  # each checkpoint has its own timeout inside
-  written=$(cat "$WORK"/logs/checkpoint-*.log 2>/dev/null | grep -c '^RESULT')
-  wanted=$(printf '%s\n' fp16 "${PREC_LIST[@]}" | sort -u | wc -l)
-  step checkpoints $([ "$written" -ge "$wanted" ] && echo 0 || echo 1) $(( $(now) - t )) \
-    "$written of $wanted written; waited $(( $(now) - t )) s after the check"
 fi
 
 # ---------------------------------------------------------------- 4b. decode-step and GEMM benchmarks
@@ -341,7 +344,19 @@ PY
   fi
 fi
 
-# ---------------------------------------------------------------- 5. sweep
+# ---------------------------------------------------------------- 5. torch peers (before the sweep: the issue's side-by-side figures)
+if want peers && [ -f "$BUNDLE_DIR/tools/torch_peer.py" ]; then
+  IFS=, read -r -a PEER_MODE_LIST <<<"$PEER_MODES"
+  for mode in "${PEER_MODE_LIST[@]}"; do
+    if [ "$(left_s)" -lt 150 ]; then log "peers: $(left_s) s left, $mode skipped"; step "peer_$mode" -1 0 "skipped: no time"; continue; fi
+    log "== torch peer: compiled gpt-fast-style decode, $mode, batch 1"
+    t=$(now)
+    timeout $(limit 170) python3 "$BUNDLE_DIR/tools/torch_peer.py" --part compile --mode $mode --bss 1 \
+      --out "$WORK/peer_$mode.json" >>"$WORK/logs/peers.log" 2>&1
+    step "peer_$mode" $? $(( $(now) - t )) "$(tail -1 "$WORK/logs/peers.log" | cut -c1-150)"
+  done
+fi
+# ---------------------------------------------------------------- 6. sweep
 if want sweep; then
   log "== crosspoint sweep --device $SWEEP_DEVICE ($PRECISIONS x $CONCURRENCY, $NUM_PROMPTS prompts, $DATASET)"
   sweep_args=(--device "$SWEEP_DEVICE" --model "$CKPT/fp16" --precisions "$PRECISIONS" --concurrency "$CONCURRENCY"
@@ -369,18 +384,6 @@ if want sweep; then
   done 2>/dev/null | tee -a "$LOG"
 fi
 
-# ---------------------------------------------------------------- 6. torch peers
-if want peers && [ -f "$BUNDLE_DIR/tools/torch_peer.py" ]; then
-  IFS=, read -r -a PEER_MODE_LIST <<<"$PEER_MODES"
-  for mode in "${PEER_MODE_LIST[@]}"; do
-    if [ "$(left_s)" -lt 150 ]; then log "peers: $(left_s) s left, $mode skipped"; step "peer_$mode" -1 0 "skipped: no time"; continue; fi
-    log "== torch peer: compiled gpt-fast-style decode, $mode, batch 1"
-    t=$(now)
-    timeout $(limit 170) python3 "$BUNDLE_DIR/tools/torch_peer.py" --part compile --mode $mode --bss 1 \
-      --out "$WORK/peer_$mode.json" >>"$WORK/logs/peers.log" 2>&1
-    step "peer_$mode" $? $(( $(now) - t )) "$(tail -1 "$WORK/logs/peers.log" | cut -c1-150)"
-  done
-fi
 if want quantpeer && [ -f "$BUNDLE_DIR/tools/torch_peer.py" ] && [ "$(left_s)" -gt 120 ]; then
   log "== torch peer: graph-replayed fp8/int4 decode at batch 1/8/32/64 (--part quant)"
   t=$(now)

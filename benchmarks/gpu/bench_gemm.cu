@@ -28,6 +28,7 @@
 #include "kernels/cuda/linear.h"
 #include "kernels/cuda/programmatic_launch.cuh"
 #include "kernels/cuda/w4a16_gemm.h"
+#include "kernels/cuda/w4a16_gemv.h"
 
 namespace crosspoint::bench {
 namespace {
@@ -127,7 +128,7 @@ Buffers make_buffers(cudaStream_t s) {
 // block's warps as planned; gemv_cuda_cores: fp8 on CUDA cores, split; gemv_whole_row: the
 // former form, CUDA cores, one warp per whole weight row (k_splits = 1); gemv_fused_quant:
 // fp8 with the per-token quantisation inside the GEMV (fp8_gemv_from_fp16, no quant launch).
-enum class Variant { kAuto, kCublasLt, kGemv, kW4A16, kW4A16Deep, kW4A16Narrow, kW4A16Splits, kFp8Quant, kGemvWholeRow, kFp8Fused, kGemvCudaCores };
+enum class Variant { kAuto, kCublasLt, kGemv, kW4A16, kW4A16Deep, kW4A16Narrow, kW4A16Splits, kFp8Quant, kGemvWholeRow, kFp8Fused, kGemvCudaCores, kW4A16Gemv };
 const char* variant_name(Variant v) {
   switch (v) {
     case Variant::kAuto: return "auto";
@@ -141,6 +142,7 @@ const char* variant_name(Variant v) {
     case Variant::kGemvWholeRow: return "gemv_whole_row";
     case Variant::kFp8Fused: return "gemv_fused_quant";
     case Variant::kGemvCudaCores: return "gemv_cuda_cores";
+    case Variant::kW4A16Gemv: return "w4a16_gemv";
   }
   return "?";
 }
@@ -157,6 +159,7 @@ cuda::W4A16Tuning tuning_of(Variant v) {
 bool variant_applies(Variant v, int m) {
   if (v == Variant::kGemv || v == Variant::kGemvWholeRow || v == Variant::kFp8Fused || v == Variant::kGemvCudaCores) return m <= 4;
   if (is_w4a16_tuning(v)) return m <= 16;
+  if (v == Variant::kW4A16Gemv) return m <= cuda::kW4A16GemvMaxRows;
   return true;
 }
 
@@ -194,6 +197,10 @@ Status run_linear(CublasLtContext& ctx, const Buffers& b, const Linear& lin, Var
       return cuda::fp8_gemm_cublaslt(ctx, b.xq, k, b.x_scale, static_cast<const uint8_t*>(lin.weight), k,
                                      static_cast<const float*>(lin.scales), b.y, n, m, n, k, b.scratch, s);
     case Precision::kInt4:
+      if (v == Variant::kW4A16Gemv) {
+        return cuda::w4a16_gemv(b.x, k, static_cast<const uint32_t*>(lin.weight), static_cast<const uint32_t*>(lin.scales), b.y, n,
+                                m, n, k, kGroupSize, s);
+      }
       return cuda::w4a16_gemm_tuned(tuning_of(v), b.x, k, static_cast<const uint32_t*>(lin.weight), static_cast<const uint32_t*>(lin.scales),
                                     b.y, n, m, n, k, kGroupSize, b.w4a16_workspace, s);
   }
@@ -231,7 +238,7 @@ nlohmann::json bench_layer_gemms(const Ceilings& c, CublasLtContext& ctx, const 
       std::vector<Linear> lins;
       for (int i = 0; i < copies; ++i) lins.push_back(make_linear(p, shape.n, shape.k, 1000 + i, s));
       std::vector<Variant> variants =
-          p == Precision::kInt4 ? std::vector<Variant>{Variant::kW4A16, Variant::kW4A16Deep, Variant::kW4A16Narrow, Variant::kW4A16Splits}
+          p == Precision::kInt4 ? std::vector<Variant>{Variant::kW4A16Gemv, Variant::kW4A16, Variant::kW4A16Deep, Variant::kW4A16Narrow, Variant::kW4A16Splits}
                                 : std::vector<Variant>{Variant::kCublasLt, Variant::kGemv, Variant::kGemvWholeRow};
       if (p == Precision::kFp8) variants.insert(variants.end(), {Variant::kGemvCudaCores, Variant::kFp8Fused, Variant::kFp8Quant});
       for (int m : kBatchSizes) {
@@ -276,7 +283,7 @@ nlohmann::json bench_decode_step(const Ceilings& c, CublasLtContext& ctx, const 
     params += static_cast<double>(kVocab) * kHidden;
     for (int m : kBatchSizes) {
       std::vector<Variant> variants =
-          p == Precision::kInt4 ? std::vector<Variant>{Variant::kW4A16, Variant::kW4A16Deep, Variant::kW4A16Narrow, Variant::kW4A16Splits}
+          p == Precision::kInt4 ? std::vector<Variant>{Variant::kW4A16Gemv, Variant::kW4A16, Variant::kW4A16Deep, Variant::kW4A16Narrow, Variant::kW4A16Splits}
                                 : std::vector<Variant>{Variant::kAuto, Variant::kCublasLt, Variant::kGemv, Variant::kGemvWholeRow};
       if (p == Precision::kFp8) variants.insert(variants.end(), {Variant::kGemvCudaCores, Variant::kFp8Fused});
       for (Variant v : variants) {
