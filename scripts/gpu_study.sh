@@ -16,7 +16,8 @@
 #             reduce through shared memory
 #   hwinfo:   crosspoint hwinfo --device cuda --json (the engine's own ceilings), beside ceilings.py
 #   decode:   bench_decode_step over the 7B checkpoints (decode step at batch 1..128, context 512,
-#             prefill 2,048, per-kernel breakdown, roofline) and bench_gemm (the linears alone)
+#             prefill 2,048, per-kernel breakdown, roofline), then bench_gemm (the linears alone) and
+#             bench_attention unless DECODE_MICRO=0
 #   quantpeer: torch_peer.py --part quant (graph-replayed fp8/int4 decode at batch 1/8/32/64)
 # Every step has its own time limit inside BUDGET_S (560 s), and $OUT/results.json is written
 # on every exit (steps with their exit codes and seconds, ceilings, checkpoint timings, the check,
@@ -314,7 +315,7 @@ if want decode && [ -x "$BUNDLE_DIR/bin/bench_decode_step" ]; then
   tail -60 "$WORK/logs/bench_decode_step.log" | tee -a "$LOG"
   step bench_decode_step $rc $(( $(now) - t )) "$(tail -1 "$WORK/logs/bench_decode_step.log" | cut -c1-150)"
 fi
-if want decode && [ -x "$BUNDLE_DIR/bin/bench_gemm" ] && [ -n "$CEILINGS" ]; then
+if want decode && [ "${DECODE_MICRO:-1}" = 1 ] && [ -x "$BUNDLE_DIR/bin/bench_gemm" ] && [ -n "$CEILINGS" ]; then
   log "== bench_gemm (linears alone, ceilings.py figures)"
   t=$(now)
   # ceilings.py's figures: best median streaming read, fp16 GEMM, best fp8 GEMM (no defaults).
