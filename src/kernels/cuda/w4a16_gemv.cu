@@ -1,5 +1,5 @@
 // W4A16 small-batch kernel (M <= 8): weights as the mma A operand, activations as B; each
-// warp streams its own run of packed k chunks of one n16 block from HBM straight into
+// warp streams every num_warps-th packed k chunk of one n16 block from HBM straight into
 // registers, kDepth chunks ahead; the block's warps split K and meet in shared memory.
 // Design and layout: w4a16_gemv.h, w4a16_gemm.h.
 #include <cuda_fp16.h>
@@ -8,6 +8,7 @@
 #include <string>
 
 #include "kernels/cuda/cuda_status.h"
+#include "kernels/cuda/programmatic_launch.cuh"
 #include "kernels/cuda/w4a16_fragments.cuh"
 #include "kernels/cuda/w4a16_gemv.h"
 
@@ -18,8 +19,11 @@ using w4a16_internal::dequant_word;
 using w4a16_internal::mma_m16n8k16;
 
 constexpr int kChunkK = 64;     // input rows per packed chunk: 4 mma k-steps, 512 B per n16 block
-constexpr int kDepth = 4;       // chunks in flight per warp (register double buffering)
 constexpr int kMaxWarps = 32;   // warps per block at most (1024 threads)
+// Chunks in flight per warp, chosen on the H200 (benchmarks/gpu sweep of 4/8 x 1/2/4): more
+// registers cost more warps than the deeper pipeline gains.
+constexpr int kWeightDepth = 4;      // weights and scales (from HBM)
+constexpr int kActivationDepth = 1;  // activations (L1/L2)
 constexpr int kMaxBlocksPerSm = 32;  // resident blocks per SM on sm_80..sm_90
 
 // 16-byte streaming load of data read once per step: read-only path, not kept in L1 (the
@@ -34,16 +38,14 @@ __device__ __forceinline__ uint4 load_streaming_16(const uint4* ptr) {
 
 // acc[4] += scale * (W tile^T · x) over one 64-deep chunk of packed words `weight`.
 // x_pairs holds this chunk's B fragments ([2j] = x[token][j*16 + 2t, +1], [2j+1] = the pair
-// 8 further); each pair is reloaded with chunk `next_chunk`'s as soon as its MMA has read
-// it, so the activations run one chunk ahead in 8 registers. The 4 MMAs sum the unscaled
+// 8 further); each pair is reloaded from `next_x` (a later chunk's) as soon as its MMA has
+// read it, so the activations run ahead in 8 registers a chunk. The 4 MMAs sum the unscaled
 // (q - 8) products in fp32 (exact: |q - 8| <= 8 times an fp16 value); the group scale
 // half2 (s[n = c], s[n = c + 8]) is applied once per chunk in fp32.
 __device__ __forceinline__ void multiply_chunk(uint4 weight, uint32_t scale, uint32_t x_pairs[8],
-                                               const uint32_t* __restrict__ x_row, int next_chunk,
-                                               float acc[4]) {
+                                               const uint32_t* __restrict__ next_x, float acc[4]) {
   float chunk_sum[4] = {0.f, 0.f, 0.f, 0.f};
   const uint32_t words[4] = {weight.x, weight.y, weight.z, weight.w};
-  const uint32_t* next_x = x_row + next_chunk * (kChunkK / 2);
 #pragma unroll
   for (int j = 0; j < 4; ++j) {
     half2 frag[4];
@@ -63,9 +65,15 @@ __device__ __forceinline__ void multiply_chunk(uint4 weight, uint32_t scale, uin
   acc[3] = fmaf(s.y, chunk_sum[3], acc[3]);
 }
 
+// kDepth chunks of weights and kXDepth chunks of activations in flight per warp; deeper
+// pipelines need more registers (5 and 8 a chunk), so blocks of fewer threads.
+template <int kDepth, int kXDepth>
+constexpr int max_threads_for_depth() { return kDepth * 5 + kXDepth * 8 <= 28 ? 1024 : 512; }
+
 // grid = N/16 blocks (block b owns output columns b*16 .. +15), blockDim = 32 * warps.
 // Warp w multiplies chunks [K/64 * w / warps, K/64 * (w+1) / warps) of its block's columns.
-__global__ void __launch_bounds__(kMaxWarps * 32, 1)
+template <int kDepth, int kXDepth>
+__global__ void __launch_bounds__(max_threads_for_depth<kDepth, kXDepth>(), 1)
     w4a16_gemv_kernel(const uint16_t* __restrict__ x, int64_t x_stride,
                       const uint4* __restrict__ packed_weight,
                       const uint32_t* __restrict__ packed_scales, uint16_t* __restrict__ y,
@@ -77,49 +85,61 @@ __global__ void __launch_bounds__(kMaxWarps * 32, 1)
   const int nb = blockIdx.x;
   const int num_n_blocks = n / 16;
   const int num_chunks_total = k / kChunkK;
-  const int chunk_begin = static_cast<int>(static_cast<int64_t>(num_chunks_total) * warp / num_warps);
-  const int chunk_end = static_cast<int>(static_cast<int64_t>(num_chunks_total) * (warp + 1) / num_warps);
-  const int num_chunks = chunk_end - chunk_begin;  // warp-uniform, may be 0
+  // Chunk i of this warp is warp + i * num_warps: the block's warps read neighbouring
+  // 512-byte pieces at the same time (measured on the H200: faster than one contiguous run
+  // per warp, which scatters the reads over the block's whole weight slab).
+  const int first_chunk = warp, chunk_step = num_warps;
+  const int num_chunks = warp < num_chunks_total ? (num_chunks_total - warp + num_warps - 1) / num_warps : 0;  // may be 0
   const int frag_row = lane / 4;                   // c: A/C row (n), B column (token)
   const int frag_col = (lane % 4) * 2;             // k0: A/B k offset; C column 2t
 
-  // This lane's 16-byte word group of chunk i is weight_lane[i * 32].
-  const uint4* weight_lane = packed_weight + (static_cast<int64_t>(nb) * num_chunks_total + chunk_begin) * 32 + lane;
-  // Scales advance one group every chunks_per_group chunks, tracked as loads are issued.
-  const int chunks_per_group = group_size / kChunkK;
+  // This lane's 16-byte word group of chunk i is weight_lane[i * weight_step].
+  const uint4* weight_lane = packed_weight + (static_cast<int64_t>(nb) * num_chunks_total + first_chunk) * 32 + lane;
+  const int weight_step = chunk_step * 32;
+  // Scales of the chunks in load order: group = chunk / chunks_per_group by a multiply-high
+  // with ceil(2^32 / chunks_per_group), exact while chunk * chunks_per_group < 2^32.
+  const uint32_t chunks_per_group = static_cast<uint32_t>(group_size / kChunkK);
+  const uint32_t group_magic = static_cast<uint32_t>((0x100000000ull + chunks_per_group - 1) / chunks_per_group);
   const int64_t scale_group_stride = static_cast<int64_t>(num_n_blocks) * 8;
-  const uint32_t* scale_ptr = packed_scales + (chunk_begin / chunks_per_group) * scale_group_stride + nb * 8 + frag_row;
-  int chunks_left_in_group = chunks_per_group - chunk_begin % chunks_per_group;
+  const uint32_t* scale_lane = packed_scales + nb * 8 + frag_row;
+  uint32_t next_scale_chunk = static_cast<uint32_t>(first_chunk);
   auto next_scale = [&]() {
-    const uint32_t s = __ldg(scale_ptr);
-    if (--chunks_left_in_group == 0) {
-      scale_ptr += scale_group_stride;
-      chunks_left_in_group = chunks_per_group;
-    }
-    return s;
+    const uint32_t group = chunks_per_group == 1 ? next_scale_chunk : __umulhi(next_scale_chunk, group_magic);
+    next_scale_chunk += static_cast<uint32_t>(chunk_step);
+    return __ldg(scale_lane + group * scale_group_stride);
   };
   // B column c is token c; columns >= m read row m-1 (valid memory) and only feed C
   // columns that are never stored.
   const int token = min(frag_row, m - 1);
-  const uint32_t* x_row = reinterpret_cast<const uint32_t*>(x + token * x_stride + chunk_begin * kChunkK + frag_col);
+  const uint32_t* x_row = reinterpret_cast<const uint32_t*>(x + token * x_stride + first_chunk * kChunkK + frag_col);
+  const int x_step = chunk_step * (kChunkK / 2);  // uint32 pairs from chunk i to i + 1
 
-  // Weights and scales kDepth chunks ahead (they come from HBM); activations one ahead
+  // Weights and scales kDepth chunks ahead (they come from HBM); activations kXDepth ahead
   // (L2/L1-resident).
   uint4 weight[kDepth];    // packed words j = 0..3 of this lane, per chunk in flight
   uint32_t scale[kDepth];  // half2 (s[n = c], s[n = c + 8]) of that chunk's group
 #pragma unroll
   for (int s = 0; s < kDepth; ++s) {
     if (s < num_chunks) {
-      weight[s] = load_streaming_16(weight_lane + s * 32);
+      weight[s] = load_streaming_16(weight_lane + s * weight_step);
       scale[s] = next_scale();
     }
   }
-  uint32_t x_pairs[8] = {};
+  // Programmatic launch (programmatic_launch.cuh): only the weights and scales, which no
+  // kernel writes, are read before this; x is the previous kernel's output.
+  wait_for_prior_kernels();
+  allow_dependent_launch();
+  static_assert(kDepth % kXDepth == 0, "activation slots must cycle with the weight slots");
+  uint32_t x_pairs[kXDepth][8] = {};
   if (num_chunks > 0) {  // a warp with no chunks (more warps than chunks) reads nothing
 #pragma unroll
-    for (int j = 0; j < 4; ++j) {
-      x_pairs[2 * j] = __ldg(x_row + j * 8);
-      x_pairs[2 * j + 1] = __ldg(x_row + j * 8 + 4);
+    for (int q = 0; q < kXDepth; ++q) {
+      const uint32_t* p = x_row + min(q, num_chunks - 1) * x_step;
+#pragma unroll
+      for (int j = 0; j < 4; ++j) {
+        x_pairs[q][2 * j] = __ldg(p + j * 8);
+        x_pairs[q][2 * j + 1] = __ldg(p + j * 8 + 4);
+      }
     }
   }
 
@@ -129,10 +149,10 @@ __global__ void __launch_bounds__(kMaxWarps * 32, 1)
     for (int s = 0; s < kDepth; ++s) {
       const int i = base + s;
       if (i < num_chunks) {
-        // The last chunk reloads its own activations (valid memory, never used).
-        multiply_chunk(weight[s], scale[s], x_pairs, x_row, min(i + 1, num_chunks - 1), acc);
+        // The last chunks reload the last activations (valid memory, never used).
+        multiply_chunk(weight[s], scale[s], x_pairs[s % kXDepth], x_row + min(i + kXDepth, num_chunks - 1) * x_step, acc);
         if (i + kDepth < num_chunks) {
-          weight[s] = load_streaming_16(weight_lane + (i + kDepth) * 32);
+          weight[s] = load_streaming_16(weight_lane + (i + kDepth) * weight_step);
           scale[s] = next_scale();
         }
       }
@@ -156,13 +176,14 @@ __global__ void __launch_bounds__(kMaxWarps * 32, 1)
   }
 }
 
-// Warps one SM holds of this kernel, from its register count (the only limit: shared
-// memory is at most 16 KB a block).
+// Warps one SM holds of w4a16_gemv_kernel<kDepth, kXDepth>, from its register count (the
+// only limit: shared memory is at most 16 KB a block).
+template <int kDepth, int kXDepth>
 int max_warps_per_sm() {
   static const int warps = [] {
     cudaFuncAttributes attr{};
     int regs = 64;
-    if (cudaFuncGetAttributes(&attr, w4a16_gemv_kernel) == cudaSuccess && attr.numRegs > 0) regs = attr.numRegs;
+    if (cudaFuncGetAttributes(&attr, w4a16_gemv_kernel<kDepth, kXDepth>) == cudaSuccess && attr.numRegs > 0) regs = attr.numRegs;
     const int regs_per_warp = (regs * 32 + 255) / 256 * 256;  // allocated per warp in 256s
     return std::clamp(65536 / regs_per_warp, 1, 64);
   }();
@@ -177,6 +198,11 @@ int num_sms() {
   }();
   return count;
 }
+
+template <int kDepth, int kXDepth>
+Status launch_gemv(const uint16_t* x, int64_t x_stride, const uint32_t* packed_weight, const uint32_t* packed_scales,
+                   uint16_t* y, int64_t y_stride, int m, int n, int k, int group_size, int warps_per_block,
+                   cudaStream_t stream);
 
 }  // namespace
 
@@ -202,6 +228,7 @@ Status w4a16_gemv(const uint16_t* x, int64_t x_stride, const uint32_t* packed_we
     return invalid_argument("w4a16_gemv: m = " + std::to_string(m) + " is outside 0.." + std::to_string(kW4A16GemvMaxRows));
   }
   if (k <= 0 || k % kChunkK != 0) return unsupported("w4a16_gemv: k = " + std::to_string(k) + " is not a positive multiple of 64");
+  if (k >= (1 << 22)) return unsupported("w4a16_gemv: k = " + std::to_string(k) + " is over the 4M rows the group lookup handles");
   if (n <= 0 || n % 16 != 0) return unsupported("w4a16_gemv: n = " + std::to_string(n) + " is not a positive multiple of 16");
   if (group_size == -1) group_size = k;
   if (group_size <= 0 || group_size % kChunkK != 0) {
@@ -215,12 +242,29 @@ Status w4a16_gemv(const uint16_t* x, int64_t x_stride, const uint32_t* packed_we
   if (x == nullptr || packed_weight == nullptr || packed_scales == nullptr || y == nullptr) {
     return invalid_argument("w4a16_gemv: null pointer argument");
   }
-  W4A16GemvShape shape = w4a16_gemv_shape(n, k, num_sms(), max_warps_per_sm());
-  if (warps_per_block > 0) shape.warps_per_block = warps_per_block;
-  const size_t smem_bytes = static_cast<size_t>(shape.warps_per_block) * 32 * sizeof(float4);
-  w4a16_gemv_kernel<<<shape.num_blocks, shape.warps_per_block * 32, smem_bytes, stream>>>(
-      x, x_stride, reinterpret_cast<const uint4*>(packed_weight), packed_scales, y, y_stride, m, n, k, group_size);
-  return last_launch_status("w4a16_gemv launch");
+  return launch_gemv<kWeightDepth, kActivationDepth>(x, x_stride, packed_weight, packed_scales, y, y_stride, m, n, k,
+                                                     group_size, warps_per_block, stream);
 }
 
+namespace {
+
+// Arguments already checked by w4a16_gemv. warps_per_block 0: w4a16_gemv_shape's choice.
+template <int kDepth, int kXDepth>
+Status launch_gemv(const uint16_t* x, int64_t x_stride, const uint32_t* packed_weight, const uint32_t* packed_scales,
+                   uint16_t* y, int64_t y_stride, int m, int n, int k, int group_size, int warps_per_block,
+                   cudaStream_t stream) {
+  constexpr int kMaxBlockWarps = max_threads_for_depth<kDepth, kXDepth>() / 32;
+  W4A16GemvShape shape = w4a16_gemv_shape(n, k, num_sms(), max_warps_per_sm<kDepth, kXDepth>());
+  if (warps_per_block > 0) shape.warps_per_block = warps_per_block;
+  shape.warps_per_block = std::min(shape.warps_per_block, kMaxBlockWarps);
+  const size_t smem_bytes = static_cast<size_t>(shape.warps_per_block) * 32 * sizeof(float4);
+  CROSSPOINT_CUDA_RETURN_IF_ERROR(
+      launch_programmatic(w4a16_gemv_kernel<kDepth, kXDepth>, dim3(shape.num_blocks), dim3(shape.warps_per_block * 32),
+                          smem_bytes, stream, x, x_stride, reinterpret_cast<const uint4*>(packed_weight), packed_scales, y,
+                          y_stride, m, n, k, group_size),
+      "w4a16_gemv launch");
+  return Status::ok();
+}
+
+}  // namespace
 }  // namespace crosspoint::cuda

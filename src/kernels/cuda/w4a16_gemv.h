@@ -5,10 +5,12 @@
 // mma.m16n8k16 (16 rows = 16 output columns n) and the activations are the B operand
 // (8 columns = up to 8 tokens), so one MMA per tile serves every token. The packed word's
 // dequantised pairs {(n=c, k0..), (n=c, k0+8..), (n=c+8, k0..), (n=c+8, k0+8..)} are exactly
-// the A fragment registers {a0, a2, a1, a3}. No shared-memory staging: each warp streams its
-// own run of 64-deep k chunks of one n16 block straight into registers (16-byte loads, a
-// few chunks in flight per lane), the block's warps split K, and their partial sums meet in
-// shared memory. No workspace, no atomics: results are deterministic.
+// the A fragment registers {a0, a2, a1, a3}. No shared-memory staging: a block owns one n16
+// block, its warps take its 64-deep k chunks in turn (warp w: chunks w, w + warps, ...),
+// each streaming them straight into registers (16-byte loads, 4 chunks in flight per lane),
+// and their partial sums meet in shared memory. No workspace, no atomics: deterministic.
+// Launched as a programmatic dependent launch (programmatic_launch.cuh) where enabled: the
+// first weight loads overlap the previous kernel, x is read only after it completes.
 //
 // w4a16_gemm() calls this for m <= kW4A16GemvMaxRows.
 #pragma once
@@ -24,7 +26,7 @@ namespace crosspoint::cuda {
 inline constexpr int kW4A16GemvMaxRows = 8;  // tokens one launch serves (mma n = 8)
 
 // Grid the host picks: one block per n16 block of output columns, `warps_per_block` warps
-// splitting its K/64 chunks (contiguous runs, sizes differ by at most one).
+// sharing its K/64 chunks round-robin.
 struct W4A16GemvShape {
   int num_blocks = 0;       // N / 16
   int warps_per_block = 0;  // 1 .. 32
@@ -41,7 +43,8 @@ W4A16GemvShape w4a16_gemv_shape(int n, int k, int num_sms, int max_warps_per_sm)
 //   packed_weight  W4A16PackedWeight::weight on the device  [N/16][K/64][32][4] uint32
 //   packed_scales  W4A16PackedWeight::scales on the device  [ceil(K/G)][N/16][8] half2
 //   y              [M, N] fp16, row stride y_stride elements (>= N)
-//   m              1 .. 8 (0 is a no-op); K % 64 == 0, N % 16 == 0, G -1 or a multiple of 64
+//   m              1 .. 8 (0 is a no-op); K % 64 == 0 (K < 2^22), N % 16 == 0, G -1 or a
+//                  multiple of 64
 // warps_per_block 0 lets w4a16_gemv_shape() choose; 1..32 forces it (benchmarks).
 Status w4a16_gemv(const uint16_t* x, int64_t x_stride, const uint32_t* packed_weight,
                   const uint32_t* packed_scales, uint16_t* y, int64_t y_stride, int m, int n,
