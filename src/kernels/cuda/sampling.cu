@@ -176,11 +176,13 @@ __global__ void __launch_bounds__(kThreads)
   // Pass 1: max key, candidates, high-byte histogram.
   for (int b = tid; b < 256; b += kThreads) s.count_hi[b] = 0;
   __syncthreads();
+  // Only top-k reads the histogram: rows without it skip the shared-memory atomics.
+  const bool top_k_possible = p.top_k > 0 && p.top_k < vocab;
   uint32_t my_max = 0, my_count = 0;
   for_each_candidate<kVec>(v, [&](int, uint32_t key) {
     my_max = max(my_max, key);
     ++my_count;
-    atomicAdd(&s.count_hi[key >> 8], 1u);
+    if (top_k_possible) atomicAdd(&s.count_hi[key >> 8], 1u);
   });
   uint32_t num_candidates;
   (void)block_exclusive_scan(my_count, s.warp_u32, &s.total_u32, &num_candidates);
@@ -197,7 +199,7 @@ __global__ void __launch_bounds__(kThreads)
   __syncthreads();
 
   // Top-k: radix select over the two key bytes.
-  if (p.top_k > 0 && static_cast<uint32_t>(p.top_k) < num_candidates) {
+  if (top_k_possible && static_cast<uint32_t>(p.top_k) < num_candidates) {
     if (tid == 0) {
       uint64_t above = 0;
       for (int b = static_cast<int>(max_key >> 8); b >= 0; --b) {
