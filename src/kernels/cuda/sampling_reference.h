@@ -21,8 +21,8 @@
 // each kept token is drawn with the same probability up to the 2^-45 rounding of W (a token
 // with w < 2^-45, ~31 temperature-scaled logits below the max, gets weight 0 and is never
 // drawn), and except where a top-p boundary is met exactly (e.g. 1000 equal logits and
-// top_p 0.3): the host's running double sum may land on either side of it, this rule's
-// integer sum keeps exactly 300. The token drawn for one given u differs in general: the host walks the kept set in
+// top_p 0.5): the host's running double sum may land on either side of it, this rule's
+// integer sum keeps exactly 500. The token drawn for one given u differs in general: the host walks the kept set in
 // probability order, this rule in id order. Rows the host sampler leaves undefined are
 // defined here: NaN logits are never drawn, an all-NaN row gives token 0, an all -inf row is
 // uniform over its ids, +inf logits share the whole mass.
