@@ -349,7 +349,7 @@ fi
 if want peers && [ -f "$BUNDLE_DIR/tools/torch_peer.py" ]; then
   IFS=, read -r -a PEER_MODE_LIST <<<"$PEER_MODES"
   for mode in "${PEER_MODE_LIST[@]}"; do
-    if [ "$(left_s)" -lt 150 ]; then log "peers: $(left_s) s left, $mode skipped"; step "peer_$mode" -1 0 "skipped: no time"; continue; fi
+    if [ "$(left_s)" -lt ${PEER_MIN_LEFT_S:-150} ]; then log "peers: $(left_s) s left, $mode skipped"; step "peer_$mode" -1 0 "skipped: no time"; continue; fi
     log "== torch peer: compiled gpt-fast-style decode, $mode, batch 1"
     t=$(now)
     timeout $(limit 170) python3 "$BUNDLE_DIR/tools/torch_peer.py" --part compile --mode $mode --bss 1 \
