@@ -65,6 +65,7 @@ std::unique_ptr<Runner> make_runner(const Model& cpu, bool enforce_eager) {
   if (!model.is_ok()) return nullptr;
   cuda::CudaRunnerOptions runner_options;
   runner_options.enforce_eager = enforce_eager;
+  runner_options.sample_on_gpu = true;  // these tests are about the GPU sampler
   auto runner = cuda::CudaModelRunner::create(std::move(model).value(), runner_options);
   EXPECT_TRUE(runner.is_ok()) << runner.status().to_string();
   return runner.is_ok() ? std::move(runner).value() : nullptr;

@@ -5,6 +5,7 @@
 
 #include "common/clock.h"
 #include "common/log.h"
+#include "common/thread_pool.h"
 #include "kernels/cuda/cuda_status.h"
 #include "kernels/cuda/decoder_ops.h"
 #include "kernels/cuda/sampling.h"
@@ -16,7 +17,7 @@ namespace crosspoint::cuda {
 Result<std::unique_ptr<CudaModelRunner>> CudaModelRunner::create(std::unique_ptr<CudaModel> model,
                                                                  const CudaRunnerOptions& options) {
   CROSSPOINT_CHECK(model != nullptr, "CudaModelRunner: no model");
-  std::unique_ptr<CudaModelRunner> runner(new CudaModelRunner(std::move(model)));
+  std::unique_ptr<CudaModelRunner> runner(new CudaModelRunner(std::move(model), options));
   const StepInputCapacity& cap = runner->model_->capacity();
   runner->buckets_ = graph_bucket_sizes(std::min({cap.max_num_seqs, cap.max_num_tokens, cap.max_num_logits}));
   // One attention bound, max-model-len, for every decode graph and eager decode step: the
@@ -178,17 +179,28 @@ Status CudaModelRunner::draw_tokens(const BatchPlan& plan, const std::vector<int
     return Status::ok();
   }
   // The uniform numbers come from the same per-request generator as on the CPU runner; the
-  // pinned array is free again because every step ends with a synchronisation.
+  // pinned arrays are free again because every step ends with a synchronisation.
   Stopwatch sampling_timer;
   SampledRowParams* params = sampled_params_host_.as<SampledRowParams>();
   int32_t num_sampled = 0;
   bool any_greedy = false;
+  sampled_rows_.clear();
   for (int32_t r = 0; r < num_rows; ++r) {
     const int32_t s = row_seq_idx[r];
     if (s < 0 || !plan.seqs[s].sample) continue;
     const ScheduledSequence& seq = plan.seqs[s];
     if (seq.sampling.is_greedy()) {
       any_greedy = true;
+      continue;
+    }
+    if (!options_.sample_on_gpu) {
+      // The host sampler reads f32 rows, exactly the CPU runner's input type.
+      const size_t offset = static_cast<size_t>(r) * V;
+      CROSSPOINT_RETURN_IF_ERROR(fp16_to_f32(m.logits() + offset, m.logits_f32() + offset, V, stream));
+      CROSSPOINT_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(m.logits_f32_host() + offset, m.logits_f32() + offset,
+                                                      static_cast<size_t>(V) * 4, cudaMemcpyDeviceToHost, stream),
+                                      "copy logits row");
+      sampled_rows_.push_back(r);
       continue;
     }
     SampledRowParams& p = params[num_sampled++];
@@ -217,9 +229,32 @@ Status CudaModelRunner::draw_tokens(const BatchPlan& plan, const std::vector<int
   CROSSPOINT_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream), "step");
   for (int32_t r = 0; r < num_rows; ++r) {
     const int32_t s = row_seq_idx[r];
-    if (s >= 0 && plan.seqs[s].sample) output.sampled_token_ids[s] = m.sampled_tokens_host()[r];
+    if (s < 0 || !plan.seqs[s].sample) continue;
+    if (options_.sample_on_gpu || plan.seqs[s].sampling.is_greedy())
+      output.sampled_token_ids[s] = m.sampled_tokens_host()[r];
+  }
+  if (!sampled_rows_.empty()) {
+    Stopwatch host_timer;
+    draw_on_host(plan, row_seq_idx, output);
+    output.sampling_ms += host_timer.elapsed_ms();
   }
   return Status::ok();
+}
+
+void CudaModelRunner::draw_on_host(const BatchPlan& plan, const std::vector<int32_t>& row_seq_idx,
+                                   StepOutput& output) {
+  const int V = model_->vocab_size();
+  const float* logits = model_->logits_f32_host();
+  // Each sampled row draws from its own (seed, output index) stream, so rows are independent:
+  // spread them over the CPU threads (a full-vocabulary row costs ~ms).
+  global_thread_pool().parallel_for(sampled_rows_.size(), [&](size_t begin, size_t end) {
+    for (size_t i = begin; i < end; ++i) {
+      const int32_t r = sampled_rows_[i];
+      const ScheduledSequence& seq = plan.seqs[row_seq_idx[r]];
+      output.sampled_token_ids[row_seq_idx[r]] =
+          sample_request_token(logits + static_cast<size_t>(r) * V, V, seq.sampling, seq.output_token_idx);
+    }
+  });
 }
 
 }  // namespace crosspoint::cuda

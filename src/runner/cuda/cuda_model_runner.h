@@ -1,13 +1,15 @@
 // The CUDA runner: BatchPlan -> ForwardBatch (ForwardBatchBuilder) -> packed step inputs (one
-// host-to-device copy) -> CudaModel::forward -> tokens drawn on the GPU: greedy rows by
-// argmax_rows, rows that sample (temperature > 0) by one sample_rows launch
-// (kernels/cuda/sampling.h) after it, which overwrites their entries; only the int32 token ids
-// come back to the host. Each sampled row's uniform number is drawn on the host from the
-// request's (seed, output index) generator, exactly as the CPU runner draws it, and copied up
-// with the row's temperature / top_k / top_p (a small pinned array, same stream). A seed
-// therefore fixes the tokens on the GPU, but they differ from the CPU runner's for the same
-// seed: the GPU walks the kept tokens in id order, the host sampler in probability order (same
-// distribution; see sampling.h). The engine has no logprobs, so no logits row is copied out.
+// host-to-device copy) -> CudaModel::forward -> greedy rows by argmax_rows on the GPU. Rows that
+// sample (temperature > 0) are drawn in one of two ways:
+//   * host (the default): each row's logits are converted to f32 on the GPU, copied out and drawn
+//     by the same per-request sampler as the CPU runner, so a seed gives the CPU runner's tokens.
+//   * GPU (CudaRunnerOptions::sample_on_gpu, `serve --sample-on-gpu`): one sample_rows launch
+//     (kernels/cuda/sampling.h) after the argmax overwrites their entries and only int32 token
+//     ids come back. Each row's uniform number still comes from the request's (seed, output
+//     index) generator on the host, so a seed fixes the tokens, but they differ from the host
+//     sampler's for the same seed: the GPU walks the kept tokens in id order, the host sampler in
+//     probability order (same distribution; see sampling.h). It is off by default until its
+//     kernel tests have run on a GPU.
 //
 // Decode-only steps are padded to the smallest bucket that holds them (graph_buckets.h) and
 // replay the CUDA graph captured at start-up for that bucket and the smallest context bound
@@ -35,6 +37,7 @@ namespace crosspoint::cuda {
 
 struct CudaRunnerOptions {
   bool enforce_eager = false;  // no CUDA graphs
+  bool sample_on_gpu = false;  // sampled rows drawn by sample_rows on the GPU (see above)
 };
 
 // What graph capture did, for the startup log.
@@ -63,16 +66,20 @@ class CudaModelRunner : public Runner {
   int64_t num_eager_steps() const { return num_eager_steps_; }
 
  private:
-  explicit CudaModelRunner(std::unique_ptr<CudaModel> model) : model_(std::move(model)) {}
+  CudaModelRunner(std::unique_ptr<CudaModel> model, const CudaRunnerOptions& options)
+      : model_(std::move(model)), options_(options) {}
   Status capture_graphs();
   Status capture_bucket(int32_t bucket, int32_t context_bound);
   void destroy_graphs();
-  // After forward (and greedy argmax): draws the sampled rows on the GPU, copies the token ids
-  // out and fills output.
+  // After forward (and greedy argmax): draws the sampled rows (on the GPU or the host, as the
+  // options say), copies the token ids out and fills output.
   Status draw_tokens(const BatchPlan& plan, const std::vector<int32_t>& row_seq_idx, int32_t num_rows,
                      bool argmax_done, StepOutput& output);
+  // The host half of the default path: rows in sampled_rows_ drawn from logits_f32_host().
+  void draw_on_host(const BatchPlan& plan, const std::vector<int32_t>& row_seq_idx, StepOutput& output);
 
   std::unique_ptr<CudaModel> model_;
+  CudaRunnerOptions options_;
   ForwardBatchBuilder builder_;
   PaddedDecodeBatch padded_;
   std::vector<int32_t> buckets_;         // decode batch sizes (graph_bucket_sizes)
@@ -82,6 +89,7 @@ class CudaModelRunner : public Runner {
   std::vector<int32_t> row_seq_idx_;  // [num_rows] plan.seqs index of each logits row (-1: padding)
   PinnedBuffer sampled_params_host_;  // [max_num_logits] SampledRowParams, this step's sampled rows
   DeviceBuffer sampled_params_;       // [max_num_logits] SampledRowParams, their device copy
+  std::vector<int32_t> sampled_rows_; // logits rows the host sampler draws this step
   int64_t num_graph_steps_ = 0;
   int64_t num_eager_steps_ = 0;
 };
