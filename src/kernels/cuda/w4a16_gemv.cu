@@ -20,8 +20,8 @@ using w4a16_internal::mma_m16n8k16;
 
 constexpr int kChunkK = 64;     // input rows per packed chunk: 4 mma k-steps, 512 B per n16 block
 constexpr int kMaxWarps = 32;   // warps per block at most (1024 threads)
-// Chunks in flight per warp, chosen on the H200 (benchmarks/gpu sweep of 4/8 x 1/2/4): more
-// registers cost more warps than the deeper pipeline gains.
+// Chunks in flight per warp, chosen on the H200 (weights 4 or 8 deep, activations 1, 2 or 4;
+// docs/cuda.md): more registers cost more warps than the deeper pipeline gains.
 constexpr int kWeightDepth = 4;      // weights and scales (from HBM)
 constexpr int kActivationDepth = 1;  // activations (L1/L2)
 constexpr int kMaxBlocksPerSm = 32;  // resident blocks per SM on sm_80..sm_90
