@@ -410,8 +410,12 @@ Status launch_gemv(GemvArgs a, GemvOptions options, cudaStream_t stream) {
   a.chunks_per_split = plan.chunks_per_split;
   const size_t shared_bytes = kFused ? static_cast<size_t>(a.m) * a.num_chunks * 16 : 0;
   if (a.m == 1) return launch_rows<kFp8, kFused, 1>(a, plan, shared_bytes, stream);
-  if (a.m == 2) return launch_rows<kFp8, kFused, 2>(a, plan, shared_bytes, stream);
-  if (a.m <= 4) return launch_rows<kFp8, kFused, 4>(a, plan, shared_bytes, stream);
+  if constexpr (!kFused) {
+    // The fused CUDA-core kernel is only a fallback (GPUs without e4m3 MMA) whose e4m3
+    // conversions are software on sm_80: two instantiations keep the sm_80 build short.
+    if (a.m == 2) return launch_rows<kFp8, kFused, 2>(a, plan, shared_bytes, stream);
+    if (a.m <= 4) return launch_rows<kFp8, kFused, 4>(a, plan, shared_bytes, stream);
+  }
   return launch_rows<kFp8, kFused, 8>(a, plan, shared_bytes, stream);
 }
 
