@@ -136,7 +136,9 @@ Status SweepRun::measure_hardware() {
         path, measured_ceilings_hwinfo_json(ceilings, serve_device(), raw.value_or(nlohmann::json())).dump(2));
   }
   // A resumed sweep keeps the ceilings it measured, unless they were of the other device.
-  if (auto kept = read_json_file(path); kept && kept->is_object() && kept->value("device", "") == serve_device()) {
+  auto kept = read_json_file(path);
+  if (kept && kept->is_object() && kept->contains("device") && (*kept)["device"].is_string() &&
+      (*kept)["device"].get<std::string>() == serve_device()) {
     log_info("sweep: ceilings kept from {}", path);
     return Status::ok();
   }
