@@ -4,7 +4,7 @@
 #
 #   .gpu_bundle/crosspoint-gpu.tar.xz   crosspoint-gpu/
 #       bin/<name>         wrappers: set LD_LIBRARY_PATH (bundle lib/ + the machine's cuBLASLt), exec libexec/<name>
-#       libexec/<name>     crosspoint, test_kernels_cuda, test_model_cuda, bench_gemm, bench_attention (those built)
+#       libexec/<name>     crosspoint, test_kernels_cuda, test_model_cuda, test_analysis, bench_gemm, bench_attention, bench_decode_step (those built)
 #       lib/               every shared library they need except glibc's and the CUDA driver's / cuBLAS's
 #                          (fmt, event, curl and its whole closure, ICU, PCRE2, ..., libstdc++, cudart)
 #       env.sh             sourced: finds libcublasLt.so.13 on that machine, sets CROSSPOINT_GPU_LD_PATH and PATH
@@ -43,7 +43,7 @@ log "configure $BUILD (Release, CUDA sm_90)"
 cmake -S . -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CXX_COMPILER_LAUNCHER=ccache \
   -DCMAKE_CUDA_COMPILER_LAUNCHER=ccache -DCMAKE_CUDA_ARCHITECTURES=90 -DCROSSPOINT_CUDA=ON >/dev/null \
   || die "cmake configure failed (is nvcc at /usr/local/cuda/bin?)"
-WANTED=(crosspoint test_kernels_cuda test_model_cuda bench_gemm bench_attention bench_decode_step)
+WANTED=(crosspoint test_kernels_cuda test_model_cuda test_analysis bench_gemm bench_attention bench_decode_step)
 AVAILABLE=$(ninja -C "$BUILD" -t targets all 2>/dev/null | sed -n 's/^\([A-Za-z0-9_]*\): phony$/\1/p; s/^\([A-Za-z0-9_]*\): .*/\1/p' | sort -u)
 TARGETS=()
 for t in "${WANTED[@]}"; do
