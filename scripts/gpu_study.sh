@@ -32,6 +32,9 @@
 #          --dataset sharegpt|random (random: 218 input / 220 output tokens, the study's means)
 #          --layers N (7B shape with N layers: a quicker sweep)   --enforce-eager   --bisect N
 #          --gpu-memory-utilization F   --ceilings FILE (reuse; skips ceilings.py)
+#          --resume-sweep DIR (a sweep folder from an earlier call, e.g. unpacked from its logs.tar.xz into
+#          an ignored folder that the call carries: its finished cells and hwinfo.json are kept, so a
+#          sweep longer than one call runs over two)
 #          --cpu-dry-run (here, without a GPU: tiny checkpoints, CPU servers; tests the flow)
 # $OUT gets: results.json, run.log, report.md, report.html, study.json, logs.tar.xz (every log,
 # the sweep's cells, servers and figures, the check's JSON).
@@ -51,6 +54,7 @@ EAGER=0
 BISECT=0
 GPU_MEM=0.9
 CEILINGS_GIVEN=""
+RESUME_SWEEP=""  # --resume-sweep DIR: a previous call's sweep folder (carried); its finished cells are kept
 PEER_MODES="fp16,fp8,int4"
 DECODE_BATCHES="1,8,32,64,128"
 DRY_RUN=0   # --cpu-dry-run: the same flow on a machine without a GPU (tiny model, CPU servers)
@@ -66,6 +70,7 @@ while [ $# -gt 0 ]; do
     --bisect) BISECT=$2; shift ;;
     --gpu-memory-utilization) GPU_MEM=$2; shift ;;
     --ceilings) CEILINGS_GIVEN=$2; shift ;;
+    --resume-sweep) RESUME_SWEEP=$2; shift ;;
     --peer-modes) PEER_MODES=$2; shift ;;
     --decode-batches) DECODE_BATCHES=$2; shift ;;
     --cpu-dry-run) DRY_RUN=1 ;;
@@ -217,12 +222,14 @@ if want sweep || want decode; then
 fi
 
 # ---------------------------------------------------------------- 2. tests
+# test_analysis runs only its GPU measurement tests: the rest ran in CI.
 if want tests; then
-  for t_bin in test_kernels_cuda test_model_cuda; do
+  for t_bin in test_kernels_cuda test_model_cuda test_analysis; do
     [ -x "$BUNDLE_DIR/bin/$t_bin" ] || { log "$t_bin: not in the bundle"; continue; }
-    log "== $t_bin"
+    filter=(); [ $t_bin = test_analysis ] && filter=(--gtest_filter='GpuMeasurement*')
+    log "== $t_bin ${filter[*]}"
     t=$(now)
-    timeout $(limit 90) "$BUNDLE_DIR/bin/$t_bin" >"$WORK/logs/$t_bin.log" 2>&1
+    timeout $(limit 90) "$BUNDLE_DIR/bin/$t_bin" "${filter[@]}" >"$WORK/logs/$t_bin.log" 2>&1
     rc=$?
     grep -E "^\[  PASSED  \]|^\[  FAILED  \]|^\[  SKIPPED \] [0-9]+ test|Failure$" "$WORK/logs/$t_bin.log" | head -20 | tee -a "$LOG"
     step "$t_bin" $rc $(( $(now) - t )) "$(grep -c '^\[       OK' "$WORK/logs/$t_bin.log") ok"
@@ -230,26 +237,25 @@ if want tests; then
 fi
 
 # ---------------------------------------------------------------- 2b. compute-sanitizer
+# sanitize TOOL SECONDS FILTER: compute-sanitizer TOOL over test_kernels_cuda's tests in FILTER.
+sanitize() {
+  local tool=$1 seconds=$2 filter=$3 t
+  log "== compute-sanitizer $tool: $filter"
+  t=$(now)
+  LD_LIBRARY_PATH=$CROSSPOINT_GPU_LD_PATH timeout $(limit "$seconds") compute-sanitizer --tool "$tool" \
+    --error-exitcode 9 --print-limit 20 "$BUNDLE_DIR/libexec/test_kernels_cuda" --gtest_filter="$filter" \
+    >"$WORK/logs/sanitizer-$tool.log" 2>&1
+  local rc=$?
+  tail -4 "$WORK/logs/sanitizer-$tool.log" | tee -a "$LOG"
+  step "sanitizer_$tool" $rc $(( $(now) - t )) "$(grep -E 'RACECHECK SUMMARY|ERROR SUMMARY' "$WORK/logs/sanitizer-$tool.log" | tail -1) $(grep -c '^\[       OK' "$WORK/logs/sanitizer-$tool.log") ok"
+}
 if want sanitize && [ -x "$BUNDLE_DIR/libexec/test_kernels_cuda" ]; then
-  KT="$BUNDLE_DIR/libexec/test_kernels_cuda"
-  log "== compute-sanitizer memcheck: the GEMVs, attention, sampling, W4A16 split-K"
-  t=$(now)
-  LD_LIBRARY_PATH=$CROSSPOINT_GPU_LD_PATH timeout $(limit ${SANITIZE_MEMCHECK_S:-110}) compute-sanitizer --tool memcheck \
-    --error-exitcode 9 --print-limit 20 "$KT" \
-    --gtest_filter='W4A16Gemv*:Fp8Gemv*:Fp8LinearFromFp16*:Fp16Gemv*:CudaPagedAttention*:*Sampl*:W4A16Gemm.SplitK*:AddRmsNorm*:RopeKvWrite*' \
-    >"$WORK/logs/sanitizer-memcheck.log" 2>&1
-  rc=$?
-  tail -4 "$WORK/logs/sanitizer-memcheck.log" | tee -a "$LOG"
-  step sanitizer_memcheck $rc $(( $(now) - t )) "$(grep -E 'ERROR SUMMARY' "$WORK/logs/sanitizer-memcheck.log" | tail -1) $(grep -c '^\[       OK' "$WORK/logs/sanitizer-memcheck.log") ok"
-  log "== compute-sanitizer racecheck: kernels that reduce through shared memory"
-  t=$(now)
-  LD_LIBRARY_PATH=$CROSSPOINT_GPU_LD_PATH timeout $(limit ${SANITIZE_RACECHECK_S:-60}) compute-sanitizer --tool racecheck \
-    --error-exitcode 9 --print-limit 20 "$KT" \
-    --gtest_filter='W4A16Gemv*:Fp8GemvFromFp16*:Fp16Gemv*:CudaPagedAttention.LongDecode*:*Sampl*:AddRmsNorm*:ArgmaxRows*' \
-    >"$WORK/logs/sanitizer-racecheck.log" 2>&1
-  rc=$?
-  tail -4 "$WORK/logs/sanitizer-racecheck.log" | tee -a "$LOG"
-  step sanitizer_racecheck $rc $(( $(now) - t )) "$(grep -E 'RACECHECK SUMMARY|ERROR SUMMARY' "$WORK/logs/sanitizer-racecheck.log" | tail -1) $(grep -c '^\[       OK' "$WORK/logs/sanitizer-racecheck.log") ok"
+  # memcheck: the GEMVs, attention, sampling, W4A16 split-K and the decoder ops
+  sanitize memcheck "${SANITIZE_MEMCHECK_S:-110}" \
+    'W4A16Gemv*:Fp8Gemv*:Fp8LinearFromFp16*:Fp16Gemv*:CudaPagedAttention*:*Sampl*:W4A16Gemm.SplitK*:AddRmsNorm*:RopeKvWrite*'
+  # racecheck: the kernels that reduce through shared memory
+  sanitize racecheck "${SANITIZE_RACECHECK_S:-60}" \
+    'W4A16Gemv*:Fp8GemvFromFp16*:Fp16Gemv*:CudaPagedAttention.LongDecode*:*Sampl*:AddRmsNorm*:ArgmaxRows*'
 fi
 
 # The ceilings want a quiet GPU: the checkpoints must be written first.
@@ -263,8 +269,9 @@ if [ -n "$GEN_PID" ]; then
 fi
 
 # ---------------------------------------------------------------- 3. ceilings
+# ceilings.py's figures feed bench_gemm; the sweep and bench_decode_step use crosspoint hwinfo.
 CEILINGS=""
-if want sweep || want peers || want decode || want hwinfo; then
+if [ -n "$CEILINGS_GIVEN" ] || { want decode && [ "${DECODE_MICRO:-1}" = 1 ]; }; then
   if [ -n "$CEILINGS_GIVEN" ] && [ -f "$CEILINGS_GIVEN" ]; then
     cp "$CEILINGS_GIVEN" "$WORK/ceilings.json"; CEILINGS=$WORK/ceilings.json
     step ceilings 0 0 "reused $CEILINGS_GIVEN"
@@ -279,7 +286,7 @@ if want sweep || want peers || want decode || want hwinfo; then
 fi
 
 HWINFO=""
-if want hwinfo || want decode || want sweep; then
+if want hwinfo || want decode; then  # the sweep measures the GPU itself (its own hwinfo child)
   log "== crosspoint hwinfo --device cuda"
   t=$(now)
   timeout $(limit 120) "$BUNDLE_DIR/bin/crosspoint" hwinfo --device cuda --json >"$WORK/hwinfo.json" 2>"$WORK/logs/hwinfo.log"
@@ -369,10 +376,16 @@ if want sweep; then
   else
     sweep_args+=(--dataset sharegpt --dataset-path "$BUNDLE_DIR/datasets/sharegpt_sample.json" --output-len 0)
   fi
-  # The sweep measures the GPU itself (crosspoint hwinfo) unless ceilings are given or that failed here.
-  if [ -n "$CEILINGS_GIVEN" ]; then sweep_args+=(--ceilings "$CEILINGS");
-  elif [ -z "$HWINFO" ] && [ -n "$CEILINGS" ]; then sweep_args+=(--ceilings "$CEILINGS");
-  elif [ -z "$HWINFO" ] && [ $DRY_RUN -eq 0 ]; then sweep_args+=(--hardware H200); fi
+  # The sweep measures the GPU itself (crosspoint hwinfo, kept in its folder) unless ceilings are given.
+  [ -n "$CEILINGS_GIVEN" ] && sweep_args+=(--ceilings "$CEILINGS")
+  if [ -n "$RESUME_SWEEP" ]; then
+    if [ -f "$RESUME_SWEEP/sweep.json" ]; then
+      mkdir -p "$WORK/sweep" && cp -r "$RESUME_SWEEP"/. "$WORK/sweep/"
+      log "resuming the sweep of $RESUME_SWEEP: $(ls "$WORK/sweep/cells" 2>/dev/null | grep -c json) cells kept"
+    else
+      log "--resume-sweep $RESUME_SWEEP holds no sweep.json: starting afresh"
+    fi
+  fi
   [ $EAGER -eq 1 ] && sweep_args+=(--enforce-eager)
   echo "crosspoint sweep ${sweep_args[*]}" >>"$LOG"
   t=$(now)
