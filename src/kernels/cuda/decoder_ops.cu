@@ -139,51 +139,107 @@ __global__ void __launch_bounds__(kRowThreads)
 constexpr int kRopeThreads = 128;
 constexpr int kMaxHeadDim = 256;
 
-// One block per token: cos/sin of the token's position for each frequency once into shared
-// memory, then every (q or k head, i < D/2) pair rotated, then v copied. Bias is added in
-// fp32 before the rotation and everything is rounded to fp16 once.
+// kWidth (8, 2 or 1) consecutive fp16 values as one 16-, 4- or 2-byte access, in fp32.
+template <int kWidth>
+__device__ __forceinline__ void load_halves(const uint16_t* src, float (&out)[kWidth]) {
+  if constexpr (kWidth == 8) {
+    const uint4 raw = *reinterpret_cast<const uint4*>(src);
+    const __half2* h = reinterpret_cast<const __half2*>(&raw);
+#pragma unroll
+    for (int j = 0; j < 4; ++j) {
+      const float2 f = __half22float2(h[j]);
+      out[2 * j] = f.x;
+      out[2 * j + 1] = f.y;
+    }
+  } else if constexpr (kWidth == 2) {
+    const float2 f = __half22float2(*reinterpret_cast<const __half2*>(src));
+    out[0] = f.x;
+    out[1] = f.y;
+  } else {
+    out[0] = half_bits_to_float(*src);
+  }
+}
+template <int kWidth>
+__device__ __forceinline__ void store_halves(uint16_t* dst, const float (&in)[kWidth]) {
+  if constexpr (kWidth == 8) {
+    uint4 raw;
+    __half2* h = reinterpret_cast<__half2*>(&raw);
+#pragma unroll
+    for (int j = 0; j < 4; ++j) h[j] = __floats2half2_rn(in[2 * j], in[2 * j + 1]);
+    *reinterpret_cast<uint4*>(dst) = raw;
+  } else if constexpr (kWidth == 2) {
+    *reinterpret_cast<__half2*>(dst) = __floats2half2_rn(in[0], in[1]);
+  } else {
+    *dst = float_to_half_bits(in[0]);
+  }
+}
+
+// One thread per work item of a token: either kWidth consecutive rotation pairs (i .. i+kWidth-1
+// paired with i+D/2 ..) of one q or k head, or kWidth consecutive v values. grid (T,
+// ceil(items / kRopeThreads)) with items = (H + Hkv) * D/2 / kWidth + Hkv * D / kWidth, so a
+// decode token is spread over several blocks and every thread issues its loads (x1, x2, bias,
+// inv_freq) at once: one memory round trip, then the stores. Bias is added in fp32 before the
+// rotation, the angle is position * inv_freq[i] in fp32 with precise sincosf, and each result
+// is rounded to fp16 once (the same arithmetic as the CPU reference).
+template <int kWidth>
 __global__ void __launch_bounds__(kRopeThreads) rope_kv_write_kernel(RopeKvWriteArgs a) {
   wait_for_prior_kernels();
   allow_dependent_launch();
-  __shared__ float cos_f[kMaxHeadDim / 2], sin_f[kMaxHeadDim / 2];
   const int t = blockIdx.x;
+  const int item = blockIdx.y * kRopeThreads + threadIdx.x;
   const int half = a.head_dim / 2;
-  const float position = static_cast<float>(a.positions[t]);
-  for (int i = threadIdx.x; i < half; i += kRopeThreads) sincosf(position * a.inv_freq[i], &sin_f[i], &cos_f[i]);
-  __syncthreads();
+  const int items_per_head = half / kWidth;
+  const int num_rotate_items = (a.num_heads + a.num_kv_heads) * items_per_head;
+  const int num_v_items = a.num_kv_heads * a.head_dim / kWidth;
+  if (item >= num_rotate_items + num_v_items) return;
 
   uint16_t* row = a.qkv + static_cast<int64_t>(t) * a.qkv_stride;
   const int32_t slot = a.slot_mapping[t];
   const bool store = slot >= 0 && static_cast<int64_t>(slot) < static_cast<int64_t>(a.num_blocks) * a.block_size;
   const int64_t cache_row = static_cast<int64_t>(store ? slot : 0) * a.num_kv_heads * a.head_dim;  // [slot, Hkv, D]
-  const int num_rotated = (a.num_heads + a.num_kv_heads) * half;  // q heads then k heads
-  for (int idx = threadIdx.x; idx < num_rotated; idx += kRopeThreads) {
-    const int head = idx / half, i = idx % half;
-    const int col = head * a.head_dim + i;  // column of x1 in the fused row; x2 is half further
-    float x1 = half_bits_to_float(row[col]), x2 = half_bits_to_float(row[col + half]);
+
+  if (item >= num_rotate_items) {  // v: copied (plus bias) into the value cache
+    if (!store) return;
+    const int v_offset = (item - num_rotate_items) * kWidth;  // within [Hkv * D]
+    const int col = (a.num_heads + a.num_kv_heads) * a.head_dim + v_offset;
+    float v[kWidth];
+    load_halves<kWidth>(row + col, v);
     if (a.bias) {
-      x1 += half_bits_to_float(a.bias[col]);
-      x2 += half_bits_to_float(a.bias[col + half]);
+      float b[kWidth];
+      load_halves<kWidth>(a.bias + col, b);
+#pragma unroll
+      for (int j = 0; j < kWidth; ++j) v[j] += b[j];
     }
-    const float y1 = x1 * cos_f[i] - x2 * sin_f[i];
-    const float y2 = x2 * cos_f[i] + x1 * sin_f[i];
-    if (head < a.num_heads) {
-      row[col] = float_to_half_bits(y1);
-      row[col + half] = float_to_half_bits(y2);
-    } else if (store) {
-      const int64_t k_col = cache_row + (head - a.num_heads) * a.head_dim + i;
-      a.key_cache[k_col] = float_to_half_bits(y1);
-      a.key_cache[k_col + half] = float_to_half_bits(y2);
-    }
+    store_halves<kWidth>(a.value_cache + cache_row + v_offset, v);
+    return;
   }
-  if (!store) return;
-  const int v_start = (a.num_heads + a.num_kv_heads) * a.head_dim;
-  const int num_v = a.num_kv_heads * a.head_dim;
-  for (int i = threadIdx.x; i < num_v; i += kRopeThreads) {
-    float v = half_bits_to_float(row[v_start + i]);
-    if (a.bias) v += half_bits_to_float(a.bias[v_start + i]);
-    a.value_cache[cache_row + i] = float_to_half_bits(v);
+
+  const int head = item / items_per_head;  // q heads, then k heads
+  const int i0 = (item % items_per_head) * kWidth;
+  if (head >= a.num_heads && !store) return;  // a padding row's k goes nowhere
+  const int col = head * a.head_dim + i0;     // column of x1 in the fused row; x2 is half further
+  float x1[kWidth], x2[kWidth];
+  load_halves<kWidth>(row + col, x1);
+  load_halves<kWidth>(row + col + half, x2);
+  if (a.bias) {
+    float b1[kWidth], b2[kWidth];
+    load_halves<kWidth>(a.bias + col, b1);
+    load_halves<kWidth>(a.bias + col + half, b2);
+#pragma unroll
+    for (int j = 0; j < kWidth; ++j) x1[j] += b1[j], x2[j] += b2[j];
   }
+  const float position = static_cast<float>(a.positions[t]);
+  float y1[kWidth], y2[kWidth];
+#pragma unroll
+  for (int j = 0; j < kWidth; ++j) {
+    float sin_f, cos_f;
+    sincosf(position * a.inv_freq[i0 + j], &sin_f, &cos_f);
+    y1[j] = x1[j] * cos_f - x2[j] * sin_f;
+    y2[j] = x2[j] * cos_f + x1[j] * sin_f;
+  }
+  uint16_t* dst = head < a.num_heads ? row + col : a.key_cache + cache_row + (head - a.num_heads) * a.head_dim + i0;
+  store_halves<kWidth>(dst, y1);
+  store_halves<kWidth>(dst + half, y2);
 }
 
 // ---- silu_mul ------------------------------------------------------------------------------
@@ -380,9 +436,24 @@ Status rope_kv_write(const RopeKvWriteArgs& a, cudaStream_t stream) {
   if (a.num_tokens == 0) return Status::ok();
   if (!a.qkv || !a.positions || !a.inv_freq || !a.slot_mapping || !a.key_cache || !a.value_cache)
     return bad(op, "null qkv, positions, inv_freq, slot_mapping, key_cache or value_cache");
-  CROSSPOINT_CUDA_RETURN_IF_ERROR(launch_programmatic(rope_kv_write_kernel, dim3(a.num_tokens), dim3(kRopeThreads), 0, stream,
-      a),
-                                  "rope_kv_write_kernel launch");
+  // The widest access every q/k half-head, v row, stride and pointer allows.
+  const int half = a.head_dim / 2;
+  auto all_aligned = [&](int bytes) {
+    return aligned(a.qkv, bytes) && aligned(a.key_cache, bytes) && aligned(a.value_cache, bytes) &&
+           (a.bias == nullptr || aligned(a.bias, bytes)) && a.qkv_stride * 2 % bytes == 0;
+  };
+  const int width = half % 8 == 0 && all_aligned(16) ? 8 : half % 2 == 0 && all_aligned(4) ? 2 : 1;
+  const int items = (a.num_heads + a.num_kv_heads) * (half / width) + a.num_kv_heads * a.head_dim / width;
+  const dim3 grid(a.num_tokens, (items + kRopeThreads - 1) / kRopeThreads);
+  cudaError_t err;
+  if (width == 8) {
+    err = launch_programmatic(rope_kv_write_kernel<8>, grid, dim3(kRopeThreads), 0, stream, a);
+  } else if (width == 2) {
+    err = launch_programmatic(rope_kv_write_kernel<2>, grid, dim3(kRopeThreads), 0, stream, a);
+  } else {
+    err = launch_programmatic(rope_kv_write_kernel<1>, grid, dim3(kRopeThreads), 0, stream, a);
+  }
+  CROSSPOINT_CUDA_RETURN_IF_ERROR(err, "rope_kv_write_kernel launch");
   return last_launch_status("rope_kv_write launch");
 }
 
