@@ -14,44 +14,29 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
-#include <chrono>
 #include <cmath>
 #include <string>
-#include <condition_variable>
-#include <map>
-#include <mutex>
 
 #include "engine/engine.h"
+#include "kernels/cuda/programmatic_launch.cuh"
 #include "model/cuda/cuda_model.h"
 #include "model/model.h"
 #include "model/model_test_util.h"
-#include "model_cuda/tiny_checkpoints.h"
-#include "quant/gptq_linear_weight.h"
+#include "model_cuda/cuda_test_util.h"
 #include "runner/cpu_model_runner.h"
 #include "runner/cuda/cuda_model_runner.h"
-#include "kernels/cuda/programmatic_launch.cuh"
 
 namespace crosspoint {
 namespace {
 
-using cuda_testing::TinyCheckpoints;
+using cuda_testing::engine_config;
+using cuda_testing::kEngineBlocks;
+using cuda_testing::load_tiny_model;
+using cuda_testing::run_engine;
+using cuda_testing::run_requests;
 using cuda_testing::TinyPrecision;
 
-#define SKIP_WITHOUT_GPU() \
-  if (cuda::cuda_device_count() == 0) GTEST_SKIP() << "no CUDA device"
-
 float tolerance_for(TinyPrecision p) { return p == TinyPrecision::kFp8 ? 8e-2f : 2e-2f; }
-
-std::unique_ptr<Model> load_cpu_model(TinyPrecision precision) {
-  auto dir = TinyCheckpoints::get().dir(precision);
-  EXPECT_TRUE(dir.is_ok()) << dir.status().to_string();
-  if (!dir.is_ok()) return nullptr;
-  ModelLoadOptions options;
-  options.linear_formats = quantized_linear_weight_formats();
-  auto model = Model::load(*dir, options);
-  EXPECT_TRUE(model.is_ok()) << model.status().to_string();
-  return model.is_ok() ? std::move(model).value() : nullptr;
-}
 
 int32_t argmax_of(const float* row, int32_t n) { return static_cast<int32_t>(std::max_element(row, row + n) - row); }
 
@@ -89,7 +74,7 @@ class CudaModelVsCpuTest : public ::testing::TestWithParam<TinyPrecision> {};
 TEST_P(CudaModelVsCpuTest, LogitsMatchTheCpuModel) {
   SKIP_WITHOUT_GPU();
   const TinyPrecision precision = GetParam();
-  auto cpu = load_cpu_model(precision);
+  auto cpu = load_tiny_model(precision);
   ASSERT_NE(cpu, nullptr);
   constexpr int32_t kBlocks = 48, kMaxBlocksPerSeq = 8, kBlockSize = 16;
   cuda::CudaModelOptions options;
@@ -140,7 +125,7 @@ INSTANTIATE_TEST_SUITE_P(Precisions, CudaModelVsCpuTest,
 
 TEST(CudaModelTest, ReportsMemoryAndRefusesATooSmallFraction) {
   SKIP_WITHOUT_GPU();
-  auto cpu = load_cpu_model(TinyPrecision::kFp16);
+  auto cpu = load_tiny_model(TinyPrecision::kFp16);
   ASSERT_NE(cpu, nullptr);
   cuda::CudaModelOptions options;
   options.max_num_tokens = 64;
@@ -163,91 +148,13 @@ TEST(CudaModelTest, ReportsMemoryAndRefusesATooSmallFraction) {
       << refused.status().to_string();
 }
 
-// Collects each request's tokens; wait() blocks until all have finished.
-class Collector {
- public:
-  OutputSink sink() {
-    return [this](const RequestOutput& out) {
-      std::lock_guard<std::mutex> lock(mutex_);
-      auto& tokens = tokens_[out.request_id];
-      tokens.insert(tokens.end(), out.new_token_ids.begin(), out.new_token_ids.end());
-      if (out.finished) ++num_finished_;
-      done_.notify_all();
-    };
-  }
-  bool wait(int n) {
-    std::unique_lock<std::mutex> lock(mutex_);
-    return done_.wait_for(lock, std::chrono::seconds(120), [&] { return num_finished_ >= n; });
-  }
-  std::vector<int32_t> tokens(int64_t id) {
-    std::lock_guard<std::mutex> lock(mutex_);
-    return tokens_[id];
-  }
-
- private:
-  std::mutex mutex_;
-  std::condition_variable done_;
-  std::map<int64_t, std::vector<int32_t>> tokens_;
-  int num_finished_ = 0;
-};
-
-constexpr int32_t kEngineBlocks = 64;
-
-EngineConfig engine_config() {
-  EngineConfig config;
-  config.scheduler.max_num_seqs = 4;
-  config.scheduler.max_num_batched_tokens = 64;  // the prompts below need chunked prefill
-  config.scheduler.max_model_len = 256;
-  config.scheduler.num_blocks = kEngineBlocks;
-  config.scheduler.block_size = 16;
-  return config;
-}
-
-// Four concurrent greedy requests of different prompt lengths (16 tokens each, ignore_eos).
-std::vector<EngineRequest> greedy_requests() {
-  std::vector<EngineRequest> requests;
-  for (int i = 0; i < 4; ++i) {
-    EngineRequest r;
-    for (int t = 0; t < 9 + 23 * i; ++t) r.prompt_token_ids.push_back((t * (7 + i) + 11 * i + 3) % 512);
-    r.max_tokens = 16;
-    r.ignore_eos = true;
-    requests.push_back(std::move(r));
-  }
-  return requests;
-}
-
-std::vector<std::vector<int32_t>> run_engine(std::unique_ptr<Runner> runner, const std::vector<EngineRequest>& requests) {
-  Engine engine(engine_config(), std::move(runner));
-  Collector collector;
-  std::vector<int64_t> ids;
-  for (const auto& r : requests) {
-    auto id = engine.submit(r, collector.sink());
-    EXPECT_TRUE(id.is_ok()) << id.status().to_string();
-    ids.push_back(id.is_ok() ? *id : -1);
-  }
-  engine.start();
-  EXPECT_TRUE(collector.wait(static_cast<int>(requests.size())));
-  std::vector<std::vector<int32_t>> outputs;
-  for (int64_t id : ids) outputs.push_back(collector.tokens(id));
-  engine.stop();
-  return outputs;
-}
+// Four concurrent requests of different prompt lengths (16 tokens each, ignore_eos).
+std::vector<EngineRequest> greedy_requests() { return cuda_testing::tiny_requests(std::vector<RequestSamplingParams>(4)); }
 
 std::unique_ptr<cuda::CudaModelRunner> make_cuda_runner(const Model& cpu, bool enforce_eager) {
-  const EngineConfig config = engine_config();
-  cuda::CudaModelOptions options;
-  options.max_num_tokens = config.scheduler.max_num_batched_tokens;
-  options.max_num_seqs = config.scheduler.max_num_seqs;
-  options.max_model_len = config.scheduler.max_model_len;
-  options.num_kv_blocks = kEngineBlocks;
-  auto model = cuda::CudaModel::create(cpu, options);
-  EXPECT_TRUE(model.is_ok()) << model.status().to_string();
-  if (!model.is_ok()) return nullptr;
-  cuda::CudaRunnerOptions runner_options;
-  runner_options.enforce_eager = enforce_eager;
-  auto runner = cuda::CudaModelRunner::create(std::move(model).value(), runner_options);
-  EXPECT_TRUE(runner.is_ok()) << runner.status().to_string();
-  return runner.is_ok() ? std::move(runner).value() : nullptr;
+  cuda::CudaRunnerOptions options;
+  options.enforce_eager = enforce_eager;
+  return cuda_testing::make_cuda_runner(cpu, options);
 }
 
 // Logits of the token after `tokens` on the CPU (one sequence, no cache reuse).
@@ -262,7 +169,7 @@ std::vector<float> cpu_next_logits(const Model& model, const std::vector<int32_t
 
 TEST(CudaModelRunnerTest, EngineGreedyOutputsMatchTheCpuRunner) {
   SKIP_WITHOUT_GPU();
-  auto cpu = load_cpu_model(TinyPrecision::kFp16);
+  auto cpu = load_tiny_model(TinyPrecision::kFp16);
   ASSERT_NE(cpu, nullptr);
   const auto requests = greedy_requests();
   const Model* model_ptr = cpu.get();
@@ -274,9 +181,7 @@ TEST(CudaModelRunnerTest, EngineGreedyOutputsMatchTheCpuRunner) {
                                 requests);
   auto runner = make_cuda_runner(*cpu, /*enforce_eager=*/false);
   ASSERT_NE(runner, nullptr);
-  cuda::CudaModelRunner* cuda_runner = runner.get();
   auto gpu_outputs = run_engine(std::move(runner), requests);
-  (void)cuda_runner;
   for (size_t i = 0; i < requests.size(); ++i) {
     ASSERT_EQ(cpu_outputs[i].size(), 16u);
     ASSERT_EQ(gpu_outputs[i].size(), 16u);
@@ -296,7 +201,7 @@ TEST(CudaModelRunnerTest, EngineGreedyOutputsMatchTheCpuRunner) {
 
 TEST(CudaModelRunnerTest, GraphsGiveTheSameTokensAsEager) {
   SKIP_WITHOUT_GPU();
-  auto cpu = load_cpu_model(TinyPrecision::kFp16);
+  auto cpu = load_tiny_model(TinyPrecision::kFp16);
   ASSERT_NE(cpu, nullptr);
   auto requests = greedy_requests();
   // One sampled request too: the host sampler sees the same f32 rows either way.
@@ -322,19 +227,8 @@ TEST(CudaModelRunnerTest, GraphsGiveTheSameTokensAsEager) {
   cuda::CudaModelRunner* eager_ptr = eager_runner.get();
   Engine graph_engine(engine_config(), std::move(graph_runner));
   Engine eager_engine(engine_config(), std::move(eager_runner));
-  auto run = [&](Engine& engine) {
-    Collector collector;
-    std::vector<int64_t> ids;
-    for (const auto& r : requests) ids.push_back(engine.submit(r, collector.sink()).value());
-    engine.start();
-    EXPECT_TRUE(collector.wait(static_cast<int>(requests.size())));
-    std::vector<std::vector<int32_t>> out;
-    for (int64_t id : ids) out.push_back(collector.tokens(id));
-    engine.stop();
-    return out;
-  };
-  const auto graph_outputs = run(graph_engine);
-  const auto eager_outputs = run(eager_engine);
+  const auto graph_outputs = run_requests(graph_engine, requests);
+  const auto eager_outputs = run_requests(eager_engine, requests);
   EXPECT_EQ(graph_outputs, eager_outputs);
   EXPECT_GT(graph_ptr->num_graph_steps(), 0);
   EXPECT_EQ(eager_ptr->num_graph_steps(), 0);
@@ -353,24 +247,12 @@ TEST(CudaModelRunnerTest, ProgrammaticLaunchGivesTheSameTokensAsPlainLaunches) {
   const bool was_enabled = cuda::programmatic_launch_enabled();
   for (TinyPrecision precision : {TinyPrecision::kFp16, TinyPrecision::kFp8}) {
     SCOPED_TRACE(static_cast<int>(precision));
-    auto cpu = load_cpu_model(precision);
+    auto cpu = load_tiny_model(precision);
     ASSERT_NE(cpu, nullptr);
     const auto requests = greedy_requests();
     auto run = [&](bool programmatic) {
       cuda::set_programmatic_launch_enabled(programmatic);  // graphs keep what was in force at capture
-      auto runner = make_cuda_runner(*cpu, false);
-      EXPECT_NE(runner, nullptr);
-      std::vector<std::vector<int32_t>> out;
-      if (!runner) return out;
-      Engine engine(engine_config(), std::move(runner));
-      Collector collector;
-      std::vector<int64_t> ids;
-      for (const auto& r : requests) ids.push_back(engine.submit(r, collector.sink()).value());
-      engine.start();
-      EXPECT_TRUE(collector.wait(static_cast<int>(requests.size())));
-      for (int64_t id : ids) out.push_back(collector.tokens(id));
-      engine.stop();
-      return out;
+      return run_engine(make_cuda_runner(*cpu, false), requests);
     };
     const auto plain = run(false);
     const auto programmatic = run(true);

@@ -14,18 +14,13 @@
 #include "model/cuda/step_profiler.h"
 #include "model/model.h"
 #include "model/model_test_util.h"
-#include "model_cuda/tiny_checkpoints.h"
-#include "quant/gptq_linear_weight.h"
+#include "model_cuda/cuda_test_util.h"
 
 namespace crosspoint {
 namespace {
 
 using cuda::StepOp;
-using cuda_testing::TinyCheckpoints;
 using cuda_testing::TinyPrecision;
-
-#define SKIP_WITHOUT_GPU() \
-  if (cuda::cuda_device_count() == 0) GTEST_SKIP() << "no CUDA device"
 
 TEST(StepProfileTest, SumsEachCategoryInStepOrder) {
   // Two layers' worth of marks, out of StepOp order (argmax marked before lm_head to check
@@ -75,17 +70,6 @@ TEST(StepProfilerTest, MarkWithoutAStepIsReportedByFinish) {
   EXPECT_NE(again.status().message().find("no open step"), std::string::npos);
 }
 
-std::unique_ptr<Model> load_tiny(TinyPrecision precision) {
-  auto dir = TinyCheckpoints::get().dir(precision);
-  EXPECT_TRUE(dir.is_ok()) << dir.status().to_string();
-  if (!dir.is_ok()) return nullptr;
-  ModelLoadOptions options;
-  options.linear_formats = quantized_linear_weight_formats();
-  auto model = Model::load(*dir, options);
-  EXPECT_TRUE(model.is_ok()) << model.status().to_string();
-  return model.is_ok() ? std::move(model).value() : nullptr;
-}
-
 std::unique_ptr<cuda::CudaModel> make_gpu_model(const Model& cpu) {
   cuda::CudaModelOptions options;
   options.max_num_tokens = 64;
@@ -104,7 +88,7 @@ class StepProfilerDeviceTest : public ::testing::TestWithParam<TinyPrecision> {}
 // identical logits (W4A16: see below); the profile counts every op once per call.
 TEST_P(StepProfilerDeviceTest, ProfiledForwardGivesTheSameLogits) {
   SKIP_WITHOUT_GPU();
-  auto cpu = load_tiny(GetParam());
+  auto cpu = cuda_testing::load_tiny_model(GetParam());
   ASSERT_NE(cpu, nullptr);
   auto gpu = make_gpu_model(*cpu);
   ASSERT_NE(gpu, nullptr);
@@ -182,7 +166,7 @@ INSTANTIATE_TEST_SUITE_P(Precisions, StepProfilerDeviceTest,
 // can still be ended cleanly.
 TEST(StepProfilerCaptureTest, ForwardRefusesToProfileDuringCapture) {
   SKIP_WITHOUT_GPU();
-  auto cpu = load_tiny(TinyPrecision::kFp16);
+  auto cpu = cuda_testing::load_tiny_model(TinyPrecision::kFp16);
   ASSERT_NE(cpu, nullptr);
   auto gpu = make_gpu_model(*cpu);
   ASSERT_NE(gpu, nullptr);
