@@ -54,4 +54,9 @@ Status cuda_paged_attention(const CudaPagedAttentionArgs& args, cudaStream_t str
 // prefill kernel off): for tests and benchmarks that compare the two paths.
 Status cuda_paged_attention_split_only(const CudaPagedAttentionArgs& args, cudaStream_t stream);
 
+// The same result with the split-context rows always on the two-kernel path (partials in the
+// workspace, then a merge kernel) instead of the single-kernel cluster merge that small
+// batches get on sm_90: for tests and benchmarks that compare the two.
+Status cuda_paged_attention_two_pass(const CudaPagedAttentionArgs& args, cudaStream_t stream);
+
 }  // namespace crosspoint::cuda
