@@ -148,8 +148,13 @@ TEST(CudaModelTest, ReportsMemoryAndRefusesATooSmallFraction) {
       << refused.status().to_string();
 }
 
-// Four concurrent requests of different prompt lengths (16 tokens each, ignore_eos).
-std::vector<EngineRequest> greedy_requests() { return cuda_testing::tiny_requests(std::vector<RequestSamplingParams>(4)); }
+// Four concurrent greedy requests of different prompt lengths (16 tokens each, ignore_eos).
+// (A default RequestSamplingParams samples at temperature 1: greedy is temperature 0.)
+std::vector<EngineRequest> greedy_requests() {
+  RequestSamplingParams greedy;
+  greedy.temperature = 0.0f;
+  return cuda_testing::tiny_requests({greedy, greedy, greedy, greedy});
+}
 
 std::unique_ptr<cuda::CudaModelRunner> make_cuda_runner(const Model& cpu, bool enforce_eager) {
   cuda::CudaRunnerOptions options;
