@@ -377,18 +377,43 @@ int device_max_shared_bytes() {
   return bytes;
 }
 
+// What launch errors call the operation.
+template <bool kFp8, bool kFused>
+constexpr const char* launch_error_name() {
+  return kFused ? "fp8_gemv_from_fp16 launch" : kFp8 ? "fp8_gemv launch" : "fp16_gemv launch";
+}
+
+// Dynamic shared memory per block: the fused kernels keep the [m, k] e4m3 codes there.
+template <bool kFused>
+size_t codes_shared_bytes(const GemvArgs& a) {
+  return kFused ? static_cast<size_t>(a.m) * a.num_chunks * 16 : 0;
+}
+
+// Above 48 KiB of dynamic shared memory a kernel has to opt in (only the fused kernels need
+// that much).
+template <typename... KernelArgs>
+Status allow_shared_bytes(void (*kernel)(KernelArgs...), size_t shared_bytes) {
+  if (shared_bytes <= 48 * 1024) return Status::ok();
+  return cuda_status(
+      cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(shared_bytes)),
+      "fp8_gemv_from_fp16 shared memory attribute");
+}
+
+// Programmatic launch (sm_90): the first weight loads overlap the previous kernel's tail.
+template <bool kFp8, bool kFused, typename... KernelArgs>
+Status launch_gemv_kernel(void (*kernel)(KernelArgs...), int num_blocks, size_t shared_bytes, cudaStream_t stream,
+                          const GemvArgs& a) {
+  return cuda_status(launch_programmatic(kernel, dim3(num_blocks), dim3(kThreads), shared_bytes, stream, a),
+                     launch_error_name<kFp8, kFused>());
+}
+
 template <bool kFp8, bool kFused, int kRows>
-Status launch_rows(const GemvArgs& a, const GemvPlan& plan, size_t shared_bytes, cudaStream_t stream) {
+Status launch_rows(const GemvArgs& a, const GemvPlan& plan, cudaStream_t stream) {
   constexpr int kCols = kFp8 ? 4 : 2;
   auto* kernel = gemv_kernel<kFp8, kFused, kRows, kCols>;
-  if (shared_bytes > 48 * 1024) {
-    CROSSPOINT_CUDA_RETURN_IF_ERROR(
-        cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(shared_bytes)),
-        "fp8_gemv_from_fp16 shared memory attribute");
-  }
-  // Programmatic launch (sm_90): the first weight loads overlap the previous kernel's tail.
-  return cuda_status(launch_programmatic(kernel, dim3(plan.num_blocks), dim3(kThreads), shared_bytes, stream, a),
-                     kFused ? "fp8_gemv_from_fp16 launch" : kFp8 ? "fp8_gemv launch" : "fp16_gemv launch");
+  const size_t shared_bytes = codes_shared_bytes<kFused>(a);
+  CROSSPOINT_RETURN_IF_ERROR(allow_shared_bytes(kernel, shared_bytes));
+  return launch_gemv_kernel<kFp8, kFused>(kernel, plan.num_blocks, shared_bytes, stream, a);
 }
 
 template <bool kFused>
@@ -396,22 +421,16 @@ Status launch_fp8_mma(GemvArgs a, int k_splits, cudaStream_t stream) {
   GemvPlan plan = plan_fp8_mma_gemv(a.n, a.num_chunks * 16, device_num_sms(), k_splits);
   a.k_splits = plan.k_splits;
   a.chunks_per_split = plan.chunks_per_split;
-  const size_t shared_bytes = kFused ? static_cast<size_t>(a.m) * a.num_chunks * 16 : 0;
   auto* kernel = fp8_mma_gemv_kernel<kFused>;
-  if (shared_bytes > 48 * 1024) {
-    CROSSPOINT_CUDA_RETURN_IF_ERROR(
-        cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(shared_bytes)),
-        "fp8_gemv_from_fp16 shared memory attribute");
-  }
+  const size_t shared_bytes = codes_shared_bytes<kFused>(a);
+  CROSSPOINT_RETURN_IF_ERROR(allow_shared_bytes(kernel, shared_bytes));
   // At most one wave of blocks, each walking several tiles: the fused quantisation runs once
   // per block, not once per 16 columns.
   int blocks_per_sm = 0;
   CROSSPOINT_CUDA_RETURN_IF_ERROR(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks_per_sm, kernel, kThreads, shared_bytes),
                                   "fp8 GEMV occupancy");
   plan.num_blocks = std::min(plan.num_blocks, std::max(blocks_per_sm, 1) * device_num_sms());
-  // Programmatic launch (sm_90): the first weight loads overlap the previous kernel's tail.
-  return cuda_status(launch_programmatic(kernel, dim3(plan.num_blocks), dim3(kThreads), shared_bytes, stream, a),
-                     kFused ? "fp8_gemv_from_fp16 launch" : "fp8_gemv launch");
+  return launch_gemv_kernel<true, kFused>(kernel, plan.num_blocks, shared_bytes, stream, a);
 }
 
 template <bool kFp8, bool kFused>
@@ -422,15 +441,31 @@ Status launch_gemv(GemvArgs a, GemvOptions options, cudaStream_t stream) {
   const GemvPlan plan = plan_gemv(kFp8, a.n, a.num_chunks * (kFp8 ? 16 : 8), device_num_sms(), options.k_splits);
   a.k_splits = plan.k_splits;
   a.chunks_per_split = plan.chunks_per_split;
-  const size_t shared_bytes = kFused ? static_cast<size_t>(a.m) * a.num_chunks * 16 : 0;
-  if (a.m == 1) return launch_rows<kFp8, kFused, 1>(a, plan, shared_bytes, stream);
+  if (a.m == 1) return launch_rows<kFp8, kFused, 1>(a, plan, stream);
   if constexpr (!kFused) {
     // The fused CUDA-core kernel is only a fallback (GPUs without e4m3 MMA) whose e4m3
     // conversions are software on sm_80: two instantiations keep the sm_80 build short.
-    if (a.m == 2) return launch_rows<kFp8, kFused, 2>(a, plan, shared_bytes, stream);
-    if (a.m <= 4) return launch_rows<kFp8, kFused, 4>(a, plan, shared_bytes, stream);
+    if (a.m == 2) return launch_rows<kFp8, kFused, 2>(a, plan, stream);
+    if (a.m <= 4) return launch_rows<kFp8, kFused, 4>(a, plan, stream);
   }
-  return launch_rows<kFp8, kFused, 8>(a, plan, shared_bytes, stream);
+  return launch_rows<kFp8, kFused, 8>(a, plan, stream);
+}
+
+// The fields every GEMV sets: activation and weight rows (byte strides), output, sizes. The
+// fp8 scales and the fused kernels' optional outputs are the callers' to add.
+GemvArgs gemv_args(const void* x, int64_t x_stride_bytes, const uint8_t* w, int64_t w_stride_bytes, uint16_t* y,
+                   int64_t y_stride, int m, int n, int num_chunks) {
+  GemvArgs a{};
+  a.x = static_cast<const uint8_t*>(x);
+  a.x_stride_bytes = x_stride_bytes;
+  a.w = w;
+  a.w_stride_bytes = w_stride_bytes;
+  a.y = y;
+  a.y_stride = y_stride;
+  a.m = m;
+  a.n = n;
+  a.num_chunks = num_chunks;
+  return a;
 }
 
 Status check_shape(const char* op, int m, int n, int k, int k_multiple, int k_splits) {
@@ -499,16 +534,8 @@ Status fp16_gemv(const uint16_t* x, int64_t x_stride, const uint16_t* w, int64_t
   if (x_stride % 8 != 0 || w_stride % 8 != 0 || x_stride < k || w_stride < k) {
     return invalid_argument("fp16_gemv: row strides must be multiples of 8 elements and >= k");
   }
-  GemvArgs a{};
-  a.x = reinterpret_cast<const uint8_t*>(x);
-  a.x_stride_bytes = x_stride * 2;
-  a.w = reinterpret_cast<const uint8_t*>(w);
-  a.w_stride_bytes = w_stride * 2;
-  a.y = y;
-  a.y_stride = y_stride;
-  a.m = m;
-  a.n = n;
-  a.num_chunks = k / 8;
+  const GemvArgs a = gemv_args(x, x_stride * 2, reinterpret_cast<const uint8_t*>(w), w_stride * 2, y, y_stride, m, n,
+                               k / 8);
   return launch_gemv<false, false>(a, GemvOptions{k_splits, false}, stream);
 }
 
@@ -519,18 +546,9 @@ Status fp8_gemv(const uint8_t* xq, int64_t xq_stride, const float* x_scale, cons
   if (xq_stride % 16 != 0 || w_stride % 16 != 0 || xq_stride < k || w_stride < k) {
     return invalid_argument("fp8_gemv: row strides must be multiples of 16 bytes and >= k");
   }
-  GemvArgs a{};
-  a.x = xq;
-  a.x_stride_bytes = xq_stride;
+  GemvArgs a = gemv_args(xq, xq_stride, wq, w_stride, y, y_stride, m, n, k / 16);
   a.x_scale = x_scale;
-  a.w = wq;
-  a.w_stride_bytes = w_stride;
   a.w_scale = w_scale;
-  a.y = y;
-  a.y_stride = y_stride;
-  a.m = m;
-  a.n = n;
-  a.num_chunks = k / 16;
   return launch_gemv<true, false>(a, options, stream);
 }
 
@@ -553,17 +571,8 @@ Status fp8_gemv_from_fp16(const uint16_t* x, int64_t x_stride, const uint8_t* wq
     return unsupported("fp8_gemv_from_fp16: m * k = " + std::to_string(shared_bytes) +
                        " bytes of e4m3 activations exceed the device's shared memory per block");
   }
-  GemvArgs a{};
-  a.x = reinterpret_cast<const uint8_t*>(x);
-  a.x_stride_bytes = x_stride * 2;
-  a.w = wq;
-  a.w_stride_bytes = w_stride;
+  GemvArgs a = gemv_args(x, x_stride * 2, wq, w_stride, y, y_stride, m, n, k / 16);
   a.w_scale = w_scale;
-  a.y = y;
-  a.y_stride = y_stride;
-  a.m = m;
-  a.n = n;
-  a.num_chunks = k / 16;
   a.xq_out = xq_out;
   a.xq_out_stride = xq_out_stride;
   a.x_scale_out = x_scale_out;
