@@ -12,6 +12,8 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <string>
+#include <vector>
 
 #include "common/dtype.h"
 #include "kernels/cuda/decoder_ops.h"
@@ -152,95 +154,140 @@ TEST(AddRmsNorm, MatchesReferenceWithAndWithoutDelta) {
 struct RopeCase {
   int num_heads, num_kv_heads, head_dim;
   bool with_bias;
+  int qkv_row_pad = 6;     // qkv_stride = row width + this (6: 4-byte rows; 8: 16-byte rows)
+  int qkv_offset = 0;      // elements from an aligned allocation to qkv[0] (odd: 2-byte accesses only)
+  std::vector<int32_t> positions = {0, 1, 17, 4000, 131071};
+  std::vector<int32_t> slots = {3, -1, 16, 95, 40};  // -1: a padding row, stored nowhere
 };
+
+std::string describe(const RopeCase& c) {
+  return "H=" + std::to_string(c.num_heads) + " Hkv=" + std::to_string(c.num_kv_heads) + " D=" +
+         std::to_string(c.head_dim) + (c.with_bias ? " bias" : "") + " pad=" + std::to_string(c.qkv_row_pad) +
+         " offset=" + std::to_string(c.qkv_offset) + " T=" + std::to_string(c.positions.size());
+}
+
+// Runs rope_kv_write on random rows and checks q (rotated in place), the stored k (rotated)
+// and v (copied) against fp64 rotations of the same fp32 angles, every untouched cache slot
+// and every non-q column of qkv bit for bit.
+void check_rope(const RopeCase& c, uint32_t seed) {
+  SCOPED_TRACE(describe(c));
+  std::mt19937 rng(seed);
+  const int block_size = 16, num_blocks = 6;
+  const std::vector<int32_t>& positions = c.positions;
+  const std::vector<int32_t>& slots = c.slots;
+  const int t_count = static_cast<int>(positions.size());
+  const int half = c.head_dim / 2;
+  const int row_width = (c.num_heads + 2 * c.num_kv_heads) * c.head_dim;
+  const int64_t qkv_stride = row_width + c.qkv_row_pad;
+  std::vector<float> inv_freq(half);  // HF: 1 / theta^(2i / D) in fp32
+  for (int i = 0; i < half; ++i)
+    inv_freq[i] = 1.0f / std::pow(1000000.0f, static_cast<float>(2 * i) / static_cast<float>(c.head_dim));
+  const auto qkv = testing::random_f16(rng, static_cast<size_t>(t_count) * qkv_stride, -2.f, 2.f);
+  const auto bias = testing::random_f16(rng, row_width, -0.5f, 0.5f);
+  const size_t cache_count = static_cast<size_t>(num_blocks) * block_size * c.num_kv_heads * c.head_dim;
+  const auto key_init = testing::random_f16(rng, cache_count, -1.f, 1.f);
+  const auto value_init = testing::random_f16(rng, cache_count, -1.f, 1.f);
+  std::vector<uint16_t> qkv_padded(c.qkv_offset, 0x7E00);  // NaN before the rows: never read
+  qkv_padded.insert(qkv_padded.end(), qkv.begin(), qkv.end());
+  DeviceBuffer<uint16_t> qkv_dev(qkv_padded), bias_dev(bias), key_dev(key_init), value_dev(value_init);
+  DeviceBuffer<int32_t> pos_dev(positions), slot_dev(slots);
+  DeviceBuffer<float> freq_dev(inv_freq);
+  RopeKvWriteArgs a;
+  a.qkv = qkv_dev.get() + c.qkv_offset;
+  a.qkv_stride = qkv_stride;
+  a.bias = c.with_bias ? bias_dev.get() : nullptr;
+  a.positions = pos_dev.get();
+  a.inv_freq = freq_dev.get();
+  a.slot_mapping = slot_dev.get();
+  a.key_cache = key_dev.get();
+  a.value_cache = value_dev.get();
+  a.num_tokens = t_count;
+  a.num_heads = c.num_heads;
+  a.num_kv_heads = c.num_kv_heads;
+  a.head_dim = c.head_dim;
+  a.block_size = block_size;
+  a.num_blocks = num_blocks;
+  const Status st = rope_kv_write(a, nullptr);
+  ASSERT_TRUE(st.is_ok()) << st.to_string();
+  const auto got_padded = qkv_dev.download();
+  const std::vector<uint16_t> got_qkv(got_padded.begin() + c.qkv_offset, got_padded.end());
+  const auto got_key = key_dev.download();
+  const auto got_value = value_dev.download();
+  auto expected_key = key_init, expected_value = value_init;  // exact parts (v, untouched slots)
+
+  for (int t = 0; t < t_count; ++t) {
+    const size_t row = static_cast<size_t>(t) * qkv_stride;
+    auto biased = [&](int col) {
+      return h2f(qkv[row + col]) + (c.with_bias ? h2f(bias[col]) : 0.f);  // fp32 add, as the kernel
+    };
+    for (int head = 0; head < c.num_heads + c.num_kv_heads; ++head) {
+      for (int i = 0; i < half; ++i) {
+        const int col = head * c.head_dim + i;
+        const float angle = static_cast<float>(positions[t]) * inv_freq[i];  // fp32, as HF
+        const double cs = std::cos(static_cast<double>(angle)), sn = std::sin(static_cast<double>(angle));
+        const double x1 = biased(col), x2 = biased(col + half);
+        const double want1 = x1 * cs - x2 * sn, want2 = x2 * cs + x1 * sn;
+        // One fp16 rounding of a value bounded by |x1| + |x2| (the result may cancel).
+        const double tol = kUlp16 * (std::fabs(x1) + std::fabs(x2)) + 1e-6;
+        double got1, got2;
+        if (head < c.num_heads) {
+          got1 = h2f(got_qkv[row + col]);
+          got2 = h2f(got_qkv[row + col + half]);
+        } else {
+          if (slots[t] < 0) continue;
+          const size_t k = (static_cast<size_t>(slots[t]) * c.num_kv_heads + (head - c.num_heads)) * c.head_dim + i;
+          got1 = h2f(got_key[k]);
+          got2 = h2f(got_key[k + half]);
+          expected_key[k] = got_key[k];  // checked here against the tolerance
+          expected_key[k + half] = got_key[k + half];
+        }
+        ASSERT_LE(std::fabs(got1 - want1), tol) << "t=" << t << " head=" << head << " i=" << i;
+        ASSERT_LE(std::fabs(got2 - want2), tol) << "t=" << t << " head=" << head << " i=" << i;
+      }
+    }
+    if (slots[t] >= 0) {
+      const int v_start = (c.num_heads + c.num_kv_heads) * c.head_dim;
+      for (int i = 0; i < c.num_kv_heads * c.head_dim; ++i)
+        expected_value[static_cast<size_t>(slots[t]) * c.num_kv_heads * c.head_dim + i] =
+            crosspoint::f32_to_f16(biased(v_start + i));
+    }
+    // k and v columns of qkv and the stride gap are left as they were.
+    for (int64_t col = static_cast<int64_t>(c.num_heads) * c.head_dim; col < qkv_stride; ++col)
+      ASSERT_EQ(got_qkv[row + col], qkv[row + col]) << "t=" << t << " col=" << col;
+  }
+  for (int i = 0; i < c.qkv_offset; ++i) ASSERT_EQ(got_padded[i], 0x7E00) << "written before qkv";
+  EXPECT_EQ(got_key, expected_key) << "a slot not in slot_mapping changed";
+  EXPECT_EQ(got_value, expected_value);
+}
 
 TEST(RopeKvWrite, RotatesQAndStoresKvInTheirSlots) {
   CROSSPOINT_SKIP_WITHOUT_GPU();
-  std::mt19937 rng(103);
-  const int block_size = 16, num_blocks = 6;
-  const std::vector<int32_t> positions = {0, 1, 17, 4000, 131071};
-  const std::vector<int32_t> slots = {3, -1, 16, 95, 40};  // -1: a padding row, stored nowhere
-  const int t_count = static_cast<int>(positions.size());
+  uint32_t seed = 103;
+  // 4-byte rows (pad 6): the 2-value kernel; D=10 (odd half): the scalar one.
   for (RopeCase c : {RopeCase{14, 2, 64, true}, RopeCase{4, 4, 128, false}, RopeCase{3, 1, 10, true},
-                     RopeCase{28, 4, 128, true}}) {
-    const int half = c.head_dim / 2;
-    const int row_width = (c.num_heads + 2 * c.num_kv_heads) * c.head_dim;
-    const int64_t qkv_stride = row_width + 6;
-    std::vector<float> inv_freq(half);  // HF: 1 / theta^(2i / D) in fp32
-    for (int i = 0; i < half; ++i)
-      inv_freq[i] = 1.0f / std::pow(1000000.0f, static_cast<float>(2 * i) / static_cast<float>(c.head_dim));
-    const auto qkv = testing::random_f16(rng, static_cast<size_t>(t_count) * qkv_stride, -2.f, 2.f);
-    const auto bias = testing::random_f16(rng, row_width, -0.5f, 0.5f);
-    const size_t cache_count = static_cast<size_t>(num_blocks) * block_size * c.num_kv_heads * c.head_dim;
-    const auto key_init = testing::random_f16(rng, cache_count, -1.f, 1.f);
-    const auto value_init = testing::random_f16(rng, cache_count, -1.f, 1.f);
-    DeviceBuffer<uint16_t> qkv_dev(qkv), bias_dev(bias), key_dev(key_init), value_dev(value_init);
-    DeviceBuffer<int32_t> pos_dev(positions), slot_dev(slots);
-    DeviceBuffer<float> freq_dev(inv_freq);
-    RopeKvWriteArgs a;
-    a.qkv = qkv_dev.get();
-    a.qkv_stride = qkv_stride;
-    a.bias = c.with_bias ? bias_dev.get() : nullptr;
-    a.positions = pos_dev.get();
-    a.inv_freq = freq_dev.get();
-    a.slot_mapping = slot_dev.get();
-    a.key_cache = key_dev.get();
-    a.value_cache = value_dev.get();
-    a.num_tokens = t_count;
-    a.num_heads = c.num_heads;
-    a.num_kv_heads = c.num_kv_heads;
-    a.head_dim = c.head_dim;
-    a.block_size = block_size;
-    a.num_blocks = num_blocks;
-    const Status st = rope_kv_write(a, nullptr);
-    ASSERT_TRUE(st.is_ok()) << st.to_string();
-    const auto got_qkv = qkv_dev.download();
-    const auto got_key = key_dev.download();
-    const auto got_value = value_dev.download();
-    auto expected_key = key_init, expected_value = value_init;  // exact parts (v, untouched slots)
+                     RopeCase{28, 4, 128, true}})
+    check_rope(c, seed++);
+}
 
-    for (int t = 0; t < t_count; ++t) {
-      const size_t row = static_cast<size_t>(t) * qkv_stride;
-      auto biased = [&](int col) {
-        return h2f(qkv[row + col]) + (c.with_bias ? h2f(bias[col]) : 0.f);  // fp32 add, as the kernel
-      };
-      for (int head = 0; head < c.num_heads + c.num_kv_heads; ++head) {
-        for (int i = 0; i < half; ++i) {
-          const int col = head * c.head_dim + i;
-          const float angle = static_cast<float>(positions[t]) * inv_freq[i];  // fp32, as HF
-          const double cs = std::cos(static_cast<double>(angle)), sn = std::sin(static_cast<double>(angle));
-          const double x1 = biased(col), x2 = biased(col + half);
-          const double want1 = x1 * cs - x2 * sn, want2 = x2 * cs + x1 * sn;
-          // One fp16 rounding of a value bounded by |x1| + |x2| (the result may cancel).
-          const double tol = kUlp16 * (std::fabs(x1) + std::fabs(x2)) + 1e-6;
-          double got1, got2;
-          if (head < c.num_heads) {
-            got1 = h2f(got_qkv[row + col]);
-            got2 = h2f(got_qkv[row + col + half]);
-          } else {
-            if (slots[t] < 0) continue;
-            const size_t k = (static_cast<size_t>(slots[t]) * c.num_kv_heads + (head - c.num_heads)) * c.head_dim + i;
-            got1 = h2f(got_key[k]);
-            got2 = h2f(got_key[k + half]);
-            expected_key[k] = got_key[k];  // checked here against the tolerance
-            expected_key[k + half] = got_key[k + half];
-          }
-          ASSERT_LE(std::fabs(got1 - want1), tol) << "t=" << t << " head=" << head << " i=" << i << " D=" << c.head_dim;
-          ASSERT_LE(std::fabs(got2 - want2), tol) << "t=" << t << " head=" << head << " i=" << i << " D=" << c.head_dim;
-        }
+// 16-byte rows (the 8-value kernel) at decode batches 1, 2, 3 and 8 with padding rows
+// (slot -1), GQA 1:1, 4:1, 7:1 and 8:1, head_dim 64 and 128; and the same shapes with the rows
+// one element off 16-byte alignment (scalar accesses).
+TEST(RopeKvWrite, DecodeBatchesOnEveryAccessWidth) {
+  CROSSPOINT_SKIP_WITHOUT_GPU();
+  const std::vector<std::vector<int32_t>> positions = {{511}, {0, 4096}, {1, 17, 513}, {0, 1, 15, 16, 17, 511, 512, 32767}};
+  const std::vector<std::vector<int32_t>> slots = {{40}, {-1, 7}, {0, 95, -1}, {3, 4, -1, 16, 17, 60, 61, 95}};
+  struct Heads {
+    int num_heads, num_kv_heads, head_dim;
+  };
+  uint32_t seed = 400;
+  for (const Heads h : {Heads{8, 8, 128}, Heads{16, 4, 128}, Heads{28, 4, 128}, Heads{32, 4, 128}, Heads{14, 2, 64}}) {
+    for (size_t b = 0; b < positions.size(); ++b) {
+      for (const int offset : {0, 1}) {
+        RopeCase c{h.num_heads, h.num_kv_heads, h.head_dim, /*with_bias=*/b % 2 == 0, /*qkv_row_pad=*/8, offset,
+                   positions[b], slots[b]};
+        check_rope(c, seed++);
       }
-      if (slots[t] >= 0) {
-        const int v_start = (c.num_heads + c.num_kv_heads) * c.head_dim;
-        for (int i = 0; i < c.num_kv_heads * c.head_dim; ++i)
-          expected_value[static_cast<size_t>(slots[t]) * c.num_kv_heads * c.head_dim + i] =
-              crosspoint::f32_to_f16(biased(v_start + i));
-      }
-      // k and v columns of qkv and the stride gap are left as they were.
-      for (int64_t col = static_cast<int64_t>(c.num_heads) * c.head_dim; col < qkv_stride; ++col)
-        ASSERT_EQ(got_qkv[row + col], qkv[row + col]) << "t=" << t << " col=" << col;
     }
-    EXPECT_EQ(got_key, expected_key) << "a slot not in slot_mapping changed (D=" << c.head_dim << ")";
-    EXPECT_EQ(got_value, expected_value) << "D=" << c.head_dim;
   }
 }
 

@@ -5,8 +5,11 @@
 // sizes 16 and 32, block tables in shuffled order, with the workspace (context splits) and
 // without it (one split), and host context bounds larger than the real contexts.
 //
-// Every case runs twice: cuda_paged_attention (prefill sequences of >= 16 new rows on the
-// tensor-core kernel) and cuda_paged_attention_split_only (every row on the CUDA-core kernel).
+// Every case runs three ways: cuda_paged_attention (prefill sequences of >= 16 new rows on the
+// tensor-core kernel; small decode batches on the single-kernel cluster merge on sm_90),
+// cuda_paged_attention_split_only (every row on the CUDA-core kernel) and
+// cuda_paged_attention_two_pass (decode rows on partials + merge kernel, never clusters). Each
+// launch is made twice on re-poisoned outputs and workspace and must give the same bits.
 //
 // Tolerance: outputs are convex combinations of V values in [-1, 1] computed in fp32 and rounded
 // to fp16 once: |error| <= 2^-11 |ref| (the rounding) + 3e-5 (fp32 dot products, exp2f and sums
@@ -150,8 +153,28 @@ AttentionRef attention_ref(const AttentionCase& c, const AttentionProblem& p, fl
   return ref;
 }
 
+enum class Path { kDefault, kSplitOnly, kTwoPass };
+
+const char* path_name(Path path) {
+  switch (path) {
+    case Path::kDefault: return "default    ";
+    case Path::kSplitOnly: return "split-only ";
+    case Path::kTwoPass: return "two-pass   ";
+  }
+  return "?";
+}
+
+Status launch(Path path, const CudaPagedAttentionArgs& a, cudaStream_t stream) {
+  switch (path) {
+    case Path::kDefault: return cuda_paged_attention(a, stream);
+    case Path::kSplitOnly: return cuda_paged_attention_split_only(a, stream);
+    case Path::kTwoPass: return cuda_paged_attention_two_pass(a, stream);
+  }
+  return invalid_argument("unknown path");
+}
+
 // Checks every output element (real rows within tolerance, padding rows and stride gaps still
-// poisoned); returns the largest error.
+// poisoned); returns the largest error. split_only: no row was on the tensor-core kernel.
 double expect_matches(const AttentionCase& c, const AttentionProblem& p, const AttentionRef& want,
                       const std::vector<uint16_t>& got, bool split_only) {
   std::vector<bool> rounded_probs(p.num_tokens, false);  // rows the tensor-core kernel may have written
@@ -180,9 +203,8 @@ double expect_matches(const AttentionCase& c, const AttentionProblem& p, const A
   return max_err;
 }
 
-void run_path(const AttentionCase& c, const AttentionProblem& p, const AttentionRef& want, float scale,
-              bool split_only) {
-  SCOPED_TRACE(c.name + (split_only ? " (split kernel only)" : ""));
+void run_path(const AttentionCase& c, const AttentionProblem& p, const AttentionRef& want, float scale, Path path) {
+  SCOPED_TRACE(c.name + " (" + path_name(path) + ")");
   DeviceBuffer<uint16_t> query(p.query), key(p.key_cache), value(p.value_cache);
   DeviceBuffer<uint16_t> output(static_cast<size_t>(p.num_tokens) * p.output_stride);
   DeviceBuffer<int32_t> tables(p.block_tables), starts(p.seq_token_start), contexts(p.seq_context_len);
@@ -215,12 +237,22 @@ void run_path(const AttentionCase& c, const AttentionProblem& p, const Attention
   a.workspace = workspace_bytes ? workspace.get() : nullptr;
   a.workspace_bytes = workspace_bytes;
 
-  const Status st = split_only ? cuda_paged_attention_split_only(a, nullptr) : cuda_paged_attention(a, nullptr);
-  ASSERT_TRUE(st.is_ok()) << st.to_string();
-  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
-  const double max_err = expect_matches(c, p, want, output.download(), split_only);
-  std::printf("[ %-40s ] %s tokens %d, workspace %zu bytes, max |err| %.2e\n", c.name.c_str(),
-              split_only ? "split-only " : "default    ", p.num_tokens, workspace_bytes, max_err);
+  std::vector<uint16_t> first;
+  for (int repeat = 0; repeat < 2; ++repeat) {  // the second launch must not depend on the first's leftovers
+    output.poison();
+    workspace.poison();
+    const Status st = launch(path, a, nullptr);
+    ASSERT_TRUE(st.is_ok()) << st.to_string();
+    ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+    if (repeat == 0) {
+      first = output.download();
+    } else {
+      ASSERT_TRUE(output.download() == first) << "a repeated launch gave different bits";
+    }
+  }
+  const double max_err = expect_matches(c, p, want, first, path == Path::kSplitOnly);
+  std::printf("[ %-40s ] %s tokens %d, workspace %zu bytes, max |err| %.2e\n", c.name.c_str(), path_name(path),
+              p.num_tokens, workspace_bytes, max_err);
 }
 
 void run_case(const AttentionCase& c, uint32_t seed) {
@@ -228,8 +260,7 @@ void run_case(const AttentionCase& c, uint32_t seed) {
   const AttentionProblem p = make_problem(c, rng);
   const float scale = 1.0f / std::sqrt(static_cast<float>(c.head_dim));
   const AttentionRef want = attention_ref(c, p, scale);
-  run_path(c, p, want, scale, /*split_only=*/false);
-  run_path(c, p, want, scale, /*split_only=*/true);
+  for (Path path : {Path::kDefault, Path::kSplitOnly, Path::kTwoPass}) run_path(c, p, want, scale, path);
 }
 
 TEST(CudaPagedAttention, DecodeAcrossBlockBoundariesGqa7) {
@@ -251,6 +282,43 @@ TEST(CudaPagedAttention, LongDecodeSplitsTheContext) {
   for (int i = 0; i < 40; ++i) many.seqs.push_back({1, 1 + (i * 397) % 3000});
   many.context_bound_extra = 4096 - 2956;  // longest context above: 2,956
   run_case(many, 216);
+}
+
+// Decode batches of 1, 2, 3 and 8 (the single-kernel cluster path on sm_90) at contexts on and
+// around block (16) and tile (64) boundaries, one tile to 64 tiles, mixed in one batch; GQA 1:1,
+// 4:1, 7:1 and 8:1; under the model's 4,096 host bound (most CTAs of a cluster past the real
+// context) and under tight bounds (smaller clusters, or one CTA).
+TEST(CudaPagedAttention, SmallDecodeBatchesAtEveryContext) {
+  CROSSPOINT_SKIP_WITHOUT_GPU();
+  const std::vector<int> contexts = {1, 15, 16, 17, 511, 512, 513, 4096};
+  const std::vector<std::vector<int>> batches = {{4096, 1}, {512, 513}, {15, 16, 17}, {511, 4096, 1}, contexts};
+  struct Heads {
+    int num_heads, num_kv_heads;
+  };
+  uint32_t seed = 300;
+  for (const Heads heads : {Heads{8, 8}, Heads{16, 4}, Heads{28, 4}, Heads{32, 4}}) {
+    const std::string gqa = std::to_string(heads.num_heads / heads.num_kv_heads) + ":1";
+    for (const int context : contexts) {
+      for (const bool model_bound : {true, false}) {
+        if (!model_bound && context != 17 && context != 513 && context != 4096) continue;
+        AttentionCase c{"B=1 " + gqa + " ctx " + std::to_string(context) + (model_bound ? " bound 4096" : ""),
+                        heads.num_heads, heads.num_kv_heads, 128, 16, {{1, context}}};
+        c.context_bound_extra = model_bound ? 4096 - context : 0;
+        run_case(c, seed++);
+      }
+    }
+    for (const std::vector<int>& batch : batches) {
+      AttentionCase c{"B=" + std::to_string(batch.size()) + " " + gqa + " bound 4096", heads.num_heads,
+                      heads.num_kv_heads, 128, 16, {}};
+      for (const int context : batch) c.seqs.push_back({1, context});
+      c.context_bound_extra = 4096 - *std::max_element(batch.begin(), batch.end());
+      run_case(c, seed++);
+    }
+  }
+  // The other kernel instances: head_dim 64 (8 lanes per row) and 96 (the generic 32 lanes).
+  run_case({"B=3 7:1 D64 bound 4096", 14, 2, 64, 16, {{1, 4096}, {1, 513}, {1, 17}}, 0, 0}, seed++);
+  run_case({"B=2 4:1 D96 bound 4096", 8, 2, 96, 16, {{1, 4000}, {1, 64}}, 0, 96}, seed++);
+  run_case({"B=8 8:1 D64 tight bound", 16, 2, 64, 16, std::vector<SeqShape>(8, SeqShape{1, 700})}, seed++);
 }
 
 TEST(CudaPagedAttention, PrefillChunks) {
@@ -277,21 +345,19 @@ TEST(CudaPagedAttention, MixedBatchWithPaddingAndEmptySequence) {
 
 // A runner captures one call per graph bucket with host bounds and replays it while the
 // device lengths change below them: replays must follow the new lengths, padding included.
-TEST(CudaPagedAttention, GraphReplayFollowsLengthsBelowTheBounds) {
-  CROSSPOINT_SKIP_WITHOUT_GPU();
-  // Tables and caches sized for the longest contexts of the steps below; 5 padding rows make
-  // the bucket 56 tokens.
-  const AttentionCase bounds{"graph bucket", 28, 4, 128, 16, {{1, 500}, {20, 200}, {30, 30}}, /*padding_rows=*/5};
-  std::mt19937 rng(216);
+// Captures one call of each path for `bounds` (tables and caches sized for its sequences; the
+// host bounds max_context / max_query) and replays it for each of `steps` (same number of
+// sequences, lengths at or below those of `bounds`).
+void replay_graph(const AttentionCase& bounds, const std::vector<std::vector<SeqShape>>& steps, int max_context,
+                  int max_query, uint32_t seed) {
+  std::mt19937 rng(seed);
   const AttentionProblem base = make_problem(bounds, rng);
-  const float scale = 1.0f / std::sqrt(128.0f);
-  const std::vector<std::vector<SeqShape>> steps = {
-      {{1, 300}, {20, 200}, {0, 0}}, {{1, 500}, {1, 17}, {30, 30}}, {{1, 1}, {1, 1}, {1, 1}}};
+  const float scale = 1.0f / std::sqrt(static_cast<float>(bounds.head_dim));
   DeviceBuffer<uint16_t> query(base.query), key(base.key_cache), value(base.value_cache);
   DeviceBuffer<uint16_t> output(static_cast<size_t>(base.num_tokens) * base.output_stride);
   DeviceBuffer<int32_t> tables(base.block_tables), starts(base.seq_token_start), contexts(base.seq_context_len);
-  const int max_context = 600, max_query = 32;
-  const size_t workspace_bytes = cuda_paged_attention_workspace_bytes(base.num_tokens, 28, 128, max_context);
+  const size_t workspace_bytes =
+      cuda_paged_attention_workspace_bytes(base.num_tokens, bounds.num_heads, bounds.head_dim, max_context);
   DeviceBuffer<uint8_t> workspace(workspace_bytes);
   CudaPagedAttentionArgs a;
   a.query = query.get();
@@ -303,25 +369,26 @@ TEST(CudaPagedAttention, GraphReplayFollowsLengthsBelowTheBounds) {
   a.block_tables = tables.get();
   a.seq_token_start = starts.get();
   a.seq_context_len = contexts.get();
-  a.num_seqs = 3;
+  a.num_seqs = static_cast<int>(bounds.seqs.size());
   a.num_tokens = base.num_tokens;
   a.max_blocks_per_seq = base.max_blocks_per_seq;
   a.max_query_len = max_query;
   a.max_context_len = max_context;
-  a.num_heads = 28;
-  a.num_kv_heads = 4;
-  a.head_dim = 128;
-  a.block_size = 16;
+  a.num_heads = bounds.num_heads;
+  a.num_kv_heads = bounds.num_kv_heads;
+  a.head_dim = bounds.head_dim;
+  a.block_size = bounds.block_size;
   a.scale = scale;
   a.workspace = workspace.get();
   a.workspace_bytes = workspace_bytes;
-  for (bool split_only : {false, true}) {
+  for (Path path : {Path::kDefault, Path::kSplitOnly, Path::kTwoPass}) {
+    const bool split_only = path == Path::kSplitOnly;
     cudaStream_t stream;
     ASSERT_EQ(cudaStreamCreate(&stream), cudaSuccess);
     cudaGraph_t graph;
     cudaGraphExec_t exec;
     ASSERT_EQ(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal), cudaSuccess);
-    const Status st = split_only ? cuda_paged_attention_split_only(a, stream) : cuda_paged_attention(a, stream);
+    const Status st = launch(path, a, stream);
     ASSERT_EQ(cudaStreamEndCapture(stream, &graph), cudaSuccess);
     ASSERT_TRUE(st.is_ok()) << st.to_string();
     ASSERT_EQ(cudaGraphInstantiate(&exec, graph, 0), cudaSuccess);
@@ -344,12 +411,33 @@ TEST(CudaPagedAttention, GraphReplayFollowsLengthsBelowTheBounds) {
       ASSERT_EQ(cudaGraphLaunch(exec, stream), cudaSuccess);
       ASSERT_EQ(cudaStreamSynchronize(stream), cudaSuccess);
       const double max_err = expect_matches(c, p, attention_ref(c, p, scale), output.download(), split_only);
-      std::printf("[ %-40s ] %s max |err| %.2e\n", c.name.c_str(), split_only ? "split-only " : "default    ", max_err);
+      std::printf("[ %-40s ] %s max |err| %.2e\n", c.name.c_str(), path_name(path), max_err);
     }
     cudaGraphExecDestroy(exec);
     cudaGraphDestroy(graph);
     cudaStreamDestroy(stream);
   }
+}
+
+TEST(CudaPagedAttention, GraphReplayFollowsLengthsBelowTheBounds) {
+  CROSSPOINT_SKIP_WITHOUT_GPU();
+  // 5 padding rows make the bucket 56 tokens.
+  const AttentionCase bounds{"graph bucket", 28, 4, 128, 16, {{1, 500}, {20, 200}, {30, 30}}, /*padding_rows=*/5};
+  replay_graph(bounds,
+               {{{1, 300}, {20, 200}, {0, 0}}, {{1, 500}, {1, 17}, {30, 30}}, {{1, 1}, {1, 1}, {1, 1}}},
+               /*max_context=*/600, /*max_query=*/32, 216);
+}
+
+// A decode bucket of 4 sequences captured under a 4,096 bound (the model's max_model_len) and
+// replayed at contexts from 1 to 4,096: the cluster kernel's shares follow the real lengths.
+TEST(CudaPagedAttention, DecodeGraphReplayUnderAModelLengthBound) {
+  CROSSPOINT_SKIP_WITHOUT_GPU();
+  const AttentionCase bounds{"decode bucket", 28, 4, 128, 16, {{1, 4096}, {1, 4096}, {1, 600}, {1, 600}}};
+  replay_graph(bounds,
+               {{{1, 512}, {1, 1}, {1, 17}, {1, 600}},
+                {{1, 4096}, {1, 513}, {1, 64}, {1, 65}},
+                {{1, 1}, {1, 1}, {1, 1}, {1, 1}}},
+               /*max_context=*/4096, /*max_query=*/1, 217);
 }
 
 TEST(CudaPagedAttention, GenericHeadDimsAndWideGroups) {
@@ -418,6 +506,21 @@ TEST(CudaPagedAttentionArgs, RefusesBadArgumentsWithAStatus) {
   a.num_tokens = 0;  // an empty batch is fine and touches nothing
   a.query = nullptr;
   EXPECT_TRUE(cuda_paged_attention(a, nullptr).is_ok());
+}
+
+TEST(CudaPagedAttentionArgs, ClusterSizesFollowBatchAndBound) {
+  // 7B shape (28 heads, 4 KV heads): 4 (row, KV head) pairs per decode row.
+  EXPECT_EQ(cuda_paged_attention_cluster_ctas(1, 28, 4, 4096, 16), 16);
+  EXPECT_EQ(cuda_paged_attention_cluster_ctas(8, 28, 4, 4096, 16), 16);
+  EXPECT_EQ(cuda_paged_attention_cluster_ctas(8, 28, 4, 4096, 8), 8);   // portable limit
+  EXPECT_EQ(cuda_paged_attention_cluster_ctas(32, 28, 4, 4096, 16), 8);  // ~1,024 CTAs in all
+  EXPECT_EQ(cuda_paged_attention_cluster_ctas(33, 28, 4, 4096, 16), 1);  // large batch: two-kernel path
+  EXPECT_EQ(cuda_paged_attention_cluster_ctas(1, 28, 4, 64, 16), 1);     // one tile: nothing to split
+  EXPECT_EQ(cuda_paged_attention_cluster_ctas(1, 28, 4, 65, 16), 2);
+  EXPECT_EQ(cuda_paged_attention_cluster_ctas(1, 28, 4, 513, 16), 9);
+  EXPECT_EQ(cuda_paged_attention_cluster_ctas(1, 28, 4, 4096, 0), 1);    // before sm_90
+  EXPECT_EQ(cuda_paged_attention_cluster_ctas(1, 32, 2, 4096, 16), 16);  // 16:1 = two head chunks
+  EXPECT_EQ(cuda_paged_attention_cluster_ctas(0, 28, 4, 4096, 16), 1);
 }
 
 TEST(CudaPagedAttentionArgs, WorkspaceBoundIsSmallAndMonotone) {

@@ -117,6 +117,8 @@ __device__ __forceinline__ void cluster_attend_and_merge(const Params& p, int vi
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   namespace cg = cooperative_groups;
   __shared__ float s_result[kHeadsPerCta * kMaxHeadDim];       // [heads here, D] this rank's normalised output
+  __shared__ float s_rank_m[kMaxClusterCtas][kHeadsPerCta];  // every rank's (m, l) per head, copied here
+  __shared__ float s_rank_l[kMaxClusterCtas][kHeadsPerCta];
   __shared__ float s_weight[kMaxClusterCtas][kHeadsPerCta];  // merge weight of each rank, summing to 1
   cg::cluster_group cluster = cg::this_cluster();
   const int rank = static_cast<int>(cluster.block_rank());
@@ -129,27 +131,33 @@ __device__ __forceinline__ void cluster_attend_and_merge(const Params& p, int vi
   for (int idx = threadIdx.x; idx < num_values; idx += kThreads) s_result[idx] = normalised(idx / p.head_dim, idx % p.head_dim);
   cluster.sync();  // release this CTA's s_result, s_m, s_l; acquire the other ranks'
 
-  if (threadIdx.x < num_heads_here) {
-    const int h = threadIdx.x;
+  // Weights: thread (z, h) fetches rank z's (m, l) of head h (one remote round trip for all),
+  // then computes its own normalised weight from the local copies.
+  static_assert(kMaxClusterCtas * kHeadsPerCta <= kThreads, "one thread per (rank, head)");
+  const int my_z = threadIdx.x / kHeadsPerCta, my_h = threadIdx.x % kHeadsPerCta;
+  const bool weight_thread = my_z < num_ranks && my_h < num_heads_here;
+  if (weight_thread) {
+    s_rank_m[my_z][my_h] = *cluster.map_shared_rank(s_m + my_h, my_z);
+    s_rank_l[my_z][my_h] = *cluster.map_shared_rank(s_l + my_h, my_z);
+  }
+  __syncthreads();
+  if (weight_thread) {
     float m_max = -INFINITY;
-    for (int z = 0; z < num_ranks; ++z) {
-      if (*cluster.map_shared_rank(s_l + h, z) > 0.f) m_max = fmaxf(m_max, *cluster.map_shared_rank(s_m + h, z));
-    }
+    for (int z = 0; z < num_ranks; ++z)
+      if (s_rank_l[z][my_h] > 0.f) m_max = fmaxf(m_max, s_rank_m[z][my_h]);
     float total = 0.f;  // > 0: some rank holds tile 0, and visible >= 1
-    for (int z = 0; z < num_ranks; ++z) {
-      const float l = *cluster.map_shared_rank(s_l + h, z);
-      const float w = l > 0.f ? l * exp2f(*cluster.map_shared_rank(s_m + h, z) - m_max) : 0.f;
-      s_weight[z][h] = w;
-      total += w;
-    }
-    for (int z = 0; z < num_ranks; ++z) s_weight[z][h] /= total;
+    for (int z = 0; z < num_ranks; ++z)
+      if (s_rank_l[z][my_h] > 0.f) total += s_rank_l[z][my_h] * exp2f(s_rank_m[z][my_h] - m_max);
+    const float l = s_rank_l[my_z][my_h];
+    s_weight[my_z][my_h] = l > 0.f ? l * exp2f(s_rank_m[my_z][my_h] - m_max) / total : 0.f;
   }
   __syncthreads();
   for (int idx = rank * kThreads + threadIdx.x; idx < num_values; idx += num_ranks * kThreads) {
     const int h = idx / p.head_dim, d = idx % p.head_dim;
     float value = 0.f;
-    for (int z = 0; z < num_ranks; ++z) {
-      const float w = s_weight[z][h];
+#pragma unroll
+    for (int z = 0; z < kMaxClusterCtas; ++z) {  // unrolled: every rank's load in flight at once
+      const float w = z < num_ranks ? s_weight[z][h] : 0.f;
       if (w > 0.f) value = fmaf(w, *cluster.map_shared_rank(s_result + idx, z), value);
     }
     p.output[t * p.output_stride + (head_begin + h) * p.head_dim + d] = __half_as_ushort(__float2half_rn(value));
@@ -531,17 +539,19 @@ cudaError_t launch_cluster_merge(const Params& p, dim3 grid, cudaStream_t stream
 }
 
 // CTAs per cluster for a launch with row_ctas (row, KV head, head chunk) triples under a host
-// context bound: 1 (no cluster: the two-kernel path) past kMaxClusterRowCtas, on GPUs before
-// sm_90, or when one tile covers the bound; else enough to spread the bound's tiles, at most
-// ~kUnsplitCtas CTAs in all and the kernel's cluster limit.
-int cluster_ctas_for(int64_t row_ctas, int bound, int head_dim) {
-  if (row_ctas > kMaxClusterRowCtas || g_clusters_refused.load(std::memory_order_relaxed) || !clusters_supported())
-    return 1;
-  const int limit = head_dim == 128  ? cluster_ctas_limit<16>()
-                    : head_dim == 64 ? cluster_ctas_limit<8>()
-                                     : cluster_ctas_limit<32>();
-  const int64_t tiles = (static_cast<int64_t>(bound) + kTileTokens - 1) / kTileTokens;
+// context bound: 1 (no cluster: the two-kernel path) past kMaxClusterRowCtas, without
+// clusters (limit < 2) or when one tile covers the bound; else enough to spread the bound's
+// tiles, at most ~kUnsplitCtas CTAs in all and `limit`.
+int cluster_ctas_for(int64_t row_ctas, int bound, int limit) {
+  if (row_ctas <= 0 || row_ctas > kMaxClusterRowCtas || limit < 2) return 1;
+  const int64_t tiles = (static_cast<int64_t>(std::max(bound, 1)) + kTileTokens - 1) / kTileTokens;
   return static_cast<int>(std::min<int64_t>({limit, tiles, std::max<int64_t>(1, kUnsplitCtas / row_ctas)}));
+}
+
+// The cluster limit of this device and head_dim's kernel instance (0: no clusters).
+int device_cluster_limit(int head_dim) {
+  if (g_clusters_refused.load(std::memory_order_relaxed) || !clusters_supported()) return 0;
+  return head_dim == 128 ? cluster_ctas_limit<16>() : head_dim == 64 ? cluster_ctas_limit<8>() : cluster_ctas_limit<32>();
 }
 
 enum class DecodeMerge {
@@ -586,7 +596,7 @@ Status run_paged_attention(const CudaPagedAttentionArgs& a, bool allow_tensor_co
   const int64_t row_ctas = static_cast<int64_t>(a.num_tokens) * ctas_per_row;
 
   // Small batches (decode): one kernel whose clusters split each row's context and merge it.
-  const int cluster_ctas = merge == DecodeMerge::kAuto ? cluster_ctas_for(row_ctas, bound, a.head_dim) : 1;
+  const int cluster_ctas = merge == DecodeMerge::kAuto ? cluster_ctas_for(row_ctas, bound, device_cluster_limit(a.head_dim)) : 1;
   if (cluster_ctas > 1) {
     p.num_splits = 1;
     p.partition_tokens = 1 << 30;
@@ -655,6 +665,14 @@ Status run_paged_attention(const CudaPagedAttentionArgs& a, bool allow_tensor_co
 }
 
 }  // namespace
+
+int cuda_paged_attention_cluster_ctas(int num_tokens, int num_heads, int num_kv_heads, int max_context_len,
+                                      int cluster_limit) {
+  if (num_tokens <= 0 || num_heads <= 0 || num_kv_heads <= 0 || num_heads % num_kv_heads != 0) return 1;
+  const int head_chunks = (num_heads / num_kv_heads + kHeadsPerCta - 1) / kHeadsPerCta;
+  return cluster_ctas_for(static_cast<int64_t>(num_tokens) * num_kv_heads * head_chunks, max_context_len,
+                          std::min(cluster_limit, kMaxClusterCtas));
+}
 
 Status cuda_paged_attention(const CudaPagedAttentionArgs& args, cudaStream_t stream) {
   return run_paged_attention(args, /*allow_tensor_cores=*/true, DecodeMerge::kAuto, stream);

@@ -59,4 +59,10 @@ Status cuda_paged_attention_split_only(const CudaPagedAttentionArgs& args, cudaS
 // batches get on sm_90: for tests and benchmarks that compare the two.
 Status cuda_paged_attention_two_pass(const CudaPagedAttentionArgs& args, cudaStream_t stream);
 
+// CTAs per thread-block cluster that cuda_paged_attention gives each (query row, KV head) of a
+// launch of these sizes on a GPU allowing clusters of cluster_limit CTAs (16 on the H200 here;
+// 0 before sm_90); 1 means the two-kernel path. Host-only, for tests and benchmark labels.
+int cuda_paged_attention_cluster_ctas(int num_tokens, int num_heads, int num_kv_heads, int max_context_len,
+                                      int cluster_limit);
+
 }  // namespace crosspoint::cuda
