@@ -2,7 +2,9 @@
 // d 3584, I 18944, vocab 152064), random fp16 data generated on the device.
 //
 // Attention: decode at batch {1, 10, 100, 256} x context {128, 512, 2048}, prefill of 1 x 2048
-// and 16 x 256 tokens. Each timing replays a CUDA graph of `layers` attention calls, each on
+// and 16 x 256 tokens; the batch 1-8 latency section times decode attention (default path, and
+// the two-kernel path beside it) at contexts 512 and 4096 under a 4096 bound, and
+// rope_kv_write alone, each as a graph of 28 calls (one per layer), in us per call. Each timing replays a CUDA graph of `layers` attention calls, each on
 // its own KV cache copy (as the 28 layers of a step are), with enough copies that the caches
 // together exceed 8x the L2, so every call reads HBM; the time per call is the replay's
 // median over --reps replays (after 3 warm-up replays) divided by the copies. Printed beside
@@ -45,6 +47,7 @@ struct AttentionShape {
   int num_seqs, num_new, context_len;
   bool split_only = false;  // every row on the CUDA-core split kernel (no tensor-core prefill)
   int host_bound = 0;       // max_context_len the launch is sized for (a graph's bound); 0 = context_len
+  bool two_pass = false;    // decode rows on partials + merge kernel (cuda_paged_attention_two_pass)
 };
 
 nlohmann::json bench_attention_shape(const AttentionShape& shape, double bw_gbps, cudaStream_t s, int reps) {
@@ -101,25 +104,29 @@ nlohmann::json bench_attention_shape(const AttentionShape& shape, double bw_gbps
   a.scale = 1.0f / std::sqrt(static_cast<float>(kHeadDim));
   a.workspace = workspace;
   a.workspace_bytes = workspace_bytes;
-  // Self-check before timing: the default path against the split-kernel-only path on copy 0
-  // (identical kernels for decodes; tensor cores vs CUDA cores for prefill, where fp16
-  // probabilities allow ~1e-3). A NaN or a large difference is printed as a FAILED check.
+  // Self-check before timing: the default path against the split-kernel-only and two-pass
+  // paths on copy 0 (tensor cores vs CUDA cores for prefill, where fp16 probabilities allow
+  // ~1e-3; cluster vs two-kernel merge for small decode batches on sm_90). A NaN or a large
+  // difference is printed as a FAILED check.
   double max_path_diff = 0;
   {
     const size_t out_count = static_cast<size_t>(num_tokens) * kHeads * kHeadDim;
-    std::vector<uint16_t> out_default(out_count), out_split(out_count);
+    std::vector<uint16_t> out_default(out_count), out_other(out_count);
     cuda::CudaPagedAttentionArgs layer = a;
     layer.key_cache = caches;
     layer.value_cache = caches + cache_elems;
     BENCH_CHECK(cuda::cuda_paged_attention(layer, s));
     BENCH_CUDA(cudaMemcpyAsync(out_default.data(), output, out_count * 2, cudaMemcpyDeviceToHost, s));
-    BENCH_CHECK(cuda::cuda_paged_attention_split_only(layer, s));
-    BENCH_CUDA(cudaMemcpyAsync(out_split.data(), output, out_count * 2, cudaMemcpyDeviceToHost, s));
-    BENCH_CUDA(cudaStreamSynchronize(s));
-    for (size_t i = 0; i < out_count; ++i) {
-      const double diff = std::fabs(static_cast<double>(crosspoint::f16_to_f32(out_default[i])) -
-                                    crosspoint::f16_to_f32(out_split[i]));
-      max_path_diff = std::isnan(diff) ? INFINITY : std::max(max_path_diff, diff);
+    for (bool split_only : {true, false}) {
+      BENCH_CUDA(cudaMemsetAsync(output, 0xFF, out_count * 2, s));  // NaN: a row left unwritten fails the check
+      BENCH_CHECK(split_only ? cuda::cuda_paged_attention_split_only(layer, s) : cuda::cuda_paged_attention_two_pass(layer, s));
+      BENCH_CUDA(cudaMemcpyAsync(out_other.data(), output, out_count * 2, cudaMemcpyDeviceToHost, s));
+      BENCH_CUDA(cudaStreamSynchronize(s));
+      for (size_t i = 0; i < out_count; ++i) {
+        const double diff = std::fabs(static_cast<double>(crosspoint::f16_to_f32(out_default[i])) -
+                                      crosspoint::f16_to_f32(out_other[i]));
+        max_path_diff = std::isnan(diff) ? INFINITY : std::max(max_path_diff, diff);
+      }
     }
   }
   const bool check_ok = max_path_diff <= 2e-3;
@@ -131,6 +138,7 @@ nlohmann::json bench_attention_shape(const AttentionShape& shape, double bw_gbps
       layer.key_cache = caches + 2 * cache_elems * c;
       layer.value_cache = layer.key_cache + cache_elems;
       CROSSPOINT_RETURN_IF_ERROR(shape.split_only ? cuda::cuda_paged_attention_split_only(layer, s)
+                                 : shape.two_pass ? cuda::cuda_paged_attention_two_pass(layer, s)
                                                   : cuda::cuda_paged_attention(layer, s));
     }
     return Status::ok();
@@ -152,7 +160,8 @@ nlohmann::json bench_attention_shape(const AttentionShape& shape, double bw_gbps
   cudaFree(starts_dev);
   cudaFree(contexts_dev);
   cudaFree(workspace);
-  return {{"name", shape.name}, {"split_only", shape.split_only}, {"num_seqs", shape.num_seqs}, {"num_new", shape.num_new},
+  return {{"name", shape.name}, {"split_only", shape.split_only}, {"two_pass", shape.two_pass},
+          {"host_bound", bound}, {"num_seqs", shape.num_seqs}, {"num_new", shape.num_new},
           {"context_len", shape.context_len}, {"us", us}, {"kv_bytes", kv_bytes}, {"gbps", gbps},
           {"pct_bw", 100 * gbps / bw_gbps}, {"tflops", flops / us / 1e6}, {"copies", copies},
           {"workspace_bytes", workspace_bytes}, {"max_diff_vs_split_only", max_path_diff}, {"check_ok", check_ok}};
@@ -253,6 +262,58 @@ nlohmann::json bench_decoder_ops(int t, double bw_gbps, cudaStream_t s, int reps
   return out;
 }
 
+// rope_kv_write alone at T decode tokens of the 7B shape (bias on, every row stored): a graph
+// of `layers` calls, us per call. Bytes: qkv read, q written, k and v written to the cache.
+nlohmann::json bench_rope_latency(int t, int layers, cudaStream_t s, int reps) {
+  const int64_t qkv_width = static_cast<int64_t>(kHeads + 2 * kKvHeads) * kHeadDim;
+  const int num_blocks = (t + kBlockSize - 1) / kBlockSize + 1;
+  const size_t cache_elems = static_cast<size_t>(num_blocks) * kBlockSize * kKvHeads * kHeadDim;
+  uint16_t *qkv, *bias, *key_cache, *value_cache;
+  float* inv_freq;
+  int32_t *positions, *slots;
+  BENCH_CUDA(cudaMalloc(&qkv, static_cast<size_t>(t) * qkv_width * 2));
+  BENCH_CUDA(cudaMalloc(&bias, qkv_width * 2));
+  BENCH_CUDA(cudaMalloc(&key_cache, cache_elems * 2));
+  BENCH_CUDA(cudaMalloc(&value_cache, cache_elems * 2));
+  BENCH_CUDA(cudaMalloc(&inv_freq, kHeadDim / 2 * 4));
+  BENCH_CUDA(cudaMalloc(&positions, static_cast<size_t>(t) * 4));
+  BENCH_CUDA(cudaMalloc(&slots, static_cast<size_t>(t) * 4));
+  std::vector<int32_t> host_positions(t), host_slots(t);
+  for (int i = 0; i < t; ++i) {
+    host_positions[i] = 511 + 97 * i;  // decode positions past a 512-token prompt
+    host_slots[i] = i;
+  }
+  BENCH_CUDA(cudaMemcpy(positions, host_positions.data(), t * 4, cudaMemcpyHostToDevice));
+  BENCH_CUDA(cudaMemcpy(slots, host_slots.data(), t * 4, cudaMemcpyHostToDevice));
+  fill_f16(qkv, static_cast<size_t>(t) * qkv_width, -1.f, 1.f, 31, s);
+  fill_f16(bias, qkv_width, -0.1f, 0.1f, 32, s);
+  fill_f32(inv_freq, kHeadDim / 2, 1e-4f, 1.f, 33, s);
+  cuda::RopeKvWriteArgs rope;
+  rope.qkv = qkv;
+  rope.qkv_stride = qkv_width;
+  rope.bias = bias;
+  rope.positions = positions;
+  rope.inv_freq = inv_freq;
+  rope.slot_mapping = slots;
+  rope.key_cache = key_cache;
+  rope.value_cache = value_cache;
+  rope.num_tokens = t;
+  rope.num_heads = kHeads;
+  rope.num_kv_heads = kKvHeads;
+  rope.head_dim = kHeadDim;
+  rope.block_size = kBlockSize;
+  rope.num_blocks = num_blocks;
+  const double us = time_graph([&]() -> Status {
+    for (int l = 0; l < layers; ++l) CROSSPOINT_RETURN_IF_ERROR(cuda::rope_kv_write(rope, s));
+    return Status::ok();
+  }, s, reps) * 1e3 / layers;
+  const double bytes = static_cast<double>(t) * (qkv_width + kHeads * kHeadDim + 2 * kKvHeads * kHeadDim) * 2;
+  std::printf("%-26s seqs %4d          %10.2f us per call  (%.1f KB moved; graph of %d calls)\n", "rope_kv_write", t, us,
+              bytes / 1e3, layers);
+  for (void* p : std::initializer_list<void*>{qkv, bias, key_cache, value_cache, inv_freq, positions, slots}) cudaFree(p);
+  return {{"op", "rope_kv_write"}, {"tokens", t}, {"us_per_call", us}, {"bytes", bytes}, {"layers", layers}};
+}
+
 }  // namespace
 }  // namespace crosspoint::bench
 
@@ -290,6 +351,28 @@ int main(int argc, char** argv) {
   // As a captured decode graph launches it: sized for max_model_len 4096, real contexts shorter.
   for (int batch : {1, 10, 64, 100})
     result["decode"].push_back(bench_attention_shape({"decode, bound 4096", batch, 1, 512, false, 4096}, bw_gbps, s, reps));
+  // Batch-1..8 latency at the 7B shape: decode attention under the model's 4096 bound at
+  // contexts 512 and 4096, default path (cluster merge on sm_90) and the two-kernel path; then
+  // rope_kv_write alone. Graphs of 28 calls (one per layer), us per call.
+  std::printf("\n== batch 1-8 decode latency (us per call, graphs of 28 calls; cluster CTAs per (row, KV head) on sm_90 shown) ==\n");
+  result["small_batch"] = nlohmann::json::array();
+  const int cluster_limit = prop.major >= 9 ? 16 : 0;
+  for (int batch : {1, 2, 4, 8}) {
+    for (int context : {512, 4096}) {
+      std::printf("-- B=%d ctx %d: cluster %d\n", batch, context,
+                  crosspoint::cuda::cuda_paged_attention_cluster_ctas(batch, kHeads, kKvHeads, 4096, cluster_limit));
+      for (bool two_pass : {false, true}) {
+        AttentionShape shape{two_pass ? "decode two-pass" : "decode default", batch, 1, context, false, 4096, two_pass};
+        result["small_batch"].push_back(bench_attention_shape(shape, bw_gbps, s, reps));
+      }
+    }
+  }
+  for (int batch : {1, 2, 4, 8}) result["small_batch"].push_back(bench_rope_latency(batch, 28, s, reps));
+  // The large-batch decode path for comparison with earlier runs (two-kernel unless clusters fit).
+  for (int batch : {64, 256})
+    for (bool two_pass : {false, true})
+      result["small_batch"].push_back(bench_attention_shape(
+          {two_pass ? "decode two-pass" : "decode default", batch, 1, 4096, false, 4096, two_pass}, bw_gbps, s, reps));
   std::printf("\n== prefill attention (causal, no cached prefix) ==\n");
   result["prefill"] = nlohmann::json::array();
   for (bool split_only : {false, true}) {
