@@ -95,9 +95,9 @@ void free_linear(Linear& lin) {
   lin.weight = lin.scales = nullptr;
 }
 
-// Activation/output buffers big enough for every shape here at M <= 128.
+// Activation/output buffers big enough for every shape here at M <= 256.
 struct Buffers {
-  static constexpr int kMaxM = 128, kMaxK = 18944, kMaxN = 152064;
+  static constexpr int kMaxM = 256, kMaxK = 18944, kMaxN = 152064;
   uint16_t* x = nullptr;     // [kMaxM, kMaxK] fp16
   uint8_t* xq = nullptr;     // [kMaxM, kMaxK] e4m3
   float* x_scale = nullptr;  // [kMaxM] fp32
@@ -128,7 +128,11 @@ Buffers make_buffers(cudaStream_t s) {
 // block's warps as planned; gemv_cuda_cores: fp8 on CUDA cores, split; gemv_whole_row: the
 // former form, CUDA cores, one warp per whole weight row (k_splits = 1); gemv_fused_quant:
 // fp8 with the per-token quantisation inside the GEMV (fp8_gemv_from_fp16, no quant launch).
-enum class Variant { kAuto, kCublasLt, kGemv, kW4A16, kW4A16Deep, kW4A16Narrow, kW4A16Splits, kFp8Quant, kGemvWholeRow, kFp8Fused, kGemvCudaCores, kW4A16Gemv };
+// W4A16: w4a16_mma* are the 4-warp kernel's tunings, w4a16_large* the larger-batch kernel
+// (kLargeTile, kLargeTileFewSplits), w4a16_gemm what the engine calls (w4a16_gemm: the GEMV
+// at M <= 8, else w4a16_default_tuning_for(M)).
+enum class Variant { kAuto, kCublasLt, kGemv, kW4A16, kW4A16Deep, kW4A16Narrow, kW4A16Splits, kFp8Quant, kGemvWholeRow, kFp8Fused, kGemvCudaCores, kW4A16Gemv,
+                     kW4A16Large, kW4A16LargeFewSplits, kW4A16Engine };
 const char* variant_name(Variant v) {
   switch (v) {
     case Variant::kAuto: return "auto";
@@ -143,22 +147,29 @@ const char* variant_name(Variant v) {
     case Variant::kFp8Fused: return "gemv_fused_quant";
     case Variant::kGemvCudaCores: return "gemv_cuda_cores";
     case Variant::kW4A16Gemv: return "w4a16_gemv";
+    case Variant::kW4A16Large: return "w4a16_large";
+    case Variant::kW4A16LargeFewSplits: return "w4a16_large_fewsplits";
+    case Variant::kW4A16Engine: return "w4a16_gemm";
   }
   return "?";
 }
 bool is_w4a16_tuning(Variant v) { return v == Variant::kW4A16Deep || v == Variant::kW4A16Narrow || v == Variant::kW4A16Splits; }
+bool is_w4a16_large(Variant v) { return v == Variant::kW4A16Large || v == Variant::kW4A16LargeFewSplits; }
 cuda::W4A16Tuning tuning_of(Variant v) {
   switch (v) {
     case Variant::kW4A16Deep: return cuda::W4A16Tuning::kDeepPipeline;
     case Variant::kW4A16Narrow: return cuda::W4A16Tuning::kNarrowBlocks;
     case Variant::kW4A16Splits: return cuda::W4A16Tuning::kMoreSplits;
+    case Variant::kW4A16Large: return cuda::W4A16Tuning::kLargeTile;
+    case Variant::kW4A16LargeFewSplits: return cuda::W4A16Tuning::kLargeTileFewSplits;
     default: return cuda::W4A16Tuning::kDefault;
   }
 }
 // Which variants run at batch rows m (GEMVs and W4A16 tunings only where they apply).
 bool variant_applies(Variant v, int m) {
   if (v == Variant::kGemv || v == Variant::kGemvWholeRow || v == Variant::kFp8Fused || v == Variant::kGemvCudaCores) return m <= 4;
-  if (is_w4a16_tuning(v)) return m <= 16;
+  if (is_w4a16_tuning(v)) return m <= 16;  // above 16 rows they all run the kDefault kernel
+  if (is_w4a16_large(v)) return m >= 16;
   if (v == Variant::kW4A16Gemv) return m <= cuda::kW4A16GemvMaxRows;
   return true;
 }
@@ -197,6 +208,10 @@ Status run_linear(CublasLtContext& ctx, const Buffers& b, const Linear& lin, Var
       return cuda::fp8_gemm_cublaslt(ctx, b.xq, k, b.x_scale, static_cast<const uint8_t*>(lin.weight), k,
                                      static_cast<const float*>(lin.scales), b.y, n, m, n, k, b.scratch, s);
     case Precision::kInt4:
+      if (v == Variant::kW4A16Engine) {
+        return cuda::w4a16_gemm(b.x, k, static_cast<const uint32_t*>(lin.weight), static_cast<const uint32_t*>(lin.scales), b.y, n,
+                                m, n, k, kGroupSize, b.w4a16_workspace, s);
+      }
       if (v == Variant::kW4A16Gemv) {
         return cuda::w4a16_gemv(b.x, k, static_cast<const uint32_t*>(lin.weight), static_cast<const uint32_t*>(lin.scales), b.y, n,
                                 m, n, k, kGroupSize, s);
@@ -210,7 +225,10 @@ Status run_linear(CublasLtContext& ctx, const Buffers& b, const Linear& lin, Var
 struct Shape { const char* name; int n, k; };
 const Shape kLayerShapes[] = {{"q/o 3584x3584", 3584, 3584}, {"k/v 512x3584", 512, 3584},
                               {"gate/up 18944x3584", 18944, 3584}, {"down 3584x18944", 3584, 18944}};
-const int kBatchSizes[] = {1, 2, 4, 8, 16, 32, 64, 128};
+const int kBatchSizes[] = {1, 2, 4, 8, 16, 32, 64, 128, 256};
+const std::vector<Variant> kW4A16Variants = {Variant::kW4A16Engine, Variant::kW4A16Gemv, Variant::kW4A16, Variant::kW4A16Deep,
+                                             Variant::kW4A16Narrow, Variant::kW4A16Splits, Variant::kW4A16Large,
+                                             Variant::kW4A16LargeFewSplits};
 
 nlohmann::json record(const Ceilings& c, Precision p, const char* kernel, const char* shape, int m, int n, int k,
                       double bytes, double flops, double ms) {
@@ -238,8 +256,7 @@ nlohmann::json bench_layer_gemms(const Ceilings& c, CublasLtContext& ctx, const 
       std::vector<Linear> lins;
       for (int i = 0; i < copies; ++i) lins.push_back(make_linear(p, shape.n, shape.k, 1000 + i, s));
       std::vector<Variant> variants =
-          p == Precision::kInt4 ? std::vector<Variant>{Variant::kW4A16Gemv, Variant::kW4A16, Variant::kW4A16Deep, Variant::kW4A16Narrow, Variant::kW4A16Splits}
-                                : std::vector<Variant>{Variant::kCublasLt, Variant::kGemv, Variant::kGemvWholeRow};
+          p == Precision::kInt4 ? kW4A16Variants : std::vector<Variant>{Variant::kCublasLt, Variant::kGemv, Variant::kGemvWholeRow};
       if (p == Precision::kFp8) variants.insert(variants.end(), {Variant::kGemvCudaCores, Variant::kFp8Fused, Variant::kFp8Quant});
       for (int m : kBatchSizes) {
         for (Variant v : variants) {
@@ -263,11 +280,49 @@ nlohmann::json bench_layer_gemms(const Ceilings& c, CublasLtContext& ctx, const 
   return out;
 }
 
+// One cell of the layers-only table: the 28 layers' linears of one step at M rows.
+struct LayerTableEntry {
+  int m = 0;
+  std::string kernel;  // "<precision> <variant>"
+  double ms = 0, gbps = 0, tflops = 0;
+};
+
+// Rows M, columns kernels in order of first appearance: ms, GB/s of weights, TFLOP/s and the
+// ratio to the first column (FP16 cuBLASLt).
+void print_layer_table(const std::vector<LayerTableEntry>& entries) {
+  std::vector<std::string> kernels;
+  std::vector<int> ms;
+  for (const auto& e : entries) {
+    if (std::find(kernels.begin(), kernels.end(), e.kernel) == kernels.end()) kernels.push_back(e.kernel);
+    if (std::find(ms.begin(), ms.end(), e.m) == ms.end()) ms.push_back(e.m);
+  }
+  std::printf("\n== 28 layers' linears of Qwen2.5-7B per step (no lm_head): ms / GB/s of weights / TFLOP/s / x of first column ==\n");
+  for (const auto& kernel : kernels) {
+    std::printf("%-32s", kernel.c_str());
+    for (int m : ms) {
+      const LayerTableEntry* base = nullptr;
+      const LayerTableEntry* cell = nullptr;
+      for (const auto& e : entries) {
+        if (e.m == m && e.kernel == kernels.front()) base = &e;
+        if (e.m == m && e.kernel == kernel) cell = &e;
+      }
+      if (cell == nullptr) {
+        std::printf(" | M=%-3d %30s", m, "-");
+      } else {
+        std::printf(" | M=%-3d %6.2f ms %5.0f GB/s %4.0f TF %4.2fx", m, cell->ms, cell->gbps, cell->tflops,
+                    base != nullptr ? cell->ms / base->ms : 0.0);
+      }
+    }
+    std::printf("\n");
+  }
+}
+
 // All linears of one decode step of Qwen2.5-7B (28 layers of fused qkv, o, fused gate_up,
 // down; then lm_head in fp16 for every precision, as the W8A8 and GPTQ checkpoints keep it).
 nlohmann::json bench_decode_step(const Ceilings& c, CublasLtContext& ctx, const Buffers& b, cudaStream_t s, int reps) {
   constexpr int kLayers = 28, kHidden = 3584, kInter = 18944, kQkv = 4608, kVocab = 152064;
   nlohmann::json out = nlohmann::json::array();
+  std::vector<LayerTableEntry> layer_table;
   for (Precision p : {Precision::kFp16, Precision::kFp8, Precision::kInt4}) {
     std::vector<Linear> lins;
     double bytes = 0, params = 0;
@@ -278,12 +333,13 @@ nlohmann::json bench_decode_step(const Ceilings& c, CublasLtContext& ctx, const 
         params += static_cast<double>(n) * k;
       }
     }
+    const double layer_bytes = bytes, layer_params = params;  // the 28 layers without lm_head
     Linear head = make_linear(Precision::kFp16, kVocab, kHidden, 9999, s);
     bytes += weight_bytes(Precision::kFp16, kVocab, kHidden);
     params += static_cast<double>(kVocab) * kHidden;
     for (int m : kBatchSizes) {
       std::vector<Variant> variants =
-          p == Precision::kInt4 ? std::vector<Variant>{Variant::kW4A16Gemv, Variant::kW4A16, Variant::kW4A16Deep, Variant::kW4A16Narrow, Variant::kW4A16Splits}
+          p == Precision::kInt4 ? kW4A16Variants
                                 : std::vector<Variant>{Variant::kAuto, Variant::kCublasLt, Variant::kGemv, Variant::kGemvWholeRow};
       if (p == Precision::kFp8) variants.insert(variants.end(), {Variant::kGemvCudaCores, Variant::kFp8Fused});
       for (Variant v : variants) {
@@ -304,11 +360,24 @@ nlohmann::json bench_decode_step(const Ceilings& c, CublasLtContext& ctx, const 
         r["time_ms"] = ms;
         r["bound_ms"] = bytes / (c.bw_gbps * 1e9) * 1e3;
         out.push_back(r);
+        // The 28 layers' linears alone (no lm_head): W4A16 against FP16 cuBLASLt at M >= 16.
+        if (m >= 16 && (p == Precision::kInt4 || v == Variant::kCublasLt)) {
+          const double layers_ms = time_graph([&]() -> Status {
+            for (const Linear& lin : lins) CROSSPOINT_RETURN_IF_ERROR(run_linear(ctx, b, lin, v, m, true, s));
+            return Status::ok();
+          }, s, reps);
+          const std::string name = std::string(precision_name(p)) + " " + variant_name(v);
+          auto lr = record(c, p, variant_name(v), "layer linears, no lm_head", m, 0, 0, layer_bytes, 2.0 * m * layer_params, layers_ms);
+          lr["time_ms"] = layers_ms;
+          out.push_back(lr);
+          layer_table.push_back({m, name, layers_ms, layer_bytes / (layers_ms * 1e6), 2.0 * m * layer_params / (layers_ms * 1e9)});
+        }
       }
     }
     for (Linear& lin : lins) free_linear(lin);
     free_linear(head);
   }
+  print_layer_table(layer_table);
   return out;
 }
 

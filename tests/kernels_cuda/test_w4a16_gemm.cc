@@ -1,9 +1,14 @@
-// W4A16: GPTQ repack (host) and the CUDA GEMM against a plain dequantise-then-matmul
-// reference on random GPTQ tensors at awkward sizes, with and without act-order.
+// W4A16: GPTQ repack (host) and the CUDA GEMM kernels (the 4-warp one in w4a16_gemm.cu, the
+// larger-batch one in w4a16_gemm_large.cu) against a plain dequantise-then-matmul reference
+// on random GPTQ tensors at awkward sizes, with and without act-order; the larger-batch
+// kernel's launch plan on the host.
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <numeric>
+#include <string>
+#include <tuple>
 
 #include "common/dtype.h"
 #include "kernels/cuda/w4a16_gemm.h"
@@ -119,7 +124,7 @@ TEST(W4A16Gemm, EveryTuningMatchesReference) {
   CROSSPOINT_SKIP_WITHOUT_GPU();
   std::mt19937 rng(31);
   for (W4A16Tuning tuning : {W4A16Tuning::kDefault, W4A16Tuning::kDeepPipeline, W4A16Tuning::kNarrowBlocks,
-                             W4A16Tuning::kMoreSplits}) {
+                             W4A16Tuning::kMoreSplits, W4A16Tuning::kLargeTile, W4A16Tuning::kLargeTileFewSplits}) {
     for (auto [m, n, k] : {std::tuple{1, 272, 1024}, {9, 48, 4096}, {16, 3584, 640}}) {
       const GptqLinear lin = make_gptq(rng, k, n, 128, false);
       const auto x = testing::random_f16(rng, static_cast<size_t>(m) * k, -1.f, 1.f);
@@ -140,6 +145,202 @@ TEST(W4A16Gemm, EveryTuningMatchesReference) {
           << "tuning " << static_cast<int>(tuning) << " m=" << m << " n=" << n << " k=" << k;
     }
   }
+}
+
+// ---- the larger-batch kernel (w4a16_gemm_large.cu) ----
+
+// One launch of a W4A16 GEMM on a prepared device problem: either a tuning through
+// w4a16_gemm_tuned, or the larger-batch kernel with forced k splits.
+struct LargeProblem {
+  GptqLinear lin;
+  int m = 0;
+  int64_t x_stride = 0, y_stride = 0;
+  std::vector<uint16_t> x;  // [M, x_stride] fp16 (padding random too)
+  std::vector<double> ref;  // [M, N] double
+};
+
+LargeProblem make_large_problem(uint32_t seed, int m, int n, int k, int group_size, int64_t x_pad, int64_t y_pad,
+                                bool act_order = false) {
+  std::mt19937 rng(seed);
+  LargeProblem p;
+  p.lin = make_gptq(rng, k, n, group_size, act_order);
+  p.m = m;
+  p.x_stride = k + x_pad;
+  p.y_stride = n + y_pad;
+  p.x = testing::random_f16(rng, static_cast<size_t>(m) * p.x_stride, -1.f, 1.f);
+  p.ref = testing::w4a16_reference(p.lin, p.x, m, p.x_stride);
+  return p;
+}
+
+// Runs `launch` `repeats` times on one workspace (zeroed once), each time on a NaN-poisoned
+// y [M, y_stride]; checks every launch leaves the workspace all zero and the padding
+// columns of y untouched. Returns each y.
+template <typename Launch>
+std::vector<std::vector<uint16_t>> run_large(const LargeProblem& p, int repeats, Launch launch) {
+  const int n = p.lin.n, k = p.lin.k;
+  auto packed = w4a16_repack(p.lin.qweight.data(), p.lin.scales.data(), p.lin.g_idx.data(), k, n, p.lin.group_size, "t");
+  EXPECT_TRUE(packed.is_ok()) << packed.status().to_string();
+  if (!packed.is_ok()) return {};
+  DeviceBuffer<uint32_t> weight(packed->weight), scales(packed->scales);
+  std::vector<uint16_t> x = p.x;
+  if (!packed->k_perm.empty()) {  // act-order: permute on the host, as w4a16_permute_columns does on the device
+    for (int i = 0; i < p.m; ++i)
+      for (int kk = 0; kk < k; ++kk) x[i * p.x_stride + kk] = p.x[i * p.x_stride + packed->k_perm[kk]];
+  }
+  DeviceBuffer<uint16_t> x_dev(x), y(static_cast<size_t>(p.m) * p.y_stride);
+  const size_t workspace_bytes = w4a16_workspace_bytes(p.m, n);
+  DeviceBuffer<uint8_t> workspace(workspace_bytes);
+  EXPECT_EQ(cudaMemset(workspace.get(), 0, workspace_bytes), cudaSuccess);
+  std::vector<std::vector<uint16_t>> out;
+  for (int r = 0; r < repeats; ++r) {
+    y.poison();
+    const Status st = launch(x_dev.get(), p.x_stride, weight.get(), scales.get(), y.get(), p.y_stride, p.m, n, k,
+                             p.lin.group_size, workspace.get());
+    EXPECT_TRUE(st.is_ok()) << st.to_string();
+    EXPECT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+    const auto ws = workspace.download();
+    EXPECT_EQ(std::count(ws.begin(), ws.end(), 0), static_cast<std::ptrdiff_t>(ws.size())) << "workspace not left zero";
+    const auto y_padded = y.download();
+    std::vector<uint16_t> y_dense(static_cast<size_t>(p.m) * n);
+    bool padding_untouched = true;
+    for (int i = 0; i < p.m; ++i) {
+      for (int j = 0; j < p.y_stride; ++j) {
+        const uint16_t v = y_padded[i * p.y_stride + j];
+        if (j < n) y_dense[static_cast<size_t>(i) * n + j] = v;
+        else padding_untouched &= v == 0xFFFF;
+      }
+    }
+    EXPECT_TRUE(padding_untouched) << "y padding columns were written";
+    out.push_back(std::move(y_dense));
+  }
+  return out;
+}
+
+// Relative L2 error < 3e-3 (as the other W4A16 tests) and no element off by more than 2 %
+// of the largest reference magnitude (catches a wrong row or column that L2 would average away).
+void expect_close(const std::vector<uint16_t>& y, const std::vector<double>& ref, const std::string& what) {
+  ASSERT_EQ(y.size(), ref.size()) << what;
+  EXPECT_LT(testing::relative_error_f16(y, ref), 3e-3) << what;
+  double max_ref = 0, max_err = 0;
+  for (size_t i = 0; i < ref.size(); ++i) {
+    max_ref = std::max(max_ref, std::fabs(ref[i]));
+    max_err = std::max(max_err, std::fabs(crosspoint::f16_to_f32(y[i]) - ref[i]));
+  }
+  EXPECT_LE(max_err, 0.02 * max_ref) << what;
+}
+
+std::string describe(const char* name, int m, int n, int k, int g, int64_t xs, int64_t ys) {
+  return std::string(name) + " m=" + std::to_string(m) + " n=" + std::to_string(n) + " k=" + std::to_string(k) +
+         " g=" + std::to_string(g) + " x_stride=" + std::to_string(xs) + " y_stride=" + std::to_string(ys);
+}
+
+auto tuned_launch(W4A16Tuning tuning) {
+  return [tuning](const uint16_t* x, int64_t xs, const uint32_t* w, const uint32_t* s, uint16_t* y, int64_t ys, int m,
+                  int n, int k, int g, void* ws) { return w4a16_gemm_tuned(tuning, x, xs, w, s, y, ys, m, n, k, g, ws, nullptr); };
+}
+auto forced_split_launch(int k_splits) {
+  return [k_splits](const uint16_t* x, int64_t xs, const uint32_t* w, const uint32_t* s, uint16_t* y, int64_t ys, int m,
+                    int n, int k, int g, void* ws) {
+    W4A16LargeOptions options;
+    options.k_splits = k_splits;
+    return w4a16_gemm_large(x, xs, w, s, y, ys, m, n, k, g == -1 ? k : g, ws, options, nullptr);
+  };
+}
+
+TEST(W4A16LargePlan, BlockRowsFollowM) {
+  EXPECT_EQ(w4a16_large_block_rows(9), 32);
+  EXPECT_EQ(w4a16_large_block_rows(32), 32);
+  EXPECT_EQ(w4a16_large_block_rows(33), 64);
+  EXPECT_EQ(w4a16_large_block_rows(64), 64);
+  EXPECT_EQ(w4a16_large_block_rows(65), 128);
+  EXPECT_EQ(w4a16_large_block_rows(256), 128);
+  const W4A16LargePlan p = w4a16_large_plan(200, 272, 192, 132, 2, kW4A16SplitCostChunks);
+  EXPECT_EQ(p.block_rows, 128);
+  EXPECT_EQ(p.grid_m, 2);
+  EXPECT_EQ(p.grid_n, 3);  // 17 n16 blocks in blocks of 8
+  EXPECT_EQ(p.k_splits, 1);  // 3 chunks: too few to split
+}
+
+TEST(W4A16LargePlan, SplitsOnlyToFillTheGpu) {
+  // Qwen2.5-7B fused qkv at M = 128 on 132 SMs x 2 blocks: 36 tiles, 56 chunks. Splitting
+  // to one full wave (7 x 36 = 252 <= 264 blocks) beats one block per tile.
+  const W4A16LargePlan qkv = w4a16_large_plan(128, 4608, 3584, 132, 2, kW4A16SplitCostChunks);
+  EXPECT_EQ(qkv.grid_n, 36);
+  EXPECT_EQ(qkv.grid_m, 1);
+  EXPECT_EQ(qkv.k_splits, 7);
+  // Plenty of tiles and a split cost beyond the gain: no split.
+  EXPECT_EQ(w4a16_large_plan(128, 37888, 3584, 132, 2, 1000.0).k_splits, 1);
+  for (int m : {9, 17, 33, 64, 100, 128, 200, 256}) {
+    for (auto [n, k] : {std::pair{16, 64}, {48, 192}, {272, 3584}, {4608, 3584}, {37888, 3584}, {3584, 18944}}) {
+      const W4A16LargePlan p = w4a16_large_plan(m, n, k, 132, 2, kW4A16SplitCostChunks);
+      EXPECT_GE(p.k_splits, 1);
+      EXPECT_TRUE(p.k_splits == 1 || k / 64 / p.k_splits >= 4) << "m=" << m << " n=" << n << " k=" << k;  // each split keeps >= 4 chunks
+      EXPECT_GE(p.grid_m * p.block_rows, m);
+      EXPECT_LT((p.grid_m - 1) * p.block_rows, m);
+      EXPECT_GE(p.grid_n * 128, n);
+      EXPECT_LT((p.grid_n - 1) * 128, n);
+    }
+  }
+}
+
+TEST(W4A16GemmLarge, EveryLargeTuningMatchesReferenceAtAwkwardSizes) {
+  CROSSPOINT_SKIP_WITHOUT_GPU();
+  // (N, K, G) cycled over M; the padding of x and y (odd y stride: the scalar store path) varies too.
+  struct Nk { int n, k, g; };
+  const Nk shapes[] = {{16, 64, -1}, {48, 192, 64}, {272, 3584, 128}, {4608, 192, 64}, {16, 3584, -1}, {272, 192, 128}};
+  const int ms[] = {9, 17, 33, 64, 100, 128, 200, 256};
+  uint32_t seed = 500;
+  int shape_idx = 0;
+  for (int m : ms) {
+    for (int rep = 0; rep < 2; ++rep, ++shape_idx) {
+      const Nk s = shapes[shape_idx % 6];
+      const int64_t x_pad = (shape_idx % 3) * 8, y_pad = shape_idx % 4;  // y_pad 1 and 3: odd strides
+      const LargeProblem p = make_large_problem(seed++, m, s.n, s.k, s.g, x_pad, y_pad);
+      for (W4A16Tuning tuning : {W4A16Tuning::kLargeTile, W4A16Tuning::kLargeTileFewSplits}) {
+        const auto ys = run_large(p, 1, tuned_launch(tuning));
+        ASSERT_EQ(ys.size(), 1u);
+        expect_close(ys[0], p.ref, describe(tuning == W4A16Tuning::kLargeTile ? "kLargeTile" : "kLargeTileFewSplits", m, s.n,
+                                            s.k, s.g, p.x_stride, p.y_stride));
+      }
+    }
+  }
+}
+
+TEST(W4A16GemmLarge, FullWidthQkvShape) {
+  CROSSPOINT_SKIP_WITHOUT_GPU();
+  // The 7B fused qkv (N = 4608, K = 3584) at an M that is not a multiple of 16.
+  const LargeProblem p = make_large_problem(900, 100, 4608, 3584, 128, 0, 0);
+  const auto ys = run_large(p, 1, tuned_launch(W4A16Tuning::kLargeTile));
+  ASSERT_EQ(ys.size(), 1u);
+  expect_close(ys[0], p.ref, describe("kLargeTile", 100, 4608, 3584, 128, p.x_stride, p.y_stride));
+}
+
+TEST(W4A16GemmLarge, ForcedSplitsMatchReferenceAndLeaveWorkspaceClean) {
+  CROSSPOINT_SKIP_WITHOUT_GPU();
+  struct Case { int m, n, k, g, splits; };
+  const Case cases[] = {{17, 48, 3584, 128, 5}, {64, 272, 3584, -1, 13}, {128, 16, 192, 64, 3}, {200, 4608, 192, 64, 2},
+                        {256, 272, 3584, 128, 7}, {9, 4608, 3584, 128, 56}, {33, 48, 192, 64, 1}};
+  uint32_t seed = 700;
+  for (const auto& c : cases) {
+    const LargeProblem p = make_large_problem(seed++, c.m, c.n, c.k, c.g, 8, 1);
+    const auto ys = run_large(p, 2, forced_split_launch(c.splits));
+    ASSERT_EQ(ys.size(), 2u);
+    const std::string what = describe("splits", c.m, c.n, c.k, c.g, p.x_stride, p.y_stride) + " k_splits=" + std::to_string(c.splits);
+    expect_close(ys[0], p.ref, what);
+    expect_close(ys[1], p.ref, what + " (second launch)");
+    // With one or two splits the fp32 sums are order-independent (0 + a + b == 0 + b + a),
+    // so a second launch on the same workspace must repeat the first bit for bit.
+    if (c.splits <= 2) EXPECT_EQ(ys[0], ys[1]) << what;
+  }
+}
+
+TEST(W4A16GemmLarge, ActOrderMatchesReference) {
+  CROSSPOINT_SKIP_WITHOUT_GPU();
+  const LargeProblem p = make_large_problem(800, 72, 144, 768, 128, 0, 0, /*act_order=*/true);
+  const auto ys = run_large(p, 1, tuned_launch(W4A16Tuning::kLargeTile));
+  ASSERT_EQ(ys.size(), 1u);
+  expect_close(ys[0], p.ref, "act-order m=72 n=144 k=768");
+  check_w4a16(72, 144, 768, 128, true, 801);  // through w4a16_gemm and w4a16_permute_columns
 }
 
 TEST(W4A16Gemm, ActOrderMatchesReference) {

@@ -14,10 +14,14 @@
 #include "kernels/cuda/w4a16_fragments.cuh"
 #include "kernels/cuda/w4a16_gemm.h"
 #include "kernels/cuda/w4a16_gemv.h"
+#include "kernels/cuda/w4a16_pipeline.cuh"
 
 namespace crosspoint::cuda {
 namespace {
 
+using w4a16_internal::cp_async_16;
+using w4a16_internal::cp_async_commit;
+using w4a16_internal::cp_async_wait;
 using w4a16_internal::dequant_word;
 using w4a16_internal::mma_m16n8k16;
 
@@ -25,14 +29,6 @@ constexpr int kWarps = 4;        // warps per block, side by side in n
 constexpr int kChunkK = 64;      // input rows per packed chunk (4 mma k-steps)
 constexpr int kARowStride = 72;  // fp16 per staged activation row: 144 B keeps 16-byte
                                  // alignment and makes fragment reads bank-conflict free
-
-__device__ __forceinline__ void cp_async_16(void* smem_dst, const void* global_src) {
-  const uint32_t dst = static_cast<uint32_t>(__cvta_generic_to_shared(smem_dst));
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(dst), "l"(global_src));
-}
-__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
-template <int kPending>
-__device__ __forceinline__ void cp_async_wait() { asm volatile("cp.async.wait_group %0;\n" ::"n"(kPending)); }
 
 // One pipeline stage: everything the block needs for one 64-deep k chunk.
 template <int kMTiles, int kNBlocks>
@@ -248,8 +244,15 @@ Status w4a16_gemm(const uint16_t* x, int64_t x_stride, const uint32_t* packed_we
   if (m >= 1 && m <= kW4A16GemvMaxRows) {
     return w4a16_gemv(x, x_stride, packed_weight, packed_scales, y, y_stride, m, n, k, group_size, stream);
   }
-  return w4a16_gemm_tuned(W4A16Tuning::kDefault, x, x_stride, packed_weight, packed_scales, y, y_stride, m, n, k,
+  return w4a16_gemm_tuned(w4a16_default_tuning_for(m), x, x_stride, packed_weight, packed_scales, y, y_stride, m, n, k,
                           group_size, workspace, stream);
+}
+
+W4A16Tuning w4a16_default_tuning_for(int m) {
+  // The 4-warp kernel at every M until the H200 measurement of kLargeTile against it
+  // (bench_gemm's decode-step table) says from which M the larger-batch kernel wins.
+  (void)m;
+  return W4A16Tuning::kDefault;
 }
 
 Status w4a16_gemm_tuned(W4A16Tuning tuning, const uint16_t* x, int64_t x_stride, const uint32_t* packed_weight,
@@ -266,6 +269,15 @@ Status w4a16_gemm_tuned(W4A16Tuning tuning, const uint16_t* x, int64_t x_stride,
   if (y_stride < n) return invalid_argument("w4a16_gemm: y_stride must be >= n");
   if (x == nullptr || packed_weight == nullptr || packed_scales == nullptr || y == nullptr || workspace == nullptr) {
     return invalid_argument("w4a16_gemm: null pointer argument");
+  }
+  if (tuning == W4A16Tuning::kLargeTile || tuning == W4A16Tuning::kLargeTileFewSplits) {
+    if (reinterpret_cast<uintptr_t>(workspace) % 16 != 0) {
+      return invalid_argument("w4a16_gemm: workspace must be 16-byte aligned (float4 read back of the split sums)");
+    }
+    W4A16LargeOptions options;
+    if (tuning == W4A16Tuning::kLargeTileFewSplits) options.split_cost_chunks *= 8;
+    return w4a16_gemm_large(x, x_stride, packed_weight, packed_scales, y, y_stride, m, n, k, group_size, workspace,
+                            options, stream);
   }
   if (m > 16) {
     if (m <= 32) return launch<2, 4, 4>(x, x_stride, packed_weight, packed_scales, y, y_stride, m, n, k, group_size, workspace, 3, stream);

@@ -64,26 +64,67 @@ size_t w4a16_workspace_bytes(int max_m, int n);
 
 // y[m, n] = sum_k x[m, k] * s[g(k), n] * (q[k, n] - 8), fp32 accumulation, fp16 out.
 // M <= 8 goes to w4a16_gemv() (w4a16_gemv.h: workspace unused); larger M to the
-// shared-memory pipeline below (w4a16_gemm_tuned with kDefault).
-//   x              [M, K] fp16, row stride x_stride elements (even), permuted when k_perm
+// shared-memory kernels below, with w4a16_default_tuning_for(m).
+//   x              [M, K] fp16, row stride x_stride elements (multiple of 8), permuted when k_perm
 //   packed_weight  device copy of W4A16PackedWeight::weight
 //   packed_scales  device copy of W4A16PackedWeight::scales
 //   y              [M, N] fp16, row stride y_stride elements
-//   workspace      w4a16_workspace_bytes(>= M, N) bytes, zero-filled before first use
+//   workspace      w4a16_workspace_bytes(>= M, N) bytes, 16-byte aligned (cudaMalloc is),
+//                  zero-filled before first use
 Status w4a16_gemm(const uint16_t* x, int64_t x_stride, const uint32_t* packed_weight,
                   const uint32_t* packed_scales, uint16_t* y, int64_t y_stride, int m, int n,
                   int k, int group_size, void* workspace, cudaStream_t stream);
 
-// Launch shapes of the shared-memory pipeline kernel at M <= 16, for benchmarking; this
-// always runs that kernel (never w4a16_gemv); w4a16_gemm uses kDefault for M > 8.
+// Launch shapes of the shared-memory kernels, for benchmarking and for the dispatch in
+// w4a16_gemm (never w4a16_gemv: every tuning runs at any M >= 1).
+// The first four are the 4-warp kernel of w4a16_gemm.cu; they differ only at M <= 16, above
+// that all four run its M-based choice (2 m16 tiles per block at M <= 32, else 4):
 //   kDefault      block 4 warps x 64 columns each, 4-stage pipeline, ~3 blocks per SM
 //   kDeepPipeline same block, 8 stages, ~2 blocks per SM
 //   kNarrowBlocks 4 warps x 32 columns, 6 stages, ~5 blocks per SM
 //   kMoreSplits   as kDefault with ~8 blocks per SM worth of k splits
-enum class W4A16Tuning { kDefault, kDeepPipeline, kNarrowBlocks, kMoreSplits };
+// The last two are the larger-batch kernel of w4a16_gemm_large.cu: 8 warps, a block of
+// w4a16_large_block_rows(M) rows (32, 64 or 128) x 128 columns, weights dequantised once per
+// block half, ldmatrix activation fragments; K splits from w4a16_large_plan:
+//   kLargeTile          splits where they shorten the estimated run (split epilogue costed
+//                       as kW4A16SplitCostChunks chunks)
+//   kLargeTileFewSplits splits costed 8x higher: in practice only when the tiles leave most
+//                       of the GPU idle (small N at small M)
+enum class W4A16Tuning { kDefault, kDeepPipeline, kNarrowBlocks, kMoreSplits, kLargeTile, kLargeTileFewSplits };
 Status w4a16_gemm_tuned(W4A16Tuning tuning, const uint16_t* x, int64_t x_stride, const uint32_t* packed_weight,
                         const uint32_t* packed_scales, uint16_t* y, int64_t y_stride, int m, int n, int k,
                         int group_size, void* workspace, cudaStream_t stream);
+
+// The tuning w4a16_gemm runs at M > 8 rows (M <= 8 always goes to w4a16_gemv). The choice
+// per M is set from the H200 measurements of bench_gemm (docs/cuda.md).
+W4A16Tuning w4a16_default_tuning_for(int m);
+
+// Launch plan of the larger-batch kernel (host only, so it is tested without a GPU).
+struct W4A16LargePlan {
+  int block_rows = 0;  // rows of M per block: w4a16_large_block_rows(M)
+  int grid_n = 0;      // blocks along N, 128 columns each (the last may be partial)
+  int grid_m = 0;      // blocks along M
+  int k_splits = 1;    // blocks along K; > 1 means partial sums through the workspace
+};
+// Rows of M per block of the larger-batch kernel: 32 up to M = 32, 64 up to 64, else 128.
+int w4a16_large_block_rows(int m);
+// Cost, in 64-deep chunks of one block's work, charged per split block for its fp32
+// workspace epilogue (atomics, the last block's read back) when kLargeTile plans splits.
+inline constexpr double kW4A16SplitCostChunks = 2.0;
+// Picks k_splits minimising (waves of blocks) x (chunks per block + split cost), where a
+// wave is num_sms * blocks_per_sm blocks and each split keeps >= 4 chunks of 64 rows of K.
+W4A16LargePlan w4a16_large_plan(int m, int n, int k, int num_sms, int blocks_per_sm, double split_cost_chunks);
+// Options of the larger-batch kernel.
+struct W4A16LargeOptions {
+  double split_cost_chunks = kW4A16SplitCostChunks;  // split cost given to w4a16_large_plan
+  int k_splits = 0;  // 0: as planned; > 0: exactly this many K splits (at most K/64), for tests
+};
+// The larger-batch kernel itself (what kLargeTile / kLargeTileFewSplits launch). Arguments
+// as w4a16_gemm; shapes are not checked here: call it through w4a16_gemm_tuned, or with
+// shapes that passed it (tests).
+Status w4a16_gemm_large(const uint16_t* x, int64_t x_stride, const uint32_t* packed_weight, const uint32_t* packed_scales,
+                        uint16_t* y, int64_t y_stride, int m, int n, int k, int group_size, void* workspace,
+                        const W4A16LargeOptions& options, cudaStream_t stream);
 
 // x_out[m, i] = x[m, k_perm[i]]: the activation permutation act-order weights need.
 //   x [M, K] fp16 (row stride K), k_perm [K] int32 (device), x_out [M, K] fp16

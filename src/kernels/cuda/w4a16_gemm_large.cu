@@ -1,0 +1,322 @@
+// W4A16 GEMM for larger batches (tens to hundreds of rows): the same packed int4 layout and
+// dequantisation as w4a16_gemm.cu, with a block shaped so that each dequantised weight
+// fragment feeds many tensor-core MMAs.
+//
+// Block: 8 warps = 2 (along M) x 4 (along N); warp tile kMTiles m16 tiles x 2 n16 blocks, so
+// a block covers 32 * kMTiles rows (32, 64 or 128, chosen by M) x 128 columns. Every weight
+// word is dequantised by 2 warps (one per M half) and then feeds 2 * kMTiles MMAs in each
+// of them; the old kernel split M = 128 over two blocks, so it streamed and dequantised the
+// weights twice and fed each word only 8 MMAs. Activation fragments come from shared memory
+// with one ldmatrix.x4 per m16 x k16 tile (the old kernel: four 32-bit loads).
+// Weights, scales and activations stream through a kStages-deep cp.async pipeline in
+// 64-deep k chunks (one wait + barrier per chunk). K is split across blocks when that
+// shortens the estimated run (w4a16_large_plan); partial sums meet in the caller's fp32
+// workspace (float2 atomics on sm_90), and the last block of a tile writes it and clears
+// the workspace, as the old kernel does. Layout: w4a16_gemm.h.
+#include <cuda_fp16.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <limits>
+#include <string>
+
+#include "kernels/cuda/cuda_status.h"
+#include "kernels/cuda/w4a16_fragments.cuh"
+#include "kernels/cuda/w4a16_gemm.h"
+#include "kernels/cuda/w4a16_pipeline.cuh"
+
+namespace crosspoint::cuda {
+namespace {
+
+using w4a16_internal::cp_async_16;
+using w4a16_internal::cp_async_commit;
+using w4a16_internal::cp_async_wait;
+using w4a16_internal::dequant_word;
+using w4a16_internal::ldmatrix_x4;
+using w4a16_internal::mma_m16n8k16;
+
+constexpr int kWarpsM = 2;                          // warps stacked along M
+constexpr int kWarpsN = 4;                          // warps side by side along N
+constexpr int kThreads = kWarpsM * kWarpsN * 32;    // 256
+constexpr int kWarpNBlocks = 2;                     // n16 blocks per warp
+constexpr int kBlockNBlocks = kWarpsN * kWarpNBlocks;  // 8 n16 blocks = 128 columns per block
+constexpr int kChunkK = 64;                         // input rows per packed chunk (4 mma k-steps)
+constexpr int kARowStride = 72;  // fp16 per staged activation row: 144 B rows keep 16-byte
+                                 // alignment and put the 8 rows of each ldmatrix 8x8 matrix
+                                 // in 8 different 16-byte bank groups (conflict free)
+
+// One pipeline stage: everything the block needs for one 64-deep k chunk.
+template <int kMTiles>
+struct LargeStage {
+  static constexpr int kRows = kWarpsM * kMTiles * 16;
+  uint4 weight[kBlockNBlocks][32];    // packed int4: [n16 block][lane] 16 bytes, 4 KB
+  uint32_t scales[kBlockNBlocks][8];  // half2 (s[c], s[c+8]) per n16 block and c = lane / 4
+  uint16_t a[kRows][kARowStride];     // activation rows m0 .. m0 + kRows - 1 of the chunk, fp16
+};
+
+// grid = (ceil(N / 128), k splits, ceil(M / (32 * kMTiles))). Rows of the staged activation
+// tile at or beyond m are never copied (stale shared memory); they only feed output rows
+// that are never stored, because an MMA's output row depends on its own A row alone.
+template <int kMTiles, int kStages, int kMinBlocksPerSm>
+__global__ void __launch_bounds__(kThreads, kMinBlocksPerSm)
+    w4a16_gemm_large_kernel(const uint16_t* __restrict__ x, int64_t x_stride,
+                            const uint4* __restrict__ packed_weight,
+                            const uint32_t* __restrict__ packed_scales, uint16_t* __restrict__ y,
+                            int64_t y_stride, int m, int n, int k, int group_size,
+                            float* __restrict__ split_sums, int* __restrict__ tile_counters) {
+  using StageT = LargeStage<kMTiles>;
+  constexpr int kBlockRows = StageT::kRows;
+  extern __shared__ __align__(16) unsigned char smem_raw[];
+  StageT* stages = reinterpret_cast<StageT*>(smem_raw);
+  const int tid = threadIdx.x;
+  const int lane = tid % 32;
+  const int warp = tid / 32;
+  const int warp_m = warp / kWarpsN;  // which M half of the block
+  const int warp_n = warp % kWarpsN;  // which 32-column quarter of the block
+  const int num_n_blocks = n / 16;
+  const int num_k_chunks = k / kChunkK;
+  const int nb0 = blockIdx.x * kBlockNBlocks;
+  const int m0 = blockIdx.z * kBlockRows;
+  const int rows = min(kBlockRows, m - m0);  // valid activation rows of this block
+  const int warp_row0 = warp_m * kMTiles * 16;  // first block row of this warp's tiles
+  const bool warp_has_rows = warp_row0 < rows;  // warp-uniform: all-padding warps skip the math
+  const int splits = gridDim.y;
+  const int kc_begin = static_cast<int>(static_cast<int64_t>(num_k_chunks) * blockIdx.y / splits);
+  const int kc_end = static_cast<int>(static_cast<int64_t>(num_k_chunks) * (blockIdx.y + 1) / splits);
+  const int num_chunks = kc_end - kc_begin;
+
+  // Issues the cp.async copies of chunk kc into stage st (all threads take part).
+  auto load_stage = [&](int st, int kc) {
+    StageT& dst = stages[st];
+    static_assert(kBlockNBlocks * 32 == kThreads, "one 16-byte weight copy per thread");
+    {
+      const int nbl = tid / 32;
+      const int nb = min(nb0 + nbl, num_n_blocks - 1);  // tail blocks copy a valid block, never stored
+      cp_async_16(&dst.weight[nbl][lane], packed_weight + (static_cast<int64_t>(nb) * num_k_chunks + kc) * 32 + lane);
+    }
+    if (tid < kBlockNBlocks * 2) {
+      const int nbl = tid / 2;
+      const int nb = min(nb0 + nbl, num_n_blocks - 1);
+      const int group = kc * kChunkK / group_size;
+      cp_async_16(&dst.scales[nbl][(tid % 2) * 4], packed_scales + (static_cast<int64_t>(group) * num_n_blocks + nb) * 8 + (tid % 2) * 4);
+    }
+    for (int piece = tid; piece < rows * 8; piece += kThreads) {
+      const int r = piece / 8, c = (piece % 8) * 8;
+      cp_async_16(&dst.a[r][c], x + static_cast<int64_t>(m0 + r) * x_stride + kc * kChunkK + c);
+    }
+  };
+
+  float acc[kMTiles][kWarpNBlocks][2][4] = {};  // [m16 tile][n16 block][n8 half][C fragment]
+  const int frag_row = lane / 4;        // C fragment row within an m16 tile
+  const int frag_col = (lane % 4) * 2;  // C fragment column offset within an n8 half
+  const int ld_row = lane % 16;         // ldmatrix: the tile row whose 16-byte piece this lane names
+  const int ld_col = (lane / 16) * 8;   // ... and which k half of the k16 step
+
+#pragma unroll
+  for (int s = 0; s < kStages - 1; ++s) {
+    if (s < num_chunks) load_stage(s, kc_begin + s);
+    cp_async_commit();
+  }
+  for (int i = 0; i < num_chunks; ++i) {
+    cp_async_wait<kStages - 2>();
+    __syncthreads();  // chunk i has landed for everyone; stage (i-1) % kStages is free again
+    if (i + kStages - 1 < num_chunks) load_stage((i + kStages - 1) % kStages, kc_begin + i + kStages - 1);
+    cp_async_commit();
+    if (!warp_has_rows) continue;
+    const StageT& st = stages[i % kStages];
+    uint4 w[kWarpNBlocks];
+    half2 scale[kWarpNBlocks][2];  // [n16 block][n8 half] the group scale of column c (+8)
+#pragma unroll
+    for (int b = 0; b < kWarpNBlocks; ++b) {
+      w[b] = st.weight[warp_n * kWarpNBlocks + b][lane];
+      const uint32_t sp = st.scales[warp_n * kWarpNBlocks + b][lane / 4];
+      const half2 pair = *reinterpret_cast<const half2*>(&sp);
+      scale[b][0] = __low2half2(pair);
+      scale[b][1] = __high2half2(pair);
+    }
+#pragma unroll
+    for (int j = 0; j < 4; ++j) {  // k16 steps of the chunk
+      // Dequantise this warp's two weight words first, then walk the m16 tiles: one
+      // ldmatrix and 4 MMAs per tile, so only one A fragment is live at a time.
+      uint32_t b_frag[kWarpNBlocks][4];  // [n16 block] B fragments (b0 b1 of half 0, of half 1), fp16 pairs
+#pragma unroll
+      for (int b = 0; b < kWarpNBlocks; ++b) {
+        const uint32_t word = j == 0 ? w[b].x : j == 1 ? w[b].y : j == 2 ? w[b].z : w[b].w;
+        half2 frag[4];
+        dequant_word(word, frag);
+        frag[0] = __hmul2(frag[0], scale[b][0]);
+        frag[1] = __hmul2(frag[1], scale[b][0]);
+        frag[2] = __hmul2(frag[2], scale[b][1]);
+        frag[3] = __hmul2(frag[3], scale[b][1]);
+#pragma unroll
+        for (int r = 0; r < 4; ++r) b_frag[b][r] = *reinterpret_cast<const uint32_t*>(&frag[r]);
+      }
+#pragma unroll
+      for (int t = 0; t < kMTiles; ++t) {
+        uint32_t a[4];  // A fragment of m16 tile t, k16 step j
+        ldmatrix_x4(a, &st.a[warp_row0 + t * 16 + ld_row][j * 16 + ld_col]);
+#pragma unroll
+        for (int b = 0; b < kWarpNBlocks; ++b) {
+          mma_m16n8k16(acc[t][b][0], a, b_frag[b][0], b_frag[b][1]);
+          mma_m16n8k16(acc[t][b][1], a, b_frag[b][2], b_frag[b][3]);
+        }
+      }
+    }
+  }
+  cp_async_wait<0>();
+
+  // C fragment element pairs (r = 0,1: row frag_row; r = 2,3: row frag_row + 8) are two
+  // adjacent columns, so they move as one half2 / float2.
+  const bool single_split = splits == 1;
+  const bool y_pairs_aligned = y_stride % 2 == 0 && reinterpret_cast<uintptr_t>(y) % 4 == 0;  // half2 stores allowed
+  if (warp_has_rows) {
+#pragma unroll
+    for (int t = 0; t < kMTiles; ++t)
+#pragma unroll
+      for (int b = 0; b < kWarpNBlocks; ++b)
+#pragma unroll
+        for (int h = 0; h < 2; ++h)
+#pragma unroll
+          for (int p = 0; p < 2; ++p) {
+            const int row = m0 + warp_row0 + t * 16 + frag_row + p * 8;
+            const int col = (nb0 + warp_n * kWarpNBlocks + b) * 16 + h * 8 + frag_col;
+            if (row >= m || col >= n) continue;
+            const float v0 = acc[t][b][h][2 * p], v1 = acc[t][b][h][2 * p + 1];
+            if (single_split) {
+              uint16_t* dst = y + row * y_stride + col;
+              if (y_pairs_aligned) {
+                *reinterpret_cast<half2*>(dst) = __floats2half2_rn(v0, v1);
+              } else {
+                dst[0] = __half_as_ushort(__float2half_rn(v0));
+                dst[1] = __half_as_ushort(__float2half_rn(v1));
+              }
+            } else {
+              float* sum = split_sums + static_cast<int64_t>(row) * n + col;  // 8-byte aligned: n % 16 == 0, col even
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+              atomicAdd(reinterpret_cast<float2*>(sum), make_float2(v0, v1));
+#else
+              atomicAdd(sum, v0);
+              atomicAdd(sum + 1, v1);
+#endif
+            }
+          }
+  }
+  if (single_split) return;
+
+  // The last block to finish this tile writes it out and clears the scratch for next time.
+  __shared__ int is_last_block;
+  __threadfence();
+  __syncthreads();
+  const int tile = blockIdx.z * gridDim.x + blockIdx.x;
+  if (tid == 0) is_last_block = atomicAdd(tile_counters + tile, 1) == splits - 1;
+  __syncthreads();
+  if (!is_last_block) return;
+  __threadfence();
+  constexpr int kQuadsPerRow = kBlockNBlocks * 16 / 4;  // float4 pieces per block row
+  for (int e = tid; e < rows * kQuadsPerRow; e += kThreads) {
+    const int row = m0 + e / kQuadsPerRow, col = nb0 * 16 + (e % kQuadsPerRow) * 4;
+    if (col >= n) continue;
+    float4* sum = reinterpret_cast<float4*>(split_sums + static_cast<int64_t>(row) * n + col);  // 16-byte aligned
+    const float4 v = __ldcg(sum);  // L2, where the atomics landed
+    __stcg(sum, make_float4(0.f, 0.f, 0.f, 0.f));
+    uint16_t* dst = y + row * y_stride + col;
+    if (y_pairs_aligned) {
+      reinterpret_cast<half2*>(dst)[0] = __floats2half2_rn(v.x, v.y);
+      reinterpret_cast<half2*>(dst)[1] = __floats2half2_rn(v.z, v.w);
+    } else {
+      dst[0] = __half_as_ushort(__float2half_rn(v.x));
+      dst[1] = __half_as_ushort(__float2half_rn(v.y));
+      dst[2] = __half_as_ushort(__float2half_rn(v.z));
+      dst[3] = __half_as_ushort(__float2half_rn(v.w));
+    }
+  }
+  if (tid == 0) tile_counters[tile] = 0;
+}
+
+int device_num_sms() {
+  static const int count = [] {
+    int device = 0, sms = 132;
+    if (cudaGetDevice(&device) == cudaSuccess) cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device);
+    return sms;
+  }();
+  return count;
+}
+
+template <int kMTiles, int kStages, int kMinBlocksPerSm>
+Status launch_large(const uint16_t* x, int64_t x_stride, const uint32_t* packed_weight, const uint32_t* packed_scales,
+                    uint16_t* y, int64_t y_stride, int m, int n, int k, int group_size, void* workspace,
+                    const W4A16LargeOptions& options, cudaStream_t stream) {
+  constexpr auto kKernel = w4a16_gemm_large_kernel<kMTiles, kStages, kMinBlocksPerSm>;
+  constexpr size_t kSmemBytes = sizeof(LargeStage<kMTiles>) * kStages;
+  // Once per instantiation: allow the dynamic shared memory, then ask how many blocks fit per SM.
+  static const int blocks_per_sm = [] {
+    if (cudaFuncSetAttribute(kKernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(kSmemBytes)) != cudaSuccess) {
+      return 0;
+    }
+    int blocks = 0;
+    if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, kKernel, kThreads, kSmemBytes) != cudaSuccess) return 0;
+    return blocks;
+  }();
+  if (blocks_per_sm <= 0) {
+    cudaGetLastError();  // the failed attribute call must not leak into the next launch's status
+    return internal_error("w4a16_gemm_large: kernel with " + std::to_string(kSmemBytes) +
+                          " bytes of shared memory cannot be resident on this device");
+  }
+  W4A16LargePlan plan = w4a16_large_plan(m, n, k, device_num_sms(), blocks_per_sm, options.split_cost_chunks);
+  if (options.k_splits > 0) plan.k_splits = std::min(options.k_splits, k / kChunkK);
+  float* split_sums = static_cast<float*>(workspace);  // [M, N] fp32, zero between launches
+  int* tile_counters = reinterpret_cast<int*>(split_sums + static_cast<int64_t>(m) * n);
+  const dim3 grid(plan.grid_n, plan.k_splits, plan.grid_m);
+  kKernel<<<grid, kThreads, kSmemBytes, stream>>>(x, x_stride, reinterpret_cast<const uint4*>(packed_weight), packed_scales, y,
+                                                  y_stride, m, n, k, group_size, split_sums, tile_counters);
+  return last_launch_status("w4a16_gemm_large launch");
+}
+
+}  // namespace
+
+int w4a16_large_block_rows(int m) { return m <= 32 ? 32 : m <= 64 ? 64 : 128; }
+
+W4A16LargePlan w4a16_large_plan(int m, int n, int k, int num_sms, int blocks_per_sm, double split_cost_chunks) {
+  W4A16LargePlan plan;
+  plan.block_rows = w4a16_large_block_rows(m);
+  plan.grid_n = (n / 16 + kBlockNBlocks - 1) / kBlockNBlocks;
+  plan.grid_m = (m + plan.block_rows - 1) / plan.block_rows;
+  const int num_k_chunks = k / kChunkK;
+  const int64_t tiles = static_cast<int64_t>(plan.grid_n) * plan.grid_m;
+  const int64_t slots = static_cast<int64_t>(std::max(1, num_sms)) * std::max(1, blocks_per_sm);
+  // Estimated run, in chunk-times of one block while the GPU is full: the number of waves
+  // of blocks times each block's chunks, plus the split epilogue (workspace atomics and the
+  // last block's read back) for split runs. Each split keeps >= 4 chunks so its pipeline
+  // overlaps; ties go to fewer splits (less workspace traffic).
+  const int max_splits = std::max(1, std::min(num_k_chunks / 4, 32));
+  double best_cost = std::numeric_limits<double>::infinity();
+  for (int splits = 1; splits <= max_splits; ++splits) {
+    const int64_t waves = (tiles * splits + slots - 1) / slots;
+    const int chunks_per_block = (num_k_chunks + splits - 1) / splits;
+    const double cost = static_cast<double>(waves) * (chunks_per_block + (splits > 1 ? split_cost_chunks : 0.0));
+    if (cost < best_cost - 1e-9) {
+      best_cost = cost;
+      plan.k_splits = splits;
+    }
+  }
+  return plan;
+}
+
+Status w4a16_gemm_large(const uint16_t* x, int64_t x_stride, const uint32_t* packed_weight, const uint32_t* packed_scales,
+                        uint16_t* y, int64_t y_stride, int m, int n, int k, int group_size, void* workspace,
+                        const W4A16LargeOptions& options, cudaStream_t stream) {
+  // Shapes and strides were checked by w4a16_gemm_tuned, the only caller.
+  switch (w4a16_large_block_rows(m)) {
+    case 32:
+      return launch_large<1, 8, 3>(x, x_stride, packed_weight, packed_scales, y, y_stride, m, n, k, group_size, workspace,
+                                   options, stream);
+    case 64:
+      return launch_large<2, 6, 2>(x, x_stride, packed_weight, packed_scales, y, y_stride, m, n, k, group_size, workspace,
+                                   options, stream);
+    default:
+      return launch_large<4, 4, 2>(x, x_stride, packed_weight, packed_scales, y, y_stride, m, n, k, group_size, workspace,
+                                   options, stream);
+  }
+}
+
+}  // namespace crosspoint::cuda

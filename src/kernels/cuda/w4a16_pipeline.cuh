@@ -1,0 +1,31 @@
+// Internal to the W4A16 GEMM kernels (w4a16_gemm.cu, w4a16_gemm_large.cu): the cp.async
+// copies of their shared-memory pipelines and the ldmatrix read of activation fragments.
+// Not a public API.
+#pragma once
+
+#include <cstdint>
+
+namespace crosspoint::cuda::w4a16_internal {
+
+// 16-byte global -> shared copy that bypasses L1 (.cg): weights and activations are read once.
+__device__ __forceinline__ void cp_async_16(void* smem_dst, const void* global_src) {
+  const uint32_t dst = static_cast<uint32_t>(__cvta_generic_to_shared(smem_dst));
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(dst), "l"(global_src));
+}
+__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
+// Waits until at most kPending of this thread's committed copy groups are still in flight.
+template <int kPending>
+__device__ __forceinline__ void cp_async_wait() { asm volatile("cp.async.wait_group %0;\n" ::"n"(kPending)); }
+
+// The mma.m16n8k16 A fragment (row-major 16x16 fp16 tile) in one instruction. Each lane
+// passes the address of one 16-byte row piece: lane l -> tile row l % 16, columns
+// (l / 16) * 8 .. +7, which makes r[0..3] = (rows 0-7, k 0-7), (rows 8-15, k 0-7),
+// (rows 0-7, k 8-15), (rows 8-15, k 8-15): the a0..a3 order the mma expects.
+__device__ __forceinline__ void ldmatrix_x4(uint32_t r[4], const void* smem_row_piece) {
+  const uint32_t addr = static_cast<uint32_t>(__cvta_generic_to_shared(smem_row_piece));
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(addr));
+}
+
+}  // namespace crosspoint::cuda::w4a16_internal
