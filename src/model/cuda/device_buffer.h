@@ -1,6 +1,7 @@
-// Owning handles for CUDA memory: device allocations and page-locked host staging, freed in
-// the destructor, movable, never copied. Allocation failures come back as a Status naming
-// what was being allocated and how much.
+// Owning handles for CUDA memory: device allocations (DeviceBuffer) and page-locked host
+// staging (PinnedBuffer), one template over where the bytes live. Freed in the destructor,
+// movable, never copied. Allocation failures come back as a Status naming what was being
+// allocated and how much.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -13,12 +14,18 @@
 
 namespace crosspoint::cuda {
 
-class DeviceBuffer {
+enum class CudaMemory {
+  kDevice,      // cudaMalloc / cudaFree
+  kPinnedHost,  // cudaMallocHost / cudaFreeHost: host memory the GPU copies to and from asynchronously
+};
+
+template <CudaMemory kMemory>
+class CudaBuffer {
  public:
-  DeviceBuffer() = default;
-  ~DeviceBuffer() { reset(); }
-  DeviceBuffer(DeviceBuffer&& o) noexcept : ptr_(std::exchange(o.ptr_, nullptr)), bytes_(std::exchange(o.bytes_, 0)) {}
-  DeviceBuffer& operator=(DeviceBuffer&& o) noexcept {
+  CudaBuffer() = default;
+  ~CudaBuffer() { reset(); }
+  CudaBuffer(CudaBuffer&& o) noexcept : ptr_(std::exchange(o.ptr_, nullptr)), bytes_(std::exchange(o.bytes_, 0)) {}
+  CudaBuffer& operator=(CudaBuffer&& o) noexcept {
     if (this != &o) {
       reset();
       ptr_ = std::exchange(o.ptr_, nullptr);
@@ -26,25 +33,38 @@ class DeviceBuffer {
     }
     return *this;
   }
-  DeviceBuffer(const DeviceBuffer&) = delete;
-  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
+  CudaBuffer(const CudaBuffer&) = delete;
+  CudaBuffer& operator=(const CudaBuffer&) = delete;
 
   // bytes == 0 gives an empty buffer (nullptr).
-  static Result<DeviceBuffer> allocate(size_t bytes, const std::string& what) {
-    DeviceBuffer b;
+  static Result<CudaBuffer> allocate(size_t bytes, const std::string& what) {
+    CudaBuffer b;
     if (bytes == 0) return b;
-    const cudaError_t err = cudaMalloc(&b.ptr_, bytes);
+    cudaError_t err;
+    if constexpr (kMemory == CudaMemory::kDevice) {
+      err = cudaMalloc(&b.ptr_, bytes);
+    } else {
+      err = cudaMallocHost(&b.ptr_, bytes);
+    }
     if (err != cudaSuccess) {
-      (void)cudaGetLastError();  // clear the sticky-free error state of the runtime
-      return resource_exhausted("cuda: allocating " + std::to_string(bytes) + " bytes for " + what + ": " +
-                                cudaGetErrorString(err));
+      b.ptr_ = nullptr;
+      (void)cudaGetLastError();  // clear the runtime's last error so that later checks do not see it
+      return resource_exhausted("cuda: allocating " + std::to_string(bytes) +
+                                (kMemory == CudaMemory::kDevice ? " bytes for " : " pinned host bytes for ") + what +
+                                ": " + cudaGetErrorString(err));
     }
     b.bytes_ = bytes;
     return b;
   }
 
   void reset() {
-    if (ptr_ != nullptr) (void)cudaFree(ptr_);
+    if (ptr_ != nullptr) {
+      if constexpr (kMemory == CudaMemory::kDevice) {
+        (void)cudaFree(ptr_);
+      } else {
+        (void)cudaFreeHost(ptr_);
+      }
+    }
     ptr_ = nullptr;
     bytes_ = 0;
   }
@@ -60,49 +80,7 @@ class DeviceBuffer {
   size_t bytes_ = 0;
 };
 
-class PinnedBuffer {
- public:
-  PinnedBuffer() = default;
-  ~PinnedBuffer() { reset(); }
-  PinnedBuffer(PinnedBuffer&& o) noexcept : ptr_(std::exchange(o.ptr_, nullptr)), bytes_(std::exchange(o.bytes_, 0)) {}
-  PinnedBuffer& operator=(PinnedBuffer&& o) noexcept {
-    if (this != &o) {
-      reset();
-      ptr_ = std::exchange(o.ptr_, nullptr);
-      bytes_ = std::exchange(o.bytes_, 0);
-    }
-    return *this;
-  }
-  PinnedBuffer(const PinnedBuffer&) = delete;
-  PinnedBuffer& operator=(const PinnedBuffer&) = delete;
-
-  static Result<PinnedBuffer> allocate(size_t bytes, const std::string& what) {
-    PinnedBuffer b;
-    if (bytes == 0) return b;
-    const cudaError_t err = cudaMallocHost(&b.ptr_, bytes);
-    if (err != cudaSuccess) {
-      (void)cudaGetLastError();
-      return resource_exhausted("cuda: allocating " + std::to_string(bytes) + " pinned host bytes for " + what + ": " +
-                                cudaGetErrorString(err));
-    }
-    b.bytes_ = bytes;
-    return b;
-  }
-
-  void reset() {
-    if (ptr_ != nullptr) (void)cudaFreeHost(ptr_);
-    ptr_ = nullptr;
-    bytes_ = 0;
-  }
-  template <typename T = void>
-  T* as() const {
-    return static_cast<T*>(ptr_);
-  }
-  size_t bytes() const { return bytes_; }
-
- private:
-  void* ptr_ = nullptr;
-  size_t bytes_ = 0;
-};
+using DeviceBuffer = CudaBuffer<CudaMemory::kDevice>;
+using PinnedBuffer = CudaBuffer<CudaMemory::kPinnedHost>;
 
 }  // namespace crosspoint::cuda
