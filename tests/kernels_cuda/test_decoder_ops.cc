@@ -108,7 +108,9 @@ TEST(AddRmsNorm, MatchesReferenceWithAndWithoutDelta) {
   std::mt19937 rng(102);
   std::uniform_real_distribution<float> unit(-2.f, 2.f);
   const float eps = 1e-6f;
-  for (int d : {7, 100, 1000, 3584, 4098}) {
+  // Multiples of 4 up to 8192 take the register kernel (4 or 8 vectors per thread), wider
+  // ones (12288) the vector loop, the rest the scalar loop.
+  for (int d : {7, 100, 1000, 3584, 4096, 4098, 4100, 8192, 12288}) {
     for (int t_count : {1, 3, 17}) {
       for (bool with_delta : {true, false}) {
         const int64_t out_stride = d + (d % 4 == 0 ? 8 : 3);   // keep the vector path where it applies

@@ -134,6 +134,68 @@ __global__ void __launch_bounds__(kRowThreads)
   }
 }
 
+// The same step for rows that fit in registers (kVec layout, d <= 4 * kRowThreads * kVecPerThread):
+// every thread issues all its loads at once (weights before the wait, as no earlier kernel
+// writes them; then residual and delta) and keeps the row in registers, so a row costs one
+// memory round trip, the block sum and the stores, where the loop kernel above pays a round
+// trip per iteration of each pass. Same per-thread summation order, hence the same bits.
+template <int kVecPerThread>
+__global__ void __launch_bounds__(kRowThreads)
+    add_rms_norm_registers_kernel(float* __restrict__ residual, const uint16_t* __restrict__ delta,
+                                  int64_t delta_stride, const uint16_t* __restrict__ weight, float eps,
+                                  uint16_t* __restrict__ out, int64_t out_stride, int hidden_size) {
+  const int num_vec = hidden_size / 4;  // float4 residual / 8-byte fp16 vectors per row
+  uint2 w[kVecPerThread];               // weight[4 i .. 4 i + 3] fp16
+#pragma unroll
+  for (int j = 0; j < kVecPerThread; ++j) {
+    const int i = threadIdx.x + j * kRowThreads;
+    if (i < num_vec) w[j] = reinterpret_cast<const uint2*>(weight)[i];
+  }
+  wait_for_prior_kernels();
+  allow_dependent_launch();
+  const int64_t t = blockIdx.x;
+  float4* res4 = reinterpret_cast<float4*>(residual + t * hidden_size);
+  const uint2* del4 = delta ? reinterpret_cast<const uint2*>(delta + t * delta_stride) : nullptr;
+  uint2* o4 = reinterpret_cast<uint2*>(out + t * out_stride);
+  float4 r[kVecPerThread];
+  uint2 dv[kVecPerThread];
+#pragma unroll
+  for (int j = 0; j < kVecPerThread; ++j) {
+    const int i = threadIdx.x + j * kRowThreads;
+    if (i < num_vec) {
+      r[j] = res4[i];
+      if (del4) dv[j] = del4[i];
+    }
+  }
+  float sum_sq = 0.f;
+#pragma unroll
+  for (int j = 0; j < kVecPerThread; ++j) {
+    const int i = threadIdx.x + j * kRowThreads;
+    if (i >= num_vec) break;
+    if (del4) {
+      const float2 lo = __half22float2(*reinterpret_cast<const __half2*>(&dv[j].x));
+      const float2 hi = __half22float2(*reinterpret_cast<const __half2*>(&dv[j].y));
+      r[j].x += lo.x, r[j].y += lo.y, r[j].z += hi.x, r[j].w += hi.y;
+      res4[i] = r[j];
+    }
+    sum_sq += r[j].x * r[j].x + r[j].y * r[j].y + r[j].z * r[j].z + r[j].w * r[j].w;
+  }
+  const float inv_rms = rsqrtf(block_sum(sum_sq) / static_cast<float>(hidden_size) + eps);
+#pragma unroll
+  for (int j = 0; j < kVecPerThread; ++j) {
+    const int i = threadIdx.x + j * kRowThreads;
+    if (i >= num_vec) break;
+    const float2 wlo = __half22float2(*reinterpret_cast<const __half2*>(&w[j].x));
+    const float2 whi = __half22float2(*reinterpret_cast<const __half2*>(&w[j].y));
+    const __half2 lo = __floats2half2_rn(r[j].x * inv_rms * wlo.x, r[j].y * inv_rms * wlo.y);
+    const __half2 hi = __floats2half2_rn(r[j].z * inv_rms * whi.x, r[j].w * inv_rms * whi.y);
+    uint2 packed;
+    packed.x = *reinterpret_cast<const uint32_t*>(&lo);
+    packed.y = *reinterpret_cast<const uint32_t*>(&hi);
+    o4[i] = packed;
+  }
+}
+
 // ---- rope_kv_write -------------------------------------------------------------------------
 
 constexpr int kRopeThreads = 128;
@@ -407,7 +469,15 @@ Status add_rms_norm(float* residual, const uint16_t* delta, int64_t delta_stride
   if (!(eps >= 0.f)) return bad(op, "eps must be >= 0");
   const bool vec = hidden_size % 4 == 0 && aligned(residual, 16) && aligned(weight, 8) && aligned(out, 8) &&
                    out_stride % 4 == 0 && (!delta || (aligned(delta, 8) && delta_stride % 4 == 0));
-  if (vec) {
+  if (vec && hidden_size <= 4 * kRowThreads * 4) {
+    CROSSPOINT_CUDA_RETURN_IF_ERROR(launch_programmatic(add_rms_norm_registers_kernel<4>, dim3(num_tokens), dim3(kRowThreads), 0, stream,
+        residual, delta, delta_stride, weight, eps, out, out_stride, hidden_size),
+                                    "add_rms_norm_registers_kernel launch");
+  } else if (vec && hidden_size <= 4 * kRowThreads * 8) {
+    CROSSPOINT_CUDA_RETURN_IF_ERROR(launch_programmatic(add_rms_norm_registers_kernel<8>, dim3(num_tokens), dim3(kRowThreads), 0, stream,
+        residual, delta, delta_stride, weight, eps, out, out_stride, hidden_size),
+                                    "add_rms_norm_registers_kernel launch");
+  } else if (vec) {
     CROSSPOINT_CUDA_RETURN_IF_ERROR(launch_programmatic(add_rms_norm_kernel<true>, dim3(num_tokens), dim3(kRowThreads), 0, stream,
         residual, delta, delta_stride, weight, eps, out, out_stride, hidden_size),
                                     "add_rms_norm_kernel launch");

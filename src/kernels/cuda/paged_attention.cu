@@ -19,6 +19,14 @@
 //     (row, KV head) walk the partitions z, z + grid.z, ...; each writes every partition's
 //     normalised partial output and (m, l) to the workspace and a second kernel merges them.
 //     With one split the CTA writes the fp16 output directly and no second kernel runs.
+//   * Small batches on sm_90 (rows x KV heads x head chunks <= 128, e.g. decode batch <= 32 at
+//     the 7B shape) take the cluster merge instead: grid.z CTAs (up to 16) per (row, KV head,
+//     head chunk) form one thread-block cluster; rank z attends to an equal share of the
+//     row's real visible tiles (read on the device, so a short context under a long host bound
+//     still spreads over the whole cluster), and the ranks merge their (m, l, output) through
+//     distributed shared memory. One launch, no workspace, no merge kernel: at batch 1 the
+//     two-kernel path paid a second launch and a global round trip through the workspace, and
+//     sized its partitions by the host bound (4096 in a graph), leaving most CTAs idle.
 //   * The grid depends only on host integers (num_tokens, heads, max_context_len), so a
 //     captured graph stays valid; rows past seq_token_start[num_seqs], or partitions past a
 //     row's visible length, exit at once.
@@ -237,7 +245,6 @@ __global__ void __launch_bounds__(kThreads) paged_attention_split_kernel(Params 
       s_l[threadIdx.x] = 0.f;
     }
     float acc[kHeadsPerCta][8] = {};  // this row group's share of sum_p prob * V, dims dim..dim+7
-
 
     for (int tile = begin; tile < end; tile += kTileTokens) {
       // When a thread's V rows of the tile fit in one load batch, their loads are issued now, so
