@@ -85,24 +85,50 @@ __global__ void __launch_bounds__(kThreads, kMinBlocksPerSm)
   const int kc_end = static_cast<int>(static_cast<int64_t>(num_k_chunks) * (blockIdx.y + 1) / splits);
   const int num_chunks = kc_end - kc_begin;
 
-  // Issues the cp.async copies of chunk kc into stage st (all threads take part).
+  // Per-thread sources of the stage copies, fixed for the whole k loop (one 16-byte copy per
+  // piece): weight piece (n16 block tid / 32, lane); scale half (tid / 2, tid % 2) for the
+  // first 16 threads; activation pieces (row tid / 8 + 32 * it, columns (tid % 8) * 8 ..+7).
+  static_assert(kBlockNBlocks * 32 == kThreads, "one 16-byte weight copy per thread");
+  constexpr int kARowsPerPass = kThreads / 8;                 // 32 activation rows per pass of all threads
+  constexpr int kAPasses = kBlockRows / kARowsPerPass;        // 1, 2 or 4
+  const uint4* weight_src;
+  {
+    const int nb = min(nb0 + tid / 32, num_n_blocks - 1);  // tail blocks copy a valid block, never stored
+    weight_src = packed_weight + static_cast<int64_t>(nb) * num_k_chunks * 32 + lane;
+  }
+  const bool copies_scales = tid < kBlockNBlocks * 2;
+  const uint32_t* scale_src;
+  {
+    const int nb = min(nb0 + tid / 2 % kBlockNBlocks, num_n_blocks - 1);
+    scale_src = packed_scales + static_cast<int64_t>(nb) * 8 + (tid % 2) * 4;
+  }
+  const int a_row = tid / 8, a_col = (tid % 8) * 8;
+  const uint16_t* a_src = x + static_cast<int64_t>(m0 + a_row) * x_stride + a_col;
+  const int64_t a_pass_stride = static_cast<int64_t>(kARowsPerPass) * x_stride;
+
+  // Chunks are loaded in order kc_begin, kc_begin + 1, ...: the scale group of the next
+  // load advances with a counter instead of a division per chunk. group_size is a multiple
+  // of 64 (or all of K, itself a multiple of 64), so groups hold whole chunks.
+  const int chunks_per_group = group_size / kChunkK;
+  int load_group = kc_begin / chunks_per_group;                   // group of the next chunk loaded
+  int load_chunk_in_group = kc_begin - load_group * chunks_per_group;
+
+  // Issues the cp.async copies of chunk kc (the next in order) into stage st (all threads take part).
   auto load_stage = [&](int st, int kc) {
     StageT& dst = stages[st];
-    static_assert(kBlockNBlocks * 32 == kThreads, "one 16-byte weight copy per thread");
-    {
-      const int nbl = tid / 32;
-      const int nb = min(nb0 + nbl, num_n_blocks - 1);  // tail blocks copy a valid block, never stored
-      cp_async_16(&dst.weight[nbl][lane], packed_weight + (static_cast<int64_t>(nb) * num_k_chunks + kc) * 32 + lane);
+    cp_async_16(&dst.weight[tid / 32][lane], weight_src + static_cast<int64_t>(kc) * 32);
+    if (copies_scales) {
+      cp_async_16(&dst.scales[tid / 2][(tid % 2) * 4], scale_src + static_cast<int64_t>(load_group) * num_n_blocks * 8);
     }
-    if (tid < kBlockNBlocks * 2) {
-      const int nbl = tid / 2;
-      const int nb = min(nb0 + nbl, num_n_blocks - 1);
-      const int group = kc * kChunkK / group_size;
-      cp_async_16(&dst.scales[nbl][(tid % 2) * 4], packed_scales + (static_cast<int64_t>(group) * num_n_blocks + nb) * 8 + (tid % 2) * 4);
+    if (++load_chunk_in_group == chunks_per_group) {
+      load_chunk_in_group = 0;
+      ++load_group;
     }
-    for (int piece = tid; piece < rows * 8; piece += kThreads) {
-      const int r = piece / 8, c = (piece % 8) * 8;
-      cp_async_16(&dst.a[r][c], x + static_cast<int64_t>(m0 + r) * x_stride + kc * kChunkK + c);
+#pragma unroll
+    for (int it = 0; it < kAPasses; ++it) {
+      if (a_row + it * kARowsPerPass < rows) {
+        cp_async_16(&dst.a[a_row + it * kARowsPerPass][a_col], a_src + it * a_pass_stride + kc * kChunkK);
+      }
     }
   };
 
@@ -134,10 +160,12 @@ __global__ void __launch_bounds__(kThreads, kMinBlocksPerSm)
       scale[b][0] = __low2half2(pair);
       scale[b][1] = __high2half2(pair);
     }
+    uint32_t a_frag[2][4];  // A fragments of the current and the next (k16 step, m16 tile), double-buffered
+    ldmatrix_x4(a_frag[0], &st.a[warp_row0 + ld_row][ld_col]);
 #pragma unroll
     for (int j = 0; j < 4; ++j) {  // k16 steps of the chunk
       // Dequantise this warp's two weight words first, then walk the m16 tiles: one
-      // ldmatrix and 4 MMAs per tile, so only one A fragment is live at a time.
+      // ldmatrix and 4 MMAs per tile, so at most two A fragments are live at a time.
       uint32_t b_frag[kWarpNBlocks][4];  // [n16 block] B fragments (b0 b1 of half 0, of half 1), fp16 pairs
 #pragma unroll
       for (int b = 0; b < kWarpNBlocks; ++b) {
@@ -153,12 +181,17 @@ __global__ void __launch_bounds__(kThreads, kMinBlocksPerSm)
       }
 #pragma unroll
       for (int t = 0; t < kMTiles; ++t) {
-        uint32_t a[4];  // A fragment of m16 tile t, k16 step j
-        ldmatrix_x4(a, &st.a[warp_row0 + t * 16 + ld_row][j * 16 + ld_col]);
+        // Fetch the next (k16 step, m16 tile) A fragment before this one's MMAs, so the
+        // ldmatrix latency hides behind them (the asm statements keep program order).
+        const int step = j * kMTiles + t;
+        if (step + 1 < 4 * kMTiles) {
+          const int next_j = (step + 1) / kMTiles, next_t = (step + 1) % kMTiles;
+          ldmatrix_x4(a_frag[(step + 1) % 2], &st.a[warp_row0 + next_t * 16 + ld_row][next_j * 16 + ld_col]);
+        }
 #pragma unroll
         for (int b = 0; b < kWarpNBlocks; ++b) {
-          mma_m16n8k16(acc[t][b][0], a, b_frag[b][0], b_frag[b][1]);
-          mma_m16n8k16(acc[t][b][1], a, b_frag[b][2], b_frag[b][3]);
+          mma_m16n8k16(acc[t][b][0], a_frag[step % 2], b_frag[b][0], b_frag[b][1]);
+          mma_m16n8k16(acc[t][b][1], a_frag[step % 2], b_frag[b][2], b_frag[b][3]);
         }
       }
     }
