@@ -285,22 +285,28 @@ TEST(W4A16LargePlan, SplitsOnlyToFillTheGpu) {
 
 TEST(W4A16GemmLarge, EveryLargeTuningMatchesReferenceAtAwkwardSizes) {
   CROSSPOINT_SKIP_WITHOUT_GPU();
-  // (N, K, G) cycled over M; the padding of x and y (odd y stride: the scalar store path) varies too.
-  struct Nk { int n, k, g; };
-  const Nk shapes[] = {{16, 64, -1}, {48, 192, 64}, {272, 3584, 128}, {4608, 192, 64}, {16, 3584, -1}, {272, 192, 128}};
+  // Every M x every N; K rotates over 3584, 192, 64 (3584 only where the double reference
+  // stays cheap, M*N*K < 3e8); the group size and the padding of x and y (odd y strides
+  // take the scalar store path) rotate too.
   const int ms[] = {9, 17, 33, 64, 100, 128, 200, 256};
+  const int ns[] = {16, 48, 272, 4608};
+  const int groups[] = {128, 64, -1};
   uint32_t seed = 500;
-  int shape_idx = 0;
+  int case_idx = 0;
   for (int m : ms) {
-    for (int rep = 0; rep < 2; ++rep, ++shape_idx) {
-      const Nk s = shapes[shape_idx % 6];
-      const int64_t x_pad = (shape_idx % 3) * 8, y_pad = shape_idx % 4;  // y_pad 1 and 3: odd strides
-      const LargeProblem p = make_large_problem(seed++, m, s.n, s.k, s.g, x_pad, y_pad);
+    for (int n : ns) {
+      const int ks[] = {3584, 192, 3584, 64};
+      int k = ks[(case_idx + case_idx / 4) % 4];  // shifts by one per M so each N meets each K
+      if (static_cast<double>(m) * n * k >= 3e8) k = m % 2 == 0 ? 192 : 64;
+      const int g = k == 64 && groups[case_idx % 3] == 128 ? 64 : groups[case_idx % 3];
+      const int64_t x_pad = (case_idx % 3) * 8, y_pad = case_idx % 4;
+      ++case_idx;
+      const LargeProblem p = make_large_problem(seed++, m, n, k, g, x_pad, y_pad);
       for (W4A16Tuning tuning : {W4A16Tuning::kLargeTile, W4A16Tuning::kLargeTileFewSplits}) {
         const auto ys = run_large(p, 1, tuned_launch(tuning));
         ASSERT_EQ(ys.size(), 1u);
-        expect_close(ys[0], p.ref, describe(tuning == W4A16Tuning::kLargeTile ? "kLargeTile" : "kLargeTileFewSplits", m, s.n,
-                                            s.k, s.g, p.x_stride, p.y_stride));
+        expect_close(ys[0], p.ref, describe(tuning == W4A16Tuning::kLargeTile ? "kLargeTile" : "kLargeTileFewSplits", m, n, k,
+                                            g, p.x_stride, p.y_stride));
       }
     }
   }
