@@ -523,8 +523,9 @@ int cluster_ctas_limit() {
   return limit;
 }
 
-// Set when a cluster launch was refused: from then on decode takes the two-kernel path.
-std::atomic<bool> g_clusters_refused{false};
+// Cap on cluster sizes, lowered when a launch is refused: 16, then the portable 8, then 0
+// (decode takes the two-kernel path from then on).
+std::atomic<int> g_cluster_cap{kMaxClusterCtas};
 
 template <int kThreadsPerRow>
 cudaError_t launch_cluster_merge(const Params& p, dim3 grid, cudaStream_t stream) {
@@ -557,8 +558,10 @@ int cluster_ctas_for(int64_t row_ctas, int bound, int limit) {
 
 // The cluster limit of this device and head_dim's kernel instance (0: no clusters).
 int device_cluster_limit(int head_dim) {
-  if (g_clusters_refused.load(std::memory_order_relaxed) || !clusters_supported()) return 0;
-  return head_dim == 128 ? cluster_ctas_limit<16>() : head_dim == 64 ? cluster_ctas_limit<8>() : cluster_ctas_limit<32>();
+  if (!clusters_supported()) return 0;
+  const int limit =
+      head_dim == 128 ? cluster_ctas_limit<16>() : head_dim == 64 ? cluster_ctas_limit<8>() : cluster_ctas_limit<32>();
+  return std::min(limit, g_cluster_cap.load(std::memory_order_relaxed));
 }
 
 enum class DecodeMerge {
@@ -603,8 +606,10 @@ Status run_paged_attention(const CudaPagedAttentionArgs& a, bool allow_tensor_co
   const int64_t row_ctas = static_cast<int64_t>(a.num_tokens) * ctas_per_row;
 
   // Small batches (decode): one kernel whose clusters split each row's context and merge it.
-  const int cluster_ctas = merge == DecodeMerge::kAuto ? cluster_ctas_for(row_ctas, bound, device_cluster_limit(a.head_dim)) : 1;
-  if (cluster_ctas > 1) {
+  // A refused launch (no work enqueued) lowers the cap and tries again: 16 -> 8 -> two-kernel path.
+  while (merge == DecodeMerge::kAuto) {
+    const int cluster_ctas = cluster_ctas_for(row_ctas, bound, device_cluster_limit(a.head_dim));
+    if (cluster_ctas <= 1) break;
     p.num_splits = 1;
     p.partition_tokens = 1 << 30;
     const dim3 grid(a.num_tokens, ctas_per_row, cluster_ctas);
@@ -616,9 +621,8 @@ Status run_paged_attention(const CudaPagedAttentionArgs& a, bool allow_tensor_co
       if (tensor_cores) CROSSPOINT_RETURN_IF_ERROR(launch_prefill_tensor_core(p, a.max_query_len, stream));
       return Status::ok();
     }
-    // Refused (no launch happened): clear the error and use the two-kernel path from now on.
-    cudaGetLastError();
-    g_clusters_refused.store(true, std::memory_order_relaxed);
+    cudaGetLastError();  // a configuration error: nothing was launched, nothing is sticky
+    g_cluster_cap.store(cluster_ctas > 8 ? 8 : 0, std::memory_order_relaxed);
   }
 
   // Partitions as the batch wants them (partition_tokens_for), covering the host's context
