@@ -9,6 +9,7 @@
 #include "kernels/cuda/linear.h"
 #include "kernels/cuda/paged_attention.h"
 #include "kernels/cuda/w4a16_gemm.h"
+#include "model/cuda/host_forward_batch.h"
 #include "model/cuda/kv_budget.h"
 
 namespace crosspoint::cuda {
@@ -277,30 +278,21 @@ Status CudaModel::profile_step() {
   const int32_t num_seqs = std::min(o.max_num_seqs, (o.max_num_tokens + seq_len - 1) / seq_len);
   const int32_t blocks_per_seq = (seq_len + o.block_size - 1) / o.block_size;
   CROSSPOINT_RETURN_IF_ERROR(allocate_kv_cache(static_cast<int64_t>(num_seqs) * blocks_per_seq));
-  std::vector<int32_t> token_ids, positions, starts = {0}, context, tables, logits_idx;
+  HostForwardBatch batch;
+  batch.max_blocks_per_seq = blocks_per_seq;
+  std::vector<int32_t> tokens, table_row(blocks_per_seq);
   int32_t remaining = o.max_num_tokens;
   for (int32_t s = 0; s < num_seqs && remaining > 0; ++s) {
     const int32_t len = std::min(seq_len, remaining);
-    for (int32_t t = 0; t < len; ++t) {
-      token_ids.push_back((s * 7919 + t) % vocab_size_);
-      positions.push_back(t);
-    }
+    tokens.clear();
+    for (int32_t t = 0; t < len; ++t) tokens.push_back((s * 7919 + t) % vocab_size_);
+    for (int32_t b = 0; b < blocks_per_seq; ++b) table_row[b] = s * blocks_per_seq + b;
+    batch.add_sequence(tokens, /*num_cached=*/0, table_row);
     remaining -= len;
-    starts.push_back(static_cast<int32_t>(token_ids.size()));
-    context.push_back(len);
-    for (int32_t b = 0; b < blocks_per_seq; ++b) tables.push_back(s * blocks_per_seq + b);
   }
-  const int32_t num_tokens = static_cast<int32_t>(token_ids.size());
-  for (int32_t r = 0; r < std::min(o.max_num_logits, num_tokens); ++r) logits_idx.push_back(num_tokens - 1 - r);
-  ForwardBatch batch;
-  batch.token_ids = token_ids;
-  batch.positions = positions;
-  batch.seq_token_start = starts;
-  batch.seq_context_len = context;
-  batch.block_tables = tables;
-  batch.max_blocks_per_seq = blocks_per_seq;
-  batch.logits_token_idx = logits_idx;
-  CROSSPOINT_ASSIGN_OR_RETURN(CudaForwardBatch device, upload_inputs(batch, blocks_per_seq, num_tokens));
+  const int32_t num_tokens = static_cast<int32_t>(batch.token_ids.size());
+  for (int32_t r = 0; r < std::min(o.max_num_logits, num_tokens); ++r) batch.logits_token_idx.push_back(num_tokens - 1 - r);
+  CROSSPOINT_ASSIGN_OR_RETURN(CudaForwardBatch device, upload_inputs(batch.view(), blocks_per_seq, num_tokens));
   device.shape.max_context_len = o.max_model_len;  // the bound graphs use
   CROSSPOINT_RETURN_IF_ERROR(forward(device));
   const int R = device.shape.num_logits;

@@ -10,6 +10,7 @@
 #include "kernels/cuda/decoder_ops.h"
 #include "kernels/cuda/sampling.h"
 #include "kernels/sampling.h"
+#include "model/cuda/host_forward_batch.h"
 #include "runner/request_sampler.h"
 
 namespace crosspoint::cuda {
@@ -70,16 +71,13 @@ Status CudaModelRunner::capture_graphs() {
 Status CudaModelRunner::capture_bucket(int32_t bucket, int32_t context_bound) {
   CudaModel& m = *model_;
   const int32_t stride = m.capacity().max_blocks_per_seq;
-  std::vector<int32_t> one_token = {0}, position = {0}, starts = {0, 1}, context = {1}, table = {0}, logits_idx = {0};
-  ForwardBatch single;  // one padding sequence; PaddedDecodeBatch grows it to the bucket
-  single.token_ids = one_token;
-  single.positions = position;
-  single.seq_token_start = starts;
-  single.seq_context_len = context;
-  single.block_tables = table;
+  // One padding sequence (token 0 at position 0 in block 0); PaddedDecodeBatch grows it to
+  // the bucket.
+  HostForwardBatch single;
   single.max_blocks_per_seq = 1;
-  single.logits_token_idx = logits_idx;
-  const ForwardBatch padded = padded_.build(single, bucket);
+  single.add_sequence({0}, /*num_cached=*/0, {0});
+  single.logits_token_idx = {0};
+  const ForwardBatch padded = padded_.build(single.view(), bucket);
   CROSSPOINT_ASSIGN_OR_RETURN(CudaForwardBatch device, m.upload_inputs(padded, stride, /*num_stored_tokens=*/0));
   device.shape.max_query_len = 1;
   device.shape.max_context_len = context_bound;

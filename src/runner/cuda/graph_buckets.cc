@@ -45,29 +45,23 @@ bool is_decode_only(const BatchPlan& plan) {
 ForwardBatch PaddedDecodeBatch::build(const ForwardBatch& batch, int32_t bucket) {
   const int32_t S = batch.num_seqs(), stride = std::max(1, batch.max_blocks_per_seq);
   CROSSPOINT_CHECK(S <= bucket && batch.num_tokens() == S, "PaddedDecodeBatch: needs a decode batch no larger than the bucket");
-  token_ids_.assign(batch.token_ids.begin(), batch.token_ids.end());
-  positions_.assign(batch.positions.begin(), batch.positions.end());
-  seq_context_len_.assign(batch.seq_context_len.begin(), batch.seq_context_len.end());
-  block_tables_.assign(static_cast<size_t>(bucket) * stride, 0);
+  cuda::HostForwardBatch& p = padded_;
+  p.token_ids.assign(batch.token_ids.begin(), batch.token_ids.end());
+  p.positions.assign(batch.positions.begin(), batch.positions.end());
+  p.seq_context_len.assign(batch.seq_context_len.begin(), batch.seq_context_len.end());
+  p.max_blocks_per_seq = stride;
+  p.block_tables.assign(static_cast<size_t>(bucket) * stride, 0);
   for (int32_t s = 0; s < S; ++s)
     std::copy_n(batch.block_tables.begin() + static_cast<size_t>(s) * batch.max_blocks_per_seq, batch.max_blocks_per_seq,
-                block_tables_.begin() + static_cast<size_t>(s) * stride);
-  token_ids_.resize(bucket, 0);
-  positions_.resize(bucket, 0);
-  seq_context_len_.resize(bucket, 1);
-  seq_token_start_.resize(static_cast<size_t>(bucket) + 1);
-  logits_token_idx_.resize(bucket);
-  for (int32_t r = 0; r <= bucket; ++r) seq_token_start_[r] = r;
-  for (int32_t r = 0; r < bucket; ++r) logits_token_idx_[r] = r;
-  ForwardBatch padded;
-  padded.token_ids = token_ids_;
-  padded.positions = positions_;
-  padded.seq_token_start = seq_token_start_;
-  padded.seq_context_len = seq_context_len_;
-  padded.block_tables = block_tables_;
-  padded.max_blocks_per_seq = stride;
-  padded.logits_token_idx = logits_token_idx_;
-  return padded;
+                p.block_tables.begin() + static_cast<size_t>(s) * stride);
+  p.token_ids.resize(bucket, 0);
+  p.positions.resize(bucket, 0);
+  p.seq_context_len.resize(bucket, 1);
+  p.seq_token_start.resize(static_cast<size_t>(bucket) + 1);
+  p.logits_token_idx.resize(bucket);
+  for (int32_t r = 0; r <= bucket; ++r) p.seq_token_start[r] = r;
+  for (int32_t r = 0; r < bucket; ++r) p.logits_token_idx[r] = r;
+  return p.view();
 }
 
 }  // namespace crosspoint

@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "model/cuda/host_forward_batch.h"
 #include "model/forward_batch.h"
 #include "scheduler/batch_plan.h"
 
@@ -41,12 +42,7 @@ class PaddedDecodeBatch {
   ForwardBatch build(const ForwardBatch& batch, int32_t bucket);
 
  private:
-  std::vector<int32_t> token_ids_;         // [bucket]
-  std::vector<int32_t> positions_;         // [bucket]
-  std::vector<int32_t> seq_token_start_;   // [bucket + 1]
-  std::vector<int32_t> seq_context_len_;   // [bucket]
-  std::vector<int32_t> block_tables_;      // [bucket, max_blocks_per_seq]
-  std::vector<int32_t> logits_token_idx_;  // [bucket]
+  cuda::HostForwardBatch padded_;  // bucket sequences of one token each
 };
 
 }  // namespace crosspoint
