@@ -222,10 +222,25 @@ __global__ void __launch_bounds__(kThreads) paged_attention_split_kernel(Params 
     for (int e = 0; e < 8; ++e) q[h][e] *= p.scale_log2;
   }
 
-  // Returns below are the same for every CTA of a cluster (they depend on the row only).
-  const int s = sequence_of_row(p, t);
-  if (s < 0 || num_new_rows(p, s) >= p.tensor_core_min_rows) return;  // padding, or the prefill kernel's
-  const int visible = visible_length(p, s, t - p.seq_token_start[s]);
+  // Row t's sequence and visible length. Returns below are the same for every CTA of a
+  // cluster (they depend on the row only).
+  int s = -1, visible = 0;
+  if (t < p.num_seqs) {
+    // Decode fast path: when sequence t owns exactly row t (seq_token_start[t] == t and
+    // [t + 1] == t + 1, as in a decode batch) these three independent loads settle it in one
+    // round trip, where the search below costs three or more dependent ones.
+    const int start = p.seq_token_start[t], next_start = p.seq_token_start[t + 1];
+    const int context = p.seq_context_len[t];
+    if (start == t && next_start == t + 1) {
+      s = t;
+      visible = context;  // the header's rule with one new row
+    }
+  }
+  if (s < 0) {
+    s = sequence_of_row(p, t);
+    if (s < 0 || num_new_rows(p, s) >= p.tensor_core_min_rows) return;  // padding, or the prefill kernel's
+    visible = visible_length(p, s, t - p.seq_token_start[s]);
+  }
   if (visible <= 0) return;
   if (!kClusterMerge && static_cast<int64_t>(blockIdx.z) * p.partition_tokens >= visible) return;  // none of ours visible
 
