@@ -188,7 +188,6 @@ Status CudaModel::allocate_activations() {
   CROSSPOINT_ASSIGN_OR_RETURN(head_in_, DeviceBuffer::allocate(fp16_bytes(R, d), "lm_head input"));
   CROSSPOINT_ASSIGN_OR_RETURN(logits_, DeviceBuffer::allocate(fp16_bytes(R, V), "logits"));
   CROSSPOINT_ASSIGN_OR_RETURN(logits_f32_, DeviceBuffer::allocate(static_cast<size_t>(R) * V * 4, "logits f32"));
-  CROSSPOINT_ASSIGN_OR_RETURN(logits_f32_host_, PinnedBuffer::allocate(static_cast<size_t>(R) * V * 4, "logits f32"));
   CROSSPOINT_ASSIGN_OR_RETURN(sampled_, DeviceBuffer::allocate(static_cast<size_t>(R) * 4, "sampled tokens"));
   CROSSPOINT_ASSIGN_OR_RETURN(sampled_host_, PinnedBuffer::allocate(static_cast<size_t>(R) * 4, "sampled tokens"));
   CROSSPOINT_ASSIGN_OR_RETURN(

@@ -112,7 +112,6 @@ class CudaModel {
   // Buffers the runner samples from (device unless named host; fixed addresses).
   const uint16_t* logits() const { return logits_.as<uint16_t>(); }      // [max_num_logits, vocab] fp16
   float* logits_f32() const { return logits_f32_.as<float>(); }          // [max_num_logits, vocab] f32
-  float* logits_f32_host() const { return logits_f32_host_.as<float>(); }  // pinned, same shape
   int32_t* sampled_tokens() const { return sampled_.as<int32_t>(); }     // [max_num_logits] int32
   int32_t* sampled_tokens_host() const { return sampled_host_.as<int32_t>(); }  // pinned
 
@@ -173,8 +172,7 @@ class CudaModel {
   DeviceBuffer act_;       // [T, I] fp16 silu(gate) * up
   DeviceBuffer head_in_;   // [R, d] fp16 final-normed rows whose logits are wanted
   DeviceBuffer logits_;    // [R, vocab] fp16
-  DeviceBuffer logits_f32_;     // [R, vocab] f32 (sampled rows, converted for the host sampler)
-  PinnedBuffer logits_f32_host_;  // [R, vocab] f32
+  DeviceBuffer logits_f32_;     // [R, vocab] f32: forward_host's output, the host sampler's rows
   DeviceBuffer sampled_;        // [R] int32 greedy tokens
   PinnedBuffer sampled_host_;   // [R] int32
   DeviceBuffer attention_workspace_;

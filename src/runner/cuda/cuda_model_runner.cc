@@ -26,9 +26,17 @@ Result<std::unique_ptr<CudaModelRunner>> CudaModelRunner::create(std::unique_ptr
   // model but failed to capture for Qwen2.5-7B on the H200 (reason not yet logged then), so
   // they stay off until that is diagnosed; this single-bound form is the one measured there.
   runner->context_bounds_ = {runner->model_->max_model_len()};
-  const size_t params_bytes = static_cast<size_t>(cap.max_num_logits) * sizeof(SampledRowParams);
-  CROSSPOINT_ASSIGN_OR_RETURN(runner->sampled_params_host_, PinnedBuffer::allocate(params_bytes, "sampled row parameters"));
-  CROSSPOINT_ASSIGN_OR_RETURN(runner->sampled_params_, DeviceBuffer::allocate(params_bytes, "sampled row parameters"));
+  // Staging for the one way sampled rows are drawn.
+  if (options.sample_on_gpu) {
+    const size_t params_bytes = static_cast<size_t>(cap.max_num_logits) * sizeof(SampledRowParams);
+    CROSSPOINT_ASSIGN_OR_RETURN(runner->sampled_params_host_,
+                                PinnedBuffer::allocate(params_bytes, "sampled row parameters"));
+    CROSSPOINT_ASSIGN_OR_RETURN(runner->sampled_params_, DeviceBuffer::allocate(params_bytes, "sampled row parameters"));
+  } else {
+    const size_t logits_bytes = static_cast<size_t>(cap.max_num_logits) * runner->model_->vocab_size() * sizeof(float);
+    CROSSPOINT_ASSIGN_OR_RETURN(runner->logits_f32_host_,
+                                PinnedBuffer::allocate(logits_bytes, "f32 logits of the host sampler"));
+  }
   if (options.enforce_eager) return runner;
   Stopwatch capture_timer;
   size_t free_before = 0, free_after = 0, total = 0;
@@ -195,7 +203,7 @@ Status CudaModelRunner::draw_tokens(const BatchPlan& plan, const std::vector<int
       // The host sampler reads f32 rows, exactly the CPU runner's input type.
       const size_t offset = static_cast<size_t>(r) * V;
       CROSSPOINT_RETURN_IF_ERROR(fp16_to_f32(m.logits() + offset, m.logits_f32() + offset, V, stream));
-      CROSSPOINT_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(m.logits_f32_host() + offset, m.logits_f32() + offset,
+      CROSSPOINT_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(logits_f32_host_.as<float>() + offset, m.logits_f32() + offset,
                                                       static_cast<size_t>(V) * 4, cudaMemcpyDeviceToHost, stream),
                                       "copy logits row");
       sampled_rows_.push_back(r);
@@ -242,7 +250,7 @@ Status CudaModelRunner::draw_tokens(const BatchPlan& plan, const std::vector<int
 void CudaModelRunner::draw_on_host(const BatchPlan& plan, const std::vector<int32_t>& row_seq_idx,
                                    StepOutput& output) {
   const int V = model_->vocab_size();
-  const float* logits = model_->logits_f32_host();
+  const float* logits = logits_f32_host_.as<float>();
   // Each sampled row draws from its own (seed, output index) stream, so rows are independent:
   // spread them over the CPU threads (a full-vocabulary row costs ~ms).
   global_thread_pool().parallel_for(sampled_rows_.size(), [&](size_t begin, size_t end) {

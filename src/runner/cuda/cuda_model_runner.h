@@ -75,7 +75,7 @@ class CudaModelRunner : public Runner {
   // options say), copies the token ids out and fills output.
   Status draw_tokens(const BatchPlan& plan, const std::vector<int32_t>& row_seq_idx, int32_t num_rows,
                      bool argmax_done, StepOutput& output);
-  // The host half of the default path: rows in sampled_rows_ drawn from logits_f32_host().
+  // The host half of the default path: rows in sampled_rows_ drawn from logits_f32_host_.
   void draw_on_host(const BatchPlan& plan, const std::vector<int32_t>& row_seq_idx, StepOutput& output);
 
   std::unique_ptr<CudaModel> model_;
@@ -87,9 +87,12 @@ class CudaModelRunner : public Runner {
   std::map<std::pair<int32_t, int32_t>, cudaGraphExec_t> graphs_;  // (bucket, context bound) -> graph
   CudaGraphReport graph_report_;
   std::vector<int32_t> row_seq_idx_;  // [num_rows] plan.seqs index of each logits row (-1: padding)
+  // Sampling on the GPU only (sample_on_gpu; empty otherwise):
   PinnedBuffer sampled_params_host_;  // [max_num_logits] SampledRowParams, this step's sampled rows
   DeviceBuffer sampled_params_;       // [max_num_logits] SampledRowParams, their device copy
-  std::vector<int32_t> sampled_rows_; // logits rows the host sampler draws this step
+  // Sampling on the host only (the default; empty with sample_on_gpu):
+  PinnedBuffer logits_f32_host_;       // [max_num_logits, vocab] f32, the sampled rows copied out
+  std::vector<int32_t> sampled_rows_;  // logits rows the host sampler draws this step
   int64_t num_graph_steps_ = 0;
   int64_t num_eager_steps_ = 0;
 };
