@@ -53,15 +53,6 @@ namespace {
 using namespace attention_internal;
 
 constexpr int kThreads = 128;        // 4 warps per CTA
-constexpr int kHeadsPerCta = 8;      // query heads of one GQA group handled together
-constexpr int kTileTokens = 64;      // context positions per online-softmax step
-constexpr int kUnsplitCtas = 1024;   // ~8 CTAs per SM on a 132-SM H200: from here on, no context split
-constexpr int kMaxSplits = 256;      // partitions per row (the partial-output stride)
-constexpr int kMaxPartialRows = 4096;  // (row, partition) pairs the workspace holds at most
-constexpr int kMaxHeadDim = 256;
-constexpr int kTensorCoreMinRows = 16;  // a sequence with fewer new rows is cheaper on the split kernel
-constexpr int kMaxClusterCtas = 16;     // CTAs per cluster merge (16 is Hopper's non-portable maximum)
-constexpr int kMaxClusterRowCtas = 128;  // rows x KV heads x head chunks up to which decode uses clusters
 
 // The context range of one split; the last split runs to the end so that a context longer
 // than the host bound is still attended in full (only slower).
@@ -451,64 +442,6 @@ __global__ void __launch_bounds__(kThreads) paged_attention_merge_kernel(Params 
   }
 }
 
-// Context partition for a launch of num_tokens rows x ctas_per_row CTAs: 0 (no split) when
-// the rows alone give the GPU enough CTAs, else finer partitions for smaller batches.
-int partition_tokens_for(int num_tokens, int ctas_per_row) {
-  const int64_t ctas = static_cast<int64_t>(num_tokens) * ctas_per_row;
-  if (ctas >= kUnsplitCtas) return 0;
-  if (ctas < 64) return kTileTokens;
-  if (ctas < 256) return 2 * kTileTokens;
-  return 4 * kTileTokens;
-}
-
-int64_t partial_bytes(int num_tokens, int num_heads, int num_splits, int head_dim) {
-  return static_cast<int64_t>(num_tokens) * num_heads * num_splits * (head_dim + 2) * static_cast<int64_t>(sizeof(float));
-}
-
-Status bad(const std::string& what) { return invalid_argument("cuda_paged_attention: " + what); }
-
-Status check_args(const CudaPagedAttentionArgs& a) {
-  if (a.num_seqs < 0 || a.num_tokens < 0)
-    return bad("num_seqs " + std::to_string(a.num_seqs) + " and num_tokens " + std::to_string(a.num_tokens) +
-               " must be >= 0");
-  if (a.num_heads <= 0 || a.num_kv_heads <= 0 || a.num_heads % a.num_kv_heads != 0)
-    return bad("num_heads " + std::to_string(a.num_heads) + " must be a positive multiple of num_kv_heads " +
-               std::to_string(a.num_kv_heads));
-  if (a.head_dim < 8 || a.head_dim > kMaxHeadDim || a.head_dim % 8 != 0)
-    return bad("head_dim " + std::to_string(a.head_dim) + " must be a multiple of 8 in [8, 256]");
-  if (a.block_size <= 0) return bad("block_size " + std::to_string(a.block_size) + " must be positive");
-  if (a.max_blocks_per_seq <= 0) return bad("max_blocks_per_seq must be positive");
-  if (a.max_query_len < 0 || a.max_context_len < 0) return bad("max_query_len and max_context_len must be >= 0");
-  if (!(a.scale > 0.f) || !std::isfinite(a.scale)) return bad("scale must be positive and finite");
-  const int64_t row_width = static_cast<int64_t>(a.num_heads) * a.head_dim;
-  if (a.query_stride < row_width || a.query_stride % 8 != 0)
-    return bad("query_stride " + std::to_string(a.query_stride) + " must be >= H * D and a multiple of 8");
-  if (a.output_stride < row_width) return bad("output_stride " + std::to_string(a.output_stride) + " < H * D");
-  if (a.num_tokens == 0) return Status::ok();
-  if (!a.query || !a.output || !a.key_cache || !a.value_cache || !a.block_tables || !a.seq_token_start ||
-      !a.seq_context_len)
-    return bad("null query, output, cache or table pointer");
-  if (a.num_seqs == 0) return bad("num_tokens > 0 but num_seqs == 0");
-  auto aligned16 = [](const void* ptr) { return reinterpret_cast<uintptr_t>(ptr) % 16 == 0; };
-  if (!aligned16(a.query) || !aligned16(a.key_cache) || !aligned16(a.value_cache))
-    return bad("query, key_cache and value_cache must be 16-byte aligned");
-  return Status::ok();
-}
-
-}  // namespace
-
-size_t cuda_paged_attention_workspace_bytes(int max_num_tokens, int num_heads, int head_dim, int max_context_len) {
-  if (max_num_tokens <= 0 || num_heads <= 0 || head_dim <= 0) return 0;
-  // At most ceil(context / one tile) partitions per row, and never more (row, partition)
-  // pairs than kMaxPartialRows: a launch that would need more uses longer partitions.
-  const int64_t max_splits = std::min<int64_t>(kMaxSplits, (std::max(max_context_len, 1) + kTileTokens - 1) / kTileTokens);
-  if (max_splits <= 1) return 0;
-  const int64_t split_rows = std::min<int64_t>(static_cast<int64_t>(max_num_tokens) * max_splits, kMaxPartialRows);
-  return static_cast<size_t>(split_rows * num_heads * (head_dim + 2) * static_cast<int64_t>(sizeof(float)));
-}
-
-namespace {
-
 // Thread-block clusters need compute capability 9.0; decided once per process (one device
 // kind per process is assumed, as programmatic_launch.cu does).
 bool clusters_supported() {
@@ -561,15 +494,6 @@ cudaError_t launch_cluster_merge(const Params& p, dim3 grid, cudaStream_t stream
   return cudaLaunchKernelEx(&config, paged_attention_split_kernel<kThreadsPerRow, true>, p);
 }
 
-// CTAs per cluster for a launch with row_ctas (row, KV head, head chunk) triples under a host
-// context bound: 1 (no cluster: the two-kernel path) past kMaxClusterRowCtas, without
-// clusters (limit < 2) or when one tile covers the bound; else enough to spread the bound's
-// tiles, at most ~kUnsplitCtas CTAs in all and `limit`.
-int cluster_ctas_for(int64_t row_ctas, int bound, int limit) {
-  if (row_ctas <= 0 || row_ctas > kMaxClusterRowCtas || limit < 2) return 1;
-  const int64_t tiles = (static_cast<int64_t>(std::max(bound, 1)) + kTileTokens - 1) / kTileTokens;
-  return static_cast<int>(std::min<int64_t>({limit, tiles, std::max<int64_t>(1, kUnsplitCtas / row_ctas)}));
-}
 
 // The cluster limit of this device and head_dim's kernel instance (0: no clusters).
 int device_cluster_limit(int head_dim) {
@@ -586,7 +510,7 @@ enum class DecodeMerge {
 
 Status run_paged_attention(const CudaPagedAttentionArgs& a, bool allow_tensor_cores, DecodeMerge merge,
                            cudaStream_t stream) {
-  CROSSPOINT_RETURN_IF_ERROR(check_args(a));
+  CROSSPOINT_RETURN_IF_ERROR(check_paged_attention_args(a));
   if (a.num_tokens == 0) return Status::ok();
 
   Params p{};
@@ -615,8 +539,7 @@ Status run_paged_attention(const CudaPagedAttentionArgs& a, bool allow_tensor_co
                             reinterpret_cast<uintptr_t>(a.output) % 4 == 0;
   p.tensor_core_min_rows = tensor_cores ? kTensorCoreMinRows : kNoTensorCoreRows;
 
-  const int ctas_per_row = a.num_kv_heads * p.head_chunks;
-  if (static_cast<int64_t>(ctas_per_row) > 65535) return bad("num_kv_heads x head chunks exceeds the grid limit");
+  const int ctas_per_row = a.num_kv_heads * p.head_chunks;  // <= 65535 (check_paged_attention_args)
   const int bound = std::max(a.max_context_len, 1);
   const int64_t row_ctas = static_cast<int64_t>(a.num_tokens) * ctas_per_row;
 
@@ -640,32 +563,16 @@ Status run_paged_attention(const CudaPagedAttentionArgs& a, bool allow_tensor_co
     g_cluster_cap.store(cluster_ctas > 8 ? 8 : 0, std::memory_order_relaxed);
   }
 
-  // Partitions as the batch wants them (partition_tokens_for), covering the host's context
-  // bound; longer partitions when the caller's workspace holds fewer (a smaller workspace
-  // costs speed, never correctness; none at all means one split).
-  int partition = partition_tokens_for(a.num_tokens, ctas_per_row);
-  int num_splits = partition > 0 ? (bound + partition - 1) / partition : 1;
-  const int64_t bytes_per_split = partial_bytes(a.num_tokens, a.num_heads, 1, a.head_dim);
-  const int64_t splits_that_fit = a.workspace == nullptr ? 0 : static_cast<int64_t>(a.workspace_bytes) / bytes_per_split;
-  const int64_t max_splits = std::min<int64_t>(kMaxSplits, splits_that_fit);
-  if (num_splits > max_splits && max_splits > 1) {
-    const int per_split = (bound + static_cast<int>(max_splits) - 1) / static_cast<int>(max_splits);
-    partition = (per_split + kTileTokens - 1) / kTileTokens * kTileTokens;
-    num_splits = (bound + partition - 1) / partition;
-  }
-  if (num_splits <= 1 || max_splits <= 1) {
-    num_splits = 1;
-    partition = 1 << 30;  // one split covers any context
-  }
-  p.partition_tokens = partition;
-  // CTAs per (row, KV head): enough for ~kUnsplitCtas in all; each walks every grid_z-th partition.
-  const int grid_z = static_cast<int>(std::min<int64_t>(num_splits, (kUnsplitCtas + row_ctas - 1) / row_ctas));
+  const TwoPassPlan plan = plan_two_pass(a.num_tokens, ctas_per_row, bound, a.num_heads, a.head_dim, a.workspace,
+                                       a.workspace_bytes);
+  const int num_splits = plan.num_splits;
+  p.partition_tokens = plan.partition_tokens;
   p.num_splits = num_splits;
   p.partial_out = static_cast<float*>(a.workspace);
   p.partial_ml = num_splits > 1 ? p.partial_out + static_cast<int64_t>(a.num_tokens) * a.num_heads * num_splits * a.head_dim
                                 : nullptr;
 
-  const dim3 grid(a.num_tokens, ctas_per_row, std::max(grid_z, 1));
+  const dim3 grid(a.num_tokens, ctas_per_row, plan.grid_z);
   if (a.head_dim == 128) {
     CROSSPOINT_CUDA_RETURN_IF_ERROR(launch_programmatic(paged_attention_split_kernel<16, false>, dim3(grid), dim3(kThreads), 0, stream,
         p),
@@ -692,13 +599,6 @@ Status run_paged_attention(const CudaPagedAttentionArgs& a, bool allow_tensor_co
 
 }  // namespace
 
-int cuda_paged_attention_cluster_ctas(int num_tokens, int num_heads, int num_kv_heads, int max_context_len,
-                                      int cluster_limit) {
-  if (num_tokens <= 0 || num_heads <= 0 || num_kv_heads <= 0 || num_heads % num_kv_heads != 0) return 1;
-  const int head_chunks = (num_heads / num_kv_heads + kHeadsPerCta - 1) / kHeadsPerCta;
-  return cluster_ctas_for(static_cast<int64_t>(num_tokens) * num_kv_heads * head_chunks, max_context_len,
-                          std::min(cluster_limit, kMaxClusterCtas));
-}
 
 Status cuda_paged_attention(const CudaPagedAttentionArgs& args, cudaStream_t stream) {
   return run_paged_attention(args, /*allow_tensor_cores=*/true, DecodeMerge::kAuto, stream);
