@@ -36,6 +36,8 @@ Status embedding_gather(const uint16_t* table, const int32_t* token_ids, float* 
 // Then out[t, :] = fp16(residual[t, :] * rsqrt(mean(residual[t, :]^2) + eps) * weight).
 //   residual [T, d] f32 (in/out)   delta [T, d] fp16 (row stride delta_stride) or nullptr
 //   weight   [d] fp16              out   [T, d] fp16 (row stride out_stride)
+// weight is a model weight: it may be read before the programmatic wait
+// (programmatic_launch.cuh), so no kernel of the same step may write it.
 Status add_rms_norm(float* residual, const uint16_t* delta, int64_t delta_stride, const uint16_t* weight,
                     float eps, uint16_t* out, int64_t out_stride, int num_tokens, int hidden_size,
                     cudaStream_t stream);
