@@ -124,7 +124,8 @@ TEST(W4A16Gemm, EveryTuningMatchesReference) {
   CROSSPOINT_SKIP_WITHOUT_GPU();
   std::mt19937 rng(31);
   for (W4A16Tuning tuning : {W4A16Tuning::kDefault, W4A16Tuning::kDeepPipeline, W4A16Tuning::kNarrowBlocks,
-                             W4A16Tuning::kMoreSplits, W4A16Tuning::kLargeTile, W4A16Tuning::kLargeTileFewSplits}) {
+                             W4A16Tuning::kMoreSplits, W4A16Tuning::kLargeTile, W4A16Tuning::kLargeTileFewSplits,
+                             W4A16Tuning::kLargeTileWide}) {
     for (auto [m, n, k] : {std::tuple{1, 272, 1024}, {9, 48, 4096}, {16, 3584, 640}}) {
       const GptqLinear lin = make_gptq(rng, k, n, 128, false);
       const auto x = testing::random_f16(rng, static_cast<size_t>(m) * k, -1.f, 1.f);
@@ -234,15 +235,21 @@ std::string describe(const char* name, int m, int n, int k, int g, int64_t xs, i
          " g=" + std::to_string(g) + " x_stride=" + std::to_string(xs) + " y_stride=" + std::to_string(ys);
 }
 
+const W4A16Tuning kLargeTunings[] = {W4A16Tuning::kLargeTile, W4A16Tuning::kLargeTileFewSplits, W4A16Tuning::kLargeTileWide};
+const char* large_tuning_name(W4A16Tuning tuning) {
+  return tuning == W4A16Tuning::kLargeTile ? "kLargeTile" : tuning == W4A16Tuning::kLargeTileFewSplits ? "kLargeTileFewSplits" : "kLargeTileWide";
+}
+
 auto tuned_launch(W4A16Tuning tuning) {
   return [tuning](const uint16_t* x, int64_t xs, const uint32_t* w, const uint32_t* s, uint16_t* y, int64_t ys, int m,
                   int n, int k, int g, void* ws) { return w4a16_gemm_tuned(tuning, x, xs, w, s, y, ys, m, n, k, g, ws, nullptr); };
 }
-auto forced_split_launch(int k_splits) {
-  return [k_splits](const uint16_t* x, int64_t xs, const uint32_t* w, const uint32_t* s, uint16_t* y, int64_t ys, int m,
-                    int n, int k, int g, void* ws) {
+auto forced_split_launch(int k_splits, bool wide) {
+  return [k_splits, wide](const uint16_t* x, int64_t xs, const uint32_t* w, const uint32_t* s, uint16_t* y, int64_t ys, int m,
+                          int n, int k, int g, void* ws) {
     W4A16LargeOptions options;
     options.k_splits = k_splits;
+    options.wide = wide;
     return w4a16_gemm_large(x, xs, w, s, y, ys, m, n, k, g == -1 ? k : g, ws, options, nullptr);
   };
 }
@@ -254,31 +261,35 @@ TEST(W4A16LargePlan, BlockRowsFollowM) {
   EXPECT_EQ(w4a16_large_block_rows(64), 64);
   EXPECT_EQ(w4a16_large_block_rows(65), 128);
   EXPECT_EQ(w4a16_large_block_rows(256), 128);
-  const W4A16LargePlan p = w4a16_large_plan(200, 272, 192, 132, 2, kW4A16SplitCostChunks);
+  const W4A16LargePlan p = w4a16_large_plan(200, 272, 192, 128, 132, 2, kW4A16SplitCostChunks);
   EXPECT_EQ(p.block_rows, 128);
+  EXPECT_EQ(p.block_cols, 128);
   EXPECT_EQ(p.grid_m, 2);
   EXPECT_EQ(p.grid_n, 3);  // 17 n16 blocks in blocks of 8
   EXPECT_EQ(p.k_splits, 1);  // 3 chunks: too few to split
+  EXPECT_EQ(w4a16_large_plan(200, 272, 192, 256, 132, 1, kW4A16SplitCostChunks).grid_n, 2);
 }
 
 TEST(W4A16LargePlan, SplitsOnlyToFillTheGpu) {
   // Qwen2.5-7B fused qkv at M = 128 on 132 SMs x 2 blocks: 36 tiles, 56 chunks. Splitting
   // to one full wave (7 x 36 = 252 <= 264 blocks) beats one block per tile.
-  const W4A16LargePlan qkv = w4a16_large_plan(128, 4608, 3584, 132, 2, kW4A16SplitCostChunks);
+  const W4A16LargePlan qkv = w4a16_large_plan(128, 4608, 3584, 128, 132, 2, kW4A16SplitCostChunks);
   EXPECT_EQ(qkv.grid_n, 36);
   EXPECT_EQ(qkv.grid_m, 1);
   EXPECT_EQ(qkv.k_splits, 7);
   // Plenty of tiles and a split cost beyond the gain: no split.
-  EXPECT_EQ(w4a16_large_plan(128, 37888, 3584, 132, 2, 1000.0).k_splits, 1);
-  for (int m : {9, 17, 33, 64, 100, 128, 200, 256}) {
-    for (auto [n, k] : {std::pair{16, 64}, {48, 192}, {272, 3584}, {4608, 3584}, {37888, 3584}, {3584, 18944}}) {
-      const W4A16LargePlan p = w4a16_large_plan(m, n, k, 132, 2, kW4A16SplitCostChunks);
-      EXPECT_GE(p.k_splits, 1);
-      EXPECT_TRUE(p.k_splits == 1 || k / 64 / p.k_splits >= 4) << "m=" << m << " n=" << n << " k=" << k;  // each split keeps >= 4 chunks
-      EXPECT_GE(p.grid_m * p.block_rows, m);
-      EXPECT_LT((p.grid_m - 1) * p.block_rows, m);
-      EXPECT_GE(p.grid_n * 128, n);
-      EXPECT_LT((p.grid_n - 1) * 128, n);
+  EXPECT_EQ(w4a16_large_plan(128, 37888, 3584, 128, 132, 2, 1000.0).k_splits, 1);
+  for (int block_cols : {128, 256}) {
+    for (int m : {9, 17, 33, 64, 100, 128, 200, 256}) {
+      for (auto [n, k] : {std::pair{16, 64}, {48, 192}, {272, 3584}, {4608, 3584}, {37888, 3584}, {3584, 18944}}) {
+        const W4A16LargePlan p = w4a16_large_plan(m, n, k, block_cols, 132, 2, kW4A16SplitCostChunks);
+        EXPECT_GE(p.k_splits, 1);
+        EXPECT_TRUE(p.k_splits == 1 || k / 64 / p.k_splits >= 4) << "m=" << m << " n=" << n << " k=" << k;  // each split keeps >= 4 chunks
+        EXPECT_GE(p.grid_m * p.block_rows, m);
+        EXPECT_LT((p.grid_m - 1) * p.block_rows, m);
+        EXPECT_GE(p.grid_n * block_cols, n);
+        EXPECT_LT((p.grid_n - 1) * block_cols, n);
+      }
     }
   }
 }
@@ -302,11 +313,10 @@ TEST(W4A16GemmLarge, EveryLargeTuningMatchesReferenceAtAwkwardSizes) {
       const int64_t x_pad = (case_idx % 3) * 8, y_pad = case_idx % 4;
       ++case_idx;
       const LargeProblem p = make_large_problem(seed++, m, n, k, g, x_pad, y_pad);
-      for (W4A16Tuning tuning : {W4A16Tuning::kLargeTile, W4A16Tuning::kLargeTileFewSplits}) {
+      for (W4A16Tuning tuning : kLargeTunings) {
         const auto ys = run_large(p, 1, tuned_launch(tuning));
         ASSERT_EQ(ys.size(), 1u);
-        expect_close(ys[0], p.ref, describe(tuning == W4A16Tuning::kLargeTile ? "kLargeTile" : "kLargeTileFewSplits", m, n, k,
-                                            g, p.x_stride, p.y_stride));
+        expect_close(ys[0], p.ref, describe(large_tuning_name(tuning), m, n, k, g, p.x_stride, p.y_stride));
       }
     }
   }
@@ -316,9 +326,11 @@ TEST(W4A16GemmLarge, FullWidthQkvShape) {
   CROSSPOINT_SKIP_WITHOUT_GPU();
   // The 7B fused qkv (N = 4608, K = 3584) at an M that is not a multiple of 16.
   const LargeProblem p = make_large_problem(900, 100, 4608, 3584, 128, 0, 0);
-  const auto ys = run_large(p, 1, tuned_launch(W4A16Tuning::kLargeTile));
-  ASSERT_EQ(ys.size(), 1u);
-  expect_close(ys[0], p.ref, describe("kLargeTile", 100, 4608, 3584, 128, p.x_stride, p.y_stride));
+  for (W4A16Tuning tuning : kLargeTunings) {
+    const auto ys = run_large(p, 1, tuned_launch(tuning));
+    ASSERT_EQ(ys.size(), 1u);
+    expect_close(ys[0], p.ref, describe(large_tuning_name(tuning), 100, 4608, 3584, 128, p.x_stride, p.y_stride));
+  }
 }
 
 TEST(W4A16GemmLarge, ForcedSplitsMatchReferenceAndLeaveWorkspaceClean) {
@@ -329,23 +341,28 @@ TEST(W4A16GemmLarge, ForcedSplitsMatchReferenceAndLeaveWorkspaceClean) {
   uint32_t seed = 700;
   for (const auto& c : cases) {
     const LargeProblem p = make_large_problem(seed++, c.m, c.n, c.k, c.g, 8, 1);
-    const auto ys = run_large(p, 2, forced_split_launch(c.splits));
-    ASSERT_EQ(ys.size(), 2u);
-    const std::string what = describe("splits", c.m, c.n, c.k, c.g, p.x_stride, p.y_stride) + " k_splits=" + std::to_string(c.splits);
-    expect_close(ys[0], p.ref, what);
-    expect_close(ys[1], p.ref, what + " (second launch)");
-    // With one or two splits the fp32 sums are order-independent (0 + a + b == 0 + b + a),
-    // so a second launch on the same workspace must repeat the first bit for bit.
-    if (c.splits <= 2) EXPECT_EQ(ys[0], ys[1]) << what;
+    for (bool wide : {false, true}) {
+      const auto ys = run_large(p, 2, forced_split_launch(c.splits, wide));
+      ASSERT_EQ(ys.size(), 2u);
+      const std::string what = describe(wide ? "wide, splits" : "splits", c.m, c.n, c.k, c.g, p.x_stride, p.y_stride) +
+                               " k_splits=" + std::to_string(c.splits);
+      expect_close(ys[0], p.ref, what);
+      expect_close(ys[1], p.ref, what + " (second launch)");
+      // With one or two splits the fp32 sums are order-independent (0 + a + b == 0 + b + a),
+      // so a second launch on the same workspace must repeat the first bit for bit.
+      if (c.splits <= 2) EXPECT_EQ(ys[0], ys[1]) << what;
+    }
   }
 }
 
 TEST(W4A16GemmLarge, ActOrderMatchesReference) {
   CROSSPOINT_SKIP_WITHOUT_GPU();
   const LargeProblem p = make_large_problem(800, 72, 144, 768, 128, 0, 0, /*act_order=*/true);
-  const auto ys = run_large(p, 1, tuned_launch(W4A16Tuning::kLargeTile));
-  ASSERT_EQ(ys.size(), 1u);
-  expect_close(ys[0], p.ref, "act-order m=72 n=144 k=768");
+  for (W4A16Tuning tuning : kLargeTunings) {
+    const auto ys = run_large(p, 1, tuned_launch(tuning));
+    ASSERT_EQ(ys.size(), 1u);
+    expect_close(ys[0], p.ref, std::string(large_tuning_name(tuning)) + " act-order m=72 n=144 k=768");
+  }
   check_w4a16(72, 144, 768, 128, true, 801);  // through w4a16_gemm and w4a16_permute_columns
 }
 

@@ -270,12 +270,13 @@ Status w4a16_gemm_tuned(W4A16Tuning tuning, const uint16_t* x, int64_t x_stride,
   if (x == nullptr || packed_weight == nullptr || packed_scales == nullptr || y == nullptr || workspace == nullptr) {
     return invalid_argument("w4a16_gemm: null pointer argument");
   }
-  if (tuning == W4A16Tuning::kLargeTile || tuning == W4A16Tuning::kLargeTileFewSplits) {
+  if (tuning == W4A16Tuning::kLargeTile || tuning == W4A16Tuning::kLargeTileFewSplits || tuning == W4A16Tuning::kLargeTileWide) {
     if (reinterpret_cast<uintptr_t>(workspace) % 16 != 0) {
       return invalid_argument("w4a16_gemm: workspace must be 16-byte aligned (float4 read back of the split sums)");
     }
     W4A16LargeOptions options;
     if (tuning == W4A16Tuning::kLargeTileFewSplits) options.split_cost_chunks *= 8;
+    options.wide = tuning == W4A16Tuning::kLargeTileWide;
     return w4a16_gemm_large(x, x_stride, packed_weight, packed_scales, y, y_stride, m, n, k, group_size, workspace,
                             options, stream);
   }

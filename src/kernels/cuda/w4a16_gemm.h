@@ -83,14 +83,18 @@ Status w4a16_gemm(const uint16_t* x, int64_t x_stride, const uint32_t* packed_we
 //   kDeepPipeline same block, 8 stages, ~2 blocks per SM
 //   kNarrowBlocks 4 warps x 32 columns, 6 stages, ~5 blocks per SM
 //   kMoreSplits   as kDefault with ~8 blocks per SM worth of k splits
-// The last two are the larger-batch kernel of w4a16_gemm_large.cu: 8 warps, a block of
-// w4a16_large_block_rows(M) rows (32, 64 or 128) x 128 columns, weights dequantised once per
-// block half, ldmatrix activation fragments; K splits from w4a16_large_plan:
-//   kLargeTile          splits where they shorten the estimated run (split epilogue costed
-//                       as kW4A16SplitCostChunks chunks)
-//   kLargeTileFewSplits splits costed 8x higher: in practice only when the tiles leave most
-//                       of the GPU idle (small N at small M)
-enum class W4A16Tuning { kDefault, kDeepPipeline, kNarrowBlocks, kMoreSplits, kLargeTile, kLargeTileFewSplits };
+// The last three are the larger-batch kernel of w4a16_gemm_large.cu: warps 2 (M) x 4 or 8
+// (N), each a w4a16_large_block_rows(M) / 2 x 32 tile, so a block covers 32, 64 or 128 rows;
+// every weight word is dequantised by 2 warps, activation fragments come by ldmatrix; K
+// splits from w4a16_large_plan:
+//   kLargeTile          8 warps, 128 columns, ~2 blocks per SM; splits where they shorten
+//                       the estimated run (split epilogue costed kW4A16SplitCostChunks chunks)
+//   kLargeTileFewSplits as kLargeTile with splits costed 8x higher: in practice only when the
+//                       tiles leave most of the GPU idle (small N)
+//   kLargeTileWide      16 warps, 256 columns, 1 block per SM: half the activation reads per
+//                       weight of kLargeTile (each staged activation tile feeds twice the
+//                       columns), fewer and longer blocks; splits as kLargeTile
+enum class W4A16Tuning { kDefault, kDeepPipeline, kNarrowBlocks, kMoreSplits, kLargeTile, kLargeTileFewSplits, kLargeTileWide };
 Status w4a16_gemm_tuned(W4A16Tuning tuning, const uint16_t* x, int64_t x_stride, const uint32_t* packed_weight,
                         const uint32_t* packed_scales, uint16_t* y, int64_t y_stride, int m, int n, int k,
                         int group_size, void* workspace, cudaStream_t stream);
@@ -102,7 +106,8 @@ W4A16Tuning w4a16_default_tuning_for(int m);
 // Launch plan of the larger-batch kernel (host only, so it is tested without a GPU).
 struct W4A16LargePlan {
   int block_rows = 0;  // rows of M per block: w4a16_large_block_rows(M)
-  int grid_n = 0;      // blocks along N, 128 columns each (the last may be partial)
+  int block_cols = 0;  // columns of N per block: 128, or 256 for kLargeTileWide
+  int grid_n = 0;      // blocks along N, block_cols each (the last may be partial)
   int grid_m = 0;      // blocks along M
   int k_splits = 1;    // blocks along K; > 1 means partial sums through the workspace
 };
@@ -113,13 +118,15 @@ int w4a16_large_block_rows(int m);
 inline constexpr double kW4A16SplitCostChunks = 2.0;
 // Picks k_splits minimising (waves of blocks) x (chunks per block + split cost), where a
 // wave is num_sms * blocks_per_sm blocks and each split keeps >= 4 chunks of 64 rows of K.
-W4A16LargePlan w4a16_large_plan(int m, int n, int k, int num_sms, int blocks_per_sm, double split_cost_chunks);
+W4A16LargePlan w4a16_large_plan(int m, int n, int k, int block_cols, int num_sms, int blocks_per_sm,
+                                double split_cost_chunks);
 // Options of the larger-batch kernel.
 struct W4A16LargeOptions {
+  bool wide = false;  // 16 warps x 256 columns (kLargeTileWide) instead of 8 warps x 128
   double split_cost_chunks = kW4A16SplitCostChunks;  // split cost given to w4a16_large_plan
   int k_splits = 0;  // 0: as planned; > 0: exactly this many K splits (at most K/64), for tests
 };
-// The larger-batch kernel itself (what kLargeTile / kLargeTileFewSplits launch). Arguments
+// The larger-batch kernel itself (what the kLargeTile* tunings launch). Arguments
 // as w4a16_gemm; shapes are not checked here: call it through w4a16_gemm_tuned, or with
 // shapes that passed it (tests).
 Status w4a16_gemm_large(const uint16_t* x, int64_t x_stride, const uint32_t* packed_weight, const uint32_t* packed_scales,

@@ -35,36 +35,44 @@ using w4a16_internal::dequant_word;
 using w4a16_internal::ldmatrix_x4;
 using w4a16_internal::mma_m16n8k16;
 
-constexpr int kWarpsM = 2;                          // warps stacked along M
-constexpr int kWarpsN = 4;                          // warps side by side along N
-constexpr int kThreads = kWarpsM * kWarpsN * 32;    // 256
-constexpr int kWarpNBlocks = 2;                     // n16 blocks per warp
-constexpr int kBlockNBlocks = kWarpsN * kWarpNBlocks;  // 8 n16 blocks = 128 columns per block
+constexpr int kWarpsM = 2;       // warps stacked along M
+constexpr int kWarpNBlocks = 2;  // n16 blocks per warp
 constexpr int kChunkK = 64;                         // input rows per packed chunk (4 mma k-steps)
 constexpr int kARowStride = 72;  // fp16 per staged activation row: 144 B rows keep 16-byte
                                  // alignment and put the 8 rows of each ldmatrix 8x8 matrix
                                  // in 8 different 16-byte bank groups (conflict free)
 
-// One pipeline stage: everything the block needs for one 64-deep k chunk.
-template <int kMTiles>
-struct LargeStage {
-  static constexpr int kRows = kWarpsM * kMTiles * 16;
-  uint4 weight[kBlockNBlocks][32];    // packed int4: [n16 block][lane] 16 bytes, 4 KB
-  uint32_t scales[kBlockNBlocks][8];  // half2 (s[c], s[c+8]) per n16 block and c = lane / 4
-  uint16_t a[kRows][kARowStride];     // activation rows m0 .. m0 + kRows - 1 of the chunk, fp16
+// Block shape: kWarpsN warps side by side along N (4: 128 columns, 8: 256 columns), 2 along M.
+template <int kWarpsN>
+struct LargeBlock {
+  static constexpr int kThreads = kWarpsM * kWarpsN * 32;        // 256 or 512
+  static constexpr int kNBlocks = kWarpsN * kWarpNBlocks;        // n16 blocks per block
+  static constexpr int kCols = kNBlocks * 16;                    // 128 or 256 columns
 };
 
-// grid = (ceil(N / 128), k splits, ceil(M / (32 * kMTiles))). Rows of the staged activation
+// One pipeline stage: everything the block needs for one 64-deep k chunk.
+template <int kWarpsN, int kMTiles>
+struct LargeStage {
+  static constexpr int kRows = kWarpsM * kMTiles * 16;
+  static constexpr int kNBlocks = LargeBlock<kWarpsN>::kNBlocks;
+  uint4 weight[kNBlocks][32];     // packed int4: [n16 block][lane] 16 bytes (4 or 8 KB)
+  uint32_t scales[kNBlocks][8];   // half2 (s[c], s[c+8]) per n16 block and c = lane / 4
+  uint16_t a[kRows][kARowStride];  // activation rows m0 .. m0 + kRows - 1 of the chunk, fp16
+};
+
+// grid = (ceil(N / (32 * kWarpsN)), k splits, ceil(M / (32 * kMTiles))). Rows of the staged activation
 // tile at or beyond m are never copied (stale shared memory); they only feed output rows
 // that are never stored, because an MMA's output row depends on its own A row alone.
-template <int kMTiles, int kStages, int kMinBlocksPerSm>
-__global__ void __launch_bounds__(kThreads, kMinBlocksPerSm)
+template <int kWarpsN, int kMTiles, int kStages, int kMinBlocksPerSm>
+__global__ void __launch_bounds__(LargeBlock<kWarpsN>::kThreads, kMinBlocksPerSm)
     w4a16_gemm_large_kernel(const uint16_t* __restrict__ x, int64_t x_stride,
                             const uint4* __restrict__ packed_weight,
                             const uint32_t* __restrict__ packed_scales, uint16_t* __restrict__ y,
                             int64_t y_stride, int m, int n, int k, int group_size,
                             float* __restrict__ split_sums, int* __restrict__ tile_counters) {
-  using StageT = LargeStage<kMTiles>;
+  using StageT = LargeStage<kWarpsN, kMTiles>;
+  constexpr int kThreads = LargeBlock<kWarpsN>::kThreads;
+  constexpr int kBlockNBlocks = LargeBlock<kWarpsN>::kNBlocks;
   constexpr int kBlockRows = StageT::kRows;
   extern __shared__ __align__(16) unsigned char smem_raw[];
   StageT* stages = reinterpret_cast<StageT*>(smem_raw);
@@ -72,7 +80,7 @@ __global__ void __launch_bounds__(kThreads, kMinBlocksPerSm)
   const int lane = tid % 32;
   const int warp = tid / 32;
   const int warp_m = warp / kWarpsN;  // which M half of the block
-  const int warp_n = warp % kWarpsN;  // which 32-column quarter of the block
+  const int warp_n = warp % kWarpsN;  // which 32-column slice of the block
   const int num_n_blocks = n / 16;
   const int num_k_chunks = k / kChunkK;
   const int nb0 = blockIdx.x * kBlockNBlocks;
@@ -89,8 +97,8 @@ __global__ void __launch_bounds__(kThreads, kMinBlocksPerSm)
   // piece): weight piece (n16 block tid / 32, lane); scale half (tid / 2, tid % 2) for the
   // first 16 threads; activation pieces (row tid / 8 + 32 * it, columns (tid % 8) * 8 ..+7).
   static_assert(kBlockNBlocks * 32 == kThreads, "one 16-byte weight copy per thread");
-  constexpr int kARowsPerPass = kThreads / 8;                 // 32 activation rows per pass of all threads
-  constexpr int kAPasses = kBlockRows / kARowsPerPass;        // 1, 2 or 4
+  constexpr int kARowsPerPass = kThreads / 8;  // activation rows per pass of all threads (32 or 64)
+  constexpr int kAPasses = (kBlockRows + kARowsPerPass - 1) / kARowsPerPass;  // 1 to 4
   const uint4* weight_src;
   {
     const int nb = min(nb0 + tid / 32, num_n_blocks - 1);  // tail blocks copy a valid block, never stored
@@ -275,12 +283,13 @@ int device_num_sms() {
   return count;
 }
 
-template <int kMTiles, int kStages, int kMinBlocksPerSm>
+template <int kWarpsN, int kMTiles, int kStages, int kMinBlocksPerSm>
 Status launch_large(const uint16_t* x, int64_t x_stride, const uint32_t* packed_weight, const uint32_t* packed_scales,
                     uint16_t* y, int64_t y_stride, int m, int n, int k, int group_size, void* workspace,
                     const W4A16LargeOptions& options, cudaStream_t stream) {
-  constexpr auto kKernel = w4a16_gemm_large_kernel<kMTiles, kStages, kMinBlocksPerSm>;
-  constexpr size_t kSmemBytes = sizeof(LargeStage<kMTiles>) * kStages;
+  constexpr auto kKernel = w4a16_gemm_large_kernel<kWarpsN, kMTiles, kStages, kMinBlocksPerSm>;
+  constexpr int kThreads = LargeBlock<kWarpsN>::kThreads;
+  constexpr size_t kSmemBytes = sizeof(LargeStage<kWarpsN, kMTiles>) * kStages;
   // Once per instantiation: allow the dynamic shared memory, then ask how many blocks fit per SM.
   static const int blocks_per_sm = [] {
     if (cudaFuncSetAttribute(kKernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(kSmemBytes)) != cudaSuccess) {
@@ -295,7 +304,8 @@ Status launch_large(const uint16_t* x, int64_t x_stride, const uint32_t* packed_
     return internal_error("w4a16_gemm_large: kernel with " + std::to_string(kSmemBytes) +
                           " bytes of shared memory cannot be resident on this device");
   }
-  W4A16LargePlan plan = w4a16_large_plan(m, n, k, device_num_sms(), blocks_per_sm, options.split_cost_chunks);
+  W4A16LargePlan plan = w4a16_large_plan(m, n, k, LargeBlock<kWarpsN>::kCols, device_num_sms(), blocks_per_sm,
+                                         options.split_cost_chunks);
   if (options.k_splits > 0) plan.k_splits = std::min(options.k_splits, k / kChunkK);
   float* split_sums = static_cast<float*>(workspace);  // [M, N] fp32, zero between launches
   int* tile_counters = reinterpret_cast<int*>(split_sums + static_cast<int64_t>(m) * n);
@@ -309,10 +319,12 @@ Status launch_large(const uint16_t* x, int64_t x_stride, const uint32_t* packed_
 
 int w4a16_large_block_rows(int m) { return m <= 32 ? 32 : m <= 64 ? 64 : 128; }
 
-W4A16LargePlan w4a16_large_plan(int m, int n, int k, int num_sms, int blocks_per_sm, double split_cost_chunks) {
+W4A16LargePlan w4a16_large_plan(int m, int n, int k, int block_cols, int num_sms, int blocks_per_sm,
+                                double split_cost_chunks) {
   W4A16LargePlan plan;
   plan.block_rows = w4a16_large_block_rows(m);
-  plan.grid_n = (n / 16 + kBlockNBlocks - 1) / kBlockNBlocks;
+  plan.block_cols = block_cols;
+  plan.grid_n = (n + block_cols - 1) / block_cols;
   plan.grid_m = (m + plan.block_rows - 1) / plan.block_rows;
   const int num_k_chunks = k / kChunkK;
   const int64_t tiles = static_cast<int64_t>(plan.grid_n) * plan.grid_m;
@@ -339,16 +351,31 @@ Status w4a16_gemm_large(const uint16_t* x, int64_t x_stride, const uint32_t* pac
                         uint16_t* y, int64_t y_stride, int m, int n, int k, int group_size, void* workspace,
                         const W4A16LargeOptions& options, cudaStream_t stream) {
   // Shapes and strides were checked by w4a16_gemm_tuned, the only caller.
+  // Stages: as deep as two blocks per SM allow (one for the 512-thread blocks, whose
+  // registers fill the SM); minimum blocks per SM as the register counts allow.
+  if (options.wide) {
+    switch (w4a16_large_block_rows(m)) {
+      case 32:
+        return launch_large<8, 1, 8, 1>(x, x_stride, packed_weight, packed_scales, y, y_stride, m, n, k, group_size, workspace,
+                                        options, stream);
+      case 64:
+        return launch_large<8, 2, 8, 1>(x, x_stride, packed_weight, packed_scales, y, y_stride, m, n, k, group_size, workspace,
+                                        options, stream);
+      default:
+        return launch_large<8, 4, 6, 1>(x, x_stride, packed_weight, packed_scales, y, y_stride, m, n, k, group_size, workspace,
+                                        options, stream);
+    }
+  }
   switch (w4a16_large_block_rows(m)) {
     case 32:
-      return launch_large<1, 8, 3>(x, x_stride, packed_weight, packed_scales, y, y_stride, m, n, k, group_size, workspace,
-                                   options, stream);
+      return launch_large<4, 1, 8, 3>(x, x_stride, packed_weight, packed_scales, y, y_stride, m, n, k, group_size, workspace,
+                                      options, stream);
     case 64:
-      return launch_large<2, 6, 2>(x, x_stride, packed_weight, packed_scales, y, y_stride, m, n, k, group_size, workspace,
-                                   options, stream);
+      return launch_large<4, 2, 6, 2>(x, x_stride, packed_weight, packed_scales, y, y_stride, m, n, k, group_size, workspace,
+                                      options, stream);
     default:
-      return launch_large<4, 4, 2>(x, x_stride, packed_weight, packed_scales, y, y_stride, m, n, k, group_size, workspace,
-                                   options, stream);
+      return launch_large<4, 4, 4, 2>(x, x_stride, packed_weight, packed_scales, y, y_stride, m, n, k, group_size, workspace,
+                                      options, stream);
   }
 }
 
