@@ -368,11 +368,12 @@ int main(int argc, char** argv) {
     }
   }
   for (int batch : {1, 2, 4, 8}) result["small_batch"].push_back(bench_rope_latency(batch, 28, s, reps));
-  // The large-batch decode path for comparison with earlier runs (two-kernel unless clusters fit).
-  for (int batch : {64, 256})
+  // Batch 32, the largest that takes clusters at this shape (8 CTAs each); from 33 rows on
+  // both paths are the two-kernel one.
+  for (int context : {512, 4096})
     for (bool two_pass : {false, true})
       result["small_batch"].push_back(bench_attention_shape(
-          {two_pass ? "decode two-pass" : "decode default", batch, 1, 4096, false, 4096, two_pass}, bw_gbps, s, reps));
+          {two_pass ? "decode two-pass" : "decode default", 32, 1, context, false, 4096, two_pass}, bw_gbps, s, reps));
   std::printf("\n== prefill attention (causal, no cached prefix) ==\n");
   result["prefill"] = nlohmann::json::array();
   for (bool split_only : {false, true}) {
