@@ -370,6 +370,11 @@ def main():
             cfg = dict(QWEN25_7B, **{k: v for k, v in json.load(f).items() if k != "quantization_config"})
     if args.num_layers > 0:
         cfg["num_hidden_layers"] = cfg["max_window_layers"] = args.num_layers
+    # Transformers' own key for where a model came from; crosspoint's reports name the model by it.
+    if args.config in ("qwen2.5-7b", "tiny"):
+        shape = "Qwen2.5-7B-Instruct" if args.config == "qwen2.5-7b" else "tiny Qwen2"
+        layers = f", {cfg['num_hidden_layers']} layers" if args.num_layers > 0 else ""
+        cfg["_name_or_path"] = f"{shape} shape{layers}, random weights"
     dtype = args.dtype or ("bfloat16" if args.format == "w8a8-fp8" else "float16")
     cfg["torch_dtype"] = dtype
     if args.format == "w4a16":

@@ -173,12 +173,16 @@ void add_recommendation(Fragments& f, const SweepOptions& o, const analysis::Stu
   f.bullets(items);
   // The sentence people read: which precision below and above the crossover.
   const analysis::MetricAnalysis* tpot = find_metric(a, Metric::kMedianTpot);
+  const std::string quality_note =
+      qualities.empty() ? "quality was not measured in this sweep (--eval-samples 0)" : "with the quality costs listed above";
   if (tpot && !tpot->crossovers.empty()) {
-    const auto& c = tpot->crossovers.front();
-    f.paragraph(fmt::format("In short, for the lowest median TPOT: up to concurrency {:g} serve {}; from {:g} up serve "
-                            "{} (the flip lies in between) — measured on {}, with the quality costs listed above.",
-                            c.concurrency_below, c.winner_below, c.concurrency_above, c.winner_above,
-                            a.hardware.name));
+    // Every flip in order: "up to 3 serve A; from 10 serve B; from 100 serve C".
+    const auto& first = tpot->crossovers.front();
+    std::string plan = fmt::format("up to concurrency {:g} serve {}", first.concurrency_below, first.winner_below);
+    for (const auto& c : tpot->crossovers) plan += fmt::format("; from {:g} up serve {}", c.concurrency_above, c.winner_above);
+    f.paragraph(fmt::format("In short, for the lowest median TPOT: {} (each flip lies between the two levels named) — "
+                            "measured on {}; {}.",
+                            plan, a.hardware.name, quality_note));
   } else if (tpot && !tpot->winners.empty()) {
     std::string winner;
     for (const auto& w : tpot->winners) {
@@ -248,7 +252,14 @@ std::string ceilings_provenance(const std::string& hw_name, const std::string& s
 Result<nlohmann::json> build_study_json(const SweepOptions& o, const std::string& fp16_dir,
                                         const std::vector<int>& levels) {
   nlohmann::json study = nlohmann::json::object();
-  const std::string model_name = fs::path(fp16_dir).filename().string();
+  // The model's own name where its config.json keeps one (transformers' _name_or_path: a hub id
+  // or a path; the last component), else the folder's name.
+  std::string model_name = fs::path(fp16_dir).filename().string();
+  if (auto config = read_json(fp16_dir + "/config.json");
+      config && config->is_object() && config->contains("_name_or_path") && (*config)["_name_or_path"].is_string()) {
+    const std::string named = fs::path((*config)["_name_or_path"].get<std::string>()).filename().string();
+    if (!named.empty()) model_name = named;
+  }
   auto hw = read_json(o.out_dir + "/hwinfo.json");
   // hwinfo.json is `crosspoint hwinfo --json` output (the name under "ceilings") or a bare ceilings object.
   std::string hw_name = o.device == "cuda" ? "cuda" : "cpu";

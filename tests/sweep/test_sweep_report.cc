@@ -4,6 +4,9 @@
 // carry the quality deltas.
 #include <gtest/gtest.h>
 
+#include <filesystem>
+#include <fstream>
+
 #include "analysis/hardware_table.h"
 #include "analysis/study_analysis.h"
 #include "analysis/study_results.h"
@@ -38,6 +41,9 @@ TEST(SweepReport, RecommendationNamesTheStudysCrossover) {
       << s.markdown;
   EXPECT_NE(s.markdown.find("up to concurrency 10 serve w4a16; from 100 up serve w8a8-fp8"), std::string::npos)
       << s.markdown;
+  // No eval ran: the sentence must not point at quality costs that are not there.
+  EXPECT_NE(s.markdown.find("quality was not measured in this sweep"), std::string::npos) << s.markdown;
+  EXPECT_EQ(s.markdown.find("quality costs listed above"), std::string::npos) << s.markdown;
   EXPECT_NE(s.html.find("<h2>Recommendation</h2>"), std::string::npos);
 }
 
@@ -76,6 +82,29 @@ TEST(SweepReport, QualityAndStartupTables) {
   EXPECT_NE(s.markdown.find("perplexity 11.000 vs 10.000 for fp16 (+10.00 %)"), std::string::npos);
   EXPECT_NE(s.markdown.find("| w4a16 | 1.50 | 9.25 | 5.500 |"), std::string::npos) << s.markdown;
   EXPECT_NE(s.html.find("<table"), std::string::npos);
+}
+
+TEST(SweepReport, TheTitleNamesTheModelByItsConfigWhenItHasAName) {
+  const std::filesystem::path root = std::filesystem::temp_directory_path() / "crosspoint-sweep-title-test";
+  std::filesystem::remove_all(root);
+  std::filesystem::create_directories(root / "fp16");
+  std::filesystem::create_directories(root / "out");
+  SweepOptions o;
+  o.precisions = {"fp16"};
+  o.out_dir = (root / "out").string();
+  // Without a name in config.json: the folder's name.
+  std::ofstream(root / "fp16" / "config.json") << R"({"model_type": "qwen2"})";
+  auto plain = build_study_json(o, (root / "fp16").string(), {1});
+  ASSERT_TRUE(plain.is_ok()) << plain.status().to_string();
+  EXPECT_EQ(plain.value()["model"]["name"], "fp16");
+  // transformers' _name_or_path (a hub id or a path): its last component.
+  std::ofstream(root / "fp16" / "config.json") << R"({"_name_or_path": "Qwen/Qwen2.5-7B-Instruct"})";
+  auto named = build_study_json(o, (root / "fp16").string(), {1});
+  ASSERT_TRUE(named.is_ok()) << named.status().to_string();
+  EXPECT_EQ(named.value()["model"]["name"], "Qwen2.5-7B-Instruct");
+  EXPECT_EQ(named.value()["title"].get<std::string>().rfind("crosspoint sweep: Qwen2.5-7B-Instruct on ", 0), 0u)
+      << named.value()["title"];
+  std::filesystem::remove_all(root);
 }
 
 }  // namespace
