@@ -7,6 +7,8 @@
 #include <event2/keyvalq_struct.h>
 #include <event2/thread.h>
 
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <sys/socket.h>
 
 #include <algorithm>
@@ -108,7 +110,19 @@ struct OpenAiServer::Impl {
   // ---- request dispatch ------------------------------------------------------------------
   static void on_request(evhttp_request* req, void* arg) { static_cast<Impl*>(arg)->handle(req); }
 
+  // Streams are many small writes: without TCP_NODELAY the first SSE chunk waits behind the
+  // unacknowledged response headers for the client's delayed ACK (40 ms on Linux), which showed
+  // up as a constant ~42 ms TTFT under load. Set on every request; it is one syscall.
+  static void disable_nagle(evhttp_request* req) {
+    evhttp_connection* connection = evhttp_request_get_connection(req);
+    bufferevent* stream = connection != nullptr ? evhttp_connection_get_bufferevent(connection) : nullptr;
+    const evutil_socket_t fd = stream != nullptr ? bufferevent_getfd(stream) : -1;
+    const int one = 1;
+    if (fd >= 0) setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));  // fails harmlessly on non-TCP
+  }
+
   void handle(evhttp_request* req) {
+    disable_nagle(req);
     const evhttp_uri* uri = evhttp_request_get_evhttp_uri(req);
     const char* raw_path = uri != nullptr ? evhttp_uri_get_path(uri) : nullptr;
     const std::string path = raw_path != nullptr ? raw_path : "";
