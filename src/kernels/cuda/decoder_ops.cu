@@ -16,7 +16,7 @@
 namespace crosspoint::cuda {
 namespace {
 
-constexpr int kRowThreads = 256;  // one block per row for norms, gathers and argmax
+constexpr int kRowThreads = 256;  // one block per row for norms and gathers
 
 bool aligned(const void* p, int bytes) { return reinterpret_cast<uintptr_t>(p) % bytes == 0; }
 
@@ -255,51 +255,55 @@ __global__ void __launch_bounds__(kRopeThreads) rope_kv_write_kernel(RopeKvWrite
   const int num_v_items = a.num_kv_heads * a.head_dim / kWidth;
   if (item >= num_rotate_items + num_v_items) return;
 
+  // Every load is issued before any branch on a loaded value (the slot), so they all share one
+  // memory round trip.
   uint16_t* row = a.qkv + static_cast<int64_t>(t) * a.qkv_stride;
   const int32_t slot = a.slot_mapping[t];
-  const bool store = slot >= 0 && static_cast<int64_t>(slot) < static_cast<int64_t>(a.num_blocks) * a.block_size;
-  const int64_t cache_row = static_cast<int64_t>(store ? slot : 0) * a.num_kv_heads * a.head_dim;  // [slot, Hkv, D]
+  auto store_slot = [&] { return slot >= 0 && static_cast<int64_t>(slot) < static_cast<int64_t>(a.num_blocks) * a.block_size; };
+  auto cache_row = [&] { return static_cast<int64_t>(slot) * a.num_kv_heads * a.head_dim; };  // [slot, Hkv, D]
 
   if (item >= num_rotate_items) {  // v: copied (plus bias) into the value cache
-    if (!store) return;
     const int v_offset = (item - num_rotate_items) * kWidth;  // within [Hkv * D]
     const int col = (a.num_heads + a.num_kv_heads) * a.head_dim + v_offset;
-    float v[kWidth];
+    float v[kWidth], b[kWidth] = {};
     load_halves<kWidth>(row + col, v);
-    if (a.bias) {
-      float b[kWidth];
-      load_halves<kWidth>(a.bias + col, b);
+    if (a.bias) load_halves<kWidth>(a.bias + col, b);
 #pragma unroll
-      for (int j = 0; j < kWidth; ++j) v[j] += b[j];
+    for (int j = 0; j < kWidth; ++j) {
+      v[j] += b[j];
+      // An empty asm that "uses" v: keeps the compiler from sinking the loads below the slot
+      // test, which would add a second memory round trip after the slot's.
+      asm volatile("" : "+f"(v[j]));
     }
-    store_halves<kWidth>(a.value_cache + cache_row + v_offset, v);
+    if (!store_slot()) return;
+    store_halves<kWidth>(a.value_cache + cache_row() + v_offset, v);
     return;
   }
 
   const int head = item / items_per_head;  // q heads, then k heads
   const int i0 = (item % items_per_head) * kWidth;
-  if (head >= a.num_heads && !store) return;  // a padding row's k goes nowhere
-  const int col = head * a.head_dim + i0;     // column of x1 in the fused row; x2 is half further
-  float x1[kWidth], x2[kWidth];
+  const int col = head * a.head_dim + i0;  // column of x1 in the fused row; x2 is half further
+  float x1[kWidth], x2[kWidth], b1[kWidth] = {}, b2[kWidth] = {}, freq[kWidth];
   load_halves<kWidth>(row + col, x1);
   load_halves<kWidth>(row + col + half, x2);
   if (a.bias) {
-    float b1[kWidth], b2[kWidth];
     load_halves<kWidth>(a.bias + col, b1);
     load_halves<kWidth>(a.bias + col + half, b2);
-#pragma unroll
-    for (int j = 0; j < kWidth; ++j) x1[j] += b1[j], x2[j] += b2[j];
   }
+#pragma unroll
+  for (int j = 0; j < kWidth; ++j) freq[j] = a.inv_freq[i0 + j];
   const float position = static_cast<float>(a.positions[t]);
+  if (head >= a.num_heads && !store_slot()) return;  // a padding row's k goes nowhere
   float y1[kWidth], y2[kWidth];
 #pragma unroll
   for (int j = 0; j < kWidth; ++j) {
+    const float u1 = x1[j] + b1[j], u2 = x2[j] + b2[j];  // + 0 when there is no bias: exact
     float sin_f, cos_f;
-    sincosf(position * a.inv_freq[i0 + j], &sin_f, &cos_f);
-    y1[j] = x1[j] * cos_f - x2[j] * sin_f;
-    y2[j] = x2[j] * cos_f + x1[j] * sin_f;
+    sincosf(position * freq[j], &sin_f, &cos_f);
+    y1[j] = u1 * cos_f - u2 * sin_f;
+    y2[j] = u2 * cos_f + u1 * sin_f;
   }
-  uint16_t* dst = head < a.num_heads ? row + col : a.key_cache + cache_row + (head - a.num_heads) * a.head_dim + i0;
+  uint16_t* dst = head < a.num_heads ? row + col : a.key_cache + cache_row() + (head - a.num_heads) * a.head_dim + i0;
   store_halves<kWidth>(dst, y1);
   store_halves<kWidth>(dst + half, y2);
 }
@@ -373,8 +377,23 @@ __device__ __forceinline__ void offer(ArgmaxCandidate& best, float value, int in
   if (value > best.value || (value == best.value && index < best.index)) best = {value, index};
 }
 
+// One block of kArgmaxThreads per row: a 152k vocabulary is ~19 16-byte loads per thread,
+// unrolled by 4 so that they are in flight together (with 256 threads and no unrolling a batch-1
+// argmax was a chain of 74 dependent loads, ~29 us on the H200). The result does not depend on
+// the thread count: the candidate order is total.
+constexpr int kArgmaxThreads = 1024;
+
+__device__ __forceinline__ void offer_from_lanes(ArgmaxCandidate& best) {
+#pragma unroll
+  for (int offset = 16; offset > 0; offset /= 2) {
+    const float other_value = __shfl_xor_sync(0xffffffffu, best.value, offset);
+    const int other_index = __shfl_xor_sync(0xffffffffu, best.index, offset);
+    offer(best, other_value, other_index);
+  }
+}
+
 template <bool kVec>
-__global__ void __launch_bounds__(kRowThreads)
+__global__ void __launch_bounds__(kArgmaxThreads)
     argmax_rows_kernel(const uint16_t* __restrict__ logits, int64_t stride, int32_t* __restrict__ token,
                        int vocab_size) {
   wait_for_prior_kernels();
@@ -382,7 +401,8 @@ __global__ void __launch_bounds__(kRowThreads)
   const uint16_t* row = logits + static_cast<int64_t>(blockIdx.x) * stride;
   ArgmaxCandidate best{-INFINITY, INT_MAX};
   if constexpr (kVec) {
-    for (int i = threadIdx.x; i < vocab_size / 8; i += kRowThreads) {
+#pragma unroll 4
+    for (int i = threadIdx.x; i < vocab_size / 8; i += kArgmaxThreads) {
       const uint4 v = reinterpret_cast<const uint4*>(row)[i];
       const uint16_t* h = reinterpret_cast<const uint16_t*>(&v);
 #pragma unroll
@@ -392,23 +412,21 @@ __global__ void __launch_bounds__(kRowThreads)
       }
     }
   } else {
-    for (int i = threadIdx.x; i < vocab_size; i += kRowThreads) {
+#pragma unroll 4
+    for (int i = threadIdx.x; i < vocab_size; i += kArgmaxThreads) {
       const float x = half_bits_to_float(row[i]);
       if (!isnan(x)) offer(best, x, i);
     }
   }
-#pragma unroll
-  for (int offset = 16; offset > 0; offset /= 2) {
-    const float other_value = __shfl_xor_sync(0xffffffffu, best.value, offset);
-    const int other_index = __shfl_xor_sync(0xffffffffu, best.index, offset);
-    offer(best, other_value, other_index);
-  }
-  __shared__ ArgmaxCandidate warp_best[kRowThreads / 32];
+  offer_from_lanes(best);
+  static_assert(kArgmaxThreads == 32 * 32, "one warp combines the 32 warps' candidates");
+  __shared__ ArgmaxCandidate warp_best[kArgmaxThreads / 32];
   if (threadIdx.x % 32 == 0) warp_best[threadIdx.x / 32] = best;
   __syncthreads();
-  if (threadIdx.x == 0) {
-    for (int w = 1; w < kRowThreads / 32; ++w) offer(best, warp_best[w].value, warp_best[w].index);
-    token[blockIdx.x] = best.index == INT_MAX ? 0 : best.index;
+  if (threadIdx.x < 32) {
+    best = warp_best[threadIdx.x];
+    offer_from_lanes(best);
+    if (threadIdx.x == 0) token[blockIdx.x] = best.index == INT_MAX ? 0 : best.index;
   }
 }
 
@@ -582,11 +600,11 @@ Status argmax_rows(const uint16_t* logits, int64_t stride, int32_t* token, int n
   if (!logits || !token) return bad(op, "null logits or token");
   if (stride < vocab_size) return bad(op, "stride " + std::to_string(stride) + " < vocab_size");
   if (vocab_size % 8 == 0 && stride % 8 == 0 && aligned(logits, 16)) {
-    CROSSPOINT_CUDA_RETURN_IF_ERROR(launch_programmatic(argmax_rows_kernel<true>, dim3(num_rows), dim3(kRowThreads), 0, stream,
+    CROSSPOINT_CUDA_RETURN_IF_ERROR(launch_programmatic(argmax_rows_kernel<true>, dim3(num_rows), dim3(kArgmaxThreads), 0, stream,
         logits, stride, token, vocab_size),
                                     "argmax_rows_kernel launch");
   } else {
-    CROSSPOINT_CUDA_RETURN_IF_ERROR(launch_programmatic(argmax_rows_kernel<false>, dim3(num_rows), dim3(kRowThreads), 0, stream,
+    CROSSPOINT_CUDA_RETURN_IF_ERROR(launch_programmatic(argmax_rows_kernel<false>, dim3(num_rows), dim3(kArgmaxThreads), 0, stream,
         logits, stride, token, vocab_size),
                                     "argmax_rows_kernel launch");
   }
