@@ -82,7 +82,7 @@ struct ServeOptions {
   std::string device = "auto";           // auto (cuda when a GPU is visible) | cpu | cuda
   double gpu_memory_utilization = 0.9;   // cuda: fraction of the GPU's memory this process may use
   bool enforce_eager = false;            // cuda: no CUDA graphs
-  bool sample_on_gpu = false;            // cuda: sampled rows drawn on the GPU
+  bool sample_on_host = false;           // cuda: sampled rows drawn by the host sampler (default: on the GPU)
 };
 
 // Device memory kept free after the KV cache for the decode graphs captured afterwards.
@@ -118,7 +118,7 @@ Result<DeviceRunner> make_cuda_runner(const ServeOptions& o, const Model& m, int
                                                      mem.reserve_bytes / kGiB, eager_tokens));
   cuda::CudaRunnerOptions runner_options;
   runner_options.enforce_eager = o.enforce_eager;
-  runner_options.sample_on_gpu = o.sample_on_gpu;
+  runner_options.sample_on_gpu = !o.sample_on_host;
   CROSSPOINT_ASSIGN_OR_RETURN(auto runner, cuda::CudaModelRunner::create(std::move(model), runner_options));
   const cuda::CudaGraphReport& graphs = runner->graph_report();
   if (o.enforce_eager) {
@@ -263,9 +263,10 @@ int run_serve(int argc, char** argv) {
                  "cuda: fraction of the GPU's total memory for weights, activations and the KV cache")
       ->check(CLI::Range(0.01, 1.0));
   app.add_flag("--enforce-eager", o.enforce_eager, "cuda: no CUDA graphs for decode steps");
-  app.add_flag("--sample-on-gpu", o.sample_on_gpu,
-               "cuda: draw temperature > 0 requests on the GPU (only token ids come back; same distribution, "
-               "other tokens per seed than the CPU sampler; not yet checked on a GPU)");
+  app.add_flag("--sample-on-host", o.sample_on_host,
+               "cuda: draw temperature > 0 requests with the CPU runner's sampler (their f32 logits are copied out): "
+               "a seed then gives the CPU's tokens. Default: drawn on the GPU, only token ids come back (same "
+               "distribution, other tokens per seed)");
   app.add_option("--block-size", o.block_size, "tokens per KV block");
   app.add_option("--max-waiting", o.max_waiting, "queued requests before new ones get 503 (0 = no limit)");
   app.add_option("--threads", o.threads, "CPU threads for the model (default: all)");

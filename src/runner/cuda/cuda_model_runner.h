@@ -1,15 +1,16 @@
 // The CUDA runner: BatchPlan -> ForwardBatch (ForwardBatchBuilder) -> packed step inputs (one
 // host-to-device copy) -> CudaModel::forward -> greedy rows by argmax_rows on the GPU. Rows that
 // sample (temperature > 0) are drawn in one of two ways:
-//   * host (the default): each row's logits are converted to f32 on the GPU, copied out and drawn
-//     by the same per-request sampler as the CPU runner, so a seed gives the CPU runner's tokens.
-//   * GPU (CudaRunnerOptions::sample_on_gpu, `serve --sample-on-gpu`): one sample_rows launch
+//   * host (CudaRunnerOptions' default; `serve --sample-on-host`): each row's logits are converted
+//     to f32 on the GPU, copied out and drawn by the same per-request sampler as the CPU runner,
+//     so a seed gives the CPU runner's tokens.
+//   * GPU (CudaRunnerOptions::sample_on_gpu, serve's default): one sample_rows launch
 //     (kernels/cuda/sampling.h) after the argmax overwrites their entries and only int32 token
 //     ids come back. Each row's uniform number still comes from the request's (seed, output
 //     index) generator on the host, so a seed fixes the tokens, but they differ from the host
 //     sampler's for the same seed: the GPU walks the kept tokens in id order, the host sampler in
-//     probability order (same distribution; see sampling.h). It is off by default until its
-//     kernel tests have run on a GPU.
+//     probability order (same distribution; see sampling.h). Its kernel and runner tests
+//     passed on the H200 (2026-11-30); serve turns it on.
 //
 // Decode-only steps are padded to the smallest bucket that holds them (graph_buckets.h) and
 // replay the CUDA graph captured at start-up for that bucket and the smallest context bound
@@ -90,7 +91,7 @@ class CudaModelRunner : public Runner {
   // Sampling on the GPU only (sample_on_gpu; empty otherwise):
   PinnedBuffer sampled_params_host_;  // [max_num_logits] SampledRowParams, this step's sampled rows
   DeviceBuffer sampled_params_;       // [max_num_logits] SampledRowParams, their device copy
-  // Sampling on the host only (the default; empty with sample_on_gpu):
+  // Sampling on the host only (sample_on_gpu false; empty otherwise):
   PinnedBuffer logits_f32_host_;       // [max_num_logits, vocab] f32, the sampled rows copied out
   std::vector<int32_t> sampled_rows_;  // logits rows the host sampler draws this step
   int64_t num_graph_steps_ = 0;
