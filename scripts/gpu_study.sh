@@ -8,7 +8,7 @@
 #              vs transformers (benchmarks/gpu/check_generate_vs_transformers.py); meanwhile the
 #              7B checkpoints are written (benchmarks/gpu/make_random_checkpoint.py, timed)
 #   5. sweep:  crosspoint sweep --device cuda over the precisions with the ready checkpoints,
-#              concurrency 1,10,100, ShareGPT sample (bundle), 20,100,200 prompts, replies of the
+#              concurrency 1,10,100, ShareGPT sample (bundle), 100,200,200 prompts, replies of the
 #              dataset's length with --ignore-eos, --max-model-len 4096, no eval
 #   6. peers:  shared/tools/gpu/torch_peer.py compiled decode at batch 1, fp16/fp8/int4, if time is left
 # Parts not in the default set (name them in --only):
@@ -28,7 +28,7 @@
 #
 # Options: --only tests,check,sweep,peers (default; also sanitize,hwinfo,decode,quantpeer; peers only
 #          when >= 150 s are left)   --peer-modes fp16,fp8,int4   --decode-batches 1,8,32,64,128
-#          --precisions fp16,w8a8-fp8,w4a16   --concurrency 1,10,100   --num-prompts 20,100,200
+#          --precisions fp16,w8a8-fp8,w4a16   --concurrency 1,10,100   --num-prompts 100,200,200
 #          --dataset sharegpt|random (random: 218 input / 220 output tokens, the study's means)
 #          --layers N (7B shape with N layers: a quicker sweep)   --enforce-eager   --bisect N
 #          --gpu-memory-utilization F   --ceilings FILE (reuse; skips ceilings.py)
@@ -47,7 +47,7 @@ BUDGET_S=${BUDGET_S:-560}
 ONLY="tests,check,sweep,peers"
 PRECISIONS="fp16,w8a8-fp8,w4a16"
 CONCURRENCY="1,10,100"
-NUM_PROMPTS="20,100,200"
+NUM_PROMPTS="100,200,200"
 DATASET="sharegpt"
 LAYERS=0
 EAGER=0
