@@ -26,7 +26,7 @@
 #   run(command="bash scripts/gpu_study.sh", carry=[".gpu_bundle"], timeout_s=600)
 #   run(command="bash scripts/gpu_study.sh --only sweep --precisions w4a16", carry=[".gpu_bundle"])
 #
-# Options: --only tests,check,sweep,peers (default; also sanitize,hwinfo,decode,quantpeer; peers only
+# Options: --only tests,check,sweep,peers (default; also sanitize,hwinfo,ceilings,decode,quantpeer; peers only
 #          when >= 150 s are left)   --peer-modes fp16,fp8,int4   --decode-batches 1,8,32,64,128
 #          --precisions fp16,w8a8-fp8,w4a16   --concurrency 1,10,100   --num-prompts 100,200,200
 #          --dataset sharegpt|random (random: 218 input / 220 output tokens, the study's means)
@@ -269,9 +269,10 @@ if [ -n "$GEN_PID" ]; then
 fi
 
 # ---------------------------------------------------------------- 3. ceilings
-# ceilings.py's figures feed bench_gemm; the sweep and bench_decode_step use crosspoint hwinfo.
+# ceilings.py (--only ceilings) beside crosspoint hwinfo; the sweep, bench_decode_step and
+# bench_gemm use hwinfo's measurement unless --ceilings FILE is given.
 CEILINGS=""
-if [ -n "$CEILINGS_GIVEN" ] || { want decode && [ "${DECODE_MICRO:-1}" = 1 ]; }; then
+if [ -n "$CEILINGS_GIVEN" ] || want ceilings; then
   if [ -n "$CEILINGS_GIVEN" ] && [ -f "$CEILINGS_GIVEN" ]; then
     cp "$CEILINGS_GIVEN" "$WORK/ceilings.json"; CEILINGS=$WORK/ceilings.json
     step ceilings 0 0 "reused $CEILINGS_GIVEN"
@@ -322,20 +323,26 @@ if want decode && [ -x "$BUNDLE_DIR/bin/bench_decode_step" ]; then
   tail -60 "$WORK/logs/bench_decode_step.log" | tee -a "$LOG"
   step bench_decode_step $rc $(( $(now) - t )) "$(tail -1 "$WORK/logs/bench_decode_step.log" | cut -c1-150)"
 fi
-if want decode && [ "${DECODE_MICRO:-1}" = 1 ] && [ -x "$BUNDLE_DIR/bin/bench_gemm" ] && [ -n "$CEILINGS" ]; then
-  log "== bench_gemm (linears alone, ceilings.py figures)"
+CEIL_FOR_GEMM=${CEILINGS:-$HWINFO}
+if want decode && [ "${DECODE_MICRO:-1}" = 1 ] && [ -x "$BUNDLE_DIR/bin/bench_gemm" ] && [ -n "$CEIL_FOR_GEMM" ]; then
+  log "== bench_gemm (linears alone; ceilings of $CEIL_FOR_GEMM)"
   t=$(now)
-  # ceilings.py's figures: best median streaming read, fp16 GEMM, best fp8 GEMM (no defaults).
-  read -r BW F16 F8 < <(python3 - "$CEILINGS" <<'PY'
+  # Read bandwidth, fp16 and fp8 GEMM rates: crosspoint hwinfo --json's "ceilings", or ceilings.py's
+  # best median streaming read, fp16 GEMM and best fp8 GEMM (no defaults).
+  read -r BW F16 F8 < <(python3 - "$CEIL_FOR_GEMM" <<'PY'
 import json, sys
 r = json.load(open(sys.argv[1]))
-bw = max(v["GBps_median"] for k, v in r.items() if isinstance(v, dict) and "(read bytes)" in k)
-fp16 = r["matmul_float16_8192^3"]["TFLOPs_median"]
-fp8 = max(v["TFLOPs_median"] for k, v in r.items() if isinstance(v, dict) and k.startswith("scaled_mm_fp8"))
+if isinstance(r.get("ceilings"), dict):
+    c = r["ceilings"]
+    bw, fp16, fp8 = c["bandwidth_gb_s"], c["fp16_tflops"], c["fp8_tflops"]
+else:
+    bw = max(v["GBps_median"] for k, v in r.items() if isinstance(v, dict) and "(read bytes)" in k)
+    fp16 = r["matmul_float16_8192^3"]["TFLOPs_median"]
+    fp8 = max(v["TFLOPs_median"] for k, v in r.items() if isinstance(v, dict) and k.startswith("scaled_mm_fp8"))
 print(round(bw, 1), round(fp16, 1), round(fp8, 1))
 PY
 )
-  [ -n "$F8" ] || { step bench_gemm 1 0 "could not read the ceilings from $CEILINGS"; BW=""; }
+  [ -n "$F8" ] || { step bench_gemm 1 0 "could not read the ceilings from $CEIL_FOR_GEMM"; BW=""; }
   [ -n "$BW" ] && timeout $(limit 150) "$BUNDLE_DIR/bin/bench_gemm" --bw-gbps "$BW" --fp16-tflops "$F16" --fp8-tflops "$F8" \
     --out "$WORK/bench_gemm.json" >"$WORK/logs/bench_gemm.log" 2>&1
   rc=$?
