@@ -238,10 +238,6 @@ __global__ void __launch_bounds__(kThreads) paged_attention_split_kernel(Params 
   const int32_t* table = p.block_tables + static_cast<int64_t>(s) * p.max_blocks_per_seq;
   const int64_t kv_row_stride = static_cast<int64_t>(p.num_kv_heads) * p.head_dim;
   const int64_t kv_head_offset = static_cast<int64_t>(kv_head) * p.head_dim + dim;
-  auto row_offset = [&](int position) {
-    const int64_t slot = static_cast<int64_t>(table[position / p.block_size]) * p.block_size + position % p.block_size;
-    return slot * kv_row_stride + kv_head_offset;
-  };
 
   // Online softmax over positions [begin, end) (empty allowed): leaves s_m, s_l and each row
   // group's unnormalised partial output in s_reduce, after a barrier.
@@ -253,6 +249,20 @@ __global__ void __launch_bounds__(kThreads) paged_attention_split_kernel(Params 
     float acc[kHeadsPerCta][8] = {};  // this row group's share of sum_p prob * V, dims dim..dim+7
 
     for (int tile = begin; tile < end; tile += kTileTokens) {
+      // The physical block of each of this thread's positions in the tile, looked up together
+      // (one round trip) before any K or V load needs one; 0 past `end` (never used there).
+      int32_t block_of[kRowsPerThread];
+#pragma unroll
+      for (int i = 0; i < kRowsPerThread; ++i) {
+        const int position = tile + i * kRowGroups + row_group;
+        block_of[i] = 0;
+        if (position < end) block_of[i] = table[position / p.block_size];
+      }
+      auto offset_of = [&](int i) {  // of this thread's i-th position of the tile
+        const int position = tile + i * kRowGroups + row_group;
+        const int64_t slot = static_cast<int64_t>(block_of[i]) * p.block_size + position % p.block_size;
+        return slot * kv_row_stride + kv_head_offset;
+      };
       // When a thread's V rows of the tile fit in one load batch, their loads are issued now, so
       // they are in flight during the score and softmax steps (one memory round trip per tile).
       uint4 v_early[kPrefetchV ? kRowsPerThread : 1];
@@ -261,7 +271,7 @@ __global__ void __launch_bounds__(kThreads) paged_attention_split_kernel(Params 
         for (int i = 0; i < kRowsPerThread; ++i) {
           const int position = tile + i * kRowGroups + row_group;
           v_early[i] = make_uint4(0, 0, 0, 0);
-          if (position < end && dim_valid) v_early[i] = *reinterpret_cast<const uint4*>(p.value_cache + row_offset(position));
+          if (position < end && dim_valid) v_early[i] = *reinterpret_cast<const uint4*>(p.value_cache + offset_of(i));
         }
       }
       // Scores of this tile: s_scores[h][r] = q_h . k_(tile + r) (log2 units), -inf past `end`.
@@ -272,7 +282,7 @@ __global__ void __launch_bounds__(kThreads) paged_attention_split_kernel(Params 
         for (int i = 0; i < kBatch; ++i) {
           const int position = tile + (b + i) * kRowGroups + row_group;
           k_raw[i] = make_uint4(0, 0, 0, 0);
-          if (position < end && dim_valid) k_raw[i] = *reinterpret_cast<const uint4*>(p.key_cache + row_offset(position));
+          if (position < end && dim_valid) k_raw[i] = *reinterpret_cast<const uint4*>(p.key_cache + offset_of(b + i));
         }
 #pragma unroll
         for (int i = 0; i < kBatch; ++i) {
@@ -337,7 +347,7 @@ __global__ void __launch_bounds__(kThreads) paged_attention_split_kernel(Params 
           } else {
             const int position = tile + (b + i) * kRowGroups + row_group;
             v_raw[i] = make_uint4(0, 0, 0, 0);
-            if (position < end && dim_valid) v_raw[i] = *reinterpret_cast<const uint4*>(p.value_cache + row_offset(position));
+            if (position < end && dim_valid) v_raw[i] = *reinterpret_cast<const uint4*>(p.value_cache + offset_of(b + i));
           }
         }
 #pragma unroll
