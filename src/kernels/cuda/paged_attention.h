@@ -40,7 +40,9 @@ struct CudaPagedAttentionArgs {
   int head_dim = 0;     // 64, 128 (and any multiple of 8 up to 256 on the slow path)
   int block_size = 0;   // 16 usually
   float scale = 0.0f;   // 1 / sqrt(head_dim)
-  // Split-context scratch (flash-decoding partials); cuda_paged_attention_workspace_bytes().
+  // Split-context scratch (flash-decoding partials) of the two-kernel path;
+  // cuda_paged_attention_workspace_bytes(). Small decode batches on sm_90 merge inside one
+  // kernel (thread-block clusters) and leave it untouched; no zero-filling is ever needed.
   void* workspace = nullptr;
   size_t workspace_bytes = 0;
 };
