@@ -85,6 +85,9 @@ LOG=$OUT/run.log
 WORK=/tmp/crosspoint-study          # logs and the sweep; packed into $OUT/logs.tar.xz at the end
 CKPT=${CKPT_DIR:-/tmp/crosspoint-ckpt}
 BUNDLE_DIR=/tmp/crosspoint-gpu
+# Every call starts from an empty $WORK (a warm machine keeps /tmp between calls): no log or
+# sweep cell of an earlier call leaks into this one's results; --resume-sweep is the way to continue.
+rm -rf "$WORK"
 mkdir -p "$WORK/logs" "$CKPT"
 STEPS=$WORK/steps.jsonl
 : >"$STEPS"
@@ -262,10 +265,11 @@ fi
 if [ -n "$GEN_PID" ]; then
   t=$(now)
   wait $GEN_PID  # each checkpoint has its own timeout inside
-  written=$(cat "$WORK"/logs/checkpoint-*.log 2>/dev/null | grep -c '^RESULT')
+  # Present = written now or kept from an earlier call on this machine.
   wanted=$(printf '%s\n' fp16 "${PREC_LIST[@]}" | sort -u | wc -l)
+  written=$(for p in $(printf '%s\n' fp16 "${PREC_LIST[@]}" | sort -u); do [ -f "$CKPT/$p/config.json" ] && echo "$p"; done | wc -l)
   step checkpoints $([ "$written" -ge "$wanted" ] && echo 0 || echo 1) $(( $(now) - t )) \
-    "$written of $wanted written; waited $(( $(now) - t )) s after the tests"
+    "$written of $wanted present; waited $(( $(now) - t )) s after the tests"
 fi
 
 # ---------------------------------------------------------------- 3. ceilings
