@@ -252,6 +252,15 @@ __device__ __forceinline__ void mma_e4m3_16x8x32(float (&d)[4], uint32_t a0, uin
 #endif
 }
 
+// fp16 tensor-core MMA, 16 x 8 x 16, fp32 accumulate (sm_80 and later).
+__device__ __forceinline__ void mma_f16_16x8x16(float (&d)[4], uint32_t a0, uint32_t a1, uint32_t a2, uint32_t a3,
+                                                uint32_t b0, uint32_t b1) {
+  asm volatile(
+      "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+      : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
+}
+
 // fp8 GEMV on tensor cores: a warp owns 16 weight rows (output columns n0 .. n0 + 15) over
 // one K slice, streamed in steps of 64 bytes: lane (g = lane / 4, t = lane % 4) loads the 16
 // bytes at k = step * 64 + 16 t of rows n0 + g and n0 + g + 8, which are its A fragments
@@ -261,11 +270,20 @@ __device__ __forceinline__ void mma_e4m3_16x8x32(float (&d)[4], uint32_t a0, uin
 // does not see) and activation rows 0 .. 7 are the MMA's 8 columns: m <= 8 costs as m = 1.
 // Each step's MMAs start from zero and are added to fp32 registers, so the tensor core's
 // own accumulation never spans more than 64 products.
-template <bool kFused>
-__global__ void __launch_bounds__(kThreads) fp8_mma_gemv_kernel(const GemvArgs a) {
+// fp16 weights (kFp8 false) take the same path with m16n8k16 MMAs: a 64-byte step is 32 k
+// values, lane t's 16 bytes hold k pairs (2t, 2t + 1) and (2t + 8, 2t + 9) of two MMAs in
+// the same permuted order on both sides; the MMAs accumulate straight into fp32 (no scales).
+// kTiles token tiles of 8: 1 for m <= 8; 2 for m <= 16, where every weight fragment, loaded
+// once, feeds one MMA per tile (activation rows g and g + 8 as the two B fragments).
+// Two blocks per SM (at most 128 registers a thread) keep 16 warps streaming; the second
+// token tile's activations and accumulators would otherwise take the kernel just past that.
+template <bool kFp8, bool kFused, int kTiles>
+__global__ void __launch_bounds__(kThreads, 2) mma_gemv_kernel(const GemvArgs a) {
+  static_assert(kFp8 || !kFused, "only fp8 weights take fused activation quantisation");
+  static_assert(kTiles == 1 || !kFused, "the fused quantisation serves at most 8 rows");
   constexpr int kSteps = 8;  // 64-byte steps loaded before use: 16 16-byte loads per lane in flight
   extern __shared__ uint4 quantised_x[];  // kFused: [m][num_chunks] 16-byte chunks of e4m3 codes
-  __shared__ float partial[kWarpsPerBlock][4][32];  // each lane's accumulator fragment
+  __shared__ float partial[kWarpsPerBlock][kTiles * 4][32];  // each lane's accumulator fragments
   __shared__ float fused_scale[kGemvMaxRows];
   const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
   const int g = lane / 4, t = lane % 4;
@@ -298,30 +316,42 @@ __global__ void __launch_bounds__(kThreads) fp8_mma_gemv_kernel(const GemvArgs a
   // Programmatic launch: only weights (which no kernel writes) are read above this line.
   wait_for_prior_kernels();
   allow_dependent_launch();
-  const uint4* x_row;  // activation row g (B column g), or nullptr past m
+  const uint4* x_row[kTiles];  // activation row 8 q + g (B column g of token tile q), or nullptr past m
   if constexpr (kFused) {
     // Once per block, however many tiles it then streams.
     quantise_rows_to_shared<kGemvMaxRows>(a, reinterpret_cast<uint8_t*>(quantised_x), fused_scale);
-    x_row = g < a.m ? quantised_x + g * a.num_chunks : nullptr;
+    x_row[0] = g < a.m ? quantised_x + g * a.num_chunks : nullptr;
   } else {
-    x_row = g < a.m ? reinterpret_cast<const uint4*>(a.x + g * a.x_stride_bytes) : nullptr;
+#pragma unroll
+    for (int q = 0; q < kTiles; ++q) {
+      const int row = 8 * q + g;
+      x_row[q] = row < a.m ? reinterpret_cast<const uint4*>(a.x + row * a.x_stride_bytes) : nullptr;
+    }
   }
   // The grid is at most one wave; each block walks the tiles blockIdx.x, + gridDim.x, ...
   for (int tile = blockIdx.x; tile < num_tiles; tile += gridDim.x) {
-    float acc[4] = {0.f, 0.f, 0.f, 0.f};
+    float acc[kTiles][4] = {};
     for (int step0 = step_begin; step0 < step_end; step0 += kSteps) {
       if (step0 != step_begin) load_weights(step0);
 #pragma unroll
       for (int i = 0; i < kSteps; ++i) {
         if (step0 + i >= step_end) break;
         const int chunk = (step0 + i) * 4 + t;
-        uint4 xv = make_uint4(0, 0, 0, 0);
-        if (x_row != nullptr && chunk < a.num_chunks) xv = kFused ? x_row[chunk] : __ldg(x_row + chunk);
-        float d[4] = {0.f, 0.f, 0.f, 0.f};
-        mma_e4m3_16x8x32(d, wv_lo[i].x, wv_hi[i].x, wv_lo[i].y, wv_hi[i].y, xv.x, xv.y);
-        mma_e4m3_16x8x32(d, wv_lo[i].z, wv_hi[i].z, wv_lo[i].w, wv_hi[i].w, xv.z, xv.w);
 #pragma unroll
-        for (int j = 0; j < 4; ++j) acc[j] += d[j];
+        for (int q = 0; q < kTiles; ++q) {
+          uint4 xv = make_uint4(0, 0, 0, 0);
+          if (x_row[q] != nullptr && chunk < a.num_chunks) xv = kFused ? x_row[q][chunk] : __ldg(x_row[q] + chunk);
+          if constexpr (kFp8) {
+            float d[4] = {0.f, 0.f, 0.f, 0.f};
+            mma_e4m3_16x8x32(d, wv_lo[i].x, wv_hi[i].x, wv_lo[i].y, wv_hi[i].y, xv.x, xv.y);
+            mma_e4m3_16x8x32(d, wv_lo[i].z, wv_hi[i].z, wv_lo[i].w, wv_hi[i].w, xv.z, xv.w);
+#pragma unroll
+            for (int j = 0; j < 4; ++j) acc[q][j] += d[j];
+          } else {
+            mma_f16_16x8x16(acc[q], wv_lo[i].x, wv_hi[i].x, wv_lo[i].y, wv_hi[i].y, xv.x, xv.y);
+            mma_f16_16x8x16(acc[q], wv_lo[i].z, wv_hi[i].z, wv_lo[i].w, wv_hi[i].w, xv.z, xv.w);
+          }
+        }
       }
     }
     // The next tile's first loads go out before this tile's reduction.
@@ -330,18 +360,22 @@ __global__ void __launch_bounds__(kThreads) fp8_mma_gemv_kernel(const GemvArgs a
       load_weights(step_begin);
     }
 #pragma unroll
-    for (int j = 0; j < 4; ++j) partial[warp][j][lane] = acc[j];
+    for (int q = 0; q < kTiles; ++q) {
+#pragma unroll
+      for (int j = 0; j < 4; ++j) partial[warp][q * 4 + j][lane] = acc[q][j];
+    }
     __syncthreads();
-    // D fragment: d[0], d[1] = (weight row n0 + g, activation rows 2t, 2t + 1); d[2], d[3] the
-    // same for weight row n0 + g + 8. One thread per (group, lane, j) adds the slices in order.
-    for (int idx = threadIdx.x; idx < groups_per_block * 128; idx += kThreads) {
-      const int group = idx / 128, src_lane = idx / 4 % 32, j = idx % 4;
+    // D fragment of token tile q: d[0], d[1] = (weight row n0 + g, activation rows 8 q + 2t,
+    // + 1); d[2], d[3] the same for weight row n0 + g + 8. One thread per (group, q, lane, j)
+    // adds the slices in order.
+    for (int idx = threadIdx.x; idx < groups_per_block * kTiles * 128; idx += kThreads) {
+      const int group = idx / (kTiles * 128), q = idx / 128 % kTiles, src_lane = idx / 4 % 32, j = idx % 4;
       const int col = (tile * groups_per_block + group) * 16 + src_lane / 4 + (j >= 2 ? 8 : 0);
-      const int r = 2 * (src_lane % 4) + (j & 1);
+      const int r = 8 * q + 2 * (src_lane % 4) + (j & 1);
       if (r >= a.m || col >= a.n) continue;
       float v = 0.f;
-      for (int s = 0; s < a.k_splits; ++s) v += partial[group * a.k_splits + s][j][src_lane];
-      v *= (kFused ? fused_scale[r] : a.x_scale[r]) * a.w_scale[col];
+      for (int s = 0; s < a.k_splits; ++s) v += partial[group * a.k_splits + s][q * 4 + j][src_lane];
+      if constexpr (kFp8) v *= (kFused ? fused_scale[r] : a.x_scale[r]) * a.w_scale[col];
       a.y[r * a.y_stride + col] = __half_as_ushort(__float2half_rn(v));
     }
     __syncthreads();  // partial is rewritten by the next tile
@@ -416,27 +450,31 @@ Status launch_rows(const GemvArgs& a, const GemvPlan& plan, cudaStream_t stream)
   return launch_gemv_kernel<kFp8, kFused>(kernel, plan.num_blocks, shared_bytes, stream, a);
 }
 
-template <bool kFused>
-Status launch_fp8_mma(GemvArgs a, int k_splits, cudaStream_t stream) {
-  GemvPlan plan = plan_fp8_mma_gemv(a.n, a.num_chunks * 16, device_num_sms(), k_splits);
+template <bool kFp8, bool kFused, int kTiles>
+Status launch_mma(GemvArgs a, int k_splits, cudaStream_t stream) {
+  GemvPlan plan = kFp8 ? plan_fp8_mma_gemv(a.n, a.num_chunks * 16, device_num_sms(), k_splits)
+                       : plan_fp16_mma_gemv(a.n, a.num_chunks * 8, device_num_sms(), k_splits);
   a.k_splits = plan.k_splits;
   a.chunks_per_split = plan.chunks_per_split;
-  auto* kernel = fp8_mma_gemv_kernel<kFused>;
+  auto* kernel = mma_gemv_kernel<kFp8, kFused, kTiles>;
   const size_t shared_bytes = codes_shared_bytes<kFused>(a);
   CROSSPOINT_RETURN_IF_ERROR(allow_shared_bytes(kernel, shared_bytes));
   // At most one wave of blocks, each walking several tiles: the fused quantisation runs once
   // per block, not once per 16 columns.
   int blocks_per_sm = 0;
   CROSSPOINT_CUDA_RETURN_IF_ERROR(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks_per_sm, kernel, kThreads, shared_bytes),
-                                  "fp8 GEMV occupancy");
+                                  kFp8 ? "fp8 GEMV occupancy" : "fp16_mma_gemv occupancy");
   plan.num_blocks = std::min(plan.num_blocks, std::max(blocks_per_sm, 1) * device_num_sms());
-  return launch_gemv_kernel<true, kFused>(kernel, plan.num_blocks, shared_bytes, stream, a);
+  return launch_gemv_kernel<kFp8, kFused>(kernel, plan.num_blocks, shared_bytes, stream, a);
 }
 
 template <bool kFp8, bool kFused>
 Status launch_gemv(GemvArgs a, GemvOptions options, cudaStream_t stream) {
   if constexpr (kFp8) {
-    if (!options.fp8_on_cuda_cores && device_has_fp8_mma()) return launch_fp8_mma<kFused>(a, options.k_splits, stream);
+    if (!options.fp8_on_cuda_cores && device_has_fp8_mma()) {
+      if (kFused || a.m <= 8) return launch_mma<true, kFused, 1>(a, options.k_splits, stream);
+      if constexpr (!kFused) return launch_mma<true, false, 2>(a, options.k_splits, stream);
+    }
   }
   const GemvPlan plan = plan_gemv(kFp8, a.n, a.num_chunks * (kFp8 ? 16 : 8), device_num_sms(), options.k_splits);
   a.k_splits = plan.k_splits;
@@ -468,9 +506,9 @@ GemvArgs gemv_args(const void* x, int64_t x_stride_bytes, const uint8_t* w, int6
   return a;
 }
 
-Status check_shape(const char* op, int m, int n, int k, int k_multiple, int k_splits) {
-  if (m < 1 || m > kGemvMaxRows) {
-    return invalid_argument(std::string(op) + ": m = " + std::to_string(m) + " outside [1, " + std::to_string(kGemvMaxRows) + "]");
+Status check_shape(const char* op, int m, int n, int k, int k_multiple, int k_splits, int max_rows = kGemvMaxRows) {
+  if (m < 1 || m > max_rows) {
+    return invalid_argument(std::string(op) + ": m = " + std::to_string(m) + " outside [1, " + std::to_string(max_rows) + "]");
   }
   if (n <= 0 || k <= 0 || k % k_multiple != 0) {
     return unsupported(std::string(op) + ": k = " + std::to_string(k) + " must be a positive multiple of " + std::to_string(k_multiple));
@@ -485,10 +523,13 @@ Status check_shape(const char* op, int m, int n, int k, int k_multiple, int k_sp
 
 bool fp8_gemv_on_tensor_cores() { return device_has_fp8_mma(); }
 
-GemvPlan plan_fp8_mma_gemv(int n, int k, int num_sms, int force_k_splits) {
+namespace {
+
+// Both tensor-core kernels: 16 columns per warp, K in 64-byte steps of 4 chunks.
+GemvPlan plan_mma_gemv(int n, int num_chunks, int num_sms, int force_k_splits) {
   GemvPlan plan;
   plan.cols_per_warp = 16;
-  const int num_steps = (k / 16 + 3) / 4;  // 64-byte steps per weight row
+  const int num_steps = (num_chunks + 3) / 4;  // 64-byte steps per weight row
   const int64_t col_groups = (static_cast<int64_t>(n) + 15) / 16;
   const int64_t target_warps = static_cast<int64_t>(std::max(num_sms, 1)) * kMmaTargetWarpsPerSm;
   int splits = 1;
@@ -504,6 +545,16 @@ GemvPlan plan_fp8_mma_gemv(int n, int k, int num_sms, int force_k_splits) {
   plan.cols_per_block = kWarpsPerBlock / splits * 16;
   plan.num_blocks = static_cast<int>((static_cast<int64_t>(n) + plan.cols_per_block - 1) / plan.cols_per_block);
   return plan;
+}
+
+}  // namespace
+
+GemvPlan plan_fp8_mma_gemv(int n, int k, int num_sms, int force_k_splits) {
+  return plan_mma_gemv(n, k / 16, num_sms, force_k_splits);
+}
+
+GemvPlan plan_fp16_mma_gemv(int n, int k, int num_sms, int force_k_splits) {
+  return plan_mma_gemv(n, k / 8, num_sms, force_k_splits);
 }
 
 GemvPlan plan_gemv(bool fp8_weights, int n, int k, int num_sms, int force_k_splits) {
@@ -539,10 +590,23 @@ Status fp16_gemv(const uint16_t* x, int64_t x_stride, const uint16_t* w, int64_t
   return launch_gemv<false, false>(a, GemvOptions{k_splits, false}, stream);
 }
 
+Status fp16_mma_gemv(const uint16_t* x, int64_t x_stride, const uint16_t* w, int64_t w_stride,
+                     uint16_t* y, int64_t y_stride, int m, int n, int k, cudaStream_t stream, int k_splits) {
+  CROSSPOINT_RETURN_IF_ERROR(check_shape("fp16_mma_gemv", m, n, k, 8, k_splits, kMmaGemvMaxRows));
+  if (x_stride % 8 != 0 || w_stride % 8 != 0 || x_stride < k || w_stride < k) {
+    return invalid_argument("fp16_mma_gemv: row strides must be multiples of 8 elements and >= k");
+  }
+  const GemvArgs a = gemv_args(x, x_stride * 2, reinterpret_cast<const uint8_t*>(w), w_stride * 2, y, y_stride, m, n,
+                               k / 8);
+  if (m <= 8) return launch_mma<false, false, 1>(a, k_splits, stream);
+  return launch_mma<false, false, 2>(a, k_splits, stream);
+}
+
 Status fp8_gemv(const uint8_t* xq, int64_t xq_stride, const float* x_scale, const uint8_t* wq,
                 int64_t w_stride, const float* w_scale, uint16_t* y, int64_t y_stride, int m,
                 int n, int k, cudaStream_t stream, GemvOptions options) {
-  CROSSPOINT_RETURN_IF_ERROR(check_shape("fp8_gemv", m, n, k, 16, options.k_splits));
+  const bool mma = !options.fp8_on_cuda_cores && device_has_fp8_mma();
+  CROSSPOINT_RETURN_IF_ERROR(check_shape("fp8_gemv", m, n, k, 16, options.k_splits, mma ? kMmaGemvMaxRows : kGemvMaxRows));
   if (xq_stride % 16 != 0 || w_stride % 16 != 0 || xq_stride < k || w_stride < k) {
     return invalid_argument("fp8_gemv: row strides must be multiples of 16 bytes and >= k");
   }

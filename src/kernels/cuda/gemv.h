@@ -12,6 +12,9 @@
 // e4m3 MMA (sm_89+: m16n8k32, 16 columns per warp, the activation rows as the MMA's 8
 // columns, so m <= 8 costs as m = 1), else on CUDA cores (4 columns per warp): converting
 // e4m3 to fp32 for CUDA-core FMAs costs more instructions per byte than HBM leaves time for.
+// On tensor cores a second MMA per weight fragment serves activation rows 8 .. 15, so m <= 16
+// streams the weights once (kMmaGemvMaxRows). fp16_mma_gemv is the same tensor-core kernel
+// for fp16 weights (m16n8k16, sm_80+).
 #pragma once
 
 #include <cuda_runtime.h>
@@ -22,7 +25,12 @@
 
 namespace crosspoint::cuda {
 
+// Rows the CUDA-core kernels (fp16_gemv, fp8 without e4m3 MMA) and the fused-quantisation
+// kernel take.
 inline constexpr int kGemvMaxRows = 8;
+// Rows the tensor-core kernels take (fp8_gemv on sm_89+, fp16_mma_gemv): two token tiles of
+// the MMA's 8 columns.
+inline constexpr int kMmaGemvMaxRows = 16;
 
 // How one GEMV launch divides its work (host only; plan_gemv picks it, tests check it).
 struct GemvPlan {
@@ -42,6 +50,8 @@ GemvPlan plan_gemv(bool fp8_weights, int n, int k, int num_sms, int force_k_spli
 // fp8 tensor-core kernel: 16 columns per warp, K in 64-byte steps (chunks_per_split is a
 // multiple of 4); splits like plan_gemv while every slice keeps >= 4 steps.
 GemvPlan plan_fp8_mma_gemv(int n, int k, int num_sms, int force_k_splits = 0);
+// fp16 tensor-core kernel: the same with fp16 weights (a 64-byte step holds 32 k values).
+GemvPlan plan_fp16_mma_gemv(int n, int k, int num_sms, int force_k_splits = 0);
 
 // Whether fp8_gemv / fp8_gemv_from_fp16 run on tensor cores on the current device (sm_89+).
 bool fp8_gemv_on_tensor_cores();
@@ -59,9 +69,19 @@ Status fp16_gemv(const uint16_t* x, int64_t x_stride, const uint16_t* w, int64_t
                  uint16_t* y, int64_t y_stride, int m, int n, int k, cudaStream_t stream,
                  int k_splits = 0);
 
+// fp16_gemv's product on tensor cores (any sm_80+ GPU), 1 <= m <= kMmaGemvMaxRows: a warp
+// streams 16 weight rows once for all m rows (m <= 8: one MMA per fragment, else two). Same
+// arguments, layout and errors as fp16_gemv; fp32 accumulation in a different order, so the
+// bits may differ from fp16_gemv's.
+Status fp16_mma_gemv(const uint16_t* x, int64_t x_stride, const uint16_t* w, int64_t w_stride,
+                     uint16_t* y, int64_t y_stride, int m, int n, int k, cudaStream_t stream,
+                     int k_splits = 0);
+
 //   xq [M, K] e4m3 (row stride xq_stride bytes), x_scale [M] fp32,
 //   wq [N, K] e4m3 (row stride w_stride bytes), w_scale [N] fp32,
-//   y [M, N] fp16. K % 16 == 0; strides multiples of 16 bytes.
+//   y [M, N] fp16. K % 16 == 0; strides multiples of 16 bytes. m <= kMmaGemvMaxRows on
+//   tensor cores (fp8_gemv_on_tensor_cores() and not options.fp8_on_cuda_cores), else
+//   m <= kGemvMaxRows.
 Status fp8_gemv(const uint8_t* xq, int64_t xq_stride, const float* x_scale, const uint8_t* wq,
                 int64_t w_stride, const float* w_scale, uint16_t* y, int64_t y_stride, int m,
                 int n, int k, cudaStream_t stream, GemvOptions options = {});

@@ -9,14 +9,21 @@
 
 #include "common/status.h"
 #include "kernels/cuda/cublaslt_gemm.h"
+#include "kernels/cuda/gemv.h"
 
 namespace crosspoint::cuda {
 
 inline constexpr int kFp16GemvMaxRows = 1;  // fp16: GEMV at M = 1, cuBLASLt above
-// fp8: GEMV at M <= 8 where it runs on tensor cores (its cost is flat to M = 8; measured on
-// the H200: 7B decode-step linears 3.07 ms at M = 4 against cuBLASLt's 4.40), at M <= 2 on
-// CUDA cores (the first pass's measurements); cuBLASLt above.
-inline constexpr int kFp8GemvMaxRows = 8;
+// fp16 at kFp16GemvMaxRows < M <= kFp16MmaGemvMaxRows: the tensor-core GEMV (fp16_mma_gemv).
+// Off (1) until measured against cuBLASLt on the H200; at most kMmaGemvMaxRows (16).
+inline constexpr int kFp16MmaGemvMaxRows = 1;
+static_assert(kFp16MmaGemvMaxRows <= kMmaGemvMaxRows, "fp16_mma_gemv takes at most kMmaGemvMaxRows rows");
+// fp8: GEMV at M <= 16 where it runs on tensor cores (its cost is flat to M = 8; measured on
+// the H200: 7B decode-step linears 3.07 ms at M = 4 against cuBLASLt's 4.40; M = 9..16
+// streams the weights once with two MMAs per fragment), at M <= 2 on CUDA cores (the first
+// pass's measurements); cuBLASLt above.
+inline constexpr int kFp8GemvMaxRows = kMmaGemvMaxRows;
+static_assert(kFp8GemvMaxRows <= kMmaGemvMaxRows, "fp8_gemv takes at most kMmaGemvMaxRows rows");
 inline constexpr int kFp8CudaCoreGemvMaxRows = 2;
 // fp8 from fp16: the fused GEMV at M <= 2 while its shared e4m3 copy of x (M * K bytes)
 // stays this small, so that two blocks fit on an SM.

@@ -1,11 +1,12 @@
-// W4A16 small-batch GEMM (M <= 8): y[M, N] fp16 = x[M, K] fp16 · W[K, N] with W in the packed
+// W4A16 small-batch GEMM (M <= 16): y[M, N] fp16 = x[M, K] fp16 · W[K, N] with W in the packed
 // int4 layout of w4a16_gemm.h (no other repack), built to stream the weights at HBM speed.
 //
 // Roles are swapped against w4a16_gemm: a 16x16 weight tile is the A operand of
 // mma.m16n8k16 (16 rows = 16 output columns n) and the activations are the B operand
-// (8 columns = up to 8 tokens), so one MMA per tile serves every token. The packed word's
-// dequantised pairs {(n=c, k0..), (n=c, k0+8..), (n=c+8, k0..), (n=c+8, k0+8..)} are exactly
-// the A fragment registers {a0, a2, a1, a3}. No shared-memory staging: a block owns one n16
+// (8 columns = up to 8 tokens), so one MMA per tile serves every token (two MMAs, one per
+// token tile of 8, for 9..16 tokens, on each weight fragment dequantised once). The packed
+// word's dequantised pairs {(n=c, k0..), (n=c, k0+8..), (n=c+8, k0..), (n=c+8, k0+8..)} are
+// exactly the A fragment registers {a0, a2, a1, a3}. No shared-memory staging: a block owns one n16
 // block, its warps take its 64-deep k chunks in turn (warp w: chunks w, w + warps, ...),
 // each streaming them straight into registers (16-byte loads, 4 chunks in flight per lane),
 // and their partial sums meet in shared memory. No workspace, no atomics: deterministic.
@@ -23,7 +24,10 @@
 
 namespace crosspoint::cuda {
 
-inline constexpr int kW4A16GemvMaxRows = 8;  // tokens one launch serves (mma n = 8)
+// Tokens one launch serves: two token tiles of the MMA's n = 8 (m <= 8 runs one tile, the
+// former kernel; 9..16 two MMAs per dequantised weight fragment). w4a16_gemm() sends every
+// m <= kW4A16GemvMaxRows here: lowering it hands m = 9..16 back to the mma GEMM.
+inline constexpr int kW4A16GemvMaxRows = 16;
 
 // Grid the host picks: one block per n16 block of output columns, `warps_per_block` warps
 // sharing its K/64 chunks round-robin.
@@ -43,7 +47,7 @@ W4A16GemvShape w4a16_gemv_shape(int n, int k, int num_sms, int max_warps_per_sm)
 //   packed_weight  W4A16PackedWeight::weight on the device  [N/16][K/64][32][4] uint32
 //   packed_scales  W4A16PackedWeight::scales on the device  [ceil(K/G)][N/16][8] half2
 //   y              [M, N] fp16, row stride y_stride elements (>= N)
-//   m              1 .. 8 (0 is a no-op); K % 64 == 0 (K < 2^22), N % 16 == 0, G -1 or a
+//   m              1 .. kW4A16GemvMaxRows (0 is a no-op); K % 64 == 0 (K < 2^22), N % 16 == 0, G -1 or a
 //                  multiple of 64
 // warps_per_block 0 lets w4a16_gemv_shape() choose; 1..32 forces it (benchmarks).
 Status w4a16_gemv(const uint16_t* x, int64_t x_stride, const uint32_t* packed_weight,
