@@ -291,8 +291,8 @@ struct LayerTableEntry {
   double ms = 0, gbps = 0, tflops = 0;
 };
 
-// Rows M, columns kernels in order of first appearance: ms, GB/s of weights, TFLOP/s and the
-// ratio to the first column (FP16 cuBLASLt).
+// One line per kernel (in order of first appearance), one cell per M: ms, GB/s of weights,
+// TFLOP/s and the time as a multiple of the first kernel's (FP16 cuBLASLt) at that M.
 void print_layer_table(const std::vector<LayerTableEntry>& entries) {
   std::vector<std::string> kernels;
   std::vector<int> ms;
@@ -300,7 +300,7 @@ void print_layer_table(const std::vector<LayerTableEntry>& entries) {
     if (std::find(kernels.begin(), kernels.end(), e.kernel) == kernels.end()) kernels.push_back(e.kernel);
     if (std::find(ms.begin(), ms.end(), e.m) == ms.end()) ms.push_back(e.m);
   }
-  std::printf("\n== 28 layers' linears of Qwen2.5-7B per step (no lm_head): ms / GB/s of weights / TFLOP/s / x of first column ==\n");
+  std::printf("\n== 28 layers' linears of Qwen2.5-7B per step (no lm_head): ms, GB/s of weights, TFLOP/s, time / first line's ==\n");
   for (const auto& kernel : kernels) {
     std::printf("%-32s", kernel.c_str());
     for (int m : ms) {

@@ -2,11 +2,12 @@
 // dequantisation as w4a16_gemm.cu, with a block shaped so that each dequantised weight
 // fragment feeds many tensor-core MMAs.
 //
-// Block: 8 warps = 2 (along M) x 4 (along N); warp tile kMTiles m16 tiles x 2 n16 blocks, so
-// a block covers 32 * kMTiles rows (32, 64 or 128, chosen by M) x 128 columns. Every weight
-// word is dequantised by 2 warps (one per M half) and then feeds 2 * kMTiles MMAs in each
-// of them; the old kernel split M = 128 over two blocks, so it streamed and dequantised the
-// weights twice and fed each word only 8 MMAs. Activation fragments come from shared memory
+// Block: 2 (along M) x kWarpsN (along N: 4, or 8 for kLargeTileWide) warps; warp tile
+// kMTiles m16 tiles x 2 n16 blocks, so a block covers 32 * kMTiles rows (32, 64 or 128,
+// chosen by M) x 32 * kWarpsN columns. Every weight word is dequantised by 2 warps (one per
+// M half) and then feeds 2 * kMTiles MMAs in each of them; the old kernel split M = 128
+// over two blocks, so it streamed and dequantised the weights twice and fed each word only
+// 8 MMAs. Activation fragments come from shared memory
 // with one ldmatrix.x4 per m16 x k16 tile (the old kernel: four 32-bit loads).
 // Weights, scales and activations stream through a kStages-deep cp.async pipeline in
 // 64-deep k chunks (one wait + barrier per chunk). K is split across blocks when that
