@@ -173,6 +173,37 @@ TEST(W4A16Gemv, StridedRowsLeaveThePaddingAlone) {
   }
 }
 
+// Tokens 8..15 run the first token tile's arithmetic in a second MMA: with the same warps per
+// block, an m = 8 + r launch equals the m = 8 launch on its first rows and the m = r launch
+// on x's rows 8.. on the others, bit for bit.
+TEST(W4A16Gemv, SecondTokenTileEqualsTheFirstBitwise) {
+  CROSSPOINT_SKIP_WITHOUT_GPU();
+  for (auto [m, n, k, warps] : {std::tuple{9, 48, 1280, 4}, {13, 272, 3584, 8}, {16, 4608, 3584, 2}}) {
+    const DeviceLinear full = make_device_linear(650 + m, m, n, k, 128, false);
+    ASSERT_TRUE(full.weight);
+    // The same weights with x's rows 0..7 and 8..m-1 as separate problems.
+    auto part = [&](int begin, int count) {
+      DeviceLinear d;
+      d.lin = full.lin;
+      d.m = count;
+      d.x_stride = full.x_stride;
+      d.weight = std::make_unique<DeviceBuffer<uint32_t>>(full.weight->download());
+      d.scales = std::make_unique<DeviceBuffer<uint32_t>>(full.scales->download());
+      const std::vector<uint16_t> x = full.x->download();
+      d.x = std::make_unique<DeviceBuffer<uint16_t>>(
+          std::vector<uint16_t>(x.begin() + begin * full.x_stride, x.begin() + (begin + count) * full.x_stride));
+      return d;
+    };
+    const DeviceLinear low = part(0, 8), high = part(8, m - 8);
+    std::vector<uint16_t> joined = run_gemv(low, warps);
+    const std::vector<uint16_t> y_high = run_gemv(high, warps);
+    joined.insert(joined.end(), y_high.begin(), y_high.end());
+    const std::vector<uint16_t> y_full = run_gemv(full, warps);
+    EXPECT_EQ(y_full, joined) << "m=" << m << " n=" << n << " k=" << k << " warps=" << warps;
+    EXPECT_LT(error_vs_reference(full, y_full), kTolerance) << "m=" << m;
+  }
+}
+
 TEST(W4A16Gemv, RepeatsAreBitwiseEqualAndW4A16GemmDispatchesHere) {
   CROSSPOINT_SKIP_WITHOUT_GPU();
   for (auto [m, n, k] : {std::tuple{1, 3584, 3584}, {2, 272, 18944}, {8, 4608, 3584}, {9, 4608, 3584}, {12, 272, 18944},
