@@ -132,7 +132,7 @@ Buffers make_buffers(cudaStream_t s) {
 // (kLargeTile, kLargeTileFewSplits, kLargeTileWide), w4a16_gemm what the engine calls (w4a16_gemm: the GEMV
 // at M <= 8, else w4a16_default_tuning_for(M)).
 enum class Variant { kAuto, kCublasLt, kGemv, kW4A16, kW4A16Deep, kW4A16Narrow, kW4A16Splits, kFp8Quant, kGemvWholeRow, kFp8Fused, kGemvCudaCores, kW4A16Gemv,
-                     kW4A16Large, kW4A16LargeFewSplits, kW4A16LargeWide, kW4A16Engine };
+                     kW4A16Large, kW4A16LargeFewSplits, kW4A16LargeWide, kW4A16Engine, kFp16MmaGemv };
 const char* variant_name(Variant v) {
   switch (v) {
     case Variant::kAuto: return "auto";
@@ -151,6 +151,7 @@ const char* variant_name(Variant v) {
     case Variant::kW4A16LargeFewSplits: return "w4a16_large_fewsplits";
     case Variant::kW4A16LargeWide: return "w4a16_large_wide";
     case Variant::kW4A16Engine: return "w4a16_gemm";
+    case Variant::kFp16MmaGemv: return "fp16_mma_gemv";
   }
   return "?";
 }
@@ -175,6 +176,7 @@ bool variant_applies(Variant v, int m) {
   if (is_w4a16_tuning(v)) return m <= 16;  // above 16 rows they all run the kDefault kernel
   if (is_w4a16_large(v)) return m >= 16;
   if (v == Variant::kW4A16Gemv) return m <= cuda::kW4A16GemvMaxRows;
+  if (v == Variant::kFp16MmaGemv) return m <= cuda::kMmaGemvMaxRows;
   return true;
 }
 
@@ -186,6 +188,7 @@ Status run_linear(CublasLtContext& ctx, const Buffers& b, const Linear& lin, Var
       if (v == Variant::kAuto) return cuda::fp16_linear(ctx, b.x, k, static_cast<const uint16_t*>(lin.weight), k, b.y, n, m, n, k, s);
       if (v == Variant::kGemv) return cuda::fp16_gemv(b.x, k, static_cast<const uint16_t*>(lin.weight), k, b.y, n, m, n, k, s);
       if (v == Variant::kGemvWholeRow) return cuda::fp16_gemv(b.x, k, static_cast<const uint16_t*>(lin.weight), k, b.y, n, m, n, k, s, 1);
+      if (v == Variant::kFp16MmaGemv) return cuda::fp16_mma_gemv(b.x, k, static_cast<const uint16_t*>(lin.weight), k, b.y, n, m, n, k, s);
       return cuda::fp16_gemm_cublaslt(ctx, b.x, k, static_cast<const uint16_t*>(lin.weight), k, b.y, n, m, n, k, s);
     case Precision::kFp8:
       if (v == Variant::kFp8Fused) {
@@ -262,6 +265,7 @@ nlohmann::json bench_layer_gemms(const Ceilings& c, CublasLtContext& ctx, const 
       std::vector<Variant> variants =
           p == Precision::kInt4 ? kW4A16Variants : std::vector<Variant>{Variant::kCublasLt, Variant::kGemv, Variant::kGemvWholeRow};
       if (p == Precision::kFp8) variants.insert(variants.end(), {Variant::kGemvCudaCores, Variant::kFp8Fused, Variant::kFp8Quant});
+      if (p == Precision::kFp16) variants.push_back(Variant::kFp16MmaGemv);
       for (int m : kBatchSizes) {
         for (Variant v : variants) {
           if (!variant_applies(v, m)) continue;
@@ -385,6 +389,73 @@ nlohmann::json bench_decode_step(const Ceilings& c, CublasLtContext& ctx, const 
   return out;
 }
 
+// The decode-step GEMVs beside cuBLASLt at M = 1 .. 16: the 28 layers' linears of Qwen2.5-7B
+// (fused qkv, o, fused gate_up, down; no lm_head) per precision and kernel, as the engine
+// runs them (fp8: the per-token quantisation first, or fused into the GEMV for "auto" at
+// M <= 2). One table line per kernel: ms, GB/s of weights and % of the bandwidth ceiling.
+nlohmann::json bench_gemv16(const Ceilings& c, CublasLtContext& ctx, const Buffers& b, cudaStream_t s, int reps) {
+  constexpr int kLayers = 28, kHidden = 3584, kInter = 18944, kQkv = 4608;
+  const int batch_rows[] = {1, 2, 4, 8, 12, 16};
+  const int fp8_gemv_rows = cuda::fp8_gemv_max_rows();
+  struct Line { Precision p; Variant v; int max_m; };
+  const Line lines[] = {{Precision::kFp16, Variant::kCublasLt, 16},      {Precision::kFp16, Variant::kGemv, cuda::kGemvMaxRows},
+                        {Precision::kFp16, Variant::kFp16MmaGemv, 16},  {Precision::kFp16, Variant::kAuto, 16},
+                        {Precision::kFp8, Variant::kCublasLt, 16},       {Precision::kFp8, Variant::kGemv, fp8_gemv_rows},
+                        {Precision::kFp8, Variant::kAuto, 16},           {Precision::kInt4, Variant::kW4A16, 16},
+                        {Precision::kInt4, Variant::kW4A16Gemv, cuda::kW4A16GemvMaxRows},
+                        {Precision::kInt4, Variant::kW4A16Engine, 16}};
+  struct Cell { std::string kernel; int m; double ms, gbps, pct; };
+  std::vector<Cell> cells;
+  nlohmann::json out = nlohmann::json::array();
+  for (Precision p : {Precision::kFp16, Precision::kFp8, Precision::kInt4}) {
+    std::vector<Linear> lins;
+    double bytes = 0, params = 0;
+    for (int l = 0; l < kLayers; ++l) {
+      for (auto [n, k] : {std::pair{kQkv, kHidden}, {kHidden, kHidden}, {2 * kInter, kHidden}, {kHidden, kInter}}) {
+        lins.push_back(make_linear(p, n, k, 7000 + l * 4 + static_cast<int>(lins.size() % 4), s));
+        bytes += weight_bytes(p, n, k);
+        params += static_cast<double>(n) * k;
+      }
+    }
+    for (const Line& line : lines) {
+      if (line.p != p) continue;
+      const std::string kernel = std::string(precision_name(p)) + " " + variant_name(line.v) +
+                                 (p == Precision::kFp8 && line.v != Variant::kAuto ? "+quant" : "");
+      for (int m : batch_rows) {
+        if (m > line.max_m) continue;
+        const double ms = time_graph([&]() -> Status {
+          for (const Linear& lin : lins) CROSSPOINT_RETURN_IF_ERROR(run_linear(ctx, b, lin, line.v, m, true, s));
+          return Status::ok();
+        }, s, reps);
+        auto r = record(c, p, kernel.c_str(), "layer linears, no lm_head", m, 0, 0, bytes, 2.0 * m * params, ms);
+        r["time_ms"] = ms;
+        out.push_back(r);
+        cells.push_back({kernel, m, ms, bytes / (ms * 1e6), 100.0 * bytes / (c.bw_gbps * 1e9) / (ms * 1e-3)});
+      }
+    }
+    for (Linear& lin : lins) free_linear(lin);
+  }
+  std::printf("\n== 28 layers' linears of Qwen2.5-7B per decode step at M = 1..16: ms, GB/s of weights, %% of %.0f GB/s ==\n",
+              c.bw_gbps);
+  std::vector<std::string> kernels;
+  for (const Cell& cell : cells) {
+    if (std::find(kernels.begin(), kernels.end(), cell.kernel) == kernels.end()) kernels.push_back(cell.kernel);
+  }
+  for (const std::string& kernel : kernels) {
+    std::printf("%-30s", kernel.c_str());
+    for (int m : batch_rows) {
+      const Cell* found = nullptr;
+      for (const Cell& cell : cells) {
+        if (cell.kernel == kernel && cell.m == m) found = &cell;
+      }
+      if (found == nullptr) std::printf(" | M=%-2d %23s", m, "-");
+      else std::printf(" | M=%-2d %6.3f ms %5.0f GB/s %3.0f%%", m, found->ms, found->gbps, found->pct);
+    }
+    std::printf("\n");
+  }
+  return out;
+}
+
 // The small-batch GEMVs at every forced K split (0 = planned) at M = 1, 2, to check the
 // plans: fp16 (CUDA cores), fp8 on tensor cores and on CUDA cores, each plain and fused.
 nlohmann::json bench_gemv_splits(const Ceilings& c, const Buffers& b, cudaStream_t s, int reps) {
@@ -440,6 +511,7 @@ int main(int argc, char** argv) {
   int reps = 15;
   bool skip_layers = false;
   bool gemv_splits = false;  // also time the GEMVs at every forced K split
+  bool gemv16_only = false;  // only the decode-step GEMV table at M = 1 .. 16
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     auto next = [&]() { return i + 1 < argc ? std::string(argv[++i]) : std::string(); };
@@ -450,9 +522,10 @@ int main(int argc, char** argv) {
     else if (a == "--reps") reps = std::stoi(next());
     else if (a == "--decode-only") skip_layers = true;
     else if (a == "--gemv-splits") gemv_splits = true;
+    else if (a == "--gemv16-only") gemv16_only = true;
     else if (a == "--no-pdl") crosspoint::cuda::set_programmatic_launch_enabled(false);
     else {
-      std::fprintf(stderr, "usage: bench_gemm [--bw-gbps X] [--fp16-tflops X] [--fp8-tflops X] [--reps N] [--decode-only] [--gemv-splits] [--no-pdl] [--out FILE]\n");
+      std::fprintf(stderr, "usage: bench_gemm [--bw-gbps X] [--fp16-tflops X] [--fp8-tflops X] [--reps N] [--decode-only] [--gemv-splits] [--gemv16-only] [--no-pdl] [--out FILE]\n");
       return 2;
     }
   }
@@ -472,13 +545,17 @@ int main(int argc, char** argv) {
   nlohmann::json result = {{"gpu", prop.name}, {"sms", prop.multiProcessorCount}, {"l2_bytes", prop.l2CacheSize},
                            {"ceilings", {{"read_gbps", c.bw_gbps}, {"fp16_tflops", c.fp16_tflops}, {"fp8_tflops", c.fp8_tflops}}},
                            {"fp8_scale_path", fp8_path}, {"reps", reps}};
-  std::printf("\n== decode step: all linears of Qwen2.5-7B (28 layers + lm_head), CUDA graph ==\n");
-  result["decode_step"] = bench_decode_step(c, **ctx, b, s, reps);
-  if (!skip_layers) {
+  std::printf("\n== decode-step GEMVs beside cuBLASLt at M = 1..16 ==\n");
+  result["gemv16"] = bench_gemv16(c, **ctx, b, s, reps);
+  if (!gemv16_only) {
+    std::printf("\n== decode step: all linears of Qwen2.5-7B (28 layers + lm_head), CUDA graph ==\n");
+    result["decode_step"] = bench_decode_step(c, **ctx, b, s, reps);
+  }
+  if (!skip_layers && !gemv16_only) {
     std::printf("\n== layer GEMMs ==\n");
     result["layer_gemms"] = bench_layer_gemms(c, **ctx, b, s, reps);
   }
-  if (gemv_splits) {
+  if (gemv_splits && !gemv16_only) {
     std::printf("\n== GEMVs at every K split ==\n");
     result["gemv_splits"] = bench_gemv_splits(c, b, s, reps);
   }
