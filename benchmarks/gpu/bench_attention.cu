@@ -10,7 +10,7 @@
 // median over --reps replays (after 3 warm-up replays) divided by the copies. Printed beside
 // it: the K/V bytes a call must read, GB/s, and the share of the --bw-gbps ceiling.
 //
-//   bench_attention --bw-gbps 4226 [--reps 20] [--out bench_attention.json]
+//   bench_attention --bw-gbps 4226 [--reps 20] [--out bench_attention.json] [--small-batch]
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -322,14 +322,16 @@ int main(int argc, char** argv) {
   double bw_gbps = 4226;
   int reps = 20;
   std::string out_path = "bench_attention.json";
+  bool small_batch_only = false;  // --small-batch: only the batch 1-32 section and the decoder ops
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     auto next = [&]() { return i + 1 < argc ? std::string(argv[++i]) : std::string(); };
     if (a == "--bw-gbps") bw_gbps = std::stod(next());
     else if (a == "--reps") reps = std::max(1, std::stoi(next()));
     else if (a == "--out") out_path = next();
+    else if (a == "--small-batch") small_batch_only = true;
     else {
-      std::fprintf(stderr, "usage: bench_attention [--bw-gbps X] [--reps N] [--out FILE]\n");
+      std::fprintf(stderr, "usage: bench_attention [--bw-gbps X] [--reps N] [--out FILE] [--small-batch]\n");
       return 2;
     }
   }
@@ -343,14 +345,16 @@ int main(int argc, char** argv) {
   nlohmann::json result = {{"gpu", prop.name}, {"sms", prop.multiProcessorCount}, {"read_gbps_ceiling", bw_gbps},
                            {"reps", reps}, {"shape", {{"heads", kHeads}, {"kv_heads", kKvHeads}, {"head_dim", kHeadDim},
                                                       {"block_size", kBlockSize}}}};
-  std::printf("\n== decode attention (one call = one layer) ==\n");
   result["decode"] = nlohmann::json::array();
-  for (int batch : {1, 10, 100, 256})
-    for (int context : {128, 512, 2048})
-      result["decode"].push_back(bench_attention_shape({"decode", batch, 1, context}, bw_gbps, s, reps));
-  // As a captured decode graph launches it: sized for max_model_len 4096, real contexts shorter.
-  for (int batch : {1, 10, 64, 100})
-    result["decode"].push_back(bench_attention_shape({"decode, bound 4096", batch, 1, 512, false, 4096}, bw_gbps, s, reps));
+  if (!small_batch_only) {
+    std::printf("\n== decode attention (one call = one layer) ==\n");
+    for (int batch : {1, 10, 100, 256})
+      for (int context : {128, 512, 2048})
+        result["decode"].push_back(bench_attention_shape({"decode", batch, 1, context}, bw_gbps, s, reps));
+    // As a captured decode graph launches it: sized for max_model_len 4096, real contexts shorter.
+    for (int batch : {1, 10, 64, 100})
+      result["decode"].push_back(bench_attention_shape({"decode, bound 4096", batch, 1, 512, false, 4096}, bw_gbps, s, reps));
+  }
   // Batch-1..8 latency at the 7B shape: decode attention under the model's 4096 bound at
   // contexts 512 and 4096, default path (cluster merge on sm_90) and the two-kernel path; then
   // rope_kv_write alone. Graphs of 28 calls (one per layer), us per call.
@@ -374,12 +378,14 @@ int main(int argc, char** argv) {
     for (bool two_pass : {false, true})
       result["small_batch"].push_back(bench_attention_shape(
           {two_pass ? "decode two-pass" : "decode default", 32, 1, context, false, 4096, two_pass}, bw_gbps, s, reps));
-  std::printf("\n== prefill attention (causal, no cached prefix) ==\n");
   result["prefill"] = nlohmann::json::array();
-  for (bool split_only : {false, true}) {
-    const char* name = split_only ? "prefill (split kernel)" : "prefill (tensor cores)";
-    result["prefill"].push_back(bench_attention_shape({name, 1, 2048, 2048, split_only}, bw_gbps, s, reps));
-    result["prefill"].push_back(bench_attention_shape({name, 16, 256, 256, split_only}, bw_gbps, s, reps));
+  if (!small_batch_only) {
+    std::printf("\n== prefill attention (causal, no cached prefix) ==\n");
+    for (bool split_only : {false, true}) {
+      const char* name = split_only ? "prefill (split kernel)" : "prefill (tensor cores)";
+      result["prefill"].push_back(bench_attention_shape({name, 1, 2048, 2048, split_only}, bw_gbps, s, reps));
+      result["prefill"].push_back(bench_attention_shape({name, 16, 256, 256, split_only}, bw_gbps, s, reps));
+    }
   }
   std::printf("\n== decoder ops (d %d, I %d, vocab %d) ==\n", kHidden, kIntermediate, kVocab);
   result["decoder_ops"] = nlohmann::json::array();
