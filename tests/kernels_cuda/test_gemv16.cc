@@ -70,8 +70,12 @@ Problem make_fp8_problem(uint32_t seed, int m, int n, int k) {
   p.w_scale.resize(n);
   for (auto& s : p.x_scale) s = scale(rng);
   for (auto& s : p.w_scale) s = scale(rng);
-  p.ref = testing::matmul_nt_ref(m, n, k, [&](int i, int kk) { return testing::e4m3_to_f32(p.xq[i * p.x_stride + kk]); },
-                                 [&](int j, int kk) { return testing::e4m3_to_f32(p.wq[j * p.w_stride + kk]); });
+  // Decoded once: the reference reads every weight m times.
+  std::vector<float> xf(p.xq.size()), wf(p.wq.size());
+  for (size_t i = 0; i < xf.size(); ++i) xf[i] = testing::e4m3_to_f32(p.xq[i]);
+  for (size_t i = 0; i < wf.size(); ++i) wf[i] = testing::e4m3_to_f32(p.wq[i]);
+  p.ref = testing::matmul_nt_ref(m, n, k, [&](int i, int kk) { return xf[i * p.x_stride + kk]; },
+                                 [&](int j, int kk) { return wf[j * p.w_stride + kk]; });
   for (int i = 0; i < m; ++i)
     for (int j = 0; j < n; ++j) p.ref[static_cast<size_t>(i) * n + j] *= static_cast<double>(p.x_scale[i]) * p.w_scale[j];
   return p;
