@@ -360,7 +360,11 @@ int main(int argc, char** argv) {
   // rope_kv_write alone. Graphs of 28 calls (one per layer), us per call.
   std::printf("\n== batch 1-8 decode latency (us per call, graphs of 28 calls; cluster CTAs per (row, KV head) on sm_90 shown) ==\n");
   result["small_batch"] = nlohmann::json::array();
-  const int cluster_limit = prop.major >= 9 ? 16 : 0;
+  // The limit in force (0 before sm_90); asked once a decode ran, so a refused launch shows.
+  bench_attention_shape({"decode default (warm-up)", 1, 1, 512, false, 4096}, bw_gbps, s, 1);
+  const int cluster_limit = crosspoint::cuda::cuda_paged_attention_device_cluster_limit(kHeadDim);
+  std::printf("cluster limit in force: %d CTAs\n", cluster_limit);
+  result["cluster_limit"] = cluster_limit;
   for (int batch : {1, 2, 4, 8}) {
     for (int context : {512, 4096}) {
       std::printf("-- B=%d ctx %d: cluster %d\n", batch, context,

@@ -315,6 +315,18 @@ TEST(CudaPagedAttention, SmallDecodeBatchesAtEveryContext) {
       run_case(c, seed++);
     }
   }
+  // On sm_90 the default path above must really have been the cluster kernel: a refused
+  // cluster launch falls back to the two-kernel path silently (correct, but slower).
+  int device = 0, major = 0;
+  ASSERT_EQ(cudaGetDevice(&device), cudaSuccess);
+  ASSERT_EQ(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device), cudaSuccess);
+  const int limit = cuda_paged_attention_device_cluster_limit(128);
+  std::printf("device cluster limit (D=128): %d CTAs\n", limit);
+  if (major >= 9) {
+    EXPECT_GE(limit, 8) << "cluster launches were refused; decode ran on the two-kernel path";
+  } else {
+    EXPECT_EQ(limit, 0);
+  }
   // The other kernel instances: head_dim 64 (8 lanes per row) and 96 (the generic 32 lanes).
   run_case({"B=3 7:1 D64 bound 4096", 14, 2, 64, 16, {{1, 4096}, {1, 513}, {1, 17}}, 0, 0}, seed++);
   run_case({"B=2 4:1 D96 bound 4096", 8, 2, 96, 16, {{1, 4000}, {1, 64}}, 0, 96}, seed++);

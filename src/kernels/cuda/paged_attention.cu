@@ -610,6 +610,8 @@ Status run_paged_attention(const CudaPagedAttentionArgs& a, bool allow_tensor_co
 }  // namespace
 
 
+int cuda_paged_attention_device_cluster_limit(int head_dim) { return device_cluster_limit(head_dim); }
+
 Status cuda_paged_attention(const CudaPagedAttentionArgs& args, cudaStream_t stream) {
   return run_paged_attention(args, /*allow_tensor_cores=*/true, DecodeMerge::kAuto, stream);
 }

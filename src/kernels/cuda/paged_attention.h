@@ -67,4 +67,9 @@ Status cuda_paged_attention_two_pass(const CudaPagedAttentionArgs& args, cudaStr
 int cuda_paged_attention_cluster_ctas(int num_tokens, int num_heads, int num_kv_heads, int max_context_len,
                                       int cluster_limit);
 
+// The cluster limit cuda_paged_attention uses on the current device for this head_dim: 16 on
+// sm_90 (8 if the non-portable size is refused), 0 before sm_90 or after a refused cluster
+// launch sent decode back to the two-kernel path.
+int cuda_paged_attention_device_cluster_limit(int head_dim);
+
 }  // namespace crosspoint::cuda
