@@ -135,8 +135,9 @@ __global__ void __launch_bounds__(kRowThreads)
 }
 
 // The same step for rows that fit in registers (kVec layout, d <= 4 * kRowThreads * kVecPerThread):
-// every thread issues all its loads at once (weights before the wait, as no earlier kernel
-// writes them; then residual and delta) and keeps the row in registers, so a row costs one
+// every thread issues all its loads at once (weights first: no earlier kernel writes them, so
+// the source reads them before the wait, though ptxas was seen to place those loads just after
+// it; then residual and delta) and keeps the row in registers, so a row costs one
 // memory round trip, the block sum and the stores, where the loop kernel above pays a round
 // trip per iteration of each pass. Same per-thread summation order, hence the same bits.
 template <int kVecPerThread>
