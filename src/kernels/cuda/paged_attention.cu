@@ -320,6 +320,9 @@ __global__ void __launch_bounds__(kThreads) paged_attention_split_kernel(Params 
         }
 #pragma unroll
         for (int offset = 16; offset > 0; offset /= 2) sum += __shfl_xor_sync(0xffffffffu, sum, offset);
+        // Every lane read s_m[h] above; lane 0 overwrites it below. The shuffles converge the warp
+        // but do not order shared memory: compute-sanitizer's racecheck reported this pair.
+        __syncwarp();
         if (lane == 0) {
           const float alpha = exp2f(m_old - m_new);
           s_alpha[h] = alpha;
