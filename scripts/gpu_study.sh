@@ -253,12 +253,10 @@ sanitize() {
   step "sanitizer_$tool" $rc $(( $(now) - t )) "$(grep -E 'RACECHECK SUMMARY|ERROR SUMMARY' "$WORK/logs/sanitizer-$tool.log" | tail -1) $(grep -c '^\[       OK' "$WORK/logs/sanitizer-$tool.log") ok"
 }
 if want sanitize && [ -x "$BUNDLE_DIR/libexec/test_kernels_cuda" ]; then
-  # memcheck: the GEMVs, attention, sampling, W4A16 split-K and the decoder ops
-  sanitize memcheck "${SANITIZE_MEMCHECK_S:-110}" \
-    'W4A16Gemv*:Fp8Gemv*:Fp8LinearFromFp16*:Fp16Gemv*:CudaPagedAttention*:*Sampl*:W4A16Gemm.SplitK*:AddRmsNorm*:RopeKvWrite*'
-  # racecheck: the kernels that reduce through shared memory
-  sanitize racecheck "${SANITIZE_RACECHECK_S:-60}" \
-    'W4A16Gemv*:Fp8GemvFromFp16*:Fp16Gemv*:CudaPagedAttention.LongDecode*:*Sampl*:AddRmsNorm*:ArgmaxRows*'
+  # memcheck: the GEMVs, attention, sampling, the W4A16 GEMMs and the decoder ops
+  sanitize memcheck "${SANITIZE_MEMCHECK_S:-110}" "${SANITIZE_MEMCHECK_FILTER:-W4A16Gemv*:Fp8Gemv*:Fp8MmaGemv*:Fp16MmaGemv*:Fp8Linear*:Fp16Linear*:Fp16Gemv*:CudaPagedAttention*:*Sampl*:W4A16Gemm*:AddRmsNorm*:RopeKvWrite*:ArgmaxRows*}"
+  # racecheck: the kernels that share data through shared memory (or a cluster's)
+  sanitize racecheck "${SANITIZE_RACECHECK_S:-60}" "${SANITIZE_RACECHECK_FILTER:-W4A16Gemv*:Fp8GemvFromFp16*:Fp8MmaGemv*:Fp16MmaGemv*:Fp16Gemv*:CudaPagedAttention*:*Sampl*:AddRmsNorm*:ArgmaxRows*:W4A16GemmLarge*}"
 fi
 
 # The ceilings want a quiet GPU: the checkpoints must be written first.
@@ -347,15 +345,16 @@ print(round(bw, 1), round(fp16, 1), round(fp8, 1))
 PY
 )
   [ -n "$F8" ] || { step bench_gemm 1 0 "could not read the ceilings from $CEIL_FOR_GEMM"; BW=""; }
+  # BENCH_GEMM_ARGS / BENCH_ATTENTION_ARGS: extra arguments (e.g. --gemv16-only, --small-batch).
   [ -n "$BW" ] && timeout $(limit 150) "$BUNDLE_DIR/bin/bench_gemm" --bw-gbps "$BW" --fp16-tflops "$F16" --fp8-tflops "$F8" \
-    --out "$WORK/bench_gemm.json" >"$WORK/logs/bench_gemm.log" 2>&1
+    ${BENCH_GEMM_ARGS:-} --out "$WORK/bench_gemm.json" >"$WORK/logs/bench_gemm.log" 2>&1
   rc=$?
   grep -E "^\|" "$WORK/logs/bench_gemm.log" | tail -40 | tee -a "$LOG"
   step bench_gemm $rc $(( $(now) - t )) "bw $BW GB/s"
   if [ -n "$BW" ] && [ -x "$BUNDLE_DIR/bin/bench_attention" ]; then
     log "== bench_attention (paged attention and decoder ops alone)"
     t=$(now)
-    timeout $(limit 120) "$BUNDLE_DIR/bin/bench_attention" --bw-gbps "$BW" --reps 20 --out "$WORK/bench_attention.json" \
+    timeout $(limit 120) "$BUNDLE_DIR/bin/bench_attention" --bw-gbps "$BW" --reps 20 ${BENCH_ATTENTION_ARGS:-} --out "$WORK/bench_attention.json" \
       >"$WORK/logs/bench_attention.log" 2>&1
     rc=$?
     grep -E "decode|prefill|FAILED" "$WORK/logs/bench_attention.log" | tail -30 | tee -a "$LOG"
