@@ -63,7 +63,7 @@ Result<W4A16PackedWeight> w4a16_repack(const int32_t* qweight, const uint16_t* s
 size_t w4a16_workspace_bytes(int max_m, int n);
 
 // y[m, n] = sum_k x[m, k] * s[g(k), n] * (q[k, n] - 8), fp32 accumulation, fp16 out.
-// M <= 8 goes to w4a16_gemv() (w4a16_gemv.h: workspace unused); larger M to the
+// M <= kW4A16GemvMaxRows goes to w4a16_gemv() (w4a16_gemv.h: workspace unused); larger M to the
 // shared-memory kernels below, with w4a16_default_tuning_for(m).
 //   x              [M, K] fp16, row stride x_stride elements (multiple of 8), permuted when k_perm
 //   packed_weight  device copy of W4A16PackedWeight::weight
@@ -99,7 +99,7 @@ Status w4a16_gemm_tuned(W4A16Tuning tuning, const uint16_t* x, int64_t x_stride,
                         const uint32_t* packed_scales, uint16_t* y, int64_t y_stride, int m, int n, int k,
                         int group_size, void* workspace, cudaStream_t stream);
 
-// The tuning w4a16_gemm runs at M > 8 rows (M <= 8 always goes to w4a16_gemv). The choice
+// The tuning w4a16_gemm runs above kW4A16GemvMaxRows rows (fewer go to w4a16_gemv). The choice
 // per M is set from the H200 measurements of bench_gemm (docs/cuda.md).
 W4A16Tuning w4a16_default_tuning_for(int m);
 
