@@ -249,10 +249,10 @@ Status w4a16_gemm(const uint16_t* x, int64_t x_stride, const uint32_t* packed_we
 }
 
 W4A16Tuning w4a16_default_tuning_for(int m) {
-  // The 4-warp kernel at every M until the H200 measurement of kLargeTile against it
-  // (bench_gemm's decode-step table) says from which M the larger-batch kernel wins.
-  (void)m;
-  return W4A16Tuning::kDefault;
+  // Above the GEMV's rows: the larger-batch kernel (all rows in one block, weights dequantised
+  // once per block). bench_gemm times it beside the 4-warp kernel (kDefault) in the same call;
+  // docs/cuda.md has the numbers that chose it.
+  return m > kW4A16GemvMaxRows ? W4A16Tuning::kLargeTile : W4A16Tuning::kDefault;
 }
 
 Status w4a16_gemm_tuned(W4A16Tuning tuning, const uint16_t* x, int64_t x_stride, const uint32_t* packed_weight,
