@@ -232,7 +232,7 @@ if want tests; then
     filter=(); [ $t_bin = test_analysis ] && filter=(--gtest_filter='GpuMeasurement*')
     log "== $t_bin ${filter[*]}"
     t=$(now)
-    timeout $(limit 90) "$BUNDLE_DIR/bin/$t_bin" "${filter[@]}" >"$WORK/logs/$t_bin.log" 2>&1
+    timeout $(limit ${TEST_LIMIT_S:-90}) "$BUNDLE_DIR/bin/$t_bin" "${filter[@]}" >"$WORK/logs/$t_bin.log" 2>&1
     rc=$?
     grep -E "^\[  PASSED  \]|^\[  FAILED  \]|^\[  SKIPPED \] [0-9]+ test|Failure$" "$WORK/logs/$t_bin.log" | head -20 | tee -a "$LOG"
     step "$t_bin" $rc $(( $(now) - t )) "$(grep -c '^\[       OK' "$WORK/logs/$t_bin.log") ok"
