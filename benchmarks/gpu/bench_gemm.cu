@@ -175,7 +175,7 @@ bool variant_applies(Variant v, int m) {
   if (v == Variant::kGemv || v == Variant::kGemvWholeRow || v == Variant::kFp8Fused || v == Variant::kGemvCudaCores) return m <= 4;
   if (is_w4a16_tuning(v)) return m <= 16;  // above 16 rows they all run the kDefault kernel
   if (is_w4a16_large(v)) return m >= 16;
-  if (v == Variant::kW4A16Gemv) return m <= cuda::kW4A16GemvMaxRows;
+  if (v == Variant::kW4A16Gemv) return m <= cuda::kW4A16GemvKernelMaxRows;
   if (v == Variant::kFp16MmaGemv) return m <= cuda::kMmaGemvMaxRows;
   return true;
 }
@@ -402,7 +402,7 @@ nlohmann::json bench_gemv16(const Ceilings& c, CublasLtContext& ctx, const Buffe
                         {Precision::kFp16, Variant::kFp16MmaGemv, 16},  {Precision::kFp16, Variant::kAuto, 16},
                         {Precision::kFp8, Variant::kCublasLt, 16},       {Precision::kFp8, Variant::kGemv, fp8_gemv_rows},
                         {Precision::kFp8, Variant::kAuto, 16},           {Precision::kInt4, Variant::kW4A16, 16},
-                        {Precision::kInt4, Variant::kW4A16Gemv, cuda::kW4A16GemvMaxRows},
+                        {Precision::kInt4, Variant::kW4A16Gemv, cuda::kW4A16GemvKernelMaxRows},
                         {Precision::kInt4, Variant::kW4A16Engine, 16}};
   struct Cell { std::string kernel; int m; double ms, gbps, pct; };
   std::vector<Cell> cells;

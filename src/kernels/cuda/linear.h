@@ -15,9 +15,10 @@ namespace crosspoint::cuda {
 
 inline constexpr int kFp16GemvMaxRows = 1;  // fp16: GEMV at M = 1, cuBLASLt above
 // fp16 at kFp16GemvMaxRows < M <= kFp16MmaGemvMaxRows: the tensor-core GEMV (fp16_mma_gemv).
-// On to 16 (its tests and the side-by-side with cuBLASLt in bench_gemm's gemv16 table run in
-// the same device call; docs/cuda.md has the numbers); at most kMmaGemvMaxRows (16).
-inline constexpr int kFp16MmaGemvMaxRows = 16;
+// Off (1): on the H200 cuBLASLt streamed the 7B decode-step linears at ~80 % of the bandwidth
+// at every M = 2..16 (3.60-3.64 ms), the tensor-core GEMV at 75-62 % (3.87-4.68 ms; bench_gemm,
+// 2026-11-30). At most kMmaGemvMaxRows (16).
+inline constexpr int kFp16MmaGemvMaxRows = 1;
 static_assert(kFp16MmaGemvMaxRows <= kMmaGemvMaxRows, "fp16_mma_gemv takes at most kMmaGemvMaxRows rows");
 // fp8: GEMV at M <= 16 where it runs on tensor cores (its cost is flat to M = 8; measured on
 // the H200: 7B decode-step linears 3.07 ms at M = 4 against cuBLASLt's 4.40; M = 9..16

@@ -249,10 +249,11 @@ Status w4a16_gemm(const uint16_t* x, int64_t x_stride, const uint32_t* packed_we
 }
 
 W4A16Tuning w4a16_default_tuning_for(int m) {
-  // Above the GEMV's rows: the larger-batch kernel (all rows in one block, weights dequantised
-  // once per block). bench_gemm times it beside the 4-warp kernel (kDefault) in the same call;
-  // docs/cuda.md has the numbers that chose it.
-  return m > kW4A16GemvMaxRows ? W4A16Tuning::kLargeTile : W4A16Tuning::kDefault;
+  // Above the GEMV's rows: the larger-batch kernel with splits costed high. On the H200 it was
+  // the fastest W4A16 variant at every M measured (16..256): the 7B decode-step linears took
+  // 2.37 / 3.66 / 5.23 / 8.07 / 13.72 ms at M = 16 / 32 / 64 / 128 / 256, against 3.61 / 6.03 /
+  // 7.60 / 10.55 / 16.76 for the 4-warp kernel (bench_gemm, 2026-11-30; docs/cuda.md).
+  return m > kW4A16GemvMaxRows ? W4A16Tuning::kLargeTileFewSplits : W4A16Tuning::kDefault;
 }
 
 Status w4a16_gemm_tuned(W4A16Tuning tuning, const uint16_t* x, int64_t x_stride, const uint32_t* packed_weight,

@@ -247,8 +247,8 @@ Status w4a16_gemv(const uint16_t* x, int64_t x_stride, const uint32_t* packed_we
                   const uint32_t* packed_scales, uint16_t* y, int64_t y_stride, int m, int n,
                   int k, int group_size, cudaStream_t stream, int warps_per_block) {
   if (m == 0) return Status::ok();
-  if (m < 0 || m > kW4A16GemvMaxRows) {
-    return invalid_argument("w4a16_gemv: m = " + std::to_string(m) + " is outside 0.." + std::to_string(kW4A16GemvMaxRows));
+  if (m < 0 || m > kW4A16GemvKernelMaxRows) {
+    return invalid_argument("w4a16_gemv: m = " + std::to_string(m) + " is outside 0.." + std::to_string(kW4A16GemvKernelMaxRows));
   }
   if (k <= 0 || k % kChunkK != 0) return unsupported("w4a16_gemv: k = " + std::to_string(k) + " is not a positive multiple of 64");
   if (k >= (1 << 22)) return unsupported("w4a16_gemv: k = " + std::to_string(k) + " is over the 4M rows the group lookup handles");

@@ -24,10 +24,14 @@
 
 namespace crosspoint::cuda {
 
-// Tokens one launch serves: two token tiles of the MMA's n = 8 (m <= 8 runs one tile, the
-// former kernel; 9..16 two MMAs per dequantised weight fragment). w4a16_gemm() sends every
-// m <= kW4A16GemvMaxRows here: lowering it hands m = 9..16 back to the mma GEMM.
-inline constexpr int kW4A16GemvMaxRows = 16;
+// Tokens one launch serves: two token tiles of the MMA's n = 8 (m <= 8 runs one tile; 9..16 two
+// MMAs per dequantised weight fragment).
+inline constexpr int kW4A16GemvKernelMaxRows = 16;
+// Rows w4a16_gemm() sends here. At 9..16 the two-tile kernel lost on the H200 (Qwen2.5-7B
+// decode-step linears 4.18 / 5.41 ms at M = 12 / 16 against 2.37 ms for the larger-batch
+// kernel at 16; bench_gemm, 2026-11-30), so those rows go to w4a16_gemm's larger-batch kernel.
+inline constexpr int kW4A16GemvMaxRows = 8;
+static_assert(kW4A16GemvMaxRows <= kW4A16GemvKernelMaxRows);
 
 // Grid the host picks: one block per n16 block of output columns, `warps_per_block` warps
 // sharing its K/64 chunks round-robin.
