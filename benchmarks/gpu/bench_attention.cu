@@ -47,7 +47,6 @@ struct AttentionShape {
   int num_seqs, num_new, context_len;
   bool split_only = false;  // every row on the CUDA-core split kernel (no tensor-core prefill)
   int host_bound = 0;       // max_context_len the launch is sized for (a graph's bound); 0 = context_len
-  bool two_pass = false;    // decode rows on partials + merge kernel (cuda_paged_attention_two_pass)
 };
 
 nlohmann::json bench_attention_shape(const AttentionShape& shape, double bw_gbps, cudaStream_t s, int reps) {
@@ -104,10 +103,9 @@ nlohmann::json bench_attention_shape(const AttentionShape& shape, double bw_gbps
   a.scale = 1.0f / std::sqrt(static_cast<float>(kHeadDim));
   a.workspace = workspace;
   a.workspace_bytes = workspace_bytes;
-  // Self-check before timing: the default path against the split-kernel-only and two-pass
-  // paths on copy 0 (tensor cores vs CUDA cores for prefill, where fp16 probabilities allow
-  // ~1e-3; cluster vs two-kernel merge for small decode batches on sm_90). A NaN or a large
-  // difference is printed as a FAILED check.
+  // Self-check before timing: the default path against the split-kernel-only path on copy 0
+  // (identical kernels for decodes; tensor cores vs CUDA cores for prefill, where fp16
+  // probabilities allow ~1e-3). A NaN or a large difference is printed as a FAILED check.
   double max_path_diff = 0;
   {
     const size_t out_count = static_cast<size_t>(num_tokens) * kHeads * kHeadDim;
@@ -117,9 +115,9 @@ nlohmann::json bench_attention_shape(const AttentionShape& shape, double bw_gbps
     layer.value_cache = caches + cache_elems;
     BENCH_CHECK(cuda::cuda_paged_attention(layer, s));
     BENCH_CUDA(cudaMemcpyAsync(out_default.data(), output, out_count * 2, cudaMemcpyDeviceToHost, s));
-    for (bool split_only : {true, false}) {
+    {
       BENCH_CUDA(cudaMemsetAsync(output, 0xFF, out_count * 2, s));  // NaN: a row left unwritten fails the check
-      BENCH_CHECK(split_only ? cuda::cuda_paged_attention_split_only(layer, s) : cuda::cuda_paged_attention_two_pass(layer, s));
+      BENCH_CHECK(cuda::cuda_paged_attention_split_only(layer, s));
       BENCH_CUDA(cudaMemcpyAsync(out_other.data(), output, out_count * 2, cudaMemcpyDeviceToHost, s));
       BENCH_CUDA(cudaStreamSynchronize(s));
       for (size_t i = 0; i < out_count; ++i) {
@@ -138,7 +136,6 @@ nlohmann::json bench_attention_shape(const AttentionShape& shape, double bw_gbps
       layer.key_cache = caches + 2 * cache_elems * c;
       layer.value_cache = layer.key_cache + cache_elems;
       CROSSPOINT_RETURN_IF_ERROR(shape.split_only ? cuda::cuda_paged_attention_split_only(layer, s)
-                                 : shape.two_pass ? cuda::cuda_paged_attention_two_pass(layer, s)
                                                   : cuda::cuda_paged_attention(layer, s));
     }
     return Status::ok();
@@ -160,7 +157,7 @@ nlohmann::json bench_attention_shape(const AttentionShape& shape, double bw_gbps
   cudaFree(starts_dev);
   cudaFree(contexts_dev);
   cudaFree(workspace);
-  return {{"name", shape.name}, {"split_only", shape.split_only}, {"two_pass", shape.two_pass},
+  return {{"name", shape.name}, {"split_only", shape.split_only}, 
           {"host_bound", bound}, {"num_seqs", shape.num_seqs}, {"num_new", shape.num_new},
           {"context_len", shape.context_len}, {"us", us}, {"kv_bytes", kv_bytes}, {"gbps", gbps},
           {"pct_bw", 100 * gbps / bw_gbps}, {"tflops", flops / us / 1e6}, {"copies", copies},
@@ -356,32 +353,14 @@ int main(int argc, char** argv) {
       result["decode"].push_back(bench_attention_shape({"decode, bound 4096", batch, 1, 512, false, 4096}, bw_gbps, s, reps));
   }
   // Batch-1..8 latency at the 7B shape: decode attention under the model's 4096 bound at
-  // contexts 512 and 4096, default path (cluster merge on sm_90) and the two-kernel path; then
-  // rope_kv_write alone. Graphs of 28 calls (one per layer), us per call.
-  std::printf("\n== batch 1-8 decode latency (us per call, graphs of 28 calls; cluster CTAs per (row, KV head) on sm_90 shown) ==\n");
+  // contexts 512 and 4096, then rope_kv_write alone. Graphs of 28 calls (one per layer), us per call.
+  std::printf("\n== batch 1-8 decode latency (us per call, graphs of 28 calls) ==\n");
   result["small_batch"] = nlohmann::json::array();
-  // The limit in force (0 before sm_90); asked once a decode ran, so a refused launch shows.
-  bench_attention_shape({"decode default (warm-up)", 1, 1, 512, false, 4096}, bw_gbps, s, 1);
-  const int cluster_limit = crosspoint::cuda::cuda_paged_attention_device_cluster_limit(kHeadDim);
-  std::printf("cluster limit in force: %d CTAs\n", cluster_limit);
-  result["cluster_limit"] = cluster_limit;
-  for (int batch : {1, 2, 4, 8}) {
-    for (int context : {512, 4096}) {
-      std::printf("-- B=%d ctx %d: cluster %d\n", batch, context,
-                  crosspoint::cuda::cuda_paged_attention_cluster_ctas(batch, kHeads, kKvHeads, 4096, cluster_limit));
-      for (bool two_pass : {false, true}) {
-        AttentionShape shape{two_pass ? "decode two-pass" : "decode default", batch, 1, context, false, 4096, two_pass};
-        result["small_batch"].push_back(bench_attention_shape(shape, bw_gbps, s, reps));
-      }
-    }
-  }
+  for (int batch : {1, 2, 4, 8, 32})
+    for (int context : {512, 4096})
+      result["small_batch"].push_back(
+          bench_attention_shape({"decode default", batch, 1, context, false, 4096}, bw_gbps, s, reps));
   for (int batch : {1, 2, 4, 8}) result["small_batch"].push_back(bench_rope_latency(batch, 28, s, reps));
-  // Batch 32, the largest that takes clusters at this shape (8 CTAs each); from 33 rows on
-  // both paths are the two-kernel one.
-  for (int context : {512, 4096})
-    for (bool two_pass : {false, true})
-      result["small_batch"].push_back(bench_attention_shape(
-          {two_pass ? "decode two-pass" : "decode default", 32, 1, context, false, 4096, two_pass}, bw_gbps, s, reps));
   result["prefill"] = nlohmann::json::array();
   if (!small_batch_only) {
     std::printf("\n== prefill attention (causal, no cached prefix) ==\n");

@@ -5,11 +5,9 @@
 // sizes 16 and 32, block tables in shuffled order, with the workspace (context splits) and
 // without it (one split), and host context bounds larger than the real contexts.
 //
-// Every case runs three ways: cuda_paged_attention (prefill sequences of >= 16 new rows on the
-// tensor-core kernel; small decode batches on the single-kernel cluster merge on sm_90),
-// cuda_paged_attention_split_only (every row on the CUDA-core kernel) and
-// cuda_paged_attention_two_pass (decode rows on partials + merge kernel, never clusters). Each
-// launch is made twice on re-poisoned outputs and workspace and must give the same bits.
+// Every case runs two ways: cuda_paged_attention (prefill sequences of >= 16 new rows on the
+// tensor-core kernel) and cuda_paged_attention_split_only (every row on the CUDA-core kernel).
+// Each launch is made twice on re-poisoned outputs and workspace and must give the same bits.
 //
 // Tolerance: outputs are convex combinations of V values in [-1, 1] computed in fp32 and rounded
 // to fp16 once: |error| <= 2^-11 |ref| (the rounding) + 3e-5 (fp32 dot products, exp2f and sums
@@ -153,13 +151,12 @@ AttentionRef attention_ref(const AttentionCase& c, const AttentionProblem& p, fl
   return ref;
 }
 
-enum class Path { kDefault, kSplitOnly, kTwoPass };
+enum class Path { kDefault, kSplitOnly };
 
 const char* path_name(Path path) {
   switch (path) {
     case Path::kDefault: return "default    ";
     case Path::kSplitOnly: return "split-only ";
-    case Path::kTwoPass: return "two-pass   ";
   }
   return "?";
 }
@@ -168,7 +165,6 @@ Status launch(Path path, const CudaPagedAttentionArgs& a, cudaStream_t stream) {
   switch (path) {
     case Path::kDefault: return cuda_paged_attention(a, stream);
     case Path::kSplitOnly: return cuda_paged_attention_split_only(a, stream);
-    case Path::kTwoPass: return cuda_paged_attention_two_pass(a, stream);
   }
   return invalid_argument("unknown path");
 }
@@ -260,7 +256,7 @@ void run_case(const AttentionCase& c, uint32_t seed) {
   const AttentionProblem p = make_problem(c, rng);
   const float scale = 1.0f / std::sqrt(static_cast<float>(c.head_dim));
   const AttentionRef want = attention_ref(c, p, scale);
-  for (Path path : {Path::kDefault, Path::kSplitOnly, Path::kTwoPass}) run_path(c, p, want, scale, path);
+  for (Path path : {Path::kDefault, Path::kSplitOnly}) run_path(c, p, want, scale, path);
 }
 
 TEST(CudaPagedAttention, DecodeAcrossBlockBoundariesGqa7) {
@@ -284,10 +280,9 @@ TEST(CudaPagedAttention, LongDecodeSplitsTheContext) {
   run_case(many, 216);
 }
 
-// Decode batches of 1, 2, 3 and 8 (the single-kernel cluster path on sm_90) at contexts on and
-// around block (16) and tile (64) boundaries, one tile to 64 tiles, mixed in one batch; GQA 1:1,
-// 4:1, 7:1 and 8:1; under the model's 4,096 host bound (most CTAs of a cluster past the real
-// context) and under tight bounds (smaller clusters, or one CTA).
+// Decode batches of 1, 2, 3 and 8 at contexts on and around block (16) and tile (64)
+// boundaries, one tile to 64 tiles, mixed in one batch; GQA 1:1, 4:1, 7:1 and 8:1; under the
+// model's 4,096 host bound (most partitions past the real context) and under tight bounds.
 TEST(CudaPagedAttention, SmallDecodeBatchesAtEveryContext) {
   CROSSPOINT_SKIP_WITHOUT_GPU();
   const std::vector<int> contexts = {1, 15, 16, 17, 511, 512, 513, 4096};
@@ -314,18 +309,6 @@ TEST(CudaPagedAttention, SmallDecodeBatchesAtEveryContext) {
       c.context_bound_extra = 4096 - *std::max_element(batch.begin(), batch.end());
       run_case(c, seed++);
     }
-  }
-  // On sm_90 the default path above must really have been the cluster kernel: a refused
-  // cluster launch falls back to the two-kernel path silently (correct, but slower).
-  int device = 0, major = 0;
-  ASSERT_EQ(cudaGetDevice(&device), cudaSuccess);
-  ASSERT_EQ(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device), cudaSuccess);
-  const int limit = cuda_paged_attention_device_cluster_limit(128);
-  std::printf("device cluster limit (D=128): %d CTAs\n", limit);
-  if (major >= 9) {
-    EXPECT_GE(limit, 8) << "cluster launches were refused; decode ran on the two-kernel path";
-  } else {
-    EXPECT_EQ(limit, 0);
   }
   // The other kernel instances: head_dim 64 (8 lanes per row) and 96 (the generic 32 lanes).
   run_case({"B=3 7:1 D64 bound 4096", 14, 2, 64, 16, {{1, 4096}, {1, 513}, {1, 17}}, 0, 0}, seed++);
@@ -393,7 +376,7 @@ void replay_graph(const AttentionCase& bounds, const std::vector<std::vector<Seq
   a.scale = scale;
   a.workspace = workspace.get();
   a.workspace_bytes = workspace_bytes;
-  for (Path path : {Path::kDefault, Path::kSplitOnly, Path::kTwoPass}) {
+  for (Path path : {Path::kDefault, Path::kSplitOnly}) {
     const bool split_only = path == Path::kSplitOnly;
     cudaStream_t stream;
     ASSERT_EQ(cudaStreamCreate(&stream), cudaSuccess);
@@ -441,7 +424,7 @@ TEST(CudaPagedAttention, GraphReplayFollowsLengthsBelowTheBounds) {
 }
 
 // A decode bucket of 4 sequences captured under a 4,096 bound (the model's max_model_len) and
-// replayed at contexts from 1 to 4,096: the cluster kernel's shares follow the real lengths.
+// replayed at contexts from 1 to 4,096: the partitions follow the real lengths.
 TEST(CudaPagedAttention, DecodeGraphReplayUnderAModelLengthBound) {
   CROSSPOINT_SKIP_WITHOUT_GPU();
   const AttentionCase bounds{"decode bucket", 28, 4, 128, 16, {{1, 4096}, {1, 4096}, {1, 600}, {1, 600}}};
@@ -518,21 +501,6 @@ TEST(CudaPagedAttentionArgs, RefusesBadArgumentsWithAStatus) {
   a.num_tokens = 0;  // an empty batch is fine and touches nothing
   a.query = nullptr;
   EXPECT_TRUE(cuda_paged_attention(a, nullptr).is_ok());
-}
-
-TEST(CudaPagedAttentionArgs, ClusterSizesFollowBatchAndBound) {
-  // 7B shape (28 heads, 4 KV heads): 4 (row, KV head) pairs per decode row.
-  EXPECT_EQ(cuda_paged_attention_cluster_ctas(1, 28, 4, 4096, 16), 16);
-  EXPECT_EQ(cuda_paged_attention_cluster_ctas(8, 28, 4, 4096, 16), 16);
-  EXPECT_EQ(cuda_paged_attention_cluster_ctas(8, 28, 4, 4096, 8), 8);   // portable limit
-  EXPECT_EQ(cuda_paged_attention_cluster_ctas(32, 28, 4, 4096, 16), 8);  // ~1,024 CTAs in all
-  EXPECT_EQ(cuda_paged_attention_cluster_ctas(33, 28, 4, 4096, 16), 1);  // large batch: two-kernel path
-  EXPECT_EQ(cuda_paged_attention_cluster_ctas(1, 28, 4, 64, 16), 1);     // one tile: nothing to split
-  EXPECT_EQ(cuda_paged_attention_cluster_ctas(1, 28, 4, 65, 16), 2);
-  EXPECT_EQ(cuda_paged_attention_cluster_ctas(1, 28, 4, 513, 16), 9);
-  EXPECT_EQ(cuda_paged_attention_cluster_ctas(1, 28, 4, 4096, 0), 1);    // before sm_90
-  EXPECT_EQ(cuda_paged_attention_cluster_ctas(1, 32, 2, 4096, 16), 16);  // 16:1 = two head chunks
-  EXPECT_EQ(cuda_paged_attention_cluster_ctas(0, 28, 4, 4096, 16), 1);
 }
 
 TEST(CudaPagedAttentionArgs, WorkspaceBoundIsSmallAndMonotone) {

@@ -40,9 +40,7 @@ struct CudaPagedAttentionArgs {
   int head_dim = 0;     // 64, 128 (and any multiple of 8 up to 256 on the slow path)
   int block_size = 0;   // 16 usually
   float scale = 0.0f;   // 1 / sqrt(head_dim)
-  // Split-context scratch (flash-decoding partials) of the two-kernel path;
-  // cuda_paged_attention_workspace_bytes(). Small decode batches on sm_90 merge inside one
-  // kernel (thread-block clusters) and leave it untouched; no zero-filling is ever needed.
+  // Split-context scratch (flash-decoding partials); cuda_paged_attention_workspace_bytes().
   void* workspace = nullptr;
   size_t workspace_bytes = 0;
 };
@@ -55,21 +53,5 @@ Status cuda_paged_attention(const CudaPagedAttentionArgs& args, cudaStream_t str
 // The same result with every row on the split-context CUDA-core kernel (the tensor-core
 // prefill kernel off): for tests and benchmarks that compare the two paths.
 Status cuda_paged_attention_split_only(const CudaPagedAttentionArgs& args, cudaStream_t stream);
-
-// The same result with the split-context rows always on the two-kernel path (partials in the
-// workspace, then a merge kernel) instead of the single-kernel cluster merge that small
-// batches get on sm_90: for tests and benchmarks that compare the two.
-Status cuda_paged_attention_two_pass(const CudaPagedAttentionArgs& args, cudaStream_t stream);
-
-// CTAs per thread-block cluster that cuda_paged_attention gives each (query row, KV head) of a
-// launch of these sizes on a GPU allowing clusters of cluster_limit CTAs (16 on the H200 here;
-// 0 before sm_90); 1 means the two-kernel path. Host-only, for tests and benchmark labels.
-int cuda_paged_attention_cluster_ctas(int num_tokens, int num_heads, int num_kv_heads, int max_context_len,
-                                      int cluster_limit);
-
-// The cluster limit cuda_paged_attention uses on the current device for this head_dim: 16 on
-// sm_90 (8 if the non-portable size is refused), 0 before sm_90 or after a refused cluster
-// launch sent decode back to the two-kernel path.
-int cuda_paged_attention_device_cluster_limit(int head_dim);
 
 }  // namespace crosspoint::cuda

@@ -1,6 +1,5 @@
-// Internal to paged_attention*.cu / paged_attention_plan.cc: the launch parameters both
-// attention kernels read, the device helpers that map a query row to its sequence and causal
-// range, and the host planning functions of paged_attention_plan.cc. Not a public API.
+// Internal to paged_attention*.cu: the launch parameters both attention kernels read and the
+// device helpers that map a query row to its sequence and causal range. Not a public API.
 //
 // Which kernel owns a row: sequences with at least tensor_core_min_rows new rows go to the
 // tensor-core prefill kernel (paged_attention_prefill.cu); every other row to the
@@ -10,26 +9,14 @@
 
 #include <cuda_runtime.h>
 
-#include <cstddef>
 #include <cstdint>
 
 #include "common/status.h"
-#include "kernels/cuda/paged_attention.h"
 
 namespace crosspoint::cuda::attention_internal {
 
 constexpr float kLog2e = 1.4426950408889634f;
 constexpr int kNoTensorCoreRows = 1 << 30;  // tensor_core_min_rows when that path is off
-// Split-context kernel and its planning (paged_attention.cu, paged_attention_plan.cc).
-constexpr int kHeadsPerCta = 8;      // query heads of one GQA group handled together
-constexpr int kTileTokens = 64;      // context positions per online-softmax step
-constexpr int kUnsplitCtas = 1024;   // ~8 CTAs per SM on a 132-SM H200: from here on, no context split
-constexpr int kMaxSplits = 256;      // partitions per row (the partial-output stride)
-constexpr int kMaxPartialRows = 4096;  // (row, partition) pairs the workspace holds at most
-constexpr int kMaxHeadDim = 256;
-constexpr int kTensorCoreMinRows = 16;  // a sequence with fewer new rows is cheaper on the split kernel
-constexpr int kMaxClusterCtas = 16;     // CTAs per cluster merge (16 is Hopper's non-portable maximum)
-constexpr int kMaxClusterRowCtas = 128;  // rows x KV heads x head chunks up to which decode uses clusters
 
 struct Params {
   const uint16_t* query;  // [T, H, D] fp16, rows query_stride apart
@@ -79,25 +66,6 @@ __device__ __forceinline__ int64_t cache_row_offset(const Params& p, const int32
   const int64_t slot = static_cast<int64_t>(table[position / p.block_size]) * p.block_size + position % p.block_size;
   return slot * p.num_kv_heads * p.head_dim;
 }
-
-// ---- host planning (paged_attention_plan.cc) ----
-
-// Every argument rule of cuda_paged_attention (a Status naming the bad field).
-Status check_paged_attention_args(const CudaPagedAttentionArgs& args);
-
-// CTAs per cluster of the single-kernel decode path for row_ctas (row, KV head, head chunk)
-// triples under a host context bound on a device allowing clusters of `limit` CTAs (0: none);
-// 1 means the two-kernel path.
-int cluster_ctas_for(int64_t row_ctas, int bound, int limit);
-
-// The two-kernel path's split of each row's context.
-struct TwoPassPlan {
-  int partition_tokens;  // P: context positions per partition (1 << 30 with one split)
-  int num_splits;        // partitions per row; 1 = the split kernel writes the output, no merge kernel
-  int grid_z;            // CTAs per (row, KV head, head chunk), each walking every grid_z-th partition
-};
-TwoPassPlan plan_two_pass(int num_tokens, int ctas_per_row, int bound, int num_heads, int head_dim,
-                          const void* workspace, size_t workspace_bytes);
 
 // Tensor-core prefill kernel for head_dim 64 or 128 (paged_attention_prefill.cu): grid
 // (num_seqs * ceil(max_query_len / 64), H); rows of shorter sequences are left alone.
