@@ -40,6 +40,24 @@ std::string utc_now() {
   return text;
 }
 
+// "cells measured 2026-11-30 06:51 to 07:06 (bench clock); " from the cells' bench dates
+// (vLLM's YYYYMMDD-HHMMSS, the bench machine's local time), or "" when none has one.
+std::string measured_span(const nlohmann::json& cells) {
+  std::string first, last;
+  for (const auto& cell : cells) {
+    if (!cell.contains("date") || !cell["date"].is_string()) continue;
+    const std::string d = cell["date"].get<std::string>();
+    if (d.size() != 15 || d[8] != '-') continue;
+    if (first.empty() || d < first) first = d;
+    if (last.empty() || d > last) last = d;
+  }
+  if (first.empty()) return "";
+  auto day = [](const std::string& d) { return d.substr(0, 4) + "-" + d.substr(4, 2) + "-" + d.substr(6, 2); };
+  auto minute = [](const std::string& d) { return d.substr(9, 2) + ":" + d.substr(11, 2); };
+  const std::string end = day(first) == day(last) ? minute(last) : day(last) + " " + minute(last);
+  return "cells measured " + day(first) + " " + minute(first) + (first == last ? "" : " to " + end) + " (bench clock); ";
+}
+
 std::string fixed(std::optional<double> v, int digits) {
   return v ? fmt::format("{:.{}f}", *v, digits) : std::string("–");
 }
@@ -277,10 +295,6 @@ Result<nlohmann::json> build_study_json(const SweepOptions& o, const std::string
       prompts += fmt::format("{}{} (concurrency {})", prompts.empty() ? "" : ", ", count, level);
     }
   }
-  study["source"] = fmt::format("crosspoint sweep on {}, {}: {} prompts per cell from {}{}{}, greedy; ceilings {}",
-                                o.device == "cuda" ? "cuda" : "cpu", utc_now(), prompts, o.dataset,
-                                o.output_len > 0 ? fmt::format(", {} output tokens each", o.output_len) : "",
-                                o.ignore_eos ? ", ignoring EOS" : "", ceilings_provenance(hw_name, hw_source));
   study["model"] = {{"name", model_name}};
   study["max_model_len"] = o.max_model_len;
   nlohmann::json precisions = nlohmann::json::array();
@@ -316,6 +330,11 @@ Result<nlohmann::json> build_study_json(const SweepOptions& o, const std::string
   if (num_requests > 0) {
     study["workload"] = {{"mean_input_tokens", input_sum / num_requests}, {"mean_output_tokens", output_sum / num_requests}};
   }
+  // When the cells were measured (a resumed sweep spans several runs), beside when the report was written.
+  study["source"] = fmt::format("crosspoint sweep on {}, {}report {}: {} prompts per cell from {}{}{}, greedy; ceilings {}",
+                                o.device == "cuda" ? "cuda" : "cpu", measured_span(cells), utc_now(), prompts, o.dataset,
+                                o.output_len > 0 ? fmt::format(", {} output tokens each", o.output_len) : "",
+                                o.ignore_eos ? ", ignoring EOS" : "", ceilings_provenance(hw_name, hw_source));
   study["precisions"] = std::move(precisions);
   study["cells"] = std::move(cells);
   return study;

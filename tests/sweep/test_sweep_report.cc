@@ -104,6 +104,27 @@ TEST(SweepReport, TheTitleNamesTheModelByItsConfigWhenItHasAName) {
   EXPECT_EQ(named.value()["model"]["name"], "Qwen2.5-7B-Instruct");
   EXPECT_EQ(named.value()["title"].get<std::string>().rfind("crosspoint sweep: Qwen2.5-7B-Instruct on ", 0), 0u)
       << named.value()["title"];
+  EXPECT_EQ(named.value()["source"].get<std::string>().find("cells measured"), std::string::npos)
+      << "no cell, no measurement time: " << named.value()["source"];
+  std::filesystem::remove_all(root);
+}
+
+TEST(SweepReport, TheSourceLineSaysWhenTheCellsWereMeasured) {
+  // A resumed sweep's cells come from several runs: the source gives their span (the bench's
+  // vLLM-style dates), not only when the report was written.
+  const std::filesystem::path root = std::filesystem::temp_directory_path() / "crosspoint-sweep-span-test";
+  std::filesystem::remove_all(root);
+  std::filesystem::create_directories(root / "out" / "cells");
+  SweepOptions o;
+  o.precisions = {"fp16", "w4a16"};
+  o.out_dir = (root / "out").string();
+  std::ofstream(root / "out" / "cells" / "fp16-c1.json") << R"({"date": "20261130-065148", "completed": 1})";
+  std::ofstream(root / "out" / "cells" / "w4a16-c1.json") << R"({"date": "20261130-070652", "completed": 1})";
+  auto study = build_study_json(o, (root / "fp16").string(), {1});
+  ASSERT_TRUE(study.is_ok()) << study.status().to_string();
+  const std::string source = study.value()["source"].get<std::string>();
+  EXPECT_NE(source.find("cells measured 2026-11-30 06:51 to 07:06 (bench clock); report "), std::string::npos)
+      << source;
   std::filesystem::remove_all(root);
 }
 
