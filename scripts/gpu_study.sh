@@ -3,7 +3,8 @@
 # scripts/gpu_bundle.sh made here:
 #   1. unpack .gpu_bundle/crosspoint-gpu.tar.xz, nvidia-smi, the manifest
 #   2. tests:  test_kernels_cuda and test_model_cuda (when bundled), a short log
-#   3. ceilings.py (the GPU's measured read bandwidth, fp16 and fp8 matmul rates)
+#   3. ceilings.py (--only ceilings or --ceilings FILE: the GPU's read bandwidth, fp16 and fp8
+#      matmul rates, measured by shared/tools/gpu; otherwise crosspoint hwinfo measures them)
 #   4. check:  (checkpoints are written in the background from the start) a random 2-layer Qwen2 with Qwen2.5-7B widths, greedy crosspoint generate --device cuda
 #              vs transformers (benchmarks/gpu/check_generate_vs_transformers.py); meanwhile the
 #              7B checkpoints are written (benchmarks/gpu/make_random_checkpoint.py, timed)
@@ -34,7 +35,9 @@
 #          --gpu-memory-utilization F   --ceilings FILE (reuse; skips ceilings.py)
 #          --resume-sweep DIR (a sweep folder from an earlier call, e.g. unpacked from its logs.tar.xz into
 #          an ignored folder that the call carries: its finished cells and hwinfo.json are kept, so a
-#          sweep longer than one call runs over two)
+#          sweep longer than one call runs over several)
+# Environment: BUDGET_S, TEST_LIMIT_S, SANITIZE_{MEMCHECK,RACECHECK}_{S,FILTER}, DECODE_MICRO=0,
+#          BENCH_GEMM_ARGS, BENCH_ATTENTION_ARGS, PEER_MIN_LEFT_S, CKPT_DIR.
 #          --cpu-dry-run (here, without a GPU: tiny checkpoints, CPU servers; tests the flow)
 # $OUT gets: results.json, run.log, report.md, report.html, study.json, logs.tar.xz (every log,
 # the sweep's cells, servers and figures, the check's JSON).
