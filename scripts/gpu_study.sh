@@ -36,9 +36,9 @@
 #          --resume-sweep DIR (a sweep folder from an earlier call, e.g. unpacked from its logs.tar.xz into
 #          an ignored folder that the call carries: its finished cells and hwinfo.json are kept, so a
 #          sweep longer than one call runs over several)
+#          --cpu-dry-run (here, without a GPU: tiny checkpoints, CPU servers; tests the flow)
 # Environment: BUDGET_S, TEST_LIMIT_S, SANITIZE_{MEMCHECK,RACECHECK}_{S,FILTER}, DECODE_MICRO=0,
 #          BENCH_GEMM_ARGS, BENCH_ATTENTION_ARGS, PEER_MIN_LEFT_S, CKPT_DIR.
-#          --cpu-dry-run (here, without a GPU: tiny checkpoints, CPU servers; tests the flow)
 # $OUT gets: results.json, run.log, report.md, report.html, study.json, logs.tar.xz (every log,
 # the sweep's cells, servers and figures, the check's JSON).
 set -uo pipefail
