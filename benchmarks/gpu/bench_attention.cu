@@ -157,11 +157,32 @@ nlohmann::json bench_attention_shape(const AttentionShape& shape, double bw_gbps
   cudaFree(starts_dev);
   cudaFree(contexts_dev);
   cudaFree(workspace);
-  return {{"name", shape.name}, {"split_only", shape.split_only}, 
+  return {{"name", shape.name}, {"split_only", shape.split_only},
           {"host_bound", bound}, {"num_seqs", shape.num_seqs}, {"num_new", shape.num_new},
           {"context_len", shape.context_len}, {"us", us}, {"kv_bytes", kv_bytes}, {"gbps", gbps},
           {"pct_bw", 100 * gbps / bw_gbps}, {"tflops", flops / us / 1e6}, {"copies", copies},
           {"workspace_bytes", workspace_bytes}, {"max_diff_vs_split_only", max_path_diff}, {"check_ok", check_ok}};
+}
+
+// rope_kv_write's arguments at the 7B shape over T tokens (qkv rows of (H + 2 Hkv) * D, bias on).
+cuda::RopeKvWriteArgs rope_args(uint16_t* qkv, const uint16_t* bias, const int32_t* positions, const float* inv_freq,
+                                const int32_t* slots, uint16_t* key_cache, uint16_t* value_cache, int t, int num_blocks) {
+  cuda::RopeKvWriteArgs rope;
+  rope.qkv = qkv;
+  rope.qkv_stride = static_cast<int64_t>(kHeads + 2 * kKvHeads) * kHeadDim;
+  rope.bias = bias;
+  rope.positions = positions;
+  rope.inv_freq = inv_freq;
+  rope.slot_mapping = slots;
+  rope.key_cache = key_cache;
+  rope.value_cache = value_cache;
+  rope.num_tokens = t;
+  rope.num_heads = kHeads;
+  rope.num_kv_heads = kKvHeads;
+  rope.head_dim = kHeadDim;
+  rope.block_size = kBlockSize;
+  rope.num_blocks = num_blocks;
+  return rope;
 }
 
 // One line per decoder op at T tokens: time, bytes moved (read + written), GB/s.
@@ -206,21 +227,7 @@ nlohmann::json bench_decoder_ops(int t, double bw_gbps, cudaStream_t s, int reps
   fill_f32(residual, static_cast<size_t>(t) * kHidden, -1.f, 1.f, 28, s);
   fill_f32(inv_freq, kHeadDim / 2, 1e-4f, 1.f, 29, s);
 
-  cuda::RopeKvWriteArgs rope;
-  rope.qkv = qkv;
-  rope.qkv_stride = qkv_width;
-  rope.bias = bias;
-  rope.positions = positions;
-  rope.inv_freq = inv_freq;
-  rope.slot_mapping = slots;
-  rope.key_cache = key_cache;
-  rope.value_cache = value_cache;
-  rope.num_tokens = t;
-  rope.num_heads = kHeads;
-  rope.num_kv_heads = kKvHeads;
-  rope.head_dim = kHeadDim;
-  rope.block_size = kBlockSize;
-  rope.num_blocks = num_blocks;
+  const cuda::RopeKvWriteArgs rope = rope_args(qkv, bias, positions, inv_freq, slots, key_cache, value_cache, t, num_blocks);
 
   struct Op {
     const char* name;
@@ -285,21 +292,7 @@ nlohmann::json bench_rope_latency(int t, int layers, cudaStream_t s, int reps) {
   fill_f16(qkv, static_cast<size_t>(t) * qkv_width, -1.f, 1.f, 31, s);
   fill_f16(bias, qkv_width, -0.1f, 0.1f, 32, s);
   fill_f32(inv_freq, kHeadDim / 2, 1e-4f, 1.f, 33, s);
-  cuda::RopeKvWriteArgs rope;
-  rope.qkv = qkv;
-  rope.qkv_stride = qkv_width;
-  rope.bias = bias;
-  rope.positions = positions;
-  rope.inv_freq = inv_freq;
-  rope.slot_mapping = slots;
-  rope.key_cache = key_cache;
-  rope.value_cache = value_cache;
-  rope.num_tokens = t;
-  rope.num_heads = kHeads;
-  rope.num_kv_heads = kKvHeads;
-  rope.head_dim = kHeadDim;
-  rope.block_size = kBlockSize;
-  rope.num_blocks = num_blocks;
+  const cuda::RopeKvWriteArgs rope = rope_args(qkv, bias, positions, inv_freq, slots, key_cache, value_cache, t, num_blocks);
   const double us = time_graph([&]() -> Status {
     for (int l = 0; l < layers; ++l) CROSSPOINT_RETURN_IF_ERROR(cuda::rope_kv_write(rope, s));
     return Status::ok();

@@ -48,6 +48,7 @@
 #include "kernels/cuda/cuda_status.h"
 #include "kernels/cuda/decoder_ops.h"
 #include "model/cuda/cuda_model.h"
+#include "model/cuda/host_forward_batch.h"
 #include "model/cuda/step_profiler.h"
 #include "model/model.h"
 #include "quant/gptq_linear_weight.h"
@@ -212,38 +213,17 @@ Result<json> profile_step(cuda::CudaModel& model, const std::function<Status(cud
   return out;
 }
 
-// The host arrays of one step; ForwardBatch points into them.
-struct HostBatch {
-  std::vector<int32_t> token_ids, positions, seq_token_start = {0}, seq_context_len, block_tables, logits_token_idx;
-  int32_t max_blocks_per_seq = 0;
-
-  ForwardBatch view() const {
-    ForwardBatch b;
-    b.token_ids = token_ids;
-    b.positions = positions;
-    b.seq_token_start = seq_token_start;
-    b.seq_context_len = seq_context_len;
-    b.block_tables = block_tables;
-    b.max_blocks_per_seq = max_blocks_per_seq;
-    b.logits_token_idx = logits_token_idx;
-    return b;
-  }
-};
-
 // num_seqs sequences of `cached` tokens each computing `num_new` more, sequence s in blocks
 // [s * blocks_per_seq, (s + 1) * blocks_per_seq); logits for each sequence's last token.
-HostBatch make_batch(int32_t num_seqs, int32_t cached, int32_t num_new, int32_t block_size, int32_t vocab) {
-  HostBatch h;
+cuda::HostForwardBatch make_batch(int32_t num_seqs, int32_t cached, int32_t num_new, int32_t block_size, int32_t vocab) {
+  cuda::HostForwardBatch h;
   const int32_t context = cached + num_new;
   h.max_blocks_per_seq = (context + block_size - 1) / block_size;
   for (int32_t s = 0; s < num_seqs; ++s) {
-    for (int32_t t = 0; t < num_new; ++t) {
-      h.token_ids.push_back(static_cast<int32_t>((s * 7919 + t * 104729 + 13) % vocab));
-      h.positions.push_back(cached + t);
-    }
-    h.seq_token_start.push_back(static_cast<int32_t>(h.token_ids.size()));
-    h.seq_context_len.push_back(context);
-    for (int32_t b = 0; b < h.max_blocks_per_seq; ++b) h.block_tables.push_back(s * h.max_blocks_per_seq + b);
+    std::vector<int32_t> tokens, table_row;
+    for (int32_t t = 0; t < num_new; ++t) tokens.push_back(static_cast<int32_t>((s * 7919 + t * 104729 + 13) % vocab));
+    for (int32_t b = 0; b < h.max_blocks_per_seq; ++b) table_row.push_back(s * h.max_blocks_per_seq + b);
+    h.add_sequence(tokens, cached, table_row);
     h.logits_token_idx.push_back(static_cast<int32_t>(h.token_ids.size()) - 1);
   }
   return h;
@@ -380,7 +360,7 @@ Result<json> bench_model(const std::string& dir, const Options& o, const Ceiling
   json decode = json::array();
   for (int32_t B : o.batches) {
     std::fprintf(stderr, "[bench_decode_step] %s: decode B=%d\n", dir.c_str(), B);
-    const HostBatch host = make_batch(B, o.context, 1, gpu->block_size(), V);
+    const cuda::HostForwardBatch host = make_batch(B, o.context, 1, gpu->block_size(), V);
     CROSSPOINT_ASSIGN_OR_RETURN(cuda::CudaForwardBatch device,
                                 gpu->upload_inputs(host.view(), gpu->capacity().max_blocks_per_seq, B));
     device.shape.max_query_len = 1;
@@ -420,7 +400,7 @@ Result<json> bench_model(const std::string& dir, const Options& o, const Ceiling
   {
     const int32_t T = o.prefill_tokens;
     std::fprintf(stderr, "[bench_decode_step] %s: prefill %d tokens\n", dir.c_str(), T);
-    const HostBatch host = make_batch(1, 0, T, gpu->block_size(), V);
+    const cuda::HostForwardBatch host = make_batch(1, 0, T, gpu->block_size(), V);
     CROSSPOINT_ASSIGN_OR_RETURN(cuda::CudaForwardBatch device,
                                 gpu->upload_inputs(host.view(), host.max_blocks_per_seq, T));
     auto enqueue = [&] { return step(device, nullptr); };

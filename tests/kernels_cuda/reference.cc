@@ -23,6 +23,16 @@ std::vector<uint16_t> random_f16(std::mt19937& rng, size_t count, float lo, floa
   return out;
 }
 
+std::vector<uint8_t> random_e4m3(std::mt19937& rng, size_t count) {
+  std::uniform_int_distribution<int> code(0, 0xFD);
+  std::vector<uint8_t> out(count);
+  for (auto& v : out) {
+    const int c = code(rng);
+    v = static_cast<uint8_t>((c & 0x7F) == 0x7F ? 0 : c);  // no NaN codes
+  }
+  return out;
+}
+
 std::vector<float> f16_to_f32(const std::vector<uint16_t>& bits) {
   std::vector<float> out(bits.size());
   for (size_t i = 0; i < bits.size(); ++i) out[i] = crosspoint::f16_to_f32(bits[i]);

@@ -47,6 +47,9 @@ class DeviceBuffer {
 // fp16 bits of uniform values in [lo, hi).
 std::vector<uint16_t> random_f16(std::mt19937& rng, size_t count, float lo, float hi);
 std::vector<float> f16_to_f32(const std::vector<uint16_t>& bits);
+// Random e4m3 codes (every finite code, NaN codes replaced by 0), magnitudes spread like
+// quantised activations and weights.
+std::vector<uint8_t> random_e4m3(std::mt19937& rng, size_t count);
 
 // float32 -> float8_e4m3fn, round to nearest even, saturating to +-448 (NaN stays NaN).
 uint8_t e4m3_from_f32(float value);

@@ -19,6 +19,7 @@ namespace crosspoint::cuda {
 namespace {
 
 using testing::DeviceBuffer;
+using testing::random_e4m3;
 
 TEST(Fp8Reference, MatchesMlDtypesEncodings) {
   std::ifstream in(CROSSPOINT_FIXTURES_DIR "/kernels_cuda/e4m3_rne.txt");
@@ -62,17 +63,6 @@ TEST(Fp8Quantize, BitExactAgainstReference) {
     EXPECT_EQ(q.download(), q_ref) << "m=" << m << " k=" << k;
     EXPECT_EQ(s.download(), s_ref) << "m=" << m << " k=" << k;
   }
-}
-
-// Random e4m3 codes with magnitudes spread like quantised activations/weights.
-std::vector<uint8_t> random_e4m3(std::mt19937& rng, size_t count) {
-  std::uniform_int_distribution<int> code(0, 0xFD);
-  std::vector<uint8_t> out(count);
-  for (auto& v : out) {
-    const int c = code(rng);
-    v = static_cast<uint8_t>((c & 0x7F) == 0x7F ? 0 : c);  // no NaN codes
-  }
-  return out;
 }
 
 struct Fp8Problem {

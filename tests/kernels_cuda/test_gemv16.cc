@@ -21,6 +21,7 @@ namespace crosspoint::cuda {
 namespace {
 
 using testing::DeviceBuffer;
+using testing::random_e4m3;
 
 constexpr double kTolerance = 2e-3;  // fp32 accumulation, one fp16 rounding (as test_fp8 / test_fp16_gemm)
 
@@ -34,16 +35,6 @@ struct Problem {
   std::vector<float> x_scale, w_scale;
   std::vector<double> ref;  // [m, n]
 };
-
-std::vector<uint8_t> random_e4m3(std::mt19937& rng, size_t count) {
-  std::uniform_int_distribution<int> code(0, 0xFD);
-  std::vector<uint8_t> out(count);
-  for (auto& v : out) {
-    const int c = code(rng);
-    v = static_cast<uint8_t>((c & 0x7F) == 0x7F ? 0 : c);  // no NaN codes
-  }
-  return out;
-}
 
 Problem make_fp16_problem(uint32_t seed, int m, int n, int k) {
   std::mt19937 rng(seed);

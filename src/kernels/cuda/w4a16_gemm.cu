@@ -165,14 +165,8 @@ __global__ void __launch_bounds__(kWarps * 32)
   if (single_split) return;
 
   // The last block to finish this tile writes it out and clears the scratch for next time.
-  __shared__ int is_last_block;
-  __threadfence();
-  __syncthreads();
   const int tile = blockIdx.z * gridDim.x + blockIdx.x;
-  if (tid == 0) is_last_block = atomicAdd(tile_counters + tile, 1) == splits - 1;
-  __syncthreads();
-  if (!is_last_block) return;
-  __threadfence();
+  if (!w4a16_internal::last_split_block_of_tile(tile_counters, tile, splits)) return;
   const int cols = kWarps * kNBlocks * 16;
   for (int e = tid; e < rows * cols; e += kWarps * 32) {
     const int row = m0 + e / cols, col = nb0 * 16 + e % cols;

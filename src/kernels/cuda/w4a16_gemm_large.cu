@@ -246,14 +246,8 @@ __global__ void __launch_bounds__(LargeBlock<kWarpsN>::kThreads, kMinBlocksPerSm
   if (single_split) return;
 
   // The last block to finish this tile writes it out and clears the scratch for next time.
-  __shared__ int is_last_block;
-  __threadfence();
-  __syncthreads();
   const int tile = blockIdx.z * gridDim.x + blockIdx.x;
-  if (tid == 0) is_last_block = atomicAdd(tile_counters + tile, 1) == splits - 1;
-  __syncthreads();
-  if (!is_last_block) return;
-  __threadfence();
+  if (!w4a16_internal::last_split_block_of_tile(tile_counters, tile, splits)) return;
   constexpr int kQuadsPerRow = kBlockNBlocks * 16 / 4;  // float4 pieces per block row
   for (int e = tid; e < rows * kQuadsPerRow; e += kThreads) {
     const int row = m0 + e / kQuadsPerRow, col = nb0 * 16 + (e % kQuadsPerRow) * 4;

@@ -1,5 +1,6 @@
 // Internal to the W4A16 GEMM kernels (w4a16_gemm.cu, w4a16_gemm_large.cu): the cp.async
-// copies of their shared-memory pipelines and the ldmatrix read of activation fragments.
+// copies of their shared-memory pipelines, the ldmatrix read of activation fragments and the
+// split-K handshake.
 // Not a public API.
 #pragma once
 
@@ -26,6 +27,21 @@ __device__ __forceinline__ void ldmatrix_x4(uint32_t r[4], const void* smem_row_
   asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
                : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
                : "r"(addr));
+}
+
+// Split-K: after a block has added its partial sums to the fp32 workspace, true in every thread
+// of the one block that finished this tile last (which then reads the sums back and clears
+// them). The fences make every block's atomics visible before its counter increment, and the
+// other blocks' sums visible to the last one. Call from all threads of the block.
+__device__ __forceinline__ bool last_split_block_of_tile(int* tile_counters, int tile, int splits) {
+  __shared__ int is_last_block;
+  __threadfence();
+  __syncthreads();
+  if (threadIdx.x == 0) is_last_block = atomicAdd(tile_counters + tile, 1) == splits - 1;
+  __syncthreads();
+  if (!is_last_block) return false;
+  __threadfence();
+  return true;
 }
 
 }  // namespace crosspoint::cuda::w4a16_internal
