@@ -1,0 +1,365 @@
+// W4A16 GEMM on Hopper warpgroup MMAs (wgmma.mma_async, sm_90a only): the kWgmma tuning of
+// w4a16_gemm_tuned. SASS (sm_90a, nvcc 13.0): see the HGMMA / spill line just below.
+//
+// Operands swapped, as in the GEMV: the WEIGHTS are wgmma's A operand (64 output channels per
+// warpgroup, dequantised int4 -> fp16 in registers), the ACTIVATIONS are its B operand
+// (x [tokens][64 k] tiles in shared memory, 128-byte swizzle), the token tile is wgmma's N. So
+// D [64 channels x kTokens tokens] f32 lives in registers and is written transposed to
+// y [token][channel]. The packed layout (w4a16_gemm.h) already holds, per lane, the
+// mma.m16n8k16 fragments of a 16-channel x 64-k slab, and wgmma's A-from-registers fragment
+// is, per warp of the warpgroup, exactly that m16n8k16 A fragment for rows 16 w .. 16 w + 15:
+// so warp w of a warpgroup dequantises n16 block nb0 + 4 g + w as the GEMV does (wgmma.cuh has
+// the fragment maps).
+//
+// Block: kWarpGroups = 2 warpgroups side by side along N (128 output channels), all rows of a
+// token tile of kTokens (16, 32, 64, 128 or 256, chosen by M; a grid dimension over token tiles
+// above 256 rows, e.g. prefill). Weights, scales and the activation tile of each 64-deep k chunk
+// stream through a kStages-deep cp.async ring (one wait + barrier per chunk); a warp dequantises
+// its 16-byte word group of a chunk into 4 k16 A fragments (double-buffered across chunks, so
+// the next chunk's dequantisation overlaps this chunk's wgmmas), then issues 4 wgmmas. K is
+// split across blocks when the tiles cannot fill the GPU (w4a16_wgmma_plan); partial sums meet
+// in the caller's fp32 workspace as in the other W4A16 kernels (w4a16_pipeline.cuh handshake).
+#include <cuda_fp16.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <limits>
+#include <string>
+
+#include "kernels/cuda/cuda_status.h"
+#include "kernels/cuda/w4a16_fragments.cuh"
+#include "kernels/cuda/w4a16_gemm.h"
+#include "kernels/cuda/w4a16_pipeline.cuh"
+#include "kernels/cuda/wgmma.cuh"
+
+namespace crosspoint::cuda {
+namespace {
+
+using w4a16_internal::cp_async_16;
+using w4a16_internal::cp_async_commit;
+using w4a16_internal::cp_async_wait;
+using w4a16_internal::dequant_word;
+using wgmma_internal::cp_async_16_or_zero;
+using wgmma_internal::fence_proxy_async_shared;
+using wgmma_internal::pin_register;
+using wgmma_internal::sw128_kmajor_desc;
+using wgmma_internal::wgmma_commit;
+using wgmma_internal::wgmma_fence;
+using wgmma_internal::wgmma_m64k16_rs;
+using wgmma_internal::wgmma_wait;
+
+constexpr int kChunkK = 64;                         // input rows per packed chunk (4 k16 steps)
+constexpr int kWarpGroups = 2;                      // consumer warpgroups per block, side by side along N
+constexpr int kThreads = kWarpGroups * 128;         // 256
+constexpr int kBlockNBlocks = kWarpGroups * 4;      // n16 blocks per block: one per warp
+constexpr int kBlockCols = kBlockNBlocks * 16;      // 128 output channels per block
+constexpr int kTileRowBytes = kChunkK * 2;          // one token's 64 fp16 of a chunk: 128 bytes
+
+// Shared memory of one block, in this order (the activation tiles first: each must start on
+// a 1024-byte boundary, which kTokens * 128 bytes keeps for every stage):
+//   x_tiles  [kStages][kTokens][64] fp16, 128-byte swizzled rows (wgmma.cuh)
+//   weights  [kStages][kBlockNBlocks][32 lanes] uint4 packed int4 words
+//   scales   [kStages][kBlockNBlocks][8] half2 (s[c], s[c+8]) of the chunk's group
+template <int kTokens, int kStages>
+struct WgmmaSmem {
+  static_assert(kStages >= 3, "the ring keeps the chunk being multiplied and the one before it busy");
+  static constexpr int kTileBytes = kTokens * kTileRowBytes;
+  static constexpr int kWeightBytes = kBlockNBlocks * 32 * 16;
+  static constexpr int kScaleBytes = kBlockNBlocks * 8 * 4;
+  static constexpr int kWeightOffset = kStages * kTileBytes;
+  static constexpr int kScaleOffset = kWeightOffset + kStages * kWeightBytes;
+  static constexpr int kBytes = kScaleOffset + kStages * kScaleBytes + 1024;  // + slack to align the base to 1024
+};
+
+// grid = (ceil(N / 128), k splits, ceil(M / kTokens)), block = 256 threads (2 warpgroups).
+// N is a multiple of 64, so each warpgroup's 64 channels are all in range or all beyond N (then
+// it only helps copy). Token rows at or beyond M are zero-filled in shared memory and their
+// D columns never stored (a D column depends only on its own B column).
+template <int kTokens, int kStages, int kMinBlocksPerSm>
+__global__ void __launch_bounds__(kThreads, kMinBlocksPerSm)
+    w4a16_gemm_wgmma_kernel(const uint16_t* __restrict__ x, int64_t x_stride, const uint4* __restrict__ packed_weight,
+                            const uint32_t* __restrict__ packed_scales, uint16_t* __restrict__ y, int64_t y_stride, int m,
+                            int n, int k, int group_size, float* __restrict__ split_sums, int* __restrict__ tile_counters) {
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+  using Smem = WgmmaSmem<kTokens, kStages>;
+  extern __shared__ unsigned char smem_raw[];
+  const uint32_t raw_addr = static_cast<uint32_t>(__cvta_generic_to_shared(smem_raw));
+  const uint32_t align_pad = (1024 - (raw_addr & 1023)) & 1023;
+  unsigned char* smem = smem_raw + align_pad;
+  const uint32_t x_tiles_addr = raw_addr + align_pad;  // shared address of x_tiles[0], 1024-byte aligned
+  uint4* weights = reinterpret_cast<uint4*>(smem + Smem::kWeightOffset);
+  uint32_t* scales = reinterpret_cast<uint32_t*>(smem + Smem::kScaleOffset);
+
+  const int tid = threadIdx.x;
+  const int lane = tid % 32;
+  const int warp = tid / 32;        // = n16 block of the block this warp multiplies
+  const int warp_group = warp / 4;  // 64-channel half of the block
+  const int num_n_blocks = n / 16;
+  const int num_k_chunks = k / kChunkK;
+  const int nb0 = blockIdx.x * kBlockNBlocks;
+  const int m0 = blockIdx.z * kTokens;
+  const int rows = min(kTokens, m - m0);                             // valid token rows of this tile
+  const bool group_active = nb0 + 4 * warp_group < num_n_blocks;     // warpgroup-uniform
+  const int splits = gridDim.y;
+  const int kc_begin = static_cast<int>(static_cast<int64_t>(num_k_chunks) * blockIdx.y / splits);
+  const int kc_end = static_cast<int>(static_cast<int64_t>(num_k_chunks) * (blockIdx.y + 1) / splits);
+  const int num_chunks = kc_end - kc_begin;
+  const int chunks_per_group = group_size / kChunkK;  // group_size: a multiple of 64, or K itself
+
+  // Per-thread copy sources, fixed for the k loop. Weights: one 16-byte piece per thread,
+  // (n16 block tid / 32, lane); n16 blocks beyond N copy the last valid block (never used).
+  const uint4* weight_src =
+      packed_weight + static_cast<int64_t>(min(nb0 + warp, num_n_blocks - 1)) * num_k_chunks * 32 + lane;
+  // Scales: threads 0..15, half (tid % 2) of n16 block tid / 2.
+  const bool copies_scales = tid < kBlockNBlocks * 2;
+  const uint32_t* scale_src =
+      packed_scales + static_cast<int64_t>(min(nb0 + (tid / 2) % kBlockNBlocks, num_n_blocks - 1)) * 8 + (tid % 2) * 4;
+  // Activations: 16-byte chunk c = tid % 8 of rows tid / 8 + 32 p (pass p); the 128-byte swizzle
+  // stores chunk c of row r at chunk c ^ (r % 8), and r % 8 is the same in every pass.
+  constexpr int kRowsPerPass = kThreads / 8;
+  constexpr int kPasses = (kTokens + kRowsPerPass - 1) / kRowsPerPass;
+  const int a_row = tid / 8, a_chunk = tid % 8;
+  const uint32_t a_dst_offset = a_row * kTileRowBytes + ((a_chunk ^ (a_row % 8)) * 16);
+
+  // Issues the cp.async copies of chunk kc into stage st (all threads take part).
+  auto load_stage = [&](int st, int kc) {
+    cp_async_16(&weights[st * kBlockNBlocks * 32 + tid], weight_src + static_cast<int64_t>(kc) * 32);
+    if (copies_scales) {
+      const int group = kc / chunks_per_group;
+      cp_async_16(&scales[st * kBlockNBlocks * 8 + tid * 4], scale_src + static_cast<int64_t>(group) * num_n_blocks * 8);
+    }
+    unsigned char* tile = smem + st * Smem::kTileBytes;
+#pragma unroll
+    for (int p = 0; p < kPasses; ++p) {
+      const int row = a_row + p * kRowsPerPass;
+      if (row < kTokens) {
+        const bool valid = row < rows;
+        const uint16_t* src = valid ? x + static_cast<int64_t>(m0 + row) * x_stride + kc * kChunkK + a_chunk * 8 : x;
+        cp_async_16_or_zero(tile + a_dst_offset + p * kRowsPerPass * kTileRowBytes, src, valid);
+      }
+    }
+  };
+
+  float acc[kTokens / 2];  // D fragment (wgmma.cuh): [n8 token tile i][r] at 4 i + r
+#pragma unroll
+  for (int i = 0; i < kTokens / 2; ++i) acc[i] = 0.f;
+  uint32_t a_even[4][4], a_odd[4][4];  // A fragments [k16 step][register] of even / odd chunks
+
+  // Chunk i: wait for its copies, refill the ring, dequantise, issue its 4 wgmmas. At most one
+  // earlier chunk's wgmmas stay in flight afterwards (wait<1>), so when chunk i starts, chunk
+  // i - 2's are done in every warp (the barrier): its A buffer and ring slot are free again.
+  auto multiply_chunk = [&](int i, uint32_t(&a)[4][4]) {
+    cp_async_wait<kStages - 3>();  // this thread's copies of chunk i have landed
+    fence_proxy_async_shared();    // ... and are visible to wgmma's (async proxy) reads
+    __syncthreads();               // everyone's have
+    if (i + kStages - 2 < num_chunks) load_stage((i + kStages - 2) % kStages, kc_begin + i + kStages - 2);
+    cp_async_commit();
+    if (!group_active) return;
+    const int st = i % kStages;
+    const uint4 word = weights[st * kBlockNBlocks * 32 + warp * 32 + lane];
+    const uint32_t scale_bits = scales[st * kBlockNBlocks * 8 + warp * 8 + lane / 4];
+    const half2 scale_pair = *reinterpret_cast<const half2*>(&scale_bits);
+    const half2 scale_lo = __low2half2(scale_pair);   // s[channel g]
+    const half2 scale_hi = __high2half2(scale_pair);  // s[channel g + 8]
+    const uint32_t words[4] = {word.x, word.y, word.z, word.w};
+#pragma unroll
+    for (int j = 0; j < 4; ++j) {
+      // dequant_word: f[0] = (c, k0..+1), f[1] = (c, k0+8..+9), f[2] = (c+8, k0..+1), f[3] = (c+8, k0+8..+9),
+      // with c = channel g (the A row) and k0 = 2t: A registers are f[0], f[2], f[1], f[3] (wgmma.cuh).
+      half2 f[4];
+      dequant_word(words[j], f);
+      const half2 r0 = __hmul2(f[0], scale_lo), r1 = __hmul2(f[2], scale_hi);
+      const half2 r2 = __hmul2(f[1], scale_lo), r3 = __hmul2(f[3], scale_hi);
+      a[j][0] = *reinterpret_cast<const uint32_t*>(&r0);
+      a[j][1] = *reinterpret_cast<const uint32_t*>(&r1);
+      a[j][2] = *reinterpret_cast<const uint32_t*>(&r2);
+      a[j][3] = *reinterpret_cast<const uint32_t*>(&r3);
+    }
+#pragma unroll
+    for (int j = 0; j < 4; ++j)
+#pragma unroll
+      for (int r = 0; r < 4; ++r) pin_register(a[j][r]);
+    wgmma_fence();
+    const uint64_t desc = sw128_kmajor_desc(x_tiles_addr + st * Smem::kTileBytes);
+#pragma unroll
+    for (int j = 0; j < 4; ++j) wgmma_m64k16_rs<kTokens>(acc, a[j], desc + 2 * j);  // k16 step j: +32 bytes
+    wgmma_commit();
+    wgmma_wait<1>();
+  };
+
+#pragma unroll
+  for (int s = 0; s < kStages - 2; ++s) {
+    if (s < num_chunks) load_stage(s, kc_begin + s);
+    cp_async_commit();
+  }
+#pragma unroll
+  for (int i = 0; i < kTokens / 2; ++i) pin_register(acc[i]);
+  for (int i = 0; i < num_chunks; i += 2) {
+    multiply_chunk(i, a_even);
+    if (i + 1 < num_chunks) multiply_chunk(i + 1, a_odd);
+  }
+  wgmma_wait<0>();
+#pragma unroll
+  for (int i = 0; i < kTokens / 2; ++i) pin_register(acc[i]);
+  cp_async_wait<0>();
+
+  // D element (channel, token) of this thread: channel (nb0 + warp) * 16 + g (+8 for r >= 2),
+  // token m0 + 8 i + 2 t + (r & 1).
+  const bool single_split = splits == 1;
+  if (group_active) {
+    const int channel0 = (nb0 + warp) * 16 + lane / 4;
+    const int token0 = 2 * (lane % 4);
+#pragma unroll
+    for (int i = 0; i < kTokens / 8; ++i) {
+#pragma unroll
+      for (int r = 0; r < 4; ++r) {
+        const int token = 8 * i + token0 + (r & 1);
+        if (token >= rows) continue;
+        const int channel = channel0 + (r >= 2 ? 8 : 0);
+        const int64_t row = m0 + token;
+        if (single_split) {
+          y[row * y_stride + channel] = __half_as_ushort(__float2half_rn(acc[4 * i + r]));
+        } else {
+          atomicAdd(split_sums + row * n + channel, acc[4 * i + r]);
+        }
+      }
+    }
+  }
+  if (single_split) return;
+
+  // The last block to finish this tile writes it out and clears the scratch for next time.
+  const int tile = blockIdx.z * gridDim.x + blockIdx.x;
+  if (!w4a16_internal::last_split_block_of_tile(tile_counters, tile, splits)) return;
+  constexpr int kQuadsPerRow = kBlockCols / 4;  // float4 pieces per tile row
+  for (int e = tid; e < rows * kQuadsPerRow; e += kThreads) {
+    const int64_t row = m0 + e / kQuadsPerRow;
+    const int col = nb0 * 16 + (e % kQuadsPerRow) * 4;
+    if (col >= n) continue;
+    float4* sum = reinterpret_cast<float4*>(split_sums + row * n + col);  // 16-byte aligned: n % 64 == 0
+    const float4 v = __ldcg(sum);  // L2, where the atomics landed
+    __stcg(sum, make_float4(0.f, 0.f, 0.f, 0.f));
+    uint16_t* dst = y + row * y_stride + col;
+    dst[0] = __half_as_ushort(__float2half_rn(v.x));
+    dst[1] = __half_as_ushort(__float2half_rn(v.y));
+    dst[2] = __half_as_ushort(__float2half_rn(v.z));
+    dst[3] = __half_as_ushort(__float2half_rn(v.w));
+  }
+  if (tid == 0) tile_counters[tile] = 0;
+#else
+  __trap();  // built without sm_90a; the host refuses devices other than compute capability 9.0
+#endif
+}
+
+struct DeviceInfo {
+  int num_sms = 132;
+  int major = 0, minor = 0;
+};
+const DeviceInfo& device_info() {
+  static const DeviceInfo info = [] {
+    DeviceInfo d;
+    int device = 0;
+    if (cudaGetDevice(&device) == cudaSuccess) {
+      cudaDeviceGetAttribute(&d.num_sms, cudaDevAttrMultiProcessorCount, device);
+      cudaDeviceGetAttribute(&d.major, cudaDevAttrComputeCapabilityMajor, device);
+      cudaDeviceGetAttribute(&d.minor, cudaDevAttrComputeCapabilityMinor, device);
+    }
+    cudaGetLastError();  // no device: leave no error behind for the next launch
+    return d;
+  }();
+  return info;
+}
+
+template <int kTokens, int kStages, int kMinBlocksPerSm>
+Status launch_wgmma(const uint16_t* x, int64_t x_stride, const uint32_t* packed_weight, const uint32_t* packed_scales,
+                    uint16_t* y, int64_t y_stride, int m, int n, int k, int group_size, void* workspace,
+                    const W4A16WgmmaOptions& options, cudaStream_t stream) {
+  constexpr auto kKernel = w4a16_gemm_wgmma_kernel<kTokens, kStages, kMinBlocksPerSm>;
+  constexpr int kSmemBytes = WgmmaSmem<kTokens, kStages>::kBytes;
+  // Once per instantiation: allow the dynamic shared memory, then ask how many blocks fit per SM.
+  static const int blocks_per_sm = [] {
+    if (cudaFuncSetAttribute(kKernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmemBytes) != cudaSuccess) return 0;
+    int blocks = 0;
+    if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, kKernel, kThreads, kSmemBytes) != cudaSuccess) return 0;
+    return blocks;
+  }();
+  if (blocks_per_sm <= 0) {
+    cudaGetLastError();  // the failed attribute call must not leak into the next launch's status
+    return internal_error("w4a16_gemm_wgmma: kernel with " + std::to_string(kSmemBytes) +
+                          " bytes of shared memory cannot be resident on this device");
+  }
+  W4A16WgmmaPlan plan = w4a16_wgmma_plan(m, n, k, device_info().num_sms, blocks_per_sm, options.split_cost_chunks);
+  if (options.k_splits > 0) plan.k_splits = std::min(options.k_splits, k / kChunkK);
+  float* split_sums = static_cast<float*>(workspace);  // [M, N] fp32, zero between launches
+  int* tile_counters = reinterpret_cast<int*>(split_sums + static_cast<int64_t>(m) * n);
+  const dim3 grid(plan.grid_n, plan.k_splits, plan.grid_m);
+  kKernel<<<grid, kThreads, kSmemBytes, stream>>>(x, x_stride, reinterpret_cast<const uint4*>(packed_weight), packed_scales, y,
+                                                  y_stride, m, n, k, group_size, split_sums, tile_counters);
+  return last_launch_status("w4a16_gemm_wgmma launch");
+}
+
+}  // namespace
+
+int w4a16_wgmma_token_tile(int m) { return m <= 16 ? 16 : m <= 32 ? 32 : m <= 64 ? 64 : m <= 128 ? 128 : 256; }
+
+W4A16WgmmaPlan w4a16_wgmma_plan(int m, int n, int k, int num_sms, int blocks_per_sm, double split_cost_chunks) {
+  W4A16WgmmaPlan plan;
+  plan.token_tile = w4a16_wgmma_token_tile(m);
+  plan.block_cols = kBlockCols;
+  plan.grid_n = (n + kBlockCols - 1) / kBlockCols;
+  plan.grid_m = (m + plan.token_tile - 1) / plan.token_tile;
+  const int num_k_chunks = k / kChunkK;
+  const int64_t tiles = static_cast<int64_t>(plan.grid_n) * plan.grid_m;
+  const int64_t slots = static_cast<int64_t>(std::max(1, num_sms)) * std::max(1, blocks_per_sm);
+  // As w4a16_large_plan: waves of blocks x (chunks per block + the split epilogue's cost),
+  // each split keeping >= 4 chunks; ties go to fewer splits.
+  const int max_splits = std::max(1, std::min(num_k_chunks / 4, 32));
+  double best_cost = std::numeric_limits<double>::infinity();
+  for (int splits = 1; splits <= max_splits; ++splits) {
+    const int64_t waves = (tiles * splits + slots - 1) / slots;
+    const int chunks_per_block = (num_k_chunks + splits - 1) / splits;
+    const double cost = static_cast<double>(waves) * (chunks_per_block + (splits > 1 ? split_cost_chunks : 0.0));
+    if (cost < best_cost - 1e-9) {
+      best_cost = cost;
+      plan.k_splits = splits;
+    }
+  }
+  return plan;
+}
+
+bool w4a16_wgmma_supported() {
+  const DeviceInfo& d = device_info();
+  return d.major == 9 && d.minor == 0;
+}
+
+Status w4a16_gemm_wgmma(const uint16_t* x, int64_t x_stride, const uint32_t* packed_weight, const uint32_t* packed_scales,
+                        uint16_t* y, int64_t y_stride, int m, int n, int k, int group_size, void* workspace,
+                        const W4A16WgmmaOptions& options, cudaStream_t stream) {
+  if (n % 64 != 0) {
+    return unsupported("w4a16_gemm_wgmma: n = " + std::to_string(n) + " is not a multiple of 64 (one warpgroup's channels)");
+  }
+  if (!w4a16_wgmma_supported()) {
+    const DeviceInfo& d = device_info();
+    return unsupported("w4a16_gemm_wgmma: wgmma needs a compute capability 9.0 GPU (sm_90a); this device is " +
+                       std::to_string(d.major) + "." + std::to_string(d.minor));
+  }
+  if (m <= 0) return Status::ok();
+  switch (w4a16_wgmma_token_tile(m)) {
+    case 16:
+      return launch_wgmma<16, 8, 3>(x, x_stride, packed_weight, packed_scales, y, y_stride, m, n, k, group_size, workspace,
+                                    options, stream);
+    case 32:
+      return launch_wgmma<32, 8, 3>(x, x_stride, packed_weight, packed_scales, y, y_stride, m, n, k, group_size, workspace,
+                                    options, stream);
+    case 64:
+      return launch_wgmma<64, 6, 2>(x, x_stride, packed_weight, packed_scales, y, y_stride, m, n, k, group_size, workspace,
+                                    options, stream);
+    case 128:
+      return launch_wgmma<128, 5, 2>(x, x_stride, packed_weight, packed_scales, y, y_stride, m, n, k, group_size, workspace,
+                                     options, stream);
+    default:
+      return launch_wgmma<256, 5, 1>(x, x_stride, packed_weight, packed_scales, y, y_stride, m, n, k, group_size, workspace,
+                                     options, stream);
+  }
+}
+
+}  // namespace crosspoint::cuda
