@@ -1,19 +1,25 @@
 // Paged attention and decoder-op timings for Qwen2.5-7B shapes (H 28, Hkv 4, D 128, block 16,
 // d 3584, I 18944, vocab 152064), random fp16 data generated on the device.
 //
-// Attention: decode at batch {1, 10, 100, 256} x context {128, 512, 2048}, prefill of 1 x 2048
-// and 16 x 256 tokens; the batch 1-8 latency section times decode attention (default path, and
-// the two-kernel path beside it) at contexts 512 and 4096 under a 4096 bound, and
-// rope_kv_write alone, each as a graph of 28 calls (one per layer), in us per call. Each timing replays a CUDA graph of `layers` attention calls, each on
-// its own KV cache copy (as the 28 layers of a step are), with enough copies that the caches
-// together exceed 8x the L2, so every call reads HBM; the time per call is the replay's
-// median over --reps replays (after 3 warm-up replays) divided by the copies. Printed beside
-// it: the K/V bytes a call must read, GB/s, and the share of the --bw-gbps ceiling.
+// Attention: decode at batch {1, 2, 4, 8, 10, 32, 64, 100, 128, 256} x context {128, 512,
+// 2048, 4096}, each on the tensor-core decode kernel (the default) and on the previous
+// CUDA-core split kernel (+ merge kernel) side by side, then a summary table; decode under a
+// 4096 bound; prefill of 1 x 2048 and 16 x 256 tokens. The batch 1-32 latency section times
+// decode attention (both kernels) at contexts 512 and 4096 under a 4096 bound, and
+// rope_kv_write alone, each as a graph of 28 calls (one per layer), in us per call. Each
+// timing replays a CUDA graph of `layers` attention calls, each on its own KV cache copy (as
+// the 28 layers of a step are), with enough copies that the caches together exceed 8x the
+// L2, so every call reads HBM; the time per call is the replay's median over --reps replays
+// (after 3 warm-up replays) divided by the copies. Printed beside it: the K/V bytes a call
+// must read, GB/s, and the share of the --bw-gbps ceiling. Before timing, each shape's output
+// is checked against the split-kernel-only path (a "FAILED check" line if they differ).
 //
-//   bench_attention --bw-gbps 4226 [--reps 20] [--out bench_attention.json] [--small-batch]
+//   bench_attention --bw-gbps 4226 [--reps 20] [--out bench_attention.json]
+//                   [--small-batch | --decode-only]
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <map>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -41,11 +47,23 @@ constexpr int kHidden = 3584, kIntermediate = 18944, kVocab = 152064;
 constexpr double kMinStreamBytes = 480e6;  // > 8x the H200's 60 MB L2
 constexpr int kMaxCopies = 28;
 
+using cuda::CudaAttentionKernels;
+
+const char* kernels_name(CudaAttentionKernels k) {
+  switch (k) {
+    case CudaAttentionKernels::kDefault: return "default";
+    case CudaAttentionKernels::kSplitDecode: return "split_decode";
+    case CudaAttentionKernels::kDecodeOnly: return "decode_only";
+    case CudaAttentionKernels::kSplitOnly: return "split_only";
+  }
+  return "?";
+}
+
 // One batch shape: num_seqs sequences, each num_new query rows and context_len cached tokens.
 struct AttentionShape {
   std::string name;
   int num_seqs, num_new, context_len;
-  bool split_only = false;  // every row on the CUDA-core split kernel (no tensor-core prefill)
+  CudaAttentionKernels kernels = CudaAttentionKernels::kDefault;
   int host_bound = 0;       // max_context_len the launch is sized for (a graph's bound); 0 = context_len
 };
 
@@ -76,7 +94,10 @@ nlohmann::json bench_attention_shape(const AttentionShape& shape, double bw_gbps
   BENCH_CUDA(cudaMalloc(&tables_dev, tables.size() * 4));
   BENCH_CUDA(cudaMalloc(&starts_dev, starts.size() * 4));
   BENCH_CUDA(cudaMalloc(&contexts_dev, contexts.size() * 4));
-  if (workspace_bytes) BENCH_CUDA(cudaMalloc(&workspace, workspace_bytes));
+  if (workspace_bytes) {
+    BENCH_CUDA(cudaMalloc(&workspace, workspace_bytes));
+    BENCH_CUDA(cudaMemset(workspace, 0, workspace_bytes));  // the merge counters start at zero
+  }
   BENCH_CUDA(cudaMemcpy(tables_dev, tables.data(), tables.size() * 4, cudaMemcpyHostToDevice));
   BENCH_CUDA(cudaMemcpy(starts_dev, starts.data(), starts.size() * 4, cudaMemcpyHostToDevice));
   BENCH_CUDA(cudaMemcpy(contexts_dev, contexts.data(), contexts.size() * 4, cudaMemcpyHostToDevice));
@@ -103,9 +124,9 @@ nlohmann::json bench_attention_shape(const AttentionShape& shape, double bw_gbps
   a.scale = 1.0f / std::sqrt(static_cast<float>(kHeadDim));
   a.workspace = workspace;
   a.workspace_bytes = workspace_bytes;
-  // Self-check before timing: the default path against the split-kernel-only path on copy 0
-  // (identical kernels for decodes; tensor cores vs CUDA cores for prefill, where fp16
-  // probabilities allow ~1e-3). A NaN or a large difference is printed as a FAILED check.
+  // Self-check before timing: the timed path against the split-kernel-only path on copy 0
+  // (tensor cores vs CUDA cores, where fp16 probabilities allow ~1e-3; identical kernels for
+  // split_decode decodes). A NaN or a large difference is printed as a FAILED check.
   double max_path_diff = 0;
   {
     const size_t out_count = static_cast<size_t>(num_tokens) * kHeads * kHeadDim;
@@ -113,7 +134,7 @@ nlohmann::json bench_attention_shape(const AttentionShape& shape, double bw_gbps
     cuda::CudaPagedAttentionArgs layer = a;
     layer.key_cache = caches;
     layer.value_cache = caches + cache_elems;
-    BENCH_CHECK(cuda::cuda_paged_attention(layer, s));
+    BENCH_CHECK(cuda::cuda_paged_attention_with(layer, shape.kernels, s));
     BENCH_CUDA(cudaMemcpyAsync(out_default.data(), output, out_count * 2, cudaMemcpyDeviceToHost, s));
     {
       BENCH_CUDA(cudaMemsetAsync(output, 0xFF, out_count * 2, s));  // NaN: a row left unwritten fails the check
@@ -135,8 +156,7 @@ nlohmann::json bench_attention_shape(const AttentionShape& shape, double bw_gbps
       cuda::CudaPagedAttentionArgs layer = a;
       layer.key_cache = caches + 2 * cache_elems * c;
       layer.value_cache = layer.key_cache + cache_elems;
-      CROSSPOINT_RETURN_IF_ERROR(shape.split_only ? cuda::cuda_paged_attention_split_only(layer, s)
-                                                  : cuda::cuda_paged_attention(layer, s));
+      CROSSPOINT_RETURN_IF_ERROR(cuda::cuda_paged_attention_with(layer, shape.kernels, s));
     }
     return Status::ok();
   }, s, reps) / copies;
@@ -147,8 +167,8 @@ nlohmann::json bench_attention_shape(const AttentionShape& shape, double bw_gbps
   const double flops = 4.0 * shape.num_seqs * visible_sum * kHeads * kHeadDim;
   const double us = ms * 1e3;
   const double gbps = kv_bytes / us / 1e3;
-  std::printf("%-26s seqs %4d new %5d ctx %5d  %10.2f us  KV %8.2f MB  %7.0f GB/s  %5.1f%% bw  %7.2f TF/s  (%d copies, workspace %.1f MB)\n",
-              shape.name.c_str(), shape.num_seqs, shape.num_new, shape.context_len, us, kv_bytes / 1e6, gbps,
+  std::printf("%-26s %-12s seqs %4d new %5d ctx %5d  %10.2f us  KV %8.2f MB  %7.0f GB/s  %5.1f%% bw  %7.2f TF/s  (%d copies, workspace %.1f MB)\n",
+              shape.name.c_str(), kernels_name(shape.kernels), shape.num_seqs, shape.num_new, shape.context_len, us, kv_bytes / 1e6, gbps,
               100 * gbps / bw_gbps, flops / us / 1e6, copies, workspace_bytes / 1e6);
   cudaFree(query);
   cudaFree(output);
@@ -157,7 +177,7 @@ nlohmann::json bench_attention_shape(const AttentionShape& shape, double bw_gbps
   cudaFree(starts_dev);
   cudaFree(contexts_dev);
   cudaFree(workspace);
-  return {{"name", shape.name}, {"split_only", shape.split_only},
+  return {{"name", shape.name}, {"kernels", kernels_name(shape.kernels)},
           {"host_bound", bound}, {"num_seqs", shape.num_seqs}, {"num_new", shape.num_new},
           {"context_len", shape.context_len}, {"us", us}, {"kv_bytes", kv_bytes}, {"gbps", gbps},
           {"pct_bw", 100 * gbps / bw_gbps}, {"tflops", flops / us / 1e6}, {"copies", copies},
@@ -304,6 +324,41 @@ nlohmann::json bench_rope_latency(int t, int layers, cudaStream_t s, int reps) {
   return {{"op", "rope_kv_write"}, {"tokens", t}, {"us_per_call", us}, {"bytes", bytes}, {"layers", layers}};
 }
 
+// The decode table: the tensor-core decode kernel (default) beside the split kernel, us per
+// call and % of the read ceiling, then new / old as a speed-up.
+nlohmann::json bench_decode_table(double bw_gbps, cudaStream_t s, int reps) {
+  const std::vector<int> batches = {1, 2, 4, 8, 10, 32, 64, 100, 128, 256};
+  const std::vector<int> contexts = {128, 512, 2048, 4096};
+  const CudaAttentionKernels kernels[] = {CudaAttentionKernels::kSplitDecode, CudaAttentionKernels::kDefault};
+  nlohmann::json out = nlohmann::json::array();
+  std::map<std::pair<int, int>, std::pair<nlohmann::json, nlohmann::json>> cells;  // (batch, ctx) -> (old, new)
+  std::printf("\n== decode attention (one call = one layer): split kernel (old) and tensor-core decode kernel (new) ==\n");
+  for (int batch : batches) {
+    for (int context : contexts) {
+      nlohmann::json old_line = bench_attention_shape({"decode", batch, 1, context, kernels[0]}, bw_gbps, s, reps);
+      nlohmann::json new_line = bench_attention_shape({"decode", batch, 1, context, kernels[1]}, bw_gbps, s, reps);
+      out.push_back(old_line);
+      out.push_back(new_line);
+      cells[{batch, context}] = {old_line, new_line};
+    }
+  }
+  std::printf("\n== decode summary: us per call old -> new (%% of %.0f GB/s new), speed-up ==\n", bw_gbps);
+  std::printf("%6s", "seqs");
+  for (int context : contexts) std::printf(" | %-33s", ("ctx " + std::to_string(context)).c_str());
+  std::printf("\n");
+  for (int batch : batches) {
+    std::printf("%6d", batch);
+    for (int context : contexts) {
+      const auto& [o, n] = cells[{batch, context}];
+      const double old_us = o["us"], new_us = n["us"], pct = n["pct_bw"];
+      const bool ok = o["check_ok"].get<bool>() && n["check_ok"].get<bool>();
+      std::printf(" | %7.1f -> %7.1f (%4.1f%%) x%4.2f%s", old_us, new_us, pct, old_us / new_us, ok ? " " : "!");
+    }
+    std::printf("\n");
+  }
+  return out;
+}
+
 }  // namespace
 }  // namespace crosspoint::bench
 
@@ -313,6 +368,7 @@ int main(int argc, char** argv) {
   int reps = 20;
   std::string out_path = "bench_attention.json";
   bool small_batch_only = false;  // --small-batch: only the batch 1-32 section and the decoder ops
+  bool decode_only = false;       // --decode-only: only the decode table (old and new kernels)
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     auto next = [&]() { return i + 1 < argc ? std::string(argv[++i]) : std::string(); };
@@ -320,8 +376,9 @@ int main(int argc, char** argv) {
     else if (a == "--reps") reps = std::max(1, std::stoi(next()));
     else if (a == "--out") out_path = next();
     else if (a == "--small-batch") small_batch_only = true;
+    else if (a == "--decode-only") decode_only = true;
     else {
-      std::fprintf(stderr, "usage: bench_attention [--bw-gbps X] [--reps N] [--out FILE] [--small-batch]\n");
+      std::fprintf(stderr, "usage: bench_attention [--bw-gbps X] [--reps N] [--out FILE] [--small-batch | --decode-only]\n");
       return 2;
     }
   }
@@ -335,32 +392,39 @@ int main(int argc, char** argv) {
   nlohmann::json result = {{"gpu", prop.name}, {"sms", prop.multiProcessorCount}, {"read_gbps_ceiling", bw_gbps},
                            {"reps", reps}, {"shape", {{"heads", kHeads}, {"kv_heads", kKvHeads}, {"head_dim", kHeadDim},
                                                       {"block_size", kBlockSize}}}};
+  const CudaAttentionKernels both[] = {CudaAttentionKernels::kSplitDecode, CudaAttentionKernels::kDefault};
   result["decode"] = nlohmann::json::array();
   if (!small_batch_only) {
-    std::printf("\n== decode attention (one call = one layer) ==\n");
-    for (int batch : {1, 10, 100, 256})
-      for (int context : {128, 512, 2048})
-        result["decode"].push_back(bench_attention_shape({"decode", batch, 1, context}, bw_gbps, s, reps));
-    // As a captured decode graph launches it: sized for max_model_len 4096, real contexts shorter.
-    for (int batch : {1, 10, 64, 100})
-      result["decode"].push_back(bench_attention_shape({"decode, bound 4096", batch, 1, 512, false, 4096}, bw_gbps, s, reps));
+    result["decode"] = bench_decode_table(bw_gbps, s, reps);
+    if (!decode_only) {
+      // As a captured decode graph launches it: sized for max_model_len 4096, real contexts shorter.
+      std::printf("\n== decode under a 4096 bound (context 512) ==\n");
+      for (int batch : {1, 10, 64, 100})
+        for (CudaAttentionKernels k : both)
+          result["decode"].push_back(bench_attention_shape({"decode, bound 4096", batch, 1, 512, k, 4096}, bw_gbps, s, reps));
+    }
   }
-  // Batch-1..8 latency at the 7B shape: decode attention under the model's 4096 bound at
+  if (decode_only) {
+    std::ofstream(out_path) << result.dump(1) << "\n";
+    std::printf("wrote %s\n", out_path.c_str());
+    return 0;
+  }
+  // Batch-1..32 latency at the 7B shape: decode attention under the model's 4096 bound at
   // contexts 512 and 4096, then rope_kv_write alone. Graphs of 28 calls (one per layer), us per call.
-  std::printf("\n== batch 1-8 decode latency (us per call, graphs of 28 calls) ==\n");
+  std::printf("\n== batch 1-32 decode latency (us per call, graphs of 28 calls), old and new kernel ==\n");
   result["small_batch"] = nlohmann::json::array();
   for (int batch : {1, 2, 4, 8, 32})
     for (int context : {512, 4096})
-      result["small_batch"].push_back(
-          bench_attention_shape({"decode default", batch, 1, context, false, 4096}, bw_gbps, s, reps));
+      for (CudaAttentionKernels k : both)
+        result["small_batch"].push_back(bench_attention_shape({"decode bound 4096", batch, 1, context, k, 4096}, bw_gbps, s, reps));
   for (int batch : {1, 2, 4, 8}) result["small_batch"].push_back(bench_rope_latency(batch, 28, s, reps));
   result["prefill"] = nlohmann::json::array();
   if (!small_batch_only) {
     std::printf("\n== prefill attention (causal, no cached prefix) ==\n");
-    for (bool split_only : {false, true}) {
-      const char* name = split_only ? "prefill (split kernel)" : "prefill (tensor cores)";
-      result["prefill"].push_back(bench_attention_shape({name, 1, 2048, 2048, split_only}, bw_gbps, s, reps));
-      result["prefill"].push_back(bench_attention_shape({name, 16, 256, 256, split_only}, bw_gbps, s, reps));
+    for (CudaAttentionKernels k : {CudaAttentionKernels::kDefault, CudaAttentionKernels::kSplitOnly}) {
+      const char* name = k == CudaAttentionKernels::kSplitOnly ? "prefill (split kernel)" : "prefill (tensor cores)";
+      result["prefill"].push_back(bench_attention_shape({name, 1, 2048, 2048, k}, bw_gbps, s, reps));
+      result["prefill"].push_back(bench_attention_shape({name, 16, 256, 256, k}, bw_gbps, s, reps));
     }
   }
   std::printf("\n== decoder ops (d %d, I %d, vocab %d) ==\n", kHidden, kIntermediate, kVocab);

@@ -5,14 +5,17 @@
 // sizes 16 and 32, block tables in shuffled order, with the workspace (context splits) and
 // without it (one split), and host context bounds larger than the real contexts.
 //
-// Every case runs two ways: cuda_paged_attention (prefill sequences of >= 16 new rows on the
-// tensor-core kernel) and cuda_paged_attention_split_only (every row on the CUDA-core kernel).
-// Each launch is made twice on re-poisoned outputs and workspace and must give the same bits.
+// Every case runs four ways (CudaAttentionKernels): the default (prefill sequences of >= 16 new
+// rows on the tensor-core prefill kernel, every other row on the tensor-core decode kernel),
+// the previous decode path (those rows on the CUDA-core split kernel), every row on the decode
+// kernel, and every row on the split kernel. Each launch is made twice on re-poisoned outputs
+// and partials (the merge counters left as the first launch left them) and must give the same
+// bits; after every launch the workspace's counters must be back at zero.
 //
 // Tolerance: outputs are convex combinations of V values in [-1, 1] computed in fp32 and rounded
 // to fp16 once: |error| <= 2^-11 |ref| (the rounding) + 3e-5 (fp32 dot products, exp2f and sums
 // over up to 4,100 positions: ~sqrt(4100) * 6e-8 relative to max |v| = 1, with margin). The
-// tensor-core kernel also rounds the probabilities to fp16 before P V (as FlashAttention does):
+// tensor-core kernels also round the probabilities to fp16 before P V (as FlashAttention does):
 // at most 2^-11 * sum(p |v|) / sum(p) more, which the reference computes per output. A wrong
 // position, head, mask or softmax weight shows up as errors of 1e-2 or more.
 #include <gtest/gtest.h>
@@ -151,32 +154,65 @@ AttentionRef attention_ref(const AttentionCase& c, const AttentionProblem& p, fl
   return ref;
 }
 
-enum class Path { kDefault, kSplitOnly };
+using Path = CudaAttentionKernels;
+constexpr Path kAllPaths[] = {Path::kDefault, Path::kSplitDecode, Path::kDecodeOnly, Path::kSplitOnly};
 
 const char* path_name(Path path) {
   switch (path) {
-    case Path::kDefault: return "default    ";
-    case Path::kSplitOnly: return "split-only ";
+    case Path::kDefault: return "default     ";
+    case Path::kSplitDecode: return "split decode";
+    case Path::kDecodeOnly: return "decode only ";
+    case Path::kSplitOnly: return "split only  ";
   }
   return "?";
 }
 
 Status launch(Path path, const CudaPagedAttentionArgs& a, cudaStream_t stream) {
+  if (path == Path::kDefault) return cuda_paged_attention(a, stream);
+  if (path == Path::kSplitOnly) return cuda_paged_attention_split_only(a, stream);
+  return cuda_paged_attention_with(a, path, stream);
+}
+
+// Whether a sequence of num_new rows may have been on a tensor-core kernel (fp16 probabilities).
+bool on_tensor_cores(Path path, const AttentionCase& c, int num_new) {
+  const bool decode_kernel = (c.head_dim == 64 || c.head_dim == 128) && c.num_heads / c.num_kv_heads <= 16;
   switch (path) {
-    case Path::kDefault: return cuda_paged_attention(a, stream);
-    case Path::kSplitOnly: return cuda_paged_attention_split_only(a, stream);
+    case Path::kDefault: return num_new >= 16 || decode_kernel;
+    case Path::kSplitDecode: return num_new >= 16;
+    case Path::kDecodeOnly: return decode_kernel;
+    case Path::kSplitOnly: return false;
   }
-  return invalid_argument("unknown path");
+  return true;
+}
+
+// The merge counters at the start of a workspace: zeroed here before a first launch, and
+// expected back at zero after every launch.
+void zero_counters(DeviceBuffer<uint8_t>& workspace, size_t workspace_bytes) {
+  if (workspace_bytes == 0) return;
+  ASSERT_EQ(cudaMemset(workspace.get(), 0, cuda_paged_attention_workspace_counter_bytes()), cudaSuccess);
+}
+// Re-poisons the partials only (NaN): a partial read before it is written shows.
+void poison_partials(DeviceBuffer<uint8_t>& workspace, size_t workspace_bytes) {
+  const size_t counters = cuda_paged_attention_workspace_counter_bytes();
+  if (workspace_bytes <= counters) return;
+  ASSERT_EQ(cudaMemset(workspace.get() + counters, 0xFF, workspace_bytes - counters), cudaSuccess);
+}
+void expect_counters_zero(const DeviceBuffer<uint8_t>& workspace, size_t workspace_bytes) {
+  if (workspace_bytes == 0) return;
+  std::vector<uint8_t> counters(cuda_paged_attention_workspace_counter_bytes());
+  ASSERT_EQ(cudaMemcpy(counters.data(), workspace.get(), counters.size(), cudaMemcpyDeviceToHost), cudaSuccess);
+  EXPECT_TRUE(std::all_of(counters.begin(), counters.end(), [](uint8_t b) { return b == 0; }))
+      << "a launch left a merge counter non-zero";
 }
 
 // Checks every output element (real rows within tolerance, padding rows and stride gaps still
-// poisoned); returns the largest error. split_only: no row was on the tensor-core kernel.
+// poisoned); returns the largest error.
 double expect_matches(const AttentionCase& c, const AttentionProblem& p, const AttentionRef& want,
-                      const std::vector<uint16_t>& got, bool split_only) {
-  std::vector<bool> rounded_probs(p.num_tokens, false);  // rows the tensor-core kernel may have written
+                      const std::vector<uint16_t>& got, Path path) {
+  std::vector<bool> rounded_probs(p.num_tokens, false);  // rows a tensor-core kernel may have written
   for (size_t s = 0; s < c.seqs.size(); ++s)
     for (int t = p.seq_token_start[s]; t < p.seq_token_start[s + 1]; ++t)
-      rounded_probs[t] = !split_only && c.seqs[s].num_new >= 16;
+      rounded_probs[t] = on_tensor_cores(path, c, c.seqs[s].num_new);
   double max_err = 0;
   for (int t = 0; t < p.num_tokens; ++t) {
     for (int64_t col = 0; col < p.output_stride; ++col) {
@@ -229,24 +265,25 @@ void run_path(const AttentionCase& c, const AttentionProblem& p, const Attention
   const size_t workspace_bytes =
       c.use_workspace ? cuda_paged_attention_workspace_bytes(p.num_tokens, c.num_heads, c.head_dim, a.max_context_len) : 0;
   DeviceBuffer<uint8_t> workspace(workspace_bytes);
-  workspace.poison();  // partials must be written before they are read
+  zero_counters(workspace, workspace_bytes);
   a.workspace = workspace_bytes ? workspace.get() : nullptr;
   a.workspace_bytes = workspace_bytes;
 
   std::vector<uint16_t> first;
   for (int repeat = 0; repeat < 2; ++repeat) {  // the second launch must not depend on the first's leftovers
     output.poison();
-    workspace.poison();
+    poison_partials(workspace, workspace_bytes);  // partials must be written before they are read
     const Status st = launch(path, a, nullptr);
     ASSERT_TRUE(st.is_ok()) << st.to_string();
     ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+    expect_counters_zero(workspace, workspace_bytes);
     if (repeat == 0) {
       first = output.download();
     } else {
       ASSERT_TRUE(output.download() == first) << "a repeated launch gave different bits";
     }
   }
-  const double max_err = expect_matches(c, p, want, first, path == Path::kSplitOnly);
+  const double max_err = expect_matches(c, p, want, first, path);
   std::printf("[ %-40s ] %s tokens %d, workspace %zu bytes, max |err| %.2e\n", c.name.c_str(), path_name(path),
               p.num_tokens, workspace_bytes, max_err);
 }
@@ -256,7 +293,7 @@ void run_case(const AttentionCase& c, uint32_t seed) {
   const AttentionProblem p = make_problem(c, rng);
   const float scale = 1.0f / std::sqrt(static_cast<float>(c.head_dim));
   const AttentionRef want = attention_ref(c, p, scale);
-  for (Path path : {Path::kDefault, Path::kSplitOnly}) run_path(c, p, want, scale, path);
+  for (Path path : kAllPaths) run_path(c, p, want, scale, path);
 }
 
 TEST(CudaPagedAttention, DecodeAcrossBlockBoundariesGqa7) {
@@ -316,6 +353,50 @@ TEST(CudaPagedAttention, SmallDecodeBatchesAtEveryContext) {
   run_case({"B=8 8:1 D64 tight bound", 16, 2, 64, 16, std::vector<SeqShape>(8, SeqShape{1, 700})}, seed++);
 }
 
+// The decode kernel's cover: batches 1, 3, 8, 64 and 200 at contexts around block (16) and
+// tile (64) boundaries up to 4,100, GQA 1:1 to 16:1, head_dim 64 and 128, with and without a
+// host bound above the real contexts. The batch sizes cross its partition policy (64, 128
+// and 256 positions, unsplit) and the last row of a batch is followed by padding rows.
+TEST(CudaPagedAttention, DecodeKernelBatchesContextsAndGroups) {
+  CROSSPOINT_SKIP_WITHOUT_GPU();
+  const std::vector<int> contexts = {1, 15, 16, 17, 63, 64, 65, 511, 512, 2048, 4100};
+  struct Heads {
+    int num_heads, num_kv_heads;
+  };
+  uint32_t seed = 400;
+  for (const Heads heads : {Heads{8, 8}, Heads{16, 4}, Heads{28, 4}, Heads{32, 4}, Heads{32, 2}}) {
+    for (const int head_dim : {64, 128}) {
+      const std::string shape = std::to_string(heads.num_heads / heads.num_kv_heads) + ":1 D" + std::to_string(head_dim);
+      // Batch 1 at every context, under the real context and under a 4,100 bound.
+      for (size_t i = 0; i < contexts.size(); ++i) {
+        const bool bound = i % 2 == 1;
+        AttentionCase c{"B=1 " + shape + " ctx " + std::to_string(contexts[i]) + (bound ? " bound 4100" : ""),
+                        heads.num_heads, heads.num_kv_heads, head_dim, 16, {{1, contexts[i]}}};
+        c.context_bound_extra = bound ? 4100 - contexts[i] : 0;
+        run_case(c, seed++);
+      }
+      // Batches 3, 8 and 64 over the contexts in turn (a different start for each).
+      for (const int batch : {3, 8, 64}) {
+        AttentionCase c{"B=" + std::to_string(batch) + " " + shape, heads.num_heads, heads.num_kv_heads, head_dim, 16, {}};
+        for (int i = 0; i < batch; ++i) c.seqs.push_back({1, contexts[(i * 5 + batch) % contexts.size()]});
+        c.padding_rows = batch == 64 ? 3 : 0;
+        c.context_bound_extra = batch == 8 ? 300 : 0;
+        run_case(c, seed++);
+      }
+    }
+  }
+  // Batch 200 (unsplit at 4 KV heads, split at 2) at contexts up to 2,048, bound 4,096.
+  for (const Heads heads : {Heads{28, 4}, Heads{32, 2}}) {
+    AttentionCase c{"B=200 " + std::to_string(heads.num_heads / heads.num_kv_heads) + ":1 D128 bound 4096",
+                    heads.num_heads, heads.num_kv_heads, 128, 16, {}, /*padding_rows=*/4};
+    for (int i = 0; i < 200; ++i) c.seqs.push_back({1, contexts[i % 10]});
+    c.context_bound_extra = 4096 - 2048;
+    run_case(c, seed++);
+  }
+  // Short chunks of 2..15 new rows (not prefill): each row of the chunk has its own length.
+  run_case({"chunks of 2, 7, 15 rows 7:1 D128", 28, 4, 128, 16, {{2, 70}, {7, 600}, {15, 15}, {1, 4100}}, 2, 0}, seed++);
+}
+
 TEST(CudaPagedAttention, PrefillChunks) {
   CROSSPOINT_SKIP_WITHOUT_GPU();
   run_case({"prefill 77 7:1 D64", 14, 2, 64, 16, {{77, 77}}}, 205);
@@ -354,6 +435,7 @@ void replay_graph(const AttentionCase& bounds, const std::vector<std::vector<Seq
   const size_t workspace_bytes =
       cuda_paged_attention_workspace_bytes(base.num_tokens, bounds.num_heads, bounds.head_dim, max_context);
   DeviceBuffer<uint8_t> workspace(workspace_bytes);
+  zero_counters(workspace, workspace_bytes);
   CudaPagedAttentionArgs a;
   a.query = query.get();
   a.query_stride = base.query_stride;
@@ -376,8 +458,7 @@ void replay_graph(const AttentionCase& bounds, const std::vector<std::vector<Seq
   a.scale = scale;
   a.workspace = workspace.get();
   a.workspace_bytes = workspace_bytes;
-  for (Path path : {Path::kDefault, Path::kSplitOnly}) {
-    const bool split_only = path == Path::kSplitOnly;
+  for (Path path : kAllPaths) {
     cudaStream_t stream;
     ASSERT_EQ(cudaStreamCreate(&stream), cudaSuccess);
     cudaGraph_t graph;
@@ -402,10 +483,11 @@ void replay_graph(const AttentionCase& bounds, const std::vector<std::vector<Seq
       starts.upload(p.seq_token_start);
       contexts.upload(p.seq_context_len);
       output.poison();
-      workspace.poison();
+      poison_partials(workspace, workspace_bytes);
       ASSERT_EQ(cudaGraphLaunch(exec, stream), cudaSuccess);
       ASSERT_EQ(cudaStreamSynchronize(stream), cudaSuccess);
-      const double max_err = expect_matches(c, p, attention_ref(c, p, scale), output.download(), split_only);
+      expect_counters_zero(workspace, workspace_bytes);
+      const double max_err = expect_matches(c, p, attention_ref(c, p, scale), output.download(), path);
       std::printf("[ %-40s ] %s max |err| %.2e\n", c.name.c_str(), path_name(path), max_err);
     }
     cudaGraphExecDestroy(exec);
@@ -435,11 +517,28 @@ TEST(CudaPagedAttention, DecodeGraphReplayUnderAModelLengthBound) {
                /*max_context=*/4096, /*max_query=*/1, 217);
 }
 
+// A decode bucket of 64 sequences (the decode kernel's 256-position partitions and fused
+// merge) captured under a 2,048 bound and replayed as the lengths change.
+TEST(CudaPagedAttention, DecodeBatch64GraphReplay) {
+  CROSSPOINT_SKIP_WITHOUT_GPU();
+  const AttentionCase bounds{"decode bucket 64", 28, 4, 128, 16, std::vector<SeqShape>(64, SeqShape{1, 1100})};
+  std::vector<std::vector<SeqShape>> steps(3);
+  for (int i = 0; i < 64; ++i) {
+    steps[0].push_back({1, 1 + (i * 37) % 1100});
+    steps[1].push_back({1, 1100 - i});
+    steps[2].push_back({1, i % 3 == 0 ? 0 : 300});  // some slots idle (context 0 and no new row)
+    if (i % 3 == 0) steps[2].back().num_new = 0;
+  }
+  replay_graph(bounds, steps, /*max_context=*/2048, /*max_query=*/1, 219);
+}
+
 TEST(CudaPagedAttention, GenericHeadDimsAndWideGroups) {
   CROSSPOINT_SKIP_WITHOUT_GPU();
   run_case({"D96 4:1", 8, 2, 96, 16, {{1, 70}, {9, 40}}}, 210);
   run_case({"D256 16:1 (two head chunks)", 16, 1, 256, 16, {{1, 129}, {3, 3}}}, 211);
   run_case({"D64 16:1 decode batch 40", 32, 2, 64, 16, std::vector<SeqShape>(40, SeqShape{1, 95})}, 212);
+  // 32 query heads per KV head: past the decode kernel's 16 rows, so the split kernel's.
+  run_case({"D128 32:1 (decode kernel does not apply)", 32, 1, 128, 16, {{1, 700}, {1, 3}}}, 218);
 }
 
 // ---- host-only checks (run on CPU-only CI too) -----------------------------------------------
@@ -511,7 +610,7 @@ TEST(CudaPagedAttentionArgs, WorkspaceBoundIsSmallAndMonotone) {
   // The (row, partition) pairs are capped (4,096), so the bound stays small whatever
   // max_num_tokens and the context are.
   const size_t big = cuda_paged_attention_workspace_bytes(8192, 28, 128, 32768);
-  EXPECT_LE(big, size_t{4096} * 28 * 130 * sizeof(float));
+  EXPECT_LE(big, size_t{4096} * 28 * 130 * sizeof(float) + cuda_paged_attention_workspace_counter_bytes());
   EXPECT_GE(big, cuda_paged_attention_workspace_bytes(16, 28, 128, 32768));
 }
 

@@ -339,14 +339,30 @@ __global__ void __launch_bounds__(kThreads) paged_attention_merge_kernel(Params 
   }
 }
 
-// Context partition for a launch of num_tokens rows x ctas_per_row CTAs: 0 (no split) when
-// the rows alone give the GPU enough CTAs, else finer partitions for smaller batches.
+// Context partition of the split kernel for a launch of num_tokens rows x ctas_per_row CTAs:
+// 0 (no split) when the rows alone give the GPU enough CTAs, else finer partitions for
+// smaller batches.
 int partition_tokens_for(int num_tokens, int ctas_per_row) {
   const int64_t ctas = static_cast<int64_t>(num_tokens) * ctas_per_row;
   if (ctas >= kUnsplitCtas) return 0;
   if (ctas < 64) return kTileTokens;
   if (ctas < 256) return 2 * kTileTokens;
   return 4 * kTileTokens;
+}
+
+// Context partition of the tensor-core decode kernel for num_tokens x Hkv CTAs per split
+// (up to 2 CTAs per SM: ~264 at once on a 132-SM H200). Unsplit from 512 (about two waves);
+// below, partitions of 256, 128 or 64 positions (4, 2 or 1 tiles) so that a batch of one or a
+// few rows still spreads over ~8 to 64 CTAs per (row, KV head) at long contexts.
+constexpr int kDecodeTile = 64;
+constexpr int kDecodeUnsplitCtas = 512;
+static_assert(kDecodeUnsplitCtas <= kDecodeSplitCounters, "every split launch has its counters");
+int decode_partition_tokens_for(int num_tokens, int num_kv_heads) {
+  const int64_t ctas = static_cast<int64_t>(num_tokens) * num_kv_heads;
+  if (ctas >= kDecodeUnsplitCtas) return 0;
+  if (ctas < 64) return kDecodeTile;
+  if (ctas < 256) return 2 * kDecodeTile;
+  return 4 * kDecodeTile;
 }
 
 int64_t partial_bytes(int num_tokens, int num_heads, int num_splits, int head_dim) {
@@ -383,6 +399,73 @@ Status check_args(const CudaPagedAttentionArgs& a) {
   return Status::ok();
 }
 
+// Partials start after the decode kernel's counters (kept zero between launches, whichever
+// kernel runs): [int32 counters, kWorkspaceCounterBytes][f32 partial_out][f32 partial_ml].
+int64_t workspace_partial_bytes(const CudaPagedAttentionArgs& a) {
+  if (a.workspace == nullptr || a.workspace_bytes <= kWorkspaceCounterBytes) return 0;
+  return static_cast<int64_t>(a.workspace_bytes - kWorkspaceCounterBytes);
+}
+
+// Fills p's split fields for a context partition of `partition` tokens (0: none) within the
+// workspace: longer partitions when the workspace holds fewer (a smaller workspace costs
+// speed, never correctness; none at all means one split). `tile` divides every partition.
+void plan_splits(const CudaPagedAttentionArgs& a, int partition, int tile, int max_splits_allowed, Params* p) {
+  const int bound = std::max(a.max_context_len, 1);
+  int num_splits = partition > 0 ? (bound + partition - 1) / partition : 1;
+  const int64_t bytes_per_split = partial_bytes(a.num_tokens, a.num_heads, 1, a.head_dim);
+  const int64_t max_splits = std::min<int64_t>(max_splits_allowed, workspace_partial_bytes(a) / bytes_per_split);
+  if (num_splits > max_splits && max_splits > 1) {
+    const int per_split = (bound + static_cast<int>(max_splits) - 1) / static_cast<int>(max_splits);
+    partition = (per_split + tile - 1) / tile * tile;
+    num_splits = (bound + partition - 1) / partition;
+  }
+  if (num_splits <= 1 || max_splits <= 1) {
+    num_splits = 1;
+    partition = 1 << 30;  // one split covers any context
+  }
+  p->num_splits = num_splits;
+  p->partition_tokens = partition;
+  char* base = static_cast<char*>(a.workspace);
+  p->split_counters = num_splits > 1 ? reinterpret_cast<int*>(base) : nullptr;
+  p->partial_out = num_splits > 1 ? reinterpret_cast<float*>(base + kWorkspaceCounterBytes) : nullptr;
+  p->partial_ml =
+      num_splits > 1 ? p->partial_out + static_cast<int64_t>(a.num_tokens) * a.num_heads * num_splits * a.head_dim : nullptr;
+}
+
+Status launch_split(const CudaPagedAttentionArgs& a, Params p, cudaStream_t stream) {
+  p.head_chunks = (p.group_size + kHeadsPerCta - 1) / kHeadsPerCta;
+  const int ctas_per_row = a.num_kv_heads * p.head_chunks;
+  plan_splits(a, partition_tokens_for(a.num_tokens, ctas_per_row), kTileTokens, kMaxSplits, &p);
+  // CTAs per (row, KV head): enough for ~kUnsplitCtas in all; each walks every grid_z-th partition.
+  const int64_t row_ctas = static_cast<int64_t>(a.num_tokens) * ctas_per_row;
+  const int grid_z = static_cast<int>(std::min<int64_t>(p.num_splits, (kUnsplitCtas + row_ctas - 1) / row_ctas));
+  const dim3 grid(a.num_tokens, ctas_per_row, std::max(grid_z, 1));
+  if (grid.y > 65535) return bad("num_kv_heads x head chunks exceeds the grid limit");
+  if (a.head_dim == 128) {
+    CROSSPOINT_CUDA_RETURN_IF_ERROR(launch_programmatic(paged_attention_split_kernel<16>, grid, dim3(kThreads), 0, stream, p),
+                                    "paged_attention_split_kernel launch");
+  } else if (a.head_dim == 64) {
+    CROSSPOINT_CUDA_RETURN_IF_ERROR(launch_programmatic(paged_attention_split_kernel<8>, grid, dim3(kThreads), 0, stream, p),
+                                    "paged_attention_split_kernel launch");
+  } else {
+    CROSSPOINT_CUDA_RETURN_IF_ERROR(launch_programmatic(paged_attention_split_kernel<32>, grid, dim3(kThreads), 0, stream, p),
+                                    "paged_attention_split_kernel launch");
+  }
+  CROSSPOINT_RETURN_IF_ERROR(last_launch_status("paged_attention_split_kernel launch"));
+  if (p.num_splits > 1) {
+    CROSSPOINT_CUDA_RETURN_IF_ERROR(
+        launch_programmatic(paged_attention_merge_kernel, dim3(a.num_tokens, a.num_heads), dim3(kThreads), 0, stream, p),
+        "paged_attention_merge_kernel launch");
+    CROSSPOINT_RETURN_IF_ERROR(last_launch_status("paged_attention_merge_kernel launch"));
+  }
+  return Status::ok();
+}
+
+Status launch_decode(const CudaPagedAttentionArgs& a, Params p, cudaStream_t stream) {
+  plan_splits(a, decode_partition_tokens_for(a.num_tokens, a.num_kv_heads), kDecodeTile, kMaxDecodeSplits, &p);
+  return launch_decode_tensor_core(p, a.num_tokens, stream);
+}
+
 }  // namespace
 
 size_t cuda_paged_attention_workspace_bytes(int max_num_tokens, int num_heads, int head_dim, int max_context_len) {
@@ -392,12 +475,12 @@ size_t cuda_paged_attention_workspace_bytes(int max_num_tokens, int num_heads, i
   const int64_t max_splits = std::min<int64_t>(kMaxSplits, (std::max(max_context_len, 1) + kTileTokens - 1) / kTileTokens);
   if (max_splits <= 1) return 0;
   const int64_t split_rows = std::min<int64_t>(static_cast<int64_t>(max_num_tokens) * max_splits, kMaxPartialRows);
-  return static_cast<size_t>(split_rows * num_heads * (head_dim + 2) * static_cast<int64_t>(sizeof(float)));
+  return kWorkspaceCounterBytes + static_cast<size_t>(split_rows * num_heads * (head_dim + 2) * static_cast<int64_t>(sizeof(float)));
 }
 
-namespace {
+size_t cuda_paged_attention_workspace_counter_bytes() { return kWorkspaceCounterBytes; }
 
-Status run_paged_attention(const CudaPagedAttentionArgs& a, bool allow_tensor_cores, cudaStream_t stream) {
+Status cuda_paged_attention_with(const CudaPagedAttentionArgs& a, CudaAttentionKernels kernels, cudaStream_t stream) {
   CROSSPOINT_RETURN_IF_ERROR(check_args(a));
   if (a.num_tokens == 0) return Status::ok();
 
@@ -418,77 +501,27 @@ Status run_paged_attention(const CudaPagedAttentionArgs& a, bool allow_tensor_co
   p.head_dim = a.head_dim;
   p.block_size = a.block_size;
   p.group_size = a.num_heads / a.num_kv_heads;
-  p.head_chunks = (p.group_size + kHeadsPerCta - 1) / kHeadsPerCta;
   p.scale_log2 = a.scale * kLog2e;
-  // Prefill sequences (>= kTensorCoreMinRows new rows) go to the tensor-core kernel when it
-  // supports this head_dim and the output rows allow its 4-byte stores.
-  const bool tensor_cores = allow_tensor_cores && prefill_tensor_core_supports(a.head_dim) &&
-                            a.max_query_len >= kTensorCoreMinRows && a.output_stride % 2 == 0 &&
-                            reinterpret_cast<uintptr_t>(a.output) % 4 == 0;
-  p.tensor_core_min_rows = tensor_cores ? kTensorCoreMinRows : kNoTensorCoreRows;
-
-  // Partitions as the batch wants them (partition_tokens_for), covering the host's context
-  // bound; longer partitions when the caller's workspace holds fewer (a smaller workspace
-  // costs speed, never correctness; none at all means one split).
-  const int ctas_per_row = a.num_kv_heads * p.head_chunks;
-  const int bound = std::max(a.max_context_len, 1);
-  int partition = partition_tokens_for(a.num_tokens, ctas_per_row);
-  int num_splits = partition > 0 ? (bound + partition - 1) / partition : 1;
-  const int64_t bytes_per_split = partial_bytes(a.num_tokens, a.num_heads, 1, a.head_dim);
-  const int64_t splits_that_fit = a.workspace == nullptr ? 0 : static_cast<int64_t>(a.workspace_bytes) / bytes_per_split;
-  const int64_t max_splits = std::min<int64_t>(kMaxSplits, splits_that_fit);
-  if (num_splits > max_splits && max_splits > 1) {
-    const int per_split = (bound + static_cast<int>(max_splits) - 1) / static_cast<int>(max_splits);
-    partition = (per_split + kTileTokens - 1) / kTileTokens * kTileTokens;
-    num_splits = (bound + partition - 1) / partition;
-  }
-  if (num_splits <= 1 || max_splits <= 1) {
-    num_splits = 1;
-    partition = 1 << 30;  // one split covers any context
-  }
-  p.partition_tokens = partition;
-  // CTAs per (row, KV head): enough for ~kUnsplitCtas in all; each walks every grid_z-th partition.
-  const int64_t row_ctas = static_cast<int64_t>(a.num_tokens) * ctas_per_row;
-  const int grid_z = static_cast<int>(std::min<int64_t>(num_splits, (kUnsplitCtas + row_ctas - 1) / row_ctas));
-  p.num_splits = num_splits;
-  p.partial_out = static_cast<float*>(a.workspace);
-  p.partial_ml = num_splits > 1 ? p.partial_out + static_cast<int64_t>(a.num_tokens) * a.num_heads * num_splits * a.head_dim
-                                : nullptr;
-
-  const dim3 grid(a.num_tokens, ctas_per_row, std::max(grid_z, 1));
-  if (grid.y > 65535) return bad("num_kv_heads x head chunks exceeds the grid limit");
-  if (a.head_dim == 128) {
-    CROSSPOINT_CUDA_RETURN_IF_ERROR(launch_programmatic(paged_attention_split_kernel<16>, dim3(grid), dim3(kThreads), 0, stream,
-        p),
-                                    "paged_attention_split_kernel launch");
-  } else if (a.head_dim == 64) {
-    CROSSPOINT_CUDA_RETURN_IF_ERROR(launch_programmatic(paged_attention_split_kernel<8>, dim3(grid), dim3(kThreads), 0, stream,
-        p),
-                                    "paged_attention_split_kernel launch");
-  } else {
-    CROSSPOINT_CUDA_RETURN_IF_ERROR(launch_programmatic(paged_attention_split_kernel<32>, dim3(grid), dim3(kThreads), 0, stream,
-        p),
-                                    "paged_attention_split_kernel launch");
-  }
-  CROSSPOINT_RETURN_IF_ERROR(last_launch_status("paged_attention_split_kernel launch"));
-  if (num_splits > 1) {
-    CROSSPOINT_CUDA_RETURN_IF_ERROR(launch_programmatic(paged_attention_merge_kernel, dim3(a.num_tokens, a.num_heads), dim3(kThreads), 0, stream,
-        p),
-                                    "paged_attention_merge_kernel launch");
-    CROSSPOINT_RETURN_IF_ERROR(last_launch_status("paged_attention_merge_kernel launch"));
-  }
-  if (tensor_cores) CROSSPOINT_RETURN_IF_ERROR(launch_prefill_tensor_core(p, a.max_query_len, stream));
+  // Prefill sequences (>= kTensorCoreMinRows new rows) go to the tensor-core prefill kernel
+  // when it supports this head_dim and the output rows allow its 4-byte stores.
+  const bool prefill_kernel = (kernels == CudaAttentionKernels::kDefault || kernels == CudaAttentionKernels::kSplitDecode) &&
+                              prefill_tensor_core_supports(a.head_dim) && a.max_query_len >= kTensorCoreMinRows &&
+                              a.output_stride % 2 == 0 && reinterpret_cast<uintptr_t>(a.output) % 4 == 0;
+  p.tensor_core_min_rows = prefill_kernel ? kTensorCoreMinRows : kNoTensorCoreRows;
+  // The other rows: the tensor-core decode kernel where it applies, else the split kernel.
+  const bool decode_kernel = (kernels == CudaAttentionKernels::kDefault || kernels == CudaAttentionKernels::kDecodeOnly) &&
+                             decode_tensor_core_supports(a.head_dim, p.group_size);
+  CROSSPOINT_RETURN_IF_ERROR(decode_kernel ? launch_decode(a, p, stream) : launch_split(a, p, stream));
+  if (prefill_kernel) CROSSPOINT_RETURN_IF_ERROR(launch_prefill_tensor_core(p, a.max_query_len, stream));
   return Status::ok();
 }
 
-}  // namespace
-
 Status cuda_paged_attention(const CudaPagedAttentionArgs& args, cudaStream_t stream) {
-  return run_paged_attention(args, /*allow_tensor_cores=*/true, stream);
+  return cuda_paged_attention_with(args, CudaAttentionKernels::kDefault, stream);
 }
 
 Status cuda_paged_attention_split_only(const CudaPagedAttentionArgs& args, cudaStream_t stream) {
-  return run_paged_attention(args, /*allow_tensor_cores=*/false, stream);
+  return cuda_paged_attention_with(args, CudaAttentionKernels::kSplitOnly, stream);
 }
 
 }  // namespace crosspoint::cuda

@@ -40,18 +40,36 @@ struct CudaPagedAttentionArgs {
   int head_dim = 0;     // 64, 128 (and any multiple of 8 up to 256 on the slow path)
   int block_size = 0;   // 16 usually
   float scale = 0.0f;   // 1 / sqrt(head_dim)
-  // Split-context scratch (flash-decoding partials); cuda_paged_attention_workspace_bytes().
+  // Split-context scratch (flash-decoding partials and the decode kernel's merge counters);
+  // cuda_paged_attention_workspace_bytes(). Zero-filled (cudaMemset) once after allocation:
+  // its first cuda_paged_attention_workspace_counter_bytes() bytes are counters that must be
+  // zero when a launch starts, and every launch leaves them zero. One stream at a time.
   void* workspace = nullptr;
   size_t workspace_bytes = 0;
 };
 
-// Scratch bytes the launcher may use for these bounds (0 is allowed when it needs none).
+// Scratch bytes the launcher may use for these bounds (0 is allowed when it needs none; a
+// smaller workspace means fewer context splits, never a different result).
 size_t cuda_paged_attention_workspace_bytes(int max_num_tokens, int num_heads, int head_dim, int max_context_len);
+// The counters at the start of a non-empty workspace (see CudaPagedAttentionArgs::workspace).
+size_t cuda_paged_attention_workspace_counter_bytes();
 
+// Prefill sequences (>= 16 new rows, head_dim 64/128) on the tensor-core prefill kernel, every
+// other row on the tensor-core decode kernel (head_dim 64/128 and up to 16 query heads per KV
+// head; the CUDA-core split kernel otherwise).
 Status cuda_paged_attention(const CudaPagedAttentionArgs& args, cudaStream_t stream);
 
-// The same result with every row on the split-context CUDA-core kernel (the tensor-core
-// prefill kernel off): for tests and benchmarks that compare the two paths.
+// Which kernels take which rows: kDefault is cuda_paged_attention; the others give the same
+// result another way, for tests and for benchmarks that time the kernels side by side.
+enum class CudaAttentionKernels {
+  kDefault,
+  kSplitDecode,  // as kDefault, but the non-prefill rows on the CUDA-core split kernel (+ merge kernel)
+  kDecodeOnly,   // every row on the tensor-core decode kernel where it applies (each row reads its prefix)
+  kSplitOnly,    // every row on the CUDA-core split kernel
+};
+Status cuda_paged_attention_with(const CudaPagedAttentionArgs& args, CudaAttentionKernels kernels, cudaStream_t stream);
+
+// cuda_paged_attention_with(args, CudaAttentionKernels::kSplitOnly, stream).
 Status cuda_paged_attention_split_only(const CudaPagedAttentionArgs& args, cudaStream_t stream);
 
 }  // namespace crosspoint::cuda

@@ -2,13 +2,15 @@
 // device helpers that map a query row to its sequence and causal range. Not a public API.
 //
 // Which kernel owns a row: sequences with at least tensor_core_min_rows new rows go to the
-// tensor-core prefill kernel (paged_attention_prefill.cu); every other row to the
-// split-context kernel (paged_attention.cu). Both decide from the same device data, so
-// each row is written by exactly one of them.
+// tensor-core prefill kernel (paged_attention_prefill.cu); every other row to the tensor-core
+// decode kernel (paged_attention_decode_mma.cu) or, where it does not apply or is switched
+// off, the split-context CUDA-core kernel (paged_attention.cu). They decide from the same
+// device data, so each row is written by exactly one of them.
 #pragma once
 
 #include <cuda_runtime.h>
 
+#include <cstddef>
 #include <cstdint>
 
 #include "common/status.h"
@@ -17,6 +19,12 @@ namespace crosspoint::cuda::attention_internal {
 
 constexpr float kLog2e = 1.4426950408889634f;
 constexpr int kNoTensorCoreRows = 1 << 30;  // tensor_core_min_rows when that path is off
+// The decode kernel's fused merge: one int32 ticket counter per (row, KV head) at the start of
+// the workspace, for launches with num_tokens x Hkv <= kDecodeSplitCounters (larger launches
+// never split), and at most kMaxDecodeSplits partitions per row.
+constexpr int kDecodeSplitCounters = 1024;
+constexpr size_t kWorkspaceCounterBytes = kDecodeSplitCounters * sizeof(int32_t);
+constexpr int kMaxDecodeSplits = 256;
 
 struct Params {
   const uint16_t* query;  // [T, H, D] fp16, rows query_stride apart
@@ -33,10 +41,11 @@ struct Params {
   int group_size;        // H / Hkv
   int head_chunks;       // split kernel: ceil(group_size / heads per CTA)
   float scale_log2;      // scale * log2(e): scores in the log2 domain, exp2f everywhere
-  int num_splits;        // split kernel: 1 = direct output; > 1 = partials, then merge
-  int partition_tokens;  // split kernel: P, a multiple of its tile (huge when num_splits == 1)
+  int num_splits;        // split or decode kernel: 1 = direct output; > 1 = partials, then merge
+  int partition_tokens;  // P, a multiple of the kernel's tile (huge when num_splits == 1)
   float* partial_out;    // [T, H, num_splits, D] f32, each normalised by its own l
   float* partial_ml;     // [T, H, num_splits, 2] f32: (m in log2 units, l)
+  int* split_counters;   // decode kernel: [T, Hkv] int32 tickets, zero between launches
   int tensor_core_min_rows;  // sequences with this many new rows or more: prefill kernel
 };
 
@@ -70,6 +79,11 @@ __device__ __forceinline__ int64_t cache_row_offset(const Params& p, const int32
 // Tensor-core prefill kernel for head_dim 64 or 128 (paged_attention_prefill.cu): grid
 // (num_seqs * ceil(max_query_len / 64), H); rows of shorter sequences are left alone.
 bool prefill_tensor_core_supports(int head_dim);
+// Tensor-core decode kernel for head_dim 64 or 128 and 1..16 query heads per KV head
+// (paged_attention_decode_mma.cu): grid (num_tokens, Hkv, num_splits); it takes the rows
+// the prefill kernel leaves. With num_splits > 1, num_tokens x Hkv <= kDecodeSplitCounters.
+bool decode_tensor_core_supports(int head_dim, int group_size);
+Status launch_decode_tensor_core(const Params& p, int num_tokens, cudaStream_t stream);
 Status launch_prefill_tensor_core(const Params& p, int max_query_len, cudaStream_t stream);
 
 }  // namespace crosspoint::cuda::attention_internal

@@ -195,6 +195,9 @@ Status CudaModel::allocate_activations() {
       DeviceBuffer::allocate(cuda_paged_attention_workspace_bytes(static_cast<int>(T), static_cast<int>(H),
                                                                   static_cast<int>(D), o.max_model_len),
                              "attention workspace"));
+  // Its split counters must start at zero (each attention launch leaves them zero).
+  if (attention_workspace_.bytes() > 0)
+    CROSSPOINT_CUDA_RETURN_IF_ERROR(cudaMemset(attention_workspace_.as(), 0, attention_workspace_.bytes()), "cudaMemset");
 
   // Scratch of the quantised linears, sized for the widest layer that needs it.
   int64_t fp8_max_k = 0, perm_max_k = 0, w4a16_max_n = 0, fp8_max_n = 0;

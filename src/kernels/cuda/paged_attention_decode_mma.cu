@@ -1,0 +1,380 @@
+// Decode attention over the paged cache on tensor cores (FlashDecoding style, GQA-aware), for
+// every row the tensor-core prefill kernel does not take (params' tensor_core_min_rows):
+// decodes, and the rows of short chunks (each row attends to its own causal prefix).
+//
+//   CTA = (query row t, KV head, context partition); 4 warps. The G query heads of the KV
+//   head's group (G = H / Hkv <= 16) are the rows of one m16 mma tile (rows G..15 are zero),
+//   so each K/V byte is read once per (row, KV head) and all math runs on tensor cores:
+//     S = Q K^T    mma.sync m16n8k16, Q as A fragments kept in registers, K as B fragments
+//                  read with ldmatrix (K rows are [position][dim]: the "col" B layout as is)
+//     online softmax on the S accumulators in fp32 (log2 domain, running max m, sum l)
+//     O = O * alpha + P V   P re-packed to fp16 as A, V via ldmatrix.trans as B
+//   The partition [begin, end) is walked in tiles of 64 positions gathered through the block
+//   table with 16-byte cp.async copies into a kStages-deep shared-memory ring (rows padded by
+//   16 bytes: the 8 rows an ldmatrix reads fall on distinct banks), so the next tiles' loads
+//   are in flight while the current tile is computed. Warp w takes positions 16w..16w+15 of
+//   every tile and keeps its own (m, l, O); the 4 warps are combined through shared memory at
+//   the end. Positions past `end` are loaded from position `begin` instead (always a real
+//   cache row, so finite) and masked to probability 0.
+//
+// Partitions (flash-decoding) and the fused merge: with one partition the CTA writes fp16
+// output. Otherwise every partition that starts inside the row's visible range writes its
+// normalised partial output and (m, l) to the workspace, then takes a ticket from the
+// (row, KV head) counter (fences before and after, as w4a16_pipeline.cuh's split-K
+// handshake); the CTA that arrives last merges all partitions of that (row, KV head), writes
+// the fp16 output and sets the counter back to 0 (workspace contract: counters are zero
+// between launches). No second kernel.
+//
+// Fragment layouts (PTX ISA, mma.m16n8k16 with .f16 inputs; lane = 4 * group + quad):
+//   A (16 x 16, row major) a0: (row group, k 2 quad .. +1)  a1: (row group + 8, same k)
+//                          a2: (row group, k 2 quad + 8 ..)  a3: (row group + 8, k 2 quad + 8 ..)
+//   B (16 x 8)             b0: (k 2 quad .. +1, col group)   b1: (k 2 quad + 8 .., col group)
+//   C (16 x 8, fp32)       c0, c1: (row group, cols 2 quad, +1)  c2, c3: (row group + 8, same cols)
+//   Here rows are query heads of the group, S columns positions, O columns dims.
+//
+// ptxas (nvcc 13.0, sm_90, -Xptxas -v): 152 registers at D 128, 100 at D 64; 0 spills, no
+// stack frame. Dynamic shared memory (3 stages): 104,448 bytes at D 128 (2 CTAs per SM),
+// 55,296 at D 64.
+#include <cuda_fp16.h>
+
+#include <climits>
+#include <string>
+
+#include "kernels/cuda/cuda_status.h"
+#include "kernels/cuda/paged_attention_params.cuh"
+#include "kernels/cuda/programmatic_launch.cuh"
+#include "kernels/cuda/w4a16_pipeline.cuh"
+
+namespace crosspoint::cuda::attention_internal {
+namespace {
+
+using w4a16_internal::cp_async_16;
+using w4a16_internal::cp_async_commit;
+using w4a16_internal::cp_async_wait;
+using w4a16_internal::last_split_block_of_tile;
+using w4a16_internal::ldmatrix_x4;
+
+constexpr int kWarps = 4;
+constexpr int kThreads = kWarps * 32;
+constexpr int kTile = kWarps * 16;  // positions per pipeline stage, 16 per warp
+constexpr int kStages = 3;
+constexpr int kPad = 8;             // fp16 padding per shared-memory row (16 bytes)
+constexpr int kMaxGroup = 16;       // query heads per KV head: the 16 rows of the mma tile
+
+template <int kHeadDim>
+__host__ __device__ constexpr int stage_elems() { return 2 * kTile * (kHeadDim + kPad); }  // K then V, fp16
+template <int kHeadDim>
+constexpr size_t shared_bytes() { return static_cast<size_t>(kStages) * stage_elems<kHeadDim>() * 2; }
+
+// d += a * b for one m16n8k16 tile (fp16 in, fp32 accumulate).
+__device__ __forceinline__ void mma_16816(float (&d)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
+  asm volatile(
+      "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+
+// Four 8x8 fp16 matrices, transposed on the way: lanes 8j .. 8j+7 give the row addresses of
+// matrix j, and lane i receives element [2 (i % 4) .. +1][i / 4] of each (a B fragment half
+// when the matrix rows are k).
+__device__ __forceinline__ void ldmatrix_x4_trans(uint32_t (&r)[4], const uint16_t* row_address) {
+  const uint32_t address = static_cast<uint32_t>(__cvta_generic_to_shared(row_address));
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(address));
+}
+
+__device__ __forceinline__ uint32_t pack_half2(float lo, float hi) {
+  const __half2 h = __floats2half2_rn(lo, hi);  // lo in the low 16 bits: the lower column
+  return *reinterpret_cast<const uint32_t*>(&h);
+}
+
+// Issues the copies of positions tile0 .. tile0 + 63 of K and V into one stage
+// ([position][dim], row stride kHeadDim + kPad); positions at or past `end` copy `begin`.
+template <int kHeadDim>
+__device__ __forceinline__ void load_tile(const Params& p, const int32_t* table, int64_t kv_head_offset, int tile0,
+                                          int begin, int end, uint16_t* stage) {
+  constexpr int kVecPerRow = kHeadDim / 8;
+  constexpr int kRowsPerPass = kThreads / kVecPerRow;
+  constexpr int kRowStride = kHeadDim + kPad;
+  const int col = (threadIdx.x % kVecPerRow) * 8;
+  uint16_t* k_dst = stage + col;
+  uint16_t* v_dst = stage + kTile * kRowStride + col;
+  static_assert(kTile % kRowsPerPass == 0, "whole passes");
+#pragma unroll
+  for (int pass = 0; pass < kTile / kRowsPerPass; ++pass) {
+    const int r = threadIdx.x / kVecPerRow + pass * kRowsPerPass;
+    const int position = tile0 + r < end ? tile0 + r : begin;
+    const int64_t offset = cache_row_offset(p, table, position) + kv_head_offset + col;
+    cp_async_16(k_dst + r * kRowStride, p.key_cache + offset);
+    cp_async_16(v_dst + r * kRowStride, p.value_cache + offset);
+  }
+}
+
+template <int kHeadDim>
+__global__ void __launch_bounds__(kThreads, 2) decode_tensor_core_kernel(Params p) {
+  constexpr int kDimSteps = kHeadDim / 16;  // k-steps of Q K^T
+  constexpr int kDimTiles = kHeadDim / 8;   // n-tiles of P V (output columns)
+  constexpr int kRowStride = kHeadDim + kPad;
+  extern __shared__ __align__(16) uint16_t smem[];  // kStages x {K, V} [kTile][kRowStride] fp16
+
+  wait_for_prior_kernels();
+  allow_dependent_launch();
+  const int t = blockIdx.x, kv_head = blockIdx.y, split = blockIdx.z;
+  const int s = sequence_of_row(p, t);
+  if (s < 0 || num_new_rows(p, s) >= p.tensor_core_min_rows) return;  // padding, or the prefill kernel's
+  const int visible = visible_length(p, s, t - p.seq_token_start[s]);
+  const int begin = split * p.partition_tokens;
+  if (begin >= visible) return;  // this partition is past the row's context
+  const int end = split == p.num_splits - 1 ? visible : min(visible, begin + p.partition_tokens);
+  const int num_active = min(p.num_splits, (visible + p.partition_tokens - 1) / p.partition_tokens);
+
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  const int group = lane / 4, quad = lane % 4;
+  const int32_t* table = p.block_tables + static_cast<int64_t>(s) * p.max_blocks_per_seq;
+  const int64_t kv_head_offset = static_cast<int64_t>(kv_head) * kHeadDim;
+  const int num_tiles = (end - begin + kTile - 1) / kTile;
+
+  // Prologue: the first kStages - 1 tiles in flight (a group per stage, empty past the end).
+#pragma unroll
+  for (int i = 0; i < kStages - 1; ++i) {
+    if (i < num_tiles) load_tile<kHeadDim>(p, table, kv_head_offset, begin + i * kTile, begin, end, smem + i * stage_elems<kHeadDim>());
+    cp_async_commit();
+  }
+
+  // Q of the group's heads as A fragments: rows group (head_a) and group + 8 (head_b); zero
+  // for rows past the group.
+  const int first_head = kv_head * p.group_size;
+  uint32_t q[kDimSteps][4];
+  {
+    const uint16_t* q_row = p.query + static_cast<int64_t>(t) * p.query_stride;
+    const bool valid_a = group < p.group_size, valid_b = group + 8 < p.group_size;
+    const uint16_t* qa = q_row + (first_head + group) * kHeadDim + quad * 2;
+    const uint16_t* qb = q_row + (first_head + group + 8) * kHeadDim + quad * 2;
+#pragma unroll
+    for (int ks = 0; ks < kDimSteps; ++ks) {
+      q[ks][0] = valid_a ? *reinterpret_cast<const uint32_t*>(qa + ks * 16) : 0u;
+      q[ks][1] = valid_b ? *reinterpret_cast<const uint32_t*>(qb + ks * 16) : 0u;
+      q[ks][2] = valid_a ? *reinterpret_cast<const uint32_t*>(qa + ks * 16 + 8) : 0u;
+      q[ks][3] = valid_b ? *reinterpret_cast<const uint32_t*>(qb + ks * 16 + 8) : 0u;
+    }
+  }
+  float o[kDimTiles][4];  // rows group (0, 1) and group + 8 (2, 3), dims dt * 8 + 2 quad (+1)
+#pragma unroll
+  for (int dt = 0; dt < kDimTiles; ++dt) o[dt][0] = o[dt][1] = o[dt][2] = o[dt][3] = 0.f;
+  float m_a = -INFINITY, m_b = -INFINITY;  // running max (log2 units), same in a row's 4 lanes
+  float l_a = 0.f, l_b = 0.f;              // running sum over this lane's columns only
+
+  // ldmatrix row addresses of this lane within a warp's 16 positions (see the layouts above):
+  //   K (x4, no trans): matrix j = lane / 8 -> positions (j / 2) * 8 + lane % 8, dims + (j % 2) * 8
+  //     giving b0, b1 of position tile 0 then b0, b1 of position tile 1 for one k-step.
+  //   V (x4, trans): matrix j -> positions (j % 2) * 8 + lane % 8, dims + (j / 2) * 8
+  //     giving b0, b1 of dim tile 2 jj then b0, b1 of dim tile 2 jj + 1.
+  const int k_lane_offset = ((lane / 16) * 8 + lane % 8) * kRowStride + ((lane / 8) % 2) * 8;
+  const int v_lane_offset = (((lane / 8) % 2) * 8 + lane % 8) * kRowStride + (lane / 16) * 8;
+
+  for (int i = 0; i < num_tiles; ++i) {
+    cp_async_wait<kStages - 2>();  // tile i has landed (this thread's copies) ...
+    __syncthreads();               // ... everyone's, and every warp is done with tile i - 1's stage
+    {
+      const int next = i + kStages - 1;
+      if (next < num_tiles)
+        load_tile<kHeadDim>(p, table, kv_head_offset, begin + next * kTile, begin, end,
+                            smem + (next % kStages) * stage_elems<kHeadDim>());
+      cp_async_commit();
+    }
+    const int warp_pos0 = begin + i * kTile + warp * 16;  // this warp's first position
+    if (warp_pos0 >= end) continue;                          // all 16 masked: nothing to add
+    const uint16_t* k_tile = smem + (i % kStages) * stage_elems<kHeadDim>() + warp * 16 * kRowStride;
+    const uint16_t* v_tile = k_tile + kTile * kRowStride;
+
+    // S = Q K^T: 16 heads x 16 positions (two n-tiles of 8).
+    float sc[2][4] = {{0.f, 0.f, 0.f, 0.f}, {0.f, 0.f, 0.f, 0.f}};
+#pragma unroll
+    for (int ks = 0; ks < kDimSteps; ++ks) {
+      uint32_t b[4];
+      ldmatrix_x4(b, k_tile + k_lane_offset + ks * 16);
+      mma_16816(sc[0], q[ks], b[0], b[1]);
+      mma_16816(sc[1], q[ks], b[2], b[3]);
+    }
+
+    // Mask, scale, online softmax (rows a = group, b = group + 8).
+    float max_a = -INFINITY, max_b = -INFINITY;
+#pragma unroll
+    for (int nt = 0; nt < 2; ++nt) {
+#pragma unroll
+      for (int e = 0; e < 2; ++e) {
+        const bool inside = warp_pos0 + nt * 8 + quad * 2 + e < end;
+        sc[nt][e] = inside ? sc[nt][e] * p.scale_log2 : -INFINITY;
+        sc[nt][2 + e] = inside ? sc[nt][2 + e] * p.scale_log2 : -INFINITY;
+        max_a = fmaxf(max_a, sc[nt][e]);
+        max_b = fmaxf(max_b, sc[nt][2 + e]);
+      }
+    }
+#pragma unroll
+    for (int offset = 1; offset < 4; offset *= 2) {  // the 4 lanes of a row
+      max_a = fmaxf(max_a, __shfl_xor_sync(0xffffffffu, max_a, offset));
+      max_b = fmaxf(max_b, __shfl_xor_sync(0xffffffffu, max_b, offset));
+    }
+    // Finite: position warp_pos0 < end is inside, and the q rows are finite (0 past the group).
+    const float new_m_a = fmaxf(m_a, max_a), new_m_b = fmaxf(m_b, max_b);
+    const float alpha_a = exp2f(m_a - new_m_a), alpha_b = exp2f(m_b - new_m_b);  // 0 on the first tile
+    m_a = new_m_a;
+    m_b = new_m_b;
+#pragma unroll
+    for (int nt = 0; nt < 2; ++nt) {
+      sc[nt][0] = exp2f(sc[nt][0] - m_a);
+      sc[nt][1] = exp2f(sc[nt][1] - m_a);
+      sc[nt][2] = exp2f(sc[nt][2] - m_b);
+      sc[nt][3] = exp2f(sc[nt][3] - m_b);
+    }
+    l_a = l_a * alpha_a + (sc[0][0] + sc[0][1] + sc[1][0] + sc[1][1]);
+    l_b = l_b * alpha_b + (sc[0][2] + sc[0][3] + sc[1][2] + sc[1][3]);
+
+    // O = O * alpha + P V: the S accumulators of the two position tiles are P's A fragment.
+    const uint32_t a[4] = {pack_half2(sc[0][0], sc[0][1]), pack_half2(sc[0][2], sc[0][3]),
+                           pack_half2(sc[1][0], sc[1][1]), pack_half2(sc[1][2], sc[1][3])};
+#pragma unroll
+    for (int jj = 0; jj < kDimTiles / 2; ++jj) {
+      uint32_t b[4];
+      ldmatrix_x4_trans(b, v_tile + v_lane_offset + jj * 16);
+#pragma unroll
+      for (int half = 0; half < 2; ++half) {
+        float (&acc)[4] = o[2 * jj + half];
+        acc[0] *= alpha_a;
+        acc[1] *= alpha_a;
+        acc[2] *= alpha_b;
+        acc[3] *= alpha_b;
+        mma_16816(acc, a, b[2 * half], b[2 * half + 1]);
+      }
+    }
+  }
+  cp_async_wait<0>();
+  __syncthreads();  // the ring is free: reused below for the cross-warp combine
+
+#pragma unroll
+  for (int offset = 1; offset < 4; offset *= 2) {
+    l_a += __shfl_xor_sync(0xffffffffu, l_a, offset);
+    l_b += __shfl_xor_sync(0xffffffffu, l_b, offset);
+  }
+  // Shared memory, reused: s_o [warp][row][kHeadDim] f32 (unnormalised), s_ml [warp][row][2].
+  float* s_o = reinterpret_cast<float*>(smem);
+  float* s_ml = s_o + kWarps * kMaxGroup * kHeadDim;
+  {
+    float* row_a = s_o + (warp * kMaxGroup + group) * kHeadDim + quad * 2;
+    float* row_b = row_a + 8 * kHeadDim;
+#pragma unroll
+    for (int dt = 0; dt < kDimTiles; ++dt) {
+      *reinterpret_cast<float2*>(row_a + dt * 8) = make_float2(o[dt][0], o[dt][1]);
+      *reinterpret_cast<float2*>(row_b + dt * 8) = make_float2(o[dt][2], o[dt][3]);
+    }
+    if (quad == 0) {
+      s_ml[(warp * kMaxGroup + group) * 2] = m_a;  // -inf for a warp that saw no position
+      s_ml[(warp * kMaxGroup + group) * 2 + 1] = l_a;
+      s_ml[(warp * kMaxGroup + group + 8) * 2] = m_b;
+      s_ml[(warp * kMaxGroup + group + 8) * 2 + 1] = l_b;
+    }
+  }
+  __syncthreads();
+
+  // Combine the warps: row r of the group, dim d. Warp 0 always saw position `begin`, so the
+  // max over warps is finite; a warp with m = -inf gets weight 0.
+  const int group_size = p.group_size;
+  const int64_t part_base = (static_cast<int64_t>(t) * p.num_heads + first_head) * p.num_splits + split;
+  for (int idx = threadIdx.x; idx < group_size * kHeadDim; idx += kThreads) {
+    const int r = idx / kHeadDim, d = idx % kHeadDim;
+    float m_max = -INFINITY;
+#pragma unroll
+    for (int w = 0; w < kWarps; ++w) m_max = fmaxf(m_max, s_ml[(w * kMaxGroup + r) * 2]);
+    float l_sum = 0.f, value = 0.f;
+#pragma unroll
+    for (int w = 0; w < kWarps; ++w) {
+      const float weight = exp2f(s_ml[(w * kMaxGroup + r) * 2] - m_max);
+      l_sum += weight * s_ml[(w * kMaxGroup + r) * 2 + 1];
+      value += weight * s_o[(w * kMaxGroup + r) * kHeadDim + d];
+    }
+    value /= l_sum;
+    if (num_active == 1) {
+      p.output[static_cast<int64_t>(t) * p.output_stride + (first_head + r) * kHeadDim + d] =
+          __half_as_ushort(__float2half_rn(value));
+    } else {
+      const int64_t part = part_base + static_cast<int64_t>(r) * p.num_splits;  // (t, head, split)
+      p.partial_out[part * kHeadDim + d] = value;
+      if (d == 0) {
+        p.partial_ml[part * 2] = m_max;
+        p.partial_ml[part * 2 + 1] = l_sum;
+      }
+    }
+  }
+  if (num_active == 1) return;
+
+  // Fused merge: the last partition of this (row, KV head) to finish combines all of them.
+  const int counter = t * p.num_kv_heads + kv_head;
+  if (!last_split_block_of_tile(p.split_counters, counter, num_active)) return;
+  // s_weight [kMaxGroup][num_active]: l_i * 2^(m_i - max m) / total, per row; reuses s_o.
+  float* s_weight = s_o;
+  const int64_t part0 = (static_cast<int64_t>(t) * p.num_heads + first_head) * p.num_splits;
+  for (int r = warp; r < group_size; r += kWarps) {
+    const float* ml = p.partial_ml + (part0 + static_cast<int64_t>(r) * p.num_splits) * 2;
+    float m_max = -INFINITY;
+    for (int i = lane; i < num_active; i += 32) m_max = fmaxf(m_max, __ldcg(ml + 2 * i));
+#pragma unroll
+    for (int offset = 16; offset > 0; offset /= 2) m_max = fmaxf(m_max, __shfl_xor_sync(0xffffffffu, m_max, offset));
+    float total = 0.f;
+    for (int i = lane; i < num_active; i += 32) {
+      const float w = __ldcg(ml + 2 * i + 1) * exp2f(__ldcg(ml + 2 * i) - m_max);
+      s_weight[r * p.num_splits + i] = w;
+      total += w;
+    }
+#pragma unroll
+    for (int offset = 16; offset > 0; offset /= 2) total += __shfl_xor_sync(0xffffffffu, total, offset);
+    __syncwarp();
+    const float inv_total = 1.f / total;
+    for (int i = lane; i < num_active; i += 32) s_weight[r * p.num_splits + i] *= inv_total;
+  }
+  __syncthreads();
+  for (int idx = threadIdx.x; idx < group_size * kHeadDim; idx += kThreads) {
+    const int r = idx / kHeadDim, d = idx % kHeadDim;
+    const float* partial = p.partial_out + (part0 + static_cast<int64_t>(r) * p.num_splits) * kHeadDim + d;
+    float sum = 0.f;
+    for (int i = 0; i < num_active; ++i) sum += s_weight[r * p.num_splits + i] * __ldcg(partial + static_cast<int64_t>(i) * kHeadDim);
+    p.output[static_cast<int64_t>(t) * p.output_stride + (first_head + r) * kHeadDim + d] =
+        __half_as_ushort(__float2half_rn(sum));
+  }
+  if (threadIdx.x == 0) p.split_counters[counter] = 0;  // ready for the next launch
+}
+
+template <int kHeadDim>
+Status launch(const Params& p, int num_tokens, cudaStream_t stream) {
+  constexpr size_t kSmemBytes = shared_bytes<kHeadDim>();
+  static_assert(kWarps * kMaxGroup * (kHeadDim + 2) * 4 <= kSmemBytes, "the warp combine fits in the ring");
+  static_assert(kMaxGroup * kMaxDecodeSplits * 4 <= kSmemBytes, "the merge weights fit in the ring");
+  static const cudaError_t attr_status = cudaFuncSetAttribute(
+      decode_tensor_core_kernel<kHeadDim>, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(kSmemBytes));
+  CROSSPOINT_CUDA_RETURN_IF_ERROR(attr_status, "decode_tensor_core_kernel shared memory attribute");
+  const dim3 grid(num_tokens, p.num_kv_heads, p.num_splits);
+  CROSSPOINT_CUDA_RETURN_IF_ERROR(
+      launch_programmatic(decode_tensor_core_kernel<kHeadDim>, grid, dim3(kThreads), kSmemBytes, stream, p),
+      "decode_tensor_core_kernel launch");
+  return last_launch_status("paged_attention decode_tensor_core_kernel launch");
+}
+
+}  // namespace
+
+bool decode_tensor_core_supports(int head_dim, int group_size) {
+  return (head_dim == 64 || head_dim == 128) && group_size >= 1 && group_size <= kMaxGroup;
+}
+
+Status launch_decode_tensor_core(const Params& p, int num_tokens, cudaStream_t stream) {
+  if (p.num_splits < 1 || p.num_splits > kMaxDecodeSplits || p.num_kv_heads > 65535)
+    return invalid_argument("cuda_paged_attention: decode grid (" + std::to_string(p.num_kv_heads) + " KV heads, " +
+                            std::to_string(p.num_splits) + " splits) out of range");
+  if (p.num_splits > 1 && static_cast<int64_t>(num_tokens) * p.num_kv_heads > kDecodeSplitCounters)
+    return invalid_argument("cuda_paged_attention: decode split over more (row, KV head) pairs than counters");
+  if (p.head_dim == 128) return launch<128>(p, num_tokens, stream);
+  if (p.head_dim == 64) return launch<64>(p, num_tokens, stream);
+  return invalid_argument("cuda_paged_attention: tensor-core decode needs head_dim 64 or 128, got " +
+                          std::to_string(p.head_dim));
+}
+
+}  // namespace crosspoint::cuda::attention_internal
