@@ -188,7 +188,9 @@ std::vector<std::vector<uint16_t>> run_large(const LargeProblem& p, int repeats,
     for (int i = 0; i < p.m; ++i)
       for (int kk = 0; kk < k; ++kk) x[i * p.x_stride + kk] = p.x[i * p.x_stride + packed->k_perm[kk]];
   }
-  DeviceBuffer<uint16_t> x_dev(x), y(static_cast<size_t>(p.m) * p.y_stride);
+  // y [M + kGuardRows, y_stride]: rows past M must stay poisoned too (token tiles past M).
+  constexpr int kGuardRows = 3;
+  DeviceBuffer<uint16_t> x_dev(x), y(static_cast<size_t>(p.m + kGuardRows) * p.y_stride);
   const size_t workspace_bytes = w4a16_workspace_bytes(p.m, n);
   DeviceBuffer<uint8_t> workspace(workspace_bytes);
   EXPECT_EQ(cudaMemset(workspace.get(), 0, workspace_bytes), cudaSuccess);
@@ -211,7 +213,8 @@ std::vector<std::vector<uint16_t>> run_large(const LargeProblem& p, int repeats,
         else padding_untouched &= v == 0xFFFF;
       }
     }
-    EXPECT_TRUE(padding_untouched) << "y padding columns were written";
+    for (size_t e = static_cast<size_t>(p.m) * p.y_stride; e < y_padded.size(); ++e) padding_untouched &= y_padded[e] == 0xFFFF;
+    EXPECT_TRUE(padding_untouched) << "y padding columns or rows past M were written";
     out.push_back(std::move(y_dense));
   }
   return out;
@@ -235,9 +238,26 @@ std::string describe(const char* name, int m, int n, int k, int g, int64_t xs, i
          " g=" + std::to_string(g) + " x_stride=" + std::to_string(xs) + " y_stride=" + std::to_string(ys);
 }
 
-const W4A16Tuning kLargeTunings[] = {W4A16Tuning::kLargeTile, W4A16Tuning::kLargeTileFewSplits, W4A16Tuning::kLargeTileWide};
+// kWgmma (w4a16_gemm_wgmma.cu) runs beside the larger-batch tunings where the device has it
+// (compute capability 9.0) and N allows (N % 64 == 0); elsewhere it must be refused cleanly.
+const W4A16Tuning kLargeTunings[] = {W4A16Tuning::kLargeTile, W4A16Tuning::kLargeTileFewSplits, W4A16Tuning::kLargeTileWide,
+                                     W4A16Tuning::kWgmma};
 const char* large_tuning_name(W4A16Tuning tuning) {
-  return tuning == W4A16Tuning::kLargeTile ? "kLargeTile" : tuning == W4A16Tuning::kLargeTileFewSplits ? "kLargeTileFewSplits" : "kLargeTileWide";
+  return tuning == W4A16Tuning::kLargeTile            ? "kLargeTile"
+         : tuning == W4A16Tuning::kLargeTileFewSplits ? "kLargeTileFewSplits"
+         : tuning == W4A16Tuning::kLargeTileWide      ? "kLargeTileWide"
+                                                      : "kWgmma";
+}
+// True when `tuning` cannot run this N on this device; then checks that it is refused with
+// kUnsupported (before any launch) and the caller skips the comparison.
+bool expect_refused(W4A16Tuning tuning, const LargeProblem& p) {
+  if (tuning != W4A16Tuning::kWgmma) return false;
+  if (p.lin.n % 64 == 0 && w4a16_wgmma_supported()) return false;
+  const Status st = w4a16_gemm_tuned(tuning, reinterpret_cast<const uint16_t*>(16), p.x_stride, reinterpret_cast<const uint32_t*>(16),
+                                     reinterpret_cast<const uint32_t*>(16), reinterpret_cast<uint16_t*>(16), p.y_stride, p.m, p.lin.n,
+                                     p.lin.k, p.lin.group_size, reinterpret_cast<void*>(16), nullptr);
+  EXPECT_EQ(st.code(), StatusCode::kUnsupported) << "kWgmma n=" << p.lin.n << ": " << st.to_string();
+  return true;
 }
 
 auto tuned_launch(W4A16Tuning tuning) {
@@ -314,6 +334,7 @@ TEST(W4A16GemmLarge, EveryLargeTuningMatchesReferenceAtAwkwardSizes) {
       ++case_idx;
       const LargeProblem p = make_large_problem(seed++, m, n, k, g, x_pad, y_pad);
       for (W4A16Tuning tuning : kLargeTunings) {
+        if (expect_refused(tuning, p)) continue;
         const auto ys = run_large(p, 1, tuned_launch(tuning));
         ASSERT_EQ(ys.size(), 1u);
         expect_close(ys[0], p.ref, describe(large_tuning_name(tuning), m, n, k, g, p.x_stride, p.y_stride));
@@ -327,6 +348,7 @@ TEST(W4A16GemmLarge, FullWidthQkvShape) {
   // The 7B fused qkv (N = 4608, K = 3584) at an M that is not a multiple of 16.
   const LargeProblem p = make_large_problem(900, 100, 4608, 3584, 128, 0, 0);
   for (W4A16Tuning tuning : kLargeTunings) {
+    if (expect_refused(tuning, p)) continue;
     const auto ys = run_large(p, 1, tuned_launch(tuning));
     ASSERT_EQ(ys.size(), 1u);
     expect_close(ys[0], p.ref, describe(large_tuning_name(tuning), 100, 4608, 3584, 128, p.x_stride, p.y_stride));
@@ -361,11 +383,137 @@ TEST(W4A16GemmLarge, ActOrderMatchesReference) {
   CROSSPOINT_SKIP_WITHOUT_GPU();
   const LargeProblem p = make_large_problem(800, 72, 144, 768, 128, 0, 0, /*act_order=*/true);
   for (W4A16Tuning tuning : kLargeTunings) {
+    if (expect_refused(tuning, p)) continue;
     const auto ys = run_large(p, 1, tuned_launch(tuning));
     ASSERT_EQ(ys.size(), 1u);
     expect_close(ys[0], p.ref, std::string(large_tuning_name(tuning)) + " act-order m=72 n=144 k=768");
   }
   check_w4a16(72, 144, 768, 128, true, 801);  // through w4a16_gemm and w4a16_permute_columns
+}
+
+// ---- the Hopper kernel (w4a16_gemm_wgmma.cu, tuning kWgmma) ----
+
+#define CROSSPOINT_SKIP_WITHOUT_WGMMA()                                                        \
+  CROSSPOINT_SKIP_WITHOUT_GPU();                                                               \
+  if (!w4a16_wgmma_supported()) GTEST_SKIP() << "kWgmma needs a compute capability 9.0 GPU"
+
+auto wgmma_split_launch(int k_splits) {
+  return [k_splits](const uint16_t* x, int64_t xs, const uint32_t* w, const uint32_t* s, uint16_t* y, int64_t ys, int m, int n,
+                    int k, int g, void* ws) {
+    W4A16WgmmaOptions options;
+    options.k_splits = k_splits;
+    return w4a16_gemm_wgmma(x, xs, w, s, y, ys, m, n, k, g == -1 ? k : g, ws, options, nullptr);
+  };
+}
+
+TEST(W4A16GemmWgmma, RefusesNNotAMultipleOf64AndOtherDevicesWithoutLaunching) {
+  // No GPU needed: the N check comes before the device query.
+  for (int n : {16, 48, 272, 4624}) {
+    const Status st = w4a16_gemm_tuned(W4A16Tuning::kWgmma, nullptr, 128, nullptr, nullptr, nullptr, n, 32, n, 128, 128, nullptr, nullptr);
+    EXPECT_EQ(st.code(), StatusCode::kUnsupported) << st.to_string();
+    EXPECT_NE(st.message().find("n = " + std::to_string(n)), std::string::npos) << st.to_string();
+    const Status direct = w4a16_gemm_wgmma(nullptr, 128, nullptr, nullptr, nullptr, n, 32, n, 128, 128, nullptr, {}, nullptr);
+    EXPECT_EQ(direct.code(), StatusCode::kUnsupported) << direct.to_string();
+  }
+  if (!w4a16_wgmma_supported()) {  // CPU-only CI, or a GPU other than compute capability 9.0
+    const Status st = w4a16_gemm_wgmma(nullptr, 128, nullptr, nullptr, nullptr, 128, 32, 128, 128, 128, nullptr, {}, nullptr);
+    EXPECT_EQ(st.code(), StatusCode::kUnsupported) << st.to_string();
+    EXPECT_NE(st.message().find("compute capability"), std::string::npos) << st.to_string();
+  }
+}
+
+TEST(W4A16WgmmaPlan, TokenTilesGridAndSplits) {
+  EXPECT_EQ(w4a16_wgmma_token_tile(1), 16);
+  EXPECT_EQ(w4a16_wgmma_token_tile(16), 16);
+  EXPECT_EQ(w4a16_wgmma_token_tile(17), 32);
+  EXPECT_EQ(w4a16_wgmma_token_tile(64), 64);
+  EXPECT_EQ(w4a16_wgmma_token_tile(100), 128);
+  EXPECT_EQ(w4a16_wgmma_token_tile(129), 256);
+  EXPECT_EQ(w4a16_wgmma_token_tile(2048), 256);
+  const W4A16WgmmaPlan p = w4a16_wgmma_plan(300, 4608 + 64, 192, 132, 1, kW4A16SplitCostChunks);
+  EXPECT_EQ(p.token_tile, 256);
+  EXPECT_EQ(p.block_cols, 128);
+  EXPECT_EQ(p.grid_m, 2);
+  EXPECT_EQ(p.grid_n, 37);  // 36 full blocks and one of 64 columns
+  EXPECT_EQ(p.k_splits, 1);  // 3 chunks: too few to split
+  // 7B fused qkv at M = 16: 36 tiles on 132 SMs x 3 blocks, 56 chunks: split to fill the GPU.
+  const W4A16WgmmaPlan qkv = w4a16_wgmma_plan(16, 4608, 3584, 132, 3, 16.0);
+  EXPECT_GT(qkv.k_splits, 1);
+  EXPECT_LE(qkv.grid_n * qkv.k_splits, 132 * 3);
+  for (int m : {1, 9, 17, 33, 64, 100, 128, 200, 256, 300, 2048}) {
+    for (auto [n, k] : {std::pair{64, 64}, {128, 192}, {4608, 3584}, {37888, 3584}, {3584, 18944}}) {
+      const W4A16WgmmaPlan q = w4a16_wgmma_plan(m, n, k, 132, 2, 16.0);
+      EXPECT_TRUE(q.k_splits == 1 || k / 64 / q.k_splits >= 4) << "m=" << m << " n=" << n << " k=" << k;
+      EXPECT_GE(q.grid_m * q.token_tile, m);
+      EXPECT_LT((q.grid_m - 1) * q.token_tile, m);
+      EXPECT_EQ(q.grid_n, (n + 127) / 128);
+    }
+  }
+}
+
+TEST(W4A16GemmWgmma, MatchesReferenceOverMNK) {
+  CROSSPOINT_SKIP_WITHOUT_WGMMA();
+  // Every M x every N (multiples of 64); K rotates over 3584, 192, 64 (3584 only where the
+  // double reference stays cheap, M*N*K < 3e8), the group size over 128, 64, -1, the padding
+  // of x and y too (odd y strides included).
+  const int ms[] = {1, 9, 17, 33, 64, 100, 128, 200, 256, 300};
+  const int ns[] = {64, 128, 4608};
+  const int groups[] = {128, 64, -1};
+  uint32_t seed = 1500;
+  int case_idx = 0;
+  for (int m : ms) {
+    for (int n : ns) {
+      const int ks[] = {3584, 192, 64};
+      int k = ks[(case_idx + case_idx / 3) % 3];
+      if (static_cast<double>(m) * n * k >= 3e8) k = m % 2 == 0 ? 192 : 64;
+      const int g = k == 64 && groups[case_idx % 3] == 128 ? 64 : groups[case_idx % 3];
+      const int64_t x_pad = (case_idx % 3) * 8, y_pad = case_idx % 4;
+      ++case_idx;
+      const LargeProblem p = make_large_problem(seed++, m, n, k, g, x_pad, y_pad);
+      const auto ys = run_large(p, 1, tuned_launch(W4A16Tuning::kWgmma));
+      ASSERT_EQ(ys.size(), 1u);
+      expect_close(ys[0], p.ref, describe("kWgmma", m, n, k, g, p.x_stride, p.y_stride));
+    }
+  }
+}
+
+TEST(W4A16GemmWgmma, PrefillAndQkvShapes) {
+  CROSSPOINT_SKIP_WITHOUT_WGMMA();
+  // Prefill-sized M (8 token tiles of 256) on a narrow N, and the 7B fused qkv at M = 100.
+  struct Case { int m, n, k, g; };
+  for (const Case& c : {Case{2048, 128, 3584, 128}, Case{100, 4608, 3584, 128}, Case{40, 3584, 3584, -1}}) {
+    const LargeProblem p = make_large_problem(1600 + c.m, c.m, c.n, c.k, c.g, 0, 0);
+    const auto ys = run_large(p, 1, tuned_launch(W4A16Tuning::kWgmma));
+    ASSERT_EQ(ys.size(), 1u);
+    expect_close(ys[0], p.ref, describe("kWgmma", c.m, c.n, c.k, c.g, p.x_stride, p.y_stride));
+  }
+}
+
+TEST(W4A16GemmWgmma, ForcedSplitsMatchReferenceAndLeaveWorkspaceClean) {
+  CROSSPOINT_SKIP_WITHOUT_WGMMA();
+  struct Case { int m, n, k, g, splits; };
+  const Case cases[] = {{17, 64, 3584, 128, 5},  {64, 192, 3584, -1, 13}, {128, 64, 192, 64, 3}, {200, 4608, 192, 64, 2},
+                        {256, 320, 3584, 128, 7}, {9, 4608, 3584, 128, 56}, {33, 128, 192, 64, 1}, {300, 128, 1024, 128, 4},
+                        {1, 128, 640, 128, 10}};
+  uint32_t seed = 1700;
+  for (const auto& c : cases) {
+    const LargeProblem p = make_large_problem(seed++, c.m, c.n, c.k, c.g, 8, 1);
+    const auto ys = run_large(p, 2, wgmma_split_launch(c.splits));
+    ASSERT_EQ(ys.size(), 2u);
+    const std::string what = describe("kWgmma splits", c.m, c.n, c.k, c.g, p.x_stride, p.y_stride) +
+                             " k_splits=" + std::to_string(c.splits);
+    expect_close(ys[0], p.ref, what);
+    expect_close(ys[1], p.ref, what + " (second launch)");
+    if (c.splits <= 2) EXPECT_EQ(ys[0], ys[1]) << what;  // order-independent fp32 sums: bitwise repeat
+  }
+}
+
+TEST(W4A16GemmWgmma, ActOrderMatchesReference) {
+  CROSSPOINT_SKIP_WITHOUT_WGMMA();
+  const LargeProblem p = make_large_problem(1800, 72, 192, 768, 128, 0, 0, /*act_order=*/true);
+  const auto ys = run_large(p, 1, tuned_launch(W4A16Tuning::kWgmma));
+  ASSERT_EQ(ys.size(), 1u);
+  expect_close(ys[0], p.ref, "kWgmma act-order m=72 n=192 k=768");
 }
 
 TEST(W4A16Gemm, ActOrderMatchesReference) {
