@@ -129,10 +129,11 @@ Buffers make_buffers(cudaStream_t s) {
 // former form, CUDA cores, one warp per whole weight row (k_splits = 1); gemv_fused_quant:
 // fp8 with the per-token quantisation inside the GEMV (fp8_gemv_from_fp16, no quant launch).
 // W4A16: w4a16_mma* are the 4-warp kernel's tunings, w4a16_large* the larger-batch kernel
-// (kLargeTile, kLargeTileFewSplits, kLargeTileWide), w4a16_gemm what the engine calls (w4a16_gemm: the GEMV
-// at M <= 8, else w4a16_default_tuning_for(M)).
+// (kLargeTile, kLargeTileFewSplits, kLargeTileWide), w4a16_wgmma the Hopper kernel (kWgmma; only on
+// compute capability 9.0), w4a16_gemm what the engine calls (w4a16_gemm: the GEMV at M <= 8, else
+// w4a16_default_tuning_for(M)).
 enum class Variant { kAuto, kCublasLt, kGemv, kW4A16, kW4A16Deep, kW4A16Narrow, kW4A16Splits, kFp8Quant, kGemvWholeRow, kFp8Fused, kGemvCudaCores, kW4A16Gemv,
-                     kW4A16Large, kW4A16LargeFewSplits, kW4A16LargeWide, kW4A16Engine, kFp16MmaGemv };
+                     kW4A16Large, kW4A16LargeFewSplits, kW4A16LargeWide, kW4A16Engine, kFp16MmaGemv, kW4A16Wgmma };
 const char* variant_name(Variant v) {
   switch (v) {
     case Variant::kAuto: return "auto";
@@ -151,6 +152,7 @@ const char* variant_name(Variant v) {
     case Variant::kW4A16LargeFewSplits: return "w4a16_large_fewsplits";
     case Variant::kW4A16LargeWide: return "w4a16_large_wide";
     case Variant::kW4A16Engine: return "w4a16_gemm";
+    case Variant::kW4A16Wgmma: return "w4a16_wgmma";
     case Variant::kFp16MmaGemv: return "fp16_mma_gemv";
   }
   return "?";
@@ -167,6 +169,7 @@ cuda::W4A16Tuning tuning_of(Variant v) {
     case Variant::kW4A16Large: return cuda::W4A16Tuning::kLargeTile;
     case Variant::kW4A16LargeFewSplits: return cuda::W4A16Tuning::kLargeTileFewSplits;
     case Variant::kW4A16LargeWide: return cuda::W4A16Tuning::kLargeTileWide;
+    case Variant::kW4A16Wgmma: return cuda::W4A16Tuning::kWgmma;
     default: return cuda::W4A16Tuning::kDefault;
   }
 }
@@ -175,6 +178,7 @@ bool variant_applies(Variant v, int m) {
   if (v == Variant::kGemv || v == Variant::kGemvWholeRow || v == Variant::kFp8Fused || v == Variant::kGemvCudaCores) return m <= 4;
   if (is_w4a16_tuning(v)) return m <= 16;  // above 16 rows they all run the kDefault kernel
   if (is_w4a16_large(v)) return m >= 16;
+  if (v == Variant::kW4A16Wgmma) return m >= 16 && cuda::w4a16_wgmma_supported();
   if (v == Variant::kW4A16Gemv) return m <= cuda::kW4A16GemvKernelMaxRows;
   if (v == Variant::kFp16MmaGemv) return m <= cuda::kMmaGemvMaxRows;
   return true;
@@ -235,7 +239,7 @@ const Shape kLayerShapes[] = {{"q/o 3584x3584", 3584, 3584}, {"k/v 512x3584", 51
 const int kBatchSizes[] = {1, 2, 4, 8, 16, 32, 64, 128, 256};
 const std::vector<Variant> kW4A16Variants = {Variant::kW4A16Engine, Variant::kW4A16Gemv, Variant::kW4A16, Variant::kW4A16Deep,
                                              Variant::kW4A16Narrow, Variant::kW4A16Splits, Variant::kW4A16Large,
-                                             Variant::kW4A16LargeFewSplits, Variant::kW4A16LargeWide};
+                                             Variant::kW4A16LargeFewSplits, Variant::kW4A16LargeWide, Variant::kW4A16Wgmma};
 
 nlohmann::json record(const Ceilings& c, Precision p, const char* kernel, const char* shape, int m, int n, int k,
                       double bytes, double flops, double ms) {
@@ -325,12 +329,46 @@ void print_layer_table(const std::vector<LayerTableEntry>& entries) {
   }
 }
 
+// Rows of the prefill line of the layers-only table (one 2,048-token prompt chunk), and the
+// kernels timed there: FP16 cuBLASLt and the W4A16 kernels meant for many rows.
+constexpr int kPrefillRows = 2048;
+bool runs_at_prefill(Precision p, Variant v) {
+  if (p == Precision::kFp16) return v == Variant::kCublasLt;
+  if (p != Precision::kInt4) return false;
+  if (v == Variant::kW4A16Wgmma) return cuda::w4a16_wgmma_supported();
+  return v == Variant::kW4A16Engine || v == Variant::kW4A16Large || v == Variant::kW4A16LargeFewSplits;
+}
+
+// Activations, outputs and W4A16 workspace for kPrefillRows rows (Buffers holds 256):
+// the same Buffers with x, y and the workspace swapped for bigger ones.
+struct PrefillBuffers {
+  Buffers b;
+  explicit PrefillBuffers(const Buffers& small, cudaStream_t s) : b(small) {
+    constexpr int kMaxK = 18944, kMaxN = 2 * 18944;  // down's K, gate_up's N
+    const size_t xs = static_cast<size_t>(kPrefillRows) * kMaxK, ys = static_cast<size_t>(kPrefillRows) * kMaxN;
+    BENCH_CUDA(cudaMalloc(&b.x, xs * 2));  // [2048, 18944] fp16
+    BENCH_CUDA(cudaMalloc(&b.y, ys * 2));  // [2048, 37888] fp16
+    const size_t ws = cuda::w4a16_workspace_bytes(kPrefillRows, kMaxN);
+    BENCH_CUDA(cudaMalloc(&b.w4a16_workspace, ws));
+    BENCH_CUDA(cudaMemsetAsync(b.w4a16_workspace, 0, ws, s));
+    fill_f16(b.x, xs, -1.f, 1.f, 80, s);
+  }
+  ~PrefillBuffers() {
+    cudaFree(b.x);
+    cudaFree(b.y);
+    cudaFree(b.w4a16_workspace);
+  }
+};
+
 // All linears of one decode step of Qwen2.5-7B (28 layers of fused qkv, o, fused gate_up,
 // down; then lm_head in fp16 for every precision, as the W8A8 and GPTQ checkpoints keep it).
+// The layers-only table also gets a prefill line (kPrefillRows rows) for the kernels of
+// runs_at_prefill.
 nlohmann::json bench_decode_step(const Ceilings& c, CublasLtContext& ctx, const Buffers& b, cudaStream_t s, int reps) {
   constexpr int kLayers = 28, kHidden = 3584, kInter = 18944, kQkv = 4608, kVocab = 152064;
   nlohmann::json out = nlohmann::json::array();
   std::vector<LayerTableEntry> layer_table;
+  const PrefillBuffers prefill(b, s);
   for (Precision p : {Precision::kFp16, Precision::kFp8, Precision::kInt4}) {
     std::vector<Linear> lins;
     double bytes = 0, params = 0;
@@ -381,6 +419,20 @@ nlohmann::json bench_decode_step(const Ceilings& c, CublasLtContext& ctx, const 
           layer_table.push_back({m, name, layers_ms, layer_bytes / (layers_ms * 1e6), 2.0 * m * layer_params / (layers_ms * 1e9)});
         }
       }
+    }
+    // The prefill line: the 28 layers' linears on one 2,048-row chunk.
+    for (Variant v : p == Precision::kInt4 ? kW4A16Variants : std::vector<Variant>{Variant::kCublasLt}) {
+      if (!runs_at_prefill(p, v)) continue;
+      const int m = kPrefillRows;
+      const double layers_ms = time_graph([&]() -> Status {
+        for (const Linear& lin : lins) CROSSPOINT_RETURN_IF_ERROR(run_linear(ctx, prefill.b, lin, v, m, true, s));
+        return Status::ok();
+      }, s, reps);
+      auto lr = record(c, p, variant_name(v), "layer linears, no lm_head", m, 0, 0, layer_bytes, 2.0 * m * layer_params, layers_ms);
+      lr["time_ms"] = layers_ms;
+      out.push_back(lr);
+      layer_table.push_back({m, std::string(precision_name(p)) + " " + variant_name(v), layers_ms, layer_bytes / (layers_ms * 1e6),
+                             2.0 * m * layer_params / (layers_ms * 1e9)});
     }
     for (Linear& lin : lins) free_linear(lin);
     free_linear(head);
