@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Builds the whole of crosspoint with CUDA (sm_90 only) HERE and packs what the GPU machine
+# Builds the whole of crosspoint with CUDA (sm_90a only) HERE and packs what the GPU machine
 # lacks into .gpu_bundle/ (git-ignored), for scripts/gpu_study.sh to unpack there:
 #
 #   .gpu_bundle/crosspoint-gpu.tar.xz   crosspoint-gpu/
@@ -39,9 +39,9 @@ grep -qx '/.gpu_bundle/' "$EXCLUDE" 2>/dev/null || echo '/.gpu_bundle/' >>"$EXCL
 # there by env.sh). Everything else a binary needs goes into lib/.
 SYSTEM_LIBS='^(linux-vdso\.so|ld-linux-x86-64\.so|libc\.so|libm\.so|libpthread\.so|libdl\.so|librt\.so|libresolv\.so|libutil\.so|libcuda\.so|libcublas\.so|libcublasLt\.so)'
 
-log "configure $BUILD (Release, CUDA sm_90)"
+log "configure $BUILD (Release, CUDA sm_90a)"
 cmake -S . -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CXX_COMPILER_LAUNCHER=ccache \
-  -DCMAKE_CUDA_COMPILER_LAUNCHER=ccache -DCMAKE_CUDA_ARCHITECTURES=90 -DCROSSPOINT_CUDA=ON >/dev/null \
+  -DCMAKE_CUDA_COMPILER_LAUNCHER=ccache -DCMAKE_CUDA_ARCHITECTURES=90a -DCROSSPOINT_CUDA=ON >/dev/null \
   || die "cmake configure failed (is nvcc at /usr/local/cuda/bin?)"
 WANTED=(crosspoint test_kernels_cuda test_model_cuda test_analysis bench_gemm bench_attention bench_decode_step)
 AVAILABLE=$(ninja -C "$BUILD" -t targets all 2>/dev/null | sed -n 's/^\([A-Za-z0-9_]*\): phony$/\1/p; s/^\([A-Za-z0-9_]*\): .*/\1/p' | sort -u)
@@ -211,7 +211,7 @@ SIZE=$(stat -c %s "$PACKED")
 mv "$PACKED" "$BUNDLE/crosspoint-gpu.tar.xz"
 
 cat >"$BUNDLE/README.txt" <<'EOF'
-crosspoint-gpu.tar.xz: crosspoint built with CUDA (sm_90) and the libraries the GPU machine lacks.
+crosspoint-gpu.tar.xz: crosspoint built with CUDA (sm_90a) and the libraries the GPU machine lacks.
 Made by scripts/gpu_bundle.sh; used by scripts/gpu_study.sh. By hand, on the GPU machine:
 
   tar -C /tmp -xJf .gpu_bundle/crosspoint-gpu.tar.xz
