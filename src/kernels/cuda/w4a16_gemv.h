@@ -118,7 +118,7 @@ struct W4A16GemvRingPlan {
 // other blocks of that SM (registers, shared memory) while each keeps >= 2 chunks.
 // force_warps / force_splits > 0 take those instead (clamped to what the shape allows).
 inline constexpr int kW4A16RingSplitCostChunks = 8;
-inline constexpr int kW4A16RingSaturatingWarps = 16;  // resident warps that keep HBM busy from one SM
+inline constexpr int kW4A16RingSaturatingWarps = 24;  // resident warps (4 KB each, 96 KB) that keep HBM busy from one SM
 W4A16GemvRingPlan w4a16_gemv_ring_plan(int n, int k, const W4A16GemvRingLimits& limits, int force_warps = 0,
                                        int force_splits = 0);
 
