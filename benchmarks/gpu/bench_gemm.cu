@@ -133,7 +133,13 @@ Buffers make_buffers(cudaStream_t s) {
 // compute capability 9.0), w4a16_gemm what the engine calls (w4a16_gemm: the GEMV at M <= 8, else
 // w4a16_default_tuning_for(M)).
 enum class Variant { kAuto, kCublasLt, kGemv, kW4A16, kW4A16Deep, kW4A16Narrow, kW4A16Splits, kFp8Quant, kGemvWholeRow, kFp8Fused, kGemvCudaCores, kW4A16Gemv,
-                     kW4A16Large, kW4A16LargeFewSplits, kW4A16LargeWide, kW4A16Engine, kFp16MmaGemv, kW4A16Wgmma };
+                     kW4A16Large, kW4A16LargeFewSplits, kW4A16LargeWide, kW4A16Engine, kFp16MmaGemv, kW4A16Wgmma,
+                     kW4A16GemvRing, kW4A16GemvRingDeep, kW4A16GemvRingNoSplit, kFp8Ring, kFp8RingNoSplit, kFp8FusedRing };
+// The ring GEMVs (w4a16_gemv.h W4A16GemvKernel::kSharedRing*, gemv.h GemvOptions::fp8_ring):
+// w4a16_gemv_ring (8 slots), w4a16_gemv_ring_deep (16), *_ks1 without the cluster K split;
+// fp8 gemv_ring (after the quantisation, as gemv), gemv_ring_ks1, gemv_fused_ring (the
+// quantisation inside, as gemv_fused_quant). gemv, gemv_fused_quant and w4a16_gemv stay the
+// former kernels whatever the defaults.
 const char* variant_name(Variant v) {
   switch (v) {
     case Variant::kAuto: return "auto";
@@ -154,6 +160,12 @@ const char* variant_name(Variant v) {
     case Variant::kW4A16Engine: return "w4a16_gemm";
     case Variant::kW4A16Wgmma: return "w4a16_wgmma";
     case Variant::kFp16MmaGemv: return "fp16_mma_gemv";
+    case Variant::kW4A16GemvRing: return "w4a16_gemv_ring";
+    case Variant::kW4A16GemvRingDeep: return "w4a16_gemv_ring_deep";
+    case Variant::kW4A16GemvRingNoSplit: return "w4a16_gemv_ring_ks1";
+    case Variant::kFp8Ring: return "gemv_ring";
+    case Variant::kFp8RingNoSplit: return "gemv_ring_ks1";
+    case Variant::kFp8FusedRing: return "gemv_fused_ring";
   }
   return "?";
 }
@@ -181,6 +193,11 @@ bool variant_applies(Variant v, int m) {
   if (v == Variant::kW4A16Wgmma) return m >= 16 && cuda::w4a16_wgmma_supported();
   if (v == Variant::kW4A16Gemv) return m <= cuda::kW4A16GemvKernelMaxRows;
   if (v == Variant::kFp16MmaGemv) return m <= cuda::kMmaGemvMaxRows;
+  if (v == Variant::kW4A16GemvRing || v == Variant::kW4A16GemvRingDeep || v == Variant::kW4A16GemvRingNoSplit) {
+    return m <= cuda::kW4A16GemvKernelMaxRows;
+  }
+  if (v == Variant::kFp8Ring || v == Variant::kFp8RingNoSplit) return m <= cuda::kMmaGemvMaxRows && cuda::fp8_gemv_on_tensor_cores();
+  if (v == Variant::kFp8FusedRing) return m <= cuda::kGemvMaxRows && cuda::fp8_gemv_on_tensor_cores();
   return true;
 }
 
@@ -195,9 +212,10 @@ Status run_linear(CublasLtContext& ctx, const Buffers& b, const Linear& lin, Var
       if (v == Variant::kFp16MmaGemv) return cuda::fp16_mma_gemv(b.x, k, static_cast<const uint16_t*>(lin.weight), k, b.y, n, m, n, k, s);
       return cuda::fp16_gemm_cublaslt(ctx, b.x, k, static_cast<const uint16_t*>(lin.weight), k, b.y, n, m, n, k, s);
     case Precision::kFp8:
-      if (v == Variant::kFp8Fused) {
+      if (v == Variant::kFp8Fused || v == Variant::kFp8FusedRing) {
+        const cuda::GemvOptions options{0, false, v == Variant::kFp8FusedRing};
         return cuda::fp8_gemv_from_fp16(b.x, k, static_cast<const uint8_t*>(lin.weight), k, static_cast<const float*>(lin.scales),
-                                        b.y, n, m, n, k, s);
+                                        b.y, n, m, n, k, s, nullptr, 0, nullptr, options);
       }
       if (v == Variant::kAuto && with_quant) {  // the engine's call: fused at small M, else quant + fp8_linear
         return cuda::fp8_linear_from_fp16(ctx, b.x, k, b.xq, k, b.x_scale, static_cast<const uint8_t*>(lin.weight), k,
@@ -211,8 +229,13 @@ Status run_linear(CublasLtContext& ctx, const Buffers& b, const Linear& lin, Var
         return cuda::fp8_linear(ctx, b.xq, k, b.x_scale, static_cast<const uint8_t*>(lin.weight), k,
                                 static_cast<const float*>(lin.scales), b.y, n, m, n, k, b.scratch, s);
       }
+      if (v == Variant::kFp8Ring || v == Variant::kFp8RingNoSplit) {
+        const cuda::GemvOptions options{v == Variant::kFp8RingNoSplit ? 1 : 0, false, true};
+        return cuda::fp8_gemv(b.xq, k, b.x_scale, static_cast<const uint8_t*>(lin.weight), k,
+                              static_cast<const float*>(lin.scales), b.y, n, m, n, k, s, options);
+      }
       if (v == Variant::kGemv || v == Variant::kGemvWholeRow || v == Variant::kGemvCudaCores) {
-        const cuda::GemvOptions options{v == Variant::kGemvWholeRow ? 1 : 0, v != Variant::kGemv};
+        const cuda::GemvOptions options{v == Variant::kGemvWholeRow ? 1 : 0, v != Variant::kGemv, false};
         return cuda::fp8_gemv(b.xq, k, b.x_scale, static_cast<const uint8_t*>(lin.weight), k,
                               static_cast<const float*>(lin.scales), b.y, n, m, n, k, s, options);
       }
@@ -223,9 +246,15 @@ Status run_linear(CublasLtContext& ctx, const Buffers& b, const Linear& lin, Var
         return cuda::w4a16_gemm(b.x, k, static_cast<const uint32_t*>(lin.weight), static_cast<const uint32_t*>(lin.scales), b.y, n,
                                 m, n, k, kGroupSize, b.w4a16_workspace, s);
       }
-      if (v == Variant::kW4A16Gemv) {
-        return cuda::w4a16_gemv(b.x, k, static_cast<const uint32_t*>(lin.weight), static_cast<const uint32_t*>(lin.scales), b.y, n,
-                                m, n, k, kGroupSize, s);
+      if (v == Variant::kW4A16Gemv || v == Variant::kW4A16GemvRing || v == Variant::kW4A16GemvRingDeep ||
+          v == Variant::kW4A16GemvRingNoSplit) {
+        cuda::W4A16GemvOptions options;
+        options.kernel = v == Variant::kW4A16Gemv       ? cuda::W4A16GemvKernel::kRegisterPipeline
+                         : v == Variant::kW4A16GemvRingDeep ? cuda::W4A16GemvKernel::kSharedRingDeep
+                                                            : cuda::W4A16GemvKernel::kSharedRing;
+        options.k_splits = v == Variant::kW4A16GemvRingNoSplit ? 1 : 0;
+        return cuda::w4a16_gemv_with_options(options, b.x, k, static_cast<const uint32_t*>(lin.weight),
+                                             static_cast<const uint32_t*>(lin.scales), b.y, n, m, n, k, kGroupSize, s);
       }
       return cuda::w4a16_gemm_tuned(tuning_of(v), b.x, k, static_cast<const uint32_t*>(lin.weight), static_cast<const uint32_t*>(lin.scales),
                                     b.y, n, m, n, k, kGroupSize, b.w4a16_workspace, s);
@@ -239,7 +268,8 @@ const Shape kLayerShapes[] = {{"q/o 3584x3584", 3584, 3584}, {"k/v 512x3584", 51
 const int kBatchSizes[] = {1, 2, 4, 8, 16, 32, 64, 128, 256};
 const std::vector<Variant> kW4A16Variants = {Variant::kW4A16Engine, Variant::kW4A16Gemv, Variant::kW4A16, Variant::kW4A16Deep,
                                              Variant::kW4A16Narrow, Variant::kW4A16Splits, Variant::kW4A16Large,
-                                             Variant::kW4A16LargeFewSplits, Variant::kW4A16LargeWide, Variant::kW4A16Wgmma};
+                                             Variant::kW4A16LargeFewSplits, Variant::kW4A16LargeWide, Variant::kW4A16Wgmma,
+                                             Variant::kW4A16GemvRing, Variant::kW4A16GemvRingDeep};
 
 nlohmann::json record(const Ceilings& c, Precision p, const char* kernel, const char* shape, int m, int n, int k,
                       double bytes, double flops, double ms) {
@@ -364,7 +394,8 @@ struct PrefillBuffers {
 // down; then lm_head in fp16 for every precision, as the W8A8 and GPTQ checkpoints keep it).
 // The layers-only table also gets a prefill line (kPrefillRows rows) for the kernels of
 // runs_at_prefill.
-nlohmann::json bench_decode_step(const Ceilings& c, CublasLtContext& ctx, const Buffers& b, cudaStream_t s, int reps) {
+nlohmann::json bench_decode_step(const Ceilings& c, CublasLtContext& ctx, const Buffers& b, cudaStream_t s, int reps,
+                                 int max_m = 1 << 30) {
   constexpr int kLayers = 28, kHidden = 3584, kInter = 18944, kQkv = 4608, kVocab = 152064;
   nlohmann::json out = nlohmann::json::array();
   std::vector<LayerTableEntry> layer_table;
@@ -384,10 +415,13 @@ nlohmann::json bench_decode_step(const Ceilings& c, CublasLtContext& ctx, const 
     bytes += weight_bytes(Precision::kFp16, kVocab, kHidden);
     params += static_cast<double>(kVocab) * kHidden;
     for (int m : kBatchSizes) {
+      if (m > max_m) continue;
       std::vector<Variant> variants =
           p == Precision::kInt4 ? kW4A16Variants
                                 : std::vector<Variant>{Variant::kAuto, Variant::kCublasLt, Variant::kGemv, Variant::kGemvWholeRow};
-      if (p == Precision::kFp8) variants.insert(variants.end(), {Variant::kGemvCudaCores, Variant::kFp8Fused});
+      if (p == Precision::kFp8) {
+        variants.insert(variants.end(), {Variant::kGemvCudaCores, Variant::kFp8Fused, Variant::kFp8Ring, Variant::kFp8FusedRing});
+      }
       for (Variant v : variants) {
         // GEMVs in the step at M <= 2 (fp8's tensor-core GEMV, as cheap at M = 4, also there).
         const bool gemv_form = v == Variant::kGemv || v == Variant::kGemvWholeRow || v == Variant::kGemvCudaCores;
@@ -399,7 +433,8 @@ nlohmann::json bench_decode_step(const Ceilings& c, CublasLtContext& ctx, const 
           return run_linear(ctx, b, head, head_variant, m, false, s);
         }, s, reps);
         // fp8 "auto" is the engine's fp8_linear_from_fp16 (fused at small M); the others quantise first.
-        const bool separate_quant = p == Precision::kFp8 && v != Variant::kAuto && v != Variant::kFp8Fused;
+        const bool separate_quant =
+            p == Precision::kFp8 && v != Variant::kAuto && v != Variant::kFp8Fused && v != Variant::kFp8FusedRing;
         const std::string kernel = std::string(variant_name(v)) + (separate_quant ? "+quant" : "") + ", lm_head " +
                                    variant_name(head_variant);
         auto r = record(c, p, kernel.c_str(), "decode step linears", m, 0, 0, bytes, 2.0 * m * params, ms);
@@ -449,13 +484,17 @@ nlohmann::json bench_gemv16(const Ceilings& c, CublasLtContext& ctx, const Buffe
   constexpr int kLayers = 28, kHidden = 3584, kInter = 18944, kQkv = 4608;
   const int batch_rows[] = {1, 2, 4, 8, 12, 16};
   const int fp8_gemv_rows = cuda::fp8_gemv_max_rows();
+  const int fp8_ring_rows = cuda::fp8_gemv_on_tensor_cores() ? cuda::kMmaGemvMaxRows : 0;
+  const int fp8_fused_ring_rows = cuda::fp8_gemv_on_tensor_cores() ? cuda::kGemvMaxRows : 0;
   struct Line { Precision p; Variant v; int max_m; };
   const Line lines[] = {{Precision::kFp16, Variant::kCublasLt, 16},      {Precision::kFp16, Variant::kGemv, cuda::kGemvMaxRows},
                         {Precision::kFp16, Variant::kFp16MmaGemv, 16},  {Precision::kFp16, Variant::kAuto, 16},
                         {Precision::kFp8, Variant::kCublasLt, 16},       {Precision::kFp8, Variant::kGemv, fp8_gemv_rows},
                         {Precision::kFp8, Variant::kAuto, 16},           {Precision::kInt4, Variant::kW4A16, 16},
                         {Precision::kInt4, Variant::kW4A16Gemv, cuda::kW4A16GemvKernelMaxRows},
-                        {Precision::kInt4, Variant::kW4A16Engine, 16}};
+                        {Precision::kInt4, Variant::kW4A16Engine, 16},
+                        {Precision::kFp8, Variant::kFp8Ring, fp8_ring_rows},      {Precision::kFp8, Variant::kFp8FusedRing, fp8_fused_ring_rows},
+                        {Precision::kInt4, Variant::kW4A16GemvRing, 16},        {Precision::kInt4, Variant::kW4A16GemvRingDeep, 16}};
   struct Cell { std::string kernel; int m; double ms, gbps, pct; };
   std::vector<Cell> cells;
   nlohmann::json out = nlohmann::json::array();
@@ -472,7 +511,7 @@ nlohmann::json bench_gemv16(const Ceilings& c, CublasLtContext& ctx, const Buffe
     for (const Line& line : lines) {
       if (line.p != p) continue;
       const std::string kernel = std::string(precision_name(p)) + " " + variant_name(line.v) +
-                                 (p == Precision::kFp8 && line.v != Variant::kAuto ? "+quant" : "");
+                                 (p == Precision::kFp8 && line.v != Variant::kAuto && line.v != Variant::kFp8FusedRing ? "+quant" : "");
       for (int m : batch_rows) {
         if (m > line.max_m) continue;
         const double ms = time_graph([&]() -> Status {
@@ -504,6 +543,53 @@ nlohmann::json bench_gemv16(const Ceilings& c, CublasLtContext& ctx, const Buffe
       else std::printf(" | M=%-2d %6.3f ms %5.0f GB/s %3.0f%%", m, found->ms, found->gbps, found->pct);
     }
     std::printf("\n");
+  }
+  return out;
+}
+
+// Every small-batch GEMV variant per decode-step shape of Qwen2.5-7B (fused qkv, o, fused
+// gate_up, down, and the lm_head) at M = 1, 2, 4, 8, 16, each a CUDA graph of back-to-back
+// launches over enough weight copies to stream from HBM (programmatic launch overlapping them
+// as in the step), the kernel alone (fp8: the quantisation apart, and timed as its own line).
+nlohmann::json bench_gemv_shapes(const Ceilings& c, CublasLtContext& ctx, const Buffers& b, cudaStream_t s, int reps) {
+  const Shape shapes[] = {{"qkv 4608x3584", 4608, 3584}, {"o 3584x3584", 3584, 3584}, {"gate_up 37888x3584", 37888, 3584},
+                          {"down 3584x18944", 3584, 18944}, {"lm_head 152064x3584", 152064, 3584}};
+  const std::vector<Variant> fp16_variants = {Variant::kCublasLt, Variant::kGemv, Variant::kFp16MmaGemv, Variant::kAuto};
+  const std::vector<Variant> fp8_variants = {Variant::kCublasLt,  Variant::kGemv,           Variant::kFp8Ring,
+                                             Variant::kFp8RingNoSplit, Variant::kFp8Fused, Variant::kFp8FusedRing,
+                                             Variant::kFp8Quant};
+  const std::vector<Variant> int4_variants = {Variant::kW4A16Engine, Variant::kW4A16Gemv, Variant::kW4A16GemvRing,
+                                              Variant::kW4A16GemvRingDeep, Variant::kW4A16GemvRingNoSplit};
+  nlohmann::json out = nlohmann::json::array();
+  for (Precision p : {Precision::kFp16, Precision::kFp8, Precision::kInt4}) {
+    for (const Shape& shape : shapes) {
+      const double wbytes = weight_bytes(p, shape.n, shape.k);
+      const int copies = std::clamp(static_cast<int>(512e6 / wbytes) + 1, 2, 64);
+      std::vector<Linear> lins;
+      for (int i = 0; i < copies; ++i) lins.push_back(make_linear(p, shape.n, shape.k, 3000 + i, s));
+      const std::vector<Variant>& variants = p == Precision::kFp16 ? fp16_variants : p == Precision::kFp8 ? fp8_variants : int4_variants;
+      for (int m : {1, 2, 4, 8, 16}) {
+        for (Variant v : variants) {
+          const bool gemv_rows_ok = v != Variant::kGemv || m <= (p == Precision::kFp8 ? cuda::fp8_gemv_max_rows() : cuda::kGemvMaxRows);
+          const bool fused_rows_ok = v != Variant::kFp8Fused || m <= cuda::kGemvMaxRows;
+          const bool applies = v == Variant::kGemv || v == Variant::kFp8Fused ? gemv_rows_ok && fused_rows_ok : variant_applies(v, m);
+          if (!applies) continue;
+          const double ms = time_graph([&]() -> Status {
+            for (const Linear& lin : lins) CROSSPOINT_RETURN_IF_ERROR(run_linear(ctx, b, lin, v, m, false, s));
+            return Status::ok();
+          }, s, reps) / copies;
+          const bool fused = v == Variant::kFp8Fused || v == Variant::kFp8FusedRing;
+          if (v == Variant::kFp8Quant) {
+            out.push_back(record(c, p, variant_name(v), shape.name, m, shape.n, shape.k, 3.0 * m * shape.k, 0, ms));
+            continue;
+          }
+          const double act_bytes = (p == Precision::kFp8 && !fused ? 1.0 : 2.0) * m * shape.k + 2.0 * m * shape.n;
+          out.push_back(record(c, p, variant_name(v), shape.name, m, shape.n, shape.k, wbytes + act_bytes,
+                               2.0 * m * shape.n * shape.k, ms));
+        }
+      }
+      for (Linear& lin : lins) free_linear(lin);
+    }
   }
   return out;
 }
@@ -564,6 +650,7 @@ int main(int argc, char** argv) {
   bool skip_layers = false;
   bool gemv_splits = false;  // also time the GEMVs at every forced K split
   bool gemv16_only = false;  // only the decode-step GEMV table at M = 1 .. 16
+  bool gemv_only = false;    // the GEMV table, the per-shape GEMVs and the decode step at M <= 16
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     auto next = [&]() { return i + 1 < argc ? std::string(argv[++i]) : std::string(); };
@@ -575,9 +662,10 @@ int main(int argc, char** argv) {
     else if (a == "--decode-only") skip_layers = true;
     else if (a == "--gemv-splits") gemv_splits = true;
     else if (a == "--gemv16-only") gemv16_only = true;
+    else if (a == "--gemv-only") gemv_only = true;
     else if (a == "--no-pdl") crosspoint::cuda::set_programmatic_launch_enabled(false);
     else {
-      std::fprintf(stderr, "usage: bench_gemm [--bw-gbps X] [--fp16-tflops X] [--fp8-tflops X] [--reps N] [--decode-only] [--gemv-splits] [--gemv16-only] [--no-pdl] [--out FILE]\n");
+      std::fprintf(stderr, "usage: bench_gemm [--bw-gbps X] [--fp16-tflops X] [--fp8-tflops X] [--reps N] [--decode-only] [--gemv-splits] [--gemv16-only] [--gemv-only] [--no-pdl] [--out FILE]\n");
       return 2;
     }
   }
@@ -601,9 +689,13 @@ int main(int argc, char** argv) {
   result["gemv16"] = bench_gemv16(c, **ctx, b, s, reps);
   if (!gemv16_only) {
     std::printf("\n== decode step: all linears of Qwen2.5-7B (28 layers + lm_head), CUDA graph ==\n");
-    result["decode_step"] = bench_decode_step(c, **ctx, b, s, reps);
+    result["decode_step"] = bench_decode_step(c, **ctx, b, s, reps, gemv_only ? 16 : 1 << 30);
   }
   if (!skip_layers && !gemv16_only) {
+    std::printf("\n== small-batch GEMVs per decode-step shape ==\n");
+    result["gemv_shapes"] = bench_gemv_shapes(c, **ctx, b, s, reps);
+  }
+  if (!skip_layers && !gemv16_only && !gemv_only) {
     std::printf("\n== layer GEMMs ==\n");
     result["layer_gemms"] = bench_layer_gemms(c, **ctx, b, s, reps);
   }
