@@ -1,5 +1,6 @@
 // W4A16 GEMM on Hopper warpgroup MMAs (wgmma.mma_async, sm_90a only): the kWgmma tuning of
-// w4a16_gemm_tuned. SASS (sm_90a, nvcc 13.0): see the HGMMA / spill line just below.
+// w4a16_gemm_tuned. SASS (cuobjdump, sm_90a, nvcc 13.0), per token-tile instantiation 16/32/64/128/256:
+// 8 HGMMA.64xNx16 each (2 unrolled chunks x 4 k16 steps), 0 LDL/STL, 72/80/101/128/196 registers, 0 spills.
 //
 // Operands swapped, as in the GEMV: the WEIGHTS are wgmma's A operand (64 output channels per
 // warpgroup, dequantised int4 -> fp16 in registers), the ACTIVATIONS are its B operand
@@ -154,7 +155,9 @@ __global__ void __launch_bounds__(kThreads, kMinBlocksPerSm)
     __syncthreads();               // everyone's have
     if (i + kStages - 2 < num_chunks) load_stage((i + kStages - 2) % kStages, kc_begin + i + kStages - 2);
     cp_async_commit();
-    if (!group_active) return;
+    // group_active, recomputed from special registers and kernel parameters: held across the k
+    // loop it cost a spill at 128 tokens (every register counts there).
+    if (static_cast<int>(blockIdx.x * kBlockNBlocks + 4 * (threadIdx.x / 128)) >= n / 16) return;
     const int st = i % kStages;
     const uint4 word = weights[st * kBlockNBlocks * 32 + warp * 32 + lane];
     const uint32_t scale_bits = scales[st * kBlockNBlocks * 8 + warp * 8 + lane / 4];
@@ -204,23 +207,36 @@ __global__ void __launch_bounds__(kThreads, kMinBlocksPerSm)
   cp_async_wait<0>();
 
   // D element (channel, token) of this thread: channel (nb0 + warp) * 16 + g (+8 for r >= 2),
-  // token m0 + 8 i + 2 t + (r & 1).
+  // token m0 + 8 i + 2 t + (r & 1). Lanes g and g ^ 1 (lane ^ 4) swap one value so that each
+  // holds two adjacent channels of one token: the even-g lane (channels g, g + 1) of token 2 t,
+  // the odd-g lane (channels g - 1, g) of token 2 t + 1; one half2 store (or float2 atomic) each.
   const bool single_split = splits == 1;
+  const bool y_pairs_aligned = y_stride % 2 == 0 && reinterpret_cast<uintptr_t>(y) % 4 == 0;  // half2 stores allowed
   if (group_active) {
-    const int channel0 = (nb0 + warp) * 16 + lane / 4;
-    const int token0 = 2 * (lane % 4);
+    const int odd = (lane / 4) & 1;
+    const int pair_channel0 = (nb0 + warp) * 16 + lane / 4 - odd;  // even: first channel of the pair
+    const int pair_token0 = 2 * (lane % 4) + odd;
 #pragma unroll
     for (int i = 0; i < kTokens / 8; ++i) {
 #pragma unroll
-      for (int r = 0; r < 4; ++r) {
-        const int token = 8 * i + token0 + (r & 1);
+      for (int h = 0; h < 2; ++h) {  // channel half: g, or g + 8
+        const float v0 = acc[4 * i + 2 * h], v1 = acc[4 * i + 2 * h + 1];  // tokens 2 t and 2 t + 1
+        const float other = __shfl_xor_sync(0xFFFFFFFFu, odd ? v0 : v1, 4);
+        const float lo = odd ? other : v0, hi = odd ? v1 : other;  // channels pair_channel, + 1
+        const int token = 8 * i + pair_token0;
         if (token >= rows) continue;
-        const int channel = channel0 + (r >= 2 ? 8 : 0);
         const int64_t row = m0 + token;
+        const int channel = pair_channel0 + 8 * h;
         if (single_split) {
-          y[row * y_stride + channel] = __half_as_ushort(__float2half_rn(acc[4 * i + r]));
+          uint16_t* dst = y + row * y_stride + channel;
+          if (y_pairs_aligned) {
+            *reinterpret_cast<half2*>(dst) = __floats2half2_rn(lo, hi);
+          } else {
+            dst[0] = __half_as_ushort(__float2half_rn(lo));
+            dst[1] = __half_as_ushort(__float2half_rn(hi));
+          }
         } else {
-          atomicAdd(split_sums + row * n + channel, acc[4 * i + r]);
+          atomicAdd(reinterpret_cast<float2*>(split_sums + row * n + channel), make_float2(lo, hi));  // 8-byte aligned
         }
       }
     }
@@ -239,10 +255,15 @@ __global__ void __launch_bounds__(kThreads, kMinBlocksPerSm)
     const float4 v = __ldcg(sum);  // L2, where the atomics landed
     __stcg(sum, make_float4(0.f, 0.f, 0.f, 0.f));
     uint16_t* dst = y + row * y_stride + col;
-    dst[0] = __half_as_ushort(__float2half_rn(v.x));
-    dst[1] = __half_as_ushort(__float2half_rn(v.y));
-    dst[2] = __half_as_ushort(__float2half_rn(v.z));
-    dst[3] = __half_as_ushort(__float2half_rn(v.w));
+    if (y_pairs_aligned) {
+      reinterpret_cast<half2*>(dst)[0] = __floats2half2_rn(v.x, v.y);
+      reinterpret_cast<half2*>(dst)[1] = __floats2half2_rn(v.z, v.w);
+    } else {
+      dst[0] = __half_as_ushort(__float2half_rn(v.x));
+      dst[1] = __half_as_ushort(__float2half_rn(v.y));
+      dst[2] = __half_as_ushort(__float2half_rn(v.z));
+      dst[3] = __half_as_ushort(__float2half_rn(v.w));
+    }
   }
   if (tid == 0) tile_counters[tile] = 0;
 #else
