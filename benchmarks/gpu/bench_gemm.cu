@@ -185,8 +185,13 @@ cuda::W4A16Tuning tuning_of(Variant v) {
     default: return cuda::W4A16Tuning::kDefault;
   }
 }
+// Ring variants whose trial launch failed (probe_ring_variants): left out with a message
+// instead of aborting the whole benchmark.
+std::vector<Variant> g_failed_variants;
+
 // Which variants run at batch rows m (GEMVs and W4A16 tunings only where they apply).
 bool variant_applies(Variant v, int m) {
+  if (std::find(g_failed_variants.begin(), g_failed_variants.end(), v) != g_failed_variants.end()) return false;
   if (v == Variant::kGemv || v == Variant::kGemvWholeRow || v == Variant::kFp8Fused || v == Variant::kGemvCudaCores) return m <= 4;
   if (is_w4a16_tuning(v)) return m <= 16;  // above 16 rows they all run the kDefault kernel
   if (is_w4a16_large(v)) return m >= 16;
@@ -547,6 +552,30 @@ nlohmann::json bench_gemv16(const Ceilings& c, CublasLtContext& ctx, const Buffe
   return out;
 }
 
+// Launches every ring variant once on a small problem at M = 1 and 16 (8 fused) and leaves out
+// those that fail (a refused cluster launch, say), so one bad variant does not end the run.
+void probe_ring_variants(CublasLtContext& ctx, const Buffers& b, cudaStream_t s) {
+  const std::pair<Precision, Variant> ring[] = {
+      {Precision::kInt4, Variant::kW4A16GemvRing}, {Precision::kInt4, Variant::kW4A16GemvRingDeep},
+      {Precision::kInt4, Variant::kW4A16GemvRingNoSplit}, {Precision::kFp8, Variant::kFp8Ring},
+      {Precision::kFp8, Variant::kFp8RingNoSplit}, {Precision::kFp8, Variant::kFp8FusedRing}};
+  for (auto [p, v] : ring) {
+    Linear lin = make_linear(p, 3584, 3584, 42, s);
+    Status st = Status::ok();
+    for (int m : {1, 8, 16}) {
+      if (!variant_applies(v, m)) continue;
+      if (st.is_ok()) st = run_linear(ctx, b, lin, v, m, false, s);
+      if (st.is_ok()) st = cuda::cuda_status(cudaStreamSynchronize(s), "probe");
+    }
+    if (!st.is_ok()) {
+      std::printf("!! %s %s left out: %s\n", precision_name(p), variant_name(v), st.to_string().c_str());
+      g_failed_variants.push_back(v);
+      cudaGetLastError();
+    }
+    free_linear(lin);
+  }
+}
+
 // Every small-batch GEMV variant per decode-step shape of Qwen2.5-7B (fused qkv, o, fused
 // gate_up, down, and the lm_head) at M = 1, 2, 4, 8, 16, each a CUDA graph of back-to-back
 // launches over enough weight copies to stream from HBM (programmatic launch overlapping them
@@ -678,6 +707,7 @@ int main(int argc, char** argv) {
   auto ctx = crosspoint::cuda::CublasLtContext::create();
   BENCH_CHECK(ctx.status().is_ok() ? crosspoint::Status::ok() : ctx.status());
   const Buffers b = make_buffers(s);
+  probe_ring_variants(**ctx, b, s);
   auto path = crosspoint::cuda::fp8_scale_path(**ctx, 8, 3584, 3584, 3584, 3584, 3584);
   const char* fp8_path = path.is_ok() && *path == crosspoint::cuda::Fp8ScalePath::kOuterVector ? "outer-vector (in cuBLASLt)"
                                                                                                : "unit-scale GEMM + epilogue";
