@@ -29,6 +29,9 @@ constexpr int kMaxGroupsPerBlock = 16;
 constexpr int kMaxRowsFused = kGemvMaxRows;  // the fused kernel serves one token tile
 constexpr int kSlotBytesPerLane = 32;        // rows g and g + 8, 16 bytes each
 constexpr int kFusedScratchBytes = 2 * kMaxRowsFused * 4;  // block amax and scale per row
+// Shared memory the plan may fill per SM: below the 228 KB maximum so that the driver's carveout
+// leaves L1 room for the activations (plain kernel), which every warp re-reads through L1.
+constexpr int kSharedBudgetPerSm = 200 * 1024;
 
 struct RingArgs {
   const uint8_t* xq;        // plain: [M, K] e4m3, row stride xq_stride bytes
@@ -325,7 +328,7 @@ const Fp8RingLimits& ring_limits() {
     l.max_warps_per_block = max_block_warps<kTiles>();
     l.shared_bytes_per_warp = kDepth * 32 * kSlotBytesPerLane;
     l.shared_bytes_per_block = static_cast<int>(attr.sharedSizeBytes) + d.reserved;
-    l.shared_bytes_per_sm = std::min(d.smem_per_sm, d.optin + d.reserved);
+    l.shared_bytes_per_sm = std::min({d.smem_per_sm, d.optin + d.reserved, kSharedBudgetPerSm});
     l.clusters = d.major >= 9;
     cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, d.optin - static_cast<int>(attr.sharedSizeBytes));
     cudaGetLastError();  // a refused attribute shows up as a launch error

@@ -96,9 +96,10 @@ struct W4A16GemvRingLimits {
   int num_sms = 132;
   int max_warps_per_sm = 64;        // from the kernel's registers
   int max_blocks_per_sm = 32;
-  int shared_bytes_per_sm = 233472;  // usable by blocks (228 KB on sm_90)
+  int shared_bytes_per_sm = 204800;  // the plan's share of the 228 KB (sm_90); the rest stays L1
   int shared_bytes_per_warp = 5120;  // the ring: slots x 32 lanes x (16 + 4) bytes
-  int shared_bytes_per_block = 2048;  // fixed part (block sums, the driver's reserve)
+  int shared_bytes_per_block = 1024;  // fixed part (static shared memory, the driver's reserve)
+  int split_sum_bytes = 512;          // more per block when K is split (its partial sums)
   bool clusters = true;              // thread-block clusters available (sm_90+)
 };
 
@@ -113,12 +114,15 @@ struct W4A16GemvRingPlan {
   int num_blocks = 0;        // num_n_blocks * k_splits
 };
 // Pure host logic (tested without a GPU). Picks k_splits (1 without clusters) minimising the
-// chunks the busiest SM streams, divided by how well its resident warps fill it (a split
-// costs kW4A16RingSplitCostChunks chunks), then as many warps per block as fit beside the
-// other blocks of that SM (registers, shared memory) while each keeps >= 2 chunks.
+// chunks the busiest SM streams, divided by how well its resident warps fill it (the bytes
+// their rings keep in flight against kW4A16RingFullBytesPerSm), plus
+// kW4A16RingWaveCostChunks per wave of blocks (a block's first loads wait a whole memory
+// latency) and kW4A16RingSplitCostChunks for a split; with as many warps per block as fit
+// beside the other blocks of that SM (registers, shared memory) while each keeps >= 2 chunks.
 // force_warps / force_splits > 0 take those instead (clamped to what the shape allows).
 inline constexpr int kW4A16RingSplitCostChunks = 8;
-inline constexpr int kW4A16RingSaturatingWarps = 24;  // resident warps (4 KB each, 96 KB) that keep HBM busy from one SM
+inline constexpr int kW4A16RingWaveCostChunks = 64;  // ~1 us at an SM's share of 4.5 TB/s
+inline constexpr double kW4A16RingFullBytesPerSm = 96 * 1024;  // weight bytes in flight that keep HBM busy from one SM
 W4A16GemvRingPlan w4a16_gemv_ring_plan(int n, int k, const W4A16GemvRingLimits& limits, int force_warps = 0,
                                        int force_splits = 0);
 

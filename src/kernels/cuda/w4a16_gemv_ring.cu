@@ -27,6 +27,11 @@ using w4a16_internal::multiply_chunk;
 constexpr int kMaxWarps = 32;
 constexpr int kMaxSplits = 8;         // portable cluster size
 constexpr int kRingBytesPerSlot = 20;  // per lane: one 16-byte word group + one half2 scale pair
+// Shared memory the plan may fill per SM: below the 228 KB maximum so that the driver's carveout
+// leaves L1 room (~60 KB) for the activations, which every warp re-reads through L1.
+constexpr int kSharedBudgetPerSm = 200 * 1024;
+template <int kTiles>
+constexpr int kSplitSumBytes = kTiles * 128 * 4;  // a split block's partial sums (C fragments of its n16 block)
 
 struct RingArgs {
   const uint16_t* x;       // [M, K] fp16, row stride x_stride elements
@@ -67,9 +72,9 @@ __device__ __forceinline__ void wait_async() {
 template <int kDepth, int kTiles>
 __global__ void __launch_bounds__(kMaxWarps * 32, 1) w4a16_gemv_ring_kernel(const RingArgs a) {
   static_assert((kDepth & (kDepth - 1)) == 0 && kDepth >= kTiles, "slots cycle by mask; sums reuse the slots");
-  // [warps][kDepth][32 lanes] uint4 word groups, then [warps][kDepth][32 lanes] uint32 scales.
+  // [warps][kDepth][32 lanes] uint4 word groups, then [warps][kDepth][32 lanes] uint32 scales,
+  // then (k_splits > 1 only) block_sums [kTiles * 128] fp32: this block's sums, read by rank 0.
   extern __shared__ uint4 ring[];
-  __shared__ float block_sums[kTiles * 128];  // k_splits > 1: this block's sums, read by rank 0
   const int lane = threadIdx.x % 32, warp = threadIdx.x / 32, num_warps = blockDim.x / 32;
   const int nb = blockIdx.x / a.k_splits, split = blockIdx.x % a.k_splits;
   const int num_chunks_total = a.k / kGemvChunkK, num_n_blocks = a.n / 16;
@@ -81,6 +86,7 @@ __global__ void __launch_bounds__(kMaxWarps * 32, 1) w4a16_gemv_ring_kernel(cons
 
   uint4* slot_weight = ring + warp * kDepth * 32 + lane;  // slot s at [s * 32]
   uint32_t* slot_scale = reinterpret_cast<uint32_t*>(ring + num_warps * kDepth * 32) + warp * kDepth * 32 + lane;
+  float* block_sums = reinterpret_cast<float*>(reinterpret_cast<uint32_t*>(ring + num_warps * kDepth * 32) + num_warps * kDepth * 32);
   const uint4* weight_lane = a.weight + (static_cast<int64_t>(nb) * num_chunks_total + first_chunk) * 32 + lane;
   const int64_t weight_step = static_cast<int64_t>(num_warps) * 32;
   // Group of a chunk by a multiply-high (as the register kernel): exact below 2^22 chunks.
@@ -215,7 +221,7 @@ const W4A16GemvRingLimits& ring_limits() {
     auto* kernel = w4a16_gemv_ring_kernel<kDepth, kTiles>;
     cudaFuncAttributes attr{};
     int regs = 64;
-    size_t static_smem = kTiles * 128 * sizeof(float);
+    size_t static_smem = 0;
     if (cudaFuncGetAttributes(&attr, kernel) == cudaSuccess) {
       if (attr.numRegs > 0) regs = attr.numRegs;
       static_smem = attr.sharedSizeBytes;
@@ -224,12 +230,14 @@ const W4A16GemvRingLimits& ring_limits() {
     l.max_warps_per_sm = std::clamp(65536 / regs_per_warp, 1, 64);
     l.shared_bytes_per_warp = kDepth * 32 * kRingBytesPerSlot;
     l.shared_bytes_per_block = static_cast<int>(static_smem) + reserved;
+    l.split_sum_bytes = kSplitSumBytes<kTiles>;
     // A block must also fit the per-block opt-in limit; the SM's share is the tighter one
     // except for a single block, which the planner caps by the same number.
-    l.shared_bytes_per_sm = smem_per_sm > 0 ? smem_per_sm : 233472;
+    l.shared_bytes_per_sm = std::min(smem_per_sm > 0 ? smem_per_sm : 233472, kSharedBudgetPerSm);
     if (optin > 0 && optin + reserved < l.shared_bytes_per_sm) l.shared_bytes_per_sm = optin + reserved;
     l.clusters = device_has_clusters();
-    const int max_dynamic = std::min(kMaxWarps * l.shared_bytes_per_warp, optin > 0 ? optin - static_cast<int>(static_smem) : 48 * 1024);
+    const int max_dynamic = std::min(kMaxWarps * l.shared_bytes_per_warp + l.split_sum_bytes,
+                                     optin > 0 ? optin - static_cast<int>(static_smem) : 48 * 1024);
     cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, max_dynamic);
     cudaGetLastError();  // an attribute refused here shows up as a launch error below
     return l;
@@ -264,7 +272,8 @@ Status launch_ring(RingArgs a, const W4A16GemvOptions& options, cudaStream_t str
   cudaLaunchConfig_t config{};
   config.gridDim = dim3(static_cast<unsigned>(plan.num_blocks));
   config.blockDim = dim3(static_cast<unsigned>(plan.warps_per_block * 32));
-  config.dynamicSmemBytes = static_cast<size_t>(plan.warps_per_block) * limits.shared_bytes_per_warp;
+  config.dynamicSmemBytes = static_cast<size_t>(plan.warps_per_block) * limits.shared_bytes_per_warp +
+                            (plan.k_splits > 1 ? kSplitSumBytes<kTiles> : 0);
   config.stream = stream;
   config.attrs = attributes;
   config.numAttrs = static_cast<unsigned>(num_attributes);
@@ -282,9 +291,10 @@ W4A16GemvRingPlan w4a16_gemv_ring_plan(int n, int k, const W4A16GemvRingLimits& 
   const int max_blocks_per_sm = std::clamp(limits.max_blocks_per_sm, 1, 32);
   const int bytes_per_warp = std::max(1, limits.shared_bytes_per_warp);
   // Warps per block that fit beside blocks_per_sm - 1 others on one SM.
-  auto warps_that_fit = [&](int blocks_per_sm) {
+  auto warps_that_fit = [&](int blocks_per_sm, int k_splits) {
+    const int fixed = limits.shared_bytes_per_block + (k_splits > 1 ? limits.split_sum_bytes : 0);
     const int by_registers = std::max(1, limits.max_warps_per_sm) / blocks_per_sm;
-    const int by_shared = (limits.shared_bytes_per_sm / blocks_per_sm - limits.shared_bytes_per_block) / bytes_per_warp;
+    const int by_shared = (limits.shared_bytes_per_sm / blocks_per_sm - fixed) / bytes_per_warp;
     return std::clamp(std::min(by_registers, by_shared), 1, kMaxWarps);
   };
   auto make = [&](int splits) {
@@ -294,8 +304,8 @@ W4A16GemvRingPlan w4a16_gemv_ring_plan(int n, int k, const W4A16GemvRingLimits& 
     p.k_splits = (num_chunks + p.chunks_per_split - 1) / p.chunks_per_split;  // no empty slice
     p.num_blocks = num_n_blocks * p.k_splits;
     const int blocks_per_sm = std::min((p.num_blocks + num_sms - 1) / num_sms, max_blocks_per_sm);
-    p.warps_per_block = std::min(warps_that_fit(blocks_per_sm), std::max(1, p.chunks_per_split / 2));
-    if (force_warps > 0) p.warps_per_block = std::min({force_warps, kMaxWarps, warps_that_fit(1)});
+    p.warps_per_block = std::min(warps_that_fit(blocks_per_sm, p.k_splits), std::max(1, p.chunks_per_split / 2));
+    if (force_warps > 0) p.warps_per_block = std::min({force_warps, kMaxWarps, warps_that_fit(1, p.k_splits)});
     return p;
   };
   if (force_splits > 0) return make(std::clamp(force_splits, 1, limits.clusters ? kMaxSplits : 1));
@@ -306,8 +316,11 @@ W4A16GemvRingPlan w4a16_gemv_ring_plan(int n, int k, const W4A16GemvRingLimits& 
     const W4A16GemvRingPlan p = make(splits);
     const int blocks_per_sm = (p.num_blocks + num_sms - 1) / num_sms;  // on the busiest SM
     const int resident_blocks = std::min(blocks_per_sm, max_blocks_per_sm);
-    const double fill = std::min(1.0, static_cast<double>(resident_blocks * p.warps_per_block) / kW4A16RingSaturatingWarps);
-    const double cost = static_cast<double>(blocks_per_sm) * p.chunks_per_split / fill +
+    const int waves = (blocks_per_sm + resident_blocks - 1) / resident_blocks;
+    // Weight bytes in flight per warp: 16 of every 20 bytes of its ring.
+    const double in_flight = static_cast<double>(resident_blocks) * p.warps_per_block * bytes_per_warp * 16 / kRingBytesPerSlot;
+    const double fill = std::min(1.0, in_flight / kW4A16RingFullBytesPerSm);
+    const double cost = waves * (static_cast<double>(resident_blocks) * p.chunks_per_split / fill + kW4A16RingWaveCostChunks) +
                         (p.k_splits > 1 ? kW4A16RingSplitCostChunks : 0);
     if (best.num_blocks == 0 || cost < best_cost) {
       best = p;
