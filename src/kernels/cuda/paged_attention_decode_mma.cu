@@ -121,9 +121,16 @@ __global__ void __launch_bounds__(kThreads, 2) decode_tensor_core_kernel(Params 
   wait_for_prior_kernels();
   allow_dependent_launch();
   const int t = blockIdx.x, kv_head = blockIdx.y, split = blockIdx.z;
+  // The context of sequence t is requested with sequence_of_row's loads (right for a decode
+  // batch, where row t is sequence t), not after them.
+  const int guess = min(t, p.num_seqs - 1);
+  const int guess_context = p.seq_context_len[guess];
   const int s = sequence_of_row(p, t);
-  if (s < 0 || num_new_rows(p, s) >= p.tensor_core_min_rows) return;  // padding, or the prefill kernel's
-  const int visible = visible_length(p, s, t - p.seq_token_start[s]);
+  if (s < 0) return;  // padding
+  const int num_new = num_new_rows(p, s);
+  if (num_new >= p.tensor_core_min_rows) return;  // the prefill kernel's
+  // visible_length(): positions 0 .. visible - 1 (the header's causal rule)
+  const int visible = (s == guess ? guess_context : p.seq_context_len[s]) - num_new + (t - p.seq_token_start[s]) + 1;
   const int begin = split * p.partition_tokens;
   if (begin >= visible) return;  // this partition is past the row's context
   const int end = split == p.num_splits - 1 ? visible : min(visible, begin + p.partition_tokens);

@@ -50,9 +50,14 @@ struct Params {
 };
 
 // The sequence that owns query row t (largest s with seq_token_start[s] <= t), or -1 for a
-// padding row past seq_token_start[num_seqs].
+// padding row past seq_token_start[num_seqs]. Tries s = t first (a decode batch: one row per
+// sequence), whose loads go out together, before a binary search of dependent loads.
 __device__ __forceinline__ int sequence_of_row(const Params& p, int t) {
-  if (t >= p.seq_token_start[p.num_seqs]) return -1;
+  const int guess = min(t, p.num_seqs - 1);
+  const int num_rows = p.seq_token_start[p.num_seqs];
+  const int guess_start = p.seq_token_start[guess], guess_end = p.seq_token_start[guess + 1];
+  if (t >= num_rows) return -1;
+  if (guess_start <= t && t < guess_end) return guess;
   int lo = 0, hi = p.num_seqs;  // seq_token_start[lo] <= t < seq_token_start[hi]
   while (hi - lo > 1) {
     const int mid = (lo + hi) / 2;
