@@ -2,10 +2,11 @@
 // d 3584, I 18944, vocab 152064), random fp16 data generated on the device.
 //
 // Attention: decode at batch {1, 2, 4, 8, 10, 32, 64, 100, 128, 256} x context {128, 512,
-// 2048, 4096}, each on the tensor-core decode kernel (the default) and on the previous
-// CUDA-core split kernel (+ merge kernel) side by side, then a summary table; decode under a
-// 4096 bound; prefill of 1 x 2048 and 16 x 256 tokens. The batch 1-32 latency section times
-// decode attention (both kernels) at contexts 512 and 4096 under a 4096 bound, and
+// 2048, 4096}, each on the previous CUDA-core split kernel (+ merge kernel), the tensor-core
+// decode kernel (the default, 3-stage ring) and its 2-stage variant side by side, then a
+// summary table; decode under a 4096 bound; prefill of 1 x 2048 and 16 x 256 tokens. The
+// batch 1-32 latency section times decode attention (the same three) at contexts 512 and
+// 4096 under a 4096 bound, and
 // rope_kv_write alone, each as a graph of 28 calls (one per layer), in us per call. Each
 // timing replays a CUDA graph of `layers` attention calls, each on its own KV cache copy (as
 // the 28 layers of a step are), with enough copies that the caches together exceed 8x the
@@ -55,6 +56,7 @@ const char* kernels_name(CudaAttentionKernels k) {
     case CudaAttentionKernels::kSplitDecode: return "split_decode";
     case CudaAttentionKernels::kDecodeOnly: return "decode_only";
     case CudaAttentionKernels::kSplitOnly: return "split_only";
+    case CudaAttentionKernels::kTwoStageDecode: return "default_2stage";
   }
   return "?";
 }
@@ -167,7 +169,7 @@ nlohmann::json bench_attention_shape(const AttentionShape& shape, double bw_gbps
   const double flops = 4.0 * shape.num_seqs * visible_sum * kHeads * kHeadDim;
   const double us = ms * 1e3;
   const double gbps = kv_bytes / us / 1e3;
-  std::printf("%-26s %-12s seqs %4d new %5d ctx %5d  %10.2f us  KV %8.2f MB  %7.0f GB/s  %5.1f%% bw  %7.2f TF/s  (%d copies, workspace %.1f MB)\n",
+  std::printf("%-26s %-14s seqs %4d new %5d ctx %5d  %10.2f us  KV %8.2f MB  %7.0f GB/s  %5.1f%% bw  %7.2f TF/s  (%d copies, workspace %.1f MB)\n",
               shape.name.c_str(), kernels_name(shape.kernels), shape.num_seqs, shape.num_new, shape.context_len, us, kv_bytes / 1e6, gbps,
               100 * gbps / bw_gbps, flops / us / 1e6, copies, workspace_bytes / 1e6);
   cudaFree(query);
@@ -324,38 +326,45 @@ nlohmann::json bench_rope_latency(int t, int layers, cudaStream_t s, int reps) {
   return {{"op", "rope_kv_write"}, {"tokens", t}, {"us_per_call", us}, {"bytes", bytes}, {"layers", layers}};
 }
 
-// The decode table: the tensor-core decode kernel (default) beside the split kernel, us per
-// call and % of the read ceiling, then new / old as a speed-up.
+// The decode table: the split kernel (old), the tensor-core decode kernel (new, the default:
+// 3-stage ring) and the same with a 2-stage ring, us per call and % of the read ceiling, then
+// a summary with the speed-ups.
 nlohmann::json bench_decode_table(double bw_gbps, cudaStream_t s, int reps) {
   const std::vector<int> batches = {1, 2, 4, 8, 10, 32, 64, 100, 128, 256};
   const std::vector<int> contexts = {128, 512, 2048, 4096};
-  const CudaAttentionKernels kernels[] = {CudaAttentionKernels::kSplitDecode, CudaAttentionKernels::kDefault};
+  const CudaAttentionKernels kernels[3] = {CudaAttentionKernels::kSplitDecode, CudaAttentionKernels::kDefault,
+                                           CudaAttentionKernels::kTwoStageDecode};
   nlohmann::json out = nlohmann::json::array();
-  std::map<std::pair<int, int>, std::pair<nlohmann::json, nlohmann::json>> cells;  // (batch, ctx) -> (old, new)
-  std::printf("\n== decode attention (one call = one layer): split kernel (old) and tensor-core decode kernel (new) ==\n");
+  std::map<std::pair<int, int>, std::vector<nlohmann::json>> cells;  // (batch, ctx) -> one line per kernel
+  std::printf("\n== decode attention (one call = one layer): split kernel (old), decode kernel 3-stage (new) and 2-stage ==\n");
   for (int batch : batches) {
     for (int context : contexts) {
-      nlohmann::json old_line = bench_attention_shape({"decode", batch, 1, context, kernels[0]}, bw_gbps, s, reps);
-      nlohmann::json new_line = bench_attention_shape({"decode", batch, 1, context, kernels[1]}, bw_gbps, s, reps);
-      out.push_back(old_line);
-      out.push_back(new_line);
-      cells[{batch, context}] = {old_line, new_line};
+      for (CudaAttentionKernels k : kernels) {
+        nlohmann::json line = bench_attention_shape({"decode", batch, 1, context, k}, bw_gbps, s, reps);
+        out.push_back(line);
+        cells[{batch, context}].push_back(line);
+      }
     }
   }
-  std::printf("\n== decode summary: us per call old -> new (%% of %.0f GB/s new), speed-up ==\n", bw_gbps);
+  std::printf("\n== decode summary: us per call old / new / new 2-stage (%% of %.0f GB/s for the faster new), old / best new ==\n",
+              bw_gbps);
   std::printf("%6s", "seqs");
-  for (int context : contexts) std::printf(" | %-33s", ("ctx " + std::to_string(context)).c_str());
+  for (int context : contexts) std::printf(" | %-41s", ("ctx " + std::to_string(context)).c_str());
   std::printf("\n");
   for (int batch : batches) {
     std::printf("%6d", batch);
     for (int context : contexts) {
-      const auto& [o, n] = cells[{batch, context}];
-      const double old_us = o["us"], new_us = n["us"], pct = n["pct_bw"];
-      const bool ok = o["check_ok"].get<bool>() && n["check_ok"].get<bool>();
-      std::printf(" | %7.1f -> %7.1f (%4.1f%%) x%4.2f%s", old_us, new_us, pct, old_us / new_us, ok ? " " : "!");
+      const std::vector<nlohmann::json>& c = cells[{batch, context}];
+      const double old_us = c[0]["us"], new_us = c[1]["us"], two_us = c[2]["us"];
+      const double pct = new_us <= two_us ? c[1]["pct_bw"].get<double>() : c[2]["pct_bw"].get<double>();
+      bool ok = true;
+      for (const nlohmann::json& line : c) ok = ok && line["check_ok"].get<bool>();
+      std::printf(" | %6.1f / %6.1f / %6.1f (%4.1f%%) x%4.2f%s", old_us, new_us, two_us, pct,
+                  old_us / std::min(new_us, two_us), ok ? " " : "!");
     }
     std::printf("\n");
   }
+  std::printf("(! = a self-check against the split-kernel-only path failed in that cell)\n");
   return out;
 }
 
@@ -392,7 +401,8 @@ int main(int argc, char** argv) {
   nlohmann::json result = {{"gpu", prop.name}, {"sms", prop.multiProcessorCount}, {"read_gbps_ceiling", bw_gbps},
                            {"reps", reps}, {"shape", {{"heads", kHeads}, {"kv_heads", kKvHeads}, {"head_dim", kHeadDim},
                                                       {"block_size", kBlockSize}}}};
-  const CudaAttentionKernels both[] = {CudaAttentionKernels::kSplitDecode, CudaAttentionKernels::kDefault};
+  const CudaAttentionKernels decode_kernels[] = {CudaAttentionKernels::kSplitDecode, CudaAttentionKernels::kDefault,
+                                       CudaAttentionKernels::kTwoStageDecode};
   result["decode"] = nlohmann::json::array();
   if (!small_batch_only) {
     result["decode"] = bench_decode_table(bw_gbps, s, reps);
@@ -400,7 +410,7 @@ int main(int argc, char** argv) {
       // As a captured decode graph launches it: sized for max_model_len 4096, real contexts shorter.
       std::printf("\n== decode under a 4096 bound (context 512) ==\n");
       for (int batch : {1, 10, 64, 100})
-        for (CudaAttentionKernels k : both)
+        for (CudaAttentionKernels k : decode_kernels)
           result["decode"].push_back(bench_attention_shape({"decode, bound 4096", batch, 1, 512, k, 4096}, bw_gbps, s, reps));
     }
   }
@@ -411,11 +421,11 @@ int main(int argc, char** argv) {
   }
   // Batch-1..32 latency at the 7B shape: decode attention under the model's 4096 bound at
   // contexts 512 and 4096, then rope_kv_write alone. Graphs of 28 calls (one per layer), us per call.
-  std::printf("\n== batch 1-32 decode latency (us per call, graphs of 28 calls), old and new kernel ==\n");
+  std::printf("\n== batch 1-32 decode latency (us per call, graphs of 28 calls): old, new, new 2-stage ==\n");
   result["small_batch"] = nlohmann::json::array();
   for (int batch : {1, 2, 4, 8, 32})
     for (int context : {512, 4096})
-      for (CudaAttentionKernels k : both)
+      for (CudaAttentionKernels k : decode_kernels)
         result["small_batch"].push_back(bench_attention_shape({"decode bound 4096", batch, 1, context, k, 4096}, bw_gbps, s, reps));
   for (int batch : {1, 2, 4, 8}) result["small_batch"].push_back(bench_rope_latency(batch, 28, s, reps));
   result["prefill"] = nlohmann::json::array();

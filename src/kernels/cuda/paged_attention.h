@@ -66,6 +66,8 @@ enum class CudaAttentionKernels {
   kSplitDecode,  // as kDefault, but the non-prefill rows on the CUDA-core split kernel (+ merge kernel)
   kDecodeOnly,   // every row on the tensor-core decode kernel where it applies (each row reads its prefix)
   kSplitOnly,    // every row on the CUDA-core split kernel
+  kTwoStageDecode,  // as kDefault with a 2-stage ring in the decode kernel (3 stages by default):
+                    // 70 KB of shared memory at head_dim 128, 3 CTAs per SM instead of 2
 };
 Status cuda_paged_attention_with(const CudaPagedAttentionArgs& args, CudaAttentionKernels kernels, cudaStream_t stream);
 

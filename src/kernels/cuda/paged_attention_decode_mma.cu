@@ -32,9 +32,11 @@
 //   C (16 x 8, fp32)       c0, c1: (row group, cols 2 quad, +1)  c2, c3: (row group + 8, same cols)
 //   Here rows are query heads of the group, S columns positions, O columns dims.
 //
-// ptxas (nvcc 13.0, sm_90, -Xptxas -v): 152 registers at D 128, 100 at D 64; 0 spills, no
-// stack frame. Dynamic shared memory (3 stages): 104,448 bytes at D 128 (2 CTAs per SM),
-// 55,296 at D 64.
+// Ring depth kStages: 3 by default; 2 for the side-by-side measurement (kTwoStageDecode).
+// ptxas (nvcc 13.0, sm_90, -Xptxas -v), 0 spills, no stack frame:
+//   D 128: 152 registers (3 stages), 154 (2 stages); D 64: 96 (3 stages), 100 (2 stages).
+// Dynamic shared memory: D 128 104,448 bytes with 3 stages (2 CTAs per SM), 69,632 with 2
+// (3 CTAs per SM); D 64 55,296 / 36,864 (4 CTAs per SM, by registers).
 #include <cuda_fp16.h>
 
 #include <climits>
@@ -57,13 +59,12 @@ using w4a16_internal::ldmatrix_x4;
 constexpr int kWarps = 4;
 constexpr int kThreads = kWarps * 32;
 constexpr int kTile = kWarps * 16;  // positions per pipeline stage, 16 per warp
-constexpr int kStages = 3;
 constexpr int kPad = 8;             // fp16 padding per shared-memory row (16 bytes)
 constexpr int kMaxGroup = 16;       // query heads per KV head: the 16 rows of the mma tile
 
 template <int kHeadDim>
 __host__ __device__ constexpr int stage_elems() { return 2 * kTile * (kHeadDim + kPad); }  // K then V, fp16
-template <int kHeadDim>
+template <int kHeadDim, int kStages>
 constexpr size_t shared_bytes() { return static_cast<size_t>(kStages) * stage_elems<kHeadDim>() * 2; }
 
 // d += a * b for one m16n8k16 tile (fp16 in, fp32 accumulate).
@@ -111,8 +112,9 @@ __device__ __forceinline__ void load_tile(const Params& p, const int32_t* table,
   }
 }
 
-template <int kHeadDim>
+template <int kHeadDim, int kStages>
 __global__ void __launch_bounds__(kThreads, 2) decode_tensor_core_kernel(Params p) {
+  static_assert(kStages >= 2, "a ring of at least two stages");
   constexpr int kDimSteps = kHeadDim / 16;  // k-steps of Q K^T
   constexpr int kDimTiles = kHeadDim / 8;   // n-tiles of P V (output columns)
   constexpr int kRowStride = kHeadDim + kPad;
@@ -364,18 +366,18 @@ __global__ void __launch_bounds__(kThreads, 2) decode_tensor_core_kernel(Params 
   if (threadIdx.x == 0) p.split_counters[counter] = 0;  // ready for the next launch
 }
 
-template <int kHeadDim>
+template <int kHeadDim, int kStages>
 Status launch(const Params& p, int num_tokens, cudaStream_t stream) {
-  constexpr size_t kSmemBytes = shared_bytes<kHeadDim>();
+  constexpr size_t kSmemBytes = shared_bytes<kHeadDim, kStages>();
   static_assert(kWarps * kMaxGroup * (kHeadDim + 2) * 4 <= kSmemBytes, "the warp combine fits in the ring");
   static_assert(kMaxGroup * kMaxDecodeSplits * 4 <= kSmemBytes, "the merge weights fit in the ring");
-  static const cudaError_t attr_status = cudaFuncSetAttribute(
-      decode_tensor_core_kernel<kHeadDim>, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(kSmemBytes));
+  constexpr auto kKernel = decode_tensor_core_kernel<kHeadDim, kStages>;
+  static const cudaError_t attr_status =
+      cudaFuncSetAttribute(kKernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(kSmemBytes));
   CROSSPOINT_CUDA_RETURN_IF_ERROR(attr_status, "decode_tensor_core_kernel shared memory attribute");
   const dim3 grid(num_tokens, p.num_kv_heads, p.num_splits);
-  CROSSPOINT_CUDA_RETURN_IF_ERROR(
-      launch_programmatic(decode_tensor_core_kernel<kHeadDim>, grid, dim3(kThreads), kSmemBytes, stream, p),
-      "decode_tensor_core_kernel launch");
+  CROSSPOINT_CUDA_RETURN_IF_ERROR(launch_programmatic(kKernel, grid, dim3(kThreads), kSmemBytes, stream, p),
+                                  "decode_tensor_core_kernel launch");
   return last_launch_status("paged_attention decode_tensor_core_kernel launch");
 }
 
@@ -391,8 +393,9 @@ Status launch_decode_tensor_core(const Params& p, int num_tokens, cudaStream_t s
                             std::to_string(p.num_splits) + " splits) out of range");
   if (p.num_splits > 1 && static_cast<int64_t>(num_tokens) * p.num_kv_heads > kDecodeSplitCounters)
     return invalid_argument("cuda_paged_attention: decode split over more (row, KV head) pairs than counters");
-  if (p.head_dim == 128) return launch<128>(p, num_tokens, stream);
-  if (p.head_dim == 64) return launch<64>(p, num_tokens, stream);
+  const bool two = p.decode_stages == 2;
+  if (p.head_dim == 128) return two ? launch<128, 2>(p, num_tokens, stream) : launch<128, 3>(p, num_tokens, stream);
+  if (p.head_dim == 64) return two ? launch<64, 2>(p, num_tokens, stream) : launch<64, 3>(p, num_tokens, stream);
   return invalid_argument("cuda_paged_attention: tensor-core decode needs head_dim 64 or 128, got " +
                           std::to_string(p.head_dim));
 }
