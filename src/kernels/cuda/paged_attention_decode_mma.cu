@@ -32,7 +32,8 @@
 //   C (16 x 8, fp32)       c0, c1: (row group, cols 2 quad, +1)  c2, c3: (row group + 8, same cols)
 //   Here rows are query heads of the group, S columns positions, O columns dims.
 //
-// Ring depth kStages: 3 by default; 2 for the side-by-side measurement (kTwoStageDecode).
+// Ring depth kStages: 3 by default (2 where the GPU refuses its shared memory); 2 for the
+// side-by-side measurement (kTwoStageDecode).
 // ptxas (nvcc 13.0, sm_90, -Xptxas -v), 0 spills, no stack frame:
 //   D 128: 152 registers (3 stages), 154 (2 stages); D 64: 96 (3 stages), 100 (2 stages).
 // Dynamic shared memory: D 128 104,448 bytes with 3 stages (2 CTAs per SM), 69,632 with 2
@@ -366,17 +367,34 @@ __global__ void __launch_bounds__(kThreads, 2) decode_tensor_core_kernel(Params 
   if (threadIdx.x == 0) p.split_counters[counter] = 0;  // ready for the next launch
 }
 
+// Whether this instance may have its dynamic shared memory here (once per process): false on
+// GPUs with less than 104 KB per block (sm_86/89) for the 3-stage ring at D 128.
+template <int kHeadDim, int kStages>
+bool shared_memory_allowed() {
+  static const bool allowed = [] {
+    const cudaError_t err = cudaFuncSetAttribute(decode_tensor_core_kernel<kHeadDim, kStages>,
+                                                 cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                                 static_cast<int>(shared_bytes<kHeadDim, kStages>()));
+    if (err != cudaSuccess) (void)cudaGetLastError();  // not sticky: clear it for the launch checks
+    return err == cudaSuccess;
+  }();
+  return allowed;
+}
+
 template <int kHeadDim, int kStages>
 Status launch(const Params& p, int num_tokens, cudaStream_t stream) {
   constexpr size_t kSmemBytes = shared_bytes<kHeadDim, kStages>();
   static_assert(kWarps * kMaxGroup * (kHeadDim + 2) * 4 <= kSmemBytes, "the warp combine fits in the ring");
   static_assert(kMaxGroup * kMaxDecodeSplits * 4 <= kSmemBytes, "the merge weights fit in the ring");
-  constexpr auto kKernel = decode_tensor_core_kernel<kHeadDim, kStages>;
-  static const cudaError_t attr_status =
-      cudaFuncSetAttribute(kKernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(kSmemBytes));
-  CROSSPOINT_CUDA_RETURN_IF_ERROR(attr_status, "decode_tensor_core_kernel shared memory attribute");
+  if constexpr (kStages > 2) {
+    if (!shared_memory_allowed<kHeadDim, kStages>()) return launch<kHeadDim, 2>(p, num_tokens, stream);
+  }
+  if (!shared_memory_allowed<kHeadDim, kStages>())
+    return internal_error("cuda_paged_attention: the decode kernel's " + std::to_string(kSmemBytes) +
+                          " bytes of shared memory are refused on this GPU");
   const dim3 grid(num_tokens, p.num_kv_heads, p.num_splits);
-  CROSSPOINT_CUDA_RETURN_IF_ERROR(launch_programmatic(kKernel, grid, dim3(kThreads), kSmemBytes, stream, p),
+  CROSSPOINT_CUDA_RETURN_IF_ERROR(launch_programmatic(decode_tensor_core_kernel<kHeadDim, kStages>, grid, dim3(kThreads),
+                                                      kSmemBytes, stream, p),
                                   "decode_tensor_core_kernel launch");
   return last_launch_status("paged_attention decode_tensor_core_kernel launch");
 }
