@@ -129,11 +129,11 @@ Buffers make_buffers(cudaStream_t s) {
 // former form, CUDA cores, one warp per whole weight row (k_splits = 1); gemv_fused_quant:
 // fp8 with the per-token quantisation inside the GEMV (fp8_gemv_from_fp16, no quant launch).
 // W4A16: w4a16_mma* are the 4-warp kernel's tunings, w4a16_large* the larger-batch kernel
-// (kLargeTile, kLargeTileFewSplits, kLargeTileWide), w4a16_wgmma the Hopper kernel (kWgmma; only on
-// compute capability 9.0), w4a16_gemm what the engine calls (w4a16_gemm: the GEMV at M <= 8, else
+// (kLargeTile, kLargeTileFewSplits, kLargeTileWide), w4a16_wgmma* the Hopper kernel (kWgmma, kWgmmaWide;
+// only on compute capability 9.0), w4a16_gemm what the engine calls (w4a16_gemm: the GEMV at M <= 8, else
 // w4a16_default_tuning_for(M)).
 enum class Variant { kAuto, kCublasLt, kGemv, kW4A16, kW4A16Deep, kW4A16Narrow, kW4A16Splits, kFp8Quant, kGemvWholeRow, kFp8Fused, kGemvCudaCores, kW4A16Gemv,
-                     kW4A16Large, kW4A16LargeFewSplits, kW4A16LargeWide, kW4A16Engine, kFp16MmaGemv, kW4A16Wgmma,
+                     kW4A16Large, kW4A16LargeFewSplits, kW4A16LargeWide, kW4A16Engine, kFp16MmaGemv, kW4A16Wgmma, kW4A16WgmmaWide,
                      kW4A16GemvRing, kW4A16GemvRingDeep, kW4A16GemvRingNoSplit, kFp8Ring, kFp8RingNoSplit, kFp8FusedRing };
 // The ring GEMVs (w4a16_gemv.h W4A16GemvKernel::kSharedRing*, gemv.h GemvOptions::fp8_ring):
 // w4a16_gemv_ring (8 slots), w4a16_gemv_ring_deep (16), *_ks1 without the cluster K split;
@@ -159,6 +159,7 @@ const char* variant_name(Variant v) {
     case Variant::kW4A16LargeWide: return "w4a16_large_wide";
     case Variant::kW4A16Engine: return "w4a16_gemm";
     case Variant::kW4A16Wgmma: return "w4a16_wgmma";
+    case Variant::kW4A16WgmmaWide: return "w4a16_wgmma_wide";
     case Variant::kFp16MmaGemv: return "fp16_mma_gemv";
     case Variant::kW4A16GemvRing: return "w4a16_gemv_ring";
     case Variant::kW4A16GemvRingDeep: return "w4a16_gemv_ring_deep";
@@ -182,6 +183,7 @@ cuda::W4A16Tuning tuning_of(Variant v) {
     case Variant::kW4A16LargeFewSplits: return cuda::W4A16Tuning::kLargeTileFewSplits;
     case Variant::kW4A16LargeWide: return cuda::W4A16Tuning::kLargeTileWide;
     case Variant::kW4A16Wgmma: return cuda::W4A16Tuning::kWgmma;
+    case Variant::kW4A16WgmmaWide: return cuda::W4A16Tuning::kWgmmaWide;
     default: return cuda::W4A16Tuning::kDefault;
   }
 }
@@ -195,7 +197,7 @@ bool variant_applies(Variant v, int m) {
   if (v == Variant::kGemv || v == Variant::kGemvWholeRow || v == Variant::kFp8Fused || v == Variant::kGemvCudaCores) return m <= 4;
   if (is_w4a16_tuning(v)) return m <= 16;  // above 16 rows they all run the kDefault kernel
   if (is_w4a16_large(v)) return m >= 16;
-  if (v == Variant::kW4A16Wgmma) return m >= 16 && cuda::w4a16_wgmma_supported();
+  if (v == Variant::kW4A16Wgmma || v == Variant::kW4A16WgmmaWide) return m >= 16 && cuda::w4a16_wgmma_supported();
   if (v == Variant::kW4A16Gemv) return m <= cuda::kW4A16GemvKernelMaxRows;
   if (v == Variant::kFp16MmaGemv) return m <= cuda::kMmaGemvMaxRows;
   if (v == Variant::kW4A16GemvRing || v == Variant::kW4A16GemvRingDeep || v == Variant::kW4A16GemvRingNoSplit) {
@@ -273,7 +275,7 @@ const Shape kLayerShapes[] = {{"q/o 3584x3584", 3584, 3584}, {"k/v 512x3584", 51
 const int kBatchSizes[] = {1, 2, 4, 8, 16, 32, 64, 128, 256};
 const std::vector<Variant> kW4A16Variants = {Variant::kW4A16Engine, Variant::kW4A16Gemv, Variant::kW4A16, Variant::kW4A16Deep,
                                              Variant::kW4A16Narrow, Variant::kW4A16Splits, Variant::kW4A16Large,
-                                             Variant::kW4A16LargeFewSplits, Variant::kW4A16LargeWide, Variant::kW4A16Wgmma,
+                                             Variant::kW4A16LargeFewSplits, Variant::kW4A16LargeWide, Variant::kW4A16Wgmma, Variant::kW4A16WgmmaWide,
                                              Variant::kW4A16GemvRing, Variant::kW4A16GemvRingDeep};
 
 nlohmann::json record(const Ceilings& c, Precision p, const char* kernel, const char* shape, int m, int n, int k,
@@ -370,7 +372,7 @@ constexpr int kPrefillRows = 2048;
 bool runs_at_prefill(Precision p, Variant v) {
   if (p == Precision::kFp16) return v == Variant::kCublasLt;
   if (p != Precision::kInt4) return false;
-  if (v == Variant::kW4A16Wgmma) return cuda::w4a16_wgmma_supported();
+  if (v == Variant::kW4A16Wgmma || v == Variant::kW4A16WgmmaWide) return cuda::w4a16_wgmma_supported();
   return v == Variant::kW4A16Engine || v == Variant::kW4A16Large || v == Variant::kW4A16LargeFewSplits;
 }
 

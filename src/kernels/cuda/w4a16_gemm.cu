@@ -28,6 +28,7 @@ using w4a16_internal::mma_m16n8k16;
 // Rows of M from which w4a16_gemm runs the kWgmma tuning on compute capability 9.0 devices;
 // 0 keeps it off (it awaits its H200 measurements: set this one line from them).
 constexpr int kWgmmaMinRows = 0;
+constexpr W4A16Tuning kWgmmaTuning = W4A16Tuning::kWgmma;  // or kWgmmaWide, as measured
 
 constexpr int kWarps = 4;        // warps per block, side by side in n
 constexpr int kChunkK = 64;      // input rows per packed chunk (4 mma k-steps)
@@ -243,7 +244,8 @@ Status w4a16_gemm(const uint16_t* x, int64_t x_stride, const uint32_t* packed_we
     return w4a16_gemv(x, x_stride, packed_weight, packed_scales, y, y_stride, m, n, k, group_size, stream);
   }
   W4A16Tuning tuning = w4a16_default_tuning_for(m);
-  if (tuning == W4A16Tuning::kWgmma && n % 64 != 0) tuning = W4A16Tuning::kLargeTileFewSplits;  // the rare odd width
+  const bool wgmma = tuning == W4A16Tuning::kWgmma || tuning == W4A16Tuning::kWgmmaWide;
+  if (wgmma && n % 64 != 0) tuning = W4A16Tuning::kLargeTileFewSplits;  // the rare odd width
   return w4a16_gemm_tuned(tuning, x, x_stride, packed_weight, packed_scales, y, y_stride, m, n, k, group_size, workspace,
                           stream);
 }
@@ -254,7 +256,7 @@ W4A16Tuning w4a16_default_tuning_for(int m) {
   // 2.37 / 3.66 / 5.23 / 8.07 / 13.72 ms at M = 16 / 32 / 64 / 128 / 256, against 3.61 / 6.03 /
   // 7.60 / 10.55 / 16.76 for the 4-warp kernel (bench_gemm, 2026-11-30; docs/cuda.md).
   // The Hopper wgmma kernel from kWgmmaMinRows rows on, where the device has it.
-  if (kWgmmaMinRows > 0 && m >= kWgmmaMinRows && w4a16_wgmma_supported()) return W4A16Tuning::kWgmma;
+  if (kWgmmaMinRows > 0 && m >= kWgmmaMinRows && w4a16_wgmma_supported()) return kWgmmaTuning;
   return m > kW4A16GemvMaxRows ? W4A16Tuning::kLargeTileFewSplits : W4A16Tuning::kDefault;
 }
 
@@ -264,7 +266,8 @@ Status w4a16_gemm_tuned(W4A16Tuning tuning, const uint16_t* x, int64_t x_stride,
   if (m <= 0) return m == 0 ? Status::ok() : invalid_argument("w4a16_gemm: m = " + std::to_string(m));
   if (k <= 0 || k % kChunkK != 0) return unsupported("w4a16_gemm: k = " + std::to_string(k) + " is not a positive multiple of 64");
   if (n <= 0 || n % 16 != 0) return unsupported("w4a16_gemm: n = " + std::to_string(n) + " is not a positive multiple of 16");
-  if (tuning == W4A16Tuning::kWgmma && n % 64 != 0) {
+  const bool wgmma = tuning == W4A16Tuning::kWgmma || tuning == W4A16Tuning::kWgmmaWide;
+  if (wgmma && n % 64 != 0) {
     return unsupported("w4a16_gemm: n = " + std::to_string(n) + " is not a multiple of 64, which the wgmma tuning needs");
   }
   if (group_size == -1) group_size = k;
@@ -277,13 +280,15 @@ Status w4a16_gemm_tuned(W4A16Tuning tuning, const uint16_t* x, int64_t x_stride,
     return invalid_argument("w4a16_gemm: null pointer argument");
   }
   const bool float4_workspace = tuning == W4A16Tuning::kLargeTile || tuning == W4A16Tuning::kLargeTileFewSplits ||
-                                tuning == W4A16Tuning::kLargeTileWide || tuning == W4A16Tuning::kWgmma;
+                                tuning == W4A16Tuning::kLargeTileWide || wgmma;
   if (float4_workspace && reinterpret_cast<uintptr_t>(workspace) % 16 != 0) {
     return invalid_argument("w4a16_gemm: workspace must be 16-byte aligned (float4 read back of the split sums)");
   }
-  if (tuning == W4A16Tuning::kWgmma) {
-    return w4a16_gemm_wgmma(x, x_stride, packed_weight, packed_scales, y, y_stride, m, n, k, group_size, workspace,
-                            W4A16WgmmaOptions{}, stream);
+  if (wgmma) {
+    W4A16WgmmaOptions options;
+    options.wide = tuning == W4A16Tuning::kWgmmaWide;
+    return w4a16_gemm_wgmma(x, x_stride, packed_weight, packed_scales, y, y_stride, m, n, k, group_size, workspace, options,
+                            stream);
   }
   if (tuning == W4A16Tuning::kLargeTile || tuning == W4A16Tuning::kLargeTileFewSplits || tuning == W4A16Tuning::kLargeTileWide) {
     W4A16LargeOptions options;

@@ -1,6 +1,7 @@
 // W4A16 GEMM on Hopper warpgroup MMAs (wgmma.mma_async, sm_90a only): the kWgmma tuning of
-// w4a16_gemm_tuned. SASS (cuobjdump, sm_90a, nvcc 13.0), per token-tile instantiation 16/32/64/128/256:
-// 8 HGMMA.64xNx16 each (2 unrolled chunks x 4 k16 steps), 0 LDL/STL, 72/80/101/128/196 registers, 0 spills.
+// w4a16_gemm_tuned (kWgmmaWide: the same with 4 warpgroups). SASS (cuobjdump, sm_90a, nvcc 13.0):
+// every instantiation has 8 HGMMA.64xNx16 (2 unrolled chunks x 4 k16 steps) and 0 LDL/STL (0 spills);
+// registers 72/80/101/128/196 for 16/32/64/128/256 tokens (2 warpgroups), 72/80/96/128 (4 warpgroups).
 //
 // Operands swapped, as in the GEMV: the WEIGHTS are wgmma's A operand (64 output channels per
 // warpgroup, dequantised int4 -> fp16 in registers), the ACTIVATIONS are its B operand
@@ -12,9 +13,9 @@
 // so warp w of a warpgroup dequantises n16 block nb0 + 4 g + w as the GEMV does (wgmma.cuh has
 // the fragment maps).
 //
-// Block: kWarpGroups = 2 warpgroups side by side along N (128 output channels), all rows of a
-// token tile of kTokens (16, 32, 64, 128 or 256, chosen by M; a grid dimension over token tiles
-// above 256 rows, e.g. prefill). Weights, scales and the activation tile of each 64-deep k chunk
+// Block: kWarpGroups = 2 (kWgmma) or 4 (kWgmmaWide) warpgroups side by side along N (128 or 256
+// output channels), all rows of a token tile of kTokens (16, 32, 64, 128 or 256 (2 warpgroups
+// only), chosen by M; a grid dimension over token tiles above that, e.g. prefill). Weights, scales and the activation tile of each 64-deep k chunk
 // stream through a kStages-deep cp.async ring (one wait + barrier per chunk); a warp dequantises
 // its 16-byte word group of a chunk into 4 k16 A fragments (double-buffered across chunks, so
 // the next chunk's dequantisation overlaps this chunk's wgmmas), then issues 4 wgmmas. K is
@@ -50,10 +51,14 @@ using wgmma_internal::wgmma_m64k16_rs;
 using wgmma_internal::wgmma_wait;
 
 constexpr int kChunkK = 64;                         // input rows per packed chunk (4 k16 steps)
-constexpr int kWarpGroups = 2;                      // consumer warpgroups per block, side by side along N
-constexpr int kThreads = kWarpGroups * 128;         // 256
-constexpr int kBlockNBlocks = kWarpGroups * 4;      // n16 blocks per block: one per warp
-constexpr int kBlockCols = kBlockNBlocks * 16;      // 128 output channels per block
+// Block shape: kWarpGroups warpgroups side by side along N, 64 output channels each (2: 128
+// channels, the kWgmma tuning; 4: 256 channels, kWgmmaWide).
+template <int kWarpGroups>
+struct WgmmaBlock {
+  static constexpr int kThreads = kWarpGroups * 128;     // 256 or 512
+  static constexpr int kNBlocks = kWarpGroups * 4;       // n16 blocks per block: one per warp
+  static constexpr int kCols = kNBlocks * 16;            // 128 or 256 output channels
+};
 constexpr int kTileRowBytes = kChunkK * 2;          // one token's 64 fp16 of a chunk: 128 bytes
 
 // Shared memory of one block, in this order (the activation tiles first: each must start on
@@ -61,8 +66,9 @@ constexpr int kTileRowBytes = kChunkK * 2;          // one token's 64 fp16 of a 
 //   x_tiles  [kStages][kTokens][64] fp16, 128-byte swizzled rows (wgmma.cuh)
 //   weights  [kStages][kBlockNBlocks][32 lanes] uint4 packed int4 words
 //   scales   [kStages][kBlockNBlocks][8] half2 (s[c], s[c+8]) of the chunk's group
-template <int kTokens, int kStages>
+template <int kWarpGroups, int kTokens, int kStages>
 struct WgmmaSmem {
+  static constexpr int kBlockNBlocks = WgmmaBlock<kWarpGroups>::kNBlocks;
   static_assert(kStages >= 3, "the ring keeps the chunk being multiplied and the one before it busy");
   static constexpr int kTileBytes = kTokens * kTileRowBytes;
   static constexpr int kWeightBytes = kBlockNBlocks * 32 * 16;
@@ -72,17 +78,21 @@ struct WgmmaSmem {
   static constexpr int kBytes = kScaleOffset + kStages * kScaleBytes + 1024;  // + slack to align the base to 1024
 };
 
-// grid = (ceil(N / 128), k splits, ceil(M / kTokens)), block = 256 threads (2 warpgroups).
-// N is a multiple of 64, so each warpgroup's 64 channels are all in range or all beyond N (then
-// it only helps copy). Token rows at or beyond M are zero-filled in shared memory and their
-// D columns never stored (a D column depends only on its own B column).
-template <int kTokens, int kStages, int kMinBlocksPerSm>
-__global__ void __launch_bounds__(kThreads, kMinBlocksPerSm)
+// grid = (ceil(N / (64 kWarpGroups)), k splits, ceil(M / kTokens)), block = 128 kWarpGroups
+// threads. N is a multiple of 64, so each warpgroup's 64 channels are all in range or all
+// beyond N (then it only helps copy). Token rows at or beyond M are zero-filled in shared
+// memory and their D columns never stored (a D column depends only on its own B column).
+template <int kWarpGroups, int kTokens, int kStages, int kMinBlocksPerSm>
+__global__ void __launch_bounds__(WgmmaBlock<kWarpGroups>::kThreads, kMinBlocksPerSm)
     w4a16_gemm_wgmma_kernel(const uint16_t* __restrict__ x, int64_t x_stride, const uint4* __restrict__ packed_weight,
                             const uint32_t* __restrict__ packed_scales, uint16_t* __restrict__ y, int64_t y_stride, int m,
                             int n, int k, int group_size, float* __restrict__ split_sums, int* __restrict__ tile_counters) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-  using Smem = WgmmaSmem<kTokens, kStages>;
+  using Smem = WgmmaSmem<kWarpGroups, kTokens, kStages>;
+  constexpr int kThreads = WgmmaBlock<kWarpGroups>::kThreads;
+  constexpr int kBlockNBlocks = WgmmaBlock<kWarpGroups>::kNBlocks;
+  constexpr int kBlockCols = WgmmaBlock<kWarpGroups>::kCols;
+  static_assert(kBlockNBlocks * 32 == kThreads, "one 16-byte weight copy per thread and chunk");
   extern __shared__ unsigned char smem_raw[];
   const uint32_t raw_addr = static_cast<uint32_t>(__cvta_generic_to_shared(smem_raw));
   const uint32_t align_pad = (1024 - (raw_addr & 1023)) & 1023;
@@ -111,11 +121,11 @@ __global__ void __launch_bounds__(kThreads, kMinBlocksPerSm)
   // (n16 block tid / 32, lane); n16 blocks beyond N copy the last valid block (never used).
   const uint4* weight_src =
       packed_weight + static_cast<int64_t>(min(nb0 + warp, num_n_blocks - 1)) * num_k_chunks * 32 + lane;
-  // Scales: threads 0..15, half (tid % 2) of n16 block tid / 2.
+  // Scales: threads 0 .. 2 kBlockNBlocks - 1, half (tid % 2) of n16 block tid / 2.
   const bool copies_scales = tid < kBlockNBlocks * 2;
   const uint32_t* scale_src =
       packed_scales + static_cast<int64_t>(min(nb0 + (tid / 2) % kBlockNBlocks, num_n_blocks - 1)) * 8 + (tid % 2) * 4;
-  // Activations: 16-byte chunk c = tid % 8 of rows tid / 8 + 32 p (pass p); the 128-byte swizzle
+  // Activations: 16-byte chunk c = tid % 8 of rows tid / 8 + kRowsPerPass p (pass p); the 128-byte swizzle
   // stores chunk c of row r at chunk c ^ (r % 8), and r % 8 is the same in every pass.
   constexpr int kRowsPerPass = kThreads / 8;
   constexpr int kPasses = (kTokens + kRowsPerPass - 1) / kRowsPerPass;
@@ -290,12 +300,13 @@ const DeviceInfo& device_info() {
   return info;
 }
 
-template <int kTokens, int kStages, int kMinBlocksPerSm>
+template <int kWarpGroups, int kTokens, int kStages, int kMinBlocksPerSm>
 Status launch_wgmma(const uint16_t* x, int64_t x_stride, const uint32_t* packed_weight, const uint32_t* packed_scales,
                     uint16_t* y, int64_t y_stride, int m, int n, int k, int group_size, void* workspace,
                     const W4A16WgmmaOptions& options, cudaStream_t stream) {
-  constexpr auto kKernel = w4a16_gemm_wgmma_kernel<kTokens, kStages, kMinBlocksPerSm>;
-  constexpr int kSmemBytes = WgmmaSmem<kTokens, kStages>::kBytes;
+  constexpr auto kKernel = w4a16_gemm_wgmma_kernel<kWarpGroups, kTokens, kStages, kMinBlocksPerSm>;
+  constexpr int kSmemBytes = WgmmaSmem<kWarpGroups, kTokens, kStages>::kBytes;
+  constexpr int kThreads = WgmmaBlock<kWarpGroups>::kThreads;
   // Once per instantiation: allow the dynamic shared memory, then ask how many blocks fit per SM.
   static const int blocks_per_sm = [] {
     if (cudaFuncSetAttribute(kKernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmemBytes) != cudaSuccess) return 0;
@@ -308,7 +319,7 @@ Status launch_wgmma(const uint16_t* x, int64_t x_stride, const uint32_t* packed_
     return internal_error("w4a16_gemm_wgmma: kernel with " + std::to_string(kSmemBytes) +
                           " bytes of shared memory cannot be resident on this device");
   }
-  W4A16WgmmaPlan plan = w4a16_wgmma_plan(m, n, k, device_info().num_sms, blocks_per_sm, options.split_cost_chunks);
+  W4A16WgmmaPlan plan = w4a16_wgmma_plan(m, n, k, kWarpGroups == 4, device_info().num_sms, blocks_per_sm, options.split_cost_chunks);
   if (options.k_splits > 0) plan.k_splits = std::min(options.k_splits, k / kChunkK);
   float* split_sums = static_cast<float*>(workspace);  // [M, N] fp32, zero between launches
   int* tile_counters = reinterpret_cast<int*>(split_sums + static_cast<int64_t>(m) * n);
@@ -320,13 +331,15 @@ Status launch_wgmma(const uint16_t* x, int64_t x_stride, const uint32_t* packed_
 
 }  // namespace
 
-int w4a16_wgmma_token_tile(int m) { return m <= 16 ? 16 : m <= 32 ? 32 : m <= 64 ? 64 : m <= 128 ? 128 : 256; }
+int w4a16_wgmma_token_tile(int m, bool wide) {
+  return m <= 16 ? 16 : m <= 32 ? 32 : m <= 64 ? 64 : m <= 128 || wide ? 128 : 256;
+}
 
-W4A16WgmmaPlan w4a16_wgmma_plan(int m, int n, int k, int num_sms, int blocks_per_sm, double split_cost_chunks) {
+W4A16WgmmaPlan w4a16_wgmma_plan(int m, int n, int k, bool wide, int num_sms, int blocks_per_sm, double split_cost_chunks) {
   W4A16WgmmaPlan plan;
-  plan.token_tile = w4a16_wgmma_token_tile(m);
-  plan.block_cols = kBlockCols;
-  plan.grid_n = (n + kBlockCols - 1) / kBlockCols;
+  plan.token_tile = w4a16_wgmma_token_tile(m, wide);
+  plan.block_cols = wide ? WgmmaBlock<4>::kCols : WgmmaBlock<2>::kCols;
+  plan.grid_n = (n + plan.block_cols - 1) / plan.block_cols;
   plan.grid_m = (m + plan.token_tile - 1) / plan.token_tile;
   const int num_k_chunks = k / kChunkK;
   const int64_t tiles = static_cast<int64_t>(plan.grid_n) * plan.grid_m;
@@ -364,22 +377,40 @@ Status w4a16_gemm_wgmma(const uint16_t* x, int64_t x_stride, const uint32_t* pac
                        std::to_string(d.major) + "." + std::to_string(d.minor));
   }
   if (m <= 0) return Status::ok();
-  switch (w4a16_wgmma_token_tile(m)) {
+  // Stages: as deep as the blocks per SM (set by the registers: kTokens / 2 accumulators a
+  // thread) leave shared memory for.
+  if (options.wide) {
+    switch (w4a16_wgmma_token_tile(m, true)) {
+      case 16:
+        return launch_wgmma<4, 16, 8, 1>(x, x_stride, packed_weight, packed_scales, y, y_stride, m, n, k, group_size, workspace,
+                                         options, stream);
+      case 32:
+        return launch_wgmma<4, 32, 8, 1>(x, x_stride, packed_weight, packed_scales, y, y_stride, m, n, k, group_size, workspace,
+                                         options, stream);
+      case 64:
+        return launch_wgmma<4, 64, 8, 1>(x, x_stride, packed_weight, packed_scales, y, y_stride, m, n, k, group_size, workspace,
+                                         options, stream);
+      default:
+        return launch_wgmma<4, 128, 6, 1>(x, x_stride, packed_weight, packed_scales, y, y_stride, m, n, k, group_size, workspace,
+                                          options, stream);
+    }
+  }
+  switch (w4a16_wgmma_token_tile(m, false)) {
     case 16:
-      return launch_wgmma<16, 8, 3>(x, x_stride, packed_weight, packed_scales, y, y_stride, m, n, k, group_size, workspace,
-                                    options, stream);
+      return launch_wgmma<2, 16, 8, 3>(x, x_stride, packed_weight, packed_scales, y, y_stride, m, n, k, group_size, workspace,
+                                       options, stream);
     case 32:
-      return launch_wgmma<32, 8, 3>(x, x_stride, packed_weight, packed_scales, y, y_stride, m, n, k, group_size, workspace,
-                                    options, stream);
+      return launch_wgmma<2, 32, 8, 3>(x, x_stride, packed_weight, packed_scales, y, y_stride, m, n, k, group_size, workspace,
+                                       options, stream);
     case 64:
-      return launch_wgmma<64, 6, 2>(x, x_stride, packed_weight, packed_scales, y, y_stride, m, n, k, group_size, workspace,
-                                    options, stream);
+      return launch_wgmma<2, 64, 6, 2>(x, x_stride, packed_weight, packed_scales, y, y_stride, m, n, k, group_size, workspace,
+                                       options, stream);
     case 128:
-      return launch_wgmma<128, 5, 2>(x, x_stride, packed_weight, packed_scales, y, y_stride, m, n, k, group_size, workspace,
-                                     options, stream);
+      return launch_wgmma<2, 128, 5, 2>(x, x_stride, packed_weight, packed_scales, y, y_stride, m, n, k, group_size, workspace,
+                                        options, stream);
     default:
-      return launch_wgmma<256, 5, 1>(x, x_stride, packed_weight, packed_scales, y, y_stride, m, n, k, group_size, workspace,
-                                     options, stream);
+      return launch_wgmma<2, 256, 5, 1>(x, x_stride, packed_weight, packed_scales, y, y_stride, m, n, k, group_size, workspace,
+                                        options, stream);
   }
 }
 
