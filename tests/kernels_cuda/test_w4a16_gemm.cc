@@ -525,7 +525,9 @@ TEST(W4A16GemmWgmma, ForcedSplitsMatchReferenceAndLeaveWorkspaceClean) {
                                         p.y_stride) + " k_splits=" + std::to_string(c.splits);
       expect_close(ys[0], p.ref, what);
       expect_close(ys[1], p.ref, what + " (second launch)");
-      if (c.splits <= 2) EXPECT_EQ(ys[0], ys[1]) << what;  // order-independent fp32 sums: bitwise repeat
+      if (c.splits <= 2) {
+        EXPECT_EQ(ys[0], ys[1]) << what;  // order-independent fp32 sums: bitwise repeat
+      }
     }
   }
 }
