@@ -1,6 +1,12 @@
 // Paged attention for a flat batch of prefill chunks and decodes (paged_attention.h): the
-// split-context CUDA-core kernel, its merge kernel and the launcher that also starts the
-// tensor-core prefill kernel (paged_attention_prefill.cu) for sequences with >= 16 new rows.
+// split-context CUDA-core kernel, its merge kernel and the launcher. The launcher sends
+// sequences with >= 16 new rows to the tensor-core prefill kernel (paged_attention_prefill.cu)
+// and every other row to the tensor-core decode kernel (paged_attention_decode_mma.cu) when
+// head_dim is 64 or 128 and a KV head has at most 16 query heads; the split kernel takes those
+// rows otherwise, or when CudaAttentionKernels asks for it (tests, benchmarks).
+//
+// Workspace: [int32 merge counters of the decode kernel, kWorkspaceCounterBytes, zero between
+// launches][f32 partial outputs][f32 (m, l)], the partials' layout set per launch.
 //
 // Split-context kernel (flash-decoding over the paged cache, CUDA cores, fp32 math):
 //   * One CTA per (query row t, KV head, chunk of up to 8 query heads of that GQA group,
@@ -22,8 +28,8 @@
 //   * The grid depends only on host integers (num_tokens, heads, max_context_len), so a
 //     captured graph stays valid; rows past seq_token_start[num_seqs], or partitions past a
 //     row's visible length, exit at once.
-// It handles every row when the tensor-core kernel cannot (other head dims, odd output
-// strides) or is turned off (cuda_paged_attention_split_only): each prefill row then reads
+// It handles every row when the tensor-core kernels cannot (other head dims, odd output
+// strides) or are turned off (cuda_paged_attention_split_only): each prefill row then reads
 // its own causal prefix (mostly from L2), correct for any chunk size but slow.
 #include <cuda_fp16.h>
 
