@@ -5,7 +5,7 @@
 // their partial sums through distributed shared memory. Design: w4a16_gemv.h.
 //
 // Registers (sm_90, -Xptxas -v, CUDA 13.0): 45 for one token tile (ring 8 and 16: ~42 warps
-// per SM by registers), 59 / 58 for two; 0 bytes spilled.
+// per SM by registers), 59 / 57 for two; 0 bytes spilled.
 #include <cooperative_groups.h>
 #include <cuda_fp16.h>
 
