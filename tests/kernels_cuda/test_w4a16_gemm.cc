@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <numeric>
 #include <string>
 #include <tuple>
@@ -226,11 +227,18 @@ void expect_close(const std::vector<uint16_t>& y, const std::vector<double>& ref
   ASSERT_EQ(y.size(), ref.size()) << what;
   EXPECT_LT(testing::relative_error_f16(y, ref), 3e-3) << what;
   double max_ref = 0, max_err = 0;
+  size_t worst = 0;  // element of the largest error, named in the message (row-major [M, N] index)
   for (size_t i = 0; i < ref.size(); ++i) {
     max_ref = std::max(max_ref, std::fabs(ref[i]));
-    max_err = std::max(max_err, std::fabs(crosspoint::f16_to_f32(y[i]) - ref[i]));
+    double err = std::fabs(crosspoint::f16_to_f32(y[i]) - ref[i]);
+    if (std::isnan(err)) err = std::numeric_limits<double>::infinity();  // a NaN output is the worst error
+    if (err > max_err) {
+      max_err = err;
+      worst = i;
+    }
   }
-  EXPECT_LE(max_err, 0.02 * max_ref) << what;
+  EXPECT_LE(max_err, 0.02 * max_ref) << what << "; worst element " << worst << " (flat [M, N] index): got "
+                                     << crosspoint::f16_to_f32(y[worst]) << ", want " << ref[worst];
 }
 
 std::string describe(const char* name, int m, int n, int k, int g, int64_t xs, int64_t ys) {
