@@ -489,7 +489,7 @@ nlohmann::json bench_decode_step(const Ceilings& c, CublasLtContext& ctx, const 
 // M <= 2). One table line per kernel: ms, GB/s of weights and % of the bandwidth ceiling.
 nlohmann::json bench_gemv16(const Ceilings& c, CublasLtContext& ctx, const Buffers& b, cudaStream_t s, int reps) {
   constexpr int kLayers = 28, kHidden = 3584, kInter = 18944, kQkv = 4608;
-  const int batch_rows[] = {1, 2, 4, 8, 12, 16};
+  const int batch_rows[] = {1, 2, 4, 6, 8, 12, 16};
   const int fp8_gemv_rows = cuda::fp8_gemv_max_rows();
   const int fp8_ring_rows = cuda::fp8_gemv_on_tensor_cores() ? cuda::kMmaGemvMaxRows : 0;
   const int fp8_fused_ring_rows = cuda::fp8_gemv_on_tensor_cores() ? cuda::kGemvMaxRows : 0;

@@ -25,10 +25,14 @@ using w4a16_internal::cp_async_wait;
 using w4a16_internal::dequant_word;
 using w4a16_internal::mma_m16n8k16;
 
-// Rows of M from which w4a16_gemm runs the kWgmma tuning on compute capability 9.0 devices;
-// 0 keeps it off (it awaits its H200 measurements: set this one line from them).
-constexpr int kWgmmaMinRows = 0;
-constexpr W4A16Tuning kWgmmaTuning = W4A16Tuning::kWgmma;  // or kWgmmaWide, as measured
+// Rows of M from which w4a16_gemm runs the Hopper wgmma kernel on compute capability 9.0
+// devices, and from which its 256-column form. Measured on the H200 (bench_gemm, 7B decode-step
+// linears without lm_head, 2026-11-30 10:40): kWgmma 2.48 / 2.89 / 4.23 / 6.62 / 12.34 ms at
+// M = 16 / 32 / 64 / 128 / 256 against 2.38 / 3.66 / 5.23 / 8.05 / 13.68 for kLargeTileFewSplits;
+// kWgmmaWide 10.46 ms at 256 and 60.9 ms at 2,048 (prefill) against kWgmma's 12.34 and 68.9,
+// equal at 128 (6.64), slower below.
+constexpr int kWgmmaMinRows = 17;
+constexpr int kWgmmaWideMinRows = 129;
 
 constexpr int kWarps = 4;        // warps per block, side by side in n
 constexpr int kChunkK = 64;      // input rows per packed chunk (4 mma k-steps)
@@ -251,12 +255,12 @@ Status w4a16_gemm(const uint16_t* x, int64_t x_stride, const uint32_t* packed_we
 }
 
 W4A16Tuning w4a16_default_tuning_for(int m) {
-  // Above the GEMV's rows: the larger-batch kernel with splits costed high. On the H200 it was
-  // the fastest W4A16 variant at every M measured (16..256): the 7B decode-step linears took
-  // 2.37 / 3.66 / 5.23 / 8.07 / 13.72 ms at M = 16 / 32 / 64 / 128 / 256, against 3.61 / 6.03 /
-  // 7.60 / 10.55 / 16.76 for the 4-warp kernel (bench_gemm, 2026-11-30; docs/cuda.md).
-  // The Hopper wgmma kernel from kWgmmaMinRows rows on, where the device has it.
-  if (kWgmmaMinRows > 0 && m >= kWgmmaMinRows && w4a16_wgmma_supported()) return kWgmmaTuning;
+  // Above the GEMV's rows: the larger-batch kernel with splits costed high (on the H200 the
+  // fastest mma.sync variant at every M measured, 16..256; docs/cuda.md), and from
+  // kWgmmaMinRows rows the Hopper wgmma kernel, where the device has it (numbers at the top).
+  if (m >= kWgmmaMinRows && w4a16_wgmma_supported()) {
+    return m >= kWgmmaWideMinRows ? W4A16Tuning::kWgmmaWide : W4A16Tuning::kWgmma;
+  }
   return m > kW4A16GemvMaxRows ? W4A16Tuning::kLargeTileFewSplits : W4A16Tuning::kDefault;
 }
 

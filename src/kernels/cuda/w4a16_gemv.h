@@ -30,7 +30,10 @@ inline constexpr int kW4A16GemvKernelMaxRows = 16;
 // Rows w4a16_gemm() sends here. At 9..16 the two-tile kernel lost on the H200 (Qwen2.5-7B
 // decode-step linears 4.18 / 5.41 ms at M = 12 / 16 against 2.37 ms for the larger-batch
 // kernel at 16; bench_gemm, 2026-11-30), so those rows go to w4a16_gemm's larger-batch kernel.
-inline constexpr int kW4A16GemvMaxRows = 8;
+// That kernel costs the same at any M <= 16 (2.33 ms at 12, 2.38 at 16), while this one grows
+// with M (1.58 ms at 4, 2.54 at 8; 2026-11-30 10:40): the larger-batch kernel wins from about
+// M = 7, so this one keeps M <= 6.
+inline constexpr int kW4A16GemvMaxRows = 6;
 static_assert(kW4A16GemvMaxRows <= kW4A16GemvKernelMaxRows);
 
 // Grid the host picks: one block per n16 block of output columns, `warps_per_block` warps
