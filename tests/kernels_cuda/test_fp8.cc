@@ -101,7 +101,7 @@ TEST(Fp8Gemv, MatchesReferenceForEveryKernelAndKSplit) {
         for (int splits : {0, 1, 2, 4, 8}) {
           y.poison();
           const Status st = fp8_gemv(xq.get(), k, xs.get(), wq.get(), k, ws.get(), y.get(), n, m, n, k, nullptr,
-                                     GemvOptions{splits, cuda_cores, false});
+                                     GemvOptions{splits, cuda_cores});
           ASSERT_TRUE(st.is_ok()) << st.to_string();
           EXPECT_LT(testing::relative_error_f16(y.download(), p.ref), 2e-3)
               << "m=" << m << " n=" << n << " k=" << k << " k_splits=" << splits << " cuda_cores=" << cuda_cores;

@@ -138,9 +138,9 @@ TEST(Fp8GemvFromFp16, MatchesReferenceOnAwkwardShapes) {
     for (int m : s.ms) {
       const FusedProblem p = make_problem(rng, m, s.n, s.k);
       for (bool cuda_cores : {false, true}) {
-        check_fused(p, GemvOptions{0, cuda_cores, false});
+        check_fused(p, GemvOptions{0, cuda_cores});
         if (s.n <= 512 && s.k <= 3584) {
-          for (int splits : {1, 2, 8}) check_fused(p, GemvOptions{splits, cuda_cores, false});
+          for (int splits : {1, 2, 8}) check_fused(p, GemvOptions{splits, cuda_cores});
         }
       }
     }

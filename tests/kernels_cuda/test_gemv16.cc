@@ -113,22 +113,10 @@ std::vector<uint16_t> run_fp16_mma(const Problem& p, DeviceProblem& d, int k_spl
   return unpad(p, d.y.download(), describe("fp16_mma_gemv", p, k_splits));
 }
 
-// The former tensor-core kernel (not the ring), whatever kFp8GemvRingByDefault says.
 std::vector<uint16_t> run_fp8(const Problem& p, DeviceProblem& d, int k_splits) {
   d.y.poison();
   const Status st = fp8_gemv(d.xq.get(), p.x_stride, d.x_scale.get(), d.wq.get(), p.w_stride, d.w_scale.get(), d.y.get(),
-                             p.y_stride, p.m, p.n, p.k, nullptr, GemvOptions{k_splits, false, false});
-  EXPECT_TRUE(st.is_ok()) << st.to_string();
-  EXPECT_EQ(cudaDeviceSynchronize(), cudaSuccess);
-  return unpad(p, d.y.download(), describe("fp8_gemv", p, k_splits));
-}
-
-// fp8_gemv with the default options: what fp8_linear takes.
-std::vector<uint16_t> run_fp8_default(const Problem& p, DeviceProblem& d) {
-  const int k_splits = 0;
-  d.y.poison();
-  const Status st = fp8_gemv(d.xq.get(), p.x_stride, d.x_scale.get(), d.wq.get(), p.w_stride, d.w_scale.get(), d.y.get(),
-                             p.y_stride, p.m, p.n, p.k, nullptr, GemvOptions{});
+                             p.y_stride, p.m, p.n, p.k, nullptr, GemvOptions{k_splits, false});
   EXPECT_TRUE(st.is_ok()) << st.to_string();
   EXPECT_EQ(cudaDeviceSynchronize(), cudaSuccess);
   return unpad(p, d.y.download(), describe("fp8_gemv", p, k_splits));
@@ -298,7 +286,7 @@ TEST(Fp8Linear, TakesTheTensorCoreGemvUpToItsRowLimit) {
     const std::vector<uint16_t> y = unpad(p, d.y.download(), "fp8_linear m=" + std::to_string(m));
     EXPECT_LT(testing::relative_error_f16(y, p.ref), kTolerance) << "fp8_linear m=" << m;
     if (m <= kFp8GemvMaxRows) {
-      EXPECT_EQ(y, run_fp8_default(p, d)) << "fp8_linear is not fp8_gemv at m=" << m;
+      EXPECT_EQ(y, run_fp8(p, d, 0)) << "fp8_linear is not fp8_gemv at m=" << m;
     }
   }
 }

@@ -54,31 +54,14 @@ DeviceLinear make_device_linear(uint32_t seed, int m, int n, int k, int group_si
   return d;
 }
 
-// Runs w4a16_gemv (or the kernel `options` name) into a NaN-poisoned y [M, y_stride] and
-// returns all of y.
-std::vector<uint16_t> run_gemv_with(const DeviceLinear& d, const W4A16GemvOptions& options, int64_t y_stride = 0) {
-  if (!d.weight) return {};
-  if (y_stride == 0) y_stride = d.lin.n;
-  DeviceBuffer<uint16_t> y(static_cast<size_t>(d.m) * y_stride);
-  y.poison();
-  const Status st = w4a16_gemv_with_options(options, d.x->get(), d.x_stride, d.weight->get(), d.scales->get(), y.get(),
-                                            y_stride, d.m, d.lin.n, d.lin.k, d.lin.group_size, nullptr);
-  EXPECT_TRUE(st.is_ok()) << st.to_string();
-  EXPECT_EQ(cudaDeviceSynchronize(), cudaSuccess);
-  return y.download();
-}
-
-// The register kernel, as the tests before the ring kernels ran it.
+// Runs w4a16_gemv into a NaN-poisoned y [M, y_stride] and returns all of y.
 std::vector<uint16_t> run_gemv(const DeviceLinear& d, int warps_per_block = 0, int64_t y_stride = 0) {
   if (!d.weight) return {};
   if (y_stride == 0) y_stride = d.lin.n;
   DeviceBuffer<uint16_t> y(static_cast<size_t>(d.m) * y_stride);
   y.poison();
-  W4A16GemvOptions options;
-  options.kernel = W4A16GemvKernel::kRegisterPipeline;
-  options.warps_per_block = warps_per_block;
-  const Status st = w4a16_gemv_with_options(options, d.x->get(), d.x_stride, d.weight->get(), d.scales->get(), y.get(),
-                                            y_stride, d.m, d.lin.n, d.lin.k, d.lin.group_size, nullptr);
+  const Status st = w4a16_gemv(d.x->get(), d.x_stride, d.weight->get(), d.scales->get(), y.get(), y_stride, d.m, d.lin.n,
+                               d.lin.k, d.lin.group_size, nullptr, warps_per_block);
   EXPECT_TRUE(st.is_ok()) << st.to_string();
   EXPECT_EQ(cudaDeviceSynchronize(), cudaSuccess);
   return y.download();
@@ -232,190 +215,16 @@ TEST(W4A16Gemv, RepeatsAreBitwiseEqualAndW4A16GemmDispatchesHere) {
     const DeviceLinear d = make_device_linear(600 + m, m, n, k, 128, false);
     const std::vector<uint16_t> first = run_gemv(d);
     EXPECT_EQ(run_gemv(d), first) << "repeat differs, m=" << m;
-    // w4a16_gemm at M <= kW4A16GemvMaxRows is w4a16_gemv: same bits, and no workspace needed.
+    // w4a16_gemm at M <= kW4A16GemvMaxRows is this kernel: same bits, and no workspace needed.
     if (m > kW4A16GemvMaxRows) continue;
-    W4A16GemvOptions default_kernel;  // what w4a16_gemv runs
-    const std::vector<uint16_t> by_default = run_gemv_with(d, default_kernel);
     DeviceBuffer<uint16_t> y(static_cast<size_t>(m) * n);
     y.poison();
     const Status st = w4a16_gemm(d.x->get(), k, d.weight->get(), d.scales->get(), y.get(), n, m, n, k, 128,
                                  /*workspace=*/nullptr, nullptr);
     ASSERT_TRUE(st.is_ok()) << st.to_string();
-    EXPECT_EQ(y.download(), by_default) << "w4a16_gemm differs from w4a16_gemv at m=" << m;
+    EXPECT_EQ(y.download(), first) << "w4a16_gemm differs from w4a16_gemv at m=" << m;
     EXPECT_LT(error_vs_reference(d, first), kTolerance);
   }
-}
-
-
-// ---- The shared-memory ring kernels (W4A16GemvKernel::kSharedRing, kSharedRingDeep) ----
-
-// An H200 running the 1-tile ring-8 kernel: 45 registers (42 warps), 228 KB of shared memory.
-W4A16GemvRingLimits h200_ring_limits() {
-  W4A16GemvRingLimits l;
-  l.num_sms = 132;
-  l.max_warps_per_sm = 42;
-  l.max_blocks_per_sm = 32;
-  l.shared_bytes_per_sm = 233472;
-  l.shared_bytes_per_warp = 8 * 32 * 20;
-  l.shared_bytes_per_block = 1024;
-  l.split_sum_bytes = 512;
-  l.clusters = true;
-  return l;
-}
-
-void expect_valid_ring_plan(const W4A16GemvRingPlan& p, int n, int k, const W4A16GemvRingLimits& l) {
-  const int num_chunks = k / 64;
-  EXPECT_EQ(p.num_n_blocks, n / 16);
-  EXPECT_TRUE(p.k_splits >= 1 && p.k_splits <= 8) << p.k_splits;
-  if (!l.clusters) {
-    EXPECT_EQ(p.k_splits, 1);
-  }
-  EXPECT_GE(p.chunks_per_split * p.k_splits, num_chunks);        // all of K covered
-  EXPECT_LT((p.k_splits - 1) * p.chunks_per_split, num_chunks);  // no block without a chunk
-  EXPECT_EQ(p.num_blocks, p.num_n_blocks * p.k_splits);
-  EXPECT_TRUE(p.warps_per_block >= 1 && p.warps_per_block <= 32) << p.warps_per_block;
-  // A single block always fits an SM (registers and shared memory).
-  EXPECT_LE(p.warps_per_block * l.shared_bytes_per_warp + l.shared_bytes_per_block + l.split_sum_bytes, l.shared_bytes_per_sm);
-}
-
-TEST(W4A16GemvRingPlan, SplitsKOnlyWhereTheNBlocksDoNotSpreadEvenly) {
-  const W4A16GemvRingLimits l = h200_ring_limits();
-  // gate_up: 2368 n16 blocks spread over 132 SMs (17.9 each) without splitting.
-  const W4A16GemvRingPlan gate_up = w4a16_gemv_ring_plan(37888, 3584, l);
-  EXPECT_EQ(gate_up.k_splits, 1);
-  // o and down: 224 n16 blocks are 1.7 per SM; split K so the busiest SM streams less.
-  for (int k : {3584, 18944}) {
-    const W4A16GemvRingPlan p = w4a16_gemv_ring_plan(3584, k, l);
-    EXPECT_GT(p.k_splits, 1) << "k=" << k;
-    const int blocks_per_sm = (p.num_blocks + l.num_sms - 1) / l.num_sms;
-    EXPECT_LE(blocks_per_sm * p.warps_per_block, l.max_warps_per_sm) << "k=" << k;
-    EXPECT_LE(blocks_per_sm * (p.warps_per_block * l.shared_bytes_per_warp + l.shared_bytes_per_block + l.split_sum_bytes),
-              l.shared_bytes_per_sm);
-  }
-  W4A16GemvRingLimits no_clusters = l;
-  no_clusters.clusters = false;
-  EXPECT_EQ(w4a16_gemv_ring_plan(3584, 3584, no_clusters).k_splits, 1);
-  // Forced values are taken (clamped to what the shape allows).
-  EXPECT_EQ(w4a16_gemv_ring_plan(3584, 3584, l, 4, 2).k_splits, 2);
-  EXPECT_EQ(w4a16_gemv_ring_plan(3584, 3584, l, 4, 2).warps_per_block, 4);
-  EXPECT_EQ(w4a16_gemv_ring_plan(48, 192, l, 0, 8).k_splits, 3);  // 3 chunks: at most 3 slices
-  for (int sms : {1, 7, 132}) {
-    for (int max_warps : {8, 42, 64}) {
-      for (bool clusters : {false, true}) {
-        for (auto [n, k] : {std::pair{16, 64}, {48, 192}, {272, 320}, {4608, 3584}, {3600, 18944}, {37888, 3584}, {1 << 20, 128}}) {
-          W4A16GemvRingLimits lim = l;
-          lim.num_sms = sms;
-          lim.max_warps_per_sm = max_warps;
-          lim.clusters = clusters;
-          SCOPED_TRACE(::testing::Message() << "n=" << n << " k=" << k << " sms=" << sms << " warps=" << max_warps
-                                            << " clusters=" << clusters);
-          expect_valid_ring_plan(w4a16_gemv_ring_plan(n, k, lim), n, k, lim);
-          for (int force : {1, 3, 8}) expect_valid_ring_plan(w4a16_gemv_ring_plan(n, k, lim, force, force), n, k, lim);
-        }
-      }
-    }
-  }
-}
-
-W4A16GemvOptions ring_options(W4A16GemvKernel kernel, int warps = 0, int splits = 0) {
-  W4A16GemvOptions o;
-  o.kernel = kernel;
-  o.warps_per_block = warps;
-  o.k_splits = splits;
-  return o;
-}
-
-const W4A16GemvKernel kRingKernels[] = {W4A16GemvKernel::kSharedRing, W4A16GemvKernel::kSharedRingDeep};
-
-TEST(W4A16GemvRing, MatchesReferenceForEveryBatchSize) {
-  CROSSPOINT_SKIP_WITHOUT_GPU();
-  struct Case { int n, k, g; };
-  // K = 64: one chunk; 192 with G = 64: a group per chunk; 320: a partial last group; N = 3600
-  // = 3584 + 16: one n16 block past the 7B width.
-  const Case cases[] = {{16, 64, -1}, {48, 192, 64}, {272, 320, 128}, {3600, 3584, 128}, {16, 18944, 64}, {48, 18944, -1}};
-  uint32_t seed = 700;
-  for (W4A16GemvKernel kernel : kRingKernels) {
-    for (int m = 1; m <= kW4A16GemvKernelMaxRows; ++m) {
-      for (const Case& c : cases) {
-        const DeviceLinear d = make_device_linear(seed++, m, c.n, c.k, c.g, false);
-        EXPECT_LT(error_vs_reference(d, run_gemv_with(d, ring_options(kernel))), kTolerance)
-            << "kernel=" << static_cast<int>(kernel) << " m=" << m << " n=" << c.n << " k=" << c.k << " g=" << c.g;
-      }
-    }
-    for (int m : {1, 8, 16}) {  // a full 7B qkv shape
-      const DeviceLinear d = make_device_linear(seed++, m, 4608, 3584, 128, false);
-      EXPECT_LT(error_vs_reference(d, run_gemv_with(d, ring_options(kernel))), kTolerance) << "m=" << m << " n=4608";
-    }
-  }
-}
-
-TEST(W4A16GemvRing, EverySplitAndWarpCountMatchesReference) {
-  CROSSPOINT_SKIP_WITHOUT_GPU();
-  // 5 chunks over up to 8 cluster ranks and up to 32 warps: warps with no chunk, slices of
-  // one chunk, groups split between blocks.
-  uint32_t seed = 800;
-  for (W4A16GemvKernel kernel : kRingKernels) {
-    for (int splits : {1, 2, 3, 4, 8}) {
-      for (int warps : {0, 1, 3, 32}) {
-        for (auto [m, n, k, g] : {std::tuple{1, 48, 320, 64}, {8, 272, 320, 128}, {16, 32, 1280, 128}, {3, 64, 3584, -1}}) {
-          const DeviceLinear d = make_device_linear(seed++, m, n, k, g, false);
-          EXPECT_LT(error_vs_reference(d, run_gemv_with(d, ring_options(kernel, warps, splits))), kTolerance)
-              << "kernel=" << static_cast<int>(kernel) << " splits=" << splits << " warps=" << warps << " m=" << m
-              << " k=" << k;
-        }
-      }
-    }
-  }
-}
-
-TEST(W4A16GemvRing, ActOrderPaddingAndBitwiseRepeats) {
-  CROSSPOINT_SKIP_WITHOUT_GPU();
-  for (W4A16GemvKernel kernel : kRingKernels) {
-    for (auto [m, n, k] : {std::tuple{5, 64, 512}, {1, 272, 3584}, {13, 64, 512}}) {
-      const DeviceLinear d = make_device_linear(900 + m, m, n, k, 128, true);
-      EXPECT_LT(error_vs_reference(d, run_gemv_with(d, ring_options(kernel))), kTolerance) << "act-order m=" << m;
-    }
-    for (int m : {1, 6, 14}) {
-      const int n = 80, k = 640;
-      const int64_t x_stride = k + 72, y_stride = n + 16;
-      const DeviceLinear d = make_device_linear(950 + m, m, n, k, 128, false, x_stride);
-      for (int splits : {1, 4}) {
-        const std::vector<uint16_t> y = run_gemv_with(d, ring_options(kernel, 0, splits), y_stride);
-        ASSERT_EQ(y.size(), static_cast<size_t>(m) * y_stride);
-        std::vector<uint16_t> packed_y;
-        for (int i = 0; i < m; ++i) {
-          for (int64_t col = 0; col < y_stride; ++col) {
-            if (col < n) packed_y.push_back(y[i * y_stride + col]);
-            else EXPECT_EQ(y[i * y_stride + col], 0xFFFF) << "padding written at row " << i << " col " << col;
-          }
-        }
-        EXPECT_LT(error_vs_reference(d, packed_y), kTolerance) << "m=" << m << " splits=" << splits;
-      }
-    }
-    // Repeats bitwise equal, with and without a cluster split, on the 7B o / down shapes.
-    for (auto [m, n, k] : {std::tuple{1, 3584, 3584}, {4, 3584, 18944}, {12, 4608, 3584}}) {
-      const DeviceLinear d = make_device_linear(990 + m, m, n, k, 128, false);
-      for (int splits : {0, 1, 4}) {
-        const std::vector<uint16_t> first = run_gemv_with(d, ring_options(kernel, 0, splits));
-        EXPECT_EQ(run_gemv_with(d, ring_options(kernel, 0, splits)), first) << "repeat differs, m=" << m << " splits=" << splits;
-        EXPECT_LT(error_vs_reference(d, first), kTolerance) << "m=" << m << " splits=" << splits;
-      }
-    }
-  }
-}
-
-TEST(W4A16GemvRing, RefusesBadOptions) {
-  const auto* p16 = reinterpret_cast<const uint16_t*>(16);
-  const auto* p32 = reinterpret_cast<const uint32_t*>(16);
-  auto* y = reinterpret_cast<uint16_t*>(16);
-  EXPECT_EQ(w4a16_gemv_with_options(ring_options(W4A16GemvKernel::kSharedRing, 0, 9), p16, 128, p32, p32, y, 64, 1, 64, 128,
-                                    128, nullptr)
-                .code(),
-            StatusCode::kInvalidArgument);
-  EXPECT_EQ(w4a16_gemv_with_options(ring_options(W4A16GemvKernel::kSharedRing, 33), p16, 128, p32, p32, y, 64, 1, 64, 128,
-                                    128, nullptr)
-                .code(),
-            StatusCode::kInvalidArgument);
 }
 
 }  // namespace

@@ -7,7 +7,6 @@
 #include <string>
 
 #include "kernels/cuda/cuda_status.h"
-#include "kernels/cuda/fp8_gemv_ring.h"
 #include "kernels/cuda/fp8_quant.h"
 #include "kernels/cuda/gemv.h"
 #include "kernels/cuda/programmatic_launch.cuh"
@@ -611,10 +610,6 @@ Status fp8_gemv(const uint8_t* xq, int64_t xq_stride, const float* x_scale, cons
   if (xq_stride % 16 != 0 || w_stride % 16 != 0 || xq_stride < k || w_stride < k) {
     return invalid_argument("fp8_gemv: row strides must be multiples of 16 bytes and >= k");
   }
-  if (mma && options.fp8_ring) {
-    return fp8_ring_internal::fp8_ring_gemv(xq, xq_stride, x_scale, wq, w_stride, w_scale, y, y_stride, m, n, k,
-                                            options.k_splits, stream);
-  }
   GemvArgs a = gemv_args(xq, xq_stride, wq, w_stride, y, y_stride, m, n, k / 16);
   a.x_scale = x_scale;
   a.w_scale = w_scale;
@@ -639,10 +634,6 @@ Status fp8_gemv_from_fp16(const uint16_t* x, int64_t x_stride, const uint8_t* wq
   if (shared_bytes + static_bytes > device_max_shared_bytes()) {
     return unsupported("fp8_gemv_from_fp16: m * k = " + std::to_string(shared_bytes) +
                        " bytes of e4m3 activations exceed the device's shared memory per block");
-  }
-  if (options.fp8_ring && !options.fp8_on_cuda_cores && device_has_fp8_mma()) {
-    return fp8_ring_internal::fp8_ring_gemv_from_fp16(x, x_stride, wq, w_stride, w_scale, y, y_stride, m, n, k, xq_out,
-                                                      xq_out_stride, x_scale_out, options.k_splits, stream);
   }
   GemvArgs a = gemv_args(x, x_stride * 2, wq, w_stride, y, y_stride, m, n, k / 16);
   a.w_scale = w_scale;

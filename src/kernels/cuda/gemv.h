@@ -56,61 +56,11 @@ GemvPlan plan_fp16_mma_gemv(int n, int k, int num_sms, int force_k_splits = 0);
 // Whether fp8_gemv / fp8_gemv_from_fp16 run on tensor cores on the current device (sm_89+).
 bool fp8_gemv_on_tensor_cores();
 
-// fp8 ring kernel (GemvOptions::fp8_ring, sm_89+): the tensor-core GEMV's arithmetic fed by a
-// per-lane cp.async ring in shared memory (8 steps of 64 bytes x 16 rows = 8 KB per warp in
-// flight, no registers held for them) instead of batches of register loads that drain before
-// the next batch goes out. A block owns groups_per_block consecutive 16-column groups and one
-// K slice; where the groups do not spread evenly over the SMs, K is split over a thread-block
-// cluster (sm_90) whose blocks add their partial sums through distributed shared memory in a
-// fixed order (deterministic, no workspace). Fused (fp8_gemv_from_fp16): each block quantises
-// only its K slice of x into shared memory, the row amax shared across the cluster, with
-// fp8_quant.h's formula bit for bit; several groups per block keep that work per block rare.
-// What fp8_gemv and fp8_gemv_from_fp16 run by default (the one-line switch after the H200
-// measurement of bench_gemm's gemv_ring rows).
-inline constexpr bool kFp8GemvRingByDefault = false;
-
 // Choices a test or benchmark may force on an fp8 GEMV; the defaults are what engines want.
 struct GemvOptions {
   int k_splits = 0;                // 0: planned; else 1, 2, 4 or 8 warps per column group
-                                   // (fp8_ring: 1..8 blocks of a cluster sharing K, > 1 on sm_90+)
   bool fp8_on_cuda_cores = false;  // the CUDA-core kernel even on a GPU with e4m3 MMA
-  bool fp8_ring = kFp8GemvRingByDefault;  // the ring kernel (sm_89+; ignored with fp8_on_cuda_cores)
 };
-
-// What an SM holds of the fp8 ring kernel (host planning input).
-struct Fp8RingLimits {
-  int num_sms = 132;
-  int max_warps_per_sm = 64;          // from the kernel's registers
-  int max_blocks_per_sm = 32;
-  int max_warps_per_block = 32;       // the kernel's launch bound
-  int shared_bytes_per_sm = 204800;   // the plan's share of the 228 KB (sm_90); the rest stays L1
-  int shared_bytes_per_warp = 8192;   // the ring: 8 slots x 32 lanes x 32 bytes
-  int shared_bytes_per_block = 1024;  // the driver's reserve and static shared memory
-  bool clusters = true;               // thread-block clusters (sm_90+)
-};
-// Launch plan: grid = ceil(N/16 / groups_per_block) x k_splits blocks of warps_per_block
-// warps (warps_per_block / groups_per_block per group); block b owns groups
-// [b / k_splits * groups_per_block, + groups_per_block) and the 64-byte K steps
-// [s * steps_per_split, + steps_per_split), s = b % k_splits (its cluster rank).
-struct Fp8RingPlan {
-  int groups_per_block = 1;  // 1..16 groups of 16 output columns
-  int warps_per_block = 0;   // a multiple of groups_per_block, at most 32
-  int k_splits = 1;          // 1..8, no empty slice
-  int steps_per_split = 0;   // 64-byte steps of K per block
-  int num_blocks = 0;
-  size_t shared_bytes = 0;   // dynamic shared memory per block
-};
-// Pure host logic (tested without a GPU): minimises the 64-byte steps the busiest SM streams,
-// divided by how well its resident warps fill it (kFp8RingFullBytesPerSm in flight), plus
-// kFp8RingWaveCostSteps per wave of blocks (a block's first loads wait a full memory latency),
-// kFp8RingSplitCostSteps per split and, when fused, the quantisation of each block's slice
-// (kFp8RingQuantCostStepsPerValue per value; what makes several groups per block pay).
-// force_splits > 0 takes that split (clamped to the steps K has).
-inline constexpr double kFp8RingSplitCostSteps = 4.0;
-inline constexpr double kFp8RingFullBytesPerSm = 96 * 1024;
-inline constexpr double kFp8RingWaveCostSteps = 32.0;  // ~1 us at an SM's share of 4.5 TB/s
-inline constexpr double kFp8RingQuantCostStepsPerValue = 0.002;
-Fp8RingPlan plan_fp8_ring_gemv(int n, int k, int m, bool fused, const Fp8RingLimits& limits, int force_splits = 0);
 
 //   x [M, K] fp16 (row stride x_stride), w [N, K] fp16 (row stride w_stride),
 //   y [M, N] fp16 (row stride y_stride). K % 8 == 0; strides multiples of 8 elements.

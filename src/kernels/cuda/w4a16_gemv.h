@@ -57,76 +57,8 @@ W4A16GemvShape w4a16_gemv_shape(int n, int k, int num_sms, int max_warps_per_sm)
 //   m              1 .. kW4A16GemvKernelMaxRows (0 is a no-op); K % 64 == 0 (K < 2^22), N % 16 == 0, G -1 or a
 //                  multiple of 64
 // warps_per_block 0 lets w4a16_gemv_shape() choose; 1..32 forces it (benchmarks).
-// Runs kW4A16GemvDefaultKernel (below).
 Status w4a16_gemv(const uint16_t* x, int64_t x_stride, const uint32_t* packed_weight,
                   const uint32_t* packed_scales, uint16_t* y, int64_t y_stride, int m, int n,
                   int k, int group_size, cudaStream_t stream, int warps_per_block = 0);
-
-// The kernels behind w4a16_gemv (same layout, arguments and limits; results equal up to the
-// order of the fp32 sums, each bitwise repeatable):
-//   kRegisterPipeline  the kernel described at the top: each lane holds its next 4 chunks'
-//                      weight words and scales in registers (2 KB per warp in flight, 55
-//                      registers on sm_90, ~36 warps and ~72 KB in flight per SM).
-//   kSharedRing        each lane streams its words and scales through its own ring of 8
-//                      chunk slots in shared memory with cp.async (no registers held for
-//                      them, 4 KB per warp in flight, ~2x the bytes in flight per SM); a
-//                      block owns one n16 block and one K slice, and where the n16 blocks do
-//                      not spread evenly over the SMs (3584 columns: 224 blocks on 132 SMs)
-//                      K is split over a thread-block cluster of up to 8 blocks (sm_90) whose
-//                      partial sums meet in distributed shared memory (fixed order: still
-//                      deterministic, no workspace). Plan: w4a16_gemv_ring_plan.
-//   kSharedRingDeep    the same with 16 slots per lane (8 KB per warp in flight, fewer warps).
-enum class W4A16GemvKernel { kRegisterPipeline, kSharedRing, kSharedRingDeep };
-// What w4a16_gemv (and so w4a16_gemm at M <= kW4A16GemvMaxRows) runs: the one-line switch
-// after the H200 measurement of bench_gemm's w4a16_gemv* rows.
-inline constexpr W4A16GemvKernel kW4A16GemvDefaultKernel = W4A16GemvKernel::kRegisterPipeline;
-
-struct W4A16GemvOptions {
-  W4A16GemvKernel kernel = kW4A16GemvDefaultKernel;
-  int warps_per_block = 0;  // 0: planned; 1..32 forces it
-  int k_splits = 0;         // ring kernels: 0 planned; 1..8 forces the blocks per cluster
-                            // sharing one n16 block's K (> 1 only on sm_90+, else refused)
-};
-
-// w4a16_gemv with a chosen kernel (tests, benchmarks). Errors as w4a16_gemv, plus options
-// out of range.
-Status w4a16_gemv_with_options(const W4A16GemvOptions& options, const uint16_t* x, int64_t x_stride,
-                               const uint32_t* packed_weight, const uint32_t* packed_scales, uint16_t* y,
-                               int64_t y_stride, int m, int n, int k, int group_size, cudaStream_t stream);
-
-// What an SM holds of a ring kernel (host planning input; w4a16_gemv_ring_plan).
-struct W4A16GemvRingLimits {
-  int num_sms = 132;
-  int max_warps_per_sm = 64;        // from the kernel's registers
-  int max_blocks_per_sm = 32;
-  int shared_bytes_per_sm = 204800;  // the plan's share of the 228 KB (sm_90); the rest stays L1
-  int shared_bytes_per_warp = 5120;  // the ring: slots x 32 lanes x (16 + 4) bytes
-  int shared_bytes_per_block = 1024;  // fixed part (static shared memory, the driver's reserve)
-  int split_sum_bytes = 512;          // more per block when K is split (its partial sums)
-  bool clusters = true;              // thread-block clusters available (sm_90+)
-};
-
-// Launch plan of a ring kernel: grid = num_n_blocks x k_splits blocks of warps_per_block
-// warps; block b owns n16 block b / k_splits and the chunks [s * chunks_per_split, + chunks_per_split)
-// of K (s = b % k_splits, its rank in a cluster of k_splits blocks).
-struct W4A16GemvRingPlan {
-  int num_n_blocks = 0;      // N / 16
-  int k_splits = 1;          // 1, 2, 4 or 8 (clusters)
-  int chunks_per_split = 0;  // 64-deep chunks per block; no block is left without one
-  int warps_per_block = 0;   // 1..32, every block of the grid resident at once where it fits
-  int num_blocks = 0;        // num_n_blocks * k_splits
-};
-// Pure host logic (tested without a GPU). Picks k_splits (1 without clusters) minimising the
-// chunks the busiest SM streams, divided by how well its resident warps fill it (the bytes
-// their rings keep in flight against kW4A16RingFullBytesPerSm), plus
-// kW4A16RingWaveCostChunks per wave of blocks (a block's first loads wait a whole memory
-// latency) and kW4A16RingSplitCostChunks for a split; with as many warps per block as fit
-// beside the other blocks of that SM (registers, shared memory) while each keeps >= 2 chunks.
-// force_warps / force_splits > 0 take those instead (clamped to what the shape allows).
-inline constexpr int kW4A16RingSplitCostChunks = 8;
-inline constexpr int kW4A16RingWaveCostChunks = 64;  // ~1 us at an SM's share of 4.5 TB/s
-inline constexpr double kW4A16RingFullBytesPerSm = 96 * 1024;  // weight bytes in flight that keep HBM busy from one SM
-W4A16GemvRingPlan w4a16_gemv_ring_plan(int n, int k, const W4A16GemvRingLimits& limits, int force_warps = 0,
-                                       int force_splits = 0);
 
 }  // namespace crosspoint::cuda
