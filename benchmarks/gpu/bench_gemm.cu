@@ -129,12 +129,11 @@ Buffers make_buffers(cudaStream_t s) {
 // former form, CUDA cores, one warp per whole weight row (k_splits = 1); gemv_fused_quant:
 // fp8 with the per-token quantisation inside the GEMV (fp8_gemv_from_fp16, no quant launch).
 // W4A16: w4a16_mma* are the 4-warp kernel's tunings, w4a16_large* the larger-batch kernel
-// (kLargeTile, kLargeTileFewSplits, kLargeTileWide), w4a16_wgmma* the Hopper kernel (kWgmma, kWgmmaWide, kWgmmaPipelined*;
+// (kLargeTile, kLargeTileFewSplits, kLargeTileWide), w4a16_wgmma* the Hopper kernel (kWgmma, kWgmmaWide;
 // only on compute capability 9.0), w4a16_gemm what the engine calls (w4a16_gemm: the GEMV at M <= 8, else
 // w4a16_default_tuning_for(M)).
 enum class Variant { kAuto, kCublasLt, kGemv, kW4A16, kW4A16Deep, kW4A16Narrow, kW4A16Splits, kFp8Quant, kGemvWholeRow, kFp8Fused, kGemvCudaCores, kW4A16Gemv,
-                     kW4A16Large, kW4A16LargeFewSplits, kW4A16LargeWide, kW4A16Engine, kFp16MmaGemv, kW4A16Wgmma, kW4A16WgmmaWide,
-                     kW4A16WgmmaPipelined, kW4A16WgmmaPipelinedWide };
+                     kW4A16Large, kW4A16LargeFewSplits, kW4A16LargeWide, kW4A16Engine, kFp16MmaGemv, kW4A16Wgmma, kW4A16WgmmaWide };
 const char* variant_name(Variant v) {
   switch (v) {
     case Variant::kAuto: return "auto";
@@ -155,8 +154,6 @@ const char* variant_name(Variant v) {
     case Variant::kW4A16Engine: return "w4a16_gemm";
     case Variant::kW4A16Wgmma: return "w4a16_wgmma";
     case Variant::kW4A16WgmmaWide: return "w4a16_wgmma_wide";
-    case Variant::kW4A16WgmmaPipelined: return "w4a16_wgmma_pipelined";
-    case Variant::kW4A16WgmmaPipelinedWide: return "w4a16_wgmma_pipelined_wide";
     case Variant::kFp16MmaGemv: return "fp16_mma_gemv";
   }
   return "?";
@@ -164,10 +161,6 @@ const char* variant_name(Variant v) {
 bool is_w4a16_tuning(Variant v) { return v == Variant::kW4A16Deep || v == Variant::kW4A16Narrow || v == Variant::kW4A16Splits; }
 bool is_w4a16_large(Variant v) {
   return v == Variant::kW4A16Large || v == Variant::kW4A16LargeFewSplits || v == Variant::kW4A16LargeWide;
-}
-bool is_w4a16_wgmma(Variant v) {
-  return v == Variant::kW4A16Wgmma || v == Variant::kW4A16WgmmaWide || v == Variant::kW4A16WgmmaPipelined ||
-         v == Variant::kW4A16WgmmaPipelinedWide;
 }
 cuda::W4A16Tuning tuning_of(Variant v) {
   switch (v) {
@@ -179,8 +172,6 @@ cuda::W4A16Tuning tuning_of(Variant v) {
     case Variant::kW4A16LargeWide: return cuda::W4A16Tuning::kLargeTileWide;
     case Variant::kW4A16Wgmma: return cuda::W4A16Tuning::kWgmma;
     case Variant::kW4A16WgmmaWide: return cuda::W4A16Tuning::kWgmmaWide;
-    case Variant::kW4A16WgmmaPipelined: return cuda::W4A16Tuning::kWgmmaPipelined;
-    case Variant::kW4A16WgmmaPipelinedWide: return cuda::W4A16Tuning::kWgmmaPipelinedWide;
     default: return cuda::W4A16Tuning::kDefault;
   }
 }
@@ -189,7 +180,7 @@ bool variant_applies(Variant v, int m) {
   if (v == Variant::kGemv || v == Variant::kGemvWholeRow || v == Variant::kFp8Fused || v == Variant::kGemvCudaCores) return m <= 4;
   if (is_w4a16_tuning(v)) return m <= 16;  // above 16 rows they all run the kDefault kernel
   if (is_w4a16_large(v)) return m >= 16;
-  if (is_w4a16_wgmma(v)) return m >= 16 && cuda::w4a16_wgmma_supported();
+  if (v == Variant::kW4A16Wgmma || v == Variant::kW4A16WgmmaWide) return m >= 16 && cuda::w4a16_wgmma_supported();
   if (v == Variant::kW4A16Gemv) return m <= cuda::kW4A16GemvKernelMaxRows;
   if (v == Variant::kFp16MmaGemv) return m <= cuda::kMmaGemvMaxRows;
   return true;
@@ -250,8 +241,7 @@ const Shape kLayerShapes[] = {{"q/o 3584x3584", 3584, 3584}, {"k/v 512x3584", 51
 const int kBatchSizes[] = {1, 2, 4, 8, 16, 32, 64, 128, 256};
 const std::vector<Variant> kW4A16Variants = {Variant::kW4A16Engine, Variant::kW4A16Gemv, Variant::kW4A16, Variant::kW4A16Deep,
                                              Variant::kW4A16Narrow, Variant::kW4A16Splits, Variant::kW4A16Large,
-                                             Variant::kW4A16LargeFewSplits, Variant::kW4A16LargeWide, Variant::kW4A16Wgmma, Variant::kW4A16WgmmaWide,
-                                             Variant::kW4A16WgmmaPipelined, Variant::kW4A16WgmmaPipelinedWide};
+                                             Variant::kW4A16LargeFewSplits, Variant::kW4A16LargeWide, Variant::kW4A16Wgmma, Variant::kW4A16WgmmaWide};
 
 nlohmann::json record(const Ceilings& c, Precision p, const char* kernel, const char* shape, int m, int n, int k,
                       double bytes, double flops, double ms) {
@@ -347,7 +337,7 @@ constexpr int kPrefillRows = 2048;
 bool runs_at_prefill(Precision p, Variant v) {
   if (p == Precision::kFp16) return v == Variant::kCublasLt;
   if (p != Precision::kInt4) return false;
-  if (is_w4a16_wgmma(v)) return cuda::w4a16_wgmma_supported();
+  if (v == Variant::kW4A16Wgmma || v == Variant::kW4A16WgmmaWide) return cuda::w4a16_wgmma_supported();
   return v == Variant::kW4A16Engine || v == Variant::kW4A16Large || v == Variant::kW4A16LargeFewSplits;
 }
 
