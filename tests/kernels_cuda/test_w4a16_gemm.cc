@@ -249,19 +249,23 @@ std::string describe(const char* name, int m, int n, int k, int g, int64_t xs, i
 // kWgmma (w4a16_gemm_wgmma.cu) runs beside the larger-batch tunings where the device has it
 // (compute capability 9.0) and N allows (N % 64 == 0); elsewhere it must be refused cleanly.
 const W4A16Tuning kLargeTunings[] = {W4A16Tuning::kLargeTile, W4A16Tuning::kLargeTileFewSplits, W4A16Tuning::kLargeTileWide,
-                                     W4A16Tuning::kWgmma, W4A16Tuning::kWgmmaWide};
-const W4A16Tuning kWgmmaTunings[] = {W4A16Tuning::kWgmma, W4A16Tuning::kWgmmaWide};
+                                     W4A16Tuning::kWgmma, W4A16Tuning::kWgmmaWide, W4A16Tuning::kWgmmaPipelined,
+                                     W4A16Tuning::kWgmmaPipelinedWide};
+const W4A16Tuning kWgmmaTunings[] = {W4A16Tuning::kWgmma, W4A16Tuning::kWgmmaWide, W4A16Tuning::kWgmmaPipelined,
+                                     W4A16Tuning::kWgmmaPipelinedWide};
 const char* large_tuning_name(W4A16Tuning tuning) {
   return tuning == W4A16Tuning::kLargeTile            ? "kLargeTile"
          : tuning == W4A16Tuning::kLargeTileFewSplits ? "kLargeTileFewSplits"
          : tuning == W4A16Tuning::kLargeTileWide      ? "kLargeTileWide"
          : tuning == W4A16Tuning::kWgmma              ? "kWgmma"
-                                                      : "kWgmmaWide";
+         : tuning == W4A16Tuning::kWgmmaWide          ? "kWgmmaWide"
+         : tuning == W4A16Tuning::kWgmmaPipelined     ? "kWgmmaPipelined"
+                                                      : "kWgmmaPipelinedWide";
 }
 // True when `tuning` cannot run this N on this device; then checks that it is refused with
 // kUnsupported (before any launch) and the caller skips the comparison.
 bool expect_refused(W4A16Tuning tuning, const LargeProblem& p) {
-  if (tuning != W4A16Tuning::kWgmma && tuning != W4A16Tuning::kWgmmaWide) return false;
+  if (!w4a16_is_wgmma_tuning(tuning)) return false;
   if (p.lin.n % 64 == 0 && w4a16_wgmma_supported()) return false;
   const Status st = w4a16_gemm_tuned(tuning, reinterpret_cast<const uint16_t*>(16), p.x_stride, reinterpret_cast<const uint32_t*>(16),
                                      reinterpret_cast<const uint32_t*>(16), reinterpret_cast<uint16_t*>(16), p.y_stride, p.m, p.lin.n,
@@ -407,12 +411,13 @@ TEST(W4A16GemmLarge, ActOrderMatchesReference) {
   CROSSPOINT_SKIP_WITHOUT_GPU();                                                               \
   if (!w4a16_wgmma_supported()) GTEST_SKIP() << "kWgmma needs a compute capability 9.0 GPU"
 
-auto wgmma_split_launch(int k_splits, bool wide) {
-  return [k_splits, wide](const uint16_t* x, int64_t xs, const uint32_t* w, const uint32_t* s, uint16_t* y, int64_t ys, int m,
+auto wgmma_split_launch(int k_splits, bool wide, bool pipelined) {
+  return [k_splits, wide, pipelined](const uint16_t* x, int64_t xs, const uint32_t* w, const uint32_t* s, uint16_t* y, int64_t ys, int m,
                           int n, int k, int g, void* ws) {
     W4A16WgmmaOptions options;
     options.k_splits = k_splits;
     options.wide = wide;
+    options.pipelined = pipelined;
     return w4a16_gemm_wgmma(x, xs, w, s, y, ys, m, n, k, g == -1 ? k : g, ws, options, nullptr);
   };
 }
@@ -526,11 +531,13 @@ TEST(W4A16GemmWgmma, ForcedSplitsMatchReferenceAndLeaveWorkspaceClean) {
   uint32_t seed = 1700;
   for (const auto& c : cases) {
     const LargeProblem p = make_large_problem(seed++, c.m, c.n, c.k, c.g, 8, 1);
-    for (bool wide : {false, true}) {
-      const auto ys = run_large(p, 2, wgmma_split_launch(c.splits, wide));
+    for (int variant = 0; variant < 4; ++variant) {
+      const bool wide = variant % 2 == 1, pipelined = variant >= 2;
+      const auto ys = run_large(p, 2, wgmma_split_launch(c.splits, wide, pipelined));
       ASSERT_EQ(ys.size(), 2u);
-      const std::string what = describe(wide ? "kWgmmaWide splits" : "kWgmma splits", c.m, c.n, c.k, c.g, p.x_stride,
-                                        p.y_stride) + " k_splits=" + std::to_string(c.splits);
+      const char* name = pipelined ? (wide ? "kWgmmaPipelinedWide splits" : "kWgmmaPipelined splits")
+                                   : (wide ? "kWgmmaWide splits" : "kWgmma splits");
+      const std::string what = describe(name, c.m, c.n, c.k, c.g, p.x_stride, p.y_stride) + " k_splits=" + std::to_string(c.splits);
       expect_close(ys[0], p.ref, what);
       expect_close(ys[1], p.ref, what + " (second launch)");
       if (c.splits <= 2) {

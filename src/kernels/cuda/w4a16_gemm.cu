@@ -270,7 +270,7 @@ Status w4a16_gemm_tuned(W4A16Tuning tuning, const uint16_t* x, int64_t x_stride,
   if (m <= 0) return m == 0 ? Status::ok() : invalid_argument("w4a16_gemm: m = " + std::to_string(m));
   if (k <= 0 || k % kChunkK != 0) return unsupported("w4a16_gemm: k = " + std::to_string(k) + " is not a positive multiple of 64");
   if (n <= 0 || n % 16 != 0) return unsupported("w4a16_gemm: n = " + std::to_string(n) + " is not a positive multiple of 16");
-  const bool wgmma = tuning == W4A16Tuning::kWgmma || tuning == W4A16Tuning::kWgmmaWide;
+  const bool wgmma = w4a16_is_wgmma_tuning(tuning);
   if (wgmma && n % 64 != 0) {
     return unsupported("w4a16_gemm: n = " + std::to_string(n) + " is not a multiple of 64, which the wgmma tuning needs");
   }
@@ -290,7 +290,8 @@ Status w4a16_gemm_tuned(W4A16Tuning tuning, const uint16_t* x, int64_t x_stride,
   }
   if (wgmma) {
     W4A16WgmmaOptions options;
-    options.wide = tuning == W4A16Tuning::kWgmmaWide;
+    options.wide = tuning == W4A16Tuning::kWgmmaWide || tuning == W4A16Tuning::kWgmmaPipelinedWide;
+    options.pipelined = tuning == W4A16Tuning::kWgmmaPipelined || tuning == W4A16Tuning::kWgmmaPipelinedWide;
     return w4a16_gemm_wgmma(x, x_stride, packed_weight, packed_scales, y, y_stride, m, n, k, group_size, workspace, options,
                             stream);
   }

@@ -100,8 +100,16 @@ Status w4a16_gemm(const uint16_t* x, int64_t x_stride, const uint32_t* packed_we
 //   kWgmma      2 warpgroups, 128 columns per block, token tiles up to 256 rows
 //   kWgmmaWide  4 warpgroups, 256 columns per block (half the activation reads per weight),
 //               token tiles up to 128 rows
+//   kWgmmaPipelined, kWgmmaPipelinedWide  the same two shapes with the k loop reordered so
+//               that the barrier, the ring refill and the next chunk's shared-memory reads
+//               run while two chunks' wgmmas are in flight (W4A16WgmmaOptions::pipelined)
 enum class W4A16Tuning { kDefault, kDeepPipeline, kNarrowBlocks, kMoreSplits, kLargeTile, kLargeTileFewSplits, kLargeTileWide, kWgmma,
-                         kWgmmaWide };
+                         kWgmmaWide, kWgmmaPipelined, kWgmmaPipelinedWide };
+// True for the four tunings of the Hopper kernel (kWgmma, kWgmmaWide, kWgmmaPipelined*).
+constexpr bool w4a16_is_wgmma_tuning(W4A16Tuning tuning) {
+  return tuning == W4A16Tuning::kWgmma || tuning == W4A16Tuning::kWgmmaWide || tuning == W4A16Tuning::kWgmmaPipelined ||
+         tuning == W4A16Tuning::kWgmmaPipelinedWide;
+}
 Status w4a16_gemm_tuned(W4A16Tuning tuning, const uint16_t* x, int64_t x_stride, const uint32_t* packed_weight,
                         const uint32_t* packed_scales, uint16_t* y, int64_t y_stride, int m, int n, int k,
                         int group_size, void* workspace, cudaStream_t stream);
@@ -161,6 +169,9 @@ struct W4A16WgmmaOptions {
   bool wide = false;  // 4 warpgroups x 256 columns (kWgmmaWide) instead of 2 x 128
   double split_cost_chunks = 8 * kW4A16SplitCostChunks;  // as kLargeTileFewSplits, the best large tuning
   int k_splits = 0;  // 0: as planned; > 0: exactly this many K splits (at most K/64), for tests
+  // kWgmmaPipelined*: the k loop issues a chunk's wgmmas before it waits for the next chunk's
+  // copies and barrier, so two chunks' wgmmas are in flight across the barrier and ring refill.
+  bool pipelined = false;
 };
 // True when the current device can run the kWgmma tunings (compute capability 9.0).
 bool w4a16_wgmma_supported();

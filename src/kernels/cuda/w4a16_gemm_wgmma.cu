@@ -2,6 +2,10 @@
 // w4a16_gemm_tuned (kWgmmaWide: the same with 4 warpgroups). SASS (cuobjdump, sm_90a, nvcc 13.0):
 // every instantiation has 8 HGMMA.64xNx16 (2 unrolled chunks x 4 k16 steps) and 0 LDL/STL (0 spills);
 // registers 72/80/101/128/196 for 16/32/64/128/256 tokens (2 warpgroups), 72/80/96/128 (4 warpgroups).
+// kWgmmaPipelined / kWgmmaPipelinedWide (template kPipelined): the same kernel with the k loop
+// reordered (below); registers 72/80/104/128/196 and 72/80/96/128, 0 spills except 8 bytes in the
+// prologue (before the k loop) of the 4-warpgroup 128-token form; 8 HGMMA each. In its SASS the
+// barrier and the ring refill sit between a chunk's HGMMAs and the WARPGROUP.DEPBAR.LE gsb0, 1.
 //
 // Operands swapped, as in the GEMV: the WEIGHTS are wgmma's A operand (64 output channels per
 // warpgroup, dequantised int4 -> fp16 in registers), the ACTIVATIONS are its B operand
@@ -18,7 +22,9 @@
 // only), chosen by M; a grid dimension over token tiles above that, e.g. prefill). Weights, scales and the activation tile of each 64-deep k chunk
 // stream through a kStages-deep cp.async ring (one wait + barrier per chunk); a warp dequantises
 // its 16-byte word group of a chunk into 4 k16 A fragments (double-buffered across chunks, so
-// the next chunk's dequantisation overlaps this chunk's wgmmas), then issues 4 wgmmas. K is
+// the next chunk's dequantisation overlaps this chunk's wgmmas), then issues 4 wgmmas (the
+// pipelined order instead issues a chunk's wgmmas first and passes the next chunk's cp.async
+// wait and barrier and issues the refill while two chunks are in flight, then wait<1>). K is
 // split across blocks when the tiles cannot fill the GPU (w4a16_wgmma_plan); partial sums meet
 // in the caller's fp32 workspace as in the other W4A16 kernels (w4a16_pipeline.cuh handshake).
 #include <cuda_fp16.h>
@@ -82,7 +88,7 @@ struct WgmmaSmem {
 // threads. N is a multiple of 64, so each warpgroup's 64 channels are all in range or all
 // beyond N (then it only helps copy). Token rows at or beyond M are zero-filled in shared
 // memory and their D columns never stored (a D column depends only on its own B column).
-template <int kWarpGroups, int kTokens, int kStages, int kMinBlocksPerSm>
+template <int kWarpGroups, int kTokens, int kStages, int kMinBlocksPerSm, bool kPipelined>
 __global__ void __launch_bounds__(WgmmaBlock<kWarpGroups>::kThreads, kMinBlocksPerSm)
     w4a16_gemm_wgmma_kernel(const uint16_t* __restrict__ x, int64_t x_stride, const uint4* __restrict__ packed_weight,
                             const uint32_t* __restrict__ packed_scales, uint16_t* __restrict__ y, int64_t y_stride, int m,
@@ -156,21 +162,8 @@ __global__ void __launch_bounds__(WgmmaBlock<kWarpGroups>::kThreads, kMinBlocksP
   for (int i = 0; i < kTokens / 2; ++i) acc[i] = 0.f;
   uint32_t a_even[4][4], a_odd[4][4];  // A fragments [k16 step][register] of even / odd chunks
 
-  // Chunk i: wait for its copies, refill the ring, dequantise, issue its 4 wgmmas. At most one
-  // earlier chunk's wgmmas stay in flight afterwards (wait<1>), so when chunk i starts, chunk
-  // i - 2's are done in every warp (the barrier): its A buffer and ring slot are free again.
-  auto multiply_chunk = [&](int i, uint32_t(&a)[4][4]) {
-    cp_async_wait<kStages - 3>();  // this thread's copies of chunk i have landed
-    fence_proxy_async_shared();    // ... and are visible to wgmma's (async proxy) reads
-    __syncthreads();               // everyone's have
-    if (i + kStages - 2 < num_chunks) load_stage((i + kStages - 2) % kStages, kc_begin + i + kStages - 2);
-    cp_async_commit();
-    // group_active, recomputed from special registers and kernel parameters: held across the k
-    // loop it cost a spill at 128 tokens (every register counts there).
-    if (static_cast<int>(blockIdx.x * kBlockNBlocks + 4 * (threadIdx.x / 128)) >= n / 16) return;
-    const int st = i % kStages;
-    const uint4 word = weights[st * kBlockNBlocks * 32 + warp * 32 + lane];
-    const uint32_t scale_bits = scales[st * kBlockNBlocks * 8 + warp * 8 + lane / 4];
+  // Dequantises one chunk's packed words (this warp's n16 block x 64 k) into its 4 k16 A fragments.
+  auto dequant_chunk = [&](const uint4& word, uint32_t scale_bits, uint32_t(&a)[4][4]) {
     const half2 scale_pair = *reinterpret_cast<const half2*>(&scale_bits);
     const half2 scale_lo = __low2half2(scale_pair);   // s[channel g]
     const half2 scale_hi = __high2half2(scale_pair);  // s[channel g + 8]
@@ -188,6 +181,9 @@ __global__ void __launch_bounds__(WgmmaBlock<kWarpGroups>::kThreads, kMinBlocksP
       a[j][2] = *reinterpret_cast<const uint32_t*>(&r2);
       a[j][3] = *reinterpret_cast<const uint32_t*>(&r3);
     }
+  };
+  // Issues the 4 k16 wgmmas of the chunk in ring slot st as one committed group.
+  auto issue_chunk = [&](int st, uint32_t(&a)[4][4]) {
 #pragma unroll
     for (int j = 0; j < 4; ++j)
 #pragma unroll
@@ -197,6 +193,25 @@ __global__ void __launch_bounds__(WgmmaBlock<kWarpGroups>::kThreads, kMinBlocksP
 #pragma unroll
     for (int j = 0; j < 4; ++j) wgmma_m64k16_rs<kTokens>(acc, a[j], desc + 2 * j);  // k16 step j: +32 bytes
     wgmma_commit();
+  };
+
+  // Chunk i: wait for its copies, refill the ring, dequantise, issue its 4 wgmmas. At most one
+  // earlier chunk's wgmmas stay in flight afterwards (wait<1>), so when chunk i starts, chunk
+  // i - 2's are done in every warp (the barrier): its A buffer and ring slot are free again.
+  auto multiply_chunk = [&](int i, uint32_t(&a)[4][4]) {
+    cp_async_wait<kStages - 3>();  // this thread's copies of chunk i have landed
+    fence_proxy_async_shared();    // ... and are visible to wgmma's (async proxy) reads
+    __syncthreads();               // everyone's have
+    if (i + kStages - 2 < num_chunks) load_stage((i + kStages - 2) % kStages, kc_begin + i + kStages - 2);
+    cp_async_commit();
+    // group_active, recomputed from special registers and kernel parameters: held across the k
+    // loop it cost a spill at 128 tokens (every register counts there).
+    if (static_cast<int>(blockIdx.x * kBlockNBlocks + 4 * (threadIdx.x / 128)) >= n / 16) return;
+    const int st = i % kStages;
+    const uint4 word = weights[st * kBlockNBlocks * 32 + warp * 32 + lane];
+    const uint32_t scale_bits = scales[st * kBlockNBlocks * 8 + warp * 8 + lane / 4];
+    dequant_chunk(word, scale_bits, a);
+    issue_chunk(st, a);
     wgmma_wait<1>();
   };
 
@@ -207,9 +222,46 @@ __global__ void __launch_bounds__(WgmmaBlock<kWarpGroups>::kThreads, kMinBlocksP
   }
 #pragma unroll
   for (int i = 0; i < kTokens / 2; ++i) pin_register(acc[i]);
-  for (int i = 0; i < num_chunks; i += 2) {
-    multiply_chunk(i, a_even);
-    if (i + 1 < num_chunks) multiply_chunk(i + 1, a_odd);
+  if constexpr (!kPipelined) {
+    for (int i = 0; i < num_chunks; i += 2) {
+      multiply_chunk(i, a_even);
+      if (i + 1 < num_chunks) multiply_chunk(i + 1, a_odd);
+    }
+  } else {
+    static_assert(kStages >= 4, "chunks i - 2 .. i + 1 hold four ring slots at the barrier of step i");
+    // The same chunk steps in another order: read and dequantise chunk i (its copies landed
+    // and the barrier passed in step i - 1), issue its wgmmas, and only then wait for chunk
+    // i + 1's copies, pass the barrier and refill the ring, all while chunks i - 1 and i are
+    // both in flight; wait<1> (chunk i - 1 done) comes last, just before step i + 1's
+    // dequantisation overwrites chunk i - 1's A registers. Ring: chunk i + kStages - 2 goes into
+    // chunk i - 2's slot, free after the barrier of step i because every warpgroup passed its
+    // wait<1> of step i - 1 before it. cp.async groups: kStages - 2 from the prologue plus one
+    // per step, so chunk i + 1 has landed when at most kStages - 4 are pending.
+    auto step = [&](int i, uint32_t(&a)[4][4]) {
+      // The warpgroup's channels exist (recomputed, as in multiply_chunk, to hold no register).
+      if (static_cast<int>(blockIdx.x * kBlockNBlocks + 4 * (threadIdx.x / 128)) < n / 16) {
+        const int st = i % kStages;
+        const uint4 word = weights[st * kBlockNBlocks * 32 + warp * 32 + lane];
+        const uint32_t scale_bits = scales[st * kBlockNBlocks * 8 + warp * 8 + lane / 4];
+        dequant_chunk(word, scale_bits, a);
+        issue_chunk(st, a);
+      }
+      if (i + 1 < num_chunks) {  // block-uniform
+        cp_async_wait<kStages - 4>();
+        fence_proxy_async_shared();
+        __syncthreads();
+        if (i + kStages - 2 < num_chunks) load_stage((i + kStages - 2) % kStages, kc_begin + i + kStages - 2);
+        cp_async_commit();
+      }
+      wgmma_wait<1>();
+    };
+    cp_async_wait<kStages - 3>();  // chunk 0 has landed
+    fence_proxy_async_shared();
+    __syncthreads();
+    for (int i = 0; i < num_chunks; i += 2) {
+      step(i, a_even);
+      if (i + 1 < num_chunks) step(i + 1, a_odd);
+    }
   }
   wgmma_wait<0>();
 #pragma unroll
@@ -300,11 +352,11 @@ const DeviceInfo& device_info() {
   return info;
 }
 
-template <int kWarpGroups, int kTokens, int kStages, int kMinBlocksPerSm>
-Status launch_wgmma(const uint16_t* x, int64_t x_stride, const uint32_t* packed_weight, const uint32_t* packed_scales,
+template <int kWarpGroups, int kTokens, int kStages, int kMinBlocksPerSm, bool kPipelined>
+Status launch_wgmma_variant(const uint16_t* x, int64_t x_stride, const uint32_t* packed_weight, const uint32_t* packed_scales,
                     uint16_t* y, int64_t y_stride, int m, int n, int k, int group_size, void* workspace,
                     const W4A16WgmmaOptions& options, cudaStream_t stream) {
-  constexpr auto kKernel = w4a16_gemm_wgmma_kernel<kWarpGroups, kTokens, kStages, kMinBlocksPerSm>;
+  constexpr auto kKernel = w4a16_gemm_wgmma_kernel<kWarpGroups, kTokens, kStages, kMinBlocksPerSm, kPipelined>;
   constexpr int kSmemBytes = WgmmaSmem<kWarpGroups, kTokens, kStages>::kBytes;
   constexpr int kThreads = WgmmaBlock<kWarpGroups>::kThreads;
   // Once per instantiation: allow the dynamic shared memory, then ask how many blocks fit per SM.
@@ -327,6 +379,19 @@ Status launch_wgmma(const uint16_t* x, int64_t x_stride, const uint32_t* packed_
   kKernel<<<grid, kThreads, kSmemBytes, stream>>>(x, x_stride, reinterpret_cast<const uint4*>(packed_weight), packed_scales, y,
                                                   y_stride, m, n, k, group_size, split_sums, tile_counters);
   return last_launch_status("w4a16_gemm_wgmma launch");
+}
+
+// options.pipelined picks the kernel's chunk order (kWgmmaPipelined*), same shapes otherwise.
+template <int kWarpGroups, int kTokens, int kStages, int kMinBlocksPerSm>
+Status launch_wgmma(const uint16_t* x, int64_t x_stride, const uint32_t* packed_weight, const uint32_t* packed_scales,
+                    uint16_t* y, int64_t y_stride, int m, int n, int k, int group_size, void* workspace,
+                    const W4A16WgmmaOptions& options, cudaStream_t stream) {
+  if (options.pipelined) {
+    return launch_wgmma_variant<kWarpGroups, kTokens, kStages, kMinBlocksPerSm, true>(
+        x, x_stride, packed_weight, packed_scales, y, y_stride, m, n, k, group_size, workspace, options, stream);
+  }
+  return launch_wgmma_variant<kWarpGroups, kTokens, kStages, kMinBlocksPerSm, false>(
+      x, x_stride, packed_weight, packed_scales, y, y_stride, m, n, k, group_size, workspace, options, stream);
 }
 
 }  // namespace
