@@ -134,13 +134,7 @@ Buffers make_buffers(cudaStream_t s) {
 // w4a16_default_tuning_for(M)).
 enum class Variant { kAuto, kCublasLt, kGemv, kW4A16, kW4A16Deep, kW4A16Narrow, kW4A16Splits, kFp8Quant, kGemvWholeRow, kFp8Fused, kGemvCudaCores, kW4A16Gemv,
                      kW4A16Large, kW4A16LargeFewSplits, kW4A16LargeWide, kW4A16Engine, kFp16MmaGemv, kW4A16Wgmma, kW4A16WgmmaWide,
-                     kW4A16WgmmaPipelined, kW4A16WgmmaPipelinedWide,
-                     kW4A16GemvRing, kW4A16GemvRingDeep, kW4A16GemvRingNoSplit, kFp8Ring, kFp8RingNoSplit, kFp8FusedRing };
-// The ring GEMVs (w4a16_gemv.h W4A16GemvKernel::kSharedRing*, gemv.h GemvOptions::fp8_ring):
-// w4a16_gemv_ring (8 slots), w4a16_gemv_ring_deep (16), *_ks1 without the cluster K split;
-// fp8 gemv_ring (after the quantisation, as gemv), gemv_ring_ks1, gemv_fused_ring (the
-// quantisation inside, as gemv_fused_quant). gemv, gemv_fused_quant and w4a16_gemv stay the
-// former kernels whatever the defaults.
+                     kW4A16WgmmaPipelined, kW4A16WgmmaPipelinedWide };
 const char* variant_name(Variant v) {
   switch (v) {
     case Variant::kAuto: return "auto";
@@ -164,12 +158,6 @@ const char* variant_name(Variant v) {
     case Variant::kW4A16WgmmaPipelined: return "w4a16_wgmma_pipelined";
     case Variant::kW4A16WgmmaPipelinedWide: return "w4a16_wgmma_pipelined_wide";
     case Variant::kFp16MmaGemv: return "fp16_mma_gemv";
-    case Variant::kW4A16GemvRing: return "w4a16_gemv_ring";
-    case Variant::kW4A16GemvRingDeep: return "w4a16_gemv_ring_deep";
-    case Variant::kW4A16GemvRingNoSplit: return "w4a16_gemv_ring_ks1";
-    case Variant::kFp8Ring: return "gemv_ring";
-    case Variant::kFp8RingNoSplit: return "gemv_ring_ks1";
-    case Variant::kFp8FusedRing: return "gemv_fused_ring";
   }
   return "?";
 }
@@ -196,24 +184,14 @@ cuda::W4A16Tuning tuning_of(Variant v) {
     default: return cuda::W4A16Tuning::kDefault;
   }
 }
-// Ring variants whose trial launch failed (probe_ring_variants): left out with a message
-// instead of aborting the whole benchmark.
-std::vector<Variant> g_failed_variants;
-
 // Which variants run at batch rows m (GEMVs and W4A16 tunings only where they apply).
 bool variant_applies(Variant v, int m) {
-  if (std::find(g_failed_variants.begin(), g_failed_variants.end(), v) != g_failed_variants.end()) return false;
   if (v == Variant::kGemv || v == Variant::kGemvWholeRow || v == Variant::kFp8Fused || v == Variant::kGemvCudaCores) return m <= 4;
   if (is_w4a16_tuning(v)) return m <= 16;  // above 16 rows they all run the kDefault kernel
   if (is_w4a16_large(v)) return m >= 16;
   if (is_w4a16_wgmma(v)) return m >= 16 && cuda::w4a16_wgmma_supported();
   if (v == Variant::kW4A16Gemv) return m <= cuda::kW4A16GemvKernelMaxRows;
   if (v == Variant::kFp16MmaGemv) return m <= cuda::kMmaGemvMaxRows;
-  if (v == Variant::kW4A16GemvRing || v == Variant::kW4A16GemvRingDeep || v == Variant::kW4A16GemvRingNoSplit) {
-    return m <= cuda::kW4A16GemvKernelMaxRows;
-  }
-  if (v == Variant::kFp8Ring || v == Variant::kFp8RingNoSplit) return m <= cuda::kMmaGemvMaxRows && cuda::fp8_gemv_on_tensor_cores();
-  if (v == Variant::kFp8FusedRing) return m <= cuda::kGemvMaxRows && cuda::fp8_gemv_on_tensor_cores();
   return true;
 }
 
@@ -228,10 +206,9 @@ Status run_linear(CublasLtContext& ctx, const Buffers& b, const Linear& lin, Var
       if (v == Variant::kFp16MmaGemv) return cuda::fp16_mma_gemv(b.x, k, static_cast<const uint16_t*>(lin.weight), k, b.y, n, m, n, k, s);
       return cuda::fp16_gemm_cublaslt(ctx, b.x, k, static_cast<const uint16_t*>(lin.weight), k, b.y, n, m, n, k, s);
     case Precision::kFp8:
-      if (v == Variant::kFp8Fused || v == Variant::kFp8FusedRing) {
-        const cuda::GemvOptions options{0, false, v == Variant::kFp8FusedRing};
+      if (v == Variant::kFp8Fused) {
         return cuda::fp8_gemv_from_fp16(b.x, k, static_cast<const uint8_t*>(lin.weight), k, static_cast<const float*>(lin.scales),
-                                        b.y, n, m, n, k, s, nullptr, 0, nullptr, options);
+                                        b.y, n, m, n, k, s);
       }
       if (v == Variant::kAuto && with_quant) {  // the engine's call: fused at small M, else quant + fp8_linear
         return cuda::fp8_linear_from_fp16(ctx, b.x, k, b.xq, k, b.x_scale, static_cast<const uint8_t*>(lin.weight), k,
@@ -245,13 +222,8 @@ Status run_linear(CublasLtContext& ctx, const Buffers& b, const Linear& lin, Var
         return cuda::fp8_linear(ctx, b.xq, k, b.x_scale, static_cast<const uint8_t*>(lin.weight), k,
                                 static_cast<const float*>(lin.scales), b.y, n, m, n, k, b.scratch, s);
       }
-      if (v == Variant::kFp8Ring || v == Variant::kFp8RingNoSplit) {
-        const cuda::GemvOptions options{v == Variant::kFp8RingNoSplit ? 1 : 0, false, true};
-        return cuda::fp8_gemv(b.xq, k, b.x_scale, static_cast<const uint8_t*>(lin.weight), k,
-                              static_cast<const float*>(lin.scales), b.y, n, m, n, k, s, options);
-      }
       if (v == Variant::kGemv || v == Variant::kGemvWholeRow || v == Variant::kGemvCudaCores) {
-        const cuda::GemvOptions options{v == Variant::kGemvWholeRow ? 1 : 0, v != Variant::kGemv, false};
+        const cuda::GemvOptions options{v == Variant::kGemvWholeRow ? 1 : 0, v != Variant::kGemv};
         return cuda::fp8_gemv(b.xq, k, b.x_scale, static_cast<const uint8_t*>(lin.weight), k,
                               static_cast<const float*>(lin.scales), b.y, n, m, n, k, s, options);
       }
@@ -262,15 +234,9 @@ Status run_linear(CublasLtContext& ctx, const Buffers& b, const Linear& lin, Var
         return cuda::w4a16_gemm(b.x, k, static_cast<const uint32_t*>(lin.weight), static_cast<const uint32_t*>(lin.scales), b.y, n,
                                 m, n, k, kGroupSize, b.w4a16_workspace, s);
       }
-      if (v == Variant::kW4A16Gemv || v == Variant::kW4A16GemvRing || v == Variant::kW4A16GemvRingDeep ||
-          v == Variant::kW4A16GemvRingNoSplit) {
-        cuda::W4A16GemvOptions options;
-        options.kernel = v == Variant::kW4A16Gemv       ? cuda::W4A16GemvKernel::kRegisterPipeline
-                         : v == Variant::kW4A16GemvRingDeep ? cuda::W4A16GemvKernel::kSharedRingDeep
-                                                            : cuda::W4A16GemvKernel::kSharedRing;
-        options.k_splits = v == Variant::kW4A16GemvRingNoSplit ? 1 : 0;
-        return cuda::w4a16_gemv_with_options(options, b.x, k, static_cast<const uint32_t*>(lin.weight),
-                                             static_cast<const uint32_t*>(lin.scales), b.y, n, m, n, k, kGroupSize, s);
+      if (v == Variant::kW4A16Gemv) {
+        return cuda::w4a16_gemv(b.x, k, static_cast<const uint32_t*>(lin.weight), static_cast<const uint32_t*>(lin.scales), b.y, n,
+                                m, n, k, kGroupSize, s);
       }
       return cuda::w4a16_gemm_tuned(tuning_of(v), b.x, k, static_cast<const uint32_t*>(lin.weight), static_cast<const uint32_t*>(lin.scales),
                                     b.y, n, m, n, k, kGroupSize, b.w4a16_workspace, s);
@@ -285,8 +251,7 @@ const int kBatchSizes[] = {1, 2, 4, 8, 16, 32, 64, 128, 256};
 const std::vector<Variant> kW4A16Variants = {Variant::kW4A16Engine, Variant::kW4A16Gemv, Variant::kW4A16, Variant::kW4A16Deep,
                                              Variant::kW4A16Narrow, Variant::kW4A16Splits, Variant::kW4A16Large,
                                              Variant::kW4A16LargeFewSplits, Variant::kW4A16LargeWide, Variant::kW4A16Wgmma, Variant::kW4A16WgmmaWide,
-                                             Variant::kW4A16WgmmaPipelined, Variant::kW4A16WgmmaPipelinedWide,
-                                             Variant::kW4A16GemvRing, Variant::kW4A16GemvRingDeep};
+                                             Variant::kW4A16WgmmaPipelined, Variant::kW4A16WgmmaPipelinedWide};
 
 nlohmann::json record(const Ceilings& c, Precision p, const char* kernel, const char* shape, int m, int n, int k,
                       double bytes, double flops, double ms) {
@@ -436,9 +401,7 @@ nlohmann::json bench_decode_step(const Ceilings& c, CublasLtContext& ctx, const 
       std::vector<Variant> variants =
           p == Precision::kInt4 ? kW4A16Variants
                                 : std::vector<Variant>{Variant::kAuto, Variant::kCublasLt, Variant::kGemv, Variant::kGemvWholeRow};
-      if (p == Precision::kFp8) {
-        variants.insert(variants.end(), {Variant::kGemvCudaCores, Variant::kFp8Fused, Variant::kFp8Ring, Variant::kFp8FusedRing});
-      }
+      if (p == Precision::kFp8) variants.insert(variants.end(), {Variant::kGemvCudaCores, Variant::kFp8Fused});
       for (Variant v : variants) {
         // GEMVs in the step at M <= 2 (fp8's tensor-core GEMV, as cheap at M = 4, also there).
         const bool gemv_form = v == Variant::kGemv || v == Variant::kGemvWholeRow || v == Variant::kGemvCudaCores;
@@ -450,8 +413,7 @@ nlohmann::json bench_decode_step(const Ceilings& c, CublasLtContext& ctx, const 
           return run_linear(ctx, b, head, head_variant, m, false, s);
         }, s, reps);
         // fp8 "auto" is the engine's fp8_linear_from_fp16 (fused at small M); the others quantise first.
-        const bool separate_quant =
-            p == Precision::kFp8 && v != Variant::kAuto && v != Variant::kFp8Fused && v != Variant::kFp8FusedRing;
+        const bool separate_quant = p == Precision::kFp8 && v != Variant::kAuto && v != Variant::kFp8Fused;
         const std::string kernel = std::string(variant_name(v)) + (separate_quant ? "+quant" : "") + ", lm_head " +
                                    variant_name(head_variant);
         auto r = record(c, p, kernel.c_str(), "decode step linears", m, 0, 0, bytes, 2.0 * m * params, ms);
@@ -501,17 +463,13 @@ nlohmann::json bench_gemv16(const Ceilings& c, CublasLtContext& ctx, const Buffe
   constexpr int kLayers = 28, kHidden = 3584, kInter = 18944, kQkv = 4608;
   const int batch_rows[] = {1, 2, 4, 6, 8, 12, 16};
   const int fp8_gemv_rows = cuda::fp8_gemv_max_rows();
-  const int fp8_ring_rows = cuda::fp8_gemv_on_tensor_cores() ? cuda::kMmaGemvMaxRows : 0;
-  const int fp8_fused_ring_rows = cuda::fp8_gemv_on_tensor_cores() ? cuda::kGemvMaxRows : 0;
   struct Line { Precision p; Variant v; int max_m; };
   const Line lines[] = {{Precision::kFp16, Variant::kCublasLt, 16},      {Precision::kFp16, Variant::kGemv, cuda::kGemvMaxRows},
                         {Precision::kFp16, Variant::kFp16MmaGemv, 16},  {Precision::kFp16, Variant::kAuto, 16},
                         {Precision::kFp8, Variant::kCublasLt, 16},       {Precision::kFp8, Variant::kGemv, fp8_gemv_rows},
                         {Precision::kFp8, Variant::kAuto, 16},           {Precision::kInt4, Variant::kW4A16, 16},
                         {Precision::kInt4, Variant::kW4A16Gemv, cuda::kW4A16GemvKernelMaxRows},
-                        {Precision::kInt4, Variant::kW4A16Engine, 16},
-                        {Precision::kFp8, Variant::kFp8Ring, fp8_ring_rows},      {Precision::kFp8, Variant::kFp8FusedRing, fp8_fused_ring_rows},
-                        {Precision::kInt4, Variant::kW4A16GemvRing, 16},        {Precision::kInt4, Variant::kW4A16GemvRingDeep, 16}};
+                        {Precision::kInt4, Variant::kW4A16Engine, 16}};
   struct Cell { std::string kernel; int m; double ms, gbps, pct; };
   std::vector<Cell> cells;
   nlohmann::json out = nlohmann::json::array();
@@ -528,7 +486,7 @@ nlohmann::json bench_gemv16(const Ceilings& c, CublasLtContext& ctx, const Buffe
     for (const Line& line : lines) {
       if (line.p != p) continue;
       const std::string kernel = std::string(precision_name(p)) + " " + variant_name(line.v) +
-                                 (p == Precision::kFp8 && line.v != Variant::kAuto && line.v != Variant::kFp8FusedRing ? "+quant" : "");
+                                 (p == Precision::kFp8 && line.v != Variant::kAuto ? "+quant" : "");
       for (int m : batch_rows) {
         if (m > line.max_m) continue;
         const double ms = time_graph([&]() -> Status {
@@ -564,30 +522,6 @@ nlohmann::json bench_gemv16(const Ceilings& c, CublasLtContext& ctx, const Buffe
   return out;
 }
 
-// Launches every ring variant once on a small problem at M = 1 and 16 (8 fused) and leaves out
-// those that fail (a refused cluster launch, say), so one bad variant does not end the run.
-void probe_ring_variants(CublasLtContext& ctx, const Buffers& b, cudaStream_t s) {
-  const std::pair<Precision, Variant> ring[] = {
-      {Precision::kInt4, Variant::kW4A16GemvRing}, {Precision::kInt4, Variant::kW4A16GemvRingDeep},
-      {Precision::kInt4, Variant::kW4A16GemvRingNoSplit}, {Precision::kFp8, Variant::kFp8Ring},
-      {Precision::kFp8, Variant::kFp8RingNoSplit}, {Precision::kFp8, Variant::kFp8FusedRing}};
-  for (auto [p, v] : ring) {
-    Linear lin = make_linear(p, 3584, 3584, 42, s);
-    Status st = Status::ok();
-    for (int m : {1, 8, 16}) {
-      if (!variant_applies(v, m)) continue;
-      if (st.is_ok()) st = run_linear(ctx, b, lin, v, m, false, s);
-      if (st.is_ok()) st = cuda::cuda_status(cudaStreamSynchronize(s), "probe");
-    }
-    if (!st.is_ok()) {
-      std::printf("!! %s %s left out: %s\n", precision_name(p), variant_name(v), st.to_string().c_str());
-      g_failed_variants.push_back(v);
-      cudaGetLastError();
-    }
-    free_linear(lin);
-  }
-}
-
 // Every small-batch GEMV variant per decode-step shape of Qwen2.5-7B (fused qkv, o, fused
 // gate_up, down, and the lm_head) at M = 1, 2, 4, 8, 16, each a CUDA graph of back-to-back
 // launches over enough weight copies to stream from HBM (programmatic launch overlapping them
@@ -596,11 +530,8 @@ nlohmann::json bench_gemv_shapes(const Ceilings& c, CublasLtContext& ctx, const 
   const Shape shapes[] = {{"qkv 4608x3584", 4608, 3584}, {"o 3584x3584", 3584, 3584}, {"gate_up 37888x3584", 37888, 3584},
                           {"down 3584x18944", 3584, 18944}, {"lm_head 152064x3584", 152064, 3584}};
   const std::vector<Variant> fp16_variants = {Variant::kCublasLt, Variant::kGemv, Variant::kFp16MmaGemv, Variant::kAuto};
-  const std::vector<Variant> fp8_variants = {Variant::kCublasLt,  Variant::kGemv,           Variant::kFp8Ring,
-                                             Variant::kFp8RingNoSplit, Variant::kFp8Fused, Variant::kFp8FusedRing,
-                                             Variant::kFp8Quant};
-  const std::vector<Variant> int4_variants = {Variant::kW4A16Engine, Variant::kW4A16Gemv, Variant::kW4A16GemvRing,
-                                              Variant::kW4A16GemvRingDeep, Variant::kW4A16GemvRingNoSplit};
+  const std::vector<Variant> fp8_variants = {Variant::kCublasLt, Variant::kGemv, Variant::kFp8Fused, Variant::kFp8Quant};
+  const std::vector<Variant> int4_variants = {Variant::kW4A16Engine, Variant::kW4A16Gemv};
   nlohmann::json out = nlohmann::json::array();
   for (Precision p : {Precision::kFp16, Precision::kFp8, Precision::kInt4}) {
     for (const Shape& shape : shapes) {
@@ -619,7 +550,7 @@ nlohmann::json bench_gemv_shapes(const Ceilings& c, CublasLtContext& ctx, const 
             for (const Linear& lin : lins) CROSSPOINT_RETURN_IF_ERROR(run_linear(ctx, b, lin, v, m, false, s));
             return Status::ok();
           }, s, reps) / copies;
-          const bool fused = v == Variant::kFp8Fused || v == Variant::kFp8FusedRing;
+          const bool fused = v == Variant::kFp8Fused;
           if (v == Variant::kFp8Quant) {
             out.push_back(record(c, p, variant_name(v), shape.name, m, shape.n, shape.k, 3.0 * m * shape.k, 0, ms));
             continue;
@@ -719,7 +650,6 @@ int main(int argc, char** argv) {
   auto ctx = crosspoint::cuda::CublasLtContext::create();
   BENCH_CHECK(ctx.status().is_ok() ? crosspoint::Status::ok() : ctx.status());
   const Buffers b = make_buffers(s);
-  probe_ring_variants(**ctx, b, s);
   auto path = crosspoint::cuda::fp8_scale_path(**ctx, 8, 3584, 3584, 3584, 3584, 3584);
   const char* fp8_path = path.is_ok() && *path == crosspoint::cuda::Fp8ScalePath::kOuterVector ? "outer-vector (in cuBLASLt)"
                                                                                                : "unit-scale GEMM + epilogue";
