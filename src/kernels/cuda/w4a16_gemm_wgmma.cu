@@ -3,11 +3,12 @@
 // every instantiation has 8 HGMMA.64xNx16 (2 unrolled chunks x 4 k16 steps) and 0 LDL/STL (0 spills);
 // registers 72/80/101/128/196 for 16/32/64/128/256 tokens (2 warpgroups), 72/80/96/128 (4 warpgroups).
 // kWgmmaPipelined / kWgmmaPipelinedWide (template kPipelined): the same kernel with the k loop
-// reordered (below) and cheaper activation-copy addressing; registers 72/80/106/128/216 and
-// 72/80/101/128, 0 spills except 4 bytes in the prologue (before the k loop) of the
-// 4-warpgroup 128-token form; 8 HGMMA each. In its SASS the barrier and the ring refill sit
-// between a chunk's HGMMAs and the WARPGROUP.DEPBAR.LE gsb0, 1; SASS instructions per chunk
-// and warp (one HGMMA group to the next): 224 against 284 at 128 tokens, 281 against 403 at 256.
+// reordered (below), activation-copy addresses from offsets fixed for the k loop and the scale
+// group found without an integer division; registers 72/80/107/128/217 (2 warpgroups) and
+// 72/80/105/128 (4), 0 LDL/STL in all 18 instantiations, 8 HGMMA each. In its SASS the barrier
+// and the ring refill sit between a chunk's HGMMAs and the WARPGROUP.DEPBAR.LE gsb0, 1. SASS
+// instructions per chunk and warp (one HGMMA group to the next), pipelined against plain:
+// 197 / 284 at 128 tokens, 253 / 403 at 256, 165 / 217 at 64; 4 warpgroups at 128: 168 / 219.
 //
 // Operands swapped, as in the GEMV: the WEIGHTS are wgmma's A operand (64 output channels per
 // warpgroup, dequantised int4 -> fp16 in registers), the ACTIVATIONS are its B operand
@@ -124,6 +125,7 @@ __global__ void __launch_bounds__(WgmmaBlock<kWarpGroups>::kThreads, kMinBlocksP
   const int kc_end = static_cast<int>(static_cast<int64_t>(num_k_chunks) * (blockIdx.y + 1) / splits);
   const int num_chunks = kc_end - kc_begin;
   const int chunks_per_group = group_size / kChunkK;  // group_size: a multiple of 64, or K itself
+  const float inv_chunks_per_group = 1.0f / static_cast<float>(chunks_per_group);
 
   // Per-thread copy sources, fixed for the k loop. Weights: one 16-byte piece per thread,
   // (n16 block tid / 32, lane); n16 blocks beyond N copy the last valid block (never used).
@@ -148,7 +150,11 @@ __global__ void __launch_bounds__(WgmmaBlock<kWarpGroups>::kThreads, kMinBlocksP
   auto load_stage = [&](int st, int kc) {
     cp_async_16(&weights[st * kBlockNBlocks * 32 + tid], weight_src + static_cast<int64_t>(kc) * 32);
     if (copies_scales) {
-      const int group = kc / chunks_per_group;
+      // Pipelined: kc / chunks_per_group without the ~30-instruction integer division. Exact:
+      // (kc + 0.5) / chunks_per_group is at least 0.5 / chunks_per_group from an integer, far
+      // more than the float error (kc < 2^21 for any K below 2^27).
+      const int group = kPipelined ? static_cast<int>((static_cast<float>(kc) + 0.5f) * inv_chunks_per_group)
+                                   : kc / chunks_per_group;
       cp_async_16(&scales[st * kBlockNBlocks * 8 + tid * 4], scale_src + static_cast<int64_t>(group) * num_n_blocks * 8);
     }
     unsigned char* tile = smem + st * Smem::kTileBytes;
