@@ -422,6 +422,16 @@ auto wgmma_split_launch(int k_splits, bool wide, bool pipelined) {
   };
 }
 
+TEST(W4A16GemmWgmma, PipelinedRefusesKBeyondItsScaleIndexLimitWithoutLaunching) {
+  // No GPU needed: the K check comes before the device query; 2^27 = 134,217,728 rows of K.
+  W4A16WgmmaOptions options;
+  options.pipelined = true;
+  const Status st = w4a16_gemm_wgmma(nullptr, 1 << 27, nullptr, nullptr, nullptr, 64, 32, 64, 1 << 27, 1 << 27, nullptr, options,
+                                     nullptr);
+  EXPECT_EQ(st.code(), StatusCode::kUnsupported) << st.to_string();
+  EXPECT_NE(st.to_string().find("k = 134217728"), std::string::npos) << st.to_string();
+}
+
 TEST(W4A16GemmWgmma, RefusesNNotAMultipleOf64AndOtherDevicesWithoutLaunching) {
   // No GPU needed: the N check comes before the device query.
   for (int n : {16, 48, 272, 4624}) {

@@ -68,6 +68,9 @@ struct WgmmaBlock {
   static constexpr int kNBlocks = kWarpGroups * 4;       // n16 blocks per block: one per warp
   static constexpr int kCols = kNBlocks * 16;            // 128 or 256 output channels
 };
+// K of the pipelined tunings stays below this: their scale-group index kc / chunks_per_group is
+// computed in float, exact while the chunk index kc < 2^21.
+constexpr int kPipelinedMaxK = kChunkK << 21;  // 2^27
 constexpr int kTileRowBytes = kChunkK * 2;          // one token's 64 fp16 of a chunk: 128 bytes
 
 // Shared memory of one block, in this order (the activation tiles first: each must start on
@@ -462,6 +465,10 @@ Status w4a16_gemm_wgmma(const uint16_t* x, int64_t x_stride, const uint32_t* pac
                         const W4A16WgmmaOptions& options, cudaStream_t stream) {
   if (n % 64 != 0) {
     return unsupported("w4a16_gemm_wgmma: n = " + std::to_string(n) + " is not a multiple of 64 (one warpgroup's channels)");
+  }
+  if (options.pipelined && k >= kPipelinedMaxK) {
+    return unsupported("w4a16_gemm_wgmma: k = " + std::to_string(k) + " is beyond the pipelined tunings' limit of " +
+                       std::to_string(kPipelinedMaxK - 1) + " (float scale-group index)");
   }
   if (!w4a16_wgmma_supported()) {
     const DeviceInfo& d = device_info();
