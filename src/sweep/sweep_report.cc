@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "analysis/hardware_json.h"
 #include "analysis/markdown_table.h"
@@ -103,22 +104,39 @@ std::string describe_metric(const analysis::StudyAnalysis& a, Metric metric) {
   if (!m || m->winners.empty()) return name + ": not enough cells to compare.";
   std::string text;
   if (m->crossovers.empty()) {
-    std::string winner;
-    bool same = true;
+    // Levels with a clear winner, and the tied ones named apart: a tie's best value belongs to
+    // whichever precision was ahead there, not necessarily to the overall winner.
+    std::vector<const analysis::LevelWinner*> clear;
+    std::vector<std::string> ties;
     for (const auto& w : m->winners) {
-      if (w.tie) continue;
-      if (winner.empty()) winner = w.winner;
-      same = same && w.winner == winner;
+      if (w.tie) {
+        ties.push_back(fmt::format("{:g}", w.concurrency));
+      } else {
+        clear.push_back(&w);
+      }
     }
-    if (winner.empty()) return name + ": a tie (within 2 %) at every measured concurrency.";
-    const auto& first = m->winners.front();
-    const auto& last = m->winners.back();
-    text = fmt::format("{}: {} wins at every measured concurrency without a tie breaking it ({:.1f} vs {:.1f} {} at {:g}, "
-                       "{:.1f} vs {:.1f} {} at {:g}); no crossover in {:g}..{:g}.",
-                       name, winner, first.best_value, first.runner_up_value, unit, first.concurrency,
-                       last.best_value, last.runner_up_value, unit, last.concurrency, first.concurrency,
-                       last.concurrency);
-    return text;
+    if (clear.empty()) return name + ": a tie (within 2 %) at every measured concurrency.";
+    const std::string& winner = clear.front()->winner;
+    for (const auto* w : clear) {
+      if (w->winner != winner) {  // different winners with ties between them: list each level
+        text = name + ":";
+        for (const auto& l : m->winners) {
+          text += fmt::format(" {} at {:g};", l.tie ? std::string("tie") : l.winner, l.concurrency);
+        }
+        text.back() = '.';
+        return text;
+      }
+    }
+    const auto& first = *clear.front();
+    const auto& last = *clear.back();
+    text = fmt::format("{}: {} wins at every measured concurrency where one precision is ahead ({:.1f} vs {:.1f} {} at {:g}",
+                       name, winner, first.best_value, first.runner_up_value, unit, first.concurrency);
+    if (&first != &last) {
+      text += fmt::format(", {:.1f} vs {:.1f} {} at {:g}", last.best_value, last.runner_up_value, unit, last.concurrency);
+    }
+    text += ")";
+    if (!ties.empty()) text += fmt::format("; a tie (within 2 %) at {}", fmt::join(ties, ", "));
+    return text + fmt::format("; no crossover in {:g}..{:g}.", m->winners.front().concurrency, m->winners.back().concurrency);
   }
   text = name + ": ";
   for (size_t i = 0; i < m->crossovers.size(); ++i) {

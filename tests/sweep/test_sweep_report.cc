@@ -2,6 +2,7 @@
 // of tests/fixtures/analysis): the recommendation must name the study's crossover (W4A16
 // up to 10, W8A8-FP8 from 100 for median TPOT), apply the SLO to the measured cells, and
 // carry the quality deltas.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -45,6 +46,37 @@ TEST(SweepReport, RecommendationNamesTheStudysCrossover) {
   EXPECT_NE(s.markdown.find("quality was not measured in this sweep"), std::string::npos) << s.markdown;
   EXPECT_EQ(s.markdown.find("quality costs listed above"), std::string::npos) << s.markdown;
   EXPECT_NE(s.html.find("<h2>Recommendation</h2>"), std::string::npos);
+}
+
+// A metric without a crossover whose last level is a tie (the H200 sweep's throughput at 100:
+// W8A8-FP8 5,320.5 against W4A16 5,289.3 tok/s): the sentence names the tie and quotes only the
+// levels the winner really led, never the tie's values as if they were the winner's.
+TEST(SweepReport, NoCrossoverSentenceNamesTiesApart) {
+  StudyFixture f = load_l4_study();
+  analysis::MetricAnalysis* throughput = nullptr;
+  for (auto& m : f.analysis.metrics) {
+    if (m.metric == analysis::Metric::kOutputThroughput) throughput = &m;
+  }
+  ASSERT_NE(throughput, nullptr);
+  ASSERT_TRUE(throughput->crossovers.empty());
+  ASSERT_FALSE(throughput->winners.empty());
+  ASSERT_FALSE(throughput->winners.back().tie);
+  analysis::LevelWinner last;  // a tied level above the measured ones
+  last.concurrency = throughput->winners.back().concurrency * 10;
+  last.runner_up = "w4a16";
+  last.best_value = 5320.5;
+  last.runner_up_value = 5289.3;
+  last.margin = 0.006;
+  last.tie = true;
+  throughput->winners.push_back(last);
+  SweepOptions o;
+  o.precisions = {"fp16", "w8a8-fp8", "w4a16"};
+  const SweepSections s = render_sweep_sections(o, f.study, f.analysis, {}, {});
+  const std::string tie_note = fmt::format("; a tie (within 2 %) at {:g}; no crossover", last.concurrency);
+  EXPECT_NE(s.markdown.find(tie_note), std::string::npos) << s.markdown;
+  EXPECT_EQ(s.markdown.find("5320.5"), std::string::npos) << s.markdown;
+  EXPECT_NE(s.markdown.find("wins at every measured concurrency where one precision is ahead"), std::string::npos)
+      << s.markdown;
 }
 
 TEST(SweepReport, SloPicksThePrecisionThatHoldsItLongest) {
