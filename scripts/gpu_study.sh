@@ -37,7 +37,7 @@
 #          an ignored folder that the call carries: its finished cells and hwinfo.json are kept, so a
 #          sweep longer than one call runs over several)
 #          --cpu-dry-run (here, without a GPU: tiny checkpoints, CPU servers; tests the flow)
-# Environment: BUDGET_S, TEST_LIMIT_S, SANITIZE_{MEMCHECK,RACECHECK}_{S,FILTER}, DECODE_MICRO=0,
+# Environment: BUDGET_S, TEST_LIMIT_S, TEST_KERNELS_FILTER (a gtest filter for test_kernels_cuda), SANITIZE_{MEMCHECK,RACECHECK}_{S,FILTER}, DECODE_MICRO=0,
 #          BENCH_GEMM_ARGS, BENCH_ATTENTION_ARGS, PEER_MIN_LEFT_S, CKPT_DIR.
 # $OUT gets: results.json, run.log, report.md, report.html, study.json, logs.tar.xz (every log,
 # the sweep's cells, servers and figures, the check's JSON).
@@ -233,6 +233,7 @@ if want tests; then
   for t_bin in test_kernels_cuda test_model_cuda test_analysis; do
     [ -x "$BUNDLE_DIR/bin/$t_bin" ] || { log "$t_bin: not in the bundle"; continue; }
     filter=(); [ $t_bin = test_analysis ] && filter=(--gtest_filter='GpuMeasurement*')
+    [ $t_bin = test_kernels_cuda ] && [ -n "${TEST_KERNELS_FILTER:-}" ] && filter=(--gtest_filter="$TEST_KERNELS_FILTER")
     log "== $t_bin ${filter[*]}"
     t=$(now)
     timeout $(limit ${TEST_LIMIT_S:-90}) "$BUNDLE_DIR/bin/$t_bin" "${filter[@]}" >"$WORK/logs/$t_bin.log" 2>&1
