@@ -129,12 +129,11 @@ Buffers make_buffers(cudaStream_t s) {
 // former form, CUDA cores, one warp per whole weight row (k_splits = 1); gemv_fused_quant:
 // fp8 with the per-token quantisation inside the GEMV (fp8_gemv_from_fp16, no quant launch).
 // W4A16: w4a16_mma* are the 4-warp kernel's tunings, w4a16_large* the larger-batch kernel
-// (kLargeTile, kLargeTileFewSplits, kLargeTileWide), w4a16_wgmma* the Hopper kernel (kWgmma, kWgmmaWide, kWgmmaPipelined*;
+// (kLargeTile, kLargeTileFewSplits, kLargeTileWide), w4a16_wgmma the Hopper kernel (kWgmma;
 // only on compute capability 9.0), w4a16_gemm what the engine calls (w4a16_gemm: the GEMV at M <= 8, else
 // w4a16_default_tuning_for(M)).
 enum class Variant { kAuto, kCublasLt, kGemv, kW4A16, kW4A16Deep, kW4A16Narrow, kW4A16Splits, kFp8Quant, kGemvWholeRow, kFp8Fused, kGemvCudaCores, kW4A16Gemv,
-                     kW4A16Large, kW4A16LargeFewSplits, kW4A16LargeWide, kW4A16Engine, kFp16MmaGemv, kW4A16Wgmma, kW4A16WgmmaWide,
-                     kW4A16WgmmaPipelined, kW4A16WgmmaPipelinedWide };
+                     kW4A16Large, kW4A16LargeFewSplits, kW4A16LargeWide, kW4A16Engine, kFp16MmaGemv, kW4A16Wgmma };
 const char* variant_name(Variant v) {
   switch (v) {
     case Variant::kAuto: return "auto";
@@ -154,9 +153,6 @@ const char* variant_name(Variant v) {
     case Variant::kW4A16LargeWide: return "w4a16_large_wide";
     case Variant::kW4A16Engine: return "w4a16_gemm";
     case Variant::kW4A16Wgmma: return "w4a16_wgmma";
-    case Variant::kW4A16WgmmaWide: return "w4a16_wgmma_wide";
-    case Variant::kW4A16WgmmaPipelined: return "w4a16_wgmma_pipelined";
-    case Variant::kW4A16WgmmaPipelinedWide: return "w4a16_wgmma_pipelined_wide";
     case Variant::kFp16MmaGemv: return "fp16_mma_gemv";
   }
   return "?";
@@ -165,10 +161,7 @@ bool is_w4a16_tuning(Variant v) { return v == Variant::kW4A16Deep || v == Varian
 bool is_w4a16_large(Variant v) {
   return v == Variant::kW4A16Large || v == Variant::kW4A16LargeFewSplits || v == Variant::kW4A16LargeWide;
 }
-bool is_w4a16_wgmma(Variant v) {
-  return v == Variant::kW4A16Wgmma || v == Variant::kW4A16WgmmaWide || v == Variant::kW4A16WgmmaPipelined ||
-         v == Variant::kW4A16WgmmaPipelinedWide;
-}
+bool is_w4a16_wgmma(Variant v) { return v == Variant::kW4A16Wgmma; }
 cuda::W4A16Tuning tuning_of(Variant v) {
   switch (v) {
     case Variant::kW4A16Deep: return cuda::W4A16Tuning::kDeepPipeline;
@@ -178,9 +171,6 @@ cuda::W4A16Tuning tuning_of(Variant v) {
     case Variant::kW4A16LargeFewSplits: return cuda::W4A16Tuning::kLargeTileFewSplits;
     case Variant::kW4A16LargeWide: return cuda::W4A16Tuning::kLargeTileWide;
     case Variant::kW4A16Wgmma: return cuda::W4A16Tuning::kWgmma;
-    case Variant::kW4A16WgmmaWide: return cuda::W4A16Tuning::kWgmmaWide;
-    case Variant::kW4A16WgmmaPipelined: return cuda::W4A16Tuning::kWgmmaPipelined;
-    case Variant::kW4A16WgmmaPipelinedWide: return cuda::W4A16Tuning::kWgmmaPipelinedWide;
     default: return cuda::W4A16Tuning::kDefault;
   }
 }
@@ -250,8 +240,7 @@ const Shape kLayerShapes[] = {{"q/o 3584x3584", 3584, 3584}, {"k/v 512x3584", 51
 const int kBatchSizes[] = {1, 2, 4, 8, 16, 32, 64, 128, 256};
 const std::vector<Variant> kW4A16Variants = {Variant::kW4A16Engine, Variant::kW4A16Gemv, Variant::kW4A16, Variant::kW4A16Deep,
                                              Variant::kW4A16Narrow, Variant::kW4A16Splits, Variant::kW4A16Large,
-                                             Variant::kW4A16LargeFewSplits, Variant::kW4A16LargeWide, Variant::kW4A16Wgmma, Variant::kW4A16WgmmaWide,
-                                             Variant::kW4A16WgmmaPipelined, Variant::kW4A16WgmmaPipelinedWide};
+                                             Variant::kW4A16LargeFewSplits, Variant::kW4A16LargeWide, Variant::kW4A16Wgmma};
 
 nlohmann::json record(const Ceilings& c, Precision p, const char* kernel, const char* shape, int m, int n, int k,
                       double bytes, double flops, double ms) {

@@ -249,23 +249,17 @@ std::string describe(const char* name, int m, int n, int k, int g, int64_t xs, i
 // kWgmma (w4a16_gemm_wgmma.cu) runs beside the larger-batch tunings where the device has it
 // (compute capability 9.0) and N allows (N % 64 == 0); elsewhere it must be refused cleanly.
 const W4A16Tuning kLargeTunings[] = {W4A16Tuning::kLargeTile, W4A16Tuning::kLargeTileFewSplits, W4A16Tuning::kLargeTileWide,
-                                     W4A16Tuning::kWgmma, W4A16Tuning::kWgmmaWide, W4A16Tuning::kWgmmaPipelined,
-                                     W4A16Tuning::kWgmmaPipelinedWide};
-const W4A16Tuning kWgmmaTunings[] = {W4A16Tuning::kWgmma, W4A16Tuning::kWgmmaWide, W4A16Tuning::kWgmmaPipelined,
-                                     W4A16Tuning::kWgmmaPipelinedWide};
+                                     W4A16Tuning::kWgmma};
 const char* large_tuning_name(W4A16Tuning tuning) {
   return tuning == W4A16Tuning::kLargeTile            ? "kLargeTile"
          : tuning == W4A16Tuning::kLargeTileFewSplits ? "kLargeTileFewSplits"
          : tuning == W4A16Tuning::kLargeTileWide      ? "kLargeTileWide"
-         : tuning == W4A16Tuning::kWgmma              ? "kWgmma"
-         : tuning == W4A16Tuning::kWgmmaWide          ? "kWgmmaWide"
-         : tuning == W4A16Tuning::kWgmmaPipelined     ? "kWgmmaPipelined"
-                                                      : "kWgmmaPipelinedWide";
+                                                      : "kWgmma";
 }
 // True when `tuning` cannot run this N on this device; then checks that it is refused with
 // kUnsupported (before any launch) and the caller skips the comparison.
 bool expect_refused(W4A16Tuning tuning, const LargeProblem& p) {
-  if (!w4a16_is_wgmma_tuning(tuning)) return false;
+  if (tuning != W4A16Tuning::kWgmma) return false;
   if (p.lin.n % 64 == 0 && w4a16_wgmma_supported()) return false;
   const Status st = w4a16_gemm_tuned(tuning, reinterpret_cast<const uint16_t*>(16), p.x_stride, reinterpret_cast<const uint32_t*>(16),
                                      reinterpret_cast<const uint32_t*>(16), reinterpret_cast<uint16_t*>(16), p.y_stride, p.m, p.lin.n,
@@ -411,22 +405,18 @@ TEST(W4A16GemmLarge, ActOrderMatchesReference) {
   CROSSPOINT_SKIP_WITHOUT_GPU();                                                               \
   if (!w4a16_wgmma_supported()) GTEST_SKIP() << "kWgmma needs a compute capability 9.0 GPU"
 
-auto wgmma_split_launch(int k_splits, bool wide, bool pipelined) {
-  return [k_splits, wide, pipelined](const uint16_t* x, int64_t xs, const uint32_t* w, const uint32_t* s, uint16_t* y, int64_t ys, int m,
-                          int n, int k, int g, void* ws) {
+auto wgmma_split_launch(int k_splits) {
+  return [k_splits](const uint16_t* x, int64_t xs, const uint32_t* w, const uint32_t* s, uint16_t* y, int64_t ys, int m, int n,
+                    int k, int g, void* ws) {
     W4A16WgmmaOptions options;
     options.k_splits = k_splits;
-    options.wide = wide;
-    options.pipelined = pipelined;
     return w4a16_gemm_wgmma(x, xs, w, s, y, ys, m, n, k, g == -1 ? k : g, ws, options, nullptr);
   };
 }
 
-TEST(W4A16GemmWgmma, PipelinedRefusesKBeyondItsScaleIndexLimitWithoutLaunching) {
+TEST(W4A16GemmWgmma, RefusesKBeyondItsScaleIndexLimitWithoutLaunching) {
   // No GPU needed: the K check comes before the device query; 2^27 = 134,217,728 rows of K.
-  W4A16WgmmaOptions options;
-  options.pipelined = true;
-  const Status st = w4a16_gemm_wgmma(nullptr, 1 << 27, nullptr, nullptr, nullptr, 64, 32, 64, 1 << 27, 1 << 27, nullptr, options,
+  const Status st = w4a16_gemm_wgmma(nullptr, 1 << 27, nullptr, nullptr, nullptr, 64, 32, 64, 1 << 27, 1 << 27, nullptr, {},
                                      nullptr);
   EXPECT_EQ(st.code(), StatusCode::kUnsupported) << st.to_string();
   EXPECT_NE(st.to_string().find("k = 134217728"), std::string::npos) << st.to_string();
@@ -435,11 +425,10 @@ TEST(W4A16GemmWgmma, PipelinedRefusesKBeyondItsScaleIndexLimitWithoutLaunching) 
 TEST(W4A16GemmWgmma, RefusesNNotAMultipleOf64AndOtherDevicesWithoutLaunching) {
   // No GPU needed: the N check comes before the device query.
   for (int n : {16, 48, 272, 4624}) {
-    for (W4A16Tuning tuning : kWgmmaTunings) {
-      const Status st = w4a16_gemm_tuned(tuning, nullptr, 128, nullptr, nullptr, nullptr, n, 32, n, 128, 128, nullptr, nullptr);
-      EXPECT_EQ(st.code(), StatusCode::kUnsupported) << st.to_string();
-      EXPECT_NE(st.message().find("n = " + std::to_string(n)), std::string::npos) << st.to_string();
-    }
+    const Status st =
+        w4a16_gemm_tuned(W4A16Tuning::kWgmma, nullptr, 128, nullptr, nullptr, nullptr, n, 32, n, 128, 128, nullptr, nullptr);
+    EXPECT_EQ(st.code(), StatusCode::kUnsupported) << st.to_string();
+    EXPECT_NE(st.message().find("n = " + std::to_string(n)), std::string::npos) << st.to_string();
     const Status direct = w4a16_gemm_wgmma(nullptr, 128, nullptr, nullptr, nullptr, n, 32, n, 128, 128, nullptr, {}, nullptr);
     EXPECT_EQ(direct.code(), StatusCode::kUnsupported) << direct.to_string();
   }
@@ -451,41 +440,31 @@ TEST(W4A16GemmWgmma, RefusesNNotAMultipleOf64AndOtherDevicesWithoutLaunching) {
 }
 
 TEST(W4A16WgmmaPlan, TokenTilesGridAndSplits) {
-  for (bool wide : {false, true}) {
-    EXPECT_EQ(w4a16_wgmma_token_tile(1, wide), 16);
-    EXPECT_EQ(w4a16_wgmma_token_tile(16, wide), 16);
-    EXPECT_EQ(w4a16_wgmma_token_tile(17, wide), 32);
-    EXPECT_EQ(w4a16_wgmma_token_tile(64, wide), 64);
-    EXPECT_EQ(w4a16_wgmma_token_tile(100, wide), 128);
-  }
-  EXPECT_EQ(w4a16_wgmma_token_tile(129, false), 256);
-  EXPECT_EQ(w4a16_wgmma_token_tile(2048, false), 256);
-  EXPECT_EQ(w4a16_wgmma_token_tile(129, true), 128);
-  EXPECT_EQ(w4a16_wgmma_token_tile(2048, true), 128);
-  const W4A16WgmmaPlan wide = w4a16_wgmma_plan(300, 4608 + 64, 192, true, 132, 1, kW4A16SplitCostChunks);
-  EXPECT_EQ(wide.token_tile, 128);
-  EXPECT_EQ(wide.block_cols, 256);
-  EXPECT_EQ(wide.grid_m, 3);
-  EXPECT_EQ(wide.grid_n, 19);  // 18 full blocks and one of 64 columns
-  const W4A16WgmmaPlan p = w4a16_wgmma_plan(300, 4608 + 64, 192, false, 132, 1, kW4A16SplitCostChunks);
+  EXPECT_EQ(w4a16_wgmma_token_tile(1), 16);
+  EXPECT_EQ(w4a16_wgmma_token_tile(16), 16);
+  EXPECT_EQ(w4a16_wgmma_token_tile(17), 32);
+  EXPECT_EQ(w4a16_wgmma_token_tile(64), 64);
+  EXPECT_EQ(w4a16_wgmma_token_tile(100), 128);
+  EXPECT_EQ(w4a16_wgmma_token_tile(128), 128);
+  EXPECT_EQ(w4a16_wgmma_token_tile(129), 256);
+  EXPECT_EQ(w4a16_wgmma_token_tile(2048), 256);
+  const W4A16WgmmaPlan p = w4a16_wgmma_plan(300, 4608 + 64, 192, 132, 1, kW4A16SplitCostChunks);
   EXPECT_EQ(p.token_tile, 256);
   EXPECT_EQ(p.block_cols, 128);
   EXPECT_EQ(p.grid_m, 2);
   EXPECT_EQ(p.grid_n, 37);  // 36 full blocks and one of 64 columns
   EXPECT_EQ(p.k_splits, 1);  // 3 chunks: too few to split
   // 7B fused qkv at M = 16: 36 tiles on 132 SMs x 3 blocks, 56 chunks: split to fill the GPU.
-  const W4A16WgmmaPlan qkv = w4a16_wgmma_plan(16, 4608, 3584, false, 132, 3, 16.0);
+  const W4A16WgmmaPlan qkv = w4a16_wgmma_plan(16, 4608, 3584, 132, 3, 16.0);
   EXPECT_GT(qkv.k_splits, 1);
   EXPECT_LE(qkv.grid_n * qkv.k_splits, 132 * 3);
   for (int m : {1, 9, 17, 33, 64, 100, 128, 200, 256, 300, 2048}) {
     for (auto [n, k] : {std::pair{64, 64}, {128, 192}, {4608, 3584}, {37888, 3584}, {3584, 18944}}) {
-      for (bool w : {false, true}) {
-        const W4A16WgmmaPlan q = w4a16_wgmma_plan(m, n, k, w, 132, 2, 16.0);
-        EXPECT_TRUE(q.k_splits == 1 || k / 64 / q.k_splits >= 4) << "m=" << m << " n=" << n << " k=" << k;
-        EXPECT_GE(q.grid_m * q.token_tile, m);
-        EXPECT_LT((q.grid_m - 1) * q.token_tile, m);
-        EXPECT_EQ(q.grid_n, (n + q.block_cols - 1) / q.block_cols);
-      }
+      const W4A16WgmmaPlan q = w4a16_wgmma_plan(m, n, k, 132, 2, 16.0);
+      EXPECT_TRUE(q.k_splits == 1 || k / 64 / q.k_splits >= 4) << "m=" << m << " n=" << n << " k=" << k;
+      EXPECT_GE(q.grid_m * q.token_tile, m);
+      EXPECT_LT((q.grid_m - 1) * q.token_tile, m);
+      EXPECT_EQ(q.grid_n, (n + q.block_cols - 1) / q.block_cols);
     }
   }
 }
@@ -509,11 +488,9 @@ TEST(W4A16GemmWgmma, MatchesReferenceOverMNK) {
       const int64_t x_pad = (case_idx % 3) * 8, y_pad = case_idx % 4;
       ++case_idx;
       const LargeProblem p = make_large_problem(seed++, m, n, k, g, x_pad, y_pad);
-      for (W4A16Tuning tuning : kWgmmaTunings) {
-        const auto ys = run_large(p, 1, tuned_launch(tuning));
-        ASSERT_EQ(ys.size(), 1u);
-        expect_close(ys[0], p.ref, describe(large_tuning_name(tuning), m, n, k, g, p.x_stride, p.y_stride));
-      }
+      const auto ys = run_large(p, 1, tuned_launch(W4A16Tuning::kWgmma));
+      ASSERT_EQ(ys.size(), 1u);
+      expect_close(ys[0], p.ref, describe("kWgmma", m, n, k, g, p.x_stride, p.y_stride));
     }
   }
 }
@@ -524,11 +501,9 @@ TEST(W4A16GemmWgmma, PrefillAndQkvShapes) {
   struct Case { int m, n, k, g; };
   for (const Case& c : {Case{2048, 128, 3584, 128}, Case{100, 4608, 3584, 128}, Case{40, 3584, 3584, -1}}) {
     const LargeProblem p = make_large_problem(1600 + c.m, c.m, c.n, c.k, c.g, 0, 0);
-    for (W4A16Tuning tuning : kWgmmaTunings) {
-      const auto ys = run_large(p, 1, tuned_launch(tuning));
-      ASSERT_EQ(ys.size(), 1u);
-      expect_close(ys[0], p.ref, describe(large_tuning_name(tuning), c.m, c.n, c.k, c.g, p.x_stride, p.y_stride));
-    }
+    const auto ys = run_large(p, 1, tuned_launch(W4A16Tuning::kWgmma));
+    ASSERT_EQ(ys.size(), 1u);
+    expect_close(ys[0], p.ref, describe("kWgmma", c.m, c.n, c.k, c.g, p.x_stride, p.y_stride));
   }
 }
 
@@ -541,18 +516,14 @@ TEST(W4A16GemmWgmma, ForcedSplitsMatchReferenceAndLeaveWorkspaceClean) {
   uint32_t seed = 1700;
   for (const auto& c : cases) {
     const LargeProblem p = make_large_problem(seed++, c.m, c.n, c.k, c.g, 8, 1);
-    for (int variant = 0; variant < 4; ++variant) {
-      const bool wide = variant % 2 == 1, pipelined = variant >= 2;
-      const auto ys = run_large(p, 2, wgmma_split_launch(c.splits, wide, pipelined));
-      ASSERT_EQ(ys.size(), 2u);
-      const char* name = pipelined ? (wide ? "kWgmmaPipelinedWide splits" : "kWgmmaPipelined splits")
-                                   : (wide ? "kWgmmaWide splits" : "kWgmma splits");
-      const std::string what = describe(name, c.m, c.n, c.k, c.g, p.x_stride, p.y_stride) + " k_splits=" + std::to_string(c.splits);
-      expect_close(ys[0], p.ref, what);
-      expect_close(ys[1], p.ref, what + " (second launch)");
-      if (c.splits <= 2) {
-        EXPECT_EQ(ys[0], ys[1]) << what;  // order-independent fp32 sums: bitwise repeat
-      }
+    const auto ys = run_large(p, 2, wgmma_split_launch(c.splits));
+    ASSERT_EQ(ys.size(), 2u);
+    const std::string what =
+        describe("kWgmma splits", c.m, c.n, c.k, c.g, p.x_stride, p.y_stride) + " k_splits=" + std::to_string(c.splits);
+    expect_close(ys[0], p.ref, what);
+    expect_close(ys[1], p.ref, what + " (second launch)");
+    if (c.splits <= 2) {
+      EXPECT_EQ(ys[0], ys[1]) << what;  // order-independent fp32 sums: bitwise repeat
     }
   }
 }
@@ -560,11 +531,9 @@ TEST(W4A16GemmWgmma, ForcedSplitsMatchReferenceAndLeaveWorkspaceClean) {
 TEST(W4A16GemmWgmma, ActOrderMatchesReference) {
   CROSSPOINT_SKIP_WITHOUT_WGMMA();
   const LargeProblem p = make_large_problem(1800, 72, 192, 768, 128, 0, 0, /*act_order=*/true);
-  for (W4A16Tuning tuning : kWgmmaTunings) {
-    const auto ys = run_large(p, 1, tuned_launch(tuning));
-    ASSERT_EQ(ys.size(), 1u);
-    expect_close(ys[0], p.ref, std::string(large_tuning_name(tuning)) + " act-order m=72 n=192 k=768");
-  }
+  const auto ys = run_large(p, 1, tuned_launch(W4A16Tuning::kWgmma));
+  ASSERT_EQ(ys.size(), 1u);
+  expect_close(ys[0], p.ref, "kWgmma act-order m=72 n=192 k=768");
 }
 
 TEST(W4A16Gemm, ActOrderMatchesReference) {

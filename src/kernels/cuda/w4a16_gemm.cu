@@ -25,14 +25,18 @@ using w4a16_internal::cp_async_wait;
 using w4a16_internal::dequant_word;
 using w4a16_internal::mma_m16n8k16;
 
-// Rows of M from which w4a16_gemm runs the Hopper wgmma kernel on compute capability 9.0
-// devices, and from which its 256-column form. Measured on the H200 (bench_gemm, 7B decode-step
-// linears without lm_head, 2026-11-30 10:40): kWgmma 2.48 / 2.89 / 4.23 / 6.62 / 12.34 ms at
-// M = 16 / 32 / 64 / 128 / 256 against 2.38 / 3.66 / 5.23 / 8.05 / 13.68 for kLargeTileFewSplits;
-// kWgmmaWide 10.46 ms at 256 and 60.9 ms at 2,048 (prefill) against kWgmma's 12.34 and 68.9,
-// equal at 128 (6.64), slower below.
+// Rows of M from which w4a16_gemm runs the Hopper wgmma kernel (kWgmma) on compute capability
+// 9.0 devices. Measured on the H200 (bench_gemm, 7B decode-step linears without lm_head, 28
+// layers, 2026-11-30 11:10), ms at M = 16 / 32 / 64 / 128 / 256 / 2,048 (prefill):
+//   kWgmma                2.39 / 2.89 / 3.67 / 5.70 /  9.59 / 53.77
+//   kLargeTileFewSplits   2.41 / 3.67 / 5.24 / 8.07 / 13.69 / 93.48  (mma.sync)
+//   FP16 cuBLASLt         3.62 / 3.69 / 3.68 / 4.12 /  6.62 / 41.66
+// A tie with the mma.sync kernel at 16 (which keeps M <= 16), faster from 32 on. The
+// 256-column (4-warpgroup) form and the k loop that waited for the barrier before issuing a
+// chunk's wgmmas lost at every M and were removed.
 constexpr int kWgmmaMinRows = 17;
-constexpr int kWgmmaWideMinRows = 129;
+// K from which the wgmma kernel refuses (its float scale-group index; w4a16_gemm_wgmma.cu).
+constexpr int kWgmmaMaxK = 1 << 27;
 
 constexpr int kWarps = 4;        // warps per block, side by side in n
 constexpr int kChunkK = 64;      // input rows per packed chunk (4 mma k-steps)
@@ -248,8 +252,8 @@ Status w4a16_gemm(const uint16_t* x, int64_t x_stride, const uint32_t* packed_we
     return w4a16_gemv(x, x_stride, packed_weight, packed_scales, y, y_stride, m, n, k, group_size, stream);
   }
   W4A16Tuning tuning = w4a16_default_tuning_for(m);
-  const bool wgmma = tuning == W4A16Tuning::kWgmma || tuning == W4A16Tuning::kWgmmaWide;
-  if (wgmma && n % 64 != 0) tuning = W4A16Tuning::kLargeTileFewSplits;  // the rare odd width
+  // The rare odd width, or a K beyond the wgmma kernel's limit: the mma.sync kernel.
+  if (tuning == W4A16Tuning::kWgmma && (n % 64 != 0 || k >= kWgmmaMaxK)) tuning = W4A16Tuning::kLargeTileFewSplits;
   return w4a16_gemm_tuned(tuning, x, x_stride, packed_weight, packed_scales, y, y_stride, m, n, k, group_size, workspace,
                           stream);
 }
@@ -258,9 +262,7 @@ W4A16Tuning w4a16_default_tuning_for(int m) {
   // Above the GEMV's rows: the larger-batch kernel with splits costed high (on the H200 the
   // fastest mma.sync variant at every M measured, 16..256; docs/cuda.md), and from
   // kWgmmaMinRows rows the Hopper wgmma kernel, where the device has it (numbers at the top).
-  if (m >= kWgmmaMinRows && w4a16_wgmma_supported()) {
-    return m >= kWgmmaWideMinRows ? W4A16Tuning::kWgmmaWide : W4A16Tuning::kWgmma;
-  }
+  if (m >= kWgmmaMinRows && w4a16_wgmma_supported()) return W4A16Tuning::kWgmma;
   return m > kW4A16GemvMaxRows ? W4A16Tuning::kLargeTileFewSplits : W4A16Tuning::kDefault;
 }
 
@@ -270,7 +272,7 @@ Status w4a16_gemm_tuned(W4A16Tuning tuning, const uint16_t* x, int64_t x_stride,
   if (m <= 0) return m == 0 ? Status::ok() : invalid_argument("w4a16_gemm: m = " + std::to_string(m));
   if (k <= 0 || k % kChunkK != 0) return unsupported("w4a16_gemm: k = " + std::to_string(k) + " is not a positive multiple of 64");
   if (n <= 0 || n % 16 != 0) return unsupported("w4a16_gemm: n = " + std::to_string(n) + " is not a positive multiple of 16");
-  const bool wgmma = w4a16_is_wgmma_tuning(tuning);
+  const bool wgmma = tuning == W4A16Tuning::kWgmma;
   if (wgmma && n % 64 != 0) {
     return unsupported("w4a16_gemm: n = " + std::to_string(n) + " is not a multiple of 64, which the wgmma tuning needs");
   }
@@ -289,11 +291,8 @@ Status w4a16_gemm_tuned(W4A16Tuning tuning, const uint16_t* x, int64_t x_stride,
     return invalid_argument("w4a16_gemm: workspace must be 16-byte aligned (float4 read back of the split sums)");
   }
   if (wgmma) {
-    W4A16WgmmaOptions options;
-    options.wide = tuning == W4A16Tuning::kWgmmaWide || tuning == W4A16Tuning::kWgmmaPipelinedWide;
-    options.pipelined = tuning == W4A16Tuning::kWgmmaPipelined || tuning == W4A16Tuning::kWgmmaPipelinedWide;
-    return w4a16_gemm_wgmma(x, x_stride, packed_weight, packed_scales, y, y_stride, m, n, k, group_size, workspace, options,
-                            stream);
+    return w4a16_gemm_wgmma(x, x_stride, packed_weight, packed_scales, y, y_stride, m, n, k, group_size, workspace,
+                            W4A16WgmmaOptions{}, stream);
   }
   if (tuning == W4A16Tuning::kLargeTile || tuning == W4A16Tuning::kLargeTileFewSplits || tuning == W4A16Tuning::kLargeTileWide) {
     W4A16LargeOptions options;

@@ -94,22 +94,12 @@ Status w4a16_gemm(const uint16_t* x, int64_t x_stride, const uint32_t* packed_we
 //   kLargeTileWide      16 warps, 256 columns, 1 block per SM: half the activation reads per
 //                       weight of kLargeTile (each staged activation tile feeds twice the
 //                       columns), fewer and longer blocks; splits as kLargeTile
-// kWgmma and kWgmmaWide are the Hopper kernel of w4a16_gemm_wgmma.cu (below): sm_90a warpgroup
-// MMAs, weights as the A operand from registers, a token tile of 16..256 rows as N; compute
-// capability 9.0 only and N a multiple of 64 (other devices and shapes are refused with a Status).
-//   kWgmma      2 warpgroups, 128 columns per block, token tiles up to 256 rows
-//   kWgmmaWide  4 warpgroups, 256 columns per block (half the activation reads per weight),
-//               token tiles up to 128 rows
-//   kWgmmaPipelined, kWgmmaPipelinedWide  the same two shapes with the k loop reordered so
-//               that the barrier, the ring refill and the next chunk's shared-memory reads
-//               run while two chunks' wgmmas are in flight (W4A16WgmmaOptions::pipelined)
-enum class W4A16Tuning { kDefault, kDeepPipeline, kNarrowBlocks, kMoreSplits, kLargeTile, kLargeTileFewSplits, kLargeTileWide, kWgmma,
-                         kWgmmaWide, kWgmmaPipelined, kWgmmaPipelinedWide };
-// True for the four tunings of the Hopper kernel (kWgmma, kWgmmaWide, kWgmmaPipelined*).
-constexpr bool w4a16_is_wgmma_tuning(W4A16Tuning tuning) {
-  return tuning == W4A16Tuning::kWgmma || tuning == W4A16Tuning::kWgmmaWide || tuning == W4A16Tuning::kWgmmaPipelined ||
-         tuning == W4A16Tuning::kWgmmaPipelinedWide;
-}
+// kWgmma is the Hopper kernel of w4a16_gemm_wgmma.cu (below): sm_90a warpgroup MMAs, weights as
+// the A operand from registers, a token tile of 16..256 rows as N, 2 warpgroups x 128 columns
+// per block; the k loop issues a chunk's wgmmas before the barrier and ring refill, so two
+// chunks' wgmmas are in flight across them. Compute capability 9.0 only, N a multiple of 64 and
+// K < 2^27 (other devices and shapes are refused with a Status).
+enum class W4A16Tuning { kDefault, kDeepPipeline, kNarrowBlocks, kMoreSplits, kLargeTile, kLargeTileFewSplits, kLargeTileWide, kWgmma };
 Status w4a16_gemm_tuned(W4A16Tuning tuning, const uint16_t* x, int64_t x_stride, const uint32_t* packed_weight,
                         const uint32_t* packed_scales, uint16_t* y, int64_t y_stride, int m, int n, int k,
                         int group_size, void* workspace, cudaStream_t stream);
@@ -148,35 +138,30 @@ Status w4a16_gemm_large(const uint16_t* x, int64_t x_stride, const uint32_t* pac
                         uint16_t* y, int64_t y_stride, int m, int n, int k, int group_size, void* workspace,
                         const W4A16LargeOptions& options, cudaStream_t stream);
 
-// ---- The Hopper kernel (w4a16_gemm_wgmma.cu, tunings kWgmma and kWgmmaWide) ----
-// Block: 2 (wide: 4) warpgroups x 64 output channels x a token tile of
-// w4a16_wgmma_token_tile(M, wide) rows: 16, 32, 64, 128 up to that many rows, else 256 (wide:
-// 128); a grid dimension over token tiles above that. Limits beyond w4a16_gemm's: N % 64 == 0,
+// ---- The Hopper kernel (w4a16_gemm_wgmma.cu, tuning kWgmma) ----
+// Block: 2 warpgroups x 64 output channels x a token tile of w4a16_wgmma_token_tile(M) rows:
+// 16, 32, 64, 128 up to that many rows, else 256; a grid dimension over token tiles above that. Limits beyond w4a16_gemm's: N % 64 == 0,
 // a compute capability 9.0 device, a binary built for sm_90a (CMAKE_CUDA_ARCHITECTURES 90a; a
 // plain sm_90 build traps).
-int w4a16_wgmma_token_tile(int m, bool wide);
+int w4a16_wgmma_token_tile(int m);
 struct W4A16WgmmaPlan {
-  int token_tile = 0;  // rows of M per block: w4a16_wgmma_token_tile(M, wide)
-  int block_cols = 0;  // columns of N per block: 128 (wide: 256)
+  int token_tile = 0;  // rows of M per block: w4a16_wgmma_token_tile(M)
+  int block_cols = 0;  // columns of N per block: 128
   int grid_n = 0;      // blocks along N (the last may cover only part, in steps of 64)
   int grid_m = 0;      // blocks along M
   int k_splits = 1;    // blocks along K; > 1 means partial sums through the workspace
 };
 // As w4a16_large_plan (waves x (chunks per block + split cost), >= 4 chunks per split), for
 // the kernel's token tiles and 128-column blocks. Host only.
-W4A16WgmmaPlan w4a16_wgmma_plan(int m, int n, int k, bool wide, int num_sms, int blocks_per_sm, double split_cost_chunks);
+W4A16WgmmaPlan w4a16_wgmma_plan(int m, int n, int k, int num_sms, int blocks_per_sm, double split_cost_chunks);
 struct W4A16WgmmaOptions {
-  bool wide = false;  // 4 warpgroups x 256 columns (kWgmmaWide) instead of 2 x 128
   double split_cost_chunks = 8 * kW4A16SplitCostChunks;  // as kLargeTileFewSplits, the best large tuning
   int k_splits = 0;  // 0: as planned; > 0: exactly this many K splits (at most K/64), for tests
-  // kWgmmaPipelined*: the k loop issues a chunk's wgmmas before it waits for the next chunk's
-  // copies and barrier, so two chunks' wgmmas are in flight across the barrier and ring refill.
-  bool pipelined = false;
 };
-// True when the current device can run the kWgmma tunings (compute capability 9.0).
+// True when the current device can run the kWgmma tuning (compute capability 9.0).
 bool w4a16_wgmma_supported();
-// The Hopper kernel itself. Arguments as w4a16_gemm; refuses N % 64 != 0 and devices other
-// than compute capability 9.0 (Status kUnsupported); other shapes are not checked here: call
+// The Hopper kernel itself. Arguments as w4a16_gemm; refuses N % 64 != 0, K >= 2^27 and devices
+// other than compute capability 9.0 (Status kUnsupported); other shapes are not checked here: call
 // it through w4a16_gemm_tuned, or with shapes that passed it (tests).
 Status w4a16_gemm_wgmma(const uint16_t* x, int64_t x_stride, const uint32_t* packed_weight, const uint32_t* packed_scales,
                         uint16_t* y, int64_t y_stride, int m, int n, int k, int group_size, void* workspace,

@@ -1,14 +1,12 @@
 // W4A16 GEMM on Hopper warpgroup MMAs (wgmma.mma_async, sm_90a only): the kWgmma tuning of
-// w4a16_gemm_tuned (kWgmmaWide: the same with 4 warpgroups). SASS (cuobjdump, sm_90a, nvcc 13.0):
-// every instantiation has 8 HGMMA.64xNx16 (2 unrolled chunks x 4 k16 steps) and 0 LDL/STL (0 spills);
-// registers 72/80/101/128/196 for 16/32/64/128/256 tokens (2 warpgroups), 72/80/96/128 (4 warpgroups).
-// kWgmmaPipelined / kWgmmaPipelinedWide (template kPipelined): the same kernel with the k loop
-// reordered (below), activation-copy addresses from offsets fixed for the k loop and the scale
-// group found without an integer division; registers 72/80/107/128/217 (2 warpgroups) and
-// 72/80/105/128 (4), 0 LDL/STL in all 18 instantiations, 8 HGMMA each. In its SASS the barrier
-// and the ring refill sit between a chunk's HGMMAs and the WARPGROUP.DEPBAR.LE gsb0, 1. SASS
-// instructions per chunk and warp (one HGMMA group to the next), pipelined against plain:
-// 197 / 284 at 128 tokens, 253 / 403 at 256, 165 / 217 at 64; 4 warpgroups at 128: 168 / 219.
+// w4a16_gemm_tuned, which w4a16_gemm runs from M = 17 on compute capability 9.0. SASS
+// (cuobjdump, sm_90a, nvcc 13.0): registers 72 / 80 / 107 / 128 / 217 for token tiles of
+// 16 / 32 / 64 / 128 / 256, 0 LDL/STL (0 spills), 8 HGMMA.64xNx16 each (2 unrolled chunks x 4
+// k16 steps). The barrier and the ring refill sit between a chunk's HGMMAs and the
+// WARPGROUP.DEPBAR.LE gsb0, 1; SASS instructions per chunk and warp (one HGMMA group to the
+// next): 180 / 172 / 165 / 197 / 253. (On the H200 this k loop beat, at every M from 16 to
+// 2,048, the one that waited for the chunk's copies and barrier before issuing its wgmmas, and
+// a 4-warpgroup, 256-column block; both were removed, numbers in w4a16_gemm.cu.)
 //
 // Operands swapped, as in the GEMV: the WEIGHTS are wgmma's A operand (64 output channels per
 // warpgroup, dequantised int4 -> fp16 in registers), the ACTIVATIONS are its B operand
@@ -20,14 +18,13 @@
 // so warp w of a warpgroup dequantises n16 block nb0 + 4 g + w as the GEMV does (wgmma.cuh has
 // the fragment maps).
 //
-// Block: kWarpGroups = 2 (kWgmma) or 4 (kWgmmaWide) warpgroups side by side along N (128 or 256
-// output channels), all rows of a token tile of kTokens (16, 32, 64, 128 or 256 (2 warpgroups
-// only), chosen by M; a grid dimension over token tiles above that, e.g. prefill). Weights, scales and the activation tile of each 64-deep k chunk
-// stream through a kStages-deep cp.async ring (one wait + barrier per chunk); a warp dequantises
-// its 16-byte word group of a chunk into 4 k16 A fragments (double-buffered across chunks, so
-// the next chunk's dequantisation overlaps this chunk's wgmmas), then issues 4 wgmmas (the
-// pipelined order instead issues a chunk's wgmmas first and passes the next chunk's cp.async
-// wait and barrier and issues the refill while two chunks are in flight, then wait<1>). K is
+// Block: 2 warpgroups side by side along N (128 output channels), all rows of a token tile of
+// kTokens (16, 32, 64, 128 or 256, chosen by M; a grid dimension over token tiles above that,
+// e.g. prefill). Weights, scales and the activation tile of each 64-deep k chunk stream through
+// a kStages-deep cp.async ring (one wait + barrier per chunk); a warp dequantises its 16-byte
+// word group of a chunk into 4 k16 A fragments (double-buffered across chunks) and issues the
+// chunk's 4 wgmmas first, then passes the next chunk's cp.async wait and barrier and issues the
+// ring refill while two chunks' wgmmas are in flight, then waits for the older one (wait<1>). K is
 // split across blocks when the tiles cannot fill the GPU (w4a16_wgmma_plan); partial sums meet
 // in the caller's fp32 workspace as in the other W4A16 kernels (w4a16_pipeline.cuh handshake).
 #include <cuda_fp16.h>
@@ -60,17 +57,14 @@ using wgmma_internal::wgmma_m64k16_rs;
 using wgmma_internal::wgmma_wait;
 
 constexpr int kChunkK = 64;                         // input rows per packed chunk (4 k16 steps)
-// Block shape: kWarpGroups warpgroups side by side along N, 64 output channels each (2: 128
-// channels, the kWgmma tuning; 4: 256 channels, kWgmmaWide).
-template <int kWarpGroups>
-struct WgmmaBlock {
-  static constexpr int kThreads = kWarpGroups * 128;     // 256 or 512
-  static constexpr int kNBlocks = kWarpGroups * 4;       // n16 blocks per block: one per warp
-  static constexpr int kCols = kNBlocks * 16;            // 128 or 256 output channels
-};
-// K of the pipelined tunings stays below this: their scale-group index kc / chunks_per_group is
-// computed in float, exact while the chunk index kc < 2^21.
-constexpr int kPipelinedMaxK = kChunkK << 21;  // 2^27
+// Block shape: 2 warpgroups side by side along N, 64 output channels each.
+constexpr int kWarpGroups = 2;
+constexpr int kBlockThreads = kWarpGroups * 128;  // 256
+constexpr int kBlockNBlocks = kWarpGroups * 4;    // n16 blocks per block: one per warp
+constexpr int kBlockCols = kBlockNBlocks * 16;    // 128 output channels
+// K stays below this: the kernel's scale-group index kc / chunks_per_group is computed in
+// float, exact while the chunk index kc < 2^21.
+constexpr int kMaxK = kChunkK << 21;  // 2^27
 constexpr int kTileRowBytes = kChunkK * 2;          // one token's 64 fp16 of a chunk: 128 bytes
 
 // Shared memory of one block, in this order (the activation tiles first: each must start on
@@ -78,9 +72,8 @@ constexpr int kTileRowBytes = kChunkK * 2;          // one token's 64 fp16 of a 
 //   x_tiles  [kStages][kTokens][64] fp16, 128-byte swizzled rows (wgmma.cuh)
 //   weights  [kStages][kBlockNBlocks][32 lanes] uint4 packed int4 words
 //   scales   [kStages][kBlockNBlocks][8] half2 (s[c], s[c+8]) of the chunk's group
-template <int kWarpGroups, int kTokens, int kStages>
+template <int kTokens, int kStages>
 struct WgmmaSmem {
-  static constexpr int kBlockNBlocks = WgmmaBlock<kWarpGroups>::kNBlocks;
   static_assert(kStages >= 3, "the ring keeps the chunk being multiplied and the one before it busy");
   static constexpr int kTileBytes = kTokens * kTileRowBytes;
   static constexpr int kWeightBytes = kBlockNBlocks * 32 * 16;
@@ -90,20 +83,17 @@ struct WgmmaSmem {
   static constexpr int kBytes = kScaleOffset + kStages * kScaleBytes + 1024;  // + slack to align the base to 1024
 };
 
-// grid = (ceil(N / (64 kWarpGroups)), k splits, ceil(M / kTokens)), block = 128 kWarpGroups
-// threads. N is a multiple of 64, so each warpgroup's 64 channels are all in range or all
+// grid = (ceil(N / 128), k splits, ceil(M / kTokens)), block = 256 threads. N is a multiple of 64, so each warpgroup's 64 channels are all in range or all
 // beyond N (then it only helps copy). Token rows at or beyond M are zero-filled in shared
 // memory and their D columns never stored (a D column depends only on its own B column).
-template <int kWarpGroups, int kTokens, int kStages, int kMinBlocksPerSm, bool kPipelined>
-__global__ void __launch_bounds__(WgmmaBlock<kWarpGroups>::kThreads, kMinBlocksPerSm)
+template <int kTokens, int kStages, int kMinBlocksPerSm>
+__global__ void __launch_bounds__(kBlockThreads, kMinBlocksPerSm)
     w4a16_gemm_wgmma_kernel(const uint16_t* __restrict__ x, int64_t x_stride, const uint4* __restrict__ packed_weight,
                             const uint32_t* __restrict__ packed_scales, uint16_t* __restrict__ y, int64_t y_stride, int m,
                             int n, int k, int group_size, float* __restrict__ split_sums, int* __restrict__ tile_counters) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-  using Smem = WgmmaSmem<kWarpGroups, kTokens, kStages>;
-  constexpr int kThreads = WgmmaBlock<kWarpGroups>::kThreads;
-  constexpr int kBlockNBlocks = WgmmaBlock<kWarpGroups>::kNBlocks;
-  constexpr int kBlockCols = WgmmaBlock<kWarpGroups>::kCols;
+  using Smem = WgmmaSmem<kTokens, kStages>;
+  constexpr int kThreads = kBlockThreads;
   static_assert(kBlockNBlocks * 32 == kThreads, "one 16-byte weight copy per thread and chunk");
   extern __shared__ unsigned char smem_raw[];
   const uint32_t raw_addr = static_cast<uint32_t>(__cvta_generic_to_shared(smem_raw));
@@ -144,7 +134,7 @@ __global__ void __launch_bounds__(WgmmaBlock<kWarpGroups>::kThreads, kMinBlocksP
   constexpr int kPasses = (kTokens + kRowsPerPass - 1) / kRowsPerPass;
   const int a_row = tid / 8, a_chunk = tid % 8;
   const uint32_t a_dst_offset = a_row * kTileRowBytes + ((a_chunk ^ (a_row % 8)) * 16);
-  // Pipelined copies: element offset in x of this thread's pass-0 row and 16-byte piece, and
+  // Activation copies: element offset in x of this thread's pass-0 row and 16-byte piece, and
   // from one pass's row to the next (only used for rows < M, so never past x's end).
   const int64_t x_row_offset = static_cast<int64_t>(m0 + a_row) * x_stride + a_chunk * 8;
   const int64_t x_pass_stride = static_cast<int64_t>(kRowsPerPass) * x_stride;
@@ -153,36 +143,23 @@ __global__ void __launch_bounds__(WgmmaBlock<kWarpGroups>::kThreads, kMinBlocksP
   auto load_stage = [&](int st, int kc) {
     cp_async_16(&weights[st * kBlockNBlocks * 32 + tid], weight_src + static_cast<int64_t>(kc) * 32);
     if (copies_scales) {
-      // Pipelined: kc / chunks_per_group without the ~30-instruction integer division. Exact:
+      // kc / chunks_per_group without the ~30-instruction integer division. Exact:
       // (kc + 0.5) / chunks_per_group is at least 0.5 / chunks_per_group from an integer, far
       // more than the float error (kc < 2^21 for any K below 2^27).
-      const int group = kPipelined ? static_cast<int>((static_cast<float>(kc) + 0.5f) * inv_chunks_per_group)
-                                   : kc / chunks_per_group;
+      const int group = static_cast<int>((static_cast<float>(kc) + 0.5f) * inv_chunks_per_group);
       cp_async_16(&scales[st * kBlockNBlocks * 8 + tid * 4], scale_src + static_cast<int64_t>(group) * num_n_blocks * 8);
     }
     unsigned char* tile = smem + st * Smem::kTileBytes;
-    if constexpr (kPipelined) {
-      // The same copies with fewer integer instructions per chunk: the row offsets come from
-      // x_row_offset and x_pass_stride (fixed for the k loop), and the row < kTokens test goes
-      // when the passes cover the tile exactly (a_row < kRowsPerPass).
+    // Few integer instructions per chunk: the row offsets come from x_row_offset and
+    // x_pass_stride (fixed for the k loop), and the row < kTokens test goes when the passes
+    // cover the tile exactly (a_row < kRowsPerPass).
 #pragma unroll
-      for (int p = 0; p < kPasses; ++p) {
-        const int row = a_row + p * kRowsPerPass;
-        if (kTokens % kRowsPerPass == 0 || row < kTokens) {
-          const bool valid = row < rows;
-          const uint16_t* src = valid ? x + (x_row_offset + p * x_pass_stride + kc * kChunkK) : x;
-          cp_async_16_or_zero(tile + a_dst_offset + p * kRowsPerPass * kTileRowBytes, src, valid);
-        }
-      }
-    } else {
-#pragma unroll
-      for (int p = 0; p < kPasses; ++p) {
-        const int row = a_row + p * kRowsPerPass;
-        if (row < kTokens) {
-          const bool valid = row < rows;
-          const uint16_t* src = valid ? x + static_cast<int64_t>(m0 + row) * x_stride + kc * kChunkK + a_chunk * 8 : x;
-          cp_async_16_or_zero(tile + a_dst_offset + p * kRowsPerPass * kTileRowBytes, src, valid);
-        }
+    for (int p = 0; p < kPasses; ++p) {
+      const int row = a_row + p * kRowsPerPass;
+      if (kTokens % kRowsPerPass == 0 || row < kTokens) {
+        const bool valid = row < rows;
+        const uint16_t* src = valid ? x + (x_row_offset + p * x_pass_stride + kc * kChunkK) : x;
+        cp_async_16_or_zero(tile + a_dst_offset + p * kRowsPerPass * kTileRowBytes, src, valid);
       }
     }
   };
@@ -225,26 +202,6 @@ __global__ void __launch_bounds__(WgmmaBlock<kWarpGroups>::kThreads, kMinBlocksP
     wgmma_commit();
   };
 
-  // Chunk i: wait for its copies, refill the ring, dequantise, issue its 4 wgmmas. At most one
-  // earlier chunk's wgmmas stay in flight afterwards (wait<1>), so when chunk i starts, chunk
-  // i - 2's are done in every warp (the barrier): its A buffer and ring slot are free again.
-  auto multiply_chunk = [&](int i, uint32_t(&a)[4][4]) {
-    cp_async_wait<kStages - 3>();  // this thread's copies of chunk i have landed
-    fence_proxy_async_shared();    // ... and are visible to wgmma's (async proxy) reads
-    __syncthreads();               // everyone's have
-    if (i + kStages - 2 < num_chunks) load_stage((i + kStages - 2) % kStages, kc_begin + i + kStages - 2);
-    cp_async_commit();
-    // group_active, recomputed from special registers and kernel parameters: held across the k
-    // loop it cost a spill at 128 tokens (every register counts there).
-    if (static_cast<int>(blockIdx.x * kBlockNBlocks + 4 * (threadIdx.x / 128)) >= n / 16) return;
-    const int st = i % kStages;
-    const uint4 word = weights[st * kBlockNBlocks * 32 + warp * 32 + lane];
-    const uint32_t scale_bits = scales[st * kBlockNBlocks * 8 + warp * 8 + lane / 4];
-    dequant_chunk(word, scale_bits, a);
-    issue_chunk(st, a);
-    wgmma_wait<1>();
-  };
-
 #pragma unroll
   for (int s = 0; s < kStages - 2; ++s) {
     if (s < num_chunks) load_stage(s, kc_begin + s);
@@ -252,46 +209,40 @@ __global__ void __launch_bounds__(WgmmaBlock<kWarpGroups>::kThreads, kMinBlocksP
   }
 #pragma unroll
   for (int i = 0; i < kTokens / 2; ++i) pin_register(acc[i]);
-  if constexpr (!kPipelined) {
-    for (int i = 0; i < num_chunks; i += 2) {
-      multiply_chunk(i, a_even);
-      if (i + 1 < num_chunks) multiply_chunk(i + 1, a_odd);
+  static_assert(kStages >= 4, "chunks i - 2 .. i + 1 hold four ring slots at the barrier of step i");
+  // Step i: read and dequantise chunk i (its copies landed and the barrier passed in step
+  // i - 1), issue its wgmmas, and only then wait for chunk i + 1's copies, pass the barrier and
+  // refill the ring, all while chunks i - 1 and i are both in flight; wait<1> (chunk i - 1
+  // done) comes last, just before step i + 1's dequantisation overwrites chunk i - 1's A
+  // registers. Ring: chunk i + kStages - 2 goes into chunk i - 2's slot, free after the barrier
+  // of step i because every warpgroup passed its wait<1> of step i - 1 before it. cp.async groups: kStages - 2 from the prologue plus one
+  // per step, so chunk i + 1 has landed when at most kStages - 4 are pending.
+  auto step = [&](int i, uint32_t(&a)[4][4]) {
+    // The warpgroup's channels exist: group_active, recomputed from special registers and
+    // kernel parameters; held across the k loop it cost a spill at 128 tokens (every
+    // register counts there).
+    if (static_cast<int>(blockIdx.x * kBlockNBlocks + 4 * (threadIdx.x / 128)) < n / 16) {
+      const int st = i % kStages;
+      const uint4 word = weights[st * kBlockNBlocks * 32 + warp * 32 + lane];
+      const uint32_t scale_bits = scales[st * kBlockNBlocks * 8 + warp * 8 + lane / 4];
+      dequant_chunk(word, scale_bits, a);
+      issue_chunk(st, a);
     }
-  } else {
-    static_assert(kStages >= 4, "chunks i - 2 .. i + 1 hold four ring slots at the barrier of step i");
-    // The same chunk steps in another order: read and dequantise chunk i (its copies landed
-    // and the barrier passed in step i - 1), issue its wgmmas, and only then wait for chunk
-    // i + 1's copies, pass the barrier and refill the ring, all while chunks i - 1 and i are
-    // both in flight; wait<1> (chunk i - 1 done) comes last, just before step i + 1's
-    // dequantisation overwrites chunk i - 1's A registers. Ring: chunk i + kStages - 2 goes into
-    // chunk i - 2's slot, free after the barrier of step i because every warpgroup passed its
-    // wait<1> of step i - 1 before it. cp.async groups: kStages - 2 from the prologue plus one
-    // per step, so chunk i + 1 has landed when at most kStages - 4 are pending.
-    auto step = [&](int i, uint32_t(&a)[4][4]) {
-      // The warpgroup's channels exist (recomputed, as in multiply_chunk, to hold no register).
-      if (static_cast<int>(blockIdx.x * kBlockNBlocks + 4 * (threadIdx.x / 128)) < n / 16) {
-        const int st = i % kStages;
-        const uint4 word = weights[st * kBlockNBlocks * 32 + warp * 32 + lane];
-        const uint32_t scale_bits = scales[st * kBlockNBlocks * 8 + warp * 8 + lane / 4];
-        dequant_chunk(word, scale_bits, a);
-        issue_chunk(st, a);
-      }
-      if (i + 1 < num_chunks) {  // block-uniform
-        cp_async_wait<kStages - 4>();
-        fence_proxy_async_shared();
-        __syncthreads();
-        if (i + kStages - 2 < num_chunks) load_stage((i + kStages - 2) % kStages, kc_begin + i + kStages - 2);
-        cp_async_commit();
-      }
-      wgmma_wait<1>();
-    };
-    cp_async_wait<kStages - 3>();  // chunk 0 has landed
-    fence_proxy_async_shared();
-    __syncthreads();
-    for (int i = 0; i < num_chunks; i += 2) {
-      step(i, a_even);
-      if (i + 1 < num_chunks) step(i + 1, a_odd);
+    if (i + 1 < num_chunks) {  // block-uniform
+      cp_async_wait<kStages - 4>();
+      fence_proxy_async_shared();
+      __syncthreads();
+      if (i + kStages - 2 < num_chunks) load_stage((i + kStages - 2) % kStages, kc_begin + i + kStages - 2);
+      cp_async_commit();
     }
+    wgmma_wait<1>();
+  };
+  cp_async_wait<kStages - 3>();  // chunk 0 has landed
+  fence_proxy_async_shared();
+  __syncthreads();
+  for (int i = 0; i < num_chunks; i += 2) {
+    step(i, a_even);
+    if (i + 1 < num_chunks) step(i + 1, a_odd);
   }
   wgmma_wait<0>();
 #pragma unroll
@@ -382,13 +333,13 @@ const DeviceInfo& device_info() {
   return info;
 }
 
-template <int kWarpGroups, int kTokens, int kStages, int kMinBlocksPerSm, bool kPipelined>
-Status launch_wgmma_variant(const uint16_t* x, int64_t x_stride, const uint32_t* packed_weight, const uint32_t* packed_scales,
+template <int kTokens, int kStages, int kMinBlocksPerSm>
+Status launch_wgmma(const uint16_t* x, int64_t x_stride, const uint32_t* packed_weight, const uint32_t* packed_scales,
                     uint16_t* y, int64_t y_stride, int m, int n, int k, int group_size, void* workspace,
                     const W4A16WgmmaOptions& options, cudaStream_t stream) {
-  constexpr auto kKernel = w4a16_gemm_wgmma_kernel<kWarpGroups, kTokens, kStages, kMinBlocksPerSm, kPipelined>;
-  constexpr int kSmemBytes = WgmmaSmem<kWarpGroups, kTokens, kStages>::kBytes;
-  constexpr int kThreads = WgmmaBlock<kWarpGroups>::kThreads;
+  constexpr auto kKernel = w4a16_gemm_wgmma_kernel<kTokens, kStages, kMinBlocksPerSm>;
+  constexpr int kSmemBytes = WgmmaSmem<kTokens, kStages>::kBytes;
+  constexpr int kThreads = kBlockThreads;
   // Once per instantiation: allow the dynamic shared memory, then ask how many blocks fit per SM.
   static const int blocks_per_sm = [] {
     if (cudaFuncSetAttribute(kKernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmemBytes) != cudaSuccess) return 0;
@@ -401,7 +352,7 @@ Status launch_wgmma_variant(const uint16_t* x, int64_t x_stride, const uint32_t*
     return internal_error("w4a16_gemm_wgmma: kernel with " + std::to_string(kSmemBytes) +
                           " bytes of shared memory cannot be resident on this device");
   }
-  W4A16WgmmaPlan plan = w4a16_wgmma_plan(m, n, k, kWarpGroups == 4, device_info().num_sms, blocks_per_sm, options.split_cost_chunks);
+  W4A16WgmmaPlan plan = w4a16_wgmma_plan(m, n, k, device_info().num_sms, blocks_per_sm, options.split_cost_chunks);
   if (options.k_splits > 0) plan.k_splits = std::min(options.k_splits, k / kChunkK);
   float* split_sums = static_cast<float*>(workspace);  // [M, N] fp32, zero between launches
   int* tile_counters = reinterpret_cast<int*>(split_sums + static_cast<int64_t>(m) * n);
@@ -411,29 +362,14 @@ Status launch_wgmma_variant(const uint16_t* x, int64_t x_stride, const uint32_t*
   return last_launch_status("w4a16_gemm_wgmma launch");
 }
 
-// options.pipelined picks the kernel's chunk order (kWgmmaPipelined*), same shapes otherwise.
-template <int kWarpGroups, int kTokens, int kStages, int kMinBlocksPerSm>
-Status launch_wgmma(const uint16_t* x, int64_t x_stride, const uint32_t* packed_weight, const uint32_t* packed_scales,
-                    uint16_t* y, int64_t y_stride, int m, int n, int k, int group_size, void* workspace,
-                    const W4A16WgmmaOptions& options, cudaStream_t stream) {
-  if (options.pipelined) {
-    return launch_wgmma_variant<kWarpGroups, kTokens, kStages, kMinBlocksPerSm, true>(
-        x, x_stride, packed_weight, packed_scales, y, y_stride, m, n, k, group_size, workspace, options, stream);
-  }
-  return launch_wgmma_variant<kWarpGroups, kTokens, kStages, kMinBlocksPerSm, false>(
-      x, x_stride, packed_weight, packed_scales, y, y_stride, m, n, k, group_size, workspace, options, stream);
-}
-
 }  // namespace
 
-int w4a16_wgmma_token_tile(int m, bool wide) {
-  return m <= 16 ? 16 : m <= 32 ? 32 : m <= 64 ? 64 : m <= 128 || wide ? 128 : 256;
-}
+int w4a16_wgmma_token_tile(int m) { return m <= 16 ? 16 : m <= 32 ? 32 : m <= 64 ? 64 : m <= 128 ? 128 : 256; }
 
-W4A16WgmmaPlan w4a16_wgmma_plan(int m, int n, int k, bool wide, int num_sms, int blocks_per_sm, double split_cost_chunks) {
+W4A16WgmmaPlan w4a16_wgmma_plan(int m, int n, int k, int num_sms, int blocks_per_sm, double split_cost_chunks) {
   W4A16WgmmaPlan plan;
-  plan.token_tile = w4a16_wgmma_token_tile(m, wide);
-  plan.block_cols = wide ? WgmmaBlock<4>::kCols : WgmmaBlock<2>::kCols;
+  plan.token_tile = w4a16_wgmma_token_tile(m);
+  plan.block_cols = kBlockCols;
   plan.grid_n = (n + plan.block_cols - 1) / plan.block_cols;
   plan.grid_m = (m + plan.token_tile - 1) / plan.token_tile;
   const int num_k_chunks = k / kChunkK;
@@ -466,9 +402,9 @@ Status w4a16_gemm_wgmma(const uint16_t* x, int64_t x_stride, const uint32_t* pac
   if (n % 64 != 0) {
     return unsupported("w4a16_gemm_wgmma: n = " + std::to_string(n) + " is not a multiple of 64 (one warpgroup's channels)");
   }
-  if (options.pipelined && k >= kPipelinedMaxK) {
-    return unsupported("w4a16_gemm_wgmma: k = " + std::to_string(k) + " is beyond the pipelined tunings' limit of " +
-                       std::to_string(kPipelinedMaxK - 1) + " (float scale-group index)");
+  if (k >= kMaxK) {
+    return unsupported("w4a16_gemm_wgmma: k = " + std::to_string(k) + " is beyond the kernel's limit of " +
+                       std::to_string(kMaxK - 1) + " (float scale-group index)");
   }
   if (!w4a16_wgmma_supported()) {
     const DeviceInfo& d = device_info();
@@ -478,37 +414,21 @@ Status w4a16_gemm_wgmma(const uint16_t* x, int64_t x_stride, const uint32_t* pac
   if (m <= 0) return Status::ok();
   // Stages: as deep as the blocks per SM (set by the registers: kTokens / 2 accumulators a
   // thread) leave shared memory for.
-  if (options.wide) {
-    switch (w4a16_wgmma_token_tile(m, true)) {
-      case 16:
-        return launch_wgmma<4, 16, 8, 1>(x, x_stride, packed_weight, packed_scales, y, y_stride, m, n, k, group_size, workspace,
-                                         options, stream);
-      case 32:
-        return launch_wgmma<4, 32, 8, 1>(x, x_stride, packed_weight, packed_scales, y, y_stride, m, n, k, group_size, workspace,
-                                         options, stream);
-      case 64:
-        return launch_wgmma<4, 64, 8, 1>(x, x_stride, packed_weight, packed_scales, y, y_stride, m, n, k, group_size, workspace,
-                                         options, stream);
-      default:
-        return launch_wgmma<4, 128, 6, 1>(x, x_stride, packed_weight, packed_scales, y, y_stride, m, n, k, group_size, workspace,
-                                          options, stream);
-    }
-  }
-  switch (w4a16_wgmma_token_tile(m, false)) {
+  switch (w4a16_wgmma_token_tile(m)) {
     case 16:
-      return launch_wgmma<2, 16, 8, 3>(x, x_stride, packed_weight, packed_scales, y, y_stride, m, n, k, group_size, workspace,
+      return launch_wgmma<16, 8, 3>(x, x_stride, packed_weight, packed_scales, y, y_stride, m, n, k, group_size, workspace,
                                        options, stream);
     case 32:
-      return launch_wgmma<2, 32, 8, 3>(x, x_stride, packed_weight, packed_scales, y, y_stride, m, n, k, group_size, workspace,
+      return launch_wgmma<32, 8, 3>(x, x_stride, packed_weight, packed_scales, y, y_stride, m, n, k, group_size, workspace,
                                        options, stream);
     case 64:
-      return launch_wgmma<2, 64, 6, 2>(x, x_stride, packed_weight, packed_scales, y, y_stride, m, n, k, group_size, workspace,
+      return launch_wgmma<64, 6, 2>(x, x_stride, packed_weight, packed_scales, y, y_stride, m, n, k, group_size, workspace,
                                        options, stream);
     case 128:
-      return launch_wgmma<2, 128, 5, 2>(x, x_stride, packed_weight, packed_scales, y, y_stride, m, n, k, group_size, workspace,
+      return launch_wgmma<128, 5, 2>(x, x_stride, packed_weight, packed_scales, y, y_stride, m, n, k, group_size, workspace,
                                         options, stream);
     default:
-      return launch_wgmma<2, 256, 5, 1>(x, x_stride, packed_weight, packed_scales, y, y_stride, m, n, k, group_size, workspace,
+      return launch_wgmma<256, 5, 1>(x, x_stride, packed_weight, packed_scales, y, y_stride, m, n, k, group_size, workspace,
                                         options, stream);
   }
 }
