@@ -321,24 +321,8 @@ W4A16LargePlan w4a16_large_plan(int m, int n, int k, int block_cols, int num_sms
   plan.block_cols = block_cols;
   plan.grid_n = (n + block_cols - 1) / block_cols;
   plan.grid_m = (m + plan.block_rows - 1) / plan.block_rows;
-  const int num_k_chunks = k / kChunkK;
   const int64_t tiles = static_cast<int64_t>(plan.grid_n) * plan.grid_m;
-  const int64_t slots = static_cast<int64_t>(std::max(1, num_sms)) * std::max(1, blocks_per_sm);
-  // Estimated run, in chunk-times of one block while the GPU is full: the number of waves
-  // of blocks times each block's chunks, plus the split epilogue (workspace atomics and the
-  // last block's read back) for split runs. Each split keeps >= 4 chunks so its pipeline
-  // overlaps; ties go to fewer splits (less workspace traffic).
-  const int max_splits = std::max(1, std::min(num_k_chunks / 4, 32));
-  double best_cost = std::numeric_limits<double>::infinity();
-  for (int splits = 1; splits <= max_splits; ++splits) {
-    const int64_t waves = (tiles * splits + slots - 1) / slots;
-    const int chunks_per_block = (num_k_chunks + splits - 1) / splits;
-    const double cost = static_cast<double>(waves) * (chunks_per_block + (splits > 1 ? split_cost_chunks : 0.0));
-    if (cost < best_cost - 1e-9) {
-      best_cost = cost;
-      plan.k_splits = splits;
-    }
-  }
+  plan.k_splits = w4a16_internal::plan_k_splits(tiles, k / kChunkK, num_sms, blocks_per_sm, split_cost_chunks);
   return plan;
 }
 

@@ -372,22 +372,8 @@ W4A16WgmmaPlan w4a16_wgmma_plan(int m, int n, int k, int num_sms, int blocks_per
   plan.block_cols = kBlockCols;
   plan.grid_n = (n + plan.block_cols - 1) / plan.block_cols;
   plan.grid_m = (m + plan.token_tile - 1) / plan.token_tile;
-  const int num_k_chunks = k / kChunkK;
   const int64_t tiles = static_cast<int64_t>(plan.grid_n) * plan.grid_m;
-  const int64_t slots = static_cast<int64_t>(std::max(1, num_sms)) * std::max(1, blocks_per_sm);
-  // As w4a16_large_plan: waves of blocks x (chunks per block + the split epilogue's cost),
-  // each split keeping >= 4 chunks; ties go to fewer splits.
-  const int max_splits = std::max(1, std::min(num_k_chunks / 4, 32));
-  double best_cost = std::numeric_limits<double>::infinity();
-  for (int splits = 1; splits <= max_splits; ++splits) {
-    const int64_t waves = (tiles * splits + slots - 1) / slots;
-    const int chunks_per_block = (num_k_chunks + splits - 1) / splits;
-    const double cost = static_cast<double>(waves) * (chunks_per_block + (splits > 1 ? split_cost_chunks : 0.0));
-    if (cost < best_cost - 1e-9) {
-      best_cost = cost;
-      plan.k_splits = splits;
-    }
-  }
+  plan.k_splits = w4a16_internal::plan_k_splits(tiles, k / kChunkK, num_sms, blocks_per_sm, split_cost_chunks);
   return plan;
 }
 

@@ -1,10 +1,12 @@
-// Internal to the W4A16 GEMM kernels (w4a16_gemm.cu, w4a16_gemm_large.cu): the cp.async
-// copies of their shared-memory pipelines, the ldmatrix read of activation fragments and the
-// split-K handshake.
+// Internal to the W4A16 GEMM kernels (w4a16_gemm.cu, w4a16_gemm_large.cu,
+// w4a16_gemm_wgmma.cu): the cp.async copies of their shared-memory pipelines, the ldmatrix
+// read of activation fragments, the split-K handshake and the host's choice of the split.
 // Not a public API.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
+#include <limits>
 
 namespace crosspoint::cuda::w4a16_internal {
 
@@ -42,6 +44,29 @@ __device__ __forceinline__ bool last_split_block_of_tile(int* tile_counters, int
   if (!is_last_block) return false;
   __threadfence();
   return true;
+}
+
+// Host: the K split for `tiles` output tiles of `num_k_chunks` 64-deep chunks each on
+// num_sms x blocks_per_sm slots. Estimated run, in chunk-times of one block while the GPU is
+// full: the number of waves of blocks times each block's chunks, plus split_cost_chunks for
+// the split epilogue (workspace atomics and the last block's read back) of split runs. Each
+// split keeps >= 4 chunks so its pipeline overlaps; ties go to fewer splits (less workspace
+// traffic).
+inline int plan_k_splits(int64_t tiles, int num_k_chunks, int num_sms, int blocks_per_sm, double split_cost_chunks) {
+  const int64_t slots = static_cast<int64_t>(std::max(1, num_sms)) * std::max(1, blocks_per_sm);
+  const int max_splits = std::max(1, std::min(num_k_chunks / 4, 32));
+  double best_cost = std::numeric_limits<double>::infinity();
+  int best = 1;
+  for (int splits = 1; splits <= max_splits; ++splits) {
+    const int64_t waves = (tiles * splits + slots - 1) / slots;
+    const int chunks_per_block = (num_k_chunks + splits - 1) / splits;
+    const double cost = static_cast<double>(waves) * (chunks_per_block + (splits > 1 ? split_cost_chunks : 0.0));
+    if (cost < best_cost - 1e-9) {
+      best_cost = cost;
+      best = splits;
+    }
+  }
+  return best;
 }
 
 }  // namespace crosspoint::cuda::w4a16_internal
