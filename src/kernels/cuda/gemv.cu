@@ -7,6 +7,7 @@
 #include <string>
 
 #include "kernels/cuda/cuda_status.h"
+#include "kernels/cuda/device_info.h"
 #include "kernels/cuda/fp8_quant.h"
 #include "kernels/cuda/gemv.h"
 #include "kernels/cuda/programmatic_launch.cuh"
@@ -382,26 +383,6 @@ __global__ void __launch_bounds__(kThreads, 2) mma_gemv_kernel(const GemvArgs a)
   }
 }
 
-bool device_has_fp8_mma() {
-  static const bool has = [] {
-    int device = 0, major = 0, minor = 0;
-    if (cudaGetDevice(&device) != cudaSuccess) return false;
-    cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device);
-    cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device);
-    return major * 10 + minor >= 89;
-  }();
-  return has;
-}
-
-int device_num_sms() {
-  static const int count = [] {
-    int device = 0, sms = 132;
-    if (cudaGetDevice(&device) == cudaSuccess) cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device);
-    return sms;
-  }();
-  return count;
-}
-
 int device_max_shared_bytes() {
   static const int bytes = [] {
     int device = 0, optin = 48 * 1024;
@@ -452,8 +433,8 @@ Status launch_rows(const GemvArgs& a, const GemvPlan& plan, cudaStream_t stream)
 
 template <bool kFp8, bool kFused, int kTiles>
 Status launch_mma(GemvArgs a, int k_splits, cudaStream_t stream) {
-  GemvPlan plan = kFp8 ? plan_fp8_mma_gemv(a.n, a.num_chunks * 16, device_num_sms(), k_splits)
-                       : plan_fp16_mma_gemv(a.n, a.num_chunks * 8, device_num_sms(), k_splits);
+  GemvPlan plan = kFp8 ? plan_fp8_mma_gemv(a.n, a.num_chunks * 16, cuda_device_info().num_sms, k_splits)
+                       : plan_fp16_mma_gemv(a.n, a.num_chunks * 8, cuda_device_info().num_sms, k_splits);
   a.k_splits = plan.k_splits;
   a.chunks_per_split = plan.chunks_per_split;
   auto* kernel = mma_gemv_kernel<kFp8, kFused, kTiles>;
@@ -464,19 +445,19 @@ Status launch_mma(GemvArgs a, int k_splits, cudaStream_t stream) {
   int blocks_per_sm = 0;
   CROSSPOINT_CUDA_RETURN_IF_ERROR(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks_per_sm, kernel, kThreads, shared_bytes),
                                   kFp8 ? "fp8 GEMV occupancy" : "fp16_mma_gemv occupancy");
-  plan.num_blocks = std::min(plan.num_blocks, std::max(blocks_per_sm, 1) * device_num_sms());
+  plan.num_blocks = std::min(plan.num_blocks, std::max(blocks_per_sm, 1) * cuda_device_info().num_sms);
   return launch_gemv_kernel<kFp8, kFused>(kernel, plan.num_blocks, shared_bytes, stream, a);
 }
 
 template <bool kFp8, bool kFused>
 Status launch_gemv(GemvArgs a, GemvOptions options, cudaStream_t stream) {
   if constexpr (kFp8) {
-    if (!options.fp8_on_cuda_cores && device_has_fp8_mma()) {
+    if (!options.fp8_on_cuda_cores && fp8_gemv_on_tensor_cores()) {
       if (kFused || a.m <= 8) return launch_mma<true, kFused, 1>(a, options.k_splits, stream);
       if constexpr (!kFused) return launch_mma<true, false, 2>(a, options.k_splits, stream);
     }
   }
-  const GemvPlan plan = plan_gemv(kFp8, a.n, a.num_chunks * (kFp8 ? 16 : 8), device_num_sms(), options.k_splits);
+  const GemvPlan plan = plan_gemv(kFp8, a.n, a.num_chunks * (kFp8 ? 16 : 8), cuda_device_info().num_sms, options.k_splits);
   a.k_splits = plan.k_splits;
   a.chunks_per_split = plan.chunks_per_split;
   if (a.m == 1) return launch_rows<kFp8, kFused, 1>(a, plan, stream);
@@ -521,7 +502,7 @@ Status check_shape(const char* op, int m, int n, int k, int k_multiple, int k_sp
 
 }  // namespace
 
-bool fp8_gemv_on_tensor_cores() { return device_has_fp8_mma(); }
+bool fp8_gemv_on_tensor_cores() { return cuda_device_info().capability() >= 89; }  // e4m3 mma: sm_89+
 
 namespace {
 
@@ -605,7 +586,7 @@ Status fp16_mma_gemv(const uint16_t* x, int64_t x_stride, const uint16_t* w, int
 Status fp8_gemv(const uint8_t* xq, int64_t xq_stride, const float* x_scale, const uint8_t* wq,
                 int64_t w_stride, const float* w_scale, uint16_t* y, int64_t y_stride, int m,
                 int n, int k, cudaStream_t stream, GemvOptions options) {
-  const bool mma = !options.fp8_on_cuda_cores && device_has_fp8_mma();
+  const bool mma = !options.fp8_on_cuda_cores && fp8_gemv_on_tensor_cores();
   CROSSPOINT_RETURN_IF_ERROR(check_shape("fp8_gemv", m, n, k, 16, options.k_splits, mma ? kMmaGemvMaxRows : kGemvMaxRows));
   if (xq_stride % 16 != 0 || w_stride % 16 != 0 || xq_stride < k || w_stride < k) {
     return invalid_argument("fp8_gemv: row strides must be multiples of 16 bytes and >= k");

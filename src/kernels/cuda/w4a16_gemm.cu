@@ -11,6 +11,7 @@
 #include <string>
 
 #include "kernels/cuda/cuda_status.h"
+#include "kernels/cuda/device_info.h"
 #include "kernels/cuda/w4a16_fragments.cuh"
 #include "kernels/cuda/w4a16_gemm.h"
 #include "kernels/cuda/w4a16_gemv.h"
@@ -198,17 +199,6 @@ __global__ void permute_columns_kernel(const uint16_t* __restrict__ x, const int
   }
 }
 
-int num_sms() {
-  static int count = [] {
-    int device = 0, sms = 132;
-    if (cudaGetDevice(&device) == cudaSuccess) {
-      cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device);
-    }
-    return sms;
-  }();
-  return count;
-}
-
 template <int kMTiles, int kNBlocks, int kStages>
 Status launch(const uint16_t* x, int64_t x_stride, const uint32_t* packed_weight,
               const uint32_t* packed_scales, uint16_t* y, int64_t y_stride, int m, int n, int k,
@@ -221,7 +211,7 @@ Status launch(const uint16_t* x, int64_t x_stride, const uint32_t* packed_weight
   const int grid_m = (m + kMTiles * 16 - 1) / (kMTiles * 16);
   const int num_k_chunks = k / kChunkK;
   // About blocks_per_sm blocks per SM in flight, each keeping >= 2 chunks so its pipeline overlaps.
-  const int target_blocks = num_sms() * blocks_per_sm;
+  const int target_blocks = cuda_device_info().num_sms * blocks_per_sm;
   int splits = (target_blocks + grid_n * grid_m - 1) / (grid_n * grid_m);
   splits = std::max(1, std::min(splits, num_k_chunks / 2));
   float* split_sums = static_cast<float*>(workspace);

@@ -22,6 +22,7 @@
 #include <string>
 
 #include "kernels/cuda/cuda_status.h"
+#include "kernels/cuda/device_info.h"
 #include "kernels/cuda/w4a16_fragments.cuh"
 #include "kernels/cuda/w4a16_gemm.h"
 #include "kernels/cuda/w4a16_pipeline.cuh"
@@ -248,34 +249,9 @@ __global__ void __launch_bounds__(LargeBlock<kWarpsN>::kThreads, kMinBlocksPerSm
   // The last block to finish this tile writes it out and clears the scratch for next time.
   const int tile = blockIdx.z * gridDim.x + blockIdx.x;
   if (!w4a16_internal::last_split_block_of_tile(tile_counters, tile, splits)) return;
-  constexpr int kQuadsPerRow = kBlockNBlocks * 16 / 4;  // float4 pieces per block row
-  for (int e = tid; e < rows * kQuadsPerRow; e += kThreads) {
-    const int row = m0 + e / kQuadsPerRow, col = nb0 * 16 + (e % kQuadsPerRow) * 4;
-    if (col >= n) continue;
-    float4* sum = reinterpret_cast<float4*>(split_sums + static_cast<int64_t>(row) * n + col);  // 16-byte aligned
-    const float4 v = __ldcg(sum);  // L2, where the atomics landed
-    __stcg(sum, make_float4(0.f, 0.f, 0.f, 0.f));
-    uint16_t* dst = y + row * y_stride + col;
-    if (y_pairs_aligned) {
-      reinterpret_cast<half2*>(dst)[0] = __floats2half2_rn(v.x, v.y);
-      reinterpret_cast<half2*>(dst)[1] = __floats2half2_rn(v.z, v.w);
-    } else {
-      dst[0] = __half_as_ushort(__float2half_rn(v.x));
-      dst[1] = __half_as_ushort(__float2half_rn(v.y));
-      dst[2] = __half_as_ushort(__float2half_rn(v.z));
-      dst[3] = __half_as_ushort(__float2half_rn(v.w));
-    }
-  }
+  w4a16_internal::write_back_split_tile<kThreads, kBlockNBlocks * 16 / 4>(split_sums, y, y_stride, m0, rows, nb0 * 16, n,
+                                                                          y_pairs_aligned);
   if (tid == 0) tile_counters[tile] = 0;
-}
-
-int device_num_sms() {
-  static const int count = [] {
-    int device = 0, sms = 132;
-    if (cudaGetDevice(&device) == cudaSuccess) cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device);
-    return sms;
-  }();
-  return count;
 }
 
 template <int kWarpsN, int kMTiles, int kStages, int kMinBlocksPerSm>
@@ -285,21 +261,12 @@ Status launch_large(const uint16_t* x, int64_t x_stride, const uint32_t* packed_
   constexpr auto kKernel = w4a16_gemm_large_kernel<kWarpsN, kMTiles, kStages, kMinBlocksPerSm>;
   constexpr int kThreads = LargeBlock<kWarpsN>::kThreads;
   constexpr size_t kSmemBytes = sizeof(LargeStage<kWarpsN, kMTiles>) * kStages;
-  // Once per instantiation: allow the dynamic shared memory, then ask how many blocks fit per SM.
-  static const int blocks_per_sm = [] {
-    if (cudaFuncSetAttribute(kKernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(kSmemBytes)) != cudaSuccess) {
-      return 0;
-    }
-    int blocks = 0;
-    if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, kKernel, kThreads, kSmemBytes) != cudaSuccess) return 0;
-    return blocks;
-  }();
+  static const int blocks_per_sm = resident_blocks_per_sm(kKernel, kThreads, kSmemBytes);  // once per instantiation
   if (blocks_per_sm <= 0) {
-    cudaGetLastError();  // the failed attribute call must not leak into the next launch's status
     return internal_error("w4a16_gemm_large: kernel with " + std::to_string(kSmemBytes) +
                           " bytes of shared memory cannot be resident on this device");
   }
-  W4A16LargePlan plan = w4a16_large_plan(m, n, k, LargeBlock<kWarpsN>::kCols, device_num_sms(), blocks_per_sm,
+  W4A16LargePlan plan = w4a16_large_plan(m, n, k, LargeBlock<kWarpsN>::kCols, cuda_device_info().num_sms, blocks_per_sm,
                                          options.split_cost_chunks);
   if (options.k_splits > 0) plan.k_splits = std::min(options.k_splits, k / kChunkK);
   float* split_sums = static_cast<float*>(workspace);  // [M, N] fp32, zero between launches

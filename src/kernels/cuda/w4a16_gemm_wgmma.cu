@@ -35,6 +35,7 @@
 #include <string>
 
 #include "kernels/cuda/cuda_status.h"
+#include "kernels/cuda/device_info.h"
 #include "kernels/cuda/w4a16_fragments.cuh"
 #include "kernels/cuda/w4a16_gemm.h"
 #include "kernels/cuda/w4a16_pipeline.cuh"
@@ -289,48 +290,12 @@ __global__ void __launch_bounds__(kBlockThreads, kMinBlocksPerSm)
   // The last block to finish this tile writes it out and clears the scratch for next time.
   const int tile = blockIdx.z * gridDim.x + blockIdx.x;
   if (!w4a16_internal::last_split_block_of_tile(tile_counters, tile, splits)) return;
-  constexpr int kQuadsPerRow = kBlockCols / 4;  // float4 pieces per tile row
-  for (int e = tid; e < rows * kQuadsPerRow; e += kThreads) {
-    const int64_t row = m0 + e / kQuadsPerRow;
-    const int col = nb0 * 16 + (e % kQuadsPerRow) * 4;
-    if (col >= n) continue;
-    float4* sum = reinterpret_cast<float4*>(split_sums + row * n + col);  // 16-byte aligned: n % 64 == 0
-    const float4 v = __ldcg(sum);  // L2, where the atomics landed
-    __stcg(sum, make_float4(0.f, 0.f, 0.f, 0.f));
-    uint16_t* dst = y + row * y_stride + col;
-    if (y_pairs_aligned) {
-      reinterpret_cast<half2*>(dst)[0] = __floats2half2_rn(v.x, v.y);
-      reinterpret_cast<half2*>(dst)[1] = __floats2half2_rn(v.z, v.w);
-    } else {
-      dst[0] = __half_as_ushort(__float2half_rn(v.x));
-      dst[1] = __half_as_ushort(__float2half_rn(v.y));
-      dst[2] = __half_as_ushort(__float2half_rn(v.z));
-      dst[3] = __half_as_ushort(__float2half_rn(v.w));
-    }
-  }
+  w4a16_internal::write_back_split_tile<kThreads, kBlockCols / 4>(split_sums, y, y_stride, m0, rows, nb0 * 16, n,
+                                                                          y_pairs_aligned);
   if (tid == 0) tile_counters[tile] = 0;
 #else
   __trap();  // built without sm_90a; the host refuses devices other than compute capability 9.0
 #endif
-}
-
-struct DeviceInfo {
-  int num_sms = 132;
-  int major = 0, minor = 0;
-};
-const DeviceInfo& device_info() {
-  static const DeviceInfo info = [] {
-    DeviceInfo d;
-    int device = 0;
-    if (cudaGetDevice(&device) == cudaSuccess) {
-      cudaDeviceGetAttribute(&d.num_sms, cudaDevAttrMultiProcessorCount, device);
-      cudaDeviceGetAttribute(&d.major, cudaDevAttrComputeCapabilityMajor, device);
-      cudaDeviceGetAttribute(&d.minor, cudaDevAttrComputeCapabilityMinor, device);
-    }
-    cudaGetLastError();  // no device: leave no error behind for the next launch
-    return d;
-  }();
-  return info;
 }
 
 template <int kTokens, int kStages, int kMinBlocksPerSm>
@@ -340,19 +305,12 @@ Status launch_wgmma(const uint16_t* x, int64_t x_stride, const uint32_t* packed_
   constexpr auto kKernel = w4a16_gemm_wgmma_kernel<kTokens, kStages, kMinBlocksPerSm>;
   constexpr int kSmemBytes = WgmmaSmem<kTokens, kStages>::kBytes;
   constexpr int kThreads = kBlockThreads;
-  // Once per instantiation: allow the dynamic shared memory, then ask how many blocks fit per SM.
-  static const int blocks_per_sm = [] {
-    if (cudaFuncSetAttribute(kKernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmemBytes) != cudaSuccess) return 0;
-    int blocks = 0;
-    if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, kKernel, kThreads, kSmemBytes) != cudaSuccess) return 0;
-    return blocks;
-  }();
+  static const int blocks_per_sm = resident_blocks_per_sm(kKernel, kThreads, kSmemBytes);  // once per instantiation
   if (blocks_per_sm <= 0) {
-    cudaGetLastError();  // the failed attribute call must not leak into the next launch's status
     return internal_error("w4a16_gemm_wgmma: kernel with " + std::to_string(kSmemBytes) +
                           " bytes of shared memory cannot be resident on this device");
   }
-  W4A16WgmmaPlan plan = w4a16_wgmma_plan(m, n, k, device_info().num_sms, blocks_per_sm, options.split_cost_chunks);
+  W4A16WgmmaPlan plan = w4a16_wgmma_plan(m, n, k, cuda_device_info().num_sms, blocks_per_sm, options.split_cost_chunks);
   if (options.k_splits > 0) plan.k_splits = std::min(options.k_splits, k / kChunkK);
   float* split_sums = static_cast<float*>(workspace);  // [M, N] fp32, zero between launches
   int* tile_counters = reinterpret_cast<int*>(split_sums + static_cast<int64_t>(m) * n);
@@ -378,7 +336,7 @@ W4A16WgmmaPlan w4a16_wgmma_plan(int m, int n, int k, int num_sms, int blocks_per
 }
 
 bool w4a16_wgmma_supported() {
-  const DeviceInfo& d = device_info();
+  const CudaDeviceInfo& d = cuda_device_info();
   return d.major == 9 && d.minor == 0;
 }
 
@@ -393,7 +351,7 @@ Status w4a16_gemm_wgmma(const uint16_t* x, int64_t x_stride, const uint32_t* pac
                        std::to_string(kMaxK - 1) + " (float scale-group index)");
   }
   if (!w4a16_wgmma_supported()) {
-    const DeviceInfo& d = device_info();
+    const CudaDeviceInfo& d = cuda_device_info();
     return unsupported("w4a16_gemm_wgmma: wgmma needs a compute capability 9.0 GPU (sm_90a); this device is " +
                        std::to_string(d.major) + "." + std::to_string(d.minor));
   }

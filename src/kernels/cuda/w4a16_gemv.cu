@@ -8,6 +8,7 @@
 #include <string>
 
 #include "kernels/cuda/cuda_status.h"
+#include "kernels/cuda/device_info.h"
 #include "kernels/cuda/programmatic_launch.cuh"
 #include "kernels/cuda/w4a16_fragments.cuh"
 #include "kernels/cuda/w4a16_gemv.h"
@@ -213,15 +214,6 @@ int max_warps_per_sm() {
   return warps;
 }
 
-int num_sms() {
-  static const int count = [] {
-    int device = 0, sms = 132;
-    if (cudaGetDevice(&device) == cudaSuccess) cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device);
-    return sms;
-  }();
-  return count;
-}
-
 template <int kDepth, int kXDepth, int kTiles>
 Status launch_gemv(const uint16_t* x, int64_t x_stride, const uint32_t* packed_weight, const uint32_t* packed_scales,
                    uint16_t* y, int64_t y_stride, int m, int n, int k, int group_size, int warps_per_block,
@@ -281,7 +273,7 @@ Status launch_gemv(const uint16_t* x, int64_t x_stride, const uint32_t* packed_w
                    uint16_t* y, int64_t y_stride, int m, int n, int k, int group_size, int warps_per_block,
                    cudaStream_t stream) {
   constexpr int kMaxBlockWarps = max_threads_for_depth<kDepth, kXDepth, kTiles>() / 32;
-  W4A16GemvShape shape = w4a16_gemv_shape(n, k, num_sms(), max_warps_per_sm<kDepth, kXDepth, kTiles>());
+  W4A16GemvShape shape = w4a16_gemv_shape(n, k, cuda_device_info().num_sms, max_warps_per_sm<kDepth, kXDepth, kTiles>());
   if (warps_per_block > 0) shape.warps_per_block = warps_per_block;
   shape.warps_per_block = std::min(shape.warps_per_block, kMaxBlockWarps);
   const size_t smem_bytes = static_cast<size_t>(shape.warps_per_block) * kTiles * 32 * sizeof(float4);

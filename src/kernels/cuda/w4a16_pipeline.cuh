@@ -4,6 +4,8 @@
 // Not a public API.
 #pragma once
 
+#include <cuda_fp16.h>
+
 #include <algorithm>
 #include <cstdint>
 #include <limits>
@@ -44,6 +46,33 @@ __device__ __forceinline__ bool last_split_block_of_tile(int* tile_counters, int
   if (!is_last_block) return false;
   __threadfence();
   return true;
+}
+
+// The last split block's epilogue over its tile, rows x (kQuadsPerRow * 4) columns from
+// (m0, col0): reads the fp32 sums back (float4 from L2, where the atomics landed), zeroes them
+// for the next launch and writes fp16 (half2 pairs when y's rows allow 4-byte stores).
+// Columns >= n are skipped; n % 4 == 0 keeps the float4 reads aligned.
+template <int kThreads, int kQuadsPerRow>
+__device__ __forceinline__ void write_back_split_tile(float* split_sums, uint16_t* y, int64_t y_stride, int m0, int rows,
+                                                      int col0, int n, bool y_pairs_aligned) {
+  for (int e = threadIdx.x; e < rows * kQuadsPerRow; e += kThreads) {
+    const int64_t row = m0 + e / kQuadsPerRow;
+    const int col = col0 + (e % kQuadsPerRow) * 4;
+    if (col >= n) continue;
+    float4* sum = reinterpret_cast<float4*>(split_sums + row * n + col);
+    const float4 v = __ldcg(sum);
+    __stcg(sum, make_float4(0.f, 0.f, 0.f, 0.f));
+    uint16_t* dst = y + row * y_stride + col;
+    if (y_pairs_aligned) {
+      reinterpret_cast<half2*>(dst)[0] = __floats2half2_rn(v.x, v.y);
+      reinterpret_cast<half2*>(dst)[1] = __floats2half2_rn(v.z, v.w);
+    } else {
+      dst[0] = __half_as_ushort(__float2half_rn(v.x));
+      dst[1] = __half_as_ushort(__float2half_rn(v.y));
+      dst[2] = __half_as_ushort(__float2half_rn(v.z));
+      dst[3] = __half_as_ushort(__float2half_rn(v.w));
+    }
+  }
 }
 
 // Host: the K split for `tiles` output tiles of `num_k_chunks` 64-deep chunks each on
