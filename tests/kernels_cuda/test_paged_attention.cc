@@ -400,6 +400,21 @@ TEST(CudaPagedAttention, DecodeKernelBatchesContextsAndGroups) {
   run_case({"chunks of 2, 7, 15 rows 7:1 D128", 28, 4, 128, 16, {{2, 70}, {7, 600}, {15, 15}, {1, 4100}}, 2, 0}, seed++);
 }
 
+// A small cover of the tensor-core decode kernel's code paths for compute-sanitizer (whose
+// racecheck takes seconds per launch): one and several partitions with the fused merge, GQA
+// groups 1, 4, 7 and 16, head_dim 64 and 128, a batch past the small-batch partition policy,
+// rows of a short chunk, a host bound above the contexts.
+TEST(CudaPagedAttention, DecodeCompactCoverForTheSanitizers) {
+  CROSSPOINT_SKIP_WITHOUT_GPU();
+  run_case({"B=1 7:1 D128 ctx 1000 bound 4096", 28, 4, 128, 16, {{1, 1000}}, 0, 4096 - 1000}, 700);
+  run_case({"B=3 16:1 D128", 32, 2, 128, 16, {{1, 17}, {1, 513}, {1, 2100}}}, 701);
+  run_case({"B=4 1:1 D64", 8, 8, 64, 16, {{1, 1}, {1, 64}, {1, 65}, {1, 700}}}, 702);
+  AttentionCase batch{"B=40 4:1 D128", 16, 4, 128, 16, {}, /*padding_rows=*/1};
+  for (int i = 0; i < 40; ++i) batch.seqs.push_back({1, 1 + (i * 37) % 300});
+  run_case(batch, 703);
+  run_case({"chunk of 3 rows 7:1 D128", 28, 4, 128, 16, {{3, 90}, {1, 200}}}, 704);
+}
+
 TEST(CudaPagedAttention, PrefillChunks) {
   CROSSPOINT_SKIP_WITHOUT_GPU();
   run_case({"prefill 77 7:1 D64", 14, 2, 64, 16, {{77, 77}}}, 205);
