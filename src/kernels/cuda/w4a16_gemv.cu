@@ -1,8 +1,7 @@
 // W4A16 small-batch kernel (M <= 8): weights as the mma A operand, activations as B; each warp
-// streams every num_warps-th packed k chunk of one n16 block from HBM straight into registers,
-// kDepth chunks ahead, with that chunk's activations copied into a per-warp shared-memory ring
-// beside them; the block's warps split K and meet in shared memory. Design and layout:
-// w4a16_gemv.h, w4a16_gemm.h.
+// streams every num_warps-th packed k chunk of one n16 block (weights, scales and activations)
+// through its own cp.async ring in shared memory, several chunks ahead; the block's warps split
+// K and meet in shared memory. Design and layout: w4a16_gemv.h, w4a16_gemm.h.
 #include <cuda_fp16.h>
 
 #include <algorithm>
@@ -25,27 +24,18 @@ using w4a16_internal::mma_m16n8k16;
 
 constexpr int kChunkK = 64;     // input rows per packed chunk: 4 mma k-steps, 512 B per n16 block
 constexpr int kMaxWarps = kW4A16GemvMaxWarps;
-// Chunks in flight per warp (weights and scales in registers, activations in the ring), chosen
-// on the H200 (4 or 8 deep; docs/cuda.md): more registers cost more warps than depth gains.
-constexpr int kDepth = 4;
 constexpr int kMaxBlocksPerSm = 32;  // resident blocks per SM on sm_80..sm_90
 // One token's activations of one chunk in the ring: 64 fp16 (128 B) + 16 B, so that the 8
 // token rows one ldmatrix reads start in different banks.
 constexpr int kTokenRowBytes = 144;
 constexpr int kReductionBytesPerWarp = 32 * 16;  // a warp's C fragments, float4 per lane
-
-// Dynamic shared memory of a block: every warp's activation ring, then its C fragments.
-constexpr int shared_bytes_per_warp(int m) { return kDepth * m * kTokenRowBytes + kReductionBytesPerWarp; }
-
-// 16-byte streaming load of data read once per step: read-only path, not kept in L1, with a
-// 256-byte L2 prefetch (a warp reads 512 contiguous bytes).
-__device__ __forceinline__ uint4 load_streaming_16(const uint4* ptr) {
-  uint4 v;
-  asm volatile("ld.global.nc.L1::no_allocate.L2::256B.v4.u32 {%0, %1, %2, %3}, [%4];\n"
-               : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
-               : "l"(ptr));
-  return v;
-}
+// A ring slot: 512 B of weights, 128 B of scales, kM token rows.
+__host__ __device__ constexpr int slot_bytes(int m) { return 512 + 128 + m * kTokenRowBytes; }
+// Chunks in flight per warp: 8 (4 KB of weights) where the slots are small, fewer for more
+// tokens so that a full SM's rings fit in its shared memory.
+__host__ __device__ constexpr int ring_depth(int m) { return m <= 2 ? 8 : m <= 4 ? 6 : 4; }
+// Dynamic shared memory of a block: every warp's ring, then its C fragments.
+__host__ __device__ constexpr int shared_bytes_per_warp(int m) { return ring_depth(m) * slot_bytes(m) + kReductionBytesPerWarp; }
 
 // The value unchanged, hidden from the compiler so that it keeps it in a register instead of
 // recomputing it from the thread index at every use (which it did for the ring addresses).
@@ -91,19 +81,24 @@ __device__ __forceinline__ void multiply_chunk(uint4 weight, uint32_t scale, con
 }
 
 // grid = N/16 blocks (block b owns output columns b*16 .. +15), blockDim = 32 * warps, kM tokens.
-// Warp w multiplies chunks w, w + warps, ... of its block's columns. Per chunk a warp loads
-// its 512 bytes of packed weights into registers (16 per lane) and copies the kM x 128 bytes
-// of activations into its ring with cp.async (lanes 0 .. 8 kM - 1, 16 bytes each), both kDepth
-// chunks ahead; two ldmatrix.x4 then give the four k-steps' B fragments. (Reading the
-// activation pairs from global memory per lane took 8 loads and their 64-bit address
-// arithmetic a chunk, which made the kernel issue-bound: ~114 instructions per 512 weight
-// bytes, measured with ncu.) Every address advances by a fixed step per chunk.
+// Warp w multiplies chunks w, w + warps, ... of its block's columns through its own ring of
+// shared memory, ring_depth(kM) chunks deep: per chunk every lane copies its 16 bytes of
+// packed weights and its 4-byte scale pair into its own places of the slot, and lanes
+// 0 .. 8 kM - 1 the kM x 128 bytes of activations (cp.async, one commit group per chunk). When
+// the chunk's group has landed, each lane reads back its weights and scale and two ldmatrix.x4
+// give the four k-steps' B fragments. The bytes in flight live in shared memory, not in
+// registers, so the depth costs no occupancy. (Earlier forms held 4 chunks of weights in
+// registers and read the activation pairs from global memory per lane: ~114 instructions per
+// 512 weight bytes and ~50 % of the bandwidth on the 7B shapes, measured with ncu.) Every
+// address advances by a fixed step per chunk.
 template <int kM>
 __global__ void __launch_bounds__(kMaxWarps * 32, 1)
     w4a16_gemv_kernel(const uint16_t* __restrict__ x, int64_t x_stride, const uint4* __restrict__ packed_weight,
                       const uint32_t* __restrict__ packed_scales, uint16_t* __restrict__ y, int64_t y_stride, int n,
                       int k, int group_size) {
-  constexpr int kSlotBytes = kM * kTokenRowBytes;
+  constexpr int kDepth = ring_depth(kM);
+  constexpr int kSlotBytes = slot_bytes(kM);
+  constexpr int kCopiesPerLane = (8 * kM + 31) / 32;  // 16-byte activation pieces per lane and chunk
   extern __shared__ __align__(16) unsigned char shared[];
   const int lane = threadIdx.x % 32;
   const int warp = threadIdx.x / 32;
@@ -115,9 +110,15 @@ __global__ void __launch_bounds__(kMaxWarps * 32, 1)
   // per warp, which scatters the reads over the block's whole weight slab).
   const int num_chunks = warp < num_chunks_total ? (num_chunks_total - warp + num_warps - 1) / num_warps : 0;  // may be 0
 
-  // Addresses of this lane's next loads, in bytes, each advanced by a fixed step (num_warps
-  // chunks) per load. (Opaque: else the compiler rebuilds them from the thread index each time.)
-  // Weights: 16 bytes of packed words.
+  // The ring's slot s: [512 B weights: lane l at 16 l][128 B scales: lane l at 4 l][kM token
+  // rows of 144 B]. Shared addresses as 32-bit values. (Opaque: else the compiler rebuilds these
+  // and the global addresses below from the thread index at every use.)
+  const uint32_t ring = opaque(static_cast<uint32_t>(__cvta_generic_to_shared(shared + warp * kDepth * kSlotBytes)));
+  const uint32_t weight_slot = ring + lane * 16;
+  const uint32_t scale_slot = ring + 512 + lane * 4;
+
+  // Global addresses of this lane's next copies, in bytes, each advanced by a fixed step
+  // (num_warps chunks) per chunk. Weights: 16 bytes of packed words.
   uint64_t weight_addr = opaque(reinterpret_cast<uint64_t>(packed_weight + (static_cast<int64_t>(nb) * num_chunks_total + warp) * 32 + lane));
   const uint64_t weight_step = opaque(static_cast<uint64_t>(num_warps) * 32 * sizeof(uint4));
   // Scales: the half2 (s[n = c], s[n = c + 8]) of the chunk's group = chunk / chunks_per_group,
@@ -128,9 +129,9 @@ __global__ void __launch_bounds__(kMaxWarps * 32, 1)
   int group_remainder = warp % chunks_per_group;
   const int remainder_step = num_warps % chunks_per_group;
   const uint64_t scale_step = (num_warps / chunks_per_group) * group_stride;
-  auto load_next = [&](uint4& weight, uint32_t& scale) {
-    weight = load_streaming_16(reinterpret_cast<const uint4*>(weight_addr));
-    scale = __ldg(reinterpret_cast<const uint32_t*>(scale_addr));
+  auto copy_weights = [&](uint32_t slot_offset) {
+    asm volatile("cp.async.cg.shared.global.L2::256B [%0], [%1], 16;\n" ::"r"(weight_slot + slot_offset), "l"(weight_addr));
+    asm volatile("cp.async.ca.shared.global [%0], [%1], 4;\n" ::"r"(scale_slot + slot_offset), "l"(scale_addr));
     weight_addr += weight_step;
     scale_addr += scale_step;
     group_remainder += remainder_step;
@@ -139,67 +140,74 @@ __global__ void __launch_bounds__(kMaxWarps * 32, 1)
       scale_addr += group_stride;
     }
   };
-
-  // Weights and scales kDepth chunks ahead (they come from HBM).
-  uint4 weight[kDepth];    // packed words j = 0..3 of this lane, per chunk in flight
-  uint32_t scale[kDepth];  // half2 (s[n = c], s[n = c + 8]) of that chunk's group
+  // Activations: lane l copies pieces p = l + 32 j < 8 kM, 16 bytes of token p / 8.
+  uint64_t x_copy_addr[kCopiesPerLane];
+  uint32_t x_copy_dst[kCopiesPerLane];
 #pragma unroll
-  for (int s = 0; s < kDepth; ++s) {
-    if (s < num_chunks) load_next(weight[s], scale[s]);
+  for (int j = 0; j < kCopiesPerLane; ++j) {
+    const int piece = min(lane + 32 * j, 8 * kM - 1);  // lanes past the last piece repeat it (same bytes, same place)
+    x_copy_addr[j] = opaque(reinterpret_cast<uint64_t>(x + (piece / 8) * x_stride + warp * kChunkK + (piece % 8) * 8));
+    x_copy_dst[j] = opaque(ring + 640 + (piece / 8) * kTokenRowBytes + (piece % 8) * 16);
   }
-  // Programmatic launch (programmatic_launch.cuh): only the weights and scales, which no
-  // kernel writes, are read before this; x is the previous kernel's output.
+  const uint64_t x_copy_step = opaque(static_cast<uint64_t>(num_warps) * kChunkK * sizeof(uint16_t));
+  auto copy_activations = [&](uint32_t slot_offset) {
+#pragma unroll
+    for (int j = 0; j < kCopiesPerLane; ++j) {
+      asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(x_copy_dst[j] + slot_offset), "l"(x_copy_addr[j]));
+      x_copy_addr[j] += x_copy_step;
+    }
+  };
+
+  // Weights and scales of the first kDepth chunks in one group, before the wait: programmatic
+  // launch (programmatic_launch.cuh) lets only what no kernel writes be read before it; x is
+  // the previous kernel's output. Then the first chunks' activations, one group each. From
+  // there on one group per chunk, empty past the end: chunk i's data is complete once at most
+  // kDepth - 1 groups are younger than its own, for every i.
+  const int prologue = min(kDepth, num_chunks);
+  for (int s = 0; s < prologue; ++s) copy_weights(s * kSlotBytes);
+  cp_async_commit();
   wait_for_prior_kernels();
   allow_dependent_launch();
-
-  // The ring: kDepth slots of kM token rows. Lane l < 8 kM copies 16 bytes of token l / 8.
-  unsigned char* ring = shared + warp * kDepth * kSlotBytes;
-  const int copy_token = min(lane / 8, kM - 1);
-  uint64_t x_copy_addr = opaque(reinterpret_cast<uint64_t>(x + copy_token * x_stride + warp * kChunkK + (lane % 8) * 8));
-  const uint64_t x_copy_step = opaque(static_cast<uint64_t>(num_warps) * kChunkK * sizeof(uint16_t));
-  const uint32_t copy_dst = opaque(static_cast<uint32_t>(__cvta_generic_to_shared(ring + copy_token * kTokenRowBytes + (lane % 8) * 16)));
-  int copies_left = lane < 8 * kM ? num_chunks : 0;
-  auto copy_activations = [&](int slot) {
-    if (copies_left > 0) {
-      asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(copy_dst + slot * kSlotBytes), "l"(x_copy_addr));
-      x_copy_addr += x_copy_step;
-      --copies_left;
-    }
-    cp_async_commit();  // one group per chunk, empty past the end, so the wait below counts chunks
-  };
 #pragma unroll
-  for (int s = 0; s < kDepth; ++s) copy_activations(s);
+  for (int s = 0; s < kDepth; ++s) {
+    if (s < num_chunks) copy_activations(s * kSlotBytes);
+    cp_async_commit();
+  }
   // ldmatrix.x4 rows: lane l gives row l % 8 (token, clamped to kM - 1: columns >= kM of B feed
   // only C columns never stored) of matrix l / 8 = (k-step l / 16, k half (l / 8) % 2), so
   // r[0..3] = b0, b1 of the first k-step and b0, b1 of the second.
   const int matrix = lane / 8;
-  const uint32_t b_rows = opaque(static_cast<uint32_t>(
-      __cvta_generic_to_shared(ring + min(lane % 8, kM - 1) * kTokenRowBytes + ((matrix / 2) * 16 + (matrix % 2) * 8) * 2)));
+  const uint32_t b_rows = opaque(ring + 640 + min(lane % 8, kM - 1) * kTokenRowBytes + ((matrix / 2) * 16 + (matrix % 2) * 8) * 2);
 
   float acc[4] = {};
-  int loads_left = num_chunks - kDepth;
-  auto step = [&](int s) {
+  // One chunk a trip, the slot a runtime offset: unrolling over the ring's slots let the
+  // compiler hoist the next slots' reads and spill.
+  uint32_t slot_offset = 0;
+#pragma unroll 1
+  for (int i = 0; i < num_chunks; ++i) {
     cp_async_wait<kDepth - 1>();  // this chunk's copies (this lane's) have landed ...
-    __syncwarp();                 // ... and every lane's
+    __syncwarp();                 // ... and every lane's (the activations are shared by the warp)
+    uint4 weight;
+    uint32_t scale;
+    asm volatile("ld.shared.v4.u32 {%0, %1, %2, %3}, [%4];\n"
+                 : "=r"(weight.x), "=r"(weight.y), "=r"(weight.z), "=r"(weight.w)
+                 : "r"(weight_slot + slot_offset));
+    asm volatile("ld.shared.u32 %0, [%1];\n" : "=r"(scale) : "r"(scale_slot + slot_offset));
     uint32_t b[8];
-    ldmatrix_x4_shared(b, b_rows + s * kSlotBytes);           // k-steps 0, 1
-    ldmatrix_x4_shared(b + 4, b_rows + s * kSlotBytes + 64);  // k-steps 2, 3
-    multiply_chunk(weight[s], scale[s], b, acc);
-    __syncwarp();  // every lane has read slot s before it is refilled
-    copy_activations(s);
-    if (loads_left-- > 0) load_next(weight[s], scale[s]);
-  };
-  int base = 0;
-  for (; base + kDepth <= num_chunks; base += kDepth) {
-#pragma unroll
-    for (int s = 0; s < kDepth; ++s) step(s);
+    ldmatrix_x4_shared(b, b_rows + slot_offset);           // k-steps 0, 1
+    ldmatrix_x4_shared(b + 4, b_rows + slot_offset + 64);  // k-steps 2, 3
+    multiply_chunk(weight, scale, b, acc);
+    __syncwarp();  // every lane has read this slot before it is refilled
+    if (i + kDepth < num_chunks) {
+      copy_weights(slot_offset);
+      copy_activations(slot_offset);
+    }
+    cp_async_commit();
+    slot_offset = slot_offset == (kDepth - 1) * kSlotBytes ? 0 : slot_offset + kSlotBytes;
   }
-#pragma unroll
-  for (int s = 0; s < kDepth - 1; ++s) {
-    if (base + s < num_chunks) step(s);
-  }
+  cp_async_wait<0>();  // nothing in flight into memory the reduction below reuses
 
-  float4* warp_sums = reinterpret_cast<float4*>(shared + num_warps * kDepth * kSlotBytes);  // [warps][32 lanes]
+  float4* warp_sums = reinterpret_cast<float4*>(shared + num_warps * kDepth * kSlotBytes);  // [warps][32 lanes], after the rings
   warp_sums[warp * 32 + lane] = make_float4(acc[0], acc[1], acc[2], acc[3]);
   __syncthreads();
   // 128 outputs per block (16 columns x 8 token slots): thread e sums element e of every
