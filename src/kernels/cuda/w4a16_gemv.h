@@ -1,15 +1,15 @@
-// W4A16 small-batch GEMM (M <= 8): y[M, N] fp16 = x[M, K] fp16 · W[K, N] with W in the packed
+// W4A16 small-batch GEMM (M <= 16): y[M, N] fp16 = x[M, K] fp16 · W[K, N] with W in the packed
 // int4 layout of w4a16_gemm.h (no other repack), built to stream the weights at HBM speed.
 //
 // Roles are swapped against w4a16_gemm: a 16x16 weight tile is the A operand of
 // mma.m16n8k16 (16 rows = 16 output columns n) and the activations are the B operand
-// (8 columns = up to 8 tokens), so one MMA per tile serves every token. The packed word's
-// dequantised pairs {(n=c, k0..), (n=c, k0+8..), (n=c+8, k0..), (n=c+8, k0+8..)} are exactly
-// the A fragment registers {a0, a2, a1, a3}. A block owns one n16 block, its warps take its
-// 64-deep k chunks in turn (warp w: chunks w, w + warps, ...), each streaming the weights
-// straight into registers (16-byte loads, 4 chunks in flight per lane) and the chunk's
-// activations into its own shared-memory ring (cp.async, read back with ldmatrix); their
-// partial sums meet in shared memory. No workspace, no atomics: deterministic.
+// (8 columns = up to 8 tokens), so one MMA per tile serves every token (two MMAs, one per
+// token tile of 8, for 9..16 tokens, on each weight fragment dequantised once). The packed
+// word's dequantised pairs {(n=c, k0..), (n=c, k0+8..), (n=c+8, k0..), (n=c+8, k0+8..)} are
+// exactly the A fragment registers {a0, a2, a1, a3}. No shared-memory staging: a block owns one n16
+// block, its warps take its 64-deep k chunks in turn (warp w: chunks w, w + warps, ...),
+// each streaming them straight into registers (16-byte loads, 4 chunks in flight per lane),
+// and their partial sums meet in shared memory. No workspace, no atomics: deterministic.
 // Launched as a programmatic dependent launch (programmatic_launch.cuh) where enabled: the
 // first weight loads overlap the previous kernel, x is read only after it completes.
 //
@@ -24,9 +24,9 @@
 
 namespace crosspoint::cuda {
 
-// Tokens one launch serves: the MMA's n = 8. (A second token tile for 9..16 lost to
-// w4a16_gemm's larger-batch kernel on the H200 and was removed.)
-inline constexpr int kW4A16GemvKernelMaxRows = 8;
+// Tokens one launch serves: two token tiles of the MMA's n = 8 (m <= 8 runs one tile; 9..16 two
+// MMAs per dequantised weight fragment).
+inline constexpr int kW4A16GemvKernelMaxRows = 16;
 // Rows w4a16_gemm() sends here. At 9..16 the two-tile kernel lost on the H200 (Qwen2.5-7B
 // decode-step linears 4.18 / 5.41 ms at M = 12 / 16 against 2.37 ms for the larger-batch
 // kernel at 16; bench_gemm, 2026-11-30), so those rows go to w4a16_gemm's larger-batch kernel.
@@ -35,19 +35,16 @@ inline constexpr int kW4A16GemvKernelMaxRows = 8;
 // M = 7, so this one keeps M <= 6.
 inline constexpr int kW4A16GemvMaxRows = 6;
 static_assert(kW4A16GemvMaxRows <= kW4A16GemvKernelMaxRows);
-// Warps per block at most (768 threads): the bound that leaves the kernel the registers to keep
-// its load addresses (at 1,024 threads it recomputed or spilled them every chunk).
-inline constexpr int kW4A16GemvMaxWarps = 24;
 
 // Grid the host picks: one block per n16 block of output columns, `warps_per_block` warps
 // sharing its K/64 chunks round-robin.
 struct W4A16GemvShape {
   int num_blocks = 0;       // N / 16
-  int warps_per_block = 0;  // 1 .. kW4A16GemvMaxWarps
+  int warps_per_block = 0;  // 1 .. 32
 };
 
 // Pure host logic (tested without a GPU): as many warps per block as keep every block of
-// the grid resident in one wave (`max_warps_per_sm` per SM, `num_sms` SMs), at most kW4A16GemvMaxWarps,
+// the grid resident in one wave (`max_warps_per_sm` per SM, `num_sms` SMs), at most 32,
 // and no more than leave each warp >= 2 chunks where K allows it.
 W4A16GemvShape w4a16_gemv_shape(int n, int k, int num_sms, int max_warps_per_sm);
 
@@ -59,7 +56,7 @@ W4A16GemvShape w4a16_gemv_shape(int n, int k, int num_sms, int max_warps_per_sm)
 //   y              [M, N] fp16, row stride y_stride elements (>= N)
 //   m              1 .. kW4A16GemvKernelMaxRows (0 is a no-op); K % 64 == 0 (K < 2^22), N % 16 == 0, G -1 or a
 //                  multiple of 64
-// warps_per_block 0 lets w4a16_gemv_shape() choose; 1..kW4A16GemvMaxWarps forces it (benchmarks, tests).
+// warps_per_block 0 lets w4a16_gemv_shape() choose; 1..32 forces it (benchmarks).
 Status w4a16_gemv(const uint16_t* x, int64_t x_stride, const uint32_t* packed_weight,
                   const uint32_t* packed_scales, uint16_t* y, int64_t y_stride, int m, int n,
                   int k, int group_size, cudaStream_t stream, int warps_per_block = 0);
