@@ -133,7 +133,8 @@ Buffers make_buffers(cudaStream_t s) {
 // only on compute capability 9.0), w4a16_gemm what the engine calls (w4a16_gemm: the GEMV at M <= 8, else
 // w4a16_default_tuning_for(M)).
 enum class Variant { kAuto, kCublasLt, kGemv, kW4A16, kW4A16Deep, kW4A16Narrow, kW4A16Splits, kFp8Quant, kGemvWholeRow, kFp8Fused, kGemvCudaCores, kW4A16Gemv,
-                     kW4A16Large, kW4A16LargeFewSplits, kW4A16LargeWide, kW4A16Engine, kFp16MmaGemv, kW4A16Wgmma };
+                     kW4A16Large, kW4A16LargeFewSplits, kW4A16LargeWide, kW4A16Engine, kFp16MmaGemv, kW4A16Wgmma,
+                     kW4A16WgmmaUniform };
 const char* variant_name(Variant v) {
   switch (v) {
     case Variant::kAuto: return "auto";
@@ -153,6 +154,7 @@ const char* variant_name(Variant v) {
     case Variant::kW4A16LargeWide: return "w4a16_large_wide";
     case Variant::kW4A16Engine: return "w4a16_gemm";
     case Variant::kW4A16Wgmma: return "w4a16_wgmma";
+    case Variant::kW4A16WgmmaUniform: return "w4a16_wgmma_no_tail";
     case Variant::kFp16MmaGemv: return "fp16_mma_gemv";
   }
   return "?";
@@ -161,7 +163,7 @@ bool is_w4a16_tuning(Variant v) { return v == Variant::kW4A16Deep || v == Varian
 bool is_w4a16_large(Variant v) {
   return v == Variant::kW4A16Large || v == Variant::kW4A16LargeFewSplits || v == Variant::kW4A16LargeWide;
 }
-bool is_w4a16_wgmma(Variant v) { return v == Variant::kW4A16Wgmma; }
+bool is_w4a16_wgmma(Variant v) { return v == Variant::kW4A16Wgmma || v == Variant::kW4A16WgmmaUniform; }
 cuda::W4A16Tuning tuning_of(Variant v) {
   switch (v) {
     case Variant::kW4A16Deep: return cuda::W4A16Tuning::kDeepPipeline;
@@ -224,6 +226,12 @@ Status run_linear(CublasLtContext& ctx, const Buffers& b, const Linear& lin, Var
         return cuda::w4a16_gemm(b.x, k, static_cast<const uint32_t*>(lin.weight), static_cast<const uint32_t*>(lin.scales), b.y, n,
                                 m, n, k, kGroupSize, b.w4a16_workspace, s);
       }
+      if (v == Variant::kW4A16WgmmaUniform) {  // the wgmma kernel without the split of a last partial wave
+        cuda::W4A16WgmmaOptions options;
+        options.split_tail = false;
+        return cuda::w4a16_gemm_wgmma(b.x, k, static_cast<const uint32_t*>(lin.weight), static_cast<const uint32_t*>(lin.scales),
+                                      b.y, n, m, n, k, kGroupSize, b.w4a16_workspace, options, s);
+      }
       if (v == Variant::kW4A16Gemv) {
         return cuda::w4a16_gemv(b.x, k, static_cast<const uint32_t*>(lin.weight), static_cast<const uint32_t*>(lin.scales), b.y, n,
                                 m, n, k, kGroupSize, s);
@@ -240,7 +248,8 @@ const Shape kLayerShapes[] = {{"q/o 3584x3584", 3584, 3584}, {"k/v 512x3584", 51
 const int kBatchSizes[] = {1, 2, 4, 8, 16, 32, 64, 128, 256};
 const std::vector<Variant> kW4A16Variants = {Variant::kW4A16Engine, Variant::kW4A16Gemv, Variant::kW4A16, Variant::kW4A16Deep,
                                              Variant::kW4A16Narrow, Variant::kW4A16Splits, Variant::kW4A16Large,
-                                             Variant::kW4A16LargeFewSplits, Variant::kW4A16LargeWide, Variant::kW4A16Wgmma};
+                                             Variant::kW4A16LargeFewSplits, Variant::kW4A16LargeWide, Variant::kW4A16Wgmma,
+                                             Variant::kW4A16WgmmaUniform};
 
 nlohmann::json record(const Ceilings& c, Precision p, const char* kernel, const char* shape, int m, int n, int k,
                       double bytes, double flops, double ms) {

@@ -405,11 +405,13 @@ TEST(W4A16GemmLarge, ActOrderMatchesReference) {
   CROSSPOINT_SKIP_WITHOUT_GPU();                                                               \
   if (!w4a16_wgmma_supported()) GTEST_SKIP() << "kWgmma needs a compute capability 9.0 GPU"
 
-auto wgmma_split_launch(int k_splits) {
-  return [k_splits](const uint16_t* x, int64_t xs, const uint32_t* w, const uint32_t* s, uint16_t* y, int64_t ys, int m, int n,
-                    int k, int g, void* ws) {
+auto wgmma_split_launch(int k_splits, int tail_tiles = 0, int tail_splits = 0) {
+  return [=](const uint16_t* x, int64_t xs, const uint32_t* w, const uint32_t* s, uint16_t* y, int64_t ys, int m, int n, int k,
+             int g, void* ws) {
     W4A16WgmmaOptions options;
     options.k_splits = k_splits;
+    options.tail_tiles = tail_tiles;
+    options.tail_splits = tail_splits;
     return w4a16_gemm_wgmma(x, xs, w, s, y, ys, m, n, k, g == -1 ? k : g, ws, options, nullptr);
   };
 }
@@ -466,6 +468,65 @@ TEST(W4A16WgmmaPlan, TokenTilesGridAndSplits) {
       EXPECT_LT((q.grid_m - 1) * q.token_tile, m);
       EXPECT_EQ(q.grid_n, (n + q.block_cols - 1) / q.block_cols);
     }
+  }
+}
+
+// A last partial wave of whole tiles is split (the 7B gate_up at M = 128 and 256); everything
+// else keeps the uniform plan.
+TEST(W4A16WgmmaPlan, SplitsOnlyTheTilesOfALastPartialWave) {
+  constexpr double kCost = 16.0;  // W4A16WgmmaOptions' default
+  const W4A16WgmmaPlan gate_up = w4a16_wgmma_plan(128, 37888, 3584, 132, 2, kCost);  // 296 tiles, 264 slots
+  EXPECT_EQ(gate_up.grid_n * gate_up.grid_m, 296);
+  EXPECT_EQ(gate_up.k_splits, 1);
+  EXPECT_EQ(gate_up.full_tiles, 264);
+  EXPECT_EQ(gate_up.tail_splits, 8);  // 32 tail tiles x 8 = 256 blocks <= one wave
+  const W4A16WgmmaPlan gate_up_256 = w4a16_wgmma_plan(256, 37888, 3584, 132, 1, kCost);  // two whole waves + 32 tiles
+  EXPECT_EQ(gate_up_256.full_tiles, 264);
+  EXPECT_EQ(gate_up_256.tail_splits, 4);
+  const W4A16WgmmaPlan prefill = w4a16_wgmma_plan(2048, 37888, 3584, 132, 1, kCost);  // 2,368 tiles: the tail is 124 of 132
+  EXPECT_EQ(prefill.full_tiles, prefill.grid_n * prefill.grid_m);
+  const W4A16WgmmaPlan qkv = w4a16_wgmma_plan(128, 4608, 3584, 132, 2, kCost);  // fewer tiles than slots: uniform split
+  EXPECT_EQ(qkv.full_tiles, 36);
+  EXPECT_EQ(qkv.tail_splits, qkv.k_splits);
+  for (int m : {1, 17, 64, 128, 256, 300, 2048}) {
+    for (auto [n, k] : {std::pair{64, 64}, {4608, 3584}, {37888, 3584}, {3584, 18944}, {152064, 3584}}) {
+      for (int blocks_per_sm : {1, 2, 3}) {
+        const W4A16WgmmaPlan q = w4a16_wgmma_plan(m, n, k, 132, blocks_per_sm, kCost);
+        const int tiles = q.grid_n * q.grid_m;
+        SCOPED_TRACE(::testing::Message() << "m=" << m << " n=" << n << " k=" << k << " blocks/SM=" << blocks_per_sm);
+        EXPECT_GE(q.full_tiles, 0);
+        EXPECT_LE(q.full_tiles, tiles);
+        EXPECT_GE(q.tail_splits, 1);
+        EXPECT_TRUE(q.tail_splits == 1 || k / 64 / q.tail_splits >= 4);
+        if (q.full_tiles < tiles) {
+          EXPECT_EQ(q.k_splits, 1);
+          EXPECT_EQ(q.full_tiles % (132 * blocks_per_sm), 0);                          // whole waves
+          EXPECT_LE((tiles - q.full_tiles) * q.tail_splits, 132 * blocks_per_sm);  // the tail in one wave
+        } else {
+          EXPECT_EQ(q.tail_splits, q.k_splits);
+        }
+      }
+    }
+  }
+}
+
+TEST(W4A16GemmWgmma, SplitTailTilesMatchReferenceAndLeaveWorkspaceClean) {
+  CROSSPOINT_SKIP_WITHOUT_WGMMA();
+  // Forced: whole tiles unsplit (or split 2 ways) followed by tail tiles split further, over one
+  // and two token tiles; each block finds its tile and K slice from its index alone.
+  struct Case { int m, n, k, g, splits, tail_tiles, tail_splits; };
+  const Case cases[] = {{128, 4608, 3584, 128, 1, 5, 7}, {300, 320, 1024, 128, 2, 3, 4}, {40, 128, 640, 64, 1, 1, 10},
+                        {17, 640, 3584, 128, 1, 4, 56}};
+  uint32_t seed = 1900;
+  for (const auto& c : cases) {
+    const LargeProblem p = make_large_problem(seed++, c.m, c.n, c.k, c.g, 8, 1);
+    const auto ys = run_large(p, 2, wgmma_split_launch(c.splits, c.tail_tiles, c.tail_splits));
+    ASSERT_EQ(ys.size(), 2u);
+    const std::string what = describe("kWgmma tail", c.m, c.n, c.k, c.g, p.x_stride, p.y_stride) + " splits " +
+                             std::to_string(c.splits) + ", last " + std::to_string(c.tail_tiles) + " tiles " +
+                             std::to_string(c.tail_splits);
+    expect_close(ys[0], p.ref, what);
+    expect_close(ys[1], p.ref, what + " (second launch)");
   }
 }
 

@@ -84,14 +84,28 @@ struct WgmmaSmem {
   static constexpr int kBytes = kScaleOffset + kStages * kScaleBytes + 1024;  // + slack to align the base to 1024
 };
 
-// grid = (ceil(N / 128), k splits, ceil(M / kTokens)), block = 256 threads. N is a multiple of 64, so each warpgroup's 64 channels are all in range or all
+// Where one block works: its output tile (128 channels x kTokens tokens) and its slice of K.
+// The tiles, n fastest, are numbered 0 .. tiles - 1; the first `full_tiles` are split into
+// `k_splits` blocks each and the rest (the tail, less than a wave) into `tail_splits`, so
+// that a last partial wave of whole tiles becomes a full wave of short blocks. grid = the
+// blocks of all tiles, in that order (1-D).
+struct WgmmaWork {
+  int grid_n;       // tiles along N
+  int full_tiles;   // tiles split k_splits ways
+  int k_splits;
+  int tail_splits;  // splits of each tile past full_tiles
+};
+
+// grid = full_tiles * k_splits + (tiles - full_tiles) * tail_splits blocks (WgmmaWork), block =
+// 256 threads. N is a multiple of 64, so each warpgroup's 64 channels are all in range or all
 // beyond N (then it only helps copy). Token rows at or beyond M are zero-filled in shared
 // memory and their D columns never stored (a D column depends only on its own B column).
 template <int kTokens, int kStages, int kMinBlocksPerSm>
 __global__ void __launch_bounds__(kBlockThreads, kMinBlocksPerSm)
     w4a16_gemm_wgmma_kernel(const uint16_t* __restrict__ x, int64_t x_stride, const uint4* __restrict__ packed_weight,
                             const uint32_t* __restrict__ packed_scales, uint16_t* __restrict__ y, int64_t y_stride, int m,
-                            int n, int k, int group_size, float* __restrict__ split_sums, int* __restrict__ tile_counters) {
+                            int n, int k, int group_size, WgmmaWork work, float* __restrict__ split_sums,
+                            int* __restrict__ tile_counters) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
   using Smem = WgmmaSmem<kTokens, kStages>;
   constexpr int kThreads = kBlockThreads;
@@ -110,13 +124,18 @@ __global__ void __launch_bounds__(kBlockThreads, kMinBlocksPerSm)
   const int warp_group = warp / 4;  // 64-channel half of the block
   const int num_n_blocks = n / 16;
   const int num_k_chunks = k / kChunkK;
-  const int nb0 = blockIdx.x * kBlockNBlocks;
-  const int m0 = blockIdx.z * kTokens;
+  const int full_blocks = work.full_tiles * work.k_splits;
+  const int block = blockIdx.x;
+  const bool in_tail = block >= full_blocks;
+  const int splits = in_tail ? work.tail_splits : work.k_splits;
+  const int tile = in_tail ? work.full_tiles + (block - full_blocks) / splits : block / splits;
+  const int split = in_tail ? (block - full_blocks) % splits : block % splits;
+  const int nb0 = (tile % work.grid_n) * kBlockNBlocks;
+  const int m0 = (tile / work.grid_n) * kTokens;
   const int rows = min(kTokens, m - m0);                             // valid token rows of this tile
   const bool group_active = nb0 + 4 * warp_group < num_n_blocks;     // warpgroup-uniform
-  const int splits = gridDim.y;
-  const int kc_begin = static_cast<int>(static_cast<int64_t>(num_k_chunks) * blockIdx.y / splits);
-  const int kc_end = static_cast<int>(static_cast<int64_t>(num_k_chunks) * (blockIdx.y + 1) / splits);
+  const int kc_begin = static_cast<int>(static_cast<int64_t>(num_k_chunks) * split / splits);
+  const int kc_end = static_cast<int>(static_cast<int64_t>(num_k_chunks) * (split + 1) / splits);
   const int num_chunks = kc_end - kc_begin;
   const int chunks_per_group = group_size / kChunkK;  // group_size: a multiple of 64, or K itself
   const float inv_chunks_per_group = 1.0f / static_cast<float>(chunks_per_group);
@@ -222,7 +241,7 @@ __global__ void __launch_bounds__(kBlockThreads, kMinBlocksPerSm)
     // The warpgroup's channels exist: group_active, recomputed from special registers and
     // kernel parameters; held across the k loop it cost a spill at 128 tokens (every
     // register counts there).
-    if (static_cast<int>(blockIdx.x * kBlockNBlocks + 4 * (threadIdx.x / 128)) < n / 16) {
+    if (nb0 + 4 * (threadIdx.x / 128) < n / 16) {
       const int st = i % kStages;
       const uint4 word = weights[st * kBlockNBlocks * 32 + warp * 32 + lane];
       const uint32_t scale_bits = scales[st * kBlockNBlocks * 8 + warp * 8 + lane / 4];
@@ -288,7 +307,6 @@ __global__ void __launch_bounds__(kBlockThreads, kMinBlocksPerSm)
   if (single_split) return;
 
   // The last block to finish this tile writes it out and clears the scratch for next time.
-  const int tile = blockIdx.z * gridDim.x + blockIdx.x;
   if (!w4a16_internal::last_split_block_of_tile(tile_counters, tile, splits)) return;
   w4a16_internal::write_back_split_tile<kThreads, kBlockCols / 4>(split_sums, y, y_stride, m0, rows, nb0 * 16, n,
                                                                           y_pairs_aligned);
@@ -311,12 +329,24 @@ Status launch_wgmma(const uint16_t* x, int64_t x_stride, const uint32_t* packed_
                           " bytes of shared memory cannot be resident on this device");
   }
   W4A16WgmmaPlan plan = w4a16_wgmma_plan(m, n, k, cuda_device_info().num_sms, blocks_per_sm, options.split_cost_chunks);
-  if (options.k_splits > 0) plan.k_splits = std::min(options.k_splits, k / kChunkK);
+  const int tiles = plan.grid_n * plan.grid_m;
+  if (!options.split_tail) {
+    plan.full_tiles = tiles;
+    plan.tail_splits = plan.k_splits;
+  }
+  if (options.k_splits > 0) {  // forced: every tile split alike, or (tail_splits > 0) the last tail_tiles otherwise
+    plan.k_splits = std::min(options.k_splits, k / kChunkK);
+    plan.full_tiles = tiles - std::clamp(options.tail_tiles, 0, tiles);
+    plan.tail_splits = options.tail_splits > 0 ? std::min(options.tail_splits, k / kChunkK) : plan.k_splits;
+  }
   float* split_sums = static_cast<float*>(workspace);  // [M, N] fp32, zero between launches
   int* tile_counters = reinterpret_cast<int*>(split_sums + static_cast<int64_t>(m) * n);
-  const dim3 grid(plan.grid_n, plan.k_splits, plan.grid_m);
-  kKernel<<<grid, kThreads, kSmemBytes, stream>>>(x, x_stride, reinterpret_cast<const uint4*>(packed_weight), packed_scales, y,
-                                                  y_stride, m, n, k, group_size, split_sums, tile_counters);
+  const WgmmaWork work{plan.grid_n, plan.full_tiles, plan.k_splits, plan.tail_splits};
+  const int64_t blocks = static_cast<int64_t>(plan.full_tiles) * plan.k_splits +
+                         static_cast<int64_t>(tiles - plan.full_tiles) * plan.tail_splits;
+  kKernel<<<static_cast<unsigned>(blocks), kThreads, kSmemBytes, stream>>>(
+      x, x_stride, reinterpret_cast<const uint4*>(packed_weight), packed_scales, y, y_stride, m, n, k, group_size, work,
+      split_sums, tile_counters);
   return last_launch_status("w4a16_gemm_wgmma launch");
 }
 
@@ -331,7 +361,27 @@ W4A16WgmmaPlan w4a16_wgmma_plan(int m, int n, int k, int num_sms, int blocks_per
   plan.grid_n = (n + plan.block_cols - 1) / plan.block_cols;
   plan.grid_m = (m + plan.token_tile - 1) / plan.token_tile;
   const int64_t tiles = static_cast<int64_t>(plan.grid_n) * plan.grid_m;
-  plan.k_splits = w4a16_internal::plan_k_splits(tiles, k / kChunkK, num_sms, blocks_per_sm, split_cost_chunks);
+  const int num_k_chunks = k / kChunkK;
+  plan.k_splits = w4a16_internal::plan_k_splits(tiles, num_k_chunks, num_sms, blocks_per_sm, split_cost_chunks);
+  plan.full_tiles = static_cast<int>(tiles);
+  plan.tail_splits = plan.k_splits;
+  // Whole tiles that fill some waves and leave a last, partial one (the 7B gate_up at M = 128:
+  // 296 tiles on 264 slots, the second wave 12 % full, so the GEMM took two tiles' time for
+  // 1.12 tiles of work): split only those last tiles, as many ways as one wave holds, so they
+  // finish in a fraction of a tile's time. Estimated as plan_k_splits does (chunk-times of one
+  // block, split_cost_chunks per split block).
+  const int64_t slots = static_cast<int64_t>(std::max(1, num_sms)) * std::max(1, blocks_per_sm);
+  const int64_t tail = tiles % slots;
+  if (plan.k_splits == 1 && tiles > slots && tail > 0) {
+    const int tail_splits = static_cast<int>(std::min<int64_t>({slots / tail, num_k_chunks / 4, 32}));
+    const double whole_waves = static_cast<double>(tiles / slots);
+    const double uniform_cost = (whole_waves + 1) * num_k_chunks;
+    const double tail_cost = whole_waves * num_k_chunks + (num_k_chunks + tail_splits - 1) / tail_splits + split_cost_chunks;
+    if (tail_splits >= 2 && tail_cost < uniform_cost) {
+      plan.full_tiles = static_cast<int>(tiles - tail);
+      plan.tail_splits = tail_splits;
+    }
+  }
   return plan;
 }
 
