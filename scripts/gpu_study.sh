@@ -20,7 +20,7 @@
 #             prefill 2,048, per-kernel breakdown, roofline), then bench_gemm (the linears alone) and
 #             bench_attention unless DECODE_MICRO=0
 #   quantpeer: torch_peer.py --part quant (graph-replayed fp8/int4 decode at batch 1/8/32/64)
-#   profile:  ncu over bench_gemm --profile-shapes (PROFILE_KERNELS regex, PROFILE_COUNT, PROFILE_S)
+#   profile:  ncu over bench_gemm --profile-shapes (PROFILE_KERNELS regex, PROFILE_ROWS list of M, PROFILE_COUNT, PROFILE_S)
 # Every step has its own time limit inside BUDGET_S (560 s), and $OUT/results.json is written
 # on every exit (steps with their exit codes and seconds, ceilings, checkpoint timings, the check,
 # every sweep cell's headline numbers, start-up facts, peers).
@@ -38,7 +38,7 @@
 #          an ignored folder that the call carries: its finished cells and hwinfo.json are kept, so a
 #          sweep longer than one call runs over several)
 #          --cpu-dry-run (here, without a GPU: tiny checkpoints, CPU servers; tests the flow)
-# Environment: BUDGET_S, TEST_LIMIT_S, PROFILE_KERNELS, PROFILE_COUNT, PROFILE_S, TEST_KERNELS_FILTER (a gtest filter for test_kernels_cuda), SANITIZE_{MEMCHECK,RACECHECK}_{S,FILTER}, DECODE_MICRO=0,
+# Environment: BUDGET_S, TEST_LIMIT_S, PROFILE_KERNELS, PROFILE_ROWS, PROFILE_COUNT, PROFILE_S, TEST_KERNELS_FILTER (a gtest filter for test_kernels_cuda), SANITIZE_{MEMCHECK,RACECHECK}_{S,FILTER}, DECODE_MICRO=0,
 #          BENCH_GEMM_ARGS, BENCH_ATTENTION_ARGS, PEER_MIN_LEFT_S, CKPT_DIR.
 # $OUT gets: results.json, run.log, report.md, report.html, study.json, logs.tar.xz (every log,
 # the sweep's cells, servers and figures, the check's JSON).
@@ -266,7 +266,7 @@ fi
 
 # ---------------------------------------------------------------- 2c. ncu profile
 # Nsight Compute over bench_gemm --profile-shapes (each decode-step linear once per precision at
-# M = 1 and 8, engine dispatch): throughput, memory, occupancy, scheduler and warp-stall sections
+# each M of PROFILE_ROWS (1,8), engine dispatch): throughput, memory, occupancy, scheduler and warp-stall sections
 # of the kernels matching PROFILE_KERNELS, as text in $OUT/ncu_profile.txt. Clocks left alone.
 if want profile && [ -x "$BUNDLE_DIR/libexec/bench_gemm" ]; then
   NCU=$(command -v ncu || ls /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | tail -1)
@@ -279,7 +279,7 @@ if want profile && [ -x "$BUNDLE_DIR/libexec/bench_gemm" ]; then
       --kernel-name "regex:${PROFILE_KERNELS:-gemv|w4a16}" --launch-count "${PROFILE_COUNT:-24}" \
       --section SpeedOfLight --section MemoryWorkloadAnalysis --section Occupancy --section LaunchStats \
       --section SchedulerStats --section WarpStateStats --section ComputeWorkloadAnalysis --section InstructionStats \
-      "$BUNDLE_DIR/libexec/bench_gemm" --profile-shapes >"$WORK/logs/ncu_profile.txt" 2>&1
+      "$BUNDLE_DIR/libexec/bench_gemm" --profile-shapes "${PROFILE_ROWS:-1,8}" >"$WORK/logs/ncu_profile.txt" 2>&1
     rc=$?
     cp "$WORK/logs/ncu_profile.txt" "$OUT/ncu_profile.txt"
     step ncu_profile $rc $(( $(now) - t )) "$(grep -c 'profiled ' "$WORK/logs/ncu_profile.txt") shapes, $(grep -c '==PROF== Profiling' "$WORK/logs/ncu_profile.txt") kernels"

@@ -14,6 +14,7 @@
 #include <fstream>
 #include <functional>
 #include <memory>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -609,13 +610,13 @@ nlohmann::json bench_gemv_splits(const Ceilings& c, const Buffers& b, cudaStream
   return out;
 }
 
-// --profile-shapes: each fused decode-step linear of Qwen2.5-7B (qkv, o, gate_up, down) once per
-// precision at M = 1 and 8 with the engine's dispatch, eagerly and without timing: a short,
+// --profile-shapes [ROWS]: each fused decode-step linear of Qwen2.5-7B (qkv, o, gate_up, down) once
+// per precision at each M of ROWS (comma-separated, at most 256; default 1,8) with the engine's dispatch, eagerly and without timing: a short,
 // fixed launch sequence for a profiler (scripts/gpu_study.sh --only profile runs ncu over it).
-void run_profile_shapes(CublasLtContext& ctx, const Buffers& b, cudaStream_t s) {
+void run_profile_shapes(CublasLtContext& ctx, const Buffers& b, cudaStream_t s, const std::vector<int>& rows) {
   constexpr int kHidden = 3584, kInter = 18944, kQkv = 4608;
   for (Precision p : {Precision::kFp16, Precision::kFp8, Precision::kInt4}) {
-    for (int m : {1, 8}) {
+    for (int m : rows) {
       for (auto [n, k] : {std::pair{kQkv, kHidden}, {kHidden, kHidden}, {2 * kInter, kHidden}, {kHidden, kInter}}) {
         Linear lin = make_linear(p, n, k, 9000 + n + k, s);
         const Variant v = p == Precision::kInt4 ? Variant::kW4A16Engine : Variant::kAuto;
@@ -641,6 +642,7 @@ int main(int argc, char** argv) {
   bool gemv16_only = false;  // only the decode-step GEMV table at M = 1 .. 16
   bool gemv_only = false;    // the GEMV table, the per-shape GEMVs and the decode step at M <= 16
   bool profile_shapes = false;  // only run_profile_shapes (for ncu)
+  std::vector<int> profile_rows = {1, 8};
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     auto next = [&]() { return i + 1 < argc ? std::string(argv[++i]) : std::string(); };
@@ -653,10 +655,17 @@ int main(int argc, char** argv) {
     else if (a == "--gemv-splits") gemv_splits = true;
     else if (a == "--gemv16-only") gemv16_only = true;
     else if (a == "--gemv-only") gemv_only = true;
-    else if (a == "--profile-shapes") profile_shapes = true;
+    else if (a == "--profile-shapes") {
+      profile_shapes = true;
+      if (i + 1 < argc && argv[i + 1][0] != '-') {  // optional list of M
+        profile_rows.clear();
+        std::stringstream list(next());
+        for (std::string item; std::getline(list, item, ',');) profile_rows.push_back(std::clamp(std::stoi(item), 1, 256));
+      }
+    }
     else if (a == "--no-pdl") crosspoint::cuda::set_programmatic_launch_enabled(false);
     else {
-      std::fprintf(stderr, "usage: bench_gemm [--bw-gbps X] [--fp16-tflops X] [--fp8-tflops X] [--reps N] [--decode-only] [--gemv-splits] [--gemv16-only] [--gemv-only] [--profile-shapes] [--no-pdl] [--out FILE]\n");
+      std::fprintf(stderr, "usage: bench_gemm [--bw-gbps X] [--fp16-tflops X] [--fp8-tflops X] [--reps N] [--decode-only] [--gemv-splits] [--gemv16-only] [--gemv-only] [--profile-shapes [M,M,...]] [--no-pdl] [--out FILE]\n");
       return 2;
     }
   }
@@ -674,7 +683,7 @@ int main(int argc, char** argv) {
                                                                                                : "unit-scale GEMM + epilogue";
   std::printf("fp8 cuBLASLt scale path: %s\n", fp8_path);
   if (profile_shapes) {
-    run_profile_shapes(**ctx, b, s);
+    run_profile_shapes(**ctx, b, s, profile_rows);
     return 0;
   }
   nlohmann::json result = {{"gpu", prop.name}, {"sms", prop.multiProcessorCount}, {"l2_bytes", prop.l2CacheSize},
