@@ -153,21 +153,22 @@ struct W4A16WgmmaPlan {
   int full_tiles = 0;  // tiles (n fastest, then m) split k_splits ways; the rest, the tail, tail_splits ways
   int tail_splits = 1;
 };
-// As w4a16_large_plan (waves x (chunks per block + split cost), >= 4 chunks per split), for
-// the kernel's token tiles and 128-column blocks; then, when unsplit tiles fill whole waves and
+// As w4a16_large_plan (waves x (chunks per block + split cost), >= 4 chunks per split, at most
+// 8 splits: one cluster), for the kernel's token tiles and 128-column blocks; then, when unsplit tiles fill whole waves and
 // leave a last partial one, splits only the tiles of that last wave (as many ways as a wave
 // holds) where the same estimate says it pays. Host only.
 W4A16WgmmaPlan w4a16_wgmma_plan(int m, int n, int k, int num_sms, int blocks_per_sm, double split_cost_chunks);
 struct W4A16WgmmaOptions {
   double split_cost_chunks = 8 * kW4A16SplitCostChunks;  // as kLargeTileFewSplits, the best large tuning
-  int k_splits = 0;  // 0: as planned; > 0: exactly this many K splits (at most K/64), for tests
+  int k_splits = 0;  // 0: as planned; > 0: this many K splits (at most 8 and K/64), for tests
   int tail_tiles = 0;   // with k_splits > 0: the last this many tiles get tail_splits instead (tests)
   int tail_splits = 0;
   bool split_tail = true;  // false: every tile split k_splits ways, no tail (benchmarks compare)
 };
 // True when the current device can run the kWgmma tuning (compute capability 9.0).
 bool w4a16_wgmma_supported();
-// The Hopper kernel itself. Arguments as w4a16_gemm; refuses N % 64 != 0, K >= 2^27 and devices
+// The Hopper kernel itself. Arguments as w4a16_gemm (the workspace is not used: split-K sums
+// meet in distributed shared memory); refuses N % 64 != 0, K >= 2^27 and devices
 // other than compute capability 9.0 (Status kUnsupported); other shapes are not checked here: call
 // it through w4a16_gemm_tuned, or with shapes that passed it (tests).
 Status w4a16_gemm_wgmma(const uint16_t* x, int64_t x_stride, const uint32_t* packed_weight, const uint32_t* packed_scales,

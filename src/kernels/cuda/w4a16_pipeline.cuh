@@ -79,11 +79,12 @@ __device__ __forceinline__ void write_back_split_tile(float* split_sums, uint16_
 // num_sms x blocks_per_sm slots. Estimated run, in chunk-times of one block while the GPU is
 // full: the number of waves of blocks times each block's chunks, plus split_cost_chunks for
 // the split epilogue (workspace atomics and the last block's read back) of split runs. Each
-// split keeps >= 4 chunks so its pipeline overlaps; ties go to fewer splits (less workspace
-// traffic).
-inline int plan_k_splits(int64_t tiles, int num_k_chunks, int num_sms, int blocks_per_sm, double split_cost_chunks) {
+// split keeps >= 4 chunks so its pipeline overlaps, and there are at most split_limit splits;
+// ties go to fewer splits (less reduction traffic).
+inline int plan_k_splits(int64_t tiles, int num_k_chunks, int num_sms, int blocks_per_sm, double split_cost_chunks,
+                         int split_limit = 32) {
   const int64_t slots = static_cast<int64_t>(std::max(1, num_sms)) * std::max(1, blocks_per_sm);
-  const int max_splits = std::max(1, std::min(num_k_chunks / 4, 32));
+  const int max_splits = std::max(1, std::min(num_k_chunks / 4, split_limit));
   double best_cost = std::numeric_limits<double>::infinity();
   int best = 1;
   for (int splits = 1; splits <= max_splits; ++splits) {
