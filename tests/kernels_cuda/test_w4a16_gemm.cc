@@ -512,6 +512,23 @@ TEST(W4A16WgmmaPlan, SplitsOnlyTheTilesOfALastPartialWave) {
   }
 }
 
+// With the runtime's count of resident clusters per size, a split whose clusters would not all
+// fit at once (a second wave) is avoided, for the tiles and for the tail.
+TEST(W4A16WgmmaPlan, FollowsTheResidentClustersPerSplit) {
+  constexpr double kCost = 16.0;
+  // Tiles resident at once, split s = 0 .. 8 ways (2 blocks per SM on 132 SMs; clusters of 7
+  // and 8 pack 32 and 30 to a wave).
+  const int tiles_per_wave[] = {264, 264, 132, 88, 64, 48, 40, 32, 30};
+  // 7B fused qkv at M = 128: 36 tiles, 56 chunks. Without the counts: 7 splits (36 x 7 = 252
+  // blocks <= 264); with them, 7 would take two waves: 6.
+  EXPECT_EQ(w4a16_wgmma_plan(128, 4608, 3584, 132, 2, kCost).k_splits, 7);
+  EXPECT_EQ(w4a16_wgmma_plan(128, 4608, 3584, 132, 2, kCost, tiles_per_wave).k_splits, 6);
+  // 7B gate_up at M = 128: 296 tiles; the 32 tail tiles fit as clusters of 7, not of 8.
+  const W4A16WgmmaPlan gate_up = w4a16_wgmma_plan(128, 37888, 3584, 132, 2, kCost, tiles_per_wave);
+  EXPECT_EQ(gate_up.full_tiles, 264);
+  EXPECT_EQ(gate_up.tail_splits, 7);
+}
+
 TEST(W4A16GemmWgmma, SplitTailTilesMatchReferenceAndLeaveWorkspaceClean) {
   CROSSPOINT_SKIP_WITHOUT_WGMMA();
   // Forced: whole tiles unsplit (or split 2 ways) followed by tail tiles split further, over one

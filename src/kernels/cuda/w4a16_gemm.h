@@ -157,7 +157,10 @@ struct W4A16WgmmaPlan {
 // 8 splits: one cluster), for the kernel's token tiles and 128-column blocks; then, when unsplit tiles fill whole waves and
 // leave a last partial one, splits only the tiles of that last wave (as many ways as a wave
 // holds) where the same estimate says it pays. Host only.
-W4A16WgmmaPlan w4a16_wgmma_plan(int m, int n, int k, int num_sms, int blocks_per_sm, double split_cost_chunks);
+// cluster_tiles_per_wave[s] (s = 1 .. 8), when given: tiles split s ways (one cluster of s blocks
+// each) resident at once, as the runtime reports; else num_sms * blocks_per_sm / s.
+W4A16WgmmaPlan w4a16_wgmma_plan(int m, int n, int k, int num_sms, int blocks_per_sm, double split_cost_chunks,
+                                const int* cluster_tiles_per_wave = nullptr);
 struct W4A16WgmmaOptions {
   double split_cost_chunks = 8 * kW4A16SplitCostChunks;  // as kLargeTileFewSplits, the best large tuning
   int k_splits = 0;  // 0: as planned; > 0: this many K splits (at most 8 and K/64), for tests

@@ -33,6 +33,7 @@
 #include <cuda_fp16.h>
 
 #include <algorithm>
+#include <array>
 #include <cstdint>
 #include <limits>
 #include <string>
@@ -344,7 +345,33 @@ Status launch_wgmma(const uint16_t* x, int64_t x_stride, const uint32_t* packed_
     return internal_error("w4a16_gemm_wgmma: kernel with " + std::to_string(kSmemBytes) +
                           " bytes of shared memory cannot be resident on this device");
   }
-  W4A16WgmmaPlan plan = w4a16_wgmma_plan(m, n, k, cuda_device_info().num_sms, blocks_per_sm, options.split_cost_chunks);
+  // Tiles resident at once per split count: clusters of s blocks (one tile each) as the runtime
+  // packs them into the GPU's processing clusters. Queried once per instantiation.
+  static const std::array<int, kMaxClusterSplits + 1> cluster_tiles_per_wave = [&] {
+    std::array<int, kMaxClusterSplits + 1> tiles{};
+    const int slots = cuda_device_info().num_sms * blocks_per_sm;
+    tiles[0] = tiles[1] = slots;
+    for (int s = 2; s <= kMaxClusterSplits; ++s) {
+      cudaLaunchAttribute cluster_dim[1];
+      cluster_dim[0].id = cudaLaunchAttributeClusterDimension;
+      cluster_dim[0].val.clusterDim = {static_cast<unsigned>(s), 1, 1};
+      cudaLaunchConfig_t config{};
+      config.gridDim = dim3(static_cast<unsigned>(s) * 64);
+      config.blockDim = dim3(kThreads);
+      config.dynamicSmemBytes = kSmemBytes;
+      config.attrs = cluster_dim;
+      config.numAttrs = 1;
+      int clusters = 0;
+      if (cudaOccupancyMaxActiveClusters(&clusters, kKernel, &config) != cudaSuccess || clusters <= 0) {
+        cudaGetLastError();
+        clusters = slots / s;  // the estimate without the query
+      }
+      tiles[s] = clusters;
+    }
+    return tiles;
+  }();
+  W4A16WgmmaPlan plan = w4a16_wgmma_plan(m, n, k, cuda_device_info().num_sms, blocks_per_sm, options.split_cost_chunks,
+                                         cluster_tiles_per_wave.data());
   const int tiles = plan.grid_n * plan.grid_m;
   if (!options.split_tail) {
     plan.full_tiles = tiles;
@@ -386,7 +413,8 @@ Status launch_wgmma(const uint16_t* x, int64_t x_stride, const uint32_t* packed_
 
 int w4a16_wgmma_token_tile(int m) { return m <= 16 ? 16 : m <= 32 ? 32 : m <= 64 ? 64 : m <= 128 ? 128 : 256; }
 
-W4A16WgmmaPlan w4a16_wgmma_plan(int m, int n, int k, int num_sms, int blocks_per_sm, double split_cost_chunks) {
+W4A16WgmmaPlan w4a16_wgmma_plan(int m, int n, int k, int num_sms, int blocks_per_sm, double split_cost_chunks,
+                                const int* cluster_tiles_per_wave) {
   W4A16WgmmaPlan plan;
   plan.token_tile = w4a16_wgmma_token_tile(m);
   plan.block_cols = kBlockCols;
@@ -394,8 +422,8 @@ W4A16WgmmaPlan w4a16_wgmma_plan(int m, int n, int k, int num_sms, int blocks_per
   plan.grid_m = (m + plan.token_tile - 1) / plan.token_tile;
   const int64_t tiles = static_cast<int64_t>(plan.grid_n) * plan.grid_m;
   const int num_k_chunks = k / kChunkK;
-  plan.k_splits =
-      w4a16_internal::plan_k_splits(tiles, num_k_chunks, num_sms, blocks_per_sm, split_cost_chunks, kMaxClusterSplits);
+  plan.k_splits = w4a16_internal::plan_k_splits(tiles, num_k_chunks, num_sms, blocks_per_sm, split_cost_chunks,
+                                                kMaxClusterSplits, cluster_tiles_per_wave);
   plan.full_tiles = static_cast<int>(tiles);
   plan.tail_splits = plan.k_splits;
   // Whole tiles that fill some waves and leave a last, partial one (the 7B gate_up at M = 128:
@@ -406,7 +434,12 @@ W4A16WgmmaPlan w4a16_wgmma_plan(int m, int n, int k, int num_sms, int blocks_per
   const int64_t slots = static_cast<int64_t>(std::max(1, num_sms)) * std::max(1, blocks_per_sm);
   const int64_t tail = tiles % slots;
   if (plan.k_splits == 1 && tiles > slots && tail > 0) {
-    const int tail_splits = static_cast<int>(std::min<int64_t>({slots / tail, num_k_chunks / 4, kMaxClusterSplits}));
+    // The most splits (clusters) whose tail tiles are all resident at once.
+    int tail_splits = std::min(num_k_chunks / 4, kMaxClusterSplits);
+    auto resident_tiles = [&](int s) {
+      return cluster_tiles_per_wave != nullptr ? static_cast<int64_t>(cluster_tiles_per_wave[s]) : slots / s;
+    };
+    while (tail_splits >= 2 && resident_tiles(tail_splits) < tail) --tail_splits;
     const double whole_waves = static_cast<double>(tiles / slots);
     const double uniform_cost = (whole_waves + 1) * num_k_chunks;
     const double tail_cost = whole_waves * num_k_chunks + (num_k_chunks + tail_splits - 1) / tail_splits + split_cost_chunks;

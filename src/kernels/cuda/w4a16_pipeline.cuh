@@ -80,15 +80,18 @@ __device__ __forceinline__ void write_back_split_tile(float* split_sums, uint16_
 // full: the number of waves of blocks times each block's chunks, plus split_cost_chunks for
 // the split epilogue (workspace atomics and the last block's read back) of split runs. Each
 // split keeps >= 4 chunks so its pipeline overlaps, and there are at most split_limit splits;
-// ties go to fewer splits (less reduction traffic).
+// ties go to fewer splits (less reduction traffic). tiles_per_wave[s], when given (s = 1 ..
+// split_limit), is how many tiles split s ways are resident at once (thread-block clusters of
+// s blocks pack into the GPU's processing clusters less densely than single blocks).
 inline int plan_k_splits(int64_t tiles, int num_k_chunks, int num_sms, int blocks_per_sm, double split_cost_chunks,
-                         int split_limit = 32) {
+                         int split_limit = 32, const int* tiles_per_wave = nullptr) {
   const int64_t slots = static_cast<int64_t>(std::max(1, num_sms)) * std::max(1, blocks_per_sm);
   const int max_splits = std::max(1, std::min(num_k_chunks / 4, split_limit));
   double best_cost = std::numeric_limits<double>::infinity();
   int best = 1;
   for (int splits = 1; splits <= max_splits; ++splits) {
-    const int64_t waves = (tiles * splits + slots - 1) / slots;
+    const int64_t waves = tiles_per_wave != nullptr ? (tiles + std::max(1, tiles_per_wave[splits]) - 1) / std::max(1, tiles_per_wave[splits])
+                                                    : (tiles * splits + slots - 1) / slots;
     const int chunks_per_block = (num_k_chunks + splits - 1) / splits;
     const double cost = static_cast<double>(waves) * (chunks_per_block + (splits > 1 ? split_cost_chunks : 0.0));
     if (cost < best_cost - 1e-9) {
