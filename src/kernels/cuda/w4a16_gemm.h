@@ -149,14 +149,15 @@ struct W4A16WgmmaPlan {
   int block_cols = 0;  // columns of N per block: 128
   int grid_n = 0;      // blocks along N (the last may cover only part, in steps of 64)
   int grid_m = 0;      // blocks along M
-  int k_splits = 1;    // blocks along K of tiles 0 .. full_tiles - 1; > 1 means partial sums through the workspace
+  int k_splits = 1;    // blocks along K of tiles 0 .. full_tiles - 1 (> 1: a cluster adds them up)
   int full_tiles = 0;  // tiles (n fastest, then m) split k_splits ways; the rest, the tail, tail_splits ways
   int tail_splits = 1;
 };
 // As w4a16_large_plan (waves x (chunks per block + split cost), >= 4 chunks per split, at most
-// 8 splits: one cluster), for the kernel's token tiles and 128-column blocks; then, when unsplit tiles fill whole waves and
-// leave a last partial one, splits only the tiles of that last wave (as many ways as a wave
-// holds) where the same estimate says it pays. Host only.
+// 8 splits: one cluster), for the kernel's token tiles and 128-column blocks; then, when
+// unsplit tiles fill whole waves and leave a last partial one, splits only the tiles of that
+// last wave (as many ways as their clusters fit at once) where the same estimate says it pays.
+// Host only.
 // cluster_tiles_per_wave[s] (s = 1 .. 8), when given: tiles split s ways (one cluster of s blocks
 // each) resident at once, as the runtime reports; else num_sms * blocks_per_sm / s.
 W4A16WgmmaPlan w4a16_wgmma_plan(int m, int n, int k, int num_sms, int blocks_per_sm, double split_cost_chunks,

@@ -1,10 +1,10 @@
 // W4A16 GEMM on Hopper warpgroup MMAs (wgmma.mma_async, sm_90a only): the kWgmma tuning of
 // w4a16_gemm_tuned, which w4a16_gemm runs from M = 17 on compute capability 9.0. SASS
-// (cuobjdump, sm_90a, nvcc 13.0): registers 72 / 80 / 107 / 128 / 217 for token tiles of
-// 16 / 32 / 64 / 128 / 256, 0 LDL/STL (0 spills), 8 HGMMA.64xNx16 each (2 unrolled chunks x 4
-// k16 steps). The barrier and the ring refill sit between a chunk's HGMMAs and the
-// WARPGROUP.DEPBAR.LE gsb0, 1; SASS instructions per chunk and warp (one HGMMA group to the
-// next): 180 / 172 / 165 / 197 / 253. (On the H200 this k loop beat, at every M from 16 to
+// (ptxas -v, sm_90a, nvcc 13.0): registers 78 / 80 / 113 / 128 / 224 for token tiles of
+// 16 / 32 / 64 / 128 / 256, no spills, 8 HGMMA.64xNx16 each (2 unrolled chunks x 4 k16 steps).
+// The barrier and the ring refill sit between a chunk's HGMMAs and the WARPGROUP.DEPBAR.LE
+// gsb0, 1; SASS instructions per chunk and warp (one HGMMA group to the next, counted before
+// the cluster split-K epilogue): 180 / 172 / 165 / 197 / 253. (On the H200 this k loop beat, at every M from 16 to
 // 2,048, the one that waited for the chunk's copies and barrier before issuing its wgmmas, and
 // a 4-warpgroup, 256-column block; both were removed, numbers in w4a16_gemm.cu.)
 //
@@ -333,6 +333,24 @@ __global__ void __launch_bounds__(kBlockThreads, kMinBlocksPerSm)
 #endif
 }
 
+// A launch of `blocks` blocks of kBlockThreads in clusters of `cluster` consecutive blocks (no
+// cluster attribute for 1); `attribute` must outlive the launch.
+cudaLaunchConfig_t cluster_launch_config(unsigned blocks, int cluster, size_t shared_bytes, cudaStream_t stream,
+                                         cudaLaunchAttribute& attribute) {
+  attribute.id = cudaLaunchAttributeClusterDimension;
+  attribute.val.clusterDim.x = static_cast<unsigned>(cluster);
+  attribute.val.clusterDim.y = 1;
+  attribute.val.clusterDim.z = 1;
+  cudaLaunchConfig_t config{};
+  config.gridDim = dim3(blocks);
+  config.blockDim = dim3(kBlockThreads);
+  config.dynamicSmemBytes = shared_bytes;
+  config.stream = stream;
+  config.attrs = &attribute;
+  config.numAttrs = cluster > 1 ? 1 : 0;
+  return config;
+}
+
 template <int kTokens, int kStages, int kMinBlocksPerSm>
 Status launch_wgmma(const uint16_t* x, int64_t x_stride, const uint32_t* packed_weight, const uint32_t* packed_scales,
                     uint16_t* y, int64_t y_stride, int m, int n, int k, int group_size, void* workspace,
@@ -352,15 +370,8 @@ Status launch_wgmma(const uint16_t* x, int64_t x_stride, const uint32_t* packed_
     const int slots = cuda_device_info().num_sms * blocks_per_sm;
     tiles[0] = tiles[1] = slots;
     for (int s = 2; s <= kMaxClusterSplits; ++s) {
-      cudaLaunchAttribute cluster_dim[1];
-      cluster_dim[0].id = cudaLaunchAttributeClusterDimension;
-      cluster_dim[0].val.clusterDim = {static_cast<unsigned>(s), 1, 1};
-      cudaLaunchConfig_t config{};
-      config.gridDim = dim3(static_cast<unsigned>(s) * 64);
-      config.blockDim = dim3(kThreads);
-      config.dynamicSmemBytes = kSmemBytes;
-      config.attrs = cluster_dim;
-      config.numAttrs = 1;
+      cudaLaunchAttribute cluster_dim;
+      const cudaLaunchConfig_t config = cluster_launch_config(static_cast<unsigned>(s) * 64, s, kSmemBytes, nullptr, cluster_dim);
       int clusters = 0;
       if (cudaOccupancyMaxActiveClusters(&clusters, kKernel, &config) != cudaSuccess || clusters <= 0) {
         cudaGetLastError();
@@ -386,18 +397,9 @@ Status launch_wgmma(const uint16_t* x, int64_t x_stride, const uint32_t* packed_
   // One launch per split count: the full tiles, then the tail (clusters have one size per launch).
   auto launch_tiles = [&](int first_tile, int num_tiles, int splits) -> Status {
     if (num_tiles <= 0) return Status::ok();
-    cudaLaunchAttribute cluster_dim[1];
-    cluster_dim[0].id = cudaLaunchAttributeClusterDimension;
-    cluster_dim[0].val.clusterDim.x = static_cast<unsigned>(splits);
-    cluster_dim[0].val.clusterDim.y = 1;
-    cluster_dim[0].val.clusterDim.z = 1;
-    cudaLaunchConfig_t config{};
-    config.gridDim = dim3(static_cast<unsigned>(num_tiles * splits));
-    config.blockDim = dim3(kThreads);
-    config.dynamicSmemBytes = kSmemBytes;
-    config.stream = stream;
-    config.attrs = cluster_dim;
-    config.numAttrs = splits > 1 ? 1 : 0;
+    cudaLaunchAttribute cluster_dim;
+    const cudaLaunchConfig_t config =
+        cluster_launch_config(static_cast<unsigned>(num_tiles * splits), splits, kSmemBytes, stream, cluster_dim);
     const WgmmaWork work{plan.grid_n, first_tile, splits};
     CROSSPOINT_CUDA_RETURN_IF_ERROR(cudaLaunchKernelEx(&config, kKernel, x, x_stride, reinterpret_cast<const uint4*>(packed_weight),
                                                        packed_scales, y, y_stride, m, n, k, group_size, work),
@@ -427,10 +429,10 @@ W4A16WgmmaPlan w4a16_wgmma_plan(int m, int n, int k, int num_sms, int blocks_per
   plan.full_tiles = static_cast<int>(tiles);
   plan.tail_splits = plan.k_splits;
   // Whole tiles that fill some waves and leave a last, partial one (the 7B gate_up at M = 128:
-  // 296 tiles on 264 slots, the second wave 12 % full, so the GEMM took two tiles' time for
-  // 1.12 tiles of work): split only those last tiles, as many ways as one wave holds, so they
-  // finish in a fraction of a tile's time. Estimated as plan_k_splits does (chunk-times of one
-  // block, split_cost_chunks per split block).
+  // 296 tiles on 264 slots, the last wave 12 % full): split only those last tiles, as many ways
+  // as their clusters can all be resident, so they take a fraction of a tile's time. Estimated
+  // as plan_k_splits does (chunk-times of one block, split_cost_chunks per split block). On the
+  // H200 it took 4-6 % off the 7B layer linears at M = 64..256 (bench_gemm, docs/cuda.md).
   const int64_t slots = static_cast<int64_t>(std::max(1, num_sms)) * std::max(1, blocks_per_sm);
   const int64_t tail = tiles % slots;
   if (plan.k_splits == 1 && tiles > slots && tail > 0) {

@@ -78,7 +78,7 @@ __device__ __forceinline__ void write_back_split_tile(float* split_sums, uint16_
 // Host: the K split for `tiles` output tiles of `num_k_chunks` 64-deep chunks each on
 // num_sms x blocks_per_sm slots. Estimated run, in chunk-times of one block while the GPU is
 // full: the number of waves of blocks times each block's chunks, plus split_cost_chunks for
-// the split epilogue (workspace atomics and the last block's read back) of split runs. Each
+// the split epilogue (the reduction of the partial sums) of split runs. Each
 // split keeps >= 4 chunks so its pipeline overlaps, and there are at most split_limit splits;
 // ties go to fewer splits (less reduction traffic). tiles_per_wave[s], when given (s = 1 ..
 // split_limit), is how many tiles split s ways are resident at once (thread-block clusters of
@@ -90,8 +90,8 @@ inline int plan_k_splits(int64_t tiles, int num_k_chunks, int num_sms, int block
   double best_cost = std::numeric_limits<double>::infinity();
   int best = 1;
   for (int splits = 1; splits <= max_splits; ++splits) {
-    const int64_t waves = tiles_per_wave != nullptr ? (tiles + std::max(1, tiles_per_wave[splits]) - 1) / std::max(1, tiles_per_wave[splits])
-                                                    : (tiles * splits + slots - 1) / slots;
+    const int64_t per_wave = tiles_per_wave != nullptr ? std::max(1, tiles_per_wave[splits]) : 0;
+    const int64_t waves = per_wave > 0 ? (tiles + per_wave - 1) / per_wave : (tiles * splits + slots - 1) / slots;
     const int chunks_per_block = (num_k_chunks + splits - 1) / splits;
     const double cost = static_cast<double>(waves) * (chunks_per_block + (splits > 1 ? split_cost_chunks : 0.0));
     if (cost < best_cost - 1e-9) {
