@@ -28,11 +28,12 @@ using w4a16_internal::mma_m16n8k16;
 
 // Rows of M from which w4a16_gemm runs the Hopper wgmma kernel (kWgmma) on compute capability
 // 9.0 devices. Measured on the H200 (bench_gemm, 7B decode-step linears without lm_head, 28
-// layers, 2026-11-30 11:10), ms at M = 16 / 32 / 64 / 128 / 256 / 2,048 (prefill):
-//   kWgmma                2.39 / 2.89 / 3.67 / 5.70 /  9.59 / 53.77
-//   kLargeTileFewSplits   2.41 / 3.67 / 5.24 / 8.07 / 13.69 / 93.48  (mma.sync)
-//   FP16 cuBLASLt         3.62 / 3.69 / 3.68 / 4.12 /  6.62 / 41.66
-// A tie with the mma.sync kernel at 16 (which keeps M <= 16), faster from 32 on. The
+// layers, one call: 2026-11-30 13:32, kWgmma with split K through clusters), ms at
+// M = 16 / 32 / 64 / 128 / 256 / 2,048 (prefill):
+//   kWgmma                2.45 / 2.71 / 3.15 / 4.80 /  8.25 / 55.71
+//   kLargeTileFewSplits   2.38 / 3.66 / 5.24 / 8.02 / 13.69 / 94.80  (mma.sync)
+//   FP16 cuBLASLt         3.71 / 3.78 / 3.81 / 4.45 /  6.68 / 42.49
+// The mma.sync kernel is a little faster at 16 (and keeps M <= 16); wgmma from 32 on. The
 // 256-column (4-warpgroup) form and the k loop that waited for the barrier before issuing a
 // chunk's wgmmas lost at every M and were removed.
 constexpr int kWgmmaMinRows = 17;
