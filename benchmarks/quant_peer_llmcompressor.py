@@ -30,7 +30,7 @@ import numpy as np
 
 CACHE = pathlib.Path(os.environ.get("CROSSPOINT_CACHE", pathlib.Path.home() / ".cache" / "crosspoint"))
 DEFAULT_MODEL = CACHE / "models" / "SmolLM2-135M-Instruct"
-SHAREGPT = CACHE / "datasets" / "ShareGPT_V3_unfiltered_cleaned_split.json"
+SHAREGPT = CACHE / "datasets" / "ShareGPT_V3_complete_subset.json"
 TOKENIZER_FILES = ["tokenizer.json", "tokenizer_config.json", "special_tokens_map.json", "generation_config.json",
                    "vocab.json", "merges.txt", "chat_template.jinja", "added_tokens.json"]
 

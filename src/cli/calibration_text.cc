@@ -1,5 +1,6 @@
 #include "cli/calibration_text.h"
 
+#include "bench/bench_options.h"
 #include "bench/sharegpt_dataset.h"
 #include "common/paths.h"
 
@@ -10,7 +11,7 @@ Result<std::vector<std::vector<int32_t>>> load_text_samples(const std::string& d
                                                             int skip) {
   if (num_samples <= 0 || max_tokens <= 1) return invalid_argument("need at least one sample of at least 2 tokens");
   const std::string path =
-      dataset == "sharegpt" ? cache_dir() + "/datasets/ShareGPT_V3_unfiltered_cleaned_split.json" : dataset;
+      dataset == "sharegpt" ? bench::default_sharegpt_path() : dataset;
   CROSSPOINT_ASSIGN_OR_RETURN(bench::ShareGptFile file, bench::load_sharegpt_file(path));
   std::vector<std::vector<int32_t>> samples;
   for (size_t i = static_cast<size_t>(std::max(skip, 0)); i < file.conversations.size(); ++i) {

@@ -12,7 +12,7 @@
 
 namespace crosspoint::cli {
 
-// dataset: "sharegpt" (CROSSPOINT_CACHE/datasets/ShareGPT_V3_unfiltered_cleaned_split.json) or
+// dataset: "sharegpt" (CROSSPOINT_CACHE/datasets/ShareGPT_V3_complete_subset.json) or
 // a path. Takes conversations in file order starting at `skip`, keeps those of at least
 // min_tokens tokens, each cut to max_tokens, until num_samples are found.
 Result<std::vector<std::vector<int32_t>>> load_text_samples(const std::string& dataset, const Tokenizer& tokenizer,

@@ -22,7 +22,7 @@ namespace {
 constexpr const char* kStudyFixture = "tests/fixtures/analysis/study_l4.json";
 
 // The committed study file: relative to the working directory, else to the directories above
-// the executable (build-*/src/cli/crosspoint lives three levels below the repository).
+// the executable (build-*/crosspoint lives one level below the repository).
 Result<std::string> find_study_fixture() {
   if (std::filesystem::exists(kStudyFixture)) return std::string(kStudyFixture);
   std::error_code error;

@@ -8,6 +8,7 @@
 #include <string>
 
 #include "common/paths.h"
+#include "test_assets.h"
 
 namespace crosspoint::bench {
 namespace {
@@ -28,7 +29,10 @@ std::string find_python() {
 
 void run_scenario(const std::string& name, const std::string& env = "") {
   static const std::string python = find_python();
-  if (python.empty()) GTEST_SKIP() << "no python3 with numpy (run scripts/setup.sh)";
+  if (python.empty()) {
+    CROSSPOINT_REQUIRE_ASSET(cache_dir() + "/venv/bin/python3");
+    FAIL() << cache_dir() << "/venv/bin/python3 cannot import numpy: scripts/setup.sh installs it";
+  }
   const std::string command = env + python + " " + CROSSPOINT_SOURCE_DIR + "/tests/bench/run_bench_scenario.py --binary " +
                               CROSSPOINT_BINARY + " --scenario " + name;
   const int rc = std::system(command.c_str());
@@ -64,9 +68,8 @@ TEST(BenchProcess, AgainstCrosspointServerWithToyModel) {
 // `crosspoint serve` with the default model, when the setup script has installed it.
 TEST(BenchProcess, AgainstCrosspointServeDefaultModel) {
   const std::string model_dir = default_model_dir();
-  if (!std::filesystem::exists(model_dir + "/config.json") || !std::filesystem::exists(model_dir + "/tokenizer.json")) {
-    GTEST_SKIP() << "default model not installed in " << model_dir << " (run scripts/setup.sh)";
-  }
+  CROSSPOINT_REQUIRE_ASSET(model_dir + "/config.json");
+  CROSSPOINT_REQUIRE_ASSET(model_dir + "/tokenizer.json");
   run_scenario("default_model");
 }
 

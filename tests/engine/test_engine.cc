@@ -125,8 +125,9 @@ std::vector<std::vector<int32_t>> run_concurrently(const EngineConfig& config, c
   EXPECT_TRUE(collector.wait(static_cast<int>(requests.size())));
   std::vector<std::vector<int32_t>> outputs;
   for (int64_t id : ids) outputs.push_back(collector.get(id).tokens);
-  // Give the loop a moment to publish its gauges after the last step.
-  for (int i = 0; i < 100 && engine.metrics().num_free_blocks != config.scheduler.num_blocks; ++i) {
+  // The loop publishes its gauges after the step that finished the last request; the bound only
+  // keeps a broken engine from hanging the test (a loaded or sanitised run may need seconds).
+  for (int i = 0; i < 2000 && engine.metrics().num_free_blocks != config.scheduler.num_blocks; ++i) {
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
   }
   if (metrics_out != nullptr) *metrics_out = engine.metrics();
@@ -199,30 +200,39 @@ TEST(Engine, AbortEndsARequestAndFreesItsBlocks) {
   Engine engine(toy_config(64, 4, 4, 64), testing::make_toy_runner(64, 4));
   Collector collector;
   std::mutex mutex;
-  std::condition_variable got_token;
+  std::condition_variable changed;
   int tokens_seen = 0;
+  bool abort_sent = false;
   EngineRequest r;
   r.prompt_token_ids = std::vector<int32_t>(30, 9);
   r.max_tokens = 200;
   r.ignore_eos = true;
   auto inner = collector.sink();
+  // The engine thread waits in the sink from the third token until the abort is queued: the toy
+  // model would otherwise finish all 200 tokens before this thread is scheduled again.
   auto id = engine.submit(r, [&](const RequestOutput& out) {
     inner(out);
-    std::lock_guard<std::mutex> lock(mutex);
+    std::unique_lock<std::mutex> lock(mutex);
     tokens_seen += static_cast<int>(out.new_token_ids.size());
-    got_token.notify_all();
+    changed.notify_all();
+    if (!out.finished && tokens_seen >= 3) changed.wait(lock, [&] { return abort_sent; });
   });
   ASSERT_TRUE(id.is_ok());
   engine.start();
   {
     std::unique_lock<std::mutex> lock(mutex);
-    got_token.wait(lock, [&] { return tokens_seen >= 3; });
+    changed.wait(lock, [&] { return tokens_seen >= 3; });
   }
   engine.abort(*id);
+  {
+    std::lock_guard<std::mutex> lock(mutex);
+    abort_sent = true;
+  }
+  changed.notify_all();
   ASSERT_TRUE(collector.wait(1));
   EXPECT_EQ(collector.get(*id).reason, FinishReason::kAbort);
   EXPECT_LT(collector.get(*id).tokens.size(), 200u);
-  for (int i = 0; i < 200 && engine.metrics().num_free_blocks != 64; ++i) {
+  for (int i = 0; i < 2000 && engine.metrics().num_free_blocks != 64; ++i) {
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
   }
   EXPECT_EQ(engine.metrics().num_free_blocks, 64);

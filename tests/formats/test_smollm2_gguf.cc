@@ -13,6 +13,7 @@
 #include "formats/gguf_to_hf.h"
 #include "formats/safetensors.h"
 #include "formats_test_util.h"
+#include "test_assets.h"
 
 namespace crosspoint {
 namespace {
@@ -21,7 +22,7 @@ class SmolLM2Gguf : public ::testing::Test {
  protected:
   void SetUp() override {
     const std::string path = cache_dir() + "/gguf/SmolLM2-135M-Instruct.Q4_1.gguf";
-    ASSERT_TRUE(std::filesystem::exists(path)) << path << " is missing: run scripts/setup.sh (it fetches the GGUF)";
+    CROSSPOINT_REQUIRE_ASSET(path);
     auto file = GgufFile::open(path);
     ASSERT_TRUE(file.is_ok()) << file.status().to_string();
     gguf_ = std::make_unique<GgufFile>(std::move(file).value());

@@ -9,6 +9,7 @@
 #include <fstream>
 
 #include "common/paths.h"
+#include "test_assets.h"
 #include "model_test_util.h"
 
 namespace crosspoint {
@@ -17,9 +18,9 @@ namespace {
 using testing::BatchBuilder;
 
 constexpr size_t kMinMatchingTokens = 32;
-constexpr const char* kNoFixture =
-    "tests/fixtures/model/smollm2_llamacpp/greedy_q4_1.json not generated yet: run "
-    "tests/fixtures/model/make_llamacpp_greedy.py with llama-cpp-python installed";
+constexpr const char* kFixtureHelp =
+    " is a committed fixture; regenerate it with tests/fixtures/model/make_llamacpp_greedy.py "
+    "(llama-cpp-python installed)";
 
 struct LlamaCppSequence {
   std::string prompt;
@@ -79,14 +80,15 @@ class SmolLM2VsLlamaCpp : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
     dir_ = default_model_dir();
-    if (!std::filesystem::exists(dir_ + "/model.safetensors")) return;
+    if (!std::filesystem::exists(dir_ + "/model.safetensors")) return;  // each test says so in SetUp
     auto model = Model::load(dir_);
     ASSERT_TRUE(model.is_ok()) << model.status().to_string();
     model_ = std::move(model).value().release();
   }
   static void TearDownTestSuite() { delete model_; model_ = nullptr; }
   void SetUp() override {
-    if (model_ == nullptr) GTEST_SKIP() << "default model not converted yet (" << dir_ << "): run scripts/setup.sh";
+    CROSSPOINT_REQUIRE_ASSET(dir_ + "/model.safetensors");
+    ASSERT_NE(model_, nullptr) << dir_ << ": the default model did not load";
   }
 
   // Greedy continuation through the model API; stops after n tokens or at an eos.
@@ -184,13 +186,13 @@ TEST_F(SmolLM2VsLlamaCpp, GreedyMatchesTransformersOnTheConvertedWeights) {
 // (whole_prefix) or at least up to its first step with an indecisive margin.
 TEST_F(SmolLM2VsLlamaCpp, LogitsAndGreedyAgreeWithLlamaCppQ41) {
   const auto seqs = load_llamacpp("greedy_q4_1.json");
-  if (seqs.empty()) GTEST_SKIP() << kNoFixture;
+  ASSERT_FALSE(seqs.empty()) << "smollm2_llamacpp/greedy_q4_1.json" << kFixtureHelp;
   check_against_peer(seqs, kQ41Tolerance, "llama.cpp Q4_1");
 }
 
 TEST_F(SmolLM2VsLlamaCpp, LogitsAndGreedyAgreeWithLlamaCppF16) {
   const auto seqs = load_llamacpp("greedy_f16.json");
-  if (seqs.empty()) GTEST_SKIP() << "tests/fixtures/model/smollm2_llamacpp/greedy_f16.json not generated yet";
+  ASSERT_FALSE(seqs.empty()) << "smollm2_llamacpp/greedy_f16.json" << kFixtureHelp;
   check_against_peer(seqs, kF16Tolerance, "llama.cpp F16");
 }
 

@@ -7,6 +7,9 @@
 #include <filesystem>
 #include <string>
 
+#include "common/paths.h"
+#include "test_assets.h"
+
 namespace {
 
 struct CommandResult {
@@ -68,11 +71,7 @@ TEST(SweepCli, HelpShowsTheStudySettings) {
 }
 
 TEST(SweepCli, ServerThatFailsToStartShowsItsLog) {
-  if (!std::filesystem::exists(std::string(std::getenv("HOME") ? std::getenv("HOME") : "") +
-                               "/.cache/crosspoint/models") &&
-      !std::getenv("CROSSPOINT_CACHE")) {
-    GTEST_SKIP() << "no crosspoint cache (scripts/setup.sh puts the default model there)";
-  }
+  CROSSPOINT_REQUIRE_ASSET(crosspoint::default_model_dir() + "/config.json");
   const std::string out = temp_dir("nostart");
   // 64 KiB of KV cache cannot hold one sequence of 2048 tokens: serve refuses to start.
   const CommandResult r = run_crosspoint("--precisions fp16 --concurrency 1 --kv-cache-memory 64KiB --out " + out);

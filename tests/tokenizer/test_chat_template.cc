@@ -29,7 +29,7 @@ void expect_renders(const ChatTemplate& chat_template, const nlohmann::json& fam
 }
 
 TEST(ChatTemplate, QwenMatchesJinja) {
-  CROSSPOINT_REQUIRE_FILE(testing::qwen_tokenizer_dir() + "/tokenizer_config.json");
+  CROSSPOINT_REQUIRE_ASSET(testing::qwen_tokenizer_dir() + "/tokenizer_config.json");
   expect_renders(chat_template_for_model_dir(testing::qwen_tokenizer_dir()),
                  testing::load_fixture("chat_template.json")["qwen2.5"]);
 }

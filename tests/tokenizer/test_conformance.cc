@@ -38,14 +38,14 @@ void expect_matches_fixture(const Tokenizer& tokenizer, const nlohmann::json& fi
 }
 
 TEST(Qwen25Conformance, MatchesHuggingFaceTokenizers) {
-  CROSSPOINT_REQUIRE_FILE(testing::qwen_tokenizer_dir() + "/tokenizer.json");
+  CROSSPOINT_REQUIRE_ASSET(testing::qwen_tokenizer_dir() + "/tokenizer.json");
   auto tokenizer = testing::load_qwen();
   ASSERT_NE(tokenizer, nullptr);
   expect_matches_fixture(*tokenizer, load_fixture("qwen2.5.json"), false);
 }
 
 TEST(Qwen25Conformance, KnownIdsAndSpecialTokens) {
-  CROSSPOINT_REQUIRE_FILE(testing::qwen_tokenizer_dir() + "/tokenizer.json");
+  CROSSPOINT_REQUIRE_ASSET(testing::qwen_tokenizer_dir() + "/tokenizer.json");
   auto tokenizer = testing::load_qwen();
   ASSERT_NE(tokenizer, nullptr);
   EXPECT_EQ(tokenizer->encode("Hello"), (std::vector<int32_t>{9707}));
@@ -62,7 +62,7 @@ TEST(Qwen25Conformance, KnownIdsAndSpecialTokens) {
 }
 
 TEST(Qwen25Conformance, ConcurrentEncodingSharesTheWordCacheSafely) {
-  CROSSPOINT_REQUIRE_FILE(testing::qwen_tokenizer_dir() + "/tokenizer.json");
+  CROSSPOINT_REQUIRE_ASSET(testing::qwen_tokenizer_dir() + "/tokenizer.json");
   const Tokenizer* tokenizer = testing::load_qwen();
   ASSERT_NE(tokenizer, nullptr);
   const auto fixture = load_fixture("qwen2.5.json");
@@ -80,7 +80,7 @@ TEST(Qwen25Conformance, ConcurrentEncodingSharesTheWordCacheSafely) {
 }
 
 TEST(SmolLM2Conformance, FromGgufMatchesHuggingFaceAndLlamaCpp) {
-  CROSSPOINT_REQUIRE_FILE(testing::smollm2_gguf_path());
+  CROSSPOINT_REQUIRE_ASSET(testing::smollm2_gguf_path());
   auto tokenizer = testing::load_smollm2_from_gguf();
   ASSERT_NE(tokenizer, nullptr);
   expect_matches_fixture(*tokenizer, load_fixture("smollm2.json"), true);
@@ -89,7 +89,7 @@ TEST(SmolLM2Conformance, FromGgufMatchesHuggingFaceAndLlamaCpp) {
 }
 
 TEST(SmolLM2Conformance, WrittenHfFilesLoadAndEncodeTheSame) {
-  CROSSPOINT_REQUIRE_FILE(testing::smollm2_gguf_path());
+  CROSSPOINT_REQUIRE_ASSET(testing::smollm2_gguf_path());
   auto gguf = GgufFile::open(testing::smollm2_gguf_path());
   ASSERT_TRUE(gguf.is_ok()) << gguf.status().to_string();
   const auto dir = std::filesystem::temp_directory_path() / ("crosspoint_tokenizer_test_" + std::to_string(getpid()));

@@ -25,7 +25,7 @@ std::string stream(const Tokenizer& tokenizer, const std::vector<int32_t>& ids, 
 class IncrementalDecoderTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    CROSSPOINT_REQUIRE_FILE(testing::qwen_tokenizer_dir() + "/tokenizer.json");
+    CROSSPOINT_REQUIRE_ASSET(testing::qwen_tokenizer_dir() + "/tokenizer.json");
     tokenizer_ = testing::load_qwen();
     ASSERT_NE(tokenizer_, nullptr);
   }

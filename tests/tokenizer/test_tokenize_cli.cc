@@ -34,7 +34,7 @@ CommandResult run_command(const std::string& args) {
 }
 
 TEST(TokenizeCli, EncodesAndDecodesWithQwen) {
-  CROSSPOINT_REQUIRE_FILE(testing::qwen_tokenizer_dir() + "/tokenizer.json");
+  CROSSPOINT_REQUIRE_ASSET(testing::qwen_tokenizer_dir() + "/tokenizer.json");
   const std::string model = " --model " + testing::qwen_tokenizer_dir();
   auto encoded = run_command(model + " --text 'Hello world'");
   EXPECT_EQ(encoded.exit_code, 0);
@@ -47,7 +47,7 @@ TEST(TokenizeCli, EncodesAndDecodesWithQwen) {
 }
 
 TEST(TokenizeCli, FromGgufAndExportedFiles) {
-  CROSSPOINT_REQUIRE_FILE(testing::smollm2_gguf_path());
+  CROSSPOINT_REQUIRE_ASSET(testing::smollm2_gguf_path());
   const auto smollm2 = testing::load_fixture("smollm2.json")["cases"];
   const auto& hello = *std::find_if(smollm2.begin(), smollm2.end(), [](const auto& c) { return c["name"] == "hello"; });
   const std::string expected = hello["ids"].dump() + "\n";

@@ -13,6 +13,7 @@
 
 #include "common/paths.h"
 #include "formats/gguf.h"
+#include "test_assets.h"
 #include "tokenizer/tokenizer.h"
 
 namespace crosspoint::testing {
@@ -40,13 +41,6 @@ inline std::string case_input(const nlohmann::json& c) {
   return c.contains("bytes_hex") ? from_hex(c["bytes_hex"].get<std::string>()) : c["text"].get<std::string>();
 }
 
-// The real tokenizers live in the cache that scripts/setup.sh fills; without it the
-// conformance tests are skipped with a message saying so.
-#define CROSSPOINT_REQUIRE_FILE(path)                                                          \
-  do {                                                                                         \
-    if (!std::filesystem::exists(path))                                                        \
-      GTEST_SKIP() << (path) << " is missing: run scripts/setup.sh to fill the asset cache";  \
-  } while (0)
 
 // Loaded once per test binary (parsing the 7 MB tokenizer.json is the slow part).
 inline const Tokenizer* load_qwen() {
