@@ -43,7 +43,7 @@ log "configure $BUILD (Release, CUDA sm_90a)"
 cmake -S . -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CXX_COMPILER_LAUNCHER=ccache \
   -DCMAKE_CUDA_COMPILER_LAUNCHER=ccache -DCMAKE_CUDA_ARCHITECTURES=90a -DCROSSPOINT_CUDA=ON >/dev/null \
   || die "cmake configure failed (is nvcc at /usr/local/cuda/bin?)"
-WANTED=(crosspoint test_kernels_cuda test_model_cuda test_analysis bench_gemm bench_attention bench_decode_step)
+WANTED=(crosspoint test_kernels_cuda test_model_cuda test_determinism test_analysis bench_gemm bench_attention bench_decode_step)
 AVAILABLE=$(ninja -C "$BUILD" -t targets all 2>/dev/null | sed -n 's/^\([A-Za-z0-9_]*\): phony$/\1/p; s/^\([A-Za-z0-9_]*\): .*/\1/p' | sort -u)
 TARGETS=()
 for t in "${WANTED[@]}"; do
@@ -138,7 +138,7 @@ EOF
 TOK=$CACHE/tokenizers/qwen2.5
 [ -f "$TOK/tokenizer.json" ] || die "$TOK/tokenizer.json missing (run scripts/setup.sh)"
 cp "$TOK"/tokenizer*.json "$STAGE/tokenizers/qwen2.5/"
-SHAREGPT=$CACHE/datasets/ShareGPT_V3_unfiltered_cleaned_split.json
+SHAREGPT=$CACHE/datasets/ShareGPT_V3_complete_subset.json
 [ -f "$SHAREGPT" ] || die "$SHAREGPT missing (run scripts/setup.sh)"
 python3 - "$SHAREGPT" "$STAGE/datasets/sharegpt_sample.json" "$SHAREGPT_N" <<'PY'
 # The first N entries with at least two turns, read incrementally (the cached file is cut

@@ -2,7 +2,7 @@
 # The study on the GPU in one device call (issues #6 and #7), from the bundle that
 # scripts/gpu_bundle.sh made here:
 #   1. unpack .gpu_bundle/crosspoint-gpu.tar.xz, nvidia-smi, the manifest
-#   2. tests:  test_kernels_cuda and test_model_cuda (when bundled), a short log
+#   2. tests:  test_kernels_cuda, test_model_cuda and test_determinism (when bundled), a short log
 #   3. ceilings.py (--only ceilings or --ceilings FILE: the GPU's read bandwidth, fp16 and fp8
 #      matmul rates, measured by shared/tools/gpu; otherwise crosspoint hwinfo measures them)
 #   4. check:  (checkpoints are written in the background from the start) a random 2-layer Qwen2 with Qwen2.5-7B widths, greedy crosspoint generate --device cuda
@@ -21,6 +21,10 @@
 #             bench_attention unless DECODE_MICRO=0
 #   quantpeer: torch_peer.py --part quant (graph-replayed fp8/int4 decode at batch 1/8/32/64)
 #   profile:  ncu over bench_gemm --profile-shapes (PROFILE_KERNELS regex, PROFILE_ROWS list of M, PROFILE_COUNT, PROFILE_S)
+#   servercheck: benchmarks/gpu/check_server_determinism.py over the 7B checkpoints: the same request
+#             sequentially, in copies sent together and amid load, default and --deterministic servers
+# --deterministic-too: the decode step and the sweep run a second time with --deterministic
+#          (decode_step_deterministic.json, the sweep-deterministic folder), for the mode's cost.
 # Every step has its own time limit inside BUDGET_S (560 s), and $OUT/results.json is written
 # on every exit (steps with their exit codes and seconds, ceilings, checkpoint timings, the check,
 # every sweep cell's headline numbers, start-up facts, peers).
@@ -62,6 +66,7 @@ RESUME_SWEEP=""  # --resume-sweep DIR: a previous call's sweep folder (carried);
 PEER_MODES="fp16,fp8,int4"
 DECODE_BATCHES="1,8,32,64,128"
 DRY_RUN=0   # --cpu-dry-run: the same flow on a machine without a GPU (tiny model, CPU servers)
+DET_TOO=0   # --deterministic-too: decode step and sweep again with --deterministic
 while [ $# -gt 0 ]; do
   case $1 in
     --only) ONLY=$2; shift ;;
@@ -78,6 +83,7 @@ while [ $# -gt 0 ]; do
     --peer-modes) PEER_MODES=$2; shift ;;
     --decode-batches) DECODE_BATCHES=$2; shift ;;
     --cpu-dry-run) DRY_RUN=1 ;;
+    --deterministic-too) DET_TOO=1 ;;
     -h|--help) sed -n '2,/^set -uo/p' "$0" | sed '$d'; exit 0 ;;
     *) echo "gpu_study.sh: unknown option $1 (see --help)"; exit 2 ;;
   esac
@@ -141,35 +147,42 @@ for p in sorted(glob.glob(os.path.join(work, "logs", "checkpoint-*.log"))):
         if line.startswith("RESULT "):
             ck.append(json.loads(line[7:]))
 res["checkpoints"] = ck
-for name in ("hwinfo", "decode_step", "bench_gemm", "bench_attention"):
+for name in ("hwinfo", "decode_step", "decode_step_deterministic", "bench_gemm", "bench_attention", "server_determinism"):
     if os.path.exists(os.path.join(work, name + ".json")):
         res[name] = load(os.path.join(work, name + ".json"))
 if os.path.exists(os.path.join(work, "check.json")):
     res["check_vs_transformers"] = load(os.path.join(work, "check.json"))
-sweep = os.path.join(work, "sweep")
-cells = []
 keys = ["completed", "failed", "duration", "output_throughput", "median_tpot_ms", "p99_tpot_ms", "median_ttft_ms",
         "p99_ttft_ms", "median_itl_ms", "p99_itl_ms", "request_goodput", "total_input_tokens", "total_output_tokens"]
-for p in sorted(glob.glob(os.path.join(sweep, "cells", "*.json"))):
-    c = load(p)
-    row = {"cell": os.path.basename(p)[:-5]}
-    row.update({k: c.get(k) for k in keys if k in c})
-    sm = c.get("server_metrics")
-    if isinstance(sm, dict):
-        row["server_metrics"] = {k: v for k, v in sm.items() if not isinstance(v, list)}
-    cells.append(row)
-res["sweep_cells"] = cells
-res["sweep_servers"] = {os.path.basename(p)[:-5]: load(p) for p in sorted(glob.glob(os.path.join(sweep, "servers", "*.json")))}
-if os.path.exists(os.path.join(sweep, "sweep.json")):
-    res["sweep_options"] = load(os.path.join(sweep, "sweep.json"))
+cells = []
+for folder, suffix in (("sweep", ""), ("sweep-deterministic", "_deterministic")):
+    sweep = os.path.join(work, folder)
+    if not os.path.isdir(sweep):
+        continue
+    folder_cells = []
+    for p in sorted(glob.glob(os.path.join(sweep, "cells", "*.json"))):
+        c = load(p)
+        row = {"cell": os.path.basename(p)[:-5]}
+        row.update({k: c.get(k) for k in keys if k in c})
+        sm = c.get("server_metrics")
+        if isinstance(sm, dict):
+            row["server_metrics"] = {k: v for k, v in sm.items() if not isinstance(v, list)}
+        folder_cells.append(row)
+    cells += folder_cells
+    res["sweep_cells" + suffix] = folder_cells
+    res["sweep_servers" + suffix] = {os.path.basename(p)[:-5]: load(p)
+                                     for p in sorted(glob.glob(os.path.join(sweep, "servers", "*.json")))}
+    if os.path.exists(os.path.join(sweep, "sweep.json")):
+        res["sweep_options" + suffix] = load(os.path.join(sweep, "sweep.json"))
 res["torch_peers"] = {os.path.basename(p)[5:-5]: load(p) for p in sorted(glob.glob(os.path.join(work, "peer_*.json")))}
 json.dump(res, open(os.path.join(out, "results.json"), "w"), indent=1)
 print("results.json: steps " + ", ".join(f"{s['step']}={s['rc']}" for s in steps) +
       f"; {len(cells)} sweep cells; {len(ck)} checkpoints")
 PY
   for f in report.md report.html study.json; do [ -f "$WORK/sweep/$f" ] && cp "$WORK/sweep/$f" "$OUT/"; done
-  tar -C "$WORK" -cJf "$OUT/logs.tar.xz" --exclude='*.partial' logs sweep check.json steps.jsonl 2>/dev/null
-  for f in decode_step.json bench_gemm.json bench_attention.json hwinfo.json; do [ -f "$WORK/$f" ] && cp "$WORK/$f" "$OUT/"; done
+  [ -f "$WORK/sweep-deterministic/report.md" ] && cp "$WORK/sweep-deterministic/report.md" "$OUT/report-deterministic.md"
+  tar -C "$WORK" -cJf "$OUT/logs.tar.xz" --exclude='*.partial' logs sweep sweep-deterministic check.json steps.jsonl 2>/dev/null
+  # results.json holds decode_step, hwinfo, server_determinism and the rest: $OUT brings back 8 files at most.
   log "done in $(( $(date +%s) - START )) s; \$OUT: $(ls "$OUT" | tr '\n' ' ')"
 }
 trap 'finish "$ONLY $PRECISIONS"' EXIT
@@ -231,7 +244,7 @@ fi
 # ---------------------------------------------------------------- 2. tests
 # test_analysis runs only its GPU measurement tests: the rest ran in CI.
 if want tests; then
-  for t_bin in test_kernels_cuda test_model_cuda test_analysis; do
+  for t_bin in test_kernels_cuda test_model_cuda test_determinism test_analysis; do
     [ -x "$BUNDLE_DIR/bin/$t_bin" ] || { log "$t_bin: not in the bundle"; continue; }
     filter=(); [ $t_bin = test_analysis ] && filter=(--gtest_filter='GpuMeasurement*')
     [ $t_bin = test_kernels_cuda ] && [ -n "${TEST_KERNELS_FILTER:-}" ] && filter=(--gtest_filter="$TEST_KERNELS_FILTER")
@@ -353,6 +366,29 @@ if want decode && [ -x "$BUNDLE_DIR/bin/bench_decode_step" ]; then
   rc=$?
   tail -60 "$WORK/logs/bench_decode_step.log" | tee -a "$LOG"
   step bench_decode_step $rc $(( $(now) - t )) "$(tail -1 "$WORK/logs/bench_decode_step.log" | cut -c1-150)"
+  if [ $DET_TOO -eq 1 ]; then
+    log "== bench_decode_step --deterministic"
+    t=$(now)
+    CROSSPOINT_COMMIT=$(python3 -c "import json; print(json.load(open('$BUNDLE_DIR/manifest.json'))['commit'])") \
+      timeout $(limit 240) "$BUNDLE_DIR/bin/bench_decode_step" "${models[@]}" --batches "$DECODE_BATCHES" --context 512 \
+      --prefill-tokens 2048 --ceilings "$CEIL_FOR_BENCH" --deterministic --out "$WORK/decode_step_deterministic.json" \
+      >"$WORK/logs/bench_decode_step_deterministic.log" 2>&1
+    rc=$?
+    tail -40 "$WORK/logs/bench_decode_step_deterministic.log" | tee -a "$LOG"
+    step bench_decode_step_deterministic $rc $(( $(now) - t )) "$(tail -1 "$WORK/logs/bench_decode_step_deterministic.log" | cut -c1-150)"
+  fi
+fi
+if want servercheck; then
+  models=()
+  for p in "${PREC_LIST[@]}"; do [ -f "$CKPT/$p/config.json" ] && models+=(--model "$CKPT/$p"); done
+  log "== server determinism: ${models[*]}"
+  t=$(now)
+  timeout $(limit 300) python3 "$ROOT/benchmarks/gpu/check_server_determinism.py" --crosspoint "$BUNDLE_DIR/bin/crosspoint" \
+    "${models[@]}" --out "$WORK/server_determinism.json" --log "$WORK/logs/server_determinism_servers.log" \
+    >"$WORK/logs/server_determinism.log" 2>&1
+  rc=$?
+  tee -a "$LOG" <"$WORK/logs/server_determinism.log"
+  step server_determinism $rc $(( $(now) - t )) "$(tail -1 "$WORK/logs/server_determinism.log" | cut -c1-150)"
 fi
 CEIL_FOR_GEMM=${CEILINGS:-$HWINFO}
 if want decode && [ "${DECODE_MICRO:-1}" = 1 ] && [ -x "$BUNDLE_DIR/bin/bench_gemm" ] && [ -n "$CEIL_FOR_GEMM" ]; then
@@ -428,10 +464,21 @@ if want sweep; then
   [ $EAGER -eq 1 ] && sweep_args+=(--enforce-eager)
   echo "crosspoint sweep ${sweep_args[*]}" >>"$LOG"
   t=$(now)
-  timeout $(limit 540) "$BUNDLE_DIR/bin/crosspoint" sweep "${sweep_args[@]}" >"$WORK/logs/sweep.log" 2>&1
+  sweep_limit=540; [ $DET_TOO -eq 1 ] && sweep_limit=$(( ($(left_s) - 40) / 2 ))
+  timeout $(limit $sweep_limit) "$BUNDLE_DIR/bin/crosspoint" sweep "${sweep_args[@]}" >"$WORK/logs/sweep.log" 2>&1
   rc=$?
   grep -vE "^\s*$|sweep cells \[" "$WORK/logs/sweep.log" | tail -15 | tee -a "$LOG"
   step sweep $rc $(( $(now) - t )) "$(ls "$WORK/sweep/cells" 2>/dev/null | grep -c json) cells"
+  if [ $DET_TOO -eq 1 ]; then
+    det_args=("${sweep_args[@]}")
+    for i in "${!det_args[@]}"; do [ "${det_args[$i]}" = "$WORK/sweep" ] && det_args[$i]="$WORK/sweep-deterministic"; done
+    t=$(now)
+    timeout $(limit 540) "$BUNDLE_DIR/bin/crosspoint" sweep "${det_args[@]}" --deterministic \
+      >"$WORK/logs/sweep-deterministic.log" 2>&1
+    rc=$?
+    grep -vE "^\s*$|sweep cells \[" "$WORK/logs/sweep-deterministic.log" | tail -15 | tee -a "$LOG"
+    step sweep_deterministic $rc $(( $(now) - t )) "$(ls "$WORK/sweep-deterministic/cells" 2>/dev/null | grep -c json) cells"
+  fi
   for f in "$WORK"/sweep/logs/serve-*.log; do
     [ -f "$f" ] && { echo "-- $(basename "$f"):"; grep -E "GPU|weights|KV cache|capacity|graphs|start-up|error|Error" "$f" | head -12; }
   done 2>/dev/null | tee -a "$LOG"

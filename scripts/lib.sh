@@ -119,7 +119,7 @@ configure_and_build() {
 
 # The test binaries whose code runs several threads (the engine loop, the HTTP server, the load
 # client, child processes): scripts/test.sh repeats them shuffled and runs them under TSan.
-THREADED_TEST_BINARIES=(test_engine test_scheduler test_server test_bench test_sweep)
+THREADED_TEST_BINARIES=(test_engine test_scheduler test_server test_bench test_sweep test_determinism)
 
 # run_threaded_tests BUILD_DIR "GTEST_ARGS": each threaded binary once with those arguments.
 run_threaded_tests() {

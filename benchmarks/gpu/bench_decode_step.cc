@@ -72,6 +72,7 @@ struct Options {
   int32_t eager_reps = 20;
   int32_t prefill_reps = 5;
   bool tight_attention_bound = false;
+  bool deterministic = false;  // the batch-invariant kernels of serve --deterministic
   std::string tables_from;  // print the tables of this results JSON and exit (no GPU needed)
 };
 
@@ -293,6 +294,7 @@ Result<json> bench_model(const std::string& dir, const Options& o, const Ceiling
   mo.max_model_len = std::max({o.max_model_len, o.context + 1, o.prefill_tokens});
   const int32_t decode_blocks = (o.context + 1 + mo.block_size - 1) / mo.block_size;
   mo.num_kv_blocks = std::max<int64_t>(int64_t{max_batch} * decode_blocks, (o.prefill_tokens + mo.block_size - 1) / mo.block_size);
+  mo.batch_invariant = o.deterministic;
   Stopwatch create_timer;
   CROSSPOINT_ASSIGN_OR_RETURN(std::unique_ptr<cuda::CudaModel> gpu, cuda::CudaModel::create(*model, mo));
   const double create_s = create_timer.elapsed_seconds();
@@ -462,6 +464,7 @@ int run(int argc, char** argv) {
   app.add_option("--replays", o.replays, "timed graph replays per decode batch");
   app.add_option("--eager-reps", o.eager_reps, "timed eager decode steps per batch");
   app.add_option("--prefill-reps", o.prefill_reps, "timed prefill steps");
+  app.add_flag("--deterministic", o.deterministic, "the batch-invariant kernels of serve --deterministic");
   app.add_flag("--tight-attention-bound", o.tight_attention_bound,
                "size decode attention for the batch's context instead of max-model-len");
   try {
@@ -516,7 +519,8 @@ int run(int argc, char** argv) {
       {"options",
        {{"batches", o.batches}, {"context", o.context}, {"prefill_tokens", o.prefill_tokens},
         {"max_model_len", o.max_model_len}, {"replays", o.replays}, {"eager_reps", o.eager_reps},
-        {"prefill_reps", o.prefill_reps}, {"tight_attention_bound", o.tight_attention_bound}}},
+        {"prefill_reps", o.prefill_reps}, {"tight_attention_bound", o.tight_attention_bound},
+        {"deterministic", o.deterministic}}},
       {"method",
        {{"graph", "forward + greedy argmax captured once, median/p10/p90 of timed replays after 3 warm-up replays"},
         {"eager", "the same launches from the host, inputs already on the device"},

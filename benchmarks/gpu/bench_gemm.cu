@@ -130,11 +130,11 @@ Buffers make_buffers(cudaStream_t s) {
 // former form, CUDA cores, one warp per whole weight row (k_splits = 1); gemv_fused_quant:
 // fp8 with the per-token quantisation inside the GEMV (fp8_gemv_from_fp16, no quant launch).
 // W4A16: w4a16_mma* are the 4-warp kernel's tunings, w4a16_large* the larger-batch kernel
-// (kLargeTile, kLargeTileFewSplits, kLargeTileWide), w4a16_wgmma the Hopper kernel (kWgmma;
+// (kLargeTile, kLargeTileUnsplit, kLargeTileWide), w4a16_wgmma the Hopper kernel (kWgmma;
 // only on compute capability 9.0), w4a16_gemm what the engine calls (w4a16_gemm: the GEMV at M <= 8, else
 // w4a16_default_tuning_for(M)).
 enum class Variant { kAuto, kCublasLt, kGemv, kW4A16, kW4A16Deep, kW4A16Narrow, kW4A16Splits, kFp8Quant, kGemvWholeRow, kFp8Fused, kGemvCudaCores, kW4A16Gemv,
-                     kW4A16Large, kW4A16LargeFewSplits, kW4A16LargeWide, kW4A16Engine, kFp16MmaGemv, kW4A16Wgmma,
+                     kW4A16Large, kW4A16LargeUnsplit, kW4A16LargeWide, kW4A16Engine, kFp16MmaGemv, kW4A16Wgmma,
                      kW4A16WgmmaUniform };
 const char* variant_name(Variant v) {
   switch (v) {
@@ -151,7 +151,7 @@ const char* variant_name(Variant v) {
     case Variant::kGemvCudaCores: return "gemv_cuda_cores";
     case Variant::kW4A16Gemv: return "w4a16_gemv";
     case Variant::kW4A16Large: return "w4a16_large";
-    case Variant::kW4A16LargeFewSplits: return "w4a16_large_fewsplits";
+    case Variant::kW4A16LargeUnsplit: return "w4a16_large_unsplit";
     case Variant::kW4A16LargeWide: return "w4a16_large_wide";
     case Variant::kW4A16Engine: return "w4a16_gemm";
     case Variant::kW4A16Wgmma: return "w4a16_wgmma";
@@ -162,7 +162,7 @@ const char* variant_name(Variant v) {
 }
 bool is_w4a16_tuning(Variant v) { return v == Variant::kW4A16Deep || v == Variant::kW4A16Narrow || v == Variant::kW4A16Splits; }
 bool is_w4a16_large(Variant v) {
-  return v == Variant::kW4A16Large || v == Variant::kW4A16LargeFewSplits || v == Variant::kW4A16LargeWide;
+  return v == Variant::kW4A16Large || v == Variant::kW4A16LargeUnsplit || v == Variant::kW4A16LargeWide;
 }
 bool is_w4a16_wgmma(Variant v) { return v == Variant::kW4A16Wgmma || v == Variant::kW4A16WgmmaUniform; }
 cuda::W4A16Tuning tuning_of(Variant v) {
@@ -171,7 +171,7 @@ cuda::W4A16Tuning tuning_of(Variant v) {
     case Variant::kW4A16Narrow: return cuda::W4A16Tuning::kNarrowBlocks;
     case Variant::kW4A16Splits: return cuda::W4A16Tuning::kMoreSplits;
     case Variant::kW4A16Large: return cuda::W4A16Tuning::kLargeTile;
-    case Variant::kW4A16LargeFewSplits: return cuda::W4A16Tuning::kLargeTileFewSplits;
+    case Variant::kW4A16LargeUnsplit: return cuda::W4A16Tuning::kLargeTileUnsplit;
     case Variant::kW4A16LargeWide: return cuda::W4A16Tuning::kLargeTileWide;
     case Variant::kW4A16Wgmma: return cuda::W4A16Tuning::kWgmma;
     default: return cuda::W4A16Tuning::kDefault;
@@ -249,7 +249,7 @@ const Shape kLayerShapes[] = {{"q/o 3584x3584", 3584, 3584}, {"k/v 512x3584", 51
 const int kBatchSizes[] = {1, 2, 4, 8, 16, 32, 64, 128, 256};
 const std::vector<Variant> kW4A16Variants = {Variant::kW4A16Engine, Variant::kW4A16Gemv, Variant::kW4A16, Variant::kW4A16Deep,
                                              Variant::kW4A16Narrow, Variant::kW4A16Splits, Variant::kW4A16Large,
-                                             Variant::kW4A16LargeFewSplits, Variant::kW4A16LargeWide, Variant::kW4A16Wgmma,
+                                             Variant::kW4A16LargeUnsplit, Variant::kW4A16LargeWide, Variant::kW4A16Wgmma,
                                              Variant::kW4A16WgmmaUniform};
 
 nlohmann::json record(const Ceilings& c, Precision p, const char* kernel, const char* shape, int m, int n, int k,
@@ -347,7 +347,7 @@ bool runs_at_prefill(Precision p, Variant v) {
   if (p == Precision::kFp16) return v == Variant::kCublasLt;
   if (p != Precision::kInt4) return false;
   if (is_w4a16_wgmma(v)) return cuda::w4a16_wgmma_supported();
-  return v == Variant::kW4A16Engine || v == Variant::kW4A16Large || v == Variant::kW4A16LargeFewSplits;
+  return v == Variant::kW4A16Engine || v == Variant::kW4A16Large || v == Variant::kW4A16LargeUnsplit;
 }
 
 // Activations, outputs and W4A16 workspace for kPrefillRows rows (Buffers holds 256):

@@ -42,6 +42,7 @@ struct GenerateOptions {
   bool stats = false;
   bool print_ids = false;
   std::string device = "auto";  // auto (cuda when a GPU is visible) | cpu | cuda
+  bool deterministic = false;   // cuda: the batch-invariant kernels of serve --deterministic
 };
 
 struct GenerateStats {
@@ -60,8 +61,9 @@ class SingleSequence {
 
 #ifdef CROSSPOINT_HAVE_CUDA
   // Runs the steps on the GPU instead: a CudaModel sized for this one sequence.
-  Status use_cuda(int32_t max_step_tokens) {
+  Status use_cuda(int32_t max_step_tokens, bool batch_invariant) {
     cuda::CudaModelOptions options;
+    options.batch_invariant = batch_invariant;
     options.max_num_tokens = std::max(1, max_step_tokens);
     options.max_num_seqs = 1;
     options.max_num_logits = 1;
@@ -151,7 +153,7 @@ Status generate(const GenerateOptions& o, GenerateStats& stats) {
 #ifdef CROSSPOINT_HAVE_CUDA
   if (device == "cuda") {
     const Stopwatch upload_clock;
-    CROSSPOINT_RETURN_IF_ERROR(sequence.use_cuda(static_cast<int32_t>(prompt.size())));
+    CROSSPOINT_RETURN_IF_ERROR(sequence.use_cuda(static_cast<int32_t>(prompt.size()), o.deterministic));
     stats.load_s += upload_clock.elapsed_seconds();
   }
 #endif
@@ -216,6 +218,9 @@ int run_generate(int argc, char** argv) {
   app.add_option("--threads", o.threads, "CPU threads (default: CROSSPOINT_NUM_THREADS or all cores)");
   app.add_flag("--stats", o.stats, "print load time, prefill and decode tok/s, weight size to stderr");
   app.add_option("--device", o.device, "auto (cuda when a GPU is visible, else cpu), cpu or cuda")->capture_default_str();
+  app.add_flag("--deterministic", o.deterministic,
+               "cuda: the batch-invariant kernels of serve --deterministic, so greedy output equals that server's "
+               "(the CPU is always so)");
   app.add_flag("--ids", o.print_ids, "print the generated token ids as a JSON array on a last line");
   if (const int code = parse_or_exit_code(app, argc, argv); code >= 0) return code;
   GenerateStats stats;

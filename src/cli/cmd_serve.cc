@@ -83,7 +83,22 @@ struct ServeOptions {
   double gpu_memory_utilization = 0.9;   // cuda: fraction of the GPU's memory this process may use
   bool enforce_eager = false;            // cuda: no CUDA graphs
   bool sample_on_host = false;           // cuda: sampled rows drawn by the host sampler (default: on the GPU)
+  bool deterministic = false;            // batch-invariant: a request's output independent of the rest of the batch
 };
+
+// What the start-up log says about reproducibility (docs/serving.md, "Determinism").
+std::string determinism_note(const std::string& device, bool deterministic) {
+  if (device == "cpu") {
+    return std::string("determinism: outputs are bit-identical run to run and independent of the batch (the CPU "
+                       "kernels reduce each row in one fixed order)") +
+           (deterministic ? "; --deterministic changes nothing here" : "");
+  }
+  return deterministic ? "determinism: --deterministic: linears on fixed slabs of 64 rows and attention in one "
+                         "partition per row, so a request's output does not depend on the rest of its batch (slower; "
+                         "docs/serving.md)"
+                       : "determinism: outputs are bit-identical run to run for the same batch; they may change with "
+                         "what else is in the batch (--deterministic makes them batch-invariant)";
+}
 
 // Device memory kept free after the KV cache for the decode graphs captured afterwards.
 constexpr size_t kGraphReserveBytes = size_t{256} << 20;
@@ -103,6 +118,7 @@ Result<DeviceRunner> make_cuda_runner(const ServeOptions& o, const Model& m, int
   options.block_size = o.block_size;
   options.gpu_memory_utilization = o.gpu_memory_utilization;
   options.reserve_bytes = o.enforce_eager ? 0 : kGraphReserveBytes;
+  options.batch_invariant = o.deterministic;
   CROSSPOINT_ASSIGN_OR_RETURN(auto model, cuda::CudaModel::create(m, options));
   const cuda::CudaMemoryReport mem = model->memory();
   log_info("GPU: {} ({:.1f} GiB); weights on the GPU {:.3f} GiB ({}), converted and uploaded in {:.2f} s", mem.gpu_name,
@@ -168,6 +184,7 @@ int serve(const ServeOptions& o) {
     return report_error("serve", invalid_argument("--block-size (1..1024), --max-num-seqs, --max-num-batched-tokens "
                                                   "and --mean-tokens-per-request must be positive"));
   }
+  log_info("{}", determinism_note(device.value(), o.deterministic));
   DeviceRunner device_runner;
   if (device.value() == "cuda") {
 #ifdef CROSSPOINT_HAVE_CUDA
@@ -263,6 +280,9 @@ int run_serve(int argc, char** argv) {
                  "cuda: fraction of the GPU's total memory for weights, activations and the KV cache")
       ->check(CLI::Range(0.01, 1.0));
   app.add_flag("--enforce-eager", o.enforce_eager, "cuda: no CUDA graphs for decode steps");
+  app.add_flag("--deterministic", o.deterministic,
+               "batch-invariant outputs: a request's tokens and logprobs do not depend on what else runs in its batch "
+               "(cuda: fixed-shape kernels, slower; cpu: always so)");
   app.add_flag("--sample-on-host", o.sample_on_host,
                "cuda: draw temperature > 0 requests with the CPU runner's sampler (their f32 logits are copied out): "
                "a seed then gives the CPU's tokens. Default: drawn on the GPU, only token ids come back (same "

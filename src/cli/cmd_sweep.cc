@@ -50,6 +50,9 @@ int run_sweep(int argc, char** argv) {
                  "cuda: fraction of GPU memory each server may use (serve --gpu-memory-utilization)")
       ->capture_default_str();
   app.add_flag("--enforce-eager", o.enforce_eager, "cuda: serve without CUDA graphs (serve --enforce-eager)");
+  app.add_flag("--deterministic", o.deterministic,
+               "serve --deterministic: batch-invariant servers (each request's output independent of its batch); "
+               "the report says which mode it ran in");
   app.add_option("--ceilings", o.ceilings_path,
                  "measured ceilings for the roofline: shared/tools/gpu/ceilings.py's JSON or crosspoint hwinfo --json "
                  "(default: crosspoint hwinfo of the device, measured at the start)");

@@ -25,6 +25,7 @@ struct SweepOptions {
   std::string device = "auto";                // auto | cpu | cuda; auto = cuda when a GPU is visible (run_sweep resolves it)
   double gpu_memory_utilization = 0.9;        // cuda: serve --gpu-memory-utilization (fraction of GPU memory)
   bool enforce_eager = false;                 // cuda: serve --enforce-eager (no CUDA graphs)
+  bool deterministic = false;                 // serve --deterministic (batch-invariant outputs)
   std::string ceilings_path;                  // measured ceilings: shared/tools/gpu/ceilings.py or hwinfo --json; empty = measure
   std::string hardware;                       // cuda: datasheet entry used when the GPU cannot be measured (hwinfo --hardware)
   std::map<std::string, std::string> precision_models;  // precision -> ready checkpoint (no quantising)

@@ -349,13 +349,21 @@ Result<nlohmann::json> build_study_json(const SweepOptions& o, const std::string
     study["workload"] = {{"mean_input_tokens", input_sum / num_requests}, {"mean_output_tokens", output_sum / num_requests}};
   }
   // When the cells were measured (a resumed sweep spans several runs), beside when the report was written.
-  study["source"] = fmt::format("crosspoint sweep on {}, {}report {}: {} prompts per cell from {}{}{}, greedy; ceilings {}",
+  study["source"] = fmt::format("crosspoint sweep on {}, {}report {}: {} prompts per cell from {}{}{}, greedy, {}; ceilings {}",
                                 o.device == "cuda" ? "cuda" : "cpu", measured_span(cells), utc_now(), prompts, o.dataset,
                                 o.output_len > 0 ? fmt::format(", {} output tokens each", o.output_len) : "",
-                                o.ignore_eos ? ", ignoring EOS" : "", ceilings_provenance(hw_name, hw_source));
+                                o.ignore_eos ? ", ignoring EOS" : "", determinism_mode(o),
+                                ceilings_provenance(hw_name, hw_source));
+  study["deterministic"] = o.deterministic;
   study["precisions"] = std::move(precisions);
   study["cells"] = std::move(cells);
   return study;
+}
+
+std::string determinism_mode(const SweepOptions& o) {
+  if (o.device != "cuda") return "servers bit-reproducible and batch-invariant (cpu)";
+  return o.deterministic ? "batch-invariant servers (--deterministic)"
+                         : "servers bit-reproducible run to run, not batch-invariant (no --deterministic)";
 }
 
 SweepSections render_sweep_sections(const SweepOptions& o, const analysis::StudyResults& study,

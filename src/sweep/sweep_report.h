@@ -37,6 +37,10 @@ struct QualityResult {
   int64_t num_predicted_tokens = 0;
 };
 
+// The serving mode the report's source line names: batch-invariant (--deterministic, and always
+// on the CPU) or reproducible run to run only.
+std::string determinism_mode(const SweepOptions& options);
+
 // Plain-words recommendation and the sweep's tables, as Markdown and HTML fragments.
 struct SweepSections {
   std::string markdown;

@@ -102,6 +102,7 @@ class SweepRun {
             {"eval_samples", o_.eval_samples}, {"kv_cache_memory", o_.kv_cache_memory},
             {"max_model_len", o_.max_model_len}, {"threads", o_.threads}, {"device", o_.device},
             {"gpu_memory_utilization", o_.gpu_memory_utilization}, {"enforce_eager", o_.enforce_eager},
+            {"deterministic", o_.deterministic},
             {"ceilings", o_.ceilings_path}, {"hardware", o_.hardware}, {"precision_models", o_.precision_models},
             {"num_prompts_by_level", num_prompts_by_level_json()}, {"ignore_eos", o_.ignore_eos},
             {"random_input_len", o_.random_input_len}};
@@ -387,11 +388,13 @@ std::vector<std::string> serve_command(const SweepOptions& o, const std::string&
     std::snprintf(fraction, sizeof(fraction), "%g", o.gpu_memory_utilization);
     argv.insert(argv.end(), {"--device", "cuda", "--gpu-memory-utilization", fraction});
     if (o.enforce_eager) argv.push_back("--enforce-eager");
+    if (o.deterministic) argv.push_back("--deterministic");
     return argv;
   }
   // Explicit, since serve's own default (auto) would take a GPU when one is visible.
   argv.insert(argv.end(), {"--device", "cpu", "--kv-cache-memory", o.kv_cache_memory});
   if (o.threads > 0) argv.insert(argv.end(), {"--threads", std::to_string(o.threads)});
+  if (o.deterministic) argv.push_back("--deterministic");
   return argv;
 }
 

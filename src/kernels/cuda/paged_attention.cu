@@ -441,7 +441,7 @@ void plan_splits(const CudaPagedAttentionArgs& a, int partition, int tile, int m
 Status launch_split(const CudaPagedAttentionArgs& a, Params p, cudaStream_t stream) {
   p.head_chunks = (p.group_size + kHeadsPerCta - 1) / kHeadsPerCta;
   const int ctas_per_row = a.num_kv_heads * p.head_chunks;
-  plan_splits(a, partition_tokens_for(a.num_tokens, ctas_per_row), kTileTokens, kMaxSplits, &p);
+  plan_splits(a, a.batch_invariant ? 0 : partition_tokens_for(a.num_tokens, ctas_per_row), kTileTokens, kMaxSplits, &p);
   // CTAs per (row, KV head): enough for ~kUnsplitCtas in all; each walks every grid_z-th partition.
   const int64_t row_ctas = static_cast<int64_t>(a.num_tokens) * ctas_per_row;
   const int grid_z = static_cast<int>(std::min<int64_t>(p.num_splits, (kUnsplitCtas + row_ctas - 1) / row_ctas));
@@ -469,7 +469,8 @@ Status launch_split(const CudaPagedAttentionArgs& a, Params p, cudaStream_t stre
 
 Status launch_decode(const CudaPagedAttentionArgs& a, Params p, int stages, cudaStream_t stream) {
   p.decode_stages = stages;
-  plan_splits(a, decode_partition_tokens_for(a.num_tokens, a.num_kv_heads), kDecodeTile, kMaxDecodeSplits, &p);
+  plan_splits(a, a.batch_invariant ? 0 : decode_partition_tokens_for(a.num_tokens, a.num_kv_heads), kDecodeTile,
+              kMaxDecodeSplits, &p);
   return launch_decode_tensor_core(p, a.num_tokens, stream);
 }
 
@@ -513,6 +514,7 @@ Status cuda_paged_attention_with(const CudaPagedAttentionArgs& a, CudaAttentionK
   // when it supports this head_dim and the output rows allow its 4-byte stores.
   const bool two_stages = kernels == CudaAttentionKernels::kTwoStageDecode;
   if (two_stages) kernels = CudaAttentionKernels::kDefault;
+  if (a.batch_invariant && kernels == CudaAttentionKernels::kDefault) kernels = CudaAttentionKernels::kDecodeOnly;
   const bool prefill_kernel = (kernels == CudaAttentionKernels::kDefault || kernels == CudaAttentionKernels::kSplitDecode) &&
                               prefill_tensor_core_supports(a.head_dim) && a.max_query_len >= kTensorCoreMinRows &&
                               a.output_stride % 2 == 0 && reinterpret_cast<uintptr_t>(a.output) % 4 == 0;

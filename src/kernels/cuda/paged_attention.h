@@ -46,6 +46,10 @@ struct CudaPagedAttentionArgs {
   // zero when a launch starts, and every launch leaves them zero. One stream at a time.
   void* workspace = nullptr;
   size_t workspace_bytes = 0;
+  // Batch-invariant mode (serve --deterministic): every row, prefill chunks included, on the
+  // decode kernel, each (row, KV head) in one partition over its whole context, so that a row's
+  // sums are the same whatever the other rows of the batch, its chunking or the graph bucket.
+  bool batch_invariant = false;
 };
 
 // Scratch bytes the launcher may use for these bounds (0 is allowed when it needs none; a

@@ -26,17 +26,11 @@ using w4a16_internal::cp_async_wait;
 using w4a16_internal::dequant_word;
 using w4a16_internal::mma_m16n8k16;
 
-// Rows of M from which w4a16_gemm runs the Hopper wgmma kernel (kWgmma) on compute capability
-// 9.0 devices. Measured on the H200 (bench_gemm, 7B decode-step linears without lm_head, 28
-// layers, one call: 2026-11-30 13:32, kWgmma with split K through clusters), ms at
-// M = 16 / 32 / 64 / 128 / 256 / 2,048 (prefill):
-//   kWgmma                2.45 / 2.71 / 3.15 / 4.80 /  8.25 / 55.71
-//   kLargeTileFewSplits   2.38 / 3.66 / 5.24 / 8.02 / 13.69 / 94.80  (mma.sync)
-//   FP16 cuBLASLt         3.71 / 3.78 / 3.81 / 4.45 /  6.68 / 42.49
-// The mma.sync kernel is a little faster at 16 (and keeps M <= 16); wgmma from 32 on. The
-// 256-column (4-warpgroup) form and the k loop that waited for the barrier before issuing a
-// chunk's wgmmas lost at every M and were removed.
-constexpr int kWgmmaMinRows = 17;
+// Above the GEMV's rows w4a16_gemm runs the Hopper wgmma kernel (kWgmma) on compute capability
+// 9.0 devices: it adds its split-K partials in cluster rank order, so its output is the same
+// bits every run, where the mma.sync kernel's split K adds them with fp32 atomics in whatever
+// order blocks finish (docs/cuda.md, "Determinism"). Elsewhere the mma.sync kernel runs
+// unsplit (kLargeTileUnsplit) for the same reason.
 // K from which the wgmma kernel refuses (its float scale-group index; w4a16_gemm_wgmma.cu).
 constexpr int kWgmmaMaxK = 1 << 27;
 
@@ -244,17 +238,16 @@ Status w4a16_gemm(const uint16_t* x, int64_t x_stride, const uint32_t* packed_we
   }
   W4A16Tuning tuning = w4a16_default_tuning_for(m);
   // The rare odd width, or a K beyond the wgmma kernel's limit: the mma.sync kernel.
-  if (tuning == W4A16Tuning::kWgmma && (n % 64 != 0 || k >= kWgmmaMaxK)) tuning = W4A16Tuning::kLargeTileFewSplits;
+  if (tuning == W4A16Tuning::kWgmma && (n % 64 != 0 || k >= kWgmmaMaxK)) tuning = W4A16Tuning::kLargeTileUnsplit;
   return w4a16_gemm_tuned(tuning, x, x_stride, packed_weight, packed_scales, y, y_stride, m, n, k, group_size, workspace,
                           stream);
 }
 
 W4A16Tuning w4a16_default_tuning_for(int m) {
-  // Above the GEMV's rows: the larger-batch kernel with splits costed high (on the H200 the
-  // fastest mma.sync variant at every M measured, 16..256; docs/cuda.md), and from
-  // kWgmmaMinRows rows the Hopper wgmma kernel, where the device has it (numbers at the top).
-  if (m >= kWgmmaMinRows && w4a16_wgmma_supported()) return W4A16Tuning::kWgmma;
-  return m > kW4A16GemvMaxRows ? W4A16Tuning::kLargeTileFewSplits : W4A16Tuning::kDefault;
+  // Above the GEMV's rows: the Hopper wgmma kernel where the device has it, else the
+  // larger-batch mma.sync kernel without K splits (both deterministic; see the top).
+  if (m <= kW4A16GemvMaxRows) return W4A16Tuning::kDefault;
+  return w4a16_wgmma_supported() ? W4A16Tuning::kWgmma : W4A16Tuning::kLargeTileUnsplit;
 }
 
 Status w4a16_gemm_tuned(W4A16Tuning tuning, const uint16_t* x, int64_t x_stride, const uint32_t* packed_weight,
@@ -276,7 +269,7 @@ Status w4a16_gemm_tuned(W4A16Tuning tuning, const uint16_t* x, int64_t x_stride,
   if (x == nullptr || packed_weight == nullptr || packed_scales == nullptr || y == nullptr || workspace == nullptr) {
     return invalid_argument("w4a16_gemm: null pointer argument");
   }
-  const bool float4_workspace = tuning == W4A16Tuning::kLargeTile || tuning == W4A16Tuning::kLargeTileFewSplits ||
+  const bool float4_workspace = tuning == W4A16Tuning::kLargeTile || tuning == W4A16Tuning::kLargeTileUnsplit ||
                                 tuning == W4A16Tuning::kLargeTileWide || wgmma;
   if (float4_workspace && reinterpret_cast<uintptr_t>(workspace) % 16 != 0) {
     return invalid_argument("w4a16_gemm: workspace must be 16-byte aligned (float4 read back of the split sums)");
@@ -285,9 +278,9 @@ Status w4a16_gemm_tuned(W4A16Tuning tuning, const uint16_t* x, int64_t x_stride,
     return w4a16_gemm_wgmma(x, x_stride, packed_weight, packed_scales, y, y_stride, m, n, k, group_size, workspace,
                             W4A16WgmmaOptions{}, stream);
   }
-  if (tuning == W4A16Tuning::kLargeTile || tuning == W4A16Tuning::kLargeTileFewSplits || tuning == W4A16Tuning::kLargeTileWide) {
+  if (tuning == W4A16Tuning::kLargeTile || tuning == W4A16Tuning::kLargeTileUnsplit || tuning == W4A16Tuning::kLargeTileWide) {
     W4A16LargeOptions options;
-    if (tuning == W4A16Tuning::kLargeTileFewSplits) options.split_cost_chunks *= 8;
+    if (tuning == W4A16Tuning::kLargeTileUnsplit) options.k_splits = 1;
     options.wide = tuning == W4A16Tuning::kLargeTileWide;
     return w4a16_gemm_large(x, x_stride, packed_weight, packed_scales, y, y_stride, m, n, k, group_size, workspace,
                             options, stream);

@@ -89,8 +89,8 @@ Status w4a16_gemm(const uint16_t* x, int64_t x_stride, const uint32_t* packed_we
 // splits from w4a16_large_plan:
 //   kLargeTile          8 warps, 128 columns, ~2 blocks per SM; splits where they shorten
 //                       the estimated run (split epilogue costed kW4A16SplitCostChunks chunks)
-//   kLargeTileFewSplits as kLargeTile with splits costed 8x higher: in practice only when the
-//                       tiles leave most of the GPU idle (small N)
+//   kLargeTileUnsplit   as kLargeTile without K splits, so without the fp32 atomics whose order
+//                       varies run to run: what w4a16_gemm runs where wgmma cannot
 //   kLargeTileWide      16 warps, 256 columns, 1 block per SM: half the activation reads per
 //                       weight of kLargeTile (each staged activation tile feeds twice the
 //                       columns), fewer and longer blocks; splits as kLargeTile
@@ -99,7 +99,7 @@ Status w4a16_gemm(const uint16_t* x, int64_t x_stride, const uint32_t* packed_we
 // per block; the k loop issues a chunk's wgmmas before the barrier and ring refill, so two
 // chunks' wgmmas are in flight across them. Compute capability 9.0 only, N a multiple of 64 and
 // K < 2^27 (other devices and shapes are refused with a Status).
-enum class W4A16Tuning { kDefault, kDeepPipeline, kNarrowBlocks, kMoreSplits, kLargeTile, kLargeTileFewSplits, kLargeTileWide, kWgmma };
+enum class W4A16Tuning { kDefault, kDeepPipeline, kNarrowBlocks, kMoreSplits, kLargeTile, kLargeTileUnsplit, kLargeTileWide, kWgmma };
 Status w4a16_gemm_tuned(W4A16Tuning tuning, const uint16_t* x, int64_t x_stride, const uint32_t* packed_weight,
                         const uint32_t* packed_scales, uint16_t* y, int64_t y_stride, int m, int n, int k,
                         int group_size, void* workspace, cudaStream_t stream);
@@ -163,7 +163,7 @@ struct W4A16WgmmaPlan {
 W4A16WgmmaPlan w4a16_wgmma_plan(int m, int n, int k, int num_sms, int blocks_per_sm, double split_cost_chunks,
                                 const int* cluster_tiles_per_wave = nullptr);
 struct W4A16WgmmaOptions {
-  double split_cost_chunks = 8 * kW4A16SplitCostChunks;  // as kLargeTileFewSplits, the best large tuning
+  double split_cost_chunks = 8 * kW4A16SplitCostChunks;  // splits costed high: only where tiles leave SMs idle
   int k_splits = 0;  // 0: as planned; > 0: this many K splits (at most 8 and K/64), for tests
   int tail_tiles = 0;   // with k_splits > 0: the last this many tiles get tail_splits instead (tests)
   int tail_splits = 0;

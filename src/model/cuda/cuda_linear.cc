@@ -253,7 +253,9 @@ Result<CudaLinear> upload_fused_linear(const Model& model, const std::vector<Lin
   return out;
 }
 
-Status run_cuda_linear(const CudaLinear& l, const CudaLinearScratch& s, const uint16_t* x, int m, uint16_t* y,
+namespace {
+
+Status run_linear_rows(const CudaLinear& l, const CudaLinearScratch& s, const uint16_t* x, int m, uint16_t* y,
                        cudaStream_t stream) {
   const int K = l.in_features, N = l.out_features;
   switch (l.format) {
@@ -274,6 +276,16 @@ Status run_cuda_linear(const CudaLinear& l, const CudaLinearScratch& s, const ui
     }
   }
   return internal_error(l.name + ": unknown CUDA linear format");
+}
+
+}  // namespace
+
+Status run_cuda_linear(const CudaLinear& l, const CudaLinearScratch& s, const uint16_t* x, int m, uint16_t* y,
+                       cudaStream_t stream) {
+  const int64_t K = l.in_features, N = l.out_features;
+  return for_each_row_slab(m, s.slab_rows, [&](int first, int rows) {
+    return run_linear_rows(l, s, x + first * K, rows, y + first * N, stream);
+  });
 }
 
 }  // namespace crosspoint::cuda

@@ -42,6 +42,23 @@ struct CudaLinear {
   size_t device_bytes() const { return weight.bytes() + weight_scale.bytes() + k_perm.bytes() + bias.bytes(); }
 };
 
+// Batch-invariant mode (serve --deterministic) runs every linear on slabs of this many rows, the
+// last one padded: each launch has the same shape whatever the batch, so the kernel, its tiles
+// and its K split (all chosen from the shape) never depend on how many rows share the step.
+// 64 is the smallest slab at which every precision already runs its large-batch kernel
+// (cuBLASLt, the FP8 GEMM, the W4A16 wgmma); buffers a linear reads or writes are rounded up to
+// a multiple of it.
+inline constexpr int kBatchInvariantRows = 64;
+
+// Calls launch(first_row, rows) once for all m rows, or, with slab_rows > 0, once per slab of
+// slab_rows rows (the last slab padded past m: the caller's buffers must hold the padding).
+template <typename Launch>
+Status for_each_row_slab(int m, int slab_rows, Launch&& launch) {
+  if (slab_rows <= 0) return launch(0, m);
+  for (int first = 0; first < m; first += slab_rows) CROSSPOINT_RETURN_IF_ERROR(launch(first, slab_rows));
+  return Status::ok();
+}
+
 // Scratch shared by every linear of the model, sized for max_rows rows of the widest layer.
 struct CudaLinearScratch {
   CublasLtContext* cublas = nullptr;
@@ -50,6 +67,7 @@ struct CudaLinearScratch {
   float* fp8_epilogue = nullptr;    // w8a8 on the cuBLASLt epilogue path: [max_rows, max_N] f32, else nullptr
   uint16_t* x_perm = nullptr;       // w4a16 act-order: [max_rows, max_K] fp16
   void* w4a16_workspace = nullptr;  // w4a16_workspace_bytes(max_rows, max_N), zeroed once
+  int slab_rows = 0;                // > 0: batch-invariant mode, every linear in slabs of this many rows
 };
 
 // One checkpoint linear to fuse: its tensor prefix and the model's loaded view of it.
@@ -70,7 +88,8 @@ Result<CudaLinear> upload_fused_linear(const Model& model, const std::vector<Lin
 Result<W4A16PackedWeight> assemble_fused_gptq(const Model& model, const std::vector<LinearPart>& parts,
                                               const std::string& name);
 
-// y[M, N] = x[M, K] · Wᵀ. x dense fp16 [M, K] (row stride K), y dense fp16 [M, N].
+// y[M, N] = x[M, K] · Wᵀ. x dense fp16 [M, K] (row stride K), y dense fp16 [M, N]; with
+// scratch.slab_rows > 0 both hold M rounded up to a multiple of it.
 Status run_cuda_linear(const CudaLinear& linear, const CudaLinearScratch& scratch, const uint16_t* x, int m,
                        uint16_t* y, cudaStream_t stream);
 

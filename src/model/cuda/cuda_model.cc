@@ -165,7 +165,10 @@ Status CudaModel::upload_weights(const Model& model) {
 Status CudaModel::allocate_activations() {
   const ModelConfig& c = config_;
   const CudaModelOptions& o = options_;
-  const int64_t T = o.max_num_tokens, R = o.max_num_logits, d = c.hidden_size, D = c.head_dim;
+  // Batch-invariant mode: every buffer a linear reads or writes holds whole slabs.
+  const int64_t slab = o.batch_invariant ? kBatchInvariantRows : 1;
+  const int64_t T = (o.max_num_tokens + slab - 1) / slab * slab, R = (o.max_num_logits + slab - 1) / slab * slab;
+  const int64_t d = c.hidden_size, D = c.head_dim;
   const int64_t H = c.num_attention_heads, Hkv = c.num_key_value_heads, I = c.intermediate_size, V = vocab_size_;
   const int64_t qkv_width = (H + 2 * Hkv) * D;
 
@@ -207,8 +210,8 @@ Status CudaModel::allocate_activations() {
       if (lin->format == CudaLinearFormat::kFp8) {
         fp8_max_k = std::max<int64_t>(fp8_max_k, lin->in_features);
         fp8_max_n = std::max<int64_t>(fp8_max_n, lin->out_features);
-        for (int m : {3, 16, static_cast<int>(T)}) {
-          if (m > T) continue;
+        for (int m : {3, 16, static_cast<int>(slab), static_cast<int>(T)}) {
+          if (m > T || (o.batch_invariant && m != slab)) continue;
           CROSSPOINT_ASSIGN_OR_RETURN(Fp8ScalePath path, fp8_scale_path(*cublas_, m, lin->out_features,
                                                                        lin->in_features, lin->in_features,
                                                                        lin->in_features, lin->out_features));
@@ -243,6 +246,7 @@ Status CudaModel::allocate_activations() {
   scratch_.fp8_epilogue = fp8_epilogue_.as<float>();
   scratch_.x_perm = x_perm_.as<uint16_t>();
   scratch_.w4a16_workspace = w4a16_workspace_.as();
+  scratch_.slab_rows = o.batch_invariant ? kBatchInvariantRows : 0;
   return Status::ok();
 }
 
@@ -391,6 +395,7 @@ Status CudaModel::run_layer(int32_t layer_idx, const CudaForwardBatch& b) {
   attn.scale = 1.0f / std::sqrt(static_cast<float>(D));
   attn.workspace = attention_workspace_.as();
   attn.workspace_bytes = attention_workspace_.bytes();
+  attn.batch_invariant = options_.batch_invariant;
   CROSSPOINT_RETURN_IF_ERROR(cuda_paged_attention(attn, stream_));
   mark(StepOp::kAttention);
 
@@ -426,8 +431,11 @@ Status CudaModel::forward(const CudaForwardBatch& b) {
   CROSSPOINT_RETURN_IF_ERROR(gather_rows(x_.as<uint16_t>(), d, b.logits_token_idx, head_in_.as<uint16_t>(), R, d, stream_));
   mark(StepOp::kFinalNormGather);
   const uint16_t* head = lm_head_.empty() ? embed_tokens_.as<uint16_t>() : lm_head_.as<uint16_t>();
-  CROSSPOINT_RETURN_IF_ERROR(fp16_linear(*cublas_, head_in_.as<uint16_t>(), d, head, d, logits_.as<uint16_t>(),
-                                         vocab_size_, R, vocab_size_, d, stream_));
+  CROSSPOINT_RETURN_IF_ERROR(for_each_row_slab(R, scratch_.slab_rows, [&](int first, int rows) {
+    return fp16_linear(*cublas_, head_in_.as<uint16_t>() + static_cast<int64_t>(first) * d, d, head, d,
+                       logits_.as<uint16_t>() + static_cast<int64_t>(first) * vocab_size_, vocab_size_, rows,
+                       vocab_size_, d, stream_);
+  }));
   mark(StepOp::kLmHead);
   return Status::ok();
 }

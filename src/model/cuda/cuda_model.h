@@ -39,6 +39,9 @@ struct CudaModelOptions {
   int64_t num_kv_blocks = 0;      // > 0: exactly this many blocks, utilization ignored (tests, generate)
   size_t reserve_bytes = 0;       // kept free after the KV cache (CUDA graphs are captured later)
   int device = 0;
+  // serve --deterministic: linears on fixed slabs of kBatchInvariantRows rows and attention in
+  // one partition per row, so a row's logits do not depend on the rest of the batch.
+  bool batch_invariant = false;
 };
 
 // What the startup log prints.
