@@ -258,17 +258,19 @@ if want tests; then
 fi
 
 # ---------------------------------------------------------------- 2b. compute-sanitizer
-# sanitize TOOL SECONDS FILTER: compute-sanitizer TOOL over test_kernels_cuda's tests in FILTER.
+# sanitize TOOL SECONDS FILTER [BINARY]: compute-sanitizer TOOL over the tests in FILTER of
+# BINARY (test_kernels_cuda by default).
 sanitize() {
-  local tool=$1 seconds=$2 filter=$3 t
-  log "== compute-sanitizer $tool: $filter"
+  local tool=$1 seconds=$2 filter=$3 binary=${4:-test_kernels_cuda} t
+  local name=$tool; [ "$binary" = test_kernels_cuda ] || name=$tool-$binary
+  log "== compute-sanitizer $tool: $binary $filter"
   t=$(now)
   LD_LIBRARY_PATH=$CROSSPOINT_GPU_LD_PATH timeout $(limit "$seconds") compute-sanitizer --tool "$tool" \
-    --error-exitcode 9 --print-limit 20 "$BUNDLE_DIR/libexec/test_kernels_cuda" --gtest_filter="$filter" \
-    >"$WORK/logs/sanitizer-$tool.log" 2>&1
+    --error-exitcode 9 --print-limit 20 "$BUNDLE_DIR/libexec/$binary" --gtest_filter="$filter" \
+    >"$WORK/logs/sanitizer-$name.log" 2>&1
   local rc=$?
-  tail -4 "$WORK/logs/sanitizer-$tool.log" | tee -a "$LOG"
-  step "sanitizer_$tool" $rc $(( $(now) - t )) "$(grep -E 'RACECHECK SUMMARY|ERROR SUMMARY' "$WORK/logs/sanitizer-$tool.log" | tail -1) $(grep -c '^\[       OK' "$WORK/logs/sanitizer-$tool.log") ok"
+  tail -4 "$WORK/logs/sanitizer-$name.log" | tee -a "$LOG"
+  step "sanitizer_$name" $rc $(( $(now) - t )) "$(grep -E 'RACECHECK SUMMARY|ERROR SUMMARY' "$WORK/logs/sanitizer-$name.log" | tail -1) $(grep -c '^\[       OK' "$WORK/logs/sanitizer-$name.log") ok"
 }
 if want sanitize && [ -x "$BUNDLE_DIR/libexec/test_kernels_cuda" ]; then
   # memcheck: the GEMVs, attention, sampling, the W4A16 GEMMs and the decoder ops
@@ -276,6 +278,10 @@ if want sanitize && [ -x "$BUNDLE_DIR/libexec/test_kernels_cuda" ]; then
   # racecheck: the kernels that share data through shared memory (or a cluster's); for attention
   # the compact cover (the other attention tests take minutes under racecheck)
   sanitize racecheck "${SANITIZE_RACECHECK_S:-60}" "${SANITIZE_RACECHECK_FILTER:-W4A16Gemv*:Fp8GemvFromFp16*:Fp8MmaGemv*:Fp16MmaGemv*:Fp16Gemv*:CudaPagedAttention.DecodeCompact*:*Sampl*:AddRmsNorm*:ArgmaxRows*:W4A16GemmLarge*:W4A16GemmWgmma.SplitTail*}"
+  # The model in both modes (the batch-invariant slabs read padded rows): memcheck over the GPU
+  # cases of test_determinism.
+  [ -x "$BUNDLE_DIR/libexec/test_determinism" ] &&
+    sanitize memcheck "${SANITIZE_DETERMINISM_S:-90}" "${SANITIZE_DETERMINISM_FILTER:-*cuda_fp16:*cuda_w4a16_gptq*}" test_determinism
 fi
 
 # ---------------------------------------------------------------- 2c. ncu profile
