@@ -219,8 +219,7 @@ int run_generate(int argc, char** argv) {
   app.add_flag("--stats", o.stats, "print load time, prefill and decode tok/s, weight size to stderr");
   app.add_option("--device", o.device, "auto (cuda when a GPU is visible, else cpu), cpu or cuda")->capture_default_str();
   app.add_flag("--deterministic", o.deterministic,
-               "cuda: the batch-invariant kernels of serve --deterministic, so greedy output equals that server's "
-               "(the CPU is always so)");
+               "cuda: the batch-invariant kernels of serve --deterministic (the CPU's kernels always are)");
   app.add_flag("--ids", o.print_ids, "print the generated token ids as a JSON array on a last line");
   if (const int code = parse_or_exit_code(app, argc, argv); code >= 0) return code;
   GenerateStats stats;
