@@ -10,7 +10,7 @@
 #       env.sh             sourced: finds libcublasLt.so.13 on that machine, sets CROSSPOINT_GPU_LD_PATH and PATH
 #       tokenizers/qwen2.5/  the Qwen2.5 tokenizer (from the cache of scripts/setup.sh)
 #       datasets/sharegpt_sample.json   the first $SHAREGPT_N ShareGPT conversations (the full file is ~120 MB)
-#       tools/             ../shared/tools/gpu/*.py (ceilings.py, torch_peer.py)
+#       tools/             ../shared/tools/gpu/*.py (ceilings.py, torch_peer.py), scripts/gpu/find_cublaslt.py
 #       manifest.json      commit, date, build root, binaries, libraries
 #   .gpu_bundle/README.txt              how to unpack it by hand
 #
@@ -112,14 +112,7 @@ if [ -z "${CROSSPOINT_CUBLASLT_DIR:-}" ]; then
 fi
 if [ -z "${CROSSPOINT_CUBLASLT_DIR:-}" ] && command -v python3 >/dev/null; then
   # the pip wheel nvidia-cublas (torch's): site-packages/nvidia/cu13/lib or nvidia/cublas/lib
-  p=$(python3 - <<'PY' 2>/dev/null
-import glob, os, site, sys
-roots = site.getsitepackages() + [site.getusersitepackages()] + sys.path
-for r in roots:
-    for hit in glob.glob(os.path.join(r, "nvidia", "*", "lib", "libcublasLt.so.13*")):
-        print(os.path.dirname(hit)); raise SystemExit
-PY
-)
+  p=$(python3 "$CROSSPOINT_GPU_ROOT/tools/find_cublaslt.py" 2>/dev/null)
   [ -n "$p" ] && CROSSPOINT_CUBLASLT_DIR=$p
 fi
 if [ -z "${CROSSPOINT_CUBLASLT_DIR:-}" ]; then
@@ -140,46 +133,13 @@ TOK=$CACHE/tokenizers/qwen2.5
 cp "$TOK"/tokenizer*.json "$STAGE/tokenizers/qwen2.5/"
 SHAREGPT=$CACHE/datasets/ShareGPT_V3_complete_subset.json
 [ -f "$SHAREGPT" ] || die "$SHAREGPT missing (run scripts/setup.sh)"
-python3 - "$SHAREGPT" "$STAGE/datasets/sharegpt_sample.json" "$SHAREGPT_N" <<'PY'
-# The first N entries with at least two turns, read incrementally (the cached file is cut
-# short mid-array, so json.load cannot read it whole).
-import json, sys
-src, dst, n = sys.argv[1], sys.argv[2], int(sys.argv[3])
-dec = json.JSONDecoder()
-buf, pos, out = "", 0, []
-with open(src, encoding="utf-8") as f:
-    buf = f.read(1 << 20)
-    pos = buf.index("[") + 1
-    while len(out) < n:
-        while pos < len(buf) and buf[pos] in " \r\n\t,":
-            pos += 1
-        try:
-            obj, end = dec.raw_decode(buf, pos)
-        except json.JSONDecodeError:
-            more = f.read(1 << 20)
-            if not more:
-                break
-            buf, pos = buf[pos:] + more, 0
-            continue
-        pos = end
-        if len(obj.get("conversations", [])) >= 2:
-            out.append(obj)
-json.dump(out, open(dst, "w", encoding="utf-8"), ensure_ascii=False)
-print(f"[gpu_bundle] ShareGPT sample: {len(out)} conversations", file=sys.stderr)
-PY
+python3 "$ROOT/scripts/gpu/sharegpt_sample.py" "$SHAREGPT" "$STAGE/datasets/sharegpt_sample.json" "$SHAREGPT_N"
 SHARED_TOOLS=${SHARED_TOOLS:-$ROOT/../shared/tools/gpu}
 [ -d "$SHARED_TOOLS" ] || SHARED_TOOLS=/work/shared/tools/gpu
 cp "$SHARED_TOOLS"/*.py "$STAGE/tools/" 2>/dev/null || log "no $SHARED_TOOLS/*.py: ceilings and peers will be skipped there"
+cp "$ROOT/scripts/gpu/find_cublaslt.py" "$STAGE/tools/"
 
-python3 - "$STAGE" "$ROOT" "$(git rev-parse HEAD)" "$(git status --porcelain | wc -l)" <<'PY'
-import datetime, json, os, sys
-stage, root, commit, dirty = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
-files = lambda d: sorted(os.listdir(os.path.join(stage, d)))
-json.dump({"commit": commit, "uncommitted_files": dirty, "build_root": root,
-           "date_utc": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
-           "binaries": files("libexec"), "libraries": files("lib"), "tools": files("tools")},
-          open(os.path.join(stage, "manifest.json"), "w"), indent=1)
-PY
+python3 "$ROOT/scripts/gpu/bundle_manifest.py" "$STAGE" "$ROOT" "$(git rev-parse HEAD)" "$(git status --porcelain | wc -l)"
 
 # The check: unpacked, every library resolves to the bundle, glibc or CUDA (libcuda.so.1
 # may be missing here: no driver on this machine).

@@ -115,70 +115,7 @@ now() { date +%s; }
 
 finish() {
   log "== results.json"
-  python3 - "$OUT" "$WORK" "$STEPS" "$ROOT" "$BUNDLE_DIR" "$*" <<'PY' 2>&1 | tee -a "$LOG"
-import datetime, glob, json, os, subprocess, sys
-out, work, steps_path, root, bundle, args = sys.argv[1:7]
-def load(p):
-    try:
-        return json.load(open(p))
-    except Exception as e:
-        return {"missing": f"{p}: {e!r}"[:300]}
-steps = []
-for line in open(steps_path, errors="replace"):
-    try:
-        steps.append(json.loads(line))
-    except ValueError:
-        if line.strip():
-            steps.append({"unparsed": line.strip()[:300]})
-res = {"what": "scripts/gpu_study.sh: crosspoint's study on the GPU in one call",
-       "date_utc": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
-       "command": "scripts/gpu_study.sh " + args, "steps": steps,
-       "bundle_manifest": load(os.path.join(bundle, "manifest.json"))}
-try:
-    res["gpu"] = subprocess.run(["nvidia-smi", "--query-gpu=name,memory.total,driver_version", "--format=csv,noheader"],
-                                capture_output=True, text=True, timeout=20).stdout.strip()
-except Exception as e:
-    res["gpu"] = repr(e)
-if os.path.exists(os.path.join(work, "ceilings.json")):
-    res["ceilings_raw"] = load(os.path.join(work, "ceilings.json"))
-ck = []
-for p in sorted(glob.glob(os.path.join(work, "logs", "checkpoint-*.log"))):
-    for line in open(p, errors="replace"):
-        if line.startswith("RESULT "):
-            ck.append(json.loads(line[7:]))
-res["checkpoints"] = ck
-for name in ("hwinfo", "decode_step", "decode_step_deterministic", "bench_gemm", "bench_attention", "server_determinism"):
-    if os.path.exists(os.path.join(work, name + ".json")):
-        res[name] = load(os.path.join(work, name + ".json"))
-if os.path.exists(os.path.join(work, "check.json")):
-    res["check_vs_transformers"] = load(os.path.join(work, "check.json"))
-keys = ["completed", "failed", "duration", "output_throughput", "median_tpot_ms", "p99_tpot_ms", "median_ttft_ms",
-        "p99_ttft_ms", "median_itl_ms", "p99_itl_ms", "request_goodput", "total_input_tokens", "total_output_tokens"]
-cells = []
-for folder, suffix in (("sweep", ""), ("sweep-deterministic", "_deterministic")):
-    sweep = os.path.join(work, folder)
-    if not os.path.isdir(sweep):
-        continue
-    folder_cells = []
-    for p in sorted(glob.glob(os.path.join(sweep, "cells", "*.json"))):
-        c = load(p)
-        row = {"cell": os.path.basename(p)[:-5]}
-        row.update({k: c.get(k) for k in keys if k in c})
-        sm = c.get("server_metrics")
-        if isinstance(sm, dict):
-            row["server_metrics"] = {k: v for k, v in sm.items() if not isinstance(v, list)}
-        folder_cells.append(row)
-    cells += folder_cells
-    res["sweep_cells" + suffix] = folder_cells
-    res["sweep_servers" + suffix] = {os.path.basename(p)[:-5]: load(p)
-                                     for p in sorted(glob.glob(os.path.join(sweep, "servers", "*.json")))}
-    if os.path.exists(os.path.join(sweep, "sweep.json")):
-        res["sweep_options" + suffix] = load(os.path.join(sweep, "sweep.json"))
-res["torch_peers"] = {os.path.basename(p)[5:-5]: load(p) for p in sorted(glob.glob(os.path.join(work, "peer_*.json")))}
-json.dump(res, open(os.path.join(out, "results.json"), "w"), indent=1)
-print("results.json: steps " + ", ".join(f"{s['step']}={s['rc']}" for s in steps) +
-      f"; {len(cells)} sweep cells; {len(ck)} checkpoints")
-PY
+  python3 "$ROOT/scripts/gpu/study_results.py" "$OUT" "$WORK" "$STEPS" "$ROOT" "$BUNDLE_DIR" "$*" 2>&1 | tee -a "$LOG"
   for f in report.md report.html study.json; do [ -f "$WORK/sweep/$f" ] && cp "$WORK/sweep/$f" "$OUT/"; done
   [ -f "$WORK/sweep-deterministic/report.md" ] && cp "$WORK/sweep-deterministic/report.md" "$OUT/report-deterministic.md"
   tar -C "$WORK" -cJf "$OUT/logs.tar.xz" --exclude='*.partial' logs sweep sweep-deterministic check.json steps.jsonl 2>/dev/null
@@ -402,19 +339,7 @@ if want decode && [ "${DECODE_MICRO:-1}" = 1 ] && [ -x "$BUNDLE_DIR/bin/bench_ge
   t=$(now)
   # Read bandwidth, fp16 and fp8 GEMM rates: crosspoint hwinfo --json's "ceilings", or ceilings.py's
   # best median streaming read, fp16 GEMM and best fp8 GEMM (no defaults).
-  read -r BW F16 F8 < <(python3 - "$CEIL_FOR_GEMM" <<'PY'
-import json, sys
-r = json.load(open(sys.argv[1]))
-if isinstance(r.get("ceilings"), dict):
-    c = r["ceilings"]
-    bw, fp16, fp8 = c["bandwidth_gb_s"], c["fp16_tflops"], c["fp8_tflops"]
-else:
-    bw = max(v["GBps_median"] for k, v in r.items() if isinstance(v, dict) and "(read bytes)" in k)
-    fp16 = r["matmul_float16_8192^3"]["TFLOPs_median"]
-    fp8 = max(v["TFLOPs_median"] for k, v in r.items() if isinstance(v, dict) and k.startswith("scaled_mm_fp8"))
-print(round(bw, 1), round(fp16, 1), round(fp8, 1))
-PY
-)
+  read -r BW F16 F8 < <(python3 "$ROOT/scripts/gpu/read_ceilings.py" "$CEIL_FOR_GEMM")
   [ -n "$F8" ] || { step bench_gemm 1 0 "could not read the ceilings from $CEIL_FOR_GEMM"; BW=""; }
   # BENCH_GEMM_ARGS / BENCH_ATTENTION_ARGS: extra arguments (e.g. --gemv16-only, --small-batch).
   [ -n "$BW" ] && timeout $(limit 150) "$BUNDLE_DIR/bin/bench_gemm" --bw-gbps "$BW" --fp16-tflops "$F16" --fp8-tflops "$F8" \

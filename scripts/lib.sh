@@ -9,7 +9,7 @@ JOBS="$(nproc)"
 export CCACHE_BASEDIR="$(pwd)"
 export CCACHE_NOHASHDIR=1
 
-log() { printf '[setup] %s\n' "$*" >&2; }
+log() { printf '[setup %s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
 die() { printf '[setup] error: %s\n' "$*" >&2; exit 1; }
 
 DEBIAN_PACKAGES=(

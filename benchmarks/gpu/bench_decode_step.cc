@@ -48,7 +48,7 @@
 #include "kernels/cuda/cuda_status.h"
 #include "kernels/cuda/decoder_ops.h"
 #include "model/cuda/cuda_model.h"
-#include "model/cuda/host_forward_batch.h"
+#include "model/host_forward_batch.h"
 #include "model/cuda/step_profiler.h"
 #include "model/model.h"
 #include "quant/gptq_linear_weight.h"

@@ -1,29 +1,31 @@
-// crosspoint generate: one prompt, one sequence, streamed to stdout as it is produced.
+// crosspoint generate: one prompt as one request through the engine that `serve` runs (same
+// runner, scheduler and sampler), streamed to stdout as it is produced.
 //   crosspoint generate --model DIR|default --prompt TEXT [--chat] [--system S]
 //       [--max-tokens N] [--temperature T] [--top-p P] [--top-k K] [--seed S]
-//       [--threads N] [--stats] [--ids] [--device auto|cpu|cuda]
+//       [--threads N] [--stats] [--ids] [--device auto|cpu|cuda] [--deterministic]
 // Temperature 0 is greedy. Generation stops at an eos token or after max-tokens.
 #include <algorithm>
+#include <condition_variable>
 #include <cstdio>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
 #include "analysis/gpu_ceilings.h"
 #include "cli/cli_util.h"
 #include "cli/commands.h"
+#include "cli/device_runner.h"
 #include "common/clock.h"
 #include "common/log.h"
 #include "common/paths.h"
 #include "common/thread_pool.h"
+#include "engine/engine.h"
 #include "kernels/sampling.h"
 #include "model/model.h"
 #include "quant/gptq_linear_weight.h"
 #include "tokenizer/chat_template.h"
 #include "tokenizer/tokenizer.h"
-#ifdef CROSSPOINT_HAVE_CUDA
-#include "model/cuda/cuda_model.h"
-#endif
 
 namespace crosspoint::cli {
 namespace {
@@ -48,68 +50,6 @@ struct GenerateOptions {
 struct GenerateStats {
   double load_s = 0, prefill_s = 0, decode_s = 0;
   int64_t num_prompt_tokens = 0, num_generated = 0;
-};
-
-// Runs prompt then decode steps in one sequence whose blocks are 0, 1, 2, ... of the cache.
-class SingleSequence {
- public:
-  SingleSequence(const Model& model, int32_t max_tokens_total, int32_t block_size = 16)
-      : model_(model), block_size_(block_size), max_blocks_((max_tokens_total + block_size - 1) / block_size),
-        cache_(model.kv_cache_shape(max_blocks_, block_size)), logits_(model.vocab_size()) {
-    for (int32_t b = 0; b < max_blocks_; ++b) block_table_.push_back(b);
-  }
-
-#ifdef CROSSPOINT_HAVE_CUDA
-  // Runs the steps on the GPU instead: a CudaModel sized for this one sequence.
-  Status use_cuda(int32_t max_step_tokens, bool batch_invariant) {
-    cuda::CudaModelOptions options;
-    options.batch_invariant = batch_invariant;
-    options.max_num_tokens = std::max(1, max_step_tokens);
-    options.max_num_seqs = 1;
-    options.max_num_logits = 1;
-    options.max_model_len = max_blocks_ * block_size_;
-    options.block_size = block_size_;
-    options.num_kv_blocks = max_blocks_;
-    CROSSPOINT_ASSIGN_OR_RETURN(cuda_model_, cuda::CudaModel::create(model_, options));
-    return Status::ok();
-  }
-#endif
-
-  // Appends tokens to the sequence and returns the logits after the last one.
-  Result<const float*> step(const std::vector<int32_t>& tokens) {
-    std::vector<int32_t> positions;
-    for (size_t i = 0; i < tokens.size(); ++i) positions.push_back(context_ + static_cast<int32_t>(i));
-    context_ += static_cast<int32_t>(tokens.size());
-    const std::vector<int32_t> starts = {0, static_cast<int32_t>(tokens.size())};
-    const std::vector<int32_t> context = {context_};
-    const std::vector<int32_t> logits_idx = {static_cast<int32_t>(tokens.size()) - 1};
-    ForwardBatch batch;
-    batch.token_ids = tokens;
-    batch.positions = positions;
-    batch.seq_token_start = starts;
-    batch.seq_context_len = context;
-    batch.block_tables = block_table_;
-    batch.max_blocks_per_seq = max_blocks_;
-    batch.logits_token_idx = logits_idx;
-#ifdef CROSSPOINT_HAVE_CUDA
-    if (cuda_model_ != nullptr) {
-      CROSSPOINT_RETURN_IF_ERROR(cuda_model_->forward_host(batch, logits_.data()));
-      return static_cast<const float*>(logits_.data());
-    }
-#endif
-    CROSSPOINT_RETURN_IF_ERROR(model_.forward(batch, cache_, logits_.data()));
-    return static_cast<const float*>(logits_.data());
-  }
-
- private:
-  const Model& model_;
-  int32_t block_size_, max_blocks_, context_ = 0;
-  CpuKvCache cache_;
-  std::vector<int32_t> block_table_;
-  std::vector<float> logits_;  // [vocab] f32
-#ifdef CROSSPOINT_HAVE_CUDA
-  std::unique_ptr<cuda::CudaModel> cuda_model_;
-#endif
 };
 
 Result<std::vector<int32_t>> encode_prompt(const GenerateOptions& o, const std::string& dir, const Tokenizer& tokenizer) {
@@ -146,40 +86,69 @@ Status generate(const GenerateOptions& o, GenerateStats& stats) {
                             std::to_string(o.max_tokens) + " exceeds the model's max_position_embeddings " +
                             std::to_string(max_context));
   stats.num_prompt_tokens = static_cast<int64_t>(prompt.size());
-  std::vector<int32_t> eos = tokenizer->eos_token_ids();
-  for (int64_t id : model->config().eos_token_ids) eos.push_back(static_cast<int32_t>(id));
 
-  SingleSequence sequence(*model, static_cast<int32_t>(prompt.size()) + o.max_tokens + 1);
-#ifdef CROSSPOINT_HAVE_CUDA
-  if (device == "cuda") {
-    const Stopwatch upload_clock;
-    CROSSPOINT_RETURN_IF_ERROR(sequence.use_cuda(static_cast<int32_t>(prompt.size()), o.deterministic));
-    stats.load_s += upload_clock.elapsed_seconds();
-  }
-#endif
+  // One sequence of the whole prompt plus its output: a cache of exactly that, the prompt in
+  // one step.
+  DeviceRunnerOptions runner_options;
+  runner_options.device = device;
+  runner_options.max_num_seqs = 1;
+  runner_options.max_num_batched_tokens = static_cast<int32_t>(prompt.size());
+  runner_options.max_model_len = static_cast<int64_t>(prompt.size()) + std::max(o.max_tokens, 1);
+  runner_options.num_kv_blocks = static_cast<int32_t>((runner_options.max_model_len + runner_options.block_size - 1) /
+                                                      runner_options.block_size);
+  runner_options.enforce_eager = true;  // one sequence: no graphs to capture for it
+  runner_options.deterministic = o.deterministic;
+  const Stopwatch upload_clock;
+  CROSSPOINT_ASSIGN_OR_RETURN(DeviceRunner runner, make_device_runner(runner_options, *model));
+  stats.load_s += upload_clock.elapsed_seconds();
+  Engine engine(engine_config_for(runner_options, runner.num_blocks, tokenizer->eos_token_ids(), *model),
+                std::move(runner.runner));
+
+  EngineRequest request;
+  request.prompt_token_ids = prompt;
+  request.max_tokens = o.max_tokens;
+  request.sampling = {o.temperature, o.top_p, o.top_k, o.seed};
   IncrementalDecoder decoder(*tokenizer, /*skip_special=*/true);
-  SamplingRng rng(o.seed);
-  const SamplingParams params{o.temperature, o.top_k, o.top_p};
   std::vector<int32_t> generated;
-
-  const Stopwatch prefill_clock;
-  CROSSPOINT_ASSIGN_OR_RETURN(const float* logits, sequence.step(prompt));
-  stats.prefill_s = prefill_clock.elapsed_seconds();
-  const Stopwatch decode_clock;
-  for (int32_t i = 0; i < o.max_tokens; ++i) {
-    const int32_t next = sample_token(logits, model->vocab_size(), params, rng.next_uniform());
-    generated.push_back(next);
-    if (std::find(eos.begin(), eos.end(), next) != eos.end()) break;
-    const std::string text = decoder.push(next);
-    std::fwrite(text.data(), 1, text.size(), stdout);
-    std::fflush(stdout);
-    if (i + 1 == o.max_tokens) break;
-    CROSSPOINT_ASSIGN_OR_RETURN(logits, sequence.step({next}));
+  std::mutex mutex;
+  std::condition_variable done;
+  bool finished = false;
+  FinishReason reason = FinishReason::kNone;
+  double first_token_s = 0, last_token_s = 0;
+  const Stopwatch clock;
+  // The sink runs on the engine thread: it prints each token's text as it comes.
+  auto sink = [&](const RequestOutput& out) {
+    std::lock_guard<std::mutex> lock(mutex);
+    for (int32_t token : out.new_token_ids) {
+      last_token_s = clock.elapsed_seconds();
+      if (generated.empty()) first_token_s = last_token_s;
+      generated.push_back(token);
+      const bool eos = out.finished && out.finish_reason == FinishReason::kStop;  // the EOS itself is not text
+      if (eos) continue;
+      const std::string text = decoder.push(token);
+      std::fwrite(text.data(), 1, text.size(), stdout);
+      std::fflush(stdout);
+    }
+    if (out.finished) {
+      finished = true;
+      reason = out.finish_reason;
+      done.notify_all();
+    }
+  };
+  if (o.max_tokens > 0) {
+    CROSSPOINT_ASSIGN_OR_RETURN(const int64_t id, engine.submit(request, sink));
+    (void)id;
+    engine.start();
+    std::unique_lock<std::mutex> lock(mutex);
+    done.wait(lock, [&] { return finished; });
   }
+  engine.stop();
+  if (reason == FinishReason::kError) return internal_error("the engine failed the request (see the log above)");
   const std::string rest = decoder.flush();
   std::fwrite(rest.data(), 1, rest.size(), stdout);
   std::fputc('\n', stdout);
-  stats.decode_s = decode_clock.elapsed_seconds();
+  stats.prefill_s = first_token_s;
+  stats.decode_s = last_token_s - first_token_s;
   stats.num_generated = static_cast<int64_t>(generated.size());
   if (o.print_ids) {
     std::string ids = "[";
@@ -214,7 +183,7 @@ int run_generate(int argc, char** argv) {
   app.add_option("--temperature", o.temperature, "0 = greedy");
   app.add_option("--top-p", o.top_p, "nucleus sampling mass in (0, 1]");
   app.add_option("--top-k", o.top_k, "keep the k most likely tokens (0 = off)");
-  app.add_option("--seed", o.seed, "random seed for sampling");
+  app.add_option("--seed", o.seed, "random seed for sampling (the tokens a server request with this seed gets)");
   app.add_option("--threads", o.threads, "CPU threads (default: CROSSPOINT_NUM_THREADS or all cores)");
   app.add_flag("--stats", o.stats, "print load time, prefill and decode tok/s, weight size to stderr");
   app.add_option("--device", o.device, "auto (cuda when a GPU is visible, else cpu), cpu or cuda")->capture_default_str();

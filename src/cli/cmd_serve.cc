@@ -4,16 +4,12 @@
 // workload-based capacity, and the start-up time (for cuda also the GPU, the measured
 // activation peak and the CUDA graph buckets).
 #include <algorithm>
-#include <cctype>
-#include <cmath>
-#include <cstdio>
 #include <string>
-
-#include <fmt/ranges.h>
 
 #include "analysis/gpu_ceilings.h"
 #include "cli/cli_util.h"
 #include "cli/commands.h"
+#include "cli/device_runner.h"
 #include "common/clock.h"
 #include "common/log.h"
 #include "common/paths.h"
@@ -21,49 +17,14 @@
 #include "engine/engine.h"
 #include "model/model.h"
 #include "quant/gptq_linear_weight.h"
-#include "runner/cpu_model_runner.h"
-#include "scheduler/block_manager.h"
 #include "server/openai_server.h"
 #include "tokenizer/chat_template.h"
 #include "tokenizer/tokenizer.h"
-#ifdef CROSSPOINT_HAVE_CUDA
-#include "model/cuda/cuda_model.h"
-#include "runner/cuda/cuda_model_runner.h"
-#endif
 
 namespace crosspoint::cli {
 namespace {
 
 constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
-
-// "1GiB", "512MiB", "2MB", "1e9", "4096" -> bytes.
-Result<size_t> parse_bytes(const std::string& text) {
-  size_t split = 0;
-  while (split < text.size() && (std::isdigit(static_cast<unsigned char>(text[split])) || text[split] == '.' ||
-                                 text[split] == 'e' || text[split] == 'E')) {
-    ++split;
-  }
-  double value = 0;
-  try {
-    value = std::stod(text.substr(0, split));
-  } catch (...) {
-    return invalid_argument("--kv-cache-memory: '" + text + "' is not a size (e.g. 1GiB, 512MiB)");
-  }
-  std::string unit = text.substr(split);
-  std::transform(unit.begin(), unit.end(), unit.begin(), [](unsigned char c) { return std::tolower(c); });
-  double scale = 0;
-  if (unit.empty() || unit == "b") scale = 1;
-  else if (unit == "kib" || unit == "k") scale = 1024.0;
-  else if (unit == "mib" || unit == "m") scale = 1024.0 * 1024;
-  else if (unit == "gib" || unit == "g") scale = kGiB;
-  else if (unit == "kb") scale = 1e3;
-  else if (unit == "mb") scale = 1e6;
-  else if (unit == "gb") scale = 1e9;
-  if (scale == 0 || !(value > 0) || !std::isfinite(value)) {
-    return invalid_argument("--kv-cache-memory: '" + text + "' is not a positive size (e.g. 1GiB, 512MiB)");
-  }
-  return static_cast<size_t>(value * scale);
-}
 
 struct ServeOptions {
   std::string model = "default";
@@ -85,73 +46,6 @@ struct ServeOptions {
   bool sample_on_host = false;           // cuda: sampled rows drawn by the host sampler (default: on the GPU)
   bool deterministic = false;            // batch-invariant: a request's output independent of the rest of the batch
 };
-
-// What the start-up log says about reproducibility (docs/serving.md, "Determinism").
-std::string determinism_note(const std::string& device, bool deterministic) {
-  if (device == "cpu") {
-    return std::string("determinism: outputs are bit-identical run to run and independent of the batch (the CPU "
-                       "kernels reduce each row in one fixed order)") +
-           (deterministic ? "; --deterministic changes nothing here" : "");
-  }
-  return deterministic ? "determinism: --deterministic: linears on fixed slabs of 64 rows and attention in one "
-                         "partition per row, so a request's output does not depend on the rest of its batch (slower; "
-                         "docs/serving.md)"
-                       : "determinism: outputs are bit-identical run to run for the same batch; they may change with "
-                         "what else is in the batch (--deterministic makes them batch-invariant)";
-}
-
-// Device memory kept free after the KV cache for the decode graphs captured afterwards.
-constexpr size_t kGraphReserveBytes = size_t{256} << 20;
-
-// The engine's runner and KV size for one device, with the startup log lines that go with it.
-struct DeviceRunner {
-  std::unique_ptr<Runner> runner;
-  int32_t num_blocks = 0;
-};
-
-#ifdef CROSSPOINT_HAVE_CUDA
-Result<DeviceRunner> make_cuda_runner(const ServeOptions& o, const Model& m, int64_t max_model_len) {
-  cuda::CudaModelOptions options;
-  options.max_num_tokens = o.max_num_batched_tokens;
-  options.max_num_seqs = o.max_num_seqs;
-  options.max_model_len = static_cast<int32_t>(max_model_len);
-  options.block_size = o.block_size;
-  options.gpu_memory_utilization = o.gpu_memory_utilization;
-  options.reserve_bytes = o.enforce_eager ? 0 : kGraphReserveBytes;
-  options.batch_invariant = o.deterministic;
-  CROSSPOINT_ASSIGN_OR_RETURN(auto model, cuda::CudaModel::create(m, options));
-  const cuda::CudaMemoryReport mem = model->memory();
-  log_info("GPU: {} ({:.1f} GiB); weights on the GPU {:.3f} GiB ({}), converted and uploaded in {:.2f} s", mem.gpu_name,
-           mem.total_bytes / kGiB, mem.weight_bytes / kGiB, model->weight_format_name(), mem.upload_s);
-  log_info("activations and workspaces for {} tokens per step: {:.3f} GiB (measured by a profile step, {:.2f} s); "
-           "{:.3f} GiB in use before the KV cache",
-           o.max_num_batched_tokens, mem.activation_bytes / kGiB, mem.profile_s, mem.used_before_kv_bytes / kGiB);
-  const int64_t eager_tokens =
-      mem.kv_tokens + static_cast<int64_t>(mem.reserve_bytes / (mem.kv_bytes_per_token * o.block_size)) * o.block_size;
-  log_info("KV cache: {:.3f} GiB (fp16) = {} tokens in {} blocks of {} (--gpu-memory-utilization {}{})", mem.kv_bytes / kGiB,
-           mem.kv_tokens, mem.num_kv_blocks, o.block_size, o.gpu_memory_utilization,
-           o.enforce_eager ? ", eager" : fmt::format("; {:.2f} GiB kept for CUDA graphs, {} tokens with --enforce-eager",
-                                                     mem.reserve_bytes / kGiB, eager_tokens));
-  cuda::CudaRunnerOptions runner_options;
-  runner_options.enforce_eager = o.enforce_eager;
-  runner_options.sample_on_gpu = !o.sample_on_host;
-  CROSSPOINT_ASSIGN_OR_RETURN(auto runner, cuda::CudaModelRunner::create(std::move(model), runner_options));
-  const cuda::CudaGraphReport& graphs = runner->graph_report();
-  if (o.enforce_eager) {
-    log_info("CUDA graphs: off (--enforce-eager)");
-  } else if (!graphs.fallback_reason.empty()) {
-    log_info("CUDA graphs: capture failed, running eagerly: {}", graphs.fallback_reason);
-  } else {
-    log_info("CUDA graphs: {} decode batch sizes captured [{}] x context bounds [{}] in {:.2f} s, {:.3f} GiB",
-             graphs.captured_buckets.size(), fmt::join(graphs.captured_buckets, ", "),
-             fmt::join(graphs.context_bounds, ", "), graphs.capture_s, graphs.graph_bytes / kGiB);
-  }
-  DeviceRunner out;
-  out.num_blocks = static_cast<int32_t>(mem.num_kv_blocks);
-  out.runner = std::move(runner);
-  return out;
-}
-#endif
 
 int serve(const ServeOptions& o) {
   Stopwatch startup;
@@ -179,69 +73,33 @@ int serve(const ServeOptions& o) {
     return report_error("serve", invalid_argument("--max-model-len must be between 2 and 2^30, got " +
                                                   std::to_string(max_model_len)));
   }
-  if (o.block_size < 1 || o.block_size > 1024 || o.max_num_seqs < 1 || o.max_num_batched_tokens < 1 ||
-      o.max_waiting < 0 || o.mean_tokens_per_request <= 0) {
-    return report_error("serve", invalid_argument("--block-size (1..1024), --max-num-seqs, --max-num-batched-tokens "
-                                                  "and --mean-tokens-per-request must be positive"));
+  if (o.max_waiting < 0 || o.mean_tokens_per_request <= 0) {
+    return report_error("serve", invalid_argument("--max-waiting must be >= 0 and --mean-tokens-per-request positive"));
   }
-  log_info("{}", determinism_note(device.value(), o.deterministic));
-  DeviceRunner device_runner;
-  if (device.value() == "cuda") {
-#ifdef CROSSPOINT_HAVE_CUDA
-    auto made = make_cuda_runner(o, m, max_model_len);
-    if (!made.is_ok()) return report_error("serve", made.status());
-    device_runner = std::move(made).value();
-#endif
-  } else {
-    auto kv_bytes = parse_bytes(o.kv_cache_memory);
-    if (!kv_bytes.is_ok()) return report_error("serve", kv_bytes.status());
-    device_runner.num_blocks = BlockManager::num_blocks_for_budget(kv_bytes.value(), m.kv_bytes_per_token(), o.block_size);
-    const int64_t cpu_kv_tokens = static_cast<int64_t>(device_runner.num_blocks) * o.block_size;
-    // Checked before the cache is allocated (a cache of zero blocks is a programmer error there).
-    if (cpu_kv_tokens < max_model_len) {
-      return report_error("serve", invalid_argument(
-          "the KV cache (" + o.kv_cache_memory + " = " + std::to_string(cpu_kv_tokens) +
-          " tokens) cannot hold one sequence of --max-model-len " + std::to_string(max_model_len) +
-          " tokens: raise --kv-cache-memory or lower --max-model-len"));
-    }
-    const KvCacheShape kv_shape = m.kv_cache_shape(device_runner.num_blocks, o.block_size);
-    const double kv_gib = static_cast<double>(cpu_kv_tokens) * m.kv_bytes_per_token() / kGiB;
-    log_info("KV cache: {:.3f} GiB (f32) = {} tokens in {} blocks of {}", kv_gib, cpu_kv_tokens, device_runner.num_blocks,
-             o.block_size);
-    const Model* model_ptr = model.value().get();
-    device_runner.runner = std::make_unique<CpuModelRunner>(
-        kv_shape, m.vocab_size(),
-        [model_ptr](const ForwardBatch& batch, CpuKvCache& kv, float* logits) { return model_ptr->forward(batch, kv, logits); });
-  }
-  const int32_t num_blocks = device_runner.num_blocks;
+  DeviceRunnerOptions runner_options;
+  runner_options.device = device.value();
+  runner_options.max_num_seqs = o.max_num_seqs;
+  runner_options.max_num_batched_tokens = o.max_num_batched_tokens;
+  runner_options.max_model_len = max_model_len;
+  runner_options.block_size = o.block_size;
+  runner_options.kv_cache_memory = o.kv_cache_memory;
+  runner_options.gpu_memory_utilization = o.gpu_memory_utilization;
+  runner_options.enforce_eager = o.enforce_eager;
+  runner_options.sample_on_host = o.sample_on_host;
+  runner_options.deterministic = o.deterministic;
+  auto device_runner = make_device_runner(runner_options, m);
+  if (!device_runner.is_ok()) return report_error("serve", device_runner.status());
+  const int32_t num_blocks = device_runner->num_blocks;
   const int64_t kv_tokens = static_cast<int64_t>(num_blocks) * o.block_size;
-  if (kv_tokens < max_model_len) {  // cuda (the cpu branch checked before allocating)
-    return report_error("serve", invalid_argument(
-        "the KV cache (--gpu-memory-utilization " + fmt::format("{}", o.gpu_memory_utilization) + " = " +
-        std::to_string(kv_tokens) + " tokens) cannot hold one sequence of --max-model-len " +
-        std::to_string(max_model_len) + " tokens: raise --gpu-memory-utilization or lower --max-model-len"));
-  }
   log_info("Maximum concurrency for {} tokens per request (worst case: every request at max-model-len): {:.2f}x",
            max_model_len, static_cast<double>(kv_tokens) / max_model_len);
   log_info("Workload-based capacity at {:.0f} tokens per request (--mean-tokens-per-request; ShareGPT mean 438): "
            "~{:.0f} concurrent requests (blocks are allocated as tokens arrive, not max-model-len up front)",
            o.mean_tokens_per_request, static_cast<double>(kv_tokens) / o.mean_tokens_per_request);
 
-  EngineConfig engine_config;
-  engine_config.scheduler.max_num_seqs = o.max_num_seqs;
-  engine_config.scheduler.max_num_batched_tokens = o.max_num_batched_tokens;
-  engine_config.scheduler.max_model_len = static_cast<int32_t>(max_model_len);
-  engine_config.scheduler.num_blocks = num_blocks;
-  engine_config.scheduler.block_size = o.block_size;
+  EngineConfig engine_config = engine_config_for(runner_options, num_blocks, tokenizer.value()->eos_token_ids(), m);
   engine_config.max_waiting = o.max_waiting;
-  engine_config.eos_token_ids = tokenizer.value()->eos_token_ids();
-  for (int64_t id : m.config().eos_token_ids) {
-    if (std::find(engine_config.eos_token_ids.begin(), engine_config.eos_token_ids.end(), id) ==
-        engine_config.eos_token_ids.end()) {
-      engine_config.eos_token_ids.push_back(static_cast<int32_t>(id));
-    }
-  }
-  Engine engine(engine_config, std::move(device_runner.runner));
+  Engine engine(engine_config, std::move(device_runner->runner));
 
   ServerConfig server_config;
   server_config.host = o.host;

@@ -130,17 +130,9 @@ FinishReason Engine::check_finish(const ActiveRequest& active, const Sequence& s
 }
 
 void Engine::run_step() {
-  BatchPlan plan = scheduler_.schedule();
+  const BatchPlan plan = scheduler_.schedule();
   if (plan.empty()) return;
-  const double step_start_s = monotonic_seconds();
-  for (const auto& s : plan.seqs) {
-    auto it = active_.find(s.seq_id);
-    if (it != active_.end() && it->second.first_scheduled_s == 0.0) {
-      it->second.first_scheduled_s = step_start_s;
-      std::lock_guard<std::mutex> lock(mutex_);
-      metrics_.request_queue_time_seconds.observe(step_start_s - it->second.arrival_s);
-    }
-  }
+  record_scheduling(plan, monotonic_seconds());
   Result<StepOutput> output = runner_->execute(plan);
   if (!output.is_ok()) {
     // A failed forward pass ends every request of the step; the server reports the error.
@@ -149,9 +141,26 @@ void Engine::run_step() {
     return;
   }
   scheduler_.on_step_done(plan, output->sampled_token_ids);
+  const StepRecord record = post_process(plan, *output);
+  record_step(plan, record);
+}
+
+// The queue time of each request scheduled for the first time.
+void Engine::record_scheduling(const BatchPlan& plan, double step_start_s) {
+  for (const auto& s : plan.seqs) {
+    auto it = active_.find(s.seq_id);
+    if (it != active_.end() && it->second.first_scheduled_s == 0.0) {
+      it->second.first_scheduled_s = step_start_s;
+      std::lock_guard<std::mutex> lock(mutex_);
+      metrics_.request_queue_time_seconds.observe(step_start_s - it->second.arrival_s);
+    }
+  }
+}
+
+// Each sampled token: stop checks, then the request's update or its end.
+Engine::StepRecord Engine::post_process(const BatchPlan& plan, const StepOutput& output) {
   const double now_s = monotonic_seconds();
-  uint64_t num_generated = 0, num_prompt = 0;
-  std::vector<double> ttft_s, itl_s;
+  StepRecord record;
   for (size_t i = 0; i < plan.seqs.size(); ++i) {
     const ScheduledSequence& s = plan.seqs[i];
     if (!s.sample) continue;
@@ -159,13 +168,13 @@ void Engine::run_step() {
     const Sequence* seq = scheduler_.find(s.seq_id);
     if (it == active_.end() || seq == nullptr) continue;
     ActiveRequest& active = it->second;
-    const int32_t token = output->sampled_token_ids[i];
-    ++num_generated;
+    const int32_t token = output.sampled_token_ids[i];
+    ++record.num_generated;
     if (active.last_token_s == 0.0) {
-      ttft_s.push_back(now_s - active.arrival_s);
-      num_prompt += static_cast<uint64_t>(seq->num_prompt_tokens);
+      record.ttft_s.push_back(now_s - active.arrival_s);
+      record.num_prompt += static_cast<uint64_t>(seq->num_prompt_tokens);
     } else {
-      itl_s.push_back(now_s - active.last_token_s);
+      record.itl_s.push_back(now_s - active.last_token_s);
     }
     active.last_token_s = now_s;
     int32_t stop_token_id = -1;
@@ -181,13 +190,17 @@ void Engine::run_step() {
       active.sink(update);
     }
   }
+  return record;
+}
+
+void Engine::record_step(const BatchPlan& plan, const StepRecord& record) {
   std::lock_guard<std::mutex> lock(mutex_);
   metrics_.num_steps++;
   metrics_.num_preemptions = static_cast<uint64_t>(scheduler_.num_preemptions());
-  metrics_.generation_tokens += num_generated;
-  metrics_.prompt_tokens += num_prompt;
-  for (double v : ttft_s) metrics_.time_to_first_token_seconds.observe(v);
-  for (double v : itl_s) metrics_.inter_token_latency_seconds.observe(v);
+  metrics_.generation_tokens += record.num_generated;
+  metrics_.prompt_tokens += record.num_prompt;
+  for (double v : record.ttft_s) metrics_.time_to_first_token_seconds.observe(v);
+  for (double v : record.itl_s) metrics_.inter_token_latency_seconds.observe(v);
   metrics_.iteration_tokens.observe(plan.num_batched_tokens);
   metrics_.iteration_num_seqs.observe(static_cast<double>(plan.seqs.size()));
 }

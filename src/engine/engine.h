@@ -69,9 +69,19 @@ class Engine {
     double arrival_s;
   };
 
+  // What one step produced, for record_step: token counts and latencies to observe.
+  struct StepRecord {
+    uint64_t num_generated = 0, num_prompt = 0;
+    std::vector<double> ttft_s, itl_s;
+  };
+
   void loop();
   void take_new_work();
+  // One engine step, as in docs/serving.md's diagram: schedule, execute, post-process, record.
   void run_step();
+  void record_scheduling(const BatchPlan& plan, double step_start_s);
+  StepRecord post_process(const BatchPlan& plan, const StepOutput& output);
+  void record_step(const BatchPlan& plan, const StepRecord& record);
   // Postprocessing of one sampled token: returns the finish reason (kNone to continue).
   FinishReason check_finish(const ActiveRequest& active, const Sequence& seq, int32_t token, int32_t* stop_token_id) const;
   void finish_request(int64_t request_id, FinishReason reason, std::vector<int32_t> new_tokens, int32_t stop_token_id);

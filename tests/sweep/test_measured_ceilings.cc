@@ -22,7 +22,7 @@ TEST(MeasuredCeilings, CeilingsPyOutputOfTheH200) {
   ASSERT_TRUE(c.is_ok()) << c.status().message();
   EXPECT_EQ(c->name, "NVIDIA H200");
   EXPECT_NEAR(c->memory_gb, 150.1, 0.1);
-  // The best streaming read (triton, grid 2112), as scripts/gpu_run.sh reported it: 4,225.7 GB/s.
+  // The best streaming read (triton, grid 2112), as ceilings.py reported it: 4,225.7 GB/s.
   EXPECT_NEAR(c->bandwidth_gb_s, 4225.7, 0.1);
   EXPECT_NEAR(c->fp16_tflops, 721.85, 0.01);
   // Row-wise (per-token x per-channel) fp8, fast accumulation: 1,367.3, not the tensor-wise 1,371.2.

@@ -9,8 +9,8 @@
 #include "kernels/cuda/linear.h"
 #include "kernels/cuda/paged_attention.h"
 #include "kernels/cuda/w4a16_gemm.h"
-#include "model/cuda/host_forward_batch.h"
-#include "model/cuda/kv_budget.h"
+#include "model/host_forward_batch.h"
+#include "model/kv_budget.h"
 
 namespace crosspoint::cuda {
 namespace {

@@ -19,7 +19,7 @@
 #include "kernels/cuda/cublaslt_gemm.h"
 #include "model/cuda/cuda_linear.h"
 #include "model/cuda/device_buffer.h"
-#include "model/cuda/step_inputs.h"
+#include "model/step_inputs.h"
 #include "model/cuda/step_profiler.h"
 #include "model/forward_batch.h"
 #include "model/model.h"

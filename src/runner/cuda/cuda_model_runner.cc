@@ -10,7 +10,7 @@
 #include "kernels/cuda/decoder_ops.h"
 #include "kernels/cuda/sampling.h"
 #include "kernels/sampling.h"
-#include "model/cuda/host_forward_batch.h"
+#include "model/host_forward_batch.h"
 #include "runner/request_sampler.h"
 
 namespace crosspoint::cuda {

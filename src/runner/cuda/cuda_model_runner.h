@@ -30,7 +30,7 @@
 
 #include "model/cuda/cuda_model.h"
 #include "model/cuda/device_buffer.h"
-#include "runner/cuda/graph_buckets.h"
+#include "runner/graph_buckets.h"
 #include "runner/forward_batch_builder.h"
 #include "runner/runner.h"
 

@@ -5,7 +5,7 @@
 
 #include <vector>
 
-#include "model/cuda/host_forward_batch.h"
+#include "model/host_forward_batch.h"
 
 namespace crosspoint {
 namespace {

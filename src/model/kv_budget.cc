@@ -1,4 +1,4 @@
-#include "model/cuda/kv_budget.h"
+#include "model/kv_budget.h"
 
 #include <algorithm>
 #include <cmath>

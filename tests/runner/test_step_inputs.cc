@@ -4,9 +4,9 @@
 
 #include <vector>
 
-#include "model/cuda/kv_budget.h"
-#include "model/cuda/step_inputs.h"
-#include "runner/cuda/graph_buckets.h"
+#include "model/kv_budget.h"
+#include "model/step_inputs.h"
+#include "runner/graph_buckets.h"
 
 namespace crosspoint {
 namespace {

@@ -1,4 +1,4 @@
-#include "runner/cuda/graph_buckets.h"
+#include "runner/graph_buckets.h"
 
 #include <algorithm>
 

@@ -1,4 +1,4 @@
-#include "model/cuda/step_inputs.h"
+#include "model/step_inputs.h"
 
 #include <algorithm>
 #include <string>

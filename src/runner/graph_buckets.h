@@ -9,7 +9,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "model/cuda/host_forward_batch.h"
+#include "model/host_forward_batch.h"
 #include "model/forward_batch.h"
 #include "scheduler/batch_plan.h"
 

@@ -1,0 +1,177 @@
+#include "cli/device_runner.h"
+
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "common/log.h"
+#include "runner/cpu_model_runner.h"
+#include "scheduler/block_manager.h"
+#ifdef CROSSPOINT_HAVE_CUDA
+#include "model/cuda/cuda_model.h"
+#include "runner/cuda/cuda_model_runner.h"
+#endif
+
+namespace crosspoint::cli {
+namespace {
+
+constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
+
+// Device memory kept free after the KV cache for the decode graphs captured afterwards.
+constexpr size_t kGraphReserveBytes = size_t{256} << 20;
+
+// What the start-up log says about reproducibility (docs/serving.md, "Determinism").
+std::string determinism_note(const std::string& device, bool deterministic) {
+  if (device == "cpu") {
+    return std::string("determinism: outputs are bit-identical run to run and independent of the batch (the CPU "
+                       "kernels reduce each row in one fixed order)") +
+           (deterministic ? "; --deterministic changes nothing here" : "");
+  }
+  return deterministic ? "determinism: --deterministic: linears on fixed slabs of 64 rows and attention in one "
+                         "partition per row, so a request's output does not depend on the rest of its batch (slower; "
+                         "docs/serving.md)"
+                       : "determinism: outputs are bit-identical run to run for the same batch; they may change with "
+                         "what else is in the batch (--deterministic makes them batch-invariant)";
+}
+
+Result<DeviceRunner> make_cpu_runner(const DeviceRunnerOptions& o, const Model& m) {
+  DeviceRunner out;
+  if (o.num_kv_blocks > 0) {
+    out.num_blocks = o.num_kv_blocks;
+  } else {
+    CROSSPOINT_ASSIGN_OR_RETURN(const size_t kv_bytes, parse_bytes(o.kv_cache_memory));
+    out.num_blocks = BlockManager::num_blocks_for_budget(kv_bytes, m.kv_bytes_per_token(), o.block_size);
+  }
+  const int64_t kv_tokens = static_cast<int64_t>(out.num_blocks) * o.block_size;
+  // Checked before the cache is allocated (a cache of zero blocks is a programmer error there).
+  if (kv_tokens < o.max_model_len) {
+    return invalid_argument("the KV cache (--kv-cache-memory " + o.kv_cache_memory + " = " + std::to_string(kv_tokens) +
+                            " tokens) cannot hold one sequence of --max-model-len " + std::to_string(o.max_model_len) +
+                            " tokens: raise --kv-cache-memory or lower --max-model-len");
+  }
+  log_info("KV cache: {:.3f} GiB (f32) = {} tokens in {} blocks of {}",
+           static_cast<double>(kv_tokens) * m.kv_bytes_per_token() / kGiB, kv_tokens, out.num_blocks, o.block_size);
+  const Model* model = &m;
+  out.runner = std::make_unique<CpuModelRunner>(
+      m.kv_cache_shape(out.num_blocks, o.block_size), m.vocab_size(),
+      [model](const ForwardBatch& batch, CpuKvCache& kv, float* logits) { return model->forward(batch, kv, logits); });
+  return out;
+}
+
+#ifdef CROSSPOINT_HAVE_CUDA
+Result<DeviceRunner> make_cuda_runner(const DeviceRunnerOptions& o, const Model& m) {
+  cuda::CudaModelOptions options;
+  options.max_num_tokens = o.max_num_batched_tokens;
+  options.max_num_seqs = o.max_num_seqs;
+  options.max_model_len = static_cast<int32_t>(o.max_model_len);
+  options.block_size = o.block_size;
+  options.gpu_memory_utilization = o.gpu_memory_utilization;
+  options.num_kv_blocks = o.num_kv_blocks;
+  options.reserve_bytes = o.enforce_eager ? 0 : kGraphReserveBytes;
+  options.batch_invariant = o.deterministic;
+  CROSSPOINT_ASSIGN_OR_RETURN(auto model, cuda::CudaModel::create(m, options));
+  const cuda::CudaMemoryReport mem = model->memory();
+  log_info("GPU: {} ({:.1f} GiB); weights on the GPU {:.3f} GiB ({}), converted and uploaded in {:.2f} s", mem.gpu_name,
+           mem.total_bytes / kGiB, mem.weight_bytes / kGiB, model->weight_format_name(), mem.upload_s);
+  log_info("activations and workspaces for {} tokens per step: {:.3f} GiB (measured by a profile step, {:.2f} s); "
+           "{:.3f} GiB in use before the KV cache",
+           o.max_num_batched_tokens, mem.activation_bytes / kGiB, mem.profile_s, mem.used_before_kv_bytes / kGiB);
+  const int64_t eager_tokens =
+      mem.kv_tokens + static_cast<int64_t>(mem.reserve_bytes / (mem.kv_bytes_per_token * o.block_size)) * o.block_size;
+  log_info("KV cache: {:.3f} GiB (fp16) = {} tokens in {} blocks of {} (--gpu-memory-utilization {}{})", mem.kv_bytes / kGiB,
+           mem.kv_tokens, mem.num_kv_blocks, o.block_size, o.gpu_memory_utilization,
+           o.enforce_eager ? ", eager" : fmt::format("; {:.2f} GiB kept for CUDA graphs, {} tokens with --enforce-eager",
+                                                     mem.reserve_bytes / kGiB, eager_tokens));
+  if (mem.kv_tokens < o.max_model_len) {
+    return invalid_argument("the KV cache (--gpu-memory-utilization " + fmt::format("{}", o.gpu_memory_utilization) +
+                            " = " + std::to_string(mem.kv_tokens) + " tokens) cannot hold one sequence of --max-model-len " +
+                            std::to_string(o.max_model_len) +
+                            " tokens: raise --gpu-memory-utilization or lower --max-model-len");
+  }
+  cuda::CudaRunnerOptions runner_options;
+  runner_options.enforce_eager = o.enforce_eager;
+  runner_options.sample_on_gpu = !o.sample_on_host;
+  CROSSPOINT_ASSIGN_OR_RETURN(auto runner, cuda::CudaModelRunner::create(std::move(model), runner_options));
+  const cuda::CudaGraphReport& graphs = runner->graph_report();
+  if (o.enforce_eager) {
+    log_info("CUDA graphs: off (--enforce-eager)");
+  } else if (!graphs.fallback_reason.empty()) {
+    log_info("CUDA graphs: capture failed, running eagerly: {}", graphs.fallback_reason);
+  } else {
+    log_info("CUDA graphs: {} decode batch sizes captured [{}] x context bounds [{}] in {:.2f} s, {:.3f} GiB",
+             graphs.captured_buckets.size(), fmt::join(graphs.captured_buckets, ", "),
+             fmt::join(graphs.context_bounds, ", "), graphs.capture_s, graphs.graph_bytes / kGiB);
+  }
+  DeviceRunner out;
+  out.num_blocks = static_cast<int32_t>(mem.num_kv_blocks);
+  out.runner = std::move(runner);
+  return out;
+}
+#endif
+
+}  // namespace
+
+Result<size_t> parse_bytes(const std::string& text) {
+  size_t split = 0;
+  while (split < text.size() && (std::isdigit(static_cast<unsigned char>(text[split])) || text[split] == '.' ||
+                                 text[split] == 'e' || text[split] == 'E')) {
+    ++split;
+  }
+  double value = 0;
+  try {
+    value = std::stod(text.substr(0, split));
+  } catch (...) {
+    return invalid_argument("--kv-cache-memory: '" + text + "' is not a size (e.g. 1GiB, 512MiB)");
+  }
+  std::string unit = text.substr(split);
+  std::transform(unit.begin(), unit.end(), unit.begin(), [](unsigned char c) { return std::tolower(c); });
+  double scale = 0;
+  if (unit.empty() || unit == "b") scale = 1;
+  else if (unit == "kib" || unit == "k") scale = 1024.0;
+  else if (unit == "mib" || unit == "m") scale = 1024.0 * 1024;
+  else if (unit == "gib" || unit == "g") scale = kGiB;
+  else if (unit == "kb") scale = 1e3;
+  else if (unit == "mb") scale = 1e6;
+  else if (unit == "gb") scale = 1e9;
+  if (scale == 0 || !(value > 0) || !std::isfinite(value)) {
+    return invalid_argument("--kv-cache-memory: '" + text + "' is not a positive size (e.g. 1GiB, 512MiB)");
+  }
+  return static_cast<size_t>(value * scale);
+}
+
+EngineConfig engine_config_for(const DeviceRunnerOptions& o, int32_t num_blocks,
+                               const std::vector<int32_t>& tokenizer_eos_ids, const Model& m) {
+  EngineConfig config;
+  config.scheduler.max_num_seqs = o.max_num_seqs;
+  config.scheduler.max_num_batched_tokens = o.max_num_batched_tokens;
+  config.scheduler.max_model_len = static_cast<int32_t>(o.max_model_len);
+  config.scheduler.num_blocks = num_blocks;
+  config.scheduler.block_size = o.block_size;
+  config.eos_token_ids = tokenizer_eos_ids;
+  for (int64_t id : m.config().eos_token_ids) {
+    if (std::find(config.eos_token_ids.begin(), config.eos_token_ids.end(), id) == config.eos_token_ids.end()) {
+      config.eos_token_ids.push_back(static_cast<int32_t>(id));
+    }
+  }
+  return config;
+}
+
+Result<DeviceRunner> make_device_runner(const DeviceRunnerOptions& o, const Model& m) {
+  if (o.block_size < 1 || o.block_size > 1024 || o.max_num_seqs < 1 || o.max_num_batched_tokens < 1) {
+    return invalid_argument("--block-size (1..1024), --max-num-seqs and --max-num-batched-tokens must be positive");
+  }
+  log_info("{}", determinism_note(o.device, o.deterministic));
+  if (o.device == "cuda") {
+#ifdef CROSSPOINT_HAVE_CUDA
+    return make_cuda_runner(o, m);
+#else
+    return unsupported("--device cuda: this build has no CUDA backend (nvcc was not found when it was configured)");
+#endif
+  }
+  return make_cpu_runner(o, m);
+}
+
+}  // namespace crosspoint::cli

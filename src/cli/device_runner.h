@@ -1,0 +1,50 @@
+// The engine's runner for one device, made the same way for `serve` and `generate`: the CPU
+// runner with a KV cache of a byte budget (or a block count), or the CUDA model and runner with
+// a memory fraction (or a block count), the start-up log lines that say what was given, and
+// one check that the cache holds a sequence of max_model_len tokens.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include <vector>
+
+#include "common/status.h"
+#include "engine/engine.h"
+#include "model/model.h"
+#include "runner/runner.h"
+
+namespace crosspoint::cli {
+
+struct DeviceRunnerOptions {
+  std::string device = "cpu";             // resolved: cpu | cuda
+  int32_t max_num_seqs = 256;
+  int32_t max_num_batched_tokens = 2048;
+  int64_t max_model_len = 2048;
+  int32_t block_size = 16;
+  int32_t num_kv_blocks = 0;              // > 0: exactly this many blocks (the budgets below unused)
+  std::string kv_cache_memory = "1GiB";   // cpu: bytes for the KV cache
+  double gpu_memory_utilization = 0.9;    // cuda: fraction of the GPU's memory this process may use
+  bool enforce_eager = false;             // cuda: no CUDA graphs
+  bool sample_on_host = false;            // cuda: sampled rows drawn by the host sampler
+  bool deterministic = false;             // cuda: the batch-invariant kernels
+};
+
+struct DeviceRunner {
+  std::unique_ptr<Runner> runner;
+  int32_t num_blocks = 0;
+};
+
+// "1GiB", "512MiB", "2MB", "1e9", "4096" -> bytes; the error names --kv-cache-memory.
+Result<size_t> parse_bytes(const std::string& text);
+
+// The runner, its KV blocks and the start-up log lines. Errors name the option to change.
+Result<DeviceRunner> make_device_runner(const DeviceRunnerOptions& options, const Model& model);
+
+// The engine's limits for a runner made from `options` with num_blocks KV blocks; generation
+// ends at the tokenizer's EOS ids and the model config's.
+EngineConfig engine_config_for(const DeviceRunnerOptions& options, int32_t num_blocks,
+                               const std::vector<int32_t>& tokenizer_eos_ids, const Model& model);
+
+}  // namespace crosspoint::cli
