@@ -18,19 +18,20 @@ inline bool assets_optional() {
 }
 
 inline std::string missing_asset_message(const std::string& path) {
-  return path + " is missing: scripts/setup.sh fetches it into the asset cache ($CROSSPOINT_CACHE, default "
-               "~/.cache/crosspoint); run it, or set CROSSPOINT_ASSETS_OPTIONAL=1 to skip the tests that need it";
+  return path +
+         " is missing: scripts/setup.sh fetches it into the asset cache ($CROSSPOINT_CACHE, default "
+         "~/.cache/crosspoint); run it, or set CROSSPOINT_ASSETS_OPTIONAL=1 to skip the tests that need it";
 }
 
 }  // namespace crosspoint::testing
 
 // Fails (or, with CROSSPOINT_ASSETS_OPTIONAL=1, skips) the current test when `path` is absent.
-#define CROSSPOINT_REQUIRE_ASSET(path)                                                          \
-  do {                                                                                          \
-    const std::string crosspoint_asset_path_ = (path);                                          \
-    if (!std::filesystem::exists(crosspoint_asset_path_)) {                                     \
-      if (::crosspoint::testing::assets_optional())                                             \
-        GTEST_SKIP() << ::crosspoint::testing::missing_asset_message(crosspoint_asset_path_);   \
-      FAIL() << ::crosspoint::testing::missing_asset_message(crosspoint_asset_path_);           \
-    }                                                                                           \
+#define CROSSPOINT_REQUIRE_ASSET(path)                                                        \
+  do {                                                                                        \
+    const std::string crosspoint_asset_path_ = (path);                                        \
+    if (!std::filesystem::exists(crosspoint_asset_path_)) {                                   \
+      if (::crosspoint::testing::assets_optional())                                           \
+        GTEST_SKIP() << ::crosspoint::testing::missing_asset_message(crosspoint_asset_path_); \
+      FAIL() << ::crosspoint::testing::missing_asset_message(crosspoint_asset_path_);         \
+    }                                                                                         \
   } while (0)

@@ -66,7 +66,7 @@ struct AttentionShape {
   std::string name;
   int num_seqs, num_new, context_len;
   CudaAttentionKernels kernels = CudaAttentionKernels::kDefault;
-  int host_bound = 0;       // max_context_len the launch is sized for (a graph's bound); 0 = context_len
+  int host_bound = 0;  // max_context_len the launch is sized for (a graph's bound); 0 = context_len
 };
 
 nlohmann::json bench_attention_shape(const AttentionShape& shape, double bw_gbps, cudaStream_t s, int reps) {
@@ -153,15 +153,18 @@ nlohmann::json bench_attention_shape(const AttentionShape& shape, double bw_gbps
   const bool check_ok = max_path_diff <= 2e-3;
   if (!check_ok) std::printf("FAILED check: %s paths differ by %.3g\n", shape.name.c_str(), max_path_diff);
 
-  const double ms = time_graph([&]() -> Status {
-    for (int c = 0; c < copies; ++c) {
-      cuda::CudaPagedAttentionArgs layer = a;
-      layer.key_cache = caches + 2 * cache_elems * c;
-      layer.value_cache = layer.key_cache + cache_elems;
-      CROSSPOINT_RETURN_IF_ERROR(cuda::cuda_paged_attention_with(layer, shape.kernels, s));
-    }
-    return Status::ok();
-  }, s, reps) / copies;
+  const double ms = time_graph(
+                        [&]() -> Status {
+                          for (int c = 0; c < copies; ++c) {
+                            cuda::CudaPagedAttentionArgs layer = a;
+                            layer.key_cache = caches + 2 * cache_elems * c;
+                            layer.value_cache = layer.key_cache + cache_elems;
+                            CROSSPOINT_RETURN_IF_ERROR(cuda::cuda_paged_attention_with(layer, shape.kernels, s));
+                          }
+                          return Status::ok();
+                        },
+                        s, reps) /
+                    copies;
 
   // Causal FLOPs: QK^T and PV, 2 per multiply-add, over each row's visible positions.
   double visible_sum = 0;
@@ -169,9 +172,11 @@ nlohmann::json bench_attention_shape(const AttentionShape& shape, double bw_gbps
   const double flops = 4.0 * shape.num_seqs * visible_sum * kHeads * kHeadDim;
   const double us = ms * 1e3;
   const double gbps = kv_bytes / us / 1e3;
-  std::printf("%-26s %-14s seqs %4d new %5d ctx %5d  %10.2f us  KV %8.2f MB  %7.0f GB/s  %5.1f%% bw  %7.2f TF/s  (%d copies, workspace %.1f MB)\n",
-              shape.name.c_str(), kernels_name(shape.kernels), shape.num_seqs, shape.num_new, shape.context_len, us, kv_bytes / 1e6, gbps,
-              100 * gbps / bw_gbps, flops / us / 1e6, copies, workspace_bytes / 1e6);
+  std::printf(
+      "%-26s %-14s seqs %4d new %5d ctx %5d  %10.2f us  KV %8.2f MB  %7.0f GB/s  %5.1f%% bw  %7.2f TF/s  (%d copies, "
+      "workspace %.1f MB)\n",
+      shape.name.c_str(), kernels_name(shape.kernels), shape.num_seqs, shape.num_new, shape.context_len, us,
+      kv_bytes / 1e6, gbps, 100 * gbps / bw_gbps, flops / us / 1e6, copies, workspace_bytes / 1e6);
   cudaFree(query);
   cudaFree(output);
   cudaFree(caches);
@@ -179,16 +184,27 @@ nlohmann::json bench_attention_shape(const AttentionShape& shape, double bw_gbps
   cudaFree(starts_dev);
   cudaFree(contexts_dev);
   cudaFree(workspace);
-  return {{"name", shape.name}, {"kernels", kernels_name(shape.kernels)},
-          {"host_bound", bound}, {"num_seqs", shape.num_seqs}, {"num_new", shape.num_new},
-          {"context_len", shape.context_len}, {"us", us}, {"kv_bytes", kv_bytes}, {"gbps", gbps},
-          {"pct_bw", 100 * gbps / bw_gbps}, {"tflops", flops / us / 1e6}, {"copies", copies},
-          {"workspace_bytes", workspace_bytes}, {"max_diff_vs_split_only", max_path_diff}, {"check_ok", check_ok}};
+  return {{"name", shape.name},
+          {"kernels", kernels_name(shape.kernels)},
+          {"host_bound", bound},
+          {"num_seqs", shape.num_seqs},
+          {"num_new", shape.num_new},
+          {"context_len", shape.context_len},
+          {"us", us},
+          {"kv_bytes", kv_bytes},
+          {"gbps", gbps},
+          {"pct_bw", 100 * gbps / bw_gbps},
+          {"tflops", flops / us / 1e6},
+          {"copies", copies},
+          {"workspace_bytes", workspace_bytes},
+          {"max_diff_vs_split_only", max_path_diff},
+          {"check_ok", check_ok}};
 }
 
 // rope_kv_write's arguments at the 7B shape over T tokens (qkv rows of (H + 2 Hkv) * D, bias on).
 cuda::RopeKvWriteArgs rope_args(uint16_t* qkv, const uint16_t* bias, const int32_t* positions, const float* inv_freq,
-                                const int32_t* slots, uint16_t* key_cache, uint16_t* value_cache, int t, int num_blocks) {
+                                const int32_t* slots, uint16_t* key_cache, uint16_t* value_cache, int t,
+                                int num_blocks) {
   cuda::RopeKvWriteArgs rope;
   rope.qkv = qkv;
   rope.qkv_stride = static_cast<int64_t>(kHeads + 2 * kKvHeads) * kHeadDim;
@@ -249,7 +265,8 @@ nlohmann::json bench_decoder_ops(int t, double bw_gbps, cudaStream_t s, int reps
   fill_f32(residual, static_cast<size_t>(t) * kHidden, -1.f, 1.f, 28, s);
   fill_f32(inv_freq, kHeadDim / 2, 1e-4f, 1.f, 29, s);
 
-  const cuda::RopeKvWriteArgs rope = rope_args(qkv, bias, positions, inv_freq, slots, key_cache, value_cache, t, num_blocks);
+  const cuda::RopeKvWriteArgs rope =
+      rope_args(qkv, bias, positions, inv_freq, slots, key_cache, value_cache, t, num_blocks);
 
   struct Op {
     const char* name;
@@ -266,8 +283,7 @@ nlohmann::json bench_decoder_ops(int t, double bw_gbps, cudaStream_t s, int reps
        [&] { return cuda::rope_kv_write(rope, s); }},
       {"silu_mul", td * kIntermediate * (4 + 2),
        [&] { return cuda::silu_mul(gate_up, 2 * kIntermediate, act, kIntermediate, t, kIntermediate, s); }},
-      {"gather_rows", td * kHidden * 4,
-       [&] { return cuda::gather_rows(x, kHidden, rows, rows_out, t, kHidden, s); }},
+      {"gather_rows", td * kHidden * 4, [&] { return cuda::gather_rows(x, kHidden, rows, rows_out, t, kHidden, s); }},
       {"argmax_rows", td * kVocab * 2, [&] { return cuda::argmax_rows(logits, kVocab, tokens, t, kVocab, s); }},
       {"fp16_to_f32", td * kVocab * (2 + 4),
        [&] { return cuda::fp16_to_f32(logits, logits_f32, static_cast<int64_t>(t) * kVocab, s); }},
@@ -278,12 +294,16 @@ nlohmann::json bench_decoder_ops(int t, double bw_gbps, cudaStream_t s, int reps
     const double gbps = op.bytes / us / 1e3;
     std::printf("%-18s T=%-4d %9.2f us  %9.3f MB  %7.0f GB/s  %5.1f%% bw\n", op.name, t, us, op.bytes / 1e6, gbps,
                 100 * gbps / bw_gbps);
-    out.push_back({{"op", op.name}, {"tokens", t}, {"us", us}, {"bytes", op.bytes}, {"gbps", gbps},
+    out.push_back({{"op", op.name},
+                   {"tokens", t},
+                   {"us", us},
+                   {"bytes", op.bytes},
+                   {"gbps", gbps},
                    {"pct_bw", 100 * gbps / bw_gbps}});
   }
-  for (void* p : std::initializer_list<void*>{table, delta, weight, x, qkv, bias, key_cache, value_cache, gate_up, act,
-                                              logits, rows_out, residual, inv_freq, logits_f32, ids, positions, slots,
-                                              rows, tokens})
+  for (void* p : std::initializer_list<void*>{table,       delta,   weight,    x,      qkv,      bias,     key_cache,
+                                              value_cache, gate_up, act,       logits, rows_out, residual, inv_freq,
+                                              logits_f32,  ids,     positions, slots,  rows,     tokens})
     cudaFree(p);
   return out;
 }
@@ -314,15 +334,20 @@ nlohmann::json bench_rope_latency(int t, int layers, cudaStream_t s, int reps) {
   fill_f16(qkv, static_cast<size_t>(t) * qkv_width, -1.f, 1.f, 31, s);
   fill_f16(bias, qkv_width, -0.1f, 0.1f, 32, s);
   fill_f32(inv_freq, kHeadDim / 2, 1e-4f, 1.f, 33, s);
-  const cuda::RopeKvWriteArgs rope = rope_args(qkv, bias, positions, inv_freq, slots, key_cache, value_cache, t, num_blocks);
-  const double us = time_graph([&]() -> Status {
-    for (int l = 0; l < layers; ++l) CROSSPOINT_RETURN_IF_ERROR(cuda::rope_kv_write(rope, s));
-    return Status::ok();
-  }, s, reps) * 1e3 / layers;
+  const cuda::RopeKvWriteArgs rope =
+      rope_args(qkv, bias, positions, inv_freq, slots, key_cache, value_cache, t, num_blocks);
+  const double us = time_graph(
+                        [&]() -> Status {
+                          for (int l = 0; l < layers; ++l) CROSSPOINT_RETURN_IF_ERROR(cuda::rope_kv_write(rope, s));
+                          return Status::ok();
+                        },
+                        s, reps) *
+                    1e3 / layers;
   const double bytes = static_cast<double>(t) * (qkv_width + kHeads * kHeadDim + 2 * kKvHeads * kHeadDim) * 2;
-  std::printf("%-26s seqs %4d          %10.2f us per call  (%.1f KB moved; graph of %d calls)\n", "rope_kv_write", t, us,
-              bytes / 1e3, layers);
-  for (void* p : std::initializer_list<void*>{qkv, bias, key_cache, value_cache, inv_freq, positions, slots}) cudaFree(p);
+  std::printf("%-26s seqs %4d          %10.2f us per call  (%.1f KB moved; graph of %d calls)\n", "rope_kv_write", t,
+              us, bytes / 1e3, layers);
+  for (void* p : std::initializer_list<void*>{qkv, bias, key_cache, value_cache, inv_freq, positions, slots})
+    cudaFree(p);
   return {{"op", "rope_kv_write"}, {"tokens", t}, {"us_per_call", us}, {"bytes", bytes}, {"layers", layers}};
 }
 
@@ -336,7 +361,8 @@ nlohmann::json bench_decode_table(double bw_gbps, cudaStream_t s, int reps) {
                                            CudaAttentionKernels::kTwoStageDecode};
   nlohmann::json out = nlohmann::json::array();
   std::map<std::pair<int, int>, std::vector<nlohmann::json>> cells;  // (batch, ctx) -> one line per kernel
-  std::printf("\n== decode attention (one call = one layer): split kernel (old), decode kernel 3-stage (new) and 2-stage ==\n");
+  std::printf(
+      "\n== decode attention (one call = one layer): split kernel (old), decode kernel 3-stage (new) and 2-stage ==\n");
   for (int batch : batches) {
     for (int context : contexts) {
       for (CudaAttentionKernels k : kernels) {
@@ -346,8 +372,10 @@ nlohmann::json bench_decode_table(double bw_gbps, cudaStream_t s, int reps) {
       }
     }
   }
-  std::printf("\n== decode summary: us per call old / new / new 2-stage (%% of %.0f GB/s for the faster new), old / best new ==\n",
-              bw_gbps);
+  std::printf(
+      "\n== decode summary: us per call old / new / new 2-stage (%% of %.0f GB/s for the faster new), old / best new "
+      "==\n",
+      bw_gbps);
   std::printf("%6s", "seqs");
   for (int context : contexts) std::printf(" | %-41s", ("ctx " + std::to_string(context)).c_str());
   std::printf("\n");
@@ -387,7 +415,8 @@ int main(int argc, char** argv) {
     else if (a == "--small-batch") small_batch_only = true;
     else if (a == "--decode-only") decode_only = true;
     else {
-      std::fprintf(stderr, "usage: bench_attention [--bw-gbps X] [--reps N] [--out FILE] [--small-batch | --decode-only]\n");
+      std::fprintf(stderr,
+                   "usage: bench_attention [--bw-gbps X] [--reps N] [--out FILE] [--small-batch | --decode-only]\n");
       return 2;
     }
   }
@@ -398,11 +427,14 @@ int main(int argc, char** argv) {
               kBlockSize);
   cudaStream_t s;
   BENCH_CUDA(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
-  nlohmann::json result = {{"gpu", prop.name}, {"sms", prop.multiProcessorCount}, {"read_gbps_ceiling", bw_gbps},
-                           {"reps", reps}, {"shape", {{"heads", kHeads}, {"kv_heads", kKvHeads}, {"head_dim", kHeadDim},
-                                                      {"block_size", kBlockSize}}}};
+  nlohmann::json result = {
+      {"gpu", prop.name},
+      {"sms", prop.multiProcessorCount},
+      {"read_gbps_ceiling", bw_gbps},
+      {"reps", reps},
+      {"shape", {{"heads", kHeads}, {"kv_heads", kKvHeads}, {"head_dim", kHeadDim}, {"block_size", kBlockSize}}}};
   const CudaAttentionKernels decode_kernels[] = {CudaAttentionKernels::kSplitDecode, CudaAttentionKernels::kDefault,
-                                       CudaAttentionKernels::kTwoStageDecode};
+                                                 CudaAttentionKernels::kTwoStageDecode};
   result["decode"] = nlohmann::json::array();
   if (!small_batch_only) {
     result["decode"] = bench_decode_table(bw_gbps, s, reps);
@@ -411,7 +443,8 @@ int main(int argc, char** argv) {
       std::printf("\n== decode under a 4096 bound (context 512) ==\n");
       for (int batch : {1, 10, 64, 100})
         for (CudaAttentionKernels k : decode_kernels)
-          result["decode"].push_back(bench_attention_shape({"decode, bound 4096", batch, 1, 512, k, 4096}, bw_gbps, s, reps));
+          result["decode"].push_back(
+              bench_attention_shape({"decode, bound 4096", batch, 1, 512, k, 4096}, bw_gbps, s, reps));
     }
   }
   if (decode_only) {
@@ -426,7 +459,8 @@ int main(int argc, char** argv) {
   for (int batch : {1, 2, 4, 8, 32})
     for (int context : {512, 4096})
       for (CudaAttentionKernels k : decode_kernels)
-        result["small_batch"].push_back(bench_attention_shape({"decode bound 4096", batch, 1, context, k, 4096}, bw_gbps, s, reps));
+        result["small_batch"].push_back(
+            bench_attention_shape({"decode bound 4096", batch, 1, context, k, 4096}, bw_gbps, s, reps));
   for (int batch : {1, 2, 4, 8}) result["small_batch"].push_back(bench_rope_latency(batch, 28, s, reps));
   result["prefill"] = nlohmann::json::array();
   if (!small_batch_only) {

@@ -73,7 +73,7 @@ struct Options {
   int32_t prefill_reps = 5;
   bool tight_attention_bound = false;
   bool deterministic = false;  // the batch-invariant kernels of serve --deterministic
-  std::string tables_from;  // print the tables of this results JSON and exit (no GPU needed)
+  std::string tables_from;     // print the tables of this results JSON and exit (no GPU needed)
 };
 
 struct TimingStats {
@@ -88,7 +88,8 @@ TimingStats stats_of(std::vector<double> ms) {
 }
 
 json to_json(const TimingStats& t) {
-  return {{"median_ms", t.median_ms}, {"p10_ms", t.p10_ms}, {"p90_ms", t.p90_ms}, {"min_ms", t.min_ms}, {"reps", t.reps}};
+  return {
+      {"median_ms", t.median_ms}, {"p10_ms", t.p10_ms}, {"p90_ms", t.p90_ms}, {"min_ms", t.min_ms}, {"reps", t.reps}};
 }
 
 // Times `launch` (which enqueues on `stream`) `reps` times between two events.
@@ -216,7 +217,8 @@ Result<json> profile_step(cuda::CudaModel& model, const std::function<Status(cud
 
 // num_seqs sequences of `cached` tokens each computing `num_new` more, sequence s in blocks
 // [s * blocks_per_seq, (s + 1) * blocks_per_seq); logits for each sequence's last token.
-cuda::HostForwardBatch make_batch(int32_t num_seqs, int32_t cached, int32_t num_new, int32_t block_size, int32_t vocab) {
+cuda::HostForwardBatch make_batch(int32_t num_seqs, int32_t cached, int32_t num_new, int32_t block_size,
+                                  int32_t vocab) {
   cuda::HostForwardBatch h;
   const int32_t context = cached + num_new;
   h.max_blocks_per_seq = (context + block_size - 1) / block_size;
@@ -234,7 +236,8 @@ cuda::HostForwardBatch make_batch(int32_t num_seqs, int32_t cached, int32_t num_
 Result<analysis::Precision> precision_of(const std::string& format_name, int64_t* group_size) {
   *group_size = 128;
   const size_t g = format_name.find("-g");
-  if (format_name.rfind("w4a16", 0) == 0 && g != std::string::npos) *group_size = std::atoll(format_name.c_str() + g + 2);
+  if (format_name.rfind("w4a16", 0) == 0 && g != std::string::npos)
+    *group_size = std::atoll(format_name.c_str() + g + 2);
   return analysis::parse_precision(format_name.substr(0, format_name.rfind("w4a16", 0) == 0 ? 5 : std::string::npos));
 }
 
@@ -293,7 +296,8 @@ Result<json> bench_model(const std::string& dir, const Options& o, const Ceiling
   mo.max_num_tokens = std::max({2048, o.prefill_tokens, max_batch});
   mo.max_model_len = std::max({o.max_model_len, o.context + 1, o.prefill_tokens});
   const int32_t decode_blocks = (o.context + 1 + mo.block_size - 1) / mo.block_size;
-  mo.num_kv_blocks = std::max<int64_t>(int64_t{max_batch} * decode_blocks, (o.prefill_tokens + mo.block_size - 1) / mo.block_size);
+  mo.num_kv_blocks =
+      std::max<int64_t>(int64_t{max_batch} * decode_blocks, (o.prefill_tokens + mo.block_size - 1) / mo.block_size);
   mo.batch_invariant = o.deterministic;
   Stopwatch create_timer;
   CROSSPOINT_ASSIGN_OR_RETURN(std::unique_ptr<cuda::CudaModel> gpu, cuda::CudaModel::create(*model, mo));
@@ -324,9 +328,12 @@ Result<json> bench_model(const std::string& dir, const Options& o, const Ceiling
   out["load_s"] = load_s;
   out["create_s"] = create_s;
   const cuda::CudaMemoryReport& mem = gpu->memory();
-  out["memory"] = {{"gpu_name", mem.gpu_name},          {"total_bytes", mem.total_bytes},
-                   {"weight_bytes", mem.weight_bytes},  {"activation_bytes", mem.activation_bytes},
-                   {"kv_bytes", mem.kv_bytes},          {"num_kv_blocks", mem.num_kv_blocks},
+  out["memory"] = {{"gpu_name", mem.gpu_name},
+                   {"total_bytes", mem.total_bytes},
+                   {"weight_bytes", mem.weight_bytes},
+                   {"activation_bytes", mem.activation_bytes},
+                   {"kv_bytes", mem.kv_bytes},
+                   {"num_kv_blocks", mem.num_kv_blocks},
                    {"free_before_load_bytes", free_start}};
 
   // forward + greedy argmax over the logits rows, as the runner's graphs do; `profiler`
@@ -372,8 +379,10 @@ Result<json> bench_model(const std::string& dir, const Options& o, const Ceiling
     Result<TimingStats> graph = time_graph_replays(enqueue, stream, o.replays, track_memory);
     Result<TimingStats> eager = time_launches(enqueue, stream, 3);  // warm-up
     if (eager.is_ok()) eager = time_launches(enqueue, stream, o.eager_reps);
-    if (graph.is_ok()) cell["graph"] = to_json(*graph); else cell["graph_error"] = graph.status().to_string();
-    if (eager.is_ok()) cell["eager"] = to_json(*eager); else cell["eager_error"] = eager.status().to_string();
+    if (graph.is_ok()) cell["graph"] = to_json(*graph);
+    else cell["graph_error"] = graph.status().to_string();
+    if (eager.is_ok()) cell["eager"] = to_json(*eager);
+    else cell["eager_error"] = eager.status().to_string();
     breakdowns(device, eager, cell);
     // Bytes read per step: every weight once, each sequence's K and V over its whole context
     // (the cached tokens and the new one), and the B embedding rows gathered.
@@ -410,7 +419,8 @@ Result<json> bench_model(const std::string& dir, const Options& o, const Ceiling
     Result<TimingStats> eager = time_launches(enqueue, stream, 1);  // warm-up
     if (eager.is_ok()) eager = time_launches(enqueue, stream, o.prefill_reps);
     track_memory();
-    if (eager.is_ok()) cell["eager"] = to_json(*eager); else cell["eager_error"] = eager.status().to_string();
+    if (eager.is_ok()) cell["eager"] = to_json(*eager);
+    else cell["eager_error"] = eager.status().to_string();
     breakdowns(device, eager, cell);
     // FLOPs: every token through the linears, one row through lm_head, causal attention
     // (token p attends to p + 1 tokens). Bytes: the weights once and the K/V written.
@@ -458,7 +468,8 @@ int run(int argc, char** argv) {
   app.add_option("--context", o.context, "cached tokens per decoding sequence");
   app.add_option("--prefill-tokens", o.prefill_tokens, "new tokens of the prefill step");
   app.add_option("--max-model-len", o.max_model_len, "the engine's max-model-len (decode attention bound)");
-  auto* ceilings_opt = app.add_option("--ceilings", o.ceilings_path, "ceilings.py JSON or crosspoint hwinfo --json output");
+  auto* ceilings_opt =
+      app.add_option("--ceilings", o.ceilings_path, "ceilings.py JSON or crosspoint hwinfo --json output");
   auto* out = app.add_option("--out", o.out_path, "results JSON");
   for (CLI::Option* needed : {model, ceilings_opt, out}) needed->excludes(tables_from);
   app.add_option("--replays", o.replays, "timed graph replays per decode batch");
@@ -469,9 +480,7 @@ int run(int argc, char** argv) {
                "size decode attention for the batch's context instead of max-model-len");
   try {
     app.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
-    return app.exit(e);
-  }
+  } catch (const CLI::ParseError& e) { return app.exit(e); }
   if (!o.tables_from.empty()) {
     std::ifstream f(o.tables_from);
     const json results = json::parse(f, nullptr, /*allow_exceptions=*/false);
@@ -487,9 +496,12 @@ int run(int argc, char** argv) {
     std::fprintf(stderr, "bench_decode_step: --model, --ceilings and --out are required\n");
     return 2;
   }
-  const bool bad_batch = o.batches.empty() || std::any_of(o.batches.begin(), o.batches.end(), [](int32_t b) { return b <= 0; });
-  if (bad_batch || o.context <= 0 || o.prefill_tokens <= 0 || o.replays <= 0 || o.eager_reps <= 0 || o.prefill_reps <= 0) {
-    std::fprintf(stderr, "bench_decode_step: --batches, --context, --prefill-tokens and the repetitions must be positive\n");
+  const bool bad_batch =
+      o.batches.empty() || std::any_of(o.batches.begin(), o.batches.end(), [](int32_t b) { return b <= 0; });
+  if (bad_batch || o.context <= 0 || o.prefill_tokens <= 0 || o.replays <= 0 || o.eager_reps <= 0 ||
+      o.prefill_reps <= 0) {
+    std::fprintf(stderr,
+                 "bench_decode_step: --batches, --context, --prefill-tokens and the repetitions must be positive\n");
     return 2;
   }
   if (cuda::cuda_device_count() == 0) {
@@ -514,19 +526,29 @@ int run(int argc, char** argv) {
       {"date", utc_now()},
       {"command", command},
       {"ceilings",
-       {{"file", o.ceilings_path}, {"name", ceilings.hw.name}, {"bandwidth_gb_s", ceilings.hw.bandwidth_gb_s},
-        {"fp16_tflops", ceilings.hw.fp16_tflops}, {"fp8_tflops", ceilings.hw.fp8_tflops}, {"source", ceilings.hw.source}}},
+       {{"file", o.ceilings_path},
+        {"name", ceilings.hw.name},
+        {"bandwidth_gb_s", ceilings.hw.bandwidth_gb_s},
+        {"fp16_tflops", ceilings.hw.fp16_tflops},
+        {"fp8_tflops", ceilings.hw.fp8_tflops},
+        {"source", ceilings.hw.source}}},
       {"options",
-       {{"batches", o.batches}, {"context", o.context}, {"prefill_tokens", o.prefill_tokens},
-        {"max_model_len", o.max_model_len}, {"replays", o.replays}, {"eager_reps", o.eager_reps},
-        {"prefill_reps", o.prefill_reps}, {"tight_attention_bound", o.tight_attention_bound},
+       {{"batches", o.batches},
+        {"context", o.context},
+        {"prefill_tokens", o.prefill_tokens},
+        {"max_model_len", o.max_model_len},
+        {"replays", o.replays},
+        {"eager_reps", o.eager_reps},
+        {"prefill_reps", o.prefill_reps},
+        {"tight_attention_bound", o.tight_attention_bound},
         {"deterministic", o.deterministic}}},
       {"method",
        {{"graph", "forward + greedy argmax captured once, median/p10/p90 of timed replays after 3 warm-up replays"},
         {"eager", "the same launches from the host, inputs already on the device"},
-        {"breakdown", "one profiled eager step with a cudaEvent after every op (eager with events): 'eager' as "
-                      "launched, 'queued' with the stream held until the step was enqueued; W8A8 linears include "
-                      "their fp8 activation quantisation, act-order W4A16 linears their column permutation"},
+        {"breakdown",
+         "one profiled eager step with a cudaEvent after every op (eager with events): 'eager' as "
+         "launched, 'queued' with the stream held until the step was enqueued; W8A8 linears include "
+         "their fp8 activation quantisation, act-order W4A16 linears their column permutation"},
         {"kv_cache", "zeros as allocated, except the slots the timed steps write"},
         {"decode_bytes", "weights once + B x (context + 1) x K/V bytes per token + B embedding rows"},
         {"prefill_flops", "T x linear FLOPs + one lm_head row + causal attention T(T+1)/2 x per-pair FLOPs"}}},

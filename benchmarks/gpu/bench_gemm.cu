@@ -37,13 +37,15 @@ namespace {
 using cuda::CublasLtContext;
 
 struct Ceilings {
-  double bw_gbps = 4300;       // measured HBM read bandwidth, GB/s
-  double fp16_tflops = 730;    // measured dense fp16 tensor rate
-  double fp8_tflops = 1300;    // measured dense fp8 tensor rate
+  double bw_gbps = 4300;     // measured HBM read bandwidth, GB/s
+  double fp16_tflops = 730;  // measured dense fp16 tensor rate
+  double fp8_tflops = 1300;  // measured dense fp8 tensor rate
 };
 
 enum class Precision { kFp16, kFp8, kInt4 };
-const char* precision_name(Precision p) { return p == Precision::kFp16 ? "fp16" : p == Precision::kFp8 ? "w8a8-fp8" : "w4a16-int4"; }
+const char* precision_name(Precision p) {
+  return p == Precision::kFp16 ? "fp16" : p == Precision::kFp8 ? "w8a8-fp8" : "w4a16-int4";
+}
 constexpr int kGroupSize = 128;
 
 // Bytes one pass over the weights reads (values + scales).
@@ -60,8 +62,8 @@ double weight_bytes(Precision p, int n, int k) {
 struct Linear {
   Precision precision;
   int n = 0, k = 0;
-  void* weight = nullptr;   // fp16 [N,K] | e4m3 [N,K] | packed int4 [N/16][K/64][32][4]
-  void* scales = nullptr;   // -        | fp32 [N]    | packed half2 [K/128][N/16][8]
+  void* weight = nullptr;  // fp16 [N,K] | e4m3 [N,K] | packed int4 [N/16][K/64][32][4]
+  void* scales = nullptr;  // -        | fp32 [N]    | packed half2 [K/128][N/16][8]
 };
 
 Linear make_linear(Precision p, int n, int k, uint32_t seed, cudaStream_t s) {
@@ -109,7 +111,8 @@ struct Buffers {
 
 Buffers make_buffers(cudaStream_t s) {
   Buffers b;
-  const size_t xs = static_cast<size_t>(Buffers::kMaxM) * Buffers::kMaxK, ys = static_cast<size_t>(Buffers::kMaxM) * Buffers::kMaxN;
+  const size_t xs = static_cast<size_t>(Buffers::kMaxM) * Buffers::kMaxK,
+               ys = static_cast<size_t>(Buffers::kMaxM) * Buffers::kMaxN;
   BENCH_CUDA(cudaMalloc(&b.x, xs * 2));
   BENCH_CUDA(cudaMalloc(&b.xq, xs));
   BENCH_CUDA(cudaMalloc(&b.x_scale, Buffers::kMaxM * 4));
@@ -133,9 +136,27 @@ Buffers make_buffers(cudaStream_t s) {
 // (kLargeTile, kLargeTileUnsplit, kLargeTileWide), w4a16_wgmma the Hopper kernel (kWgmma;
 // only on compute capability 9.0), w4a16_gemm what the engine calls (w4a16_gemm: the GEMV at M <= 8, else
 // w4a16_default_tuning_for(M)).
-enum class Variant { kAuto, kCublasLt, kGemv, kW4A16, kW4A16Deep, kW4A16Narrow, kW4A16Splits, kFp8Quant, kGemvWholeRow, kFp8Fused, kGemvCudaCores, kW4A16Gemv,
-                     kW4A16Large, kW4A16LargeUnsplit, kW4A16LargeWide, kW4A16Engine, kFp16MmaGemv, kW4A16Wgmma,
-                     kW4A16WgmmaUniform };
+enum class Variant {
+  kAuto,
+  kCublasLt,
+  kGemv,
+  kW4A16,
+  kW4A16Deep,
+  kW4A16Narrow,
+  kW4A16Splits,
+  kFp8Quant,
+  kGemvWholeRow,
+  kFp8Fused,
+  kGemvCudaCores,
+  kW4A16Gemv,
+  kW4A16Large,
+  kW4A16LargeUnsplit,
+  kW4A16LargeWide,
+  kW4A16Engine,
+  kFp16MmaGemv,
+  kW4A16Wgmma,
+  kW4A16WgmmaUniform
+};
 const char* variant_name(Variant v) {
   switch (v) {
     case Variant::kAuto: return "auto";
@@ -160,7 +181,9 @@ const char* variant_name(Variant v) {
   }
   return "?";
 }
-bool is_w4a16_tuning(Variant v) { return v == Variant::kW4A16Deep || v == Variant::kW4A16Narrow || v == Variant::kW4A16Splits; }
+bool is_w4a16_tuning(Variant v) {
+  return v == Variant::kW4A16Deep || v == Variant::kW4A16Narrow || v == Variant::kW4A16Splits;
+}
 bool is_w4a16_large(Variant v) {
   return v == Variant::kW4A16Large || v == Variant::kW4A16LargeUnsplit || v == Variant::kW4A16LargeWide;
 }
@@ -179,7 +202,8 @@ cuda::W4A16Tuning tuning_of(Variant v) {
 }
 // Which variants run at batch rows m (GEMVs and W4A16 tunings only where they apply).
 bool variant_applies(Variant v, int m) {
-  if (v == Variant::kGemv || v == Variant::kGemvWholeRow || v == Variant::kFp8Fused || v == Variant::kGemvCudaCores) return m <= 4;
+  if (v == Variant::kGemv || v == Variant::kGemvWholeRow || v == Variant::kFp8Fused || v == Variant::kGemvCudaCores)
+    return m <= 4;
   if (is_w4a16_tuning(v)) return m <= 16;  // above 16 rows they all run the kDefault kernel
   if (is_w4a16_large(v)) return m >= 16;
   if (is_w4a16_wgmma(v)) return m >= 16 && cuda::w4a16_wgmma_supported();
@@ -193,15 +217,19 @@ Status run_linear(CublasLtContext& ctx, const Buffers& b, const Linear& lin, Var
   const int n = lin.n, k = lin.k;
   switch (lin.precision) {
     case Precision::kFp16:
-      if (v == Variant::kAuto) return cuda::fp16_linear(ctx, b.x, k, static_cast<const uint16_t*>(lin.weight), k, b.y, n, m, n, k, s);
-      if (v == Variant::kGemv) return cuda::fp16_gemv(b.x, k, static_cast<const uint16_t*>(lin.weight), k, b.y, n, m, n, k, s);
-      if (v == Variant::kGemvWholeRow) return cuda::fp16_gemv(b.x, k, static_cast<const uint16_t*>(lin.weight), k, b.y, n, m, n, k, s, 1);
-      if (v == Variant::kFp16MmaGemv) return cuda::fp16_mma_gemv(b.x, k, static_cast<const uint16_t*>(lin.weight), k, b.y, n, m, n, k, s);
+      if (v == Variant::kAuto)
+        return cuda::fp16_linear(ctx, b.x, k, static_cast<const uint16_t*>(lin.weight), k, b.y, n, m, n, k, s);
+      if (v == Variant::kGemv)
+        return cuda::fp16_gemv(b.x, k, static_cast<const uint16_t*>(lin.weight), k, b.y, n, m, n, k, s);
+      if (v == Variant::kGemvWholeRow)
+        return cuda::fp16_gemv(b.x, k, static_cast<const uint16_t*>(lin.weight), k, b.y, n, m, n, k, s, 1);
+      if (v == Variant::kFp16MmaGemv)
+        return cuda::fp16_mma_gemv(b.x, k, static_cast<const uint16_t*>(lin.weight), k, b.y, n, m, n, k, s);
       return cuda::fp16_gemm_cublaslt(ctx, b.x, k, static_cast<const uint16_t*>(lin.weight), k, b.y, n, m, n, k, s);
     case Precision::kFp8:
       if (v == Variant::kFp8Fused) {
-        return cuda::fp8_gemv_from_fp16(b.x, k, static_cast<const uint8_t*>(lin.weight), k, static_cast<const float*>(lin.scales),
-                                        b.y, n, m, n, k, s);
+        return cuda::fp8_gemv_from_fp16(b.x, k, static_cast<const uint8_t*>(lin.weight), k,
+                                        static_cast<const float*>(lin.scales), b.y, n, m, n, k, s);
       }
       if (v == Variant::kAuto && with_quant) {  // the engine's call: fused at small M, else quant + fp8_linear
         return cuda::fp8_linear_from_fp16(ctx, b.x, k, b.xq, k, b.x_scale, static_cast<const uint8_t*>(lin.weight), k,
@@ -224,33 +252,42 @@ Status run_linear(CublasLtContext& ctx, const Buffers& b, const Linear& lin, Var
                                      static_cast<const float*>(lin.scales), b.y, n, m, n, k, b.scratch, s);
     case Precision::kInt4:
       if (v == Variant::kW4A16Engine) {
-        return cuda::w4a16_gemm(b.x, k, static_cast<const uint32_t*>(lin.weight), static_cast<const uint32_t*>(lin.scales), b.y, n,
-                                m, n, k, kGroupSize, b.w4a16_workspace, s);
+        return cuda::w4a16_gemm(b.x, k, static_cast<const uint32_t*>(lin.weight),
+                                static_cast<const uint32_t*>(lin.scales), b.y, n, m, n, k, kGroupSize,
+                                b.w4a16_workspace, s);
       }
       if (v == Variant::kW4A16WgmmaUniform) {  // the wgmma kernel without the split of a last partial wave
         cuda::W4A16WgmmaOptions options;
         options.split_tail = false;
-        return cuda::w4a16_gemm_wgmma(b.x, k, static_cast<const uint32_t*>(lin.weight), static_cast<const uint32_t*>(lin.scales),
-                                      b.y, n, m, n, k, kGroupSize, b.w4a16_workspace, options, s);
+        return cuda::w4a16_gemm_wgmma(b.x, k, static_cast<const uint32_t*>(lin.weight),
+                                      static_cast<const uint32_t*>(lin.scales), b.y, n, m, n, k, kGroupSize,
+                                      b.w4a16_workspace, options, s);
       }
       if (v == Variant::kW4A16Gemv) {
-        return cuda::w4a16_gemv(b.x, k, static_cast<const uint32_t*>(lin.weight), static_cast<const uint32_t*>(lin.scales), b.y, n,
-                                m, n, k, kGroupSize, s);
+        return cuda::w4a16_gemv(b.x, k, static_cast<const uint32_t*>(lin.weight),
+                                static_cast<const uint32_t*>(lin.scales), b.y, n, m, n, k, kGroupSize, s);
       }
-      return cuda::w4a16_gemm_tuned(tuning_of(v), b.x, k, static_cast<const uint32_t*>(lin.weight), static_cast<const uint32_t*>(lin.scales),
-                                    b.y, n, m, n, k, kGroupSize, b.w4a16_workspace, s);
+      return cuda::w4a16_gemm_tuned(tuning_of(v), b.x, k, static_cast<const uint32_t*>(lin.weight),
+                                    static_cast<const uint32_t*>(lin.scales), b.y, n, m, n, k, kGroupSize,
+                                    b.w4a16_workspace, s);
   }
   return internal_error("unknown precision");
 }
 
-struct Shape { const char* name; int n, k; };
-const Shape kLayerShapes[] = {{"q/o 3584x3584", 3584, 3584}, {"k/v 512x3584", 512, 3584},
-                              {"gate/up 18944x3584", 18944, 3584}, {"down 3584x18944", 3584, 18944}};
+struct Shape {
+  const char* name;
+  int n, k;
+};
+const Shape kLayerShapes[] = {{"q/o 3584x3584", 3584, 3584},
+                              {"k/v 512x3584", 512, 3584},
+                              {"gate/up 18944x3584", 18944, 3584},
+                              {"down 3584x18944", 3584, 18944}};
 const int kBatchSizes[] = {1, 2, 4, 8, 16, 32, 64, 128, 256};
-const std::vector<Variant> kW4A16Variants = {Variant::kW4A16Engine, Variant::kW4A16Gemv, Variant::kW4A16, Variant::kW4A16Deep,
-                                             Variant::kW4A16Narrow, Variant::kW4A16Splits, Variant::kW4A16Large,
-                                             Variant::kW4A16LargeUnsplit, Variant::kW4A16LargeWide, Variant::kW4A16Wgmma,
-                                             Variant::kW4A16WgmmaUniform};
+const std::vector<Variant> kW4A16Variants = {
+    Variant::kW4A16Engine, Variant::kW4A16Gemv,         Variant::kW4A16,
+    Variant::kW4A16Deep,   Variant::kW4A16Narrow,       Variant::kW4A16Splits,
+    Variant::kW4A16Large,  Variant::kW4A16LargeUnsplit, Variant::kW4A16LargeWide,
+    Variant::kW4A16Wgmma,  Variant::kW4A16WgmmaUniform};
 
 nlohmann::json record(const Ceilings& c, Precision p, const char* kernel, const char* shape, int m, int n, int k,
                       double bytes, double flops, double ms) {
@@ -261,9 +298,18 @@ nlohmann::json record(const Ceilings& c, Precision p, const char* kernel, const 
   std::printf("%-11s %-20s %-19s M=%-4d %9.1f MB %8.2f us  %7.0f GB/s %5.1f%% bw  %7.1f TF/s %5.1f%% tc\n",
               precision_name(p), kernel, shape, m, bytes / 1e6, us, bytes / us / 1e3, 100 * bound_us / us,
               flops / us / 1e6, 100 * flop_bound_us / us);
-  return {{"precision", precision_name(p)}, {"kernel", kernel}, {"shape", shape}, {"m", m}, {"n", n}, {"k", k},
-          {"bytes", bytes}, {"flops", flops}, {"time_us", us}, {"gbps", bytes / us / 1e3},
-          {"bound_us", std::max(bound_us, flop_bound_us)}, {"pct_of_bandwidth", 100 * bound_us / us},
+  return {{"precision", precision_name(p)},
+          {"kernel", kernel},
+          {"shape", shape},
+          {"m", m},
+          {"n", n},
+          {"k", k},
+          {"bytes", bytes},
+          {"flops", flops},
+          {"time_us", us},
+          {"gbps", bytes / us / 1e3},
+          {"bound_us", std::max(bound_us, flop_bound_us)},
+          {"pct_of_bandwidth", 100 * bound_us / us},
           {"pct_of_tensor_rate", 100 * flop_bound_us / us}};
 }
 
@@ -278,17 +324,24 @@ nlohmann::json bench_layer_gemms(const Ceilings& c, CublasLtContext& ctx, const 
       std::vector<Linear> lins;
       for (int i = 0; i < copies; ++i) lins.push_back(make_linear(p, shape.n, shape.k, 1000 + i, s));
       std::vector<Variant> variants =
-          p == Precision::kInt4 ? kW4A16Variants : std::vector<Variant>{Variant::kCublasLt, Variant::kGemv, Variant::kGemvWholeRow};
-      if (p == Precision::kFp8) variants.insert(variants.end(), {Variant::kGemvCudaCores, Variant::kFp8Fused, Variant::kFp8Quant});
+          p == Precision::kInt4 ? kW4A16Variants
+                                : std::vector<Variant>{Variant::kCublasLt, Variant::kGemv, Variant::kGemvWholeRow};
+      if (p == Precision::kFp8)
+        variants.insert(variants.end(), {Variant::kGemvCudaCores, Variant::kFp8Fused, Variant::kFp8Quant});
       if (p == Precision::kFp16) variants.push_back(Variant::kFp16MmaGemv);
       for (int m : kBatchSizes) {
         for (Variant v : variants) {
           if (!variant_applies(v, m)) continue;
-          const double ms = time_graph([&]() -> Status {
-            for (const Linear& lin : lins) CROSSPOINT_RETURN_IF_ERROR(run_linear(ctx, b, lin, v, m, false, s));
-            return Status::ok();
-          }, s, reps) / copies;
-          const double act_bytes = (p == Precision::kFp8 && v != Variant::kFp8Fused ? 1.0 : 2.0) * m * shape.k + 2.0 * m * shape.n;
+          const double ms = time_graph(
+                                [&]() -> Status {
+                                  for (const Linear& lin : lins)
+                                    CROSSPOINT_RETURN_IF_ERROR(run_linear(ctx, b, lin, v, m, false, s));
+                                  return Status::ok();
+                                },
+                                s, reps) /
+                            copies;
+          const double act_bytes =
+              (p == Precision::kFp8 && v != Variant::kFp8Fused ? 1.0 : 2.0) * m * shape.k + 2.0 * m * shape.n;
           if (v == Variant::kFp8Quant) {  // reads x fp16 once (twice really: amax then convert), writes e4m3
             out.push_back(record(c, p, variant_name(v), shape.name, m, shape.n, shape.k, 3.0 * m * shape.k, 0, ms));
           } else {
@@ -319,7 +372,9 @@ void print_layer_table(const std::vector<LayerTableEntry>& entries) {
     if (std::find(kernels.begin(), kernels.end(), e.kernel) == kernels.end()) kernels.push_back(e.kernel);
     if (std::find(ms.begin(), ms.end(), e.m) == ms.end()) ms.push_back(e.m);
   }
-  std::printf("\n== 28 layers' linears of Qwen2.5-7B per step (no lm_head): ms, GB/s of weights, TFLOP/s, time / first line's ==\n");
+  std::printf(
+      "\n== 28 layers' linears of Qwen2.5-7B per step (no lm_head): ms, GB/s of weights, TFLOP/s, time / first line's "
+      "==\n");
   for (const auto& kernel : kernels) {
     std::printf("%-32s", kernel.c_str());
     for (int m : ms) {
@@ -398,8 +453,9 @@ nlohmann::json bench_decode_step(const Ceilings& c, CublasLtContext& ctx, const 
     for (int m : kBatchSizes) {
       if (m > max_m) continue;
       std::vector<Variant> variants =
-          p == Precision::kInt4 ? kW4A16Variants
-                                : std::vector<Variant>{Variant::kAuto, Variant::kCublasLt, Variant::kGemv, Variant::kGemvWholeRow};
+          p == Precision::kInt4
+              ? kW4A16Variants
+              : std::vector<Variant>{Variant::kAuto, Variant::kCublasLt, Variant::kGemv, Variant::kGemvWholeRow};
       if (p == Precision::kFp8) variants.insert(variants.end(), {Variant::kGemvCudaCores, Variant::kFp8Fused});
       for (Variant v : variants) {
         // GEMVs in the step at M <= 2 (fp8's tensor-core GEMV, as cheap at M = 4, also there).
@@ -407,29 +463,35 @@ nlohmann::json bench_decode_step(const Ceilings& c, CublasLtContext& ctx, const 
         if (!variant_applies(v, m) || (gemv_form && m > 2 && !(p == Precision::kFp8 && v == Variant::kGemv))) continue;
         // lm_head (fp16 in every precision): what fp16_linear picks.
         const Variant head_variant = Variant::kAuto;
-        const double ms = time_graph([&]() -> Status {
-          for (const Linear& lin : lins) CROSSPOINT_RETURN_IF_ERROR(run_linear(ctx, b, lin, v, m, true, s));
-          return run_linear(ctx, b, head, head_variant, m, false, s);
-        }, s, reps);
+        const double ms = time_graph(
+            [&]() -> Status {
+              for (const Linear& lin : lins) CROSSPOINT_RETURN_IF_ERROR(run_linear(ctx, b, lin, v, m, true, s));
+              return run_linear(ctx, b, head, head_variant, m, false, s);
+            },
+            s, reps);
         // fp8 "auto" is the engine's fp8_linear_from_fp16 (fused at small M); the others quantise first.
         const bool separate_quant = p == Precision::kFp8 && v != Variant::kAuto && v != Variant::kFp8Fused;
-        const std::string kernel = std::string(variant_name(v)) + (separate_quant ? "+quant" : "") + ", lm_head " +
-                                   variant_name(head_variant);
+        const std::string kernel =
+            std::string(variant_name(v)) + (separate_quant ? "+quant" : "") + ", lm_head " + variant_name(head_variant);
         auto r = record(c, p, kernel.c_str(), "decode step linears", m, 0, 0, bytes, 2.0 * m * params, ms);
         r["time_ms"] = ms;
         r["bound_ms"] = bytes / (c.bw_gbps * 1e9) * 1e3;
         out.push_back(r);
         // The 28 layers' linears alone (no lm_head): W4A16 against FP16 cuBLASLt at M >= 16.
         if (m >= 16 && (p == Precision::kInt4 || v == Variant::kCublasLt)) {
-          const double layers_ms = time_graph([&]() -> Status {
-            for (const Linear& lin : lins) CROSSPOINT_RETURN_IF_ERROR(run_linear(ctx, b, lin, v, m, true, s));
-            return Status::ok();
-          }, s, reps);
+          const double layers_ms = time_graph(
+              [&]() -> Status {
+                for (const Linear& lin : lins) CROSSPOINT_RETURN_IF_ERROR(run_linear(ctx, b, lin, v, m, true, s));
+                return Status::ok();
+              },
+              s, reps);
           const std::string name = std::string(precision_name(p)) + " " + variant_name(v);
-          auto lr = record(c, p, variant_name(v), "layer linears, no lm_head", m, 0, 0, layer_bytes, 2.0 * m * layer_params, layers_ms);
+          auto lr = record(c, p, variant_name(v), "layer linears, no lm_head", m, 0, 0, layer_bytes,
+                           2.0 * m * layer_params, layers_ms);
           lr["time_ms"] = layers_ms;
           out.push_back(lr);
-          layer_table.push_back({m, name, layers_ms, layer_bytes / (layers_ms * 1e6), 2.0 * m * layer_params / (layers_ms * 1e9)});
+          layer_table.push_back(
+              {m, name, layers_ms, layer_bytes / (layers_ms * 1e6), 2.0 * m * layer_params / (layers_ms * 1e9)});
         }
       }
     }
@@ -437,15 +499,18 @@ nlohmann::json bench_decode_step(const Ceilings& c, CublasLtContext& ctx, const 
     for (Variant v : p == Precision::kInt4 ? kW4A16Variants : std::vector<Variant>{Variant::kCublasLt}) {
       if (!runs_at_prefill(p, v)) continue;
       const int m = kPrefillRows;
-      const double layers_ms = time_graph([&]() -> Status {
-        for (const Linear& lin : lins) CROSSPOINT_RETURN_IF_ERROR(run_linear(ctx, prefill.b, lin, v, m, true, s));
-        return Status::ok();
-      }, s, reps);
-      auto lr = record(c, p, variant_name(v), "layer linears, no lm_head", m, 0, 0, layer_bytes, 2.0 * m * layer_params, layers_ms);
+      const double layers_ms = time_graph(
+          [&]() -> Status {
+            for (const Linear& lin : lins) CROSSPOINT_RETURN_IF_ERROR(run_linear(ctx, prefill.b, lin, v, m, true, s));
+            return Status::ok();
+          },
+          s, reps);
+      auto lr = record(c, p, variant_name(v), "layer linears, no lm_head", m, 0, 0, layer_bytes, 2.0 * m * layer_params,
+                       layers_ms);
       lr["time_ms"] = layers_ms;
       out.push_back(lr);
-      layer_table.push_back({m, std::string(precision_name(p)) + " " + variant_name(v), layers_ms, layer_bytes / (layers_ms * 1e6),
-                             2.0 * m * layer_params / (layers_ms * 1e9)});
+      layer_table.push_back({m, std::string(precision_name(p)) + " " + variant_name(v), layers_ms,
+                             layer_bytes / (layers_ms * 1e6), 2.0 * m * layer_params / (layers_ms * 1e9)});
     }
     for (Linear& lin : lins) free_linear(lin);
     free_linear(head);
@@ -462,14 +527,26 @@ nlohmann::json bench_gemv16(const Ceilings& c, CublasLtContext& ctx, const Buffe
   constexpr int kLayers = 28, kHidden = 3584, kInter = 18944, kQkv = 4608;
   const int batch_rows[] = {1, 2, 4, 6, 8, 12, 16};
   const int fp8_gemv_rows = cuda::fp8_gemv_max_rows();
-  struct Line { Precision p; Variant v; int max_m; };
-  const Line lines[] = {{Precision::kFp16, Variant::kCublasLt, 16},      {Precision::kFp16, Variant::kGemv, cuda::kGemvMaxRows},
-                        {Precision::kFp16, Variant::kFp16MmaGemv, 16},  {Precision::kFp16, Variant::kAuto, 16},
-                        {Precision::kFp8, Variant::kCublasLt, 16},       {Precision::kFp8, Variant::kGemv, fp8_gemv_rows},
-                        {Precision::kFp8, Variant::kAuto, 16},           {Precision::kInt4, Variant::kW4A16, 16},
+  struct Line {
+    Precision p;
+    Variant v;
+    int max_m;
+  };
+  const Line lines[] = {{Precision::kFp16, Variant::kCublasLt, 16},
+                        {Precision::kFp16, Variant::kGemv, cuda::kGemvMaxRows},
+                        {Precision::kFp16, Variant::kFp16MmaGemv, 16},
+                        {Precision::kFp16, Variant::kAuto, 16},
+                        {Precision::kFp8, Variant::kCublasLt, 16},
+                        {Precision::kFp8, Variant::kGemv, fp8_gemv_rows},
+                        {Precision::kFp8, Variant::kAuto, 16},
+                        {Precision::kInt4, Variant::kW4A16, 16},
                         {Precision::kInt4, Variant::kW4A16Gemv, cuda::kW4A16GemvKernelMaxRows},
                         {Precision::kInt4, Variant::kW4A16Engine, 16}};
-  struct Cell { std::string kernel; int m; double ms, gbps, pct; };
+  struct Cell {
+    std::string kernel;
+    int m;
+    double ms, gbps, pct;
+  };
   std::vector<Cell> cells;
   nlohmann::json out = nlohmann::json::array();
   for (Precision p : {Precision::kFp16, Precision::kFp8, Precision::kInt4}) {
@@ -488,10 +565,12 @@ nlohmann::json bench_gemv16(const Ceilings& c, CublasLtContext& ctx, const Buffe
                                  (p == Precision::kFp8 && line.v != Variant::kAuto ? "+quant" : "");
       for (int m : batch_rows) {
         if (m > line.max_m) continue;
-        const double ms = time_graph([&]() -> Status {
-          for (const Linear& lin : lins) CROSSPOINT_RETURN_IF_ERROR(run_linear(ctx, b, lin, line.v, m, true, s));
-          return Status::ok();
-        }, s, reps);
+        const double ms = time_graph(
+            [&]() -> Status {
+              for (const Linear& lin : lins) CROSSPOINT_RETURN_IF_ERROR(run_linear(ctx, b, lin, line.v, m, true, s));
+              return Status::ok();
+            },
+            s, reps);
         auto r = record(c, p, kernel.c_str(), "layer linears, no lm_head", m, 0, 0, bytes, 2.0 * m * params, ms);
         r["time_ms"] = ms;
         out.push_back(r);
@@ -500,8 +579,9 @@ nlohmann::json bench_gemv16(const Ceilings& c, CublasLtContext& ctx, const Buffe
     }
     for (Linear& lin : lins) free_linear(lin);
   }
-  std::printf("\n== 28 layers' linears of Qwen2.5-7B per decode step at M = 1..16: ms, GB/s of weights, %% of %.0f GB/s ==\n",
-              c.bw_gbps);
+  std::printf(
+      "\n== 28 layers' linears of Qwen2.5-7B per decode step at M = 1..16: ms, GB/s of weights, %% of %.0f GB/s ==\n",
+      c.bw_gbps);
   std::vector<std::string> kernels;
   for (const Cell& cell : cells) {
     if (std::find(kernels.begin(), kernels.end(), cell.kernel) == kernels.end()) kernels.push_back(cell.kernel);
@@ -526,10 +606,15 @@ nlohmann::json bench_gemv16(const Ceilings& c, CublasLtContext& ctx, const Buffe
 // launches over enough weight copies to stream from HBM (programmatic launch overlapping them
 // as in the step), the kernel alone (fp8: the quantisation apart, and timed as its own line).
 nlohmann::json bench_gemv_shapes(const Ceilings& c, CublasLtContext& ctx, const Buffers& b, cudaStream_t s, int reps) {
-  const Shape shapes[] = {{"qkv 4608x3584", 4608, 3584}, {"o 3584x3584", 3584, 3584}, {"gate_up 37888x3584", 37888, 3584},
-                          {"down 3584x18944", 3584, 18944}, {"lm_head 152064x3584", 152064, 3584}};
-  const std::vector<Variant> fp16_variants = {Variant::kCublasLt, Variant::kGemv, Variant::kFp16MmaGemv, Variant::kAuto};
-  const std::vector<Variant> fp8_variants = {Variant::kCublasLt, Variant::kGemv, Variant::kFp8Fused, Variant::kFp8Quant};
+  const Shape shapes[] = {{"qkv 4608x3584", 4608, 3584},
+                          {"o 3584x3584", 3584, 3584},
+                          {"gate_up 37888x3584", 37888, 3584},
+                          {"down 3584x18944", 3584, 18944},
+                          {"lm_head 152064x3584", 152064, 3584}};
+  const std::vector<Variant> fp16_variants = {Variant::kCublasLt, Variant::kGemv, Variant::kFp16MmaGemv,
+                                              Variant::kAuto};
+  const std::vector<Variant> fp8_variants = {Variant::kCublasLt, Variant::kGemv, Variant::kFp8Fused,
+                                             Variant::kFp8Quant};
   const std::vector<Variant> int4_variants = {Variant::kW4A16Engine, Variant::kW4A16Gemv};
   nlohmann::json out = nlohmann::json::array();
   for (Precision p : {Precision::kFp16, Precision::kFp8, Precision::kInt4}) {
@@ -538,17 +623,25 @@ nlohmann::json bench_gemv_shapes(const Ceilings& c, CublasLtContext& ctx, const 
       const int copies = std::clamp(static_cast<int>(512e6 / wbytes) + 1, 2, 64);
       std::vector<Linear> lins;
       for (int i = 0; i < copies; ++i) lins.push_back(make_linear(p, shape.n, shape.k, 3000 + i, s));
-      const std::vector<Variant>& variants = p == Precision::kFp16 ? fp16_variants : p == Precision::kFp8 ? fp8_variants : int4_variants;
+      const std::vector<Variant>& variants = p == Precision::kFp16  ? fp16_variants
+                                             : p == Precision::kFp8 ? fp8_variants
+                                                                    : int4_variants;
       for (int m : {1, 2, 4, 8, 16}) {
         for (Variant v : variants) {
-          const bool gemv_rows_ok = v != Variant::kGemv || m <= (p == Precision::kFp8 ? cuda::fp8_gemv_max_rows() : cuda::kGemvMaxRows);
+          const bool gemv_rows_ok =
+              v != Variant::kGemv || m <= (p == Precision::kFp8 ? cuda::fp8_gemv_max_rows() : cuda::kGemvMaxRows);
           const bool fused_rows_ok = v != Variant::kFp8Fused || m <= cuda::kGemvMaxRows;
-          const bool applies = v == Variant::kGemv || v == Variant::kFp8Fused ? gemv_rows_ok && fused_rows_ok : variant_applies(v, m);
+          const bool applies =
+              v == Variant::kGemv || v == Variant::kFp8Fused ? gemv_rows_ok && fused_rows_ok : variant_applies(v, m);
           if (!applies) continue;
-          const double ms = time_graph([&]() -> Status {
-            for (const Linear& lin : lins) CROSSPOINT_RETURN_IF_ERROR(run_linear(ctx, b, lin, v, m, false, s));
-            return Status::ok();
-          }, s, reps) / copies;
+          const double ms = time_graph(
+                                [&]() -> Status {
+                                  for (const Linear& lin : lins)
+                                    CROSSPOINT_RETURN_IF_ERROR(run_linear(ctx, b, lin, v, m, false, s));
+                                  return Status::ok();
+                                },
+                                s, reps) /
+                            copies;
           const bool fused = v == Variant::kFp8Fused;
           if (v == Variant::kFp8Quant) {
             out.push_back(record(c, p, variant_name(v), shape.name, m, shape.n, shape.k, 3.0 * m * shape.k, 0, ms));
@@ -582,23 +675,32 @@ nlohmann::json bench_gemv_splits(const Ceilings& c, const Buffers& b, cudaStream
           for (int splits : {0, 1, 2, 4, 8}) {
             const int n = shape.n, k = shape.k;
             const cuda::GemvOptions options{splits, cuda_cores};
-            const double ms = time_graph([&]() -> Status {
-              for (const Linear& lin : lins) {
-                if (p == Precision::kFp16) {
-                  CROSSPOINT_RETURN_IF_ERROR(cuda::fp16_gemv(b.x, k, static_cast<const uint16_t*>(lin.weight), k, b.y, n, m, n, k, s, splits));
-                } else if (fused) {
-                  CROSSPOINT_RETURN_IF_ERROR(cuda::fp8_gemv_from_fp16(b.x, k, static_cast<const uint8_t*>(lin.weight), k,
-                                                                      static_cast<const float*>(lin.scales), b.y, n, m, n, k, s,
-                                                                      nullptr, 0, nullptr, options));
-                } else {
-                  CROSSPOINT_RETURN_IF_ERROR(cuda::fp8_gemv(b.xq, k, b.x_scale, static_cast<const uint8_t*>(lin.weight), k,
-                                                            static_cast<const float*>(lin.scales), b.y, n, m, n, k, s, options));
-                }
-              }
-              return Status::ok();
-            }, s, reps) / copies;
-            const std::string name = std::string(p == Precision::kFp16 ? "fp16_gemv" : fused ? "fp8_fused" : "fp8_gemv") +
-                                     (p == Precision::kFp8 ? (cuda_cores ? "_cc" : "_mma") : "") + " ks=" + std::to_string(splits);
+            const double ms =
+                time_graph(
+                    [&]() -> Status {
+                      for (const Linear& lin : lins) {
+                        if (p == Precision::kFp16) {
+                          CROSSPOINT_RETURN_IF_ERROR(cuda::fp16_gemv(b.x, k, static_cast<const uint16_t*>(lin.weight),
+                                                                     k, b.y, n, m, n, k, s, splits));
+                        } else if (fused) {
+                          CROSSPOINT_RETURN_IF_ERROR(cuda::fp8_gemv_from_fp16(
+                              b.x, k, static_cast<const uint8_t*>(lin.weight), k, static_cast<const float*>(lin.scales),
+                              b.y, n, m, n, k, s, nullptr, 0, nullptr, options));
+                        } else {
+                          CROSSPOINT_RETURN_IF_ERROR(
+                              cuda::fp8_gemv(b.xq, k, b.x_scale, static_cast<const uint8_t*>(lin.weight), k,
+                                             static_cast<const float*>(lin.scales), b.y, n, m, n, k, s, options));
+                        }
+                      }
+                      return Status::ok();
+                    },
+                    s, reps) /
+                copies;
+            const std::string name = std::string(p == Precision::kFp16 ? "fp16_gemv"
+                                                 : fused               ? "fp8_fused"
+                                                                       : "fp8_gemv") +
+                                     (p == Precision::kFp8 ? (cuda_cores ? "_cc" : "_mma") : "") +
+                                     " ks=" + std::to_string(splits);
             const double act_bytes = (p == Precision::kFp8 && !fused ? 1.0 : 2.0) * m * k + 2.0 * m * n;
             out.push_back(record(c, p, name.c_str(), shape.name, m, n, k, wbytes + act_bytes, 2.0 * m * n * k, ms));
           }
@@ -639,9 +741,9 @@ int main(int argc, char** argv) {
   std::string out_path = "bench_gemm.json";
   int reps = 15;
   bool skip_layers = false;
-  bool gemv_splits = false;  // also time the GEMVs at every forced K split
-  bool gemv16_only = false;  // only the decode-step GEMV table at M = 1 .. 16
-  bool gemv_only = false;    // the GEMV table, the per-shape GEMVs and the decode step at M <= 16
+  bool gemv_splits = false;     // also time the GEMVs at every forced K split
+  bool gemv16_only = false;     // only the decode-step GEMV table at M = 1 .. 16
+  bool gemv_only = false;       // the GEMV table, the per-shape GEMVs and the decode step at M <= 16
   bool profile_shapes = false;  // only run_profile_shapes (for ncu)
   std::vector<int> profile_rows = {1, 8};
   for (int i = 1; i < argc; ++i) {
@@ -661,12 +763,15 @@ int main(int argc, char** argv) {
       if (i + 1 < argc && argv[i + 1][0] != '-') {  // optional list of M
         profile_rows.clear();
         std::stringstream list(next());
-        for (std::string item; std::getline(list, item, ',');) profile_rows.push_back(std::clamp(std::stoi(item), 1, 256));
+        for (std::string item; std::getline(list, item, ',');)
+          profile_rows.push_back(std::clamp(std::stoi(item), 1, 256));
       }
-    }
-    else if (a == "--no-pdl") crosspoint::cuda::set_programmatic_launch_enabled(false);
+    } else if (a == "--no-pdl") crosspoint::cuda::set_programmatic_launch_enabled(false);
     else {
-      std::fprintf(stderr, "usage: bench_gemm [--bw-gbps X] [--fp16-tflops X] [--fp8-tflops X] [--reps N] [--decode-only] [--gemv-splits] [--gemv16-only] [--gemv-only] [--profile-shapes [M,M,...]] [--no-pdl] [--out FILE]\n");
+      std::fprintf(
+          stderr,
+          "usage: bench_gemm [--bw-gbps X] [--fp16-tflops X] [--fp8-tflops X] [--reps N] [--decode-only] "
+          "[--gemv-splits] [--gemv16-only] [--gemv-only] [--profile-shapes [M,M,...]] [--no-pdl] [--out FILE]\n");
       return 2;
     }
   }
@@ -680,16 +785,21 @@ int main(int argc, char** argv) {
   BENCH_CHECK(ctx.status().is_ok() ? crosspoint::Status::ok() : ctx.status());
   const Buffers b = make_buffers(s);
   auto path = crosspoint::cuda::fp8_scale_path(**ctx, 8, 3584, 3584, 3584, 3584, 3584);
-  const char* fp8_path = path.is_ok() && *path == crosspoint::cuda::Fp8ScalePath::kOuterVector ? "outer-vector (in cuBLASLt)"
-                                                                                               : "unit-scale GEMM + epilogue";
+  const char* fp8_path = path.is_ok() && *path == crosspoint::cuda::Fp8ScalePath::kOuterVector
+                             ? "outer-vector (in cuBLASLt)"
+                             : "unit-scale GEMM + epilogue";
   std::printf("fp8 cuBLASLt scale path: %s\n", fp8_path);
   if (profile_shapes) {
     run_profile_shapes(**ctx, b, s, profile_rows);
     return 0;
   }
-  nlohmann::json result = {{"gpu", prop.name}, {"sms", prop.multiProcessorCount}, {"l2_bytes", prop.l2CacheSize},
-                           {"ceilings", {{"read_gbps", c.bw_gbps}, {"fp16_tflops", c.fp16_tflops}, {"fp8_tflops", c.fp8_tflops}}},
-                           {"fp8_scale_path", fp8_path}, {"reps", reps}};
+  nlohmann::json result = {
+      {"gpu", prop.name},
+      {"sms", prop.multiProcessorCount},
+      {"l2_bytes", prop.l2CacheSize},
+      {"ceilings", {{"read_gbps", c.bw_gbps}, {"fp16_tflops", c.fp16_tflops}, {"fp8_tflops", c.fp8_tflops}}},
+      {"fp8_scale_path", fp8_path},
+      {"reps", reps}};
   std::printf("\n== decode-step GEMVs beside cuBLASLt at M = 1..16 ==\n");
   result["gemv16"] = bench_gemv16(c, **ctx, b, s, reps);
   if (!gemv16_only) {

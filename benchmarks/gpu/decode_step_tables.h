@@ -17,7 +17,9 @@ namespace crosspoint::bench::decode_step {
 
 using nlohmann::json;
 
-inline double num(const json& j, const char* key) { return j.contains(key) && j[key].is_number() ? j[key].get<double>() : 0.0; }
+inline double num(const json& j, const char* key) {
+  return j.contains(key) && j[key].is_number() ? j[key].get<double>() : 0.0;
+}
 
 inline std::string ms_cell(const json& cell, const char* key) {
   if (!cell.contains(key)) return "failed";
@@ -39,9 +41,10 @@ inline void print_breakdown(const json& m) {
     header += fmt::format(" B={0} eager ms | % | B={0} queued ms | % |", B);
     rule += "---:|---:|---:|---:|";
   }
-  std::printf("\nPer-op breakdown of one profiled eager decode step (eager: as launched; queued: stream held "
-              "until the step was enqueued, GPU time per op):\n\n%s calls |\n%s---:|\n",
-              header.c_str(), rule.c_str());
+  std::printf(
+      "\nPer-op breakdown of one profiled eager decode step (eager: as launched; queued: stream held "
+      "until the step was enqueued, GPU time per op):\n\n%s calls |\n%s---:|\n",
+      header.c_str(), rule.c_str());
   for (int32_t i = 0; i < cuda::kNumStepOps; ++i) {
     const std::string name = cuda::step_op_name(static_cast<cuda::StepOp>(i));
     std::string row = "| " + name + " |";
@@ -72,7 +75,8 @@ inline void print_breakdown(const json& m) {
   std::string plain = "| unprofiled eager step |";
   for (const json* c : cells)
     for (const char* key : {"breakdown_eager", "breakdown_queued"})
-      plain += c->contains(key) ? fmt::format(" {:.3f} | |", num((*c)[key], "unprofiled_eager_median_ms")) : std::string(" - | |");
+      plain += c->contains(key) ? fmt::format(" {:.3f} | |", num((*c)[key], "unprofiled_eager_median_ms"))
+                                : std::string(" - | |");
   std::printf("%s |\n", plain.c_str());
 }
 
@@ -85,9 +89,9 @@ inline void print_model_tables(const json& m) {
   std::printf("|---:|---:|---:|---:|---:|---:|---:|\n");
   for (const json& c : m["decode"]) {
     const json& r = c["roofline"];
-    std::printf("| %d | %s | %s | %.3f | %.1f | %.1f | %.0f |\n", c["batch"].get<int32_t>(), ms_cell(c, "graph").c_str(),
-                ms_cell(c, "eager").c_str(), num(r, "bound_ms"), num(r, "pct_of_bandwidth"), num(r, "pct_of_roofline"),
-                num(c, "tokens_per_s"));
+    std::printf("| %d | %s | %s | %.3f | %.1f | %.1f | %.0f |\n", c["batch"].get<int32_t>(),
+                ms_cell(c, "graph").c_str(), ms_cell(c, "eager").c_str(), num(r, "bound_ms"),
+                num(r, "pct_of_bandwidth"), num(r, "pct_of_roofline"), num(c, "tokens_per_s"));
   }
   if (m.contains("target_at_batch_1")) {
     const json& t = m["target_at_batch_1"];
@@ -96,11 +100,12 @@ inline void print_model_tables(const json& m) {
   }
   if (m.contains("prefill")) {
     const json& p = m["prefill"];
-    std::printf("\nPrefill of %d tokens (one sequence, eager): %s ms, %.0f tok/s; compute bound %.3f ms = %.1f %% of "
-                "compute, memory bound %.3f ms\n",
-                p["tokens"].get<int32_t>(), ms_cell(p, "eager").c_str(), num(p, "tokens_per_s"),
-                num(p["roofline"], "compute_bound_ms"), num(p["roofline"], "pct_of_compute"),
-                num(p["roofline"], "mem_bound_ms"));
+    std::printf(
+        "\nPrefill of %d tokens (one sequence, eager): %s ms, %.0f tok/s; compute bound %.3f ms = %.1f %% of "
+        "compute, memory bound %.3f ms\n",
+        p["tokens"].get<int32_t>(), ms_cell(p, "eager").c_str(), num(p, "tokens_per_s"),
+        num(p["roofline"], "compute_bound_ms"), num(p["roofline"], "pct_of_compute"),
+        num(p["roofline"], "mem_bound_ms"));
   }
   print_breakdown(m);
   std::fflush(stdout);

@@ -13,7 +13,9 @@ __device__ __forceinline__ uint32_t hash32(uint64_t i, uint32_t seed) {
   return static_cast<uint32_t>(x);
 }
 
-__device__ __forceinline__ float unit(uint64_t i, uint32_t seed) { return (hash32(i, seed) >> 8) * (1.0f / 16777216.0f); }
+__device__ __forceinline__ float unit(uint64_t i, uint32_t seed) {
+  return (hash32(i, seed) >> 8) * (1.0f / 16777216.0f);
+}
 
 __global__ void fill_f16_kernel(uint16_t* p, size_t n, float lo, float hi, uint32_t seed) {
   for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < n; i += size_t(gridDim.x) * blockDim.x)

@@ -34,14 +34,16 @@ std::string make_verdict(const CapacityInput& input, const CapacityPlan& plan) {
   const char* reached_what = input.observed_peak_running_batch ? "peak" : "mean";
   const int64_t preemptions = input.num_preemptions.value_or(-1);
   if (reached > plan.worst_case_concurrency * 1.0001 && preemptions <= 0) {
-    text = fmt::format("the worst case ({:.1f}) underestimates: the run reached a {} batch of {:.1f}{}; "
-                       "the workload-based {:.1f} is the right order",
-                       plan.worst_case_concurrency, reached_what, reached,
-                       preemptions == 0 ? " with no preemption" : "", plan.workload_concurrency);
+    text = fmt::format(
+        "the worst case ({:.1f}) underestimates: the run reached a {} batch of {:.1f}{}; "
+        "the workload-based {:.1f} is the right order",
+        plan.worst_case_concurrency, reached_what, reached, preemptions == 0 ? " with no preemption" : "",
+        plan.workload_concurrency);
   } else if (preemptions > 0) {
-    text = fmt::format("{} preemptions at a {} batch of {:.1f}: the KV cache was the limit (workload-based {:.1f}, "
-                       "worst case {:.1f})",
-                       preemptions, reached_what, reached, plan.workload_concurrency, plan.worst_case_concurrency);
+    text = fmt::format(
+        "{} preemptions at a {} batch of {:.1f}: the KV cache was the limit (workload-based {:.1f}, "
+        "worst case {:.1f})",
+        preemptions, reached_what, reached, plan.workload_concurrency, plan.worst_case_concurrency);
   } else {
     text = fmt::format("the run reached a {} batch of {:.1f}, within the worst case {:.1f}", reached_what, reached,
                        plan.worst_case_concurrency);
@@ -49,9 +51,10 @@ std::string make_verdict(const CapacityInput& input, const CapacityPlan& plan) {
   if (input.concurrency_cap && reached >= *input.concurrency_cap * 0.999) {
     text += fmt::format("; the batch was held by the client's cap of {:.0f}, not by KV memory", *input.concurrency_cap);
   } else if (input.concurrency_cap && preemptions <= 0 && *input.concurrency_cap < plan.workload_concurrency) {
-    text += fmt::format("; the cap of {:.0f} in-flight requests is below the workload-based capacity, so the "
-                        "KV cache was never the limit",
-                        *input.concurrency_cap);
+    text += fmt::format(
+        "; the cap of {:.0f} in-flight requests is below the workload-based capacity, so the "
+        "KV cache was never the limit",
+        *input.concurrency_cap);
   }
   return text;
 }
@@ -69,8 +72,8 @@ CapacityPlan plan_capacity(const CapacityInput& input) {
     plan.mean_request_tokens = sum / static_cast<double>(tokens.size());
   } else {
     // Without the distribution, rounding up adds half a block on average.
-    plan.mean_request_tokens = input.mean_request_tokens +
-                               (input.block_size > 1 ? static_cast<double>(input.block_size) / 2 : 0);
+    plan.mean_request_tokens =
+        input.mean_request_tokens + (input.block_size > 1 ? static_cast<double>(input.block_size) / 2 : 0);
   }
   if (plan.mean_request_tokens > 0) plan.workload_concurrency = input.kv_cache_tokens / plan.mean_request_tokens;
   if (!tokens.empty()) {

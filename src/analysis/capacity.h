@@ -11,12 +11,12 @@
 namespace crosspoint::analysis {
 
 struct CapacityInput {
-  double kv_cache_tokens = 0;             // KV capacity reported by the server, tokens
-  double max_model_len = 0;               // tokens
-  int64_t block_size = 1;                 // paged-KV block; each request rounds up to whole blocks
+  double kv_cache_tokens = 0;  // KV capacity reported by the server, tokens
+  double max_model_len = 0;    // tokens
+  int64_t block_size = 1;      // paged-KV block; each request rounds up to whole blocks
   // Tokens a request holds at its end (prompt + output), one entry per request, when known.
   std::vector<int64_t> request_tokens;
-  double mean_request_tokens = 0;         // used when request_tokens is empty
+  double mean_request_tokens = 0;  // used when request_tokens is empty
   std::vector<double> percentiles = {50, 90, 99};
   // What the runs reached (any may be unknown).
   std::optional<double> observed_peak_running_batch;
@@ -26,15 +26,15 @@ struct CapacityInput {
 };
 
 struct PercentileCapacity {
-  double percentile = 0;          // 90 -> p90 of tokens per request
-  double request_tokens = 0;      // that percentile, rounded up to blocks
-  double concurrency = 0;         // KV tokens ÷ request_tokens
+  double percentile = 0;      // 90 -> p90 of tokens per request
+  double request_tokens = 0;  // that percentile, rounded up to blocks
+  double concurrency = 0;     // KV tokens ÷ request_tokens
 };
 
 struct CapacityPlan {
-  double worst_case_concurrency = 0;     // KV tokens ÷ max-model-len (vLLM's start-up line)
-  double mean_request_tokens = 0;        // rounded up to blocks per request
-  double workload_concurrency = 0;       // KV tokens ÷ mean tokens per request
+  double worst_case_concurrency = 0;                       // KV tokens ÷ max-model-len (vLLM's start-up line)
+  double mean_request_tokens = 0;                          // rounded up to blocks per request
+  double workload_concurrency = 0;                         // KV tokens ÷ mean tokens per request
   std::vector<PercentileCapacity> percentile_concurrency;  // conservative: every request at the pXX size
   // Verdict in words with the numbers, e.g. "the worst case (25.0) underestimates: ...".
   std::string verdict;

@@ -35,8 +35,7 @@ Status read_number(const nlohmann::json& result, const char* key, const std::str
     try {
       *out = std::stod(value->get<std::string>());
       return Status::ok();
-    } catch (const std::exception&) {
-    }
+    } catch (const std::exception&) {}
   }
   return invalid_argument(source + ": key '" + key + "' must be a number");
 }

@@ -15,11 +15,11 @@
 namespace crosspoint::analysis {
 
 struct CellMeasurement {
-  std::string precision;           // label as given: "fp16", "w8a8-fp8", "w4a16"
-  double concurrency = 0;          // max in-flight requests (vLLM max_concurrency); 0 = unbounded
-  int64_t num_completed = 0;       // "completed"
-  int64_t num_failed = 0;          // "failed"
-  double duration_s = 0;           // "duration"
+  std::string precision;      // label as given: "fp16", "w8a8-fp8", "w4a16"
+  double concurrency = 0;     // max in-flight requests (vLLM max_concurrency); 0 = unbounded
+  int64_t num_completed = 0;  // "completed"
+  int64_t num_failed = 0;     // "failed"
+  double duration_s = 0;      // "duration"
 
   // Client-side statistics, milliseconds (vLLM keys median_tpot_ms, p99_tpot_ms, ...).
   std::optional<double> mean_tpot_ms, median_tpot_ms, p99_tpot_ms;
@@ -29,13 +29,13 @@ struct CellMeasurement {
   std::optional<double> request_goodput_req_s;    // "request_goodput" (legacy "request_goodput:")
 
   // Server-side samples over the run (crosspoint bench extension keys, see docs/analysis.md).
-  std::optional<double> mean_running_batch;       // sequences per decode step, time-averaged
+  std::optional<double> mean_running_batch;  // sequences per decode step, time-averaged
   std::optional<double> peak_running_batch;
-  std::optional<double> mean_context_tokens;      // mean context length of running sequences
+  std::optional<double> mean_context_tokens;  // mean context length of running sequences
   std::optional<int64_t> num_preemptions;
-  std::optional<double> kv_cache_tokens;          // KV capacity reported by the server at start-up
+  std::optional<double> kv_cache_tokens;  // KV capacity reported by the server at start-up
   std::optional<double> max_model_len;
-  std::optional<double> weight_bytes_loaded;      // the server's "weights loaded" figure, bytes
+  std::optional<double> weight_bytes_loaded;  // the server's "weights loaded" figure, bytes
 
   // Per-request token counts when saved with --save-detailed ("input_lens", "output_lens").
   std::vector<int64_t> input_lens;

@@ -110,19 +110,22 @@ void gemm_reference(const float* a, const float* b, float* c, int64_t m, int64_t
 double parallel_sum(const float* data, int64_t n, ThreadPool& pool) {
   std::mutex mutex;
   double total = 0;
-  pool.parallel_for(static_cast<size_t>(n), [&](size_t begin, size_t end) {
-    // Eight independent accumulators so the loop is bound by loads, not by add latency.
-    float partial[8] = {0, 0, 0, 0, 0, 0, 0, 0};
-    size_t i = begin;
-    for (; i + 8 <= end; i += 8) {
-      for (int lane = 0; lane < 8; ++lane) partial[lane] += data[i + lane];
-    }
-    double sum = 0;
-    for (; i < end; ++i) sum += data[i];
-    for (float p : partial) sum += p;
-    std::lock_guard<std::mutex> lock(mutex);
-    total += sum;
-  }, 1 << 16);
+  pool.parallel_for(
+      static_cast<size_t>(n),
+      [&](size_t begin, size_t end) {
+        // Eight independent accumulators so the loop is bound by loads, not by add latency.
+        float partial[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+        size_t i = begin;
+        for (; i + 8 <= end; i += 8) {
+          for (int lane = 0; lane < 8; ++lane) partial[lane] += data[i + lane];
+        }
+        double sum = 0;
+        for (; i < end; ++i) sum += data[i];
+        for (float p : partial) sum += p;
+        std::lock_guard<std::mutex> lock(mutex);
+        total += sum;
+      },
+      1 << 16);
   return total;
 }
 
@@ -146,12 +149,15 @@ CpuMeasurement measure_cpu(const CpuMeasureOptions& options, ThreadPool& pool) {
   // Bandwidth: first touch in parallel (pages land near the threads that read them).
   const int64_t num_floats = std::max<int64_t>(options.bandwidth_buffer_bytes / 4, 1024);
   std::vector<float> buffer(static_cast<size_t>(num_floats));
-  pool.parallel_for(buffer.size(), [&](size_t begin, size_t end) {
-    for (size_t i = begin; i < end; ++i) buffer[i] = static_cast<float>(i & 7);
-  }, 1 << 16);
+  pool.parallel_for(
+      buffer.size(),
+      [&](size_t begin, size_t end) {
+        for (size_t i = begin; i < end; ++i) buffer[i] = static_cast<float>(i & 7);
+      },
+      1 << 16);
   volatile double sink = 0;
-  const double read_s = best_seconds(options.num_bandwidth_repeats,
-                                     [&] { sink = sink + parallel_sum(buffer.data(), num_floats, pool); });
+  const double read_s =
+      best_seconds(options.num_bandwidth_repeats, [&] { sink = sink + parallel_sum(buffer.data(), num_floats, pool); });
   out.bandwidth_buffer_bytes = num_floats * 4;
   out.read_bandwidth_gb_s = static_cast<double>(out.bandwidth_buffer_bytes) / read_s / 1e9;
   buffer = {};

@@ -20,15 +20,15 @@ struct CpuMeasureOptions {
 };
 
 struct CpuMeasurement {
-  std::string cpu_name;              // /proc/cpuinfo "model name"
+  std::string cpu_name;  // /proc/cpuinfo "model name"
   int num_threads = 0;
-  double memory_gb = 0;              // physical memory, GB
-  double read_bandwidth_gb_s = 0;    // all threads summing a buffer, best of repeats
-  double fp32_gemm_tflops = 0;       // blocked fp32 GEMM, best of repeats
-  double fp16_gemm_tflops = 0;       // same with B in fp16, converted to fp32 per tile
+  double memory_gb = 0;            // physical memory, GB
+  double read_bandwidth_gb_s = 0;  // all threads summing a buffer, best of repeats
+  double fp32_gemm_tflops = 0;     // blocked fp32 GEMM, best of repeats
+  double fp16_gemm_tflops = 0;     // same with B in fp16, converted to fp32 per tile
   int64_t bandwidth_buffer_bytes = 0;
   int64_t gemm_size = 0;
-  std::string method;                // one line saying what was measured and how
+  std::string method;  // one line saying what was measured and how
 
   // As ceilings for the roofline: fp16 = the fp16-weight GEMM rate, fp32 = the fp32 rate.
   HardwareCeilings as_ceilings() const;

@@ -7,8 +7,8 @@
 namespace crosspoint::analysis {
 
 const std::vector<Metric>& all_metrics() {
-  static const std::vector<Metric> metrics = {Metric::kMedianTpot, Metric::kP99Tpot,  Metric::kMedianItl,
-                                              Metric::kP99Itl,     Metric::kMedianTtft, Metric::kP99Ttft,
+  static const std::vector<Metric> metrics = {Metric::kMedianTpot,       Metric::kP99Tpot,    Metric::kMedianItl,
+                                              Metric::kP99Itl,           Metric::kMedianTtft, Metric::kP99Ttft,
                                               Metric::kOutputThroughput, Metric::kGoodput};
   return metrics;
 }
@@ -57,8 +57,8 @@ std::vector<LevelWinner> winners_by_concurrency(const std::vector<CellMeasuremen
     const std::optional<double> value = metric_value(cell, metric);
     if (!value) continue;
     auto& entries = levels[cell.concurrency];
-    const bool seen = std::any_of(entries.begin(), entries.end(),
-                                  [&](const auto& entry) { return entry.first == cell.precision; });
+    const bool seen =
+        std::any_of(entries.begin(), entries.end(), [&](const auto& entry) { return entry.first == cell.precision; });
     if (!seen) entries.emplace_back(cell.precision, *value);
   }
   const bool lower = lower_is_better(metric);
@@ -86,8 +86,7 @@ std::vector<LevelWinner> winners_by_concurrency(const std::vector<CellMeasuremen
   return out;
 }
 
-std::vector<Crossover> find_crossovers(const std::vector<CellMeasurement>& cells, Metric metric,
-                                       double tie_tolerance) {
+std::vector<Crossover> find_crossovers(const std::vector<CellMeasurement>& cells, Metric metric, double tie_tolerance) {
   std::vector<Crossover> out;
   const LevelWinner* previous = nullptr;
   const std::vector<LevelWinner> levels = winners_by_concurrency(cells, metric, tie_tolerance);
@@ -123,11 +122,12 @@ BisectionStep next_bisection_probe(double lower, double upper, double resolution
   return step;
 }
 
-std::vector<double> plan_crossover_probes(const std::vector<CellMeasurement>& cells, Metric metric,
-                                          double resolution, double tie_tolerance) {
+std::vector<double> plan_crossover_probes(const std::vector<CellMeasurement>& cells, Metric metric, double resolution,
+                                          double tie_tolerance) {
   std::vector<double> probes;
   std::vector<double> measured;
-  for (const LevelWinner& level : winners_by_concurrency(cells, metric, tie_tolerance)) measured.push_back(level.concurrency);
+  for (const LevelWinner& level : winners_by_concurrency(cells, metric, tie_tolerance))
+    measured.push_back(level.concurrency);
   for (const Crossover& crossover : find_crossovers(cells, metric, tie_tolerance)) {
     double lower = crossover.concurrency_below;
     double upper = crossover.concurrency_above;

@@ -36,12 +36,12 @@ std::optional<double> metric_value(const CellMeasurement& cell, Metric metric);
 // The winner of one metric at one concurrency among the precisions that recorded it.
 struct LevelWinner {
   double concurrency = 0;
-  std::string winner;        // best precision; empty when tie is true
-  std::string runner_up;     // second best
+  std::string winner;     // best precision; empty when tie is true
+  std::string runner_up;  // second best
   double best_value = 0;
   double runner_up_value = 0;
-  double margin = 0;         // relative advantage of the best over the runner-up (0.24 = 24 %)
-  bool tie = false;          // margin <= tie_tolerance: no clear winner
+  double margin = 0;  // relative advantage of the best over the runner-up (0.24 = 24 %)
+  bool tie = false;   // margin <= tie_tolerance: no clear winner
 };
 
 // For every concurrency where at least two precisions recorded the metric, in increasing
@@ -72,14 +72,14 @@ std::optional<double> first_concurrency_lead_lost(const std::vector<CellMeasurem
 // upper by another). Concurrency effects are roughly logarithmic, so the probe is the
 // geometric midpoint, rounded to an integer strictly inside the bracket.
 struct BisectionStep {
-  bool done = false;             // upper - lower <= resolution: the flip is located
-  double next_concurrency = 0;   // the level to measure next when !done
+  bool done = false;            // upper - lower <= resolution: the flip is located
+  double next_concurrency = 0;  // the level to measure next when !done
 };
 BisectionStep next_bisection_probe(double lower, double upper, double resolution);
 
 // The next concurrency to run for each crossover of the metric that is not yet located to
 // `resolution` (sorted, without duplicates).
-std::vector<double> plan_crossover_probes(const std::vector<CellMeasurement>& cells, Metric metric,
-                                          double resolution, double tie_tolerance = 0);
+std::vector<double> plan_crossover_probes(const std::vector<CellMeasurement>& cells, Metric metric, double resolution,
+                                          double tie_tolerance = 0);
 
 }  // namespace crosspoint::analysis

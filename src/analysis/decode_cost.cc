@@ -11,22 +11,21 @@ DecodeCost decode_cost_from_shape(const ModelShape& shape, Precision precision, 
   const int64_t kv_dim = shape.num_kv_heads * shape.head_dim;
   const int64_t ffn = shape.intermediate_size;
   // Per layer: q, k, v, o, gate, up, down as [num_out, num_in].
-  const double layer_bytes = linear_weight_bytes(precision, q_dim, d, group_size) +
-                             2 * linear_weight_bytes(precision, kv_dim, d, group_size) +
-                             linear_weight_bytes(precision, d, q_dim, group_size) +
-                             2 * linear_weight_bytes(precision, ffn, d, group_size) +
-                             linear_weight_bytes(precision, d, ffn, group_size);
+  const double layer_bytes =
+      linear_weight_bytes(precision, q_dim, d, group_size) + 2 * linear_weight_bytes(precision, kv_dim, d, group_size) +
+      linear_weight_bytes(precision, d, q_dim, group_size) + 2 * linear_weight_bytes(precision, ffn, d, group_size) +
+      linear_weight_bytes(precision, d, ffn, group_size);
   const Precision head_precision = precision == Precision::kFp32 ? Precision::kFp32 : Precision::kFp16;
   DecodeCost cost;
-  cost.weight_bytes_per_step = static_cast<double>(shape.num_layers) * layer_bytes +
-                               linear_weight_bytes(head_precision, shape.vocab_size, d);
+  cost.weight_bytes_per_step =
+      static_cast<double>(shape.num_layers) * layer_bytes + linear_weight_bytes(head_precision, shape.vocab_size, d);
   cost.flops_per_token = 2.0 * static_cast<double>(shape.linear_params() + shape.head_params());
   cost.kv_bytes_per_context_token = static_cast<double>(shape.kv_elements_per_token()) * kv_bytes_per_element;
   cost.attention_flops_per_context_token = static_cast<double>(shape.attention_flops_per_context_token());
-  cost.description = fmt::format(
-      "from model shapes: {:.3f} G linear params at {}, lm_head {:.3f} G at {}, embedding gathered",
-      static_cast<double>(shape.linear_params()) / 1e9, precision_name(precision),
-      static_cast<double>(shape.head_params()) / 1e9, precision_name(head_precision));
+  cost.description =
+      fmt::format("from model shapes: {:.3f} G linear params at {}, lm_head {:.3f} G at {}, embedding gathered",
+                  static_cast<double>(shape.linear_params()) / 1e9, precision_name(precision),
+                  static_cast<double>(shape.head_params()) / 1e9, precision_name(head_precision));
   return cost;
 }
 
@@ -35,8 +34,8 @@ DecodeCost decode_cost_from_params(double num_params, Precision precision, doubl
   cost.flops_per_token = 2.0 * num_params;
   if (weight_bytes_override > 0) {
     cost.weight_bytes_per_step = weight_bytes_override;
-    cost.description = fmt::format("{:.3f} G params, {:.2f} GB of weights as loaded", num_params / 1e9,
-                                   weight_bytes_override / 1e9);
+    cost.description =
+        fmt::format("{:.3f} G params, {:.2f} GB of weights as loaded", num_params / 1e9, weight_bytes_override / 1e9);
   } else {
     cost.weight_bytes_per_step = num_params * bytes_per_weight(precision);
     cost.description = fmt::format("{:.3f} G params at {} ({:.3f} bytes each)", num_params / 1e9,

@@ -22,12 +22,12 @@
 namespace crosspoint::analysis {
 
 struct GpuMeasureOptions {
-  int device_idx = 0;                                      // CUDA device ordinal
-  int64_t max_bandwidth_buffer_bytes = int64_t{4} << 30;   // read/write buffer, capped at 1/4 of free memory
-  int num_bandwidth_repeats = 20;                          // timed runs per bandwidth figure (median)
-  int64_t gemm_size = 8192;                                // M = N = K of the GEMMs
-  int num_gemm_repeats = 20;                               // timed runs per GEMM rate (median)
-  int num_warmups = 3;                                     // untimed runs before each figure
+  int device_idx = 0;                                     // CUDA device ordinal
+  int64_t max_bandwidth_buffer_bytes = int64_t{4} << 30;  // read/write buffer, capped at 1/4 of free memory
+  int num_bandwidth_repeats = 20;                         // timed runs per bandwidth figure (median)
+  int64_t gemm_size = 8192;                               // M = N = K of the GEMMs
+  int num_gemm_repeats = 20;                              // timed runs per GEMM rate (median)
+  int num_warmups = 3;                                    // untimed runs before each figure
 
   // Small buffers and GEMMs: a rough figure in well under a second.
   static GpuMeasureOptions quick();
@@ -42,33 +42,33 @@ struct GpuRate {
 
 struct GpuMeasurement {
   // From cudaGetDeviceProperties / cudaDeviceGetAttribute.
-  std::string gpu_name;               // "NVIDIA H200"
-  int compute_capability_major = 0;   // 9 for sm_90
+  std::string gpu_name;              // "NVIDIA H200"
+  int compute_capability_major = 0;  // 9 for sm_90
   int compute_capability_minor = 0;
   int num_sms = 0;
-  double sm_clock_mhz = 0;            // peak SM clock
-  double memory_clock_mhz = 0;        // peak memory clock
+  double sm_clock_mhz = 0;      // peak SM clock
+  double memory_clock_mhz = 0;  // peak memory clock
   int memory_bus_width_bits = 0;
   int64_t l2_cache_bytes = 0;
   int64_t total_memory_bytes = 0;
-  int64_t free_memory_bytes = 0;      // before the measurement allocated anything
-  int cuda_runtime_version = 0;       // e.g. 13000
+  int64_t free_memory_bytes = 0;  // before the measurement allocated anything
+  int cuda_runtime_version = 0;   // e.g. 13000
   int cuda_driver_version = 0;
-  std::string measured_at_utc;        // "2026-11-30 04:50 UTC"
+  std::string measured_at_utc;  // "2026-11-30 04:50 UTC"
 
   // Bandwidth in GB/s (1e9 bytes/s). Copy counts read + write bytes, like ceilings.py.
-  GpuRate read_bandwidth_gb_s;        // streaming read, 16-byte loads: the roofline's ceiling
-  GpuRate write_bandwidth_gb_s;       // streaming write, 16-byte stores
-  GpuRate copy_bandwidth_gb_s;        // cudaMemcpyAsync device to device
+  GpuRate read_bandwidth_gb_s;   // streaming read, 16-byte loads: the roofline's ceiling
+  GpuRate write_bandwidth_gb_s;  // streaming write, 16-byte stores
+  GpuRate copy_bandwidth_gb_s;   // cudaMemcpyAsync device to device
   int64_t bandwidth_buffer_bytes = 0;
 
   // Dense GEMM rates in TFLOP/s (2 M N K flops per GEMM), fp32 accumulation.
-  GpuRate fp16_gemm_tflops;           // cuBLASLt fp16 in, fp16 out
-  GpuRate fp8_gemm_tflops;            // cuBLASLt e4m3 in, fp16 out; 0 when not supported
-  std::string fp8_note;               // why fp8 is 0 ("sm_80 has no fp8 tensor cores"), else ""
+  GpuRate fp16_gemm_tflops;  // cuBLASLt fp16 in, fp16 out
+  GpuRate fp8_gemm_tflops;   // cuBLASLt e4m3 in, fp16 out; 0 when not supported
+  std::string fp8_note;      // why fp8 is 0 ("sm_80 has no fp8 tensor cores"), else ""
   int64_t gemm_size = 0;
 
-  std::string method;                 // one line saying what was measured and how
+  std::string method;  // one line saying what was measured and how
 
   // As ceilings for the roofline: name = the GPU, bandwidth = the streaming read (median),
   // fp16/fp8 = the GEMM medians; source says "measured by crosspoint hwinfo on <GPU> at <date>".

@@ -51,9 +51,7 @@ Result<HardwareCeilings> load_ceilings(const std::string& path) {
   nlohmann::json object;
   try {
     object = nlohmann::json::parse(text.str());
-  } catch (const nlohmann::json::exception& e) {
-    return corrupt(path + ": not valid JSON: " + e.what());
-  }
+  } catch (const nlohmann::json::exception& e) { return corrupt(path + ": not valid JSON: " + e.what()); }
   return ceilings_from_json(object, path);
 }
 

@@ -40,10 +40,9 @@ struct Alias {
   const char* name;
 };
 constexpr Alias kAliases[] = {
-    {"h100", "H100 SXM"},  {"h100sxm5", "H100 SXM"}, {"h200sxm", "H200"},
-    {"a100", "A100 80GB"}, {"a10080", "A100 80GB"},  {"a10040", "A100 40GB"},
-    {"4090", "RTX 4090"},  {"3090", "RTX 3090"},     {"geforcertx4090", "RTX 4090"},
-    {"geforcertx3090", "RTX 3090"},
+    {"h100", "H100 SXM"},           {"h100sxm5", "H100 SXM"},       {"h200sxm", "H200"},  {"a100", "A100 80GB"},
+    {"a10080", "A100 80GB"},        {"a10040", "A100 40GB"},        {"4090", "RTX 4090"}, {"3090", "RTX 3090"},
+    {"geforcertx4090", "RTX 4090"}, {"geforcertx3090", "RTX 3090"},
 };
 
 }  // namespace

@@ -62,8 +62,8 @@ std::string render_html_table(const TextTable& table) {
   for (const auto& row : table.rows) {
     out += "<tr>";
     for (size_t i = 0; i < table.header.size(); ++i) {
-      out += std::string(is_right(table, i) ? "<td class=\"num\">" : "<td>") + (i < row.size() ? xml_escape(row[i]) : "") +
-             "</td>";
+      out += std::string(is_right(table, i) ? "<td class=\"num\">" : "<td>") +
+             (i < row.size() ? xml_escape(row[i]) : "") + "</td>";
     }
     out += "</tr>\n";
   }

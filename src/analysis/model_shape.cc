@@ -47,9 +47,7 @@ Result<ModelShape> parse_model_shape(const std::string& json_text, const std::st
   nlohmann::json config;
   try {
     config = nlohmann::json::parse(json_text);
-  } catch (const nlohmann::json::exception& e) {
-    return corrupt(source_name + ": not valid JSON: " + e.what());
-  }
+  } catch (const nlohmann::json::exception& e) { return corrupt(source_name + ": not valid JSON: " + e.what()); }
   if (!config.is_object()) return corrupt(source_name + ": expected a JSON object");
   // Multimodal configs (Qwen2-VL, Llama 4) keep the language model under text_config.
   if (config.contains("text_config") && config["text_config"].is_object() && !config.contains("hidden_size"))
@@ -77,9 +75,9 @@ Result<ModelShape> parse_model_shape(const std::string& json_text, const std::st
   shape.tie_word_embeddings = tie != config.end() && tie->is_boolean() && tie->get<bool>();
   auto bias = config.find("attention_bias");
   auto model_type = config.find("model_type");
-  shape.attention_bias = (bias != config.end() && bias->is_boolean() && bias->get<bool>()) ||
-                         (model_type != config.end() && model_type->is_string() &&
-                          model_type->get<std::string>().rfind("qwen2", 0) == 0);
+  shape.attention_bias =
+      (bias != config.end() && bias->is_boolean() && bias->get<bool>()) ||
+      (model_type != config.end() && model_type->is_string() && model_type->get<std::string>().rfind("qwen2", 0) == 0);
   return shape;
 }
 

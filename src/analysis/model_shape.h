@@ -19,7 +19,7 @@ struct ModelShape {
   int64_t head_dim = 0;             // D
   int64_t vocab_size = 0;
   bool tie_word_embeddings = false;
-  bool attention_bias = false;      // q, k, v biases (always for Qwen2, config flag for Llama)
+  bool attention_bias = false;  // q, k, v biases (always for Qwen2, config flag for Llama)
 
   // Parameters of every transformer-block linear (q, k, v, o, gate, up, down), P_lin.
   int64_t linear_params() const;

@@ -11,8 +11,8 @@ Result<Precision> precision_of(const StudyResults& study, const CellMeasurement&
   if (const PrecisionSetup* setup = study.find_precision(cell.precision)) return setup->precision;
   auto parsed = parse_precision(cell.precision);
   if (!parsed.is_ok())
-    return invalid_argument("cell '" + cell.precision + "' at concurrency " + std::to_string(cell.concurrency) +
-                            ": " + parsed.status().message());
+    return invalid_argument("cell '" + cell.precision + "' at concurrency " + std::to_string(cell.concurrency) + ": " +
+                            parsed.status().message());
   return parsed;
 }
 
@@ -78,12 +78,14 @@ Result<StudyAnalysis> analyze_study(const StudyResults& study, const AnalysisOpt
     out.metrics.push_back(std::move(entry));
   }
   for (const MetricAnalysis& entry : out.metrics) {
-    if (entry.metric == Metric::kMedianTpot && !entry.winners.front().tie) out.low_load_leader = entry.winners.front().winner;
+    if (entry.metric == Metric::kMedianTpot && !entry.winners.front().tie)
+      out.low_load_leader = entry.winners.front().winner;
   }
   if (!out.low_load_leader.empty()) {
     for (const MetricAnalysis& entry : out.metrics) {
       out.lead_lost_at.emplace_back(
-          entry.metric, first_concurrency_lead_lost(study.cells, entry.metric, out.low_load_leader, options.tie_tolerance));
+          entry.metric,
+          first_concurrency_lead_lost(study.cells, entry.metric, out.low_load_leader, options.tie_tolerance));
     }
   }
   for (const std::string& label : labels) {
@@ -95,13 +97,13 @@ Result<StudyAnalysis> analyze_study(const StudyResults& study, const AnalysisOpt
 
 nlohmann::json study_analysis_to_json(const StudyAnalysis& analysis) {
   nlohmann::json out;
-  out["hardware"] = {{"name", analysis.hardware.name},
-                     {"bandwidth_gb_s", analysis.hardware.bandwidth_gb_s},
-                     {"fp16_tflops", analysis.hardware.fp16_tflops},
-                     {"fp8_tflops", analysis.hardware.fp8_tflops},
-                     {"critical_intensity_fp16",
-                      critical_intensity(analysis.hardware.fp16_tflops, analysis.hardware.bandwidth_gb_s)},
-                     {"source", analysis.hardware.source}};
+  out["hardware"] = {
+      {"name", analysis.hardware.name},
+      {"bandwidth_gb_s", analysis.hardware.bandwidth_gb_s},
+      {"fp16_tflops", analysis.hardware.fp16_tflops},
+      {"fp8_tflops", analysis.hardware.fp8_tflops},
+      {"critical_intensity_fp16", critical_intensity(analysis.hardware.fp16_tflops, analysis.hardware.bandwidth_gb_s)},
+      {"source", analysis.hardware.source}};
   out["cost_descriptions"] = analysis.cost_descriptions;
   nlohmann::json cells = nlohmann::json::array();
   for (const RooflineCell& c : analysis.roofline) {
@@ -134,17 +136,26 @@ nlohmann::json study_analysis_to_json(const StudyAnalysis& analysis) {
   for (const MetricAnalysis& m : analysis.metrics) {
     nlohmann::json winners = nlohmann::json::array();
     for (const LevelWinner& w : m.winners) {
-      winners.push_back({{"concurrency", w.concurrency}, {"winner", w.tie ? nlohmann::json(nullptr) : nlohmann::json(w.winner)},
-                         {"tie", w.tie}, {"margin", w.margin}, {"best_value", w.best_value},
-                         {"runner_up", w.runner_up}, {"runner_up_value", w.runner_up_value}});
+      winners.push_back({{"concurrency", w.concurrency},
+                         {"winner", w.tie ? nlohmann::json(nullptr) : nlohmann::json(w.winner)},
+                         {"tie", w.tie},
+                         {"margin", w.margin},
+                         {"best_value", w.best_value},
+                         {"runner_up", w.runner_up},
+                         {"runner_up_value", w.runner_up_value}});
     }
     nlohmann::json crossovers = nlohmann::json::array();
     for (const Crossover& c : m.crossovers) {
-      crossovers.push_back({{"concurrency_below", c.concurrency_below}, {"concurrency_above", c.concurrency_above},
-                            {"winner_below", c.winner_below}, {"winner_above", c.winner_above}});
+      crossovers.push_back({{"concurrency_below", c.concurrency_below},
+                            {"concurrency_above", c.concurrency_above},
+                            {"winner_below", c.winner_below},
+                            {"winner_above", c.winner_above}});
     }
-    metrics.push_back({{"metric", metric_name(m.metric)}, {"unit", metric_unit(m.metric)}, {"winners", winners},
-                       {"crossovers", crossovers}, {"next_probes", m.next_probes}});
+    metrics.push_back({{"metric", metric_name(m.metric)},
+                       {"unit", metric_unit(m.metric)},
+                       {"winners", winners},
+                       {"crossovers", crossovers},
+                       {"next_probes", m.next_probes}});
   }
   out["metrics"] = metrics;
   out["low_load_leader"] = analysis.low_load_leader;
@@ -156,7 +167,8 @@ nlohmann::json study_analysis_to_json(const StudyAnalysis& analysis) {
   for (const PrecisionCapacity& p : analysis.capacity) {
     nlohmann::json percentiles = nlohmann::json::array();
     for (const PercentileCapacity& q : p.plan.percentile_concurrency)
-      percentiles.push_back({{"percentile", q.percentile}, {"request_tokens", q.request_tokens}, {"concurrency", q.concurrency}});
+      percentiles.push_back(
+          {{"percentile", q.percentile}, {"request_tokens", q.request_tokens}, {"concurrency", q.concurrency}});
     capacity.push_back({{"precision", p.precision},
                         {"worst_case_concurrency", p.plan.worst_case_concurrency},
                         {"mean_request_tokens", p.plan.mean_request_tokens},

@@ -20,20 +20,20 @@
 namespace crosspoint::analysis {
 
 struct AnalysisOptions {
-  HardwareCeilings hardware;                // ceilings to measure against
-  std::optional<ModelShape> model_shape;    // from --config: exact streamed bytes per precision
-  double model_num_params = 0;              // else: parameters (overrides the study's)
-  double kv_bytes_per_element = 2;          // fp16/bf16 KV cache
-  double tie_tolerance = 0.02;              // relative margin below which a metric is a tie
-  double bisection_resolution = 4;          // concurrency levels
-  int64_t kv_block_size = 1;                // paged-KV block for the capacity planner (1: no rounding, as the study)
+  HardwareCeilings hardware;              // ceilings to measure against
+  std::optional<ModelShape> model_shape;  // from --config: exact streamed bytes per precision
+  double model_num_params = 0;            // else: parameters (overrides the study's)
+  double kv_bytes_per_element = 2;        // fp16/bf16 KV cache
+  double tie_tolerance = 0.02;            // relative margin below which a metric is a tie
+  double bisection_resolution = 4;        // concurrency levels
+  int64_t kv_block_size = 1;              // paged-KV block for the capacity planner (1: no rounding, as the study)
 };
 
 struct MetricAnalysis {
   Metric metric = Metric::kMedianTpot;
-  std::vector<LevelWinner> winners;         // per concurrency
+  std::vector<LevelWinner> winners;  // per concurrency
   std::vector<Crossover> crossovers;
-  std::vector<double> next_probes;          // concurrencies to measure next
+  std::vector<double> next_probes;  // concurrencies to measure next
 };
 
 struct PrecisionCapacity {

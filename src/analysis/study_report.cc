@@ -86,7 +86,8 @@ std::string number(double v, int decimals) { return fmt::format("{:.{}f}", v, de
 template <typename Cell>
 TextTable pivot(const std::string& corner, const std::vector<std::string>& labels, const std::vector<double>& levels,
                 const std::vector<Cell>& cells, const std::function<std::optional<std::string>(const Cell&)>& value,
-                const std::function<std::string(const Cell&)>& label_of, const std::function<double(const Cell&)>& conc_of) {
+                const std::function<std::string(const Cell&)>& label_of,
+                const std::function<double(const Cell&)>& conc_of) {
   TextTable t;
   t.header.push_back(corner);
   t.right_align.push_back(false);
@@ -124,9 +125,9 @@ TextTable measurement_pivot(const StudyResults& study, const std::string& corner
 
 TextTable roofline_pivot(const StudyResults& study, const StudyAnalysis& analysis, const std::string& corner,
                          const std::function<std::optional<std::string>(const RooflineCell&)>& get) {
-  return pivot<RooflineCell>(corner, labels_of(study), concurrencies_of(study), analysis.roofline, get,
-                             [](const RooflineCell& c) { return c.precision; },
-                             [](const RooflineCell& c) { return c.concurrency; });
+  return pivot<RooflineCell>(
+      corner, labels_of(study), concurrencies_of(study), analysis.roofline, get,
+      [](const RooflineCell& c) { return c.precision; }, [](const RooflineCell& c) { return c.concurrency; });
 }
 
 LinePlot metric_plot(const StudyResults& study, const std::string& title, const std::string& y_label,
@@ -187,7 +188,8 @@ ReportFiles render_study_report(const StudyResults& study, const StudyAnalysis& 
       fmt::format("{} on {} ({:.0f} GB/s, {:.0f} TFLOP/s fp16, critical intensity {:.0f} FLOP/byte). Source: {}",
                   study.model_name.empty() ? "model" : study.model_name, hw.name, hw.bandwidth_gb_s, hw.fp16_tflops,
                   critical_intensity(hw.fp16_tflops, hw.bandwidth_gb_s), study.source.empty() ? "-" : study.source);
-  r.raw("# " + title + "\n\n" + meta + "\n", "<h1>" + xml_escape(title) + "</h1>\n<p class=\"meta\">" + xml_escape(meta) + "</p>\n");
+  r.raw("# " + title + "\n\n" + meta + "\n",
+        "<h1>" + xml_escape(title) + "</h1>\n<p class=\"meta\">" + xml_escape(meta) + "</p>\n");
 
   r.heading("Findings");
   std::vector<std::string> items = findings(analysis);
@@ -195,13 +197,15 @@ ReportFiles render_study_report(const StudyResults& study, const StudyAnalysis& 
     std::optional<double> median_lost, tail_lost;
     for (const auto& [metric, at] : analysis.lead_lost_at) {
       if (metric == Metric::kMedianTpot) median_lost = at;
-      if ((metric == Metric::kP99Itl || metric == Metric::kP99Tpot) && at && (!tail_lost || *at < *tail_lost)) tail_lost = at;
+      if ((metric == Metric::kP99Itl || metric == Metric::kP99Tpot) && at && (!tail_lost || *at < *tail_lost))
+        tail_lost = at;
     }
     if (tail_lost && (!median_lost || *tail_lost < *median_lost)) {
-      items.push_back(fmt::format("the tail crosses first: {} loses its p99 lead at concurrency {:g}, its median TPOT "
-                                  "lead only at {}",
-                                  analysis.low_load_leader, *tail_lost,
-                                  median_lost ? fmt::format("{:g}", *median_lost) : std::string("no measured level")));
+      items.push_back(
+          fmt::format("the tail crosses first: {} loses its p99 lead at concurrency {:g}, its median TPOT "
+                      "lead only at {}",
+                      analysis.low_load_leader, *tail_lost,
+                      median_lost ? fmt::format("{:g}", *median_lost) : std::string("no measured level")));
     }
   }
   r.bullets(items);
@@ -220,8 +224,10 @@ ReportFiles render_study_report(const StudyResults& study, const StudyAnalysis& 
             &files);
 
   r.heading("Throughput and batch");
-  r.table(measurement_pivot(study, "output tok/s", [](const CellMeasurement& c) { return c.output_throughput_tok_s; }, 2));
-  r.table(measurement_pivot(study, "mean running batch", [](const CellMeasurement& c) { return c.mean_running_batch; }, 1));
+  r.table(
+      measurement_pivot(study, "output tok/s", [](const CellMeasurement& c) { return c.output_throughput_tok_s; }, 2));
+  r.table(
+      measurement_pivot(study, "mean running batch", [](const CellMeasurement& c) { return c.mean_running_batch; }, 1));
   GroupedBarChart bars;
   bars.title = "Output throughput (tok/s)";
   bars.y_label = "tok/s";
@@ -231,7 +237,8 @@ ReportFiles render_study_report(const StudyResults& study, const StudyAnalysis& 
     for (const std::string& label : bars.series_names) {
       double v = -1;
       for (const CellMeasurement& cell : study.cells) {
-        if (cell.precision == label && cell.concurrency == c && cell.output_throughput_tok_s) v = *cell.output_throughput_tok_s;
+        if (cell.precision == label && cell.concurrency == c && cell.output_throughput_tok_s)
+          v = *cell.output_throughput_tok_s;
       }
       group.values.push_back(v);
     }
@@ -251,8 +258,8 @@ ReportFiles render_study_report(const StudyResults& study, const StudyAnalysis& 
   r.heading("Roofline");
   r.bullets(analysis.cost_descriptions);
   TextTable roof;
-  roof.header = {"precision", "conc", "batch B", "GB/step", "GFLOP/token", "FLOP/byte", "critical", "bound ms",
-                 "measured ms", "BW util", "compute util", "overhead ms"};
+  roof.header = {"precision", "conc",     "batch B",     "GB/step", "GFLOP/token",  "FLOP/byte",
+                 "critical",  "bound ms", "measured ms", "BW util", "compute util", "overhead ms"};
   roof.right_align = {false, true, true, true, true, true, true, true, true, true, true, true};
   for (const RooflineCell& c : analysis.roofline) {
     roof.rows.push_back({c.precision, fmt::format("{:g}", c.concurrency),
@@ -265,25 +272,30 @@ ReportFiles render_study_report(const StudyResults& study, const StudyAnalysis& 
                          c.measured_tpot_ms > 0 ? number(c.overhead_ms, 1) : "-"});
   }
   r.table(roof);
-  r.paragraph("Bound = the larger of bytes/bandwidth and FLOPs/peak for one decode step; BW util = memory bound / "
-              "measured median TPOT; overhead = measured - bound (dequantisation, kernel launches, scheduling). "
-              "* = batch assumed equal to the concurrency (no server samples).");
-  r.table(roofline_pivot(study, analysis, "bandwidth utilisation",
-                         [](const RooflineCell& c) -> std::optional<std::string> {
-                           if (c.measured_tpot_ms <= 0) return std::nullopt;
-                           return number(c.bandwidth_utilisation * 100, 1) + " %";
-                         }));
-  r.table(roofline_pivot(study, analysis, "arithmetic intensity (FLOP/byte)",
-                         [](const RooflineCell& c) -> std::optional<std::string> { return number(c.arithmetic_intensity, 1); }));
+  r.paragraph(
+      "Bound = the larger of bytes/bandwidth and FLOPs/peak for one decode step; BW util = memory bound / "
+      "measured median TPOT; overhead = measured - bound (dequantisation, kernel launches, scheduling). "
+      "* = batch assumed equal to the concurrency (no server samples).");
+  r.table(
+      roofline_pivot(study, analysis, "bandwidth utilisation", [](const RooflineCell& c) -> std::optional<std::string> {
+        if (c.measured_tpot_ms <= 0) return std::nullopt;
+        return number(c.bandwidth_utilisation * 100, 1) + " %";
+      }));
+  r.table(roofline_pivot(
+      study, analysis, "arithmetic intensity (FLOP/byte)",
+      [](const RooflineCell& c) -> std::optional<std::string> { return number(c.arithmetic_intensity, 1); }));
   RooflinePlot roofline_plot;
   roofline_plot.title = "Roofline: every cell (" + hw.name + ")";
   roofline_plot.bandwidth_gb_s = hw.bandwidth_gb_s;
-  if (hw.fp16_tflops > 0) roofline_plot.ceilings.push_back({fmt::format("fp16 {:g} TFLOP/s", hw.fp16_tflops), hw.fp16_tflops});
-  if (hw.fp8_tflops > 0) roofline_plot.ceilings.push_back({fmt::format("fp8 {:g} TFLOP/s", hw.fp8_tflops), hw.fp8_tflops});
+  if (hw.fp16_tflops > 0)
+    roofline_plot.ceilings.push_back({fmt::format("fp16 {:g} TFLOP/s", hw.fp16_tflops), hw.fp16_tflops});
+  if (hw.fp8_tflops > 0)
+    roofline_plot.ceilings.push_back({fmt::format("fp8 {:g} TFLOP/s", hw.fp8_tflops), hw.fp8_tflops});
   if (hw.fp16_tflops <= 0 && hw.fp32_tflops > 0)
     roofline_plot.ceilings.push_back({fmt::format("fp32 {:g} TFLOP/s", hw.fp32_tflops), hw.fp32_tflops});
   for (const RooflineCell& c : analysis.roofline) {
-    roofline_plot.points.push_back({c.precision, fmt::format("c={:g}", c.concurrency), c.arithmetic_intensity, c.achieved_tflops});
+    roofline_plot.points.push_back(
+        {c.precision, fmt::format("c={:g}", c.concurrency), c.arithmetic_intensity, c.achieved_tflops});
   }
   roofline_plot.width = 900;
   roofline_plot.height = 480;
@@ -292,12 +304,14 @@ ReportFiles render_study_report(const StudyResults& study, const StudyAnalysis& 
   if (!analysis.capacity.empty()) {
     r.heading("Capacity");
     TextTable cap;
-    cap.header = {"precision", "KV tokens", "worst case (÷ max-model-len)", "workload (÷ mean tokens/request)", "verdict"};
+    cap.header = {"precision", "KV tokens", "worst case (÷ max-model-len)", "workload (÷ mean tokens/request)",
+                  "verdict"};
     cap.right_align = {false, true, true, true, false};
     for (const PrecisionCapacity& p : analysis.capacity) {
       const PrecisionSetup* setup = study.find_precision(p.precision);
       cap.rows.push_back({p.precision, setup ? fmt::format("{:.0f}", setup->kv_cache_tokens) : "-",
-                          number(p.plan.worst_case_concurrency, 2), number(p.plan.workload_concurrency, 1), p.plan.verdict});
+                          number(p.plan.worst_case_concurrency, 2), number(p.plan.workload_concurrency, 1),
+                          p.plan.verdict});
     }
     r.table(cap);
   }

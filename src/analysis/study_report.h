@@ -13,8 +13,8 @@
 namespace crosspoint::analysis {
 
 struct ReportFiles {
-  std::string markdown;                                   // report.md
-  std::string html;                                       // report.html
+  std::string markdown;                                      // report.md
+  std::string html;                                          // report.html
   std::vector<std::pair<std::string, std::string>> figures;  // (file name, SVG text)
 };
 

@@ -35,8 +35,7 @@ Result<PrecisionSetup> parse_setup(const nlohmann::json& object, const std::stri
   setup.label = optional_string(object, "label");
   if (setup.label.empty()) return invalid_argument(where + ": missing field 'label'");
   const std::string precision_text = optional_string(object, "precision");
-  CROSSPOINT_ASSIGN_OR_RETURN(setup.precision,
-                              parse_precision(precision_text.empty() ? setup.label : precision_text));
+  CROSSPOINT_ASSIGN_OR_RETURN(setup.precision, parse_precision(precision_text.empty() ? setup.label : precision_text));
   CROSSPOINT_ASSIGN_OR_RETURN(setup.weight_bytes, optional_number(object, "weight_bytes", where));
   CROSSPOINT_ASSIGN_OR_RETURN(double weights_gib, optional_number(object, "weights_gib", where));
   if (setup.weight_bytes == 0) setup.weight_bytes = weights_gib * kBytesPerGib;
@@ -53,9 +52,7 @@ Result<StudyResults> parse_study_results(const std::string& json_text, const std
   nlohmann::json root;
   try {
     root = nlohmann::json::parse(json_text);
-  } catch (const nlohmann::json::exception& e) {
-    return corrupt(source + ": not valid JSON: " + e.what());
-  }
+  } catch (const nlohmann::json::exception& e) { return corrupt(source + ": not valid JSON: " + e.what()); }
   if (!root.is_object()) return corrupt(source + ": expected a JSON object");
   StudyResults study;
   study.title = optional_string(root, "title");

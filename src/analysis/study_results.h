@@ -14,18 +14,18 @@ namespace crosspoint::analysis {
 
 // What a server reported at start-up for one precision.
 struct PrecisionSetup {
-  std::string label;             // as used by the cells: "fp16", "w8a8-fp8", "w4a16"
+  std::string label;  // as used by the cells: "fp16", "w8a8-fp8", "w4a16"
   Precision precision = Precision::kFp16;
-  double weight_bytes = 0;       // weights as loaded, bytes; 0 = unknown
-  double kv_cache_tokens = 0;    // KV capacity in tokens; 0 = unknown
-  double kv_cache_bytes = 0;     // KV memory, bytes; 0 = unknown
-  double engine_init_s = 0;      // start-up time, seconds; 0 = unknown
+  double weight_bytes = 0;     // weights as loaded, bytes; 0 = unknown
+  double kv_cache_tokens = 0;  // KV capacity in tokens; 0 = unknown
+  double kv_cache_bytes = 0;   // KV memory, bytes; 0 = unknown
+  double engine_init_s = 0;    // start-up time, seconds; 0 = unknown
 };
 
 struct StudyResults {
   std::string title;
-  std::string source;            // where the numbers come from
-  std::string hardware_name;     // a datasheet_table() name, or empty
+  std::string source;         // where the numbers come from
+  std::string hardware_name;  // a datasheet_table() name, or empty
   std::string model_name;
   double model_num_params = 0;   // total parameters; 0 = unknown
   double max_model_len = 0;      // tokens

@@ -44,7 +44,8 @@ std::vector<double> make_ticks(double lo, double hi, bool log) {
       break;
     }
   }
-  for (double t = std::ceil(lo / step) * step; t <= hi + step * 1e-9; t += step) ticks.push_back(std::abs(t) < step * 1e-9 ? 0 : t);
+  for (double t = std::ceil(lo / step) * step; t <= hi + step * 1e-9; t += step)
+    ticks.push_back(std::abs(t) < step * 1e-9 ? 0 : t);
   return ticks;
 }
 
@@ -73,17 +74,21 @@ std::string draw_axes(const PlotFrame& f, const std::string& x_label, const std:
   if (draw_x_ticks) {
     for (double t : make_ticks(f.x_min, f.x_max, f.log_x)) {
       const double x = f.map_x(t);
-      out += fmt::format("<line x1=\"{0:.2f}\" y1=\"{1:.2f}\" x2=\"{0:.2f}\" y2=\"{2:.2f}\" stroke=\"#e5e5e5\"/>\n", x, y0, y1);
-      out += fmt::format("<text x=\"{:.2f}\" y=\"{:.2f}\" text-anchor=\"middle\">{}</text>\n", x, y0 + 16, tick_label(t));
+      out += fmt::format("<line x1=\"{0:.2f}\" y1=\"{1:.2f}\" x2=\"{0:.2f}\" y2=\"{2:.2f}\" stroke=\"#e5e5e5\"/>\n", x,
+                         y0, y1);
+      out +=
+          fmt::format("<text x=\"{:.2f}\" y=\"{:.2f}\" text-anchor=\"middle\">{}</text>\n", x, y0 + 16, tick_label(t));
     }
   }
   for (double t : make_ticks(f.y_min, f.y_max, f.log_y)) {
     const double y = f.map_y(t);
-    out += fmt::format("<line x1=\"{0:.2f}\" y1=\"{1:.2f}\" x2=\"{2:.2f}\" y2=\"{1:.2f}\" stroke=\"#e5e5e5\"/>\n", x0, y, x1);
+    out += fmt::format("<line x1=\"{0:.2f}\" y1=\"{1:.2f}\" x2=\"{2:.2f}\" y2=\"{1:.2f}\" stroke=\"#e5e5e5\"/>\n", x0,
+                       y, x1);
     out += fmt::format("<text x=\"{:.2f}\" y=\"{:.2f}\" text-anchor=\"end\">{}</text>\n", x0 - 6, y + 4, tick_label(t));
   }
-  out += fmt::format("<rect x=\"{:.2f}\" y=\"{:.2f}\" width=\"{:.2f}\" height=\"{:.2f}\" fill=\"none\" stroke=\"#333\"/>\n",
-                     x0, y1, x1 - x0, y0 - y1);
+  out += fmt::format(
+      "<rect x=\"{:.2f}\" y=\"{:.2f}\" width=\"{:.2f}\" height=\"{:.2f}\" fill=\"none\" stroke=\"#333\"/>\n", x0, y1,
+      x1 - x0, y0 - y1);
   out += fmt::format("<text x=\"{:.2f}\" y=\"{:.2f}\" text-anchor=\"middle\">{}</text>\n", (x0 + x1) / 2, f.height - 12,
                      xml_escape(x_label));
   out += fmt::format("<text transform=\"translate(16 {:.2f}) rotate(-90)\" text-anchor=\"middle\">{}</text>\n",
@@ -98,8 +103,10 @@ std::string draw_legend(const std::vector<std::string>& names, const PlotFrame& 
   for (size_t i = 0; i < names.size(); ++i) {
     const double x = f.left + 10;
     const bool dash = i < dashed.size() && dashed[i];
-    out += fmt::format("<line x1=\"{:.1f}\" y1=\"{:.1f}\" x2=\"{:.1f}\" y2=\"{:.1f}\" stroke=\"{}\" stroke-width=\"2.5\"{}/>\n", x,
-                       y - 4, x + 22, y - 4, series_colour(i < colours.size() ? colours[i] : i), dash ? " stroke-dasharray=\"5 3\"" : "");
+    out += fmt::format(
+        "<line x1=\"{:.1f}\" y1=\"{:.1f}\" x2=\"{:.1f}\" y2=\"{:.1f}\" stroke=\"{}\" stroke-width=\"2.5\"{}/>\n", x,
+        y - 4, x + 22, y - 4, series_colour(i < colours.size() ? colours[i] : i),
+        dash ? " stroke-dasharray=\"5 3\"" : "");
     out += fmt::format("<text x=\"{:.1f}\" y=\"{:.1f}\">{}</text>\n", x + 28, y, xml_escape(names[i]));
     y += 17;
   }
@@ -108,9 +115,9 @@ std::string draw_legend(const std::vector<std::string>& names, const PlotFrame& 
 
 // Data range padded a little (multiplicatively on a log axis) so points are not on the frame.
 void fit_range(std::vector<double> values, bool log, double* lo, double* hi, bool include_zero) {
-  values.erase(std::remove_if(values.begin(), values.end(),
-                              [log](double v) { return !std::isfinite(v) || (log && v <= 0); }),
-               values.end());
+  values.erase(
+      std::remove_if(values.begin(), values.end(), [log](double v) { return !std::isfinite(v) || (log && v <= 0); }),
+      values.end());
   if (values.empty()) {
     *lo = log ? 1 : 0;
     *hi = log ? 10 : 1;
@@ -187,7 +194,8 @@ std::string render_line_plot(const LinePlot& plot) {
     for (const auto& [x, y] : points) {
       if (!std::isfinite(y) || (plot.log_x && x <= 0) || (plot.log_y && y <= 0)) continue;
       out += fmt::format(
-          "<circle class=\"point\" data-series=\"{}\" data-x=\"{:g}\" data-y=\"{:g}\" cx=\"{:.2f}\" cy=\"{:.2f}\" r=\"4\" "
+          "<circle class=\"point\" data-series=\"{}\" data-x=\"{:g}\" data-y=\"{:g}\" cx=\"{:.2f}\" cy=\"{:.2f}\" "
+          "r=\"4\" "
           "fill=\"{}\"><title>{}: {:g}, {:g}</title></circle>\n",
           xml_escape(s.name), x, y, f.map_x(x), f.map_y(y), series_colour(colour), xml_escape(s.name), x, y);
     }
@@ -219,13 +227,14 @@ std::string render_grouped_bars(const GroupedBarChart& chart) {
       const double y = f.map_y(v), base = f.map_y(0);
       const std::string series = s < chart.series_names.size() ? chart.series_names[s] : "";
       out += fmt::format(
-          "<rect class=\"point\" data-series=\"{}\" data-x=\"{}\" data-y=\"{:g}\" x=\"{:.2f}\" y=\"{:.2f}\" width=\"{:.2f}\" "
+          "<rect class=\"point\" data-series=\"{}\" data-x=\"{}\" data-y=\"{:g}\" x=\"{:.2f}\" y=\"{:.2f}\" "
+          "width=\"{:.2f}\" "
           "height=\"{:.2f}\" fill=\"{}\"><title>{} {}: {:g}</title></rect>\n",
           xml_escape(series), xml_escape(group.label), v, x, y, bar_px * 0.92, base - y, series_colour(s),
           xml_escape(series), xml_escape(group.label), v);
     }
-    out += fmt::format("<text x=\"{:.2f}\" y=\"{:.2f}\" text-anchor=\"middle\">{}</text>\n", group_left + group_px * 0.4,
-                       f.height - f.bottom + 16, xml_escape(group.label));
+    out += fmt::format("<text x=\"{:.2f}\" y=\"{:.2f}\" text-anchor=\"middle\">{}</text>\n",
+                       group_left + group_px * 0.4, f.height - f.bottom + 16, xml_escape(group.label));
   }
   out += draw_legend(chart.series_names, f);
   return out + "</svg>\n";
@@ -247,18 +256,21 @@ PlotFrame roofline_plot_frame(const RooflinePlot& plot) {
     if (p.achieved_tflops > 0) min_y = std::min(min_y, p.achieved_tflops);
   }
   const double ridge = bw_tb > 0 ? max_peak / bw_tb : 1;
-  f.x_min = std::pow(10.0, std::floor(std::log10(std::min(min_x == std::numeric_limits<double>::max() ? 1 : min_x, 1.0))));
+  f.x_min =
+      std::pow(10.0, std::floor(std::log10(std::min(min_x == std::numeric_limits<double>::max() ? 1 : min_x, 1.0))));
   f.x_max = std::pow(10.0, std::ceil(std::log10(std::max(ridge * 4, 10.0))));
   const double low_roof = bw_tb * f.x_min;
-  f.y_min = std::pow(10.0, std::floor(std::log10(std::max(1e-9, std::min(min_y == std::numeric_limits<double>::max() ? low_roof : min_y, low_roof)))));
+  f.y_min =
+      std::pow(10.0, std::floor(std::log10(std::max(
+                         1e-9, std::min(min_y == std::numeric_limits<double>::max() ? low_roof : min_y, low_roof)))));
   f.y_max = std::pow(10.0, std::ceil(std::log10(std::max(max_peak * 1.5, f.y_min * 10))));
   return f;
 }
 
 std::string render_roofline_plot(const RooflinePlot& plot) {
   const PlotFrame f = roofline_plot_frame(plot);
-  std::string out = svg_open(plot.width, plot.height, plot.title) +
-                    draw_axes(f, "arithmetic intensity (FLOP/byte)", "TFLOP/s");
+  std::string out =
+      svg_open(plot.width, plot.height, plot.title) + draw_axes(f, "arithmetic intensity (FLOP/byte)", "TFLOP/s");
   const double bw_tb = plot.bandwidth_gb_s / 1e3;
   // One roof per ceiling: the bandwidth slope up to the ridge, then flat.
   for (size_t i = 0; i < plot.ceilings.size(); ++i) {
@@ -271,9 +283,10 @@ std::string render_roofline_plot(const RooflinePlot& plot) {
         "stroke-width=\"2\"{}/>\n",
         f.map_x(x_start), f.map_y(bw_tb * x_start), f.map_x(ridge), f.map_y(c.peak_tflops), f.map_x(f.x_max),
         f.map_y(c.peak_tflops), i == 0 ? "" : " stroke-dasharray=\"6 4\"");
-    out += fmt::format("<text x=\"{:.2f}\" y=\"{:.2f}\" text-anchor=\"end\" fill=\"#444\">{} (ridge {:.0f} FLOP/B)</text>\n",
-                       f.width - f.right - 4, f.map_y(c.peak_tflops) + (i == 0 && plot.ceilings.size() > 1 ? 15 : -5),
-                       xml_escape(c.name), ridge);
+    out += fmt::format(
+        "<text x=\"{:.2f}\" y=\"{:.2f}\" text-anchor=\"end\" fill=\"#444\">{} (ridge {:.0f} FLOP/B)</text>\n",
+        f.width - f.right - 4, f.map_y(c.peak_tflops) + (i == 0 && plot.ceilings.size() > 1 ? 15 : -5),
+        xml_escape(c.name), ridge);
   }
   std::vector<std::string> series;
   for (const RooflinePoint& p : plot.points) {
@@ -284,7 +297,8 @@ std::string render_roofline_plot(const RooflinePlot& plot) {
     const size_t colour = static_cast<size_t>(std::find(series.begin(), series.end(), p.series) - series.begin());
     const double x = f.map_x(p.arithmetic_intensity), y = f.map_y(p.achieved_tflops);
     out += fmt::format(
-        "<circle class=\"point\" data-series=\"{}\" data-x=\"{:g}\" data-y=\"{:g}\" cx=\"{:.2f}\" cy=\"{:.2f}\" r=\"5\" "
+        "<circle class=\"point\" data-series=\"{}\" data-x=\"{:g}\" data-y=\"{:g}\" cx=\"{:.2f}\" cy=\"{:.2f}\" "
+        "r=\"5\" "
         "fill=\"{}\"><title>{} {}: {:.1f} FLOP/B, {:.3g} TFLOP/s</title></circle>\n",
         xml_escape(p.series), p.arithmetic_intensity, p.achieved_tflops, x, y, series_colour(colour),
         xml_escape(p.series), xml_escape(p.label), p.arithmetic_intensity, p.achieved_tflops);

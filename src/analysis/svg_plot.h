@@ -32,15 +32,15 @@ struct LinePlot {
   std::string title;
   std::string x_label;
   std::string y_label;
-  bool log_x = true;   // concurrency axes are logarithmic
+  bool log_x = true;  // concurrency axes are logarithmic
   bool log_y = false;
   std::vector<PlotSeries> series;
   double width = 520, height = 380;
 };
 
 struct BarGroup {
-  std::string label;            // "conc 10"
-  std::vector<double> values;   // one per series; negative or NaN = missing
+  std::string label;           // "conc 10"
+  std::vector<double> values;  // one per series; negative or NaN = missing
 };
 
 struct GroupedBarChart {
@@ -52,14 +52,14 @@ struct GroupedBarChart {
 };
 
 struct RooflinePoint {
-  std::string series;                 // precision
-  std::string label;                  // "c=10"
-  double arithmetic_intensity = 0;    // FLOP/byte
-  double achieved_tflops = 0;         // TFLOP/s
+  std::string series;               // precision
+  std::string label;                // "c=10"
+  double arithmetic_intensity = 0;  // FLOP/byte
+  double achieved_tflops = 0;       // TFLOP/s
 };
 
 struct RooflineCeiling {
-  std::string name;                   // "fp16 121 TFLOP/s"
+  std::string name;  // "fp16 121 TFLOP/s"
   double peak_tflops = 0;
 };
 

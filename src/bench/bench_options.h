@@ -15,35 +15,35 @@ namespace crosspoint::bench {
 
 struct BenchOptions {
   std::string base_url = "http://127.0.0.1:8000";  // scheme://host:port, no trailing path
-  std::string endpoint = "/v1/completions";         // or /v1/chat/completions
-  std::string model;                                // "model" field of every request
-  std::string tokenizer_dir;                        // HF dir with tokenizer.json, or that file
-  std::string dataset_name = "sharegpt";            // sharegpt | random
-  std::string dataset_path;                         // ShareGPT JSON; empty = the cached file
+  std::string endpoint = "/v1/completions";        // or /v1/chat/completions
+  std::string model;                               // "model" field of every request
+  std::string tokenizer_dir;                       // HF dir with tokenizer.json, or that file
+  std::string dataset_name = "sharegpt";           // sharegpt | random
+  std::string dataset_path;                        // ShareGPT JSON; empty = the cached file
   int num_prompts = 1000;
-  std::optional<int> max_concurrency;               // unset = unlimited
+  std::optional<int> max_concurrency;                             // unset = unlimited
   double request_rate = std::numeric_limits<double>::infinity();  // req/s; inf = all at t=0
-  bool request_rate_given = false;                  // the user passed --request-rate
-  double burstiness = 1.0;                          // gamma shape; 1 = Poisson
+  bool request_rate_given = false;                                // the user passed --request-rate
+  double burstiness = 1.0;                                        // gamma shape; 1 = Poisson
   uint64_t seed = 0;
-  std::optional<double> temperature;                // sent only when given
+  std::optional<double> temperature;  // sent only when given
   bool ignore_eos = false;
   std::vector<std::string> percentile_metrics = {"ttft", "tpot", "itl"};
   std::vector<double> metric_percentiles = {99};
   GoodputSlos goodput;
   int num_warmups = 0;
-  std::string api_key;                              // else $OPENAI_API_KEY; sent as Bearer
-  std::string result_file;                          // JSON written here
+  std::string api_key;      // else $OPENAI_API_KEY; sent as Bearer
+  std::string result_file;  // JSON written here
   // Dataset shape.
-  std::optional<int> sharegpt_output_len;           // fixed output length for ShareGPT
+  std::optional<int> sharegpt_output_len;  // fixed output length for ShareGPT
   int random_input_len = 1024;
   int random_output_len = 128;
-  double random_range_ratio = 0.0;                  // in [0, 1)
+  double random_range_ratio = 0.0;  // in [0, 1)
   // Client.
-  double request_timeout_s = 6 * 3600.0;            // per request, as vLLM's session timeout
-  double metrics_interval_s = 0.5;                  // server /metrics sampling period; 0 = off
+  double request_timeout_s = 6 * 3600.0;  // per request, as vLLM's session timeout
+  double metrics_interval_s = 0.5;        // server /metrics sampling period; 0 = off
   bool disable_progress = false;
-  std::string label;                                // "label" key of the result
+  std::string label;  // "label" key of the result
 };
 
 // Parses "ttft:500 tpot:50" (also comma-separated) into SLOs; names ttft/tpot/e2el,

@@ -15,15 +15,15 @@
 namespace crosspoint::bench {
 
 struct BenchResult {
-  std::string date;            // local time "YYYYmmdd-HHMMSS", as vLLM
-  std::string endpoint_type;   // "openai" (/v1/completions) or "openai-chat"
-  std::string label;           // user label; empty = endpoint_type
-  std::string model_id;        // --model
-  std::string tokenizer_id;    // --tokenizer
+  std::string date;           // local time "YYYYmmdd-HHMMSS", as vLLM
+  std::string endpoint_type;  // "openai" (/v1/completions) or "openai-chat"
+  std::string label;          // user label; empty = endpoint_type
+  std::string model_id;       // --model
+  std::string tokenizer_id;   // --tokenizer
   std::string base_url;
   std::string endpoint;
   int num_prompts = 0;
-  double request_rate = 0;     // req/s, may be inf
+  double request_rate = 0;  // req/s, may be inf
   double burstiness = 1;
   std::optional<int> max_concurrency;
   std::vector<std::string> percentile_metrics;  // subset of ttft, tpot, itl, e2el
@@ -33,7 +33,7 @@ struct BenchResult {
   BenchMetrics metrics;
   std::vector<RequestRecord> records;  // one per request, in dataset order
   DatasetSummary dataset;
-  LoadRunResult load;                  // concurrency reached, client overhead, raw /metrics samples
+  LoadRunResult load;  // concurrency reached, client overhead, raw /metrics samples
   ServerMetricsSummary server;
 };
 

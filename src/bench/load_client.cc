@@ -29,7 +29,8 @@ std::string clip(const std::string& text, size_t max_bytes = 200) {
 // libcurl's process-wide state, set up once.
 Status ensure_curl_global_init() {
   static const CURLcode code = curl_global_init(CURL_GLOBAL_DEFAULT);
-  if (code != CURLE_OK) return internal_error(std::string("libcurl initialisation failed: ") + curl_easy_strerror(code));
+  if (code != CURLE_OK)
+    return internal_error(std::string("libcurl initialisation failed: ") + curl_easy_strerror(code));
   return Status::ok();
 }
 
@@ -38,16 +39,16 @@ struct Transfer {
   CURL* easy = nullptr;
   curl_slist* headers = nullptr;
   char error_buffer[CURL_ERROR_SIZE] = {0};
-  std::string status_line;        // "HTTP/1.1 500 Internal Server Error"
-  std::string body;               // raw body when it is not a 200 stream (error text, /metrics)
+  std::string status_line;  // "HTTP/1.1 500 Internal Server Error"
+  std::string body;         // raw body when it is not a 200 stream (error text, /metrics)
   bool is_metrics = false;
   // Streamed completions only.
   RequestRecord* record = nullptr;
   SseParser sse;
   std::unique_ptr<StreamAccumulator> accumulator;
-  Status stream_error;            // set by the write callback; aborts the transfer
+  Status stream_error;  // set by the write callback; aborts the transfer
   long http_status = 0;
-  double origin_s = 0;            // monotonic time of the benchmark start
+  double origin_s = 0;  // monotonic time of the benchmark start
   ClientOverhead* overhead = nullptr;
 
   ~Transfer() {

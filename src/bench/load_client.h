@@ -16,12 +16,12 @@
 namespace crosspoint::bench {
 
 struct LoadClientConfig {
-  std::string url;                   // endpoint URL, e.g. http://127.0.0.1:8000/v1/completions
-  std::vector<std::string> headers;  // extra request headers, "Name: value"
-  std::string request_id_prefix;     // x-request-id: <prefix><index>; empty = no header
+  std::string url;                     // endpoint URL, e.g. http://127.0.0.1:8000/v1/completions
+  std::vector<std::string> headers;    // extra request headers, "Name: value"
+  std::string request_id_prefix;       // x-request-id: <prefix><index>; empty = no header
   std::optional<int> max_concurrency;  // unset = no limit
   double request_timeout_s = 6 * 3600.0;
-  std::string metrics_url;           // Prometheus endpoint; empty = no sampling
+  std::string metrics_url;  // Prometheus endpoint; empty = no sampling
   double metrics_interval_s = 0.5;
   // Called on this thread after each request finishes (done includes failed).
   std::function<void(int num_done, int num_failed)> on_progress;
@@ -29,10 +29,10 @@ struct LoadClientConfig {
 
 // What the client cost, so a reader can tell whether the client was the bottleneck.
 struct ClientOverhead {
-  double cpu_s = 0;              // CPU time of the event-loop thread during the run
-  double cpu_fraction = 0;       // cpu_s / duration: 1.0 means the client was saturated
-  double parse_s = 0;            // wall time inside the response callbacks (SSE + JSON)
-  long long num_chunks = 0;      // response callbacks (network reads) handled
+  double cpu_s = 0;          // CPU time of the event-loop thread during the run
+  double cpu_fraction = 0;   // cpu_s / duration: 1.0 means the client was saturated
+  double parse_s = 0;        // wall time inside the response callbacks (SSE + JSON)
+  long long num_chunks = 0;  // response callbacks (network reads) handled
   double mean_parse_us_per_chunk = 0;
   double mean_dispatch_lag_ms = 0;  // release time - scheduled arrival time
   double max_dispatch_lag_ms = 0;

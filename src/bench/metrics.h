@@ -44,18 +44,18 @@ std::string percentile_key_text(double p);
 struct BenchMetrics {
   int completed = 0;
   int failed = 0;
-  long long total_input_tokens = 0;   // sum prompt_len over successful requests
-  long long total_output_tokens = 0;  // sum output_len over successful requests
-  double request_throughput = 0;      // completed / duration, req/s
-  int good_requests = 0;              // completed requests meeting every SLO
-  double request_goodput = 0;         // good_requests / duration, req/s
-  double output_throughput = 0;       // tok/s
-  double total_token_throughput = 0;  // (input + output) tok/s
-  double max_output_tokens_per_s = 0; // busiest 1 s bucket of token events
-  int max_concurrent_requests = 0;    // peak overlap of [start, start + latency)
+  long long total_input_tokens = 0;    // sum prompt_len over successful requests
+  long long total_output_tokens = 0;   // sum output_len over successful requests
+  double request_throughput = 0;       // completed / duration, req/s
+  int good_requests = 0;               // completed requests meeting every SLO
+  double request_goodput = 0;          // good_requests / duration, req/s
+  double output_throughput = 0;        // tok/s
+  double total_token_throughput = 0;   // (input + output) tok/s
+  double max_output_tokens_per_s = 0;  // busiest 1 s bucket of token events
+  int max_concurrent_requests = 0;     // peak overlap of [start, start + latency)
   MetricStats ttft, tpot, itl, e2el;
-  std::vector<bool> is_good;          // per record: success and within every SLO
-  std::vector<double> tpot_s;         // per record: TPOT used for goodput (0 when <= 1 token)
+  std::vector<bool> is_good;   // per record: success and within every SLO
+  std::vector<double> tpot_s;  // per record: TPOT used for goodput (0 when <= 1 token)
 };
 
 // Records must have output_len already resolved. duration_s > 0.

@@ -32,8 +32,7 @@ void PythonRandom::init_by_array(const uint32_t* key, size_t key_length) {
   int i = 1;
   size_t j = 0;
   for (size_t k = (kN > key_length ? kN : key_length); k > 0; --k) {
-    state_[i] = (state_[i] ^ ((state_[i - 1] ^ (state_[i - 1] >> 30)) * 1664525u)) + key[j] +
-                static_cast<uint32_t>(j);
+    state_[i] = (state_[i] ^ ((state_[i - 1] ^ (state_[i - 1] >> 30)) * 1664525u)) + key[j] + static_cast<uint32_t>(j);
     ++i;
     ++j;
     if (i >= kN) {
@@ -43,8 +42,7 @@ void PythonRandom::init_by_array(const uint32_t* key, size_t key_length) {
     if (j >= key_length) j = 0;
   }
   for (int k = kN - 1; k > 0; --k) {
-    state_[i] = (state_[i] ^ ((state_[i - 1] ^ (state_[i - 1] >> 30)) * 1566083941u)) -
-                static_cast<uint32_t>(i);
+    state_[i] = (state_[i] ^ ((state_[i - 1] ^ (state_[i - 1] >> 30)) * 1566083941u)) - static_cast<uint32_t>(i);
     ++i;
     if (i >= kN) {
       state_[0] = state_[kN - 1];

@@ -16,12 +16,12 @@ struct RequestRecord {
   std::string error;            // why it failed; empty on success
   int http_status = 0;          // 0 when no response came (connection refused, timeout)
 
-  double scheduled_s = 0;  // arrival time drawn by the arrival process, s since benchmark start
-  double arrival_s = 0;    // when the client actually released it (scheduled_s + loop lag)
-  double start_s = 0;    // just before the POST was handed to the HTTP client, same origin
-  double ttft_s = 0;     // first token event - start_s
+  double scheduled_s = 0;     // arrival time drawn by the arrival process, s since benchmark start
+  double arrival_s = 0;       // when the client actually released it (scheduled_s + loop lag)
+  double start_s = 0;         // just before the POST was handed to the HTTP client, same origin
+  double ttft_s = 0;          // first token event - start_s
   std::vector<double> itl_s;  // gaps between consecutive token events, s
-  double latency_s = 0;  // E2EL: last token event - start_s
+  double latency_s = 0;       // E2EL: last token event - start_s
 
   int usage_completion_tokens = 0;  // 0 when the server sent no usage chunk
   int output_len = 0;               // tokens used by the metrics (usage, else tokenizer, else 1)

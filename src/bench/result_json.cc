@@ -95,8 +95,9 @@ std::string result_to_json_text(const BenchResult& r) {
                           {"tpot", optional_number(r.goodput.tpot_ms)},
                           {"e2el", optional_number(r.goodput.e2el_ms)}};
   j["good_requests"] = r.goodput.any() ? OrderedJson(m.good_requests) : OrderedJson(nullptr);
-  OrderedJson scheduled_times = OrderedJson::array(), arrival_times = OrderedJson::array(), is_good = OrderedJson::array(), tpots = OrderedJson::array(),
-              statuses = OrderedJson::array(), sources = OrderedJson::array(), expected = OrderedJson::array();
+  OrderedJson scheduled_times = OrderedJson::array(), arrival_times = OrderedJson::array(),
+              is_good = OrderedJson::array(), tpots = OrderedJson::array(), statuses = OrderedJson::array(),
+              sources = OrderedJson::array(), expected = OrderedJson::array();
   for (size_t i = 0; i < r.records.size(); ++i) {
     const RequestRecord& rec = r.records[i];
     scheduled_times.push_back(rec.scheduled_s);

@@ -35,8 +35,7 @@ std::map<std::string, double> parse_prometheus_text(std::string_view text) {
 
 namespace {
 
-std::optional<double> first_of(const std::map<std::string, double>& values,
-                               std::initializer_list<const char*> names) {
+std::optional<double> first_of(const std::map<std::string, double>& values, std::initializer_list<const char*> names) {
   for (const char* name : names) {
     auto it = values.find(name);
     if (it != values.end()) return it->second;
@@ -49,14 +48,14 @@ std::optional<double> first_of(const std::map<std::string, double>& values,
 ServerMetricsSample reduce_sample(const std::map<std::string, double>& values, double time_s) {
   ServerMetricsSample sample;
   sample.time_s = time_s;
-  sample.num_running = first_of(values, {"vllm:num_requests_running", "crosspoint:num_requests_running",
-                                         "sglang:num_running_reqs"});
-  sample.num_waiting = first_of(values, {"vllm:num_requests_waiting", "crosspoint:num_requests_waiting",
-                                         "sglang:num_queue_reqs"});
+  sample.num_running =
+      first_of(values, {"vllm:num_requests_running", "crosspoint:num_requests_running", "sglang:num_running_reqs"});
+  sample.num_waiting =
+      first_of(values, {"vllm:num_requests_waiting", "crosspoint:num_requests_waiting", "sglang:num_queue_reqs"});
   sample.kv_cache_usage = first_of(values, {"vllm:kv_cache_usage_perc", "vllm:gpu_cache_usage_perc",
                                             "crosspoint:kv_cache_usage_perc", "sglang:token_usage"});
-  sample.num_preemptions = first_of(values, {"vllm:num_preemptions_total", "vllm:num_preemptions",
-                                             "crosspoint:num_preemptions_total"});
+  sample.num_preemptions =
+      first_of(values, {"vllm:num_preemptions_total", "vllm:num_preemptions", "crosspoint:num_preemptions_total"});
   return sample;
 }
 
@@ -67,8 +66,8 @@ ServerMetricsSummary summarize_server_metrics(const std::vector<ServerMetricsSam
     if (s.num_running) usable.push_back(&s);
   }
   if (usable.empty()) {
-    summary.unavailable_reason = samples.empty() ? "no /metrics sample was taken"
-                                                 : "/metrics has no running-requests gauge";
+    summary.unavailable_reason =
+        samples.empty() ? "no /metrics sample was taken" : "/metrics has no running-requests gauge";
     return summary;
   }
   summary.available = true;

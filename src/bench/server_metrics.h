@@ -17,18 +17,18 @@ std::map<std::string, double> parse_prometheus_text(std::string_view text);
 
 // One /metrics scrape, reduced to the figures the study uses.
 struct ServerMetricsSample {
-  double time_s = 0;                         // s since benchmark start
-  std::optional<double> num_running;         // requests in the running batch
-  std::optional<double> num_waiting;         // queued requests
-  std::optional<double> kv_cache_usage;      // fraction 0..1
-  std::optional<double> num_preemptions;     // cumulative counter
+  double time_s = 0;                      // s since benchmark start
+  std::optional<double> num_running;      // requests in the running batch
+  std::optional<double> num_waiting;      // queued requests
+  std::optional<double> kv_cache_usage;   // fraction 0..1
+  std::optional<double> num_preemptions;  // cumulative counter
 };
 
 ServerMetricsSample reduce_sample(const std::map<std::string, double>& values, double time_s);
 
 // Summary over the samples taken while requests were in flight.
 struct ServerMetricsSummary {
-  bool available = false;     // the server answered /metrics with something we understood
+  bool available = false;  // the server answered /metrics with something we understood
   int num_samples = 0;
   double mean_running = 0, max_running = 0;
   double mean_waiting = 0, max_waiting = 0;

@@ -110,9 +110,7 @@ Result<ShareGptFile> load_sharegpt_file(const std::string& path) {
   bool ok = false;
   try {
     ok = Json::sax_parse(begin, begin + num_bytes, &handler);
-  } catch (const std::exception& e) {
-    return corrupt("ShareGPT dataset: " + path + ": " + e.what());
-  }
+  } catch (const std::exception& e) { return corrupt("ShareGPT dataset: " + path + ": " + e.what()); }
   if (!ok) {
     // An error at the very end of the file is a cut-off copy, not a malformed one.
     if (handler.error_position() + 1 >= num_bytes && !result.conversations.empty()) {
@@ -121,7 +119,8 @@ Result<ShareGptFile> load_sharegpt_file(const std::string& path) {
       return corrupt("ShareGPT dataset: " + path + ": " + handler.error());
     }
   }
-  if (result.conversations.empty()) return corrupt("ShareGPT dataset: " + path + ": no entry with two conversation turns");
+  if (result.conversations.empty())
+    return corrupt("ShareGPT dataset: " + path + ": no entry with two conversation turns");
   return result;
 }
 
@@ -142,8 +141,8 @@ std::vector<SampleRequest> sample_sharegpt(std::vector<std::pair<std::string, st
     if (static_cast<int>(samples.size()) >= sampling.num_requests) break;
     ++num_scanned;
     const int prompt_len = count_prompt_tokens(tokenizer, prompt);
-    const int output_len = sampling.fixed_output_len ? *sampling.fixed_output_len
-                                                     : count_prompt_tokens(tokenizer, reply);
+    const int output_len =
+        sampling.fixed_output_len ? *sampling.fixed_output_len : count_prompt_tokens(tokenizer, reply);
     // vLLM's is_valid_sequence with its defaults (min 4, prompt <= 1024, total <= 2048).
     if (prompt_len < 4) continue;
     if (!sampling.fixed_output_len && output_len < 4) continue;

@@ -30,8 +30,7 @@ void row(std::string& out, const std::string& label, const std::string& value) {
 }
 std::string fixed2(double v) { return fmt::format("{:.2f}", v); }
 
-void metric_block(std::string& out, const std::string& title, const std::string& short_name,
-                  const MetricStats& stats) {
+void metric_block(std::string& out, const std::string& title, const std::string& short_name, const MetricStats& stats) {
   out += fmt::format("{:-^50}\n", title);
   row(out, "Mean " + short_name + " (ms):", fixed2(stats.mean_ms));
   row(out, "Median " + short_name + " (ms):", fixed2(stats.median_ms));

@@ -7,11 +7,9 @@
 namespace crosspoint::cli {
 
 Result<std::vector<std::vector<int32_t>>> load_text_samples(const std::string& dataset, const Tokenizer& tokenizer,
-                                                            int num_samples, int max_tokens, int min_tokens,
-                                                            int skip) {
+                                                            int num_samples, int max_tokens, int min_tokens, int skip) {
   if (num_samples <= 0 || max_tokens <= 1) return invalid_argument("need at least one sample of at least 2 tokens");
-  const std::string path =
-      dataset == "sharegpt" ? bench::default_sharegpt_path() : dataset;
+  const std::string path = dataset == "sharegpt" ? bench::default_sharegpt_path() : dataset;
   CROSSPOINT_ASSIGN_OR_RETURN(bench::ShareGptFile file, bench::load_sharegpt_file(path));
   std::vector<std::vector<int32_t>> samples;
   for (size_t i = static_cast<size_t>(std::max(skip, 0)); i < file.conversations.size(); ++i) {
@@ -22,7 +20,8 @@ Result<std::vector<std::vector<int32_t>>> load_text_samples(const std::string& d
     samples.push_back(std::move(ids));
     if (static_cast<int>(samples.size()) == num_samples) break;
   }
-  if (samples.empty()) return not_found(path + ": no conversation of at least " + std::to_string(min_tokens) + " tokens");
+  if (samples.empty())
+    return not_found(path + ": no conversation of at least " + std::to_string(min_tokens) + " tokens");
   return samples;
 }
 

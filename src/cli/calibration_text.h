@@ -16,7 +16,6 @@ namespace crosspoint::cli {
 // a path. Takes conversations in file order starting at `skip`, keeps those of at least
 // min_tokens tokens, each cut to max_tokens, until num_samples are found.
 Result<std::vector<std::vector<int32_t>>> load_text_samples(const std::string& dataset, const Tokenizer& tokenizer,
-                                                            int num_samples, int max_tokens, int min_tokens,
-                                                            int skip);
+                                                            int num_samples, int max_tokens, int min_tokens, int skip);
 
 }  // namespace crosspoint::cli

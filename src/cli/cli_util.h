@@ -15,9 +15,7 @@ namespace crosspoint::cli {
 inline int parse_or_exit_code(CLI::App& app, int argc, char** argv) {
   try {
     app.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
-    return app.exit(e);
-  }
+  } catch (const CLI::ParseError& e) { return app.exit(e); }
   return -1;
 }
 

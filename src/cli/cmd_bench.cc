@@ -45,15 +45,15 @@ void raise_open_file_limit() {
 std::string pick_tokenizer_dir(const std::string& tokenizer_arg, const std::string& model) {
   if (!tokenizer_arg.empty()) return tokenizer_arg;
   if (!model.empty() && std::filesystem::is_directory(model)) return model;
-  if (std::filesystem::exists(std::filesystem::path(default_model_dir()) / "tokenizer.json")) return default_model_dir();
+  if (std::filesystem::exists(std::filesystem::path(default_model_dir()) / "tokenizer.json"))
+    return default_model_dir();
   return "";
 }
 
 }  // namespace
 
 int run_bench(int argc, char** argv) {
-  CLI::App app{"Benchmark an OpenAI-compatible server with vLLM's definitions and result keys.",
-               "crosspoint bench"};
+  CLI::App app{"Benchmark an OpenAI-compatible server with vLLM's definitions and result keys.", "crosspoint bench"};
   app.require_subcommand(1);
   CLI::App* serve = app.add_subcommand(
       "serve",
@@ -68,16 +68,19 @@ int run_bench(int argc, char** argv) {
   std::optional<int> max_concurrency, sharegpt_output_len;
 
   serve->add_option("--base-url", o.base_url, "Server root URL, e.g. http://127.0.0.1:8000 (no path)")->required();
-  serve->add_option("--endpoint", o.endpoint,
-                    "API route: /v1/completions (raw prompt) or /v1/chat/completions (prompt as one user message)")
+  serve
+      ->add_option("--endpoint", o.endpoint,
+                   "API route: /v1/completions (raw prompt) or /v1/chat/completions (prompt as one user message)")
       ->capture_default_str();
   serve->add_option("--model", o.model, "Model name put in every request's \"model\" field")->required();
   serve->add_option("--tokenizer", o.tokenizer_dir,
-                    "Hugging Face model directory with tokenizer.json (or the file itself), for prompt lengths and for counting output "
+                    "Hugging Face model directory with tokenizer.json (or the file itself), for prompt lengths and for "
+                    "counting output "
                     "tokens when the server sends no usage (default: --model if it is a directory, else the "
                     "default model)");
-  serve->add_option("--dataset-name", o.dataset_name,
-                    "sharegpt (real conversations, vLLM's sampling rules) or random (token runs of set lengths)")
+  serve
+      ->add_option("--dataset-name", o.dataset_name,
+                   "sharegpt (real conversations, vLLM's sampling rules) or random (token runs of set lengths)")
       ->capture_default_str();
   serve->add_option("--dataset-path", o.dataset_path,
                     "ShareGPT JSON file (default: the copy scripts/setup.sh puts in the cache)");
@@ -87,9 +90,10 @@ int run_bench(int argc, char** argv) {
   serve->add_option("--request-rate", request_rate_text,
                     "Mean arrivals per second (gamma/Poisson process), or inf to release all at t = 0. Give this "
                     "and/or --max-concurrency");
-  serve->add_option("--burstiness", burstiness_text,
-                    "Gamma shape of the inter-arrival gaps: 1 = Poisson, < 1 burstier, > 1 smoother, inf = "
-                    "constant gaps")
+  serve
+      ->add_option("--burstiness", burstiness_text,
+                   "Gamma shape of the inter-arrival gaps: 1 = Poisson, < 1 burstier, > 1 smoother, inf = "
+                   "constant gaps")
       ->capture_default_str();
   serve->add_option("--seed", o.seed, "Seed of the dataset sample and the arrival times")->capture_default_str();
   serve->add_option("--temperature", temperature,
@@ -97,18 +101,22 @@ int run_bench(int argc, char** argv) {
                     "applies); 0 = greedy");
   serve->add_flag("--ignore-eos", o.ignore_eos,
                   "Send ignore_eos: true so each request generates its full max_tokens (always on for random)");
-  serve->add_option("--percentile-metrics", percentile_metrics_text,
-                    "Metrics whose statistics are reported: any of ttft,tpot,itl,e2el")
+  serve
+      ->add_option("--percentile-metrics", percentile_metrics_text,
+                   "Metrics whose statistics are reported: any of ttft,tpot,itl,e2el")
       ->capture_default_str();
-  serve->add_option("--metric-percentiles", metric_percentiles_text,
-                    "Percentiles reported for each metric, comma-separated, e.g. 50,90,99")
+  serve
+      ->add_option("--metric-percentiles", metric_percentiles_text,
+                   "Percentiles reported for each metric, comma-separated, e.g. 50,90,99")
       ->capture_default_str();
-  serve->add_option("--goodput", goodput_items,
-                    "SLOs in ms that make a request 'good', e.g. --goodput ttft:500 tpot:50 e2el:10000; goodput "
-                    "= good requests per second")
+  serve
+      ->add_option("--goodput", goodput_items,
+                   "SLOs in ms that make a request 'good', e.g. --goodput ttft:500 tpot:50 e2el:10000; goodput "
+                   "= good requests per second")
       ->expected(1, -1);
-  serve->add_option("--num-warmups", o.num_warmups,
-                    "Copies of the first request sent (and not counted) before timing starts")
+  serve
+      ->add_option("--num-warmups", o.num_warmups,
+                   "Copies of the first request sent (and not counted) before timing starts")
       ->capture_default_str();
   serve->add_option("--api-key", o.api_key, "Bearer token (default: $OPENAI_API_KEY when set)");
   serve->add_option("--result-file", o.result_file, "Where to write the result JSON")->required();
@@ -118,14 +126,17 @@ int run_bench(int argc, char** argv) {
       ->capture_default_str();
   serve->add_option("--random-output-len", o.random_output_len, "Random: mean output length in tokens")
       ->capture_default_str();
-  serve->add_option("--random-range-ratio", o.random_range_ratio,
-                    "Random: lengths are uniform in [L(1-r), L(1+r)], r in [0, 1)")
+  serve
+      ->add_option("--random-range-ratio", o.random_range_ratio,
+                   "Random: lengths are uniform in [L(1-r), L(1+r)], r in [0, 1)")
       ->capture_default_str();
-  serve->add_option("--request-timeout", o.request_timeout_s,
-                    "Seconds after which a request counts as failed (vLLM uses 6 h)")
+  serve
+      ->add_option("--request-timeout", o.request_timeout_s,
+                   "Seconds after which a request counts as failed (vLLM uses 6 h)")
       ->capture_default_str();
-  serve->add_option("--metrics-interval", o.metrics_interval_s,
-                    "Seconds between samples of the server's Prometheus /metrics; 0 turns sampling off")
+  serve
+      ->add_option("--metrics-interval", o.metrics_interval_s,
+                   "Seconds between samples of the server's Prometheus /metrics; 0 turns sampling off")
       ->capture_default_str();
   serve->add_option("--label", o.label, "Label stored in the result (default: the endpoint type)");
   serve->add_flag("--disable-progress", o.disable_progress, "No progress bar on stderr");

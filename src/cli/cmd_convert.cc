@@ -52,7 +52,8 @@ Status convert(const std::string& gguf_path, const std::string& out_dir, bool fo
 
   const fs::path out_path = fs::absolute(fs::path(out_dir)).lexically_normal();
   const std::string scratch_dir =
-      (out_path.parent_path() / ("." + out_path.filename().string() + ".partial-" + std::to_string(::getpid()))).string();
+      (out_path.parent_path() / ("." + out_path.filename().string() + ".partial-" + std::to_string(::getpid())))
+          .string();
   std::error_code ec;
   fs::remove_all(scratch_dir, ec);
   fs::create_directories(scratch_dir, ec);
@@ -78,8 +79,9 @@ Status convert(const std::string& gguf_path, const std::string& out_dir, bool fo
 }  // namespace
 
 int run_convert(int argc, char** argv) {
-  CLI::App app{"Convert a GGUF model (llama, qwen2) into a Hugging Face directory: config.json, fp16 "
-               "model.safetensors and the tokenizer files."};
+  CLI::App app{
+      "Convert a GGUF model (llama, qwen2) into a Hugging Face directory: config.json, fp16 "
+      "model.safetensors and the tokenizer files."};
   app.name("crosspoint convert");
   std::string gguf_path;
   std::string out_dir;

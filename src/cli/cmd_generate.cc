@@ -52,7 +52,8 @@ struct GenerateStats {
   int64_t num_prompt_tokens = 0, num_generated = 0;
 };
 
-Result<std::vector<int32_t>> encode_prompt(const GenerateOptions& o, const std::string& dir, const Tokenizer& tokenizer) {
+Result<std::vector<int32_t>> encode_prompt(const GenerateOptions& o, const std::string& dir,
+                                           const Tokenizer& tokenizer) {
   if (!o.chat) return tokenizer.encode(o.prompt);
   std::vector<ChatMessage> messages;
   if (!o.system.empty()) messages.push_back({"system", o.system});
@@ -94,8 +95,8 @@ Status generate(const GenerateOptions& o, GenerateStats& stats) {
   runner_options.max_num_seqs = 1;
   runner_options.max_num_batched_tokens = static_cast<int32_t>(prompt.size());
   runner_options.max_model_len = static_cast<int64_t>(prompt.size()) + std::max(o.max_tokens, 1);
-  runner_options.num_kv_blocks = static_cast<int32_t>((runner_options.max_model_len + runner_options.block_size - 1) /
-                                                      runner_options.block_size);
+  runner_options.num_kv_blocks =
+      static_cast<int32_t>((runner_options.max_model_len + runner_options.block_size - 1) / runner_options.block_size);
   runner_options.enforce_eager = true;  // one sequence: no graphs to capture for it
   runner_options.deterministic = o.deterministic;
   const Stopwatch upload_clock;
@@ -160,12 +161,13 @@ Status generate(const GenerateOptions& o, GenerateStats& stats) {
     const double decode_steps = std::max<int64_t>(1, stats.num_generated - 1);
     std::fprintf(stderr,
                  "[stats] model %s (%s weights, %.3f GiB, %.1f MB read per token), threads %d\n"
-                 "[stats] load %.3f s | prefill %lld tokens in %.3f s = %.1f tok/s | decode %lld tokens in %.3f s = %.1f tok/s\n",
+                 "[stats] load %.3f s | prefill %lld tokens in %.3f s = %.1f tok/s | decode %lld tokens in %.3f s = "
+                 "%.1f tok/s\n",
                  dir.c_str(), model->weight_format_name().c_str(), model->weight_bytes_total() / double(1 << 30),
                  model->weight_bytes_per_token() / 1e6, global_thread_pool().num_threads(), stats.load_s,
-                 static_cast<long long>(stats.num_prompt_tokens), stats.prefill_s, stats.num_prompt_tokens / stats.prefill_s,
-                 static_cast<long long>(stats.num_generated - 1), stats.decode_s,
-                 stats.num_generated > 1 ? decode_steps / stats.decode_s : 0.0);
+                 static_cast<long long>(stats.num_prompt_tokens), stats.prefill_s,
+                 stats.num_prompt_tokens / stats.prefill_s, static_cast<long long>(stats.num_generated - 1),
+                 stats.decode_s, stats.num_generated > 1 ? decode_steps / stats.decode_s : 0.0);
   }
   return Status::ok();
 }
@@ -186,7 +188,8 @@ int run_generate(int argc, char** argv) {
   app.add_option("--seed", o.seed, "random seed for sampling (the tokens a server request with this seed gets)");
   app.add_option("--threads", o.threads, "CPU threads (default: CROSSPOINT_NUM_THREADS or all cores)");
   app.add_flag("--stats", o.stats, "print load time, prefill and decode tok/s, weight size to stderr");
-  app.add_option("--device", o.device, "auto (cuda when a GPU is visible, else cpu), cpu or cuda")->capture_default_str();
+  app.add_option("--device", o.device, "auto (cuda when a GPU is visible, else cpu), cpu or cuda")
+      ->capture_default_str();
   app.add_flag("--deterministic", o.deterministic,
                "cuda: the batch-invariant kernels of serve --deterministic (the CPU's kernels always are)");
   app.add_flag("--ids", o.print_ids, "print the generated token ids as a JSON array on a last line");

@@ -33,7 +33,8 @@ void print_ceilings_table(const analysis::HardwareCeilings& c) {
   std::printf("%-28s %s\n", "fp8 matmul", rate(c.fp8_tflops, "TFLOP/s").c_str());
   std::printf("%-28s %s\n", "int8 matmul", rate(c.int8_tops, "TOP/s").c_str());
   std::printf("%-28s %s\n", "fp32 matmul", rate(c.fp32_tflops, "TFLOP/s").c_str());
-  const double ridge = analysis::critical_intensity(c.fp16_tflops > 0 ? c.fp16_tflops : c.fp32_tflops, c.bandwidth_gb_s);
+  const double ridge =
+      analysis::critical_intensity(c.fp16_tflops > 0 ? c.fp16_tflops : c.fp32_tflops, c.bandwidth_gb_s);
   std::printf("%-28s %.1f FLOP/byte\n", "critical intensity (fp16)", ridge);
   std::printf("%-28s %s\n", "source", c.source.c_str());
 }
@@ -43,7 +44,8 @@ void print_datasheet_list() {
               "I* fp16");
   for (const auto& c : analysis::datasheet_table()) {
     std::printf("%-12s %8.0f %10.0f %10.1f %10.1f %10.1f %8.0f\n", c.name.c_str(), c.memory_gb, c.bandwidth_gb_s,
-                c.fp16_tflops, c.fp8_tflops, c.int8_tops, analysis::critical_intensity(c.fp16_tflops, c.bandwidth_gb_s));
+                c.fp16_tflops, c.fp8_tflops, c.int8_tops,
+                analysis::critical_intensity(c.fp16_tflops, c.bandwidth_gb_s));
   }
 }
 
@@ -95,7 +97,8 @@ int run_hwinfo(int argc, char** argv) {
       ->check(CLI::IsMember({"auto", "cpu", "cuda"}))
       ->capture_default_str();
   app.add_option("--hardware", hardware, "datasheet entry to use when the GPU cannot be measured (e.g. H200)");
-  app.add_option("--threads", num_threads, "threads for the CPU measurement (default: all)")->check(CLI::PositiveNumber);
+  app.add_option("--threads", num_threads, "threads for the CPU measurement (default: all)")
+      ->check(CLI::PositiveNumber);
   app.add_flag("--quick", quick, "small buffers: a rough figure in a fraction of a second");
   app.add_flag("--list", list, "print the built-in datasheet table and exit");
   if (int code = parse_or_exit_code(app, argc, argv); code >= 0) return code;
@@ -135,8 +138,9 @@ int run_hwinfo(int argc, char** argv) {
                           {"method", measured.method}};
   } else {
     Result<analysis::GpuMeasurement> measured =
-        resolved.is_ok() ? analysis::measure_gpu(quick ? analysis::GpuMeasureOptions::quick() : analysis::GpuMeasureOptions())
-                         : Result<analysis::GpuMeasurement>(resolved.status());
+        resolved.is_ok()
+            ? analysis::measure_gpu(quick ? analysis::GpuMeasureOptions::quick() : analysis::GpuMeasureOptions())
+            : Result<analysis::GpuMeasurement>(resolved.status());
     if (measured.is_ok()) {
       const analysis::GpuMeasurement& m = measured.value();
       ceilings = m.as_ceilings();
@@ -149,13 +153,14 @@ int run_hwinfo(int argc, char** argv) {
       // The datasheet is the fallback, and only when asked for by name.
       const std::string why = measured.status().message();
       if (hardware.empty()) {
-        return report_error("hwinfo", Status(measured.status().code(),
-                                             why + "; pass --hardware NAME to use the datasheet "
-                                             "instead (see --list)"));
+        return report_error("hwinfo",
+                            Status(measured.status().code(), why + "; pass --hardware NAME to use the datasheet "
+                                                                   "instead (see --list)"));
       }
       auto entry = analysis::find_datasheet(hardware);
       if (!entry.is_ok()) return report_error("hwinfo", entry.status());
-      if (!json) log_info("hwinfo: the GPU was not measured ({}); using the datasheet entry {}", why, entry.value().name);
+      if (!json)
+        log_info("hwinfo: the GPU was not measured ({}); using the datasheet entry {}", why, entry.value().name);
       ceilings = entry.value();
       ceilings.source += " (not measured: " + why + ")";
       out["measured"] = false;

@@ -52,9 +52,7 @@ Result<analysis::StudyResults> load_inputs(const Options& o) {
   analysis::StudyResults study;
   if (o.study) {
     std::string path = o.study_path;
-    if (path.empty()) {
-      CROSSPOINT_ASSIGN_OR_RETURN(path, find_study_fixture());
-    }
+    if (path.empty()) { CROSSPOINT_ASSIGN_OR_RETURN(path, find_study_fixture()); }
     CROSSPOINT_ASSIGN_OR_RETURN(study, analysis::load_study_results(path));
   }
   for (const std::string& file : o.result_files) {
@@ -109,7 +107,8 @@ int run_roofline(int argc, char** argv) {
                                "the original L4 study (tests/fixtures/analysis/study_l4.json) or a study file")
                     ->expected(0, 1);
   app.add_option("--results", o.result_files, "vLLM-style bench result JSON files (one cell each, or JSON lines)");
-  app.add_option("--precision", o.precision_label, "precision label for results that carry none (fp16, w8a8-fp8, w4a16)");
+  app.add_option("--precision", o.precision_label,
+                 "precision label for results that carry none (fp16, w8a8-fp8, w4a16)");
   app.add_option("--hardware", o.hardware, "datasheet device (crosspoint hwinfo --list)");
   app.add_option("--hwinfo", o.hwinfo_file, "ceilings saved from crosspoint hwinfo --json");
   app.add_option("--bandwidth", o.bandwidth_gb_s, "memory bandwidth, GB/s")->check(CLI::PositiveNumber);
@@ -119,7 +118,8 @@ int run_roofline(int argc, char** argv) {
   app.add_option("--model-params", o.model_params, "total parameters, e.g. 7.6e9 (when no config.json)")
       ->check(CLI::PositiveNumber);
   app.add_option("--max-model-len", o.max_model_len, "for the capacity planner")->check(CLI::PositiveNumber);
-  app.add_option("--kv-cache-tokens", o.kv_cache_tokens, "KV capacity of the server(s), tokens")->check(CLI::PositiveNumber);
+  app.add_option("--kv-cache-tokens", o.kv_cache_tokens, "KV capacity of the server(s), tokens")
+      ->check(CLI::PositiveNumber);
   app.add_option("--kv-block-size", options.kv_block_size, "paged-KV block size for the capacity planner (default 1)")
       ->check(CLI::PositiveNumber);
   app.add_option("--tie-tolerance", options.tie_tolerance, "relative margin counted as a tie (default 0.02)");

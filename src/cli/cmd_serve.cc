@@ -70,8 +70,8 @@ int serve(const ServeOptions& o) {
 
   const int64_t max_model_len = o.max_model_len > 0 ? o.max_model_len : m.config().max_position_embeddings;
   if (max_model_len <= 1 || max_model_len > (1 << 30)) {
-    return report_error("serve", invalid_argument("--max-model-len must be between 2 and 2^30, got " +
-                                                  std::to_string(max_model_len)));
+    return report_error(
+        "serve", invalid_argument("--max-model-len must be between 2 and 2^30, got " + std::to_string(max_model_len)));
   }
   if (o.max_waiting < 0 || o.mean_tokens_per_request <= 0) {
     return report_error("serve", invalid_argument("--max-waiting must be >= 0 and --mean-tokens-per-request positive"));
@@ -93,9 +93,10 @@ int serve(const ServeOptions& o) {
   const int64_t kv_tokens = static_cast<int64_t>(num_blocks) * o.block_size;
   log_info("Maximum concurrency for {} tokens per request (worst case: every request at max-model-len): {:.2f}x",
            max_model_len, static_cast<double>(kv_tokens) / max_model_len);
-  log_info("Workload-based capacity at {:.0f} tokens per request (--mean-tokens-per-request; ShareGPT mean 438): "
-           "~{:.0f} concurrent requests (blocks are allocated as tokens arrive, not max-model-len up front)",
-           o.mean_tokens_per_request, static_cast<double>(kv_tokens) / o.mean_tokens_per_request);
+  log_info(
+      "Workload-based capacity at {:.0f} tokens per request (--mean-tokens-per-request; ShareGPT mean 438): "
+      "~{:.0f} concurrent requests (blocks are allocated as tokens arrive, not max-model-len up front)",
+      o.mean_tokens_per_request, static_cast<double>(kv_tokens) / o.mean_tokens_per_request);
 
   EngineConfig engine_config = engine_config_for(runner_options, num_blocks, tokenizer.value()->eos_token_ids(), m);
   engine_config.max_waiting = o.max_waiting;
@@ -109,9 +110,10 @@ int serve(const ServeOptions& o) {
   server_config.api_key = o.api_key;
   OpenAiServer server(server_config, engine, *tokenizer.value(), chat_template_for_model_dir(dir.value()));
   if (Status s = server.bind(); !s.is_ok()) return report_error("serve", s);
-  log_info("engine: device {}, max-num-seqs {}, max-num-batched-tokens {}, max-model-len {}, max-waiting {}, {} threads",
-           device.value(), o.max_num_seqs, o.max_num_batched_tokens, max_model_len, o.max_waiting,
-           global_thread_pool().num_threads());
+  log_info(
+      "engine: device {}, max-num-seqs {}, max-num-batched-tokens {}, max-model-len {}, max-waiting {}, {} threads",
+      device.value(), o.max_num_seqs, o.max_num_batched_tokens, max_model_len, o.max_waiting,
+      global_thread_pool().num_threads());
   log_info("start-up took {:.2f} s (load {:.2f} s); serving '{}' on http://{}:{}/v1", startup.elapsed_seconds(), load_s,
            server_config.served_model_name, o.host, server.port());
   if (Status s = server.run(); !s.is_ok()) return report_error("serve", s);
@@ -131,9 +133,11 @@ int run_serve(int argc, char** argv) {
   app.add_option("--max-model-len", o.max_model_len, "prompt + output tokens per request (default: the model's)");
   app.add_option("--api-key", o.api_key, "require 'Authorization: Bearer KEY' on /v1/*");
   app.add_option("--max-num-seqs", o.max_num_seqs, "sequences per engine step");
-  app.add_option("--max-num-batched-tokens", o.max_num_batched_tokens, "tokens per engine step (prefill chunks + decodes)");
+  app.add_option("--max-num-batched-tokens", o.max_num_batched_tokens,
+                 "tokens per engine step (prefill chunks + decodes)");
   app.add_option("--kv-cache-memory", o.kv_cache_memory, "cpu: memory for the paged KV cache (e.g. 1GiB, 512MiB)");
-  app.add_option("--device", o.device, "auto (cuda when a GPU is visible, else cpu), cpu or cuda")->capture_default_str();
+  app.add_option("--device", o.device, "auto (cuda when a GPU is visible, else cpu), cpu or cuda")
+      ->capture_default_str();
   app.add_option("--gpu-memory-utilization", o.gpu_memory_utilization,
                  "cuda: fraction of the GPU's total memory for weights, activations and the KV cache")
       ->check(CLI::Range(0.01, 1.0));

@@ -32,7 +32,8 @@ int run_sweep(int argc, char** argv) {
   sweep::SweepOptions o;
   std::string precisions_text = "fp16,w8a8-fp8,w4a16", concurrency_text = "1,4,8", slo_text, num_prompts_text = "8";
   std::vector<std::string> precision_model_texts;
-  app.add_option("--model", o.model, "FP16 model directory, or 'default' (SmolLM2-135M-Instruct)")->capture_default_str();
+  app.add_option("--model", o.model, "FP16 model directory, or 'default' (SmolLM2-135M-Instruct)")
+      ->capture_default_str();
   app.add_option("--precisions", precisions_text, "comma-separated: fp16, w8a8-fp8, w4a16")->capture_default_str();
   app.add_option("--concurrency", concurrency_text, "comma-separated client concurrency levels")->capture_default_str();
   app.add_option("--num-prompts", num_prompts_text,
@@ -70,8 +71,10 @@ int run_sweep(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--max-bisect-runs", o.max_bisect_runs, "extra concurrency levels at most (0: no crossover search)")
       ->capture_default_str();
-  app.add_option("--out", o.out_dir, "output directory (finished cells in it are kept and skipped)")->capture_default_str();
-  app.add_option("--quant-cache", o.quant_cache_dir, "where quantised checkpoints are cached (default: <cache>/quantized)");
+  app.add_option("--out", o.out_dir, "output directory (finished cells in it are kept and skipped)")
+      ->capture_default_str();
+  app.add_option("--quant-cache", o.quant_cache_dir,
+                 "where quantised checkpoints are cached (default: <cache>/quantized)");
   app.add_option("--quant-method", o.quant_method, "w4a16: gptq or rtn")->capture_default_str();
   app.add_option("--quant-calib-samples", o.quant_calib_samples, "gptq calibration samples")->capture_default_str();
   app.add_option("--eval-samples", o.eval_samples, "crosspoint eval samples per quantised precision (0: skip)")

@@ -26,8 +26,9 @@ constexpr size_t kGraphReserveBytes = size_t{256} << 20;
 // What the start-up log says about reproducibility (docs/serving.md, "Determinism").
 std::string determinism_note(const std::string& device, bool deterministic) {
   if (device == "cpu") {
-    return std::string("determinism: outputs are bit-identical run to run and independent of the batch (the CPU "
-                       "kernels reduce each row in one fixed order)") +
+    return std::string(
+               "determinism: outputs are bit-identical run to run and independent of the batch (the CPU "
+               "kernels reduce each row in one fixed order)") +
            (deterministic ? "; --deterministic changes nothing here" : "");
   }
   return deterministic ? "determinism: --deterministic: linears on fixed slabs of 64 rows and attention in one "
@@ -76,19 +77,21 @@ Result<DeviceRunner> make_cuda_runner(const DeviceRunnerOptions& o, const Model&
   const cuda::CudaMemoryReport mem = model->memory();
   log_info("GPU: {} ({:.1f} GiB); weights on the GPU {:.3f} GiB ({}), converted and uploaded in {:.2f} s", mem.gpu_name,
            mem.total_bytes / kGiB, mem.weight_bytes / kGiB, model->weight_format_name(), mem.upload_s);
-  log_info("activations and workspaces for {} tokens per step: {:.3f} GiB (measured by a profile step, {:.2f} s); "
-           "{:.3f} GiB in use before the KV cache",
-           o.max_num_batched_tokens, mem.activation_bytes / kGiB, mem.profile_s, mem.used_before_kv_bytes / kGiB);
+  log_info(
+      "activations and workspaces for {} tokens per step: {:.3f} GiB (measured by a profile step, {:.2f} s); "
+      "{:.3f} GiB in use before the KV cache",
+      o.max_num_batched_tokens, mem.activation_bytes / kGiB, mem.profile_s, mem.used_before_kv_bytes / kGiB);
   const int64_t eager_tokens =
       mem.kv_tokens + static_cast<int64_t>(mem.reserve_bytes / (mem.kv_bytes_per_token * o.block_size)) * o.block_size;
-  log_info("KV cache: {:.3f} GiB (fp16) = {} tokens in {} blocks of {} (--gpu-memory-utilization {}{})", mem.kv_bytes / kGiB,
-           mem.kv_tokens, mem.num_kv_blocks, o.block_size, o.gpu_memory_utilization,
-           o.enforce_eager ? ", eager" : fmt::format("; {:.2f} GiB kept for CUDA graphs, {} tokens with --enforce-eager",
-                                                     mem.reserve_bytes / kGiB, eager_tokens));
+  log_info("KV cache: {:.3f} GiB (fp16) = {} tokens in {} blocks of {} (--gpu-memory-utilization {}{})",
+           mem.kv_bytes / kGiB, mem.kv_tokens, mem.num_kv_blocks, o.block_size, o.gpu_memory_utilization,
+           o.enforce_eager ? ", eager"
+                           : fmt::format("; {:.2f} GiB kept for CUDA graphs, {} tokens with --enforce-eager",
+                                         mem.reserve_bytes / kGiB, eager_tokens));
   if (mem.kv_tokens < o.max_model_len) {
     return invalid_argument("the KV cache (--gpu-memory-utilization " + fmt::format("{}", o.gpu_memory_utilization) +
-                            " = " + std::to_string(mem.kv_tokens) + " tokens) cannot hold one sequence of --max-model-len " +
-                            std::to_string(o.max_model_len) +
+                            " = " + std::to_string(mem.kv_tokens) +
+                            " tokens) cannot hold one sequence of --max-model-len " + std::to_string(o.max_model_len) +
                             " tokens: raise --gpu-memory-utilization or lower --max-model-len");
   }
   cuda::CudaRunnerOptions runner_options;
@@ -123,9 +126,7 @@ Result<size_t> parse_bytes(const std::string& text) {
   double value = 0;
   try {
     value = std::stod(text.substr(0, split));
-  } catch (...) {
-    return invalid_argument("--kv-cache-memory: '" + text + "' is not a size (e.g. 1GiB, 512MiB)");
-  }
+  } catch (...) { return invalid_argument("--kv-cache-memory: '" + text + "' is not a size (e.g. 1GiB, 512MiB)"); }
   std::string unit = text.substr(split);
   std::transform(unit.begin(), unit.end(), unit.begin(), [](unsigned char c) { return std::tolower(c); });
   double scale = 0;

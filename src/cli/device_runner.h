@@ -18,17 +18,17 @@
 namespace crosspoint::cli {
 
 struct DeviceRunnerOptions {
-  std::string device = "cpu";             // resolved: cpu | cuda
+  std::string device = "cpu";  // resolved: cpu | cuda
   int32_t max_num_seqs = 256;
   int32_t max_num_batched_tokens = 2048;
   int64_t max_model_len = 2048;
   int32_t block_size = 16;
-  int32_t num_kv_blocks = 0;              // > 0: exactly this many blocks (the budgets below unused)
-  std::string kv_cache_memory = "1GiB";   // cpu: bytes for the KV cache
-  double gpu_memory_utilization = 0.9;    // cuda: fraction of the GPU's memory this process may use
-  bool enforce_eager = false;             // cuda: no CUDA graphs
-  bool sample_on_host = false;            // cuda: sampled rows drawn by the host sampler
-  bool deterministic = false;             // cuda: the batch-invariant kernels
+  int32_t num_kv_blocks = 0;             // > 0: exactly this many blocks (the budgets below unused)
+  std::string kv_cache_memory = "1GiB";  // cpu: bytes for the KV cache
+  double gpu_memory_utilization = 0.9;   // cuda: fraction of the GPU's memory this process may use
+  bool enforce_eager = false;            // cuda: no CUDA graphs
+  bool sample_on_host = false;           // cuda: sampled rows drawn by the host sampler
+  bool deterministic = false;            // cuda: the batch-invariant kernels
 };
 
 struct DeviceRunner {

@@ -44,15 +44,15 @@ void log_line(LogLevel level, std::string_view message) {
   static std::mutex mutex;
   auto now = std::chrono::system_clock::now();
   std::time_t seconds = std::chrono::system_clock::to_time_t(now);
-  int millis = static_cast<int>(
-      std::chrono::duration_cast<std::chrono::milliseconds>(now.time_since_epoch()).count() % 1000);
+  int millis =
+      static_cast<int>(std::chrono::duration_cast<std::chrono::milliseconds>(now.time_since_epoch()).count() % 1000);
   std::tm tm_local{};
   localtime_r(&seconds, &tm_local);
   char stamp[32];
   std::strftime(stamp, sizeof stamp, "%m-%d %H:%M:%S", &tm_local);
   std::lock_guard<std::mutex> lock(mutex);
-  std::fprintf(stderr, "%s %s.%03d %.*s\n", level_name(level), stamp, millis,
-               static_cast<int>(message.size()), message.data());
+  std::fprintf(stderr, "%s %s.%03d %.*s\n", level_name(level), stamp, millis, static_cast<int>(message.size()),
+               message.data());
 }
 
 }  // namespace crosspoint

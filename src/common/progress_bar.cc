@@ -56,9 +56,9 @@ void ProgressBar::draw(bool force) {
   char bar[kWidth + 1];
   for (int i = 0; i < kWidth; ++i) bar[i] = i < filled ? '#' : ' ';
   bar[kWidth] = '\0';
-  std::fprintf(stderr, "%s%s [%s] %zu/%zu elapsed %s eta %s failed %zu%s", is_terminal_ ? "\r" : "",
-               label_.c_str(), bar, done_, total_, format_duration(elapsed).c_str(),
-               format_duration(eta).c_str(), failed_, is_terminal_ ? "\x1b[K" : "\n");
+  std::fprintf(stderr, "%s%s [%s] %zu/%zu elapsed %s eta %s failed %zu%s", is_terminal_ ? "\r" : "", label_.c_str(),
+               bar, done_, total_, format_duration(elapsed).c_str(), format_duration(eta).c_str(), failed_,
+               is_terminal_ ? "\x1b[K" : "\n");
   std::fflush(stderr);
 }
 

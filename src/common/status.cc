@@ -10,6 +10,7 @@ const char* status_code_name(StatusCode code) {
     case StatusCode::kCorrupt: return "corrupt";
     case StatusCode::kUnsupported: return "unsupported";
     case StatusCode::kResourceExhausted: return "resource exhausted";
+    case StatusCode::kUnavailable: return "unavailable";
     case StatusCode::kIo: return "i/o error";
     case StatusCode::kInternal: return "internal error";
   }
@@ -22,8 +23,7 @@ std::string Status::to_string() const {
 }
 
 void check_failed(const char* file, int line, const char* expr, const std::string& message) {
-  std::fprintf(stderr, "crosspoint: internal check failed at %s:%d: %s: %s\n", file, line, expr,
-               message.c_str());
+  std::fprintf(stderr, "crosspoint: internal check failed at %s:%d: %s: %s\n", file, line, expr, message.c_str());
   std::abort();
 }
 

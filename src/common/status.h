@@ -14,12 +14,13 @@ namespace crosspoint {
 
 enum class StatusCode {
   kOk = 0,
-  kInvalidArgument,  // a bad option, request or parameter
-  kNotFound,         // a missing file, tensor, model or route
-  kCorrupt,          // a file whose bytes contradict its format
-  kUnsupported,      // a valid input we do not handle (architecture, dtype, scheme)
-  kResourceExhausted,// KV cache full, queue over its limit
-  kIo,               // the operating system refused (open, read, mmap, socket)
+  kInvalidArgument,    // a bad option, request or parameter
+  kNotFound,           // a missing file, tensor, model or route
+  kCorrupt,            // a file whose bytes contradict its format
+  kUnsupported,        // a valid input we do not handle (architecture, dtype, scheme)
+  kResourceExhausted,  // KV cache full, a request larger than the cache
+  kUnavailable,        // busy or shutting down: the same call may succeed later
+  kIo,                 // the operating system refused (open, read, mmap, socket)
   kInternal,
 };
 
@@ -48,6 +49,7 @@ inline Status not_found(std::string m) { return {StatusCode::kNotFound, std::mov
 inline Status corrupt(std::string m) { return {StatusCode::kCorrupt, std::move(m)}; }
 inline Status unsupported(std::string m) { return {StatusCode::kUnsupported, std::move(m)}; }
 inline Status resource_exhausted(std::string m) { return {StatusCode::kResourceExhausted, std::move(m)}; }
+inline Status unavailable(std::string m) { return {StatusCode::kUnavailable, std::move(m)}; }
 inline Status io_error(std::string m) { return {StatusCode::kIo, std::move(m)}; }
 inline Status internal_error(std::string m) { return {StatusCode::kInternal, std::move(m)}; }
 
@@ -55,8 +57,8 @@ inline Status internal_error(std::string m) { return {StatusCode::kInternal, std
 template <typename T>
 class [[nodiscard]] Result {
  public:
-  Result(T value) : value_(std::move(value)) {}                 // NOLINT: implicit by design
-  Result(Status status) : status_(std::move(status)) {          // NOLINT: implicit by design
+  Result(T value) : value_(std::move(value)) {}         // NOLINT: implicit by design
+  Result(Status status) : status_(std::move(status)) {  // NOLINT: implicit by design
     if (status_.is_ok()) status_ = internal_error("Result constructed from an ok Status");
   }
   bool is_ok() const { return value_.has_value(); }
@@ -79,23 +81,22 @@ class [[nodiscard]] Result {
 }  // namespace crosspoint
 
 // Programmer errors: a broken invariant, never bad input.
-#define CROSSPOINT_CHECK(cond, message)                                              \
-  do {                                                                               \
-    if (!(cond)) ::crosspoint::check_failed(__FILE__, __LINE__, #cond, (message));   \
+#define CROSSPOINT_CHECK(cond, message)                                            \
+  do {                                                                             \
+    if (!(cond)) ::crosspoint::check_failed(__FILE__, __LINE__, #cond, (message)); \
   } while (0)
 
 // Early return for Status-returning functions.
-#define CROSSPOINT_RETURN_IF_ERROR(expr)        \
-  do {                                          \
-    ::crosspoint::Status status_ = (expr);      \
-    if (!status_.is_ok()) return status_;       \
+#define CROSSPOINT_RETURN_IF_ERROR(expr)   \
+  do {                                     \
+    ::crosspoint::Status status_ = (expr); \
+    if (!status_.is_ok()) return status_;  \
   } while (0)
 
 #define CROSSPOINT_CONCAT_INNER(a, b) a##b
 #define CROSSPOINT_CONCAT(a, b) CROSSPOINT_CONCAT_INNER(a, b)
 // CROSSPOINT_ASSIGN_OR_RETURN(auto file, SafetensorsFile::open(path));
-#define CROSSPOINT_ASSIGN_OR_RETURN(lhs, expr)                                       \
-  auto CROSSPOINT_CONCAT(result_, __LINE__) = (expr);                                \
-  if (!CROSSPOINT_CONCAT(result_, __LINE__).is_ok())                                 \
-    return CROSSPOINT_CONCAT(result_, __LINE__).status();                            \
+#define CROSSPOINT_ASSIGN_OR_RETURN(lhs, expr)                                                             \
+  auto CROSSPOINT_CONCAT(result_, __LINE__) = (expr);                                                      \
+  if (!CROSSPOINT_CONCAT(result_, __LINE__).is_ok()) return CROSSPOINT_CONCAT(result_, __LINE__).status(); \
   lhs = std::move(CROSSPOINT_CONCAT(result_, __LINE__)).value()

@@ -39,17 +39,16 @@ void Engine::stop() {
 }
 
 Result<int64_t> Engine::submit(EngineRequest request, OutputSink sink) {
-  CROSSPOINT_RETURN_IF_ERROR(Scheduler::check_fits(config_.scheduler,
-                                                   static_cast<int64_t>(request.prompt_token_ids.size()),
-                                                   request.max_tokens));
+  CROSSPOINT_RETURN_IF_ERROR(Scheduler::check_fits(
+      config_.scheduler, static_cast<int64_t>(request.prompt_token_ids.size()), request.max_tokens));
   int64_t request_id = 0;
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    if (stopping_) return resource_exhausted("the engine is shutting down");
+    if (stopping_) return unavailable("the engine is shutting down");
     const int64_t num_waiting = num_scheduler_waiting_ + static_cast<int64_t>(pending_.size());
     if (config_.max_waiting > 0 && num_waiting >= config_.max_waiting) {
-      return resource_exhausted("the server is overloaded: " + std::to_string(num_waiting) +
-                                " requests are already waiting (limit " + std::to_string(config_.max_waiting) + ")");
+      return unavailable("the server is overloaded: " + std::to_string(num_waiting) +
+                         " requests are already waiting (limit " + std::to_string(config_.max_waiting) + ")");
     }
     request_id = next_request_id_++;
     pending_.push_back({request_id, std::move(request), std::move(sink), monotonic_seconds()});

@@ -43,8 +43,8 @@ class Engine {
   void stop();
 
   // Queues a request; returns its id. Fails (without calling sink) when the request can
-  // never fit (invalid_argument / resource_exhausted naming the numbers), when the waiting
-  // queue is over max_waiting (resource_exhausted), or after stop().
+  // never fit (invalid_argument / resource_exhausted naming the numbers), and with
+  // unavailable when the waiting queue is over max_waiting or after stop().
   Result<int64_t> submit(EngineRequest request, OutputSink sink);
   // Ends a request now; its blocks are freed before the next step and its sink gets a
   // final update with `reason` (abort; stop when the server found a stop string). Unknown
@@ -83,13 +83,14 @@ class Engine {
   StepRecord post_process(const BatchPlan& plan, const StepOutput& output);
   void record_step(const BatchPlan& plan, const StepRecord& record);
   // Postprocessing of one sampled token: returns the finish reason (kNone to continue).
-  FinishReason check_finish(const ActiveRequest& active, const Sequence& seq, int32_t token, int32_t* stop_token_id) const;
+  FinishReason check_finish(const ActiveRequest& active, const Sequence& seq, int32_t token,
+                            int32_t* stop_token_id) const;
   void finish_request(int64_t request_id, FinishReason reason, std::vector<int32_t> new_tokens, int32_t stop_token_id);
   void publish_gauges();
 
   const EngineConfig config_;
   std::unique_ptr<Runner> runner_;
-  Scheduler scheduler_;  // touched only by the loop thread
+  Scheduler scheduler_;                      // touched only by the loop thread
   std::map<int64_t, ActiveRequest> active_;  // loop thread only
 
   mutable std::mutex mutex_;  // guards the fields below

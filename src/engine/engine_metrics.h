@@ -34,16 +34,16 @@ struct EngineMetrics {
   int32_t num_free_blocks = 0;
   int32_t num_total_blocks = 0;
   uint64_t num_preemptions = 0;
-  uint64_t prompt_tokens = 0;        // prompt tokens of requests that reached their first token
-  uint64_t generation_tokens = 0;    // generated tokens
+  uint64_t prompt_tokens = 0;      // prompt tokens of requests that reached their first token
+  uint64_t generation_tokens = 0;  // generated tokens
   uint64_t num_steps = 0;
   std::map<std::string, uint64_t> request_success;  // finish reason -> finished requests
   Histogram time_to_first_token_seconds{ttft_buckets_seconds()};
   Histogram inter_token_latency_seconds{itl_buckets_seconds()};
   Histogram e2e_request_latency_seconds{request_latency_buckets_seconds()};
   Histogram request_queue_time_seconds{request_latency_buckets_seconds()};
-  Histogram iteration_tokens{iteration_tokens_buckets()};       // tokens computed per step
-  Histogram iteration_num_seqs{iteration_tokens_buckets()};     // sequences per step (batch size)
+  Histogram iteration_tokens{iteration_tokens_buckets()};    // tokens computed per step
+  Histogram iteration_num_seqs{iteration_tokens_buckets()};  // sequences per step (batch size)
 };
 
 }  // namespace crosspoint

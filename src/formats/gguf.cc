@@ -17,8 +17,19 @@ constexpr uint32_t kMaxDims = 4;             // GGML_MAX_DIMS
 constexpr int kMaxArrayNesting = 2;          // array of arrays; deeper is refused
 
 enum class ValueType : uint32_t {
-  kU8 = 0, kI8 = 1, kU16 = 2, kI16 = 3, kU32 = 4, kI32 = 5, kF32 = 6, kBool = 7,
-  kString = 8, kArray = 9, kU64 = 10, kI64 = 11, kF64 = 12,
+  kU8 = 0,
+  kI8 = 1,
+  kU16 = 2,
+  kI16 = 3,
+  kU32 = 4,
+  kI32 = 5,
+  kF32 = 6,
+  kBool = 7,
+  kString = 8,
+  kArray = 9,
+  kU64 = 10,
+  kI64 = 11,
+  kF64 = 12,
 };
 
 struct TypeBlock {
@@ -29,14 +40,14 @@ struct TypeBlock {
 };
 // ggml's type table (ggml.c type_traits / gguf-py GGML_QUANT_SIZES).
 constexpr TypeBlock kTypeBlocks[] = {
-    {0, "F32", 1, 4},        {1, "F16", 1, 2},         {2, "Q4_0", 32, 18},     {3, "Q4_1", 32, 20},
-    {6, "Q5_0", 32, 22},     {7, "Q5_1", 32, 24},      {8, "Q8_0", 32, 34},     {9, "Q8_1", 32, 40},
-    {10, "Q2_K", 256, 84},   {11, "Q3_K", 256, 110},   {12, "Q4_K", 256, 144},  {13, "Q5_K", 256, 176},
-    {14, "Q6_K", 256, 210},  {15, "Q8_K", 256, 292},   {16, "IQ2_XXS", 256, 66}, {17, "IQ2_XS", 256, 74},
-    {18, "IQ3_XXS", 256, 98}, {19, "IQ1_S", 256, 50},  {20, "IQ4_NL", 32, 18},  {21, "IQ3_S", 256, 110},
-    {22, "IQ2_S", 256, 82},  {23, "IQ4_XS", 256, 136}, {24, "I8", 1, 1},        {25, "I16", 1, 2},
-    {26, "I32", 1, 4},       {27, "I64", 1, 8},        {28, "F64", 1, 8},       {29, "IQ1_M", 256, 56},
-    {30, "BF16", 1, 2},      {34, "TQ1_0", 256, 54},   {35, "TQ2_0", 256, 66},  {39, "MXFP4", 32, 17},
+    {0, "F32", 1, 4},         {1, "F16", 1, 2},         {2, "Q4_0", 32, 18},      {3, "Q4_1", 32, 20},
+    {6, "Q5_0", 32, 22},      {7, "Q5_1", 32, 24},      {8, "Q8_0", 32, 34},      {9, "Q8_1", 32, 40},
+    {10, "Q2_K", 256, 84},    {11, "Q3_K", 256, 110},   {12, "Q4_K", 256, 144},   {13, "Q5_K", 256, 176},
+    {14, "Q6_K", 256, 210},   {15, "Q8_K", 256, 292},   {16, "IQ2_XXS", 256, 66}, {17, "IQ2_XS", 256, 74},
+    {18, "IQ3_XXS", 256, 98}, {19, "IQ1_S", 256, 50},   {20, "IQ4_NL", 32, 18},   {21, "IQ3_S", 256, 110},
+    {22, "IQ2_S", 256, 82},   {23, "IQ4_XS", 256, 136}, {24, "I8", 1, 1},         {25, "I16", 1, 2},
+    {26, "I32", 1, 4},        {27, "I64", 1, 8},        {28, "F64", 1, 8},        {29, "IQ1_M", 256, 56},
+    {30, "BF16", 1, 2},       {34, "TQ1_0", 256, 54},   {35, "TQ2_0", 256, 66},   {39, "MXFP4", 32, 17},
 };
 
 const TypeBlock* find_type_block(GgmlType type) {
@@ -67,8 +78,8 @@ class Cursor {
     CROSSPOINT_RETURN_IF_ERROR(read(&length, what + " (string length)"));
     if (length > remaining()) {
       return corrupt(path_ + ": " + what + ": string length " + std::to_string(length) + " at byte " +
-                     std::to_string(offset_ - 8) + " runs past the end of the file (" +
-                     std::to_string(size_) + " bytes)");
+                     std::to_string(offset_ - 8) + " runs past the end of the file (" + std::to_string(size_) +
+                     " bytes)");
     }
     out->assign(reinterpret_cast<const char*>(data_ + offset_), static_cast<size_t>(length));
     offset_ += static_cast<size_t>(length);
@@ -90,10 +101,18 @@ class Cursor {
 // Smallest encoded size of one element, to reject absurd array counts before allocating.
 uint64_t min_element_bytes(ValueType type) {
   switch (type) {
-    case ValueType::kU8: case ValueType::kI8: case ValueType::kBool: return 1;
-    case ValueType::kU16: case ValueType::kI16: return 2;
-    case ValueType::kU32: case ValueType::kI32: case ValueType::kF32: return 4;
-    case ValueType::kU64: case ValueType::kI64: case ValueType::kF64: case ValueType::kString: return 8;
+    case ValueType::kU8:
+    case ValueType::kI8:
+    case ValueType::kBool: return 1;
+    case ValueType::kU16:
+    case ValueType::kI16: return 2;
+    case ValueType::kU32:
+    case ValueType::kI32:
+    case ValueType::kF32: return 4;
+    case ValueType::kU64:
+    case ValueType::kI64:
+    case ValueType::kF64:
+    case ValueType::kString: return 8;
     case ValueType::kArray: return 12;
   }
   return 1;
@@ -104,13 +123,48 @@ bool is_known_value_type(uint32_t type) { return type <= 12; }
 // Reads one scalar of an integer type, widened to int64 (u64 above INT64_MAX is an error).
 Status read_integer(Cursor& cursor, ValueType type, int64_t* out, const std::string& what) {
   switch (type) {
-    case ValueType::kU8: { uint8_t v = 0; CROSSPOINT_RETURN_IF_ERROR(cursor.read(&v, what)); *out = v; return Status::ok(); }
-    case ValueType::kI8: { int8_t v = 0; CROSSPOINT_RETURN_IF_ERROR(cursor.read(&v, what)); *out = v; return Status::ok(); }
-    case ValueType::kU16: { uint16_t v = 0; CROSSPOINT_RETURN_IF_ERROR(cursor.read(&v, what)); *out = v; return Status::ok(); }
-    case ValueType::kI16: { int16_t v = 0; CROSSPOINT_RETURN_IF_ERROR(cursor.read(&v, what)); *out = v; return Status::ok(); }
-    case ValueType::kU32: { uint32_t v = 0; CROSSPOINT_RETURN_IF_ERROR(cursor.read(&v, what)); *out = v; return Status::ok(); }
-    case ValueType::kI32: { int32_t v = 0; CROSSPOINT_RETURN_IF_ERROR(cursor.read(&v, what)); *out = v; return Status::ok(); }
-    case ValueType::kI64: { int64_t v = 0; CROSSPOINT_RETURN_IF_ERROR(cursor.read(&v, what)); *out = v; return Status::ok(); }
+    case ValueType::kU8: {
+      uint8_t v = 0;
+      CROSSPOINT_RETURN_IF_ERROR(cursor.read(&v, what));
+      *out = v;
+      return Status::ok();
+    }
+    case ValueType::kI8: {
+      int8_t v = 0;
+      CROSSPOINT_RETURN_IF_ERROR(cursor.read(&v, what));
+      *out = v;
+      return Status::ok();
+    }
+    case ValueType::kU16: {
+      uint16_t v = 0;
+      CROSSPOINT_RETURN_IF_ERROR(cursor.read(&v, what));
+      *out = v;
+      return Status::ok();
+    }
+    case ValueType::kI16: {
+      int16_t v = 0;
+      CROSSPOINT_RETURN_IF_ERROR(cursor.read(&v, what));
+      *out = v;
+      return Status::ok();
+    }
+    case ValueType::kU32: {
+      uint32_t v = 0;
+      CROSSPOINT_RETURN_IF_ERROR(cursor.read(&v, what));
+      *out = v;
+      return Status::ok();
+    }
+    case ValueType::kI32: {
+      int32_t v = 0;
+      CROSSPOINT_RETURN_IF_ERROR(cursor.read(&v, what));
+      *out = v;
+      return Status::ok();
+    }
+    case ValueType::kI64: {
+      int64_t v = 0;
+      CROSSPOINT_RETURN_IF_ERROR(cursor.read(&v, what));
+      *out = v;
+      return Status::ok();
+    }
     case ValueType::kU64: {
       uint64_t v = 0;
       CROSSPOINT_RETURN_IF_ERROR(cursor.read(&v, what));
@@ -147,14 +201,21 @@ Status read_bool(Cursor& cursor, bool* out, const std::string& what) {
 Status read_flat_array(Cursor& cursor, ValueType element_type, uint64_t count, GgufValue* out,
                        const std::string& what) {
   switch (element_type) {
-    case ValueType::kU8: case ValueType::kI8: case ValueType::kU16: case ValueType::kI16:
-    case ValueType::kU32: case ValueType::kI32: case ValueType::kU64: case ValueType::kI64: {
+    case ValueType::kU8:
+    case ValueType::kI8:
+    case ValueType::kU16:
+    case ValueType::kI16:
+    case ValueType::kU32:
+    case ValueType::kI32:
+    case ValueType::kU64:
+    case ValueType::kI64: {
       std::vector<int64_t> values(count);
       for (auto& v : values) CROSSPOINT_RETURN_IF_ERROR(read_integer(cursor, element_type, &v, what));
       *out = std::move(values);
       return Status::ok();
     }
-    case ValueType::kF32: case ValueType::kF64: {
+    case ValueType::kF32:
+    case ValueType::kF64: {
       std::vector<double> values(count);
       for (auto& v : values) CROSSPOINT_RETURN_IF_ERROR(read_float(cursor, element_type, &v, what));
       *out = std::move(values);
@@ -217,9 +278,7 @@ uint64_t GgufTensor::num_elements() const {
   return n;
 }
 
-std::vector<int64_t> GgufTensor::shape() const {
-  return std::vector<int64_t>(dims.rbegin(), dims.rend());
-}
+std::vector<int64_t> GgufTensor::shape() const { return std::vector<int64_t>(dims.rbegin(), dims.rend()); }
 
 namespace {
 
@@ -229,7 +288,10 @@ Status read_value(Cursor& cursor, ValueType type, const std::string& key, GgufVa
   const std::string what = "metadata key '" + key + "'";
   *is_nested = false;
   switch (type) {
-    case ValueType::kU8: case ValueType::kU16: case ValueType::kU32: case ValueType::kU64: {
+    case ValueType::kU8:
+    case ValueType::kU16:
+    case ValueType::kU32:
+    case ValueType::kU64: {
       uint64_t v = 0;
       if (type == ValueType::kU64) {
         CROSSPOINT_RETURN_IF_ERROR(cursor.read(&v, what));
@@ -241,13 +303,17 @@ Status read_value(Cursor& cursor, ValueType type, const std::string& key, GgufVa
       *value = v;
       return Status::ok();
     }
-    case ValueType::kI8: case ValueType::kI16: case ValueType::kI32: case ValueType::kI64: {
+    case ValueType::kI8:
+    case ValueType::kI16:
+    case ValueType::kI32:
+    case ValueType::kI64: {
       int64_t v = 0;
       CROSSPOINT_RETURN_IF_ERROR(read_integer(cursor, type, &v, what));
       *value = v;
       return Status::ok();
     }
-    case ValueType::kF32: case ValueType::kF64: {
+    case ValueType::kF32:
+    case ValueType::kF64: {
       double v = 0;
       CROSSPOINT_RETURN_IF_ERROR(read_float(cursor, type, &v, what));
       *value = v;
@@ -364,7 +430,8 @@ Result<GgufFile> GgufFile::open(const std::string& path) {
   CROSSPOINT_RETURN_IF_ERROR(cursor.read(&magic, "the magic"));
   if (magic != kGgufMagic) return corrupt(path + ": not a GGUF file (bad magic)");
   CROSSPOINT_RETURN_IF_ERROR(cursor.read(&version, "the version"));
-  if (version != 3) return unsupported(path + ": GGUF version " + std::to_string(version) + " (only version 3 is read)");
+  if (version != 3)
+    return unsupported(path + ": GGUF version " + std::to_string(version) + " (only version 3 is read)");
   uint64_t tensor_count = 0, kv_count = 0;
   CROSSPOINT_RETURN_IF_ERROR(cursor.read(&tensor_count, "the tensor count"));
   CROSSPOINT_RETURN_IF_ERROR(cursor.read(&kv_count, "the metadata count"));

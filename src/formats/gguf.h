@@ -14,7 +14,14 @@
 namespace crosspoint {
 
 enum class GgmlType : uint32_t {
-  kF32 = 0, kF16 = 1, kQ4_0 = 2, kQ4_1 = 3, kQ5_0 = 6, kQ5_1 = 7, kQ8_0 = 8, kQ8_1 = 9,
+  kF32 = 0,
+  kF16 = 1,
+  kQ4_0 = 2,
+  kQ4_1 = 3,
+  kQ5_0 = 6,
+  kQ5_1 = 7,
+  kQ8_0 = 8,
+  kQ8_1 = 9,
   kBF16 = 30,
 };
 // Other ggml type ids (K-quants, IQ*, I8..F64) are accepted by GgufFile::open, which
@@ -26,9 +33,8 @@ std::string ggml_type_name(GgmlType type);
 bool ggml_type_block(GgmlType type, uint64_t* block_elements, uint64_t* block_bytes);
 
 // A metadata value. Arrays hold one of the vector alternatives.
-using GgufValue = std::variant<uint64_t, int64_t, double, bool, std::string,
-                               std::vector<int64_t>, std::vector<double>, std::vector<std::string>,
-                               std::vector<bool>>;
+using GgufValue = std::variant<uint64_t, int64_t, double, bool, std::string, std::vector<int64_t>, std::vector<double>,
+                               std::vector<std::string>, std::vector<bool>>;
 
 struct GgufTensor {
   std::string name;
@@ -53,8 +59,8 @@ class GgufFile {
 
   // Typed metadata access; errors name the key and the file.
   Result<std::string> get_string(const std::string& key) const;
-  Result<int64_t> get_int(const std::string& key) const;       // any integer type
-  Result<double> get_float(const std::string& key) const;      // f32/f64 (or integer)
+  Result<int64_t> get_int(const std::string& key) const;   // any integer type
+  Result<double> get_float(const std::string& key) const;  // f32/f64 (or integer)
   Result<bool> get_bool(const std::string& key) const;
   Result<std::vector<std::string>> get_string_array(const std::string& key) const;
   Result<std::vector<int64_t>> get_int_array(const std::string& key) const;

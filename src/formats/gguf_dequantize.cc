@@ -50,11 +50,13 @@ void dequantize_q4_1_block(const uint8_t* block, float* out) {  // 20 bytes -> 3
 
 bool is_dequantizable(GgmlType type) {
   switch (type) {
-    case GgmlType::kF32: case GgmlType::kF16: case GgmlType::kBF16:
-    case GgmlType::kQ8_0: case GgmlType::kQ4_0: case GgmlType::kQ4_1:
-      return true;
-    default:
-      return false;
+    case GgmlType::kF32:
+    case GgmlType::kF16:
+    case GgmlType::kBF16:
+    case GgmlType::kQ8_0:
+    case GgmlType::kQ4_0:
+    case GgmlType::kQ4_1: return true;
+    default: return false;
   }
 }
 
@@ -62,9 +64,7 @@ bool is_dequantizable(GgmlType type) {
 void dequantize_unchecked(const GgufTensor& tensor, uint64_t begin, uint64_t count, float* out) {
   const uint8_t* data = tensor.data;
   switch (tensor.type) {
-    case GgmlType::kF32:
-      std::memcpy(out, data + begin * 4, count * 4);
-      return;
+    case GgmlType::kF32: std::memcpy(out, data + begin * 4, count * 4); return;
     case GgmlType::kF16:
       for (uint64_t i = 0; i < count; ++i) out[i] = f16_to_f32(load_u16(data + (begin + i) * 2));
       return;
@@ -72,16 +72,18 @@ void dequantize_unchecked(const GgufTensor& tensor, uint64_t begin, uint64_t cou
       for (uint64_t i = 0; i < count; ++i) out[i] = bf16_to_f32(load_u16(data + (begin + i) * 2));
       return;
     case GgmlType::kQ8_0:
-      for (uint64_t b = 0; b < count / kQBlock; ++b) dequantize_q8_0_block(data + (begin / kQBlock + b) * 34, out + b * kQBlock);
+      for (uint64_t b = 0; b < count / kQBlock; ++b)
+        dequantize_q8_0_block(data + (begin / kQBlock + b) * 34, out + b * kQBlock);
       return;
     case GgmlType::kQ4_0:
-      for (uint64_t b = 0; b < count / kQBlock; ++b) dequantize_q4_0_block(data + (begin / kQBlock + b) * 18, out + b * kQBlock);
+      for (uint64_t b = 0; b < count / kQBlock; ++b)
+        dequantize_q4_0_block(data + (begin / kQBlock + b) * 18, out + b * kQBlock);
       return;
     case GgmlType::kQ4_1:
-      for (uint64_t b = 0; b < count / kQBlock; ++b) dequantize_q4_1_block(data + (begin / kQBlock + b) * 20, out + b * kQBlock);
+      for (uint64_t b = 0; b < count / kQBlock; ++b)
+        dequantize_q4_1_block(data + (begin / kQBlock + b) * 20, out + b * kQBlock);
       return;
-    default:
-      return;
+    default: return;
   }
 }
 
@@ -118,9 +120,12 @@ Result<std::vector<float>> gguf_dequantize(const GgufTensor& tensor) {
   if (num_chunks < 1024) {
     dequantize_unchecked(tensor, 0, total, out.data());
   } else {
-    global_thread_pool().parallel_for(num_chunks, [&](size_t begin, size_t end) {
-      dequantize_unchecked(tensor, begin * kQBlock, (end - begin) * kQBlock, out.data() + begin * kQBlock);
-    }, /*min_chunk=*/1024);
+    global_thread_pool().parallel_for(
+        num_chunks,
+        [&](size_t begin, size_t end) {
+          dequantize_unchecked(tensor, begin * kQBlock, (end - begin) * kQBlock, out.data() + begin * kQBlock);
+        },
+        /*min_chunk=*/1024);
   }
   // A tail shorter than 32 elements exists only for F32/F16/BF16 with odd sizes.
   const uint64_t tail_begin = num_chunks * kQBlock;

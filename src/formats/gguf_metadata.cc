@@ -24,15 +24,13 @@ const char* value_kind(const GgufValue& value) {
 
 }  // namespace
 
-#define CROSSPOINT_GGUF_LOOKUP(key, wanted)                                                             \
-  auto it = metadata_.find(key);                                                                        \
-  if (it == metadata_.end()) {                                                                          \
-    return not_found(path() + ": metadata key '" + key + "' is missing");                               \
-  }                                                                                                     \
-  const GgufValue& value = it->second;                                                                  \
-  auto wrong_type = [&]() {                                                                             \
-    return invalid_argument(path() + ": metadata key '" + key + "' is a " + value_kind(value) +         \
-                            ", expected " + wanted);                                                    \
+#define CROSSPOINT_GGUF_LOOKUP(key, wanted)                                                                     \
+  auto it = metadata_.find(key);                                                                                \
+  if (it == metadata_.end()) { return not_found(path() + ": metadata key '" + key + "' is missing"); }          \
+  const GgufValue& value = it->second;                                                                          \
+  auto wrong_type = [&]() {                                                                                     \
+    return invalid_argument(path() + ": metadata key '" + key + "' is a " + value_kind(value) + ", expected " + \
+                            wanted);                                                                            \
   }
 
 Result<std::string> GgufFile::get_string(const std::string& key) const {

@@ -47,7 +47,9 @@ double shortest_f32(double value) { return std::stod(fmt::format("{}", static_ca
 
 Result<int64_t> positive_key(const GgufFile& gguf, const std::string& key) {
   CROSSPOINT_ASSIGN_OR_RETURN(int64_t value, gguf.get_int(key));
-  if (value <= 0) return invalid_argument(gguf.path() + ": metadata key '" + key + "' must be positive, got " + std::to_string(value));
+  if (value <= 0)
+    return invalid_argument(gguf.path() + ": metadata key '" + key + "' must be positive, got " +
+                            std::to_string(value));
   return value;
 }
 
@@ -102,7 +104,8 @@ Result<GgufModelParams> read_params(const GgufFile& gguf) {
     return unsupported(gguf.path() + ": tensor 'rope_freqs.weight' (llama3 RoPE scaling) is not implemented");
   }
   CROSSPOINT_ASSIGN_OR_RETURN(p.rms_norm_eps, gguf.get_float(a + "attention.layer_norm_rms_epsilon"));
-  if (!(p.rms_norm_eps > 0)) return invalid_argument(gguf.path() + ": " + a + "attention.layer_norm_rms_epsilon must be positive");
+  if (!(p.rms_norm_eps > 0))
+    return invalid_argument(gguf.path() + ": " + a + "attention.layer_norm_rms_epsilon must be positive");
   p.rms_norm_eps = shortest_f32(p.rms_norm_eps);
   if (gguf.has(a + "rope.freq_base")) {
     CROSSPOINT_ASSIGN_OR_RETURN(p.rope_theta, gguf.get_float(a + "rope.freq_base"));
@@ -206,12 +209,13 @@ Status write_text(const std::string& path, const std::string& text) {
 Status check_required_tensors(const GgufFile& gguf, const GgufModelParams& p) {
   std::vector<std::string> required = {"token_embd.weight", "output_norm.weight"};
   for (int64_t layer = 0; layer < p.num_layers; ++layer) {
-    for (const char* part : {"attn_norm", "attn_q", "attn_k", "attn_v", "attn_output", "ffn_norm", "ffn_gate",
-                             "ffn_up", "ffn_down"}) {
+    for (const char* part :
+         {"attn_norm", "attn_q", "attn_k", "attn_v", "attn_output", "ffn_norm", "ffn_gate", "ffn_up", "ffn_down"}) {
       required.push_back(fmt::format("blk.{}.{}.weight", layer, part));
     }
     if (p.gguf_architecture == "qwen2") {
-      for (const char* part : {"attn_q", "attn_k", "attn_v"}) required.push_back(fmt::format("blk.{}.{}.bias", layer, part));
+      for (const char* part : {"attn_q", "attn_k", "attn_v"})
+        required.push_back(fmt::format("blk.{}.{}.bias", layer, part));
     }
   }
   for (const std::string& name : required) {
@@ -271,9 +275,9 @@ std::string hf_tensor_name(const std::string& gguf_name) {
   const std::string part = rest.substr(0, dot), kind = rest.substr(dot + 1);
   if (kind != "weight" && kind != "bias") return "";
   static const std::pair<const char*, const char*> kParts[] = {
-      {"attn_norm", "input_layernorm"},     {"attn_q", "self_attn.q_proj"},   {"attn_k", "self_attn.k_proj"},
-      {"attn_v", "self_attn.v_proj"},       {"attn_output", "self_attn.o_proj"}, {"ffn_norm", "post_attention_layernorm"},
-      {"ffn_gate", "mlp.gate_proj"},        {"ffn_up", "mlp.up_proj"},        {"ffn_down", "mlp.down_proj"},
+      {"attn_norm", "input_layernorm"}, {"attn_q", "self_attn.q_proj"},      {"attn_k", "self_attn.k_proj"},
+      {"attn_v", "self_attn.v_proj"},   {"attn_output", "self_attn.o_proj"}, {"ffn_norm", "post_attention_layernorm"},
+      {"ffn_gate", "mlp.gate_proj"},    {"ffn_up", "mlp.up_proj"},           {"ffn_down", "mlp.down_proj"},
   };
   for (const auto& [gguf_part, hf_part] : kParts) {
     if (part == gguf_part) return "model.layers." + layer + "." + hf_part + "." + kind;
@@ -317,7 +321,8 @@ Status convert_gguf_to_hf(const GgufFile& gguf, const std::string& out_dir, Gguf
   for (const GgufTensor& tensor : gguf.tensors()) {
     const std::string hf_name = hf_tensor_name(tensor.name);
     if (hf_name.empty()) {
-      return unsupported(gguf.path() + ": tensor '" + tensor.name + "' has no Hugging Face equivalent crosspoint knows");
+      return unsupported(gguf.path() + ": tensor '" + tensor.name +
+                         "' has no Hugging Face equivalent crosspoint knows");
     }
     log_debug("{} ({}, dims {}) -> {}", tensor.name, ggml_type_name(tensor.type), shape_text(tensor.shape()), hf_name);
     CROSSPOINT_ASSIGN_OR_RETURN(TensorToWrite converted, convert_tensor(gguf, p, tensor, hf_name));
@@ -334,8 +339,9 @@ Status convert_gguf_to_hf(const GgufFile& gguf, const std::string& out_dir, Gguf
   nlohmann::ordered_json generation;
   if (p.bos_token_id) generation["bos_token_id"] = *p.bos_token_id;
   if (p.eos_token_id) generation["eos_token_id"] = *p.eos_token_id;
-  CROSSPOINT_RETURN_IF_ERROR(write_text((dir / "generation_config.json").string(),
-                                        (generation.empty() ? nlohmann::ordered_json::object() : generation).dump(2) + "\n"));
+  CROSSPOINT_RETURN_IF_ERROR(
+      write_text((dir / "generation_config.json").string(),
+                 (generation.empty() ? nlohmann::ordered_json::object() : generation).dump(2) + "\n"));
   uint64_t num_bytes = 0;
   for (const TensorToWrite& t : tensors) num_bytes += t.bytes.size();
   CROSSPOINT_RETURN_IF_ERROR(write_safetensors((dir / "model.safetensors").string(), tensors));

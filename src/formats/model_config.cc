@@ -52,7 +52,8 @@ class FieldReader {
   // An optional positive float with a default.
   Result<double> positive_double(const std::string& field, double fallback, const json* value) const {
     if (value == nullptr) return fallback;
-    if (!value->is_number()) return error(StatusCode::kInvalidArgument, field, "expected a number, got " + value->dump());
+    if (!value->is_number())
+      return error(StatusCode::kInvalidArgument, field, "expected a number, got " + value->dump());
     const double v = value->get<double>();
     if (!(v > 0) || !std::isfinite(v)) return error(StatusCode::kInvalidArgument, field, "must be positive and finite");
     return v;
@@ -61,7 +62,8 @@ class FieldReader {
   Result<bool> boolean(const std::string& field, bool fallback) const {
     const json* value = find(field);
     if (value == nullptr) return fallback;
-    if (!value->is_boolean()) return error(StatusCode::kInvalidArgument, field, "expected true/false, got " + value->dump());
+    if (!value->is_boolean())
+      return error(StatusCode::kInvalidArgument, field, "expected true/false, got " + value->dump());
     return value->get<bool>();
   }
 
@@ -72,7 +74,8 @@ class FieldReader {
     if (value == nullptr) return ids;
     auto push = [&](const json& item) -> Status {
       if (!item.is_number_integer() || item.get<int64_t>() < 0) {
-        return error(StatusCode::kInvalidArgument, field, "expected a token id or a list of them, got " + value->dump());
+        return error(StatusCode::kInvalidArgument, field,
+                     "expected a token id or a list of them, got " + value->dump());
       }
       ids.push_back(item.get<int64_t>());
       return Status::ok();
@@ -165,7 +168,8 @@ Result<ModelConfig> parse_model_config(const std::string& json_text, const std::
 
   config.num_key_value_heads = config.num_attention_heads;
   if (const json* kv_heads = reader.find("num_key_value_heads")) {
-    CROSSPOINT_ASSIGN_OR_RETURN(config.num_key_value_heads, reader.positive_int_value("num_key_value_heads", *kv_heads));
+    CROSSPOINT_ASSIGN_OR_RETURN(config.num_key_value_heads,
+                                reader.positive_int_value("num_key_value_heads", *kv_heads));
   }
   if (config.num_attention_heads % config.num_key_value_heads != 0) {
     return reader.error(StatusCode::kInvalidArgument, "num_key_value_heads",
@@ -193,8 +197,7 @@ Result<ModelConfig> parse_model_config(const std::string& json_text, const std::
 
   if (const json* act = reader.find("hidden_act")) {
     if (!act->is_string() || act->get<std::string>() != "silu") {
-      return reader.error(StatusCode::kUnsupported, "hidden_act",
-                          act->dump() + " is not supported (only \"silu\")");
+      return reader.error(StatusCode::kUnsupported, "hidden_act", act->dump() + " is not supported (only \"silu\")");
     }
   }
   CROSSPOINT_ASSIGN_OR_RETURN(config.tie_word_embeddings, reader.boolean("tie_word_embeddings", false));
@@ -202,7 +205,8 @@ Result<ModelConfig> parse_model_config(const std::string& json_text, const std::
     config.attention_bias = true;  // hard-wired in Qwen2Attention, not a config flag
     CROSSPOINT_ASSIGN_OR_RETURN(bool sliding, reader.boolean("use_sliding_window", false));
     if (sliding) {
-      return reader.error(StatusCode::kUnsupported, "use_sliding_window", "sliding-window attention is not implemented");
+      return reader.error(StatusCode::kUnsupported, "use_sliding_window",
+                          "sliding-window attention is not implemented");
     }
   } else {
     CROSSPOINT_ASSIGN_OR_RETURN(config.attention_bias, reader.boolean("attention_bias", false));

@@ -14,20 +14,20 @@ enum class Architecture { kLlama, kQwen2 };
 
 struct ModelConfig {
   Architecture architecture = Architecture::kLlama;
-  std::string architecture_name;     // "LlamaForCausalLM" / "Qwen2ForCausalLM"
-  int64_t hidden_size = 0;           // d
-  int64_t intermediate_size = 0;     // MLP width
+  std::string architecture_name;  // "LlamaForCausalLM" / "Qwen2ForCausalLM"
+  int64_t hidden_size = 0;        // d
+  int64_t intermediate_size = 0;  // MLP width
   int64_t num_hidden_layers = 0;
   int64_t num_attention_heads = 0;
-  int64_t num_key_value_heads = 0;   // GQA; equals num_attention_heads when absent
-  int64_t head_dim = 0;              // "head_dim" if present, else hidden_size / num_attention_heads
+  int64_t num_key_value_heads = 0;  // GQA; equals num_attention_heads when absent
+  int64_t head_dim = 0;             // "head_dim" if present, else hidden_size / num_attention_heads
   int64_t vocab_size = 0;
   int64_t max_position_embeddings = 0;
   double rope_theta = 10000.0;
   double rms_norm_eps = 1e-6;
   bool tie_word_embeddings = false;
-  bool attention_bias = false;       // q/k/v bias: always true for Qwen2, config flag for Llama
-  std::string torch_dtype;           // "float16", "bfloat16", "float32" (informational)
+  bool attention_bias = false;         // q/k/v bias: always true for Qwen2, config flag for Llama
+  std::string torch_dtype;             // "float16", "bfloat16", "float32" (informational)
   std::vector<int64_t> eos_token_ids;  // may be several
   std::optional<int64_t> bos_token_id;
   // Raw "quantization_config" object as JSON text, empty when absent; parsed by the

@@ -37,8 +37,7 @@ struct HeaderEntry {
   uint64_t end = 0;
 };
 
-Result<HeaderEntry> parse_entry(const std::string& path, const std::string& name,
-                                const nlohmann::json& value) {
+Result<HeaderEntry> parse_entry(const std::string& path, const std::string& name, const nlohmann::json& value) {
   const std::string where = path + ": tensor '" + name + "'";
   if (!value.is_object()) return corrupt(where + ": header entry is not a JSON object");
   HeaderEntry entry;
@@ -55,9 +54,7 @@ Result<HeaderEntry> parse_entry(const std::string& path, const std::string& name
   entry.info.dtype = *dtype;
 
   auto shape_it = value.find("shape");
-  if (shape_it == value.end() || !shape_it->is_array()) {
-    return corrupt(where + ": missing or non-array \"shape\"");
-  }
+  if (shape_it == value.end() || !shape_it->is_array()) { return corrupt(where + ": missing or non-array \"shape\""); }
   // prod(shape) * dtype size, checked for overflow.
   uint64_t num_bytes = dtype_size(*dtype);
   bool overflow = false;
@@ -82,9 +79,8 @@ Result<HeaderEntry> parse_entry(const std::string& path, const std::string& name
                    std::to_string(entry.begin));
   }
   if (entry.end - entry.begin != num_bytes) {
-    return corrupt(where + ": data_offsets span " + std::to_string(entry.end - entry.begin) +
-                   " bytes but shape " + shape_it->dump() + " x " + dtype_text + " needs " +
-                   std::to_string(num_bytes));
+    return corrupt(where + ": data_offsets span " + std::to_string(entry.end - entry.begin) + " bytes but shape " +
+                   shape_it->dump() + " x " + dtype_text + " needs " + std::to_string(num_bytes));
   }
   entry.info.num_bytes = static_cast<size_t>(num_bytes);
   return entry;
@@ -100,15 +96,14 @@ Status check_tiling(const std::string& path, std::vector<const HeaderEntry*> ent
   const HeaderEntry* previous = nullptr;
   for (const HeaderEntry* entry : entries) {
     if (entry->end > data_bytes) {
-      return corrupt(path + ": tensor '" + entry->info.name + "': data_offsets [" +
-                     std::to_string(entry->begin) + ", " + std::to_string(entry->end) +
-                     "] run past the data section of " + std::to_string(data_bytes) +
-                     " bytes (file truncated?)");
+      return corrupt(path + ": tensor '" + entry->info.name + "': data_offsets [" + std::to_string(entry->begin) +
+                     ", " + std::to_string(entry->end) + "] run past the data section of " +
+                     std::to_string(data_bytes) + " bytes (file truncated?)");
     }
     if (entry->begin < expected_begin) {
-      return corrupt(path + ": tensor '" + entry->info.name + "' overlaps tensor '" +
-                     previous->info.name + "' (begin " + std::to_string(entry->begin) +
-                     " < previous end " + std::to_string(expected_begin) + ")");
+      return corrupt(path + ": tensor '" + entry->info.name + "' overlaps tensor '" + previous->info.name +
+                     "' (begin " + std::to_string(entry->begin) + " < previous end " + std::to_string(expected_begin) +
+                     ")");
     }
     if (entry->begin > expected_begin) {
       return corrupt(path + ": tensor '" + entry->info.name + "': gap of " +
@@ -119,9 +114,8 @@ Status check_tiling(const std::string& path, std::vector<const HeaderEntry*> ent
     previous = entry;
   }
   if (expected_begin != data_bytes) {
-    return corrupt(path + ": tensors cover " + std::to_string(expected_begin) +
-                   " bytes but the data section has " + std::to_string(data_bytes) +
-                   " (trailing bytes or missing tensors)");
+    return corrupt(path + ": tensors cover " + std::to_string(expected_begin) + " bytes but the data section has " +
+                   std::to_string(data_bytes) + " (trailing bytes or missing tensors)");
   }
   return Status::ok();
 }

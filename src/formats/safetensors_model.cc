@@ -41,8 +41,7 @@ Result<std::unique_ptr<SafetensorsModel>> SafetensorsModel::open_dir(const std::
     }
     for (const auto& [tensor_name, shard_json] : map_it->items()) {
       if (!shard_json.is_string() || !is_plain_file_name(shard_json.get<std::string>())) {
-        return corrupt(index_path + ": weight_map entry '" + tensor_name +
-                       "' is not a plain shard file name");
+        return corrupt(index_path + ": weight_map entry '" + tensor_name + "' is not a plain shard file name");
       }
       shard_tensors[shard_json.get<std::string>()].push_back(tensor_name);
     }
@@ -65,8 +64,8 @@ Result<std::unique_ptr<SafetensorsModel>> SafetensorsModel::open_dir(const std::
     for (const auto& [tensor_name, info] : owned->tensors()) {
       auto [it, inserted] = model->index_.emplace(tensor_name, &info);
       if (!inserted) {
-        return corrupt(dir + ": tensor '" + tensor_name + "' appears in both " + it->second->file +
-                       " and " + shard_path);
+        return corrupt(dir + ": tensor '" + tensor_name + "' appears in both " + it->second->file + " and " +
+                       shard_path);
       }
     }
     model->files_.push_back(std::move(owned));

@@ -29,9 +29,8 @@ Status write_safetensors(const std::string& path, const std::vector<TensorToWrit
       expected_bytes *= static_cast<uint64_t>(dim);
     }
     if (expected_bytes != tensor.bytes.size()) {
-      return invalid_argument(path + ": tensor '" + tensor.name + "' has " +
-                              std::to_string(tensor.bytes.size()) + " bytes but its shape and dtype need " +
-                              std::to_string(expected_bytes));
+      return invalid_argument(path + ": tensor '" + tensor.name + "' has " + std::to_string(tensor.bytes.size()) +
+                              " bytes but its shape and dtype need " + std::to_string(expected_bytes));
     }
     order.push_back(&tensor);
   }

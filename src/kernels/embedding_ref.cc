@@ -8,7 +8,8 @@ Status check_embedding_ids(const EmbeddingArgs& a) {
   for (int64_t t = 0; t < a.num_tokens; ++t) {
     if (a.token_ids[t] < 0 || a.token_ids[t] >= a.vocab_size)
       return invalid_argument("embedding: token id " + std::to_string(a.token_ids[t]) + " at position " +
-                              std::to_string(t) + " is outside the vocabulary [0, " + std::to_string(a.vocab_size) + ")");
+                              std::to_string(t) + " is outside the vocabulary [0, " + std::to_string(a.vocab_size) +
+                              ")");
   }
   return Status::ok();
 }

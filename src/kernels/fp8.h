@@ -31,9 +31,9 @@ inline uint8_t f32_to_e4m3(float f) {
   std::memcpy(&bits, &f, sizeof bits);
   const uint8_t sign = static_cast<uint8_t>((bits >> 24) & 0x80u);
   const uint32_t abs_bits = bits & 0x7fffffffu;
-  if (abs_bits > 0x7f800000u) return sign | 0x7Fu;  // NaN
+  if (abs_bits > 0x7f800000u) return sign | 0x7Fu;   // NaN
   if (abs_bits >= 0x43e00000u) return sign | 0x7Eu;  // >= 448 or inf: saturate
-  if (abs_bits < 0x3c800000u) {                        // < 2^-6: subnormal range, step 2^-9
+  if (abs_bits < 0x3c800000u) {                      // < 2^-6: subnormal range, step 2^-9
     float abs_f;
     std::memcpy(&abs_f, &abs_bits, sizeof abs_f);
     // abs_f * 512 is exact; nearbyint rounds half to even in the default rounding mode.
@@ -66,8 +66,8 @@ inline float e4m3_to_f32(uint8_t q) {
 struct Fp8QuantizeArgs {
   const float* x = nullptr;  // [num_rows, num_cols] f32, rows x_row_stride apart (0: num_cols)
   int64_t x_row_stride = 0;
-  uint8_t* xq = nullptr;     // [num_rows, num_cols] e4m3 bytes, dense
-  float* scale = nullptr;    // [num_rows] f32 per-token scale
+  uint8_t* xq = nullptr;   // [num_rows, num_cols] e4m3 bytes, dense
+  float* scale = nullptr;  // [num_rows] f32 per-token scale
   int64_t num_rows = 0;
   int64_t num_cols = 0;
 };

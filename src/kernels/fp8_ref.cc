@@ -46,7 +46,7 @@ Status validate_fp8_linear_args(const Fp8LinearArgs& a) {
 Status fp8_linear_ref(const Fp8LinearArgs& a) {
   CROSSPOINT_RETURN_IF_ERROR(validate_fp8_linear_args(a));
   const int64_t K = a.in_features;
-  std::vector<uint8_t> xq(static_cast<size_t>(a.num_rows * K));  // [num_rows, K] e4m3
+  std::vector<uint8_t> xq(static_cast<size_t>(a.num_rows * K));   // [num_rows, K] e4m3
   std::vector<float> act_scale(static_cast<size_t>(a.num_rows));  // [num_rows]
   CROSSPOINT_RETURN_IF_ERROR(
       fp8_quantize_per_token_ref({a.x, a.x_row_stride, xq.data(), act_scale.data(), a.num_rows, K}));

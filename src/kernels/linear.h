@@ -10,9 +10,9 @@
 namespace crosspoint {
 
 struct LinearArgs {
-  const float* x = nullptr;     // [num_rows, in_features] f32, rows x_row_stride apart
-  int64_t x_row_stride = 0;     // elements; 0 means in_features
-  const void* weight = nullptr; // [out_features, in_features] in weight_dtype (f32/f16/bf16)
+  const float* x = nullptr;      // [num_rows, in_features] f32, rows x_row_stride apart
+  int64_t x_row_stride = 0;      // elements; 0 means in_features
+  const void* weight = nullptr;  // [out_features, in_features] in weight_dtype (f32/f16/bf16)
   DType weight_dtype = DType::kF32;
   const float* bias = nullptr;  // [out_features] f32, or null
   float* y = nullptr;           // [num_rows, out_features] f32

@@ -18,7 +18,7 @@ struct PagedKvLayout {
   float* key_cache = nullptr;    // [num_blocks, block_size, num_kv_heads, head_dim] f32
   float* value_cache = nullptr;  // [num_blocks, block_size, num_kv_heads, head_dim] f32
   int32_t num_blocks = 0;
-  int32_t block_size = 0;        // tokens per block
+  int32_t block_size = 0;  // tokens per block
   int32_t num_kv_heads = 0;
   int32_t head_dim = 0;
   const int32_t* block_tables = nullptr;  // [num_seqs, max_blocks_per_seq] physical block ids
@@ -48,7 +48,7 @@ struct PagedAttentionArgs {
   int64_t query_row_stride = 0;  // elements; 0 means num_heads * head_dim
   float* output = nullptr;       // [num_tokens, num_heads, head_dim] f32, dense
   int32_t num_heads = 0;
-  float scale = 0.0f;            // usually 1 / sqrt(head_dim)
+  float scale = 0.0f;  // usually 1 / sqrt(head_dim)
   PagedKvLayout layout;
 };
 

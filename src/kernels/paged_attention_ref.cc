@@ -10,7 +10,8 @@ namespace crosspoint {
 Status validate_paged_kv_layout(const PagedKvLayout& l, int32_t num_tokens) {
   if (l.block_size <= 0 || l.num_kv_heads <= 0 || l.head_dim <= 0 || l.num_blocks <= 0 || l.num_seqs < 0)
     return invalid_argument("paged kv: block_size, num_kv_heads, head_dim and num_blocks must be positive");
-  if (!l.key_cache || !l.value_cache || !l.seq_token_start || (l.num_seqs > 0 && (!l.seq_context_len || !l.block_tables)))
+  if (!l.key_cache || !l.value_cache || !l.seq_token_start ||
+      (l.num_seqs > 0 && (!l.seq_context_len || !l.block_tables)))
     return invalid_argument("paged kv: null cache or table pointer");
   if (l.seq_token_start[0] != 0) return invalid_argument("paged kv: seq_token_start[0] must be 0");
   for (int32_t s = 0; s < l.num_seqs; ++s) {
@@ -75,7 +76,8 @@ Status paged_attention_ref(const PagedAttentionArgs& a) {
         float* out = a.output + (int64_t{t} * a.num_heads + h) * l.head_dim;
         for (int32_t d = 0; d < l.head_dim; ++d) {
           double sum = 0.0;
-          for (int32_t p = 0; p < visible; ++p) sum += scores[p] * static_cast<double>(l.value_cache[cache_offset(l, s, p, h / group) + d]);
+          for (int32_t p = 0; p < visible; ++p)
+            sum += scores[p] * static_cast<double>(l.value_cache[cache_offset(l, s, p, h / group) + d]);
           out[d] = static_cast<float>(sum);
         }
       }

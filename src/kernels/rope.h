@@ -15,11 +15,11 @@ namespace crosspoint {
 std::vector<float> rope_inv_freq(int64_t head_dim, double theta);
 
 struct RopeArgs {
-  float* x = nullptr;               // [num_tokens, num_heads, head_dim] f32, rotated in place;
-  int64_t row_stride = 0;           //   tokens row_stride elements apart (0: num_heads * head_dim)
+  float* x = nullptr;      // [num_tokens, num_heads, head_dim] f32, rotated in place;
+  int64_t row_stride = 0;  //   tokens row_stride elements apart (0: num_heads * head_dim)
   int64_t num_tokens = 0;
   int64_t num_heads = 0;
-  int64_t head_dim = 0;             // even
+  int64_t head_dim = 0;                // even
   const int32_t* positions = nullptr;  // [num_tokens] absolute positions
   const float* inv_freq = nullptr;     // [head_dim / 2] from rope_inv_freq
 };

@@ -25,8 +25,8 @@
 namespace crosspoint {
 
 struct W4A16LinearArgs {
-  const float* x = nullptr;        // [num_rows, in_features] f32, rows x_row_stride apart
-  int64_t x_row_stride = 0;        // elements; 0 means in_features
+  const float* x = nullptr;          // [num_rows, in_features] f32, rows x_row_stride apart
+  int64_t x_row_stride = 0;          // elements; 0 means in_features
   const int32_t* qweight = nullptr;  // [in_features / 8, out_features] packed int4
   const uint16_t* scales = nullptr;  // [num_groups, out_features] fp16 bits
   const uint8_t* zeros = nullptr;    // [num_groups, out_features] zero points 0..15
@@ -36,9 +36,9 @@ struct W4A16LinearArgs {
   const float* bias = nullptr;       // [out_features] f32, or null
   float* y = nullptr;                // [num_rows, out_features] f32
   int64_t num_rows = 0;
-  int64_t in_features = 0;         // K, a multiple of 8
-  int64_t out_features = 0;        // N
-  int64_t group_size = 0;          // G; the fast kernel needs K % G == 0 and G % 8 == 0
+  int64_t in_features = 0;   // K, a multiple of 8
+  int64_t out_features = 0;  // N
+  int64_t group_size = 0;    // G; the fast kernel needs K % G == 0 and G % 8 == 0
 };
 
 // Number of groups for K input rows: ceil(K / G).

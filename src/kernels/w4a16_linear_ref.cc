@@ -19,8 +19,8 @@ Status validate_w4a16_linear_args(const W4A16LinearArgs& a, const char* op) {
                             std::to_string(a.group_size) + ")");
   if (a.in_features % 8 != 0)
     return invalid_argument(name + ": in_features " + std::to_string(a.in_features) + " is not a multiple of 8");
-  if (a.num_rows > 0 && (a.x == nullptr || a.qweight == nullptr || a.scales == nullptr || a.zeros == nullptr ||
-                         a.y == nullptr))
+  if (a.num_rows > 0 &&
+      (a.x == nullptr || a.qweight == nullptr || a.scales == nullptr || a.zeros == nullptr || a.y == nullptr))
     return invalid_argument(name + ": null x, qweight, scales, zeros or y");
   if (a.x_row_stride != 0 && a.x_row_stride < a.in_features)
     return invalid_argument(name + ": x_row_stride smaller than in_features");

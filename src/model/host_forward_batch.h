@@ -18,12 +18,13 @@ struct HostForwardBatch {
   std::vector<int32_t> seq_context_len;        // [num_seqs]
   std::vector<int32_t> block_tables;           // [num_seqs, max_blocks_per_seq]
   int32_t max_blocks_per_seq = 0;
-  std::vector<int32_t> logits_token_idx;       // [num_logits]; add_sequence adds none
+  std::vector<int32_t> logits_token_idx;  // [num_logits]; add_sequence adds none
 
   // Appends a sequence computing `tokens` after `num_cached` tokens already in its cache
   // (positions num_cached, num_cached + 1, ...), its K/V in `block_table_row`
   // ([max_blocks_per_seq] block ids).
-  void add_sequence(const std::vector<int32_t>& tokens, int32_t num_cached, const std::vector<int32_t>& block_table_row) {
+  void add_sequence(const std::vector<int32_t>& tokens, int32_t num_cached,
+                    const std::vector<int32_t>& block_table_row) {
     CROSSPOINT_CHECK(static_cast<int32_t>(block_table_row.size()) == max_blocks_per_seq,
                      "HostForwardBatch: a block table row has max_blocks_per_seq entries");
     for (size_t i = 0; i < tokens.size(); ++i) {

@@ -18,7 +18,8 @@ std::string gib(double bytes) {
 
 Result<KvBudget> kv_budget_for_utilization(const KvBudgetInputs& in) {
   if (!(in.gpu_memory_utilization > 0.0) || in.gpu_memory_utilization > 1.0)
-    return invalid_argument("--gpu-memory-utilization must be in (0, 1], got " + std::to_string(in.gpu_memory_utilization));
+    return invalid_argument("--gpu-memory-utilization must be in (0, 1], got " +
+                            std::to_string(in.gpu_memory_utilization));
   if (in.total_bytes == 0 || in.free_bytes > in.total_bytes || in.bytes_per_block == 0)
     return invalid_argument("kv budget: total, free and per-block sizes are inconsistent");
   KvBudget budget;

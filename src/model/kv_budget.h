@@ -12,15 +12,15 @@
 namespace crosspoint {
 
 struct KvBudgetInputs {
-  size_t total_bytes = 0;          // cudaMemGetInfo total
-  size_t free_bytes = 0;           // cudaMemGetInfo free, after weights and the profile run
+  size_t total_bytes = 0;               // cudaMemGetInfo total
+  size_t free_bytes = 0;                // cudaMemGetInfo free, after weights and the profile run
   double gpu_memory_utilization = 0.9;  // (0, 1]
-  size_t reserve_bytes = 0;        // kept free for what comes after the KV cache (graphs)
-  size_t bytes_per_block = 0;      // K and V of one block across all layers
+  size_t reserve_bytes = 0;             // kept free for what comes after the KV cache (graphs)
+  size_t bytes_per_block = 0;           // K and V of one block across all layers
 };
 
 struct KvBudget {
-  size_t kv_bytes = 0;    // num_blocks * bytes_per_block
+  size_t kv_bytes = 0;  // num_blocks * bytes_per_block
   int64_t num_blocks = 0;
   size_t used_bytes = 0;  // in use on the device before the KV cache (ours and others')
 };

@@ -15,7 +15,7 @@ namespace crosspoint {
 struct KvCacheShape {
   int32_t num_layers = 0;
   int32_t num_blocks = 0;
-  int32_t block_size = 16;   // tokens per block
+  int32_t block_size = 16;  // tokens per block
   int32_t num_kv_heads = 0;
   int32_t head_dim = 0;
 
@@ -41,7 +41,7 @@ class CpuKvCache {
 
  private:
   KvCacheShape shape_;
-  std::vector<std::vector<float>> keys_;    // [num_layers][num_blocks * block_size * num_kv_heads * head_dim]
+  std::vector<std::vector<float>> keys_;  // [num_layers][num_blocks * block_size * num_kv_heads * head_dim]
   std::vector<std::vector<float>> values_;
 };
 

@@ -41,7 +41,8 @@ Result<std::unique_ptr<LinearWeight>> load_dense_linear_weight(const LinearWeigh
                               require_float_tensor(*r.tensors, r.prefix + ".weight", {r.out_features, r.in_features}));
   std::vector<float> bias;
   if (r.has_bias) {
-    CROSSPOINT_ASSIGN_OR_RETURN(const TensorInfo* b, require_float_tensor(*r.tensors, r.prefix + ".bias", {r.out_features}));
+    CROSSPOINT_ASSIGN_OR_RETURN(const TensorInfo* b,
+                                require_float_tensor(*r.tensors, r.prefix + ".bias", {r.out_features}));
     bias.resize(r.out_features);
     for (int64_t i = 0; i < r.out_features; ++i) bias[i] = load_weight(b->data, b->dtype, i);
   }

@@ -24,7 +24,7 @@ struct LinearWeightRequest {
   std::string prefix;
   int64_t in_features = 0;
   int64_t out_features = 0;
-  bool has_bias = false;  // read prefix + ".bias" ([out_features])
+  bool has_bias = false;    // read prefix + ".bias" ([out_features])
   bool is_lm_head = false;  // quantised formats usually keep the head dense
 };
 

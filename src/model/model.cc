@@ -25,8 +25,10 @@ Result<std::unique_ptr<Model>> Model::load(const std::string& model_dir, const M
 Status Model::load_weights(const ModelLoadOptions& options) {
   const ModelConfig& c = config_;
   CROSSPOINT_ASSIGN_OR_RETURN(auto format, select_linear_weight_format(c, options.linear_formats));
-  const int64_t d = c.hidden_size, q_dim = c.num_attention_heads * c.head_dim, kv_dim = c.num_key_value_heads * c.head_dim;
-  CROSSPOINT_ASSIGN_OR_RETURN(embed_tokens_, require_float_tensor(*tensors_, "model.embed_tokens.weight", {c.vocab_size, d}));
+  const int64_t d = c.hidden_size, q_dim = c.num_attention_heads * c.head_dim,
+                kv_dim = c.num_key_value_heads * c.head_dim;
+  CROSSPOINT_ASSIGN_OR_RETURN(embed_tokens_,
+                              require_float_tensor(*tensors_, "model.embed_tokens.weight", {c.vocab_size, d}));
   CROSSPOINT_ASSIGN_OR_RETURN(final_norm_, require_float_tensor(*tensors_, "model.norm.weight", {d}));
 
   auto linear = [&](const std::string& prefix, int64_t in, int64_t out, bool bias) {
@@ -62,7 +64,8 @@ Status Model::load_weights(const ModelLoadOptions& options) {
   head.in_features = d;
   head.out_features = c.vocab_size;
   head.is_lm_head = true;
-  head.prefix = (c.tie_word_embeddings || tensors_->find("lm_head.weight") == nullptr) ? "model.embed_tokens" : "lm_head";
+  head.prefix =
+      (c.tie_word_embeddings || tensors_->find("lm_head.weight") == nullptr) ? "model.embed_tokens" : "lm_head";
   if (!c.tie_word_embeddings && head.prefix != "lm_head")
     return not_found(dir_ + ": tensor lm_head.weight is missing and config.json has tie_word_embeddings false");
   CROSSPOINT_ASSIGN_OR_RETURN(lm_head_, format->load(head));
@@ -120,8 +123,9 @@ Status validate_batch(const ForwardBatch& b, const ModelConfig& c, const CpuKvCa
     for (int32_t t = start; t < end; ++t) {
       const int32_t expected = b.seq_context_len[s_idx] - (end - start) + (t - start);
       if (b.positions[t] != expected)
-        return invalid_argument("forward: token " + std::to_string(t) + " has position " + std::to_string(b.positions[t]) +
-                                " but its sequence's context length implies " + std::to_string(expected));
+        return invalid_argument("forward: token " + std::to_string(t) + " has position " +
+                                std::to_string(b.positions[t]) + " but its sequence's context length implies " +
+                                std::to_string(expected));
     }
   }
   for (int32_t idx : b.logits_token_idx)
@@ -154,16 +158,16 @@ Status Model::run_layer(int32_t layer_idx, const ForwardBatch& batch, CpuKvCache
   const DecoderLayerWeights& w = layers_[layer_idx];
   const int64_t T = batch.num_tokens(), d = c.hidden_size, D = c.head_dim, inter = c.intermediate_size;
   const int64_t H = c.num_attention_heads, Hkv = c.num_key_value_heads;
-  std::vector<float> x(T * d);          // [T, d] normed input
-  std::vector<float> q(T * H * D);      // [T, H, D]
-  std::vector<float> k(T * Hkv * D);    // [T, Hkv, D]
-  std::vector<float> v(T * Hkv * D);    // [T, Hkv, D]
-  std::vector<float> attn(T * H * D);   // [T, H, D]
-  std::vector<float> gate(T * inter);   // [T, intermediate]
-  std::vector<float> up(T * inter);     // [T, intermediate]
+  std::vector<float> x(T * d);         // [T, d] normed input
+  std::vector<float> q(T * H * D);     // [T, H, D]
+  std::vector<float> k(T * Hkv * D);   // [T, Hkv, D]
+  std::vector<float> v(T * Hkv * D);   // [T, Hkv, D]
+  std::vector<float> attn(T * H * D);  // [T, H, D]
+  std::vector<float> gate(T * inter);  // [T, intermediate]
+  std::vector<float> up(T * inter);    // [T, intermediate]
 
-  CROSSPOINT_RETURN_IF_ERROR(rms_norm({hidden, w.input_norm->data, w.input_norm->dtype, x.data(), T, d,
-                                       static_cast<float>(c.rms_norm_eps)}));
+  CROSSPOINT_RETURN_IF_ERROR(
+      rms_norm({hidden, w.input_norm->data, w.input_norm->dtype, x.data(), T, d, static_cast<float>(c.rms_norm_eps)}));
   CROSSPOINT_RETURN_IF_ERROR(w.q_proj->forward(x.data(), T, 0, q.data()));
   CROSSPOINT_RETURN_IF_ERROR(w.k_proj->forward(x.data(), T, 0, k.data()));
   CROSSPOINT_RETURN_IF_ERROR(w.v_proj->forward(x.data(), T, 0, v.data()));
@@ -172,13 +176,13 @@ Status Model::run_layer(int32_t layer_idx, const ForwardBatch& batch, CpuKvCache
 
   const PagedKvLayout layout = make_layout(batch, kv_cache, layer_idx);
   CROSSPOINT_RETURN_IF_ERROR(kv_cache_write({k.data(), v.data(), 0, 0, layout}));
-  CROSSPOINT_RETURN_IF_ERROR(paged_attention({q.data(), 0, attn.data(), static_cast<int32_t>(H),
-                                              1.0f / std::sqrt(static_cast<float>(D)), layout}));
+  CROSSPOINT_RETURN_IF_ERROR(paged_attention(
+      {q.data(), 0, attn.data(), static_cast<int32_t>(H), 1.0f / std::sqrt(static_cast<float>(D)), layout}));
   CROSSPOINT_RETURN_IF_ERROR(w.o_proj->forward(attn.data(), T, 0, x.data()));
   CROSSPOINT_RETURN_IF_ERROR(residual_add(hidden, x.data(), T * d));
 
-  CROSSPOINT_RETURN_IF_ERROR(rms_norm({hidden, w.post_attention_norm->data, w.post_attention_norm->dtype, x.data(), T, d,
-                                       static_cast<float>(c.rms_norm_eps)}));
+  CROSSPOINT_RETURN_IF_ERROR(rms_norm({hidden, w.post_attention_norm->data, w.post_attention_norm->dtype, x.data(), T,
+                                       d, static_cast<float>(c.rms_norm_eps)}));
   CROSSPOINT_RETURN_IF_ERROR(w.gate_proj->forward(x.data(), T, 0, gate.data()));
   CROSSPOINT_RETURN_IF_ERROR(w.up_proj->forward(x.data(), T, 0, up.data()));
   CROSSPOINT_RETURN_IF_ERROR(silu_mul({gate.data(), up.data(), gate.data(), T * inter}));
@@ -191,8 +195,8 @@ Status Model::forward(const ForwardBatch& batch, CpuKvCache& kv_cache, float* lo
   const int64_t T = batch.num_tokens(), d = config_.hidden_size;
   if (T == 0) return Status::ok();
   std::vector<float> hidden(T * d);  // [T, d] f32 residual stream
-  CROSSPOINT_RETURN_IF_ERROR(embedding({batch.token_ids.data(), T, embed_tokens_->data, embed_tokens_->dtype,
-                                        config_.vocab_size, d, hidden.data()}));
+  CROSSPOINT_RETURN_IF_ERROR(embedding(
+      {batch.token_ids.data(), T, embed_tokens_->data, embed_tokens_->dtype, config_.vocab_size, d, hidden.data()}));
   for (int32_t layer = 0; layer < static_cast<int32_t>(layers_.size()); ++layer)
     CROSSPOINT_RETURN_IF_ERROR(run_layer(layer, batch, kv_cache, hidden.data()));
 
@@ -202,8 +206,8 @@ Status Model::forward(const ForwardBatch& batch, CpuKvCache& kv_cache, float* lo
   std::vector<float> selected(num_logits * d);  // [num_logits, d]
   for (int64_t i = 0; i < num_logits; ++i)
     std::copy_n(hidden.data() + batch.logits_token_idx[i] * d, d, selected.data() + i * d);
-  CROSSPOINT_RETURN_IF_ERROR(rms_norm({selected.data(), final_norm_->data, final_norm_->dtype, selected.data(), num_logits, d,
-                                       static_cast<float>(config_.rms_norm_eps)}));
+  CROSSPOINT_RETURN_IF_ERROR(rms_norm({selected.data(), final_norm_->data, final_norm_->dtype, selected.data(),
+                                       num_logits, d, static_cast<float>(config_.rms_norm_eps)}));
   return lm_head_->forward(selected.data(), num_logits, 0, logits);
 }
 

@@ -29,15 +29,15 @@ struct ModelLoadOptions {
 };
 
 struct DecoderLayerWeights {
-  const TensorInfo* input_norm = nullptr;          // [d] input_layernorm.weight
-  const TensorInfo* post_attention_norm = nullptr; // [d] post_attention_layernorm.weight
-  std::unique_ptr<LinearWeight> q_proj;     // d -> num_heads * head_dim (+ bias for Qwen2)
-  std::unique_ptr<LinearWeight> k_proj;     // d -> num_kv_heads * head_dim
-  std::unique_ptr<LinearWeight> v_proj;     // d -> num_kv_heads * head_dim
-  std::unique_ptr<LinearWeight> o_proj;     // num_heads * head_dim -> d
-  std::unique_ptr<LinearWeight> gate_proj;  // d -> intermediate
-  std::unique_ptr<LinearWeight> up_proj;    // d -> intermediate
-  std::unique_ptr<LinearWeight> down_proj;  // intermediate -> d
+  const TensorInfo* input_norm = nullptr;           // [d] input_layernorm.weight
+  const TensorInfo* post_attention_norm = nullptr;  // [d] post_attention_layernorm.weight
+  std::unique_ptr<LinearWeight> q_proj;             // d -> num_heads * head_dim (+ bias for Qwen2)
+  std::unique_ptr<LinearWeight> k_proj;             // d -> num_kv_heads * head_dim
+  std::unique_ptr<LinearWeight> v_proj;             // d -> num_kv_heads * head_dim
+  std::unique_ptr<LinearWeight> o_proj;             // num_heads * head_dim -> d
+  std::unique_ptr<LinearWeight> gate_proj;          // d -> intermediate
+  std::unique_ptr<LinearWeight> up_proj;            // d -> intermediate
+  std::unique_ptr<LinearWeight> down_proj;          // intermediate -> d
 };
 
 class Model {
@@ -86,8 +86,8 @@ class Model {
   const TensorInfo* embed_tokens_ = nullptr;  // [vocab, d]
   const TensorInfo* final_norm_ = nullptr;    // [d]
   std::vector<DecoderLayerWeights> layers_;
-  std::unique_ptr<LinearWeight> lm_head_;     // d -> vocab (the embedding table when tied)
-  std::vector<float> rope_inv_freq_;          // [head_dim / 2] f32
+  std::unique_ptr<LinearWeight> lm_head_;  // d -> vocab (the embedding table when tied)
+  std::vector<float> rope_inv_freq_;       // [head_dim / 2] f32
 };
 
 }  // namespace crosspoint

@@ -63,7 +63,8 @@ Status check_batch(const ForwardBatch& b, const StepInputCapacity& c, int32_t vo
     return invalid_argument("cuda step: block table rows of " + std::to_string(b.max_blocks_per_seq) +
                             " blocks (stride " + std::to_string(block_table_stride) + ") exceed the " +
                             std::to_string(c.max_blocks_per_seq) + " blocks of max-model-len");
-  if (b.positions.size() != b.token_ids.size()) return invalid_argument("cuda step: positions and token_ids differ in length");
+  if (b.positions.size() != b.token_ids.size())
+    return invalid_argument("cuda step: positions and token_ids differ in length");
   if (static_cast<int32_t>(b.seq_token_start.size()) != S + 1 || (S > 0 && b.seq_token_start[0] != 0) ||
       (S > 0 && b.seq_token_start[S] != T) || (S == 0 && T != 0))
     return invalid_argument("cuda step: seq_token_start must have num_seqs + 1 entries from 0 to num_tokens");
@@ -75,7 +76,8 @@ Status check_batch(const ForwardBatch& b, const StepInputCapacity& c, int32_t vo
                               ", outside the vocabulary of " + std::to_string(vocab_size));
   for (int32_t s = 0; s < S; ++s) {
     const int32_t start = b.seq_token_start[s], end = b.seq_token_start[s + 1];
-    if (end < start) return invalid_argument("cuda step: seq_token_start is not ascending at sequence " + std::to_string(s));
+    if (end < start)
+      return invalid_argument("cuda step: seq_token_start is not ascending at sequence " + std::to_string(s));
     const int32_t context = b.seq_context_len[s];
     if (context < end - start || context > b.max_blocks_per_seq * block_size)
       return invalid_argument("cuda step: sequence " + std::to_string(s) + " has context length " +

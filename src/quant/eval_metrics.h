@@ -14,15 +14,15 @@
 namespace crosspoint {
 
 struct EvalTotals {
-  double nll_sum = 0.0;          // nats, over predicted positions
-  int64_t num_predicted = 0;     // positions with a next token
-  int64_t num_compared = 0;      // positions compared with the reference
-  int64_t num_agree = 0;         // of those, equal argmax
-  double ref_nll_sum = 0.0;      // the reference's nll on the same positions
+  double nll_sum = 0.0;       // nats, over predicted positions
+  int64_t num_predicted = 0;  // positions with a next token
+  int64_t num_compared = 0;   // positions compared with the reference
+  int64_t num_agree = 0;      // of those, equal argmax
+  double ref_nll_sum = 0.0;   // the reference's nll on the same positions
 
   double perplexity() const;
   double reference_perplexity() const;
-  double agreement() const;      // NaN without a reference
+  double agreement() const;  // NaN without a reference
 };
 
 // Adds one sequence's statistics (reference may be null).

@@ -16,7 +16,8 @@ Fp8LinearWeight::Fp8LinearWeight(const uint8_t* weight, std::vector<float> weigh
       bias_(std::move(bias)),
       out_features_(out_features),
       in_features_(in_features) {
-  CROSSPOINT_CHECK(static_cast<int64_t>(weight_scale_.size()) == out_features_, "Fp8LinearWeight: one scale per output");
+  CROSSPOINT_CHECK(static_cast<int64_t>(weight_scale_.size()) == out_features_,
+                   "Fp8LinearWeight: one scale per output");
   CROSSPOINT_CHECK(bias_.empty() || static_cast<int64_t>(bias_.size()) == out_features_, "Fp8LinearWeight: bias size");
 }
 
@@ -59,7 +60,8 @@ class Fp8Format final : public LinearWeightFormat {
       return corrupt(scale->file + ": tensor " + scale_name + " has dtype " + std::string(dtype_name(scale->dtype)) +
                      ", expected f32, f16 or bf16");
     const int64_t num_scales = scale->num_elements();
-    const bool per_channel = num_scales == r.out_features && scale->shape.size() >= 1 && scale->shape[0] == r.out_features;
+    const bool per_channel =
+        num_scales == r.out_features && scale->shape.size() >= 1 && scale->shape[0] == r.out_features;
     if (!per_channel && num_scales != 1)
       return corrupt(scale->file + ": tensor " + scale_name + " has shape " + shape_string(scale->shape) +
                      ", expected [" + std::to_string(r.out_features) + ", 1] (per channel) or [1] (per tensor)");

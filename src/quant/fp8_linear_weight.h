@@ -16,8 +16,8 @@ namespace crosspoint {
 
 class Fp8LinearWeight final : public LinearWeight {
  public:
-  Fp8LinearWeight(const uint8_t* weight, std::vector<float> weight_scale, std::vector<float> bias,
-                  int64_t out_features, int64_t in_features);
+  Fp8LinearWeight(const uint8_t* weight, std::vector<float> weight_scale, std::vector<float> bias, int64_t out_features,
+                  int64_t in_features);
 
   Status forward(const float* x, int64_t num_rows, int64_t x_row_stride, float* y) const override;
   int64_t in_features() const override { return in_features_; }

@@ -16,9 +16,9 @@ struct GptqCalibrationSession::Member {
   std::string group_key;
   int64_t in_features = 0;
   int64_t out_features = 0;
-  std::vector<float> weight_t;    // [K, N] f32 original weights (freed after quantisation)
-  std::vector<float> bias;        // [N] or empty
-  std::vector<float> dequantized; // [N, K] f32 after quantisation
+  std::vector<float> weight_t;     // [K, N] f32 original weights (freed after quantisation)
+  std::vector<float> bias;         // [N] or empty
+  std::vector<float> dequantized;  // [N, K] f32 after quantisation
   std::unique_ptr<LinearWeight> quantized_dense;
 };
 
@@ -59,8 +59,8 @@ class CalibrationFormat final : public LinearWeightFormat {
   bool matches(const ModelConfig& config) const override { return config.quantization_config_json.empty(); }
   Result<std::unique_ptr<LinearWeight>> load(const LinearWeightRequest& r) const override {
     if (r.is_lm_head) return load_dense_linear_weight(r);
-    CROSSPOINT_ASSIGN_OR_RETURN(const TensorInfo* w,
-                                require_float_tensor(*r.tensors, r.prefix + ".weight", {r.out_features, r.in_features}));
+    CROSSPOINT_ASSIGN_OR_RETURN(
+        const TensorInfo* w, require_float_tensor(*r.tensors, r.prefix + ".weight", {r.out_features, r.in_features}));
     auto member = std::make_unique<GptqCalibrationSession::Member>();
     member->prefix = r.prefix;
     member->group_key = group_key_of(r.prefix);
@@ -83,23 +83,26 @@ class CalibrationFormat final : public LinearWeightFormat {
 }  // namespace
 
 void accumulate_hessian(const float* x, int64_t num_rows, int64_t stride, int64_t K, std::vector<double>& h) {
-  constexpr int64_t kTile = 256;  // tokens per float partial sum
+  constexpr int64_t kTile = 256;                           // tokens per float partial sum
   std::vector<float> partial(static_cast<size_t>(K * K));  // [K, K] upper triangle used
   for (int64_t t0 = 0; t0 < num_rows; t0 += kTile) {
     const int64_t t1 = std::min(num_rows, t0 + kTile);
-    global_thread_pool().parallel_for(static_cast<size_t>(K), [&](size_t ib, size_t ie) {
-      for (int64_t i = static_cast<int64_t>(ib); i < static_cast<int64_t>(ie); ++i) {
-        float* row = &partial[i * K];
-        std::fill(row + i, row + K, 0.0f);
-        for (int64_t t = t0; t < t1; ++t) {
-          const float* xt = x + t * stride;
-          const float xi = xt[i];
-          if (xi == 0.0f) continue;
-          for (int64_t j = i; j < K; ++j) row[j] += xi * xt[j];
-        }
-        for (int64_t j = i; j < K; ++j) h[i * K + j] += row[j];
-      }
-    }, 8);
+    global_thread_pool().parallel_for(
+        static_cast<size_t>(K),
+        [&](size_t ib, size_t ie) {
+          for (int64_t i = static_cast<int64_t>(ib); i < static_cast<int64_t>(ie); ++i) {
+            float* row = &partial[i * K];
+            std::fill(row + i, row + K, 0.0f);
+            for (int64_t t = t0; t < t1; ++t) {
+              const float* xt = x + t * stride;
+              const float xi = xt[i];
+              if (xi == 0.0f) continue;
+              for (int64_t j = i; j < K; ++j) row[j] += xi * xt[j];
+            }
+            for (int64_t j = i; j < K; ++j) h[i * K + j] += row[j];
+          }
+        },
+        8);
   }
   for (int64_t i = 0; i < K; ++i)
     for (int64_t j = 0; j < i; ++j) h[i * K + j] = h[j * K + i];

@@ -89,7 +89,8 @@ Result<std::unique_ptr<LinearWeight>> load_gptq(const LinearWeightRequest& r, co
     for (int64_t n = 0; n < N; ++n) {
       int32_t word;
       std::memcpy(&word, qzeros->data + ((g * (N / 8) + n / 8) * sizeof(int32_t)), sizeof word);
-      parts.zeros[g * N + n] = static_cast<uint8_t>(((static_cast<uint32_t>(word) >> (4 * (n % 8))) & 0xFu) + zero_offset);
+      parts.zeros[g * N + n] =
+          static_cast<uint8_t>(((static_cast<uint32_t>(word) >> (4 * (n % 8))) & 0xFu) + zero_offset);
     }
   }
   // qweight: zero copy when aligned; a copy otherwise (int32 reads must be aligned).

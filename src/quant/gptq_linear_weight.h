@@ -20,7 +20,7 @@ namespace crosspoint {
 class GptqLinearWeight final : public LinearWeight {
  public:
   struct Parts {
-    const int32_t* qweight = nullptr;   // [K/8, N], rows sorted by group when k_perm is set
+    const int32_t* qweight = nullptr;    // [K/8, N], rows sorted by group when k_perm is set
     std::vector<int32_t> owned_qweight;  // storage when qweight was re-laid-out or copied
     std::vector<uint16_t> scales;        // [groups, N] fp16
     std::vector<uint8_t> zeros;          // [groups, N] real zero points 0..16
@@ -28,7 +28,7 @@ class GptqLinearWeight final : public LinearWeight {
     std::vector<float> bias;             // [N] or empty
     int64_t in_features = 0;
     int64_t out_features = 0;
-    int64_t group_size = 0;              // resolved: K when the config says -1
+    int64_t group_size = 0;  // resolved: K when the config says -1
   };
   explicit GptqLinearWeight(Parts parts);
 

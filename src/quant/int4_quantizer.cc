@@ -14,8 +14,8 @@ namespace {
 constexpr int kMaxQ = 15;
 
 struct GroupParams {
-  std::vector<float> scale;  // [N] fp16-representable
-  std::vector<uint8_t> zero; // [N]
+  std::vector<float> scale;   // [N] fp16-representable
+  std::vector<uint8_t> zero;  // [N]
 };
 
 // Parameters of one group from rows [row_begin, row_end) of w_t [K, N].
@@ -87,14 +87,17 @@ bool cholesky_lower(std::vector<double>& a, int64_t n) {
     if (!(d > 0.0)) return false;
     const double ljj = std::sqrt(d);
     row_j[j] = ljj;
-    global_thread_pool().parallel_for(static_cast<size_t>(n - j - 1), [&](size_t b, size_t e) {
-      for (int64_t i = j + 1 + static_cast<int64_t>(b); i < j + 1 + static_cast<int64_t>(e); ++i) {
-        double* row_i = &a[i * n];
-        double s = row_i[j];
-        for (int64_t k = 0; k < j; ++k) s -= row_i[k] * row_j[k];
-        row_i[j] = s / ljj;
-      }
-    }, 64);
+    global_thread_pool().parallel_for(
+        static_cast<size_t>(n - j - 1),
+        [&](size_t b, size_t e) {
+          for (int64_t i = j + 1 + static_cast<int64_t>(b); i < j + 1 + static_cast<int64_t>(e); ++i) {
+            double* row_i = &a[i * n];
+            double s = row_i[j];
+            for (int64_t k = 0; k < j; ++k) s -= row_i[k] * row_j[k];
+            row_i[j] = s / ljj;
+          }
+        },
+        64);
   }
   for (int64_t i = 0; i < n; ++i)
     for (int64_t j = i + 1; j < n; ++j) a[i * n + j] = 0.0;
@@ -158,7 +161,8 @@ Result<GptqHessianFactor> gptq_factor_hessian(const std::vector<double>& hessian
   std::vector<double> reversed(K * K);  // [K, K] = J P^T H P J (+ damp on the diagonal)
   for (int64_t i = 0; i < K; ++i)
     for (int64_t j = 0; j < K; ++j)
-      reversed[(K - 1 - i) * K + (K - 1 - j)] = h[static_cast<int64_t>(f.perm[i]) * K + f.perm[j]] + (i == j ? damp : 0.0);
+      reversed[(K - 1 - i) * K + (K - 1 - j)] =
+          h[static_cast<int64_t>(f.perm[i]) * K + f.perm[j]] + (i == j ? damp : 0.0);
   if (!cholesky_lower(reversed, K))
     return invalid_argument("gptq: the damped Hessian is not positive definite; raise damp_percent");
   const std::vector<double> m_inv = invert_lower(reversed, K);
@@ -244,16 +248,19 @@ Result<Int4Quantized> gptq_quantize_int4(const float* w_t_in, int64_t K, int64_t
       }
     }
     // Lazy batch update of every later column with this block's errors.
-    global_thread_pool().parallel_for(static_cast<size_t>(K - b1), [&](size_t jb, size_t je) {
-      for (int64_t j = b1 + static_cast<int64_t>(jb); j < b1 + static_cast<int64_t>(je); ++j) {
-        float* wj = &w[j * N];
-        for (int64_t i = b0; i < b1; ++i) {
-          const float u = static_cast<float>(U[i * K + j]);
-          const float* e = &err[(i - b0) * N];
-          for (int64_t n = 0; n < N; ++n) wj[n] -= u * e[n];
-        }
-      }
-    }, 8);
+    global_thread_pool().parallel_for(
+        static_cast<size_t>(K - b1),
+        [&](size_t jb, size_t je) {
+          for (int64_t j = b1 + static_cast<int64_t>(jb); j < b1 + static_cast<int64_t>(je); ++j) {
+            float* wj = &w[j * N];
+            for (int64_t i = b0; i < b1; ++i) {
+              const float u = static_cast<float>(U[i * K + j]);
+              const float* e = &err[(i - b0) * N];
+              for (int64_t n = 0; n < N; ++n) wj[n] -= u * e[n];
+            }
+          }
+        },
+        8);
   }
   return out;
 }

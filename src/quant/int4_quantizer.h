@@ -20,28 +20,28 @@
 namespace crosspoint {
 
 struct Int4QuantOptions {
-  int64_t group_size = 128;     // -1: one group over all input features
+  int64_t group_size = 128;  // -1: one group over all input features
   bool sym = true;
-  bool act_order = false;       // GPTQ only: quantise columns by decreasing Hessian diagonal
-  double damp_percent = 0.01;   // GPTQ: added to the diagonal, times its mean
+  bool act_order = false;      // GPTQ only: quantise columns by decreasing Hessian diagonal
+  double damp_percent = 0.01;  // GPTQ: added to the diagonal, times its mean
   // GPTQ: group parameters from the original weights of each contiguous group, fixed before
   // the error compensation starts (AutoGPTQ's static_groups; what llm-compressor always
   // does). Off: from the error-updated weights at each group start, in quantisation order
   // (AutoGPTQ's default). With act_order, static groups keep g_idx contiguous.
   bool static_groups = false;
-  int64_t block_size = 128;     // GPTQ: columns per lazy batch update
+  int64_t block_size = 128;  // GPTQ: columns per lazy batch update
 };
 
 // A quantised linear in checkpoint row order.
 struct Int4Quantized {
-  int64_t in_features = 0;     // K
-  int64_t out_features = 0;    // N
-  int64_t group_size = 0;      // resolved (K when the option was -1)
-  std::vector<uint8_t> q;      // [K, N] codes 0..15
+  int64_t in_features = 0;       // K
+  int64_t out_features = 0;      // N
+  int64_t group_size = 0;        // resolved (K when the option was -1)
+  std::vector<uint8_t> q;        // [K, N] codes 0..15
   std::vector<uint16_t> scales;  // [K / group_size, N] fp16
-  std::vector<uint8_t> zeros;  // [K / group_size, N] 0..15
-  std::vector<int32_t> g_idx;  // [K] group of each input row
-  double loss = 0.0;           // GPTQ's sum of (w - q)^2 / Hinv_ii^2 / 2 (RTN: plain squared error)
+  std::vector<uint8_t> zeros;    // [K / group_size, N] 0..15
+  std::vector<int32_t> g_idx;    // [K] group of each input row
+  double loss = 0.0;             // GPTQ's sum of (w - q)^2 / Hinv_ii^2 / 2 (RTN: plain squared error)
 
   // W[k, n] = scale * (q - zero) as f32, [K, N].
   std::vector<float> dequantize() const;
@@ -50,10 +50,10 @@ struct Int4Quantized {
 // The inverse-Hessian factor GPTQ needs, computed once per distinct layer input (q/k/v share
 // one, gate/up share one).
 struct GptqHessianFactor {
-  int64_t num_features = 0;       // K
-  std::vector<int32_t> perm;      // [K] quantisation order (identity without act-order)
-  std::vector<uint8_t> dead;      // [K] 1 where the input feature never fired (H_kk == 0)
-  std::vector<double> hinv_upper; // [K, K] upper Cholesky factor U of (H + damp I)^-1 in perm order
+  int64_t num_features = 0;        // K
+  std::vector<int32_t> perm;       // [K] quantisation order (identity without act-order)
+  std::vector<uint8_t> dead;       // [K] 1 where the input feature never fired (H_kk == 0)
+  std::vector<double> hinv_upper;  // [K, K] upper Cholesky factor U of (H + damp I)^-1 in perm order
 };
 
 // hessian: [K, K] sum over calibration tokens of x x^T (any positive scale). Fails when the

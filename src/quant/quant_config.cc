@@ -44,11 +44,13 @@ Result<QuantConfig> parse_gptq(const json& q, const std::string& where) {
 
 Status check_float8_args(const json& args, const std::string& where, const std::string& want_strategy_a,
                          const std::string& want_strategy_b, bool want_dynamic) {
-  if (!args.is_object()) return unsupported(where + " is missing (only FP8 W8A8 with dynamic activations is supported)");
+  if (!args.is_object())
+    return unsupported(where + " is missing (only FP8 W8A8 with dynamic activations is supported)");
   CROSSPOINT_ASSIGN_OR_RETURN(int64_t bits, get_field<int64_t>(args, "num_bits", where, 8, true));
   CROSSPOINT_ASSIGN_OR_RETURN(std::string type, get_field<std::string>(args, "type", where, "float", true));
   if (bits != 8 || type != "float")
-    return unsupported(where + " is " + std::to_string(bits) + "-bit " + type + ": only 8-bit float (e4m3) is supported");
+    return unsupported(where + " is " + std::to_string(bits) + "-bit " + type +
+                       ": only 8-bit float (e4m3) is supported");
   CROSSPOINT_ASSIGN_OR_RETURN(bool symmetric, get_field<bool>(args, "symmetric", where, true, false));
   if (!symmetric) return unsupported(where + ".symmetric is false: asymmetric FP8 is not supported");
   CROSSPOINT_ASSIGN_OR_RETURN(bool dynamic, get_field<bool>(args, "dynamic", where, false, false));
@@ -76,9 +78,10 @@ Result<QuantConfig> parse_compressed_tensors(const json& q, const std::string& w
   for (const auto& [group_name, group] : q["config_groups"].items()) {
     const std::string gw = where + ".config_groups." + group_name;
     if (!group.is_object()) return unsupported(gw + " is not an object");
-    CROSSPOINT_RETURN_IF_ERROR(check_float8_args(group.value("weights", json()), gw + ".weights", "channel", "tensor", false));
-    CROSSPOINT_RETURN_IF_ERROR(check_float8_args(group.value("input_activations", json()), gw + ".input_activations",
-                                                 "token", "token", true));
+    CROSSPOINT_RETURN_IF_ERROR(
+        check_float8_args(group.value("weights", json()), gw + ".weights", "channel", "tensor", false));
+    CROSSPOINT_RETURN_IF_ERROR(
+        check_float8_args(group.value("input_activations", json()), gw + ".input_activations", "token", "token", true));
     if (group.contains("output_activations") && !group["output_activations"].is_null())
       return unsupported(gw + ".output_activations is set: output quantisation is not supported");
     config.fp8.per_channel_weight_scale = group["weights"]["strategy"] == "channel";
@@ -134,20 +137,36 @@ std::string gptq_quantization_config_json(const GptqConfig& g, double damp_perce
 }
 
 std::string fp8_dynamic_quantization_config_json(const Fp8Config& f) {
-  const json weights = {{"num_bits", 8},         {"type", "float"},      {"symmetric", true},
-                        {"dynamic", false},      {"strategy", f.per_channel_weight_scale ? "channel" : "tensor"},
-                        {"group_size", nullptr}, {"block_structure", nullptr}, {"actorder", nullptr},
-                        {"observer", "minmax"},  {"observer_kwargs", json::object()}};
-  const json inputs = {{"num_bits", 8},         {"type", "float"},      {"symmetric", true},
-                       {"dynamic", true},       {"strategy", "token"},  {"group_size", nullptr},
-                       {"block_structure", nullptr}, {"actorder", nullptr}, {"observer", nullptr},
+  const json weights = {{"num_bits", 8},
+                        {"type", "float"},
+                        {"symmetric", true},
+                        {"dynamic", false},
+                        {"strategy", f.per_channel_weight_scale ? "channel" : "tensor"},
+                        {"group_size", nullptr},
+                        {"block_structure", nullptr},
+                        {"actorder", nullptr},
+                        {"observer", "minmax"},
+                        {"observer_kwargs", json::object()}};
+  const json inputs = {{"num_bits", 8},
+                       {"type", "float"},
+                       {"symmetric", true},
+                       {"dynamic", true},
+                       {"strategy", "token"},
+                       {"group_size", nullptr},
+                       {"block_structure", nullptr},
+                       {"actorder", nullptr},
+                       {"observer", nullptr},
                        {"observer_kwargs", json::object()}};
   json q = {{"quant_method", "compressed-tensors"},
             {"format", "float-quantized"},
             {"quantization_status", "compressed"},
             {"config_groups",
-             {{"group_0", {{"targets", {"Linear"}}, {"weights", weights}, {"input_activations", inputs},
-                           {"output_activations", nullptr}, {"format", "float-quantized"}}}}},
+             {{"group_0",
+               {{"targets", {"Linear"}},
+                {"weights", weights},
+                {"input_activations", inputs},
+                {"output_activations", nullptr},
+                {"format", "float-quantized"}}}}},
             {"ignore", f.ignore},
             {"kv_cache_scheme", nullptr}};
   return q.dump(2);

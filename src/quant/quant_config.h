@@ -30,7 +30,7 @@ struct GptqConfig {
   bool desc_act = false;     // act-order; g_idx then permutes groups
   bool sym = true;
   bool zero_point_minus_one = true;  // checkpoint_format "gptq" (v1) stores z - 1
-  bool static_groups = false;  // informational: group parameters fixed before GPTQ (g_idx then contiguous)
+  bool static_groups = false;        // informational: group parameters fixed before GPTQ (g_idx then contiguous)
 };
 
 struct Fp8Config {

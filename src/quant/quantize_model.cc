@@ -22,9 +22,9 @@ namespace crosspoint {
 namespace fs = std::filesystem;
 
 const std::vector<std::string>& tokenizer_file_names() {
-  static const std::vector<std::string> names = {"tokenizer.json", "tokenizer_config.json", "special_tokens_map.json",
-                                                 "generation_config.json", "vocab.json", "merges.txt",
-                                                 "chat_template.jinja", "added_tokens.json"};
+  static const std::vector<std::string> names = {
+      "tokenizer.json", "tokenizer_config.json", "special_tokens_map.json", "generation_config.json", "vocab.json",
+      "merges.txt",     "chat_template.jinja",   "added_tokens.json"};
   return names;
 }
 
@@ -77,7 +77,8 @@ std::vector<uint8_t> to_bytes(const std::vector<T>& v) {
 Status prepare_out_dir(const QuantizeModelOptions& o) {
   std::error_code ec;
   if (fs::exists(o.out_dir, ec)) {
-    if (!fs::is_directory(o.out_dir, ec)) return invalid_argument("--out " + o.out_dir + " exists and is not a directory");
+    if (!fs::is_directory(o.out_dir, ec))
+      return invalid_argument("--out " + o.out_dir + " exists and is not a directory");
     if (!fs::is_empty(o.out_dir, ec) && !o.overwrite)
       return invalid_argument("--out " + o.out_dir + " already exists and is not empty; pass --force to overwrite it");
     for (const auto& entry : fs::directory_iterator(o.out_dir, ec)) {

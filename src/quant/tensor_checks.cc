@@ -27,7 +27,8 @@ Result<const TensorInfo*> require_tensor(const SafetensorsModel& tensors, const 
 Result<std::vector<float>> load_bias(const LinearWeightRequest& r) {
   std::vector<float> bias;
   if (!r.has_bias) return bias;
-  CROSSPOINT_ASSIGN_OR_RETURN(const TensorInfo* b, require_float_tensor(*r.tensors, r.prefix + ".bias", {r.out_features}));
+  CROSSPOINT_ASSIGN_OR_RETURN(const TensorInfo* b,
+                              require_float_tensor(*r.tensors, r.prefix + ".bias", {r.out_features}));
   bias.resize(static_cast<size_t>(r.out_features));
   for (int64_t i = 0; i < r.out_features; ++i) bias[i] = load_weight(b->data, b->dtype, i);
   return bias;

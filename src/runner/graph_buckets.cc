@@ -44,7 +44,8 @@ bool is_decode_only(const BatchPlan& plan) {
 
 ForwardBatch PaddedDecodeBatch::build(const ForwardBatch& batch, int32_t bucket) {
   const int32_t S = batch.num_seqs(), stride = std::max(1, batch.max_blocks_per_seq);
-  CROSSPOINT_CHECK(S <= bucket && batch.num_tokens() == S, "PaddedDecodeBatch: needs a decode batch no larger than the bucket");
+  CROSSPOINT_CHECK(S <= bucket && batch.num_tokens() == S,
+                   "PaddedDecodeBatch: needs a decode batch no larger than the bucket");
   cuda::HostForwardBatch& p = padded_;
   p.token_ids.assign(batch.token_ids.begin(), batch.token_ids.end());
   p.positions.assign(batch.positions.begin(), batch.positions.end());
@@ -52,8 +53,8 @@ ForwardBatch PaddedDecodeBatch::build(const ForwardBatch& batch, int32_t bucket)
   p.max_blocks_per_seq = stride;
   p.block_tables.assign(static_cast<size_t>(bucket) * stride, 0);
   for (int32_t s = 0; s < S; ++s)
-    std::copy_n(batch.block_tables.begin() + static_cast<size_t>(s) * batch.max_blocks_per_seq, batch.max_blocks_per_seq,
-                p.block_tables.begin() + static_cast<size_t>(s) * stride);
+    std::copy_n(batch.block_tables.begin() + static_cast<size_t>(s) * batch.max_blocks_per_seq,
+                batch.max_blocks_per_seq, p.block_tables.begin() + static_cast<size_t>(s) * stride);
   p.token_ids.resize(bucket, 0);
   p.positions.resize(bucket, 0);
   p.seq_context_len.resize(bucket, 1);

@@ -42,8 +42,8 @@ class BlockManager {
  private:
   int32_t num_blocks_;
   int32_t block_size_;
-  std::deque<int32_t> free_blocks_;   // block indices, lowest first at start
-  std::vector<int32_t> ref_counts_;   // [num_blocks] owners of each block; 0 = free
+  std::deque<int32_t> free_blocks_;  // block indices, lowest first at start
+  std::vector<int32_t> ref_counts_;  // [num_blocks] owners of each block; 0 = free
 };
 
 }  // namespace crosspoint

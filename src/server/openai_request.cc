@@ -102,7 +102,8 @@ std::optional<ApiError> read_messages(const json& body, OpenAiRequest* out) {
       message.content = content->get<std::string>();
     } else if (content->is_array()) {
       for (const auto& part : *content) {
-        if (!part.is_object() || part.value("type", "") != "text" || !part.contains("text") || !part["text"].is_string()) {
+        if (!part.is_object() || part.value("type", "") != "text" || !part.contains("text") ||
+            !part["text"].is_string()) {
           return bad_request("only text content parts ({\"type\":\"text\",\"text\":...}) are supported", "messages");
         }
         message.content += part["text"].get<std::string>();
@@ -162,7 +163,8 @@ std::optional<ApiError> refuse_unsupported(const json& body, ApiEndpoint endpoin
   }
   std::optional<double> repetition;
   if (auto e = read_number(body, "repetition_penalty", &repetition)) return e;
-  if (repetition && *repetition != 1.0) return bad_request("'repetition_penalty' is not supported (only 1)", "repetition_penalty");
+  if (repetition && *repetition != 1.0)
+    return bad_request("'repetition_penalty' is not supported (only 1)", "repetition_penalty");
   auto tools = body.find("tools");
   if (tools != body.end() && !tools->is_null() && !(tools->is_array() && tools->empty())) {
     return bad_request("tools are not supported by this server", "tools");
@@ -178,16 +180,20 @@ std::optional<ApiError> read_sampling(const json& body, OpenAiRequest* out) {
   if (auto e = read_int(body, "top_k", &top_k)) return e;
   if (auto e = read_int(body, "seed", &seed)) return e;
   if (temperature) {
-    if (*temperature < 0) return bad_request("'temperature' must be non-negative, got " + std::to_string(*temperature), "temperature");
+    if (*temperature < 0)
+      return bad_request("'temperature' must be non-negative, got " + std::to_string(*temperature), "temperature");
     out->sampling.temperature = static_cast<float>(*temperature);
   }
   if (top_p) {
-    if (*top_p <= 0 || *top_p > 1) return bad_request("'top_p' must be in (0, 1], got " + std::to_string(*top_p), "top_p");
+    if (*top_p <= 0 || *top_p > 1)
+      return bad_request("'top_p' must be in (0, 1], got " + std::to_string(*top_p), "top_p");
     out->sampling.top_p = static_cast<float>(*top_p);
   }
   if (top_k) {
-    if (*top_k < -1) return bad_request("'top_k' must be -1, 0 (off) or positive, got " + std::to_string(*top_k), "top_k");
-    out->sampling.top_k = *top_k <= 0 ? 0 : static_cast<int32_t>(std::min<int64_t>(*top_k, std::numeric_limits<int32_t>::max()));
+    if (*top_k < -1)
+      return bad_request("'top_k' must be -1, 0 (off) or positive, got " + std::to_string(*top_k), "top_k");
+    out->sampling.top_k =
+        *top_k <= 0 ? 0 : static_cast<int32_t>(std::min<int64_t>(*top_k, std::numeric_limits<int32_t>::max()));
   }
   if (seed) {
     out->has_seed = true;

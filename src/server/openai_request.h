@@ -37,7 +37,7 @@ struct OpenAiRequest {
   bool include_stop_str_in_output = false;
   bool skip_special_tokens = true;
   bool stream = false;
-  bool include_usage = false;  // stream_options.include_usage
+  bool include_usage = false;   // stream_options.include_usage
   std::string user_request_id;  // request_id extension, echoed nowhere yet
 };
 

@@ -39,13 +39,14 @@ bool is_chat(const ResponseHeader& header) { return header.endpoint == ApiEndpoi
 
 std::string make_response_id(ApiEndpoint endpoint) {
   static thread_local std::mt19937_64 rng{std::random_device{}()};
-  return fmt::format("{}-{:016x}{:016x}", endpoint == ApiEndpoint::kChatCompletions ? "chatcmpl" : "cmpl", rng(), rng());
+  return fmt::format("{}-{:016x}{:016x}", endpoint == ApiEndpoint::kChatCompletions ? "chatcmpl" : "cmpl", rng(),
+                     rng());
 }
 
 std::string full_response_json(const ResponseHeader& header, const std::string& text, const ChoiceEnd& end,
                                const TokenUsage& usage) {
-  json choice = {{"index", 0}, {"logprobs", nullptr}, {"finish_reason", end.finish_reason},
-                 {"stop_reason", stop_reason(&end)}};
+  json choice = {
+      {"index", 0}, {"logprobs", nullptr}, {"finish_reason", end.finish_reason}, {"stop_reason", stop_reason(&end)}};
   json body;
   if (is_chat(header)) {
     body = base(header, "chat.completion");
@@ -60,7 +61,8 @@ std::string full_response_json(const ResponseHeader& header, const std::string& 
 }
 
 std::string chunk_json(const ResponseHeader& header, const std::string& delta, const ChoiceEnd* end) {
-  json choice = {{"index", 0}, {"logprobs", nullptr},
+  json choice = {{"index", 0},
+                 {"logprobs", nullptr},
                  {"finish_reason", end == nullptr ? json(nullptr) : json(end->finish_reason)},
                  {"stop_reason", stop_reason(end)}};
   json body;
@@ -93,9 +95,14 @@ std::string usage_chunk_json(const ResponseHeader& header, const TokenUsage& usa
 
 std::string models_json(const std::string& served_model_name, const std::string& root, int64_t max_model_len,
                         int64_t created_unix_s) {
-  json model = {{"id", served_model_name}, {"object", "model"}, {"created", created_unix_s},
-                {"owned_by", "crosspoint"}, {"root", root}, {"parent", nullptr},
-                {"max_model_len", max_model_len}, {"permission", json::array()}};
+  json model = {{"id", served_model_name},
+                {"object", "model"},
+                {"created", created_unix_s},
+                {"owned_by", "crosspoint"},
+                {"root", root},
+                {"parent", nullptr},
+                {"max_model_len", max_model_len},
+                {"permission", json::array()}};
   return dump(json{{"object", "list"}, {"data", json::array({model})}});
 }
 

@@ -26,8 +26,8 @@ struct TokenUsage {
 // stop_reason: the matched stop string, or the stop token id, or null.
 struct ChoiceEnd {
   std::string finish_reason;
-  std::string stop_string;      // set when a stop string matched
-  int32_t stop_token_id = -1;   // set when a stop_token_ids entry matched
+  std::string stop_string;     // set when a stop string matched
+  int32_t stop_token_id = -1;  // set when a stop_token_ids entry matched
 };
 
 // A random request id with the endpoint's prefix.

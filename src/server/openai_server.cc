@@ -133,8 +133,8 @@ struct OpenAiServer::Impl {
       return send(req, 200, prometheus_text(engine.metrics(), config.served_model_name),
                   "text/plain; version=0.0.4; charset=utf-8");
     }
-    const bool known_post = path == "/v1/completions" || path == "/v1/chat/completions" || path == "/tokenize" ||
-                            path == "/detokenize";
+    const bool known_post =
+        path == "/v1/completions" || path == "/v1/chat/completions" || path == "/tokenize" || path == "/detokenize";
     const bool known_get = path == "/v1/models";
     if (!known_post && !known_get) return send_error(req, {404, "route " + path + " not found", ""});
     if (!config.api_key.empty() && path.rfind("/v1/", 0) == 0) {
@@ -145,15 +145,18 @@ struct OpenAiServer::Impl {
     }
     if (known_get) {
       if (method != EVHTTP_REQ_GET) return send_error(req, {405, "use GET for " + path, ""});
-      return send_json(req, 200, models_json(config.served_model_name, config.model_root,
-                                             engine.config().scheduler.max_model_len, started_unix_s));
+      return send_json(req, 200,
+                       models_json(config.served_model_name, config.model_root, engine.config().scheduler.max_model_len,
+                                   started_unix_s));
     }
     if (method != EVHTTP_REQ_POST) return send_error(req, {405, "use POST for " + path, ""});
     evbuffer* in = evhttp_request_get_input_buffer(req);
     const size_t length = evbuffer_get_length(in);
     if (length > config.max_body_bytes) {
-      return send_error(req, {413, "the request body has " + std::to_string(length) + " bytes; the limit is " +
-                                       std::to_string(config.max_body_bytes), ""});
+      return send_error(req, {413,
+                              "the request body has " + std::to_string(length) + " bytes; the limit is " +
+                                  std::to_string(config.max_body_bytes),
+                              ""});
     }
     std::string body(length, '\0');
     evbuffer_copyout(in, body.data(), length);
@@ -178,8 +181,8 @@ struct OpenAiServer::Impl {
       if (auto e = check_model(body["model"].get<std::string>())) return send_error(req, *e);
     }
     const auto ids = tokenizer.encode(body["prompt"].get<std::string>(), true);
-    nlohmann::json out = {{"tokens", ids}, {"count", ids.size()},
-                          {"max_model_len", engine.config().scheduler.max_model_len}};
+    nlohmann::json out = {
+        {"tokens", ids}, {"count", ids.size()}, {"max_model_len", engine.config().scheduler.max_model_len}};
     send_json(req, 200, out.dump());
   }
 
@@ -195,8 +198,9 @@ struct OpenAiServer::Impl {
       }
       ids.push_back(static_cast<int32_t>(id.get<int64_t>()));
     }
-    send_json(req, 200, nlohmann::json{{"prompt", tokenizer.decode(ids)}}.dump(-1, ' ', false,
-                                                                                nlohmann::json::error_handler_t::replace));
+    send_json(req, 200,
+              nlohmann::json{{"prompt", tokenizer.decode(ids)}}.dump(-1, ' ', false,
+                                                                     nlohmann::json::error_handler_t::replace));
   }
 
   // Prompt token ids of a parsed request, or the error to send.
@@ -238,13 +242,13 @@ struct OpenAiServer::Impl {
     const int64_t max_model_len = engine.config().scheduler.max_model_len;
     const int64_t max_tokens = request.max_tokens ? *request.max_tokens : max_model_len - prompt_len;
     if (max_tokens > max_model_len) {  // keeps the int32 below honest; the engine says the rest
-      return send_error(req, bad_request("'max_tokens' or 'max_completion_tokens' is too large: " +
-                                             std::to_string(max_tokens) + ". This model's maximum context length is " +
-                                             std::to_string(max_model_len) + " tokens and your request has " +
-                                             std::to_string(prompt_len) + " input tokens (" + std::to_string(max_tokens) +
-                                             " > " + std::to_string(max_model_len) + " - " +
-                                             std::to_string(prompt_len) + ").",
-                                         "max_tokens"));
+      return send_error(
+          req, bad_request("'max_tokens' or 'max_completion_tokens' is too large: " + std::to_string(max_tokens) +
+                               ". This model's maximum context length is " + std::to_string(max_model_len) +
+                               " tokens and your request has " + std::to_string(prompt_len) + " input tokens (" +
+                               std::to_string(max_tokens) + " > " + std::to_string(max_model_len) + " - " +
+                               std::to_string(prompt_len) + ").",
+                           "max_tokens"));
     }
     engine_request.max_tokens = static_cast<int32_t>(max_tokens);
     engine_request.sampling = request.sampling;
@@ -271,9 +275,9 @@ struct OpenAiServer::Impl {
     });
     if (!submitted.is_ok()) {
       const Status& s = submitted.status();
-      // A full queue is the server's state (503); a request that can never fit is the client's (400).
-      const bool overloaded = s.code() == StatusCode::kResourceExhausted && s.message().find("waiting") != std::string::npos;
-      return send_error(req, {overloaded ? 503 : 400, s.message(), overloaded ? "" : "max_tokens"});
+      // Busy or stopping is the server's state (503); a request that can never fit is the client's (400).
+      const bool busy = s.code() == StatusCode::kUnavailable;
+      return send_error(req, {busy ? 503 : 400, s.message(), busy ? "" : "max_tokens"});
     }
     stream->engine_id = submitted.value();
     live[stream.get()] = stream;
@@ -356,7 +360,8 @@ struct OpenAiServer::Impl {
     bool finished = false;
     for (size_t i = 0; i < out.new_token_ids.size() && !finished; ++i) {
       // The token that ended the request by EOS or stop_token_ids is not part of the text.
-      const bool is_stop_token = out.finished && out.finish_reason == FinishReason::kStop && i + 1 == out.new_token_ids.size();
+      const bool is_stop_token =
+          out.finished && out.finish_reason == FinishReason::kStop && i + 1 == out.new_token_ids.size();
       if (is_stop_token) break;
       auto piece = stream.stop->push(stream.decoder->push(out.new_token_ids[i]));
       delta += piece.text;
@@ -472,8 +477,8 @@ OpenAiServer::~OpenAiServer() {
   // Closing the connections runs on_close for the streams still open, which must be alive.
   if (impl_->http != nullptr) evhttp_free(impl_->http);
   impl_->live.clear();
-  for (event* e : {impl_->notify_event, impl_->shutdown_event, impl_->liveness_timer, impl_->sigint_event,
-                   impl_->sigterm_event}) {
+  for (event* e :
+       {impl_->notify_event, impl_->shutdown_event, impl_->liveness_timer, impl_->sigint_event, impl_->sigterm_event}) {
     if (e != nullptr) event_free(e);
   }
   if (impl_->base != nullptr) event_base_free(impl_->base);

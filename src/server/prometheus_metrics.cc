@@ -7,7 +7,8 @@ namespace {
 
 class Writer {
  public:
-  explicit Writer(const std::string& model_name) : labels_(fmt::format("model_name=\"{}\",engine=\"0\"", escape(model_name))) {}
+  explicit Writer(const std::string& model_name)
+      : labels_(fmt::format("model_name=\"{}\",engine=\"0\"", escape(model_name))) {}
 
   void gauge(const char* name, const char* help, double value) {
     header(name, help, "gauge");
@@ -25,7 +26,8 @@ class Writer {
   void histogram(const char* name, const char* help, const Histogram& h) {
     header(name, help, "histogram");
     for (size_t i = 0; i < h.upper_bounds.size(); ++i) {
-      out_ += fmt::format("{}_bucket{{{},le=\"{}\"}} {}\n", name, labels_, number(h.upper_bounds[i]), h.bucket_counts[i]);
+      out_ +=
+          fmt::format("{}_bucket{{{},le=\"{}\"}} {}\n", name, labels_, number(h.upper_bounds[i]), h.bucket_counts[i]);
     }
     out_ += fmt::format("{}_bucket{{{},le=\"+Inf\"}} {}\n", name, labels_, h.count);
     out_ += fmt::format("{}_sum{{{}}} {}\n", name, labels_, number(h.sum));
@@ -66,21 +68,28 @@ std::string prometheus_text(const EngineMetrics& m, const std::string& model_nam
   w.gauge("vllm:kv_cache_usage_perc", "KV-cache usage. 1 means 100 percent usage.", m.kv_cache_usage);
   w.gauge("crosspoint:num_free_kv_blocks", "KV cache blocks on the free list.", m.num_free_blocks);
   w.gauge("crosspoint:num_kv_blocks", "KV cache blocks in all.", m.num_total_blocks);
-  w.counter("vllm:num_preemptions", "Cumulative number of preemptions from the engine.", static_cast<double>(m.num_preemptions));
+  w.counter("vllm:num_preemptions", "Cumulative number of preemptions from the engine.",
+            static_cast<double>(m.num_preemptions));
   w.counter("vllm:prompt_tokens", "Number of prefill tokens processed.", static_cast<double>(m.prompt_tokens));
-  w.counter("vllm:generation_tokens", "Number of generation tokens processed.", static_cast<double>(m.generation_tokens));
+  w.counter("vllm:generation_tokens", "Number of generation tokens processed.",
+            static_cast<double>(m.generation_tokens));
   w.counter_family_header("vllm:request_success", "Count of successfully processed requests.");
   for (const char* reason : {"stop", "length", "abort", "error"}) {
     auto it = m.request_success.find(reason);
     w.counter_sample("vllm:request_success", fmt::format("finished_reason=\"{}\"", reason),
                      it == m.request_success.end() ? 0.0 : static_cast<double>(it->second));
   }
-  w.histogram("vllm:time_to_first_token_seconds", "Histogram of time to first token in seconds.", m.time_to_first_token_seconds);
-  w.histogram("vllm:inter_token_latency_seconds", "Histogram of inter-token latency in seconds.", m.inter_token_latency_seconds);
-  w.histogram("vllm:e2e_request_latency_seconds", "Histogram of e2e request latency in seconds.", m.e2e_request_latency_seconds);
-  w.histogram("vllm:request_queue_time_seconds", "Histogram of time spent in WAITING phase for request.", m.request_queue_time_seconds);
+  w.histogram("vllm:time_to_first_token_seconds", "Histogram of time to first token in seconds.",
+              m.time_to_first_token_seconds);
+  w.histogram("vllm:inter_token_latency_seconds", "Histogram of inter-token latency in seconds.",
+              m.inter_token_latency_seconds);
+  w.histogram("vllm:e2e_request_latency_seconds", "Histogram of e2e request latency in seconds.",
+              m.e2e_request_latency_seconds);
+  w.histogram("vllm:request_queue_time_seconds", "Histogram of time spent in WAITING phase for request.",
+              m.request_queue_time_seconds);
   w.histogram("vllm:iteration_tokens_total", "Histogram of number of tokens per engine_step.", m.iteration_tokens);
-  w.histogram("crosspoint:iteration_num_seqs", "Histogram of the number of sequences (batch size) per engine step.", m.iteration_num_seqs);
+  w.histogram("crosspoint:iteration_num_seqs", "Histogram of the number of sequences (batch size) per engine step.",
+              m.iteration_num_seqs);
   return w.take();
 }
 

@@ -89,8 +89,7 @@ bool ChildProcess::running() {
 int ChildProcess::wait() {
   if (pid_ <= 0 || exit_code_ >= 0) return exit_code_;
   int wait_status = 0;
-  while (::waitpid(pid_, &wait_status, 0) < 0 && errno == EINTR) {
-  }
+  while (::waitpid(pid_, &wait_status, 0) < 0 && errno == EINTR) {}
   record_status(wait_status);
   return exit_code_;
 }
@@ -128,8 +127,8 @@ Status run_to_completion(const std::vector<std::string>& argv, const std::string
   CROSSPOINT_ASSIGN_OR_RETURN(ChildProcess child, ChildProcess::start(argv, log_path, stdout_path));
   const int code = child.wait();
   if (code != 0) {
-    return internal_error(step + " failed (exit " + std::to_string(code) + "; log " + log_path + "): " +
-                          log_tail(log_path, 3));
+    return internal_error(step + " failed (exit " + std::to_string(code) + "; log " + log_path +
+                          "): " + log_tail(log_path, 3));
   }
   return Status::ok();
 }

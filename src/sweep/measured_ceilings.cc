@@ -79,7 +79,9 @@ Result<analysis::HardwareCeilings> load_measured_ceilings(const std::string& pat
 nlohmann::json measured_ceilings_hwinfo_json(const analysis::HardwareCeilings& ceilings, const std::string& device,
                                              const nlohmann::json& raw) {
   const bool measured = ceilings.source.rfind("measured", 0) == 0;
-  return {{"device", device}, {"measured", measured}, {"ceilings", analysis::ceilings_to_json(ceilings)},
+  return {{"device", device},
+          {"measured", measured},
+          {"ceilings", analysis::ceilings_to_json(ceilings)},
           {"measurement", raw}};
 }
 

@@ -24,9 +24,7 @@ bool split_base_url(const std::string& base_url, std::string& host, int& port) {
   host = rest.substr(0, colon);
   try {
     port = std::stoi(rest.substr(colon + 1));
-  } catch (...) {
-    return false;
-  }
+  } catch (...) { return false; }
   return port > 0 && port < 65536;
 }
 
@@ -72,9 +70,7 @@ int http_get_status(const std::string& base_url, const std::string& path, double
   if (reply.rfind("HTTP/", 0) != 0 || space == std::string::npos) return -1;
   try {
     return std::stoi(reply.substr(space + 1, 3));
-  } catch (...) {
-    return -1;
-  }
+  } catch (...) { return -1; }
 }
 
 Result<ServedModel> ServedModel::start(std::vector<std::string> serve_argv, const std::string& log_path,

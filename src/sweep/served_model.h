@@ -15,8 +15,7 @@ namespace crosspoint::sweep {
 class ServedModel {
  public:
   // serve_argv: the full command line (binary, "serve", flags) without --port/--host.
-  static Result<ServedModel> start(std::vector<std::string> serve_argv, const std::string& log_path,
-                                   double timeout_s);
+  static Result<ServedModel> start(std::vector<std::string> serve_argv, const std::string& log_path, double timeout_s);
   const ServerStartup& startup() const { return startup_; }
   const std::string& base_url() const { return startup_.base_url; }
   // SIGTERM and wait (crosspoint serve exits 0 on SIGTERM); an error if it did not.

@@ -13,9 +13,7 @@ std::optional<double> match_number(const std::string& line, const std::regex& pa
   if (!std::regex_search(line, m, pattern)) return std::nullopt;
   try {
     return std::stod(m[1].str());
-  } catch (...) {
-    return std::nullopt;
-  }
+  } catch (...) { return std::nullopt; }
 }
 
 }  // namespace
@@ -45,7 +43,8 @@ ServerStartup parse_server_startup(const std::string& log_text) {
       s.capacity_lines += line + "\n";
       continue;
     }
-    if (line.find("CUDA graphs:") != std::string::npos || line.find("activations and workspaces") != std::string::npos) {
+    if (line.find("CUDA graphs:") != std::string::npos ||
+        line.find("activations and workspaces") != std::string::npos) {
       s.capacity_lines += line + "\n";
       continue;
     }

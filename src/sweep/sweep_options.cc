@@ -178,7 +178,8 @@ Status validate_sweep_options(const SweepOptions& o) {
   if (o.concurrency.empty()) return invalid_argument("--concurrency: empty list");
   if (o.num_prompts < 1) return invalid_argument("--num-prompts must be at least 1");
   for (const auto& [level, count] : o.num_prompts_by_level) {
-    if (count < 1) return invalid_argument("--num-prompts must be at least 1 (concurrency " + std::to_string(level) + ")");
+    if (count < 1)
+      return invalid_argument("--num-prompts must be at least 1 (concurrency " + std::to_string(level) + ")");
     if (std::find(o.concurrency.begin(), o.concurrency.end(), level) == o.concurrency.end()) {
       return invalid_argument("--num-prompts: concurrency " + std::to_string(level) + " is not in --concurrency");
     }

@@ -13,39 +13,39 @@
 namespace crosspoint::sweep {
 
 struct SweepOptions {
-  std::string crosspoint_exe;                 // the binary run as child processes (quantize, serve, bench, eval, hwinfo)
-  std::string model = "default";              // FP16 model directory, or "default"
-  std::vector<std::string> precisions;        // "fp16", "w8a8-fp8", "w4a16"; order kept
-  std::vector<int> concurrency;               // client concurrency levels, increasing
-  int num_prompts = 8;                        // requests per cell (levels without an entry below)
-  std::map<int, int> num_prompts_by_level;    // concurrency -> requests, from "--num-prompts 20,100,200"
-  std::string dataset = "sharegpt";           // bench --dataset-name
-  std::string dataset_path;                   // ShareGPT file; empty = the cache's copy
-  int output_len = 16;                        // fixed output tokens per request (bench --sharegpt-output-len); 0 = the dataset's
-  std::string device = "auto";                // auto | cpu | cuda; auto = cuda when a GPU is visible (run_sweep resolves it)
-  double gpu_memory_utilization = 0.9;        // cuda: serve --gpu-memory-utilization (fraction of GPU memory)
-  bool enforce_eager = false;                 // cuda: serve --enforce-eager (no CUDA graphs)
-  bool deterministic = false;                 // serve --deterministic (batch-invariant outputs)
-  std::string ceilings_path;                  // measured ceilings: shared/tools/gpu/ceilings.py or hwinfo --json; empty = measure
-  std::string hardware;                       // cuda: datasheet entry used when the GPU cannot be measured (hwinfo --hardware)
+  std::string crosspoint_exe;               // the binary run as child processes (quantize, serve, bench, eval, hwinfo)
+  std::string model = "default";            // FP16 model directory, or "default"
+  std::vector<std::string> precisions;      // "fp16", "w8a8-fp8", "w4a16"; order kept
+  std::vector<int> concurrency;             // client concurrency levels, increasing
+  int num_prompts = 8;                      // requests per cell (levels without an entry below)
+  std::map<int, int> num_prompts_by_level;  // concurrency -> requests, from "--num-prompts 20,100,200"
+  std::string dataset = "sharegpt";         // bench --dataset-name
+  std::string dataset_path;                 // ShareGPT file; empty = the cache's copy
+  int output_len = 16;          // fixed output tokens per request (bench --sharegpt-output-len); 0 = the dataset's
+  std::string device = "auto";  // auto | cpu | cuda; auto = cuda when a GPU is visible (run_sweep resolves it)
+  double gpu_memory_utilization = 0.9;  // cuda: serve --gpu-memory-utilization (fraction of GPU memory)
+  bool enforce_eager = false;           // cuda: serve --enforce-eager (no CUDA graphs)
+  bool deterministic = false;           // serve --deterministic (batch-invariant outputs)
+  std::string ceilings_path;  // measured ceilings: shared/tools/gpu/ceilings.py or hwinfo --json; empty = measure
+  std::string hardware;       // cuda: datasheet entry used when the GPU cannot be measured (hwinfo --hardware)
   std::map<std::string, std::string> precision_models;  // precision -> ready checkpoint (no quantising)
-  std::optional<double> slo_ttft_ms;          // goodput SLO
+  std::optional<double> slo_ttft_ms;                    // goodput SLO
   std::optional<double> slo_tpot_ms;
-  int bisect_resolution = 4;                  // stop bisecting when a crossover bracket is this narrow (levels)
-  int max_bisect_runs = 4;                    // extra concurrency levels at most
+  int bisect_resolution = 4;  // stop bisecting when a crossover bracket is this narrow (levels)
+  int max_bisect_runs = 4;    // extra concurrency levels at most
   std::string out_dir = "sweep-out";
-  std::string quant_cache_dir;                // quantised checkpoints; empty = <cache>/quantized
-  std::string quant_method = "gptq";          // w4a16: gptq or rtn
-  int quant_calib_samples = 8;                // gptq calibration samples (quantize --calib-samples)
-  int eval_samples = 4;                       // crosspoint eval --num-samples
-  int eval_max_tokens = 128;                  // crosspoint eval --max-tokens
-  std::string kv_cache_memory = "1GiB";       // serve --kv-cache-memory
-  int max_model_len = 2048;                   // serve --max-model-len (prompt + output)
-  int threads = 0;                            // serve/eval/quantize --threads; 0 = all cores
-  double server_start_timeout_s = 300;        // wait for /health at most this long
-  int num_warmups = 1;                        // bench --num-warmups
-  bool ignore_eos = false;                    // bench --ignore-eos (random weights: every reply its full length)
-  int random_input_len = 0;                   // --dataset random: bench --random-input-len; 0 = bench's default
+  std::string quant_cache_dir;           // quantised checkpoints; empty = <cache>/quantized
+  std::string quant_method = "gptq";     // w4a16: gptq or rtn
+  int quant_calib_samples = 8;           // gptq calibration samples (quantize --calib-samples)
+  int eval_samples = 4;                  // crosspoint eval --num-samples
+  int eval_max_tokens = 128;             // crosspoint eval --max-tokens
+  std::string kv_cache_memory = "1GiB";  // serve --kv-cache-memory
+  int max_model_len = 2048;              // serve --max-model-len (prompt + output)
+  int threads = 0;                       // serve/eval/quantize --threads; 0 = all cores
+  double server_start_timeout_s = 300;   // wait for /health at most this long
+  int num_warmups = 1;                   // bench --num-warmups
+  bool ignore_eos = false;               // bench --ignore-eos (random weights: every reply its full length)
+  int random_input_len = 0;              // --dataset random: bench --random-input-len; 0 = bench's default
 };
 
 // "fp16,w8a8-fp8" -> {"fp16", "w8a8-fp8"}; each must be a known precision, no repeats.

@@ -56,7 +56,8 @@ std::string measured_span(const nlohmann::json& cells) {
   auto day = [](const std::string& d) { return d.substr(0, 4) + "-" + d.substr(4, 2) + "-" + d.substr(6, 2); };
   auto minute = [](const std::string& d) { return d.substr(9, 2) + ":" + d.substr(11, 2); };
   const std::string end = day(first) == day(last) ? minute(last) : day(last) + " " + minute(last);
-  return "cells measured " + day(first) + " " + minute(first) + (first == last ? "" : " to " + end) + " (bench clock); ";
+  return "cells measured " + day(first) + " " + minute(first) + (first == last ? "" : " to " + end) +
+         " (bench clock); ";
 }
 
 std::string fixed(std::optional<double> v, int digits) {
@@ -129,14 +130,17 @@ std::string describe_metric(const analysis::StudyAnalysis& a, Metric metric) {
     }
     const auto& first = *clear.front();
     const auto& last = *clear.back();
-    text = fmt::format("{}: {} wins at every measured concurrency where one precision is ahead ({:.1f} vs {:.1f} {} at {:g}",
-                       name, winner, first.best_value, first.runner_up_value, unit, first.concurrency);
+    text = fmt::format(
+        "{}: {} wins at every measured concurrency where one precision is ahead ({:.1f} vs {:.1f} {} at {:g}", name,
+        winner, first.best_value, first.runner_up_value, unit, first.concurrency);
     if (&first != &last) {
-      text += fmt::format(", {:.1f} vs {:.1f} {} at {:g}", last.best_value, last.runner_up_value, unit, last.concurrency);
+      text +=
+          fmt::format(", {:.1f} vs {:.1f} {} at {:g}", last.best_value, last.runner_up_value, unit, last.concurrency);
     }
     text += ")";
     if (!ties.empty()) text += fmt::format("; a tie (within 2 %) at {}", fmt::join(ties, ", "));
-    return text + fmt::format("; no crossover in {:g}..{:g}.", m->winners.front().concurrency, m->winners.back().concurrency);
+    return text +
+           fmt::format("; no crossover in {:g}..{:g}.", m->winners.front().concurrency, m->winners.back().concurrency);
   }
   text = name + ": ";
   for (size_t i = 0; i < m->crossovers.size(); ++i) {
@@ -172,7 +176,8 @@ void add_recommendation(Fragments& f, const SweepOptions& o, const analysis::Stu
   if (o.slo_ttft_ms || o.slo_tpot_ms) {
     std::string slo_text;
     if (o.slo_ttft_ms) slo_text += fmt::format("median TTFT ≤ {:g} ms", *o.slo_ttft_ms);
-    if (o.slo_tpot_ms) slo_text += fmt::format("{}median TPOT ≤ {:g} ms", slo_text.empty() ? "" : " and ", *o.slo_tpot_ms);
+    if (o.slo_tpot_ms)
+      slo_text += fmt::format("{}median TPOT ≤ {:g} ms", slo_text.empty() ? "" : " and ", *o.slo_tpot_ms);
     std::string best_precision;
     double best_level = 0;
     std::string per_precision;
@@ -186,19 +191,21 @@ void add_recommendation(Fragments& f, const SweepOptions& o, const analysis::Stu
       }
     }
     if (best_precision.empty()) {
-      items.push_back("SLO (" + slo_text + "): no precision met it at any measured concurrency (" + per_precision + ").");
+      items.push_back("SLO (" + slo_text + "): no precision met it at any measured concurrency (" + per_precision +
+                      ").");
     } else {
-      items.push_back(fmt::format("SLO ({}): serve {} — it meets the SLO up to concurrency {:g}, the highest of the "
-                                  "precisions ({}).",
-                                  slo_text, best_precision, best_level, per_precision));
+      items.push_back(
+          fmt::format("SLO ({}): serve {} — it meets the SLO up to concurrency {:g}, the highest of the "
+                      "precisions ({}).",
+                      slo_text, best_precision, best_level, per_precision));
     }
   }
   for (const QualityResult& q : qualities) {
     const double delta = q.reference_perplexity > 0 ? 100.0 * (q.perplexity / q.reference_perplexity - 1.0) : 0;
-    items.push_back(fmt::format("Quality — {}: perplexity {:.3f} vs {:.3f} for fp16 ({:+.2f} %), greedy agreement with "
-                                "fp16 {:.1f} % over {} tokens.",
-                                q.precision, q.perplexity, q.reference_perplexity, delta, 100.0 * q.greedy_agreement,
-                                q.num_predicted_tokens));
+    items.push_back(fmt::format(
+        "Quality — {}: perplexity {:.3f} vs {:.3f} for fp16 ({:+.2f} %), greedy agreement with "
+        "fp16 {:.1f} % over {} tokens.",
+        q.precision, q.perplexity, q.reference_perplexity, delta, 100.0 * q.greedy_agreement, q.num_predicted_tokens));
   }
   for (const auto& [precision, s] : startups) {
     if (s.weights_gib && s.kv_cache_tokens) {
@@ -209,25 +216,28 @@ void add_recommendation(Fragments& f, const SweepOptions& o, const analysis::Stu
   f.bullets(items);
   // The sentence people read: which precision below and above the crossover.
   const analysis::MetricAnalysis* tpot = find_metric(a, Metric::kMedianTpot);
-  const std::string quality_note =
-      qualities.empty() ? "quality was not measured in this sweep (--eval-samples 0)" : "with the quality costs listed above";
+  const std::string quality_note = qualities.empty() ? "quality was not measured in this sweep (--eval-samples 0)"
+                                                     : "with the quality costs listed above";
   if (tpot && !tpot->crossovers.empty()) {
     // Every flip in order: "up to 3 serve A; from 10 serve B; from 100 serve C".
     const auto& first = tpot->crossovers.front();
     std::string plan = fmt::format("up to concurrency {:g} serve {}", first.concurrency_below, first.winner_below);
-    for (const auto& c : tpot->crossovers) plan += fmt::format("; from {:g} up serve {}", c.concurrency_above, c.winner_above);
-    f.paragraph(fmt::format("In short, for the lowest median TPOT: {} (each flip lies between the two levels named) — "
-                            "measured on {}; {}.",
-                            plan, a.hardware.name, quality_note));
+    for (const auto& c : tpot->crossovers)
+      plan += fmt::format("; from {:g} up serve {}", c.concurrency_above, c.winner_above);
+    f.paragraph(
+        fmt::format("In short, for the lowest median TPOT: {} (each flip lies between the two levels named) — "
+                    "measured on {}; {}.",
+                    plan, a.hardware.name, quality_note));
   } else if (tpot && !tpot->winners.empty()) {
     std::string winner;
     for (const auto& w : tpot->winners) {
       if (!w.tie) winner = w.winner;
     }
     if (!winner.empty()) {
-      f.paragraph(fmt::format("In short: over the measured range ({:g}..{:g}) {} gives the lowest median TPOT; weigh "
-                              "that against its quality cost above.",
-                              tpot->winners.front().concurrency, tpot->winners.back().concurrency, winner));
+      f.paragraph(
+          fmt::format("In short: over the measured range ({:g}..{:g}) {} gives the lowest median TPOT; weigh "
+                      "that against its quality cost above.",
+                      tpot->winners.front().concurrency, tpot->winners.back().concurrency, winner));
     }
   }
 }
@@ -237,13 +247,14 @@ void add_quality_and_startup(Fragments& f, const analysis::StudyResults& study,
                              const std::vector<QualityResult>& qualities) {
   f.heading("Cold start and capacity (from each server's start-up log)");
   analysis::TextTable t;
-  t.header = {"precision", "load s", "start-up s", "weights GiB", "KV GiB", "KV tokens", "worst-case conc.",
-              "workload capacity", "peak running batch"};
+  t.header = {"precision", "load s",           "start-up s",        "weights GiB",       "KV GiB",
+              "KV tokens", "worst-case conc.", "workload capacity", "peak running batch"};
   t.right_align = {false, true, true, true, true, true, true, true, true};
   for (const auto& [precision, s] : startups) {
     std::optional<double> peak;
     for (const CellMeasurement& cell : study.cells) {
-      if (cell.precision == precision && cell.peak_running_batch) peak = std::max(peak.value_or(0), *cell.peak_running_batch);
+      if (cell.precision == precision && cell.peak_running_batch)
+        peak = std::max(peak.value_or(0), *cell.peak_running_batch);
     }
     t.rows.push_back({precision, fixed(s.load_s, 2), fixed(s.startup_s, 2), fixed(s.weights_gib, 3),
                       fixed(s.kv_cache_gib, 3), fixed(s.kv_cache_tokens, 0), fixed(s.worst_case_concurrency, 2),
@@ -346,14 +357,15 @@ Result<nlohmann::json> build_study_json(const SweepOptions& o, const std::string
     }
   }
   if (num_requests > 0) {
-    study["workload"] = {{"mean_input_tokens", input_sum / num_requests}, {"mean_output_tokens", output_sum / num_requests}};
+    study["workload"] = {{"mean_input_tokens", input_sum / num_requests},
+                         {"mean_output_tokens", output_sum / num_requests}};
   }
   // When the cells were measured (a resumed sweep spans several runs), beside when the report was written.
-  study["source"] = fmt::format("crosspoint sweep on {}, {}report {}: {} prompts per cell from {}{}{}, greedy, {}; ceilings {}",
-                                o.device == "cuda" ? "cuda" : "cpu", measured_span(cells), utc_now(), prompts, o.dataset,
-                                o.output_len > 0 ? fmt::format(", {} output tokens each", o.output_len) : "",
-                                o.ignore_eos ? ", ignoring EOS" : "", determinism_mode(o),
-                                ceilings_provenance(hw_name, hw_source));
+  study["source"] =
+      fmt::format("crosspoint sweep on {}, {}report {}: {} prompts per cell from {}{}{}, greedy, {}; ceilings {}",
+                  o.device == "cuda" ? "cuda" : "cpu", measured_span(cells), utc_now(), prompts, o.dataset,
+                  o.output_len > 0 ? fmt::format(", {} output tokens each", o.output_len) : "",
+                  o.ignore_eos ? ", ignoring EOS" : "", determinism_mode(o), ceilings_provenance(hw_name, hw_source));
   study["deterministic"] = o.deterministic;
   study["precisions"] = std::move(precisions);
   study["cells"] = std::move(cells);
@@ -385,13 +397,14 @@ Status write_sweep_report(const SweepOptions& o, const std::string& fp16_dir, co
   // crosspoint serve keeps the KV cache in f32 on the CPU and in fp16 on the GPU.
   options.kv_bytes_per_element = o.device == "cuda" ? 2 : 4;
   options.bisection_resolution = o.bisect_resolution;
-  options.kv_block_size = 16;        // crosspoint serve's --block-size default
+  options.kv_block_size = 16;  // crosspoint serve's --block-size default
   CROSSPOINT_ASSIGN_OR_RETURN(analysis::StudyAnalysis result, analysis::analyze_study(study, options));
 
   std::vector<std::pair<std::string, ServerStartup>> startups;
   std::vector<QualityResult> qualities;
   for (const std::string& p : o.precisions) {
-    if (auto s = read_json(o.out_dir + "/servers/" + p + ".json")) startups.emplace_back(p, server_startup_from_json(*s));
+    if (auto s = read_json(o.out_dir + "/servers/" + p + ".json"))
+      startups.emplace_back(p, server_startup_from_json(*s));
     auto q = read_json(o.out_dir + "/quality/" + p + ".json");
     if (!q || !q->is_object()) continue;
     QualityResult r;

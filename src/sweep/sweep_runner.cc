@@ -68,7 +68,8 @@ Result<int64_t> w4a16_group_size(const std::string& model_dir) {
     for (int64_t width : widths) divides = divides && width > 0 && width % group == 0;
     if (divides) return group;
   }
-  return invalid_argument(model_dir + "/config.json: no W4A16 group size of 128, 64, 32 or 16 divides the layer widths");
+  return invalid_argument(model_dir +
+                          "/config.json: no W4A16 group size of 128, 64, 32 or 16 divides the layer widths");
 }
 
 class SweepRun {
@@ -94,17 +95,31 @@ class SweepRun {
   std::vector<int> plan_bisection_levels() const;
   Result<std::vector<analysis::CellMeasurement>> load_cells() const;
   nlohmann::json options_json() const {
-    return {{"model", fp16_dir_}, {"precisions", o_.precisions}, {"concurrency", o_.concurrency},
-            {"num_prompts", o_.num_prompts}, {"dataset", o_.dataset}, {"dataset_path", o_.dataset_path},
-            {"output_len", o_.output_len}, {"slo_ttft_ms", o_.slo_ttft_ms.value_or(0)},
-            {"slo_tpot_ms", o_.slo_tpot_ms.value_or(0)}, {"bisect_resolution", o_.bisect_resolution},
-            {"max_bisect_runs", o_.max_bisect_runs}, {"quant_method", o_.quant_method},
-            {"eval_samples", o_.eval_samples}, {"kv_cache_memory", o_.kv_cache_memory},
-            {"max_model_len", o_.max_model_len}, {"threads", o_.threads}, {"device", o_.device},
-            {"gpu_memory_utilization", o_.gpu_memory_utilization}, {"enforce_eager", o_.enforce_eager},
+    return {{"model", fp16_dir_},
+            {"precisions", o_.precisions},
+            {"concurrency", o_.concurrency},
+            {"num_prompts", o_.num_prompts},
+            {"dataset", o_.dataset},
+            {"dataset_path", o_.dataset_path},
+            {"output_len", o_.output_len},
+            {"slo_ttft_ms", o_.slo_ttft_ms.value_or(0)},
+            {"slo_tpot_ms", o_.slo_tpot_ms.value_or(0)},
+            {"bisect_resolution", o_.bisect_resolution},
+            {"max_bisect_runs", o_.max_bisect_runs},
+            {"quant_method", o_.quant_method},
+            {"eval_samples", o_.eval_samples},
+            {"kv_cache_memory", o_.kv_cache_memory},
+            {"max_model_len", o_.max_model_len},
+            {"threads", o_.threads},
+            {"device", o_.device},
+            {"gpu_memory_utilization", o_.gpu_memory_utilization},
+            {"enforce_eager", o_.enforce_eager},
             {"deterministic", o_.deterministic},
-            {"ceilings", o_.ceilings_path}, {"hardware", o_.hardware}, {"precision_models", o_.precision_models},
-            {"num_prompts_by_level", num_prompts_by_level_json()}, {"ignore_eos", o_.ignore_eos},
+            {"ceilings", o_.ceilings_path},
+            {"hardware", o_.hardware},
+            {"precision_models", o_.precision_models},
+            {"num_prompts_by_level", num_prompts_by_level_json()},
+            {"ignore_eos", o_.ignore_eos},
             {"random_input_len", o_.random_input_len}};
   }
   nlohmann::json num_prompts_by_level_json() const {
@@ -180,16 +195,16 @@ Status SweepRun::quantize_if_missing(const std::string& precision) {
   fs::create_directories(fs::path(dir).parent_path(), ec);
   if (ec) return io_error(dir + ": cannot create the cache directory: " + ec.message());
   log_info("sweep: quantising {} -> {} ({})", fp16_dir_, precision, dir);
-  std::vector<std::string> argv = {o_.crosspoint_exe, "quantize", "--model", fp16_dir_, "--scheme", precision,
-                                   "--out", tmp, "--force"};
+  std::vector<std::string> argv = {o_.crosspoint_exe, "quantize", "--model", fp16_dir_, "--scheme",
+                                   precision,         "--out",    tmp,       "--force"};
   if (precision == "w4a16") {
     CROSSPOINT_ASSIGN_OR_RETURN(int64_t group_size, w4a16_group_size(fp16_dir_));
     argv.insert(argv.end(), {"--method", o_.quant_method, "--calib-samples", std::to_string(o_.quant_calib_samples),
                              "--calib-max-tokens", "128", "--group-size", std::to_string(group_size)});
   }
   if (o_.threads > 0) argv.insert(argv.end(), {"--threads", std::to_string(o_.threads)});
-  CROSSPOINT_RETURN_IF_ERROR(
-      run_to_completion(argv, logs_dir_ + "/quantize-" + precision + ".log", "crosspoint quantize --scheme " + precision));
+  CROSSPOINT_RETURN_IF_ERROR(run_to_completion(argv, logs_dir_ + "/quantize-" + precision + ".log",
+                                               "crosspoint quantize --scheme " + precision));
   fs::rename(tmp, dir, ec);
   if (ec) return io_error(dir + ": rename of the quantised checkpoint failed: " + ec.message());
   return Status::ok();
@@ -198,14 +213,38 @@ Status SweepRun::quantize_if_missing(const std::string& precision) {
 Status SweepRun::bench_cell(const std::string& precision, int concurrency, const std::string& base_url) {
   const std::string path = cell_result_path(o_.out_dir, precision, concurrency);
   const std::string tmp = path + ".tmp";
-  std::vector<std::string> argv = {o_.crosspoint_exe, "bench", "serve", "--base-url", base_url, "--model", "sweep",
-                                   "--tokenizer", fp16_dir_, "--dataset-name", o_.dataset,
-                                   "--num-prompts", std::to_string(num_prompts_for_level(o_, concurrency)),
-                                   "--max-concurrency", std::to_string(concurrency), "--temperature", "0",
-                                   "--percentile-metrics", "ttft,tpot,itl,e2el", "--metric-percentiles", "50,90,99",
-                                   "--num-warmups", std::to_string(o_.num_warmups), "--seed", "0",
-                                   "--metrics-interval", "0.25", "--label", precision, "--disable-progress",
-                                   "--result-file", tmp};
+  std::vector<std::string> argv = {o_.crosspoint_exe,
+                                   "bench",
+                                   "serve",
+                                   "--base-url",
+                                   base_url,
+                                   "--model",
+                                   "sweep",
+                                   "--tokenizer",
+                                   fp16_dir_,
+                                   "--dataset-name",
+                                   o_.dataset,
+                                   "--num-prompts",
+                                   std::to_string(num_prompts_for_level(o_, concurrency)),
+                                   "--max-concurrency",
+                                   std::to_string(concurrency),
+                                   "--temperature",
+                                   "0",
+                                   "--percentile-metrics",
+                                   "ttft,tpot,itl,e2el",
+                                   "--metric-percentiles",
+                                   "50,90,99",
+                                   "--num-warmups",
+                                   std::to_string(o_.num_warmups),
+                                   "--seed",
+                                   "0",
+                                   "--metrics-interval",
+                                   "0.25",
+                                   "--label",
+                                   precision,
+                                   "--disable-progress",
+                                   "--result-file",
+                                   tmp};
   if (!o_.dataset_path.empty()) argv.insert(argv.end(), {"--dataset-path", o_.dataset_path});
   if (o_.ignore_eos) argv.push_back("--ignore-eos");
   if (o_.dataset == "random" && o_.random_input_len > 0) {
@@ -224,8 +263,8 @@ Status SweepRun::bench_cell(const std::string& precision, int concurrency, const
     if (o_.slo_tpot_ms) argv.push_back("tpot:" + std::to_string(*o_.slo_tpot_ms));
   }
   const std::string log = logs_dir_ + "/bench-" + precision + "-c" + std::to_string(concurrency) + ".log";
-  CROSSPOINT_RETURN_IF_ERROR(run_to_completion(argv, log, "crosspoint bench serve (" + precision + ", concurrency " +
-                                                              std::to_string(concurrency) + ")"));
+  CROSSPOINT_RETURN_IF_ERROR(run_to_completion(
+      argv, log, "crosspoint bench serve (" + precision + ", concurrency " + std::to_string(concurrency) + ")"));
   std::error_code ec;
   fs::rename(tmp, path, ec);
   if (ec) return io_error(path + ": rename failed: " + ec.message());
@@ -243,7 +282,8 @@ Status SweepRun::run_levels(const std::string& precision, const std::vector<int>
 
   const std::vector<std::string> serve_argv = serve_command(o_, model_dir_for(precision));
   const std::string server_log = logs_dir_ + "/serve-" + precision + ".log";
-  CROSSPOINT_ASSIGN_OR_RETURN(ServedModel server, ServedModel::start(serve_argv, server_log, o_.server_start_timeout_s));
+  CROSSPOINT_ASSIGN_OR_RETURN(ServedModel server,
+                              ServedModel::start(serve_argv, server_log, o_.server_start_timeout_s));
   // The first start of this precision is its cold start; later ones (bisection) keep it.
   if (!read_json_file(startup_path)) {
     CROSSPOINT_RETURN_IF_ERROR(write_text_atomically(startup_path, server_startup_to_json(server.startup()).dump(2)));
@@ -264,9 +304,12 @@ Status SweepRun::evaluate_quality(const std::string& precision) {
   const std::string path = o_.out_dir + "/quality/" + precision + ".json";
   if (read_json_file(path)) return Status::ok();
   log_info("sweep: quality of {} against fp16 (crosspoint eval, {} samples)", precision, o_.eval_samples);
-  std::vector<std::string> argv = {o_.crosspoint_exe, "eval", "--model", model_dir_for(precision), "--reference",
-                                   fp16_dir_, "--num-samples", std::to_string(o_.eval_samples), "--max-tokens",
-                                   std::to_string(o_.eval_max_tokens), "--json"};
+  std::vector<std::string> argv = {o_.crosspoint_exe, "eval",
+                                   "--model",         model_dir_for(precision),
+                                   "--reference",     fp16_dir_,
+                                   "--num-samples",   std::to_string(o_.eval_samples),
+                                   "--max-tokens",    std::to_string(o_.eval_max_tokens),
+                                   "--json"};
   if (!o_.dataset_path.empty() && o_.dataset == "sharegpt") argv.insert(argv.end(), {"--dataset", o_.dataset_path});
   if (o_.threads > 0) argv.insert(argv.end(), {"--threads", std::to_string(o_.threads)});
   const std::string tmp = path + ".tmp";
@@ -364,7 +407,8 @@ Result<SweepSummary> SweepRun::run() {
     summary_.num_bisection_levels += static_cast<int>(probes.size());
     ProgressBar probe_bar("crossover cells", probes.size() * o_.precisions.size());
     num_cells_done_ = 0;
-    for (const std::string& precision : o_.precisions) CROSSPOINT_RETURN_IF_ERROR(run_levels(precision, probes, probe_bar));
+    for (const std::string& precision : o_.precisions)
+      CROSSPOINT_RETURN_IF_ERROR(run_levels(precision, probes, probe_bar));
     probe_bar.finish();
   }
 
@@ -380,8 +424,8 @@ Result<SweepSummary> SweepRun::run() {
 }  // namespace
 
 std::vector<std::string> serve_command(const SweepOptions& o, const std::string& model_dir) {
-  std::vector<std::string> argv = {o.crosspoint_exe, "serve", "--model", model_dir, "--served-model-name", "sweep",
-                                   "--max-model-len", std::to_string(o.max_model_len)};
+  std::vector<std::string> argv = {o.crosspoint_exe,      "serve", "--model",         model_dir,
+                                   "--served-model-name", "sweep", "--max-model-len", std::to_string(o.max_model_len)};
   if (o.device == "cuda") {
     // The GPU server sizes its KV cache from the memory fraction; CPU threads do not apply.
     char fraction[32];

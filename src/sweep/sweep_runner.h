@@ -25,8 +25,8 @@ namespace crosspoint::sweep {
 
 // What one call did, for the summary line and the tests.
 struct SweepSummary {
-  int num_cells_run = 0;       // bench runs made by this call
-  int num_cells_reused = 0;    // cells found in the output directory and kept
+  int num_cells_run = 0;         // bench runs made by this call
+  int num_cells_reused = 0;      // cells found in the output directory and kept
   int num_bisection_levels = 0;  // extra concurrency levels added by the crossover search
   std::string report_md_path;
   std::string report_html_path;

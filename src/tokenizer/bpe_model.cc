@@ -19,8 +19,8 @@ constexpr size_t kMaxCachedWords = 1 << 20;
 }  // namespace
 
 Result<BpeModel> BpeModel::create(const std::unordered_map<std::string, int32_t>& vocab,
-                                  const std::vector<std::pair<std::string, std::string>>& merges,
-                                  bool ignore_merges, const std::string& where) {
+                                  const std::vector<std::pair<std::string, std::string>>& merges, bool ignore_merges,
+                                  const std::string& where) {
   BpeModel model;
   model.ignore_merges_ = ignore_merges;
   for (int b = 0; b < 256; ++b) {
@@ -39,8 +39,8 @@ Result<BpeModel> BpeModel::create(const std::unordered_map<std::string, int32_t>
     const auto right_it = vocab.find(right);
     const auto merged_it = vocab.find(left + right);
     if (left_it == vocab.end() || right_it == vocab.end() || merged_it == vocab.end())
-      return corrupt(fmt::format("{}: merge {} \"{} {}\" uses a token that is not in the vocabulary", where, rank,
-                                 left, right));
+      return corrupt(
+          fmt::format("{}: merge {} \"{} {}\" uses a token that is not in the vocabulary", where, rank, left, right));
     // A repeated pair keeps its last rank, as HF's map built from the list does.
     model.merges_.insert_or_assign(pair_key(left_it->second, right_it->second),
                                    Merge{static_cast<int32_t>(rank), merged_it->second});
@@ -102,8 +102,8 @@ void BpeModel::merge_word(std::string_view word, std::vector<int32_t>& ids) cons
   // Candidate merges ordered by (rank, position): lowest rank first, leftmost on ties.
   struct Candidate {
     int32_t rank;
-    int32_t left;       // symbol index
-    int32_t left_id;    // ids when the candidate was made (stale if they changed)
+    int32_t left;     // symbol index
+    int32_t left_id;  // ids when the candidate was made (stale if they changed)
     int32_t right_id;
     int32_t merged_id;
     bool operator>(const Candidate& o) const { return rank != o.rank ? rank > o.rank : left > o.left; }

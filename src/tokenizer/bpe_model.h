@@ -23,8 +23,8 @@ class BpeModel {
   // earliest = highest priority. ignore_merges: a word that is itself in the vocabulary
   // becomes that token without merging (Llama 3 style files set it).
   static Result<BpeModel> create(const std::unordered_map<std::string, int32_t>& vocab,
-                                 const std::vector<std::pair<std::string, std::string>>& merges,
-                                 bool ignore_merges, const std::string& where);
+                                 const std::vector<std::pair<std::string, std::string>>& merges, bool ignore_merges,
+                                 const std::string& where);
 
   // Appends the ids of one word.
   void encode_word(std::string_view word, std::vector<int32_t>& ids) const;
@@ -45,8 +45,8 @@ class BpeModel {
   }
   void merge_word(std::string_view word, std::vector<int32_t>& ids) const;
 
-  std::array<int32_t, 256> byte_to_id_{};                // -1 when a byte has no token
-  std::unordered_map<uint64_t, Merge> merges_;          // (left id, right id) -> merge
+  std::array<int32_t, 256> byte_to_id_{};                 // -1 when a byte has no token
+  std::unordered_map<uint64_t, Merge> merges_;            // (left id, right id) -> merge
   std::unordered_map<std::string, int32_t> id_by_bytes_;  // raw bytes -> id (ignore_merges only)
   bool ignore_merges_ = false;
   std::unique_ptr<WordCache> cache_ = std::make_unique<WordCache>();

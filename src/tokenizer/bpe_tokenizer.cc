@@ -52,7 +52,8 @@ Result<std::vector<std::pair<std::string, std::string>>> parse_merges(const nloh
       const std::string text = merge.get<std::string>();
       const size_t space = text.find(' ');
       if (space == std::string::npos || text.find(' ', space + 1) != std::string::npos)
-        return corrupt(fmt::format("{}: model.merges[{}] \"{}\" is not two tokens separated by a space", where, i, text));
+        return corrupt(
+            fmt::format("{}: model.merges[{}] \"{}\" is not two tokens separated by a space", where, i, text));
       out.emplace_back(text.substr(0, space), text.substr(space + 1));
     } else if (merge.is_array() && merge.size() == 2 && merge[0].is_string() && merge[1].is_string()) {
       out.emplace_back(merge[0].get<std::string>(), merge[1].get<std::string>());
@@ -100,8 +101,8 @@ Result<std::unique_ptr<BpeTokenizer>> BpeTokenizer::create(const nlohmann::json&
     max_id = std::max(max_id, id);
   }
   CROSSPOINT_ASSIGN_OR_RETURN(auto merges, parse_merges(model["merges"], where));
-  CROSSPOINT_ASSIGN_OR_RETURN(BpeModel bpe, BpeModel::create(tokenizer->id_by_token_, merges,
-                                                             model.value("ignore_merges", false), where));
+  CROSSPOINT_ASSIGN_OR_RETURN(
+      BpeModel bpe, BpeModel::create(tokenizer->id_by_token_, merges, model.value("ignore_merges", false), where));
   tokenizer->model_.emplace(std::move(bpe));
 
   CROSSPOINT_ASSIGN_OR_RETURN(tokenizer->normalizer_,
@@ -111,7 +112,8 @@ Result<std::unique_ptr<BpeTokenizer>> BpeTokenizer::create(const nlohmann::json&
       tokenizer->pre_tokenizer_,
       PreTokenizer::from_json(tokenizer_json.value("pre_tokenizer", nlohmann::json()), where, &has_byte_level));
   if (!has_byte_level)
-    return unsupported(fmt::format("{}: pre_tokenizer has no ByteLevel step (only byte-level BPE is supported)", where));
+    return unsupported(
+        fmt::format("{}: pre_tokenizer has no ByteLevel step (only byte-level BPE is supported)", where));
   if (!decoder_is_byte_level(tokenizer_json.value("decoder", nlohmann::json())))
     return unsupported(fmt::format("{}: decoder is not ByteLevel (only byte-level BPE is supported)", where));
 
@@ -133,9 +135,8 @@ Status BpeTokenizer::load_added_tokens(const nlohmann::json& tokenizer_json, con
   if (!list.is_array()) return corrupt(fmt::format("{}: added_tokens is not an array", where));
   for (size_t i = 0; i < list.size(); ++i) {
     const auto& entry = list[i];
-    if (!entry.is_object() || !entry.contains("id") || !entry["id"].is_number_integer() ||
-        !entry.contains("content") || !entry["content"].is_string() || entry["id"].get<int64_t>() < 0 ||
-        entry["id"].get<int64_t>() > (1 << 30))
+    if (!entry.is_object() || !entry.contains("id") || !entry["id"].is_number_integer() || !entry.contains("content") ||
+        !entry["content"].is_string() || entry["id"].get<int64_t>() < 0 || entry["id"].get<int64_t>() > (1 << 30))
       return corrupt(fmt::format("{}: added_tokens[{}] needs an integer \"id\" and a string \"content\"", where, i));
     if (entry.value("single_word", false))
       return unsupported(fmt::format("{}: added_tokens[{}] has single_word set", where, i));

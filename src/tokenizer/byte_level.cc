@@ -11,7 +11,7 @@ namespace crosspoint {
 namespace {
 
 struct ByteLevelTables {
-  std::array<std::string, 256> byte_to_char;       // UTF-8 of the character for each byte
+  std::array<std::string, 256> byte_to_char;           // UTF-8 of the character for each byte
   std::unordered_map<uint32_t, uint8_t> char_to_byte;  // code point -> byte
 
   ByteLevelTables() {

@@ -78,8 +78,8 @@ Result<std::string> apply_chat_template(const ChatTemplate& chat_template, const
   for (size_t i = 0; i < messages.size(); ++i) {
     const ChatMessage& message = messages[i];
     if (message.role != "system" && message.role != "user" && message.role != "assistant")
-      return invalid_argument(fmt::format("messages[{}].role \"{}\" (expected system, user or assistant)", i,
-                                          message.role));
+      return invalid_argument(
+          fmt::format("messages[{}].role \"{}\" (expected system, user or assistant)", i, message.role));
     if (i == 0 && message.role != "system" && !chat_template.default_system_prompt.empty())
       prompt += "<|im_start|>system\n" + chat_template.default_system_prompt + "<|im_end|>\n";
     prompt += "<|im_start|>" + message.role + "\n" + message.content + "<|im_end|>\n";

@@ -11,7 +11,7 @@
 namespace crosspoint {
 
 struct ChatMessage {
-  std::string role;     // "system", "user", "assistant"
+  std::string role;  // "system", "user", "assistant"
   std::string content;
 };
 

@@ -50,17 +50,17 @@ Result<PreTokenizerSpec> pre_tokenizer_for_llama_cpp_name(const std::string& nam
     spec.pre_tokenizer = split_then_byte_level(kQwen2Pattern);
   } else if (name == "smollm") {
     // SmolLM/SmolLM2: every digit alone, then GPT-2's ByteLevel regex.
-    spec.pre_tokenizer = {{"type", "Sequence"},
-                          {"pretokenizers",
-                           {{{"type", "Digits"}, {"individual_digits", true}}, byte_level(true, true)}}};
+    spec.pre_tokenizer = {
+        {"type", "Sequence"},
+        {"pretokenizers", {{{"type", "Digits"}, {"individual_digits", true}}, byte_level(true, true)}}};
   } else if (name == "gpt-2" || name == "default" || name.empty()) {
     spec.pre_tokenizer = byte_level(true, true);
   } else if (name == "llama-bpe" || name == "llama3") {
     spec.pre_tokenizer = split_then_byte_level(kLlama3Pattern);
     spec.ignore_merges = true;
   } else {
-    return unsupported(fmt::format("{}: tokenizer.ggml.pre \"{}\" (supported: qwen2, smollm, gpt-2, llama-bpe)",
-                                   where, name));
+    return unsupported(
+        fmt::format("{}: tokenizer.ggml.pre \"{}\" (supported: qwen2, smollm, gpt-2, llama-bpe)", where, name));
   }
   return spec;
 }
@@ -69,8 +69,8 @@ Result<nlohmann::json> tokenizer_json_from_gguf(const GgufFile& gguf) {
   const std::string& where = gguf.path();
   CROSSPOINT_ASSIGN_OR_RETURN(std::string model_name, gguf.get_string("tokenizer.ggml.model"));
   if (model_name != "gpt2")
-    return unsupported(fmt::format("{}: tokenizer.ggml.model \"{}\" (only \"gpt2\" byte-level BPE is supported)",
-                                   where, model_name));
+    return unsupported(
+        fmt::format("{}: tokenizer.ggml.model \"{}\" (only \"gpt2\" byte-level BPE is supported)", where, model_name));
   CROSSPOINT_ASSIGN_OR_RETURN(std::vector<std::string> tokens, gguf.get_string_array("tokenizer.ggml.tokens"));
   CROSSPOINT_ASSIGN_OR_RETURN(std::vector<std::string> merges, gguf.get_string_array("tokenizer.ggml.merges"));
   std::vector<int64_t> token_types(tokens.size(), 1);
@@ -81,9 +81,7 @@ Result<nlohmann::json> tokenizer_json_from_gguf(const GgufFile& gguf) {
                                  token_types.size(), tokens.size()));
   }
   std::string pre_name = "default";
-  if (gguf.has("tokenizer.ggml.pre")) {
-    CROSSPOINT_ASSIGN_OR_RETURN(pre_name, gguf.get_string("tokenizer.ggml.pre"));
-  }
+  if (gguf.has("tokenizer.ggml.pre")) { CROSSPOINT_ASSIGN_OR_RETURN(pre_name, gguf.get_string("tokenizer.ggml.pre")); }
   CROSSPOINT_ASSIGN_OR_RETURN(PreTokenizerSpec pre, pre_tokenizer_for_llama_cpp_name(pre_name, where));
 
   nlohmann::json vocab = nlohmann::json::object();
@@ -139,12 +137,9 @@ Result<nlohmann::json> tokenizer_config_from_gguf(const GgufFile& gguf) {
   nlohmann::json added_tokens_decoder = nlohmann::json::object();
   for (size_t id = 0; id < tokens.size() && id < token_types.size(); ++id) {
     if (token_types[id] != kTokenTypeControl && token_types[id] != kTokenTypeUserDefined) continue;
-    added_tokens_decoder[std::to_string(id)] = {{"content", tokens[id]},
-                                                {"lstrip", false},
-                                                {"normalized", false},
-                                                {"rstrip", false},
-                                                {"single_word", false},
-                                                {"special", token_types[id] == kTokenTypeControl}};
+    added_tokens_decoder[std::to_string(id)] = {
+        {"content", tokens[id]}, {"lstrip", false},      {"normalized", false},
+        {"rstrip", false},       {"single_word", false}, {"special", token_types[id] == kTokenTypeControl}};
   }
   config["added_tokens_decoder"] = std::move(added_tokens_decoder);
   const auto set_token = [&](const char* config_key, const char* gguf_key) {

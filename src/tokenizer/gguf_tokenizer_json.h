@@ -18,7 +18,7 @@ Result<nlohmann::json> tokenizer_config_from_gguf(const GgufFile& gguf);
 // The pre_tokenizer and normalizer a llama.cpp pre-tokenizer name means ("qwen2",
 // "smollm", "gpt-2", "llama-bpe", ...); unsupported for names we do not know.
 struct PreTokenizerSpec {
-  nlohmann::json normalizer;     // null or {"type": "NFC"}
+  nlohmann::json normalizer;  // null or {"type": "NFC"}
   nlohmann::json pre_tokenizer;
   bool ignore_merges = false;
 };

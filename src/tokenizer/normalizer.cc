@@ -18,7 +18,8 @@ Result<NormalizationForm> parse_form(const nlohmann::json& spec, const std::stri
   if (type == "NFD") return NormalizationForm::kNfd;
   if (type == "NFKC") return NormalizationForm::kNfkc;
   if (type == "NFKD") return NormalizationForm::kNfkd;
-  return unsupported(fmt::format("{}: normalizer type \"{}\" (supported: NFC, NFD, NFKC, NFKD, Sequence)", where, type));
+  return unsupported(
+      fmt::format("{}: normalizer type \"{}\" (supported: NFC, NFD, NFKC, NFKD, Sequence)", where, type));
 }
 
 const icu::Normalizer2* icu_instance(NormalizationForm form) {
@@ -71,8 +72,8 @@ std::string Normalizer::apply(std::string_view text) const {
     std::string normalized;
     icu::StringByteSink<std::string> sink(&normalized);
     error = U_ZERO_ERROR;
-    instance->normalizeUTF8(0, icu::StringPiece(current.data(), static_cast<int32_t>(current.size())), sink,
-                            nullptr, error);
+    instance->normalizeUTF8(0, icu::StringPiece(current.data(), static_cast<int32_t>(current.size())), sink, nullptr,
+                            error);
     CROSSPOINT_CHECK(U_SUCCESS(error), "ICU normalisation failed on valid UTF-8");
     current = std::move(normalized);
   }

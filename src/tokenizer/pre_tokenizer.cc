@@ -6,8 +6,7 @@
 
 namespace crosspoint {
 
-const char* const kGpt2SplitPattern =
-    R"('s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+)";
+const char* const kGpt2SplitPattern = R"('s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+)";
 
 namespace {
 
@@ -54,9 +53,7 @@ void apply_split(const PreTokenizerStep& step, const std::string& piece, std::ve
   for (size_t i = 0; i < segments.size(); ++i) {
     const Segment& s = segments[i];
     switch (step.behavior) {
-      case SplitBehavior::kIsolated:
-        emit(s.begin, s.end);
-        break;
+      case SplitBehavior::kIsolated: emit(s.begin, s.end); break;
       case SplitBehavior::kRemoved:
         if (!s.is_match) emit(s.begin, s.end);
         break;
@@ -119,7 +116,8 @@ Status PreTokenizer::add_step(const nlohmann::json& spec, const std::string& whe
     } else if (pattern.is_object() && pattern.contains("String") && pattern["String"].is_string()) {
       regex_text = quote_literal(pattern["String"].get<std::string>());
     } else {
-      return corrupt(fmt::format("{}: Split pre_tokenizer needs pattern {{\"Regex\": ...}} or {{\"String\": ...}}", where));
+      return corrupt(
+          fmt::format("{}: Split pre_tokenizer needs pattern {{\"Regex\": ...}} or {{\"String\": ...}}", where));
     }
     PreTokenizerStep step;
     CROSSPOINT_ASSIGN_OR_RETURN(step.regex, UnicodeRegex::compile(regex_text, where + ": Split pattern"));
@@ -152,8 +150,8 @@ Status PreTokenizer::add_step(const nlohmann::json& spec, const std::string& whe
     }
     return Status::ok();
   }
-  return unsupported(fmt::format(
-      "{}: pre_tokenizer type \"{}\" (supported: Split, Digits, ByteLevel, Sequence)", where, type));
+  return unsupported(
+      fmt::format("{}: pre_tokenizer type \"{}\" (supported: Split, Digits, ByteLevel, Sequence)", where, type));
 }
 
 void PreTokenizer::split(std::string_view text, std::vector<std::string>& words) const {

@@ -37,8 +37,7 @@ class PreTokenizer {
  public:
   // spec is the "pre_tokenizer" value; has_byte_level is set when a ByteLevel step is
   // present (the BPE model requires one).
-  static Result<PreTokenizer> from_json(const nlohmann::json& spec, const std::string& where,
-                                        bool* has_byte_level);
+  static Result<PreTokenizer> from_json(const nlohmann::json& spec, const std::string& where, bool* has_byte_level);
 
   // Appends the words of text (valid UTF-8) to words.
   void split(std::string_view text, std::vector<std::string>& words) const;

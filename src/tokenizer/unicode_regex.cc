@@ -44,8 +44,8 @@ ThreadMatchState& thread_match_state() {
 Result<UnicodeRegex> UnicodeRegex::compile(const std::string& pattern, const std::string& where) {
   int error_code = 0;
   PCRE2_SIZE error_offset = 0;
-  pcre2_code* code = pcre2_compile(reinterpret_cast<PCRE2_SPTR>(pattern.data()), pattern.size(),
-                                   PCRE2_UTF | PCRE2_UCP, &error_code, &error_offset, nullptr);
+  pcre2_code* code = pcre2_compile(reinterpret_cast<PCRE2_SPTR>(pattern.data()), pattern.size(), PCRE2_UTF | PCRE2_UCP,
+                                   &error_code, &error_offset, nullptr);
   if (code == nullptr) {
     PCRE2_UCHAR message[256];
     pcre2_get_error_message(error_code, message, sizeof(message));
@@ -67,11 +67,10 @@ void UnicodeRegex::find_all(std::string_view text, std::vector<std::pair<size_t,
   size_t offset = 0;
   while (offset < text.size()) {
     // The text was validated once by the caller; skip PCRE2's per-call UTF check.
-    const int rc = compiled_->jit
-                       ? pcre2_jit_match(compiled_->code, subject, text.size(), offset, PCRE2_NO_UTF_CHECK,
-                                         state.data, state.context)
-                       : pcre2_match(compiled_->code, subject, text.size(), offset, PCRE2_NO_UTF_CHECK,
-                                     state.data, state.context);
+    const int rc = compiled_->jit ? pcre2_jit_match(compiled_->code, subject, text.size(), offset, PCRE2_NO_UTF_CHECK,
+                                                    state.data, state.context)
+                                  : pcre2_match(compiled_->code, subject, text.size(), offset, PCRE2_NO_UTF_CHECK,
+                                                state.data, state.context);
     if (rc < 0) break;  // no more matches (or a resource limit: the rest stays one gap)
     const PCRE2_SIZE* ovector = pcre2_get_ovector_pointer(state.data);
     const size_t begin = ovector[0], end = ovector[1];

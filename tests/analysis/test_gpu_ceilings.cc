@@ -113,9 +113,12 @@ TEST(GpuMeasurement, CeilingsUseTheStreamingReadAndSayWhereTheyCameFrom) {
   EXPECT_EQ(c.fp16_tflops, 722);
   EXPECT_EQ(c.fp8_tflops, 1371);
   EXPECT_DOUBLE_EQ(c.memory_gb, 150);
-  EXPECT_EQ(c.source.rfind("measured by crosspoint hwinfo on NVIDIA H200 at 2026-11-30 04:50 UTC: ", 0), 0u) << c.source;
+  EXPECT_EQ(c.source.rfind("measured by crosspoint hwinfo on NVIDIA H200 at 2026-11-30 04:50 UTC: ", 0), 0u)
+      << c.source;
   // Round trip through the JSON `crosspoint roofline --hwinfo` and the sweep read back.
-  const nlohmann::json hwinfo = {{"device", "cuda"}, {"measured", true}, {"ceilings", ceilings_to_json(c)},
+  const nlohmann::json hwinfo = {{"device", "cuda"},
+                                 {"measured", true},
+                                 {"ceilings", ceilings_to_json(c)},
                                  {"measurement", gpu_measurement_to_json(h200_like())}};
   auto back = ceilings_from_json(hwinfo, "hwinfo.json");
   ASSERT_TRUE(back.is_ok()) << back.status().to_string();
@@ -158,9 +161,7 @@ TEST(GpuMeasurement, RatesArePositiveAndBelowTwiceTheDatasheet) {
   }
   EXPECT_GE(m.read_bandwidth_gb_s.best, m.read_bandwidth_gb_s.median);
   const int sm = m.compute_capability_major * 10 + m.compute_capability_minor;
-  if (sm >= 89) {
-    EXPECT_GT(m.fp8_gemm_tflops.median, 0) << m.fp8_note;
-  }
+  if (sm >= 89) { EXPECT_GT(m.fp8_gemm_tflops.median, 0) << m.fp8_note; }
   auto sheet = datasheet_for_gpu_name(m.gpu_name);
   if (sheet.is_ok()) {
     const HardwareCeilings& d = sheet.value();
@@ -168,9 +169,7 @@ TEST(GpuMeasurement, RatesArePositiveAndBelowTwiceTheDatasheet) {
     EXPECT_LT(m.write_bandwidth_gb_s.median, 2 * d.bandwidth_gb_s) << d.name;
     EXPECT_LT(m.copy_bandwidth_gb_s.median, 2 * d.bandwidth_gb_s) << d.name;
     EXPECT_LT(m.fp16_gemm_tflops.median, 2 * d.fp16_tflops) << d.name;
-    if (d.fp8_tflops > 0) {
-      EXPECT_LT(m.fp8_gemm_tflops.median, 2 * d.fp8_tflops) << d.name;
-    }
+    if (d.fp8_tflops > 0) { EXPECT_LT(m.fp8_gemm_tflops.median, 2 * d.fp8_tflops) << d.name; }
   } else {
     std::printf("%s is not in the datasheet table: only positivity checked\n", m.gpu_name.c_str());
   }

@@ -48,7 +48,8 @@ namespace {
     if (!tag.empty() && tag[0] == '/') {
       const std::string name = tag.substr(1);
       if (stack.empty() || stack.back() != name)
-        return ::testing::AssertionFailure() << "</" << name << "> closes <" << (stack.empty() ? "" : stack.back()) << ">";
+        return ::testing::AssertionFailure()
+               << "</" << name << "> closes <" << (stack.empty() ? "" : stack.back()) << ">";
       stack.pop_back();
     } else if (tag.empty() || tag.back() != '/') {
       stack.push_back(tag.substr(0, tag.find_first_of(" \n")));
@@ -107,7 +108,8 @@ TEST(SvgPlot, GroupedBarsHaveHeightsProportionalToValues) {
   chart.groups = {{"conc 1", {10, 20}}, {"conc 10", {40, -1}}};  // -1: missing
   const std::string svg = render_grouped_bars(chart);
   EXPECT_TRUE(is_well_formed_xml(svg));
-  const std::regex bar(R"re(<rect class="point" data-series="([^"]*)" data-x="[^"]*" data-y="([^"]*)" x="[^"]*" y="[^"]*" width="[^"]*" height="([^"]*)")re");
+  const std::regex bar(
+      R"re(<rect class="point" data-series="([^"]*)" data-x="[^"]*" data-y="([^"]*)" x="[^"]*" y="[^"]*" width="[^"]*" height="([^"]*)")re");
   std::vector<std::pair<double, double>> value_height;
   for (auto it = std::sregex_iterator(svg.begin(), svg.end(), bar); it != std::sregex_iterator(); ++it)
     value_height.emplace_back(std::stod((*it)[2]), std::stod((*it)[3]));
@@ -165,11 +167,11 @@ TEST(StudyReport, ReproducesTheStudysFiguresAndIsSelfContained) {
   auto analysis = analyze_study(study, options);
   ASSERT_TRUE(analysis.is_ok()) << analysis.status().to_string();
   const ReportFiles report = render_study_report(study, analysis.value());
-  for (const char* text : {"| fp16 | 1 | 1.0 | 15.34 | 15.23 | 1.0 | 403 | 51.1 | 57.03 | 89.7 % | 0.22 % |",
-                           "crossover w4a16 -> w8a8-fp8 between 10 and 100",
-                           "the tail crosses first: w4a16 loses its p99 lead at concurrency 10",
-                           "| fp16 | 89.7 % | 84.3 % | 52.3 % |", "| w8a8-fp8 | 83.9 % | 78.6 % | 44.0 % |",
-                           "| w4a16 | 67.9 % | 62.8 % | 25.1 % |", "24.97", "233.5"}) {
+  for (const char* text :
+       {"| fp16 | 1 | 1.0 | 15.34 | 15.23 | 1.0 | 403 | 51.1 | 57.03 | 89.7 % | 0.22 % |",
+        "crossover w4a16 -> w8a8-fp8 between 10 and 100",
+        "the tail crosses first: w4a16 loses its p99 lead at concurrency 10", "| fp16 | 89.7 % | 84.3 % | 52.3 % |",
+        "| w8a8-fp8 | 83.9 % | 78.6 % | 44.0 % |", "| w4a16 | 67.9 % | 62.8 % | 25.1 % |", "24.97", "233.5"}) {
     EXPECT_NE(report.markdown.find(text), std::string::npos) << text;
   }
   EXPECT_EQ(report.figures.size(), 5u);
@@ -178,7 +180,8 @@ TEST(StudyReport, ReproducesTheStudysFiguresAndIsSelfContained) {
   size_t num_svgs = 0;
   for (size_t at = report.html.find("<svg"); at != std::string::npos; at = report.html.find("<svg", at + 1)) ++num_svgs;
   EXPECT_EQ(num_svgs, 5u);
-  for (const char* fetch : {"src=", "href=", "@import", "url("}) EXPECT_EQ(report.html.find(fetch), std::string::npos) << fetch;
+  for (const char* fetch : {"src=", "href=", "@import", "url("})
+    EXPECT_EQ(report.html.find(fetch), std::string::npos) << fetch;
   const size_t body = report.html.find("<body>");
   ASSERT_NE(body, std::string::npos);
   const size_t body_end = report.html.find("</body>");
@@ -262,9 +265,10 @@ TEST(RooflineCommand, StudyJsonReproducesTheHeadlineNumbers) {
 TEST(RooflineCommand, OtherEnginesResultsWithAConfigAndBadInputs) {
   const std::string dir = std::string(CROSSPOINT_FIXTURES_DIR) + "/analysis/";
   int code = 0;
-  const std::string out = run_crosspoint("roofline --results " + dir + "vllm_result_conc4.json --precision w4a16 --hardware L4 --config " +
-                                             dir + "qwen2_5_7b_config.json --json",
-                                         &code);
+  const std::string out =
+      run_crosspoint("roofline --results " + dir + "vllm_result_conc4.json --precision w4a16 --hardware L4 --config " +
+                         dir + "qwen2_5_7b_config.json --json",
+                     &code);
   ASSERT_EQ(code, 0) << out;
   const nlohmann::json json = nlohmann::json::parse(out);
   const nlohmann::json& cell = json["roofline"][0];
@@ -276,7 +280,8 @@ TEST(RooflineCommand, OtherEnginesResultsWithAConfigAndBadInputs) {
   std::string error = run_crosspoint("roofline --results /nonexistent.json --hardware L4", &code);
   EXPECT_EQ(code, 1);
   EXPECT_NE(error.find("/nonexistent.json"), std::string::npos) << error;
-  error = run_crosspoint("roofline --results " + dir + "vllm_result_conc4.json --precision w4a16 --hardware Z1 --model-params 7e9", &code);
+  error = run_crosspoint(
+      "roofline --results " + dir + "vllm_result_conc4.json --precision w4a16 --hardware Z1 --model-params 7e9", &code);
   EXPECT_EQ(code, 1);
   EXPECT_NE(error.find("Z1"), std::string::npos) << error;
   error = run_crosspoint("roofline --results " + dir + "vllm_result_conc4.json --precision w4a16 --hardware L4", &code);

@@ -19,11 +19,11 @@ using testing::study_roofline;
 TEST(StudyRoofline, Fp16AtConcurrencyOneMatchesTheStudy) {
   const StudyResults study = load_study_or_die();
   const RooflineCell cell = study_roofline(study, "fp16", 1);
-  EXPECT_NEAR(cell.weight_bytes_per_step / 1e9, 15.34, 0.005);       // 14.29 GiB
-  EXPECT_NEAR(cell.bound_tpot_ms, 51.1, 0.05);                        // 15.34 GB / 300 GB/s
-  EXPECT_NEAR(cell.bandwidth_utilisation * 100, 89.7, 0.05);          // 51.1 / 57.03
-  EXPECT_NEAR(cell.compute_utilisation * 100, 0.22, 0.005);           // 0.27 TFLOP/s of 121
-  EXPECT_NEAR(cell.critical_intensity, 403, 0.5);                     // 121 T / 300 G
+  EXPECT_NEAR(cell.weight_bytes_per_step / 1e9, 15.34, 0.005);  // 14.29 GiB
+  EXPECT_NEAR(cell.bound_tpot_ms, 51.1, 0.05);                  // 15.34 GB / 300 GB/s
+  EXPECT_NEAR(cell.bandwidth_utilisation * 100, 89.7, 0.05);    // 51.1 / 57.03
+  EXPECT_NEAR(cell.compute_utilisation * 100, 0.22, 0.005);     // 0.27 TFLOP/s of 121
+  EXPECT_NEAR(cell.critical_intensity, 403, 0.5);               // 121 T / 300 G
   EXPECT_NEAR(cell.arithmetic_intensity, 1.0, 0.05);
   EXPECT_NEAR(cell.flops_per_token / 1e9, 15.2, 0.05);
   EXPECT_NEAR(cell.effective_bandwidth_gb_s, 269, 0.5);
@@ -47,7 +47,8 @@ TEST(StudyRoofline, ArithmeticIntensityTable) {
   const StudyResults study = load_study_or_die();
   // Note: the batches of w8a8-fp8 and w4a16 at 10 were themselves derived from this table
   // (the study did not print them), so those two cells only check consistency.
-  const TableRow table[] = {{"fp16", {1.0, 8.3, 62.3}}, {"w8a8-fp8", {1.7, 14.4, 111.2}}, {"w4a16", {2.7, 21.6, 211.2}}};
+  const TableRow table[] = {
+      {"fp16", {1.0, 8.3, 62.3}}, {"w8a8-fp8", {1.7, 14.4, 111.2}}, {"w4a16", {2.7, 21.6, 211.2}}};
   for (const TableRow& row : table) {
     for (int i = 0; i < 3; ++i) {
       const RooflineCell cell = study_roofline(study, row.precision, kConcurrencies[i]);
@@ -59,7 +60,8 @@ TEST(StudyRoofline, ArithmeticIntensityTable) {
 
 TEST(StudyRoofline, BandwidthUtilisationTable) {
   const StudyResults study = load_study_or_die();
-  const TableRow table[] = {{"fp16", {89.7, 84.3, 52.3}}, {"w8a8-fp8", {83.9, 78.6, 44.0}}, {"w4a16", {67.9, 62.8, 25.1}}};
+  const TableRow table[] = {
+      {"fp16", {89.7, 84.3, 52.3}}, {"w8a8-fp8", {83.9, 78.6, 44.0}}, {"w4a16", {67.9, 62.8, 25.1}}};
   for (const TableRow& row : table) {
     for (int i = 0; i < 3; ++i) {
       const RooflineCell cell = study_roofline(study, row.precision, kConcurrencies[i]);
@@ -100,7 +102,7 @@ TEST(RooflineFromShape, Qwen25_7bMatchesTheReferenceTable) {
   ASSERT_TRUE(shape.is_ok()) << shape.status().to_string();
   EXPECT_EQ(shape->linear_params(), 6525288448);
   EXPECT_EQ(shape->head_params(), 544997376);
-  EXPECT_EQ(shape->total_params(), 7615616512);  // the published parameter count
+  EXPECT_EQ(shape->total_params(), 7615616512);          // the published parameter count
   EXPECT_EQ(shape->kv_elements_per_token() * 2, 57344);  // bf16 KV bytes per token
   EXPECT_EQ(shape->attention_flops_per_context_token(), 401408);
   // Weight bytes per step (reference table: 14.14, 7.62, ~4.48 GB).

@@ -33,8 +33,9 @@ void run_scenario(const std::string& name, const std::string& env = "") {
     CROSSPOINT_REQUIRE_ASSET(cache_dir() + "/venv/bin/python3");
     FAIL() << cache_dir() << "/venv/bin/python3 cannot import numpy: scripts/setup.sh installs it";
   }
-  const std::string command = env + python + " " + CROSSPOINT_SOURCE_DIR + "/tests/bench/run_bench_scenario.py --binary " +
-                              CROSSPOINT_BINARY + " --scenario " + name;
+  const std::string command = env + python + " " + CROSSPOINT_SOURCE_DIR +
+                              "/tests/bench/run_bench_scenario.py --binary " + CROSSPOINT_BINARY + " --scenario " +
+                              name;
   const int rc = std::system(command.c_str());
   EXPECT_EQ(rc, 0) << "scenario " << name << " failed (its output is above): " << command;
 }

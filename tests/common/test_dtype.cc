@@ -13,9 +13,9 @@ TEST(DType, F16KnownValues) {
   EXPECT_EQ(f32_to_f16(1.0f), 0x3c00);
   EXPECT_EQ(f32_to_f16(-2.0f), 0xc000);
   EXPECT_EQ(f32_to_f16(65504.0f), 0x7bff);
-  EXPECT_EQ(f32_to_f16(1e6f), 0x7c00);                 // overflow -> inf
-  EXPECT_EQ(f32_to_f16(5.9604645e-8f), 0x0001);        // smallest subnormal
-  EXPECT_EQ(f32_to_f16(2.9802322e-8f), 0x0000);        // exactly half of it: ties to even (0)
+  EXPECT_EQ(f32_to_f16(1e6f), 0x7c00);                   // overflow -> inf
+  EXPECT_EQ(f32_to_f16(5.9604645e-8f), 0x0001);          // smallest subnormal
+  EXPECT_EQ(f32_to_f16(2.9802322e-8f), 0x0000);          // exactly half of it: ties to even (0)
   EXPECT_EQ(f32_to_f16(1.0f + 1.0f / 2048.0f), 0x3c00);  // halfway between 1 and next: even
   EXPECT_EQ(f32_to_f16(1.0f + 3.0f / 2048.0f), 0x3c02);  // halfway, rounds up to even
   EXPECT_FLOAT_EQ(f16_to_f32(0x3555), 0.33325195f);

@@ -123,8 +123,8 @@ std::vector<int32_t> tokens(int32_t n, int32_t mul, int32_t add, int32_t vocab) 
 }
 
 // The logits rows a step asked for, as raw floats.
-std::vector<float> run_step(StepModel& model, testing::BatchBuilder& builder, const std::vector<testing::SeqChunk>& chunks,
-                            int32_t vocab) {
+std::vector<float> run_step(StepModel& model, testing::BatchBuilder& builder,
+                            const std::vector<testing::SeqChunk>& chunks, int32_t vocab) {
   const ForwardBatch batch = builder.build(chunks, false);
   std::vector<float> logits(batch.logits_token_idx.size() * vocab, NAN);
   const Status s = model.forward(batch, logits.data());
@@ -229,9 +229,9 @@ TEST_P(Determinism, ASequencesLogitsDoNotDependOnItsBatch) {
   ASSERT_EQ(batched.compared_step.size(), alone.size());
   for (size_t i = 0; i < alone.size(); ++i) {
     const std::vector<float> in_batch = row(batched.step_logits[batched.compared_step[i]], batched.target_row[i], V);
-    EXPECT_TRUE(same_bits(in_batch, alone[i])) << (i == 0 ? "after the prompt" : "after decode " + std::to_string(i))
-                                               << ": " << count_different(in_batch, alone[i])
-                                               << " of the target's logits differ from its run alone";
+    EXPECT_TRUE(same_bits(in_batch, alone[i]))
+        << (i == 0 ? "after the prompt" : "after decode " + std::to_string(i)) << ": "
+        << count_different(in_batch, alone[i]) << " of the target's logits differ from its run alone";
   }
 }
 
@@ -315,7 +315,8 @@ EngineRun run_engine(Device device, const Model& model, const EngineConfig& conf
   engine.start();
   {
     std::unique_lock<std::mutex> lock(mutex);
-    EXPECT_TRUE(done.wait_for(lock, std::chrono::seconds(120), [&] { return num_finished == static_cast<int>(ids.size()); }));
+    EXPECT_TRUE(
+        done.wait_for(lock, std::chrono::seconds(120), [&] { return num_finished == static_cast<int>(ids.size()); }));
   }
   engine.stop();
   out.num_preemptions = engine.metrics().num_preemptions;
@@ -333,7 +334,7 @@ TEST_P(Determinism, EngineOutputsAloneAmidABatchAndAfterPreemptionAreIdentical) 
   for (const float temperature : {0.0f, 0.8f}) {
     SCOPED_TRACE(temperature == 0 ? "greedy" : "seeded sampling");
     const EngineRequest target = request(45, 1, temperature, 4242);
-    std::vector<EngineRequest> mixed = {request(70, 2, 0.0f, 0), request(9, 3, 0.7f, 7), target,
+    std::vector<EngineRequest> mixed = {request(70, 2, 0.0f, 0), request(9, 3, 0.7f, 7),  target,
                                         request(33, 4, 1.0f, 9), request(58, 5, 0.0f, 0), request(21, 6, 0.9f, 11)};
     const EngineRun alone = run_engine(GetParam().device, *model, engine_config(kNumBlocks, 64), {target});
     const EngineRun batched = run_engine(GetParam().device, *model, engine_config(kNumBlocks, 64), mixed);
@@ -353,8 +354,8 @@ TEST_P(Determinism, EngineOutputsAloneAmidABatchAndAfterPreemptionAreIdentical) 
 std::vector<Case> all_cases() {
   std::vector<Case> cases;
   for (Device d : {Device::kCpu, Device::kCuda}) {
-    for (TinyPrecision p : {TinyPrecision::kFp16, TinyPrecision::kFp8, TinyPrecision::kW4A16Rtn,
-                            TinyPrecision::kW4A16GptqActOrder}) {
+    for (TinyPrecision p :
+         {TinyPrecision::kFp16, TinyPrecision::kFp8, TinyPrecision::kW4A16Rtn, TinyPrecision::kW4A16GptqActOrder}) {
       cases.push_back({d, p});
     }
   }

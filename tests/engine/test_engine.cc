@@ -39,7 +39,8 @@ class Collector {
   }
   bool wait(int num_requests, double timeout_s = 30) {
     std::unique_lock<std::mutex> lock(mutex_);
-    return done_.wait_for(lock, std::chrono::duration<double>(timeout_s), [&] { return num_finished_ >= num_requests; });
+    return done_.wait_for(lock, std::chrono::duration<double>(timeout_s),
+                          [&] { return num_finished_ >= num_requests; });
   }
   struct Record {
     std::vector<int32_t> tokens;
@@ -111,7 +112,8 @@ std::vector<EngineRequest> mixed_requests(int n, uint32_t seed) {
 }
 
 // Runs every request at once through one engine; returns outputs in request order.
-std::vector<std::vector<int32_t>> run_concurrently(const EngineConfig& config, const std::vector<EngineRequest>& requests,
+std::vector<std::vector<int32_t>> run_concurrently(const EngineConfig& config,
+                                                   const std::vector<EngineRequest>& requests,
                                                    EngineMetrics* metrics_out = nullptr) {
   Engine engine(config, testing::make_toy_runner(config.scheduler.num_blocks, config.scheduler.block_size));
   Collector collector;
@@ -256,11 +258,11 @@ TEST(Engine, RefusesWhatCanNeverRunAndAnOverfullQueue) {
   EXPECT_TRUE(engine.submit(r, collector.sink()).is_ok());
   EXPECT_TRUE(engine.submit(r, collector.sink()).is_ok());
   auto third = engine.submit(r, collector.sink());
-  EXPECT_EQ(third.status().code(), StatusCode::kResourceExhausted);
+  EXPECT_EQ(third.status().code(), StatusCode::kUnavailable);
   EXPECT_NE(third.status().message().find("waiting"), std::string::npos);
   engine.stop();  // the queued ones get an abort
   EXPECT_TRUE(collector.wait(2, 1));
-  EXPECT_EQ(engine.submit(r, nullptr).status().code(), StatusCode::kResourceExhausted);
+  EXPECT_EQ(engine.submit(r, nullptr).status().code(), StatusCode::kUnavailable);
 }
 
 TEST(Engine, SubmitsFromManyThreads) {

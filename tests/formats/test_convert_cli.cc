@@ -51,8 +51,8 @@ TEST(ConvertCli, WritesDirectoryRefusesOverwriteAndHonoursForce) {
   const std::string gguf = fixture("tiny_llama/model.gguf");
   RunResult first = run_convert("--gguf " + gguf + " --out " + out);
   ASSERT_EQ(first.exit_code, 0) << first.output;
-  for (const char* file : {"config.json", "generation_config.json", "model.safetensors", "tokenizer.json",
-                           "tokenizer_config.json"}) {
+  for (const char* file :
+       {"config.json", "generation_config.json", "model.safetensors", "tokenizer.json", "tokenizer_config.json"}) {
     EXPECT_TRUE(std::filesystem::exists(out + "/" + file)) << file;
   }
   EXPECT_NE(first.output.find("27 tensors"), std::string::npos) << first.output;
@@ -69,8 +69,8 @@ TEST(ConvertCli, WritesDirectoryRefusesOverwriteAndHonoursForce) {
 
   RunResult again = run_convert("--gguf " + gguf + " --out " + out);
   EXPECT_EQ(again.exit_code, 1);
-  EXPECT_EQ(last_line(again.output), "crosspoint convert: invalid argument: " + out +
-                                         ": already exists (pass --force to overwrite it)");
+  EXPECT_EQ(last_line(again.output),
+            "crosspoint convert: invalid argument: " + out + ": already exists (pass --force to overwrite it)");
 
   RunResult forced = run_convert("--gguf " + fixture("tiny_qwen2/model.gguf") + " --out " + out + " --force");
   ASSERT_EQ(forced.exit_code, 0) << forced.output;
@@ -98,7 +98,8 @@ TEST(ConvertCli, BadInputIsOneLineErrorAndNoOutput) {
 
   RunResult missing = run_convert("--gguf " + scratch.file("nope.gguf") + " --out " + out);
   EXPECT_EQ(missing.exit_code, 1);
-  EXPECT_EQ(last_line(missing.output), "crosspoint convert: not found: " + scratch.file("nope.gguf") + ": no such file");
+  EXPECT_EQ(last_line(missing.output),
+            "crosspoint convert: not found: " + scratch.file("nope.gguf") + ": no such file");
 
   RunResult other_arch = run_convert("--gguf " + fixture("gguf_types.gguf") + " --out " + out);
   EXPECT_EQ(other_arch.exit_code, 1);

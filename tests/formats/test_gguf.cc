@@ -49,8 +49,10 @@ TEST_F(GgufTypes, ScalarMetadataOfEveryType) {
   EXPECT_NE(u64.status().message().find("'test.u64'"), std::string::npos);
   auto wrong = g.get_string("test.u8");
   ASSERT_FALSE(wrong.is_ok());
-  EXPECT_NE(wrong.status().message().find("gguf_types.gguf: metadata key 'test.u8' is a unsigned integer, expected a string"),
-            std::string::npos) << wrong.status().message();
+  EXPECT_NE(
+      wrong.status().message().find("gguf_types.gguf: metadata key 'test.u8' is a unsigned integer, expected a string"),
+      std::string::npos)
+      << wrong.status().message();
   auto missing = g.get_int("llama.block_count");
   ASSERT_FALSE(missing.is_ok());
   EXPECT_EQ(missing.status().code(), StatusCode::kNotFound);
@@ -134,12 +136,12 @@ struct GgufRecipe {
   uint32_t magic = 0x46554747;
   uint32_t version = 3;
   uint64_t kv_count = 1;
-  uint32_t value_type = 8;        // string
-  int64_t string_length = -1;     // -1: the real length
+  uint32_t value_type = 8;     // string
+  int64_t string_length = -1;  // -1: the real length
   uint64_t tensor_count = 1;
   uint32_t n_dims = 2;
   std::vector<uint64_t> dims = {32, 2};
-  uint32_t ggml_type = 0;         // F32
+  uint32_t ggml_type = 0;  // F32
   uint64_t offset = 0;
   size_t data_bytes = 32 * 2 * 4;
 };
@@ -198,18 +200,37 @@ TEST(Gguf, CorruptFilesAreOneLineErrors) {
   add("bad magic", [](GgufRecipe& r) { r.magic = 0x12345678; }, StatusCode::kCorrupt, "not a GGUF file");
   add("version 2", [](GgufRecipe& r) { r.version = 2; }, StatusCode::kUnsupported, "GGUF version 2");
   add("huge kv count", [](GgufRecipe& r) { r.kv_count = uint64_t{1} << 60; }, StatusCode::kCorrupt, "cannot fit");
-  add("huge tensor count", [](GgufRecipe& r) { r.tensor_count = uint64_t{1} << 62; }, StatusCode::kCorrupt, "cannot fit");
-  add("string past end", [](GgufRecipe& r) { r.string_length = 1 << 30; }, StatusCode::kCorrupt,
+  add(
+      "huge tensor count", [](GgufRecipe& r) { r.tensor_count = uint64_t{1} << 62; }, StatusCode::kCorrupt,
+      "cannot fit");
+  add(
+      "string past end", [](GgufRecipe& r) { r.string_length = 1 << 30; }, StatusCode::kCorrupt,
       "metadata key 'general.architecture': string length 1073741824");
   add("unknown value type", [](GgufRecipe& r) { r.value_type = 99; }, StatusCode::kCorrupt, "unknown value type 99");
   add("too many dims", [](GgufRecipe& r) { r.n_dims = 5; }, StatusCode::kCorrupt, "tensor 'w': n_dims 5");
-  add("unknown ggml type", [](GgufRecipe& r) { r.ggml_type = 77; }, StatusCode::kUnsupported, "tensor 'w': unknown ggml type id 77");
-  add("not a block multiple", [](GgufRecipe& r) { r.ggml_type = 2; r.dims = {16, 2}; }, StatusCode::kCorrupt,
-      "tensor 'w': dims[0] = 16 is not a multiple of the Q4_0 block size 32");
-  add("misaligned offset", [](GgufRecipe& r) { r.offset = 8; r.data_bytes += 32; }, StatusCode::kCorrupt,
-      "tensor 'w': offset 8 is not a multiple of the alignment 32");
-  add("data past end", [](GgufRecipe& r) { r.data_bytes = 100; }, StatusCode::kCorrupt, "tensor 'w': bytes [0, 256) run past");
-  add("huge dims", [](GgufRecipe& r) { r.dims = {uint64_t{1} << 40, uint64_t{1} << 40}; }, StatusCode::kCorrupt, "overflows");
+  add(
+      "unknown ggml type", [](GgufRecipe& r) { r.ggml_type = 77; }, StatusCode::kUnsupported,
+      "tensor 'w': unknown ggml type id 77");
+  add(
+      "not a block multiple",
+      [](GgufRecipe& r) {
+        r.ggml_type = 2;
+        r.dims = {16, 2};
+      },
+      StatusCode::kCorrupt, "tensor 'w': dims[0] = 16 is not a multiple of the Q4_0 block size 32");
+  add(
+      "misaligned offset",
+      [](GgufRecipe& r) {
+        r.offset = 8;
+        r.data_bytes += 32;
+      },
+      StatusCode::kCorrupt, "tensor 'w': offset 8 is not a multiple of the alignment 32");
+  add(
+      "data past end", [](GgufRecipe& r) { r.data_bytes = 100; }, StatusCode::kCorrupt,
+      "tensor 'w': bytes [0, 256) run past");
+  add(
+      "huge dims", [](GgufRecipe& r) { r.dims = {uint64_t{1} << 40, uint64_t{1} << 40}; }, StatusCode::kCorrupt,
+      "overflows");
   ScratchDir dir;
   for (const Case& c : cases) {
     SCOPED_TRACE(c.label);

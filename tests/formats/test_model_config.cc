@@ -71,7 +71,8 @@ TEST(ModelConfig, ParsesLlamaWithListEosTiedAndQuantizationConfig) {
 TEST(ModelConfig, DefaultsWhenOptionalFieldsAreAbsent) {
   auto config = parse_model_config(R"({"architectures":["LlamaForCausalLM"],"hidden_size":64,
       "intermediate_size":128,"num_hidden_layers":2,"num_attention_heads":4,"vocab_size":100,
-      "max_position_embeddings":512})", "min.json");
+      "max_position_embeddings":512})",
+                                   "min.json");
   ASSERT_TRUE(config.is_ok()) << config.status().to_string();
   EXPECT_EQ(config->num_key_value_heads, 4);
   EXPECT_EQ(config->head_dim, 16);
@@ -84,7 +85,8 @@ TEST(ModelConfig, DefaultsWhenOptionalFieldsAreAbsent) {
 TEST(ModelConfig, ReadsNewerRopeParametersObject) {
   auto config = parse_model_config(R"({"architectures":["Qwen2ForCausalLM"],"hidden_size":64,
       "intermediate_size":128,"num_hidden_layers":2,"num_attention_heads":4,"vocab_size":100,
-      "max_position_embeddings":512,"rope_parameters":{"rope_type":"default","rope_theta":250000.0}})", "new.json");
+      "max_position_embeddings":512,"rope_parameters":{"rope_type":"default","rope_theta":250000.0}})",
+                                   "new.json");
   ASSERT_TRUE(config.is_ok()) << config.status().to_string();
   EXPECT_EQ(config->rope_theta, 250000.0);
 }
@@ -108,14 +110,17 @@ TEST(ModelConfig, RefusalsAreOneLineNamingFileAndField) {
       {"unknown architecture", R"({"architectures":["MistralForCausalLM"]})", StatusCode::kUnsupported,
        "field 'architectures': \"MistralForCausalLM\" is not supported"},
       {"missing size", R"({"hidden_size":null})", StatusCode::kInvalidArgument, "field 'hidden_size': missing"},
-      {"zero size", R"({"num_hidden_layers":0})", StatusCode::kInvalidArgument, "field 'num_hidden_layers': must be positive"},
+      {"zero size", R"({"num_hidden_layers":0})", StatusCode::kInvalidArgument,
+       "field 'num_hidden_layers': must be positive"},
       {"negative size", R"({"vocab_size":-5})", StatusCode::kInvalidArgument, "field 'vocab_size': must be positive"},
-      {"float size", R"({"intermediate_size":18944.5})", StatusCode::kInvalidArgument, "field 'intermediate_size': expected an integer"},
-      {"string size", R"({"hidden_size":"3584"})", StatusCode::kInvalidArgument, "field 'hidden_size': expected an integer"},
+      {"float size", R"({"intermediate_size":18944.5})", StatusCode::kInvalidArgument,
+       "field 'intermediate_size': expected an integer"},
+      {"string size", R"({"hidden_size":"3584"})", StatusCode::kInvalidArgument,
+       "field 'hidden_size': expected an integer"},
       {"kv heads do not divide", R"({"num_key_value_heads":5})", StatusCode::kInvalidArgument,
        "field 'num_key_value_heads': 5 does not divide num_attention_heads 28"},
-      {"heads do not divide hidden", R"({"num_attention_heads":27,"num_key_value_heads":3})", StatusCode::kInvalidArgument,
-       "field 'num_attention_heads': 27 does not divide hidden_size 3584"},
+      {"heads do not divide hidden", R"({"num_attention_heads":27,"num_key_value_heads":3})",
+       StatusCode::kInvalidArgument, "field 'num_attention_heads': 27 does not divide hidden_size 3584"},
       {"odd head_dim", R"({"head_dim":127})", StatusCode::kInvalidArgument, "field 'head_dim'"},
       {"gelu", R"({"hidden_act":"gelu"})", StatusCode::kUnsupported, "field 'hidden_act': \"gelu\" is not supported"},
       {"yarn", R"({"rope_scaling":{"type":"yarn","factor":4.0,"original_max_position_embeddings":32768}})",
@@ -126,7 +131,8 @@ TEST(ModelConfig, RefusalsAreOneLineNamingFileAndField) {
       {"bad eos", R"({"eos_token_id":"</s>"})", StatusCode::kInvalidArgument, "field 'eos_token_id'"},
       {"zero eps", R"({"rms_norm_eps":0})", StatusCode::kInvalidArgument, "field 'rms_norm_eps'"},
       {"bad theta", R"({"rope_theta":"big"})", StatusCode::kInvalidArgument, "field 'rope_theta'"},
-      {"quant not object", R"({"quantization_config":"gptq"})", StatusCode::kInvalidArgument, "field 'quantization_config'"},
+      {"quant not object", R"({"quantization_config":"gptq"})", StatusCode::kInvalidArgument,
+       "field 'quantization_config'"},
       {"two architectures", R"({"architectures":["A","B"]})", StatusCode::kInvalidArgument, "field 'architectures'"},
   };
   for (const BadConfig& c : cases) {
@@ -134,7 +140,8 @@ TEST(ModelConfig, RefusalsAreOneLineNamingFileAndField) {
     nlohmann::json config = nlohmann::json::parse(kQwen25Config);
     const nlohmann::json edit = nlohmann::json::parse(c.json_edit);
     for (auto& [key, value] : edit.items()) {
-      if (value.is_null()) config.erase(key); else config[key] = value;
+      if (value.is_null()) config.erase(key);
+      else config[key] = value;
     }
     auto parsed = parse_model_config(config.dump(), "/m/config.json");
     ASSERT_FALSE(parsed.is_ok());

@@ -75,8 +75,10 @@ TEST(SafetensorsReader, ReadsFileWrittenByReferenceLibrary) {
 std::vector<TensorToWrite> writer_fixture_tensors() {
   std::vector<TensorToWrite> t;
   t.push_back({"matrix_f32", DType::kF32, {2, 3}, to_bytes<float>({1.5f, -2.0f, 3.25f, 0.0f, 1e-3f, -7.0f})});
-  t.push_back({"vector_f16", DType::kF16, {4}, to_bytes<uint16_t>({f32_to_f16(1.0f), f32_to_f16(-0.5f),
-                                                                    f32_to_f16(65504.0f), f32_to_f16(0.1f)})});
+  t.push_back({"vector_f16",
+               DType::kF16,
+               {4},
+               to_bytes<uint16_t>({f32_to_f16(1.0f), f32_to_f16(-0.5f), f32_to_f16(65504.0f), f32_to_f16(0.1f)})});
   t.push_back({"column_i32", DType::kI32, {3, 1}, to_bytes<int32_t>({-1, 0, 2147483647})});
   t.push_back({"scalar_i64", DType::kI64, {}, to_bytes<int64_t>({-9000000000})});
   t.push_back({"empty_u8", DType::kU8, {0}, {}});
@@ -179,13 +181,14 @@ TEST(SafetensorsReader, CorruptHeadersAreOneLineErrorsNamingFileAndTensor) {
        StatusCode::kUnsupported, "tensor 'w': unknown or unsupported dtype \"Q7\""},
       {"missing shape", make_file(R"({"w":{"dtype":"F32","data_offsets":[0,4]}})", 4), StatusCode::kCorrupt,
        "tensor 'w': missing or non-array \"shape\""},
-      {"negative dim", make_file(R"({"w":{"dtype":"F32","shape":[-1],"data_offsets":[0,4]}})", 4),
-       StatusCode::kCorrupt, "tensor 'w': shape entry -1"},
-      {"size mismatch", make_file(R"({"w":{"dtype":"F32","shape":[3],"data_offsets":[0,8]}})", 8),
-       StatusCode::kCorrupt, "tensor 'w': data_offsets span 8 bytes but shape [3] x F32 needs 12"},
+      {"negative dim", make_file(R"({"w":{"dtype":"F32","shape":[-1],"data_offsets":[0,4]}})", 4), StatusCode::kCorrupt,
+       "tensor 'w': shape entry -1"},
+      {"size mismatch", make_file(R"({"w":{"dtype":"F32","shape":[3],"data_offsets":[0,8]}})", 8), StatusCode::kCorrupt,
+       "tensor 'w': data_offsets span 8 bytes but shape [3] x F32 needs 12"},
       {"reversed offsets", make_file(R"({"w":{"dtype":"U8","shape":[0],"data_offsets":[4,0]}})", 4),
        StatusCode::kCorrupt, "end 0 before begin 4"},
-      {"outside data", make_file("{" + ok_entry + "}", 4), StatusCode::kCorrupt, "tensor 'w': data_offsets [0, 8] run past"},
+      {"outside data", make_file("{" + ok_entry + "}", 4), StatusCode::kCorrupt,
+       "tensor 'w': data_offsets [0, 8] run past"},
       {"overlap", make_file("{" + ok_entry + R"(,"v":{"dtype":"F32","shape":[2],"data_offsets":[4,12]}})", 12),
        StatusCode::kCorrupt, "tensor 'v' overlaps tensor 'w'"},
       {"gap", make_file(R"({"v":{"dtype":"F32","shape":[1],"data_offsets":[4,8]}})", 8), StatusCode::kCorrupt,
@@ -241,9 +244,11 @@ TEST(SafetensorsModel, OpensShardsFromIndex) {
   ScratchDir dir;
   ASSERT_TRUE(write_safetensors(dir.file("model-00001-of-00002.safetensors"),
                                 {{"a", DType::kF32, {1}, to_bytes<float>({1.0f})},
-                                 {"b", DType::kF32, {2}, to_bytes<float>({2.0f, 3.0f})}}).is_ok());
+                                 {"b", DType::kF32, {2}, to_bytes<float>({2.0f, 3.0f})}})
+                  .is_ok());
   ASSERT_TRUE(write_safetensors(dir.file("model-00002-of-00002.safetensors"),
-                                {{"c", DType::kF16, {1}, to_bytes<uint16_t>({f32_to_f16(4.0f)})}}).is_ok());
+                                {{"c", DType::kF16, {1}, to_bytes<uint16_t>({f32_to_f16(4.0f)})}})
+                  .is_ok());
   testing::write_text(dir.file("model.safetensors.index.json"),
                       R"({"metadata":{"total_size":14},"weight_map":{"a":"model-00001-of-00002.safetensors",
                           "b":"model-00001-of-00002.safetensors","c":"model-00002-of-00002.safetensors"}})");
@@ -255,8 +260,9 @@ TEST(SafetensorsModel, OpensShardsFromIndex) {
   EXPECT_NE((*model)->find("c")->file.find("00002"), std::string::npos);
 
   // An index naming a tensor its shard lacks.
-  testing::write_text(dir.file("model.safetensors.index.json"),
-                      R"({"weight_map":{"a":"model-00001-of-00002.safetensors","z":"model-00002-of-00002.safetensors"}})");
+  testing::write_text(
+      dir.file("model.safetensors.index.json"),
+      R"({"weight_map":{"a":"model-00001-of-00002.safetensors","z":"model-00002-of-00002.safetensors"}})");
   auto bad = SafetensorsModel::open_dir(dir.path());
   ASSERT_FALSE(bad.is_ok());
   EXPECT_NE(bad.status().message().find("tensor 'z'"), std::string::npos) << bad.status().to_string();
@@ -283,8 +289,11 @@ TEST(SafetensorsModel, CheckTensorAgainstConfig) {
   EXPECT_TRUE(check_tensor(*embed, {64, 32}, {DType::kF16, DType::kBF16}).is_ok());
   Status s = check_tensor(*embed, {128, 32});
   EXPECT_EQ(s.code(), StatusCode::kCorrupt);
-  EXPECT_NE(s.message().find("model.safetensors: tensor 'model.embed_tokens.weight': shape [64, 32] but the config implies [128, 32]"),
-            std::string::npos) << s.message();
+  EXPECT_NE(
+      s.message().find(
+          "model.safetensors: tensor 'model.embed_tokens.weight': shape [64, 32] but the config implies [128, 32]"),
+      std::string::npos)
+      << s.message();
   s = check_tensor(*embed, {64, 32}, {DType::kF32});
   EXPECT_EQ(s.code(), StatusCode::kUnsupported);
   EXPECT_NE(s.message().find("dtype f16 where f32 is expected"), std::string::npos) << s.message();

@@ -23,7 +23,8 @@ TEST(EmbeddingTest, GathersRowsInEveryDtype) {
     const auto table = store_as(random_floats(vocab * hidden, 7), dtype);
     const std::vector<int32_t> ids = {0, 36, 5, 5, 17};
     std::vector<float> out(ids.size() * hidden), out_ref(ids.size() * hidden);
-    EmbeddingArgs args{ids.data(), static_cast<int64_t>(ids.size()), table.bytes.data(), dtype, vocab, hidden, out.data()};
+    EmbeddingArgs args{ids.data(), static_cast<int64_t>(ids.size()), table.bytes.data(), dtype, vocab, hidden,
+                       out.data()};
     ASSERT_TRUE(embedding(args).is_ok());
     args.out = out_ref.data();
     ASSERT_TRUE(embedding_ref(args).is_ok());

@@ -112,12 +112,9 @@ TEST(GpuSamplingReferenceTest, KeptSetEqualsTheHostSamplersOnRandomRows) {
 TEST(GpuSamplingReferenceTest, KeptSetEqualsTheHostSamplersOnAdversarialRows) {
   const float inf = std::numeric_limits<float>::infinity();
   std::vector<std::pair<std::string, std::vector<float>>> rows = {
-      {"all equal", std::vector<float>(1000, 0.25f)},
-      {"ties at the cut", {1, 3, 3, 3, 2, 3, 0, 3}},
-      {"-inf tail", {2, -inf, 1, -inf, 0.5f, -inf, -inf}},
-      {"signed zeros", {-0.0f, 0.0f, -0.0f, -1.0f}},
-      {"huge spread", {-60000, 60000, 0, 59000, -1, 60000}},
-      {"two levels", {}},
+      {"all equal", std::vector<float>(1000, 0.25f)},        {"ties at the cut", {1, 3, 3, 3, 2, 3, 0, 3}},
+      {"-inf tail", {2, -inf, 1, -inf, 0.5f, -inf, -inf}},   {"signed zeros", {-0.0f, 0.0f, -0.0f, -1.0f}},
+      {"huge spread", {-60000, 60000, 0, 59000, -1, 60000}}, {"two levels", {}},
   };
   for (int i = 0; i < 999; ++i) rows.back().second.push_back(i % 3 == 0 ? 1.0f : -1.0f);
   const std::vector<float> temperatures = {1e-6f, 0.5f, 1.0f, 1e4f, 1e30f};
@@ -127,9 +124,9 @@ TEST(GpuSamplingReferenceTest, KeptSetEqualsTheHostSamplersOnAdversarialRows) {
     for (float t : temperatures)
       for (int32_t k : {0, 1, 2, 3, 10, vocab, vocab + 1000})
         for (float top_p : {1.0f, 0.999f, 0.3005f, 0.5001f, 1e-30f})
-          expect_same_kept_set(row, gpu_params(t, k, top_p),
-                               name + " T " + std::to_string(t) + " k " + std::to_string(k) + " p " +
-                                   std::to_string(top_p));
+          expect_same_kept_set(
+              row, gpu_params(t, k, top_p),
+              name + " T " + std::to_string(t) + " k " + std::to_string(k) + " p " + std::to_string(top_p));
   }
 }
 

@@ -45,8 +45,17 @@ struct Batch {
   }
   int32_t num_tokens() const { return seq_token_start.back(); }
   PagedKvLayout layout() {
-    return {key_cache.data(), value_cache.data(), num_blocks, block_size, num_kv_heads, head_dim, block_tables.data(),
-            max_blocks_per_seq, seq_token_start.data(), seq_context_len.data(), static_cast<int32_t>(seq_context_len.size())};
+    return {key_cache.data(),
+            value_cache.data(),
+            num_blocks,
+            block_size,
+            num_kv_heads,
+            head_dim,
+            block_tables.data(),
+            max_blocks_per_seq,
+            seq_token_start.data(),
+            seq_context_len.data(),
+            static_cast<int32_t>(seq_context_len.size())};
   }
   PagedAttentionArgs attention(float* out) {
     return {query.data(), 0, out, num_heads, 1.0f / std::sqrt(float(head_dim)), layout()};

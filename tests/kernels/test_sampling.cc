@@ -10,8 +10,8 @@ namespace {
 using testing::random_floats;
 
 TEST(SamplingTest, FastMatchesReferenceForManyDraws) {
-  const std::vector<SamplingParams> settings = {{1.0f, 0, 1.0f},  {0.7f, 0, 1.0f}, {1.0f, 5, 1.0f},
-                                                {0.8f, 0, 0.9f},  {1.3f, 40, 0.5f}, {0.5f, 1, 1.0f},
+  const std::vector<SamplingParams> settings = {{1.0f, 0, 1.0f},  {0.7f, 0, 1.0f},    {1.0f, 5, 1.0f},
+                                                {0.8f, 0, 0.9f},  {1.3f, 40, 0.5f},   {0.5f, 1, 1.0f},
                                                 {1.0f, 0, 0.05f}, {2.0f, 1000, 0.99f}};
   SamplingRng rng(1234);
   for (int64_t vocab : {1, 2, 7, 300, 5003}) {

@@ -45,8 +45,8 @@ uint8_t e4m3_from_f32(float value) {
   const uint8_t sign = static_cast<uint8_t>((bits >> 24) & 0x80u);
   const float magnitude = std::fabs(value);
   if (std::isnan(value)) return sign | 0x7Fu;
-  if (magnitude >= 448.0f) return sign | 0x7Eu;  // saturate (values in [448, 464) round there anyway)
-  if (magnitude < 0.015625f) {                    // below 2^-6: subnormal steps of 2^-9
+  if (magnitude >= 448.0f) return sign | 0x7Eu;              // saturate (values in [448, 464) round there anyway)
+  if (magnitude < 0.015625f) {                               // below 2^-6: subnormal steps of 2^-9
     const float steps = std::nearbyint(magnitude * 512.0f);  // exact scaling; ties to even
     return sign | static_cast<uint8_t>(steps);               // 8 steps is the smallest normal, 0x08
   }
@@ -77,11 +77,13 @@ void fp8_quantize_per_token_ref(const std::vector<uint16_t>& x, int m, int k, st
   scale->assign(m, 0.f);
   for (int i = 0; i < m; ++i) {
     float amax = 0.f;
-    for (int kk = 0; kk < k; ++kk) amax = std::fmax(amax, std::fabs(crosspoint::f16_to_f32(x[static_cast<size_t>(i) * k + kk])));
+    for (int kk = 0; kk < k; ++kk)
+      amax = std::fmax(amax, std::fabs(crosspoint::f16_to_f32(x[static_cast<size_t>(i) * k + kk])));
     const float s = std::fmax(amax / 448.0f, 1.0f / (448.0f * 512.0f));
     (*scale)[i] = s;
     for (int kk = 0; kk < k; ++kk) {
-      (*q)[static_cast<size_t>(i) * k + kk] = e4m3_from_f32(crosspoint::f16_to_f32(x[static_cast<size_t>(i) * k + kk]) / s);
+      (*q)[static_cast<size_t>(i) * k + kk] =
+          e4m3_from_f32(crosspoint::f16_to_f32(x[static_cast<size_t>(i) * k + kk]) / s);
     }
   }
 }

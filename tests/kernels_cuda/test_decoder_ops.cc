@@ -113,7 +113,7 @@ TEST(AddRmsNorm, MatchesReferenceWithAndWithoutDelta) {
   for (int d : {7, 100, 1000, 3584, 4096, 4098, 4100, 8192, 12288}) {
     for (int t_count : {1, 3, 17}) {
       for (bool with_delta : {true, false}) {
-        const int64_t out_stride = d + (d % 4 == 0 ? 8 : 3);   // keep the vector path where it applies
+        const int64_t out_stride = d + (d % 4 == 0 ? 8 : 3);  // keep the vector path where it applies
         const int64_t delta_stride = d + (d % 4 == 0 ? 4 : 1);
         std::vector<float> residual(static_cast<size_t>(t_count) * d);
         for (auto& v : residual) v = unit(rng);
@@ -156,15 +156,15 @@ TEST(AddRmsNorm, MatchesReferenceWithAndWithoutDelta) {
 struct RopeCase {
   int num_heads, num_kv_heads, head_dim;
   bool with_bias;
-  int qkv_row_pad = 6;     // qkv_stride = row width + this (6: 4-byte rows; 8: 16-byte rows)
-  int qkv_offset = 0;      // elements from an aligned allocation to qkv[0] (odd: 2-byte accesses only)
+  int qkv_row_pad = 6;  // qkv_stride = row width + this (6: 4-byte rows; 8: 16-byte rows)
+  int qkv_offset = 0;   // elements from an aligned allocation to qkv[0] (odd: 2-byte accesses only)
   std::vector<int32_t> positions = {0, 1, 17, 4000, 131071};
   std::vector<int32_t> slots = {3, -1, 16, 95, 40};  // -1: a padding row, stored nowhere
 };
 
 std::string describe(const RopeCase& c) {
-  return "H=" + std::to_string(c.num_heads) + " Hkv=" + std::to_string(c.num_kv_heads) + " D=" +
-         std::to_string(c.head_dim) + (c.with_bias ? " bias" : "") + " pad=" + std::to_string(c.qkv_row_pad) +
+  return "H=" + std::to_string(c.num_heads) + " Hkv=" + std::to_string(c.num_kv_heads) +
+         " D=" + std::to_string(c.head_dim) + (c.with_bias ? " bias" : "") + " pad=" + std::to_string(c.qkv_row_pad) +
          " offset=" + std::to_string(c.qkv_offset) + " T=" + std::to_string(c.positions.size());
 }
 
@@ -266,8 +266,8 @@ TEST(RopeKvWrite, RotatesQAndStoresKvInTheirSlots) {
   CROSSPOINT_SKIP_WITHOUT_GPU();
   uint32_t seed = 103;
   // 4-byte rows (pad 6): the 2-value kernel; D=10 (odd half): the scalar one.
-  for (RopeCase c : {RopeCase{14, 2, 64, true}, RopeCase{4, 4, 128, false}, RopeCase{3, 1, 10, true},
-                     RopeCase{28, 4, 128, true}})
+  for (RopeCase c :
+       {RopeCase{14, 2, 64, true}, RopeCase{4, 4, 128, false}, RopeCase{3, 1, 10, true}, RopeCase{28, 4, 128, true}})
     check_rope(c, seed++);
 }
 
@@ -276,7 +276,8 @@ TEST(RopeKvWrite, RotatesQAndStoresKvInTheirSlots) {
 // one element off 16-byte alignment (scalar accesses).
 TEST(RopeKvWrite, DecodeBatchesOnEveryAccessWidth) {
   CROSSPOINT_SKIP_WITHOUT_GPU();
-  const std::vector<std::vector<int32_t>> positions = {{511}, {0, 4096}, {1, 17, 513}, {0, 1, 15, 16, 17, 511, 512, 32767}};
+  const std::vector<std::vector<int32_t>> positions = {
+      {511}, {0, 4096}, {1, 17, 513}, {0, 1, 15, 16, 17, 511, 512, 32767}};
   const std::vector<std::vector<int32_t>> slots = {{40}, {-1, 7}, {0, 95, -1}, {3, 4, -1, 16, 17, 60, 61, 95}};
   struct Heads {
     int num_heads, num_kv_heads, head_dim;
@@ -285,8 +286,8 @@ TEST(RopeKvWrite, DecodeBatchesOnEveryAccessWidth) {
   for (const Heads h : {Heads{8, 8, 128}, Heads{16, 4, 128}, Heads{28, 4, 128}, Heads{32, 4, 128}, Heads{14, 2, 64}}) {
     for (size_t b = 0; b < positions.size(); ++b) {
       for (const int offset : {0, 1}) {
-        RopeCase c{h.num_heads, h.num_kv_heads, h.head_dim, /*with_bias=*/b % 2 == 0, /*qkv_row_pad=*/8, offset,
-                   positions[b], slots[b]};
+        RopeCase c{h.num_heads,       h.num_kv_heads, h.head_dim,   /*with_bias=*/b % 2 == 0,
+                   /*qkv_row_pad=*/8, offset,         positions[b], slots[b]};
         check_rope(c, seed++);
       }
     }
@@ -334,9 +335,9 @@ TEST(GatherRows, CopiesSelectedRowsExactly) {
     DeviceBuffer<uint16_t> in_dev(in), out(rows.size() * width);
     DeviceBuffer<int32_t> rows_dev(rows);
     out.poison();
-    ASSERT_TRUE(gather_rows(in_dev.get(), in_stride, rows_dev.get(), out.get(), static_cast<int>(rows.size()), width,
-                            nullptr)
-                    .is_ok());
+    ASSERT_TRUE(
+        gather_rows(in_dev.get(), in_stride, rows_dev.get(), out.get(), static_cast<int>(rows.size()), width, nullptr)
+            .is_ok());
     const auto got = out.download();
     for (size_t r = 0; r < rows.size(); ++r)
       for (int i = 0; i < width; ++i)
@@ -382,10 +383,9 @@ TEST(ArgmaxRows, LowestIndexOnTiesAndNanNeverWins) {
     token.poison();
     ASSERT_TRUE(argmax_rows(logits_dev.get(), stride, token.get(), num_rows, vocab, nullptr).is_ok());
     const auto got = token.download();
-    for (int r = 0; r < num_rows; ++r) EXPECT_EQ(got[r], argmax_ref(row(r), vocab)) << "vocab=" << vocab << " row=" << r;
-    if (vocab > 3) {
-      EXPECT_EQ(got[1], vocab / 2);
-    }
+    for (int r = 0; r < num_rows; ++r)
+      EXPECT_EQ(got[r], argmax_ref(row(r), vocab)) << "vocab=" << vocab << " row=" << r;
+    if (vocab > 3) { EXPECT_EQ(got[1], vocab / 2); }
     EXPECT_EQ(got[3], 0);
     EXPECT_EQ(got[4], vocab - 1);
     EXPECT_EQ(got[5], 0);
@@ -400,7 +400,7 @@ TEST(Fp16ToF32, ConvertsExactlyAtAnyAlignment) {
   for (int64_t n : {1, 3, 4, 1001, (1 << 20) + 3}) {
     for (int offset : {0, 1}) {  // offset 1: the input is not 8-byte aligned (scalar path)
       auto in = testing::random_f16(rng, n + offset, -60000.f, 60000.f);
-      in[offset] = 0x7C00;  // +inf
+      in[offset] = 0x7C00;                 // +inf
       if (n > 2) in[offset + 1] = 0x0001;  // smallest subnormal
       DeviceBuffer<uint16_t> in_dev(in);
       DeviceBuffer<float> out(n + 1);

@@ -13,8 +13,9 @@ using testing::DeviceBuffer;
 
 std::vector<double> fp16_ref(const std::vector<uint16_t>& x, const std::vector<uint16_t>& w, int m, int n, int k) {
   const auto xf = testing::f16_to_f32(x), wf = testing::f16_to_f32(w);
-  return testing::matmul_nt_ref(m, n, k, [&](int i, int kk) { return xf[static_cast<size_t>(i) * k + kk]; },
-                                [&](int j, int kk) { return wf[static_cast<size_t>(j) * k + kk]; });
+  return testing::matmul_nt_ref(
+      m, n, k, [&](int i, int kk) { return xf[static_cast<size_t>(i) * k + kk]; },
+      [&](int j, int kk) { return wf[static_cast<size_t>(j) * k + kk]; });
 }
 
 // Every K split (0: the planned one) on awkward shapes, N = 1 and K = 8 / 16 included.
@@ -22,7 +23,8 @@ TEST(Fp16Gemv, MatchesReferenceForEveryKSplit) {
   CROSSPOINT_SKIP_WITHOUT_GPU();
   std::mt19937 rng(21);
   for (int m : {1, 2, 3, 5, 8}) {
-    for (auto [n, k] : {std::pair{1, 8}, {1, 16}, {37, 16}, {37, 360}, {200, 1000}, {1, 3584}, {512, 3584}, {70, 18944}}) {
+    for (auto [n, k] :
+         {std::pair{1, 8}, {1, 16}, {37, 16}, {37, 360}, {200, 1000}, {1, 3584}, {512, 3584}, {70, 18944}}) {
       const auto x = testing::random_f16(rng, static_cast<size_t>(m) * k, -1.f, 1.f);
       const auto w = testing::random_f16(rng, static_cast<size_t>(n) * k, -0.05f, 0.05f);
       const auto ref = fp16_ref(x, w, m, n, k);
@@ -47,8 +49,9 @@ TEST(Fp16Gemv, StridedRows) {
   const auto x = testing::random_f16(rng, static_cast<size_t>(m) * x_stride, -1.f, 1.f);
   const auto w = testing::random_f16(rng, static_cast<size_t>(n) * w_stride, -0.05f, 0.05f);
   const auto xf = testing::f16_to_f32(x), wf = testing::f16_to_f32(w);
-  const auto ref = testing::matmul_nt_ref(m, n, k, [&](int i, int kk) { return xf[static_cast<size_t>(i) * x_stride + kk]; },
-                                          [&](int j, int kk) { return wf[static_cast<size_t>(j) * w_stride + kk]; });
+  const auto ref = testing::matmul_nt_ref(
+      m, n, k, [&](int i, int kk) { return xf[static_cast<size_t>(i) * x_stride + kk]; },
+      [&](int j, int kk) { return wf[static_cast<size_t>(j) * w_stride + kk]; });
   DeviceBuffer<uint16_t> x_dev(x), w_dev(w), y(static_cast<size_t>(m) * y_stride);
   y.poison();
   ASSERT_TRUE(fp16_gemv(x_dev.get(), x_stride, w_dev.get(), w_stride, y.get(), y_stride, m, n, k, nullptr).is_ok());
@@ -70,7 +73,8 @@ TEST(Fp16GemmCublasLt, MatchesReference) {
       const Status st = fp16_gemm_cublaslt(**ctx, x_dev.get(), k, w_dev.get(), k, y.get(), n, m, n, k, nullptr);
       ASSERT_TRUE(st.is_ok()) << st.to_string();
       ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
-      EXPECT_LT(testing::relative_error_f16(y.download(), fp16_ref(x, w, m, n, k)), 2e-3) << "m=" << m << " n=" << n << " k=" << k;
+      EXPECT_LT(testing::relative_error_f16(y.download(), fp16_ref(x, w, m, n, k)), 2e-3)
+          << "m=" << m << " n=" << n << " k=" << k;
     }
   }
 }

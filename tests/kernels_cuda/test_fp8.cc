@@ -51,7 +51,7 @@ TEST(Fp8Quantize, BitExactAgainstReference) {
   for (auto [m, k] : {std::pair{1, 3584}, {3, 17}, {9, 1000}, {130, 333}}) {
     auto x = testing::random_f16(rng, static_cast<size_t>(m) * k, -4.f, 4.f);
     if (m > 1) std::fill(x.begin() + k, x.begin() + 2 * k, 0);  // an all-zero row takes the scale floor
-    x[0] = crosspoint::f32_to_f16(60000.f);                      // a large outlier
+    x[0] = crosspoint::f32_to_f16(60000.f);                     // a large outlier
     std::vector<uint8_t> q_ref;
     std::vector<float> s_ref;
     testing::fp8_quantize_per_token_ref(x, m, k, &q_ref, &s_ref);
@@ -73,16 +73,19 @@ struct Fp8Problem {
 };
 
 Fp8Problem make_fp8_problem(std::mt19937& rng, int m, int n, int k) {
-  Fp8Problem p{m, n, k, random_e4m3(rng, static_cast<size_t>(m) * k), random_e4m3(rng, static_cast<size_t>(n) * k), {}, {}, {}};
+  Fp8Problem p{m,  n,  k, random_e4m3(rng, static_cast<size_t>(m) * k), random_e4m3(rng, static_cast<size_t>(n) * k),
+               {}, {}, {}};
   std::uniform_real_distribution<float> scale(1e-4f, 1e-3f);
   p.x_scale.resize(m);
   p.w_scale.resize(n);
   for (auto& s : p.x_scale) s = scale(rng);
   for (auto& s : p.w_scale) s = scale(rng);
-  p.ref = testing::matmul_nt_ref(m, n, k, [&](int i, int kk) { return testing::e4m3_to_f32(p.xq[static_cast<size_t>(i) * k + kk]); },
-                                 [&](int j, int kk) { return testing::e4m3_to_f32(p.wq[static_cast<size_t>(j) * k + kk]); });
+  p.ref = testing::matmul_nt_ref(
+      m, n, k, [&](int i, int kk) { return testing::e4m3_to_f32(p.xq[static_cast<size_t>(i) * k + kk]); },
+      [&](int j, int kk) { return testing::e4m3_to_f32(p.wq[static_cast<size_t>(j) * k + kk]); });
   for (int i = 0; i < m; ++i)
-    for (int j = 0; j < n; ++j) p.ref[static_cast<size_t>(i) * n + j] *= static_cast<double>(p.x_scale[i]) * p.w_scale[j];
+    for (int j = 0; j < n; ++j)
+      p.ref[static_cast<size_t>(i) * n + j] *= static_cast<double>(p.x_scale[i]) * p.w_scale[j];
   return p;
 }
 
@@ -109,10 +112,12 @@ TEST(Fp8Gemv, MatchesReferenceForEveryKernelAndKSplit) {
       }
     }
   }
-  EXPECT_EQ(fp8_gemv(nullptr, 40, nullptr, nullptr, 40, nullptr, nullptr, 8, 1, 8, 40, nullptr).code(), StatusCode::kUnsupported);
+  EXPECT_EQ(fp8_gemv(nullptr, 40, nullptr, nullptr, 40, nullptr, nullptr, 8, 1, 8, 40, nullptr).code(),
+            StatusCode::kUnsupported);
   // Past every kernel's row limit (m = 9..16 is valid on tensor cores: test_gemv16.cc).
-  EXPECT_EQ(fp8_gemv(nullptr, 48, nullptr, nullptr, 48, nullptr, nullptr, 8, kMmaGemvMaxRows + 1, 8, 48, nullptr).code(),
-            StatusCode::kInvalidArgument);
+  EXPECT_EQ(
+      fp8_gemv(nullptr, 48, nullptr, nullptr, 48, nullptr, nullptr, 8, kMmaGemvMaxRows + 1, 8, 48, nullptr).code(),
+      StatusCode::kInvalidArgument);
 }
 
 TEST(Fp8GemmCublasLt, MatchesReferenceOnEitherScalePath) {
@@ -155,8 +160,9 @@ TEST(Fp8Linear, QuantiseThenDispatchMatchesReference) {
     std::vector<uint8_t> xq_ref;
     std::vector<float> xs_ref;
     testing::fp8_quantize_per_token_ref(x, m, k, &xq_ref, &xs_ref);
-    auto ref = testing::matmul_nt_ref(m, n, k, [&](int i, int kk) { return testing::e4m3_to_f32(xq_ref[static_cast<size_t>(i) * k + kk]); },
-                                      [&](int j, int kk) { return testing::e4m3_to_f32(wq[static_cast<size_t>(j) * k + kk]); });
+    auto ref = testing::matmul_nt_ref(
+        m, n, k, [&](int i, int kk) { return testing::e4m3_to_f32(xq_ref[static_cast<size_t>(i) * k + kk]); },
+        [&](int j, int kk) { return testing::e4m3_to_f32(wq[static_cast<size_t>(j) * k + kk]); });
     for (int i = 0; i < m; ++i)
       for (int j = 0; j < n; ++j) ref[static_cast<size_t>(i) * n + j] *= static_cast<double>(xs_ref[i]) * w_scale[j];
     DeviceBuffer<uint16_t> x_dev(x), y(static_cast<size_t>(m) * n);

@@ -21,7 +21,10 @@ using testing::DeviceBuffer;
 
 TEST(GemvPlan, SplitsKUntilTheGpuHasEnoughWarps) {
   // Qwen2.5-7B decode shapes on 132 SMs (target ~3168 warps).
-  struct Case { bool fp8; int n, k, splits; };
+  struct Case {
+    bool fp8;
+    int n, k, splits;
+  };
   for (const Case c : {Case{true, 3584, 3584, 4}, Case{true, 4608, 3584, 4}, Case{true, 37888, 3584, 1},
                        Case{true, 3584, 18944, 4}, Case{false, 3584, 3584, 2}, Case{false, 37888, 3584, 1},
                        Case{false, 3584, 18944, 2}, Case{false, 152064, 3584, 1}, Case{true, 512, 3584, 4},
@@ -29,8 +32,8 @@ TEST(GemvPlan, SplitsKUntilTheGpuHasEnoughWarps) {
     const GemvPlan p = plan_gemv(c.fp8, c.n, c.k, 132);
     EXPECT_EQ(p.k_splits, c.splits) << "fp8=" << c.fp8 << " n=" << c.n << " k=" << c.k;
     const int num_chunks = c.k / (c.fp8 ? 16 : 8);
-    EXPECT_GE(p.chunks_per_split * p.k_splits, num_chunks);                 // the slices cover K
-    EXPECT_LT(p.chunks_per_split * (p.k_splits - 1), num_chunks);           // no slice is empty
+    EXPECT_GE(p.chunks_per_split * p.k_splits, num_chunks);        // the slices cover K
+    EXPECT_LT(p.chunks_per_split * (p.k_splits - 1), num_chunks);  // no slice is empty
     if (p.k_splits > 1) {
       EXPECT_GE(p.chunks_per_split, 32);  // every lane loads
     }
@@ -43,7 +46,9 @@ TEST(GemvPlan, SplitsKUntilTheGpuHasEnoughWarps) {
 }
 
 TEST(GemvPlan, TensorCoreFp8SplitsInWholeSteps) {
-  struct Case { int n, k, splits; };
+  struct Case {
+    int n, k, splits;
+  };
   for (const Case c : {Case{3584, 3584, 8}, Case{4608, 3584, 8}, Case{37888, 3584, 8}, Case{3584, 18944, 8},
                        Case{512, 3584, 8}, Case{1, 16, 1}, Case{37, 48, 1}, Case{1, 18944, 8}, Case{200, 1040, 4}}) {
     const GemvPlan p = plan_fp8_mma_gemv(c.n, c.k, 132);
@@ -80,8 +85,15 @@ struct FusedProblem {
 
 // x uniform in [-4, 4) with an all-zero row (row 1) and a 60000 outlier (x[0, 0]).
 FusedProblem make_problem(std::mt19937& rng, int m, int n, int k) {
-  FusedProblem p{m, n, k, testing::random_f16(rng, static_cast<size_t>(m) * k, -4.f, 4.f),
-                 random_weight_codes(rng, static_cast<size_t>(n) * k), std::vector<float>(n), {}, {}, {}};
+  FusedProblem p{m,
+                 n,
+                 k,
+                 testing::random_f16(rng, static_cast<size_t>(m) * k, -4.f, 4.f),
+                 random_weight_codes(rng, static_cast<size_t>(n) * k),
+                 std::vector<float>(n),
+                 {},
+                 {},
+                 {}};
   if (m > 1) std::fill(p.x.begin() + k, p.x.begin() + 2 * k, 0);
   p.x[0] = crosspoint::f32_to_f16(60000.f);
   std::uniform_real_distribution<float> scale(1e-4f, 1e-3f);
@@ -90,10 +102,12 @@ FusedProblem make_problem(std::mt19937& rng, int m, int n, int k) {
   std::vector<float> xf(p.xq_ref.size()), wf(p.wq.size());
   for (size_t i = 0; i < xf.size(); ++i) xf[i] = testing::e4m3_to_f32(p.xq_ref[i]);
   for (size_t i = 0; i < wf.size(); ++i) wf[i] = testing::e4m3_to_f32(p.wq[i]);
-  p.y_ref = testing::matmul_nt_ref(m, n, k, [&](int i, int kk) { return xf[static_cast<size_t>(i) * k + kk]; },
-                                   [&](int j, int kk) { return wf[static_cast<size_t>(j) * k + kk]; });
+  p.y_ref = testing::matmul_nt_ref(
+      m, n, k, [&](int i, int kk) { return xf[static_cast<size_t>(i) * k + kk]; },
+      [&](int j, int kk) { return wf[static_cast<size_t>(j) * k + kk]; });
   for (int i = 0; i < m; ++i)
-    for (int j = 0; j < n; ++j) p.y_ref[static_cast<size_t>(i) * n + j] *= static_cast<double>(p.xs_ref[i]) * p.w_scale[j];
+    for (int j = 0; j < n; ++j)
+      p.y_ref[static_cast<size_t>(i) * n + j] *= static_cast<double>(p.xs_ref[i]) * p.w_scale[j];
   return p;
 }
 
@@ -129,11 +143,13 @@ void check_fused(const FusedProblem& p, GemvOptions options) {
 TEST(Fp8GemvFromFp16, MatchesReferenceOnAwkwardShapes) {
   CROSSPOINT_SKIP_WITHOUT_GPU();
   std::mt19937 rng(41);
-  struct Shape { int n, k; std::vector<int> ms; };
+  struct Shape {
+    int n, k;
+    std::vector<int> ms;
+  };
   const std::vector<Shape> shapes = {
-      {1, 16, {1, 2, 3, 8}},        {37, 48, {1, 2, 3, 4, 5, 8}}, {512, 1008, {1, 2, 4, 7}},
-      {37, 3584, {1, 2, 3, 8}},     {4608, 3584, {1, 2}},         {512, 18944, {1, 2}},
-      {37, 18944, {1, 3, 8}},       {1, 18944, {2}}};
+      {1, 16, {1, 2, 3, 8}}, {37, 48, {1, 2, 3, 4, 5, 8}}, {512, 1008, {1, 2, 4, 7}}, {37, 3584, {1, 2, 3, 8}},
+      {4608, 3584, {1, 2}},  {512, 18944, {1, 2}},         {37, 18944, {1, 3, 8}},    {1, 18944, {2}}};
   for (const Shape& s : shapes) {
     for (int m : s.ms) {
       const FusedProblem p = make_problem(rng, m, s.n, s.k);
@@ -152,26 +168,35 @@ TEST(Fp8GemvFromFp16, StridedRowsAndBadArguments) {
   std::mt19937 rng(42);
   const int m = 2, n = 70, k = 1040, x_stride = k + 24, y_stride = n + 5;
   const FusedProblem p = make_problem(rng, m, n, k);
-  std::vector<uint16_t> x_padded(static_cast<size_t>(m) * x_stride, crosspoint::f32_to_f16(1e4f));  // padding must not count
-  for (int i = 0; i < m; ++i) std::copy(p.x.begin() + i * k, p.x.begin() + (i + 1) * k, x_padded.begin() + i * x_stride);
+  std::vector<uint16_t> x_padded(static_cast<size_t>(m) * x_stride,
+                                 crosspoint::f32_to_f16(1e4f));  // padding must not count
+  for (int i = 0; i < m; ++i)
+    std::copy(p.x.begin() + i * k, p.x.begin() + (i + 1) * k, x_padded.begin() + i * x_stride);
   DeviceBuffer<uint16_t> x(x_padded), y(static_cast<size_t>(m) * y_stride);
   DeviceBuffer<uint8_t> wq(p.wq);
   DeviceBuffer<float> ws(p.w_scale);
   y.poison();
-  ASSERT_TRUE(fp8_gemv_from_fp16(x.get(), x_stride, wq.get(), k, ws.get(), y.get(), y_stride, m, n, k, nullptr).is_ok());
+  ASSERT_TRUE(
+      fp8_gemv_from_fp16(x.get(), x_stride, wq.get(), k, ws.get(), y.get(), y_stride, m, n, k, nullptr).is_ok());
   const auto y_padded = y.download();
   std::vector<uint16_t> y_dense;
-  for (int i = 0; i < m; ++i) y_dense.insert(y_dense.end(), y_padded.begin() + i * y_stride, y_padded.begin() + i * y_stride + n);
+  for (int i = 0; i < m; ++i)
+    y_dense.insert(y_dense.end(), y_padded.begin() + i * y_stride, y_padded.begin() + i * y_stride + n);
   EXPECT_LT(testing::relative_error_f16(y_dense, p.y_ref), 2e-3);
 
-  EXPECT_EQ(fp8_gemv_from_fp16(x.get(), 40, wq.get(), 48, ws.get(), y.get(), 8, 1, 8, 40, nullptr).code(), StatusCode::kUnsupported);
-  EXPECT_EQ(fp8_gemv_from_fp16(x.get(), 48, wq.get(), 48, ws.get(), y.get(), 8, 9, 8, 48, nullptr).code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(fp8_gemv_from_fp16(x.get(), 40, wq.get(), 48, ws.get(), y.get(), 8, 1, 8, 40, nullptr).code(),
+            StatusCode::kUnsupported);
+  EXPECT_EQ(fp8_gemv_from_fp16(x.get(), 48, wq.get(), 48, ws.get(), y.get(), 8, 9, 8, 48, nullptr).code(),
+            StatusCode::kInvalidArgument);
   EXPECT_EQ(fp8_gemv_from_fp16(x.get() + 1, 48, wq.get(), 48, ws.get(), y.get(), 8, 1, 8, 48, nullptr).code(),
             StatusCode::kInvalidArgument);  // x not 16-byte aligned
-  EXPECT_EQ(fp8_gemv_from_fp16(x.get(), 48, wq.get(), 48, ws.get(), y.get(), 8, 1, 8, 48, nullptr, nullptr, 0, nullptr, GemvOptions{3, false}).code(),
+  EXPECT_EQ(fp8_gemv_from_fp16(x.get(), 48, wq.get(), 48, ws.get(), y.get(), 8, 1, 8, 48, nullptr, nullptr, 0, nullptr,
+                               GemvOptions{3, false})
+                .code(),
             StatusCode::kInvalidArgument);  // k_splits not a power of two
-  EXPECT_EQ(fp8_gemv_from_fp16(x.get(), 1 << 17, wq.get(), 1 << 17, ws.get(), y.get(), 8, 8, 8, 1 << 17, nullptr).code(),
-            StatusCode::kUnsupported);  // 1 MiB of codes cannot sit in shared memory
+  EXPECT_EQ(
+      fp8_gemv_from_fp16(x.get(), 1 << 17, wq.get(), 1 << 17, ws.get(), y.get(), 8, 8, 8, 1 << 17, nullptr).code(),
+      StatusCode::kUnsupported);  // 1 MiB of codes cannot sit in shared memory
 }
 
 TEST(Fp8LinearFromFp16, FusedAtSmallMQuantisedAbove) {

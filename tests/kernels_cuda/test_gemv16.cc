@@ -44,8 +44,9 @@ Problem make_fp16_problem(uint32_t seed, int m, int n, int k) {
   p.x16 = testing::random_f16(rng, static_cast<size_t>(m) * p.x_stride, -1.f, 1.f);
   p.w16 = testing::random_f16(rng, static_cast<size_t>(n) * p.w_stride, -0.05f, 0.05f);
   const auto xf = testing::f16_to_f32(p.x16), wf = testing::f16_to_f32(p.w16);
-  p.ref = testing::matmul_nt_ref(m, n, k, [&](int i, int kk) { return xf[i * p.x_stride + kk]; },
-                                 [&](int j, int kk) { return wf[j * p.w_stride + kk]; });
+  p.ref = testing::matmul_nt_ref(
+      m, n, k, [&](int i, int kk) { return xf[i * p.x_stride + kk]; },
+      [&](int j, int kk) { return wf[j * p.w_stride + kk]; });
   return p;
 }
 
@@ -65,17 +66,24 @@ Problem make_fp8_problem(uint32_t seed, int m, int n, int k) {
   std::vector<float> xf(p.xq.size()), wf(p.wq.size());
   for (size_t i = 0; i < xf.size(); ++i) xf[i] = testing::e4m3_to_f32(p.xq[i]);
   for (size_t i = 0; i < wf.size(); ++i) wf[i] = testing::e4m3_to_f32(p.wq[i]);
-  p.ref = testing::matmul_nt_ref(m, n, k, [&](int i, int kk) { return xf[i * p.x_stride + kk]; },
-                                 [&](int j, int kk) { return wf[j * p.w_stride + kk]; });
+  p.ref = testing::matmul_nt_ref(
+      m, n, k, [&](int i, int kk) { return xf[i * p.x_stride + kk]; },
+      [&](int j, int kk) { return wf[j * p.w_stride + kk]; });
   for (int i = 0; i < m; ++i)
-    for (int j = 0; j < n; ++j) p.ref[static_cast<size_t>(i) * n + j] *= static_cast<double>(p.x_scale[i]) * p.w_scale[j];
+    for (int j = 0; j < n; ++j)
+      p.ref[static_cast<size_t>(i) * n + j] *= static_cast<double>(p.x_scale[i]) * p.w_scale[j];
   return p;
 }
 
 // Device copies of a problem and a NaN-poisoned output.
 struct DeviceProblem {
   explicit DeviceProblem(const Problem& p)
-      : x16(p.x16), w16(p.w16), xq(p.xq), wq(p.wq), x_scale(p.x_scale), w_scale(p.w_scale),
+      : x16(p.x16),
+        w16(p.w16),
+        xq(p.xq),
+        wq(p.wq),
+        x_scale(p.x_scale),
+        w_scale(p.w_scale),
         y(static_cast<size_t>(p.m) * p.y_stride) {
     y.poison();
   }
@@ -115,8 +123,8 @@ std::vector<uint16_t> run_fp16_mma(const Problem& p, DeviceProblem& d, int k_spl
 
 std::vector<uint16_t> run_fp8(const Problem& p, DeviceProblem& d, int k_splits) {
   d.y.poison();
-  const Status st = fp8_gemv(d.xq.get(), p.x_stride, d.x_scale.get(), d.wq.get(), p.w_stride, d.w_scale.get(), d.y.get(),
-                             p.y_stride, p.m, p.n, p.k, nullptr, GemvOptions{k_splits, false});
+  const Status st = fp8_gemv(d.xq.get(), p.x_stride, d.x_scale.get(), d.wq.get(), p.w_stride, d.w_scale.get(),
+                             d.y.get(), p.y_stride, p.m, p.n, p.k, nullptr, GemvOptions{k_splits, false});
   EXPECT_TRUE(st.is_ok()) << st.to_string();
   EXPECT_EQ(cudaDeviceSynchronize(), cudaSuccess);
   return unpad(p, d.y.download(), describe("fp8_gemv", p, k_splits));
@@ -145,13 +153,17 @@ TEST(MmaGemvPlan, Fp16PlanIsTheFp8PlanOverTheSameBytes) {
 }
 
 TEST(MmaGemvArguments, BadShapesAreErrorsBeforeAnyLaunch) {
-  EXPECT_EQ(fp16_mma_gemv(nullptr, 64, nullptr, 64, nullptr, 16, 0, 16, 64, nullptr).code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(fp16_mma_gemv(nullptr, 64, nullptr, 64, nullptr, 16, 0, 16, 64, nullptr).code(),
+            StatusCode::kInvalidArgument);
   EXPECT_EQ(fp16_mma_gemv(nullptr, 64, nullptr, 64, nullptr, 16, kMmaGemvMaxRows + 1, 16, 64, nullptr).code(),
             StatusCode::kInvalidArgument);
   EXPECT_EQ(fp16_mma_gemv(nullptr, 12, nullptr, 12, nullptr, 16, 1, 16, 12, nullptr).code(), StatusCode::kUnsupported);
-  EXPECT_EQ(fp16_mma_gemv(nullptr, 64, nullptr, 64, nullptr, 16, 1, 16, 64, nullptr, 3).code(), StatusCode::kInvalidArgument);
-  EXPECT_EQ(fp16_mma_gemv(nullptr, 60, nullptr, 64, nullptr, 16, 1, 16, 64, nullptr).code(), StatusCode::kInvalidArgument);
-  EXPECT_EQ(fp16_mma_gemv(nullptr, 64, nullptr, 56, nullptr, 16, 1, 16, 64, nullptr).code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(fp16_mma_gemv(nullptr, 64, nullptr, 64, nullptr, 16, 1, 16, 64, nullptr, 3).code(),
+            StatusCode::kInvalidArgument);
+  EXPECT_EQ(fp16_mma_gemv(nullptr, 60, nullptr, 64, nullptr, 16, 1, 16, 64, nullptr).code(),
+            StatusCode::kInvalidArgument);
+  EXPECT_EQ(fp16_mma_gemv(nullptr, 64, nullptr, 56, nullptr, 16, 1, 16, 64, nullptr).code(),
+            StatusCode::kInvalidArgument);
   const Status st = fp16_mma_gemv(nullptr, 64, nullptr, 64, nullptr, 16, 17, 16, 64, nullptr);
   EXPECT_NE(st.to_string().find("fp16_mma_gemv"), std::string::npos) << st.to_string();
   // The dispatch limits stay within the kernels' limits.
@@ -171,7 +183,8 @@ TEST(Fp16MmaGemv, MatchesReferenceAtEveryRowCount) {
       const Problem p = make_fp16_problem(seed++, m, s.n, s.k);
       DeviceProblem d(p);
       for (int splits : {0, 1, 8}) {
-        EXPECT_LT(testing::relative_error_f16(run_fp16_mma(p, d, splits), p.ref), kTolerance) << describe("fp16_mma_gemv", p, splits);
+        EXPECT_LT(testing::relative_error_f16(run_fp16_mma(p, d, splits), p.ref), kTolerance)
+            << describe("fp16_mma_gemv", p, splits);
       }
     }
   }
@@ -190,12 +203,14 @@ void expect_tiles_independent(const Problem& full, Run run, const char* op) {
   auto rows = [&](int begin, int count) {
     Problem p = full;
     p.m = count;
-    if (!full.x16.empty()) p.x16.assign(full.x16.begin() + begin * full.x_stride, full.x16.begin() + (begin + count) * full.x_stride);
+    if (!full.x16.empty())
+      p.x16.assign(full.x16.begin() + begin * full.x_stride, full.x16.begin() + (begin + count) * full.x_stride);
     if (!full.xq.empty()) {
       p.xq.assign(full.xq.begin() + begin * full.x_stride, full.xq.begin() + (begin + count) * full.x_stride);
       p.x_scale.assign(full.x_scale.begin() + begin, full.x_scale.begin() + begin + count);
     }
-    p.ref.assign(full.ref.begin() + static_cast<size_t>(begin) * full.n, full.ref.begin() + static_cast<size_t>(begin + count) * full.n);
+    p.ref.assign(full.ref.begin() + static_cast<size_t>(begin) * full.n,
+                 full.ref.begin() + static_cast<size_t>(begin + count) * full.n);
     return p;
   };
   const Problem low = rows(0, 8), high = rows(8, full.m - 8);
@@ -209,8 +224,9 @@ void expect_tiles_independent(const Problem& full, Run run, const char* op) {
 TEST(Fp16MmaGemv, SecondTokenTileEqualsTheFirstBitwise) {
   CROSSPOINT_SKIP_WITHOUT_GPU();
   for (auto [m, n, k] : {std::tuple{9, 48, 1000}, {13, 272, 3584}, {16, 4608, 3584}}) {
-    expect_tiles_independent(make_fp16_problem(1100 + m, m, n, k),
-                             [](const Problem& p, DeviceProblem& d) { return run_fp16_mma(p, d, 0); }, "fp16_mma_gemv");
+    expect_tiles_independent(
+        make_fp16_problem(1100 + m, m, n, k), [](const Problem& p, DeviceProblem& d) { return run_fp16_mma(p, d, 0); },
+        "fp16_mma_gemv");
   }
 }
 
@@ -223,8 +239,8 @@ TEST(Fp16Linear, DispatchesAsLinearHSays) {
   for (int m = 1; m <= kMmaGemvMaxRows; ++m) {
     const Problem p = make_fp16_problem(1200 + m, m, 272, 1000);
     DeviceProblem d(p);
-    const Status st = fp16_linear(**ctx, d.x16.get(), p.x_stride, d.w16.get(), p.w_stride, d.y.get(), p.y_stride, m, p.n,
-                                  p.k, nullptr);
+    const Status st = fp16_linear(**ctx, d.x16.get(), p.x_stride, d.w16.get(), p.w_stride, d.y.get(), p.y_stride, m,
+                                  p.n, p.k, nullptr);
     ASSERT_TRUE(st.is_ok()) << st.to_string();
     ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
     const std::vector<uint16_t> y = unpad(p, d.y.download(), "fp16_linear m=" + std::to_string(m));
@@ -237,8 +253,8 @@ TEST(Fp16Linear, DispatchesAsLinearHSays) {
 
 // ---- fp8 on tensor cores ----------------------------------------------------------------
 
-#define SKIP_WITHOUT_FP8_MMA()                                                          \
-  CROSSPOINT_SKIP_WITHOUT_GPU();                                                        \
+#define SKIP_WITHOUT_FP8_MMA()   \
+  CROSSPOINT_SKIP_WITHOUT_GPU(); \
   if (!fp8_gemv_on_tensor_cores()) GTEST_SKIP() << "no e4m3 tensor cores on this GPU"
 
 TEST(Fp8MmaGemv, MatchesReferenceAtEveryRowCount) {
@@ -251,7 +267,8 @@ TEST(Fp8MmaGemv, MatchesReferenceAtEveryRowCount) {
       const Problem p = make_fp8_problem(seed++, m, s.n, s.k);
       DeviceProblem d(p);
       for (int splits : {0, 1, 8}) {
-        EXPECT_LT(testing::relative_error_f16(run_fp8(p, d, splits), p.ref), kTolerance) << describe("fp8_gemv", p, splits);
+        EXPECT_LT(testing::relative_error_f16(run_fp8(p, d, splits), p.ref), kTolerance)
+            << describe("fp8_gemv", p, splits);
       }
     }
   }
@@ -265,8 +282,9 @@ TEST(Fp8MmaGemv, MatchesReferenceAtEveryRowCount) {
 TEST(Fp8MmaGemv, SecondTokenTileEqualsTheFirstBitwise) {
   SKIP_WITHOUT_FP8_MMA();
   for (auto [m, n, k] : {std::tuple{9, 48, 1040}, {12, 272, 3584}, {16, 4608, 3584}}) {
-    expect_tiles_independent(make_fp8_problem(2100 + m, m, n, k),
-                             [](const Problem& p, DeviceProblem& d) { return run_fp8(p, d, 0); }, "fp8_gemv");
+    expect_tiles_independent(
+        make_fp8_problem(2100 + m, m, n, k), [](const Problem& p, DeviceProblem& d) { return run_fp8(p, d, 0); },
+        "fp8_gemv");
   }
 }
 
@@ -279,15 +297,13 @@ TEST(Fp8Linear, TakesTheTensorCoreGemvUpToItsRowLimit) {
     const Problem p = make_fp8_problem(2200 + m, m, 272, 1040);
     DeviceProblem d(p);
     DeviceBuffer<float> scratch(fp8_gemm_scratch_bytes(m, p.n) / 4 + 1);
-    const Status st = fp8_linear(**ctx, d.xq.get(), p.x_stride, d.x_scale.get(), d.wq.get(), p.w_stride, d.w_scale.get(),
-                                 d.y.get(), p.y_stride, m, p.n, p.k, scratch.get(), nullptr);
+    const Status st = fp8_linear(**ctx, d.xq.get(), p.x_stride, d.x_scale.get(), d.wq.get(), p.w_stride,
+                                 d.w_scale.get(), d.y.get(), p.y_stride, m, p.n, p.k, scratch.get(), nullptr);
     ASSERT_TRUE(st.is_ok()) << st.to_string();
     ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
     const std::vector<uint16_t> y = unpad(p, d.y.download(), "fp8_linear m=" + std::to_string(m));
     EXPECT_LT(testing::relative_error_f16(y, p.ref), kTolerance) << "fp8_linear m=" << m;
-    if (m <= kFp8GemvMaxRows) {
-      EXPECT_EQ(y, run_fp8(p, d, 0)) << "fp8_linear is not fp8_gemv at m=" << m;
-    }
+    if (m <= kFp8GemvMaxRows) { EXPECT_EQ(y, run_fp8(p, d, 0)) << "fp8_linear is not fp8_gemv at m=" << m; }
   }
 }
 
@@ -308,8 +324,8 @@ TEST(Fp8Linear, FromFp16AboveTheFusedRowsQuantisesThenTakesTheGemv) {
     y.poison();
     y_direct.poison();
     ASSERT_FALSE(fp8_linear_fuses_quantisation(x_dev.get(), k, k, m, k)) << "m=" << m;
-    Status st = fp8_linear_from_fp16(**ctx, x_dev.get(), k, xq.get(), k, xs.get(), wq_dev.get(), k, ws.get(), y.get(), n,
-                                     m, n, k, scratch.get(), nullptr);
+    Status st = fp8_linear_from_fp16(**ctx, x_dev.get(), k, xq.get(), k, xs.get(), wq_dev.get(), k, ws.get(), y.get(),
+                                     n, m, n, k, scratch.get(), nullptr);
     ASSERT_TRUE(st.is_ok()) << st.to_string();
     ASSERT_TRUE(fp8_quantize_per_token(x_dev.get(), k, xq_direct.get(), k, xs_direct.get(), m, k, nullptr).is_ok());
     st = fp8_gemv(xq_direct.get(), k, xs_direct.get(), wq_dev.get(), k, ws.get(), y_direct.get(), n, m, n, k, nullptr);

@@ -8,8 +8,8 @@
 // Every case runs five ways (CudaAttentionKernels): the default (prefill sequences of >= 16 new
 // rows on the tensor-core prefill kernel, every other row on the tensor-core decode kernel),
 // the same with the decode kernel's 2-stage ring, the previous decode path (those rows on the
-// CUDA-core split kernel), every row on the decode kernel, and every row on the split kernel. Each launch is made twice on re-poisoned outputs
-// and partials (the merge counters left as the first launch left them) and must give the same
+// CUDA-core split kernel), every row on the decode kernel, and every row on the split kernel. Each launch is made twice
+// on re-poisoned outputs and partials (the merge counters left as the first launch left them) and must give the same
 // bits; after every launch the workspace's counters must be back at zero.
 //
 // Tolerance: outputs are convex combinations of V values in [-1, 1] computed in fp32 and rounded
@@ -43,8 +43,8 @@ struct AttentionCase {
   std::string name;
   int num_heads, num_kv_heads, head_dim, block_size;
   std::vector<SeqShape> seqs;
-  int padding_rows = 0;        // rows past seq_token_start[num_seqs] (a graph bucket's padding)
-  int context_bound_extra = 0; // host max_context_len = real max + this
+  int padding_rows = 0;         // rows past seq_token_start[num_seqs] (a graph bucket's padding)
+  int context_bound_extra = 0;  // host max_context_len = real max + this
   bool use_workspace = true;
 };
 
@@ -266,7 +266,8 @@ void run_path(const AttentionCase& c, const AttentionProblem& p, const Attention
   a.block_size = c.block_size;
   a.scale = scale;
   const size_t workspace_bytes =
-      c.use_workspace ? cuda_paged_attention_workspace_bytes(p.num_tokens, c.num_heads, c.head_dim, a.max_context_len) : 0;
+      c.use_workspace ? cuda_paged_attention_workspace_bytes(p.num_tokens, c.num_heads, c.head_dim, a.max_context_len)
+                      : 0;
   DeviceBuffer<uint8_t> workspace(workspace_bytes);
   zero_counters(workspace, workspace_bytes);
   a.workspace = workspace_bytes ? workspace.get() : nullptr;
@@ -314,7 +315,8 @@ TEST(CudaPagedAttention, LongDecodeSplitsTheContext) {
   run_case({"decode 7:1 D128 ctx 2049 bound 4096", 28, 4, 128, 16, {{1, 2049}, {1, 200}}, 0, 4096 - 2049}, 204);
   // 40 rows x 4 KV heads: 128-token partitions, fewer CTAs per row than partitions, so each
   // CTA walks several partitions of its row (grid.z < partitions), under a 4,096 bound.
-  AttentionCase many{"40 decodes 7:1 D128 bound 4096", 28, 4, 128, 16, {}, /*padding_rows=*/2, /*context_bound_extra=*/0};
+  AttentionCase many{"40 decodes 7:1 D128 bound 4096", 28, 4, 128, 16, {}, /*padding_rows=*/2,
+                     /*context_bound_extra=*/0};
   for (int i = 0; i < 40; ++i) many.seqs.push_back({1, 1 + (i * 397) % 3000});
   many.context_bound_extra = 4096 - 2956;  // longest context above: 2,956
   run_case(many, 216);
@@ -337,14 +339,22 @@ TEST(CudaPagedAttention, SmallDecodeBatchesAtEveryContext) {
       for (const bool model_bound : {true, false}) {
         if (!model_bound && context != 17 && context != 513 && context != 4096) continue;
         AttentionCase c{"B=1 " + gqa + " ctx " + std::to_string(context) + (model_bound ? " bound 4096" : ""),
-                        heads.num_heads, heads.num_kv_heads, 128, 16, {{1, context}}};
+                        heads.num_heads,
+                        heads.num_kv_heads,
+                        128,
+                        16,
+                        {{1, context}}};
         c.context_bound_extra = model_bound ? 4096 - context : 0;
         run_case(c, seed++);
       }
     }
     for (const std::vector<int>& batch : batches) {
-      AttentionCase c{"B=" + std::to_string(batch.size()) + " " + gqa + " bound 4096", heads.num_heads,
-                      heads.num_kv_heads, 128, 16, {}};
+      AttentionCase c{"B=" + std::to_string(batch.size()) + " " + gqa + " bound 4096",
+                      heads.num_heads,
+                      heads.num_kv_heads,
+                      128,
+                      16,
+                      {}};
       for (const int context : batch) c.seqs.push_back({1, context});
       c.context_bound_extra = 4096 - *std::max_element(batch.begin(), batch.end());
       run_case(c, seed++);
@@ -369,18 +379,24 @@ TEST(CudaPagedAttention, DecodeKernelBatchesContextsAndGroups) {
   uint32_t seed = 400;
   for (const Heads heads : {Heads{8, 8}, Heads{16, 4}, Heads{28, 4}, Heads{32, 4}, Heads{32, 2}}) {
     for (const int head_dim : {64, 128}) {
-      const std::string shape = std::to_string(heads.num_heads / heads.num_kv_heads) + ":1 D" + std::to_string(head_dim);
+      const std::string shape =
+          std::to_string(heads.num_heads / heads.num_kv_heads) + ":1 D" + std::to_string(head_dim);
       // Batch 1 at every context, under the real context and under a 4,100 bound.
       for (size_t i = 0; i < contexts.size(); ++i) {
         const bool bound = i % 2 == 1;
         AttentionCase c{"B=1 " + shape + " ctx " + std::to_string(contexts[i]) + (bound ? " bound 4100" : ""),
-                        heads.num_heads, heads.num_kv_heads, head_dim, 16, {{1, contexts[i]}}};
+                        heads.num_heads,
+                        heads.num_kv_heads,
+                        head_dim,
+                        16,
+                        {{1, contexts[i]}}};
         c.context_bound_extra = bound ? 4100 - contexts[i] : 0;
         run_case(c, seed++);
       }
       // Batches 3, 8 and 64 over the contexts in turn (a different start for each).
       for (const int batch : {3, 8, 64}) {
-        AttentionCase c{"B=" + std::to_string(batch) + " " + shape, heads.num_heads, heads.num_kv_heads, head_dim, 16, {}};
+        AttentionCase c{
+            "B=" + std::to_string(batch) + " " + shape, heads.num_heads, heads.num_kv_heads, head_dim, 16, {}};
         for (int i = 0; i < batch; ++i) c.seqs.push_back({1, contexts[(i * 5 + batch) % contexts.size()]});
         c.padding_rows = batch == 64 ? 3 : 0;
         c.context_bound_extra = batch == 8 ? 300 : 0;
@@ -391,13 +407,19 @@ TEST(CudaPagedAttention, DecodeKernelBatchesContextsAndGroups) {
   // Batch 200 (unsplit at 4 KV heads, split at 2) at contexts up to 2,048, bound 4,096.
   for (const Heads heads : {Heads{28, 4}, Heads{32, 2}}) {
     AttentionCase c{"B=200 " + std::to_string(heads.num_heads / heads.num_kv_heads) + ":1 D128 bound 4096",
-                    heads.num_heads, heads.num_kv_heads, 128, 16, {}, /*padding_rows=*/4};
+                    heads.num_heads,
+                    heads.num_kv_heads,
+                    128,
+                    16,
+                    {},
+                    /*padding_rows=*/4};
     for (int i = 0; i < 200; ++i) c.seqs.push_back({1, contexts[i % 10]});
     c.context_bound_extra = 4096 - 2048;
     run_case(c, seed++);
   }
   // Short chunks of 2..15 new rows (not prefill): each row of the chunk has its own length.
-  run_case({"chunks of 2, 7, 15 rows 7:1 D128", 28, 4, 128, 16, {{2, 70}, {7, 600}, {15, 15}, {1, 4100}}, 2, 0}, seed++);
+  run_case({"chunks of 2, 7, 15 rows 7:1 D128", 28, 4, 128, 16, {{2, 70}, {7, 600}, {15, 15}, {1, 4100}}, 2, 0},
+           seed++);
 }
 
 // A small cover of the tensor-core decode kernel's code paths for compute-sanitizer (whose
@@ -427,10 +449,9 @@ TEST(CudaPagedAttention, PrefillChunks) {
 
 TEST(CudaPagedAttention, MixedBatchWithPaddingAndEmptySequence) {
   CROSSPOINT_SKIP_WITHOUT_GPU();
-  AttentionCase c{"mixed 7:1 D128",
-                  28, 4, 128, 16,
-                  {{33, 33}, {1, 300}, {20, 200}, {0, 10}, {1, 1}, {5, 16}},
-                  /*padding_rows=*/3, /*context_bound_extra=*/100};
+  AttentionCase c{"mixed 7:1 D128",           28, 4, 128, 16, {{33, 33}, {1, 300}, {20, 200}, {0, 10}, {1, 1}, {5, 16}},
+                  /*padding_rows=*/3,
+                  /*context_bound_extra=*/100};
   run_case(c, 208);
   c.name = "mixed 7:1 D128 no workspace";
   c.use_workspace = false;
@@ -518,8 +539,7 @@ TEST(CudaPagedAttention, GraphReplayFollowsLengthsBelowTheBounds) {
   CROSSPOINT_SKIP_WITHOUT_GPU();
   // 5 padding rows make the bucket 56 tokens.
   const AttentionCase bounds{"graph bucket", 28, 4, 128, 16, {{1, 500}, {20, 200}, {30, 30}}, /*padding_rows=*/5};
-  replay_graph(bounds,
-               {{{1, 300}, {20, 200}, {0, 0}}, {{1, 500}, {1, 17}, {30, 30}}, {{1, 1}, {1, 1}, {1, 1}}},
+  replay_graph(bounds, {{{1, 300}, {20, 200}, {0, 0}}, {{1, 500}, {1, 17}, {30, 30}}, {{1, 1}, {1, 1}, {1, 1}}},
                /*max_context=*/600, /*max_query=*/32, 216);
 }
 

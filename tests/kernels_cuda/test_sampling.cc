@@ -165,9 +165,9 @@ TEST(SampleRowsTest, AdversarialRows) {
   const float nan = std::numeric_limits<float>::quiet_NaN();
   const int vocab = 1000;
   std::vector<std::vector<float>> rows = {
-      std::vector<float>(vocab, nan),       // all NaN -> 0
-      std::vector<float>(vocab, -inf),      // uniform over all ids
-      std::vector<float>(vocab, 0.125f),    // all equal
+      std::vector<float>(vocab, nan),     // all NaN -> 0
+      std::vector<float>(vocab, -inf),    // uniform over all ids
+      std::vector<float>(vocab, 0.125f),  // all equal
   };
   std::vector<float> spiky(vocab, -inf);
   spiky[3] = inf;
@@ -184,9 +184,13 @@ TEST(SampleRowsTest, AdversarialRows) {
   std::vector<SampledRowParams> params;
   std::mt19937 gen(3);
   for (int r = 0; r < static_cast<int>(rows.size()); ++r)
-    for (const auto& [t, k, top_p] : std::vector<std::tuple<float, int32_t, float>>{
-             {1.0f, 0, 1.0f}, {1e-6f, 0, 1.0f}, {1e30f, 0, 0.5f}, {1.0f, 3, 1.0f}, {0.0f, 0, 1.0f},
-             {1.0f, 2000, 1e-30f}, {2.0f, 100, 0.3005f}}) {
+    for (const auto& [t, k, top_p] : std::vector<std::tuple<float, int32_t, float>>{{1.0f, 0, 1.0f},
+                                                                                    {1e-6f, 0, 1.0f},
+                                                                                    {1e30f, 0, 0.5f},
+                                                                                    {1.0f, 3, 1.0f},
+                                                                                    {0.0f, 0, 1.0f},
+                                                                                    {1.0f, 2000, 1e-30f},
+                                                                                    {2.0f, 100, 0.3005f}}) {
       SampledRowParams p;
       p.logits_row = r;
       p.temperature = t;
@@ -233,8 +237,8 @@ TEST(SampleRowsTest, PrintsTheTimeOfA128RowStep) {
     ASSERT_EQ(cudaEventSynchronize(stop), cudaSuccess);
     float ms = 0;
     cudaEventElapsedTime(&ms, start, stop);
-    std::printf("sample_rows: %d rows x %d vocab, T %.1f top_k %d top_p %.2f: %.1f us per launch\n", rows, vocab, t,
-                k, top_p, 1000.0f * ms / reps);
+    std::printf("sample_rows: %d rows x %d vocab, T %.1f top_k %d top_p %.2f: %.1f us per launch\n", rows, vocab, t, k,
+                top_p, 1000.0f * ms / reps);
     cudaEventDestroy(start);
     cudaEventDestroy(stop);
   }

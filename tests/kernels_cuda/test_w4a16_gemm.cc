@@ -26,8 +26,8 @@ using testing::make_gptq;
 
 // Runs repack + (permute) + GEMM on the device `repeats` times (reusing the split-K
 // workspace, which each launch must leave zeroed) and returns each y [M, N] fp16.
-std::vector<std::vector<uint16_t>> run_w4a16(const GptqLinear& lin, const std::vector<uint16_t>& x, int m, bool pass_g_idx,
-                                int repeats = 1) {
+std::vector<std::vector<uint16_t>> run_w4a16(const GptqLinear& lin, const std::vector<uint16_t>& x, int m,
+                                             bool pass_g_idx, int repeats = 1) {
   auto packed = w4a16_repack(lin.qweight.data(), lin.scales.data(), pass_g_idx ? lin.g_idx.data() : nullptr, lin.k,
                              lin.n, lin.group_size, "test.qweight");
   EXPECT_TRUE(packed.is_ok()) << packed.status().to_string();
@@ -62,8 +62,9 @@ void check_w4a16(int m, int n, int k, int group_size, bool act_order, uint32_t s
   const auto ys = run_w4a16(lin, x, m, true, repeats);
   ASSERT_EQ(ys.size(), static_cast<size_t>(repeats));
   const auto xf = testing::f16_to_f32(x);
-  const auto ref = testing::matmul_nt_ref(m, n, k, [&](int i, int kk) { return xf[static_cast<size_t>(i) * k + kk]; },
-                                          [&](int j, int kk) { return lin.weight(kk, j); });
+  const auto ref = testing::matmul_nt_ref(
+      m, n, k, [&](int i, int kk) { return xf[static_cast<size_t>(i) * k + kk]; },
+      [&](int j, int kk) { return lin.weight(kk, j); });
   // fp16 weights after dequant (one rounding of s*(q-8)) and fp16 output: ~1e-3.
   for (size_t r = 0; r < ys.size(); ++r) {
     ASSERT_EQ(ys[r].size(), static_cast<size_t>(m) * n);
@@ -75,17 +76,22 @@ void check_w4a16(int m, int n, int k, int group_size, bool act_order, uint32_t s
 TEST(W4A16Repack, RefusesShapesTheKernelCannotRun) {
   std::vector<int32_t> qweight(128 * 64 / 8, 0);
   std::vector<uint16_t> scales(64 * 2, 0x3C00);
-  EXPECT_EQ(w4a16_repack(qweight.data(), scales.data(), nullptr, 96, 64, 32, "l.qweight").status().code(), StatusCode::kUnsupported);
-  EXPECT_EQ(w4a16_repack(qweight.data(), scales.data(), nullptr, 128, 40, 128, "l.qweight").status().code(), StatusCode::kUnsupported);
-  EXPECT_EQ(w4a16_repack(qweight.data(), scales.data(), nullptr, 128, 64, 96, "l.qweight").status().code(), StatusCode::kUnsupported);
+  EXPECT_EQ(w4a16_repack(qweight.data(), scales.data(), nullptr, 96, 64, 32, "l.qweight").status().code(),
+            StatusCode::kUnsupported);
+  EXPECT_EQ(w4a16_repack(qweight.data(), scales.data(), nullptr, 128, 40, 128, "l.qweight").status().code(),
+            StatusCode::kUnsupported);
+  EXPECT_EQ(w4a16_repack(qweight.data(), scales.data(), nullptr, 128, 64, 96, "l.qweight").status().code(),
+            StatusCode::kUnsupported);
   const auto bad = w4a16_repack(qweight.data(), scales.data(), nullptr, 128, 40, 128, "layers.0.q_proj");
   EXPECT_NE(bad.status().message().find("layers.0.q_proj"), std::string::npos);
   std::vector<int32_t> g_idx(128, 0);
   g_idx[5] = 7;  // only 1 group exists
-  EXPECT_EQ(w4a16_repack(qweight.data(), scales.data(), g_idx.data(), 128, 64, 128, "l").status().code(), StatusCode::kCorrupt);
+  EXPECT_EQ(w4a16_repack(qweight.data(), scales.data(), g_idx.data(), 128, 64, 128, "l").status().code(),
+            StatusCode::kCorrupt);
   std::vector<int32_t> uneven(128, 0);
   for (int i = 0; i < 128; ++i) uneven[i] = i < 100 ? 0 : 1;  // 100 + 28 rows, group size 64
-  EXPECT_EQ(w4a16_repack(qweight.data(), scales.data(), uneven.data(), 128, 64, 64, "l").status().code(), StatusCode::kUnsupported);
+  EXPECT_EQ(w4a16_repack(qweight.data(), scales.data(), uneven.data(), 128, 64, 64, "l").status().code(),
+            StatusCode::kUnsupported);
 }
 
 TEST(W4A16Repack, IdentityGIdxNeedsNoPermutation) {
@@ -99,16 +105,21 @@ TEST(W4A16Repack, IdentityGIdxNeedsNoPermutation) {
 }
 
 TEST(W4A16Gemm, RefusesBadShapesBeforeLaunch) {
-  EXPECT_EQ(w4a16_gemm(nullptr, 100, nullptr, nullptr, nullptr, 64, 1, 64, 100, 128, nullptr, nullptr).code(), StatusCode::kUnsupported);
-  EXPECT_EQ(w4a16_gemm(nullptr, 128, nullptr, nullptr, nullptr, 20, 1, 20, 128, 128, nullptr, nullptr).code(), StatusCode::kUnsupported);
-  EXPECT_EQ(w4a16_gemm(nullptr, 128, nullptr, nullptr, nullptr, 64, 1, 64, 128, 128, nullptr, nullptr).code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(w4a16_gemm(nullptr, 100, nullptr, nullptr, nullptr, 64, 1, 64, 100, 128, nullptr, nullptr).code(),
+            StatusCode::kUnsupported);
+  EXPECT_EQ(w4a16_gemm(nullptr, 128, nullptr, nullptr, nullptr, 20, 1, 20, 128, 128, nullptr, nullptr).code(),
+            StatusCode::kUnsupported);
+  EXPECT_EQ(w4a16_gemm(nullptr, 128, nullptr, nullptr, nullptr, 64, 1, 64, 128, 128, nullptr, nullptr).code(),
+            StatusCode::kInvalidArgument);
 }
 
 TEST(W4A16Gemm, MatchesReferenceAtAwkwardSizes) {
   CROSSPOINT_SKIP_WITHOUT_GPU();
-  struct Case { int m, n, k, g; };
-  const Case cases[] = {{1, 48, 192, 64},   {3, 272, 320, 128}, {7, 16, 64, -1},    {16, 80, 512, 128},
-                        {17, 64, 1024, 128}, {33, 112, 384, 128}, {64, 32, 256, 64}, {65, 400, 640, 128},
+  struct Case {
+    int m, n, k, g;
+  };
+  const Case cases[] = {{1, 48, 192, 64},    {3, 272, 320, 128},   {7, 16, 64, -1},    {16, 80, 512, 128},
+                        {17, 64, 1024, 128}, {33, 112, 384, 128},  {64, 32, 256, 64},  {65, 400, 640, 128},
                         {130, 96, 384, 128}, {1, 3584, 3584, 128}, {5, 512, 3584, 128}};
   uint32_t seed = 100;
   for (const auto& c : cases) check_w4a16(c.m, c.n, c.k, c.g, false, seed++);
@@ -130,16 +141,17 @@ TEST(W4A16Gemm, EngineDispatchGivesTheSameBitsEveryRun) {
 
 TEST(W4A16Gemm, SplitKScratchIsLeftClean) {
   CROSSPOINT_SKIP_WITHOUT_GPU();
-  check_w4a16(17, 48, 4096, 128, false, 7, /*repeats=*/3);  // one n tile, many k splits (M > kW4A16GemvMaxRows: not the GEMV)
+  check_w4a16(17, 48, 4096, 128, false, 7,
+              /*repeats=*/3);  // one n tile, many k splits (M > kW4A16GemvMaxRows: not the GEMV)
   check_w4a16(70, 32, 2048, 128, false, 8, /*repeats=*/3);  // two m chunks
 }
 
 TEST(W4A16Gemm, EveryTuningMatchesReference) {
   CROSSPOINT_SKIP_WITHOUT_GPU();
   std::mt19937 rng(31);
-  for (W4A16Tuning tuning : {W4A16Tuning::kDefault, W4A16Tuning::kDeepPipeline, W4A16Tuning::kNarrowBlocks,
-                             W4A16Tuning::kMoreSplits, W4A16Tuning::kLargeTile, W4A16Tuning::kLargeTileUnsplit,
-                             W4A16Tuning::kLargeTileWide}) {
+  for (W4A16Tuning tuning :
+       {W4A16Tuning::kDefault, W4A16Tuning::kDeepPipeline, W4A16Tuning::kNarrowBlocks, W4A16Tuning::kMoreSplits,
+        W4A16Tuning::kLargeTile, W4A16Tuning::kLargeTileUnsplit, W4A16Tuning::kLargeTileWide}) {
     for (auto [m, n, k] : {std::tuple{1, 272, 1024}, {9, 48, 4096}, {16, 3584, 640}}) {
       const GptqLinear lin = make_gptq(rng, k, n, 128, false);
       const auto x = testing::random_f16(rng, static_cast<size_t>(m) * k, -1.f, 1.f);
@@ -154,8 +166,9 @@ TEST(W4A16Gemm, EveryTuningMatchesReference) {
                                          workspace.get(), nullptr);
       ASSERT_TRUE(st.is_ok()) << st.to_string();
       const auto xf = testing::f16_to_f32(x);
-      const auto ref = testing::matmul_nt_ref(m, n, k, [&](int i, int kk) { return xf[static_cast<size_t>(i) * k + kk]; },
-                                              [&](int j, int kk) { return lin.weight(kk, j); });
+      const auto ref = testing::matmul_nt_ref(
+          m, n, k, [&](int i, int kk) { return xf[static_cast<size_t>(i) * k + kk]; },
+          [&](int j, int kk) { return lin.weight(kk, j); });
       EXPECT_LT(testing::relative_error_f16(y.download(), ref), 3e-3)
           << "tuning " << static_cast<int>(tuning) << " m=" << m << " n=" << n << " k=" << k;
     }
@@ -193,7 +206,8 @@ LargeProblem make_large_problem(uint32_t seed, int m, int n, int k, int group_si
 template <typename Launch>
 std::vector<std::vector<uint16_t>> run_large(const LargeProblem& p, int repeats, Launch launch) {
   const int n = p.lin.n, k = p.lin.k;
-  auto packed = w4a16_repack(p.lin.qweight.data(), p.lin.scales.data(), p.lin.g_idx.data(), k, n, p.lin.group_size, "t");
+  auto packed =
+      w4a16_repack(p.lin.qweight.data(), p.lin.scales.data(), p.lin.g_idx.data(), k, n, p.lin.group_size, "t");
   EXPECT_TRUE(packed.is_ok()) << packed.status().to_string();
   if (!packed.is_ok()) return {};
   DeviceBuffer<uint32_t> weight(packed->weight), scales(packed->scales);
@@ -227,7 +241,8 @@ std::vector<std::vector<uint16_t>> run_large(const LargeProblem& p, int repeats,
         else padding_untouched &= v == 0xFFFF;
       }
     }
-    for (size_t e = static_cast<size_t>(p.m) * p.y_stride; e < y_padded.size(); ++e) padding_untouched &= y_padded[e] == 0xFFFF;
+    for (size_t e = static_cast<size_t>(p.m) * p.y_stride; e < y_padded.size(); ++e)
+      padding_untouched &= y_padded[e] == 0xFFFF;
     EXPECT_TRUE(padding_untouched) << "y padding columns or rows past M were written";
     out.push_back(std::move(y_dense));
   }
@@ -261,33 +276,36 @@ std::string describe(const char* name, int m, int n, int k, int g, int64_t xs, i
 
 // kWgmma (w4a16_gemm_wgmma.cu) runs beside the larger-batch tunings where the device has it
 // (compute capability 9.0) and N allows (N % 64 == 0); elsewhere it must be refused cleanly.
-const W4A16Tuning kLargeTunings[] = {W4A16Tuning::kLargeTile, W4A16Tuning::kLargeTileUnsplit, W4A16Tuning::kLargeTileWide,
-                                     W4A16Tuning::kWgmma};
+const W4A16Tuning kLargeTunings[] = {W4A16Tuning::kLargeTile, W4A16Tuning::kLargeTileUnsplit,
+                                     W4A16Tuning::kLargeTileWide, W4A16Tuning::kWgmma};
 const char* large_tuning_name(W4A16Tuning tuning) {
-  return tuning == W4A16Tuning::kLargeTile            ? "kLargeTile"
+  return tuning == W4A16Tuning::kLargeTile          ? "kLargeTile"
          : tuning == W4A16Tuning::kLargeTileUnsplit ? "kLargeTileUnsplit"
-         : tuning == W4A16Tuning::kLargeTileWide      ? "kLargeTileWide"
-                                                      : "kWgmma";
+         : tuning == W4A16Tuning::kLargeTileWide    ? "kLargeTileWide"
+                                                    : "kWgmma";
 }
 // True when `tuning` cannot run this N on this device; then checks that it is refused with
 // kUnsupported (before any launch) and the caller skips the comparison.
 bool expect_refused(W4A16Tuning tuning, const LargeProblem& p) {
   if (tuning != W4A16Tuning::kWgmma) return false;
   if (p.lin.n % 64 == 0 && w4a16_wgmma_supported()) return false;
-  const Status st = w4a16_gemm_tuned(tuning, reinterpret_cast<const uint16_t*>(16), p.x_stride, reinterpret_cast<const uint32_t*>(16),
-                                     reinterpret_cast<const uint32_t*>(16), reinterpret_cast<uint16_t*>(16), p.y_stride, p.m, p.lin.n,
-                                     p.lin.k, p.lin.group_size, reinterpret_cast<void*>(16), nullptr);
-  EXPECT_EQ(st.code(), StatusCode::kUnsupported) << large_tuning_name(tuning) << " n=" << p.lin.n << ": " << st.to_string();
+  const Status st =
+      w4a16_gemm_tuned(tuning, reinterpret_cast<const uint16_t*>(16), p.x_stride, reinterpret_cast<const uint32_t*>(16),
+                       reinterpret_cast<const uint32_t*>(16), reinterpret_cast<uint16_t*>(16), p.y_stride, p.m, p.lin.n,
+                       p.lin.k, p.lin.group_size, reinterpret_cast<void*>(16), nullptr);
+  EXPECT_EQ(st.code(), StatusCode::kUnsupported)
+      << large_tuning_name(tuning) << " n=" << p.lin.n << ": " << st.to_string();
   return true;
 }
 
 auto tuned_launch(W4A16Tuning tuning) {
   return [tuning](const uint16_t* x, int64_t xs, const uint32_t* w, const uint32_t* s, uint16_t* y, int64_t ys, int m,
-                  int n, int k, int g, void* ws) { return w4a16_gemm_tuned(tuning, x, xs, w, s, y, ys, m, n, k, g, ws, nullptr); };
+                  int n, int k, int g,
+                  void* ws) { return w4a16_gemm_tuned(tuning, x, xs, w, s, y, ys, m, n, k, g, ws, nullptr); };
 }
 auto forced_split_launch(int k_splits, bool wide) {
-  return [k_splits, wide](const uint16_t* x, int64_t xs, const uint32_t* w, const uint32_t* s, uint16_t* y, int64_t ys, int m,
-                          int n, int k, int g, void* ws) {
+  return [k_splits, wide](const uint16_t* x, int64_t xs, const uint32_t* w, const uint32_t* s, uint16_t* y, int64_t ys,
+                          int m, int n, int k, int g, void* ws) {
     W4A16LargeOptions options;
     options.k_splits = k_splits;
     options.wide = wide;
@@ -306,7 +324,7 @@ TEST(W4A16LargePlan, BlockRowsFollowM) {
   EXPECT_EQ(p.block_rows, 128);
   EXPECT_EQ(p.block_cols, 128);
   EXPECT_EQ(p.grid_m, 2);
-  EXPECT_EQ(p.grid_n, 3);  // 17 n16 blocks in blocks of 8
+  EXPECT_EQ(p.grid_n, 3);    // 17 n16 blocks in blocks of 8
   EXPECT_EQ(p.k_splits, 1);  // 3 chunks: too few to split
   EXPECT_EQ(w4a16_large_plan(200, 272, 192, 256, 132, 1, kW4A16SplitCostChunks).grid_n, 2);
 }
@@ -325,7 +343,8 @@ TEST(W4A16LargePlan, SplitsOnlyToFillTheGpu) {
       for (auto [n, k] : {std::pair{16, 64}, {48, 192}, {272, 3584}, {4608, 3584}, {37888, 3584}, {3584, 18944}}) {
         const W4A16LargePlan p = w4a16_large_plan(m, n, k, block_cols, 132, 2, kW4A16SplitCostChunks);
         EXPECT_GE(p.k_splits, 1);
-        EXPECT_TRUE(p.k_splits == 1 || k / 64 / p.k_splits >= 4) << "m=" << m << " n=" << n << " k=" << k;  // each split keeps >= 4 chunks
+        EXPECT_TRUE(p.k_splits == 1 || k / 64 / p.k_splits >= 4)
+            << "m=" << m << " n=" << n << " k=" << k;  // each split keeps >= 4 chunks
         EXPECT_GE(p.grid_m * p.block_rows, m);
         EXPECT_LT((p.grid_m - 1) * p.block_rows, m);
         EXPECT_GE(p.grid_n * block_cols, n);
@@ -378,9 +397,12 @@ TEST(W4A16GemmLarge, FullWidthQkvShape) {
 
 TEST(W4A16GemmLarge, ForcedSplitsMatchReferenceAndLeaveWorkspaceClean) {
   CROSSPOINT_SKIP_WITHOUT_GPU();
-  struct Case { int m, n, k, g, splits; };
-  const Case cases[] = {{17, 48, 3584, 128, 5}, {64, 272, 3584, -1, 13}, {128, 16, 192, 64, 3}, {200, 4608, 192, 64, 2},
-                        {256, 272, 3584, 128, 7}, {9, 4608, 3584, 128, 56}, {33, 48, 192, 64, 1}};
+  struct Case {
+    int m, n, k, g, splits;
+  };
+  const Case cases[] = {{17, 48, 3584, 128, 5},  {64, 272, 3584, -1, 13},  {128, 16, 192, 64, 3},
+                        {200, 4608, 192, 64, 2}, {256, 272, 3584, 128, 7}, {9, 4608, 3584, 128, 56},
+                        {33, 48, 192, 64, 1}};
   uint32_t seed = 700;
   for (const auto& c : cases) {
     const LargeProblem p = make_large_problem(seed++, c.m, c.n, c.k, c.g, 8, 1);
@@ -393,9 +415,7 @@ TEST(W4A16GemmLarge, ForcedSplitsMatchReferenceAndLeaveWorkspaceClean) {
       expect_close(ys[1], p.ref, what + " (second launch)");
       // With one or two splits the fp32 sums are order-independent (0 + a + b == 0 + b + a),
       // so a second launch on the same workspace must repeat the first bit for bit.
-      if (c.splits <= 2) {
-        EXPECT_EQ(ys[0], ys[1]) << what;
-      }
+      if (c.splits <= 2) { EXPECT_EQ(ys[0], ys[1]) << what; }
     }
   }
 }
@@ -414,13 +434,13 @@ TEST(W4A16GemmLarge, ActOrderMatchesReference) {
 
 // ---- the Hopper kernel (w4a16_gemm_wgmma.cu, tuning kWgmma) ----
 
-#define CROSSPOINT_SKIP_WITHOUT_WGMMA()                                                        \
-  CROSSPOINT_SKIP_WITHOUT_GPU();                                                               \
+#define CROSSPOINT_SKIP_WITHOUT_WGMMA() \
+  CROSSPOINT_SKIP_WITHOUT_GPU();        \
   if (!w4a16_wgmma_supported()) GTEST_SKIP() << "kWgmma needs a compute capability 9.0 GPU"
 
 auto wgmma_split_launch(int k_splits, int tail_tiles = 0, int tail_splits = 0) {
-  return [=](const uint16_t* x, int64_t xs, const uint32_t* w, const uint32_t* s, uint16_t* y, int64_t ys, int m, int n, int k,
-             int g, void* ws) {
+  return [=](const uint16_t* x, int64_t xs, const uint32_t* w, const uint32_t* s, uint16_t* y, int64_t ys, int m, int n,
+             int k, int g, void* ws) {
     W4A16WgmmaOptions options;
     options.k_splits = k_splits;
     options.tail_tiles = tail_tiles;
@@ -431,8 +451,8 @@ auto wgmma_split_launch(int k_splits, int tail_tiles = 0, int tail_splits = 0) {
 
 TEST(W4A16GemmWgmma, RefusesKBeyondItsScaleIndexLimitWithoutLaunching) {
   // No GPU needed: the K check comes before the device query; 2^27 = 134,217,728 rows of K.
-  const Status st = w4a16_gemm_wgmma(nullptr, 1 << 27, nullptr, nullptr, nullptr, 64, 32, 64, 1 << 27, 1 << 27, nullptr, {},
-                                     nullptr);
+  const Status st =
+      w4a16_gemm_wgmma(nullptr, 1 << 27, nullptr, nullptr, nullptr, 64, 32, 64, 1 << 27, 1 << 27, nullptr, {}, nullptr);
   EXPECT_EQ(st.code(), StatusCode::kUnsupported) << st.to_string();
   EXPECT_NE(st.to_string().find("k = 134217728"), std::string::npos) << st.to_string();
 }
@@ -440,15 +460,17 @@ TEST(W4A16GemmWgmma, RefusesKBeyondItsScaleIndexLimitWithoutLaunching) {
 TEST(W4A16GemmWgmma, RefusesNNotAMultipleOf64AndOtherDevicesWithoutLaunching) {
   // No GPU needed: the N check comes before the device query.
   for (int n : {16, 48, 272, 4624}) {
-    const Status st =
-        w4a16_gemm_tuned(W4A16Tuning::kWgmma, nullptr, 128, nullptr, nullptr, nullptr, n, 32, n, 128, 128, nullptr, nullptr);
+    const Status st = w4a16_gemm_tuned(W4A16Tuning::kWgmma, nullptr, 128, nullptr, nullptr, nullptr, n, 32, n, 128, 128,
+                                       nullptr, nullptr);
     EXPECT_EQ(st.code(), StatusCode::kUnsupported) << st.to_string();
     EXPECT_NE(st.message().find("n = " + std::to_string(n)), std::string::npos) << st.to_string();
-    const Status direct = w4a16_gemm_wgmma(nullptr, 128, nullptr, nullptr, nullptr, n, 32, n, 128, 128, nullptr, {}, nullptr);
+    const Status direct =
+        w4a16_gemm_wgmma(nullptr, 128, nullptr, nullptr, nullptr, n, 32, n, 128, 128, nullptr, {}, nullptr);
     EXPECT_EQ(direct.code(), StatusCode::kUnsupported) << direct.to_string();
   }
   if (!w4a16_wgmma_supported()) {  // CPU-only CI, or a GPU other than compute capability 9.0
-    const Status st = w4a16_gemm_wgmma(nullptr, 128, nullptr, nullptr, nullptr, 128, 32, 128, 128, 128, nullptr, {}, nullptr);
+    const Status st =
+        w4a16_gemm_wgmma(nullptr, 128, nullptr, nullptr, nullptr, 128, 32, 128, 128, 128, nullptr, {}, nullptr);
     EXPECT_EQ(st.code(), StatusCode::kUnsupported) << st.to_string();
     EXPECT_NE(st.message().find("compute capability"), std::string::npos) << st.to_string();
   }
@@ -467,7 +489,7 @@ TEST(W4A16WgmmaPlan, TokenTilesGridAndSplits) {
   EXPECT_EQ(p.token_tile, 256);
   EXPECT_EQ(p.block_cols, 128);
   EXPECT_EQ(p.grid_m, 2);
-  EXPECT_EQ(p.grid_n, 37);  // 36 full blocks and one of 64 columns
+  EXPECT_EQ(p.grid_n, 37);   // 36 full blocks and one of 64 columns
   EXPECT_EQ(p.k_splits, 1);  // 3 chunks: too few to split
   // 7B fused qkv at M = 16: 36 tiles on 132 SMs x 3 blocks, 56 chunks: split to fill the GPU.
   const W4A16WgmmaPlan qkv = w4a16_wgmma_plan(16, 4608, 3584, 132, 3, 16.0);
@@ -487,7 +509,7 @@ TEST(W4A16WgmmaPlan, TokenTilesGridAndSplits) {
 // A last partial wave of whole tiles is split (the 7B gate_up at M = 128 and 256); everything
 // else keeps the uniform plan.
 TEST(W4A16WgmmaPlan, SplitsOnlyTheTilesOfALastPartialWave) {
-  constexpr double kCost = 16.0;  // W4A16WgmmaOptions' default
+  constexpr double kCost = 16.0;                                                     // W4A16WgmmaOptions' default
   const W4A16WgmmaPlan gate_up = w4a16_wgmma_plan(128, 37888, 3584, 132, 2, kCost);  // 296 tiles, 264 slots
   EXPECT_EQ(gate_up.grid_n * gate_up.grid_m, 296);
   EXPECT_EQ(gate_up.k_splits, 1);
@@ -496,7 +518,8 @@ TEST(W4A16WgmmaPlan, SplitsOnlyTheTilesOfALastPartialWave) {
   const W4A16WgmmaPlan gate_up_256 = w4a16_wgmma_plan(256, 37888, 3584, 132, 1, kCost);  // two whole waves + 32 tiles
   EXPECT_EQ(gate_up_256.full_tiles, 264);
   EXPECT_EQ(gate_up_256.tail_splits, 4);
-  const W4A16WgmmaPlan prefill = w4a16_wgmma_plan(2048, 37888, 3584, 132, 1, kCost);  // 2,368 tiles: the tail is 124 of 132
+  const W4A16WgmmaPlan prefill =
+      w4a16_wgmma_plan(2048, 37888, 3584, 132, 1, kCost);  // 2,368 tiles: the tail is 124 of 132
   EXPECT_EQ(prefill.full_tiles, prefill.grid_n * prefill.grid_m);
   const W4A16WgmmaPlan qkv = w4a16_wgmma_plan(128, 4608, 3584, 132, 2, kCost);  // fewer tiles than slots: uniform split
   EXPECT_EQ(qkv.full_tiles, 36);
@@ -515,7 +538,7 @@ TEST(W4A16WgmmaPlan, SplitsOnlyTheTilesOfALastPartialWave) {
         EXPECT_TRUE(q.tail_splits == 1 || k / 64 / q.tail_splits >= 4);
         if (q.full_tiles < tiles) {
           EXPECT_EQ(q.k_splits, 1);
-          EXPECT_EQ(q.full_tiles % (132 * blocks_per_sm), 0);                          // whole waves
+          EXPECT_EQ(q.full_tiles % (132 * blocks_per_sm), 0);                      // whole waves
           EXPECT_LE((tiles - q.full_tiles) * q.tail_splits, 132 * blocks_per_sm);  // the tail in one wave
         } else {
           EXPECT_EQ(q.tail_splits, q.k_splits);
@@ -546,8 +569,12 @@ TEST(W4A16GemmWgmma, SplitTailTilesMatchReferenceAndLeaveWorkspaceClean) {
   CROSSPOINT_SKIP_WITHOUT_WGMMA();
   // Forced: whole tiles unsplit (or split 2 ways) followed by tail tiles split further, over one
   // and two token tiles; each block finds its tile and K slice from its index alone.
-  struct Case { int m, n, k, g, splits, tail_tiles, tail_splits; };
-  const Case cases[] = {{128, 4608, 3584, 128, 1, 5, 7}, {300, 320, 1024, 128, 2, 3, 4}, {40, 128, 640, 64, 1, 1, 10},
+  struct Case {
+    int m, n, k, g, splits, tail_tiles, tail_splits;
+  };
+  const Case cases[] = {{128, 4608, 3584, 128, 1, 5, 7},
+                        {300, 320, 1024, 128, 2, 3, 4},
+                        {40, 128, 640, 64, 1, 1, 10},
                         {17, 640, 3584, 128, 1, 4, 56}};
   uint32_t seed = 1900;
   for (const auto& c : cases) {
@@ -592,7 +619,9 @@ TEST(W4A16GemmWgmma, MatchesReferenceOverMNK) {
 TEST(W4A16GemmWgmma, PrefillAndQkvShapes) {
   CROSSPOINT_SKIP_WITHOUT_WGMMA();
   // Prefill-sized M (8 token tiles of 256) on a narrow N, and the 7B fused qkv at M = 100.
-  struct Case { int m, n, k, g; };
+  struct Case {
+    int m, n, k, g;
+  };
   for (const Case& c : {Case{2048, 128, 3584, 128}, Case{100, 4608, 3584, 128}, Case{40, 3584, 3584, -1}}) {
     const LargeProblem p = make_large_problem(1600 + c.m, c.m, c.n, c.k, c.g, 0, 0);
     const auto ys = run_large(p, 1, tuned_launch(W4A16Tuning::kWgmma));
@@ -603,10 +632,12 @@ TEST(W4A16GemmWgmma, PrefillAndQkvShapes) {
 
 TEST(W4A16GemmWgmma, ForcedSplitsMatchReferenceAndLeaveWorkspaceClean) {
   CROSSPOINT_SKIP_WITHOUT_WGMMA();
-  struct Case { int m, n, k, g, splits; };
-  const Case cases[] = {{17, 64, 3584, 128, 5},  {64, 192, 3584, -1, 13}, {128, 64, 192, 64, 3}, {200, 4608, 192, 64, 2},
-                        {256, 320, 3584, 128, 7}, {9, 4608, 3584, 128, 56}, {33, 128, 192, 64, 1}, {300, 128, 1024, 128, 4},
-                        {1, 128, 640, 128, 10}};
+  struct Case {
+    int m, n, k, g, splits;
+  };
+  const Case cases[] = {{17, 64, 3584, 128, 5},  {64, 192, 3584, -1, 13},  {128, 64, 192, 64, 3},
+                        {200, 4608, 192, 64, 2}, {256, 320, 3584, 128, 7}, {9, 4608, 3584, 128, 56},
+                        {33, 128, 192, 64, 1},   {300, 128, 1024, 128, 4}, {1, 128, 640, 128, 10}};
   uint32_t seed = 1700;
   for (const auto& c : cases) {
     const LargeProblem p = make_large_problem(seed++, c.m, c.n, c.k, c.g, 8, 1);

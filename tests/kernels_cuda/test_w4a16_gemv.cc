@@ -40,7 +40,8 @@ DeviceLinear make_device_linear(uint32_t seed, int m, int n, int k, int group_si
   d.m = m;
   d.x_stride = x_stride > 0 ? x_stride : k;
   d.x_host = testing::random_f16(rng, static_cast<size_t>(m) * d.x_stride, -1.f, 1.f);
-  auto packed = w4a16_repack(d.lin.qweight.data(), d.lin.scales.data(), d.lin.g_idx.data(), k, n, group_size, "test.qweight");
+  auto packed =
+      w4a16_repack(d.lin.qweight.data(), d.lin.scales.data(), d.lin.g_idx.data(), k, n, group_size, "test.qweight");
   EXPECT_TRUE(packed.is_ok()) << packed.status().to_string();
   if (!packed.is_ok()) return d;
   d.weight = std::make_unique<DeviceBuffer<uint32_t>>(packed->weight);
@@ -48,7 +49,8 @@ DeviceLinear make_device_linear(uint32_t seed, int m, int n, int k, int group_si
   std::vector<uint16_t> x_packed_order = d.x_host;
   if (!packed->k_perm.empty()) {  // what w4a16_permute_columns does, on the host
     for (int i = 0; i < m; ++i)
-      for (int kk = 0; kk < k; ++kk) x_packed_order[i * d.x_stride + kk] = d.x_host[i * d.x_stride + packed->k_perm[kk]];
+      for (int kk = 0; kk < k; ++kk)
+        x_packed_order[i * d.x_stride + kk] = d.x_host[i * d.x_stride + packed->k_perm[kk]];
   }
   d.x = std::make_unique<DeviceBuffer<uint16_t>>(x_packed_order);
   return d;
@@ -60,8 +62,8 @@ std::vector<uint16_t> run_gemv(const DeviceLinear& d, int warps_per_block = 0, i
   if (y_stride == 0) y_stride = d.lin.n;
   DeviceBuffer<uint16_t> y(static_cast<size_t>(d.m) * y_stride);
   y.poison();
-  const Status st = w4a16_gemv(d.x->get(), d.x_stride, d.weight->get(), d.scales->get(), y.get(), y_stride, d.m, d.lin.n,
-                               d.lin.k, d.lin.group_size, nullptr, warps_per_block);
+  const Status st = w4a16_gemv(d.x->get(), d.x_stride, d.weight->get(), d.scales->get(), y.get(), y_stride, d.m,
+                               d.lin.n, d.lin.k, d.lin.group_size, nullptr, warps_per_block);
   EXPECT_TRUE(st.is_ok()) << st.to_string();
   EXPECT_EQ(cudaDeviceSynchronize(), cudaSuccess);
   return y.download();
@@ -80,16 +82,15 @@ TEST(W4A16GemvShape, KeepsTheGridInOneWaveWithTwoChunksPerWarp) {
   EXPECT_EQ(w4a16_gemv_shape(3584, 18944, 132, 32).num_blocks, 224);
   for (int sms : {1, 7, 132}) {
     for (int max_warps : {8, 32, 48, 64}) {
-      for (auto [n, k] : {std::pair{16, 64}, {48, 192}, {272, 320}, {4608, 3584}, {37888, 3584}, {16, 18944}, {1 << 20, 128}}) {
+      for (auto [n, k] :
+           {std::pair{16, 64}, {48, 192}, {272, 320}, {4608, 3584}, {37888, 3584}, {16, 18944}, {1 << 20, 128}}) {
         const W4A16GemvShape shape = w4a16_gemv_shape(n, k, sms, max_warps);
         const int num_chunks = k / 64;
         SCOPED_TRACE(::testing::Message() << "n=" << n << " k=" << k << " sms=" << sms << " max_warps=" << max_warps);
         EXPECT_EQ(shape.num_blocks, n / 16);
         EXPECT_GE(shape.warps_per_block, 1);
         EXPECT_LE(shape.warps_per_block, 32);
-        if (num_chunks >= 2) {
-          EXPECT_GE(num_chunks / shape.warps_per_block, 2);
-        }
+        if (num_chunks >= 2) { EXPECT_GE(num_chunks / shape.warps_per_block, 2); }
         const int blocks_per_sm = (shape.num_blocks + sms - 1) / sms;
         if (blocks_per_sm <= max_warps && blocks_per_sm <= 32) {
           EXPECT_LE(blocks_per_sm * shape.warps_per_block, max_warps);
@@ -120,14 +121,18 @@ TEST(W4A16Gemv, RefusesBadArgumentsBeforeLaunch) {
 
 TEST(W4A16Gemv, MatchesReferenceForEveryBatchSize) {
   CROSSPOINT_SKIP_WITHOUT_GPU();
-  struct Case { int n, k, g; };
+  struct Case {
+    int n, k, g;
+  };
   // K = 320 with G = 128: a partial last group; K = 64: one chunk; G = -1: one group.
-  const Case small[] = {{16, 64, -1}, {48, 192, 64}, {272, 320, 128}, {16, 18944, 64}, {48, 3584, -1}, {272, 18944, 128}};
+  const Case small[] = {{16, 64, -1},    {48, 192, 64},  {272, 320, 128},
+                        {16, 18944, 64}, {48, 3584, -1}, {272, 18944, 128}};
   uint32_t seed = 200;
   for (int m = 1; m <= kW4A16GemvKernelMaxRows; ++m) {  // 9..16: two token tiles
     for (const Case& c : small) {
       const DeviceLinear d = make_device_linear(seed++, m, c.n, c.k, c.g, false);
-      EXPECT_LT(error_vs_reference(d, run_gemv(d)), kTolerance) << "m=" << m << " n=" << c.n << " k=" << c.k << " g=" << c.g;
+      EXPECT_LT(error_vs_reference(d, run_gemv(d)), kTolerance)
+          << "m=" << m << " n=" << c.n << " k=" << c.k << " g=" << c.g;
     }
   }
   for (int m : {1, 4, 8, 9, 12, 16}) {  // a full 7B qkv shape
@@ -142,8 +147,8 @@ TEST(W4A16Gemv, EveryWarpCountMatchesReference) {
   // G = 128: two) split between warps.
   uint32_t seed = 300;
   for (int warps : {1, 2, 3, 7, 16, 32}) {
-    for (auto [m, n, k, g] : {std::tuple{3, 48, 192, 64}, {8, 272, 320, 128}, {1, 32, 1280, 128}, {11, 48, 192, 64},
-                              {16, 272, 320, 128}}) {
+    for (auto [m, n, k, g] :
+         {std::tuple{3, 48, 192, 64}, {8, 272, 320, 128}, {1, 32, 1280, 128}, {11, 48, 192, 64}, {16, 272, 320, 128}}) {
       const DeviceLinear d = make_device_linear(seed++, m, n, k, g, false);
       EXPECT_LT(error_vs_reference(d, run_gemv(d, warps)), kTolerance) << "warps=" << warps << " m=" << m << " k=" << k;
     }
@@ -210,7 +215,11 @@ TEST(W4A16Gemv, SecondTokenTileEqualsTheFirstBitwise) {
 
 TEST(W4A16Gemv, RepeatsAreBitwiseEqualAndW4A16GemmDispatchesHere) {
   CROSSPOINT_SKIP_WITHOUT_GPU();
-  for (auto [m, n, k] : {std::tuple{1, 3584, 3584}, {2, 272, 18944}, {8, 4608, 3584}, {9, 4608, 3584}, {12, 272, 18944},
+  for (auto [m, n, k] : {std::tuple{1, 3584, 3584},
+                         {2, 272, 18944},
+                         {8, 4608, 3584},
+                         {9, 4608, 3584},
+                         {12, 272, 18944},
                          {16, 3584, 3584}}) {
     const DeviceLinear d = make_device_linear(600 + m, m, n, k, 128, false);
     const std::vector<uint16_t> first = run_gemv(d);

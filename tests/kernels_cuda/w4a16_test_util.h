@@ -16,10 +16,10 @@ namespace crosspoint::cuda::testing {
 // A random GPTQ int4 linear in checkpoint layout, with the values the reference needs.
 struct GptqLinear {
   int k = 0, n = 0, group_size = 0, num_groups = 0;
-  std::vector<uint8_t> q;          // [K, N] nibbles 0..15
-  std::vector<int32_t> qweight;    // [K/8, N]
-  std::vector<uint16_t> scales;    // [num_groups, N] fp16
-  std::vector<int32_t> g_idx;      // [K]
+  std::vector<uint8_t> q;        // [K, N] nibbles 0..15
+  std::vector<int32_t> qweight;  // [K/8, N]
+  std::vector<uint16_t> scales;  // [num_groups, N] fp16
+  std::vector<int32_t> g_idx;    // [K]
 
   double weight(int row, int col) const {  // dequantised W[row][col]
     return crosspoint::f16_to_f32(scales[static_cast<size_t>(g_idx[row]) * n + col]) *
@@ -41,7 +41,8 @@ inline GptqLinear make_gptq(std::mt19937& rng, int k, int n, int group_size, boo
   for (int row = 0; row < k; ++row) {
     for (int col = 0; col < n; ++col) {
       auto& word = lin.qweight[static_cast<size_t>(row / 8) * n + col];
-      word = static_cast<int32_t>(static_cast<uint32_t>(word) | static_cast<uint32_t>(lin.q[static_cast<size_t>(row) * n + col]) << (4 * (row % 8)));
+      word = static_cast<int32_t>(static_cast<uint32_t>(word) |
+                                  static_cast<uint32_t>(lin.q[static_cast<size_t>(row) * n + col]) << (4 * (row % 8)));
     }
   }
   lin.scales = random_f16(rng, static_cast<size_t>(lin.num_groups) * n, 0.002f, 0.03f);
@@ -59,7 +60,8 @@ inline std::vector<double> w4a16_reference(const GptqLinear& lin, const std::vec
   std::vector<double> y(static_cast<size_t>(m) * lin.n, 0.0);
   std::vector<double> xs(static_cast<size_t>(m) * lin.k);
   for (int i = 0; i < m; ++i)
-    for (int kk = 0; kk < lin.k; ++kk) xs[static_cast<size_t>(i) * lin.k + kk] = crosspoint::f16_to_f32(x[i * x_stride + kk]);
+    for (int kk = 0; kk < lin.k; ++kk)
+      xs[static_cast<size_t>(i) * lin.k + kk] = crosspoint::f16_to_f32(x[i * x_stride + kk]);
   for (int col = 0; col < lin.n; ++col) {
     for (int kk = 0; kk < lin.k; ++kk) w_row[kk] = lin.weight(kk, col);
     for (int i = 0; i < m; ++i) {

@@ -50,12 +50,19 @@ struct SeqChunk {
 class BatchBuilder {
  public:
   BatchBuilder(int32_t num_seqs, int32_t max_blocks_per_seq, int32_t block_size)
-      : block_size_(block_size), max_blocks_(max_blocks_per_seq), context_(num_seqs, 0),
+      : block_size_(block_size),
+        max_blocks_(max_blocks_per_seq),
+        context_(num_seqs, 0),
         tables_(static_cast<size_t>(num_seqs) * max_blocks_per_seq, -1) {}
 
   // Builds the step; logits for every new token when all_logits, else each chunk's last.
   ForwardBatch build(const std::vector<SeqChunk>& chunks, bool all_logits) {
-    token_ids_.clear(); positions_.clear(); starts_ = {0}; contexts_.clear(); table_rows_.clear(); logits_idx_.clear();
+    token_ids_.clear();
+    positions_.clear();
+    starts_ = {0};
+    contexts_.clear();
+    table_rows_.clear();
+    logits_idx_.clear();
     for (const SeqChunk& chunk : chunks) {
       int32_t& context = context_[chunk.seq_idx];
       for (int32_t id : chunk.token_ids) {

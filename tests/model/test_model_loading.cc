@@ -17,11 +17,13 @@ class BrokenCheckpoint {
  public:
   BrokenCheckpoint(const std::string& fixture, const std::function<void(std::vector<TensorToWrite>&)>& edit,
                    const std::string& config_edit_from = "", const std::string& config_edit_to = "") {
-    dir_ = fs::temp_directory_path() / ("crosspoint_model_test_" + std::to_string(::getpid()) + "_" + std::to_string(counter_++));
+    dir_ = fs::temp_directory_path() /
+           ("crosspoint_model_test_" + std::to_string(::getpid()) + "_" + std::to_string(counter_++));
     fs::create_directories(dir_);
     std::ifstream in(model_fixture_dir(fixture) + "/config.json");
     std::string config((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-    if (!config_edit_from.empty()) config.replace(config.find(config_edit_from), config_edit_from.size(), config_edit_to);
+    if (!config_edit_from.empty())
+      config.replace(config.find(config_edit_from), config_edit_from.size(), config_edit_to);
     std::ofstream(dir_ / "config.json") << config;
     auto file = SafetensorsFile::open(model_fixture_dir(fixture) + "/model.safetensors");
     EXPECT_TRUE(file.is_ok());
@@ -54,7 +56,8 @@ TEST(ModelLoadingTest, ReportsSizesForTheStartupLog) {
   // Linears: per layer q,k,v,o + gate,up,down (+ q/k/v bias); lm_head = tied embedding.
   const int64_t d = c.hidden_size, q = c.num_attention_heads * c.head_dim, kv = c.num_key_value_heads * c.head_dim;
   const int64_t per_layer = d * q + 2 * d * kv + q * d + 3 * d * c.intermediate_size + q + 2 * kv + 2 * d;
-  const int64_t params_per_token = c.num_hidden_layers * per_layer + c.vocab_size * d + d /*final norm*/ + d /*one embedding row*/;
+  const int64_t params_per_token =
+      c.num_hidden_layers * per_layer + c.vocab_size * d + d /*final norm*/ + d /*one embedding row*/;
   EXPECT_EQ((*model)->weight_bytes_per_token(), size_t(params_per_token * 4));
   EXPECT_EQ((*model)->weight_bytes_total(), size_t((params_per_token - d) * 4));
   EXPECT_EQ((*model)->weight_format_name(), "f32");
@@ -112,8 +115,9 @@ TEST(ModelLoadingTest, MissingQkvBiasOfQwen2IsNamed) {
 }
 
 TEST(ModelLoadingTest, UnknownQuantizationIsUnsupported) {
-  BrokenCheckpoint broken("qwen2_tied_f32", [](auto&) {}, "\"vocab_size\"",
-                          "\"quantization_config\": {\"quant_method\": \"awq\", \"bits\": 4}, \"vocab_size\"");
+  BrokenCheckpoint broken(
+      "qwen2_tied_f32", [](auto&) {}, "\"vocab_size\"",
+      "\"quantization_config\": {\"quant_method\": \"awq\", \"bits\": 4}, \"vocab_size\"");
   const Status s = load_error(broken.dir());
   EXPECT_EQ(s.code(), StatusCode::kUnsupported) << s.to_string();
   EXPECT_NE(s.message().find("awq"), std::string::npos) << s.to_string();

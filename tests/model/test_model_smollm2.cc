@@ -53,10 +53,10 @@ std::vector<LlamaCppSequence> load_llamacpp(const std::string& file_name) {
 // the peer's top-two margin is inside that noise. A margin above kDecisiveMargin is outside
 // it: there the argmax must agree.
 struct PeerTolerance {
-  double logit_abs;         // max |our logit - peer logit| over the peer's recorded top tokens
-  double decisive_margin;   // the peer's top1-top2 gap above which our argmax must agree
-  bool whole_prefix;        // free-running greedy must match the first 32 tokens outright,
-                            // not only up to the peer's first indecisive step
+  double logit_abs;        // max |our logit - peer logit| over the peer's recorded top tokens
+  double decisive_margin;  // the peer's top1-top2 gap above which our argmax must agree
+  bool whole_prefix;       // free-running greedy must match the first 32 tokens outright,
+                           // not only up to the peer's first indecisive step
 };
 // Measured on the committed fixtures (docs/performance.md, "Agreement with llama.cpp"):
 // Q4_1 (llama.cpp rounds activations to Q8_1 blocks): max |logit diff| 0.92 over 3 x 40
@@ -85,7 +85,10 @@ class SmolLM2VsLlamaCpp : public ::testing::Test {
     ASSERT_TRUE(model.is_ok()) << model.status().to_string();
     model_ = std::move(model).value().release();
   }
-  static void TearDownTestSuite() { delete model_; model_ = nullptr; }
+  static void TearDownTestSuite() {
+    delete model_;
+    model_ = nullptr;
+  }
   void SetUp() override {
     CROSSPOINT_REQUIRE_ASSET(dir_ + "/model.safetensors");
     ASSERT_NE(model_, nullptr) << dir_ << ": the default model did not load";
@@ -112,7 +115,8 @@ class SmolLM2VsLlamaCpp : public ::testing::Test {
 
   // Teacher-forced logits of prompt + continuation[:-1]: [continuation.size(), vocab] f32,
   // row t predicting continuation[t].
-  std::vector<float> teacher_forced_logits(const std::vector<int32_t>& prompt, const std::vector<int32_t>& continuation) {
+  std::vector<float> teacher_forced_logits(const std::vector<int32_t>& prompt,
+                                           const std::vector<int32_t>& continuation) {
     std::vector<int32_t> tokens = prompt;
     tokens.insert(tokens.end(), continuation.begin(), continuation.end() - 1);
     const int64_t vocab = model_->vocab_size();
@@ -124,7 +128,8 @@ class SmolLM2VsLlamaCpp : public ::testing::Test {
     return logits;
   }
 
-  void check_against_peer(const std::vector<LlamaCppSequence>& seqs, const PeerTolerance& tol, const std::string& peer) {
+  void check_against_peer(const std::vector<LlamaCppSequence>& seqs, const PeerTolerance& tol,
+                          const std::string& peer) {
     const int64_t vocab = model_->vocab_size();
     for (const auto& s : seqs) {
       ASSERT_FALSE(s.top_ids.empty()) << peer << " fixture has no top_ids: regenerate it";
@@ -148,16 +153,16 @@ class SmolLM2VsLlamaCpp : public ::testing::Test {
       }
       EXPECT_LE(worst, tol.logit_abs) << "prompt '" << s.prompt << "': logits differ from " << peer << " by " << worst
                                       << " at step " << worst_step;
-      const size_t needed =
-          std::min(kMinMatchingTokens, tol.whole_prefix ? s.generated_ids.size() : first_indecisive);
+      const size_t needed = std::min(kMinMatchingTokens, tol.whole_prefix ? s.generated_ids.size() : first_indecisive);
       const auto free_running = greedy(s.prompt_ids, needed);
       const size_t same = matching_prefix(free_running, s.generated_ids);
       EXPECT_GE(same, needed) << "prompt '" << s.prompt << "' diverges from " << peer << " at token " << same
                               << " before its first near-tie (step " << first_indecisive << ")";
-      std::printf("[ %s ] '%s': max |logit diff| %.3f over its top %zu tokens; greedy equal for %zu of %zu "
-                  "tokens asked; first margin < %.2f at step %zu of %zu\n",
-                  peer.c_str(), s.prompt.c_str(), worst, s.top_ids[0].size(), same, needed, tol.decisive_margin,
-                  first_indecisive, s.generated_ids.size());
+      std::printf(
+          "[ %s ] '%s': max |logit diff| %.3f over its top %zu tokens; greedy equal for %zu of %zu "
+          "tokens asked; first margin < %.2f at step %zu of %zu\n",
+          peer.c_str(), s.prompt.c_str(), worst, s.top_ids[0].size(), same, needed, tol.decisive_margin,
+          first_indecisive, s.generated_ids.size());
     }
   }
 
@@ -200,8 +205,9 @@ TEST_F(SmolLM2VsLlamaCpp, GenerateCommandStreamsTheSameTokens) {
   const auto seqs = load_llamacpp("greedy_transformers.json");
   ASSERT_FALSE(seqs.empty()) << "fixture smollm2_llamacpp/greedy_transformers.json missing";
   const auto& s = seqs[0];
-  const std::string cmd = std::string(CROSSPOINT_BINARY) + " generate --device cpu --model default --max-tokens 32 --ids --prompt '" +
-                          s.prompt + "' 2>/dev/null";
+  const std::string cmd = std::string(CROSSPOINT_BINARY) +
+                          " generate --device cpu --model default --max-tokens 32 --ids --prompt '" + s.prompt +
+                          "' 2>/dev/null";
   FILE* pipe = popen(cmd.c_str(), "r");
   ASSERT_NE(pipe, nullptr);
   std::string output;

@@ -72,9 +72,11 @@ TEST_P(ModelVsTransformers, ChunkedPrefillMatches) {
   const size_t bounds[] = {0, 4, 5, 11, 15};
   std::vector<float> logits(11 * ref_.vocab_size);
   for (size_t c = 0; c + 1 < std::size(bounds); ++c) {
-    ASSERT_TRUE(model_->forward(builder.build({{0, tokens(bounds[c], bounds[c + 1])}}, true), *cache, logits.data()).is_ok());
+    ASSERT_TRUE(
+        model_->forward(builder.build({{0, tokens(bounds[c], bounds[c + 1])}}, true), *cache, logits.data()).is_ok());
     for (size_t t = bounds[c]; t < bounds[c + 1]; ++t)
-      EXPECT_LE(max_diff(logits.data() + (t - bounds[c]) * ref_.vocab_size, ref_.logits_at(t), ref_.vocab_size), kTolerance)
+      EXPECT_LE(max_diff(logits.data() + (t - bounds[c]) * ref_.vocab_size, ref_.logits_at(t), ref_.vocab_size),
+                kTolerance)
           << "chunk " << c << " position " << t;
   }
 }
@@ -86,17 +88,22 @@ TEST_P(ModelVsTransformers, MixedBatchEqualsOneAtATime) {
   auto batched_cache = make_cache();
   BatchBuilder batched(3, 16, 4);
   std::vector<float> step1(3 * V), step2(3 * V);
-  ASSERT_TRUE(model_->forward(batched.build({{0, tokens(0, 9)}, {1, tokens(0, 4)}, {2, tokens(0, 1)}}, false),
-                              *batched_cache, step1.data()).is_ok());
-  ASSERT_TRUE(model_->forward(batched.build({{2, tokens(1, 6)}, {0, tokens(9, 10)}, {1, tokens(4, 5)}}, false),
-                              *batched_cache, step2.data()).is_ok());
+  ASSERT_TRUE(model_
+                  ->forward(batched.build({{0, tokens(0, 9)}, {1, tokens(0, 4)}, {2, tokens(0, 1)}}, false),
+                            *batched_cache, step1.data())
+                  .is_ok());
+  ASSERT_TRUE(model_
+                  ->forward(batched.build({{2, tokens(1, 6)}, {0, tokens(9, 10)}, {1, tokens(4, 5)}}, false),
+                            *batched_cache, step2.data())
+                  .is_ok());
 
   // The same work one sequence at a time, each in a fresh cache.
   auto single = [&](const std::vector<std::vector<int32_t>>& steps) {
     auto cache = make_cache();
     BatchBuilder builder(1, 16, 4);
     std::vector<float> logits(V);
-    for (const auto& step : steps) EXPECT_TRUE(model_->forward(builder.build({{0, step}}, false), *cache, logits.data()).is_ok());
+    for (const auto& step : steps)
+      EXPECT_TRUE(model_->forward(builder.build({{0, step}}, false), *cache, logits.data()).is_ok());
     return logits;
   };
   const auto seq0_step1 = single({tokens(0, 9)});
@@ -114,7 +121,8 @@ TEST_P(ModelVsTransformers, MixedBatchEqualsOneAtATime) {
 }
 
 INSTANTIATE_TEST_SUITE_P(TinyCheckpoints, ModelVsTransformers,
-                         ::testing::Values("qwen2_tied_f32", "llama_untied_f32", "qwen2_untied_bf16", "llama_tied_f16"));
+                         ::testing::Values("qwen2_tied_f32", "llama_untied_f32", "qwen2_untied_bf16",
+                                           "llama_tied_f16"));
 
 }  // namespace
 }  // namespace crosspoint

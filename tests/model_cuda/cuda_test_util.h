@@ -39,8 +39,8 @@ inline std::unique_ptr<Model> load_tiny_model(TinyPrecision precision) {
   return model.is_ok() ? std::move(model).value() : nullptr;
 }
 
-inline constexpr int32_t kEngineBlocks = 64;   // KV blocks of 16 tokens, on both runners
-inline constexpr int32_t kOutputTokens = 16;   // tokens each request of tiny_requests() produces
+inline constexpr int32_t kEngineBlocks = 64;  // KV blocks of 16 tokens, on both runners
+inline constexpr int32_t kOutputTokens = 16;  // tokens each request of tiny_requests() produces
 
 // The engine limits of every runner test; the prompts of tiny_requests() need chunked prefill.
 inline EngineConfig engine_config() {
@@ -110,8 +110,7 @@ inline std::vector<std::vector<int32_t>> run_requests(Engine& engine, const std:
   engine.start();
   {
     std::unique_lock<std::mutex> lock(mutex);
-    EXPECT_TRUE(done.wait_for(lock, std::chrono::seconds(120),
-                              [&] { return num_finished >= num_accepted; }));
+    EXPECT_TRUE(done.wait_for(lock, std::chrono::seconds(120), [&] { return num_finished >= num_accepted; }));
   }
   engine.stop();
   std::vector<std::vector<int32_t>> outputs;

@@ -107,7 +107,8 @@ TEST_P(CudaModelVsCpuTest, LogitsMatchTheCpuModel) {
   std::vector<int32_t> next = step({{0, prompt0}, {1, prompt1}}, false, "prefill");
   for (int d = 0; d < 3 && !::testing::Test::HasFatalFailure(); ++d)
     next = step({{0, {next[0]}}, {1, {next[1]}}}, false, "decode " + std::to_string(d));
-  const std::vector<int32_t> chunk_a(prompt2.begin(), prompt2.begin() + 24), chunk_b(prompt2.begin() + 24, prompt2.end());
+  const std::vector<int32_t> chunk_a(prompt2.begin(), prompt2.begin() + 24),
+      chunk_b(prompt2.begin() + 24, prompt2.end());
   // Rows: seq 2's chunk end (not sampled by an engine), seq 0.
   const std::vector<int32_t> first = step({{2, chunk_a}, {0, {next[0]}}}, false, "chunk 1 + decode");
   // Rows: seq 1, then every token of seq 2's second chunk.
@@ -178,12 +179,12 @@ TEST(CudaModelRunnerTest, EngineGreedyOutputsMatchTheCpuRunner) {
   ASSERT_NE(cpu, nullptr);
   const auto requests = greedy_requests();
   const Model* model_ptr = cpu.get();
-  auto cpu_outputs = run_engine(std::make_unique<CpuModelRunner>(
-                                    cpu->kv_cache_shape(kEngineBlocks, 16), cpu->vocab_size(),
-                                    [model_ptr](const ForwardBatch& b, CpuKvCache& kv, float* logits) {
-                                      return model_ptr->forward(b, kv, logits);
-                                    }),
-                                requests);
+  auto cpu_outputs =
+      run_engine(std::make_unique<CpuModelRunner>(cpu->kv_cache_shape(kEngineBlocks, 16), cpu->vocab_size(),
+                                                  [model_ptr](const ForwardBatch& b, CpuKvCache& kv, float* logits) {
+                                                    return model_ptr->forward(b, kv, logits);
+                                                  }),
+                 requests);
   auto runner = make_cuda_runner(*cpu, /*enforce_eager=*/false);
   ASSERT_NE(runner, nullptr);
   auto gpu_outputs = run_engine(std::move(runner), requests);

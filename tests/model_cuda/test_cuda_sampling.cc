@@ -30,7 +30,8 @@ RequestSamplingParams sampling(float temperature, int32_t top_k, float top_p, ui
 
 // Runs the requests through an engine on a fresh runner that samples on the GPU; each
 // request's tokens.
-std::vector<std::vector<int32_t>> run(const Model& cpu, bool enforce_eager, const std::vector<EngineRequest>& requests) {
+std::vector<std::vector<int32_t>> run(const Model& cpu, bool enforce_eager,
+                                      const std::vector<EngineRequest>& requests) {
   cuda::CudaRunnerOptions options;
   options.enforce_eager = enforce_eager;
   options.sample_on_gpu = true;  // these tests are about the GPU sampler
@@ -92,8 +93,8 @@ TEST(CudaSamplingTest, GreedyRowsBesideSampledRowsStayGreedy) {
   ASSERT_NE(cpu, nullptr);
   const RequestSamplingParams greedy = sampling(0.0f, 0, 1.0f, 0);
   const auto all_greedy = run(*cpu, false, tiny_requests({greedy, greedy, greedy, greedy}));
-  const auto mixed = run(*cpu, false,
-                         tiny_requests({greedy, sampling(1.0f, 0, 1.0f, 21), greedy, sampling(0.9f, 30, 0.95f, 22)}));
+  const auto mixed =
+      run(*cpu, false, tiny_requests({greedy, sampling(1.0f, 0, 1.0f, 21), greedy, sampling(0.9f, 30, 0.95f, 22)}));
   ASSERT_EQ(mixed.size(), 4u);
   EXPECT_EQ(mixed[0], all_greedy[0]);
   EXPECT_EQ(mixed[2], all_greedy[2]);

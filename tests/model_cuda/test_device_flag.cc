@@ -13,9 +13,8 @@ namespace {
 
 // The crosspoint binary of this build; absent where only the test binary was copied (the GPU
 // machine runs a bundle whose binary lives elsewhere).
-#define SKIP_WITHOUT_BINARY()                                                      \
-  if (!std::filesystem::exists(CROSSPOINT_BINARY))                                 \
-  GTEST_SKIP() << CROSSPOINT_BINARY << " is not here"
+#define SKIP_WITHOUT_BINARY() \
+  if (!std::filesystem::exists(CROSSPOINT_BINARY)) GTEST_SKIP() << CROSSPOINT_BINARY << " is not here"
 
 // stdout + stderr of a command, and its exit status.
 std::pair<std::string, int> run_command(const std::string& command) {

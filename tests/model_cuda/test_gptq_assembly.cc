@@ -32,7 +32,8 @@ std::vector<float> decode_packed(const cuda::W4A16PackedWeight& p) {
             const int q = static_cast<int>((word >> (4 * i)) & 0xF);
             const int g = row / G;
             const uint32_t pair = p.scales[(static_cast<size_t>(g) * (N / 16) + nb) * 8 + (col % 16) % 8];
-            const uint16_t s = (col % 16) < 8 ? static_cast<uint16_t>(pair & 0xFFFF) : static_cast<uint16_t>(pair >> 16);
+            const uint16_t s =
+                (col % 16) < 8 ? static_cast<uint16_t>(pair & 0xFFFF) : static_cast<uint16_t>(pair >> 16);
             const int k = p.k_perm.empty() ? row : p.k_perm[row];
             w[static_cast<size_t>(k) * N + col] = f16_to_f32(s) * static_cast<float>(q - 8);
           }
@@ -54,8 +55,7 @@ void expect_fused_matches_parts(const Model& model, const std::vector<cuda::Line
     const int64_t n_part = gptq->out_features();
     int64_t mismatches = 0;
     for (int64_t k = 0; k < K; ++k)
-      for (int64_t n = 0; n < n_part; ++n)
-        mismatches += w[k * n_part + n] != fused[k * N + col + n];
+      for (int64_t n = 0; n < n_part; ++n) mismatches += w[k * n_part + n] != fused[k * N + col + n];
     EXPECT_EQ(mismatches, 0) << part.prefix;
     col += n_part;
   }
@@ -79,8 +79,8 @@ TEST(GptqAssemblyTest, FusedLayersDecodeToTheCpuWeights) {
                                   {p + "self_attn.k_proj", w.k_proj.get()},
                                   {p + "self_attn.v_proj", w.v_proj.get()}},
                                  act_order);
-      expect_fused_matches_parts(**model, {{p + "mlp.gate_proj", w.gate_proj.get()}, {p + "mlp.up_proj", w.up_proj.get()}},
-                                 act_order);
+      expect_fused_matches_parts(
+          **model, {{p + "mlp.gate_proj", w.gate_proj.get()}, {p + "mlp.up_proj", w.up_proj.get()}}, act_order);
       expect_fused_matches_parts(**model, {{p + "mlp.down_proj", w.down_proj.get()}}, act_order);
     }
   }

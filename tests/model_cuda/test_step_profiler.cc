@@ -25,8 +25,8 @@ using cuda_testing::TinyPrecision;
 TEST(StepProfileTest, SumsEachCategoryInStepOrder) {
   // Two layers' worth of marks, out of StepOp order (argmax marked before lm_head to check
   // that the summary is ordered by category, not by first appearance).
-  const std::vector<StepOp> marks = {StepOp::kEmbedding, StepOp::kQkvProj,   StepOp::kAttention, StepOp::kQkvProj,
-                                     StepOp::kAttention, StepOp::kArgmax,     StepOp::kLmHead};
+  const std::vector<StepOp> marks = {StepOp::kEmbedding, StepOp::kQkvProj, StepOp::kAttention, StepOp::kQkvProj,
+                                     StepOp::kAttention, StepOp::kArgmax,  StepOp::kLmHead};
   const std::vector<float> gaps = {0.5f, 1.0f, 0.25f, 2.0f, 0.75f, 0.125f, 3.0f};
   const cuda::StepProfile p = cuda::summarize_step(marks, gaps);
   ASSERT_EQ(p.ops.size(), 5u);

@@ -118,8 +118,8 @@ TEST_P(Fp8LinearTest, FastMatchesReference) {
   }
   const auto bias = random_normal(c.out, 3);
   std::vector<float> y(c.rows * c.out, -7.0f), y_ref(c.rows * c.out, 7.0f);
-  Fp8LinearArgs args{x.data(), 0, w.data(), w_scale.data(), c.bias ? bias.data() : nullptr, y.data(),
-                     c.rows, c.in, c.out};
+  Fp8LinearArgs args{x.data(), 0,      w.data(), w_scale.data(), c.bias ? bias.data() : nullptr,
+                     y.data(), c.rows, c.in,     c.out};
   ASSERT_TRUE(fp8_linear(args).is_ok());
   args.y = y_ref.data();
   ASSERT_TRUE(fp8_linear_ref(args).is_ok());

@@ -39,8 +39,8 @@ std::vector<float> f32_values(const SafetensorsFile& file, const std::string& na
 }
 
 // tr(D H D^T) for D = W - Q, both [N, K].
-double gptq_objective(const std::vector<float>& w, const std::vector<float>& q, const std::vector<float>& h,
-                      int64_t N, int64_t K) {
+double gptq_objective(const std::vector<float>& w, const std::vector<float>& q, const std::vector<float>& h, int64_t N,
+                      int64_t K) {
   double total = 0.0;
   for (int64_t n = 0; n < N; ++n)
     for (int64_t i = 0; i < K; ++i) {
@@ -60,9 +60,9 @@ TEST_P(GptqPeerTest, MatchesLlmCompressorOnOneLayer) {
   const TensorInfo* weight_info = file->find("weight");
   ASSERT_NE(weight_info, nullptr);
   const int64_t N = weight_info->shape[0], K = weight_info->shape[1];
-  const std::vector<float> w = f32_values(*file, "weight");           // [N, K]
-  const std::vector<float> h = f32_values(*file, "hessian");          // [K, K]
-  const std::vector<float> lib_q = f32_values(*file, actorder + ".dequant");  // [N, K]
+  const std::vector<float> w = f32_values(*file, "weight");                     // [N, K]
+  const std::vector<float> h = f32_values(*file, "hessian");                    // [K, K]
+  const std::vector<float> lib_q = f32_values(*file, actorder + ".dequant");    // [N, K]
   const std::vector<float> lib_scale = f32_values(*file, actorder + ".scale");  // [N, K / G]
   ASSERT_EQ(static_cast<int64_t>(h.size()), K * K);
   ASSERT_FALSE(lib_scale.empty());
@@ -85,7 +85,8 @@ TEST_P(GptqPeerTest, MatchesLlmCompressorOnOneLayer) {
   for (int64_t k = 0; k < K; ++k) ASSERT_EQ(ours->g_idx[k], k / G) << "static groups keep g_idx contiguous";
   for (int64_t n = 0; n < N; ++n)
     for (int64_t g = 0; g < num_groups; ++g)
-      ASSERT_EQ(f16_to_f32(ours->scales[g * N + n]), lib_scale[n * num_groups + g]) << "scale of row " << n << " group " << g;
+      ASSERT_EQ(f16_to_f32(ours->scales[g * N + n]), lib_scale[n * num_groups + g])
+          << "scale of row " << n << " group " << g;
 
   const std::vector<float> ours_t = ours->dequantize();  // [K, N]
   std::vector<float> ours_q(N * K);                      // [N, K]

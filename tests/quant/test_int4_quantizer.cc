@@ -102,10 +102,10 @@ INSTANTIATE_TEST_SUITE_P(ActOrder, GptqBeatsRtnTest, ::testing::Bool());
 
 TEST(Int4QuantizerTest, RtnIsRoundToNearestWithSymmetricScale) {
   // One group of 8 rows, one column: amax 1.5 -> scale 2 * 1.5 / 15 = 0.2, zero 8.
-  const std::vector<float> w = {1.5f, -1.5f, 0.0f, 0.29f, 0.31f, -0.7f, 1.0f, -0.1f,
-                                0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
-                                0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
-                                0, 0, 0, 0, 0, 0, 0, 0};
+  const std::vector<float> w = {1.5f, -1.5f, 0.0f, 0.29f, 0.31f, -0.7f, 1.0f, -0.1f, 0, 0, 0, 0, 0, 0, 0, 0,
+                                0,    0,     0,    0,     0,     0,     0,    0,     0, 0, 0, 0, 0, 0, 0, 0,
+                                0,    0,     0,    0,     0,     0,     0,    0,     0, 0, 0, 0, 0, 0, 0, 0,
+                                0,    0,     0,    0,     0,     0,     0,    0,     0, 0, 0, 0, 0, 0, 0, 0};
   // K = 8 rows, N = 8 columns: only column 0 is non-zero (w laid out [K, N] row-major)
   std::vector<float> w_t(64, 0.0f);
   for (int k = 0; k < 8; ++k) w_t[k * 8] = w[k];

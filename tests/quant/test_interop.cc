@@ -76,8 +76,7 @@ TEST(CompressedTensorsInteropTest, QuantiserLoaderAndConfigAgreeWithTheLibrary) 
   const std::vector<float> s = fp8->weight_scale();
   const auto want = values_of<float>(expected);
   for (int64_t n = 0; n < N; ++n)
-    for (int64_t k = 0; k < K; ++k)
-      ASSERT_EQ(e4m3_to_f32(w[n * K + k]) * s[n], want[n * K + k]) << n << "," << k;
+    for (int64_t k = 0; k < K; ++k) ASSERT_EQ(e4m3_to_f32(w[n * K + k]) * s[n], want[n * K + k]) << n << "," << k;
   std::filesystem::remove_all(dir);
 }
 

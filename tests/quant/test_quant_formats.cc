@@ -25,8 +25,10 @@ const char* kGptq = R"({"quant_method": "gptq", "bits": 4, "group_size": 32, "de
 std::string fp8_config(const std::string& weight_extra = "", const std::string& act_extra = "") {
   return R"({"quant_method": "compressed-tensors", "format": "float-quantized", "quantization_status": "compressed",
     "config_groups": {"group_0": {"targets": ["Linear"],
-      "weights": {"num_bits": 8, "type": "float", "strategy": "channel", "dynamic": false)" + weight_extra + R"(},
-      "input_activations": {"num_bits": 8, "type": "float", "strategy": "token", "dynamic": true)" + act_extra +
+      "weights": {"num_bits": 8, "type": "float", "strategy": "channel", "dynamic": false)" +
+         weight_extra + R"(},
+      "input_activations": {"num_bits": 8, "type": "float", "strategy": "token", "dynamic": true)" +
+         act_extra +
          R"(}}},
     "ignore": ["lm_head"]})";
 }
@@ -77,7 +79,8 @@ TEST(QuantConfigTest, RefusesUnsupportedConfigsNamingTheField) {
   expect_refused(fp8_config(", \"symmetric\": false"), "symmetric");
   expect_refused(fp8_config("", ", \"symmetric\": false"), "asymmetric");
   expect_refused(fp8_config(", \"num_bits\": 4"), "weights");
-  expect_refused(R"({"quant_method": "compressed-tensors", "format": "pack-quantized", "config_groups": {}})", "format");
+  expect_refused(R"({"quant_method": "compressed-tensors", "format": "pack-quantized", "config_groups": {}})",
+                 "format");
 }
 
 // A directory holding one safetensors file with `tensors`, removed at the end.
@@ -140,7 +143,8 @@ TEST(Fp8FormatTest, LoadsAndRunsLikeTheReference) {
   const auto x = random_normal(rows * K, 2);
   std::vector<float> y(rows * N), y_ref(rows * N);
   ASSERT_TRUE(layer.value()->forward(x.data(), rows, 0, y.data()).is_ok());
-  ASSERT_TRUE(fp8_linear_ref({x.data(), 0, q.weight.data(), scale_rounded.data(), nullptr, y_ref.data(), rows, K, N}).is_ok());
+  ASSERT_TRUE(
+      fp8_linear_ref({x.data(), 0, q.weight.data(), scale_rounded.data(), nullptr, y_ref.data(), rows, K, N}).is_ok());
   EXPECT_LE(max_abs_diff(y, y_ref), 1e-4f * (1.0f + max_abs(y_ref)));
 }
 
@@ -164,7 +168,8 @@ TEST(Fp8FormatTest, RefusesMissingScaleWrongDtypeAndShape) {
     EXPECT_NE(r.status().message().find("layer.weight_scale"), std::string::npos) << r.status().message();
   }
   {
-    TempCheckpoint ckpt({{"layer.weight", DType::kU8, {N, K}, w}, {"layer.weight_scale", DType::kF32, {N, 1}, bytes_of(scale)}});
+    TempCheckpoint ckpt(
+        {{"layer.weight", DType::kU8, {N, K}, w}, {"layer.weight_scale", DType::kF32, {N, 1}, bytes_of(scale)}});
     auto r = fp8_linear_weight_format()->load(request_for(ckpt, config, K, N));
     ASSERT_FALSE(r.is_ok());
     EXPECT_NE(r.status().message().find("layer.weight"), std::string::npos) << r.status().message();
@@ -235,7 +240,8 @@ TEST(GptqFormatTest, RefusesBadGroupMissingZerosAndMismatchedShapes) {
   const Int4Quantized q = quantized_layer(K, N, 32, false);
   auto tensors = pack_gptq_tensors(q, "layer");
   ModelConfig config;
-  config.quantization_config_json = R"({"quant_method": "gptq", "bits": 4, "group_size": 64})";  // 64 does not divide 96
+  config.quantization_config_json =
+      R"({"quant_method": "gptq", "bits": 4, "group_size": 64})";  // 64 does not divide 96
   {
     TempCheckpoint ckpt(tensors);
     auto r = gptq_linear_weight_format()->load(request_for(ckpt, config, K, N));

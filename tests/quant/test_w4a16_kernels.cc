@@ -57,9 +57,17 @@ TEST_P(W4A16LinearTest, FastMatchesReference) {
   const auto bias = random_normal(c.out, 9);
   std::vector<float> y(c.rows * c.out, -7.0f), y_ref(c.rows * c.out, 7.0f);
 
-  W4A16LinearArgs ref{.x = x.data(), .x_row_stride = stride, .qweight = w.qweight.data(), .scales = w.scales.data(),
-                      .zeros = w.zeros.data(), .g_idx = w.g_idx.data(), .bias = c.bias ? bias.data() : nullptr,
-                      .y = y_ref.data(), .num_rows = c.rows, .in_features = c.in, .out_features = c.out,
+  W4A16LinearArgs ref{.x = x.data(),
+                      .x_row_stride = stride,
+                      .qweight = w.qweight.data(),
+                      .scales = w.scales.data(),
+                      .zeros = w.zeros.data(),
+                      .g_idx = w.g_idx.data(),
+                      .bias = c.bias ? bias.data() : nullptr,
+                      .y = y_ref.data(),
+                      .num_rows = c.rows,
+                      .in_features = c.in,
+                      .out_features = c.out,
                       .group_size = c.group};
   ASSERT_TRUE(w4a16_linear_ref(ref).is_ok());
 
@@ -96,8 +104,15 @@ TEST(W4A16LinearTest, KnownValuesFromHandPackedWords) {
   const uint8_t zero = 8;
   std::vector<float> x(8, 1.0f);
   float y = 0.0f, y_ref = 0.0f;
-  W4A16LinearArgs args{.x = x.data(), .qweight = &word, .scales = &scale, .zeros = &zero, .y = &y,
-                       .num_rows = 1, .in_features = 8, .out_features = 1, .group_size = 8};
+  W4A16LinearArgs args{.x = x.data(),
+                       .qweight = &word,
+                       .scales = &scale,
+                       .zeros = &zero,
+                       .y = &y,
+                       .num_rows = 1,
+                       .in_features = 8,
+                       .out_features = 1,
+                       .group_size = 8};
   ASSERT_TRUE(w4a16_linear(args).is_ok());
   args.y = &y_ref;
   ASSERT_TRUE(w4a16_linear_ref(args).is_ok());
@@ -114,8 +129,15 @@ TEST(W4A16LinearTest, RefusesGroupsThatDoNotTile) {
   float x[16] = {}, y[4] = {};
   uint16_t s[4] = {};
   uint8_t z[4] = {};
-  W4A16LinearArgs args{.x = x, .qweight = qweight.data(), .scales = s, .zeros = z, .y = y,
-                       .num_rows = 1, .in_features = 16, .out_features = 4, .group_size = 12};
+  W4A16LinearArgs args{.x = x,
+                       .qweight = qweight.data(),
+                       .scales = s,
+                       .zeros = z,
+                       .y = y,
+                       .num_rows = 1,
+                       .in_features = 16,
+                       .out_features = 4,
+                       .group_size = 12};
   EXPECT_EQ(w4a16_linear(args).code(), StatusCode::kInvalidArgument);
 }
 

@@ -58,8 +58,8 @@ TEST(StepInputsTest, PacksEveryArrayAtItsOffsetWithTheWiderStride) {
                         layout.seq_context_len, layout.logits_token_idx, layout.block_tables})
     EXPECT_EQ(offset % 4, 0u) << "arrays are 16-byte aligned";
   std::vector<int32_t> packed(layout.total, -7);
-  auto shape = pack_step_inputs(b.batch(), layout, 512, 16, 8, /*block_table_stride=*/4, /*num_stored_tokens=*/3,
-                                packed.data());
+  auto shape =
+      pack_step_inputs(b.batch(), layout, 512, 16, 8, /*block_table_stride=*/4, /*num_stored_tokens=*/3, packed.data());
   ASSERT_TRUE(shape.is_ok()) << shape.status().to_string();
   EXPECT_EQ(shape->num_tokens, 4);
   EXPECT_EQ(shape->num_seqs, 2);
@@ -67,7 +67,9 @@ TEST(StepInputsTest, PacksEveryArrayAtItsOffsetWithTheWiderStride) {
   EXPECT_EQ(shape->max_query_len, 3);
   EXPECT_EQ(shape->max_context_len, 19);
   EXPECT_EQ(shape->num_packed_int32, layout.block_tables + 2 * 4);
-  auto at = [&](size_t offset, size_t n) { return std::vector<int32_t>(packed.begin() + offset, packed.begin() + offset + n); };
+  auto at = [&](size_t offset, size_t n) {
+    return std::vector<int32_t>(packed.begin() + offset, packed.begin() + offset + n);
+  };
   EXPECT_EQ(at(layout.token_ids, 4), b.token_ids);
   EXPECT_EQ(at(layout.positions, 4), b.positions);
   // The fourth token is past num_stored_tokens: not stored.
@@ -112,8 +114,7 @@ TEST(StepInputsTest, BadBatchesAreNamedErrors) {
 }
 
 TEST(GraphBucketsTest, SizesUpToTheLimit) {
-  EXPECT_EQ(graph_bucket_sizes(256),
-            (std::vector<int32_t>{1, 2, 4, 8, 16, 24, 32, 48, 64, 96, 128, 160, 192, 256}));
+  EXPECT_EQ(graph_bucket_sizes(256), (std::vector<int32_t>{1, 2, 4, 8, 16, 24, 32, 48, 64, 96, 128, 160, 192, 256}));
   EXPECT_EQ(graph_bucket_sizes(512).back(), 256);
   EXPECT_EQ(graph_bucket_sizes(100), (std::vector<int32_t>{1, 2, 4, 8, 16, 24, 32, 48, 64, 96, 100}));
   EXPECT_EQ(graph_bucket_sizes(1), (std::vector<int32_t>{1}));

@@ -94,8 +94,7 @@ SimResult simulate(const SchedulerConfig& config, const std::vector<SimRequest>&
       const Sequence* seq = scheduler.find(s.seq_id);
       for (int32_t pos = 0; pos < s.context_len(); ++pos) {
         if (kv[s.block_table[pos / config.block_size]][pos % config.block_size] != seq->token_ids[pos]) {
-          ADD_FAILURE() << "KV of seq " << s.seq_id << " pos " << pos << " at step " << step
-                        << " holds another token";
+          ADD_FAILURE() << "KV of seq " << s.seq_id << " pos " << pos << " at step " << step << " holds another token";
           return result;
         }
       }
@@ -105,8 +104,8 @@ SimResult simulate(const SchedulerConfig& config, const std::vector<SimRequest>&
     for (const auto& s : plan.seqs) {
       const Sequence* seq = scheduler.find(s.seq_id);
       if (seq->num_output_tokens() >= by_id[s.seq_id]->max_new_tokens) {
-        result.outputs[s.seq_id] = std::vector<int32_t>(seq->token_ids.begin() + seq->num_prompt_tokens,
-                                                        seq->token_ids.end());
+        result.outputs[s.seq_id] =
+            std::vector<int32_t>(seq->token_ids.begin() + seq->num_prompt_tokens, seq->token_ids.end());
         scheduler.finish(s.seq_id);
       }
     }
@@ -145,8 +144,8 @@ void expect_expected_outputs(const std::vector<SimRequest>& requests, const SimR
 }
 
 TEST(Scheduler, AmpleMemoryRunsEverythingWithoutPreemption) {
-  SchedulerConfig config{.max_num_seqs = 8, .max_num_batched_tokens = 64, .max_model_len = 256,
-                         .num_blocks = 512, .block_size = 16};
+  SchedulerConfig config{
+      .max_num_seqs = 8, .max_num_batched_tokens = 64, .max_model_len = 256, .num_blocks = 512, .block_size = 16};
   auto requests = random_workload(40, 100, 30, 50, 1);
   SimResult result = simulate(config, requests);
   expect_expected_outputs(requests, result);
@@ -156,8 +155,8 @@ TEST(Scheduler, AmpleMemoryRunsEverythingWithoutPreemption) {
 }
 
 TEST(Scheduler, AdmissionIsFirstComeFirstServed) {
-  SchedulerConfig config{.max_num_seqs = 3, .max_num_batched_tokens = 32, .max_model_len = 128,
-                         .num_blocks = 40, .block_size = 4};
+  SchedulerConfig config{
+      .max_num_seqs = 3, .max_num_batched_tokens = 32, .max_model_len = 128, .num_blocks = 40, .block_size = 4};
   auto requests = random_workload(30, 60, 20, 0, 2);
   SimResult result = simulate(config, requests);
   expect_expected_outputs(requests, result);
@@ -168,8 +167,8 @@ TEST(Scheduler, AdmissionIsFirstComeFirstServed) {
 
 TEST(Scheduler, TightMemoryPreemptsAndResumesWithIdenticalOutputs) {
   // 24 blocks of 4 tokens = 96 KV tokens for up to 8 sequences of up to 90 tokens.
-  SchedulerConfig config{.max_num_seqs = 8, .max_num_batched_tokens = 48, .max_model_len = 96,
-                         .num_blocks = 24, .block_size = 4};
+  SchedulerConfig config{
+      .max_num_seqs = 8, .max_num_batched_tokens = 48, .max_model_len = 96, .num_blocks = 24, .block_size = 4};
   auto requests = random_workload(30, 50, 40, 10, 3);
   SimResult result = simulate(config, requests);
   expect_expected_outputs(requests, result);
@@ -193,8 +192,8 @@ TEST(Scheduler, RandomisedWorkloadsKeepEveryInvariant) {
 }
 
 TEST(Scheduler, ChunkedPrefillSplitsALongPromptAcrossSteps) {
-  SchedulerConfig config{.max_num_seqs = 4, .max_num_batched_tokens = 10, .max_model_len = 64,
-                         .num_blocks = 16, .block_size = 4};
+  SchedulerConfig config{
+      .max_num_seqs = 4, .max_num_batched_tokens = 10, .max_model_len = 64, .num_blocks = 16, .block_size = 4};
   Scheduler scheduler(config);
   ASSERT_TRUE(scheduler.add(1, std::vector<int32_t>(3, 5), 8, {}).is_ok());
   ASSERT_TRUE(scheduler.add(2, std::vector<int32_t>(25, 6), 4, {}).is_ok());
@@ -222,8 +221,8 @@ TEST(Scheduler, ChunkedPrefillSplitsALongPromptAcrossSteps) {
 }
 
 TEST(Scheduler, AbortFreesBlocksAtOnce) {
-  SchedulerConfig config{.max_num_seqs = 4, .max_num_batched_tokens = 64, .max_model_len = 64,
-                         .num_blocks = 16, .block_size = 4};
+  SchedulerConfig config{
+      .max_num_seqs = 4, .max_num_batched_tokens = 64, .max_model_len = 64, .num_blocks = 16, .block_size = 4};
   Scheduler scheduler(config);
   ASSERT_TRUE(scheduler.add(1, std::vector<int32_t>(20, 1), 8, {}).is_ok());
   ASSERT_TRUE(scheduler.add(2, std::vector<int32_t>(9, 1), 8, {}).is_ok());
@@ -241,8 +240,8 @@ TEST(Scheduler, AbortFreesBlocksAtOnce) {
 }
 
 TEST(Scheduler, RejectsWhatCanNeverFit) {
-  SchedulerConfig config{.max_num_seqs = 4, .max_num_batched_tokens = 64, .max_model_len = 32,
-                         .num_blocks = 4, .block_size = 4};
+  SchedulerConfig config{
+      .max_num_seqs = 4, .max_num_batched_tokens = 64, .max_model_len = 32, .num_blocks = 4, .block_size = 4};
   Scheduler scheduler(config);
   EXPECT_EQ(scheduler.add(1, {}, 4, {}).code(), StatusCode::kInvalidArgument);
   EXPECT_EQ(scheduler.add(2, std::vector<int32_t>(30, 1), 3, {}).code(), StatusCode::kInvalidArgument);

@@ -24,7 +24,8 @@ TEST(OpenAiRequest, CompletionDefaultsAndFields) {
   EXPECT_FALSE(r.stream);
   ASSERT_FALSE(parse(R"({"prompt":[[1,2,3]],"max_tokens":null,"temperature":0,"top_k":-1,"seed":5,
                         "stop":"x","stop_token_ids":[7],"ignore_eos":true,"stream":true,
-                        "stream_options":{"include_usage":true},"unknown_field":{"a":1}})", &r));
+                        "stream_options":{"include_usage":true},"unknown_field":{"a":1}})",
+                     &r));
   EXPECT_TRUE(r.prompt_is_token_ids);
   EXPECT_EQ(r.prompt_token_ids, (std::vector<int32_t>{1, 2, 3}));
   EXPECT_EQ(*r.max_tokens, 16);
@@ -123,8 +124,9 @@ TEST(PrometheusMetrics, HistogramsAreCumulativeWithInf) {
   m.request_success["stop"] = 3;
   const std::string text = prometheus_text(m, "my\"model");
   EXPECT_NE(text.find("# TYPE vllm:time_to_first_token_seconds histogram"), std::string::npos);
-  EXPECT_NE(text.find("vllm:time_to_first_token_seconds_bucket{model_name=\"my\\\"model\",engine=\"0\",le=\"0.001\"} 0"),
-            std::string::npos);
+  EXPECT_NE(
+      text.find("vllm:time_to_first_token_seconds_bucket{model_name=\"my\\\"model\",engine=\"0\",le=\"0.001\"} 0"),
+      std::string::npos);
   EXPECT_NE(text.find("le=\"0.005\"} 1"), std::string::npos);
   EXPECT_NE(text.find("le=\"+Inf\"} 2"), std::string::npos);
   EXPECT_NE(text.find("vllm:request_success_total{model_name=\"my\\\"model\",engine=\"0\",finished_reason=\"stop\"} 3"),

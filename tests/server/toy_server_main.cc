@@ -26,7 +26,9 @@ namespace {
 class ToyPagedRunner : public Runner {
  public:
   ToyPagedRunner(int32_t num_blocks, int32_t block_size, int step_delay_ms)
-      : block_size_(block_size), store_(static_cast<size_t>(num_blocks) * block_size, -1), step_delay_ms_(step_delay_ms) {}
+      : block_size_(block_size),
+        store_(static_cast<size_t>(num_blocks) * block_size, -1),
+        step_delay_ms_(step_delay_ms) {}
 
   Result<StepOutput> execute(const BatchPlan& plan) override {
     if (step_delay_ms_ > 0) std::this_thread::sleep_for(std::chrono::milliseconds(step_delay_ms_));

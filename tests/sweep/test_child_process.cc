@@ -68,8 +68,8 @@ TEST(ChildProcess, MissingProgramExits127) {
 
 TEST(ServedModel, ServerThatExitsEarlyIsAClearError) {
   const std::string log = temp_path("serve.log");
-  auto served = ServedModel::start({"/bin/sh", "-c", "echo 'crosspoint serve: KV cache too small' >&2; exit 1", "sh"},
-                                   log, 10);
+  auto served =
+      ServedModel::start({"/bin/sh", "-c", "echo 'crosspoint serve: KV cache too small' >&2; exit 1", "sh"}, log, 10);
   ASSERT_FALSE(served.is_ok());
   EXPECT_NE(served.status().message().find("exited with code 1"), std::string::npos) << served.status().message();
   EXPECT_NE(served.status().message().find("KV cache too small"), std::string::npos);

@@ -51,14 +51,15 @@ TEST(MeasuredCeilings, MissingPiecesAreNamed) {
   EXPECT_NE(error_of({{"gpu_name", "X"}, {"matmul_float16_8192^3", mm}}).find("(read bytes)"), std::string::npos);
   EXPECT_NE(error_of({{"gpu_name", "X"}, {"a (read bytes)", read}}).find("matmul_float16_8192^3"), std::string::npos);
   // No fp8 entry: a GPU without fp8 matmul, rate 0.
-  auto no_fp8 = ceilings_from_torch_measurement({{"gpu_name", "A100"}, {"a (read bytes)", read},
-                                                 {"matmul_bfloat16_8192^3", mm}}, "c.json");
+  auto no_fp8 = ceilings_from_torch_measurement(
+      {{"gpu_name", "A100"}, {"a (read bytes)", read}, {"matmul_bfloat16_8192^3", mm}}, "c.json");
   ASSERT_TRUE(no_fp8.is_ok()) << no_fp8.status().message();
   EXPECT_EQ(no_fp8->fp8_tflops, 0);
   EXPECT_EQ(no_fp8->fp16_tflops, 700);
 
   // Files: missing, not JSON, and a plain hwinfo ceilings object (read by the analysis).
-  const std::string dir = std::filesystem::temp_directory_path() / ("crosspoint_ceilings_" + std::to_string(::getpid()));
+  const std::string dir =
+      std::filesystem::temp_directory_path() / ("crosspoint_ceilings_" + std::to_string(::getpid()));
   std::filesystem::create_directories(dir);
   std::ofstream(dir + "/broken.json") << "{not json";
   std::ofstream(dir + "/hwinfo.json") << R"({"ceilings": {"name": "L4", "bandwidth_gb_s": 300, "fp16_tflops": 121}})";
@@ -86,8 +87,8 @@ TEST(ServeCommand, CpuKeepsKvMemoryAndThreadsCudaPassesTheMemoryFraction) {
   o.enforce_eager = true;
   const std::vector<std::string> cuda = serve_command(o, "/m");
   EXPECT_EQ(cuda, (std::vector<std::string>{"/x/crosspoint", "serve", "--model", "/m", "--served-model-name", "sweep",
-                                            "--max-model-len", "4096", "--device", "cuda",
-                                            "--gpu-memory-utilization", "0.85", "--enforce-eager"}));
+                                            "--max-model-len", "4096", "--device", "cuda", "--gpu-memory-utilization",
+                                            "0.85", "--enforce-eager"}));
 }
 
 }  // namespace

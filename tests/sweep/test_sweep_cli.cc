@@ -31,7 +31,8 @@ CommandResult run_crosspoint(const std::string& args) {
 }
 
 std::string temp_dir(const std::string& name) {
-  auto dir = std::filesystem::temp_directory_path() / ("crosspoint_sweep_cli_" + std::to_string(::getpid()) + "_" + name);
+  auto dir =
+      std::filesystem::temp_directory_path() / ("crosspoint_sweep_cli_" + std::to_string(::getpid()) + "_" + name);
   std::filesystem::remove_all(dir);
   return dir.string();
 }

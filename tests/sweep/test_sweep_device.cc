@@ -29,8 +29,8 @@ TEST(HwinfoCommand, CpuIsQuickCudaMeasuresWithTheDatasheetAsFallback) {
   o.device = "cuda";
   EXPECT_EQ(hwinfo_command(o), (std::vector<std::string>{"/x/crosspoint", "hwinfo", "--json", "--device", "cuda"}));
   o.hardware = "H200";
-  EXPECT_EQ(hwinfo_command(o), (std::vector<std::string>{"/x/crosspoint", "hwinfo", "--json", "--device", "cuda",
-                                                         "--hardware", "H200"}));
+  EXPECT_EQ(hwinfo_command(o),
+            (std::vector<std::string>{"/x/crosspoint", "hwinfo", "--json", "--device", "cuda", "--hardware", "H200"}));
 }
 
 TEST(ServeCommand, EveryServerIsToldItsDevice) {
@@ -47,8 +47,8 @@ TEST(ServeCommand, EveryServerIsToldItsDevice) {
 }
 
 TEST(CeilingsProvenance, NamesTheMeasurementTheDatasheetOrTheFile) {
-  EXPECT_EQ(ceilings_provenance("NVIDIA H200",
-                                "measured by crosspoint hwinfo on NVIDIA H200 at 2026-11-30 04:50 UTC: bandwidth = ..."),
+  EXPECT_EQ(ceilings_provenance(
+                "NVIDIA H200", "measured by crosspoint hwinfo on NVIDIA H200 at 2026-11-30 04:50 UTC: bandwidth = ..."),
             "measured by crosspoint hwinfo on NVIDIA H200 at 2026-11-30 04:50 UTC");
   EXPECT_EQ(ceilings_provenance("cpu: AMD EPYC", "measured: 64 MiB read by 2 threads ..."),
             "measured by crosspoint hwinfo on cpu: AMD EPYC");

@@ -86,9 +86,9 @@ TEST(SweepEndToEnd, DefaultModelTinySweepThenResume) {
     const fs::path path = out / "cells" / name;
     ASSERT_TRUE(fs::is_regular_file(path)) << name;
     const auto cell = nlohmann::json::parse(read_file(path));
-    for (const char* key : {"completed", "failed", "max_concurrency", "duration", "output_throughput",
-                            "median_tpot_ms", "p99_tpot_ms", "median_ttft_ms", "p99_itl_ms", "request_goodput",
-                            "input_lens", "output_lens", "server_metrics"}) {
+    for (const char* key :
+         {"completed", "failed", "max_concurrency", "duration", "output_throughput", "median_tpot_ms", "p99_tpot_ms",
+          "median_ttft_ms", "p99_itl_ms", "request_goodput", "input_lens", "output_lens", "server_metrics"}) {
       EXPECT_TRUE(cell.contains(key)) << name << " lacks " << key;
     }
     EXPECT_EQ(cell["completed"].get<int>(), 4) << name;
@@ -121,8 +121,10 @@ TEST(SweepEndToEnd, DefaultModelTinySweepThenResume) {
   // Headless Chromium renders it (a Debian package of scripts/lib.sh): the DOM after layout
   // keeps the figures and tables, and a screenshot is written.
   const fs::path png = out / "report.png";
-  const std::string chromium = "chromium --headless --no-sandbox --disable-gpu --hide-scrollbars --window-size=1200,2400";
-  const CommandResult shot = run_shell(chromium + " --screenshot=" + png.string() + " file://" + (out / "report.html").string());
+  const std::string chromium =
+      "chromium --headless --no-sandbox --disable-gpu --hide-scrollbars --window-size=1200,2400";
+  const CommandResult shot =
+      run_shell(chromium + " --screenshot=" + png.string() + " file://" + (out / "report.html").string());
   EXPECT_EQ(shot.exit_code, 0) << shot.output;
   ASSERT_TRUE(fs::is_regular_file(png)) << shot.output;
   EXPECT_GT(fs::file_size(png), 20000u) << "a blank page would compress to almost nothing";
@@ -137,7 +139,8 @@ TEST(SweepEndToEnd, DefaultModelTinySweepThenResume) {
   EXPECT_NE(second.output.find(" 0 cells run"), std::string::npos) << second.output;
   EXPECT_EQ(fs::last_write_time(out / "cells/fp16-c1.json"), cell_time);
   size_t num_cells_after = 0;
-  for (const auto& entry : fs::directory_iterator(out / "cells")) num_cells_after += entry.path().extension() == ".json";
+  for (const auto& entry : fs::directory_iterator(out / "cells"))
+    num_cells_after += entry.path().extension() == ".json";
   EXPECT_EQ(num_cells_after, cells.size());
   EXPECT_LT(second.seconds, first.seconds / 2) << "first " << first.seconds << " s, second " << second.seconds << " s";
   fs::remove_all(root);

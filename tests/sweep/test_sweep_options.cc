@@ -131,8 +131,7 @@ TEST(SweepOptions, PrecisionModelIsPrecisionEqualsDirectoryOfTheRightFormat) {
   fs::create_directories(root / "gptq");
   fs::create_directories(root / "fp8");
   std::ofstream(root / "gptq" / "config.json") << R"({"quantization_config": {"quant_method": "gptq", "bits": 4}})";
-  std::ofstream(root / "fp8" / "config.json")
-      << R"({"quantization_config": {"quant_method": "compressed-tensors"}})";
+  std::ofstream(root / "fp8" / "config.json") << R"({"quantization_config": {"quant_method": "compressed-tensors"}})";
 
   SweepOptions o;
   o.crosspoint_exe = "/bin/sh";
@@ -162,7 +161,8 @@ TEST(SweepOptions, PrecisionModelIsPrecisionEqualsDirectoryOfTheRightFormat) {
   swapped.precision_models = {{"w4a16", (root / "fp8").string()}};
   Status s = validate_sweep_options(swapped);
   ASSERT_FALSE(s.is_ok());
-  EXPECT_NE(s.message().find("quant_method is 'compressed-tensors', expected 'gptq'"), std::string::npos) << s.message();
+  EXPECT_NE(s.message().find("quant_method is 'compressed-tensors', expected 'gptq'"), std::string::npos)
+      << s.message();
   SweepOptions missing = o;
   missing.precision_models = {{"w4a16", (root / "none").string()}};
   s = validate_sweep_options(missing);

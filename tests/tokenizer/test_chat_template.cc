@@ -53,8 +53,7 @@ TEST(ChatTemplate, RejectsUnknownRoleAndEmptyConversation) {
 }
 
 TEST(ChatTemplate, ExtractsDefaultSystemPromptWithEscapes) {
-  EXPECT_EQ(default_system_prompt_from_template("{{ '<|im_start|>system\\nIt\\'s me.<|im_end|>\\n' }}"),
-            "It's me.");
+  EXPECT_EQ(default_system_prompt_from_template("{{ '<|im_start|>system\\nIt\\'s me.<|im_end|>\\n' }}"), "It's me.");
   EXPECT_EQ(default_system_prompt_from_template("{{ messages }}"), "");
 }
 

@@ -20,7 +20,9 @@ nlohmann::json tiny_tokenizer_json(bool merges_as_pairs) {
   for (int b = 0; b < 256; ++b) vocab[byte_level_char(static_cast<uint8_t>(b))] = b;
   vocab["ab"] = 256;
   vocab["abc"] = 257;
-  vocab["\xC4\xA0" "ab"] = 258;
+  vocab
+      ["\xC4\xA0"
+       "ab"] = 258;
   nlohmann::json merges = nlohmann::json::array();
   const std::vector<std::pair<std::string, std::string>> pairs = {{"a", "b"}, {"ab", "c"}, {"\xC4\xA0", "ab"}};
   for (const auto& [l, r] : pairs) {
@@ -104,10 +106,11 @@ TEST_F(TokenizerFilesTest, CorruptOrUnsupportedFieldsNameTheField) {
       {"model.type", [](nlohmann::json& j) { j["model"]["type"] = "Unigram"; }},
       {"byte_fallback", [](nlohmann::json& j) { j["model"]["byte_fallback"] = true; }},
       {"pre_tokenizer type \"Whitespace\"", [](nlohmann::json& j) { j["pre_tokenizer"] = {{"type", "Whitespace"}}; }},
-      {"regex does not compile", [](nlohmann::json& j) {
-         j["pre_tokenizer"] = {{"type", "Sequence"},
-                               {"pretokenizers", {{{"type", "Split"}, {"pattern", {{"Regex", "(unclosed"}}}},
-                                                  {{"type", "ByteLevel"}}}}};
+      {"regex does not compile",
+       [](nlohmann::json& j) {
+         j["pre_tokenizer"] = {
+             {"type", "Sequence"},
+             {"pretokenizers", {{{"type", "Split"}, {"pattern", {{"Regex", "(unclosed"}}}}, {{"type", "ByteLevel"}}}}};
        }},
       {"no ByteLevel", [](nlohmann::json& j) { j["pre_tokenizer"] = nullptr; }},
       {"decoder", [](nlohmann::json& j) { j["decoder"] = {{"type", "WordPiece"}}; }},

@@ -12,25 +12,31 @@ const std::string kFffd = "\xEF\xBF\xBD";
 
 TEST(Utf8, ReplacesEachMaximalInvalidSubsequenceOnce) {
   EXPECT_EQ(replace_invalid_utf8("abc"), "abc");
-  EXPECT_EQ(replace_invalid_utf8("a\x80" "b"), "a" + kFffd + "b");
-  EXPECT_EQ(replace_invalid_utf8("\xE2\x82" "A"), kFffd + "A");                  // truncated 3-byte: one
-  EXPECT_EQ(replace_invalid_utf8("\xF0\x9F\x98"), kFffd);                        // truncated at the end
-  EXPECT_EQ(replace_invalid_utf8("\xED\xA0\x80"), kFffd + kFffd + kFffd);        // surrogate: three
-  EXPECT_EQ(replace_invalid_utf8("\xC0\xAF"), kFffd + kFffd);                    // overlong: two
+  EXPECT_EQ(replace_invalid_utf8("a\x80"
+                                 "b"),
+            "a" + kFffd + "b");
+  EXPECT_EQ(replace_invalid_utf8("\xE2\x82"
+                                 "A"),
+            kFffd + "A");                                                  // truncated 3-byte: one
+  EXPECT_EQ(replace_invalid_utf8("\xF0\x9F\x98"), kFffd);                  // truncated at the end
+  EXPECT_EQ(replace_invalid_utf8("\xED\xA0\x80"), kFffd + kFffd + kFffd);  // surrogate: three
+  EXPECT_EQ(replace_invalid_utf8("\xC0\xAF"), kFffd + kFffd);              // overlong: two
   EXPECT_EQ(replace_invalid_utf8("\xF5\xFF"), kFffd + kFffd);
   EXPECT_EQ(replace_invalid_utf8("\xF4\x90\x80\x80"), kFffd + kFffd + kFffd + kFffd);  // > U+10FFFF
-  EXPECT_EQ(replace_invalid_utf8("\xE0\x9F\x80"), kFffd + kFffd + kFffd);        // overlong 3-byte
-  EXPECT_EQ(replace_invalid_utf8("\xF0\x9F\x99\x82"), "\xF0\x9F\x99\x82");       // valid emoji kept
+  EXPECT_EQ(replace_invalid_utf8("\xE0\x9F\x80"), kFffd + kFffd + kFffd);              // overlong 3-byte
+  EXPECT_EQ(replace_invalid_utf8("\xF0\x9F\x99\x82"), "\xF0\x9F\x99\x82");             // valid emoji kept
 }
 
 TEST(Utf8, CompletePrefixHoldsBackOnlyAnUnfinishedLastCharacter) {
   EXPECT_EQ(utf8_complete_prefix_length("abc"), 3u);
-  EXPECT_EQ(utf8_complete_prefix_length("ab\xED\x95"), 2u);          // first two bytes of 한
-  EXPECT_EQ(utf8_complete_prefix_length("ab\xF0\x9F\x99"), 2u);      // three bytes of an emoji
+  EXPECT_EQ(utf8_complete_prefix_length("ab\xED\x95"), 2u);      // first two bytes of 한
+  EXPECT_EQ(utf8_complete_prefix_length("ab\xF0\x9F\x99"), 2u);  // three bytes of an emoji
   EXPECT_EQ(utf8_complete_prefix_length("ab\xF0\x9F\x99\x82"), 6u);
-  EXPECT_EQ(utf8_complete_prefix_length("ab\x80"), 3u);              // invalid, not incomplete
-  EXPECT_EQ(utf8_complete_prefix_length("ab\xC0"), 3u);              // C0 can never complete
-  EXPECT_EQ(utf8_complete_prefix_length("\xE2\x82" "A"), 3u);
+  EXPECT_EQ(utf8_complete_prefix_length("ab\x80"), 3u);  // invalid, not incomplete
+  EXPECT_EQ(utf8_complete_prefix_length("ab\xC0"), 3u);  // C0 can never complete
+  EXPECT_EQ(utf8_complete_prefix_length("\xE2\x82"
+                                        "A"),
+            3u);
 }
 
 TEST(Utf8, DecodesCodepoints) {

@@ -32,7 +32,8 @@ inline std::string smollm2_gguf_path() { return cache_dir() + "/gguf/SmolLM2-135
 
 inline std::string from_hex(const std::string& hex) {
   std::string out;
-  for (size_t i = 0; i + 1 < hex.size(); i += 2) out.push_back(static_cast<char>(std::stoi(hex.substr(i, 2), nullptr, 16)));
+  for (size_t i = 0; i + 1 < hex.size(); i += 2)
+    out.push_back(static_cast<char>(std::stoi(hex.substr(i, 2), nullptr, 16)));
   return out;
 }
 
@@ -40,7 +41,6 @@ inline std::string from_hex(const std::string& hex) {
 inline std::string case_input(const nlohmann::json& c) {
   return c.contains("bytes_hex") ? from_hex(c["bytes_hex"].get<std::string>()) : c["text"].get<std::string>();
 }
-
 
 // Loaded once per test binary (parsing the 7 MB tokenizer.json is the slow part).
 inline const Tokenizer* load_qwen() {

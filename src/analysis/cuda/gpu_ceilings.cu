@@ -36,7 +36,8 @@ Status cuda_check(cudaError_t err, const char* what) {
 
 Status cublas_check(cublasStatus_t err, const char* what) {
   if (err == CUBLAS_STATUS_SUCCESS) return Status::ok();
-  return internal_error(std::string("gpu ceilings: cuBLASLt ") + what + ": status " + std::to_string(static_cast<int>(err)));
+  return internal_error(std::string("gpu ceilings: cuBLASLt ") + what + ": status " +
+                        std::to_string(static_cast<int>(err)));
 }
 
 #define GPU_CEILINGS_CUDA(expr, what) CROSSPOINT_RETURN_IF_ERROR(cuda_check((expr), (what)))
@@ -161,9 +162,10 @@ Status measure_bandwidth(const GpuMeasureOptions& o, int num_sms, cudaStream_t s
   GPU_CEILINGS_CUDA(cudaMemGetInfo(&free_bytes, &total_bytes), "cudaMemGetInfo");
   int64_t buffer_bytes = std::min<int64_t>(o.max_bandwidth_buffer_bytes, static_cast<int64_t>(free_bytes / 4));
   buffer_bytes = buffer_bytes / (1 << 20) * (1 << 20);  // whole MiB, so a multiple of 16
-  if (buffer_bytes < (int64_t{16} << 20)) {  // 16 MiB each = 64 MiB free
-    return resource_exhausted("gpu ceilings: only " + std::to_string(free_bytes >> 20) +
-                              " MiB of GPU memory free; the bandwidth test needs 64 MiB (two buffers of a quarter each)");
+  if (buffer_bytes < (int64_t{16} << 20)) {             // 16 MiB each = 64 MiB free
+    return resource_exhausted(
+        "gpu ceilings: only " + std::to_string(free_bytes >> 20) +
+        " MiB of GPU memory free; the bandwidth test needs 64 MiB (two buffers of a quarter each)");
   }
   out.bandwidth_buffer_bytes = buffer_bytes;
   const int64_t num_words = buffer_bytes / 16;
@@ -184,17 +186,20 @@ Status measure_bandwidth(const GpuMeasureOptions& o, int num_sms, cudaStream_t s
                                                                 static_cast<int4*>(sink.ptr), -1);
       return cuda_check(cudaGetLastError(), "stream_read_kernel launch");
     };
-    CROSSPOINT_ASSIGN_OR_RETURN(GpuRate rate, time_runs(read, stream, o.num_warmups, o.num_bandwidth_repeats, bytes / 1e9));
+    CROSSPOINT_ASSIGN_OR_RETURN(GpuRate rate,
+                                time_runs(read, stream, o.num_warmups, o.num_bandwidth_repeats, bytes / 1e9));
     if (rate.median > out.read_bandwidth_gb_s.median) out.read_bandwidth_gb_s = rate;
   }
   auto write = [&]() -> Status {
     stream_write_kernel<<<num_sms * 8, kThreadsPerBlock, 0, stream>>>(static_cast<int4*>(b.ptr), num_words, 7);
     return cuda_check(cudaGetLastError(), "stream_write_kernel launch");
   };
-  CROSSPOINT_ASSIGN_OR_RETURN(out.write_bandwidth_gb_s, time_runs(write, stream, o.num_warmups, o.num_bandwidth_repeats, bytes / 1e9));
+  CROSSPOINT_ASSIGN_OR_RETURN(out.write_bandwidth_gb_s,
+                              time_runs(write, stream, o.num_warmups, o.num_bandwidth_repeats, bytes / 1e9));
   auto copy = [&]() -> Status {
-    return cuda_check(cudaMemcpyAsync(b.ptr, a.ptr, static_cast<size_t>(buffer_bytes), cudaMemcpyDeviceToDevice, stream),
-                      "cudaMemcpyAsync device to device");
+    return cuda_check(
+        cudaMemcpyAsync(b.ptr, a.ptr, static_cast<size_t>(buffer_bytes), cudaMemcpyDeviceToDevice, stream),
+        "cudaMemcpyAsync device to device");
   };
   CROSSPOINT_ASSIGN_OR_RETURN(out.copy_bandwidth_gb_s,
                               time_runs(copy, stream, o.num_warmups, o.num_bandwidth_repeats, 2 * bytes / 1e9));
@@ -345,11 +350,12 @@ Result<GpuMeasurement> measure_gpu(const GpuMeasureOptions& o) {
   }
   const double buffer_gib = static_cast<double>(out.bandwidth_buffer_bytes) / (1 << 30);
   char method[512];
-  std::snprintf(method, sizeof(method),
-                "bandwidth = streaming read of a %.2f GiB buffer with 16-byte loads (best grid of 4/8/16 blocks per SM), "
-                "median of %d event-timed runs; fp16/fp8 = cuBLASLt %lld^3 TN GEMMs (fp32 accumulate, fp16 out, "
-                "unit scales for fp8), median of %d runs",
-                buffer_gib, o.num_bandwidth_repeats, static_cast<long long>(o.gemm_size), o.num_gemm_repeats);
+  std::snprintf(
+      method, sizeof(method),
+      "bandwidth = streaming read of a %.2f GiB buffer with 16-byte loads (best grid of 4/8/16 blocks per SM), "
+      "median of %d event-timed runs; fp16/fp8 = cuBLASLt %lld^3 TN GEMMs (fp32 accumulate, fp16 out, "
+      "unit scales for fp8), median of %d runs",
+      buffer_gib, o.num_bandwidth_repeats, static_cast<long long>(o.gemm_size), o.num_gemm_repeats);
   out.method = method;
   return out;
 }

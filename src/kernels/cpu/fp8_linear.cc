@@ -15,7 +15,7 @@
 namespace crosspoint {
 namespace {
 
-constexpr int64_t kTileN = 16;          // weight rows per work item
+constexpr int64_t kTileN = 16;           // weight rows per work item
 constexpr float kF16ShiftUndo = 256.0f;  // 2^8: the f16 trick yields value * 2^-8
 
 // e4m3 byte -> its value * 2^-8, the scalar twin of load8_e4m3.
@@ -30,8 +30,8 @@ CROSSPOINT_AVX2_TARGET inline __m256 load8_e4m3(const uint8_t* p) {
 
 struct Fp8Problem {
   const Fp8LinearArgs& args;
-  const float* xf;          // [num_rows, K] f32: decoded xq (exact e4m3 values)
-  const float* act_scale;   // [num_rows]
+  const float* xf;         // [num_rows, K] f32: decoded xq (exact e4m3 values)
+  const float* act_scale;  // [num_rows]
 };
 
 // Writes y for rows m0..m0+MR and weight rows n0..n0+NR.
@@ -144,8 +144,8 @@ Status fp8_linear(const Fp8LinearArgs& a) {
   const int64_t K = a.in_features;
   const bool vector = simd::cpu_has_avx2();
   std::vector<uint8_t> xq(static_cast<size_t>(a.num_rows * K));   // [num_rows, K] e4m3
-  std::vector<float> act_scale(static_cast<size_t>(a.num_rows));   // [num_rows]
-  std::vector<float> xf(static_cast<size_t>(a.num_rows * K));      // [num_rows, K] f32
+  std::vector<float> act_scale(static_cast<size_t>(a.num_rows));  // [num_rows]
+  std::vector<float> xf(static_cast<size_t>(a.num_rows * K));     // [num_rows, K] f32
   CROSSPOINT_RETURN_IF_ERROR(fp8_quantize_per_token({a.x, a.x_row_stride, xq.data(), act_scale.data(), a.num_rows, K}));
   const float* table = e4m3_table();
   for (size_t i = 0; i < xq.size(); ++i) xf[i] = table[xq[i]];

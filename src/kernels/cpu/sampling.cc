@@ -10,16 +10,21 @@ namespace crosspoint {
 // the top_k when set, else a growing prefix (64, 256, ...) until it holds top_p of the mass.
 int32_t sample_token(const float* logits, int64_t vocab_size, const SamplingParams& params, float uniform) {
   if (params.temperature == 0.0f) return argmax(logits, vocab_size);
-  const auto more_likely = [&](int32_t a, int32_t b) { return logits[a] > logits[b] || (logits[a] == logits[b] && a < b); };
+  const auto more_likely = [&](int32_t a, int32_t b) {
+    return logits[a] > logits[b] || (logits[a] == logits[b] && a < b);
+  };
   float max_logit = logits[0];
   for (int64_t i = 1; i < vocab_size; ++i) max_logit = std::max(max_logit, logits[i]);
   double total = 0.0;
-  for (int64_t i = 0; i < vocab_size; ++i) total += std::exp((static_cast<double>(logits[i]) - max_logit) / params.temperature);
+  for (int64_t i = 0; i < vocab_size; ++i)
+    total += std::exp((static_cast<double>(logits[i]) - max_logit) / params.temperature);
 
   std::vector<int32_t> order(vocab_size);
   for (int64_t i = 0; i < vocab_size; ++i) order[i] = static_cast<int32_t>(i);
   const int64_t top_k = (params.top_k > 0 && params.top_k < vocab_size) ? params.top_k : vocab_size;
-  const auto prob = [&](int32_t id) { return std::exp((static_cast<double>(logits[id]) - max_logit) / params.temperature); };
+  const auto prob = [&](int32_t id) {
+    return std::exp((static_cast<double>(logits[id]) - max_logit) / params.temperature);
+  };
 
   int64_t sorted = std::min<int64_t>(top_k, params.top_p < 1.0f ? 64 : top_k);
   while (true) {

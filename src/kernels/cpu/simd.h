@@ -15,8 +15,8 @@ namespace crosspoint::simd {
 
 // True when this CPU runs the AVX2+FMA+F16C paths.
 inline bool cpu_has_avx2() {
-  static const bool has = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
-                          __builtin_cpu_supports("f16c");
+  static const bool has =
+      __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c");
   return has;
 }
 
@@ -66,7 +66,8 @@ CROSSPOINT_AVX2_TARGET inline float dot_f32(const float* a, const float* b, int6
 CROSSPOINT_AVX2_TARGET inline void axpy_f32(float alpha, const float* x, float* y, int64_t n) {
   const __m256 a = _mm256_set1_ps(alpha);
   int64_t i = 0;
-  for (; i + 8 <= n; i += 8) _mm256_storeu_ps(y + i, _mm256_fmadd_ps(a, _mm256_loadu_ps(x + i), _mm256_loadu_ps(y + i)));
+  for (; i + 8 <= n; i += 8)
+    _mm256_storeu_ps(y + i, _mm256_fmadd_ps(a, _mm256_loadu_ps(x + i), _mm256_loadu_ps(y + i)));
   for (; i < n; ++i) y[i] += alpha * x[i];
 }
 

@@ -56,8 +56,8 @@ CROSSPOINT_AVX2_TARGET void micro_kernel(const W4A16Problem& p, int64_t m0, int6
     for (int v = 0; v < NV; ++v) {
       const int64_t base = g * N + n0 + 8 * v;
       const __m256 scale = simd::load8_f16(a.scales + base);
-      const __m256 zero = _mm256_cvtepi32_ps(
-          _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(a.zeros + base))));
+      const __m256 zero =
+          _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(a.zeros + base))));
       for (int i = 0; i < MR; ++i) {
         const __m256 xsum = _mm256_set1_ps(p.group_sum[(m0 + i) * p.num_groups + g]);
         out[i][v] = _mm256_fmadd_ps(scale, _mm256_fnmadd_ps(zero, xsum, acc[i][v]), out[i][v]);
@@ -109,7 +109,8 @@ void columns_scalar(const W4A16Problem& p, int64_t n_begin, int64_t n_end) {
 }  // namespace
 
 Status w4a16_linear(const W4A16LinearArgs& a) {
-  if (a.g_idx != nullptr) return invalid_argument("w4a16_linear: g_idx is for the reference; sort rows and pass k_perm");
+  if (a.g_idx != nullptr)
+    return invalid_argument("w4a16_linear: g_idx is for the reference; sort rows and pass k_perm");
   CROSSPOINT_RETURN_IF_ERROR(validate_w4a16_linear_args(a, "w4a16_linear"));
   if (a.group_size % 8 != 0 || a.in_features % a.group_size != 0)
     return invalid_argument("w4a16_linear: group size " + std::to_string(a.group_size) +
@@ -119,7 +120,7 @@ Status w4a16_linear(const W4A16LinearArgs& a) {
   const int64_t M = a.num_rows, K = a.in_features, N = a.out_features, G = a.group_size;
   const int64_t stride = a.x_row_stride ? a.x_row_stride : K;
   const int64_t num_groups = K / G;
-  std::vector<float> x(static_cast<size_t>(M * K));                  // [M, K] f32, permuted
+  std::vector<float> x(static_cast<size_t>(M * K));                   // [M, K] f32, permuted
   std::vector<float> group_sum(static_cast<size_t>(M * num_groups));  // [M, num_groups] f32
   for (int64_t m = 0; m < M; ++m) {
     for (int64_t k = 0; k < K; ++k) x[m * K + k] = a.x[m * stride + (a.k_perm ? a.k_perm[k] : k)];

@@ -46,7 +46,8 @@ Result<CublasLtContext::Plan*> CublasLtContext::plan(const PlanKey& key) {
   const bool fp8 = kind != kPlanFp16;
   const cudaDataType_t in_type = fp8 ? CUDA_R_8F_E4M3 : CUDA_R_16F;
   const cudaDataType_t out_type = kind == kPlanFp8Unit ? CUDA_R_32F : CUDA_R_16F;
-  CROSSPOINT_CUBLAS_RETURN_IF_ERROR(cublasLtMatmulDescCreate(&plan->desc, CUBLAS_COMPUTE_32F, CUDA_R_32F), "matmul desc");
+  CROSSPOINT_CUBLAS_RETURN_IF_ERROR(cublasLtMatmulDescCreate(&plan->desc, CUBLAS_COMPUTE_32F, CUDA_R_32F),
+                                    "matmul desc");
   const cublasOperation_t trans_a = CUBLAS_OP_T, trans_b = CUBLAS_OP_N;
   CROSSPOINT_CUBLAS_RETURN_IF_ERROR(
       cublasLtMatmulDescSetAttribute(plan->desc, CUBLASLT_MATMUL_DESC_TRANSA, &trans_a, sizeof trans_a), "transa");
@@ -55,16 +56,20 @@ Result<CublasLtContext::Plan*> CublasLtContext::plan(const PlanKey& key) {
   if (kind == kPlanFp8OuterVec) {
     const int32_t mode = CUBLASLT_MATMUL_MATRIX_SCALE_OUTER_VEC_32F;
     CROSSPOINT_CUBLAS_RETURN_IF_ERROR(
-        cublasLtMatmulDescSetAttribute(plan->desc, CUBLASLT_MATMUL_DESC_A_SCALE_MODE, &mode, sizeof mode), "a scale mode");
+        cublasLtMatmulDescSetAttribute(plan->desc, CUBLASLT_MATMUL_DESC_A_SCALE_MODE, &mode, sizeof mode),
+        "a scale mode");
     CROSSPOINT_CUBLAS_RETURN_IF_ERROR(
-        cublasLtMatmulDescSetAttribute(plan->desc, CUBLASLT_MATMUL_DESC_B_SCALE_MODE, &mode, sizeof mode), "b scale mode");
+        cublasLtMatmulDescSetAttribute(plan->desc, CUBLASLT_MATMUL_DESC_B_SCALE_MODE, &mode, sizeof mode),
+        "b scale mode");
     // The heuristic needs the pointers set to consider the scaled kernels; real ones are
     // set per call. Any non-null device-looking value works for the query.
     const void* placeholder = workspace_;
     CROSSPOINT_CUBLAS_RETURN_IF_ERROR(cublasLtMatmulDescSetAttribute(plan->desc, CUBLASLT_MATMUL_DESC_A_SCALE_POINTER,
-                                                                     &placeholder, sizeof placeholder), "a scale");
+                                                                     &placeholder, sizeof placeholder),
+                                      "a scale");
     CROSSPOINT_CUBLAS_RETURN_IF_ERROR(cublasLtMatmulDescSetAttribute(plan->desc, CUBLASLT_MATMUL_DESC_B_SCALE_POINTER,
-                                                                     &placeholder, sizeof placeholder), "b scale");
+                                                                     &placeholder, sizeof placeholder),
+                                      "b scale");
   }
   // Column-major: A = W as [K, N] with ld w_ld (transposed by op), B = X as [K, M], D [N, M].
   CROSSPOINT_CUBLAS_RETURN_IF_ERROR(cublasLtMatrixLayoutCreate(&plan->a, in_type, k, n, w_ld), "layout a");
@@ -94,56 +99,58 @@ Status run_plan(CublasLtContext& ctx, CublasLtContext::Plan* plan, const void* a
                 cudaStream_t stream, const char* what) {
   if (!plan->has_algo) return unsupported(std::string(what) + ": cuBLASLt has no algorithm for this shape");
   const float alpha = 1.0f, beta = 0.0f;
-  return cublas_status(cublasLtMatmul(ctx.handle(), plan->desc, &alpha, a, plan->a, b, plan->b, &beta, d, plan->c,
-                                      d, plan->d, &plan->algo, ctx.workspace(), ctx.workspace_bytes(), stream),
+  return cublas_status(cublasLtMatmul(ctx.handle(), plan->desc, &alpha, a, plan->a, b, plan->b, &beta, d, plan->c, d,
+                                      plan->d, &plan->algo, ctx.workspace(), ctx.workspace_bytes(), stream),
                        what);
 }
 
 // y[m, n] = fp16(acc[m, n] * x_scale[m] * w_scale[n]); acc is the unit-scale GEMM [M, N] fp32.
 __global__ void fp8_scale_epilogue_kernel(const float* __restrict__ acc, const float* __restrict__ x_scale,
-                                          const float* __restrict__ w_scale, uint16_t* __restrict__ y,
-                                          int64_t y_stride, int n) {
+                                          const float* __restrict__ w_scale, uint16_t* __restrict__ y, int64_t y_stride,
+                                          int n) {
   const int row = blockIdx.y;
   const float s = x_scale[row];
   for (int col = blockIdx.x * blockDim.x + threadIdx.x; col < n; col += gridDim.x * blockDim.x) {
-    y[row * y_stride + col] = __half_as_ushort(__float2half_rn(acc[static_cast<int64_t>(row) * n + col] * s * w_scale[col]));
+    y[row * y_stride + col] =
+        __half_as_ushort(__float2half_rn(acc[static_cast<int64_t>(row) * n + col] * s * w_scale[col]));
   }
 }
 
 }  // namespace
 
-Status fp16_gemm_cublaslt(CublasLtContext& ctx, const uint16_t* x, int64_t x_stride,
-                          const uint16_t* w, int64_t w_stride, uint16_t* y, int64_t y_stride,
-                          int m, int n, int k, cudaStream_t stream) {
+Status fp16_gemm_cublaslt(CublasLtContext& ctx, const uint16_t* x, int64_t x_stride, const uint16_t* w,
+                          int64_t w_stride, uint16_t* y, int64_t y_stride, int m, int n, int k, cudaStream_t stream) {
   if (m == 0) return Status::ok();
   if (m < 0 || n <= 0 || k <= 0) return invalid_argument("fp16_gemm_cublaslt: bad shape");
   CROSSPOINT_ASSIGN_OR_RETURN(auto* plan, ctx.plan({kPlanFp16, m, n, k, w_stride, x_stride, y_stride}));
   return run_plan(ctx, plan, w, x, y, stream, "fp16_gemm_cublaslt");
 }
 
-Result<Fp8ScalePath> fp8_scale_path(CublasLtContext& ctx, int m, int n, int k, int64_t xq_stride,
-                                    int64_t w_stride, int64_t y_stride) {
+Result<Fp8ScalePath> fp8_scale_path(CublasLtContext& ctx, int m, int n, int k, int64_t xq_stride, int64_t w_stride,
+                                    int64_t y_stride) {
   CROSSPOINT_ASSIGN_OR_RETURN(auto* plan, ctx.plan({kPlanFp8OuterVec, m, n, k, w_stride, xq_stride, y_stride}));
   return plan->has_algo ? Fp8ScalePath::kOuterVector : Fp8ScalePath::kEpilogue;
 }
 
-Status fp8_gemm_cublaslt(CublasLtContext& ctx, const uint8_t* xq, int64_t xq_stride,
-                         const float* x_scale, const uint8_t* wq, int64_t w_stride,
-                         const float* w_scale, uint16_t* y, int64_t y_stride, int m, int n,
-                         int k, float* scratch, cudaStream_t stream) {
+Status fp8_gemm_cublaslt(CublasLtContext& ctx, const uint8_t* xq, int64_t xq_stride, const float* x_scale,
+                         const uint8_t* wq, int64_t w_stride, const float* w_scale, uint16_t* y, int64_t y_stride,
+                         int m, int n, int k, float* scratch, cudaStream_t stream) {
   if (m == 0) return Status::ok();
   if (m < 0 || n <= 0 || k <= 0 || k % 16 != 0) {
     return unsupported("fp8_gemm_cublaslt: k = " + std::to_string(k) + " must be a positive multiple of 16");
   }
-  if (xq_stride % 16 != 0 || w_stride % 16 != 0) return invalid_argument("fp8_gemm_cublaslt: strides must be multiples of 16 bytes");
+  if (xq_stride % 16 != 0 || w_stride % 16 != 0)
+    return invalid_argument("fp8_gemm_cublaslt: strides must be multiples of 16 bytes");
   CROSSPOINT_ASSIGN_OR_RETURN(Fp8ScalePath path, fp8_scale_path(ctx, m, n, k, xq_stride, w_stride, y_stride));
   if (path == Fp8ScalePath::kOuterVector) {
     CROSSPOINT_ASSIGN_OR_RETURN(auto* plan, ctx.plan({kPlanFp8OuterVec, m, n, k, w_stride, xq_stride, y_stride}));
     // cuBLAS A is the weight (its rows are our N): A scale = w_scale [N]; B scale = x_scale [M].
-    CROSSPOINT_CUBLAS_RETURN_IF_ERROR(cublasLtMatmulDescSetAttribute(plan->desc, CUBLASLT_MATMUL_DESC_A_SCALE_POINTER,
-                                                                     &w_scale, sizeof w_scale), "a scale");
-    CROSSPOINT_CUBLAS_RETURN_IF_ERROR(cublasLtMatmulDescSetAttribute(plan->desc, CUBLASLT_MATMUL_DESC_B_SCALE_POINTER,
-                                                                     &x_scale, sizeof x_scale), "b scale");
+    CROSSPOINT_CUBLAS_RETURN_IF_ERROR(
+        cublasLtMatmulDescSetAttribute(plan->desc, CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, &w_scale, sizeof w_scale),
+        "a scale");
+    CROSSPOINT_CUBLAS_RETURN_IF_ERROR(
+        cublasLtMatmulDescSetAttribute(plan->desc, CUBLASLT_MATMUL_DESC_B_SCALE_POINTER, &x_scale, sizeof x_scale),
+        "b scale");
     return run_plan(ctx, plan, wq, xq, y, stream, "fp8_gemm_cublaslt");
   }
   if (scratch == nullptr) return invalid_argument("fp8_gemm_cublaslt: the epilogue path needs an [M, N] fp32 scratch");

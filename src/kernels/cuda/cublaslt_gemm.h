@@ -53,13 +53,12 @@ class CublasLtContext {
 
 //   x [M, K] fp16 (row stride x_stride), w [N, K] fp16 (row stride w_stride),
 //   y [M, N] fp16 (row stride y_stride).
-Status fp16_gemm_cublaslt(CublasLtContext& ctx, const uint16_t* x, int64_t x_stride,
-                          const uint16_t* w, int64_t w_stride, uint16_t* y, int64_t y_stride,
-                          int m, int n, int k, cudaStream_t stream);
+Status fp16_gemm_cublaslt(CublasLtContext& ctx, const uint16_t* x, int64_t x_stride, const uint16_t* w,
+                          int64_t w_stride, uint16_t* y, int64_t y_stride, int m, int n, int k, cudaStream_t stream);
 
 // Which scale path fp8_gemm_cublaslt takes for this shape (asks cuBLASLt once, cached).
-Result<Fp8ScalePath> fp8_scale_path(CublasLtContext& ctx, int m, int n, int k, int64_t xq_stride,
-                                    int64_t w_stride, int64_t y_stride);
+Result<Fp8ScalePath> fp8_scale_path(CublasLtContext& ctx, int m, int n, int k, int64_t xq_stride, int64_t w_stride,
+                                    int64_t y_stride);
 
 // Bytes of fp32 scratch the epilogue path needs ([M, N] fp32); 0 is fine for kOuterVector.
 inline size_t fp8_gemm_scratch_bytes(int m, int n) { return static_cast<size_t>(m) * n * 4; }
@@ -68,9 +67,8 @@ inline size_t fp8_gemm_scratch_bytes(int m, int n) { return static_cast<size_t>(
 //   wq [N, K] e4m3 (row stride w_stride bytes), w_scale [N] fp32 (per channel),
 //   y [M, N] fp16; scratch: fp8_gemm_scratch_bytes(M, N) device bytes or nullptr when
 //   fp8_scale_path() says kOuterVector. K and the strides must be multiples of 16.
-Status fp8_gemm_cublaslt(CublasLtContext& ctx, const uint8_t* xq, int64_t xq_stride,
-                         const float* x_scale, const uint8_t* wq, int64_t w_stride,
-                         const float* w_scale, uint16_t* y, int64_t y_stride, int m, int n,
-                         int k, float* scratch, cudaStream_t stream);
+Status fp8_gemm_cublaslt(CublasLtContext& ctx, const uint8_t* xq, int64_t xq_stride, const float* x_scale,
+                         const uint8_t* wq, int64_t w_stride, const float* w_scale, uint16_t* y, int64_t y_stride,
+                         int m, int n, int k, float* scratch, cudaStream_t stream);
 
 }  // namespace crosspoint::cuda

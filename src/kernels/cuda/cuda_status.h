@@ -22,9 +22,7 @@ inline Status cublas_status(cublasStatus_t err, const char* what) {
 }
 
 // The launch error of the kernel just enqueued (bad grid, missing image for this GPU).
-inline Status last_launch_status(const char* kernel_name) {
-  return cuda_status(cudaGetLastError(), kernel_name);
-}
+inline Status last_launch_status(const char* kernel_name) { return cuda_status(cudaGetLastError(), kernel_name); }
 
 }  // namespace crosspoint::cuda
 

@@ -78,8 +78,8 @@ __device__ __forceinline__ float block_sum(float v) {
 template <bool kVec>
 __global__ void __launch_bounds__(kRowThreads)
     add_rms_norm_kernel(float* __restrict__ residual, const uint16_t* __restrict__ delta, int64_t delta_stride,
-                        const uint16_t* __restrict__ weight, float eps, uint16_t* __restrict__ out,
-                        int64_t out_stride, int hidden_size) {
+                        const uint16_t* __restrict__ weight, float eps, uint16_t* __restrict__ out, int64_t out_stride,
+                        int hidden_size) {
   wait_for_prior_kernels();
   allow_dependent_launch();
   const int64_t t = blockIdx.x;
@@ -260,10 +260,12 @@ __global__ void __launch_bounds__(kRopeThreads) rope_kv_write_kernel(RopeKvWrite
   // memory round trip.
   uint16_t* row = a.qkv + static_cast<int64_t>(t) * a.qkv_stride;
   const int32_t slot = a.slot_mapping[t];
-  auto store_slot = [&] { return slot >= 0 && static_cast<int64_t>(slot) < static_cast<int64_t>(a.num_blocks) * a.block_size; };
+  auto store_slot = [&] {
+    return slot >= 0 && static_cast<int64_t>(slot) < static_cast<int64_t>(a.num_blocks) * a.block_size;
+  };
   auto cache_row = [&] { return static_cast<int64_t>(slot) * a.num_kv_heads * a.head_dim; };  // [slot, Hkv, D]
 
-  if (item >= num_rotate_items) {  // v: copied (plus bias) into the value cache
+  if (item >= num_rotate_items) {                             // v: copied (plus bias) into the value cache
     const int v_offset = (item - num_rotate_items) * kWidth;  // within [Hkv * D]
     const int col = (a.num_heads + a.num_kv_heads) * a.head_dim + v_offset;
     float v[kWidth], b[kWidth] = {};
@@ -460,26 +462,26 @@ Status embedding_gather(const uint16_t* table, const int32_t* token_ids, float* 
                         int hidden_size, int vocab_size, cudaStream_t stream) {
   constexpr const char* op = "embedding_gather";
   if (num_tokens < 0 || hidden_size <= 0 || vocab_size <= 0)
-    return bad(op, "bad shape num_tokens=" + std::to_string(num_tokens) + " hidden_size=" +
-                       std::to_string(hidden_size) + " vocab_size=" + std::to_string(vocab_size));
+    return bad(op, "bad shape num_tokens=" + std::to_string(num_tokens) +
+                       " hidden_size=" + std::to_string(hidden_size) + " vocab_size=" + std::to_string(vocab_size));
   if (num_tokens == 0) return Status::ok();
   if (!table || !token_ids || !residual) return bad(op, "null table, token_ids or residual");
   if (hidden_size % 8 == 0 && aligned(table, 16) && aligned(residual, 16)) {
-    embedding_gather_kernel<true><<<num_tokens, kRowThreads, 0, stream>>>(table, token_ids, residual, hidden_size,
-                                                                         vocab_size);
+    embedding_gather_kernel<true>
+        <<<num_tokens, kRowThreads, 0, stream>>>(table, token_ids, residual, hidden_size, vocab_size);
   } else {
-    embedding_gather_kernel<false><<<num_tokens, kRowThreads, 0, stream>>>(table, token_ids, residual,
-                                                                          hidden_size, vocab_size);
+    embedding_gather_kernel<false>
+        <<<num_tokens, kRowThreads, 0, stream>>>(table, token_ids, residual, hidden_size, vocab_size);
   }
   return last_launch_status("embedding_gather launch");
 }
 
-Status add_rms_norm(float* residual, const uint16_t* delta, int64_t delta_stride, const uint16_t* weight,
-                    float eps, uint16_t* out, int64_t out_stride, int num_tokens, int hidden_size,
-                    cudaStream_t stream) {
+Status add_rms_norm(float* residual, const uint16_t* delta, int64_t delta_stride, const uint16_t* weight, float eps,
+                    uint16_t* out, int64_t out_stride, int num_tokens, int hidden_size, cudaStream_t stream) {
   constexpr const char* op = "add_rms_norm";
   if (num_tokens < 0 || hidden_size <= 0)
-    return bad(op, "bad shape num_tokens=" + std::to_string(num_tokens) + " hidden_size=" + std::to_string(hidden_size));
+    return bad(op,
+               "bad shape num_tokens=" + std::to_string(num_tokens) + " hidden_size=" + std::to_string(hidden_size));
   if (num_tokens == 0) return Status::ok();
   if (!residual || !weight || !out) return bad(op, "null residual, weight or out");
   if (out_stride < hidden_size) return bad(op, "out_stride " + std::to_string(out_stride) + " < hidden_size");
@@ -489,21 +491,25 @@ Status add_rms_norm(float* residual, const uint16_t* delta, int64_t delta_stride
   const bool vec = hidden_size % 4 == 0 && aligned(residual, 16) && aligned(weight, 8) && aligned(out, 8) &&
                    out_stride % 4 == 0 && (!delta || (aligned(delta, 8) && delta_stride % 4 == 0));
   if (vec && hidden_size <= 4 * kRowThreads * 4) {
-    CROSSPOINT_CUDA_RETURN_IF_ERROR(launch_programmatic(add_rms_norm_registers_kernel<4>, dim3(num_tokens), dim3(kRowThreads), 0, stream,
-        residual, delta, delta_stride, weight, eps, out, out_stride, hidden_size),
-                                    "add_rms_norm_registers_kernel launch");
+    CROSSPOINT_CUDA_RETURN_IF_ERROR(
+        launch_programmatic(add_rms_norm_registers_kernel<4>, dim3(num_tokens), dim3(kRowThreads), 0, stream, residual,
+                            delta, delta_stride, weight, eps, out, out_stride, hidden_size),
+        "add_rms_norm_registers_kernel launch");
   } else if (vec && hidden_size <= 4 * kRowThreads * 8) {
-    CROSSPOINT_CUDA_RETURN_IF_ERROR(launch_programmatic(add_rms_norm_registers_kernel<8>, dim3(num_tokens), dim3(kRowThreads), 0, stream,
-        residual, delta, delta_stride, weight, eps, out, out_stride, hidden_size),
-                                    "add_rms_norm_registers_kernel launch");
+    CROSSPOINT_CUDA_RETURN_IF_ERROR(
+        launch_programmatic(add_rms_norm_registers_kernel<8>, dim3(num_tokens), dim3(kRowThreads), 0, stream, residual,
+                            delta, delta_stride, weight, eps, out, out_stride, hidden_size),
+        "add_rms_norm_registers_kernel launch");
   } else if (vec) {
-    CROSSPOINT_CUDA_RETURN_IF_ERROR(launch_programmatic(add_rms_norm_kernel<true>, dim3(num_tokens), dim3(kRowThreads), 0, stream,
-        residual, delta, delta_stride, weight, eps, out, out_stride, hidden_size),
-                                    "add_rms_norm_kernel launch");
+    CROSSPOINT_CUDA_RETURN_IF_ERROR(
+        launch_programmatic(add_rms_norm_kernel<true>, dim3(num_tokens), dim3(kRowThreads), 0, stream, residual, delta,
+                            delta_stride, weight, eps, out, out_stride, hidden_size),
+        "add_rms_norm_kernel launch");
   } else {
-    CROSSPOINT_CUDA_RETURN_IF_ERROR(launch_programmatic(add_rms_norm_kernel<false>, dim3(num_tokens), dim3(kRowThreads), 0, stream,
-        residual, delta, delta_stride, weight, eps, out, out_stride, hidden_size),
-                                    "add_rms_norm_kernel launch");
+    CROSSPOINT_CUDA_RETURN_IF_ERROR(
+        launch_programmatic(add_rms_norm_kernel<false>, dim3(num_tokens), dim3(kRowThreads), 0, stream, residual, delta,
+                            delta_stride, weight, eps, out, out_stride, hidden_size),
+        "add_rms_norm_kernel launch");
   }
   return last_launch_status("add_rms_norm launch");
 }
@@ -512,8 +518,8 @@ Status rope_kv_write(const RopeKvWriteArgs& a, cudaStream_t stream) {
   constexpr const char* op = "rope_kv_write";
   if (a.num_tokens < 0) return bad(op, "num_tokens " + std::to_string(a.num_tokens) + " < 0");
   if (a.num_heads <= 0 || a.num_kv_heads <= 0)
-    return bad(op, "num_heads " + std::to_string(a.num_heads) + " and num_kv_heads " +
-                       std::to_string(a.num_kv_heads) + " must be positive");
+    return bad(op, "num_heads " + std::to_string(a.num_heads) + " and num_kv_heads " + std::to_string(a.num_kv_heads) +
+                       " must be positive");
   if (a.head_dim <= 0 || a.head_dim % 2 != 0 || a.head_dim > kMaxHeadDim)
     return bad(op, "head_dim " + std::to_string(a.head_dim) + " must be even and in [2, 256]");
   if (a.block_size <= 0 || a.num_blocks <= 0)
@@ -550,8 +556,8 @@ Status silu_mul(const uint16_t* gate_up, int64_t in_stride, uint16_t* out, int64
                 int intermediate_size, cudaStream_t stream) {
   constexpr const char* op = "silu_mul";
   if (num_tokens < 0 || intermediate_size <= 0)
-    return bad(op, "bad shape num_tokens=" + std::to_string(num_tokens) + " intermediate_size=" +
-                       std::to_string(intermediate_size));
+    return bad(op, "bad shape num_tokens=" + std::to_string(num_tokens) +
+                       " intermediate_size=" + std::to_string(intermediate_size));
   if (num_tokens == 0) return Status::ok();
   if (!gate_up || !out) return bad(op, "null gate_up or out");
   if (in_stride < 2 * static_cast<int64_t>(intermediate_size) || out_stride < intermediate_size)
@@ -561,19 +567,19 @@ Status silu_mul(const uint16_t* gate_up, int64_t in_stride, uint16_t* out, int64
   if (vec) {
     const dim3 grid(num_tokens, (intermediate_size / 8 + kEltThreads - 1) / kEltThreads);
     CROSSPOINT_CUDA_RETURN_IF_ERROR(launch_programmatic(silu_mul_kernel<true>, dim3(grid), dim3(kEltThreads), 0, stream,
-        gate_up, in_stride, out, out_stride, intermediate_size),
+                                                        gate_up, in_stride, out, out_stride, intermediate_size),
                                     "silu_mul_kernel launch");
   } else {
     const dim3 grid(num_tokens, (intermediate_size + kEltThreads - 1) / kEltThreads);
-    CROSSPOINT_CUDA_RETURN_IF_ERROR(launch_programmatic(silu_mul_kernel<false>, dim3(grid), dim3(kEltThreads), 0, stream,
-        gate_up, in_stride, out, out_stride, intermediate_size),
+    CROSSPOINT_CUDA_RETURN_IF_ERROR(launch_programmatic(silu_mul_kernel<false>, dim3(grid), dim3(kEltThreads), 0,
+                                                        stream, gate_up, in_stride, out, out_stride, intermediate_size),
                                     "silu_mul_kernel launch");
   }
   return last_launch_status("silu_mul launch");
 }
 
-Status gather_rows(const uint16_t* in, int64_t in_stride, const int32_t* rows, uint16_t* out, int num_rows,
-                   int width, cudaStream_t stream) {
+Status gather_rows(const uint16_t* in, int64_t in_stride, const int32_t* rows, uint16_t* out, int num_rows, int width,
+                   cudaStream_t stream) {
   constexpr const char* op = "gather_rows";
   if (num_rows < 0 || width <= 0)
     return bad(op, "bad shape num_rows=" + std::to_string(num_rows) + " width=" + std::to_string(width));
@@ -581,12 +587,12 @@ Status gather_rows(const uint16_t* in, int64_t in_stride, const int32_t* rows, u
   if (!in || !rows || !out) return bad(op, "null in, rows or out");
   if (in_stride < width) return bad(op, "in_stride " + std::to_string(in_stride) + " < width");
   if (width % 8 == 0 && in_stride % 8 == 0 && aligned(in, 16) && aligned(out, 16)) {
-    CROSSPOINT_CUDA_RETURN_IF_ERROR(launch_programmatic(gather_rows_kernel<true>, dim3(num_rows), dim3(kRowThreads), 0, stream,
-        in, in_stride, rows, out, width),
+    CROSSPOINT_CUDA_RETURN_IF_ERROR(launch_programmatic(gather_rows_kernel<true>, dim3(num_rows), dim3(kRowThreads), 0,
+                                                        stream, in, in_stride, rows, out, width),
                                     "gather_rows_kernel launch");
   } else {
-    CROSSPOINT_CUDA_RETURN_IF_ERROR(launch_programmatic(gather_rows_kernel<false>, dim3(num_rows), dim3(kRowThreads), 0, stream,
-        in, in_stride, rows, out, width),
+    CROSSPOINT_CUDA_RETURN_IF_ERROR(launch_programmatic(gather_rows_kernel<false>, dim3(num_rows), dim3(kRowThreads), 0,
+                                                        stream, in, in_stride, rows, out, width),
                                     "gather_rows_kernel launch");
   }
   return last_launch_status("gather_rows launch");
@@ -601,12 +607,12 @@ Status argmax_rows(const uint16_t* logits, int64_t stride, int32_t* token, int n
   if (!logits || !token) return bad(op, "null logits or token");
   if (stride < vocab_size) return bad(op, "stride " + std::to_string(stride) + " < vocab_size");
   if (vocab_size % 8 == 0 && stride % 8 == 0 && aligned(logits, 16)) {
-    CROSSPOINT_CUDA_RETURN_IF_ERROR(launch_programmatic(argmax_rows_kernel<true>, dim3(num_rows), dim3(kArgmaxThreads), 0, stream,
-        logits, stride, token, vocab_size),
+    CROSSPOINT_CUDA_RETURN_IF_ERROR(launch_programmatic(argmax_rows_kernel<true>, dim3(num_rows), dim3(kArgmaxThreads),
+                                                        0, stream, logits, stride, token, vocab_size),
                                     "argmax_rows_kernel launch");
   } else {
-    CROSSPOINT_CUDA_RETURN_IF_ERROR(launch_programmatic(argmax_rows_kernel<false>, dim3(num_rows), dim3(kArgmaxThreads), 0, stream,
-        logits, stride, token, vocab_size),
+    CROSSPOINT_CUDA_RETURN_IF_ERROR(launch_programmatic(argmax_rows_kernel<false>, dim3(num_rows), dim3(kArgmaxThreads),
+                                                        0, stream, logits, stride, token, vocab_size),
                                     "argmax_rows_kernel launch");
   }
   return last_launch_status("argmax_rows launch");
@@ -619,9 +625,9 @@ Status fp16_to_f32(const uint16_t* in, float* out, int64_t n, cudaStream_t strea
   const bool vec = aligned(in, 8) && aligned(out, 16);
   const int64_t work = vec ? (n + 3) / 4 : n;
   const int blocks = static_cast<int>(std::min<int64_t>((work + kEltThreads - 1) / kEltThreads, 4096));
-  CROSSPOINT_CUDA_RETURN_IF_ERROR(launch_programmatic(fp16_to_f32_kernel, dim3(blocks), dim3(kEltThreads), 0, stream,
-      in, out, n, vec),
-                                  "fp16_to_f32_kernel launch");
+  CROSSPOINT_CUDA_RETURN_IF_ERROR(
+      launch_programmatic(fp16_to_f32_kernel, dim3(blocks), dim3(kEltThreads), 0, stream, in, out, n, vec),
+      "fp16_to_f32_kernel launch");
   return last_launch_status("fp16_to_f32 launch");
 }
 

@@ -38,9 +38,8 @@ Status embedding_gather(const uint16_t* table, const int32_t* token_ids, float* 
 //   weight   [d] fp16              out   [T, d] fp16 (row stride out_stride)
 // weight is a model weight: it may be read before the programmatic wait
 // (programmatic_launch.cuh), so no kernel of the same step may write it.
-Status add_rms_norm(float* residual, const uint16_t* delta, int64_t delta_stride, const uint16_t* weight,
-                    float eps, uint16_t* out, int64_t out_stride, int num_tokens, int hidden_size,
-                    cudaStream_t stream);
+Status add_rms_norm(float* residual, const uint16_t* delta, int64_t delta_stride, const uint16_t* weight, float eps,
+                    uint16_t* out, int64_t out_stride, int num_tokens, int hidden_size, cudaStream_t stream);
 
 // Positional and cache step of attention, in one pass over the fused qkv rows:
 //   qkv[t] = [q (H*D) | k (Hkv*D) | v (Hkv*D)] fp16, row stride qkv_stride elements.
@@ -61,7 +60,7 @@ struct RopeKvWriteArgs {
   int num_tokens = 0;
   int num_heads = 0;
   int num_kv_heads = 0;
-  int head_dim = 0;    // even, <= 256
+  int head_dim = 0;  // even, <= 256
   int block_size = 0;
   int num_blocks = 0;
 };
@@ -74,8 +73,8 @@ Status silu_mul(const uint16_t* gate_up, int64_t in_stride, uint16_t* out, int64
 
 // out[r, :] = in[rows[r], :]   in [*, width] fp16 (row stride in_stride), rows [R] int32 device,
 // out [R, width] fp16 dense.
-Status gather_rows(const uint16_t* in, int64_t in_stride, const int32_t* rows, uint16_t* out, int num_rows,
-                   int width, cudaStream_t stream);
+Status gather_rows(const uint16_t* in, int64_t in_stride, const int32_t* rows, uint16_t* out, int num_rows, int width,
+                   cudaStream_t stream);
 
 // token[r] = argmax_v logits[r, v] (lowest index on ties, NaN never wins), r < R.
 //   logits [R, V] fp16 (row stride stride)   token [R] int32 device

@@ -14,8 +14,8 @@ namespace crosspoint::cuda {
 namespace {
 
 constexpr int kThreads = 256;
-constexpr int kVecPerThread = 10;                          // 16-byte vectors held per thread
-constexpr int kVecRowMax = kThreads * 8 * kVecPerThread;   // 20480 fp16 values
+constexpr int kVecPerThread = 10;                         // 16-byte vectors held per thread
+constexpr int kVecRowMax = kThreads * 8 * kVecPerThread;  // 20480 fp16 values
 
 // amax of the block's threads; every thread gets the row scale.
 __device__ __forceinline__ float block_row_scale(float amax, float* scale_out) {
@@ -45,9 +45,8 @@ __device__ __forceinline__ uint32_t quantize_pair(half2 pair, float s) {
 
 // Rows with k % 8 == 0, k <= kVecRowMax, 16-byte aligned rows.
 __global__ void __launch_bounds__(kThreads)
-    fp8_quantize_per_token_vec_kernel(const __half* __restrict__ x, int64_t x_stride,
-                                      uint8_t* __restrict__ q, int64_t q_stride,
-                                      float* __restrict__ scale, int k) {
+    fp8_quantize_per_token_vec_kernel(const __half* __restrict__ x, int64_t x_stride, uint8_t* __restrict__ q,
+                                      int64_t q_stride, float* __restrict__ scale, int k) {
   const uint4* row = reinterpret_cast<const uint4*>(x + blockIdx.x * x_stride);
   uint2* out = reinterpret_cast<uint2*>(q + blockIdx.x * q_stride);
   const int num_vec = k / 8;
@@ -78,9 +77,8 @@ __global__ void __launch_bounds__(kThreads)
 }
 
 __global__ void __launch_bounds__(kThreads)
-    fp8_quantize_per_token_kernel(const __half* __restrict__ x, int64_t x_stride,
-                                  uint8_t* __restrict__ q, int64_t q_stride,
-                                  float* __restrict__ scale, int k) {
+    fp8_quantize_per_token_kernel(const __half* __restrict__ x, int64_t x_stride, uint8_t* __restrict__ q,
+                                  int64_t q_stride, float* __restrict__ scale, int k) {
   const __half* row = x + blockIdx.x * x_stride;
   uint8_t* out = q + blockIdx.x * q_stride;
   float amax = 0.f;
@@ -94,10 +92,11 @@ __global__ void __launch_bounds__(kThreads)
 
 }  // namespace
 
-Status fp8_quantize_per_token(const uint16_t* x, int64_t x_stride, uint8_t* q, int64_t q_stride,
-                              float* scale, int m, int k, cudaStream_t stream) {
+Status fp8_quantize_per_token(const uint16_t* x, int64_t x_stride, uint8_t* q, int64_t q_stride, float* scale, int m,
+                              int k, cudaStream_t stream) {
   if (m == 0) return Status::ok();
-  if (m < 0 || k <= 0) return invalid_argument("fp8_quantize_per_token: bad shape m=" + std::to_string(m) + " k=" + std::to_string(k));
+  if (m < 0 || k <= 0)
+    return invalid_argument("fp8_quantize_per_token: bad shape m=" + std::to_string(m) + " k=" + std::to_string(k));
   if (x_stride < k || q_stride < k) return invalid_argument("fp8_quantize_per_token: row stride smaller than k");
   const bool vector_rows = k % 8 == 0 && k <= kVecRowMax && x_stride % 8 == 0 && q_stride % 8 == 0 &&
                            reinterpret_cast<uintptr_t>(x) % 16 == 0 && reinterpret_cast<uintptr_t>(q) % 8 == 0;
@@ -105,8 +104,8 @@ Status fp8_quantize_per_token(const uint16_t* x, int64_t x_stride, uint8_t* q, i
     fp8_quantize_per_token_vec_kernel<<<m, kThreads, 0, stream>>>(reinterpret_cast<const __half*>(x), x_stride, q,
                                                                   q_stride, scale, k);
   } else {
-    fp8_quantize_per_token_kernel<<<m, kThreads, 0, stream>>>(reinterpret_cast<const __half*>(x), x_stride, q,
-                                                              q_stride, scale, k);
+    fp8_quantize_per_token_kernel<<<m, kThreads, 0, stream>>>(reinterpret_cast<const __half*>(x), x_stride, q, q_stride,
+                                                              scale, k);
   }
   return last_launch_status("fp8_quantize_per_token launch");
 }

@@ -20,7 +20,7 @@ inline constexpr float kFp8MinScale = 1.0f / (448.0f * 512.0f);
 //   x      [M, K] fp16, row stride x_stride elements
 //   q      [M, K] e4m3 bytes, row stride q_stride bytes
 //   scale  [M] fp32
-Status fp8_quantize_per_token(const uint16_t* x, int64_t x_stride, uint8_t* q, int64_t q_stride,
-                              float* scale, int m, int k, cudaStream_t stream);
+Status fp8_quantize_per_token(const uint16_t* x, int64_t x_stride, uint8_t* q, int64_t q_stride, float* scale, int m,
+                              int k, cudaStream_t stream);
 
 }  // namespace crosspoint::cuda

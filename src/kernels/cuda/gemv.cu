@@ -76,21 +76,21 @@ struct Chunk {
 
 // Everything a launch passes to the kernel. Rows are byte pointers; a chunk is 16 bytes.
 struct GemvArgs {
-  const uint8_t* x;        // [M, K] fp16 | e4m3 (fp8 from fp16: the fp16 activations)
+  const uint8_t* x;  // [M, K] fp16 | e4m3 (fp8 from fp16: the fp16 activations)
   int64_t x_stride_bytes;
-  const float* x_scale;    // [M] fp32, fp8 with quantised x only
-  const uint8_t* w;        // [N, K] fp16 | e4m3
+  const float* x_scale;  // [M] fp32, fp8 with quantised x only
+  const uint8_t* w;      // [N, K] fp16 | e4m3
   int64_t w_stride_bytes;
-  const float* w_scale;    // [N] fp32, fp8 only
-  uint16_t* y;             // [M, N] fp16
-  int64_t y_stride;        // elements
+  const float* w_scale;  // [N] fp32, fp8 only
+  uint16_t* y;           // [M, N] fp16
+  int64_t y_stride;      // elements
   int m, n;
-  int num_chunks;          // 16-byte chunks per weight row
-  int k_splits;            // warps per column group (1, 2, 4, 8)
+  int num_chunks;  // 16-byte chunks per weight row
+  int k_splits;    // warps per column group (1, 2, 4, 8)
   int chunks_per_split;
-  uint8_t* xq_out;         // fused: optional [M, K] e4m3 copy of the codes (block 0 writes it)
-  int64_t xq_out_stride;   // bytes
-  float* x_scale_out;      // fused: optional [M] fp32 copy of the scales
+  uint8_t* xq_out;        // fused: optional [M, K] e4m3 copy of the codes (block 0 writes it)
+  int64_t xq_out_stride;  // bytes
+  float* x_scale_out;     // fused: optional [M] fp32 copy of the scales
 };
 
 // Fused quantisation, run by the whole block: per-row amax of the fp16 x, the scale with
@@ -117,7 +117,8 @@ __device__ __forceinline__ void quantise_rows_to_shared(const GemvArgs& a, uint8
       }
     }
 #pragma unroll
-    for (int offset = 16; offset > 0; offset /= 2) amax[r] = fmaxf(amax[r], __shfl_xor_sync(0xffffffffu, amax[r], offset));
+    for (int offset = 16; offset > 0; offset /= 2)
+      amax[r] = fmaxf(amax[r], __shfl_xor_sync(0xffffffffu, amax[r], offset));
     if (threadIdx.x % 32 == 0) warp_amax[threadIdx.x / 32][r] = amax[r];
   }
   __syncthreads();
@@ -282,7 +283,7 @@ template <bool kFp8, bool kFused, int kTiles>
 __global__ void __launch_bounds__(kThreads, 2) mma_gemv_kernel(const GemvArgs a) {
   static_assert(kFp8 || !kFused, "only fp8 weights take fused activation quantisation");
   static_assert(kTiles == 1 || !kFused, "the fused quantisation serves at most 8 rows");
-  constexpr int kSteps = 8;  // 64-byte steps loaded before use: 16 16-byte loads per lane in flight
+  constexpr int kSteps = 8;               // 64-byte steps loaded before use: 16 16-byte loads per lane in flight
   extern __shared__ uint4 quantised_x[];  // kFused: [m][num_chunks] 16-byte chunks of e4m3 codes
   __shared__ float partial[kWarpsPerBlock][kTiles * 4][32];  // each lane's accumulator fragments
   __shared__ float fused_scale[kGemvMaxRows];
@@ -386,7 +387,8 @@ __global__ void __launch_bounds__(kThreads, 2) mma_gemv_kernel(const GemvArgs a)
 int device_max_shared_bytes() {
   static const int bytes = [] {
     int device = 0, optin = 48 * 1024;
-    if (cudaGetDevice(&device) == cudaSuccess) cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device);
+    if (cudaGetDevice(&device) == cudaSuccess)
+      cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device);
     return optin;
   }();
   return bytes;
@@ -443,8 +445,9 @@ Status launch_mma(GemvArgs a, int k_splits, cudaStream_t stream) {
   // At most one wave of blocks, each walking several tiles: the fused quantisation runs once
   // per block, not once per 16 columns.
   int blocks_per_sm = 0;
-  CROSSPOINT_CUDA_RETURN_IF_ERROR(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks_per_sm, kernel, kThreads, shared_bytes),
-                                  kFp8 ? "fp8 GEMV occupancy" : "fp16_mma_gemv occupancy");
+  CROSSPOINT_CUDA_RETURN_IF_ERROR(
+      cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks_per_sm, kernel, kThreads, shared_bytes),
+      kFp8 ? "fp8 GEMV occupancy" : "fp16_mma_gemv occupancy");
   plan.num_blocks = std::min(plan.num_blocks, std::max(blocks_per_sm, 1) * cuda_device_info().num_sms);
   return launch_gemv_kernel<kFp8, kFused>(kernel, plan.num_blocks, shared_bytes, stream, a);
 }
@@ -457,7 +460,8 @@ Status launch_gemv(GemvArgs a, GemvOptions options, cudaStream_t stream) {
       if constexpr (!kFused) return launch_mma<true, false, 2>(a, options.k_splits, stream);
     }
   }
-  const GemvPlan plan = plan_gemv(kFp8, a.n, a.num_chunks * (kFp8 ? 16 : 8), cuda_device_info().num_sms, options.k_splits);
+  const GemvPlan plan =
+      plan_gemv(kFp8, a.n, a.num_chunks * (kFp8 ? 16 : 8), cuda_device_info().num_sms, options.k_splits);
   a.k_splits = plan.k_splits;
   a.chunks_per_split = plan.chunks_per_split;
   if (a.m == 1) return launch_rows<kFp8, kFused, 1>(a, plan, stream);
@@ -489,10 +493,12 @@ GemvArgs gemv_args(const void* x, int64_t x_stride_bytes, const uint8_t* w, int6
 
 Status check_shape(const char* op, int m, int n, int k, int k_multiple, int k_splits, int max_rows = kGemvMaxRows) {
   if (m < 1 || m > max_rows) {
-    return invalid_argument(std::string(op) + ": m = " + std::to_string(m) + " outside [1, " + std::to_string(max_rows) + "]");
+    return invalid_argument(std::string(op) + ": m = " + std::to_string(m) + " outside [1, " +
+                            std::to_string(max_rows) + "]");
   }
   if (n <= 0 || k <= 0 || k % k_multiple != 0) {
-    return unsupported(std::string(op) + ": k = " + std::to_string(k) + " must be a positive multiple of " + std::to_string(k_multiple));
+    return unsupported(std::string(op) + ": k = " + std::to_string(k) + " must be a positive multiple of " +
+                       std::to_string(k_multiple));
   }
   if (k_splits != 0 && k_splits != 1 && k_splits != 2 && k_splits != 4 && k_splits != 8) {
     return invalid_argument(std::string(op) + ": k_splits = " + std::to_string(k_splits) + " is not 0, 1, 2, 4 or 8");
@@ -517,7 +523,8 @@ GemvPlan plan_mma_gemv(int n, int num_chunks, int num_sms, int force_k_splits) {
   if (force_k_splits > 0) {
     splits = force_k_splits;
   } else {
-    while (splits < kWarpsPerBlock && col_groups * splits < target_warps && num_steps / (2 * splits) >= kMinStepsPerSplit) {
+    while (splits < kWarpsPerBlock && col_groups * splits < target_warps &&
+           num_steps / (2 * splits) >= kMinStepsPerSplit) {
       splits *= 2;
     }
   }
@@ -560,34 +567,35 @@ GemvPlan plan_gemv(bool fp8_weights, int n, int k, int num_sms, int force_k_spli
   return plan;
 }
 
-Status fp16_gemv(const uint16_t* x, int64_t x_stride, const uint16_t* w, int64_t w_stride,
-                 uint16_t* y, int64_t y_stride, int m, int n, int k, cudaStream_t stream, int k_splits) {
+Status fp16_gemv(const uint16_t* x, int64_t x_stride, const uint16_t* w, int64_t w_stride, uint16_t* y,
+                 int64_t y_stride, int m, int n, int k, cudaStream_t stream, int k_splits) {
   CROSSPOINT_RETURN_IF_ERROR(check_shape("fp16_gemv", m, n, k, 8, k_splits));
   if (x_stride % 8 != 0 || w_stride % 8 != 0 || x_stride < k || w_stride < k) {
     return invalid_argument("fp16_gemv: row strides must be multiples of 8 elements and >= k");
   }
-  const GemvArgs a = gemv_args(x, x_stride * 2, reinterpret_cast<const uint8_t*>(w), w_stride * 2, y, y_stride, m, n,
-                               k / 8);
+  const GemvArgs a =
+      gemv_args(x, x_stride * 2, reinterpret_cast<const uint8_t*>(w), w_stride * 2, y, y_stride, m, n, k / 8);
   return launch_gemv<false, false>(a, GemvOptions{k_splits, false}, stream);
 }
 
-Status fp16_mma_gemv(const uint16_t* x, int64_t x_stride, const uint16_t* w, int64_t w_stride,
-                     uint16_t* y, int64_t y_stride, int m, int n, int k, cudaStream_t stream, int k_splits) {
+Status fp16_mma_gemv(const uint16_t* x, int64_t x_stride, const uint16_t* w, int64_t w_stride, uint16_t* y,
+                     int64_t y_stride, int m, int n, int k, cudaStream_t stream, int k_splits) {
   CROSSPOINT_RETURN_IF_ERROR(check_shape("fp16_mma_gemv", m, n, k, 8, k_splits, kMmaGemvMaxRows));
   if (x_stride % 8 != 0 || w_stride % 8 != 0 || x_stride < k || w_stride < k) {
     return invalid_argument("fp16_mma_gemv: row strides must be multiples of 8 elements and >= k");
   }
-  const GemvArgs a = gemv_args(x, x_stride * 2, reinterpret_cast<const uint8_t*>(w), w_stride * 2, y, y_stride, m, n,
-                               k / 8);
+  const GemvArgs a =
+      gemv_args(x, x_stride * 2, reinterpret_cast<const uint8_t*>(w), w_stride * 2, y, y_stride, m, n, k / 8);
   if (m <= 8) return launch_mma<false, false, 1>(a, k_splits, stream);
   return launch_mma<false, false, 2>(a, k_splits, stream);
 }
 
-Status fp8_gemv(const uint8_t* xq, int64_t xq_stride, const float* x_scale, const uint8_t* wq,
-                int64_t w_stride, const float* w_scale, uint16_t* y, int64_t y_stride, int m,
-                int n, int k, cudaStream_t stream, GemvOptions options) {
+Status fp8_gemv(const uint8_t* xq, int64_t xq_stride, const float* x_scale, const uint8_t* wq, int64_t w_stride,
+                const float* w_scale, uint16_t* y, int64_t y_stride, int m, int n, int k, cudaStream_t stream,
+                GemvOptions options) {
   const bool mma = !options.fp8_on_cuda_cores && fp8_gemv_on_tensor_cores();
-  CROSSPOINT_RETURN_IF_ERROR(check_shape("fp8_gemv", m, n, k, 16, options.k_splits, mma ? kMmaGemvMaxRows : kGemvMaxRows));
+  CROSSPOINT_RETURN_IF_ERROR(
+      check_shape("fp8_gemv", m, n, k, 16, options.k_splits, mma ? kMmaGemvMaxRows : kGemvMaxRows));
   if (xq_stride % 16 != 0 || w_stride % 16 != 0 || xq_stride < k || w_stride < k) {
     return invalid_argument("fp8_gemv: row strides must be multiples of 16 bytes and >= k");
   }
@@ -598,17 +606,19 @@ Status fp8_gemv(const uint8_t* xq, int64_t xq_stride, const float* x_scale, cons
 }
 
 Status fp8_gemv_from_fp16(const uint16_t* x, int64_t x_stride, const uint8_t* wq, int64_t w_stride,
-                          const float* w_scale, uint16_t* y, int64_t y_stride, int m, int n, int k,
-                          cudaStream_t stream, uint8_t* xq_out, int64_t xq_out_stride, float* x_scale_out,
-                          GemvOptions options) {
+                          const float* w_scale, uint16_t* y, int64_t y_stride, int m, int n, int k, cudaStream_t stream,
+                          uint8_t* xq_out, int64_t xq_out_stride, float* x_scale_out, GemvOptions options) {
   CROSSPOINT_RETURN_IF_ERROR(check_shape("fp8_gemv_from_fp16", m, n, k, 16, options.k_splits));
   if (x_stride % 8 != 0 || w_stride % 16 != 0 || x_stride < k || w_stride < k ||
       reinterpret_cast<uintptr_t>(x) % 16 != 0) {
-    return invalid_argument("fp8_gemv_from_fp16: x must be 16-byte aligned with a row stride a multiple of 8 elements, "
-                            "w a row stride a multiple of 16 bytes, both >= k");
+    return invalid_argument(
+        "fp8_gemv_from_fp16: x must be 16-byte aligned with a row stride a multiple of 8 elements, "
+        "w a row stride a multiple of 16 bytes, both >= k");
   }
-  if (xq_out != nullptr && (xq_out_stride < k || xq_out_stride % 8 != 0 || reinterpret_cast<uintptr_t>(xq_out) % 8 != 0)) {
-    return invalid_argument("fp8_gemv_from_fp16: xq_out must be 8-byte aligned with a row stride a multiple of 8 bytes, >= k");
+  if (xq_out != nullptr &&
+      (xq_out_stride < k || xq_out_stride % 8 != 0 || reinterpret_cast<uintptr_t>(xq_out) % 8 != 0)) {
+    return invalid_argument(
+        "fp8_gemv_from_fp16: xq_out must be 8-byte aligned with a row stride a multiple of 8 bytes, >= k");
   }
   const int64_t shared_bytes = static_cast<int64_t>(m) * k;
   const int64_t static_bytes = 2048;  // the kernel's partial sums, amax and scales

@@ -65,26 +65,24 @@ struct GemvOptions {
 //   x [M, K] fp16 (row stride x_stride), w [N, K] fp16 (row stride w_stride),
 //   y [M, N] fp16 (row stride y_stride). K % 8 == 0; strides multiples of 8 elements.
 //   k_splits: 0 = plan_gemv's choice, else 1, 2, 4 or 8.
-Status fp16_gemv(const uint16_t* x, int64_t x_stride, const uint16_t* w, int64_t w_stride,
-                 uint16_t* y, int64_t y_stride, int m, int n, int k, cudaStream_t stream,
-                 int k_splits = 0);
+Status fp16_gemv(const uint16_t* x, int64_t x_stride, const uint16_t* w, int64_t w_stride, uint16_t* y,
+                 int64_t y_stride, int m, int n, int k, cudaStream_t stream, int k_splits = 0);
 
 // fp16_gemv's product on tensor cores (any sm_80+ GPU), 1 <= m <= kMmaGemvMaxRows: a warp
 // streams 16 weight rows once for all m rows (m <= 8: one MMA per fragment, else two). Same
 // arguments, layout and errors as fp16_gemv; fp32 accumulation in a different order, so the
 // bits may differ from fp16_gemv's.
-Status fp16_mma_gemv(const uint16_t* x, int64_t x_stride, const uint16_t* w, int64_t w_stride,
-                     uint16_t* y, int64_t y_stride, int m, int n, int k, cudaStream_t stream,
-                     int k_splits = 0);
+Status fp16_mma_gemv(const uint16_t* x, int64_t x_stride, const uint16_t* w, int64_t w_stride, uint16_t* y,
+                     int64_t y_stride, int m, int n, int k, cudaStream_t stream, int k_splits = 0);
 
 //   xq [M, K] e4m3 (row stride xq_stride bytes), x_scale [M] fp32,
 //   wq [N, K] e4m3 (row stride w_stride bytes), w_scale [N] fp32,
 //   y [M, N] fp16. K % 16 == 0; strides multiples of 16 bytes. m <= kMmaGemvMaxRows on
 //   tensor cores (fp8_gemv_on_tensor_cores() and not options.fp8_on_cuda_cores), else
 //   m <= kGemvMaxRows.
-Status fp8_gemv(const uint8_t* xq, int64_t xq_stride, const float* x_scale, const uint8_t* wq,
-                int64_t w_stride, const float* w_scale, uint16_t* y, int64_t y_stride, int m,
-                int n, int k, cudaStream_t stream, GemvOptions options = {});
+Status fp8_gemv(const uint8_t* xq, int64_t xq_stride, const float* x_scale, const uint8_t* wq, int64_t w_stride,
+                const float* w_scale, uint16_t* y, int64_t y_stride, int m, int n, int k, cudaStream_t stream,
+                GemvOptions options = {});
 
 // W8A8 with the per-token activation quantisation fused in. Every block finds the row amax of
 // x itself (x is small and L2-resident; its first weight loads are issued before, so HBM
@@ -98,8 +96,8 @@ Status fp8_gemv(const uint8_t* xq, int64_t xq_stride, const float* x_scale, cons
 // Errors: m outside [1, kGemvMaxRows], bad k or strides, m * k bytes over the device's
 // shared memory per block.
 Status fp8_gemv_from_fp16(const uint16_t* x, int64_t x_stride, const uint8_t* wq, int64_t w_stride,
-                          const float* w_scale, uint16_t* y, int64_t y_stride, int m, int n, int k,
-                          cudaStream_t stream, uint8_t* xq_out = nullptr, int64_t xq_out_stride = 0,
-                          float* x_scale_out = nullptr, GemvOptions options = {});
+                          const float* w_scale, uint16_t* y, int64_t y_stride, int m, int n, int k, cudaStream_t stream,
+                          uint8_t* xq_out = nullptr, int64_t xq_out_stride = 0, float* x_scale_out = nullptr,
+                          GemvOptions options = {});
 
 }  // namespace crosspoint::cuda

@@ -5,9 +5,8 @@
 
 namespace crosspoint::cuda {
 
-Status fp16_linear(CublasLtContext& ctx, const uint16_t* x, int64_t x_stride, const uint16_t* w,
-                   int64_t w_stride, uint16_t* y, int64_t y_stride, int m, int n, int k,
-                   cudaStream_t stream) {
+Status fp16_linear(CublasLtContext& ctx, const uint16_t* x, int64_t x_stride, const uint16_t* w, int64_t w_stride,
+                   uint16_t* y, int64_t y_stride, int m, int n, int k, cudaStream_t stream) {
   const bool gemv_fits = m >= 1 && m <= kFp16GemvMaxRows && k % 8 == 0 && x_stride % 8 == 0 && w_stride % 8 == 0;
   if (gemv_fits) return fp16_gemv(x, x_stride, w, w_stride, y, y_stride, m, n, k, stream);
   const bool mma_gemv_fits = m >= 1 && m <= kFp16MmaGemvMaxRows && k % 8 == 0 && x_stride % 8 == 0 && w_stride % 8 == 0;
@@ -15,9 +14,9 @@ Status fp16_linear(CublasLtContext& ctx, const uint16_t* x, int64_t x_stride, co
   return fp16_gemm_cublaslt(ctx, x, x_stride, w, w_stride, y, y_stride, m, n, k, stream);
 }
 
-Status fp8_linear(CublasLtContext& ctx, const uint8_t* xq, int64_t xq_stride, const float* x_scale,
-                  const uint8_t* wq, int64_t w_stride, const float* w_scale, uint16_t* y,
-                  int64_t y_stride, int m, int n, int k, float* scratch, cudaStream_t stream) {
+Status fp8_linear(CublasLtContext& ctx, const uint8_t* xq, int64_t xq_stride, const float* x_scale, const uint8_t* wq,
+                  int64_t w_stride, const float* w_scale, uint16_t* y, int64_t y_stride, int m, int n, int k,
+                  float* scratch, cudaStream_t stream) {
   const bool gemv_fits = m >= 1 && m <= fp8_gemv_max_rows() && k % 16 == 0 && xq_stride % 16 == 0 && w_stride % 16 == 0;
   if (gemv_fits) return fp8_gemv(xq, xq_stride, x_scale, wq, w_stride, w_scale, y, y_stride, m, n, k, stream);
   return fp8_gemm_cublaslt(ctx, xq, xq_stride, x_scale, wq, w_stride, w_scale, y, y_stride, m, n, k, scratch, stream);
@@ -30,10 +29,9 @@ bool fp8_linear_fuses_quantisation(const uint16_t* x, int64_t x_stride, int64_t 
          reinterpret_cast<uintptr_t>(x) % 16 == 0 && static_cast<int64_t>(m) * k <= kFp8FusedMaxSharedBytes;
 }
 
-Status fp8_linear_from_fp16(CublasLtContext& ctx, const uint16_t* x, int64_t x_stride, uint8_t* xq,
-                            int64_t xq_stride, float* x_scale, const uint8_t* wq, int64_t w_stride,
-                            const float* w_scale, uint16_t* y, int64_t y_stride, int m, int n, int k,
-                            float* scratch, cudaStream_t stream) {
+Status fp8_linear_from_fp16(CublasLtContext& ctx, const uint16_t* x, int64_t x_stride, uint8_t* xq, int64_t xq_stride,
+                            float* x_scale, const uint8_t* wq, int64_t w_stride, const float* w_scale, uint16_t* y,
+                            int64_t y_stride, int m, int n, int k, float* scratch, cudaStream_t stream) {
   if (fp8_linear_fuses_quantisation(x, x_stride, w_stride, m, k)) {
     return fp8_gemv_from_fp16(x, x_stride, wq, w_stride, w_scale, y, y_stride, m, n, k, stream);
   }

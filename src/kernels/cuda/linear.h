@@ -37,25 +37,23 @@ inline constexpr int64_t kFp8FusedMaxSharedBytes = 64 * 1024;
 int fp8_gemv_max_rows();
 
 //   x [M, K] fp16, w [N, K] fp16, y [M, N] fp16 (row strides in elements).
-Status fp16_linear(CublasLtContext& ctx, const uint16_t* x, int64_t x_stride, const uint16_t* w,
-                   int64_t w_stride, uint16_t* y, int64_t y_stride, int m, int n, int k,
-                   cudaStream_t stream);
+Status fp16_linear(CublasLtContext& ctx, const uint16_t* x, int64_t x_stride, const uint16_t* w, int64_t w_stride,
+                   uint16_t* y, int64_t y_stride, int m, int n, int k, cudaStream_t stream);
 
 // W8A8 after fp8_quantize_per_token: xq [M, K] e4m3 with x_scale [M], wq [N, K] e4m3 with
 // w_scale [N]; scratch as fp8_gemm_cublaslt wants (nullptr when the outer-vector path holds).
-Status fp8_linear(CublasLtContext& ctx, const uint8_t* xq, int64_t xq_stride, const float* x_scale,
-                  const uint8_t* wq, int64_t w_stride, const float* w_scale, uint16_t* y,
-                  int64_t y_stride, int m, int n, int k, float* scratch, cudaStream_t stream);
+Status fp8_linear(CublasLtContext& ctx, const uint8_t* xq, int64_t xq_stride, const float* x_scale, const uint8_t* wq,
+                  int64_t w_stride, const float* w_scale, uint16_t* y, int64_t y_stride, int m, int n, int k,
+                  float* scratch, cudaStream_t stream);
 
 // W8A8 from fp16 activations x [M, K] (row stride x_stride elements), what an engine calls:
 // at small M one fused kernel (fp8_gemv_from_fp16: per-token quantisation inside the GEMV,
 // xq and x_scale untouched); otherwise fp8_quantize_per_token into xq [M, K] e4m3 (row
 // stride xq_stride bytes) and x_scale [M] f32, then fp8_linear. wq [N, K] e4m3 with
 // w_scale [N] f32, y [M, N] fp16; scratch as fp8_linear.
-Status fp8_linear_from_fp16(CublasLtContext& ctx, const uint16_t* x, int64_t x_stride, uint8_t* xq,
-                            int64_t xq_stride, float* x_scale, const uint8_t* wq, int64_t w_stride,
-                            const float* w_scale, uint16_t* y, int64_t y_stride, int m, int n, int k,
-                            float* scratch, cudaStream_t stream);
+Status fp8_linear_from_fp16(CublasLtContext& ctx, const uint16_t* x, int64_t x_stride, uint8_t* xq, int64_t xq_stride,
+                            float* x_scale, const uint8_t* wq, int64_t w_stride, const float* w_scale, uint16_t* y,
+                            int64_t y_stride, int m, int n, int k, float* scratch, cudaStream_t stream);
 
 // Whether fp8_linear_from_fp16 takes the fused kernel for these sizes (host only).
 bool fp8_linear_fuses_quantisation(const uint16_t* x, int64_t x_stride, int64_t w_stride, int m, int k);

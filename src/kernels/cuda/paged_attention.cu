@@ -48,11 +48,11 @@ namespace {
 
 using namespace attention_internal;
 
-constexpr int kThreads = 128;        // 4 warps per CTA
-constexpr int kHeadsPerCta = 8;      // query heads of one GQA group handled together
-constexpr int kTileTokens = 64;      // context positions per online-softmax step
-constexpr int kUnsplitCtas = 1024;   // ~8 CTAs per SM on a 132-SM H200: from here on, no context split
-constexpr int kMaxSplits = 256;      // partitions per row (the partial-output stride)
+constexpr int kThreads = 128;          // 4 warps per CTA
+constexpr int kHeadsPerCta = 8;        // query heads of one GQA group handled together
+constexpr int kTileTokens = 64;        // context positions per online-softmax step
+constexpr int kUnsplitCtas = 1024;     // ~8 CTAs per SM on a 132-SM H200: from here on, no context split
+constexpr int kMaxSplits = 256;        // partitions per row (the partial-output stride)
 constexpr int kMaxPartialRows = 4096;  // (row, partition) pairs the workspace holds at most
 constexpr int kMaxHeadDim = 256;
 constexpr int kTensorCoreMinRows = 16;  // a sequence with fewer new rows is cheaper on the split kernel
@@ -112,8 +112,8 @@ template <int kThreadsPerRow>
 __global__ void __launch_bounds__(kThreads) paged_attention_split_kernel(Params p) {
   wait_for_prior_kernels();
   allow_dependent_launch();
-  constexpr int kRowGroups = kThreads / kThreadsPerRow;        // rows in flight per step
-  constexpr int kRowsPerThread = kTileTokens / kRowGroups;     // per tile
+  constexpr int kRowGroups = kThreads / kThreadsPerRow;            // rows in flight per step
+  constexpr int kRowsPerThread = kTileTokens / kRowGroups;         // per tile
   constexpr int kBatch = kRowsPerThread < 8 ? kRowsPerThread : 8;  // 16-byte loads issued together
   static_assert(kRowsPerThread % kBatch == 0, "tile rows must split into load batches");
   constexpr bool kPrefetchV = kRowsPerThread == kBatch;  // D 64 and 128; not the generic instance
@@ -159,152 +159,156 @@ __global__ void __launch_bounds__(kThreads) paged_attention_split_kernel(Params 
 
   // The merge kernel reads only the partitions that start inside `visible`.
   for (int split = blockIdx.z; split < p.num_splits; split += gridDim.z) {
-  int begin, end;
-  split_range(p, split, visible, &begin, &end);
-  if (begin >= end) break;
-  if (threadIdx.x < kHeadsPerCta) {
-    s_m[threadIdx.x] = -INFINITY;
-    s_l[threadIdx.x] = 0.f;
-  }
-  float acc[kHeadsPerCta][8] = {};  // this row group's share of sum_p prob * V, dims dim..dim+7
-
-  for (int tile = begin; tile < end; tile += kTileTokens) {
-    // When a thread's V rows of the tile fit in one load batch, their loads are issued now, so
-    // they are in flight during the score and softmax steps (one memory round trip per tile).
-    uint4 v_early[kPrefetchV ? kRowsPerThread : 1];
-    if constexpr (kPrefetchV) {
-#pragma unroll
-      for (int i = 0; i < kRowsPerThread; ++i) {
-        const int position = tile + i * kRowGroups + row_group;
-        v_early[i] = make_uint4(0, 0, 0, 0);
-        if (position < end && dim_valid) v_early[i] = *reinterpret_cast<const uint4*>(p.value_cache + row_offset(position));
-      }
+    int begin, end;
+    split_range(p, split, visible, &begin, &end);
+    if (begin >= end) break;
+    if (threadIdx.x < kHeadsPerCta) {
+      s_m[threadIdx.x] = -INFINITY;
+      s_l[threadIdx.x] = 0.f;
     }
-    // Scores of this tile: s_scores[h][r] = q_h . k_(tile + r) (log2 units), -inf past `end`.
+    float acc[kHeadsPerCta][8] = {};  // this row group's share of sum_p prob * V, dims dim..dim+7
+
+    for (int tile = begin; tile < end; tile += kTileTokens) {
+      // When a thread's V rows of the tile fit in one load batch, their loads are issued now, so
+      // they are in flight during the score and softmax steps (one memory round trip per tile).
+      uint4 v_early[kPrefetchV ? kRowsPerThread : 1];
+      if constexpr (kPrefetchV) {
 #pragma unroll
-    for (int b = 0; b < kRowsPerThread; b += kBatch) {
-      uint4 k_raw[kBatch];
-#pragma unroll
-      for (int i = 0; i < kBatch; ++i) {
-        const int position = tile + (b + i) * kRowGroups + row_group;
-        k_raw[i] = make_uint4(0, 0, 0, 0);
-        if (position < end && dim_valid) k_raw[i] = *reinterpret_cast<const uint4*>(p.key_cache + row_offset(position));
-      }
-#pragma unroll
-      for (int i = 0; i < kBatch; ++i) {
-        float k[8];
-        unpack8(k_raw[i], k);
-        const int r = (b + i) * kRowGroups + row_group;
-        float dot[kHeadsPerCta];  // this lane's 8-dim share of each head's dot product
-#pragma unroll
-        for (int h = 0; h < kHeadsPerCta; ++h) {
-          dot[h] = 0.f;
-#pragma unroll
-          for (int e = 0; e < 8; ++e) dot[h] = fmaf(q[h][e], k[e], dot[h]);  // q = 0 for heads past the chunk
+        for (int i = 0; i < kRowsPerThread; ++i) {
+          const int position = tile + i * kRowGroups + row_group;
+          v_early[i] = make_uint4(0, 0, 0, 0);
+          if (position < end && dim_valid)
+            v_early[i] = *reinterpret_cast<const uint4*>(p.value_cache + row_offset(position));
         }
-        int head;
-        const float score = reduce_scatter_8<kThreadsPerRow>(dot, lane_in_row, &head);
-        if ((lane_in_row & (kThreadsPerRow / 8 - 1)) == 0) s_scores[head][r] = tile + r < end ? score : -INFINITY;
       }
-    }
-    __syncthreads();
-
-    // Online softmax step, one warp per head (heads w, w + 4): new max, rescale, probabilities.
-    const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-    for (int h = warp; h < num_heads_here; h += kThreads / 32) {
-      float tile_max = -INFINITY;
-      for (int r = lane; r < kTileTokens; r += 32) tile_max = fmaxf(tile_max, s_scores[h][r]);
+      // Scores of this tile: s_scores[h][r] = q_h . k_(tile + r) (log2 units), -inf past `end`.
 #pragma unroll
-      for (int offset = 16; offset > 0; offset /= 2) tile_max = fmaxf(tile_max, __shfl_xor_sync(0xffffffffu, tile_max, offset));
-      const float m_old = s_m[h];
-      const float m_new = fmaxf(m_old, tile_max);  // finite: every tile has a visible position
-      float sum = 0.f;
-      for (int r = lane; r < kTileTokens; r += 32) {
-        const float prob = exp2f(s_scores[h][r] - m_new);
-        s_scores[h][r] = prob;
-        sum += prob;
+      for (int b = 0; b < kRowsPerThread; b += kBatch) {
+        uint4 k_raw[kBatch];
+#pragma unroll
+        for (int i = 0; i < kBatch; ++i) {
+          const int position = tile + (b + i) * kRowGroups + row_group;
+          k_raw[i] = make_uint4(0, 0, 0, 0);
+          if (position < end && dim_valid)
+            k_raw[i] = *reinterpret_cast<const uint4*>(p.key_cache + row_offset(position));
+        }
+#pragma unroll
+        for (int i = 0; i < kBatch; ++i) {
+          float k[8];
+          unpack8(k_raw[i], k);
+          const int r = (b + i) * kRowGroups + row_group;
+          float dot[kHeadsPerCta];  // this lane's 8-dim share of each head's dot product
+#pragma unroll
+          for (int h = 0; h < kHeadsPerCta; ++h) {
+            dot[h] = 0.f;
+#pragma unroll
+            for (int e = 0; e < 8; ++e) dot[h] = fmaf(q[h][e], k[e], dot[h]);  // q = 0 for heads past the chunk
+          }
+          int head;
+          const float score = reduce_scatter_8<kThreadsPerRow>(dot, lane_in_row, &head);
+          if ((lane_in_row & (kThreadsPerRow / 8 - 1)) == 0) s_scores[head][r] = tile + r < end ? score : -INFINITY;
+        }
+      }
+      __syncthreads();
+
+      // Online softmax step, one warp per head (heads w, w + 4): new max, rescale, probabilities.
+      const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+      for (int h = warp; h < num_heads_here; h += kThreads / 32) {
+        float tile_max = -INFINITY;
+        for (int r = lane; r < kTileTokens; r += 32) tile_max = fmaxf(tile_max, s_scores[h][r]);
+#pragma unroll
+        for (int offset = 16; offset > 0; offset /= 2)
+          tile_max = fmaxf(tile_max, __shfl_xor_sync(0xffffffffu, tile_max, offset));
+        const float m_old = s_m[h];
+        const float m_new = fmaxf(m_old, tile_max);  // finite: every tile has a visible position
+        float sum = 0.f;
+        for (int r = lane; r < kTileTokens; r += 32) {
+          const float prob = exp2f(s_scores[h][r] - m_new);
+          s_scores[h][r] = prob;
+          sum += prob;
+        }
+#pragma unroll
+        for (int offset = 16; offset > 0; offset /= 2) sum += __shfl_xor_sync(0xffffffffu, sum, offset);
+        // Every lane read s_m[h] above; lane 0 overwrites it below. The shuffles converge the warp
+        // but do not order shared memory: compute-sanitizer's racecheck reported this pair.
+        __syncwarp();
+        if (lane == 0) {
+          const float alpha = exp2f(m_old - m_new);
+          s_alpha[h] = alpha;
+          s_m[h] = m_new;
+          s_l[h] = s_l[h] * alpha + sum;
+        }
+      }
+      __syncthreads();
+
+      // acc = acc * alpha + sum_r prob[h][r] * v_r
+#pragma unroll
+      for (int h = 0; h < kHeadsPerCta; ++h) {
+        if (h >= num_heads_here) break;
+        const float alpha = s_alpha[h];
+#pragma unroll
+        for (int e = 0; e < 8; ++e) acc[h][e] *= alpha;
       }
 #pragma unroll
-      for (int offset = 16; offset > 0; offset /= 2) sum += __shfl_xor_sync(0xffffffffu, sum, offset);
-      // Every lane read s_m[h] above; lane 0 overwrites it below. The shuffles converge the warp
-      // but do not order shared memory: compute-sanitizer's racecheck reported this pair.
-      __syncwarp();
-      if (lane == 0) {
-        const float alpha = exp2f(m_old - m_new);
-        s_alpha[h] = alpha;
-        s_m[h] = m_new;
-        s_l[h] = s_l[h] * alpha + sum;
+      for (int b = 0; b < kRowsPerThread; b += kBatch) {
+        uint4 v_raw[kBatch];
+#pragma unroll
+        for (int i = 0; i < kBatch; ++i) {
+          if constexpr (kPrefetchV) {
+            v_raw[i] = v_early[b + i];
+          } else {
+            const int position = tile + (b + i) * kRowGroups + row_group;
+            v_raw[i] = make_uint4(0, 0, 0, 0);
+            if (position < end && dim_valid)
+              v_raw[i] = *reinterpret_cast<const uint4*>(p.value_cache + row_offset(position));
+          }
+        }
+#pragma unroll
+        for (int i = 0; i < kBatch; ++i) {
+          float v[8];
+          unpack8(v_raw[i], v);
+          const int r = (b + i) * kRowGroups + row_group;
+#pragma unroll
+          for (int h = 0; h < kHeadsPerCta; ++h) {
+            if (h >= num_heads_here) break;
+            const float prob = s_scores[h][r];  // 0 past `end`
+#pragma unroll
+            for (int e = 0; e < 8; ++e) acc[h][e] = fmaf(prob, v[e], acc[h][e]);
+          }
+        }
       }
+      __syncthreads();  // s_scores is rewritten by the next tile
     }
-    __syncthreads();
 
-    // acc = acc * alpha + sum_r prob[h][r] * v_r
+    // Sum the row groups' partial outputs: s_reduce[row_group][h][dim .. dim+7] as 2 float4.
 #pragma unroll
     for (int h = 0; h < kHeadsPerCta; ++h) {
-      if (h >= num_heads_here) break;
-      const float alpha = s_alpha[h];
-#pragma unroll
-      for (int e = 0; e < 8; ++e) acc[h][e] *= alpha;
+      const int base = ((row_group * kHeadsPerCta + h) * kThreadsPerRow + lane_in_row) * 2;
+      s_reduce[base] = make_float4(acc[h][0], acc[h][1], acc[h][2], acc[h][3]);
+      s_reduce[base + 1] = make_float4(acc[h][4], acc[h][5], acc[h][6], acc[h][7]);
     }
+    __syncthreads();
+    const float* reduce = reinterpret_cast<const float*>(s_reduce);
+    constexpr int kRowFloats = kThreadsPerRow * 8;  // floats per (row_group, head) in s_reduce
+    for (int idx = threadIdx.x; idx < num_heads_here * p.head_dim; idx += kThreads) {
+      const int h = idx / p.head_dim, d = idx % p.head_dim;
+      float sum = 0.f;
 #pragma unroll
-    for (int b = 0; b < kRowsPerThread; b += kBatch) {
-      uint4 v_raw[kBatch];
-#pragma unroll
-      for (int i = 0; i < kBatch; ++i) {
-        if constexpr (kPrefetchV) {
-          v_raw[i] = v_early[b + i];
-        } else {
-          const int position = tile + (b + i) * kRowGroups + row_group;
-          v_raw[i] = make_uint4(0, 0, 0, 0);
-          if (position < end && dim_valid) v_raw[i] = *reinterpret_cast<const uint4*>(p.value_cache + row_offset(position));
-        }
-      }
-#pragma unroll
-      for (int i = 0; i < kBatch; ++i) {
-        float v[8];
-        unpack8(v_raw[i], v);
-        const int r = (b + i) * kRowGroups + row_group;
-#pragma unroll
-        for (int h = 0; h < kHeadsPerCta; ++h) {
-          if (h >= num_heads_here) break;
-          const float prob = s_scores[h][r];  // 0 past `end`
-#pragma unroll
-          for (int e = 0; e < 8; ++e) acc[h][e] = fmaf(prob, v[e], acc[h][e]);
+      for (int g = 0; g < kRowGroups; ++g) sum += reduce[(g * kHeadsPerCta + h) * kRowFloats + d];
+      const float value = sum / s_l[h];
+      const int head = head_begin + h;
+      if (p.num_splits == 1) {
+        p.output[t * p.output_stride + head * p.head_dim + d] = __half_as_ushort(__float2half_rn(value));
+      } else {
+        const int64_t part = (static_cast<int64_t>(t) * p.num_heads + head) * p.num_splits + split;
+        p.partial_out[part * p.head_dim + d] = value;
+        if (d == 0) {
+          p.partial_ml[part * 2] = s_m[h];
+          p.partial_ml[part * 2 + 1] = s_l[h];
         }
       }
     }
-    __syncthreads();  // s_scores is rewritten by the next tile
-  }
-
-  // Sum the row groups' partial outputs: s_reduce[row_group][h][dim .. dim+7] as 2 float4.
-#pragma unroll
-  for (int h = 0; h < kHeadsPerCta; ++h) {
-    const int base = ((row_group * kHeadsPerCta + h) * kThreadsPerRow + lane_in_row) * 2;
-    s_reduce[base] = make_float4(acc[h][0], acc[h][1], acc[h][2], acc[h][3]);
-    s_reduce[base + 1] = make_float4(acc[h][4], acc[h][5], acc[h][6], acc[h][7]);
-  }
-  __syncthreads();
-  const float* reduce = reinterpret_cast<const float*>(s_reduce);
-  constexpr int kRowFloats = kThreadsPerRow * 8;  // floats per (row_group, head) in s_reduce
-  for (int idx = threadIdx.x; idx < num_heads_here * p.head_dim; idx += kThreads) {
-    const int h = idx / p.head_dim, d = idx % p.head_dim;
-    float sum = 0.f;
-#pragma unroll
-    for (int g = 0; g < kRowGroups; ++g) sum += reduce[(g * kHeadsPerCta + h) * kRowFloats + d];
-    const float value = sum / s_l[h];
-    const int head = head_begin + h;
-    if (p.num_splits == 1) {
-      p.output[t * p.output_stride + head * p.head_dim + d] = __half_as_ushort(__float2half_rn(value));
-    } else {
-      const int64_t part = (static_cast<int64_t>(t) * p.num_heads + head) * p.num_splits + split;
-      p.partial_out[part * p.head_dim + d] = value;
-      if (d == 0) {
-        p.partial_ml[part * 2] = s_m[h];
-        p.partial_ml[part * 2 + 1] = s_l[h];
-      }
-    }
-  }
-  __syncthreads();  // s_reduce, s_m and s_l are rewritten by the next partition
+    __syncthreads();  // s_reduce, s_m and s_l are rewritten by the next partition
   }
 }
 
@@ -372,7 +376,8 @@ int decode_partition_tokens_for(int num_tokens, int num_kv_heads) {
 }
 
 int64_t partial_bytes(int num_tokens, int num_heads, int num_splits, int head_dim) {
-  return static_cast<int64_t>(num_tokens) * num_heads * num_splits * (head_dim + 2) * static_cast<int64_t>(sizeof(float));
+  return static_cast<int64_t>(num_tokens) * num_heads * num_splits * (head_dim + 2) *
+         static_cast<int64_t>(sizeof(float));
 }
 
 Status bad(const std::string& what) { return invalid_argument("cuda_paged_attention: " + what); }
@@ -434,8 +439,9 @@ void plan_splits(const CudaPagedAttentionArgs& a, int partition, int tile, int m
   char* base = static_cast<char*>(a.workspace);
   p->split_counters = num_splits > 1 ? reinterpret_cast<int*>(base) : nullptr;
   p->partial_out = num_splits > 1 ? reinterpret_cast<float*>(base + kWorkspaceCounterBytes) : nullptr;
-  p->partial_ml =
-      num_splits > 1 ? p->partial_out + static_cast<int64_t>(a.num_tokens) * a.num_heads * num_splits * a.head_dim : nullptr;
+  p->partial_ml = num_splits > 1
+                      ? p->partial_out + static_cast<int64_t>(a.num_tokens) * a.num_heads * num_splits * a.head_dim
+                      : nullptr;
 }
 
 Status launch_split(const CudaPagedAttentionArgs& a, Params p, cudaStream_t stream) {
@@ -448,20 +454,23 @@ Status launch_split(const CudaPagedAttentionArgs& a, Params p, cudaStream_t stre
   const dim3 grid(a.num_tokens, ctas_per_row, std::max(grid_z, 1));
   if (grid.y > 65535) return bad("num_kv_heads x head chunks exceeds the grid limit");
   if (a.head_dim == 128) {
-    CROSSPOINT_CUDA_RETURN_IF_ERROR(launch_programmatic(paged_attention_split_kernel<16>, grid, dim3(kThreads), 0, stream, p),
-                                    "paged_attention_split_kernel launch");
+    CROSSPOINT_CUDA_RETURN_IF_ERROR(
+        launch_programmatic(paged_attention_split_kernel<16>, grid, dim3(kThreads), 0, stream, p),
+        "paged_attention_split_kernel launch");
   } else if (a.head_dim == 64) {
-    CROSSPOINT_CUDA_RETURN_IF_ERROR(launch_programmatic(paged_attention_split_kernel<8>, grid, dim3(kThreads), 0, stream, p),
-                                    "paged_attention_split_kernel launch");
+    CROSSPOINT_CUDA_RETURN_IF_ERROR(
+        launch_programmatic(paged_attention_split_kernel<8>, grid, dim3(kThreads), 0, stream, p),
+        "paged_attention_split_kernel launch");
   } else {
-    CROSSPOINT_CUDA_RETURN_IF_ERROR(launch_programmatic(paged_attention_split_kernel<32>, grid, dim3(kThreads), 0, stream, p),
-                                    "paged_attention_split_kernel launch");
+    CROSSPOINT_CUDA_RETURN_IF_ERROR(
+        launch_programmatic(paged_attention_split_kernel<32>, grid, dim3(kThreads), 0, stream, p),
+        "paged_attention_split_kernel launch");
   }
   CROSSPOINT_RETURN_IF_ERROR(last_launch_status("paged_attention_split_kernel launch"));
   if (p.num_splits > 1) {
-    CROSSPOINT_CUDA_RETURN_IF_ERROR(
-        launch_programmatic(paged_attention_merge_kernel, dim3(a.num_tokens, a.num_heads), dim3(kThreads), 0, stream, p),
-        "paged_attention_merge_kernel launch");
+    CROSSPOINT_CUDA_RETURN_IF_ERROR(launch_programmatic(paged_attention_merge_kernel, dim3(a.num_tokens, a.num_heads),
+                                                        dim3(kThreads), 0, stream, p),
+                                    "paged_attention_merge_kernel launch");
     CROSSPOINT_RETURN_IF_ERROR(last_launch_status("paged_attention_merge_kernel launch"));
   }
   return Status::ok();
@@ -480,10 +489,12 @@ size_t cuda_paged_attention_workspace_bytes(int max_num_tokens, int num_heads, i
   if (max_num_tokens <= 0 || num_heads <= 0 || head_dim <= 0) return 0;
   // At most ceil(context / one tile) partitions per row, and never more (row, partition)
   // pairs than kMaxPartialRows: a launch that would need more uses longer partitions.
-  const int64_t max_splits = std::min<int64_t>(kMaxSplits, (std::max(max_context_len, 1) + kTileTokens - 1) / kTileTokens);
+  const int64_t max_splits =
+      std::min<int64_t>(kMaxSplits, (std::max(max_context_len, 1) + kTileTokens - 1) / kTileTokens);
   if (max_splits <= 1) return 0;
   const int64_t split_rows = std::min<int64_t>(static_cast<int64_t>(max_num_tokens) * max_splits, kMaxPartialRows);
-  return kWorkspaceCounterBytes + static_cast<size_t>(split_rows * num_heads * (head_dim + 2) * static_cast<int64_t>(sizeof(float)));
+  return kWorkspaceCounterBytes +
+         static_cast<size_t>(split_rows * num_heads * (head_dim + 2) * static_cast<int64_t>(sizeof(float)));
 }
 
 size_t cuda_paged_attention_workspace_counter_bytes() { return kWorkspaceCounterBytes; }
@@ -515,14 +526,17 @@ Status cuda_paged_attention_with(const CudaPagedAttentionArgs& a, CudaAttentionK
   const bool two_stages = kernels == CudaAttentionKernels::kTwoStageDecode;
   if (two_stages) kernels = CudaAttentionKernels::kDefault;
   if (a.batch_invariant && kernels == CudaAttentionKernels::kDefault) kernels = CudaAttentionKernels::kDecodeOnly;
-  const bool prefill_kernel = (kernels == CudaAttentionKernels::kDefault || kernels == CudaAttentionKernels::kSplitDecode) &&
-                              prefill_tensor_core_supports(a.head_dim) && a.max_query_len >= kTensorCoreMinRows &&
-                              a.output_stride % 2 == 0 && reinterpret_cast<uintptr_t>(a.output) % 4 == 0;
+  const bool prefill_kernel =
+      (kernels == CudaAttentionKernels::kDefault || kernels == CudaAttentionKernels::kSplitDecode) &&
+      prefill_tensor_core_supports(a.head_dim) && a.max_query_len >= kTensorCoreMinRows && a.output_stride % 2 == 0 &&
+      reinterpret_cast<uintptr_t>(a.output) % 4 == 0;
   p.tensor_core_min_rows = prefill_kernel ? kTensorCoreMinRows : kNoTensorCoreRows;
   // The other rows: the tensor-core decode kernel where it applies, else the split kernel.
-  const bool decode_kernel = (kernels == CudaAttentionKernels::kDefault || kernels == CudaAttentionKernels::kDecodeOnly) &&
-                             decode_tensor_core_supports(a.head_dim, p.group_size);
-  CROSSPOINT_RETURN_IF_ERROR(decode_kernel ? launch_decode(a, p, two_stages ? 2 : 3, stream) : launch_split(a, p, stream));
+  const bool decode_kernel =
+      (kernels == CudaAttentionKernels::kDefault || kernels == CudaAttentionKernels::kDecodeOnly) &&
+      decode_tensor_core_supports(a.head_dim, p.group_size);
+  CROSSPOINT_RETURN_IF_ERROR(decode_kernel ? launch_decode(a, p, two_stages ? 2 : 3, stream)
+                                           : launch_split(a, p, stream));
   if (prefill_kernel) CROSSPOINT_RETURN_IF_ERROR(launch_prefill_tensor_core(p, a.max_query_len, stream));
   return Status::ok();
 }

@@ -20,10 +20,10 @@ namespace crosspoint::cuda {
 struct CudaPagedAttentionArgs {
   const uint16_t* query = nullptr;  // [T, H, D] fp16, rows query_stride elements apart (the qkv buffer)
   int64_t query_stride = 0;
-  uint16_t* output = nullptr;       // [T, H, D] fp16, rows output_stride elements apart
+  uint16_t* output = nullptr;  // [T, H, D] fp16, rows output_stride elements apart
   int64_t output_stride = 0;
-  const uint16_t* key_cache = nullptr;    // one layer's [num_blocks, block_size, Hkv, D] fp16
-  const uint16_t* value_cache = nullptr;  // same layout
+  const uint16_t* key_cache = nullptr;       // one layer's [num_blocks, block_size, Hkv, D] fp16
+  const uint16_t* value_cache = nullptr;     // same layout
   const int32_t* block_tables = nullptr;     // [num_seqs, max_blocks_per_seq] device
   const int32_t* seq_token_start = nullptr;  // [num_seqs + 1] device
   const int32_t* seq_context_len = nullptr;  // [num_seqs] device
@@ -37,9 +37,9 @@ struct CudaPagedAttentionArgs {
   int max_context_len = 0;
   int num_heads = 0;
   int num_kv_heads = 0;
-  int head_dim = 0;     // 64, 128 (and any multiple of 8 up to 256 on the slow path)
-  int block_size = 0;   // 16 usually
-  float scale = 0.0f;   // 1 / sqrt(head_dim)
+  int head_dim = 0;    // 64, 128 (and any multiple of 8 up to 256 on the slow path)
+  int block_size = 0;  // 16 usually
+  float scale = 0.0f;  // 1 / sqrt(head_dim)
   // Split-context scratch (flash-decoding partials and the decode kernel's merge counters);
   // cuda_paged_attention_workspace_bytes(). Zero-filled (cudaMemset) once after allocation:
   // its first cuda_paged_attention_workspace_counter_bytes() bytes are counters that must be
@@ -67,9 +67,9 @@ Status cuda_paged_attention(const CudaPagedAttentionArgs& args, cudaStream_t str
 // result another way, for tests and for benchmarks that time the kernels side by side.
 enum class CudaAttentionKernels {
   kDefault,
-  kSplitDecode,  // as kDefault, but the non-prefill rows on the CUDA-core split kernel (+ merge kernel)
-  kDecodeOnly,   // every row on the tensor-core decode kernel where it applies (each row reads its prefix)
-  kSplitOnly,    // every row on the CUDA-core split kernel
+  kSplitDecode,     // as kDefault, but the non-prefill rows on the CUDA-core split kernel (+ merge kernel)
+  kDecodeOnly,      // every row on the tensor-core decode kernel where it applies (each row reads its prefix)
+  kSplitOnly,       // every row on the CUDA-core split kernel
   kTwoStageDecode,  // as kDefault with a 2-stage ring in the decode kernel (3 stages by default):
                     // 70 KB of shared memory at head_dim 128, 3 CTAs per SM instead of 2
 };

@@ -64,9 +64,13 @@ constexpr int kPad = 8;             // fp16 padding per shared-memory row (16 by
 constexpr int kMaxGroup = 16;       // query heads per KV head: the 16 rows of the mma tile
 
 template <int kHeadDim>
-__host__ __device__ constexpr int stage_elems() { return 2 * kTile * (kHeadDim + kPad); }  // K then V, fp16
+__host__ __device__ constexpr int stage_elems() {
+  return 2 * kTile * (kHeadDim + kPad);
+}  // K then V, fp16
 template <int kHeadDim, int kStages>
-constexpr size_t shared_bytes() { return static_cast<size_t>(kStages) * stage_elems<kHeadDim>() * 2; }
+constexpr size_t shared_bytes() {
+  return static_cast<size_t>(kStages) * stage_elems<kHeadDim>() * 2;
+}
 
 // d += a * b for one m16n8k16 tile (fp16 in, fp32 accumulate).
 __device__ __forceinline__ void mma_16816(float (&d)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
@@ -148,7 +152,8 @@ __global__ void __launch_bounds__(kThreads, 2) decode_tensor_core_kernel(Params 
   // Prologue: the first kStages - 1 tiles in flight (a group per stage, empty past the end).
 #pragma unroll
   for (int i = 0; i < kStages - 1; ++i) {
-    if (i < num_tiles) load_tile<kHeadDim>(p, table, kv_head_offset, begin + i * kTile, begin, end, smem + i * stage_elems<kHeadDim>());
+    if (i < num_tiles)
+      load_tile<kHeadDim>(p, table, kv_head_offset, begin + i * kTile, begin, end, smem + i * stage_elems<kHeadDim>());
     cp_async_commit();
   }
 
@@ -194,7 +199,7 @@ __global__ void __launch_bounds__(kThreads, 2) decode_tensor_core_kernel(Params 
       cp_async_commit();
     }
     const int warp_pos0 = begin + i * kTile + warp * 16;  // this warp's first position
-    if (warp_pos0 >= end) continue;                          // all 16 masked: nothing to add
+    if (warp_pos0 >= end) continue;                       // all 16 masked: nothing to add
     const uint16_t* k_tile = smem + (i % kStages) * stage_elems<kHeadDim>() + warp * 16 * kRowStride;
     const uint16_t* v_tile = k_tile + kTile * kRowStride;
 
@@ -250,7 +255,7 @@ __global__ void __launch_bounds__(kThreads, 2) decode_tensor_core_kernel(Params 
       ldmatrix_x4_trans(b, v_tile + v_lane_offset + jj * 16);
 #pragma unroll
       for (int half = 0; half < 2; ++half) {
-        float (&acc)[4] = o[2 * jj + half];
+        float(&acc)[4] = o[2 * jj + half];
         acc[0] *= alpha_a;
         acc[1] *= alpha_a;
         acc[2] *= alpha_b;
@@ -347,7 +352,8 @@ __global__ void __launch_bounds__(kThreads, 2) decode_tensor_core_kernel(Params 
   // x num_active loads from L2 per CTA, so their latency is what the merge costs.
   for (int idx = threadIdx.x; idx < group_size * kHeadDim / 4; idx += kThreads) {
     const int r = idx / (kHeadDim / 4), d = idx % (kHeadDim / 4) * 4;
-    const float4* partial = reinterpret_cast<const float4*>(p.partial_out + (part0 + static_cast<int64_t>(r) * p.num_splits) * kHeadDim + d);
+    const float4* partial = reinterpret_cast<const float4*>(
+        p.partial_out + (part0 + static_cast<int64_t>(r) * p.num_splits) * kHeadDim + d);
     const float* weight = s_weight + r * p.num_splits;
     float4 sum = make_float4(0.f, 0.f, 0.f, 0.f);
 #pragma unroll 8
@@ -372,9 +378,9 @@ __global__ void __launch_bounds__(kThreads, 2) decode_tensor_core_kernel(Params 
 template <int kHeadDim, int kStages>
 bool shared_memory_allowed() {
   static const bool allowed = [] {
-    const cudaError_t err = cudaFuncSetAttribute(decode_tensor_core_kernel<kHeadDim, kStages>,
-                                                 cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                                 static_cast<int>(shared_bytes<kHeadDim, kStages>()));
+    const cudaError_t err =
+        cudaFuncSetAttribute(decode_tensor_core_kernel<kHeadDim, kStages>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                             static_cast<int>(shared_bytes<kHeadDim, kStages>()));
     if (err != cudaSuccess) (void)cudaGetLastError();  // not sticky: clear it for the launch checks
     return err == cudaSuccess;
   }();
@@ -393,9 +399,9 @@ Status launch(const Params& p, int num_tokens, cudaStream_t stream) {
     return internal_error("cuda_paged_attention: the decode kernel's " + std::to_string(kSmemBytes) +
                           " bytes of shared memory are refused on this GPU");
   const dim3 grid(num_tokens, p.num_kv_heads, p.num_splits);
-  CROSSPOINT_CUDA_RETURN_IF_ERROR(launch_programmatic(decode_tensor_core_kernel<kHeadDim, kStages>, grid, dim3(kThreads),
-                                                      kSmemBytes, stream, p),
-                                  "decode_tensor_core_kernel launch");
+  CROSSPOINT_CUDA_RETURN_IF_ERROR(
+      launch_programmatic(decode_tensor_core_kernel<kHeadDim, kStages>, grid, dim3(kThreads), kSmemBytes, stream, p),
+      "decode_tensor_core_kernel launch");
   return last_launch_status("paged_attention decode_tensor_core_kernel launch");
 }
 

@@ -29,24 +29,24 @@ constexpr int kMaxDecodeSplits = 256;
 struct Params {
   const uint16_t* query;  // [T, H, D] fp16, rows query_stride apart
   int64_t query_stride;
-  uint16_t* output;       // [T, H, D] fp16, rows output_stride apart
+  uint16_t* output;  // [T, H, D] fp16, rows output_stride apart
   int64_t output_stride;
-  const uint16_t* key_cache;    // [num_blocks, block_size, Hkv, D] fp16
-  const uint16_t* value_cache;  // same layout
+  const uint16_t* key_cache;       // [num_blocks, block_size, Hkv, D] fp16
+  const uint16_t* value_cache;     // same layout
   const int32_t* block_tables;     // [num_seqs, max_blocks_per_seq]
   const int32_t* seq_token_start;  // [num_seqs + 1]
   const int32_t* seq_context_len;  // [num_seqs]
   int num_seqs, max_blocks_per_seq;
   int num_heads, num_kv_heads, head_dim, block_size;
-  int group_size;        // H / Hkv
-  int head_chunks;       // split kernel: ceil(group_size / heads per CTA)
-  float scale_log2;      // scale * log2(e): scores in the log2 domain, exp2f everywhere
-  int num_splits;        // split or decode kernel: 1 = direct output; > 1 = partials, then merge
-  int partition_tokens;  // P, a multiple of the kernel's tile (huge when num_splits == 1)
-  float* partial_out;    // [T, H, num_splits, D] f32, each normalised by its own l
-  float* partial_ml;     // [T, H, num_splits, 2] f32: (m in log2 units, l)
-  int* split_counters;   // decode kernel: [T, Hkv] int32 tickets, zero between launches
-  int decode_stages;     // decode kernel: depth of its shared-memory ring, 2 or 3
+  int group_size;            // H / Hkv
+  int head_chunks;           // split kernel: ceil(group_size / heads per CTA)
+  float scale_log2;          // scale * log2(e): scores in the log2 domain, exp2f everywhere
+  int num_splits;            // split or decode kernel: 1 = direct output; > 1 = partials, then merge
+  int partition_tokens;      // P, a multiple of the kernel's tile (huge when num_splits == 1)
+  float* partial_out;        // [T, H, num_splits, D] f32, each normalised by its own l
+  float* partial_ml;         // [T, H, num_splits, 2] f32: (m in log2 units, l)
+  int* split_counters;       // decode kernel: [T, Hkv] int32 tickets, zero between launches
+  int decode_stages;         // decode kernel: depth of its shared-memory ring, 2 or 3
   int tensor_core_min_rows;  // sequences with this many new rows or more: prefill kernel
 };
 
@@ -62,7 +62,8 @@ __device__ __forceinline__ int sequence_of_row(const Params& p, int t) {
   int lo = 0, hi = p.num_seqs;  // seq_token_start[lo] <= t < seq_token_start[hi]
   while (hi - lo > 1) {
     const int mid = (lo + hi) / 2;
-    if (p.seq_token_start[mid] <= t) lo = mid; else hi = mid;
+    if (p.seq_token_start[mid] <= t) lo = mid;
+    else hi = mid;
   }
   return lo;
 }

@@ -67,7 +67,8 @@ __device__ __forceinline__ void load_kv_tile(const uint16_t* cache, const Params
     const int v = threadIdx.x + i * kThreads;
     const int r = v / kVecPerRow, c = (v % kVecPerRow) * 8;
     vec[i] = make_uint4(0, 0, 0, 0);
-    if (kv0 + r < limit) vec[i] = *reinterpret_cast<const uint4*>(cache + cache_row_offset(p, table, kv0 + r) + kv_head_offset + c);
+    if (kv0 + r < limit)
+      vec[i] = *reinterpret_cast<const uint4*>(cache + cache_row_offset(p, table, kv0 + r) + kv_head_offset + c);
   }
 #pragma unroll
   for (int i = 0; i < kLoads; ++i) {
@@ -114,8 +115,10 @@ __global__ void __launch_bounds__(kThreads) prefill_tensor_core_kernel(Params p,
 
     uint32_t q[kDimSteps][4];  // A fragments of Q: rows a/b, dims ks*16 + quad*2 (+8)
     {
-      const uint16_t* qa = p.query + static_cast<int64_t>(first_row + min(row_a, last_j)) * p.query_stride + head * kHeadDim;
-      const uint16_t* qb = p.query + static_cast<int64_t>(first_row + min(row_b, last_j)) * p.query_stride + head * kHeadDim;
+      const uint16_t* qa =
+          p.query + static_cast<int64_t>(first_row + min(row_a, last_j)) * p.query_stride + head * kHeadDim;
+      const uint16_t* qb =
+          p.query + static_cast<int64_t>(first_row + min(row_b, last_j)) * p.query_stride + head * kHeadDim;
 #pragma unroll
       for (int ks = 0; ks < kDimSteps; ++ks) {
         const int d = ks * 16 + quad * 2;
@@ -244,13 +247,13 @@ Status launch_prefill_tensor_core(const Params& p, int max_query_len, cudaStream
                             " x query tiles " + std::to_string(num_query_tiles) + ")");
   const dim3 grid(static_cast<unsigned>(grid_x), p.num_heads);
   if (p.head_dim == 128) {
-    CROSSPOINT_CUDA_RETURN_IF_ERROR(launch_programmatic(prefill_tensor_core_kernel<128>, dim3(grid), dim3(kThreads), 0, stream,
-        p, num_query_tiles),
-                                    "prefill_tensor_core_kernel launch");
+    CROSSPOINT_CUDA_RETURN_IF_ERROR(
+        launch_programmatic(prefill_tensor_core_kernel<128>, dim3(grid), dim3(kThreads), 0, stream, p, num_query_tiles),
+        "prefill_tensor_core_kernel launch");
   } else if (p.head_dim == 64) {
-    CROSSPOINT_CUDA_RETURN_IF_ERROR(launch_programmatic(prefill_tensor_core_kernel<64>, dim3(grid), dim3(kThreads), 0, stream,
-        p, num_query_tiles),
-                                    "prefill_tensor_core_kernel launch");
+    CROSSPOINT_CUDA_RETURN_IF_ERROR(
+        launch_programmatic(prefill_tensor_core_kernel<64>, dim3(grid), dim3(kThreads), 0, stream, p, num_query_tiles),
+        "prefill_tensor_core_kernel launch");
   } else {
     return invalid_argument("cuda_paged_attention: tensor-core prefill needs head_dim 64 or 128, got " +
                             std::to_string(p.head_dim));

@@ -22,8 +22,8 @@ constexpr unsigned kFullMask = 0xffffffffu;
 
 // Shared state of one row's block.
 struct RowShared {
-  uint32_t count_hi[256];   // candidates per high byte of the key (pass 1)
-  uint32_t count_lo[256];   // candidates per low byte inside one high-byte bin
+  uint32_t count_hi[256];    // candidates per high byte of the key (pass 1)
+  uint32_t count_lo[256];    // candidates per low byte inside one high-byte bin
   uint64_t weight_bin[256];  // W per high-byte bin (top-p), then W per low byte
   uint64_t weight_lo[256];   // W of one candidate per low byte (top-p)
   uint64_t warp_u64[kWarps];
@@ -32,11 +32,11 @@ struct RowShared {
   uint32_t total_u32;
   // Broadcast values.
   uint32_t max_key;
-  uint32_t cut_key;       // kept: key > cut_key, or key == cut_key and id <= cut_last_id
+  uint32_t cut_key;  // kept: key > cut_key, or key == cut_key and id <= cut_last_id
   int32_t cut_last_id;
-  uint32_t bin;           // the high-byte bin being split
-  uint64_t above;         // count or W above the bin being split
-  int64_t need;           // ties needed at the cut key (0 = all that are kept)
+  uint32_t bin;    // the high-byte bin being split
+  uint64_t above;  // count or W above the bin being split
+  int64_t need;    // ties needed at the cut key (0 = all that are kept)
   int32_t nth_result;
   int32_t owner;          // thread whose id range holds the draw
   uint64_t owner_before;  // W before that range
@@ -97,7 +97,7 @@ struct RowView {
   int begin, end;       // this thread's ids; begin is a multiple of 8
   float max_logit;
   float temperature;
-  float zero_below;     // logit - max below this: W is 0 (exp(-32.99) * 2^44 < 0.5), no exp needed
+  float zero_below;  // logit - max below this: W is 0 (exp(-32.99) * 2^44 < 0.5), no exp needed
 };
 
 // f(id, key) for every candidate of [v.begin, v.end) in id order; kVec: 16-byte loads (the
@@ -159,8 +159,7 @@ __device__ __forceinline__ bool is_kept(uint32_t key, int id, const RowShared& s
 template <bool kVec>
 __global__ void __launch_bounds__(kThreads)
     sample_rows_kernel(const uint16_t* __restrict__ logits, int64_t stride, int num_logits_rows,
-                       const SampledRowParams* __restrict__ row_params, int32_t* __restrict__ out_tokens,
-                       int vocab) {
+                       const SampledRowParams* __restrict__ row_params, int32_t* __restrict__ out_tokens, int vocab) {
   __shared__ RowShared s;
   const SampledRowParams p = sampling_effective_params(row_params[blockIdx.x]);
   if (p.logits_row < 0 || p.logits_row >= num_logits_rows) return;  // whole block leaves together
@@ -361,14 +360,15 @@ Status sample_rows(const uint16_t* logits, int64_t stride, int num_logits_rows, 
   if (num_sampled_rows == 0) return Status::ok();
   if (vocab_size < 1 || vocab_size > kSamplingMaxVocab)
     return bad("vocab_size " + std::to_string(vocab_size) + " outside [1, " + std::to_string(kSamplingMaxVocab) + "]");
-  if (stride < vocab_size) return bad("stride " + std::to_string(stride) + " < vocab_size " + std::to_string(vocab_size));
+  if (stride < vocab_size)
+    return bad("stride " + std::to_string(stride) + " < vocab_size " + std::to_string(vocab_size));
   if (!logits || !row_params || !out_tokens) return bad("null logits, row_params or out_tokens");
   if (stride % 8 == 0 && reinterpret_cast<uintptr_t>(logits) % 16 == 0) {
     sample_rows_kernel<true><<<num_sampled_rows, kThreads, 0, stream>>>(logits, stride, num_logits_rows, row_params,
-                                                                       out_tokens, vocab_size);
+                                                                        out_tokens, vocab_size);
   } else {
     sample_rows_kernel<false><<<num_sampled_rows, kThreads, 0, stream>>>(logits, stride, num_logits_rows, row_params,
-                                                                        out_tokens, vocab_size);
+                                                                         out_tokens, vocab_size);
   }
   return last_launch_status("sample_rows launch");
 }

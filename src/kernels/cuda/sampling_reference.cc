@@ -109,7 +109,8 @@ SamplingCut gpu_sampling_cut_reference(const uint16_t* logits, int32_t vocab, co
   // Top-p over what top-k kept: the same walk, by weight.
   if (params.top_p < 1.0f) {
     uint64_t kept_weight = 0;
-    for (size_t d = 0; d < num_kept_keys; ++d) kept_weight += static_cast<uint64_t>(kept_count[d]) * weight(r.distinct[d]);
+    for (size_t d = 0; d < num_kept_keys; ++d)
+      kept_weight += static_cast<uint64_t>(kept_count[d]) * weight(r.distinct[d]);
     const uint64_t target = sampling_top_p_target(kept_weight, params.top_p);
     uint64_t above = 0;
     for (size_t d = 0; d < num_kept_keys; ++d) {

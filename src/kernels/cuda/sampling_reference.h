@@ -42,11 +42,11 @@ namespace crosspoint::cuda {
 
 // One sampled row of a step: the device array element the kernel reads (20 bytes, plain data).
 struct SampledRowParams {
-  int32_t logits_row = 0;     // row of the logits matrix; the token goes to out_tokens[logits_row]
-  float temperature = 1.0f;   // > 0 (greedy rows take argmax_rows instead)
-  int32_t top_k = 0;          // 0 (or >= vocab) = off
-  float top_p = 1.0f;         // (0, 1]; 1 = off
-  float uniform = 0.0f;       // u in [0, 1) from the request's seeded generator
+  int32_t logits_row = 0;    // row of the logits matrix; the token goes to out_tokens[logits_row]
+  float temperature = 1.0f;  // > 0 (greedy rows take argmax_rows instead)
+  int32_t top_k = 0;         // 0 (or >= vocab) = off
+  float top_p = 1.0f;        // (0, 1]; 1 = off
+  float uniform = 0.0f;      // u in [0, 1) from the request's seeded generator
 };
 
 // Fixed-point scale of the weights: W = round(w * 2^44), so a row sums to < vocab * 2^44,
@@ -58,7 +58,7 @@ constexpr int32_t kSamplingMaxVocab = (1 << 20) - 1;
 // Returns false for NaN (not a candidate).
 CROSSPOINT_HOST_DEVICE inline bool sampling_order_key(uint16_t bits, uint32_t* key) {
   if ((bits & 0x7FFFu) > 0x7C00u) return false;  // NaN
-  if (bits == 0x8000u) bits = 0;                   // -0 -> +0
+  if (bits == 0x8000u) bits = 0;                 // -0 -> +0
   *key = (bits & 0x8000u) ? (~bits & 0xFFFFu) : (bits | 0x8000u);
   return true;
 }
@@ -71,7 +71,8 @@ CROSSPOINT_HOST_DEVICE inline uint16_t sampling_key_bits(uint32_t key) {
 // W of a logit given the row's max logit (both as float values of fp16 logits).
 CROSSPOINT_HOST_DEVICE inline uint64_t sampling_weight(float logit, float max_logit, float temperature) {
   if (logit == max_logit) return uint64_t{1} << kSamplingWeightBits;
-  const double w = ::exp((static_cast<double>(logit) - static_cast<double>(max_logit)) / static_cast<double>(temperature));
+  const double w =
+      ::exp((static_cast<double>(logit) - static_cast<double>(max_logit)) / static_cast<double>(temperature));
   // w in [0, 1): scaling by 2^44 is exact, then round to nearest (ties to even).
 #if defined(__CUDA_ARCH__)
   return __double2ull_rn(w * 17592186044416.0);
@@ -125,7 +126,8 @@ struct SamplingCut {
 //   logits [vocab] fp16 bits; params.temperature > 0.
 SamplingCut gpu_sampling_cut_reference(const uint16_t* logits, int32_t vocab, const SampledRowParams& params);
 // The kept ids in ascending id order, with their W.
-std::vector<int32_t> gpu_sampling_kept_ids_reference(const uint16_t* logits, int32_t vocab, const SampledRowParams& params);
+std::vector<int32_t> gpu_sampling_kept_ids_reference(const uint16_t* logits, int32_t vocab,
+                                                     const SampledRowParams& params);
 // The token the kernel draws for params.uniform (0 for an all-NaN row).
 int32_t gpu_sample_row_reference(const uint16_t* logits, int32_t vocab, const SampledRowParams& params);
 

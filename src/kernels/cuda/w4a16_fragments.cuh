@@ -41,8 +41,7 @@ __device__ __forceinline__ void dequant_word(uint32_t word, half2 out[4]) {
 }
 
 // acc[4] += A(16x16, row-major fragment a[4]) * B(16x8, col-major fragment b0, b1), fp32.
-__device__ __forceinline__ void mma_m16n8k16(float acc[4], const uint32_t a[4], uint32_t b0,
-                                             uint32_t b1) {
+__device__ __forceinline__ void mma_m16n8k16(float acc[4], const uint32_t a[4], uint32_t b0, uint32_t b1) {
   asm volatile(
       "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
       "{%8,%9}, {%0,%1,%2,%3};\n"

@@ -42,9 +42,9 @@ constexpr int kARowStride = 72;  // fp16 per staged activation row: 144 B keeps 
 // One pipeline stage: everything the block needs for one 64-deep k chunk.
 template <int kMTiles, int kNBlocks>
 struct Stage {
-  uint4 weight[kWarps * kNBlocks][32];          // packed int4, one 16-byte word group per lane
-  uint32_t scales[kWarps * kNBlocks][8];        // half2 (s[c], s[c+8]) per n16 block
-  uint16_t a[kMTiles * 16][kARowStride];        // activation rows m0.. of the chunk, fp16
+  uint4 weight[kWarps * kNBlocks][32];    // packed int4, one 16-byte word group per lane
+  uint32_t scales[kWarps * kNBlocks][8];  // half2 (s[c], s[c+8]) per n16 block
+  uint16_t a[kMTiles * 16][kARowStride];  // activation rows m0.. of the chunk, fp16
 };
 
 // Block: kWarps warps side by side in n (warp w owns n16 blocks nb0 + w*kNBlocks + b), all
@@ -53,11 +53,9 @@ struct Stage {
 // grid = (ceil(N/16 / (kWarps*kNBlocks)), k splits, ceil(M / (16*kMTiles))).
 template <int kMTiles, int kNBlocks, int kStages>
 __global__ void __launch_bounds__(kWarps * 32)
-    w4a16_gemm_kernel(const uint16_t* __restrict__ x, int64_t x_stride,
-                      const uint4* __restrict__ packed_weight,
-                      const uint32_t* __restrict__ packed_scales, uint16_t* __restrict__ y,
-                      int64_t y_stride, int m, int n, int k, int group_size,
-                      float* __restrict__ split_sums, int* __restrict__ tile_counters) {
+    w4a16_gemm_kernel(const uint16_t* __restrict__ x, int64_t x_stride, const uint4* __restrict__ packed_weight,
+                      const uint32_t* __restrict__ packed_scales, uint16_t* __restrict__ y, int64_t y_stride, int m,
+                      int n, int k, int group_size, float* __restrict__ split_sums, int* __restrict__ tile_counters) {
   using StageT = Stage<kMTiles, kNBlocks>;
   extern __shared__ __align__(16) unsigned char smem_raw[];
   StageT* stages = reinterpret_cast<StageT*>(smem_raw);
@@ -80,13 +78,15 @@ __global__ void __launch_bounds__(kWarps * 32)
     for (int piece = tid; piece < kWarps * kNBlocks * 32; piece += kWarps * 32) {
       const int nbl = piece / 32;
       const int nb = min(nb0 + nbl, num_n_blocks - 1);  // tail blocks copy a valid block, never stored
-      cp_async_16(&dst.weight[nbl][piece % 32], packed_weight + (static_cast<int64_t>(nb) * num_k_chunks + kc) * 32 + piece % 32);
+      cp_async_16(&dst.weight[nbl][piece % 32],
+                  packed_weight + (static_cast<int64_t>(nb) * num_k_chunks + kc) * 32 + piece % 32);
     }
     const int group = kc * kChunkK / group_size;
     if (tid < kWarps * kNBlocks * 2) {
       const int nbl = tid / 2;
       const int nb = min(nb0 + nbl, num_n_blocks - 1);
-      cp_async_16(&dst.scales[nbl][(tid % 2) * 4], packed_scales + (static_cast<int64_t>(group) * num_n_blocks + nb) * 8 + (tid % 2) * 4);
+      cp_async_16(&dst.scales[nbl][(tid % 2) * 4],
+                  packed_scales + (static_cast<int64_t>(group) * num_n_blocks + nb) * 8 + (tid % 2) * 4);
     }
     for (int piece = tid; piece < rows * 8; piece += kWarps * 32) {
       const int r = piece / 8, c = (piece % 8) * 8;
@@ -195,12 +195,13 @@ __global__ void permute_columns_kernel(const uint16_t* __restrict__ x, const int
 }
 
 template <int kMTiles, int kNBlocks, int kStages>
-Status launch(const uint16_t* x, int64_t x_stride, const uint32_t* packed_weight,
-              const uint32_t* packed_scales, uint16_t* y, int64_t y_stride, int m, int n, int k,
-              int group_size, void* workspace, int blocks_per_sm, cudaStream_t stream) {
+Status launch(const uint16_t* x, int64_t x_stride, const uint32_t* packed_weight, const uint32_t* packed_scales,
+              uint16_t* y, int64_t y_stride, int m, int n, int k, int group_size, void* workspace, int blocks_per_sm,
+              cudaStream_t stream) {
   constexpr size_t kSmemBytes = sizeof(Stage<kMTiles, kNBlocks>) * kStages;
-  static const cudaError_t attr_status = cudaFuncSetAttribute(
-      w4a16_gemm_kernel<kMTiles, kNBlocks, kStages>, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(kSmemBytes));
+  static const cudaError_t attr_status =
+      cudaFuncSetAttribute(w4a16_gemm_kernel<kMTiles, kNBlocks, kStages>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                           static_cast<int>(kSmemBytes));
   CROSSPOINT_CUDA_RETURN_IF_ERROR(attr_status, "w4a16_gemm shared memory attribute");
   const int grid_n = (n / 16 + kWarps * kNBlocks - 1) / (kWarps * kNBlocks);
   const int grid_m = (m + kMTiles * 16 - 1) / (kMTiles * 16);
@@ -213,8 +214,8 @@ Status launch(const uint16_t* x, int64_t x_stride, const uint32_t* packed_weight
   int* tile_counters = reinterpret_cast<int*>(split_sums + static_cast<int64_t>(m) * n);
   const dim3 grid(grid_n, splits, grid_m);
   w4a16_gemm_kernel<kMTiles, kNBlocks, kStages><<<grid, kWarps * 32, kSmemBytes, stream>>>(
-      x, x_stride, reinterpret_cast<const uint4*>(packed_weight), packed_scales, y, y_stride, m, n,
-      k, group_size, split_sums, tile_counters);
+      x, x_stride, reinterpret_cast<const uint4*>(packed_weight), packed_scales, y, y_stride, m, n, k, group_size,
+      split_sums, tile_counters);
   return last_launch_status("w4a16_gemm launch");
 }
 
@@ -229,9 +230,9 @@ size_t w4a16_workspace_bytes(int max_m, int n) {
   return sums + tiles * sizeof(int);
 }
 
-Status w4a16_gemm(const uint16_t* x, int64_t x_stride, const uint32_t* packed_weight,
-                  const uint32_t* packed_scales, uint16_t* y, int64_t y_stride, int m, int n,
-                  int k, int group_size, void* workspace, cudaStream_t stream) {
+Status w4a16_gemm(const uint16_t* x, int64_t x_stride, const uint32_t* packed_weight, const uint32_t* packed_scales,
+                  uint16_t* y, int64_t y_stride, int m, int n, int k, int group_size, void* workspace,
+                  cudaStream_t stream) {
   // Small batches: the register-streaming kernel (no workspace, deterministic).
   if (m >= 1 && m <= kW4A16GemvMaxRows) {
     return w4a16_gemv(x, x_stride, packed_weight, packed_scales, y, y_stride, m, n, k, group_size, stream);
@@ -239,8 +240,8 @@ Status w4a16_gemm(const uint16_t* x, int64_t x_stride, const uint32_t* packed_we
   W4A16Tuning tuning = w4a16_default_tuning_for(m);
   // The rare odd width, or a K beyond the wgmma kernel's limit: the mma.sync kernel.
   if (tuning == W4A16Tuning::kWgmma && (n % 64 != 0 || k >= kWgmmaMaxK)) tuning = W4A16Tuning::kLargeTileUnsplit;
-  return w4a16_gemm_tuned(tuning, x, x_stride, packed_weight, packed_scales, y, y_stride, m, n, k, group_size, workspace,
-                          stream);
+  return w4a16_gemm_tuned(tuning, x, x_stride, packed_weight, packed_scales, y, y_stride, m, n, k, group_size,
+                          workspace, stream);
 }
 
 W4A16Tuning w4a16_default_tuning_for(int m) {
@@ -254,17 +255,21 @@ Status w4a16_gemm_tuned(W4A16Tuning tuning, const uint16_t* x, int64_t x_stride,
                         const uint32_t* packed_scales, uint16_t* y, int64_t y_stride, int m, int n, int k,
                         int group_size, void* workspace, cudaStream_t stream) {
   if (m <= 0) return m == 0 ? Status::ok() : invalid_argument("w4a16_gemm: m = " + std::to_string(m));
-  if (k <= 0 || k % kChunkK != 0) return unsupported("w4a16_gemm: k = " + std::to_string(k) + " is not a positive multiple of 64");
-  if (n <= 0 || n % 16 != 0) return unsupported("w4a16_gemm: n = " + std::to_string(n) + " is not a positive multiple of 16");
+  if (k <= 0 || k % kChunkK != 0)
+    return unsupported("w4a16_gemm: k = " + std::to_string(k) + " is not a positive multiple of 64");
+  if (n <= 0 || n % 16 != 0)
+    return unsupported("w4a16_gemm: n = " + std::to_string(n) + " is not a positive multiple of 16");
   const bool wgmma = tuning == W4A16Tuning::kWgmma;
   if (wgmma && n % 64 != 0) {
-    return unsupported("w4a16_gemm: n = " + std::to_string(n) + " is not a multiple of 64, which the wgmma tuning needs");
+    return unsupported("w4a16_gemm: n = " + std::to_string(n) +
+                       " is not a multiple of 64, which the wgmma tuning needs");
   }
   if (group_size == -1) group_size = k;
   if (group_size <= 0 || (group_size % kChunkK != 0 && group_size != k)) {
     return unsupported("w4a16_gemm: group_size " + std::to_string(group_size) + " is not a multiple of 64");
   }
-  if (x_stride < k || x_stride % 8 != 0) return invalid_argument("w4a16_gemm: x_stride must be a multiple of 8 and >= k");
+  if (x_stride < k || x_stride % 8 != 0)
+    return invalid_argument("w4a16_gemm: x_stride must be a multiple of 8 and >= k");
   if (y_stride < n) return invalid_argument("w4a16_gemm: y_stride must be >= n");
   if (x == nullptr || packed_weight == nullptr || packed_scales == nullptr || y == nullptr || workspace == nullptr) {
     return invalid_argument("w4a16_gemm: null pointer argument");
@@ -278,7 +283,8 @@ Status w4a16_gemm_tuned(W4A16Tuning tuning, const uint16_t* x, int64_t x_stride,
     return w4a16_gemm_wgmma(x, x_stride, packed_weight, packed_scales, y, y_stride, m, n, k, group_size, workspace,
                             W4A16WgmmaOptions{}, stream);
   }
-  if (tuning == W4A16Tuning::kLargeTile || tuning == W4A16Tuning::kLargeTileUnsplit || tuning == W4A16Tuning::kLargeTileWide) {
+  if (tuning == W4A16Tuning::kLargeTile || tuning == W4A16Tuning::kLargeTileUnsplit ||
+      tuning == W4A16Tuning::kLargeTileWide) {
     W4A16LargeOptions options;
     if (tuning == W4A16Tuning::kLargeTileUnsplit) options.k_splits = 1;
     options.wide = tuning == W4A16Tuning::kLargeTileWide;
@@ -286,24 +292,31 @@ Status w4a16_gemm_tuned(W4A16Tuning tuning, const uint16_t* x, int64_t x_stride,
                             options, stream);
   }
   if (m > 16) {
-    if (m <= 32) return launch<2, 4, 4>(x, x_stride, packed_weight, packed_scales, y, y_stride, m, n, k, group_size, workspace, 3, stream);
-    return launch<4, 2, 4>(x, x_stride, packed_weight, packed_scales, y, y_stride, m, n, k, group_size, workspace, 3, stream);
+    if (m <= 32)
+      return launch<2, 4, 4>(x, x_stride, packed_weight, packed_scales, y, y_stride, m, n, k, group_size, workspace, 3,
+                             stream);
+    return launch<4, 2, 4>(x, x_stride, packed_weight, packed_scales, y, y_stride, m, n, k, group_size, workspace, 3,
+                           stream);
   }
   switch (tuning) {
     case W4A16Tuning::kDeepPipeline:
-      return launch<1, 4, 8>(x, x_stride, packed_weight, packed_scales, y, y_stride, m, n, k, group_size, workspace, 2, stream);
+      return launch<1, 4, 8>(x, x_stride, packed_weight, packed_scales, y, y_stride, m, n, k, group_size, workspace, 2,
+                             stream);
     case W4A16Tuning::kNarrowBlocks:
-      return launch<1, 2, 6>(x, x_stride, packed_weight, packed_scales, y, y_stride, m, n, k, group_size, workspace, 5, stream);
+      return launch<1, 2, 6>(x, x_stride, packed_weight, packed_scales, y, y_stride, m, n, k, group_size, workspace, 5,
+                             stream);
     case W4A16Tuning::kMoreSplits:
-      return launch<1, 4, 4>(x, x_stride, packed_weight, packed_scales, y, y_stride, m, n, k, group_size, workspace, 8, stream);
+      return launch<1, 4, 4>(x, x_stride, packed_weight, packed_scales, y, y_stride, m, n, k, group_size, workspace, 8,
+                             stream);
     case W4A16Tuning::kDefault:
     default:
-      return launch<1, 4, 4>(x, x_stride, packed_weight, packed_scales, y, y_stride, m, n, k, group_size, workspace, 3, stream);
+      return launch<1, 4, 4>(x, x_stride, packed_weight, packed_scales, y, y_stride, m, n, k, group_size, workspace, 3,
+                             stream);
   }
 }
 
-Status w4a16_permute_columns(const uint16_t* x, const int32_t* k_perm, uint16_t* x_out, int m,
-                             int k, cudaStream_t stream) {
+Status w4a16_permute_columns(const uint16_t* x, const int32_t* k_perm, uint16_t* x_out, int m, int k,
+                             cudaStream_t stream) {
   if (m <= 0 || k <= 0) return m == 0 ? Status::ok() : invalid_argument("w4a16_permute_columns: bad shape");
   const dim3 grid(std::min((k + 255) / 256, 64), m);
   permute_columns_kernel<<<grid, 256, 0, stream>>>(x, k_perm, x_out, k);

@@ -37,9 +37,9 @@ namespace crosspoint::cuda {
 
 // Host-side result of the load-time re-layout.
 struct W4A16PackedWeight {
-  int num_in_features = 0;    // K
-  int num_out_features = 0;   // N
-  int group_size = 0;         // G (K when the checkpoint says -1)
+  int num_in_features = 0;       // K
+  int num_out_features = 0;      // N
+  int group_size = 0;            // G (K when the checkpoint says -1)
   std::vector<uint32_t> weight;  // [N/16][K/64][32][4] int4 nibbles, layout above
   std::vector<uint32_t> scales;  // [ceil(K/G)][N/16][8] half2 pairs, layout above
   // Input-row order the packed weight expects: packed row i is checkpoint row k_perm[i].
@@ -52,10 +52,8 @@ struct W4A16PackedWeight {
 //   scales   [ceil(K/G), N] fp16 bits
 //   g_idx    [K] int32 or nullptr (then group of row k is k / G)
 // group_size -1 means one group over all of K. `name` prefixes error messages.
-Result<W4A16PackedWeight> w4a16_repack(const int32_t* qweight, const uint16_t* scales,
-                                       const int32_t* g_idx, int num_in_features,
-                                       int num_out_features, int group_size,
-                                       const char* name);
+Result<W4A16PackedWeight> w4a16_repack(const int32_t* qweight, const uint16_t* scales, const int32_t* g_idx,
+                                       int num_in_features, int num_out_features, int group_size, const char* name);
 
 // Bytes of the fp32 split-K scratch and tile counters for problems up to max_m rows and
 // n columns. The caller allocates it, zero-fills it once (cudaMemset) and may reuse it for
@@ -71,9 +69,9 @@ size_t w4a16_workspace_bytes(int max_m, int n);
 //   y              [M, N] fp16, row stride y_stride elements
 //   workspace      w4a16_workspace_bytes(>= M, N) bytes, 16-byte aligned (cudaMalloc is),
 //                  zero-filled before first use
-Status w4a16_gemm(const uint16_t* x, int64_t x_stride, const uint32_t* packed_weight,
-                  const uint32_t* packed_scales, uint16_t* y, int64_t y_stride, int m, int n,
-                  int k, int group_size, void* workspace, cudaStream_t stream);
+Status w4a16_gemm(const uint16_t* x, int64_t x_stride, const uint32_t* packed_weight, const uint32_t* packed_scales,
+                  uint16_t* y, int64_t y_stride, int m, int n, int k, int group_size, void* workspace,
+                  cudaStream_t stream);
 
 // Launch shapes of the shared-memory kernels, for benchmarking and for the dispatch in
 // w4a16_gemm (never w4a16_gemv: every tuning runs at any M >= 1).
@@ -99,7 +97,16 @@ Status w4a16_gemm(const uint16_t* x, int64_t x_stride, const uint32_t* packed_we
 // per block; the k loop issues a chunk's wgmmas before the barrier and ring refill, so two
 // chunks' wgmmas are in flight across them. Compute capability 9.0 only, N a multiple of 64 and
 // K < 2^27 (other devices and shapes are refused with a Status).
-enum class W4A16Tuning { kDefault, kDeepPipeline, kNarrowBlocks, kMoreSplits, kLargeTile, kLargeTileUnsplit, kLargeTileWide, kWgmma };
+enum class W4A16Tuning {
+  kDefault,
+  kDeepPipeline,
+  kNarrowBlocks,
+  kMoreSplits,
+  kLargeTile,
+  kLargeTileUnsplit,
+  kLargeTileWide,
+  kWgmma
+};
 Status w4a16_gemm_tuned(W4A16Tuning tuning, const uint16_t* x, int64_t x_stride, const uint32_t* packed_weight,
                         const uint32_t* packed_scales, uint16_t* y, int64_t y_stride, int m, int n, int k,
                         int group_size, void* workspace, cudaStream_t stream);
@@ -127,22 +134,22 @@ W4A16LargePlan w4a16_large_plan(int m, int n, int k, int block_cols, int num_sms
                                 double split_cost_chunks);
 // Options of the larger-batch kernel.
 struct W4A16LargeOptions {
-  bool wide = false;  // 16 warps x 256 columns (kLargeTileWide) instead of 8 warps x 128
+  bool wide = false;                                 // 16 warps x 256 columns (kLargeTileWide) instead of 8 warps x 128
   double split_cost_chunks = kW4A16SplitCostChunks;  // split cost given to w4a16_large_plan
   int k_splits = 0;  // 0: as planned; > 0: exactly this many K splits (at most K/64), for tests
 };
 // The larger-batch kernel itself (what the kLargeTile* tunings launch). Arguments
 // as w4a16_gemm; shapes are not checked here: call it through w4a16_gemm_tuned, or with
 // shapes that passed it (tests).
-Status w4a16_gemm_large(const uint16_t* x, int64_t x_stride, const uint32_t* packed_weight, const uint32_t* packed_scales,
-                        uint16_t* y, int64_t y_stride, int m, int n, int k, int group_size, void* workspace,
-                        const W4A16LargeOptions& options, cudaStream_t stream);
+Status w4a16_gemm_large(const uint16_t* x, int64_t x_stride, const uint32_t* packed_weight,
+                        const uint32_t* packed_scales, uint16_t* y, int64_t y_stride, int m, int n, int k,
+                        int group_size, void* workspace, const W4A16LargeOptions& options, cudaStream_t stream);
 
 // ---- The Hopper kernel (w4a16_gemm_wgmma.cu, tuning kWgmma) ----
 // Block: 2 warpgroups x 64 output channels x a token tile of w4a16_wgmma_token_tile(M) rows:
-// 16, 32, 64, 128 up to that many rows, else 256; a grid dimension over token tiles above that. Limits beyond w4a16_gemm's: N % 64 == 0,
-// a compute capability 9.0 device, a binary built for sm_90a (CMAKE_CUDA_ARCHITECTURES 90a; a
-// plain sm_90 build traps).
+// 16, 32, 64, 128 up to that many rows, else 256; a grid dimension over token tiles above that. Limits beyond
+// w4a16_gemm's: N % 64 == 0, a compute capability 9.0 device, a binary built for sm_90a (CMAKE_CUDA_ARCHITECTURES 90a;
+// a plain sm_90 build traps).
 int w4a16_wgmma_token_tile(int m);
 struct W4A16WgmmaPlan {
   int token_tile = 0;  // rows of M per block: w4a16_wgmma_token_tile(M)
@@ -164,8 +171,8 @@ W4A16WgmmaPlan w4a16_wgmma_plan(int m, int n, int k, int num_sms, int blocks_per
                                 const int* cluster_tiles_per_wave = nullptr);
 struct W4A16WgmmaOptions {
   double split_cost_chunks = 8 * kW4A16SplitCostChunks;  // splits costed high: only where tiles leave SMs idle
-  int k_splits = 0;  // 0: as planned; > 0: this many K splits (at most 8 and K/64), for tests
-  int tail_tiles = 0;   // with k_splits > 0: the last this many tiles get tail_splits instead (tests)
+  int k_splits = 0;    // 0: as planned; > 0: this many K splits (at most 8 and K/64), for tests
+  int tail_tiles = 0;  // with k_splits > 0: the last this many tiles get tail_splits instead (tests)
   int tail_splits = 0;
   bool split_tail = true;  // false: every tile split k_splits ways, no tail (benchmarks compare)
 };
@@ -175,13 +182,13 @@ bool w4a16_wgmma_supported();
 // meet in distributed shared memory); refuses N % 64 != 0, K >= 2^27 and devices
 // other than compute capability 9.0 (Status kUnsupported); other shapes are not checked here: call
 // it through w4a16_gemm_tuned, or with shapes that passed it (tests).
-Status w4a16_gemm_wgmma(const uint16_t* x, int64_t x_stride, const uint32_t* packed_weight, const uint32_t* packed_scales,
-                        uint16_t* y, int64_t y_stride, int m, int n, int k, int group_size, void* workspace,
-                        const W4A16WgmmaOptions& options, cudaStream_t stream);
+Status w4a16_gemm_wgmma(const uint16_t* x, int64_t x_stride, const uint32_t* packed_weight,
+                        const uint32_t* packed_scales, uint16_t* y, int64_t y_stride, int m, int n, int k,
+                        int group_size, void* workspace, const W4A16WgmmaOptions& options, cudaStream_t stream);
 
 // x_out[m, i] = x[m, k_perm[i]]: the activation permutation act-order weights need.
 //   x [M, K] fp16 (row stride K), k_perm [K] int32 (device), x_out [M, K] fp16
-Status w4a16_permute_columns(const uint16_t* x, const int32_t* k_perm, uint16_t* x_out, int m,
-                             int k, cudaStream_t stream);
+Status w4a16_permute_columns(const uint16_t* x, const int32_t* k_perm, uint16_t* x_out, int m, int k,
+                             cudaStream_t stream);
 
 }  // namespace crosspoint::cuda

@@ -39,7 +39,7 @@ using w4a16_internal::mma_m16n8k16;
 
 constexpr int kWarpsM = 2;       // warps stacked along M
 constexpr int kWarpNBlocks = 2;  // n16 blocks per warp
-constexpr int kChunkK = 64;                         // input rows per packed chunk (4 mma k-steps)
+constexpr int kChunkK = 64;      // input rows per packed chunk (4 mma k-steps)
 constexpr int kARowStride = 72;  // fp16 per staged activation row: 144 B rows keep 16-byte
                                  // alignment and put the 8 rows of each ldmatrix 8x8 matrix
                                  // in 8 different 16-byte bank groups (conflict free)
@@ -47,9 +47,9 @@ constexpr int kARowStride = 72;  // fp16 per staged activation row: 144 B rows k
 // Block shape: kWarpsN warps side by side along N (4: 128 columns, 8: 256 columns), 2 along M.
 template <int kWarpsN>
 struct LargeBlock {
-  static constexpr int kThreads = kWarpsM * kWarpsN * 32;        // 256 or 512
-  static constexpr int kNBlocks = kWarpsN * kWarpNBlocks;        // n16 blocks per block
-  static constexpr int kCols = kNBlocks * 16;                    // 128 or 256 columns
+  static constexpr int kThreads = kWarpsM * kWarpsN * 32;  // 256 or 512
+  static constexpr int kNBlocks = kWarpsN * kWarpNBlocks;  // n16 blocks per block
+  static constexpr int kCols = kNBlocks * 16;              // 128 or 256 columns
 };
 
 // One pipeline stage: everything the block needs for one 64-deep k chunk.
@@ -57,8 +57,8 @@ template <int kWarpsN, int kMTiles>
 struct LargeStage {
   static constexpr int kRows = kWarpsM * kMTiles * 16;
   static constexpr int kNBlocks = LargeBlock<kWarpsN>::kNBlocks;
-  uint4 weight[kNBlocks][32];     // packed int4: [n16 block][lane] 16 bytes (4 or 8 KB)
-  uint32_t scales[kNBlocks][8];   // half2 (s[c], s[c+8]) per n16 block and c = lane / 4
+  uint4 weight[kNBlocks][32];      // packed int4: [n16 block][lane] 16 bytes (4 or 8 KB)
+  uint32_t scales[kNBlocks][8];    // half2 (s[c], s[c+8]) per n16 block and c = lane / 4
   uint16_t a[kRows][kARowStride];  // activation rows m0 .. m0 + kRows - 1 of the chunk, fp16
 };
 
@@ -67,11 +67,10 @@ struct LargeStage {
 // that are never stored, because an MMA's output row depends on its own A row alone.
 template <int kWarpsN, int kMTiles, int kStages, int kMinBlocksPerSm>
 __global__ void __launch_bounds__(LargeBlock<kWarpsN>::kThreads, kMinBlocksPerSm)
-    w4a16_gemm_large_kernel(const uint16_t* __restrict__ x, int64_t x_stride,
-                            const uint4* __restrict__ packed_weight,
-                            const uint32_t* __restrict__ packed_scales, uint16_t* __restrict__ y,
-                            int64_t y_stride, int m, int n, int k, int group_size,
-                            float* __restrict__ split_sums, int* __restrict__ tile_counters) {
+    w4a16_gemm_large_kernel(const uint16_t* __restrict__ x, int64_t x_stride, const uint4* __restrict__ packed_weight,
+                            const uint32_t* __restrict__ packed_scales, uint16_t* __restrict__ y, int64_t y_stride,
+                            int m, int n, int k, int group_size, float* __restrict__ split_sums,
+                            int* __restrict__ tile_counters) {
   using StageT = LargeStage<kWarpsN, kMTiles>;
   constexpr int kThreads = LargeBlock<kWarpsN>::kThreads;
   constexpr int kBlockNBlocks = LargeBlock<kWarpsN>::kNBlocks;
@@ -87,7 +86,7 @@ __global__ void __launch_bounds__(LargeBlock<kWarpsN>::kThreads, kMinBlocksPerSm
   const int num_k_chunks = k / kChunkK;
   const int nb0 = blockIdx.x * kBlockNBlocks;
   const int m0 = blockIdx.z * kBlockRows;
-  const int rows = min(kBlockRows, m - m0);  // valid activation rows of this block
+  const int rows = min(kBlockRows, m - m0);     // valid activation rows of this block
   const int warp_row0 = warp_m * kMTiles * 16;  // first block row of this warp's tiles
   const bool warp_has_rows = warp_row0 < rows;  // warp-uniform: all-padding warps skip the math
   const int splits = gridDim.y;
@@ -120,7 +119,7 @@ __global__ void __launch_bounds__(LargeBlock<kWarpsN>::kThreads, kMinBlocksPerSm
   // load advances with a counter instead of a division per chunk. group_size is a multiple
   // of 64 (or all of K, itself a multiple of 64), so groups hold whole chunks.
   const int chunks_per_group = group_size / kChunkK;
-  int load_group = kc_begin / chunks_per_group;                   // group of the next chunk loaded
+  int load_group = kc_begin / chunks_per_group;  // group of the next chunk loaded
   int load_chunk_in_group = kc_begin - load_group * chunks_per_group;
 
   // Issues the cp.async copies of chunk kc (the next in order) into stage st (all threads take part).
@@ -143,10 +142,10 @@ __global__ void __launch_bounds__(LargeBlock<kWarpsN>::kThreads, kMinBlocksPerSm
   };
 
   float acc[kMTiles][kWarpNBlocks][2][4] = {};  // [m16 tile][n16 block][n8 half][C fragment]
-  const int frag_row = lane / 4;        // C fragment row within an m16 tile
-  const int frag_col = (lane % 4) * 2;  // C fragment column offset within an n8 half
-  const int ld_row = lane % 16;         // ldmatrix: the tile row whose 16-byte piece this lane names
-  const int ld_col = (lane / 16) * 8;   // ... and which k half of the k16 step
+  const int frag_row = lane / 4;                // C fragment row within an m16 tile
+  const int frag_col = (lane % 4) * 2;          // C fragment column offset within an n8 half
+  const int ld_row = lane % 16;                 // ldmatrix: the tile row whose 16-byte piece this lane names
+  const int ld_col = (lane / 16) * 8;           // ... and which k half of the k16 step
 
 #pragma unroll
   for (int s = 0; s < kStages - 1; ++s) {
@@ -249,8 +248,8 @@ __global__ void __launch_bounds__(LargeBlock<kWarpsN>::kThreads, kMinBlocksPerSm
   // The last block to finish this tile writes it out and clears the scratch for next time.
   const int tile = blockIdx.z * gridDim.x + blockIdx.x;
   if (!w4a16_internal::last_split_block_of_tile(tile_counters, tile, splits)) return;
-  w4a16_internal::write_back_split_tile<kThreads, kBlockNBlocks * 16 / 4>(split_sums, y, y_stride, m0, rows, nb0 * 16, n,
-                                                                          y_pairs_aligned);
+  w4a16_internal::write_back_split_tile<kThreads, kBlockNBlocks * 16 / 4>(split_sums, y, y_stride, m0, rows, nb0 * 16,
+                                                                          n, y_pairs_aligned);
   if (tid == 0) tile_counters[tile] = 0;
 }
 
@@ -272,8 +271,9 @@ Status launch_large(const uint16_t* x, int64_t x_stride, const uint32_t* packed_
   float* split_sums = static_cast<float*>(workspace);  // [M, N] fp32, zero between launches
   int* tile_counters = reinterpret_cast<int*>(split_sums + static_cast<int64_t>(m) * n);
   const dim3 grid(plan.grid_n, plan.k_splits, plan.grid_m);
-  kKernel<<<grid, kThreads, kSmemBytes, stream>>>(x, x_stride, reinterpret_cast<const uint4*>(packed_weight), packed_scales, y,
-                                                  y_stride, m, n, k, group_size, split_sums, tile_counters);
+  kKernel<<<grid, kThreads, kSmemBytes, stream>>>(x, x_stride, reinterpret_cast<const uint4*>(packed_weight),
+                                                  packed_scales, y, y_stride, m, n, k, group_size, split_sums,
+                                                  tile_counters);
   return last_launch_status("w4a16_gemm_large launch");
 }
 
@@ -293,35 +293,35 @@ W4A16LargePlan w4a16_large_plan(int m, int n, int k, int block_cols, int num_sms
   return plan;
 }
 
-Status w4a16_gemm_large(const uint16_t* x, int64_t x_stride, const uint32_t* packed_weight, const uint32_t* packed_scales,
-                        uint16_t* y, int64_t y_stride, int m, int n, int k, int group_size, void* workspace,
-                        const W4A16LargeOptions& options, cudaStream_t stream) {
+Status w4a16_gemm_large(const uint16_t* x, int64_t x_stride, const uint32_t* packed_weight,
+                        const uint32_t* packed_scales, uint16_t* y, int64_t y_stride, int m, int n, int k,
+                        int group_size, void* workspace, const W4A16LargeOptions& options, cudaStream_t stream) {
   // Shapes and strides were checked by w4a16_gemm_tuned, the only caller.
   // Stages: as deep as two blocks per SM allow (one for the 512-thread blocks, whose
   // registers fill the SM); minimum blocks per SM as the register counts allow.
   if (options.wide) {
     switch (w4a16_large_block_rows(m)) {
       case 32:
-        return launch_large<8, 1, 8, 1>(x, x_stride, packed_weight, packed_scales, y, y_stride, m, n, k, group_size, workspace,
-                                        options, stream);
+        return launch_large<8, 1, 8, 1>(x, x_stride, packed_weight, packed_scales, y, y_stride, m, n, k, group_size,
+                                        workspace, options, stream);
       case 64:
-        return launch_large<8, 2, 8, 1>(x, x_stride, packed_weight, packed_scales, y, y_stride, m, n, k, group_size, workspace,
-                                        options, stream);
+        return launch_large<8, 2, 8, 1>(x, x_stride, packed_weight, packed_scales, y, y_stride, m, n, k, group_size,
+                                        workspace, options, stream);
       default:
-        return launch_large<8, 4, 6, 1>(x, x_stride, packed_weight, packed_scales, y, y_stride, m, n, k, group_size, workspace,
-                                        options, stream);
+        return launch_large<8, 4, 6, 1>(x, x_stride, packed_weight, packed_scales, y, y_stride, m, n, k, group_size,
+                                        workspace, options, stream);
     }
   }
   switch (w4a16_large_block_rows(m)) {
     case 32:
-      return launch_large<4, 1, 8, 3>(x, x_stride, packed_weight, packed_scales, y, y_stride, m, n, k, group_size, workspace,
-                                      options, stream);
+      return launch_large<4, 1, 8, 3>(x, x_stride, packed_weight, packed_scales, y, y_stride, m, n, k, group_size,
+                                      workspace, options, stream);
     case 64:
-      return launch_large<4, 2, 6, 2>(x, x_stride, packed_weight, packed_scales, y, y_stride, m, n, k, group_size, workspace,
-                                      options, stream);
+      return launch_large<4, 2, 6, 2>(x, x_stride, packed_weight, packed_scales, y, y_stride, m, n, k, group_size,
+                                      workspace, options, stream);
     default:
-      return launch_large<4, 4, 4, 2>(x, x_stride, packed_weight, packed_scales, y, y_stride, m, n, k, group_size, workspace,
-                                      options, stream);
+      return launch_large<4, 4, 4, 2>(x, x_stride, packed_weight, packed_scales, y, y_stride, m, n, k, group_size,
+                                      workspace, options, stream);
   }
 }
 

@@ -61,7 +61,7 @@ using wgmma_internal::wgmma_fence;
 using wgmma_internal::wgmma_m64k16_rs;
 using wgmma_internal::wgmma_wait;
 
-constexpr int kChunkK = 64;                         // input rows per packed chunk (4 k16 steps)
+constexpr int kChunkK = 64;  // input rows per packed chunk (4 k16 steps)
 // K splits per tile at most: a cluster of 8 is the portable maximum.
 constexpr int kMaxClusterSplits = 8;
 // Block shape: 2 warpgroups side by side along N, 64 output channels each.
@@ -71,8 +71,8 @@ constexpr int kBlockNBlocks = kWarpGroups * 4;    // n16 blocks per block: one p
 constexpr int kBlockCols = kBlockNBlocks * 16;    // 128 output channels
 // K stays below this: the kernel's scale-group index kc / chunks_per_group is computed in
 // float, exact while the chunk index kc < 2^21.
-constexpr int kMaxK = kChunkK << 21;  // 2^27
-constexpr int kTileRowBytes = kChunkK * 2;          // one token's 64 fp16 of a chunk: 128 bytes
+constexpr int kMaxK = kChunkK << 21;        // 2^27
+constexpr int kTileRowBytes = kChunkK * 2;  // one token's 64 fp16 of a chunk: 128 bytes
 
 // Shared memory of one block, in this order (the activation tiles first: each must start on
 // a 1024-byte boundary, which kTokens * 128 bytes keeps for every stage):
@@ -95,9 +95,9 @@ struct WgmmaSmem {
 // launch has clusters of `splits` blocks, one per tile, whose partial sums meet in distributed
 // shared memory.
 struct WgmmaWork {
-  int grid_n;      // tiles along N
+  int grid_n;  // tiles along N
   int first_tile;
-  int splits;      // blocks (and cluster size) per tile: 1 .. kMaxClusterSplits
+  int splits;  // blocks (and cluster size) per tile: 1 .. kMaxClusterSplits
 };
 
 // grid = tiles x splits blocks (WgmmaWork), clusters of `splits`; block = 256 threads. N is a
@@ -107,8 +107,8 @@ struct WgmmaWork {
 template <int kTokens, int kStages, int kMinBlocksPerSm>
 __global__ void __launch_bounds__(kBlockThreads, kMinBlocksPerSm)
     w4a16_gemm_wgmma_kernel(const uint16_t* __restrict__ x, int64_t x_stride, const uint4* __restrict__ packed_weight,
-                            const uint32_t* __restrict__ packed_scales, uint16_t* __restrict__ y, int64_t y_stride, int m,
-                            int n, int k, int group_size, WgmmaWork work) {
+                            const uint32_t* __restrict__ packed_scales, uint16_t* __restrict__ y, int64_t y_stride,
+                            int m, int n, int k, int group_size, WgmmaWork work) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
   using Smem = WgmmaSmem<kTokens, kStages>;
   constexpr int kThreads = kBlockThreads;
@@ -132,8 +132,8 @@ __global__ void __launch_bounds__(kBlockThreads, kMinBlocksPerSm)
   const int split = static_cast<int>(blockIdx.x) % splits;  // = the block's rank in its cluster
   const int nb0 = (tile % work.grid_n) * kBlockNBlocks;
   const int m0 = (tile / work.grid_n) * kTokens;
-  const int rows = min(kTokens, m - m0);                             // valid token rows of this tile
-  const bool group_active = nb0 + 4 * warp_group < num_n_blocks;     // warpgroup-uniform
+  const int rows = min(kTokens, m - m0);                          // valid token rows of this tile
+  const bool group_active = nb0 + 4 * warp_group < num_n_blocks;  // warpgroup-uniform
   const int kc_begin = static_cast<int>(static_cast<int64_t>(num_k_chunks) * split / splits);
   const int kc_end = static_cast<int>(static_cast<int64_t>(num_k_chunks) * (split + 1) / splits);
   const int num_chunks = kc_end - kc_begin;
@@ -167,7 +167,8 @@ __global__ void __launch_bounds__(kBlockThreads, kMinBlocksPerSm)
       // (kc + 0.5) / chunks_per_group is at least 0.5 / chunks_per_group from an integer, far
       // more than the float error (kc < 2^21 for any K below 2^27).
       const int group = static_cast<int>((static_cast<float>(kc) + 0.5f) * inv_chunks_per_group);
-      cp_async_16(&scales[st * kBlockNBlocks * 8 + tid * 4], scale_src + static_cast<int64_t>(group) * num_n_blocks * 8);
+      cp_async_16(&scales[st * kBlockNBlocks * 8 + tid * 4],
+                  scale_src + static_cast<int64_t>(group) * num_n_blocks * 8);
     }
     unsigned char* tile = smem + st * Smem::kTileBytes;
     // Few integer instructions per chunk: the row offsets come from x_row_offset and
@@ -235,8 +236,8 @@ __global__ void __launch_bounds__(kBlockThreads, kMinBlocksPerSm)
   // refill the ring, all while chunks i - 1 and i are both in flight; wait<1> (chunk i - 1
   // done) comes last, just before step i + 1's dequantisation overwrites chunk i - 1's A
   // registers. Ring: chunk i + kStages - 2 goes into chunk i - 2's slot, free after the barrier
-  // of step i because every warpgroup passed its wait<1> of step i - 1 before it. cp.async groups: kStages - 2 from the prologue plus one
-  // per step, so chunk i + 1 has landed when at most kStages - 4 are pending.
+  // of step i because every warpgroup passed its wait<1> of step i - 1 before it. cp.async groups: kStages - 2 from the
+  // prologue plus one per step, so chunk i + 1 has landed when at most kStages - 4 are pending.
   auto step = [&](int i, uint32_t(&a)[4][4]) {
     // The warpgroup's channels exist: group_active, recomputed from special registers and
     // kernel parameters; held across the k loop it cost a spill at 128 tokens (every
@@ -283,7 +284,7 @@ __global__ void __launch_bounds__(kBlockThreads, kMinBlocksPerSm)
 #pragma unroll
       for (int i = 0; i < kTokens / 8; ++i) {
 #pragma unroll
-        for (int h = 0; h < 2; ++h) {  // channel half: g, or g + 8
+        for (int h = 0; h < 2; ++h) {                                        // channel half: g, or g + 8
           const float v0 = acc[4 * i + 2 * h], v1 = acc[4 * i + 2 * h + 1];  // tokens 2 t and 2 t + 1
           const float other = __shfl_xor_sync(0xFFFFFFFFu, odd ? v0 : v1, 4);
           const float lo = odd ? other : v0, hi = odd ? v1 : other;  // channels pair_channel, + 1
@@ -371,7 +372,8 @@ Status launch_wgmma(const uint16_t* x, int64_t x_stride, const uint32_t* packed_
     tiles[0] = tiles[1] = slots;
     for (int s = 2; s <= kMaxClusterSplits; ++s) {
       cudaLaunchAttribute cluster_dim;
-      const cudaLaunchConfig_t config = cluster_launch_config(static_cast<unsigned>(s) * 64, s, kSmemBytes, nullptr, cluster_dim);
+      const cudaLaunchConfig_t config =
+          cluster_launch_config(static_cast<unsigned>(s) * 64, s, kSmemBytes, nullptr, cluster_dim);
       int clusters = 0;
       if (cudaOccupancyMaxActiveClusters(&clusters, kKernel, &config) != cudaSuccess || clusters <= 0) {
         cudaGetLastError();
@@ -401,9 +403,10 @@ Status launch_wgmma(const uint16_t* x, int64_t x_stride, const uint32_t* packed_
     const cudaLaunchConfig_t config =
         cluster_launch_config(static_cast<unsigned>(num_tiles * splits), splits, kSmemBytes, stream, cluster_dim);
     const WgmmaWork work{plan.grid_n, first_tile, splits};
-    CROSSPOINT_CUDA_RETURN_IF_ERROR(cudaLaunchKernelEx(&config, kKernel, x, x_stride, reinterpret_cast<const uint4*>(packed_weight),
-                                                       packed_scales, y, y_stride, m, n, k, group_size, work),
-                                    "w4a16_gemm_wgmma launch");
+    CROSSPOINT_CUDA_RETURN_IF_ERROR(
+        cudaLaunchKernelEx(&config, kKernel, x, x_stride, reinterpret_cast<const uint4*>(packed_weight), packed_scales,
+                           y, y_stride, m, n, k, group_size, work),
+        "w4a16_gemm_wgmma launch");
     return Status::ok();
   };
   CROSSPOINT_RETURN_IF_ERROR(launch_tiles(0, plan.full_tiles, plan.k_splits));
@@ -444,7 +447,8 @@ W4A16WgmmaPlan w4a16_wgmma_plan(int m, int n, int k, int num_sms, int blocks_per
     while (tail_splits >= 2 && resident_tiles(tail_splits) < tail) --tail_splits;
     const double whole_waves = static_cast<double>(tiles / slots);
     const double uniform_cost = (whole_waves + 1) * num_k_chunks;
-    const double tail_cost = whole_waves * num_k_chunks + (num_k_chunks + tail_splits - 1) / tail_splits + split_cost_chunks;
+    const double tail_cost =
+        whole_waves * num_k_chunks + (num_k_chunks + tail_splits - 1) / tail_splits + split_cost_chunks;
     if (tail_splits >= 2 && tail_cost < uniform_cost) {
       plan.full_tiles = static_cast<int>(tiles - tail);
       plan.tail_splits = tail_splits;
@@ -458,11 +462,12 @@ bool w4a16_wgmma_supported() {
   return d.major == 9 && d.minor == 0;
 }
 
-Status w4a16_gemm_wgmma(const uint16_t* x, int64_t x_stride, const uint32_t* packed_weight, const uint32_t* packed_scales,
-                        uint16_t* y, int64_t y_stride, int m, int n, int k, int group_size, void* workspace,
-                        const W4A16WgmmaOptions& options, cudaStream_t stream) {
+Status w4a16_gemm_wgmma(const uint16_t* x, int64_t x_stride, const uint32_t* packed_weight,
+                        const uint32_t* packed_scales, uint16_t* y, int64_t y_stride, int m, int n, int k,
+                        int group_size, void* workspace, const W4A16WgmmaOptions& options, cudaStream_t stream) {
   if (n % 64 != 0) {
-    return unsupported("w4a16_gemm_wgmma: n = " + std::to_string(n) + " is not a multiple of 64 (one warpgroup's channels)");
+    return unsupported("w4a16_gemm_wgmma: n = " + std::to_string(n) +
+                       " is not a multiple of 64 (one warpgroup's channels)");
   }
   if (k >= kMaxK) {
     return unsupported("w4a16_gemm_wgmma: k = " + std::to_string(k) + " is beyond the kernel's limit of " +
@@ -478,20 +483,20 @@ Status w4a16_gemm_wgmma(const uint16_t* x, int64_t x_stride, const uint32_t* pac
   // thread) leave shared memory for.
   switch (w4a16_wgmma_token_tile(m)) {
     case 16:
-      return launch_wgmma<16, 8, 3>(x, x_stride, packed_weight, packed_scales, y, y_stride, m, n, k, group_size, workspace,
-                                       options, stream);
+      return launch_wgmma<16, 8, 3>(x, x_stride, packed_weight, packed_scales, y, y_stride, m, n, k, group_size,
+                                    workspace, options, stream);
     case 32:
-      return launch_wgmma<32, 8, 3>(x, x_stride, packed_weight, packed_scales, y, y_stride, m, n, k, group_size, workspace,
-                                       options, stream);
+      return launch_wgmma<32, 8, 3>(x, x_stride, packed_weight, packed_scales, y, y_stride, m, n, k, group_size,
+                                    workspace, options, stream);
     case 64:
-      return launch_wgmma<64, 6, 2>(x, x_stride, packed_weight, packed_scales, y, y_stride, m, n, k, group_size, workspace,
-                                       options, stream);
+      return launch_wgmma<64, 6, 2>(x, x_stride, packed_weight, packed_scales, y, y_stride, m, n, k, group_size,
+                                    workspace, options, stream);
     case 128:
-      return launch_wgmma<128, 5, 2>(x, x_stride, packed_weight, packed_scales, y, y_stride, m, n, k, group_size, workspace,
-                                        options, stream);
+      return launch_wgmma<128, 5, 2>(x, x_stride, packed_weight, packed_scales, y, y_stride, m, n, k, group_size,
+                                     workspace, options, stream);
     default:
-      return launch_wgmma<256, 5, 1>(x, x_stride, packed_weight, packed_scales, y, y_stride, m, n, k, group_size, workspace,
-                                        options, stream);
+      return launch_wgmma<256, 5, 1>(x, x_stride, packed_weight, packed_scales, y, y_stride, m, n, k, group_size,
+                                     workspace, options, stream);
   }
 }
 

@@ -19,8 +19,8 @@ namespace {
 using w4a16_internal::dequant_word;
 using w4a16_internal::mma_m16n8k16;
 
-constexpr int kChunkK = 64;     // input rows per packed chunk: 4 mma k-steps, 512 B per n16 block
-constexpr int kMaxWarps = 32;   // warps per block at most (1024 threads)
+constexpr int kChunkK = 64;    // input rows per packed chunk: 4 mma k-steps, 512 B per n16 block
+constexpr int kMaxWarps = 32;  // warps per block at most (1024 threads)
 // Chunks in flight per warp, chosen on the H200 (weights 4 or 8 deep, activations 1, 2 or 4;
 // docs/cuda.md): more registers cost more warps than the deeper pipeline gains.
 constexpr int kWeightDepth = 4;      // weights and scales (from HBM)
@@ -78,17 +78,18 @@ __device__ __forceinline__ void multiply_chunk(uint4 weight, uint32_t scale, uin
 // kDepth chunks of weights and kXDepth chunks of activations (per token tile) in flight per
 // warp; deeper pipelines need more registers (5 and 8 a chunk), so blocks of fewer threads.
 template <int kDepth, int kXDepth, int kTiles>
-constexpr int max_threads_for_depth() { return kDepth * 5 + kXDepth * 8 * kTiles <= 28 ? 1024 : 512; }
+constexpr int max_threads_for_depth() {
+  return kDepth * 5 + kXDepth * 8 * kTiles <= 28 ? 1024 : 512;
+}
 
 // grid = N/16 blocks (block b owns output columns b*16 .. +15), blockDim = 32 * warps.
 // Warp w multiplies chunks w, w + warps, ... of its block's columns. kTiles token tiles of
 // 8 (the MMA's n): 1 for m <= 8, 2 for m <= 16 (each weight fragment streamed once).
 template <int kDepth, int kXDepth, int kTiles>
 __global__ void __launch_bounds__(max_threads_for_depth<kDepth, kXDepth, kTiles>(), 1)
-    w4a16_gemv_kernel(const uint16_t* __restrict__ x, int64_t x_stride,
-                      const uint4* __restrict__ packed_weight,
-                      const uint32_t* __restrict__ packed_scales, uint16_t* __restrict__ y,
-                      int64_t y_stride, int m, int n, int k, int group_size) {
+    w4a16_gemv_kernel(const uint16_t* __restrict__ x, int64_t x_stride, const uint4* __restrict__ packed_weight,
+                      const uint32_t* __restrict__ packed_scales, uint16_t* __restrict__ y, int64_t y_stride, int m,
+                      int n, int k, int group_size) {
   extern __shared__ float4 warp_sums[];  // [warps][kTiles][32 lanes] fp32 C fragments
   const int lane = threadIdx.x % 32;
   const int warp = threadIdx.x / 32;
@@ -100,9 +101,10 @@ __global__ void __launch_bounds__(max_threads_for_depth<kDepth, kXDepth, kTiles>
   // 512-byte pieces at the same time (measured on the H200: faster than one contiguous run
   // per warp, which scatters the reads over the block's whole weight slab).
   const int first_chunk = warp, chunk_step = num_warps;
-  const int num_chunks = warp < num_chunks_total ? (num_chunks_total - warp + num_warps - 1) / num_warps : 0;  // may be 0
-  const int frag_row = lane / 4;                   // c: A/C row (n), B column (token)
-  const int frag_col = (lane % 4) * 2;             // k0: A/B k offset; C column 2t
+  const int num_chunks =
+      warp < num_chunks_total ? (num_chunks_total - warp + num_warps - 1) / num_warps : 0;  // may be 0
+  const int frag_row = lane / 4;        // c: A/C row (n), B column (token)
+  const int frag_col = (lane % 4) * 2;  // k0: A/B k offset; C column 2t
 
   // This lane's 16-byte word group of chunk i is weight_lane[i * weight_step].
   const uint4* weight_lane = packed_weight + (static_cast<int64_t>(nb) * num_chunks_total + first_chunk) * 32 + lane;
@@ -170,7 +172,8 @@ __global__ void __launch_bounds__(max_threads_for_depth<kDepth, kXDepth, kTiles>
         // The last chunks reload the last activations (valid memory, never used).
         const uint32_t* next_x[kTiles];
 #pragma unroll
-        for (int tile = 0; tile < kTiles; ++tile) next_x[tile] = x_row[tile] + min(i + kXDepth, num_chunks - 1) * x_step;
+        for (int tile = 0; tile < kTiles; ++tile)
+          next_x[tile] = x_row[tile] + min(i + kXDepth, num_chunks - 1) * x_step;
         multiply_chunk<kTiles>(weight[s], scale[s], x_pairs[s % kXDepth], next_x, acc);
         if (i + kDepth < num_chunks) {
           weight[s] = load_streaming_16(weight_lane + (i + kDepth) * weight_step);
@@ -207,7 +210,8 @@ int max_warps_per_sm() {
   static const int warps = [] {
     cudaFuncAttributes attr{};
     int regs = 64;
-    if (cudaFuncGetAttributes(&attr, w4a16_gemv_kernel<kDepth, kXDepth, kTiles>) == cudaSuccess && attr.numRegs > 0) regs = attr.numRegs;
+    if (cudaFuncGetAttributes(&attr, w4a16_gemv_kernel<kDepth, kXDepth, kTiles>) == cudaSuccess && attr.numRegs > 0)
+      regs = attr.numRegs;
     const int regs_per_warp = (regs * 32 + 255) / 256 * 256;  // allocated per warp in 256s
     return std::clamp(65536 / regs_per_warp, 1, 64);
   }();
@@ -235,21 +239,26 @@ W4A16GemvShape w4a16_gemv_shape(int n, int k, int num_sms, int max_warps_per_sm)
   return shape;
 }
 
-Status w4a16_gemv(const uint16_t* x, int64_t x_stride, const uint32_t* packed_weight,
-                  const uint32_t* packed_scales, uint16_t* y, int64_t y_stride, int m, int n,
-                  int k, int group_size, cudaStream_t stream, int warps_per_block) {
+Status w4a16_gemv(const uint16_t* x, int64_t x_stride, const uint32_t* packed_weight, const uint32_t* packed_scales,
+                  uint16_t* y, int64_t y_stride, int m, int n, int k, int group_size, cudaStream_t stream,
+                  int warps_per_block) {
   if (m == 0) return Status::ok();
   if (m < 0 || m > kW4A16GemvKernelMaxRows) {
-    return invalid_argument("w4a16_gemv: m = " + std::to_string(m) + " is outside 0.." + std::to_string(kW4A16GemvKernelMaxRows));
+    return invalid_argument("w4a16_gemv: m = " + std::to_string(m) + " is outside 0.." +
+                            std::to_string(kW4A16GemvKernelMaxRows));
   }
-  if (k <= 0 || k % kChunkK != 0) return unsupported("w4a16_gemv: k = " + std::to_string(k) + " is not a positive multiple of 64");
-  if (k >= (1 << 22)) return unsupported("w4a16_gemv: k = " + std::to_string(k) + " is over the 4M rows the group lookup handles");
-  if (n <= 0 || n % 16 != 0) return unsupported("w4a16_gemv: n = " + std::to_string(n) + " is not a positive multiple of 16");
+  if (k <= 0 || k % kChunkK != 0)
+    return unsupported("w4a16_gemv: k = " + std::to_string(k) + " is not a positive multiple of 64");
+  if (k >= (1 << 22))
+    return unsupported("w4a16_gemv: k = " + std::to_string(k) + " is over the 4M rows the group lookup handles");
+  if (n <= 0 || n % 16 != 0)
+    return unsupported("w4a16_gemv: n = " + std::to_string(n) + " is not a positive multiple of 16");
   if (group_size == -1) group_size = k;
   if (group_size <= 0 || group_size % kChunkK != 0) {
     return unsupported("w4a16_gemv: group_size " + std::to_string(group_size) + " is not a multiple of 64");
   }
-  if (x_stride < k || x_stride % 8 != 0) return invalid_argument("w4a16_gemv: x_stride must be a multiple of 8 and >= k");
+  if (x_stride < k || x_stride % 8 != 0)
+    return invalid_argument("w4a16_gemv: x_stride must be a multiple of 8 and >= k");
   if (y_stride < n) return invalid_argument("w4a16_gemv: y_stride must be >= n");
   if (warps_per_block < 0 || warps_per_block > kMaxWarps) {
     return invalid_argument("w4a16_gemv: warps_per_block " + std::to_string(warps_per_block) + " is outside 0..32");
@@ -273,14 +282,16 @@ Status launch_gemv(const uint16_t* x, int64_t x_stride, const uint32_t* packed_w
                    uint16_t* y, int64_t y_stride, int m, int n, int k, int group_size, int warps_per_block,
                    cudaStream_t stream) {
   constexpr int kMaxBlockWarps = max_threads_for_depth<kDepth, kXDepth, kTiles>() / 32;
-  W4A16GemvShape shape = w4a16_gemv_shape(n, k, cuda_device_info().num_sms, max_warps_per_sm<kDepth, kXDepth, kTiles>());
+  W4A16GemvShape shape =
+      w4a16_gemv_shape(n, k, cuda_device_info().num_sms, max_warps_per_sm<kDepth, kXDepth, kTiles>());
   if (warps_per_block > 0) shape.warps_per_block = warps_per_block;
   shape.warps_per_block = std::min(shape.warps_per_block, kMaxBlockWarps);
   const size_t smem_bytes = static_cast<size_t>(shape.warps_per_block) * kTiles * 32 * sizeof(float4);
   CROSSPOINT_CUDA_RETURN_IF_ERROR(
-      launch_programmatic(w4a16_gemv_kernel<kDepth, kXDepth, kTiles>, dim3(shape.num_blocks), dim3(shape.warps_per_block * 32),
-                          smem_bytes, stream, x, x_stride, reinterpret_cast<const uint4*>(packed_weight), packed_scales, y,
-                          y_stride, m, n, k, group_size),
+      launch_programmatic(w4a16_gemv_kernel<kDepth, kXDepth, kTiles>, dim3(shape.num_blocks),
+                          dim3(shape.warps_per_block * 32), smem_bytes, stream, x, x_stride,
+                          reinterpret_cast<const uint4*>(packed_weight), packed_scales, y, y_stride, m, n, k,
+                          group_size),
       "w4a16_gemv launch");
   return Status::ok();
 }

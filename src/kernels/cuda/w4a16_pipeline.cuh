@@ -20,7 +20,9 @@ __device__ __forceinline__ void cp_async_16(void* smem_dst, const void* global_s
 __device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
 // Waits until at most kPending of this thread's committed copy groups are still in flight.
 template <int kPending>
-__device__ __forceinline__ void cp_async_wait() { asm volatile("cp.async.wait_group %0;\n" ::"n"(kPending)); }
+__device__ __forceinline__ void cp_async_wait() {
+  asm volatile("cp.async.wait_group %0;\n" ::"n"(kPending));
+}
 
 // The mma.m16n8k16 A fragment (row-major 16x16 fp16 tile) in one instruction. Each lane
 // passes the address of one 16-byte row piece: lane l -> tile row l % 16, columns
@@ -53,8 +55,8 @@ __device__ __forceinline__ bool last_split_block_of_tile(int* tile_counters, int
 // for the next launch and writes fp16 (half2 pairs when y's rows allow 4-byte stores).
 // Columns >= n are skipped; n % 4 == 0 keeps the float4 reads aligned.
 template <int kThreads, int kQuadsPerRow>
-__device__ __forceinline__ void write_back_split_tile(float* split_sums, uint16_t* y, int64_t y_stride, int m0, int rows,
-                                                      int col0, int n, bool y_pairs_aligned) {
+__device__ __forceinline__ void write_back_split_tile(float* split_sums, uint16_t* y, int64_t y_stride, int m0,
+                                                      int rows, int col0, int n, bool y_pairs_aligned) {
   for (int e = threadIdx.x; e < rows * kQuadsPerRow; e += kThreads) {
     const int64_t row = m0 + e / kQuadsPerRow;
     const int col = col0 + (e % kQuadsPerRow) * 4;

@@ -12,23 +12,22 @@ namespace {
 
 // Returns the row order (packed row i = checkpoint row k_perm[i]) that makes every group's
 // rows contiguous, an empty vector when g_idx is absent or already k / G, or an error.
-Result<std::vector<int32_t>> row_order_from_g_idx(const int32_t* g_idx, int k, int group_size,
-                                                  int num_groups, const std::string& name) {
+Result<std::vector<int32_t>> row_order_from_g_idx(const int32_t* g_idx, int k, int group_size, int num_groups,
+                                                  const std::string& name) {
   std::vector<int32_t> order;
   if (g_idx == nullptr) return order;
   bool identity = true;
   for (int row = 0; row < k; ++row) {
     if (g_idx[row] < 0 || g_idx[row] >= num_groups) {
-      return corrupt(name + ".g_idx[" + std::to_string(row) + "] = " + std::to_string(g_idx[row]) +
-                     " is outside [0, " + std::to_string(num_groups) + ")");
+      return corrupt(name + ".g_idx[" + std::to_string(row) + "] = " + std::to_string(g_idx[row]) + " is outside [0, " +
+                     std::to_string(num_groups) + ")");
     }
     identity = identity && g_idx[row] == row / group_size;
   }
   if (identity) return order;
   order.resize(k);
   std::iota(order.begin(), order.end(), 0);
-  std::stable_sort(order.begin(), order.end(),
-                   [&](int32_t a, int32_t b) { return g_idx[a] < g_idx[b]; });
+  std::stable_sort(order.begin(), order.end(), [&](int32_t a, int32_t b) { return g_idx[a] < g_idx[b]; });
   for (int i = 0; i < k; ++i) {
     if (g_idx[order[i]] != i / group_size) {
       return unsupported(name + ".g_idx: groups are not all " + std::to_string(group_size) +
@@ -40,10 +39,8 @@ Result<std::vector<int32_t>> row_order_from_g_idx(const int32_t* g_idx, int k, i
 
 }  // namespace
 
-Result<W4A16PackedWeight> w4a16_repack(const int32_t* qweight, const uint16_t* scales,
-                                       const int32_t* g_idx, int num_in_features,
-                                       int num_out_features, int group_size,
-                                       const char* name) {
+Result<W4A16PackedWeight> w4a16_repack(const int32_t* qweight, const uint16_t* scales, const int32_t* g_idx,
+                                       int num_in_features, int num_out_features, int group_size, const char* name) {
   const std::string tensor = name != nullptr ? name : "w4a16";
   const int k = num_in_features;
   const int n = num_out_features;
@@ -71,17 +68,20 @@ Result<W4A16PackedWeight> w4a16_repack(const int32_t* qweight, const uint16_t* s
   // Both passes run on the thread pool (a 7B model has ~6.5e9 nibbles to move at load time).
   std::vector<uint8_t> q(static_cast<size_t>(k) * n);
   ThreadPool& pool = global_thread_pool();
-  pool.parallel_for(static_cast<size_t>(k), [&](size_t row_begin, size_t row_end) {
-    for (size_t row = row_begin; row < row_end; ++row) {
-      const int src = order.empty() ? static_cast<int>(row) : order[row];
-      const int32_t* word_row = qweight + static_cast<size_t>(src / 8) * n;
-      const int shift = 4 * (src % 8);
-      uint8_t* dst = q.data() + row * n;
-      for (int col = 0; col < n; ++col) {
-        dst[col] = static_cast<uint8_t>((static_cast<uint32_t>(word_row[col]) >> shift) & 0xFu);
-      }
-    }
-  }, /*min_chunk=*/16);
+  pool.parallel_for(
+      static_cast<size_t>(k),
+      [&](size_t row_begin, size_t row_end) {
+        for (size_t row = row_begin; row < row_end; ++row) {
+          const int src = order.empty() ? static_cast<int>(row) : order[row];
+          const int32_t* word_row = qweight + static_cast<size_t>(src / 8) * n;
+          const int shift = 4 * (src % 8);
+          uint8_t* dst = q.data() + row * n;
+          for (int col = 0; col < n; ++col) {
+            dst[col] = static_cast<uint8_t>((static_cast<uint32_t>(word_row[col]) >> shift) & 0xFu);
+          }
+        }
+      },
+      /*min_chunk=*/16);
   auto nib = [&](int row, int col) -> uint32_t { return q[static_cast<size_t>(row) * n + col]; };
 
   W4A16PackedWeight packed;
@@ -99,9 +99,8 @@ Result<W4A16PackedWeight> w4a16_repack(const int32_t* qweight, const uint16_t* s
           const int c = static_cast<int>(nb) * 16 + lane / 4;
           for (int j = 0; j < 4; ++j) {
             const int k0 = kc * 64 + j * 16 + (lane % 4) * 2;
-            const uint32_t word = nib(k0, c) | nib(k0 + 8, c) << 4 | nib(k0, c + 8) << 8 |
-                                  nib(k0 + 8, c + 8) << 12 | nib(k0 + 1, c) << 16 |
-                                  nib(k0 + 9, c) << 20 | nib(k0 + 1, c + 8) << 24 |
+            const uint32_t word = nib(k0, c) | nib(k0 + 8, c) << 4 | nib(k0, c + 8) << 8 | nib(k0 + 8, c + 8) << 12 |
+                                  nib(k0 + 1, c) << 16 | nib(k0 + 9, c) << 20 | nib(k0 + 1, c + 8) << 24 |
                                   nib(k0 + 9, c + 8) << 28;
             packed.weight[((nb * num_k_chunks + kc) * 32 + lane) * 4 + j] = word;
           }

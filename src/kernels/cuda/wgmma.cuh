@@ -28,7 +28,9 @@ __device__ __forceinline__ void wgmma_commit() { asm volatile("wgmma.commit_grou
 // Waits until at most kPending committed wgmma groups of this warpgroup are still in flight;
 // only then may their A registers and accumulators be touched, or their shared memory reused.
 template <int kPending>
-__device__ __forceinline__ void wgmma_wait() { asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(kPending) : "memory"); }
+__device__ __forceinline__ void wgmma_wait() {
+  asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(kPending) : "memory");
+}
 
 // Pins a register in program order relative to the asm volatile statements around it, so the
 // compiler moves no access to it across a wgmma fence or wait (it sees a read and a write).
@@ -37,7 +39,9 @@ __device__ __forceinline__ void pin_register(uint32_t& r) { asm volatile("" : "+
 
 // Makes this thread's generic-proxy writes to shared memory (cp.async included) visible to
 // the async proxy, through which wgmma reads its shared-memory operand.
-__device__ __forceinline__ void fence_proxy_async_shared() { asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory"); }
+__device__ __forceinline__ void fence_proxy_async_shared() {
+  asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+}
 
 // 16-byte global -> shared copy, zero-filled instead when !valid (src is not read then).
 __device__ __forceinline__ void cp_async_16_or_zero(void* smem_dst, const void* global_src, bool valid) {
@@ -66,7 +70,7 @@ __device__ __forceinline__ uint64_t sw128_kmajor_desc(uint32_t smem_addr) {
 template <int kTokens>
 __device__ __forceinline__ void wgmma_m64k16_rs(float (&d)[kTokens / 2], const uint32_t (&a)[4], uint64_t b_desc);
 
-#define CP_WGMMA_D8(i)                                                                                       \
+#define CP_WGMMA_D8(i)                                                                                        \
   "+f"(d[(i) + 0]), "+f"(d[(i) + 1]), "+f"(d[(i) + 2]), "+f"(d[(i) + 3]), "+f"(d[(i) + 4]), "+f"(d[(i) + 5]), \
       "+f"(d[(i) + 6]), "+f"(d[(i) + 7])
 
@@ -114,7 +118,8 @@ __device__ __forceinline__ void wgmma_m64k16_rs<128>(float (&d)[64], const uint3
       "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, "
       "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}, "
       "{%64, %65, %66, %67}, %68, p, 1, 1, 0;\n}\n"
-      : CP_WGMMA_D8(0), CP_WGMMA_D8(8), CP_WGMMA_D8(16), CP_WGMMA_D8(24), CP_WGMMA_D8(32), CP_WGMMA_D8(40), CP_WGMMA_D8(48), CP_WGMMA_D8(56)
+      : CP_WGMMA_D8(0), CP_WGMMA_D8(8), CP_WGMMA_D8(16), CP_WGMMA_D8(24), CP_WGMMA_D8(32), CP_WGMMA_D8(40),
+        CP_WGMMA_D8(48), CP_WGMMA_D8(56)
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b_desc), "r"(1));
 }
 
@@ -132,7 +137,9 @@ __device__ __forceinline__ void wgmma_m64k16_rs<256>(float (&d)[128], const uint
       "%96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111, "
       "%112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, %125, %126, %127}, "
       "{%128, %129, %130, %131}, %132, p, 1, 1, 0;\n}\n"
-      : CP_WGMMA_D8(0), CP_WGMMA_D8(8), CP_WGMMA_D8(16), CP_WGMMA_D8(24), CP_WGMMA_D8(32), CP_WGMMA_D8(40), CP_WGMMA_D8(48), CP_WGMMA_D8(56), CP_WGMMA_D8(64), CP_WGMMA_D8(72), CP_WGMMA_D8(80), CP_WGMMA_D8(88), CP_WGMMA_D8(96), CP_WGMMA_D8(104), CP_WGMMA_D8(112), CP_WGMMA_D8(120)
+      : CP_WGMMA_D8(0), CP_WGMMA_D8(8), CP_WGMMA_D8(16), CP_WGMMA_D8(24), CP_WGMMA_D8(32), CP_WGMMA_D8(40),
+        CP_WGMMA_D8(48), CP_WGMMA_D8(56), CP_WGMMA_D8(64), CP_WGMMA_D8(72), CP_WGMMA_D8(80), CP_WGMMA_D8(88),
+        CP_WGMMA_D8(96), CP_WGMMA_D8(104), CP_WGMMA_D8(112), CP_WGMMA_D8(120)
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b_desc), "r"(1));
 }
 #undef CP_WGMMA_D8

@@ -30,7 +30,9 @@ uint16_t element_as_fp16(const uint8_t* data, DType dtype, int64_t i) {
   return f32_to_f16(f);
 }
 
-float element_as_f32(const uint8_t* data, DType dtype, int64_t i) { return f16_to_f32(element_as_fp16(data, dtype, i)); }
+float element_as_f32(const uint8_t* data, DType dtype, int64_t i) {
+  return f16_to_f32(element_as_fp16(data, dtype, i));
+}
 
 float scale_as_f32(const uint8_t* data, DType dtype, int64_t i) {
   if (dtype == DType::kF32) {
@@ -62,11 +64,13 @@ Result<const TensorInfo*> require_dtype(const SafetensorsModel& t, const std::st
 
 Status upload_fp16_parts(const Model& model, const std::vector<LinearPart>& parts, CudaLinear& out) {
   const int64_t K = out.in_features;
-  CROSSPOINT_ASSIGN_OR_RETURN(out.weight, DeviceBuffer::allocate(static_cast<size_t>(out.out_features) * K * 2, out.name));
+  CROSSPOINT_ASSIGN_OR_RETURN(out.weight,
+                              DeviceBuffer::allocate(static_cast<size_t>(out.out_features) * K * 2, out.name));
   size_t row = 0;
   for (const LinearPart& p : parts) {
     const int64_t N = p.weight->out_features();
-    CROSSPOINT_ASSIGN_OR_RETURN(const TensorInfo* w, require_float_tensor(model.tensors(), p.prefix + ".weight", {N, K}));
+    CROSSPOINT_ASSIGN_OR_RETURN(const TensorInfo* w,
+                                require_float_tensor(model.tensors(), p.prefix + ".weight", {N, K}));
     auto* dst = out.weight.as<uint8_t>() + row * K * 2;
     if (w->dtype == DType::kF16) {
       CROSSPOINT_CUDA_RETURN_IF_ERROR(cudaMemcpy(dst, w->data, w->num_bytes, cudaMemcpyHostToDevice), "upload weight");
@@ -137,8 +141,8 @@ Result<W4A16PackedWeight> assemble_fused_gptq(const Model& model, const std::vec
   const SafetensorsModel& t = model.tensors();
   CROSSPOINT_ASSIGN_OR_RETURN(const uint32_t stored_zero, gptq_stored_zero(model));
   std::vector<int32_t> qweight(static_cast<size_t>(K / 8) * N_total);  // [K/8, N_total]
-  std::vector<uint16_t> scales;                                         // [groups, N_total] fp16
-  std::vector<int32_t> g_idx;                                           // [K] or empty
+  std::vector<uint16_t> scales;                                        // [groups, N_total] fp16
+  std::vector<int32_t> g_idx;                                          // [K] or empty
   int64_t groups = -1;
   int64_t col = 0;
   for (const LinearPart& p : parts) {
@@ -182,7 +186,6 @@ Result<W4A16PackedWeight> assemble_fused_gptq(const Model& model, const std::vec
                       static_cast<int>(N_total), group_size, name.c_str());
 }
 
-
 const char* cuda_linear_format_name(CudaLinearFormat format) {
   switch (format) {
     case CudaLinearFormat::kFp16: return "fp16";
@@ -198,7 +201,8 @@ std::vector<uint16_t> tensor_to_fp16(const TensorInfo& tensor) {
   global_thread_pool().parallel_for(
       static_cast<size_t>(n),
       [&](size_t begin, size_t end) {
-        for (size_t i = begin; i < end; ++i) out[i] = element_as_fp16(tensor.data, tensor.dtype, static_cast<int64_t>(i));
+        for (size_t i = begin; i < end; ++i)
+          out[i] = element_as_fp16(tensor.data, tensor.dtype, static_cast<int64_t>(i));
       },
       1 << 16);
   return out;
@@ -220,8 +224,9 @@ Result<CudaLinear> upload_fused_linear(const Model& model, const std::vector<Lin
   const PartKind kind = kind_of(*parts[0].weight);
   for (const LinearPart& p : parts) {
     if (p.weight->in_features() != out.in_features || kind_of(*p.weight) != kind)
-      return unsupported(name + ": " + p.prefix + " is " + p.weight->format_name() + " but " + parts[0].prefix + " is " +
-                         parts[0].weight->format_name() + "; fused linears need one format and one input width");
+      return unsupported(name + ": " + p.prefix + " is " + p.weight->format_name() + " but " + parts[0].prefix +
+                         " is " + parts[0].weight->format_name() +
+                         "; fused linears need one format and one input width");
     out.out_features += static_cast<int32_t>(p.weight->out_features());
   }
   switch (kind) {

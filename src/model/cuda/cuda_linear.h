@@ -31,9 +31,9 @@ const char* cuda_linear_format_name(CudaLinearFormat format);
 struct CudaLinear {
   std::string name;  // "model.layers.3.self_attn.qkv" for errors and logs
   CudaLinearFormat format = CudaLinearFormat::kFp16;
-  int32_t in_features = 0;   // K
-  int32_t out_features = 0;  // N (sum of the fused parts)
-  int32_t group_size = 0;    // w4a16: G (K for one group)
+  int32_t in_features = 0;    // K
+  int32_t out_features = 0;   // N (sum of the fused parts)
+  int32_t group_size = 0;     // w4a16: G (K for one group)
   DeviceBuffer weight;        // fp16 [N, K] | e4m3 [N, K] | uint32 W4A16 packed [N/16][K/64][32][4]
   DeviceBuffer weight_scale;  // w8a8: f32 [N] | w4a16: uint32 packed half2 scales | fp16: empty
   DeviceBuffer k_perm;        // w4a16 act-order: int32 [K], else empty

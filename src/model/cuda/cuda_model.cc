@@ -44,7 +44,8 @@ Result<std::unique_ptr<CudaModel>> CudaModel::create(const Model& model, const C
   if (o.max_model_len <= 0) o.max_model_len = static_cast<int32_t>(m->config_.max_position_embeddings);
   if (o.max_num_logits <= 0) o.max_num_logits = o.max_num_seqs;
   if (o.max_num_tokens <= 0 || o.max_num_seqs <= 0 || o.max_model_len <= 0 || o.block_size <= 0)
-    return invalid_argument("cuda model: max-num-batched-tokens, max-num-seqs, max-model-len and block size must be positive");
+    return invalid_argument(
+        "cuda model: max-num-batched-tokens, max-num-seqs, max-model-len and block size must be positive");
   const ModelConfig& c = m->config_;
   if (c.head_dim % 2 != 0 || c.head_dim > 256 || c.num_attention_heads % c.num_key_value_heads != 0)
     return unsupported("cuda model: head_dim " + std::to_string(c.head_dim) + " with " +
@@ -143,13 +144,12 @@ Status CudaModel::upload_weights(const Model& model) {
                                                             {p + "self_attn.k_proj", w.k_proj.get()},
                                                             {p + "self_attn.v_proj", w.v_proj.get()}},
                                                            c.attention_bias, p + "self_attn.qkv"));
-    CROSSPOINT_ASSIGN_OR_RETURN(l.o_proj,
-                                upload_fused_linear(model, {{p + "self_attn.o_proj", w.o_proj.get()}}, false,
-                                                    p + "self_attn.o_proj"));
-    CROSSPOINT_ASSIGN_OR_RETURN(l.gate_up, upload_fused_linear(model,
-                                                               {{p + "mlp.gate_proj", w.gate_proj.get()},
-                                                                {p + "mlp.up_proj", w.up_proj.get()}},
-                                                               false, p + "mlp.gate_up"));
+    CROSSPOINT_ASSIGN_OR_RETURN(l.o_proj, upload_fused_linear(model, {{p + "self_attn.o_proj", w.o_proj.get()}}, false,
+                                                              p + "self_attn.o_proj"));
+    CROSSPOINT_ASSIGN_OR_RETURN(
+        l.gate_up,
+        upload_fused_linear(model, {{p + "mlp.gate_proj", w.gate_proj.get()}, {p + "mlp.up_proj", w.up_proj.get()}},
+                            false, p + "mlp.gate_up"));
     CROSSPOINT_ASSIGN_OR_RETURN(l.down_proj, upload_fused_linear(model, {{p + "mlp.down_proj", w.down_proj.get()}},
                                                                  false, p + "mlp.down_proj"));
     bytes += l.input_norm.bytes() + l.post_attention_norm.bytes() + l.qkv.device_bytes() + l.o_proj.device_bytes() +
@@ -158,7 +158,8 @@ Status CudaModel::upload_weights(const Model& model) {
   memory_.weight_bytes = bytes;
   weight_format_name_ = layers_.empty() ? "none" : cuda_linear_format_name(layers_[0].qkv.format);
   if (!layers_.empty() && layers_[0].qkv.format == CudaLinearFormat::kW4A16)
-    weight_format_name_ += "-g" + std::to_string(layers_[0].qkv.group_size) + (layers_[0].qkv.k_perm.empty() ? "" : "-act");
+    weight_format_name_ +=
+        "-g" + std::to_string(layers_[0].qkv.group_size) + (layers_[0].qkv.k_perm.empty() ? "" : "-act");
   return Status::ok();
 }
 
@@ -193,14 +194,14 @@ Status CudaModel::allocate_activations() {
   CROSSPOINT_ASSIGN_OR_RETURN(logits_f32_, DeviceBuffer::allocate(static_cast<size_t>(R) * V * 4, "logits f32"));
   CROSSPOINT_ASSIGN_OR_RETURN(sampled_, DeviceBuffer::allocate(static_cast<size_t>(R) * 4, "sampled tokens"));
   CROSSPOINT_ASSIGN_OR_RETURN(sampled_host_, PinnedBuffer::allocate(static_cast<size_t>(R) * 4, "sampled tokens"));
-  CROSSPOINT_ASSIGN_OR_RETURN(
-      attention_workspace_,
-      DeviceBuffer::allocate(cuda_paged_attention_workspace_bytes(static_cast<int>(T), static_cast<int>(H),
-                                                                  static_cast<int>(D), o.max_model_len),
-                             "attention workspace"));
+  CROSSPOINT_ASSIGN_OR_RETURN(attention_workspace_, DeviceBuffer::allocate(cuda_paged_attention_workspace_bytes(
+                                                                               static_cast<int>(T), static_cast<int>(H),
+                                                                               static_cast<int>(D), o.max_model_len),
+                                                                           "attention workspace"));
   // Its split counters must start at zero (each attention launch leaves them zero).
   if (attention_workspace_.bytes() > 0)
-    CROSSPOINT_CUDA_RETURN_IF_ERROR(cudaMemset(attention_workspace_.as(), 0, attention_workspace_.bytes()), "cudaMemset");
+    CROSSPOINT_CUDA_RETURN_IF_ERROR(cudaMemset(attention_workspace_.as(), 0, attention_workspace_.bytes()),
+                                    "cudaMemset");
 
   // Scratch of the quantised linears, sized for the widest layer that needs it.
   int64_t fp8_max_k = 0, perm_max_k = 0, w4a16_max_n = 0, fp8_max_n = 0;
@@ -212,9 +213,9 @@ Status CudaModel::allocate_activations() {
         fp8_max_n = std::max<int64_t>(fp8_max_n, lin->out_features);
         for (int m : {3, 16, static_cast<int>(slab), static_cast<int>(T)}) {
           if (m > T || (o.batch_invariant && m != slab)) continue;
-          CROSSPOINT_ASSIGN_OR_RETURN(Fp8ScalePath path, fp8_scale_path(*cublas_, m, lin->out_features,
-                                                                       lin->in_features, lin->in_features,
-                                                                       lin->in_features, lin->out_features));
+          CROSSPOINT_ASSIGN_OR_RETURN(Fp8ScalePath path,
+                                      fp8_scale_path(*cublas_, m, lin->out_features, lin->in_features, lin->in_features,
+                                                     lin->in_features, lin->out_features));
           fp8_epilogue = fp8_epilogue || path == Fp8ScalePath::kEpilogue;
         }
       }
@@ -225,12 +226,12 @@ Status CudaModel::allocate_activations() {
     }
   }
   CROSSPOINT_ASSIGN_OR_RETURN(xq_, DeviceBuffer::allocate(static_cast<size_t>(T) * fp8_max_k, "fp8 activations"));
-  CROSSPOINT_ASSIGN_OR_RETURN(x_scale_, DeviceBuffer::allocate(fp8_max_k > 0 ? static_cast<size_t>(T) * 4 : 0,
-                                                               "fp8 activation scales"));
+  CROSSPOINT_ASSIGN_OR_RETURN(
+      x_scale_, DeviceBuffer::allocate(fp8_max_k > 0 ? static_cast<size_t>(T) * 4 : 0, "fp8 activation scales"));
   if (fp8_epilogue) {
-    CROSSPOINT_ASSIGN_OR_RETURN(fp8_epilogue_,
-                                DeviceBuffer::allocate(fp8_gemm_scratch_bytes(static_cast<int>(T), static_cast<int>(fp8_max_n)),
-                                                       "fp8 epilogue scratch"));
+    CROSSPOINT_ASSIGN_OR_RETURN(
+        fp8_epilogue_, DeviceBuffer::allocate(fp8_gemm_scratch_bytes(static_cast<int>(T), static_cast<int>(fp8_max_n)),
+                                              "fp8 epilogue scratch"));
   }
   CROSSPOINT_ASSIGN_OR_RETURN(x_perm_, DeviceBuffer::allocate(fp16_bytes(T, perm_max_k), "act-order activations"));
   if (w4a16_max_n > 0) {
@@ -263,14 +264,14 @@ Status CudaModel::allocate_kv_cache(int64_t num_blocks) {
 }
 
 uint16_t* CudaModel::key_cache(int32_t layer_idx) const {
-  const size_t per = static_cast<size_t>(num_kv_blocks_) * options_.block_size * config_.num_key_value_heads *
-                     config_.head_dim;
+  const size_t per =
+      static_cast<size_t>(num_kv_blocks_) * options_.block_size * config_.num_key_value_heads * config_.head_dim;
   return kv_cache_.as<uint16_t>() + (static_cast<size_t>(layer_idx) * 2) * per;
 }
 
 uint16_t* CudaModel::value_cache(int32_t layer_idx) const {
-  const size_t per = static_cast<size_t>(num_kv_blocks_) * options_.block_size * config_.num_key_value_heads *
-                     config_.head_dim;
+  const size_t per =
+      static_cast<size_t>(num_kv_blocks_) * options_.block_size * config_.num_key_value_heads * config_.head_dim;
   return kv_cache_.as<uint16_t>() + (static_cast<size_t>(layer_idx) * 2 + 1) * per;
 }
 
@@ -297,7 +298,8 @@ Status CudaModel::profile_step() {
     remaining -= len;
   }
   const int32_t num_tokens = static_cast<int32_t>(batch.token_ids.size());
-  for (int32_t r = 0; r < std::min(o.max_num_logits, num_tokens); ++r) batch.logits_token_idx.push_back(num_tokens - 1 - r);
+  for (int32_t r = 0; r < std::min(o.max_num_logits, num_tokens); ++r)
+    batch.logits_token_idx.push_back(num_tokens - 1 - r);
   CROSSPOINT_ASSIGN_OR_RETURN(CudaForwardBatch device, upload_inputs(batch.view(), blocks_per_seq, num_tokens));
   device.shape.max_context_len = o.max_model_len;  // the bound graphs use
   CROSSPOINT_RETURN_IF_ERROR(forward(device));
@@ -313,13 +315,12 @@ Status CudaModel::profile_step() {
 Result<CudaForwardBatch> CudaModel::upload_inputs(const ForwardBatch& batch, int32_t block_table_stride,
                                                   int32_t num_stored_tokens) {
   int32_t* staging = inputs_host_.as<int32_t>();
-  CROSSPOINT_ASSIGN_OR_RETURN(PackedStepShape shape,
-                              pack_step_inputs(batch, layout_, vocab_size_, options_.block_size,
-                                               static_cast<int32_t>(num_kv_blocks_), block_table_stride,
-                                               num_stored_tokens, staging));
-  CROSSPOINT_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(inputs_.as(), staging, shape.num_packed_int32 * 4,
-                                                  cudaMemcpyHostToDevice, stream_),
-                                  "copy step inputs");
+  CROSSPOINT_ASSIGN_OR_RETURN(PackedStepShape shape, pack_step_inputs(batch, layout_, vocab_size_, options_.block_size,
+                                                                      static_cast<int32_t>(num_kv_blocks_),
+                                                                      block_table_stride, num_stored_tokens, staging));
+  CROSSPOINT_CUDA_RETURN_IF_ERROR(
+      cudaMemcpyAsync(inputs_.as(), staging, shape.num_packed_int32 * 4, cudaMemcpyHostToDevice, stream_),
+      "copy step inputs");
   return device_batch(shape);
 }
 
@@ -401,8 +402,8 @@ Status CudaModel::run_layer(int32_t layer_idx, const CudaForwardBatch& b) {
 
   CROSSPOINT_RETURN_IF_ERROR(run_cuda_linear(l.o_proj, scratch_, attn_.as<uint16_t>(), T, delta, stream_));
   mark(StepOp::kOProj);
-  CROSSPOINT_RETURN_IF_ERROR(add_rms_norm(residual_.as<float>(), delta, d, l.post_attention_norm.as<uint16_t>(), eps,
-                                          x, d, T, d, stream_));
+  CROSSPOINT_RETURN_IF_ERROR(
+      add_rms_norm(residual_.as<float>(), delta, d, l.post_attention_norm.as<uint16_t>(), eps, x, d, T, d, stream_));
   mark(StepOp::kPostAttentionNorm);
   CROSSPOINT_RETURN_IF_ERROR(run_cuda_linear(l.gate_up, scratch_, x, T, gate_up_.as<uint16_t>(), stream_));
   mark(StepOp::kGateUpProj);
@@ -428,7 +429,8 @@ Status CudaModel::forward(const CudaForwardBatch& b) {
   CROSSPOINT_RETURN_IF_ERROR(add_rms_norm(residual_.as<float>(), layers_.empty() ? nullptr : delta_.as<uint16_t>(), d,
                                           final_norm_.as<uint16_t>(), static_cast<float>(config_.rms_norm_eps),
                                           x_.as<uint16_t>(), d, T, d, stream_));
-  CROSSPOINT_RETURN_IF_ERROR(gather_rows(x_.as<uint16_t>(), d, b.logits_token_idx, head_in_.as<uint16_t>(), R, d, stream_));
+  CROSSPOINT_RETURN_IF_ERROR(
+      gather_rows(x_.as<uint16_t>(), d, b.logits_token_idx, head_in_.as<uint16_t>(), R, d, stream_));
   mark(StepOp::kFinalNormGather);
   const uint16_t* head = lm_head_.empty() ? embed_tokens_.as<uint16_t>() : lm_head_.as<uint16_t>();
   CROSSPOINT_RETURN_IF_ERROR(for_each_row_slab(R, scratch_.slab_rows, [&](int first, int rows) {
@@ -441,14 +443,14 @@ Status CudaModel::forward(const CudaForwardBatch& b) {
 }
 
 Status CudaModel::forward_host(const ForwardBatch& batch, float* logits_out) {
-  CROSSPOINT_ASSIGN_OR_RETURN(CudaForwardBatch device, upload_inputs(batch, batch.max_blocks_per_seq,
-                                                                     batch.num_tokens()));
+  CROSSPOINT_ASSIGN_OR_RETURN(CudaForwardBatch device,
+                              upload_inputs(batch, batch.max_blocks_per_seq, batch.num_tokens()));
   CROSSPOINT_RETURN_IF_ERROR(forward(device));
   const size_t n = static_cast<size_t>(device.shape.num_logits) * vocab_size_;
   if (n > 0) {
     CROSSPOINT_RETURN_IF_ERROR(fp16_to_f32(logits(), logits_f32(), static_cast<int64_t>(n), stream_));
-    CROSSPOINT_CUDA_RETURN_IF_ERROR(
-        cudaMemcpyAsync(logits_out, logits_f32(), n * 4, cudaMemcpyDeviceToHost, stream_), "copy logits");
+    CROSSPOINT_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(logits_out, logits_f32(), n * 4, cudaMemcpyDeviceToHost, stream_),
+                                    "copy logits");
   }
   CROSSPOINT_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream_), "forward");
   return Status::ok();

@@ -30,14 +30,14 @@ namespace crosspoint::cuda {
 int cuda_device_count();
 
 struct CudaModelOptions {
-  int32_t max_num_tokens = 2048;  // tokens per step (max_num_batched_tokens)
-  int32_t max_num_seqs = 256;     // sequences per step
-  int32_t max_num_logits = 0;     // logits rows per step; 0 = max_num_seqs
-  int32_t max_model_len = 0;      // 0 = config max_position_embeddings
-  int32_t block_size = 16;        // tokens per KV block
+  int32_t max_num_tokens = 2048;        // tokens per step (max_num_batched_tokens)
+  int32_t max_num_seqs = 256;           // sequences per step
+  int32_t max_num_logits = 0;           // logits rows per step; 0 = max_num_seqs
+  int32_t max_model_len = 0;            // 0 = config max_position_embeddings
+  int32_t block_size = 16;              // tokens per KV block
   double gpu_memory_utilization = 0.9;  // fraction of the GPU's total memory this process may use
-  int64_t num_kv_blocks = 0;      // > 0: exactly this many blocks, utilization ignored (tests, generate)
-  size_t reserve_bytes = 0;       // kept free after the KV cache (CUDA graphs are captured later)
+  int64_t num_kv_blocks = 0;            // > 0: exactly this many blocks, utilization ignored (tests, generate)
+  size_t reserve_bytes = 0;             // kept free after the KV cache (CUDA graphs are captured later)
   int device = 0;
   // serve --deterministic: linears on fixed slabs of kBatchInvariantRows rows and attention in
   // one partition per row, so a row's logits do not depend on the rest of the batch.
@@ -47,17 +47,17 @@ struct CudaModelOptions {
 // What the startup log prints.
 struct CudaMemoryReport {
   std::string gpu_name;
-  size_t total_bytes = 0;       // the GPU's memory
-  size_t weight_bytes = 0;      // weights as uploaded
-  size_t activation_bytes = 0;  // measured: activation buffers, workspaces and the profile step's growth
+  size_t total_bytes = 0;           // the GPU's memory
+  size_t weight_bytes = 0;          // weights as uploaded
+  size_t activation_bytes = 0;      // measured: activation buffers, workspaces and the profile step's growth
   size_t used_before_kv_bytes = 0;  // everything in use on the device before the KV cache
   size_t reserve_bytes = 0;
   size_t kv_bytes = 0;
   int64_t num_kv_blocks = 0;
   int64_t kv_tokens = 0;
   size_t kv_bytes_per_token = 0;  // fp16 K and V across all layers
-  double upload_s = 0;          // weight conversion and upload
-  double profile_s = 0;         // buffers and the profile step
+  double upload_s = 0;            // weight conversion and upload
+  double profile_s = 0;           // buffers and the profile step
 };
 
 // ForwardBatch on the device: pointers into the model's packed step-input buffer, plus the
@@ -113,9 +113,9 @@ class CudaModel {
   std::string weight_format_name() const { return weight_format_name_; }
 
   // Buffers the runner samples from (device unless named host; fixed addresses).
-  const uint16_t* logits() const { return logits_.as<uint16_t>(); }      // [max_num_logits, vocab] fp16
-  float* logits_f32() const { return logits_f32_.as<float>(); }          // [max_num_logits, vocab] f32
-  int32_t* sampled_tokens() const { return sampled_.as<int32_t>(); }     // [max_num_logits] int32
+  const uint16_t* logits() const { return logits_.as<uint16_t>(); }             // [max_num_logits, vocab] fp16
+  float* logits_f32() const { return logits_f32_.as<float>(); }                 // [max_num_logits, vocab] f32
+  int32_t* sampled_tokens() const { return sampled_.as<int32_t>(); }            // [max_num_logits] int32
   int32_t* sampled_tokens_host() const { return sampled_host_.as<int32_t>(); }  // pinned
 
  private:
@@ -150,9 +150,9 @@ class CudaModel {
   std::unique_ptr<CublasLtContext> cublas_;
 
   // Weights.
-  DeviceBuffer embed_tokens_;  // [vocab, d] fp16
-  DeviceBuffer lm_head_;       // [vocab, d] fp16; empty when tied (embed_tokens_ is used)
-  DeviceBuffer final_norm_;    // [d] fp16
+  DeviceBuffer embed_tokens_;   // [vocab, d] fp16
+  DeviceBuffer lm_head_;        // [vocab, d] fp16; empty when tied (embed_tokens_ is used)
+  DeviceBuffer final_norm_;     // [d] fp16
   DeviceBuffer rope_inv_freq_;  // [D / 2] f32
   std::vector<Layer> layers_;
 
@@ -166,23 +166,23 @@ class CudaModel {
   DeviceBuffer inputs_;       // [layout_.total] int32
 
   // Activations, T = max_num_tokens rows, R = max_num_logits rows.
-  DeviceBuffer residual_;  // [T, d] f32
-  DeviceBuffer x_;         // [T, d] fp16 normed input of the next linear
-  DeviceBuffer qkv_;       // [T, (H + 2 Hkv) D] fp16
-  DeviceBuffer attn_;      // [T, H D] fp16
-  DeviceBuffer delta_;     // [T, d] fp16 o_proj / down_proj output, added to the residual
-  DeviceBuffer gate_up_;   // [T, 2 I] fp16
-  DeviceBuffer act_;       // [T, I] fp16 silu(gate) * up
-  DeviceBuffer head_in_;   // [R, d] fp16 final-normed rows whose logits are wanted
-  DeviceBuffer logits_;    // [R, vocab] fp16
-  DeviceBuffer logits_f32_;     // [R, vocab] f32: forward_host's output, the host sampler's rows
-  DeviceBuffer sampled_;        // [R] int32 greedy tokens
-  PinnedBuffer sampled_host_;   // [R] int32
+  DeviceBuffer residual_;      // [T, d] f32
+  DeviceBuffer x_;             // [T, d] fp16 normed input of the next linear
+  DeviceBuffer qkv_;           // [T, (H + 2 Hkv) D] fp16
+  DeviceBuffer attn_;          // [T, H D] fp16
+  DeviceBuffer delta_;         // [T, d] fp16 o_proj / down_proj output, added to the residual
+  DeviceBuffer gate_up_;       // [T, 2 I] fp16
+  DeviceBuffer act_;           // [T, I] fp16 silu(gate) * up
+  DeviceBuffer head_in_;       // [R, d] fp16 final-normed rows whose logits are wanted
+  DeviceBuffer logits_;        // [R, vocab] fp16
+  DeviceBuffer logits_f32_;    // [R, vocab] f32: forward_host's output, the host sampler's rows
+  DeviceBuffer sampled_;       // [R] int32 greedy tokens
+  PinnedBuffer sampled_host_;  // [R] int32
   DeviceBuffer attention_workspace_;
-  DeviceBuffer xq_;             // [T, max K] e4m3 (w8a8 layers)
-  DeviceBuffer x_scale_;        // [T] f32 (w8a8 layers)
-  DeviceBuffer fp8_epilogue_;   // [T, max N] f32 when cuBLASLt lacks outer-vector scales
-  DeviceBuffer x_perm_;         // [T, max K] fp16 (act-order w4a16 layers)
+  DeviceBuffer xq_;            // [T, max K] e4m3 (w8a8 layers)
+  DeviceBuffer x_scale_;       // [T] f32 (w8a8 layers)
+  DeviceBuffer fp8_epilogue_;  // [T, max N] f32 when cuBLASLt lacks outer-vector scales
+  DeviceBuffer x_perm_;        // [T, max K] fp16 (act-order w4a16 layers)
   DeviceBuffer w4a16_workspace_;
   CudaLinearScratch scratch_;
 

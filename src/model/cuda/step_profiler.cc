@@ -86,8 +86,9 @@ Status StepProfiler::begin_step(cudaStream_t stream) {
 
 void StepProfiler::mark(StepOp op) {
   if (!open_) {
-    if (error_.is_ok()) error_ = invalid_argument(std::string("step profiler: mark(") + step_op_name(op) +
-                                                  ") with no open step (call begin_step first)");
+    if (error_.is_ok())
+      error_ = invalid_argument(std::string("step profiler: mark(") + step_op_name(op) +
+                                ") with no open step (call begin_step first)");
     return;
   }
   if (!error_.is_ok()) return;
@@ -104,7 +105,8 @@ Result<StepProfile> StepProfiler::finish() {
     return error;
   }
   if (!was_open) return invalid_argument("step profiler: finish() with no open step");
-  CROSSPOINT_CUDA_RETURN_IF_ERROR(cudaEventSynchronize(events_[num_recorded_ - 1]), "step profiler: cudaEventSynchronize");
+  CROSSPOINT_CUDA_RETURN_IF_ERROR(cudaEventSynchronize(events_[num_recorded_ - 1]),
+                                  "step profiler: cudaEventSynchronize");
   std::vector<float> gaps_ms(marks_.size());
   for (size_t i = 0; i < marks_.size(); ++i) {
     CROSSPOINT_CUDA_RETURN_IF_ERROR(cudaEventElapsedTime(&gaps_ms[i], events_[i], events_[i + 1]),

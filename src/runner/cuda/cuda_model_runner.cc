@@ -31,7 +31,8 @@ Result<std::unique_ptr<CudaModelRunner>> CudaModelRunner::create(std::unique_ptr
     const size_t params_bytes = static_cast<size_t>(cap.max_num_logits) * sizeof(SampledRowParams);
     CROSSPOINT_ASSIGN_OR_RETURN(runner->sampled_params_host_,
                                 PinnedBuffer::allocate(params_bytes, "sampled row parameters"));
-    CROSSPOINT_ASSIGN_OR_RETURN(runner->sampled_params_, DeviceBuffer::allocate(params_bytes, "sampled row parameters"));
+    CROSSPOINT_ASSIGN_OR_RETURN(runner->sampled_params_,
+                                DeviceBuffer::allocate(params_bytes, "sampled row parameters"));
   } else {
     const size_t logits_bytes = static_cast<size_t>(cap.max_num_logits) * runner->model_->vocab_size() * sizeof(float);
     CROSSPOINT_ASSIGN_OR_RETURN(runner->logits_f32_host_,
@@ -104,8 +105,8 @@ Status CudaModelRunner::capture_bucket(int32_t bucket, int32_t context_bound) {
     if (graph != nullptr) (void)cudaGraphDestroy(graph);
     (void)cudaGetLastError();
     if (!launched.is_ok())
-      return Status(launched.code(), "bucket " + std::to_string(bucket) + " x context " + std::to_string(context_bound) +
-                                         ": " + launched.message());
+      return Status(launched.code(), "bucket " + std::to_string(bucket) + " x context " +
+                                         std::to_string(context_bound) + ": " + launched.message());
     return cuda_status(end, "cudaStreamEndCapture");
   }
   cudaGraphExec_t exec = nullptr;
@@ -133,8 +134,8 @@ Result<StepOutput> CudaModelRunner::execute(const BatchPlan& plan) {
   // two differ only in launch overhead).
   int32_t bucket = is_decode_only(plan) ? choose_graph_bucket(buckets_, static_cast<int32_t>(plan.seqs.size())) : -1;
   const int32_t context_bound =
-      bucket > 0 ? choose_context_bound(context_bounds_, *std::max_element(batch.seq_context_len.begin(),
-                                                                           batch.seq_context_len.end()))
+      bucket > 0 ? choose_context_bound(context_bounds_,
+                                        *std::max_element(batch.seq_context_len.begin(), batch.seq_context_len.end()))
                  : -1;
   if (context_bound <= 0) bucket = -1;
   int32_t num_rows = 0;
@@ -153,8 +154,8 @@ Result<StepOutput> CudaModelRunner::execute(const BatchPlan& plan) {
       device.shape.max_context_len = context_bound;
       Status status = m.forward(device);
       if (!status.is_ok()) return Status(status.code(), "forward pass: " + status.message());
-      CROSSPOINT_RETURN_IF_ERROR(argmax_rows(m.logits(), m.vocab_size(), m.sampled_tokens(), bucket, m.vocab_size(),
-                                             m.stream()));
+      CROSSPOINT_RETURN_IF_ERROR(
+          argmax_rows(m.logits(), m.vocab_size(), m.sampled_tokens(), bucket, m.vocab_size(), m.stream()));
       ++num_eager_steps_;
     }
     num_rows = bucket;
@@ -247,8 +248,7 @@ Status CudaModelRunner::draw_tokens(const BatchPlan& plan, const std::vector<int
   return Status::ok();
 }
 
-void CudaModelRunner::draw_on_host(const BatchPlan& plan, const std::vector<int32_t>& row_seq_idx,
-                                   StepOutput& output) {
+void CudaModelRunner::draw_on_host(const BatchPlan& plan, const std::vector<int32_t>& row_seq_idx, StepOutput& output) {
   const int V = model_->vocab_size();
   const float* logits = logits_f32_host_.as<float>();
   // Each sampled row draws from its own (seed, output index) stream, so rows are independent:

@@ -47,7 +47,7 @@ struct CudaGraphReport {
   std::vector<int32_t> context_bounds;    // one graph per batch size and context bound
   size_t graph_bytes = 0;                 // device memory the graphs took (measured)
   double capture_s = 0;
-  std::string fallback_reason;            // non-empty when capture failed and the runner is eager
+  std::string fallback_reason;  // non-empty when capture failed and the runner is eager
 };
 
 class CudaModelRunner : public Runner {
@@ -74,8 +74,8 @@ class CudaModelRunner : public Runner {
   void destroy_graphs();
   // After forward (and greedy argmax): draws the sampled rows (on the GPU or the host, as the
   // options say), copies the token ids out and fills output.
-  Status draw_tokens(const BatchPlan& plan, const std::vector<int32_t>& row_seq_idx, int32_t num_rows,
-                     bool argmax_done, StepOutput& output);
+  Status draw_tokens(const BatchPlan& plan, const std::vector<int32_t>& row_seq_idx, int32_t num_rows, bool argmax_done,
+                     StepOutput& output);
   // The host half of the default path: rows in sampled_rows_ drawn from logits_f32_host_.
   void draw_on_host(const BatchPlan& plan, const std::vector<int32_t>& row_seq_idx, StepOutput& output);
 
@@ -83,8 +83,8 @@ class CudaModelRunner : public Runner {
   CudaRunnerOptions options_;
   ForwardBatchBuilder builder_;
   PaddedDecodeBatch padded_;
-  std::vector<int32_t> buckets_;         // decode batch sizes (graph_bucket_sizes)
-  std::vector<int32_t> context_bounds_;  // attention context bounds (graph_context_bounds)
+  std::vector<int32_t> buckets_;                                   // decode batch sizes (graph_bucket_sizes)
+  std::vector<int32_t> context_bounds_;                            // attention context bounds (graph_context_bounds)
   std::map<std::pair<int32_t, int32_t>, cudaGraphExec_t> graphs_;  // (bucket, context bound) -> graph
   CudaGraphReport graph_report_;
   std::vector<int32_t> row_seq_idx_;  // [num_rows] plan.seqs index of each logits row (-1: padding)
