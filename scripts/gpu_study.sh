@@ -25,6 +25,9 @@
 #             sequentially, in copies sent together and amid load, default and --deterministic servers
 # --deterministic-too: the decode step and the sweep run a second time with --deterministic
 #          (decode_step_deterministic.json, the sweep-deterministic folder), for the mode's cost.
+# --baseline TAR: another bundle's crosspoint-gpu.tar.xz (carried, e.g. an older commit's); its
+#          bench_decode_step runs just before this one's with the same arguments
+#          (decode_step_baseline.json), so old and new binaries are compared in one call.
 # Every step has its own time limit inside BUDGET_S (560 s), and $OUT/results.json is written
 # on every exit (steps with their exit codes and seconds, ceilings, checkpoint timings, the check,
 # every sweep cell's headline numbers, start-up facts, peers).
@@ -67,6 +70,7 @@ PEER_MODES="fp16,fp8,int4"
 DECODE_BATCHES="1,8,32,64,128"
 DRY_RUN=0   # --cpu-dry-run: the same flow on a machine without a GPU (tiny model, CPU servers)
 DET_TOO=0   # --deterministic-too: decode step and sweep again with --deterministic
+BASELINE="" # --baseline TAR: an older bundle whose bench_decode_step runs first, same arguments
 while [ $# -gt 0 ]; do
   case $1 in
     --only) ONLY=$2; shift ;;
@@ -84,6 +88,7 @@ while [ $# -gt 0 ]; do
     --decode-batches) DECODE_BATCHES=$2; shift ;;
     --cpu-dry-run) DRY_RUN=1 ;;
     --deterministic-too) DET_TOO=1 ;;
+    --baseline) BASELINE=$2; shift ;;
     -h|--help) sed -n '2,/^set -uo/p' "$0" | sed '$d'; exit 0 ;;
     *) echo "gpu_study.sh: unknown option $1 (see --help)"; exit 2 ;;
   esac
@@ -209,16 +214,16 @@ sanitize() {
   tail -4 "$WORK/logs/sanitizer-$name.log" | tee -a "$LOG"
   step "sanitizer_$name" $rc $(( $(now) - t )) "$(grep -E 'RACECHECK SUMMARY|ERROR SUMMARY' "$WORK/logs/sanitizer-$name.log" | tail -1) $(grep -c '^\[       OK' "$WORK/logs/sanitizer-$name.log") ok"
 }
+# selection FILE TOOL: the gtest filter a tests folder keeps for TOOL (its sanitizer_selection.txt).
+selection() { sed -n "s/^$2: //p" "$ROOT/$1" | head -1; }
 if want sanitize && [ -x "$BUNDLE_DIR/libexec/test_kernels_cuda" ]; then
-  # memcheck: the GEMVs, attention, sampling, the W4A16 GEMMs and the decoder ops
-  sanitize memcheck "${SANITIZE_MEMCHECK_S:-110}" "${SANITIZE_MEMCHECK_FILTER:-W4A16Gemv*:Fp8Gemv*:Fp8MmaGemv*:Fp16MmaGemv*:Fp8Linear*:Fp16Linear*:Fp16Gemv*:CudaPagedAttention*:*Sampl*:W4A16Gemm*:AddRmsNorm*:RopeKvWrite*:ArgmaxRows*}"
-  # racecheck: the kernels that share data through shared memory (or a cluster's); for attention
-  # the compact cover (the other attention tests take minutes under racecheck)
-  sanitize racecheck "${SANITIZE_RACECHECK_S:-60}" "${SANITIZE_RACECHECK_FILTER:-W4A16Gemv*:Fp8GemvFromFp16*:Fp8MmaGemv*:Fp16MmaGemv*:Fp16Gemv*:CudaPagedAttention.DecodeCompact*:*Sampl*:AddRmsNorm*:ArgmaxRows*:W4A16GemmLarge*:W4A16GemmWgmma.SplitTail*}"
-  # The model in both modes (the batch-invariant slabs read padded rows): memcheck over the GPU
-  # cases of test_determinism.
+  sanitize memcheck "${SANITIZE_MEMCHECK_S:-110}" \
+    "${SANITIZE_MEMCHECK_FILTER:-$(selection tests/kernels_cuda/sanitizer_selection.txt memcheck)}"
+  sanitize racecheck "${SANITIZE_RACECHECK_S:-60}" \
+    "${SANITIZE_RACECHECK_FILTER:-$(selection tests/kernels_cuda/sanitizer_selection.txt racecheck)}"
   [ -x "$BUNDLE_DIR/libexec/test_determinism" ] &&
-    sanitize memcheck "${SANITIZE_DETERMINISM_S:-90}" "${SANITIZE_DETERMINISM_FILTER:-*cuda_fp16:*cuda_w4a16_gptq*}" test_determinism
+    sanitize memcheck "${SANITIZE_DETERMINISM_S:-90}" \
+      "${SANITIZE_DETERMINISM_FILTER:-$(selection tests/determinism/sanitizer_selection.txt memcheck)}" test_determinism
 fi
 
 # ---------------------------------------------------------------- 2c. ncu profile
@@ -301,6 +306,24 @@ if want decode && [ -x "$BUNDLE_DIR/bin/bench_decode_step" ]; then
   CEIL_FOR_BENCH=${HWINFO:-$CEILINGS}
   models=()
   for p in fp16 "${PREC_LIST[@]}"; do [ -f "$CKPT/$p/config.json" ] && [[ " ${models[*]} " != *" $CKPT/$p "* ]] && models+=(--model "$CKPT/$p"); done
+  if [ -n "$BASELINE" ]; then
+    base_dir=/tmp/crosspoint-gpu-baseline
+    rm -rf "$base_dir" /tmp/baseline-unpack && mkdir -p /tmp/baseline-unpack
+    if tar -C /tmp/baseline-unpack -xJf "$ROOT/$BASELINE" 2>>"$LOG"; then
+      mv /tmp/baseline-unpack/crosspoint-gpu "$base_dir"
+      log "== baseline bench_decode_step ($(python3 -c "import json; print(json.load(open('$base_dir/manifest.json'))['commit'])"))"
+      t=$(now)
+      CROSSPOINT_COMMIT=$(python3 -c "import json; print(json.load(open('$base_dir/manifest.json'))['commit'])") \
+        timeout $(limit 240) "$base_dir/bin/bench_decode_step" "${models[@]}" --batches "$DECODE_BATCHES" --context 512 \
+        --prefill-tokens 2048 --ceilings "$CEIL_FOR_BENCH" --out "$WORK/decode_step_baseline.json" \
+        >"$WORK/logs/bench_decode_step_baseline.log" 2>&1
+      rc=$?
+      tail -30 "$WORK/logs/bench_decode_step_baseline.log" | tee -a "$LOG"
+      step bench_decode_step_baseline $rc $(( $(now) - t )) "$(tail -1 "$WORK/logs/bench_decode_step_baseline.log" | cut -c1-150)"
+    else
+      step bench_decode_step_baseline 1 0 "cannot unpack $BASELINE"
+    fi
+  fi
   log "== bench_decode_step ${models[*]} (batches $DECODE_BATCHES, context 512; ceilings $CEIL_FOR_BENCH)"
   t=$(now)
   CROSSPOINT_COMMIT=$(python3 -c "import json; print(json.load(open('$BUNDLE_DIR/manifest.json'))['commit'])") \

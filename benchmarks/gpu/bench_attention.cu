@@ -2,11 +2,10 @@
 // d 3584, I 18944, vocab 152064), random fp16 data generated on the device.
 //
 // Attention: decode at batch {1, 2, 4, 8, 10, 32, 64, 100, 128, 256} x context {128, 512,
-// 2048, 4096}, each on the previous CUDA-core split kernel (+ merge kernel), the tensor-core
-// decode kernel (the default, 3-stage ring) and its 2-stage variant side by side, then a
-// summary table; decode under a 4096 bound; prefill of 1 x 2048 and 16 x 256 tokens. The
-// batch 1-32 latency section times decode attention (the same three) at contexts 512 and
-// 4096 under a 4096 bound, and
+// 2048, 4096}, each on the CUDA-core split kernel (+ merge kernel) and the tensor-core decode
+// kernel (the default) side by side, then a summary table; decode under a 4096 bound; prefill
+// of 1 x 2048 and 16 x 256 tokens. The batch 1-32 latency section times decode attention (the
+// same two) at contexts 512 and 4096 under a 4096 bound, and
 // rope_kv_write alone, each as a graph of 28 calls (one per layer), in us per call. Each
 // timing replays a CUDA graph of `layers` attention calls, each on its own KV cache copy (as
 // the 28 layers of a step are), with enough copies that the caches together exceed 8x the
@@ -56,7 +55,6 @@ const char* kernels_name(CudaAttentionKernels k) {
     case CudaAttentionKernels::kSplitDecode: return "split_decode";
     case CudaAttentionKernels::kDecodeOnly: return "decode_only";
     case CudaAttentionKernels::kSplitOnly: return "split_only";
-    case CudaAttentionKernels::kTwoStageDecode: return "default_2stage";
   }
   return "?";
 }
@@ -229,7 +227,7 @@ nlohmann::json bench_decoder_ops(int t, double bw_gbps, cudaStream_t s, int reps
   const int num_blocks = (t + kBlockSize - 1) / kBlockSize + 1;
   const size_t cache_elems = static_cast<size_t>(num_blocks) * kBlockSize * kKvHeads * kHeadDim;
   uint16_t *table, *delta, *weight, *x, *qkv, *bias, *key_cache, *value_cache, *gate_up, *act, *logits, *rows_out;
-  float *residual, *inv_freq, *logits_f32;
+  float *residual, *inv_freq;
   int32_t *ids, *positions, *slots, *rows, *tokens;
   BENCH_CUDA(cudaMalloc(&table, static_cast<size_t>(kVocab) * kHidden * 2));
   BENCH_CUDA(cudaMalloc(&delta, static_cast<size_t>(t) * kHidden * 2));
@@ -245,7 +243,6 @@ nlohmann::json bench_decoder_ops(int t, double bw_gbps, cudaStream_t s, int reps
   BENCH_CUDA(cudaMalloc(&rows_out, static_cast<size_t>(t) * kHidden * 2));
   BENCH_CUDA(cudaMalloc(&residual, static_cast<size_t>(t) * kHidden * 4));
   BENCH_CUDA(cudaMalloc(&inv_freq, kHeadDim / 2 * 4));
-  BENCH_CUDA(cudaMalloc(&logits_f32, static_cast<size_t>(t) * kVocab * 4));
   for (int32_t** p : {&ids, &positions, &slots, &rows, &tokens}) BENCH_CUDA(cudaMalloc(p, static_cast<size_t>(t) * 4));
   std::vector<int32_t> host_ids(t), host_seq(t);
   std::mt19937 rng(5);
@@ -285,8 +282,6 @@ nlohmann::json bench_decoder_ops(int t, double bw_gbps, cudaStream_t s, int reps
        [&] { return cuda::silu_mul(gate_up, 2 * kIntermediate, act, kIntermediate, t, kIntermediate, s); }},
       {"gather_rows", td * kHidden * 4, [&] { return cuda::gather_rows(x, kHidden, rows, rows_out, t, kHidden, s); }},
       {"argmax_rows", td * kVocab * 2, [&] { return cuda::argmax_rows(logits, kVocab, tokens, t, kVocab, s); }},
-      {"fp16_to_f32", td * kVocab * (2 + 4),
-       [&] { return cuda::fp16_to_f32(logits, logits_f32, static_cast<int64_t>(t) * kVocab, s); }},
   };
   nlohmann::json out = nlohmann::json::array();
   for (const Op& op : ops) {
@@ -301,9 +296,9 @@ nlohmann::json bench_decoder_ops(int t, double bw_gbps, cudaStream_t s, int reps
                    {"gbps", gbps},
                    {"pct_bw", 100 * gbps / bw_gbps}});
   }
-  for (void* p : std::initializer_list<void*>{table,       delta,   weight,    x,      qkv,      bias,     key_cache,
-                                              value_cache, gate_up, act,       logits, rows_out, residual, inv_freq,
-                                              logits_f32,  ids,     positions, slots,  rows,     tokens})
+  for (void* p :
+       std::initializer_list<void*>{table, delta, weight, x, qkv, bias, key_cache, value_cache, gate_up, act, logits,
+                                    rows_out, residual, inv_freq, ids, positions, slots, rows, tokens})
     cudaFree(p);
   return out;
 }
@@ -351,18 +346,15 @@ nlohmann::json bench_rope_latency(int t, int layers, cudaStream_t s, int reps) {
   return {{"op", "rope_kv_write"}, {"tokens", t}, {"us_per_call", us}, {"bytes", bytes}, {"layers", layers}};
 }
 
-// The decode table: the split kernel (old), the tensor-core decode kernel (new, the default:
-// 3-stage ring) and the same with a 2-stage ring, us per call and % of the read ceiling, then
-// a summary with the speed-ups.
+// The decode table: the CUDA-core split kernel and the tensor-core decode kernel (the default),
+// us per call and % of the read ceiling, then a summary with the speed-ups.
 nlohmann::json bench_decode_table(double bw_gbps, cudaStream_t s, int reps) {
   const std::vector<int> batches = {1, 2, 4, 8, 10, 32, 64, 100, 128, 256};
   const std::vector<int> contexts = {128, 512, 2048, 4096};
-  const CudaAttentionKernels kernels[3] = {CudaAttentionKernels::kSplitDecode, CudaAttentionKernels::kDefault,
-                                           CudaAttentionKernels::kTwoStageDecode};
+  const CudaAttentionKernels kernels[2] = {CudaAttentionKernels::kSplitDecode, CudaAttentionKernels::kDefault};
   nlohmann::json out = nlohmann::json::array();
   std::map<std::pair<int, int>, std::vector<nlohmann::json>> cells;  // (batch, ctx) -> one line per kernel
-  std::printf(
-      "\n== decode attention (one call = one layer): split kernel (old), decode kernel 3-stage (new) and 2-stage ==\n");
+  std::printf("\n== decode attention (one call = one layer): split kernel, decode kernel (the default) ==\n");
   for (int batch : batches) {
     for (int context : contexts) {
       for (CudaAttentionKernels k : kernels) {
@@ -373,8 +365,7 @@ nlohmann::json bench_decode_table(double bw_gbps, cudaStream_t s, int reps) {
     }
   }
   std::printf(
-      "\n== decode summary: us per call old / new / new 2-stage (%% of %.0f GB/s for the faster new), old / best new "
-      "==\n",
+      "\n== decode summary: us per call split / decode kernel (%% of %.0f GB/s for the decode kernel), ratio ==\n",
       bw_gbps);
   std::printf("%6s", "seqs");
   for (int context : contexts) std::printf(" | %-41s", ("ctx " + std::to_string(context)).c_str());
@@ -383,12 +374,11 @@ nlohmann::json bench_decode_table(double bw_gbps, cudaStream_t s, int reps) {
     std::printf("%6d", batch);
     for (int context : contexts) {
       const std::vector<nlohmann::json>& c = cells[{batch, context}];
-      const double old_us = c[0]["us"], new_us = c[1]["us"], two_us = c[2]["us"];
-      const double pct = new_us <= two_us ? c[1]["pct_bw"].get<double>() : c[2]["pct_bw"].get<double>();
+      const double split_us = c[0]["us"], decode_us = c[1]["us"];
       bool ok = true;
       for (const nlohmann::json& line : c) ok = ok && line["check_ok"].get<bool>();
-      std::printf(" | %6.1f / %6.1f / %6.1f (%4.1f%%) x%4.2f%s", old_us, new_us, two_us, pct,
-                  old_us / std::min(new_us, two_us), ok ? " " : "!");
+      std::printf(" | %6.1f / %6.1f (%4.1f%%) x%4.2f%s", split_us, decode_us, c[1]["pct_bw"].get<double>(),
+                  split_us / decode_us, ok ? " " : "!");
     }
     std::printf("\n");
   }
@@ -405,7 +395,7 @@ int main(int argc, char** argv) {
   int reps = 20;
   std::string out_path = "bench_attention.json";
   bool small_batch_only = false;  // --small-batch: only the batch 1-32 section and the decoder ops
-  bool decode_only = false;       // --decode-only: only the decode table (old and new kernels)
+  bool decode_only = false;       // --decode-only: only the decode table (split and decode kernels)
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     auto next = [&]() { return i + 1 < argc ? std::string(argv[++i]) : std::string(); };
@@ -433,8 +423,7 @@ int main(int argc, char** argv) {
       {"read_gbps_ceiling", bw_gbps},
       {"reps", reps},
       {"shape", {{"heads", kHeads}, {"kv_heads", kKvHeads}, {"head_dim", kHeadDim}, {"block_size", kBlockSize}}}};
-  const CudaAttentionKernels decode_kernels[] = {CudaAttentionKernels::kSplitDecode, CudaAttentionKernels::kDefault,
-                                                 CudaAttentionKernels::kTwoStageDecode};
+  const CudaAttentionKernels decode_kernels[] = {CudaAttentionKernels::kSplitDecode, CudaAttentionKernels::kDefault};
   result["decode"] = nlohmann::json::array();
   if (!small_batch_only) {
     result["decode"] = bench_decode_table(bw_gbps, s, reps);
@@ -454,7 +443,7 @@ int main(int argc, char** argv) {
   }
   // Batch-1..32 latency at the 7B shape: decode attention under the model's 4096 bound at
   // contexts 512 and 4096, then rope_kv_write alone. Graphs of 28 calls (one per layer), us per call.
-  std::printf("\n== batch 1-32 decode latency (us per call, graphs of 28 calls): old, new, new 2-stage ==\n");
+  std::printf("\n== batch 1-32 decode latency (us per call, graphs of 28 calls): split kernel, decode kernel ==\n");
   result["small_batch"] = nlohmann::json::array();
   for (int batch : {1, 2, 4, 8, 32})
     for (int context : {512, 4096})

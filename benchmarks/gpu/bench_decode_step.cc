@@ -217,17 +217,16 @@ Result<json> profile_step(cuda::CudaModel& model, const std::function<Status(cud
 
 // num_seqs sequences of `cached` tokens each computing `num_new` more, sequence s in blocks
 // [s * blocks_per_seq, (s + 1) * blocks_per_seq); logits for each sequence's last token.
-cuda::HostForwardBatch make_batch(int32_t num_seqs, int32_t cached, int32_t num_new, int32_t block_size,
-                                  int32_t vocab) {
-  cuda::HostForwardBatch h;
+HostForwardBatch make_batch(int32_t num_seqs, int32_t cached, int32_t num_new, int32_t block_size, int32_t vocab) {
+  HostForwardBatch h;
   const int32_t context = cached + num_new;
-  h.max_blocks_per_seq = (context + block_size - 1) / block_size;
+  const int32_t blocks_per_seq = (context + block_size - 1) / block_size;
+  h.clear(blocks_per_seq);
   for (int32_t s = 0; s < num_seqs; ++s) {
     std::vector<int32_t> tokens, table_row;
     for (int32_t t = 0; t < num_new; ++t) tokens.push_back(static_cast<int32_t>((s * 7919 + t * 104729 + 13) % vocab));
-    for (int32_t b = 0; b < h.max_blocks_per_seq; ++b) table_row.push_back(s * h.max_blocks_per_seq + b);
-    h.add_sequence(tokens, cached, table_row);
-    h.logits_token_idx.push_back(static_cast<int32_t>(h.token_ids.size()) - 1);
+    for (int32_t b = 0; b < blocks_per_seq; ++b) table_row.push_back(s * blocks_per_seq + b);
+    h.add_sequence(tokens, cached, table_row, LogitsWanted::kLast);
   }
   return h;
 }
@@ -338,10 +337,13 @@ Result<json> bench_model(const std::string& dir, const Options& o, const Ceiling
 
   // forward + greedy argmax over the logits rows, as the runner's graphs do; `profiler`
   // (when given) also gets the argmax marked.
+  CROSSPOINT_ASSIGN_OR_RETURN(
+      cuda::DeviceBuffer tokens,
+      cuda::DeviceBuffer::allocate(static_cast<size_t>(gpu->capacity().max_num_logits) * 4, "sampled tokens"));
   auto step = [&](const cuda::CudaForwardBatch& device, cuda::StepProfiler* profiler) -> Status {
     CROSSPOINT_RETURN_IF_ERROR(gpu->forward(device));
     CROSSPOINT_RETURN_IF_ERROR(
-        cuda::argmax_rows(gpu->logits(), V, gpu->sampled_tokens(), device.shape.num_logits, V, stream));
+        cuda::argmax_rows(gpu->logits(), V, tokens.as<int32_t>(), device.shape.num_logits, V, stream));
     if (profiler != nullptr) profiler->mark(cuda::StepOp::kArgmax);
     return Status::ok();
   };
@@ -369,7 +371,7 @@ Result<json> bench_model(const std::string& dir, const Options& o, const Ceiling
   json decode = json::array();
   for (int32_t B : o.batches) {
     std::fprintf(stderr, "[bench_decode_step] %s: decode B=%d\n", dir.c_str(), B);
-    const cuda::HostForwardBatch host = make_batch(B, o.context, 1, gpu->block_size(), V);
+    const HostForwardBatch host = make_batch(B, o.context, 1, gpu->block_size(), V);
     CROSSPOINT_ASSIGN_OR_RETURN(cuda::CudaForwardBatch device,
                                 gpu->upload_inputs(host.view(), gpu->capacity().max_blocks_per_seq, B));
     device.shape.max_query_len = 1;
@@ -411,9 +413,9 @@ Result<json> bench_model(const std::string& dir, const Options& o, const Ceiling
   {
     const int32_t T = o.prefill_tokens;
     std::fprintf(stderr, "[bench_decode_step] %s: prefill %d tokens\n", dir.c_str(), T);
-    const cuda::HostForwardBatch host = make_batch(1, 0, T, gpu->block_size(), V);
+    const HostForwardBatch host = make_batch(1, 0, T, gpu->block_size(), V);
     CROSSPOINT_ASSIGN_OR_RETURN(cuda::CudaForwardBatch device,
-                                gpu->upload_inputs(host.view(), host.max_blocks_per_seq, T));
+                                gpu->upload_inputs(host.view(), host.view().max_blocks_per_seq, T));
     auto enqueue = [&] { return step(device, nullptr); };
     json cell = {{"tokens", T}, {"num_seqs", 1}};
     Result<TimingStats> eager = time_launches(enqueue, stream, 1);  // warm-up

@@ -106,7 +106,6 @@ struct Buffers {
   float* x_scale = nullptr;  // [kMaxM] fp32
   uint16_t* y = nullptr;     // [kMaxM, kMaxN] fp16
   float* scratch = nullptr;  // [kMaxM, kMaxN] fp32 (fp8 epilogue path)
-  void* w4a16_workspace = nullptr;
 };
 
 Buffers make_buffers(cudaStream_t s) {
@@ -118,9 +117,6 @@ Buffers make_buffers(cudaStream_t s) {
   BENCH_CUDA(cudaMalloc(&b.x_scale, Buffers::kMaxM * 4));
   BENCH_CUDA(cudaMalloc(&b.y, ys * 2));
   BENCH_CUDA(cudaMalloc(&b.scratch, ys * 4));
-  const size_t ws = cuda::w4a16_workspace_bytes(Buffers::kMaxM, Buffers::kMaxN);
-  BENCH_CUDA(cudaMalloc(&b.w4a16_workspace, ws));
-  BENCH_CUDA(cudaMemsetAsync(b.w4a16_workspace, 0, ws, s));
   fill_f16(b.x, xs, -1.f, 1.f, 77, s);
   fill_e4m3(b.xq, xs, 78, s);
   fill_f32(b.x_scale, Buffers::kMaxM, 1e-3f, 1e-2f, 79, s);
@@ -132,83 +128,44 @@ Buffers make_buffers(cudaStream_t s) {
 // block's warps as planned; gemv_cuda_cores: fp8 on CUDA cores, split; gemv_whole_row: the
 // former form, CUDA cores, one warp per whole weight row (k_splits = 1); gemv_fused_quant:
 // fp8 with the per-token quantisation inside the GEMV (fp8_gemv_from_fp16, no quant launch).
-// W4A16: w4a16_mma* are the 4-warp kernel's tunings, w4a16_large* the larger-batch kernel
-// (kLargeTile, kLargeTileUnsplit, kLargeTileWide), w4a16_wgmma the Hopper kernel (kWgmma;
-// only on compute capability 9.0), w4a16_gemm what the engine calls (w4a16_gemm: the GEMV at M <= 8, else
-// w4a16_default_tuning_for(M)).
+// W4A16: the three kernels of w4a16_gemm.h (w4a16_gemv, w4a16_large = kLargeTile, w4a16_wgmma
+// = kWgmma, only on compute capability 9.0) and w4a16_gemm, what the engine calls.
 enum class Variant {
   kAuto,
   kCublasLt,
   kGemv,
-  kW4A16,
-  kW4A16Deep,
-  kW4A16Narrow,
-  kW4A16Splits,
   kFp8Quant,
   kGemvWholeRow,
   kFp8Fused,
   kGemvCudaCores,
   kW4A16Gemv,
   kW4A16Large,
-  kW4A16LargeUnsplit,
-  kW4A16LargeWide,
   kW4A16Engine,
-  kFp16MmaGemv,
-  kW4A16Wgmma,
-  kW4A16WgmmaUniform
+  kW4A16Wgmma
 };
 const char* variant_name(Variant v) {
   switch (v) {
     case Variant::kAuto: return "auto";
     case Variant::kCublasLt: return "cublaslt";
     case Variant::kGemv: return "gemv";
-    case Variant::kW4A16: return "w4a16_mma";
-    case Variant::kW4A16Deep: return "w4a16_mma_deep";
-    case Variant::kW4A16Narrow: return "w4a16_mma_narrow";
-    case Variant::kW4A16Splits: return "w4a16_mma_splits";
     case Variant::kFp8Quant: return "fp8_quant_per_token";
     case Variant::kGemvWholeRow: return "gemv_whole_row";
     case Variant::kFp8Fused: return "gemv_fused_quant";
     case Variant::kGemvCudaCores: return "gemv_cuda_cores";
     case Variant::kW4A16Gemv: return "w4a16_gemv";
     case Variant::kW4A16Large: return "w4a16_large";
-    case Variant::kW4A16LargeUnsplit: return "w4a16_large_unsplit";
-    case Variant::kW4A16LargeWide: return "w4a16_large_wide";
     case Variant::kW4A16Engine: return "w4a16_gemm";
     case Variant::kW4A16Wgmma: return "w4a16_wgmma";
-    case Variant::kW4A16WgmmaUniform: return "w4a16_wgmma_no_tail";
-    case Variant::kFp16MmaGemv: return "fp16_mma_gemv";
   }
   return "?";
-}
-bool is_w4a16_tuning(Variant v) {
-  return v == Variant::kW4A16Deep || v == Variant::kW4A16Narrow || v == Variant::kW4A16Splits;
-}
-bool is_w4a16_large(Variant v) {
-  return v == Variant::kW4A16Large || v == Variant::kW4A16LargeUnsplit || v == Variant::kW4A16LargeWide;
-}
-bool is_w4a16_wgmma(Variant v) { return v == Variant::kW4A16Wgmma || v == Variant::kW4A16WgmmaUniform; }
-cuda::W4A16Tuning tuning_of(Variant v) {
-  switch (v) {
-    case Variant::kW4A16Deep: return cuda::W4A16Tuning::kDeepPipeline;
-    case Variant::kW4A16Narrow: return cuda::W4A16Tuning::kNarrowBlocks;
-    case Variant::kW4A16Splits: return cuda::W4A16Tuning::kMoreSplits;
-    case Variant::kW4A16Large: return cuda::W4A16Tuning::kLargeTile;
-    case Variant::kW4A16LargeUnsplit: return cuda::W4A16Tuning::kLargeTileUnsplit;
-    case Variant::kW4A16LargeWide: return cuda::W4A16Tuning::kLargeTileWide;
-    case Variant::kW4A16Wgmma: return cuda::W4A16Tuning::kWgmma;
-    default: return cuda::W4A16Tuning::kDefault;
-  }
 }
 // Which variants run at batch rows m (GEMVs and W4A16 tunings only where they apply).
 bool variant_applies(Variant v, int m) {
   if (v == Variant::kGemv || v == Variant::kGemvWholeRow || v == Variant::kFp8Fused || v == Variant::kGemvCudaCores)
     return m <= 4;
-  if (is_w4a16_tuning(v)) return m <= 16;  // above 16 rows they all run the kDefault kernel
-  if (is_w4a16_large(v)) return m >= 16;
-  if (is_w4a16_wgmma(v)) return m >= 16 && cuda::w4a16_wgmma_supported();
+  if (v == Variant::kW4A16Large) return m >= 8;
+  if (v == Variant::kW4A16Wgmma) return m >= 8 && cuda::w4a16_wgmma_supported();
   if (v == Variant::kW4A16Gemv) return m <= cuda::kW4A16GemvKernelMaxRows;
-  if (v == Variant::kFp16MmaGemv) return m <= cuda::kMmaGemvMaxRows;
   return true;
 }
 
@@ -223,8 +180,6 @@ Status run_linear(CublasLtContext& ctx, const Buffers& b, const Linear& lin, Var
         return cuda::fp16_gemv(b.x, k, static_cast<const uint16_t*>(lin.weight), k, b.y, n, m, n, k, s);
       if (v == Variant::kGemvWholeRow)
         return cuda::fp16_gemv(b.x, k, static_cast<const uint16_t*>(lin.weight), k, b.y, n, m, n, k, s, 1);
-      if (v == Variant::kFp16MmaGemv)
-        return cuda::fp16_mma_gemv(b.x, k, static_cast<const uint16_t*>(lin.weight), k, b.y, n, m, n, k, s);
       return cuda::fp16_gemm_cublaslt(ctx, b.x, k, static_cast<const uint16_t*>(lin.weight), k, b.y, n, m, n, k, s);
     case Precision::kFp8:
       if (v == Variant::kFp8Fused) {
@@ -253,23 +208,13 @@ Status run_linear(CublasLtContext& ctx, const Buffers& b, const Linear& lin, Var
     case Precision::kInt4:
       if (v == Variant::kW4A16Engine) {
         return cuda::w4a16_gemm(b.x, k, static_cast<const uint32_t*>(lin.weight),
-                                static_cast<const uint32_t*>(lin.scales), b.y, n, m, n, k, kGroupSize,
-                                b.w4a16_workspace, s);
-      }
-      if (v == Variant::kW4A16WgmmaUniform) {  // the wgmma kernel without the split of a last partial wave
-        cuda::W4A16WgmmaOptions options;
-        options.split_tail = false;
-        return cuda::w4a16_gemm_wgmma(b.x, k, static_cast<const uint32_t*>(lin.weight),
-                                      static_cast<const uint32_t*>(lin.scales), b.y, n, m, n, k, kGroupSize,
-                                      b.w4a16_workspace, options, s);
-      }
-      if (v == Variant::kW4A16Gemv) {
-        return cuda::w4a16_gemv(b.x, k, static_cast<const uint32_t*>(lin.weight),
                                 static_cast<const uint32_t*>(lin.scales), b.y, n, m, n, k, kGroupSize, s);
       }
-      return cuda::w4a16_gemm_tuned(tuning_of(v), b.x, k, static_cast<const uint32_t*>(lin.weight),
-                                    static_cast<const uint32_t*>(lin.scales), b.y, n, m, n, k, kGroupSize,
-                                    b.w4a16_workspace, s);
+      return cuda::w4a16_gemm_with(v == Variant::kW4A16Gemv    ? cuda::W4A16Kernel::kGemv
+                                   : v == Variant::kW4A16Wgmma ? cuda::W4A16Kernel::kWgmma
+                                                               : cuda::W4A16Kernel::kLargeTile,
+                                   b.x, k, static_cast<const uint32_t*>(lin.weight),
+                                   static_cast<const uint32_t*>(lin.scales), b.y, n, m, n, k, kGroupSize, s);
   }
   return internal_error("unknown precision");
 }
@@ -283,11 +228,8 @@ const Shape kLayerShapes[] = {{"q/o 3584x3584", 3584, 3584},
                               {"gate/up 18944x3584", 18944, 3584},
                               {"down 3584x18944", 3584, 18944}};
 const int kBatchSizes[] = {1, 2, 4, 8, 16, 32, 64, 128, 256};
-const std::vector<Variant> kW4A16Variants = {
-    Variant::kW4A16Engine, Variant::kW4A16Gemv,         Variant::kW4A16,
-    Variant::kW4A16Deep,   Variant::kW4A16Narrow,       Variant::kW4A16Splits,
-    Variant::kW4A16Large,  Variant::kW4A16LargeUnsplit, Variant::kW4A16LargeWide,
-    Variant::kW4A16Wgmma,  Variant::kW4A16WgmmaUniform};
+const std::vector<Variant> kW4A16Variants = {Variant::kW4A16Engine, Variant::kW4A16Gemv, Variant::kW4A16Large,
+                                             Variant::kW4A16Wgmma};
 
 nlohmann::json record(const Ceilings& c, Precision p, const char* kernel, const char* shape, int m, int n, int k,
                       double bytes, double flops, double ms) {
@@ -328,7 +270,6 @@ nlohmann::json bench_layer_gemms(const Ceilings& c, CublasLtContext& ctx, const 
                                 : std::vector<Variant>{Variant::kCublasLt, Variant::kGemv, Variant::kGemvWholeRow};
       if (p == Precision::kFp8)
         variants.insert(variants.end(), {Variant::kGemvCudaCores, Variant::kFp8Fused, Variant::kFp8Quant});
-      if (p == Precision::kFp16) variants.push_back(Variant::kFp16MmaGemv);
       for (int m : kBatchSizes) {
         for (Variant v : variants) {
           if (!variant_applies(v, m)) continue;
@@ -401,12 +342,12 @@ constexpr int kPrefillRows = 2048;
 bool runs_at_prefill(Precision p, Variant v) {
   if (p == Precision::kFp16) return v == Variant::kCublasLt;
   if (p != Precision::kInt4) return false;
-  if (is_w4a16_wgmma(v)) return cuda::w4a16_wgmma_supported();
-  return v == Variant::kW4A16Engine || v == Variant::kW4A16Large || v == Variant::kW4A16LargeUnsplit;
+  if (v == Variant::kW4A16Wgmma) return cuda::w4a16_wgmma_supported();
+  return v == Variant::kW4A16Engine || v == Variant::kW4A16Large;
 }
 
-// Activations, outputs and W4A16 workspace for kPrefillRows rows (Buffers holds 256):
-// the same Buffers with x, y and the workspace swapped for bigger ones.
+// Activations and outputs for kPrefillRows rows (Buffers holds 256): the same Buffers with x
+// and y swapped for bigger ones.
 struct PrefillBuffers {
   Buffers b;
   explicit PrefillBuffers(const Buffers& small, cudaStream_t s) : b(small) {
@@ -414,15 +355,11 @@ struct PrefillBuffers {
     const size_t xs = static_cast<size_t>(kPrefillRows) * kMaxK, ys = static_cast<size_t>(kPrefillRows) * kMaxN;
     BENCH_CUDA(cudaMalloc(&b.x, xs * 2));  // [2048, 18944] fp16
     BENCH_CUDA(cudaMalloc(&b.y, ys * 2));  // [2048, 37888] fp16
-    const size_t ws = cuda::w4a16_workspace_bytes(kPrefillRows, kMaxN);
-    BENCH_CUDA(cudaMalloc(&b.w4a16_workspace, ws));
-    BENCH_CUDA(cudaMemsetAsync(b.w4a16_workspace, 0, ws, s));
     fill_f16(b.x, xs, -1.f, 1.f, 80, s);
   }
   ~PrefillBuffers() {
     cudaFree(b.x);
     cudaFree(b.y);
-    cudaFree(b.w4a16_workspace);
   }
 };
 
@@ -534,12 +471,11 @@ nlohmann::json bench_gemv16(const Ceilings& c, CublasLtContext& ctx, const Buffe
   };
   const Line lines[] = {{Precision::kFp16, Variant::kCublasLt, 16},
                         {Precision::kFp16, Variant::kGemv, cuda::kGemvMaxRows},
-                        {Precision::kFp16, Variant::kFp16MmaGemv, 16},
                         {Precision::kFp16, Variant::kAuto, 16},
                         {Precision::kFp8, Variant::kCublasLt, 16},
                         {Precision::kFp8, Variant::kGemv, fp8_gemv_rows},
                         {Precision::kFp8, Variant::kAuto, 16},
-                        {Precision::kInt4, Variant::kW4A16, 16},
+                        {Precision::kInt4, Variant::kW4A16Large, 16},
                         {Precision::kInt4, Variant::kW4A16Gemv, cuda::kW4A16GemvKernelMaxRows},
                         {Precision::kInt4, Variant::kW4A16Engine, 16}};
   struct Cell {
@@ -611,8 +547,7 @@ nlohmann::json bench_gemv_shapes(const Ceilings& c, CublasLtContext& ctx, const 
                           {"gate_up 37888x3584", 37888, 3584},
                           {"down 3584x18944", 3584, 18944},
                           {"lm_head 152064x3584", 152064, 3584}};
-  const std::vector<Variant> fp16_variants = {Variant::kCublasLt, Variant::kGemv, Variant::kFp16MmaGemv,
-                                              Variant::kAuto};
+  const std::vector<Variant> fp16_variants = {Variant::kCublasLt, Variant::kGemv, Variant::kAuto};
   const std::vector<Variant> fp8_variants = {Variant::kCublasLt, Variant::kGemv, Variant::kFp8Fused,
                                              Variant::kFp8Quant};
   const std::vector<Variant> int4_variants = {Variant::kW4A16Engine, Variant::kW4A16Gemv};

@@ -1,53 +1,48 @@
-// The host arrays of one ForwardBatch, owned, for the steps the CUDA model and runner make up
-// themselves (the profile step, graph capture, padded decode batches). Host-only: no CUDA
-// headers, usable from code tested without a GPU.
+// The one builder of a ForwardBatch: it owns the host arrays a step reads and appends
+// sequences to them. The runner builds every step from its BatchPlan with it, and so do the
+// steps the CUDA model and runner make up themselves (profile, graph capture, padded decode),
+// perplexity's whole-sequence forwards and the tests.
 #pragma once
 
 #include <cstdint>
+#include <span>
 #include <vector>
 
-#include "common/status.h"
 #include "model/forward_batch.h"
 
-namespace crosspoint::cuda {
+namespace crosspoint {
 
-struct HostForwardBatch {
-  std::vector<int32_t> token_ids;              // [num_tokens]
-  std::vector<int32_t> positions;              // [num_tokens]
-  std::vector<int32_t> seq_token_start = {0};  // [num_seqs + 1]
-  std::vector<int32_t> seq_context_len;        // [num_seqs]
-  std::vector<int32_t> block_tables;           // [num_seqs, max_blocks_per_seq]
-  int32_t max_blocks_per_seq = 0;
-  std::vector<int32_t> logits_token_idx;  // [num_logits]; add_sequence adds none
+enum class LogitsWanted { kNone, kLast, kAll };
+
+class HostForwardBatch {
+ public:
+  // Empties the batch; every block table row will hold max_blocks_per_seq entries.
+  void clear(int32_t max_blocks_per_seq);
 
   // Appends a sequence computing `tokens` after `num_cached` tokens already in its cache
-  // (positions num_cached, num_cached + 1, ...), its K/V in `block_table_row`
-  // ([max_blocks_per_seq] block ids).
-  void add_sequence(const std::vector<int32_t>& tokens, int32_t num_cached,
-                    const std::vector<int32_t>& block_table_row) {
-    CROSSPOINT_CHECK(static_cast<int32_t>(block_table_row.size()) == max_blocks_per_seq,
-                     "HostForwardBatch: a block table row has max_blocks_per_seq entries");
-    for (size_t i = 0; i < tokens.size(); ++i) {
-      token_ids.push_back(tokens[i]);
-      positions.push_back(num_cached + static_cast<int32_t>(i));
-    }
-    seq_token_start.push_back(static_cast<int32_t>(token_ids.size()));
-    seq_context_len.push_back(num_cached + static_cast<int32_t>(tokens.size()));
-    block_tables.insert(block_tables.end(), block_table_row.begin(), block_table_row.end());
-  }
+  // (positions num_cached, num_cached + 1, ...), its K/V in `block_table_row` (at most
+  // max_blocks_per_seq block ids; the rest of the row is block 0, never read), with logits
+  // for none, the last or all of its new tokens.
+  void add_sequence(std::span<const int32_t> tokens, int32_t num_cached, std::span<const int32_t> block_table_row,
+                    LogitsWanted logits = LogitsWanted::kNone);
 
-  // The ForwardBatch over these arrays; valid while they are neither changed nor destroyed.
-  ForwardBatch view() const {
-    ForwardBatch b;
-    b.token_ids = token_ids;
-    b.positions = positions;
-    b.seq_token_start = seq_token_start;
-    b.seq_context_len = seq_context_len;
-    b.block_tables = block_tables;
-    b.max_blocks_per_seq = max_blocks_per_seq;
-    b.logits_token_idx = logits_token_idx;
-    return b;
-  }
+  // Also wants the logits of token token_idx (one already added), after the rows so far.
+  void add_logits_row(int32_t token_idx);
+
+  // The ForwardBatch over these arrays; valid until the next clear/add_sequence or destruction.
+  ForwardBatch view() const;
+
+  int32_t num_seqs() const { return static_cast<int32_t>(seq_context_len_.size()); }
+  int32_t num_tokens() const { return static_cast<int32_t>(token_ids_.size()); }
+
+ private:
+  std::vector<int32_t> token_ids_;              // [num_tokens]
+  std::vector<int32_t> positions_;              // [num_tokens]
+  std::vector<int32_t> seq_token_start_ = {0};  // [num_seqs + 1]
+  std::vector<int32_t> seq_context_len_;        // [num_seqs]
+  std::vector<int32_t> block_tables_;           // [num_seqs, max_blocks_per_seq]
+  std::vector<int32_t> logits_token_idx_;       // [num_logits]
+  int32_t max_blocks_per_seq_ = 0;
 };
 
-}  // namespace crosspoint::cuda
+}  // namespace crosspoint

@@ -7,12 +7,38 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <variant>
 #include <vector>
 
 #include "common/dtype.h"
 #include "common/status.h"
 
 namespace crosspoint {
+
+// The storage families the kernels (CPU and CUDA) implement. A format parses its checkpoint
+// tensors once into one of them; the CPU forward and the CUDA upload both read that parsed
+// form, so a new format that maps onto an existing family touches only its own folder.
+struct DenseWeightStorage {
+  const void* weight = nullptr;  // [N, K] in dtype
+  DType dtype = DType::kF32;     // f32, f16 or bf16
+};
+struct Fp8WeightStorage {
+  const uint8_t* weight = nullptr;      // [N, K] e4m3
+  const float* weight_scale = nullptr;  // [N] per output channel
+};
+struct Int4GroupWeightStorage {
+  const int32_t* qweight = nullptr;  // [K/8, N], 8 rows per word, low nibble first; row i is in group i / group_size
+  const uint16_t* scales = nullptr;  // [K/group_size, N] fp16
+  const uint8_t* zeros = nullptr;    // [K/group_size, N] zero points 0..16
+  const int32_t* k_perm = nullptr;   // [K]: stored row i is checkpoint row k_perm[i]; nullptr when in order
+  int64_t group_size = 0;
+};
+using LinearWeightStorage = std::variant<DenseWeightStorage, Fp8WeightStorage, Int4GroupWeightStorage>;
+
+struct LinearWeightView {
+  LinearWeightStorage storage;
+  const float* bias = nullptr;  // [N] f32, or nullptr
+};
 
 class LinearWeight {
  public:
@@ -28,6 +54,8 @@ class LinearWeight {
   virtual size_t weight_bytes() const = 0;
   // "f16", "bf16", "f32", "w8a8-fp8", "w4a16-g128", ... for logs.
   virtual std::string format_name() const = 0;
+  // The parsed form, valid while this weight lives (the CUDA upload reads it).
+  virtual LinearWeightView view() const = 0;
 };
 
 // A dense weight [out_features, in_features] in f32/f16/bf16, usually pointing straight
@@ -42,9 +70,9 @@ class DenseLinearWeight final : public LinearWeight {
   int64_t out_features() const override { return out_features_; }
   size_t weight_bytes() const override;
   std::string format_name() const override;
-
-  const void* data() const { return weight_; }
-  DType dtype() const { return dtype_; }
+  LinearWeightView view() const override {
+    return {DenseWeightStorage{weight_, dtype_}, bias_.empty() ? nullptr : bias_.data()};
+  }
 
  private:
   const void* weight_;  // [out_features, in_features] in dtype_, not owned

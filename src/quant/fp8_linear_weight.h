@@ -24,9 +24,9 @@ class Fp8LinearWeight final : public LinearWeight {
   int64_t out_features() const override { return out_features_; }
   size_t weight_bytes() const override;
   std::string format_name() const override { return "w8a8-fp8"; }
-
-  const uint8_t* weight() const { return weight_; }
-  const std::vector<float>& weight_scale() const { return weight_scale_; }
+  LinearWeightView view() const override {
+    return {Fp8WeightStorage{weight_, weight_scale_.data()}, bias_.empty() ? nullptr : bias_.data()};
+  }
 
  private:
   const uint8_t* weight_;            // [out_features, in_features] e4m3, not owned

@@ -45,6 +45,10 @@ class CalibratingLinear final : public LinearWeight {
   int64_t out_features() const override { return member_->out_features; }
   size_t weight_bytes() const override { return member_->in_features * member_->out_features / 2; }
   std::string format_name() const override { return "gptq-calibration"; }
+  // Before its group is quantised there is no weight yet: an empty dense storage.
+  LinearWeightView view() const override {
+    return member_->quantized_dense ? member_->quantized_dense->view() : LinearWeightView{};
+  }
   GptqCalibrationSession::Member* member() { return member_.get(); }
 
  private:

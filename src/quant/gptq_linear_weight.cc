@@ -42,6 +42,12 @@ std::string GptqLinearWeight::format_name() const {
   return "w4a16-g" + std::to_string(p_.group_size) + (p_.k_perm.empty() ? "" : "-act");
 }
 
+LinearWeightView GptqLinearWeight::view() const {
+  return {Int4GroupWeightStorage{p_.qweight, p_.scales.data(), p_.zeros.data(),
+                                 p_.k_perm.empty() ? nullptr : p_.k_perm.data(), p_.group_size},
+          p_.bias.empty() ? nullptr : p_.bias.data()};
+}
+
 std::vector<float> GptqLinearWeight::dequantize() const {
   const int64_t K = p_.in_features, N = p_.out_features;
   std::vector<float> w(static_cast<size_t>(K * N));

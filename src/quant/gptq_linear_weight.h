@@ -37,6 +37,7 @@ class GptqLinearWeight final : public LinearWeight {
   int64_t out_features() const override { return p_.out_features; }
   size_t weight_bytes() const override;
   std::string format_name() const override;
+  LinearWeightView view() const override;
 
   // W[k, n] in checkpoint row order as f32: [K, N] (for tests and for eval's weight diffs).
   std::vector<float> dequantize() const;

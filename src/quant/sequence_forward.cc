@@ -1,5 +1,9 @@
 #include "quant/sequence_forward.h"
 
+#include <algorithm>
+
+#include "model/host_forward_batch.h"
+
 namespace crosspoint {
 
 Status forward_sequences(const Model& model, const std::vector<std::vector<int32_t>>& sequences, bool all_positions,
@@ -13,34 +17,20 @@ Status forward_sequences(const Model& model, const std::vector<std::vector<int32
     max_blocks = std::max(max_blocks, blocks);
     total_blocks += blocks;
   }
-  std::vector<int32_t> token_ids, positions, starts{0}, context_lens, logits_idx;
-  std::vector<int32_t> block_tables(static_cast<size_t>(sequences.size()) * max_blocks, 0);  // [num_seqs, max_blocks]
+  HostForwardBatch batch;
+  batch.clear(max_blocks);
+  std::vector<int32_t> table_row;
   int32_t next_block = 0;
-  for (size_t s = 0; s < sequences.size(); ++s) {
-    const auto& seq = sequences[s];
-    const int32_t start = static_cast<int32_t>(token_ids.size());
-    for (size_t i = 0; i < seq.size(); ++i) {
-      token_ids.push_back(seq[i]);
-      positions.push_back(static_cast<int32_t>(i));
-      if (all_positions) logits_idx.push_back(start + static_cast<int32_t>(i));
-    }
-    if (!all_positions) logits_idx.push_back(static_cast<int32_t>(token_ids.size()) - 1);
-    starts.push_back(static_cast<int32_t>(token_ids.size()));
-    context_lens.push_back(static_cast<int32_t>(seq.size()));
+  for (const auto& seq : sequences) {
     const int32_t blocks = (static_cast<int32_t>(seq.size()) + kBlockSize - 1) / kBlockSize;
-    for (int32_t b = 0; b < blocks; ++b) block_tables[s * max_blocks + b] = next_block++;
+    table_row.clear();
+    for (int32_t b = 0; b < blocks; ++b) table_row.push_back(next_block++);
+    batch.add_sequence(seq, /*num_cached=*/0, table_row, all_positions ? LogitsWanted::kAll : LogitsWanted::kLast);
   }
   CpuKvCache cache(model.kv_cache_shape(total_blocks, kBlockSize));
-  ForwardBatch batch;
-  batch.token_ids = token_ids;
-  batch.positions = positions;
-  batch.seq_token_start = starts;
-  batch.seq_context_len = context_lens;
-  batch.block_tables = block_tables;
-  batch.max_blocks_per_seq = max_blocks;
-  batch.logits_token_idx = logits_idx;
-  logits.assign(logits_idx.size() * static_cast<size_t>(model.vocab_size()), 0.0f);
-  return model.forward(batch, cache, logits.data());
+  const ForwardBatch view = batch.view();
+  logits.assign(view.logits_token_idx.size() * static_cast<size_t>(model.vocab_size()), 0.0f);
+  return model.forward(view, cache, logits.data());
 }
 
 }  // namespace crosspoint

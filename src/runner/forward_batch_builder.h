@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "model/forward_batch.h"
+#include "model/host_forward_batch.h"
 #include "scheduler/batch_plan.h"
 
 namespace crosspoint {
@@ -17,13 +18,8 @@ class ForwardBatchBuilder {
   const std::vector<int32_t>& logits_seq_idx() const { return logits_seq_idx_; }
 
  private:
-  std::vector<int32_t> token_ids_;         // [num_tokens]
-  std::vector<int32_t> positions_;         // [num_tokens]
-  std::vector<int32_t> seq_token_start_;   // [num_seqs + 1]
-  std::vector<int32_t> seq_context_len_;   // [num_seqs]
-  std::vector<int32_t> block_tables_;      // [num_seqs, max_blocks_per_seq], padded with 0
-  std::vector<int32_t> logits_token_idx_;  // [num_logits]
-  std::vector<int32_t> logits_seq_idx_;    // [num_logits]
+  HostForwardBatch batch_;
+  std::vector<int32_t> logits_seq_idx_;  // [num_logits]
 };
 
 }  // namespace crosspoint

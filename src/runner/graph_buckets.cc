@@ -46,23 +46,15 @@ ForwardBatch PaddedDecodeBatch::build(const ForwardBatch& batch, int32_t bucket)
   const int32_t S = batch.num_seqs(), stride = std::max(1, batch.max_blocks_per_seq);
   CROSSPOINT_CHECK(S <= bucket && batch.num_tokens() == S,
                    "PaddedDecodeBatch: needs a decode batch no larger than the bucket");
-  cuda::HostForwardBatch& p = padded_;
-  p.token_ids.assign(batch.token_ids.begin(), batch.token_ids.end());
-  p.positions.assign(batch.positions.begin(), batch.positions.end());
-  p.seq_context_len.assign(batch.seq_context_len.begin(), batch.seq_context_len.end());
-  p.max_blocks_per_seq = stride;
-  p.block_tables.assign(static_cast<size_t>(bucket) * stride, 0);
+  padded_.clear(stride);
   for (int32_t s = 0; s < S; ++s)
-    std::copy_n(batch.block_tables.begin() + static_cast<size_t>(s) * batch.max_blocks_per_seq,
-                batch.max_blocks_per_seq, p.block_tables.begin() + static_cast<size_t>(s) * stride);
-  p.token_ids.resize(bucket, 0);
-  p.positions.resize(bucket, 0);
-  p.seq_context_len.resize(bucket, 1);
-  p.seq_token_start.resize(static_cast<size_t>(bucket) + 1);
-  p.logits_token_idx.resize(bucket);
-  for (int32_t r = 0; r <= bucket; ++r) p.seq_token_start[r] = r;
-  for (int32_t r = 0; r < bucket; ++r) p.logits_token_idx[r] = r;
-  return p.view();
+    padded_.add_sequence(
+        batch.token_ids.subspan(s, 1), batch.seq_context_len[s] - 1,
+        batch.block_tables.subspan(static_cast<size_t>(s) * batch.max_blocks_per_seq, batch.max_blocks_per_seq),
+        LogitsWanted::kLast);
+  static constexpr int32_t kPaddingToken[1] = {0}, kPaddingBlocks[1] = {0};
+  for (int32_t r = S; r < bucket; ++r) padded_.add_sequence(kPaddingToken, 0, kPaddingBlocks, LogitsWanted::kLast);
+  return padded_.view();
 }
 
 }  // namespace crosspoint

@@ -42,7 +42,7 @@ class PaddedDecodeBatch {
   ForwardBatch build(const ForwardBatch& batch, int32_t bucket);
 
  private:
-  cuda::HostForwardBatch padded_;  // bucket sequences of one token each
+  HostForwardBatch padded_;  // bucket sequences of one token each
 };
 
 }  // namespace crosspoint

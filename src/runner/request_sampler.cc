@@ -1,7 +1,5 @@
 #include "runner/request_sampler.h"
 
-#include "kernels/sampling.h"
-
 namespace crosspoint {
 
 uint64_t token_rng_seed(uint64_t request_seed, int32_t output_token_idx) {
@@ -9,15 +7,22 @@ uint64_t token_rng_seed(uint64_t request_seed, int32_t output_token_idx) {
   return request_seed ^ (0x9E3779B97F4A7C15ull * (static_cast<uint64_t>(output_token_idx) + 1));
 }
 
+SamplingParams kernel_sampling_params(const RequestSamplingParams& params) {
+  SamplingParams out;
+  out.temperature = params.temperature;
+  out.top_k = params.top_k < 0 ? 0 : params.top_k;  // the API's -1 means off
+  out.top_p = params.top_p;
+  return out;
+}
+
+float token_uniform(const RequestSamplingParams& params, int32_t output_token_idx) {
+  return SamplingRng(token_rng_seed(params.seed, output_token_idx)).next_uniform();
+}
+
 int32_t sample_request_token(const float* logits, int32_t vocab_size, const RequestSamplingParams& params,
                              int32_t output_token_idx) {
   if (params.is_greedy()) return argmax(logits, vocab_size);
-  SamplingParams kernel_params;
-  kernel_params.temperature = params.temperature;
-  kernel_params.top_k = params.top_k < 0 ? 0 : params.top_k;
-  kernel_params.top_p = params.top_p;
-  SamplingRng rng(token_rng_seed(params.seed, output_token_idx));
-  return sample_token(logits, vocab_size, kernel_params, rng.next_uniform());
+  return sample_token(logits, vocab_size, kernel_sampling_params(params), token_uniform(params, output_token_idx));
 }
 
 }  // namespace crosspoint

@@ -1,8 +1,8 @@
-// Tensor-core GEMVs at 1..kMmaGemvMaxRows rows (a second token tile of 8 above m = 8):
-// fp8_gemv and fp16_mma_gemv against double-precision references on awkward shapes with
-// strided inputs and NaN-poisoned, strided outputs; forced K splits; the second tile
-// computing exactly what the first would (bitwise); and the dispatchers (fp8_linear,
-// fp8_linear_from_fp16, fp16_linear) taking these kernels where linear.h says, bit for bit.
+// The tensor-core GEMV at 1..kMmaGemvMaxRows rows (a second token tile of 8 above m = 8):
+// fp8_gemv against double-precision references on awkward shapes with strided inputs and
+// NaN-poisoned, strided outputs; forced K splits; the second tile computing exactly what the
+// first would (bitwise); and the dispatchers (fp8_linear, fp8_linear_from_fp16, fp16_linear)
+// taking the kernels linear.h names, bit for bit.
 // The planning and argument checks run without a GPU.
 #include <gtest/gtest.h>
 
@@ -112,15 +112,6 @@ std::string describe(const char* op, const Problem& p, int k_splits) {
          " k_splits=" + std::to_string(k_splits);
 }
 
-std::vector<uint16_t> run_fp16_mma(const Problem& p, DeviceProblem& d, int k_splits) {
-  d.y.poison();
-  const Status st = fp16_mma_gemv(d.x16.get(), p.x_stride, d.w16.get(), p.w_stride, d.y.get(), p.y_stride, p.m, p.n,
-                                  p.k, nullptr, k_splits);
-  EXPECT_TRUE(st.is_ok()) << st.to_string();
-  EXPECT_EQ(cudaDeviceSynchronize(), cudaSuccess);
-  return unpad(p, d.y.download(), describe("fp16_mma_gemv", p, k_splits));
-}
-
 std::vector<uint16_t> run_fp8(const Problem& p, DeviceProblem& d, int k_splits) {
   d.y.poison();
   const Status st = fp8_gemv(d.xq.get(), p.x_stride, d.x_scale.get(), d.wq.get(), p.w_stride, d.w_scale.get(),
@@ -136,63 +127,19 @@ struct Shape {
 
 // ---- host only -----------------------------------------------------------------------
 
-TEST(MmaGemvPlan, Fp16PlanIsTheFp8PlanOverTheSameBytes) {
+TEST(MmaGemvPlan, SlicesCoverKInWholeSteps) {
   for (int sms : {1, 78, 132}) {
-    for (Shape s : {Shape{16, 64}, {48, 1000}, {272, 3584}, {4608, 3584}, {3584, 18944}, {37888, 3584}, {1, 8}}) {
-      const GemvPlan a = plan_fp16_mma_gemv(s.n, s.k, sms), b = plan_fp8_mma_gemv(s.n, 2 * s.k, sms);
-      EXPECT_EQ(a.k_splits, b.k_splits) << s.n << "x" << s.k;
-      EXPECT_EQ(a.chunks_per_split, b.chunks_per_split) << s.n << "x" << s.k;
-      EXPECT_EQ(a.num_blocks, b.num_blocks) << s.n << "x" << s.k;
-      EXPECT_EQ(a.cols_per_warp, 16);
-      EXPECT_EQ(a.chunks_per_split % 4, 0);                 // whole 64-byte steps
-      EXPECT_GE(a.k_splits * a.chunks_per_split, s.k / 8);  // the slices cover K
-      EXPECT_GE(static_cast<int64_t>(a.num_blocks) * a.cols_per_block, s.n);
+    for (Shape s : {Shape{16, 128}, {48, 2000}, {272, 7168}, {4608, 7168}, {3584, 37888}, {37888, 7168}, {1, 16}}) {
+      const GemvPlan p = plan_fp8_mma_gemv(s.n, s.k, sms);
+      EXPECT_EQ(p.cols_per_warp, 16);
+      EXPECT_EQ(p.chunks_per_split % 4, 0);                  // whole 64-byte steps
+      EXPECT_GE(p.k_splits * p.chunks_per_split, s.k / 16);  // the slices cover K
+      EXPECT_GE(static_cast<int64_t>(p.num_blocks) * p.cols_per_block, s.n);
     }
   }
-  EXPECT_EQ(plan_fp16_mma_gemv(3584, 18944, 132, 2).k_splits, 2);  // forced
-}
-
-TEST(MmaGemvArguments, BadShapesAreErrorsBeforeAnyLaunch) {
-  EXPECT_EQ(fp16_mma_gemv(nullptr, 64, nullptr, 64, nullptr, 16, 0, 16, 64, nullptr).code(),
-            StatusCode::kInvalidArgument);
-  EXPECT_EQ(fp16_mma_gemv(nullptr, 64, nullptr, 64, nullptr, 16, kMmaGemvMaxRows + 1, 16, 64, nullptr).code(),
-            StatusCode::kInvalidArgument);
-  EXPECT_EQ(fp16_mma_gemv(nullptr, 12, nullptr, 12, nullptr, 16, 1, 16, 12, nullptr).code(), StatusCode::kUnsupported);
-  EXPECT_EQ(fp16_mma_gemv(nullptr, 64, nullptr, 64, nullptr, 16, 1, 16, 64, nullptr, 3).code(),
-            StatusCode::kInvalidArgument);
-  EXPECT_EQ(fp16_mma_gemv(nullptr, 60, nullptr, 64, nullptr, 16, 1, 16, 64, nullptr).code(),
-            StatusCode::kInvalidArgument);
-  EXPECT_EQ(fp16_mma_gemv(nullptr, 64, nullptr, 56, nullptr, 16, 1, 16, 64, nullptr).code(),
-            StatusCode::kInvalidArgument);
-  const Status st = fp16_mma_gemv(nullptr, 64, nullptr, 64, nullptr, 16, 17, 16, 64, nullptr);
-  EXPECT_NE(st.to_string().find("fp16_mma_gemv"), std::string::npos) << st.to_string();
-  // The dispatch limits stay within the kernels' limits.
+  EXPECT_EQ(plan_fp8_mma_gemv(3584, 37888, 132, 2).k_splits, 2);  // forced
+  // The dispatch limit stays within the kernel's.
   EXPECT_LE(kFp8GemvMaxRows, kMmaGemvMaxRows);
-  EXPECT_LE(kFp16MmaGemvMaxRows, kMmaGemvMaxRows);
-}
-
-// ---- fp16 on tensor cores ---------------------------------------------------------------
-
-TEST(Fp16MmaGemv, MatchesReferenceAtEveryRowCount) {
-  CROSSPOINT_SKIP_WITHOUT_GPU();
-  // K = 8: one partial step; K = 1000: 125 chunks (a partial last step); N = 16 .. 272.
-  const Shape shapes[] = {{16, 8}, {16, 64}, {48, 1000}, {272, 3584}, {16, 18944}};
-  uint32_t seed = 1000;
-  for (int m = 1; m <= kMmaGemvMaxRows; ++m) {
-    for (const Shape& s : shapes) {
-      const Problem p = make_fp16_problem(seed++, m, s.n, s.k);
-      DeviceProblem d(p);
-      for (int splits : {0, 1, 8}) {
-        EXPECT_LT(testing::relative_error_f16(run_fp16_mma(p, d, splits), p.ref), kTolerance)
-            << describe("fp16_mma_gemv", p, splits);
-      }
-    }
-  }
-  for (int m : {1, 8, 9, 16}) {  // the 7B qkv shape
-    const Problem p = make_fp16_problem(seed++, m, 4608, 3584);
-    DeviceProblem d(p);
-    EXPECT_LT(testing::relative_error_f16(run_fp16_mma(p, d, 0), p.ref), kTolerance) << describe("fp16_mma_gemv", p, 0);
-  }
 }
 
 // The second token tile runs the first tile's arithmetic on rows 8..15: an m = 8 + r problem
@@ -221,21 +168,11 @@ void expect_tiles_independent(const Problem& full, Run run, const char* op) {
   EXPECT_EQ(y_full, joined) << op << " m=" << full.m << " n=" << full.n << " k=" << full.k;
 }
 
-TEST(Fp16MmaGemv, SecondTokenTileEqualsTheFirstBitwise) {
-  CROSSPOINT_SKIP_WITHOUT_GPU();
-  for (auto [m, n, k] : {std::tuple{9, 48, 1000}, {13, 272, 3584}, {16, 4608, 3584}}) {
-    expect_tiles_independent(
-        make_fp16_problem(1100 + m, m, n, k), [](const Problem& p, DeviceProblem& d) { return run_fp16_mma(p, d, 0); },
-        "fp16_mma_gemv");
-  }
-}
-
 TEST(Fp16Linear, DispatchesAsLinearHSays) {
   CROSSPOINT_SKIP_WITHOUT_GPU();
   auto ctx = CublasLtContext::create();
   ASSERT_TRUE(ctx.is_ok()) << ctx.status().to_string();
-  std::printf("fp16_linear: fp16_gemv at m <= %d, fp16_mma_gemv at m <= %d, cuBLASLt above\n", kFp16GemvMaxRows,
-              kFp16MmaGemvMaxRows);
+  std::printf("fp16_linear: fp16_gemv at m <= %d, cuBLASLt above\n", kFp16GemvMaxRows);
   for (int m = 1; m <= kMmaGemvMaxRows; ++m) {
     const Problem p = make_fp16_problem(1200 + m, m, 272, 1000);
     DeviceProblem d(p);
@@ -245,9 +182,6 @@ TEST(Fp16Linear, DispatchesAsLinearHSays) {
     ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
     const std::vector<uint16_t> y = unpad(p, d.y.download(), "fp16_linear m=" + std::to_string(m));
     EXPECT_LT(testing::relative_error_f16(y, p.ref), kTolerance) << "fp16_linear m=" << m;
-    if (m > kFp16GemvMaxRows && m <= kFp16MmaGemvMaxRows) {
-      EXPECT_EQ(y, run_fp16_mma(p, d, 0)) << "fp16_linear is not fp16_mma_gemv at m=" << m;
-    }
   }
 }
 

@@ -1,7 +1,7 @@
-// W4A16: GPTQ repack (host) and the CUDA GEMM kernels (the 4-warp one in w4a16_gemm.cu, the
-// larger-batch one in w4a16_gemm_large.cu) against a plain dequantise-then-matmul reference
-// on random GPTQ tensors at awkward sizes, with and without act-order; the larger-batch
-// kernel's launch plan on the host.
+// W4A16: GPTQ repack (host), the rows -> kernel choice, and the CUDA GEMM kernels (w4a16_gemm's
+// dispatch, kLargeTile in w4a16_gemm_large.cu, kWgmma in w4a16_gemm_wgmma.cu) against a plain
+// dequantise-then-matmul reference on random GPTQ tensors at awkward sizes, with and without
+// act-order; the kernels' launch plans on the host.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -13,6 +13,7 @@
 
 #include "common/dtype.h"
 #include "kernels/cuda/w4a16_gemm.h"
+#include "kernels/cuda/w4a16_gemv.h"
 #include "kernels_cuda/reference.h"
 #include "kernels_cuda/w4a16_test_util.h"
 
@@ -24,8 +25,7 @@ using testing::DeviceBuffer;
 using testing::GptqLinear;
 using testing::make_gptq;
 
-// Runs repack + (permute) + GEMM on the device `repeats` times (reusing the split-K
-// workspace, which each launch must leave zeroed) and returns each y [M, N] fp16.
+// Runs repack + (permute) + GEMM on the device `repeats` times and returns each y [M, N] fp16.
 std::vector<std::vector<uint16_t>> run_w4a16(const GptqLinear& lin, const std::vector<uint16_t>& x, int m,
                                              bool pass_g_idx, int repeats = 1) {
   auto packed = w4a16_repack(lin.qweight.data(), lin.scales.data(), pass_g_idx ? lin.g_idx.data() : nullptr, lin.k,
@@ -34,8 +34,6 @@ std::vector<std::vector<uint16_t>> run_w4a16(const GptqLinear& lin, const std::v
   if (!packed.is_ok()) return {};
   DeviceBuffer<uint32_t> weight(packed->weight), scales(packed->scales);
   DeviceBuffer<uint16_t> x_dev(x), x_perm(x.size()), y(static_cast<size_t>(m) * lin.n);
-  DeviceBuffer<uint8_t> workspace(w4a16_workspace_bytes(m, lin.n));
-  EXPECT_EQ(cudaMemset(workspace.get(), 0, w4a16_workspace_bytes(m, lin.n)), cudaSuccess);
   const uint16_t* x_in = x_dev.get();
   std::unique_ptr<DeviceBuffer<int32_t>> perm;
   if (!packed->k_perm.empty()) {
@@ -46,8 +44,8 @@ std::vector<std::vector<uint16_t>> run_w4a16(const GptqLinear& lin, const std::v
   std::vector<std::vector<uint16_t>> out;
   for (int r = 0; r < repeats; ++r) {
     y.poison();
-    const Status st = w4a16_gemm(x_in, lin.k, weight.get(), scales.get(), y.get(), lin.n, m, lin.n, lin.k,
-                                 lin.group_size, workspace.get(), nullptr);
+    const Status st =
+        w4a16_gemm(x_in, lin.k, weight.get(), scales.get(), y.get(), lin.n, m, lin.n, lin.k, lin.group_size, nullptr);
     EXPECT_TRUE(st.is_ok()) << st.to_string();
     EXPECT_EQ(cudaDeviceSynchronize(), cudaSuccess);
     out.push_back(y.download());
@@ -105,12 +103,35 @@ TEST(W4A16Repack, IdentityGIdxNeedsNoPermutation) {
 }
 
 TEST(W4A16Gemm, RefusesBadShapesBeforeLaunch) {
-  EXPECT_EQ(w4a16_gemm(nullptr, 100, nullptr, nullptr, nullptr, 64, 1, 64, 100, 128, nullptr, nullptr).code(),
-            StatusCode::kUnsupported);
-  EXPECT_EQ(w4a16_gemm(nullptr, 128, nullptr, nullptr, nullptr, 20, 1, 20, 128, 128, nullptr, nullptr).code(),
-            StatusCode::kUnsupported);
-  EXPECT_EQ(w4a16_gemm(nullptr, 128, nullptr, nullptr, nullptr, 64, 1, 64, 128, 128, nullptr, nullptr).code(),
-            StatusCode::kInvalidArgument);
+  for (int m : {1, 40}) {  // the GEMV's rows and the larger kernels'
+    EXPECT_EQ(w4a16_gemm(nullptr, 100, nullptr, nullptr, nullptr, 64, m, 64, 100, 128, nullptr).code(),
+              StatusCode::kUnsupported);
+    EXPECT_EQ(w4a16_gemm(nullptr, 128, nullptr, nullptr, nullptr, 20, m, 20, 128, 128, nullptr).code(),
+              StatusCode::kUnsupported);
+    EXPECT_EQ(w4a16_gemm(nullptr, 128, nullptr, nullptr, nullptr, 64, m, 64, 128, 96, nullptr).code(),
+              StatusCode::kUnsupported);
+    EXPECT_EQ(w4a16_gemm(nullptr, 128, nullptr, nullptr, nullptr, 64, m, 64, 128, 128, nullptr).code(),
+              StatusCode::kInvalidArgument);
+  }
+  EXPECT_EQ(w4a16_gemm_with(W4A16Kernel::kGemv, reinterpret_cast<const uint16_t*>(16), 128,
+                            reinterpret_cast<const uint32_t*>(16), reinterpret_cast<const uint32_t*>(16),
+                            reinterpret_cast<uint16_t*>(16), 64, 9, 64, 128, 128, nullptr)
+                .code(),
+            StatusCode::kInvalidArgument);  // the GEMV serves at most 8 rows
+}
+
+// The table of w4a16_gemm.h, on the host.
+TEST(W4A16Gemm, RowsPickTheKernel) {
+  for (int m = 1; m <= kW4A16GemvMaxRows; ++m) {
+    EXPECT_EQ(w4a16_kernel_for(m, 4608, 3584, true), W4A16Kernel::kGemv) << m;
+    EXPECT_EQ(w4a16_kernel_for(m, 4608, 3584, false), W4A16Kernel::kGemv) << m;
+  }
+  for (int m : {kW4A16GemvMaxRows + 1, 16, 17, 128, 2048}) {
+    EXPECT_EQ(w4a16_kernel_for(m, 4608, 3584, true), W4A16Kernel::kWgmma) << m;
+    EXPECT_EQ(w4a16_kernel_for(m, 4608, 3584, false), W4A16Kernel::kLargeTile) << m;
+    EXPECT_EQ(w4a16_kernel_for(m, 4608 + 16, 3584, true), W4A16Kernel::kLargeTile) << m;  // N % 64 != 0
+    EXPECT_EQ(w4a16_kernel_for(m, 4608, 1 << 27, true), W4A16Kernel::kLargeTile) << m;    // K beyond wgmma's index
+  }
 }
 
 TEST(W4A16Gemm, MatchesReferenceAtAwkwardSizes) {
@@ -126,7 +147,8 @@ TEST(W4A16Gemm, MatchesReferenceAtAwkwardSizes) {
 }
 
 // The engine's dispatch (w4a16_gemm) gives the same bits every run at every M, the rows where
-// K is split included: no reduction whose order depends on which block finishes first.
+// wgmma splits K across a cluster included: no reduction whose order depends on which block
+// finishes first.
 TEST(W4A16Gemm, EngineDispatchGivesTheSameBitsEveryRun) {
   CROSSPOINT_SKIP_WITHOUT_GPU();
   std::mt19937 rng(2026);
@@ -139,46 +161,37 @@ TEST(W4A16Gemm, EngineDispatchGivesTheSameBitsEveryRun) {
   }
 }
 
-TEST(W4A16Gemm, SplitKScratchIsLeftClean) {
-  CROSSPOINT_SKIP_WITHOUT_GPU();
-  check_w4a16(17, 48, 4096, 128, false, 7,
-              /*repeats=*/3);  // one n tile, many k splits (M > kW4A16GemvMaxRows: not the GEMV)
-  check_w4a16(70, 32, 2048, 128, false, 8, /*repeats=*/3);  // two m chunks
-}
-
-TEST(W4A16Gemm, EveryTuningMatchesReference) {
+TEST(W4A16Gemm, EveryKernelMatchesReference) {
   CROSSPOINT_SKIP_WITHOUT_GPU();
   std::mt19937 rng(31);
-  for (W4A16Tuning tuning :
-       {W4A16Tuning::kDefault, W4A16Tuning::kDeepPipeline, W4A16Tuning::kNarrowBlocks, W4A16Tuning::kMoreSplits,
-        W4A16Tuning::kLargeTile, W4A16Tuning::kLargeTileUnsplit, W4A16Tuning::kLargeTileWide}) {
-    for (auto [m, n, k] : {std::tuple{1, 272, 1024}, {9, 48, 4096}, {16, 3584, 640}}) {
+  for (W4A16Kernel kernel : {W4A16Kernel::kGemv, W4A16Kernel::kLargeTile, W4A16Kernel::kWgmma}) {
+    if (kernel == W4A16Kernel::kWgmma && !w4a16_wgmma_supported()) continue;
+    for (auto [m, n, k] : {std::tuple{1, 320, 1024}, {8, 64, 4096}, {16, 3584, 640}, {70, 192, 2048}}) {
+      if (kernel == W4A16Kernel::kGemv && m > kW4A16GemvKernelMaxRows) continue;
       const GptqLinear lin = make_gptq(rng, k, n, 128, false);
       const auto x = testing::random_f16(rng, static_cast<size_t>(m) * k, -1.f, 1.f);
       auto packed = w4a16_repack(lin.qweight.data(), lin.scales.data(), nullptr, k, n, 128, "t");
       ASSERT_TRUE(packed.is_ok());
       DeviceBuffer<uint32_t> weight(packed->weight), scales(packed->scales);
       DeviceBuffer<uint16_t> x_dev(x), y(static_cast<size_t>(m) * n);
-      DeviceBuffer<uint8_t> workspace(w4a16_workspace_bytes(m, n));
-      ASSERT_EQ(cudaMemset(workspace.get(), 0, w4a16_workspace_bytes(m, n)), cudaSuccess);
       y.poison();
-      const Status st = w4a16_gemm_tuned(tuning, x_dev.get(), k, weight.get(), scales.get(), y.get(), n, m, n, k, 128,
-                                         workspace.get(), nullptr);
+      const Status st =
+          w4a16_gemm_with(kernel, x_dev.get(), k, weight.get(), scales.get(), y.get(), n, m, n, k, 128, nullptr);
       ASSERT_TRUE(st.is_ok()) << st.to_string();
       const auto xf = testing::f16_to_f32(x);
       const auto ref = testing::matmul_nt_ref(
           m, n, k, [&](int i, int kk) { return xf[static_cast<size_t>(i) * k + kk]; },
           [&](int j, int kk) { return lin.weight(kk, j); });
       EXPECT_LT(testing::relative_error_f16(y.download(), ref), 3e-3)
-          << "tuning " << static_cast<int>(tuning) << " m=" << m << " n=" << n << " k=" << k;
+          << "kernel " << static_cast<int>(kernel) << " m=" << m << " n=" << n << " k=" << k;
     }
   }
 }
 
 // ---- the larger-batch kernel (w4a16_gemm_large.cu) ----
 
-// One launch of a W4A16 GEMM on a prepared device problem: either a tuning through
-// w4a16_gemm_tuned, or the larger-batch kernel with forced k splits.
+// One launch of a W4A16 GEMM on a prepared device problem: a kernel through w4a16_gemm_with,
+// or the wgmma kernel with forced K splits.
 struct LargeProblem {
   GptqLinear lin;
   int m = 0;
@@ -200,9 +213,8 @@ LargeProblem make_large_problem(uint32_t seed, int m, int n, int k, int group_si
   return p;
 }
 
-// Runs `launch` `repeats` times on one workspace (zeroed once), each time on a NaN-poisoned
-// y [M, y_stride]; checks every launch leaves the workspace all zero and the padding
-// columns of y untouched. Returns each y.
+// Runs `launch` `repeats` times, each time on a NaN-poisoned y [M, y_stride]; checks the
+// padding columns of y are left untouched. Returns each y.
 template <typename Launch>
 std::vector<std::vector<uint16_t>> run_large(const LargeProblem& p, int repeats, Launch launch) {
   const int n = p.lin.n, k = p.lin.k;
@@ -219,18 +231,13 @@ std::vector<std::vector<uint16_t>> run_large(const LargeProblem& p, int repeats,
   // y [M + kGuardRows, y_stride]: rows past M must stay poisoned too (token tiles past M).
   constexpr int kGuardRows = 3;
   DeviceBuffer<uint16_t> x_dev(x), y(static_cast<size_t>(p.m + kGuardRows) * p.y_stride);
-  const size_t workspace_bytes = w4a16_workspace_bytes(p.m, n);
-  DeviceBuffer<uint8_t> workspace(workspace_bytes);
-  EXPECT_EQ(cudaMemset(workspace.get(), 0, workspace_bytes), cudaSuccess);
   std::vector<std::vector<uint16_t>> out;
   for (int r = 0; r < repeats; ++r) {
     y.poison();
-    const Status st = launch(x_dev.get(), p.x_stride, weight.get(), scales.get(), y.get(), p.y_stride, p.m, n, k,
-                             p.lin.group_size, workspace.get());
+    const Status st =
+        launch(x_dev.get(), p.x_stride, weight.get(), scales.get(), y.get(), p.y_stride, p.m, n, k, p.lin.group_size);
     EXPECT_TRUE(st.is_ok()) << st.to_string();
     EXPECT_EQ(cudaDeviceSynchronize(), cudaSuccess);
-    const auto ws = workspace.download();
-    EXPECT_EQ(std::count(ws.begin(), ws.end(), 0), static_cast<std::ptrdiff_t>(ws.size())) << "workspace not left zero";
     const auto y_padded = y.download();
     std::vector<uint16_t> y_dense(static_cast<size_t>(p.m) * n);
     bool padding_untouched = true;
@@ -274,43 +281,26 @@ std::string describe(const char* name, int m, int n, int k, int g, int64_t xs, i
          " g=" + std::to_string(g) + " x_stride=" + std::to_string(xs) + " y_stride=" + std::to_string(ys);
 }
 
-// kWgmma (w4a16_gemm_wgmma.cu) runs beside the larger-batch tunings where the device has it
-// (compute capability 9.0) and N allows (N % 64 == 0); elsewhere it must be refused cleanly.
-const W4A16Tuning kLargeTunings[] = {W4A16Tuning::kLargeTile, W4A16Tuning::kLargeTileUnsplit,
-                                     W4A16Tuning::kLargeTileWide, W4A16Tuning::kWgmma};
-const char* large_tuning_name(W4A16Tuning tuning) {
-  return tuning == W4A16Tuning::kLargeTile          ? "kLargeTile"
-         : tuning == W4A16Tuning::kLargeTileUnsplit ? "kLargeTileUnsplit"
-         : tuning == W4A16Tuning::kLargeTileWide    ? "kLargeTileWide"
-                                                    : "kWgmma";
-}
-// True when `tuning` cannot run this N on this device; then checks that it is refused with
+// kWgmma (w4a16_gemm_wgmma.cu) runs beside kLargeTile where the device has it (compute
+// capability 9.0) and N allows (N % 64 == 0); elsewhere it must be refused cleanly.
+const W4A16Kernel kLargeKernels[] = {W4A16Kernel::kLargeTile, W4A16Kernel::kWgmma};
+const char* kernel_name(W4A16Kernel kernel) { return kernel == W4A16Kernel::kLargeTile ? "kLargeTile" : "kWgmma"; }
+// True when `kernel` cannot run this N on this device; then checks that it is refused with
 // kUnsupported (before any launch) and the caller skips the comparison.
-bool expect_refused(W4A16Tuning tuning, const LargeProblem& p) {
-  if (tuning != W4A16Tuning::kWgmma) return false;
+bool expect_refused(W4A16Kernel kernel, const LargeProblem& p) {
+  if (kernel != W4A16Kernel::kWgmma) return false;
   if (p.lin.n % 64 == 0 && w4a16_wgmma_supported()) return false;
   const Status st =
-      w4a16_gemm_tuned(tuning, reinterpret_cast<const uint16_t*>(16), p.x_stride, reinterpret_cast<const uint32_t*>(16),
-                       reinterpret_cast<const uint32_t*>(16), reinterpret_cast<uint16_t*>(16), p.y_stride, p.m, p.lin.n,
-                       p.lin.k, p.lin.group_size, reinterpret_cast<void*>(16), nullptr);
-  EXPECT_EQ(st.code(), StatusCode::kUnsupported)
-      << large_tuning_name(tuning) << " n=" << p.lin.n << ": " << st.to_string();
+      w4a16_gemm_with(kernel, reinterpret_cast<const uint16_t*>(16), p.x_stride, reinterpret_cast<const uint32_t*>(16),
+                      reinterpret_cast<const uint32_t*>(16), reinterpret_cast<uint16_t*>(16), p.y_stride, p.m, p.lin.n,
+                      p.lin.k, p.lin.group_size, nullptr);
+  EXPECT_EQ(st.code(), StatusCode::kUnsupported) << kernel_name(kernel) << " n=" << p.lin.n << ": " << st.to_string();
   return true;
 }
 
-auto tuned_launch(W4A16Tuning tuning) {
-  return [tuning](const uint16_t* x, int64_t xs, const uint32_t* w, const uint32_t* s, uint16_t* y, int64_t ys, int m,
-                  int n, int k, int g,
-                  void* ws) { return w4a16_gemm_tuned(tuning, x, xs, w, s, y, ys, m, n, k, g, ws, nullptr); };
-}
-auto forced_split_launch(int k_splits, bool wide) {
-  return [k_splits, wide](const uint16_t* x, int64_t xs, const uint32_t* w, const uint32_t* s, uint16_t* y, int64_t ys,
-                          int m, int n, int k, int g, void* ws) {
-    W4A16LargeOptions options;
-    options.k_splits = k_splits;
-    options.wide = wide;
-    return w4a16_gemm_large(x, xs, w, s, y, ys, m, n, k, g == -1 ? k : g, ws, options, nullptr);
-  };
+auto kernel_launch(W4A16Kernel kernel) {
+  return [kernel](const uint16_t* x, int64_t xs, const uint32_t* w, const uint32_t* s, uint16_t* y, int64_t ys, int m,
+                  int n, int k, int g) { return w4a16_gemm_with(kernel, x, xs, w, s, y, ys, m, n, k, g, nullptr); };
 }
 
 TEST(W4A16LargePlan, BlockRowsFollowM) {
@@ -320,41 +310,23 @@ TEST(W4A16LargePlan, BlockRowsFollowM) {
   EXPECT_EQ(w4a16_large_block_rows(64), 64);
   EXPECT_EQ(w4a16_large_block_rows(65), 128);
   EXPECT_EQ(w4a16_large_block_rows(256), 128);
-  const W4A16LargePlan p = w4a16_large_plan(200, 272, 192, 128, 132, 2, kW4A16SplitCostChunks);
+  const W4A16LargePlan p = w4a16_large_plan(200, 272);
   EXPECT_EQ(p.block_rows, 128);
   EXPECT_EQ(p.block_cols, 128);
   EXPECT_EQ(p.grid_m, 2);
-  EXPECT_EQ(p.grid_n, 3);    // 17 n16 blocks in blocks of 8
-  EXPECT_EQ(p.k_splits, 1);  // 3 chunks: too few to split
-  EXPECT_EQ(w4a16_large_plan(200, 272, 192, 256, 132, 1, kW4A16SplitCostChunks).grid_n, 2);
-}
-
-TEST(W4A16LargePlan, SplitsOnlyToFillTheGpu) {
-  // Qwen2.5-7B fused qkv at M = 128 on 132 SMs x 2 blocks: 36 tiles, 56 chunks. Splitting
-  // to one full wave (7 x 36 = 252 <= 264 blocks) beats one block per tile.
-  const W4A16LargePlan qkv = w4a16_large_plan(128, 4608, 3584, 128, 132, 2, kW4A16SplitCostChunks);
-  EXPECT_EQ(qkv.grid_n, 36);
-  EXPECT_EQ(qkv.grid_m, 1);
-  EXPECT_EQ(qkv.k_splits, 7);
-  // Plenty of tiles and a split cost beyond the gain: no split.
-  EXPECT_EQ(w4a16_large_plan(128, 37888, 3584, 128, 132, 2, 1000.0).k_splits, 1);
-  for (int block_cols : {128, 256}) {
-    for (int m : {9, 17, 33, 64, 100, 128, 200, 256}) {
-      for (auto [n, k] : {std::pair{16, 64}, {48, 192}, {272, 3584}, {4608, 3584}, {37888, 3584}, {3584, 18944}}) {
-        const W4A16LargePlan p = w4a16_large_plan(m, n, k, block_cols, 132, 2, kW4A16SplitCostChunks);
-        EXPECT_GE(p.k_splits, 1);
-        EXPECT_TRUE(p.k_splits == 1 || k / 64 / p.k_splits >= 4)
-            << "m=" << m << " n=" << n << " k=" << k;  // each split keeps >= 4 chunks
-        EXPECT_GE(p.grid_m * p.block_rows, m);
-        EXPECT_LT((p.grid_m - 1) * p.block_rows, m);
-        EXPECT_GE(p.grid_n * block_cols, n);
-        EXPECT_LT((p.grid_n - 1) * block_cols, n);
-      }
+  EXPECT_EQ(p.grid_n, 3);  // 17 n16 blocks in blocks of 8
+  for (int m : {9, 17, 33, 64, 100, 128, 200, 256, 2048}) {
+    for (int n : {16, 48, 272, 4608, 37888}) {
+      const W4A16LargePlan q = w4a16_large_plan(m, n);
+      EXPECT_GE(q.grid_m * q.block_rows, m);
+      EXPECT_LT((q.grid_m - 1) * q.block_rows, m);
+      EXPECT_GE(q.grid_n * q.block_cols, n);
+      EXPECT_LT((q.grid_n - 1) * q.block_cols, n);
     }
   }
 }
 
-TEST(W4A16GemmLarge, EveryLargeTuningMatchesReferenceAtAwkwardSizes) {
+TEST(W4A16GemmLarge, BothLargeKernelsMatchReferenceAtAwkwardSizes) {
   CROSSPOINT_SKIP_WITHOUT_GPU();
   // Every M x every N; K rotates over 3584, 192, 64 (3584 only where the double reference
   // stays cheap, M*N*K < 3e8); the group size and the padding of x and y (odd y strides
@@ -373,11 +345,11 @@ TEST(W4A16GemmLarge, EveryLargeTuningMatchesReferenceAtAwkwardSizes) {
       const int64_t x_pad = (case_idx % 3) * 8, y_pad = case_idx % 4;
       ++case_idx;
       const LargeProblem p = make_large_problem(seed++, m, n, k, g, x_pad, y_pad);
-      for (W4A16Tuning tuning : kLargeTunings) {
-        if (expect_refused(tuning, p)) continue;
-        const auto ys = run_large(p, 1, tuned_launch(tuning));
+      for (W4A16Kernel kernel : kLargeKernels) {
+        if (expect_refused(kernel, p)) continue;
+        const auto ys = run_large(p, 1, kernel_launch(kernel));
         ASSERT_EQ(ys.size(), 1u);
-        expect_close(ys[0], p.ref, describe(large_tuning_name(tuning), m, n, k, g, p.x_stride, p.y_stride));
+        expect_close(ys[0], p.ref, describe(kernel_name(kernel), m, n, k, g, p.x_stride, p.y_stride));
       }
     }
   }
@@ -387,52 +359,27 @@ TEST(W4A16GemmLarge, FullWidthQkvShape) {
   CROSSPOINT_SKIP_WITHOUT_GPU();
   // The 7B fused qkv (N = 4608, K = 3584) at an M that is not a multiple of 16.
   const LargeProblem p = make_large_problem(900, 100, 4608, 3584, 128, 0, 0);
-  for (W4A16Tuning tuning : kLargeTunings) {
-    if (expect_refused(tuning, p)) continue;
-    const auto ys = run_large(p, 1, tuned_launch(tuning));
+  for (W4A16Kernel kernel : kLargeKernels) {
+    if (expect_refused(kernel, p)) continue;
+    const auto ys = run_large(p, 1, kernel_launch(kernel));
     ASSERT_EQ(ys.size(), 1u);
-    expect_close(ys[0], p.ref, describe(large_tuning_name(tuning), 100, 4608, 3584, 128, p.x_stride, p.y_stride));
-  }
-}
-
-TEST(W4A16GemmLarge, ForcedSplitsMatchReferenceAndLeaveWorkspaceClean) {
-  CROSSPOINT_SKIP_WITHOUT_GPU();
-  struct Case {
-    int m, n, k, g, splits;
-  };
-  const Case cases[] = {{17, 48, 3584, 128, 5},  {64, 272, 3584, -1, 13},  {128, 16, 192, 64, 3},
-                        {200, 4608, 192, 64, 2}, {256, 272, 3584, 128, 7}, {9, 4608, 3584, 128, 56},
-                        {33, 48, 192, 64, 1}};
-  uint32_t seed = 700;
-  for (const auto& c : cases) {
-    const LargeProblem p = make_large_problem(seed++, c.m, c.n, c.k, c.g, 8, 1);
-    for (bool wide : {false, true}) {
-      const auto ys = run_large(p, 2, forced_split_launch(c.splits, wide));
-      ASSERT_EQ(ys.size(), 2u);
-      const std::string what = describe(wide ? "wide, splits" : "splits", c.m, c.n, c.k, c.g, p.x_stride, p.y_stride) +
-                               " k_splits=" + std::to_string(c.splits);
-      expect_close(ys[0], p.ref, what);
-      expect_close(ys[1], p.ref, what + " (second launch)");
-      // With one or two splits the fp32 sums are order-independent (0 + a + b == 0 + b + a),
-      // so a second launch on the same workspace must repeat the first bit for bit.
-      if (c.splits <= 2) { EXPECT_EQ(ys[0], ys[1]) << what; }
-    }
+    expect_close(ys[0], p.ref, describe(kernel_name(kernel), 100, 4608, 3584, 128, p.x_stride, p.y_stride));
   }
 }
 
 TEST(W4A16GemmLarge, ActOrderMatchesReference) {
   CROSSPOINT_SKIP_WITHOUT_GPU();
   const LargeProblem p = make_large_problem(800, 72, 144, 768, 128, 0, 0, /*act_order=*/true);
-  for (W4A16Tuning tuning : kLargeTunings) {
-    if (expect_refused(tuning, p)) continue;
-    const auto ys = run_large(p, 1, tuned_launch(tuning));
+  for (W4A16Kernel kernel : kLargeKernels) {
+    if (expect_refused(kernel, p)) continue;
+    const auto ys = run_large(p, 1, kernel_launch(kernel));
     ASSERT_EQ(ys.size(), 1u);
-    expect_close(ys[0], p.ref, std::string(large_tuning_name(tuning)) + " act-order m=72 n=144 k=768");
+    expect_close(ys[0], p.ref, std::string(kernel_name(kernel)) + " act-order m=72 n=144 k=768");
   }
   check_w4a16(72, 144, 768, 128, true, 801);  // through w4a16_gemm and w4a16_permute_columns
 }
 
-// ---- the Hopper kernel (w4a16_gemm_wgmma.cu, tuning kWgmma) ----
+// ---- the Hopper kernel (w4a16_gemm_wgmma.cu, kWgmma) ----
 
 #define CROSSPOINT_SKIP_WITHOUT_WGMMA() \
   CROSSPOINT_SKIP_WITHOUT_GPU();        \
@@ -440,19 +387,19 @@ TEST(W4A16GemmLarge, ActOrderMatchesReference) {
 
 auto wgmma_split_launch(int k_splits, int tail_tiles = 0, int tail_splits = 0) {
   return [=](const uint16_t* x, int64_t xs, const uint32_t* w, const uint32_t* s, uint16_t* y, int64_t ys, int m, int n,
-             int k, int g, void* ws) {
+             int k, int g) {
     W4A16WgmmaOptions options;
     options.k_splits = k_splits;
     options.tail_tiles = tail_tiles;
     options.tail_splits = tail_splits;
-    return w4a16_gemm_wgmma(x, xs, w, s, y, ys, m, n, k, g == -1 ? k : g, ws, options, nullptr);
+    return w4a16_gemm_wgmma(x, xs, w, s, y, ys, m, n, k, g == -1 ? k : g, options, nullptr);
   };
 }
 
 TEST(W4A16GemmWgmma, RefusesKBeyondItsScaleIndexLimitWithoutLaunching) {
   // No GPU needed: the K check comes before the device query; 2^27 = 134,217,728 rows of K.
   const Status st =
-      w4a16_gemm_wgmma(nullptr, 1 << 27, nullptr, nullptr, nullptr, 64, 32, 64, 1 << 27, 1 << 27, nullptr, {}, nullptr);
+      w4a16_gemm_wgmma(nullptr, 1 << 27, nullptr, nullptr, nullptr, 64, 32, 64, 1 << 27, 1 << 27, {}, nullptr);
   EXPECT_EQ(st.code(), StatusCode::kUnsupported) << st.to_string();
   EXPECT_NE(st.to_string().find("k = 134217728"), std::string::npos) << st.to_string();
 }
@@ -460,17 +407,15 @@ TEST(W4A16GemmWgmma, RefusesKBeyondItsScaleIndexLimitWithoutLaunching) {
 TEST(W4A16GemmWgmma, RefusesNNotAMultipleOf64AndOtherDevicesWithoutLaunching) {
   // No GPU needed: the N check comes before the device query.
   for (int n : {16, 48, 272, 4624}) {
-    const Status st = w4a16_gemm_tuned(W4A16Tuning::kWgmma, nullptr, 128, nullptr, nullptr, nullptr, n, 32, n, 128, 128,
-                                       nullptr, nullptr);
+    const Status st =
+        w4a16_gemm_with(W4A16Kernel::kWgmma, nullptr, 128, nullptr, nullptr, nullptr, n, 32, n, 128, 128, nullptr);
     EXPECT_EQ(st.code(), StatusCode::kUnsupported) << st.to_string();
     EXPECT_NE(st.message().find("n = " + std::to_string(n)), std::string::npos) << st.to_string();
-    const Status direct =
-        w4a16_gemm_wgmma(nullptr, 128, nullptr, nullptr, nullptr, n, 32, n, 128, 128, nullptr, {}, nullptr);
+    const Status direct = w4a16_gemm_wgmma(nullptr, 128, nullptr, nullptr, nullptr, n, 32, n, 128, 128, {}, nullptr);
     EXPECT_EQ(direct.code(), StatusCode::kUnsupported) << direct.to_string();
   }
   if (!w4a16_wgmma_supported()) {  // CPU-only CI, or a GPU other than compute capability 9.0
-    const Status st =
-        w4a16_gemm_wgmma(nullptr, 128, nullptr, nullptr, nullptr, 128, 32, 128, 128, 128, nullptr, {}, nullptr);
+    const Status st = w4a16_gemm_wgmma(nullptr, 128, nullptr, nullptr, nullptr, 128, 32, 128, 128, 128, {}, nullptr);
     EXPECT_EQ(st.code(), StatusCode::kUnsupported) << st.to_string();
     EXPECT_NE(st.message().find("compute capability"), std::string::npos) << st.to_string();
   }
@@ -485,7 +430,7 @@ TEST(W4A16WgmmaPlan, TokenTilesGridAndSplits) {
   EXPECT_EQ(w4a16_wgmma_token_tile(128), 128);
   EXPECT_EQ(w4a16_wgmma_token_tile(129), 256);
   EXPECT_EQ(w4a16_wgmma_token_tile(2048), 256);
-  const W4A16WgmmaPlan p = w4a16_wgmma_plan(300, 4608 + 64, 192, 132, 1, kW4A16SplitCostChunks);
+  const W4A16WgmmaPlan p = w4a16_wgmma_plan(300, 4608 + 64, 192, 132, 1, kW4A16WgmmaSplitCostChunks);
   EXPECT_EQ(p.token_tile, 256);
   EXPECT_EQ(p.block_cols, 128);
   EXPECT_EQ(p.grid_m, 2);
@@ -509,7 +454,7 @@ TEST(W4A16WgmmaPlan, TokenTilesGridAndSplits) {
 // A last partial wave of whole tiles is split (the 7B gate_up at M = 128 and 256); everything
 // else keeps the uniform plan.
 TEST(W4A16WgmmaPlan, SplitsOnlyTheTilesOfALastPartialWave) {
-  constexpr double kCost = 16.0;                                                     // W4A16WgmmaOptions' default
+  constexpr double kCost = kW4A16WgmmaSplitCostChunks;
   const W4A16WgmmaPlan gate_up = w4a16_wgmma_plan(128, 37888, 3584, 132, 2, kCost);  // 296 tiles, 264 slots
   EXPECT_EQ(gate_up.grid_n * gate_up.grid_m, 296);
   EXPECT_EQ(gate_up.k_splits, 1);
@@ -565,7 +510,7 @@ TEST(W4A16WgmmaPlan, FollowsTheResidentClustersPerSplit) {
   EXPECT_EQ(gate_up.tail_splits, 7);
 }
 
-TEST(W4A16GemmWgmma, SplitTailTilesMatchReferenceAndLeaveWorkspaceClean) {
+TEST(W4A16GemmWgmma, SplitTailTilesMatchReference) {
   CROSSPOINT_SKIP_WITHOUT_WGMMA();
   // Forced: whole tiles unsplit (or split 2 ways) followed by tail tiles split further, over one
   // and two token tiles; each block finds its tile and K slice from its index alone.
@@ -609,7 +554,7 @@ TEST(W4A16GemmWgmma, MatchesReferenceOverMNK) {
       const int64_t x_pad = (case_idx % 3) * 8, y_pad = case_idx % 4;
       ++case_idx;
       const LargeProblem p = make_large_problem(seed++, m, n, k, g, x_pad, y_pad);
-      const auto ys = run_large(p, 1, tuned_launch(W4A16Tuning::kWgmma));
+      const auto ys = run_large(p, 1, kernel_launch(W4A16Kernel::kWgmma));
       ASSERT_EQ(ys.size(), 1u);
       expect_close(ys[0], p.ref, describe("kWgmma", m, n, k, g, p.x_stride, p.y_stride));
     }
@@ -624,13 +569,13 @@ TEST(W4A16GemmWgmma, PrefillAndQkvShapes) {
   };
   for (const Case& c : {Case{2048, 128, 3584, 128}, Case{100, 4608, 3584, 128}, Case{40, 3584, 3584, -1}}) {
     const LargeProblem p = make_large_problem(1600 + c.m, c.m, c.n, c.k, c.g, 0, 0);
-    const auto ys = run_large(p, 1, tuned_launch(W4A16Tuning::kWgmma));
+    const auto ys = run_large(p, 1, kernel_launch(W4A16Kernel::kWgmma));
     ASSERT_EQ(ys.size(), 1u);
     expect_close(ys[0], p.ref, describe("kWgmma", c.m, c.n, c.k, c.g, p.x_stride, p.y_stride));
   }
 }
 
-TEST(W4A16GemmWgmma, ForcedSplitsMatchReferenceAndLeaveWorkspaceClean) {
+TEST(W4A16GemmWgmma, ForcedSplitsMatchReferenceAndRepeatBitwise) {
   CROSSPOINT_SKIP_WITHOUT_WGMMA();
   struct Case {
     int m, n, k, g, splits;
@@ -654,7 +599,7 @@ TEST(W4A16GemmWgmma, ForcedSplitsMatchReferenceAndLeaveWorkspaceClean) {
 TEST(W4A16GemmWgmma, ActOrderMatchesReference) {
   CROSSPOINT_SKIP_WITHOUT_WGMMA();
   const LargeProblem p = make_large_problem(1800, 72, 192, 768, 128, 0, 0, /*act_order=*/true);
-  const auto ys = run_large(p, 1, tuned_launch(W4A16Tuning::kWgmma));
+  const auto ys = run_large(p, 1, kernel_launch(W4A16Kernel::kWgmma));
   ASSERT_EQ(ys.size(), 1u);
   expect_close(ys[0], p.ref, "kWgmma act-order m=72 n=192 k=768");
 }

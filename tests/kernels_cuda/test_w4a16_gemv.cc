@@ -1,5 +1,5 @@
 // W4A16 small-batch kernel (w4a16_gemv): the launch-shape logic on the host, then the
-// kernel against the double-precision GPTQ reference for every batch size 1..16 at awkward
+// kernel against the double-precision GPTQ reference for every batch size 1..8 at awkward
 // shapes, forced warp counts (warps with no chunks, groups split between warps), act-order,
 // strided rows, repeated launches (bitwise equal) and w4a16_gemm's dispatch to it.
 #include <gtest/gtest.h>
@@ -128,14 +128,14 @@ TEST(W4A16Gemv, MatchesReferenceForEveryBatchSize) {
   const Case small[] = {{16, 64, -1},    {48, 192, 64},  {272, 320, 128},
                         {16, 18944, 64}, {48, 3584, -1}, {272, 18944, 128}};
   uint32_t seed = 200;
-  for (int m = 1; m <= kW4A16GemvKernelMaxRows; ++m) {  // 9..16: two token tiles
+  for (int m = 1; m <= kW4A16GemvKernelMaxRows; ++m) {
     for (const Case& c : small) {
       const DeviceLinear d = make_device_linear(seed++, m, c.n, c.k, c.g, false);
       EXPECT_LT(error_vs_reference(d, run_gemv(d)), kTolerance)
           << "m=" << m << " n=" << c.n << " k=" << c.k << " g=" << c.g;
     }
   }
-  for (int m : {1, 4, 8, 9, 12, 16}) {  // a full 7B qkv shape
+  for (int m : {1, 4, 6, 8}) {  // a full 7B qkv shape
     const DeviceLinear d = make_device_linear(seed++, m, 4608, 3584, 128, false);
     EXPECT_LT(error_vs_reference(d, run_gemv(d)), kTolerance) << "m=" << m << " n=4608 k=3584";
   }
@@ -148,7 +148,7 @@ TEST(W4A16Gemv, EveryWarpCountMatchesReference) {
   uint32_t seed = 300;
   for (int warps : {1, 2, 3, 7, 16, 32}) {
     for (auto [m, n, k, g] :
-         {std::tuple{3, 48, 192, 64}, {8, 272, 320, 128}, {1, 32, 1280, 128}, {11, 48, 192, 64}, {16, 272, 320, 128}}) {
+         {std::tuple{3, 48, 192, 64}, {8, 272, 320, 128}, {1, 32, 1280, 128}, {7, 48, 192, 64}, {6, 272, 320, 128}}) {
       const DeviceLinear d = make_device_linear(seed++, m, n, k, g, false);
       EXPECT_LT(error_vs_reference(d, run_gemv(d, warps)), kTolerance) << "warps=" << warps << " m=" << m << " k=" << k;
     }
@@ -157,7 +157,7 @@ TEST(W4A16Gemv, EveryWarpCountMatchesReference) {
 
 TEST(W4A16Gemv, ActOrderMatchesReference) {
   CROSSPOINT_SKIP_WITHOUT_GPU();
-  for (auto [m, n, k] : {std::tuple{5, 64, 512}, {1, 272, 3584}, {8, 48, 1024}, {13, 64, 512}}) {
+  for (auto [m, n, k] : {std::tuple{5, 64, 512}, {1, 272, 3584}, {8, 48, 1024}, {7, 64, 512}}) {
     const DeviceLinear d = make_device_linear(400 + m, m, n, k, 128, true);
     EXPECT_LT(error_vs_reference(d, run_gemv(d)), kTolerance) << "act-order m=" << m << " n=" << n << " k=" << k;
   }
@@ -165,7 +165,7 @@ TEST(W4A16Gemv, ActOrderMatchesReference) {
 
 TEST(W4A16Gemv, StridedRowsLeaveThePaddingAlone) {
   CROSSPOINT_SKIP_WITHOUT_GPU();
-  for (int m : {6, 14}) {
+  for (int m : {6, 8}) {
     const int n = 80, k = 640;
     const int64_t x_stride = k + 72, y_stride = n + 16;
     const DeviceLinear d = make_device_linear(500, m, n, k, 128, false, x_stride);
@@ -182,54 +182,22 @@ TEST(W4A16Gemv, StridedRowsLeaveThePaddingAlone) {
   }
 }
 
-// Tokens 8..15 run the first token tile's arithmetic in a second MMA: with the same warps per
-// block, an m = 8 + r launch equals the m = 8 launch on its first rows and the m = r launch
-// on x's rows 8.. on the others, bit for bit.
-TEST(W4A16Gemv, SecondTokenTileEqualsTheFirstBitwise) {
-  CROSSPOINT_SKIP_WITHOUT_GPU();
-  for (auto [m, n, k, warps] : {std::tuple{9, 48, 1280, 4}, {13, 272, 3584, 8}, {16, 4608, 3584, 2}}) {
-    const DeviceLinear full = make_device_linear(650 + m, m, n, k, 128, false);
-    ASSERT_TRUE(full.weight);
-    // The same weights with x's rows 0..7 and 8..m-1 as separate problems.
-    auto part = [&](int begin, int count) {
-      DeviceLinear d;
-      d.lin = full.lin;
-      d.m = count;
-      d.x_stride = full.x_stride;
-      d.weight = std::make_unique<DeviceBuffer<uint32_t>>(full.weight->download());
-      d.scales = std::make_unique<DeviceBuffer<uint32_t>>(full.scales->download());
-      const std::vector<uint16_t> x = full.x->download();
-      d.x = std::make_unique<DeviceBuffer<uint16_t>>(
-          std::vector<uint16_t>(x.begin() + begin * full.x_stride, x.begin() + (begin + count) * full.x_stride));
-      return d;
-    };
-    const DeviceLinear low = part(0, 8), high = part(8, m - 8);
-    std::vector<uint16_t> joined = run_gemv(low, warps);
-    const std::vector<uint16_t> y_high = run_gemv(high, warps);
-    joined.insert(joined.end(), y_high.begin(), y_high.end());
-    const std::vector<uint16_t> y_full = run_gemv(full, warps);
-    EXPECT_EQ(y_full, joined) << "m=" << m << " n=" << n << " k=" << k << " warps=" << warps;
-    EXPECT_LT(error_vs_reference(full, y_full), kTolerance) << "m=" << m;
-  }
-}
-
 TEST(W4A16Gemv, RepeatsAreBitwiseEqualAndW4A16GemmDispatchesHere) {
   CROSSPOINT_SKIP_WITHOUT_GPU();
   for (auto [m, n, k] : {std::tuple{1, 3584, 3584},
                          {2, 272, 18944},
                          {8, 4608, 3584},
-                         {9, 4608, 3584},
-                         {12, 272, 18944},
-                         {16, 3584, 3584}}) {
+                         {7, 4608, 3584},
+                         {6, 272, 18944},
+                         {8, 3584, 3584}}) {
     const DeviceLinear d = make_device_linear(600 + m, m, n, k, 128, false);
     const std::vector<uint16_t> first = run_gemv(d);
     EXPECT_EQ(run_gemv(d), first) << "repeat differs, m=" << m;
-    // w4a16_gemm at M <= kW4A16GemvMaxRows is this kernel: same bits, and no workspace needed.
+    // w4a16_gemm at M <= kW4A16GemvMaxRows is this kernel: same bits.
     if (m > kW4A16GemvMaxRows) continue;
     DeviceBuffer<uint16_t> y(static_cast<size_t>(m) * n);
     y.poison();
-    const Status st = w4a16_gemm(d.x->get(), k, d.weight->get(), d.scales->get(), y.get(), n, m, n, k, 128,
-                                 /*workspace=*/nullptr, nullptr);
+    const Status st = w4a16_gemm(d.x->get(), k, d.weight->get(), d.scales->get(), y.get(), n, m, n, k, 128, nullptr);
     ASSERT_TRUE(st.is_ok()) << st.to_string();
     EXPECT_EQ(y.download(), first) << "w4a16_gemm differs from w4a16_gemv at m=" << m;
     EXPECT_LT(error_vs_reference(d, first), kTolerance);

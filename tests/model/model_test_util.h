@@ -1,14 +1,17 @@
 // Helpers for the model tests: the committed transformers references, and a minimal
-// sequence/block bookkeeper that builds ForwardBatches (the real one lives in scheduler/runner).
+// sequence/block bookkeeper that builds ForwardBatches with HostForwardBatch (the scheduler
+// and runner do the same for the engine).
 #pragma once
 
 #include <gtest/gtest.h>
 
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <span>
 #include <string>
 #include <vector>
 
+#include "model/host_forward_batch.h"
 #include "model/model.h"
 
 namespace crosspoint::testing {
@@ -57,42 +60,24 @@ class BatchBuilder {
 
   // Builds the step; logits for every new token when all_logits, else each chunk's last.
   ForwardBatch build(const std::vector<SeqChunk>& chunks, bool all_logits) {
-    token_ids_.clear();
-    positions_.clear();
-    starts_ = {0};
-    contexts_.clear();
-    table_rows_.clear();
-    logits_idx_.clear();
+    batch_.clear(max_blocks_);
     for (const SeqChunk& chunk : chunks) {
       int32_t& context = context_[chunk.seq_idx];
-      for (int32_t id : chunk.token_ids) {
+      const int32_t num_cached = context;
+      for (size_t i = 0; i < chunk.token_ids.size(); ++i, ++context)
         if (context % block_size_ == 0) tables_[chunk.seq_idx * max_blocks_ + context / block_size_] = next_block_++;
-        token_ids_.push_back(id);
-        positions_.push_back(context++);
-        if (all_logits) logits_idx_.push_back(static_cast<int32_t>(token_ids_.size()) - 1);
-      }
-      if (!all_logits) logits_idx_.push_back(static_cast<int32_t>(token_ids_.size()) - 1);
-      starts_.push_back(static_cast<int32_t>(token_ids_.size()));
-      contexts_.push_back(context);
-      table_rows_.insert(table_rows_.end(), tables_.begin() + chunk.seq_idx * max_blocks_,
-                         tables_.begin() + (chunk.seq_idx + 1) * max_blocks_);
+      batch_.add_sequence(chunk.token_ids, num_cached,
+                          std::span<const int32_t>(tables_).subspan(chunk.seq_idx * max_blocks_, max_blocks_),
+                          all_logits ? LogitsWanted::kAll : LogitsWanted::kLast);
     }
-    ForwardBatch batch;
-    batch.token_ids = token_ids_;
-    batch.positions = positions_;
-    batch.seq_token_start = starts_;
-    batch.seq_context_len = contexts_;
-    batch.block_tables = table_rows_;
-    batch.max_blocks_per_seq = max_blocks_;
-    batch.logits_token_idx = logits_idx_;
-    return batch;
+    return batch_.view();
   }
   int32_t num_blocks_used() const { return next_block_; }
 
  private:
   int32_t block_size_, max_blocks_, next_block_ = 0;
   std::vector<int32_t> context_, tables_;
-  std::vector<int32_t> token_ids_, positions_, starts_, contexts_, table_rows_, logits_idx_;
+  HostForwardBatch batch_;
 };
 
 }  // namespace crosspoint::testing

@@ -41,8 +41,8 @@ std::vector<float> decode_packed(const cuda::W4A16PackedWeight& p) {
   return w;
 }
 
-void expect_fused_matches_parts(const Model& model, const std::vector<cuda::LinearPart>& parts, bool act_order) {
-  auto packed = cuda::assemble_fused_gptq(model, parts, "fused");
+void expect_fused_matches_parts(const std::vector<cuda::LinearPart>& parts, bool act_order) {
+  auto packed = cuda::assemble_fused_gptq(parts, "fused");
   ASSERT_TRUE(packed.is_ok()) << packed.status().to_string();
   EXPECT_EQ(packed->k_perm.empty(), !act_order);
   const std::vector<float> fused = decode_packed(*packed);
@@ -74,14 +74,13 @@ TEST(GptqAssemblyTest, FusedLayersDecodeToTheCpuWeights) {
     for (int layer = 0; layer < 2; ++layer) {
       const DecoderLayerWeights& w = (*model)->layers()[layer];
       const std::string p = "model.layers." + std::to_string(layer) + ".";
-      expect_fused_matches_parts(**model,
-                                 {{p + "self_attn.q_proj", w.q_proj.get()},
+      expect_fused_matches_parts({{p + "self_attn.q_proj", w.q_proj.get()},
                                   {p + "self_attn.k_proj", w.k_proj.get()},
                                   {p + "self_attn.v_proj", w.v_proj.get()}},
                                  act_order);
-      expect_fused_matches_parts(
-          **model, {{p + "mlp.gate_proj", w.gate_proj.get()}, {p + "mlp.up_proj", w.up_proj.get()}}, act_order);
-      expect_fused_matches_parts(**model, {{p + "mlp.down_proj", w.down_proj.get()}}, act_order);
+      expect_fused_matches_parts({{p + "mlp.gate_proj", w.gate_proj.get()}, {p + "mlp.up_proj", w.up_proj.get()}},
+                                 act_order);
+      expect_fused_matches_parts({{p + "mlp.down_proj", w.down_proj.get()}}, act_order);
     }
   }
 }

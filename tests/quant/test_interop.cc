@@ -70,10 +70,11 @@ TEST(CompressedTensorsInteropTest, QuantiserLoaderAndConfigAgreeWithTheLibrary) 
   r.out_features = N;
   auto layer = fp8_linear_weight_format()->load(r);
   ASSERT_TRUE(layer.is_ok()) << layer.status().to_string();
-  const auto* fp8 = dynamic_cast<const Fp8LinearWeight*>(layer.value().get());
+  const LinearWeightView view = layer.value()->view();
+  const auto* fp8 = std::get_if<Fp8WeightStorage>(&view.storage);
   ASSERT_NE(fp8, nullptr);
-  const std::vector<uint8_t> w(fp8->weight(), fp8->weight() + N * K);
-  const std::vector<float> s = fp8->weight_scale();
+  const std::vector<uint8_t> w(fp8->weight, fp8->weight + N * K);
+  const std::vector<float> s(fp8->weight_scale, fp8->weight_scale + N);
   const auto want = values_of<float>(expected);
   for (int64_t n = 0; n < N; ++n)
     for (int64_t k = 0; k < K; ++k) ASSERT_EQ(e4m3_to_f32(w[n * K + k]) * s[n], want[n * K + k]) << n << "," << k;

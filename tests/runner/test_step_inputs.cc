@@ -12,7 +12,8 @@ namespace crosspoint {
 namespace {
 
 // Two sequences: seq 0 decodes its 19th token (context 19, blocks 5 then 2), seq 1 prefills
-// 3 tokens after 14 cached ones (context 17, blocks 1 then 4). Block size 16.
+// 3 tokens after 14 cached ones (context 17, blocks 1 then 4). Block size 16. Raw arrays,
+// not HostForwardBatch, because the checks below break them one field at a time.
 struct TwoSeqBatch {
   std::vector<int32_t> token_ids = {7, 100, 101, 102};
   std::vector<int32_t> positions = {18, 14, 15, 16};
@@ -156,16 +157,12 @@ TEST(GraphBucketsTest, DecodeOnlyMeansOneTokenPerSequence) {
 }
 
 TEST(GraphBucketsTest, PaddingRowsAreSingleTokenSequencesInBlockZero) {
-  std::vector<int32_t> tokens = {11, 12}, positions = {40, 3}, starts = {0, 1, 2}, context = {41, 4},
-                       tables = {7, 8, 9, 3, 0, 0}, logits = {0, 1};
-  ForwardBatch b;
-  b.token_ids = tokens;
-  b.positions = positions;
-  b.seq_token_start = starts;
-  b.seq_context_len = context;
-  b.block_tables = tables;
-  b.max_blocks_per_seq = 3;
-  b.logits_token_idx = logits;
+  HostForwardBatch decode;
+  decode.clear(3);
+  const std::vector<int32_t> token_a = {11}, token_b = {12}, table_a = {7, 8, 9}, table_b = {3};
+  decode.add_sequence(token_a, 40, table_a, LogitsWanted::kLast);
+  decode.add_sequence(token_b, 3, table_b, LogitsWanted::kLast);
+  const ForwardBatch b = decode.view();
   PaddedDecodeBatch padder;
   const ForwardBatch p = padder.build(b, 4);
   EXPECT_EQ(std::vector<int32_t>(p.token_ids.begin(), p.token_ids.end()), (std::vector<int32_t>{11, 12, 0, 0}));

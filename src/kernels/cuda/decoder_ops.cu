@@ -381,9 +381,8 @@ __device__ __forceinline__ void offer(ArgmaxCandidate& best, float value, int in
 }
 
 // One block of kArgmaxThreads per row: a 152k vocabulary is ~19 16-byte loads per thread,
-// unrolled by 4 so that they are in flight together (with 256 threads and no unrolling a batch-1
-// argmax was a chain of 74 dependent loads, ~29 us on the H200). The result does not depend on
-// the thread count: the candidate order is total.
+// unrolled by 4 so that they are in flight together rather than a chain of dependent loads.
+// The result does not depend on the thread count: the candidate order is total.
 constexpr int kArgmaxThreads = 1024;
 
 __device__ __forceinline__ void offer_from_lanes(ArgmaxCandidate& best) {
@@ -430,27 +429,6 @@ __global__ void __launch_bounds__(kArgmaxThreads)
     best = warp_best[threadIdx.x];
     offer_from_lanes(best);
     if (threadIdx.x == 0) token[blockIdx.x] = best.index == INT_MAX ? 0 : best.index;
-  }
-}
-
-// ---- fp16_to_f32 ---------------------------------------------------------------------------
-
-__global__ void __launch_bounds__(kEltThreads)
-    fp16_to_f32_kernel(const uint16_t* __restrict__ in, float* __restrict__ out, int64_t n, bool vec) {
-  wait_for_prior_kernels();
-  allow_dependent_launch();
-  const int64_t first = static_cast<int64_t>(blockIdx.x) * kEltThreads + threadIdx.x;
-  const int64_t step = static_cast<int64_t>(gridDim.x) * kEltThreads;
-  if (vec) {  // 4 values per access; the tail (n % 4) below
-    for (int64_t i = first; i < n / 4; i += step) {
-      const uint2 v = reinterpret_cast<const uint2*>(in)[i];
-      const float2 lo = __half22float2(*reinterpret_cast<const __half2*>(&v.x));
-      const float2 hi = __half22float2(*reinterpret_cast<const __half2*>(&v.y));
-      reinterpret_cast<float4*>(out)[i] = make_float4(lo.x, lo.y, hi.x, hi.y);
-    }
-    for (int64_t i = n / 4 * 4 + first; i < n; i += step) out[i] = half_bits_to_float(in[i]);
-  } else {
-    for (int64_t i = first; i < n; i += step) out[i] = half_bits_to_float(in[i]);
   }
 }
 
@@ -616,19 +594,6 @@ Status argmax_rows(const uint16_t* logits, int64_t stride, int32_t* token, int n
                                     "argmax_rows_kernel launch");
   }
   return last_launch_status("argmax_rows launch");
-}
-
-Status fp16_to_f32(const uint16_t* in, float* out, int64_t n, cudaStream_t stream) {
-  if (n < 0) return bad("fp16_to_f32", "n " + std::to_string(n) + " < 0");
-  if (n == 0) return Status::ok();
-  if (!in || !out) return bad("fp16_to_f32", "null in or out");
-  const bool vec = aligned(in, 8) && aligned(out, 16);
-  const int64_t work = vec ? (n + 3) / 4 : n;
-  const int blocks = static_cast<int>(std::min<int64_t>((work + kEltThreads - 1) / kEltThreads, 4096));
-  CROSSPOINT_CUDA_RETURN_IF_ERROR(
-      launch_programmatic(fp16_to_f32_kernel, dim3(blocks), dim3(kEltThreads), 0, stream, in, out, n, vec),
-      "fp16_to_f32_kernel launch");
-  return last_launch_status("fp16_to_f32 launch");
 }
 
 }  // namespace crosspoint::cuda

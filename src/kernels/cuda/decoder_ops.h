@@ -81,7 +81,4 @@ Status gather_rows(const uint16_t* in, int64_t in_stride, const int32_t* rows, u
 Status argmax_rows(const uint16_t* logits, int64_t stride, int32_t* token, int num_rows, int vocab_size,
                    cudaStream_t stream);
 
-// out[i] = float(in[i]) for i < n (logits rows copied out for sampling on the host).
-Status fp16_to_f32(const uint16_t* in, float* out, int64_t n, cudaStream_t stream);
-
 }  // namespace crosspoint::cuda

@@ -21,8 +21,8 @@ constexpr int kLoadsInFlight = 4;       // 16-byte chunks per weight row a lane 
 constexpr int kMinChunksPerSplit = 32;  // a K slice keeps every lane busy with >= 1 load per column
 constexpr int kTargetWarpsPerSm = 24;   // enough 16-byte loads in flight to cover HBM latency
 constexpr int kMinStepsPerSplit = 4;    // fp8 tensor-core kernel: a K slice keeps most of one batch of loads busy
-// The tensor-core kernel holds 16 rows per warp, so N gives 8x fewer warps than on CUDA cores;
-// measured on the H200 it is fastest with the widest split its slices allow.
+// The tensor-core kernel holds 16 rows per warp, so N gives 8x fewer warps than on CUDA cores:
+// it is fastest with the widest split its slices allow.
 constexpr int kMmaTargetWarpsPerSm = 96;
 
 __device__ __forceinline__ float2 half2_bits_to_float2(uint32_t bits) {
@@ -254,15 +254,6 @@ __device__ __forceinline__ void mma_e4m3_16x8x32(float (&d)[4], uint32_t a0, uin
 #endif
 }
 
-// fp16 tensor-core MMA, 16 x 8 x 16, fp32 accumulate (sm_80 and later).
-__device__ __forceinline__ void mma_f16_16x8x16(float (&d)[4], uint32_t a0, uint32_t a1, uint32_t a2, uint32_t a3,
-                                                uint32_t b0, uint32_t b1) {
-  asm volatile(
-      "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
-      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-      : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
-}
-
 // fp8 GEMV on tensor cores: a warp owns 16 weight rows (output columns n0 .. n0 + 15) over
 // one K slice, streamed in steps of 64 bytes: lane (g = lane / 4, t = lane % 4) loads the 16
 // bytes at k = step * 64 + 16 t of rows n0 + g and n0 + g + 8, which are its A fragments
@@ -272,16 +263,12 @@ __device__ __forceinline__ void mma_f16_16x8x16(float (&d)[4], uint32_t a0, uint
 // does not see) and activation rows 0 .. 7 are the MMA's 8 columns: m <= 8 costs as m = 1.
 // Each step's MMAs start from zero and are added to fp32 registers, so the tensor core's
 // own accumulation never spans more than 64 products.
-// fp16 weights (kFp8 false) take the same path with m16n8k16 MMAs: a 64-byte step is 32 k
-// values, lane t's 16 bytes hold k pairs (2t, 2t + 1) and (2t + 8, 2t + 9) of two MMAs in
-// the same permuted order on both sides; the MMAs accumulate straight into fp32 (no scales).
 // kTiles token tiles of 8: 1 for m <= 8; 2 for m <= 16, where every weight fragment, loaded
 // once, feeds one MMA per tile (activation rows g and g + 8 as the two B fragments).
 // Two blocks per SM (at most 128 registers a thread) keep 16 warps streaming; the second
 // token tile's activations and accumulators would otherwise take the kernel just past that.
-template <bool kFp8, bool kFused, int kTiles>
+template <bool kFused, int kTiles>
 __global__ void __launch_bounds__(kThreads, 2) mma_gemv_kernel(const GemvArgs a) {
-  static_assert(kFp8 || !kFused, "only fp8 weights take fused activation quantisation");
   static_assert(kTiles == 1 || !kFused, "the fused quantisation serves at most 8 rows");
   constexpr int kSteps = 8;               // 64-byte steps loaded before use: 16 16-byte loads per lane in flight
   extern __shared__ uint4 quantised_x[];  // kFused: [m][num_chunks] 16-byte chunks of e4m3 codes
@@ -343,16 +330,11 @@ __global__ void __launch_bounds__(kThreads, 2) mma_gemv_kernel(const GemvArgs a)
         for (int q = 0; q < kTiles; ++q) {
           uint4 xv = make_uint4(0, 0, 0, 0);
           if (x_row[q] != nullptr && chunk < a.num_chunks) xv = kFused ? x_row[q][chunk] : __ldg(x_row[q] + chunk);
-          if constexpr (kFp8) {
-            float d[4] = {0.f, 0.f, 0.f, 0.f};
-            mma_e4m3_16x8x32(d, wv_lo[i].x, wv_hi[i].x, wv_lo[i].y, wv_hi[i].y, xv.x, xv.y);
-            mma_e4m3_16x8x32(d, wv_lo[i].z, wv_hi[i].z, wv_lo[i].w, wv_hi[i].w, xv.z, xv.w);
+          float d[4] = {0.f, 0.f, 0.f, 0.f};
+          mma_e4m3_16x8x32(d, wv_lo[i].x, wv_hi[i].x, wv_lo[i].y, wv_hi[i].y, xv.x, xv.y);
+          mma_e4m3_16x8x32(d, wv_lo[i].z, wv_hi[i].z, wv_lo[i].w, wv_hi[i].w, xv.z, xv.w);
 #pragma unroll
-            for (int j = 0; j < 4; ++j) acc[q][j] += d[j];
-          } else {
-            mma_f16_16x8x16(acc[q], wv_lo[i].x, wv_hi[i].x, wv_lo[i].y, wv_hi[i].y, xv.x, xv.y);
-            mma_f16_16x8x16(acc[q], wv_lo[i].z, wv_hi[i].z, wv_lo[i].w, wv_hi[i].w, xv.z, xv.w);
-          }
+          for (int j = 0; j < 4; ++j) acc[q][j] += d[j];
         }
       }
     }
@@ -377,7 +359,7 @@ __global__ void __launch_bounds__(kThreads, 2) mma_gemv_kernel(const GemvArgs a)
       if (r >= a.m || col >= a.n) continue;
       float v = 0.f;
       for (int s = 0; s < a.k_splits; ++s) v += partial[group * a.k_splits + s][q * 4 + j][src_lane];
-      if constexpr (kFp8) v *= (kFused ? fused_scale[r] : a.x_scale[r]) * a.w_scale[col];
+      v *= (kFused ? fused_scale[r] : a.x_scale[r]) * a.w_scale[col];
       a.y[r * a.y_stride + col] = __half_as_ushort(__float2half_rn(v));
     }
     __syncthreads();  // partial is rewritten by the next tile
@@ -433,13 +415,12 @@ Status launch_rows(const GemvArgs& a, const GemvPlan& plan, cudaStream_t stream)
   return launch_gemv_kernel<kFp8, kFused>(kernel, plan.num_blocks, shared_bytes, stream, a);
 }
 
-template <bool kFp8, bool kFused, int kTiles>
+template <bool kFused, int kTiles>
 Status launch_mma(GemvArgs a, int k_splits, cudaStream_t stream) {
-  GemvPlan plan = kFp8 ? plan_fp8_mma_gemv(a.n, a.num_chunks * 16, cuda_device_info().num_sms, k_splits)
-                       : plan_fp16_mma_gemv(a.n, a.num_chunks * 8, cuda_device_info().num_sms, k_splits);
+  GemvPlan plan = plan_fp8_mma_gemv(a.n, a.num_chunks * 16, cuda_device_info().num_sms, k_splits);
   a.k_splits = plan.k_splits;
   a.chunks_per_split = plan.chunks_per_split;
-  auto* kernel = mma_gemv_kernel<kFp8, kFused, kTiles>;
+  auto* kernel = mma_gemv_kernel<kFused, kTiles>;
   const size_t shared_bytes = codes_shared_bytes<kFused>(a);
   CROSSPOINT_RETURN_IF_ERROR(allow_shared_bytes(kernel, shared_bytes));
   // At most one wave of blocks, each walking several tiles: the fused quantisation runs once
@@ -447,17 +428,17 @@ Status launch_mma(GemvArgs a, int k_splits, cudaStream_t stream) {
   int blocks_per_sm = 0;
   CROSSPOINT_CUDA_RETURN_IF_ERROR(
       cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks_per_sm, kernel, kThreads, shared_bytes),
-      kFp8 ? "fp8 GEMV occupancy" : "fp16_mma_gemv occupancy");
+      "fp8 GEMV occupancy");
   plan.num_blocks = std::min(plan.num_blocks, std::max(blocks_per_sm, 1) * cuda_device_info().num_sms);
-  return launch_gemv_kernel<kFp8, kFused>(kernel, plan.num_blocks, shared_bytes, stream, a);
+  return launch_gemv_kernel<true, kFused>(kernel, plan.num_blocks, shared_bytes, stream, a);
 }
 
 template <bool kFp8, bool kFused>
 Status launch_gemv(GemvArgs a, GemvOptions options, cudaStream_t stream) {
   if constexpr (kFp8) {
     if (!options.fp8_on_cuda_cores && fp8_gemv_on_tensor_cores()) {
-      if (kFused || a.m <= 8) return launch_mma<true, kFused, 1>(a, options.k_splits, stream);
-      if constexpr (!kFused) return launch_mma<true, false, 2>(a, options.k_splits, stream);
+      if (kFused || a.m <= 8) return launch_mma<kFused, 1>(a, options.k_splits, stream);
+      if constexpr (!kFused) return launch_mma<false, 2>(a, options.k_splits, stream);
     }
   }
   const GemvPlan plan =
@@ -512,7 +493,7 @@ bool fp8_gemv_on_tensor_cores() { return cuda_device_info().capability() >= 89; 
 
 namespace {
 
-// Both tensor-core kernels: 16 columns per warp, K in 64-byte steps of 4 chunks.
+// The tensor-core kernel: 16 columns per warp, K in 64-byte steps of 4 chunks.
 GemvPlan plan_mma_gemv(int n, int num_chunks, int num_sms, int force_k_splits) {
   GemvPlan plan;
   plan.cols_per_warp = 16;
@@ -539,10 +520,6 @@ GemvPlan plan_mma_gemv(int n, int num_chunks, int num_sms, int force_k_splits) {
 
 GemvPlan plan_fp8_mma_gemv(int n, int k, int num_sms, int force_k_splits) {
   return plan_mma_gemv(n, k / 16, num_sms, force_k_splits);
-}
-
-GemvPlan plan_fp16_mma_gemv(int n, int k, int num_sms, int force_k_splits) {
-  return plan_mma_gemv(n, k / 8, num_sms, force_k_splits);
 }
 
 GemvPlan plan_gemv(bool fp8_weights, int n, int k, int num_sms, int force_k_splits) {
@@ -576,18 +553,6 @@ Status fp16_gemv(const uint16_t* x, int64_t x_stride, const uint16_t* w, int64_t
   const GemvArgs a =
       gemv_args(x, x_stride * 2, reinterpret_cast<const uint8_t*>(w), w_stride * 2, y, y_stride, m, n, k / 8);
   return launch_gemv<false, false>(a, GemvOptions{k_splits, false}, stream);
-}
-
-Status fp16_mma_gemv(const uint16_t* x, int64_t x_stride, const uint16_t* w, int64_t w_stride, uint16_t* y,
-                     int64_t y_stride, int m, int n, int k, cudaStream_t stream, int k_splits) {
-  CROSSPOINT_RETURN_IF_ERROR(check_shape("fp16_mma_gemv", m, n, k, 8, k_splits, kMmaGemvMaxRows));
-  if (x_stride % 8 != 0 || w_stride % 8 != 0 || x_stride < k || w_stride < k) {
-    return invalid_argument("fp16_mma_gemv: row strides must be multiples of 8 elements and >= k");
-  }
-  const GemvArgs a =
-      gemv_args(x, x_stride * 2, reinterpret_cast<const uint8_t*>(w), w_stride * 2, y, y_stride, m, n, k / 8);
-  if (m <= 8) return launch_mma<false, false, 1>(a, k_splits, stream);
-  return launch_mma<false, false, 2>(a, k_splits, stream);
 }
 
 Status fp8_gemv(const uint8_t* xq, int64_t xq_stride, const float* x_scale, const uint8_t* wq, int64_t w_stride,

@@ -13,8 +13,7 @@
 // columns, so m <= 8 costs as m = 1), else on CUDA cores (4 columns per warp): converting
 // e4m3 to fp32 for CUDA-core FMAs costs more instructions per byte than HBM leaves time for.
 // On tensor cores a second MMA per weight fragment serves activation rows 8 .. 15, so m <= 16
-// streams the weights once (kMmaGemvMaxRows). fp16_mma_gemv is the same tensor-core kernel
-// for fp16 weights (m16n8k16, sm_80+).
+// streams the weights once (kMmaGemvMaxRows).
 #pragma once
 
 #include <cuda_runtime.h>
@@ -28,8 +27,8 @@ namespace crosspoint::cuda {
 // Rows the CUDA-core kernels (fp16_gemv, fp8 without e4m3 MMA) and the fused-quantisation
 // kernel take.
 inline constexpr int kGemvMaxRows = 8;
-// Rows the tensor-core kernels take (fp8_gemv on sm_89+, fp16_mma_gemv): two token tiles of
-// the MMA's 8 columns.
+// Rows the tensor-core kernel takes (fp8_gemv on sm_89+): two token tiles of the MMA's 8
+// columns.
 inline constexpr int kMmaGemvMaxRows = 16;
 
 // How one GEMV launch divides its work (host only; plan_gemv picks it, tests check it).
@@ -43,15 +42,13 @@ struct GemvPlan {
 
 // CUDA-core kernels: splits K (in powers of two up to 8) until there are about num_sms x 24
 // warps, keeping at least 32 chunks (one 16-byte load per lane and column) in every slice.
-// force_k_splits > 0 takes that split instead (benchmarks: 1 is the former whole-row form).
+// force_k_splits > 0 takes that split instead (benchmarks: 1 is one warp per whole row).
 // fp8 weights have 16 values per chunk, fp16 8.
 GemvPlan plan_gemv(bool fp8_weights, int n, int k, int num_sms, int force_k_splits = 0);
 
 // fp8 tensor-core kernel: 16 columns per warp, K in 64-byte steps (chunks_per_split is a
 // multiple of 4); splits like plan_gemv while every slice keeps >= 4 steps.
 GemvPlan plan_fp8_mma_gemv(int n, int k, int num_sms, int force_k_splits = 0);
-// fp16 tensor-core kernel: the same with fp16 weights (a 64-byte step holds 32 k values).
-GemvPlan plan_fp16_mma_gemv(int n, int k, int num_sms, int force_k_splits = 0);
 
 // Whether fp8_gemv / fp8_gemv_from_fp16 run on tensor cores on the current device (sm_89+).
 bool fp8_gemv_on_tensor_cores();
@@ -67,13 +64,6 @@ struct GemvOptions {
 //   k_splits: 0 = plan_gemv's choice, else 1, 2, 4 or 8.
 Status fp16_gemv(const uint16_t* x, int64_t x_stride, const uint16_t* w, int64_t w_stride, uint16_t* y,
                  int64_t y_stride, int m, int n, int k, cudaStream_t stream, int k_splits = 0);
-
-// fp16_gemv's product on tensor cores (any sm_80+ GPU), 1 <= m <= kMmaGemvMaxRows: a warp
-// streams 16 weight rows once for all m rows (m <= 8: one MMA per fragment, else two). Same
-// arguments, layout and errors as fp16_gemv; fp32 accumulation in a different order, so the
-// bits may differ from fp16_gemv's.
-Status fp16_mma_gemv(const uint16_t* x, int64_t x_stride, const uint16_t* w, int64_t w_stride, uint16_t* y,
-                     int64_t y_stride, int m, int n, int k, cudaStream_t stream, int k_splits = 0);
 
 //   xq [M, K] e4m3 (row stride xq_stride bytes), x_scale [M] fp32,
 //   wq [N, K] e4m3 (row stride w_stride bytes), w_scale [N] fp32,

@@ -9,8 +9,6 @@ Status fp16_linear(CublasLtContext& ctx, const uint16_t* x, int64_t x_stride, co
                    uint16_t* y, int64_t y_stride, int m, int n, int k, cudaStream_t stream) {
   const bool gemv_fits = m >= 1 && m <= kFp16GemvMaxRows && k % 8 == 0 && x_stride % 8 == 0 && w_stride % 8 == 0;
   if (gemv_fits) return fp16_gemv(x, x_stride, w, w_stride, y, y_stride, m, n, k, stream);
-  const bool mma_gemv_fits = m >= 1 && m <= kFp16MmaGemvMaxRows && k % 8 == 0 && x_stride % 8 == 0 && w_stride % 8 == 0;
-  if (mma_gemv_fits) return fp16_mma_gemv(x, x_stride, w, w_stride, y, y_stride, m, n, k, stream);
   return fp16_gemm_cublaslt(ctx, x, x_stride, w, w_stride, y, y_stride, m, n, k, stream);
 }
 

@@ -1,6 +1,13 @@
-// The GEMM an engine calls per linear layer and precision at decode and prefill: picks the
-// kernel by batch rows from the H200 measurements in docs/cuda.md (the hand GEMV only where it
-// beat cuBLASLt). Weights [N, K] row-major; fp16 output [M, N].
+// The GEMM an engine calls per linear layer and precision at decode and prefill. Weights
+// [N, K] row-major; fp16 output [M, N]. Rows -> kernel (measurements in docs/cuda.md; the
+// hand GEMV only where it beat cuBLASLt):
+//   fp16   M <= kFp16GemvMaxRows (1)   fp16_gemv on CUDA cores; above, cuBLASLt (its tensor-core
+//                                      GEMM streamed the 7B linears faster than a hand one at 2..16)
+//   fp8    M <= kFp8FusedMaxRows (2)   fp8_gemv_from_fp16: the per-token quantisation inside the GEMV
+//          M <= fp8_gemv_max_rows()    fp8_quantize_per_token + fp8_gemv: 16 rows on tensor cores
+//                                      (sm_89+; its cost is flat to M = 8, two MMAs per fragment
+//                                      to 16), 2 on CUDA cores
+//          above                       fp8_quantize_per_token + cuBLASLt
 #pragma once
 
 #include <cuda_runtime.h>
@@ -13,22 +20,12 @@
 
 namespace crosspoint::cuda {
 
-inline constexpr int kFp16GemvMaxRows = 1;  // fp16: GEMV at M = 1, cuBLASLt above
-// fp16 at kFp16GemvMaxRows < M <= kFp16MmaGemvMaxRows: the tensor-core GEMV (fp16_mma_gemv).
-// Off (1): on the H200 cuBLASLt streamed the 7B decode-step linears at ~80 % of the bandwidth
-// at every M = 2..16 (3.60-3.64 ms), the tensor-core GEMV at 75-62 % (3.87-4.68 ms; bench_gemm,
-// 2026-11-30). At most kMmaGemvMaxRows (16).
-inline constexpr int kFp16MmaGemvMaxRows = 1;
-static_assert(kFp16MmaGemvMaxRows <= kMmaGemvMaxRows, "fp16_mma_gemv takes at most kMmaGemvMaxRows rows");
-// fp8: GEMV at M <= 16 where it runs on tensor cores (its cost is flat to M = 8; measured on
-// the H200: 7B decode-step linears 3.07 ms at M = 4 against cuBLASLt's 4.40; M = 9..16
-// streams the weights once with two MMAs per fragment), at M <= 2 on CUDA cores (the first
-// pass's measurements); cuBLASLt above.
+inline constexpr int kFp16GemvMaxRows = 1;
 inline constexpr int kFp8GemvMaxRows = kMmaGemvMaxRows;
 static_assert(kFp8GemvMaxRows <= kMmaGemvMaxRows, "fp8_gemv takes at most kMmaGemvMaxRows rows");
 inline constexpr int kFp8CudaCoreGemvMaxRows = 2;
-// fp8 from fp16: the fused GEMV at M <= 2 while its shared e4m3 copy of x (M * K bytes)
-// stays this small, so that two blocks fit on an SM.
+// The fused GEMV while its shared e4m3 copy of x (M * K bytes) stays this small, so that two
+// blocks fit on an SM.
 inline constexpr int kFp8FusedMaxRows = 2;
 inline constexpr int64_t kFp8FusedMaxSharedBytes = 64 * 1024;
 

@@ -476,8 +476,7 @@ Status launch_split(const CudaPagedAttentionArgs& a, Params p, cudaStream_t stre
   return Status::ok();
 }
 
-Status launch_decode(const CudaPagedAttentionArgs& a, Params p, int stages, cudaStream_t stream) {
-  p.decode_stages = stages;
+Status launch_decode(const CudaPagedAttentionArgs& a, Params p, cudaStream_t stream) {
   plan_splits(a, a.batch_invariant ? 0 : decode_partition_tokens_for(a.num_tokens, a.num_kv_heads), kDecodeTile,
               kMaxDecodeSplits, &p);
   return launch_decode_tensor_core(p, a.num_tokens, stream);
@@ -523,8 +522,6 @@ Status cuda_paged_attention_with(const CudaPagedAttentionArgs& a, CudaAttentionK
   p.scale_log2 = a.scale * kLog2e;
   // Prefill sequences (>= kTensorCoreMinRows new rows) go to the tensor-core prefill kernel
   // when it supports this head_dim and the output rows allow its 4-byte stores.
-  const bool two_stages = kernels == CudaAttentionKernels::kTwoStageDecode;
-  if (two_stages) kernels = CudaAttentionKernels::kDefault;
   if (a.batch_invariant && kernels == CudaAttentionKernels::kDefault) kernels = CudaAttentionKernels::kDecodeOnly;
   const bool prefill_kernel =
       (kernels == CudaAttentionKernels::kDefault || kernels == CudaAttentionKernels::kSplitDecode) &&
@@ -535,8 +532,7 @@ Status cuda_paged_attention_with(const CudaPagedAttentionArgs& a, CudaAttentionK
   const bool decode_kernel =
       (kernels == CudaAttentionKernels::kDefault || kernels == CudaAttentionKernels::kDecodeOnly) &&
       decode_tensor_core_supports(a.head_dim, p.group_size);
-  CROSSPOINT_RETURN_IF_ERROR(decode_kernel ? launch_decode(a, p, two_stages ? 2 : 3, stream)
-                                           : launch_split(a, p, stream));
+  CROSSPOINT_RETURN_IF_ERROR(decode_kernel ? launch_decode(a, p, stream) : launch_split(a, p, stream));
   if (prefill_kernel) CROSSPOINT_RETURN_IF_ERROR(launch_prefill_tensor_core(p, a.max_query_len, stream));
   return Status::ok();
 }

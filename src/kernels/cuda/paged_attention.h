@@ -63,15 +63,14 @@ size_t cuda_paged_attention_workspace_counter_bytes();
 // head; the CUDA-core split kernel otherwise).
 Status cuda_paged_attention(const CudaPagedAttentionArgs& args, cudaStream_t stream);
 
-// Which kernels take which rows: kDefault is cuda_paged_attention; the others give the same
-// result another way, for tests and for benchmarks that time the kernels side by side.
+// Which kernels take which rows: kDefault is cuda_paged_attention. The others force what the
+// dispatch itself chooses in other cases, so tests check every kernel on every shape:
 enum class CudaAttentionKernels {
   kDefault,
-  kSplitDecode,     // as kDefault, but the non-prefill rows on the CUDA-core split kernel (+ merge kernel)
-  kDecodeOnly,      // every row on the tensor-core decode kernel where it applies (each row reads its prefix)
-  kSplitOnly,       // every row on the CUDA-core split kernel
-  kTwoStageDecode,  // as kDefault with a 2-stage ring in the decode kernel (3 stages by default):
-                    // 70 KB of shared memory at head_dim 128, 3 CTAs per SM instead of 2
+  kSplitDecode,  // non-prefill rows on the CUDA-core split kernel (+ merge kernel): what runs where
+                 // the decode kernel does not apply (head_dim not 64/128, > 16 query heads per KV head)
+  kDecodeOnly,   // every row on the tensor-core decode kernel (each row reads its prefix): batch-invariant mode
+  kSplitOnly,    // every row on the CUDA-core split kernel: where neither tensor-core kernel applies
 };
 Status cuda_paged_attention_with(const CudaPagedAttentionArgs& args, CudaAttentionKernels kernels, cudaStream_t stream);
 

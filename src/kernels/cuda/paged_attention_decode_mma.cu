@@ -32,12 +32,8 @@
 //   C (16 x 8, fp32)       c0, c1: (row group, cols 2 quad, +1)  c2, c3: (row group + 8, same cols)
 //   Here rows are query heads of the group, S columns positions, O columns dims.
 //
-// Ring depth kStages: 3 by default (2 where the GPU refuses its shared memory); 2 for the
-// side-by-side measurement (kTwoStageDecode).
-// ptxas (nvcc 13.0, sm_90, -Xptxas -v), 0 spills, no stack frame:
-//   D 128: 152 registers (3 stages), 154 (2 stages); D 64: 96 (3 stages), 100 (2 stages).
-// Dynamic shared memory: D 128 104,448 bytes with 3 stages (2 CTAs per SM), 69,632 with 2
-// (3 CTAs per SM); D 64 55,296 / 36,864 (4 CTAs per SM, by registers).
+// Ring depth kStages: 3 (2 where the GPU refuses that much shared memory: D 128 takes
+// 104,448 bytes with 3 stages, 2 CTAs per SM).
 #include <cuda_fp16.h>
 
 #include <climits>
@@ -417,9 +413,8 @@ Status launch_decode_tensor_core(const Params& p, int num_tokens, cudaStream_t s
                             std::to_string(p.num_splits) + " splits) out of range");
   if (p.num_splits > 1 && static_cast<int64_t>(num_tokens) * p.num_kv_heads > kDecodeSplitCounters)
     return invalid_argument("cuda_paged_attention: decode split over more (row, KV head) pairs than counters");
-  const bool two = p.decode_stages == 2;
-  if (p.head_dim == 128) return two ? launch<128, 2>(p, num_tokens, stream) : launch<128, 3>(p, num_tokens, stream);
-  if (p.head_dim == 64) return two ? launch<64, 2>(p, num_tokens, stream) : launch<64, 3>(p, num_tokens, stream);
+  if (p.head_dim == 128) return launch<128, 3>(p, num_tokens, stream);
+  if (p.head_dim == 64) return launch<64, 3>(p, num_tokens, stream);
   return invalid_argument("cuda_paged_attention: tensor-core decode needs head_dim 64 or 128, got " +
                           std::to_string(p.head_dim));
 }

@@ -46,7 +46,6 @@ struct Params {
   float* partial_out;        // [T, H, num_splits, D] f32, each normalised by its own l
   float* partial_ml;         // [T, H, num_splits, 2] f32: (m in log2 units, l)
   int* split_counters;       // decode kernel: [T, Hkv] int32 tickets, zero between launches
-  int decode_stages;         // decode kernel: depth of its shared-memory ring, 2 or 3
   int tensor_core_min_rows;  // sequences with this many new rows or more: prefill kernel
 };
 

@@ -55,101 +55,58 @@ struct W4A16PackedWeight {
 Result<W4A16PackedWeight> w4a16_repack(const int32_t* qweight, const uint16_t* scales, const int32_t* g_idx,
                                        int num_in_features, int num_out_features, int group_size, const char* name);
 
-// Bytes of the fp32 split-K scratch and tile counters for problems up to max_m rows and
-// n columns. The caller allocates it, zero-fills it once (cudaMemset) and may reuse it for
-// every W4A16 GEMM of at most that size on one stream: each launch leaves it zeroed.
-size_t w4a16_workspace_bytes(int max_m, int n);
+// The kernels w4a16_gemm chooses from, by the rows M of the call (the one place the
+// thresholds are explained; measurements in docs/cuda.md):
+//   M <= kW4A16GemvMaxRows (6)   kGemv (w4a16_gemv.h): weights streamed straight into registers
+//                                as the MMA's A operand, the M rows as its 8-wide B operand; it
+//                                costs more per row than the others from M = 7 on the H200.
+//   M >= 7 on compute capability 9.0, N % 64 == 0 and K < 2^27
+//                                kWgmma (w4a16_gemm_wgmma.cu): sm_90a warpgroup MMAs, weights
+//                                as A from registers, a 16..256-row token tile as N; K split
+//                                through thread-block clusters only where tiles leave SMs idle.
+//   otherwise                    kLargeTile (w4a16_gemm_large.cu): mma.sync with a 2 x 4-warp
+//                                block of 32..128 rows x 128 columns, never split along K.
+// All three are deterministic: no reduction depends on which block finishes first.
+enum class W4A16Kernel { kGemv, kWgmma, kLargeTile };
+W4A16Kernel w4a16_kernel_for(int m, int n, int k, bool wgmma_supported);
 
-// y[m, n] = sum_k x[m, k] * s[g(k), n] * (q[k, n] - 8), fp32 accumulation, fp16 out.
-// M <= kW4A16GemvMaxRows goes to w4a16_gemv() (w4a16_gemv.h: workspace unused); larger M to the
-// shared-memory kernels below, with w4a16_default_tuning_for(m).
+// y[m, n] = sum_k x[m, k] * s[g(k), n] * (q[k, n] - 8), fp32 accumulation, fp16 out, on the
+// kernel w4a16_kernel_for picks.
 //   x              [M, K] fp16, row stride x_stride elements (multiple of 8), permuted when k_perm
 //   packed_weight  device copy of W4A16PackedWeight::weight
 //   packed_scales  device copy of W4A16PackedWeight::scales
 //   y              [M, N] fp16, row stride y_stride elements
-//   workspace      w4a16_workspace_bytes(>= M, N) bytes, 16-byte aligned (cudaMalloc is),
-//                  zero-filled before first use
 Status w4a16_gemm(const uint16_t* x, int64_t x_stride, const uint32_t* packed_weight, const uint32_t* packed_scales,
-                  uint16_t* y, int64_t y_stride, int m, int n, int k, int group_size, void* workspace,
-                  cudaStream_t stream);
+                  uint16_t* y, int64_t y_stride, int m, int n, int k, int group_size, cudaStream_t stream);
 
-// Launch shapes of the shared-memory kernels, for benchmarking and for the dispatch in
-// w4a16_gemm (never w4a16_gemv: every tuning runs at any M >= 1).
-// The first four are the 4-warp kernel of w4a16_gemm.cu; they differ only at M <= 16, above
-// that all four run its M-based choice (2 m16 tiles per block at M <= 32, else 4):
-//   kDefault      block 4 warps x 64 columns each, 4-stage pipeline, ~3 blocks per SM
-//   kDeepPipeline same block, 8 stages, ~2 blocks per SM
-//   kNarrowBlocks 4 warps x 32 columns, 6 stages, ~5 blocks per SM
-//   kMoreSplits   as kDefault with ~8 blocks per SM worth of k splits
-// The last three are the larger-batch kernel of w4a16_gemm_large.cu: warps 2 (M) x 4 or 8
-// (N), each a w4a16_large_block_rows(M) / 2 x 32 tile, so a block covers 32, 64 or 128 rows;
-// every weight word is dequantised by 2 warps, activation fragments come by ldmatrix; K
-// splits from w4a16_large_plan:
-//   kLargeTile          8 warps, 128 columns, ~2 blocks per SM; splits where they shorten
-//                       the estimated run (split epilogue costed kW4A16SplitCostChunks chunks)
-//   kLargeTileUnsplit   as kLargeTile without K splits, so without the fp32 atomics whose order
-//                       varies run to run: what w4a16_gemm runs where wgmma cannot
-//   kLargeTileWide      16 warps, 256 columns, 1 block per SM: half the activation reads per
-//                       weight of kLargeTile (each staged activation tile feeds twice the
-//                       columns), fewer and longer blocks; splits as kLargeTile
-// kWgmma is the Hopper kernel of w4a16_gemm_wgmma.cu (below): sm_90a warpgroup MMAs, weights as
-// the A operand from registers, a token tile of 16..256 rows as N, 2 warpgroups x 128 columns
-// per block; the k loop issues a chunk's wgmmas before the barrier and ring refill, so two
-// chunks' wgmmas are in flight across them. Compute capability 9.0 only, N a multiple of 64 and
-// K < 2^27 (other devices and shapes are refused with a Status).
-enum class W4A16Tuning {
-  kDefault,
-  kDeepPipeline,
-  kNarrowBlocks,
-  kMoreSplits,
-  kLargeTile,
-  kLargeTileUnsplit,
-  kLargeTileWide,
-  kWgmma
-};
-Status w4a16_gemm_tuned(W4A16Tuning tuning, const uint16_t* x, int64_t x_stride, const uint32_t* packed_weight,
-                        const uint32_t* packed_scales, uint16_t* y, int64_t y_stride, int m, int n, int k,
-                        int group_size, void* workspace, cudaStream_t stream);
+// The same on a given kernel (tests and benchmarks compare them): shapes are checked as in
+// w4a16_gemm; kGemv refuses M above kW4A16GemvKernelMaxRows, kWgmma what it cannot run.
+Status w4a16_gemm_with(W4A16Kernel kernel, const uint16_t* x, int64_t x_stride, const uint32_t* packed_weight,
+                       const uint32_t* packed_scales, uint16_t* y, int64_t y_stride, int m, int n, int k,
+                       int group_size, cudaStream_t stream);
 
-// The tuning w4a16_gemm runs above kW4A16GemvMaxRows rows (fewer go to w4a16_gemv). The choice
-// per M is set from the H200 measurements of bench_gemm (docs/cuda.md).
-W4A16Tuning w4a16_default_tuning_for(int m);
-
-// Launch plan of the larger-batch kernel (host only, so it is tested without a GPU).
+// ---- kLargeTile (w4a16_gemm_large.cu) ----
+// Launch plan (host only, so it is tested without a GPU).
 struct W4A16LargePlan {
   int block_rows = 0;  // rows of M per block: w4a16_large_block_rows(M)
-  int block_cols = 0;  // columns of N per block: 128, or 256 for kLargeTileWide
-  int grid_n = 0;      // blocks along N, block_cols each (the last may be partial)
+  int block_cols = 0;  // columns of N per block: 128
+  int grid_n = 0;      // blocks along N (the last may be partial)
   int grid_m = 0;      // blocks along M
-  int k_splits = 1;    // blocks along K; > 1 means partial sums through the workspace
 };
-// Rows of M per block of the larger-batch kernel: 32 up to M = 32, 64 up to 64, else 128.
+// Rows of M per block: 32 up to M = 32, 64 up to 64, else 128.
 int w4a16_large_block_rows(int m);
-// Cost, in 64-deep chunks of one block's work, charged per split block for its fp32
-// workspace epilogue (atomics, the last block's read back) when kLargeTile plans splits.
-inline constexpr double kW4A16SplitCostChunks = 2.0;
-// Picks k_splits minimising (waves of blocks) x (chunks per block + split cost), where a
-// wave is num_sms * blocks_per_sm blocks and each split keeps >= 4 chunks of 64 rows of K.
-W4A16LargePlan w4a16_large_plan(int m, int n, int k, int block_cols, int num_sms, int blocks_per_sm,
-                                double split_cost_chunks);
-// Options of the larger-batch kernel.
-struct W4A16LargeOptions {
-  bool wide = false;                                 // 16 warps x 256 columns (kLargeTileWide) instead of 8 warps x 128
-  double split_cost_chunks = kW4A16SplitCostChunks;  // split cost given to w4a16_large_plan
-  int k_splits = 0;  // 0: as planned; > 0: exactly this many K splits (at most K/64), for tests
-};
-// The larger-batch kernel itself (what the kLargeTile* tunings launch). Arguments
-// as w4a16_gemm; shapes are not checked here: call it through w4a16_gemm_tuned, or with
-// shapes that passed it (tests).
+W4A16LargePlan w4a16_large_plan(int m, int n);
+// The kernel itself; arguments as w4a16_gemm, shapes not checked here (call it through
+// w4a16_gemm_with, or with shapes that passed it).
 Status w4a16_gemm_large(const uint16_t* x, int64_t x_stride, const uint32_t* packed_weight,
                         const uint32_t* packed_scales, uint16_t* y, int64_t y_stride, int m, int n, int k,
-                        int group_size, void* workspace, const W4A16LargeOptions& options, cudaStream_t stream);
+                        int group_size, cudaStream_t stream);
 
-// ---- The Hopper kernel (w4a16_gemm_wgmma.cu, tuning kWgmma) ----
+// ---- kWgmma (w4a16_gemm_wgmma.cu) ----
 // Block: 2 warpgroups x 64 output channels x a token tile of w4a16_wgmma_token_tile(M) rows:
-// 16, 32, 64, 128 up to that many rows, else 256; a grid dimension over token tiles above that. Limits beyond
-// w4a16_gemm's: N % 64 == 0, a compute capability 9.0 device, a binary built for sm_90a (CMAKE_CUDA_ARCHITECTURES 90a;
-// a plain sm_90 build traps).
+// 16, 32, 64, 128 up to that many rows, else 256; a grid dimension over token tiles above that.
+// Limits beyond w4a16_gemm's: N % 64 == 0, a compute capability 9.0 device, a binary built for
+// sm_90a (CMAKE_CUDA_ARCHITECTURES 90a; a plain sm_90 build traps).
 int w4a16_wgmma_token_tile(int m);
 struct W4A16WgmmaPlan {
   int token_tile = 0;  // rows of M per block: w4a16_wgmma_token_tile(M)
@@ -160,31 +117,30 @@ struct W4A16WgmmaPlan {
   int full_tiles = 0;  // tiles (n fastest, then m) split k_splits ways; the rest, the tail, tail_splits ways
   int tail_splits = 1;
 };
-// As w4a16_large_plan (waves x (chunks per block + split cost), >= 4 chunks per split, at most
-// 8 splits: one cluster), for the kernel's token tiles and 128-column blocks; then, when
-// unsplit tiles fill whole waves and leave a last partial one, splits only the tiles of that
-// last wave (as many ways as their clusters fit at once) where the same estimate says it pays.
-// Host only.
+// Cost, in 64-deep chunks of one block's work, charged per split block for the cluster
+// reduction of its partial sums.
+inline constexpr double kW4A16WgmmaSplitCostChunks = 16.0;
+// Picks k_splits minimising (waves of blocks) x (chunks per block + split cost), each split
+// keeping >= 4 chunks of 64 rows of K, at most 8 splits (one cluster); then, when unsplit
+// tiles fill whole waves and leave a last partial one, splits only the tiles of that last wave
+// (as many ways as their clusters fit at once) where the same estimate says it pays. Host only.
 // cluster_tiles_per_wave[s] (s = 1 .. 8), when given: tiles split s ways (one cluster of s blocks
 // each) resident at once, as the runtime reports; else num_sms * blocks_per_sm / s.
 W4A16WgmmaPlan w4a16_wgmma_plan(int m, int n, int k, int num_sms, int blocks_per_sm, double split_cost_chunks,
                                 const int* cluster_tiles_per_wave = nullptr);
 struct W4A16WgmmaOptions {
-  double split_cost_chunks = 8 * kW4A16SplitCostChunks;  // splits costed high: only where tiles leave SMs idle
+  double split_cost_chunks = kW4A16WgmmaSplitCostChunks;
   int k_splits = 0;    // 0: as planned; > 0: this many K splits (at most 8 and K/64), for tests
   int tail_tiles = 0;  // with k_splits > 0: the last this many tiles get tail_splits instead (tests)
   int tail_splits = 0;
-  bool split_tail = true;  // false: every tile split k_splits ways, no tail (benchmarks compare)
 };
-// True when the current device can run the kWgmma tuning (compute capability 9.0).
+// True when the current device can run kWgmma (compute capability 9.0).
 bool w4a16_wgmma_supported();
-// The Hopper kernel itself. Arguments as w4a16_gemm (the workspace is not used: split-K sums
-// meet in distributed shared memory); refuses N % 64 != 0, K >= 2^27 and devices
-// other than compute capability 9.0 (Status kUnsupported); other shapes are not checked here: call
-// it through w4a16_gemm_tuned, or with shapes that passed it (tests).
+// The kernel itself; arguments as w4a16_gemm. Refuses N % 64 != 0, K >= 2^27 and devices other
+// than compute capability 9.0 (Status kUnsupported); other shapes are not checked here.
 Status w4a16_gemm_wgmma(const uint16_t* x, int64_t x_stride, const uint32_t* packed_weight,
                         const uint32_t* packed_scales, uint16_t* y, int64_t y_stride, int m, int n, int k,
-                        int group_size, void* workspace, const W4A16WgmmaOptions& options, cudaStream_t stream);
+                        int group_size, const W4A16WgmmaOptions& options, cudaStream_t stream);
 
 // x_out[m, i] = x[m, k_perm[i]]: the activation permutation act-order weights need.
 //   x [M, K] fp16 (row stride K), k_perm [K] int32 (device), x_out [M, K] fp16

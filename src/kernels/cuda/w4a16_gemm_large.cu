@@ -1,24 +1,17 @@
-// W4A16 GEMM for larger batches (tens to hundreds of rows): the same packed int4 layout and
-// dequantisation as w4a16_gemm.cu, with a block shaped so that each dequantised weight
-// fragment feeds many tensor-core MMAs.
+// kLargeTile of w4a16_gemm.h: the W4A16 GEMM where the wgmma kernel cannot run (devices other
+// than compute capability 9.0, N not a multiple of 64), from tens to thousands of rows.
 //
-// Block: 2 (along M) x kWarpsN (along N: 4, or 8 for kLargeTileWide) warps; warp tile
-// kMTiles m16 tiles x 2 n16 blocks, so a block covers 32 * kMTiles rows (32, 64 or 128,
-// chosen by M) x 32 * kWarpsN columns. Every weight word is dequantised by 2 warps (one per
-// M half) and then feeds 2 * kMTiles MMAs in each of them; the old kernel split M = 128
-// over two blocks, so it streamed and dequantised the weights twice and fed each word only
-// 8 MMAs. Activation fragments come from shared memory
-// with one ldmatrix.x4 per m16 x k16 tile (the old kernel: four 32-bit loads).
-// Weights, scales and activations stream through a kStages-deep cp.async pipeline in
-// 64-deep k chunks (one wait + barrier per chunk). K is split across blocks when that
-// shortens the estimated run (w4a16_large_plan); partial sums meet in the caller's fp32
-// workspace (float2 atomics on sm_90), and the last block of a tile writes it and clears
-// the workspace, as the old kernel does. Layout: w4a16_gemm.h.
+// Block: 2 (along M) x 4 (along N) warps; warp tile kMTiles m16 tiles x 2 n16 blocks, so a
+// block covers 32 * kMTiles rows (32, 64 or 128, chosen by M) x 128 columns. Every weight word
+// is dequantised by 2 warps (one per M half) and then feeds 2 * kMTiles MMAs in each of them.
+// Activation fragments come from shared memory with one ldmatrix.x4 per m16 x k16 tile.
+// Weights, scales and activations stream through a kStages-deep cp.async pipeline in 64-deep
+// k chunks (one wait + barrier per chunk). K is never split, so no sum depends on the order
+// blocks finish in. Layout: w4a16_gemm.h.
 #include <cuda_fp16.h>
 
 #include <algorithm>
 #include <cstdint>
-#include <limits>
 #include <string>
 
 #include "kernels/cuda/cuda_status.h"
@@ -44,36 +37,29 @@ constexpr int kARowStride = 72;  // fp16 per staged activation row: 144 B rows k
                                  // alignment and put the 8 rows of each ldmatrix 8x8 matrix
                                  // in 8 different 16-byte bank groups (conflict free)
 
-// Block shape: kWarpsN warps side by side along N (4: 128 columns, 8: 256 columns), 2 along M.
-template <int kWarpsN>
-struct LargeBlock {
-  static constexpr int kThreads = kWarpsM * kWarpsN * 32;  // 256 or 512
-  static constexpr int kNBlocks = kWarpsN * kWarpNBlocks;  // n16 blocks per block
-  static constexpr int kCols = kNBlocks * 16;              // 128 or 256 columns
-};
+constexpr int kWarpsN = 4;                             // warps side by side along N
+constexpr int kThreads = kWarpsM * kWarpsN * 32;       // 256
+constexpr int kBlockNBlocks = kWarpsN * kWarpNBlocks;  // n16 blocks per block
+constexpr int kBlockCols = kBlockNBlocks * 16;         // 128 columns
 
 // One pipeline stage: everything the block needs for one 64-deep k chunk.
-template <int kWarpsN, int kMTiles>
+template <int kMTiles>
 struct LargeStage {
   static constexpr int kRows = kWarpsM * kMTiles * 16;
-  static constexpr int kNBlocks = LargeBlock<kWarpsN>::kNBlocks;
-  uint4 weight[kNBlocks][32];      // packed int4: [n16 block][lane] 16 bytes (4 or 8 KB)
-  uint32_t scales[kNBlocks][8];    // half2 (s[c], s[c+8]) per n16 block and c = lane / 4
-  uint16_t a[kRows][kARowStride];  // activation rows m0 .. m0 + kRows - 1 of the chunk, fp16
+  uint4 weight[kBlockNBlocks][32];    // packed int4: [n16 block][lane] 16 bytes (4 KB)
+  uint32_t scales[kBlockNBlocks][8];  // half2 (s[c], s[c+8]) per n16 block and c = lane / 4
+  uint16_t a[kRows][kARowStride];     // activation rows m0 .. m0 + kRows - 1 of the chunk, fp16
 };
 
-// grid = (ceil(N / (32 * kWarpsN)), k splits, ceil(M / (32 * kMTiles))). Rows of the staged activation
-// tile at or beyond m are never copied (stale shared memory); they only feed output rows
-// that are never stored, because an MMA's output row depends on its own A row alone.
-template <int kWarpsN, int kMTiles, int kStages, int kMinBlocksPerSm>
-__global__ void __launch_bounds__(LargeBlock<kWarpsN>::kThreads, kMinBlocksPerSm)
+// grid = (ceil(N / 128), 1, ceil(M / (32 * kMTiles))). Rows of the staged activation tile at
+// or beyond m are never copied (stale shared memory); they only feed output rows that are
+// never stored, because an MMA's output row depends on its own A row alone.
+template <int kMTiles, int kStages, int kMinBlocksPerSm>
+__global__ void __launch_bounds__(kThreads, kMinBlocksPerSm)
     w4a16_gemm_large_kernel(const uint16_t* __restrict__ x, int64_t x_stride, const uint4* __restrict__ packed_weight,
                             const uint32_t* __restrict__ packed_scales, uint16_t* __restrict__ y, int64_t y_stride,
-                            int m, int n, int k, int group_size, float* __restrict__ split_sums,
-                            int* __restrict__ tile_counters) {
-  using StageT = LargeStage<kWarpsN, kMTiles>;
-  constexpr int kThreads = LargeBlock<kWarpsN>::kThreads;
-  constexpr int kBlockNBlocks = LargeBlock<kWarpsN>::kNBlocks;
+                            int m, int n, int k, int group_size) {
+  using StageT = LargeStage<kMTiles>;
   constexpr int kBlockRows = StageT::kRows;
   extern __shared__ __align__(16) unsigned char smem_raw[];
   StageT* stages = reinterpret_cast<StageT*>(smem_raw);
@@ -89,16 +75,13 @@ __global__ void __launch_bounds__(LargeBlock<kWarpsN>::kThreads, kMinBlocksPerSm
   const int rows = min(kBlockRows, m - m0);     // valid activation rows of this block
   const int warp_row0 = warp_m * kMTiles * 16;  // first block row of this warp's tiles
   const bool warp_has_rows = warp_row0 < rows;  // warp-uniform: all-padding warps skip the math
-  const int splits = gridDim.y;
-  const int kc_begin = static_cast<int>(static_cast<int64_t>(num_k_chunks) * blockIdx.y / splits);
-  const int kc_end = static_cast<int>(static_cast<int64_t>(num_k_chunks) * (blockIdx.y + 1) / splits);
-  const int num_chunks = kc_end - kc_begin;
+  const int num_chunks = num_k_chunks;
 
   // Per-thread sources of the stage copies, fixed for the whole k loop (one 16-byte copy per
   // piece): weight piece (n16 block tid / 32, lane); scale half (tid / 2, tid % 2) for the
   // first 16 threads; activation pieces (row tid / 8 + 32 * it, columns (tid % 8) * 8 ..+7).
   static_assert(kBlockNBlocks * 32 == kThreads, "one 16-byte weight copy per thread");
-  constexpr int kARowsPerPass = kThreads / 8;  // activation rows per pass of all threads (32 or 64)
+  constexpr int kARowsPerPass = kThreads / 8;  // activation rows per pass of all threads (32)
   constexpr int kAPasses = (kBlockRows + kARowsPerPass - 1) / kARowsPerPass;  // 1 to 4
   const uint4* weight_src;
   {
@@ -115,12 +98,12 @@ __global__ void __launch_bounds__(LargeBlock<kWarpsN>::kThreads, kMinBlocksPerSm
   const uint16_t* a_src = x + static_cast<int64_t>(m0 + a_row) * x_stride + a_col;
   const int64_t a_pass_stride = static_cast<int64_t>(kARowsPerPass) * x_stride;
 
-  // Chunks are loaded in order kc_begin, kc_begin + 1, ...: the scale group of the next
-  // load advances with a counter instead of a division per chunk. group_size is a multiple
-  // of 64 (or all of K, itself a multiple of 64), so groups hold whole chunks.
+  // Chunks are loaded in order 0, 1, ...: the scale group of the next load advances with a
+  // counter instead of a division per chunk. group_size is a multiple of 64 (or all of K,
+  // itself a multiple of 64), so groups hold whole chunks.
   const int chunks_per_group = group_size / kChunkK;
-  int load_group = kc_begin / chunks_per_group;  // group of the next chunk loaded
-  int load_chunk_in_group = kc_begin - load_group * chunks_per_group;
+  int load_group = 0;  // group of the next chunk loaded
+  int load_chunk_in_group = 0;
 
   // Issues the cp.async copies of chunk kc (the next in order) into stage st (all threads take part).
   auto load_stage = [&](int st, int kc) {
@@ -149,13 +132,13 @@ __global__ void __launch_bounds__(LargeBlock<kWarpsN>::kThreads, kMinBlocksPerSm
 
 #pragma unroll
   for (int s = 0; s < kStages - 1; ++s) {
-    if (s < num_chunks) load_stage(s, kc_begin + s);
+    if (s < num_chunks) load_stage(s, s);
     cp_async_commit();
   }
   for (int i = 0; i < num_chunks; ++i) {
     cp_async_wait<kStages - 2>();
     __syncthreads();  // chunk i has landed for everyone; stage (i-1) % kStages is free again
-    if (i + kStages - 1 < num_chunks) load_stage((i + kStages - 1) % kStages, kc_begin + i + kStages - 1);
+    if (i + kStages - 1 < num_chunks) load_stage((i + kStages - 1) % kStages, i + kStages - 1);
     cp_async_commit();
     if (!warp_has_rows) continue;
     const StageT& st = stages[i % kStages];
@@ -208,72 +191,45 @@ __global__ void __launch_bounds__(LargeBlock<kWarpsN>::kThreads, kMinBlocksPerSm
   cp_async_wait<0>();
 
   // C fragment element pairs (r = 0,1: row frag_row; r = 2,3: row frag_row + 8) are two
-  // adjacent columns, so they move as one half2 / float2.
-  const bool single_split = splits == 1;
+  // adjacent columns, so they move as one half2.
+  if (!warp_has_rows) return;
   const bool y_pairs_aligned = y_stride % 2 == 0 && reinterpret_cast<uintptr_t>(y) % 4 == 0;  // half2 stores allowed
-  if (warp_has_rows) {
 #pragma unroll
-    for (int t = 0; t < kMTiles; ++t)
+  for (int t = 0; t < kMTiles; ++t)
 #pragma unroll
-      for (int b = 0; b < kWarpNBlocks; ++b)
+    for (int b = 0; b < kWarpNBlocks; ++b)
 #pragma unroll
-        for (int h = 0; h < 2; ++h)
+      for (int h = 0; h < 2; ++h)
 #pragma unroll
-          for (int p = 0; p < 2; ++p) {
-            const int row = m0 + warp_row0 + t * 16 + frag_row + p * 8;
-            const int col = (nb0 + warp_n * kWarpNBlocks + b) * 16 + h * 8 + frag_col;
-            if (row >= m || col >= n) continue;
-            const float v0 = acc[t][b][h][2 * p], v1 = acc[t][b][h][2 * p + 1];
-            if (single_split) {
-              uint16_t* dst = y + row * y_stride + col;
-              if (y_pairs_aligned) {
-                *reinterpret_cast<half2*>(dst) = __floats2half2_rn(v0, v1);
-              } else {
-                dst[0] = __half_as_ushort(__float2half_rn(v0));
-                dst[1] = __half_as_ushort(__float2half_rn(v1));
-              }
-            } else {
-              float* sum = split_sums + static_cast<int64_t>(row) * n + col;  // 8-byte aligned: n % 16 == 0, col even
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-              atomicAdd(reinterpret_cast<float2*>(sum), make_float2(v0, v1));
-#else
-              atomicAdd(sum, v0);
-              atomicAdd(sum + 1, v1);
-#endif
-            }
+        for (int p = 0; p < 2; ++p) {
+          const int row = m0 + warp_row0 + t * 16 + frag_row + p * 8;
+          const int col = (nb0 + warp_n * kWarpNBlocks + b) * 16 + h * 8 + frag_col;
+          if (row >= m || col >= n) continue;
+          const float v0 = acc[t][b][h][2 * p], v1 = acc[t][b][h][2 * p + 1];
+          uint16_t* dst = y + row * y_stride + col;
+          if (y_pairs_aligned) {
+            *reinterpret_cast<half2*>(dst) = __floats2half2_rn(v0, v1);
+          } else {
+            dst[0] = __half_as_ushort(__float2half_rn(v0));
+            dst[1] = __half_as_ushort(__float2half_rn(v1));
           }
-  }
-  if (single_split) return;
-
-  // The last block to finish this tile writes it out and clears the scratch for next time.
-  const int tile = blockIdx.z * gridDim.x + blockIdx.x;
-  if (!w4a16_internal::last_split_block_of_tile(tile_counters, tile, splits)) return;
-  w4a16_internal::write_back_split_tile<kThreads, kBlockNBlocks * 16 / 4>(split_sums, y, y_stride, m0, rows, nb0 * 16,
-                                                                          n, y_pairs_aligned);
-  if (tid == 0) tile_counters[tile] = 0;
+        }
 }
 
-template <int kWarpsN, int kMTiles, int kStages, int kMinBlocksPerSm>
+template <int kMTiles, int kStages, int kMinBlocksPerSm>
 Status launch_large(const uint16_t* x, int64_t x_stride, const uint32_t* packed_weight, const uint32_t* packed_scales,
-                    uint16_t* y, int64_t y_stride, int m, int n, int k, int group_size, void* workspace,
-                    const W4A16LargeOptions& options, cudaStream_t stream) {
-  constexpr auto kKernel = w4a16_gemm_large_kernel<kWarpsN, kMTiles, kStages, kMinBlocksPerSm>;
-  constexpr int kThreads = LargeBlock<kWarpsN>::kThreads;
-  constexpr size_t kSmemBytes = sizeof(LargeStage<kWarpsN, kMTiles>) * kStages;
+                    uint16_t* y, int64_t y_stride, int m, int n, int k, int group_size, cudaStream_t stream) {
+  constexpr auto kKernel = w4a16_gemm_large_kernel<kMTiles, kStages, kMinBlocksPerSm>;
+  constexpr size_t kSmemBytes = sizeof(LargeStage<kMTiles>) * kStages;
   static const int blocks_per_sm = resident_blocks_per_sm(kKernel, kThreads, kSmemBytes);  // once per instantiation
   if (blocks_per_sm <= 0) {
     return internal_error("w4a16_gemm_large: kernel with " + std::to_string(kSmemBytes) +
                           " bytes of shared memory cannot be resident on this device");
   }
-  W4A16LargePlan plan = w4a16_large_plan(m, n, k, LargeBlock<kWarpsN>::kCols, cuda_device_info().num_sms, blocks_per_sm,
-                                         options.split_cost_chunks);
-  if (options.k_splits > 0) plan.k_splits = std::min(options.k_splits, k / kChunkK);
-  float* split_sums = static_cast<float*>(workspace);  // [M, N] fp32, zero between launches
-  int* tile_counters = reinterpret_cast<int*>(split_sums + static_cast<int64_t>(m) * n);
-  const dim3 grid(plan.grid_n, plan.k_splits, plan.grid_m);
+  const W4A16LargePlan plan = w4a16_large_plan(m, n);
+  const dim3 grid(plan.grid_n, 1, plan.grid_m);
   kKernel<<<grid, kThreads, kSmemBytes, stream>>>(x, x_stride, reinterpret_cast<const uint4*>(packed_weight),
-                                                  packed_scales, y, y_stride, m, n, k, group_size, split_sums,
-                                                  tile_counters);
+                                                  packed_scales, y, y_stride, m, n, k, group_size);
   return last_launch_status("w4a16_gemm_large launch");
 }
 
@@ -281,47 +237,26 @@ Status launch_large(const uint16_t* x, int64_t x_stride, const uint32_t* packed_
 
 int w4a16_large_block_rows(int m) { return m <= 32 ? 32 : m <= 64 ? 64 : 128; }
 
-W4A16LargePlan w4a16_large_plan(int m, int n, int k, int block_cols, int num_sms, int blocks_per_sm,
-                                double split_cost_chunks) {
+W4A16LargePlan w4a16_large_plan(int m, int n) {
   W4A16LargePlan plan;
   plan.block_rows = w4a16_large_block_rows(m);
-  plan.block_cols = block_cols;
-  plan.grid_n = (n + block_cols - 1) / block_cols;
+  plan.block_cols = kBlockCols;
+  plan.grid_n = (n + kBlockCols - 1) / kBlockCols;
   plan.grid_m = (m + plan.block_rows - 1) / plan.block_rows;
-  const int64_t tiles = static_cast<int64_t>(plan.grid_n) * plan.grid_m;
-  plan.k_splits = w4a16_internal::plan_k_splits(tiles, k / kChunkK, num_sms, blocks_per_sm, split_cost_chunks);
   return plan;
 }
 
 Status w4a16_gemm_large(const uint16_t* x, int64_t x_stride, const uint32_t* packed_weight,
                         const uint32_t* packed_scales, uint16_t* y, int64_t y_stride, int m, int n, int k,
-                        int group_size, void* workspace, const W4A16LargeOptions& options, cudaStream_t stream) {
-  // Shapes and strides were checked by w4a16_gemm_tuned, the only caller.
-  // Stages: as deep as two blocks per SM allow (one for the 512-thread blocks, whose
-  // registers fill the SM); minimum blocks per SM as the register counts allow.
-  if (options.wide) {
-    switch (w4a16_large_block_rows(m)) {
-      case 32:
-        return launch_large<8, 1, 8, 1>(x, x_stride, packed_weight, packed_scales, y, y_stride, m, n, k, group_size,
-                                        workspace, options, stream);
-      case 64:
-        return launch_large<8, 2, 8, 1>(x, x_stride, packed_weight, packed_scales, y, y_stride, m, n, k, group_size,
-                                        workspace, options, stream);
-      default:
-        return launch_large<8, 4, 6, 1>(x, x_stride, packed_weight, packed_scales, y, y_stride, m, n, k, group_size,
-                                        workspace, options, stream);
-    }
-  }
+                        int group_size, cudaStream_t stream) {
+  // Stages: as deep as two blocks per SM allow; minimum blocks per SM as the registers allow.
   switch (w4a16_large_block_rows(m)) {
     case 32:
-      return launch_large<4, 1, 8, 3>(x, x_stride, packed_weight, packed_scales, y, y_stride, m, n, k, group_size,
-                                      workspace, options, stream);
+      return launch_large<1, 8, 3>(x, x_stride, packed_weight, packed_scales, y, y_stride, m, n, k, group_size, stream);
     case 64:
-      return launch_large<4, 2, 6, 2>(x, x_stride, packed_weight, packed_scales, y, y_stride, m, n, k, group_size,
-                                      workspace, options, stream);
+      return launch_large<2, 6, 2>(x, x_stride, packed_weight, packed_scales, y, y_stride, m, n, k, group_size, stream);
     default:
-      return launch_large<4, 4, 4, 2>(x, x_stride, packed_weight, packed_scales, y, y_stride, m, n, k, group_size,
-                                      workspace, options, stream);
+      return launch_large<4, 4, 2>(x, x_stride, packed_weight, packed_scales, y, y_stride, m, n, k, group_size, stream);
   }
 }
 

@@ -1,12 +1,5 @@
-// W4A16 GEMM on Hopper warpgroup MMAs (wgmma.mma_async, sm_90a only): the kWgmma tuning of
-// w4a16_gemm_tuned, which w4a16_gemm runs from M = 17 on compute capability 9.0. SASS
-// (ptxas -v, sm_90a, nvcc 13.0): registers 78 / 80 / 113 / 128 / 224 for token tiles of
-// 16 / 32 / 64 / 128 / 256, no spills, 8 HGMMA.64xNx16 each (2 unrolled chunks x 4 k16 steps).
-// The barrier and the ring refill sit between a chunk's HGMMAs and the WARPGROUP.DEPBAR.LE
-// gsb0, 1; SASS instructions per chunk and warp (one HGMMA group to the next, counted before
-// the cluster split-K epilogue): 180 / 172 / 165 / 197 / 253. (On the H200 this k loop beat, at every M from 16 to
-// 2,048, the one that waited for the chunk's copies and barrier before issuing its wgmmas, and
-// a 4-warpgroup, 256-column block; both were removed, numbers in w4a16_gemm.cu.)
+// kWgmma of w4a16_gemm.h: the W4A16 GEMM on Hopper warpgroup MMAs (wgmma.mma_async, sm_90a
+// only), which w4a16_gemm runs above the GEMV's rows on compute capability 9.0.
 //
 // Operands swapped, as in the GEMV: the WEIGHTS are wgmma's A operand (64 output channels per
 // warpgroup, dequantised int4 -> fp16 in registers), the ACTIVATIONS are its B operand
@@ -24,11 +17,11 @@
 // a kStages-deep cp.async ring (one wait + barrier per chunk); a warp dequantises its 16-byte
 // word group of a chunk into 4 k16 A fragments (double-buffered across chunks) and issues the
 // chunk's 4 wgmmas first, then passes the next chunk's cp.async wait and barrier and issues the
-// ring refill while two chunks' wgmmas are in flight, then waits for the older one (wait<1>). K is
-// split across blocks when the tiles cannot fill the GPU (w4a16_wgmma_plan), at most 8 ways: the
-// blocks of one tile form a thread-block cluster and add their partial sums through distributed
-// shared memory (no workspace; on the H200 the fp32 workspace atomics this replaced cost, by
-// estimate, ~20 us of the 34 us ncu measured for the 7B fused qkv at M = 128).
+// ring refill while two chunks' wgmmas are in flight, then waits for the older one (wait<1>),
+// so the barrier never stalls the tensor cores. K is split across blocks when the tiles cannot
+// fill the GPU (w4a16_wgmma_plan), at most 8 ways: the blocks of one tile form a thread-block
+// cluster and add their partial sums through distributed shared memory in rank order, so the
+// result does not depend on which block finishes first.
 #include <cooperative_groups.h>
 #include <cuda_fp16.h>
 
@@ -354,7 +347,7 @@ cudaLaunchConfig_t cluster_launch_config(unsigned blocks, int cluster, size_t sh
 
 template <int kTokens, int kStages, int kMinBlocksPerSm>
 Status launch_wgmma(const uint16_t* x, int64_t x_stride, const uint32_t* packed_weight, const uint32_t* packed_scales,
-                    uint16_t* y, int64_t y_stride, int m, int n, int k, int group_size, void* workspace,
+                    uint16_t* y, int64_t y_stride, int m, int n, int k, int group_size,
                     const W4A16WgmmaOptions& options, cudaStream_t stream) {
   constexpr auto kKernel = w4a16_gemm_wgmma_kernel<kTokens, kStages, kMinBlocksPerSm>;
   constexpr int kSmemBytes = WgmmaSmem<kTokens, kStages>::kBytes;
@@ -386,10 +379,6 @@ Status launch_wgmma(const uint16_t* x, int64_t x_stride, const uint32_t* packed_
   W4A16WgmmaPlan plan = w4a16_wgmma_plan(m, n, k, cuda_device_info().num_sms, blocks_per_sm, options.split_cost_chunks,
                                          cluster_tiles_per_wave.data());
   const int tiles = plan.grid_n * plan.grid_m;
-  if (!options.split_tail) {
-    plan.full_tiles = tiles;
-    plan.tail_splits = plan.k_splits;
-  }
   const int max_splits = std::min(kMaxClusterSplits, k / kChunkK);
   if (options.k_splits > 0) {  // forced: every tile split alike, or (tail_splits > 0) the last tail_tiles otherwise
     plan.k_splits = std::min(options.k_splits, max_splits);
@@ -434,8 +423,7 @@ W4A16WgmmaPlan w4a16_wgmma_plan(int m, int n, int k, int num_sms, int blocks_per
   // Whole tiles that fill some waves and leave a last, partial one (the 7B gate_up at M = 128:
   // 296 tiles on 264 slots, the last wave 12 % full): split only those last tiles, as many ways
   // as their clusters can all be resident, so they take a fraction of a tile's time. Estimated
-  // as plan_k_splits does (chunk-times of one block, split_cost_chunks per split block). On the
-  // H200 it took 4-6 % off the 7B layer linears at M = 64..256 (bench_gemm, docs/cuda.md).
+  // as plan_k_splits does (chunk-times of one block, split_cost_chunks per split block).
   const int64_t slots = static_cast<int64_t>(std::max(1, num_sms)) * std::max(1, blocks_per_sm);
   const int64_t tail = tiles % slots;
   if (plan.k_splits == 1 && tiles > slots && tail > 0) {
@@ -464,7 +452,7 @@ bool w4a16_wgmma_supported() {
 
 Status w4a16_gemm_wgmma(const uint16_t* x, int64_t x_stride, const uint32_t* packed_weight,
                         const uint32_t* packed_scales, uint16_t* y, int64_t y_stride, int m, int n, int k,
-                        int group_size, void* workspace, const W4A16WgmmaOptions& options, cudaStream_t stream) {
+                        int group_size, const W4A16WgmmaOptions& options, cudaStream_t stream) {
   if (n % 64 != 0) {
     return unsupported("w4a16_gemm_wgmma: n = " + std::to_string(n) +
                        " is not a multiple of 64 (one warpgroup's channels)");
@@ -484,19 +472,19 @@ Status w4a16_gemm_wgmma(const uint16_t* x, int64_t x_stride, const uint32_t* pac
   switch (w4a16_wgmma_token_tile(m)) {
     case 16:
       return launch_wgmma<16, 8, 3>(x, x_stride, packed_weight, packed_scales, y, y_stride, m, n, k, group_size,
-                                    workspace, options, stream);
+                                    options, stream);
     case 32:
       return launch_wgmma<32, 8, 3>(x, x_stride, packed_weight, packed_scales, y, y_stride, m, n, k, group_size,
-                                    workspace, options, stream);
+                                    options, stream);
     case 64:
       return launch_wgmma<64, 6, 2>(x, x_stride, packed_weight, packed_scales, y, y_stride, m, n, k, group_size,
-                                    workspace, options, stream);
+                                    options, stream);
     case 128:
       return launch_wgmma<128, 5, 2>(x, x_stride, packed_weight, packed_scales, y, y_stride, m, n, k, group_size,
-                                     workspace, options, stream);
+                                     options, stream);
     default:
       return launch_wgmma<256, 5, 1>(x, x_stride, packed_weight, packed_scales, y, y_stride, m, n, k, group_size,
-                                     workspace, options, stream);
+                                     options, stream);
   }
 }
 

@@ -1,4 +1,4 @@
-// W4A16 small-batch kernel (M <= 16): weights as the mma A operand, activations as B; each
+// W4A16 small-batch kernel (M <= 8): weights as the mma A operand, activations as B; each
 // warp streams every num_warps-th packed k chunk of one n16 block from HBM straight into
 // registers, kDepth chunks ahead; the block's warps split K and meet in shared memory.
 // Design and layout: w4a16_gemv.h, w4a16_gemm.h.
@@ -37,18 +37,15 @@ __device__ __forceinline__ uint4 load_streaming_16(const uint4* ptr) {
   return v;
 }
 
-// acc[tile][4] += scale * (W tile^T · x) over one 64-deep chunk of packed words `weight`.
-// x_pairs[tile] holds this chunk's B fragments of token tile `tile` (tokens 8 tile .. +7;
-// [2j] = x[token][j*16 + 2t, +1], [2j+1] = the pair 8 further); each pair is reloaded from
-// `next_x[tile]` (a later chunk's) as soon as its MMA has read it, so the activations run
-// ahead in 8 registers a chunk and tile. The MMAs sum the unscaled (q - 8) products in fp32
-// (exact: |q - 8| <= 8 times an fp16 value); the group scale half2 (s[n = c], s[n = c + 8])
-// is applied once per chunk in fp32. kTiles = 2 (9 <= m <= 16) dequantises each weight word
-// once and feeds it to one MMA per token tile.
-template <int kTiles>
-__device__ __forceinline__ void multiply_chunk(uint4 weight, uint32_t scale, uint32_t (*x_pairs)[8],
-                                               const uint32_t* const* next_x, float (*acc)[4]) {
-  float chunk_sum[kTiles][4] = {};
+// acc[4] += scale * (W tile^T · x) over one 64-deep chunk of packed words `weight`. x_pairs
+// holds this chunk's B fragments ([2j] = x[token][j*16 + 2t, +1], [2j+1] = the pair 8
+// further); each pair is reloaded from `next_x` (a later chunk's) as soon as its MMA has read
+// it, so the activations run ahead in 8 registers a chunk. The MMAs sum the unscaled (q - 8)
+// products in fp32 (exact: |q - 8| <= 8 times an fp16 value); the group scale half2
+// (s[n = c], s[n = c + 8]) is applied once per chunk in fp32.
+__device__ __forceinline__ void multiply_chunk(uint4 weight, uint32_t scale, uint32_t* x_pairs, const uint32_t* next_x,
+                                               float* acc) {
+  float chunk_sum[4] = {};
   const uint32_t words[4] = {weight.x, weight.y, weight.z, weight.w};
 #pragma unroll
   for (int j = 0; j < 4; ++j) {
@@ -58,39 +55,33 @@ __device__ __forceinline__ void multiply_chunk(uint4 weight, uint32_t scale, uin
     // A fragment (rows = n, cols = k): a0 (n=c, k0..), a1 (n=c+8, k0..), a2 (n=c, k0+8..),
     // a3 (n=c+8, k0+8..).
     const uint32_t a[4] = {f[0], f[2], f[1], f[3]};
-#pragma unroll
-    for (int tile = 0; tile < kTiles; ++tile) {
-      mma_m16n8k16(chunk_sum[tile], a, x_pairs[tile][2 * j], x_pairs[tile][2 * j + 1]);
-      x_pairs[tile][2 * j] = __ldg(next_x[tile] + j * 8);
-      x_pairs[tile][2 * j + 1] = __ldg(next_x[tile] + j * 8 + 4);
-    }
+    mma_m16n8k16(chunk_sum, a, x_pairs[2 * j], x_pairs[2 * j + 1]);
+    x_pairs[2 * j] = __ldg(next_x + j * 8);
+    x_pairs[2 * j + 1] = __ldg(next_x + j * 8 + 4);
   }
   const float2 s = __half22float2(*reinterpret_cast<const half2*>(&scale));
-#pragma unroll
-  for (int tile = 0; tile < kTiles; ++tile) {
-    acc[tile][0] = fmaf(s.x, chunk_sum[tile][0], acc[tile][0]);  // C rows n = c: tokens 2t, 2t+1
-    acc[tile][1] = fmaf(s.x, chunk_sum[tile][1], acc[tile][1]);
-    acc[tile][2] = fmaf(s.y, chunk_sum[tile][2], acc[tile][2]);  // C rows n = c + 8
-    acc[tile][3] = fmaf(s.y, chunk_sum[tile][3], acc[tile][3]);
-  }
+  acc[0] = fmaf(s.x, chunk_sum[0], acc[0]);  // C rows n = c: tokens 2t, 2t+1
+  acc[1] = fmaf(s.x, chunk_sum[1], acc[1]);
+  acc[2] = fmaf(s.y, chunk_sum[2], acc[2]);  // C rows n = c + 8
+  acc[3] = fmaf(s.y, chunk_sum[3], acc[3]);
 }
 
-// kDepth chunks of weights and kXDepth chunks of activations (per token tile) in flight per
-// warp; deeper pipelines need more registers (5 and 8 a chunk), so blocks of fewer threads.
-template <int kDepth, int kXDepth, int kTiles>
+// kDepth chunks of weights and kXDepth chunks of activations in flight per warp; deeper
+// pipelines need more registers (5 and 8 a chunk), so blocks of fewer threads.
+template <int kDepth, int kXDepth>
 constexpr int max_threads_for_depth() {
-  return kDepth * 5 + kXDepth * 8 * kTiles <= 28 ? 1024 : 512;
+  return kDepth * 5 + kXDepth * 8 <= 28 ? 1024 : 512;
 }
 
 // grid = N/16 blocks (block b owns output columns b*16 .. +15), blockDim = 32 * warps.
-// Warp w multiplies chunks w, w + warps, ... of its block's columns. kTiles token tiles of
-// 8 (the MMA's n): 1 for m <= 8, 2 for m <= 16 (each weight fragment streamed once).
-template <int kDepth, int kXDepth, int kTiles>
-__global__ void __launch_bounds__(max_threads_for_depth<kDepth, kXDepth, kTiles>(), 1)
+// Warp w multiplies chunks w, w + warps, ... of its block's columns, for the m <= 8 tokens
+// that are the MMA's 8 columns.
+template <int kDepth, int kXDepth>
+__global__ void __launch_bounds__(max_threads_for_depth<kDepth, kXDepth>(), 1)
     w4a16_gemv_kernel(const uint16_t* __restrict__ x, int64_t x_stride, const uint4* __restrict__ packed_weight,
                       const uint32_t* __restrict__ packed_scales, uint16_t* __restrict__ y, int64_t y_stride, int m,
                       int n, int k, int group_size) {
-  extern __shared__ float4 warp_sums[];  // [warps][kTiles][32 lanes] fp32 C fragments
+  extern __shared__ float4 warp_sums[];  // [warps][32 lanes] fp32 C fragments
   const int lane = threadIdx.x % 32;
   const int warp = threadIdx.x / 32;
   const int num_warps = blockDim.x / 32;
@@ -98,8 +89,8 @@ __global__ void __launch_bounds__(max_threads_for_depth<kDepth, kXDepth, kTiles>
   const int num_n_blocks = n / 16;
   const int num_chunks_total = k / kChunkK;
   // Chunk i of this warp is warp + i * num_warps: the block's warps read neighbouring
-  // 512-byte pieces at the same time (measured on the H200: faster than one contiguous run
-  // per warp, which scatters the reads over the block's whole weight slab).
+  // 512-byte pieces at the same time (faster on the H200 than one contiguous run per warp,
+  // which scatters the reads over the block's whole weight slab).
   const int first_chunk = warp, chunk_step = num_warps;
   const int num_chunks =
       warp < num_chunks_total ? (num_chunks_total - warp + num_warps - 1) / num_warps : 0;  // may be 0
@@ -121,14 +112,10 @@ __global__ void __launch_bounds__(max_threads_for_depth<kDepth, kXDepth, kTiles>
     next_scale_chunk += static_cast<uint32_t>(chunk_step);
     return __ldg(scale_lane + group * scale_group_stride);
   };
-  // B column c of token tile q is token 8 q + c; columns >= m read row m-1 (valid memory)
-  // and only feed C columns that are never stored.
-  const uint32_t* x_row[kTiles];
-#pragma unroll
-  for (int q = 0; q < kTiles; ++q) {
-    const int token = min(8 * q + frag_row, m - 1);
-    x_row[q] = reinterpret_cast<const uint32_t*>(x + token * x_stride + first_chunk * kChunkK + frag_col);
-  }
+  // B column c is token c; columns >= m read row m-1 (valid memory) and only feed C columns
+  // that are never stored.
+  const uint32_t* x_row =
+      reinterpret_cast<const uint32_t*>(x + min(frag_row, m - 1) * x_stride + first_chunk * kChunkK + frag_col);
   const int x_step = chunk_step * (kChunkK / 2);  // uint32 pairs from chunk i to i + 1
 
   // Weights and scales kDepth chunks ahead (they come from HBM); activations kXDepth ahead
@@ -147,34 +134,28 @@ __global__ void __launch_bounds__(max_threads_for_depth<kDepth, kXDepth, kTiles>
   wait_for_prior_kernels();
   allow_dependent_launch();
   static_assert(kDepth % kXDepth == 0, "activation slots must cycle with the weight slots");
-  uint32_t x_pairs[kXDepth][kTiles][8] = {};
+  uint32_t x_pairs[kXDepth][8] = {};
   if (num_chunks > 0) {  // a warp with no chunks (more warps than chunks) reads nothing
 #pragma unroll
     for (int q = 0; q < kXDepth; ++q) {
+      const uint32_t* p = x_row + min(q, num_chunks - 1) * x_step;
 #pragma unroll
-      for (int tile = 0; tile < kTiles; ++tile) {
-        const uint32_t* p = x_row[tile] + min(q, num_chunks - 1) * x_step;
-#pragma unroll
-        for (int j = 0; j < 4; ++j) {
-          x_pairs[q][tile][2 * j] = __ldg(p + j * 8);
-          x_pairs[q][tile][2 * j + 1] = __ldg(p + j * 8 + 4);
-        }
+      for (int j = 0; j < 4; ++j) {
+        x_pairs[q][2 * j] = __ldg(p + j * 8);
+        x_pairs[q][2 * j + 1] = __ldg(p + j * 8 + 4);
       }
     }
   }
 
-  float acc[kTiles][4] = {};
+  float acc[4] = {};
   for (int base = 0; base < num_chunks; base += kDepth) {
 #pragma unroll
     for (int s = 0; s < kDepth; ++s) {
       const int i = base + s;
       if (i < num_chunks) {
         // The last chunks reload the last activations (valid memory, never used).
-        const uint32_t* next_x[kTiles];
-#pragma unroll
-        for (int tile = 0; tile < kTiles; ++tile)
-          next_x[tile] = x_row[tile] + min(i + kXDepth, num_chunks - 1) * x_step;
-        multiply_chunk<kTiles>(weight[s], scale[s], x_pairs[s % kXDepth], next_x, acc);
+        const uint32_t* next_x = x_row + min(i + kXDepth, num_chunks - 1) * x_step;
+        multiply_chunk(weight[s], scale[s], x_pairs[s % kXDepth], next_x, acc);
         if (i + kDepth < num_chunks) {
           weight[s] = load_streaming_16(weight_lane + (i + kDepth) * weight_step);
           scale[s] = next_scale();
@@ -183,34 +164,31 @@ __global__ void __launch_bounds__(max_threads_for_depth<kDepth, kXDepth, kTiles>
     }
   }
 
-#pragma unroll
-  for (int tile = 0; tile < kTiles; ++tile) {
-    warp_sums[(warp * kTiles + tile) * 32 + lane] = make_float4(acc[tile][0], acc[tile][1], acc[tile][2], acc[tile][3]);
-  }
+  warp_sums[warp * 32 + lane] = make_float4(acc[0], acc[1], acc[2], acc[3]);
   __syncthreads();
-  // 128 outputs per block and token tile (16 columns x 8 token slots): thread e sums element
-  // e of every warp's fragments. Element e = tile * 128 + lane' * 4 + r: column c' = lane'/4
-  // (+8 for r >= 2), token 8 tile + 2 * (lane' % 4) + (r & 1).
+  // 128 outputs per block (16 columns x 8 token slots): thread e sums element e of every
+  // warp's fragments. Element e = lane' * 4 + r: column c' = lane'/4 (+8 for r >= 2), token
+  // 2 * (lane' % 4) + (r & 1).
   const float* sums = reinterpret_cast<const float*>(warp_sums);
-  for (int e = threadIdx.x; e < 128 * kTiles; e += blockDim.x) {
-    const int src_lane = e / 4 % 32, r = e % 4;
-    const int out_token = e / 128 * 8 + (src_lane % 4) * 2 + (r & 1);
+  for (int e = threadIdx.x; e < 128; e += blockDim.x) {
+    const int src_lane = e / 4, r = e % 4;
+    const int out_token = (src_lane % 4) * 2 + (r & 1);
     if (out_token >= m) continue;
     float total = 0.f;
-    for (int w = 0; w < num_warps; ++w) total += sums[w * 128 * kTiles + e];  // fixed order: deterministic
+    for (int w = 0; w < num_warps; ++w) total += sums[w * 128 + e];  // fixed order: deterministic
     const int col = nb * 16 + src_lane / 4 + (r >= 2 ? 8 : 0);
     y[out_token * y_stride + col] = __half_as_ushort(__float2half_rn(total));
   }
 }
 
-// Warps one SM holds of w4a16_gemv_kernel<kDepth, kXDepth, kTiles>, from its register count
-// (the only limit: shared memory is at most 32 KB a block).
-template <int kDepth, int kXDepth, int kTiles>
+// Warps one SM holds of w4a16_gemv_kernel<kDepth, kXDepth>, from its register count (the
+// only limit: shared memory is at most 16 KB a block).
+template <int kDepth, int kXDepth>
 int max_warps_per_sm() {
   static const int warps = [] {
     cudaFuncAttributes attr{};
     int regs = 64;
-    if (cudaFuncGetAttributes(&attr, w4a16_gemv_kernel<kDepth, kXDepth, kTiles>) == cudaSuccess && attr.numRegs > 0)
+    if (cudaFuncGetAttributes(&attr, w4a16_gemv_kernel<kDepth, kXDepth>) == cudaSuccess && attr.numRegs > 0)
       regs = attr.numRegs;
     const int regs_per_warp = (regs * 32 + 255) / 256 * 256;  // allocated per warp in 256s
     return std::clamp(65536 / regs_per_warp, 1, 64);
@@ -218,7 +196,7 @@ int max_warps_per_sm() {
   return warps;
 }
 
-template <int kDepth, int kXDepth, int kTiles>
+template <int kDepth, int kXDepth>
 Status launch_gemv(const uint16_t* x, int64_t x_stride, const uint32_t* packed_weight, const uint32_t* packed_scales,
                    uint16_t* y, int64_t y_stride, int m, int n, int k, int group_size, int warps_per_block,
                    cudaStream_t stream);
@@ -266,32 +244,26 @@ Status w4a16_gemv(const uint16_t* x, int64_t x_stride, const uint32_t* packed_we
   if (x == nullptr || packed_weight == nullptr || packed_scales == nullptr || y == nullptr) {
     return invalid_argument("w4a16_gemv: null pointer argument");
   }
-  if (m <= 8) {
-    return launch_gemv<kWeightDepth, kActivationDepth, 1>(x, x_stride, packed_weight, packed_scales, y, y_stride, m, n,
-                                                          k, group_size, warps_per_block, stream);
-  }
-  return launch_gemv<kWeightDepth, kActivationDepth, 2>(x, x_stride, packed_weight, packed_scales, y, y_stride, m, n, k,
-                                                        group_size, warps_per_block, stream);
+  return launch_gemv<kWeightDepth, kActivationDepth>(x, x_stride, packed_weight, packed_scales, y, y_stride, m, n, k,
+                                                     group_size, warps_per_block, stream);
 }
 
 namespace {
 
 // Arguments already checked by w4a16_gemv. warps_per_block 0: w4a16_gemv_shape's choice.
-template <int kDepth, int kXDepth, int kTiles>
+template <int kDepth, int kXDepth>
 Status launch_gemv(const uint16_t* x, int64_t x_stride, const uint32_t* packed_weight, const uint32_t* packed_scales,
                    uint16_t* y, int64_t y_stride, int m, int n, int k, int group_size, int warps_per_block,
                    cudaStream_t stream) {
-  constexpr int kMaxBlockWarps = max_threads_for_depth<kDepth, kXDepth, kTiles>() / 32;
-  W4A16GemvShape shape =
-      w4a16_gemv_shape(n, k, cuda_device_info().num_sms, max_warps_per_sm<kDepth, kXDepth, kTiles>());
+  constexpr int kMaxBlockWarps = max_threads_for_depth<kDepth, kXDepth>() / 32;
+  W4A16GemvShape shape = w4a16_gemv_shape(n, k, cuda_device_info().num_sms, max_warps_per_sm<kDepth, kXDepth>());
   if (warps_per_block > 0) shape.warps_per_block = warps_per_block;
   shape.warps_per_block = std::min(shape.warps_per_block, kMaxBlockWarps);
-  const size_t smem_bytes = static_cast<size_t>(shape.warps_per_block) * kTiles * 32 * sizeof(float4);
+  const size_t smem_bytes = static_cast<size_t>(shape.warps_per_block) * 32 * sizeof(float4);
   CROSSPOINT_CUDA_RETURN_IF_ERROR(
-      launch_programmatic(w4a16_gemv_kernel<kDepth, kXDepth, kTiles>, dim3(shape.num_blocks),
-                          dim3(shape.warps_per_block * 32), smem_bytes, stream, x, x_stride,
-                          reinterpret_cast<const uint4*>(packed_weight), packed_scales, y, y_stride, m, n, k,
-                          group_size),
+      launch_programmatic(w4a16_gemv_kernel<kDepth, kXDepth>, dim3(shape.num_blocks), dim3(shape.warps_per_block * 32),
+                          smem_bytes, stream, x, x_stride, reinterpret_cast<const uint4*>(packed_weight), packed_scales,
+                          y, y_stride, m, n, k, group_size),
       "w4a16_gemv launch");
   return Status::ok();
 }

@@ -1,10 +1,9 @@
-// W4A16 small-batch GEMM (M <= 16): y[M, N] fp16 = x[M, K] fp16 · W[K, N] with W in the packed
+// W4A16 small-batch GEMM (M <= 8): y[M, N] fp16 = x[M, K] fp16 · W[K, N] with W in the packed
 // int4 layout of w4a16_gemm.h (no other repack), built to stream the weights at HBM speed.
 //
 // Roles are swapped against w4a16_gemm: a 16x16 weight tile is the A operand of
 // mma.m16n8k16 (16 rows = 16 output columns n) and the activations are the B operand
-// (8 columns = up to 8 tokens), so one MMA per tile serves every token (two MMAs, one per
-// token tile of 8, for 9..16 tokens, on each weight fragment dequantised once). The packed
+// (8 columns = up to 8 tokens), so one MMA per tile serves every token. The packed
 // word's dequantised pairs {(n=c, k0..), (n=c, k0+8..), (n=c+8, k0..), (n=c+8, k0+8..)} are
 // exactly the A fragment registers {a0, a2, a1, a3}. No shared-memory staging: a block owns one n16
 // block, its warps take its 64-deep k chunks in turn (warp w: chunks w, w + warps, ...),
@@ -24,15 +23,9 @@
 
 namespace crosspoint::cuda {
 
-// Tokens one launch serves: two token tiles of the MMA's n = 8 (m <= 8 runs one tile; 9..16 two
-// MMAs per dequantised weight fragment).
-inline constexpr int kW4A16GemvKernelMaxRows = 16;
-// Rows w4a16_gemm() sends here. At 9..16 the two-tile kernel lost on the H200 (Qwen2.5-7B
-// decode-step linears 4.18 / 5.41 ms at M = 12 / 16 against 2.37 ms for the larger-batch
-// kernel at 16; bench_gemm, 2026-11-30), so those rows go to w4a16_gemm's larger-batch kernel.
-// That kernel costs the same at any M <= 16 (2.33 ms at 12, 2.38 at 16), while this one grows
-// with M (1.58 ms at 4, 2.54 at 8; 2026-11-30 10:40): the larger-batch kernel wins from about
-// M = 7, so this one keeps M <= 6.
+// Tokens one launch serves: the MMA's n = 8.
+inline constexpr int kW4A16GemvKernelMaxRows = 8;
+// Rows w4a16_gemm() sends here (w4a16_gemm.h explains the choice).
 inline constexpr int kW4A16GemvMaxRows = 6;
 static_assert(kW4A16GemvMaxRows <= kW4A16GemvKernelMaxRows);
 

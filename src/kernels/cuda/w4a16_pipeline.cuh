@@ -1,7 +1,7 @@
-// Internal to the W4A16 GEMM kernels (w4a16_gemm.cu, w4a16_gemm_large.cu,
-// w4a16_gemm_wgmma.cu): the cp.async copies of their shared-memory pipelines, the ldmatrix
-// read of activation fragments, the split-K handshake and the host's choice of the split.
-// Not a public API.
+// Internal to the W4A16 GEMM kernels (w4a16_gemm_large.cu, w4a16_gemm_wgmma.cu) and the decode
+// attention kernel (paged_attention_decode_mma.cu): the cp.async copies of their shared-memory
+// pipelines, the ldmatrix read of activation fragments, the split handshake of the attention
+// merge and the host's choice of the wgmma kernel's K split. Not a public API.
 #pragma once
 
 #include <cuda_fp16.h>
@@ -35,10 +35,10 @@ __device__ __forceinline__ void ldmatrix_x4(uint32_t r[4], const void* smem_row_
                : "r"(addr));
 }
 
-// Split-K: after a block has added its partial sums to the fp32 workspace, true in every thread
-// of the one block that finished this tile last (which then reads the sums back and clears
-// them). The fences make every block's atomics visible before its counter increment, and the
-// other blocks' sums visible to the last one. Call from all threads of the block.
+// After a block has written its partial result: true in every thread of the one block that
+// finished this tile last (which then reads the others' results back). The fences make every
+// block's writes visible before its counter increment, and the other blocks' writes visible to
+// the last one. Call from all threads of the block.
 __device__ __forceinline__ bool last_split_block_of_tile(int* tile_counters, int tile, int splits) {
   __shared__ int is_last_block;
   __threadfence();
@@ -48,33 +48,6 @@ __device__ __forceinline__ bool last_split_block_of_tile(int* tile_counters, int
   if (!is_last_block) return false;
   __threadfence();
   return true;
-}
-
-// The last split block's epilogue over its tile, rows x (kQuadsPerRow * 4) columns from
-// (m0, col0): reads the fp32 sums back (float4 from L2, where the atomics landed), zeroes them
-// for the next launch and writes fp16 (half2 pairs when y's rows allow 4-byte stores).
-// Columns >= n are skipped; n % 4 == 0 keeps the float4 reads aligned.
-template <int kThreads, int kQuadsPerRow>
-__device__ __forceinline__ void write_back_split_tile(float* split_sums, uint16_t* y, int64_t y_stride, int m0,
-                                                      int rows, int col0, int n, bool y_pairs_aligned) {
-  for (int e = threadIdx.x; e < rows * kQuadsPerRow; e += kThreads) {
-    const int64_t row = m0 + e / kQuadsPerRow;
-    const int col = col0 + (e % kQuadsPerRow) * 4;
-    if (col >= n) continue;
-    float4* sum = reinterpret_cast<float4*>(split_sums + row * n + col);
-    const float4 v = __ldcg(sum);
-    __stcg(sum, make_float4(0.f, 0.f, 0.f, 0.f));
-    uint16_t* dst = y + row * y_stride + col;
-    if (y_pairs_aligned) {
-      reinterpret_cast<half2*>(dst)[0] = __floats2half2_rn(v.x, v.y);
-      reinterpret_cast<half2*>(dst)[1] = __floats2half2_rn(v.z, v.w);
-    } else {
-      dst[0] = __half_as_ushort(__float2half_rn(v.x));
-      dst[1] = __half_as_ushort(__float2half_rn(v.y));
-      dst[2] = __half_as_ushort(__float2half_rn(v.z));
-      dst[3] = __half_as_ushort(__float2half_rn(v.w));
-    }
-  }
 }
 
 // Host: the K split for `tiles` output tiles of `num_k_chunks` 64-deep chunks each on

@@ -62,12 +62,11 @@ Status for_each_row_slab(int m, int slab_rows, Launch&& launch) {
 // Scratch shared by every linear of the model, sized for max_rows rows of the widest layer.
 struct CudaLinearScratch {
   CublasLtContext* cublas = nullptr;
-  uint8_t* xq = nullptr;            // w8a8: [max_rows, max_K] e4m3
-  float* x_scale = nullptr;         // w8a8: [max_rows] f32
-  float* fp8_epilogue = nullptr;    // w8a8 on the cuBLASLt epilogue path: [max_rows, max_N] f32, else nullptr
-  uint16_t* x_perm = nullptr;       // w4a16 act-order: [max_rows, max_K] fp16
-  void* w4a16_workspace = nullptr;  // w4a16_workspace_bytes(max_rows, max_N), zeroed once
-  int slab_rows = 0;                // > 0: batch-invariant mode, every linear in slabs of this many rows
+  uint8_t* xq = nullptr;          // w8a8: [max_rows, max_K] e4m3
+  float* x_scale = nullptr;       // w8a8: [max_rows] f32
+  float* fp8_epilogue = nullptr;  // w8a8 on the cuBLASLt epilogue path: [max_rows, max_N] f32, else nullptr
+  uint16_t* x_perm = nullptr;     // w4a16 act-order: [max_rows, max_K] fp16
+  int slab_rows = 0;              // > 0: batch-invariant mode, every linear in slabs of this many rows
 };
 
 // One checkpoint linear to fuse: its tensor prefix and the model's loaded view of it.
@@ -77,24 +76,22 @@ struct LinearPart {
 };
 
 // Builds and uploads the fused linear of `parts` (same in_features; outputs concatenated in
-// order). All parts must share one format. with_bias reads prefix.bias of every part.
-// Errors name the tensor (or the layer whose parts disagree).
-Result<CudaLinear> upload_fused_linear(const Model& model, const std::vector<LinearPart>& parts, bool with_bias,
-                                       const std::string& name);
+// order) from their parsed form (LinearWeight::view()). All parts must share one storage
+// family. with_bias uploads every part's bias. Errors name the layer.
+Result<CudaLinear> upload_fused_linear(const std::vector<LinearPart>& parts, bool with_bias, const std::string& name);
 
-// The host half of a W4A16 upload (no GPU needed; tests check it): the parts' qweight and
-// scales read from the checkpoint, concatenated along N (their g_idx must agree, their
-// zero points must all be 8) and re-laid-out by w4a16_repack.
-Result<W4A16PackedWeight> assemble_fused_gptq(const Model& model, const std::vector<LinearPart>& parts,
-                                              const std::string& name);
+// The host half of a W4A16 upload (no GPU needed; tests check it): the parts' int4 storage
+// concatenated along N (one group size, one row order, zero points all 8) and re-laid-out
+// by w4a16_repack.
+Result<W4A16PackedWeight> assemble_fused_gptq(const std::vector<LinearPart>& parts, const std::string& name);
 
 // y[M, N] = x[M, K] · Wᵀ. x dense fp16 [M, K] (row stride K), y dense fp16 [M, N]; with
 // scratch.slab_rows > 0 both hold M rounded up to a multiple of it.
 Status run_cuda_linear(const CudaLinear& linear, const CudaLinearScratch& scratch, const uint16_t* x, int m,
                        uint16_t* y, cudaStream_t stream);
 
-// A float tensor (f32/f16/bf16) as fp16 bits, converted on the host (threaded).
-std::vector<uint16_t> tensor_to_fp16(const TensorInfo& tensor);
+// n elements of f32/f16/bf16 data as fp16 bits, converted on the host (threaded).
+std::vector<uint16_t> to_fp16(const void* data, DType dtype, int64_t n);
 
 // Copies host bytes into a new device buffer (synchronously).
 Result<DeviceBuffer> upload_bytes(const void* host, size_t bytes, const std::string& what);

@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "common/clock.h"
+#include "common/dtype.h"
 #include "kernels/cuda/cuda_status.h"
 #include "kernels/cuda/decoder_ops.h"
 #include "kernels/cuda/linear.h"
@@ -114,18 +115,18 @@ Status CudaModel::init_device() {
 Status CudaModel::upload_weights(const Model& model) {
   const ModelConfig& c = config_;
   auto upload_fp16 = [](const TensorInfo& t, const std::string& what) -> Result<DeviceBuffer> {
-    const std::vector<uint16_t> h = tensor_to_fp16(t);
+    const std::vector<uint16_t> h = to_fp16(t.data, t.dtype, t.num_elements());
     return upload_bytes(h.data(), h.size() * 2, what);
   };
   CROSSPOINT_ASSIGN_OR_RETURN(embed_tokens_, upload_fp16(model.embed_tokens(), "model.embed_tokens.weight"));
   CROSSPOINT_ASSIGN_OR_RETURN(final_norm_, upload_fp16(model.final_norm(), "model.norm.weight"));
-  const auto* head = dynamic_cast<const DenseLinearWeight*>(&model.lm_head());
+  const LinearWeightView head_view = model.lm_head().view();
+  const auto* head = std::get_if<DenseWeightStorage>(&head_view.storage);
   if (head == nullptr)
     return unsupported("cuda model: lm_head is " + model.lm_head().format_name() + "; the CUDA path keeps it fp16");
-  if (head->data() != model.embed_tokens().data) {
-    const TensorInfo* t = model.tensors().find("lm_head.weight");
-    if (t == nullptr) return not_found("cuda model: lm_head.weight is missing");
-    CROSSPOINT_ASSIGN_OR_RETURN(lm_head_, upload_fp16(*t, "lm_head.weight"));
+  if (head->weight != model.embed_tokens().data) {  // untied: its own tensor
+    const std::vector<uint16_t> h = to_fp16(head->weight, head->dtype, vocab_size_ * c.hidden_size);
+    CROSSPOINT_ASSIGN_OR_RETURN(lm_head_, upload_bytes(h.data(), h.size() * 2, "lm_head.weight"));
   }
   const std::vector<float>& inv_freq = model.rope_inverse_frequencies();
   CROSSPOINT_ASSIGN_OR_RETURN(rope_inv_freq_, upload_bytes(inv_freq.data(), inv_freq.size() * 4, "rope inv_freq"));
@@ -139,19 +140,17 @@ Status CudaModel::upload_weights(const Model& model) {
     CROSSPOINT_ASSIGN_OR_RETURN(l.input_norm, upload_fp16(*w.input_norm, p + "input_layernorm.weight"));
     CROSSPOINT_ASSIGN_OR_RETURN(l.post_attention_norm,
                                 upload_fp16(*w.post_attention_norm, p + "post_attention_layernorm.weight"));
-    CROSSPOINT_ASSIGN_OR_RETURN(l.qkv, upload_fused_linear(model,
-                                                           {{p + "self_attn.q_proj", w.q_proj.get()},
+    CROSSPOINT_ASSIGN_OR_RETURN(l.qkv, upload_fused_linear({{p + "self_attn.q_proj", w.q_proj.get()},
                                                             {p + "self_attn.k_proj", w.k_proj.get()},
                                                             {p + "self_attn.v_proj", w.v_proj.get()}},
                                                            c.attention_bias, p + "self_attn.qkv"));
-    CROSSPOINT_ASSIGN_OR_RETURN(l.o_proj, upload_fused_linear(model, {{p + "self_attn.o_proj", w.o_proj.get()}}, false,
-                                                              p + "self_attn.o_proj"));
     CROSSPOINT_ASSIGN_OR_RETURN(
-        l.gate_up,
-        upload_fused_linear(model, {{p + "mlp.gate_proj", w.gate_proj.get()}, {p + "mlp.up_proj", w.up_proj.get()}},
-                            false, p + "mlp.gate_up"));
-    CROSSPOINT_ASSIGN_OR_RETURN(l.down_proj, upload_fused_linear(model, {{p + "mlp.down_proj", w.down_proj.get()}},
-                                                                 false, p + "mlp.down_proj"));
+        l.o_proj, upload_fused_linear({{p + "self_attn.o_proj", w.o_proj.get()}}, false, p + "self_attn.o_proj"));
+    CROSSPOINT_ASSIGN_OR_RETURN(
+        l.gate_up, upload_fused_linear({{p + "mlp.gate_proj", w.gate_proj.get()}, {p + "mlp.up_proj", w.up_proj.get()}},
+                                       false, p + "mlp.gate_up"));
+    CROSSPOINT_ASSIGN_OR_RETURN(
+        l.down_proj, upload_fused_linear({{p + "mlp.down_proj", w.down_proj.get()}}, false, p + "mlp.down_proj"));
     bytes += l.input_norm.bytes() + l.post_attention_norm.bytes() + l.qkv.device_bytes() + l.o_proj.device_bytes() +
              l.gate_up.device_bytes() + l.down_proj.device_bytes();
   }
@@ -191,9 +190,6 @@ Status CudaModel::allocate_activations() {
   CROSSPOINT_ASSIGN_OR_RETURN(act_, DeviceBuffer::allocate(fp16_bytes(T, I), "mlp activations"));
   CROSSPOINT_ASSIGN_OR_RETURN(head_in_, DeviceBuffer::allocate(fp16_bytes(R, d), "lm_head input"));
   CROSSPOINT_ASSIGN_OR_RETURN(logits_, DeviceBuffer::allocate(fp16_bytes(R, V), "logits"));
-  CROSSPOINT_ASSIGN_OR_RETURN(logits_f32_, DeviceBuffer::allocate(static_cast<size_t>(R) * V * 4, "logits f32"));
-  CROSSPOINT_ASSIGN_OR_RETURN(sampled_, DeviceBuffer::allocate(static_cast<size_t>(R) * 4, "sampled tokens"));
-  CROSSPOINT_ASSIGN_OR_RETURN(sampled_host_, PinnedBuffer::allocate(static_cast<size_t>(R) * 4, "sampled tokens"));
   CROSSPOINT_ASSIGN_OR_RETURN(attention_workspace_, DeviceBuffer::allocate(cuda_paged_attention_workspace_bytes(
                                                                                static_cast<int>(T), static_cast<int>(H),
                                                                                static_cast<int>(D), o.max_model_len),
@@ -204,7 +200,7 @@ Status CudaModel::allocate_activations() {
                                     "cudaMemset");
 
   // Scratch of the quantised linears, sized for the widest layer that needs it.
-  int64_t fp8_max_k = 0, perm_max_k = 0, w4a16_max_n = 0, fp8_max_n = 0;
+  int64_t fp8_max_k = 0, perm_max_k = 0, fp8_max_n = 0;
   bool fp8_epilogue = false;
   for (const Layer& l : layers_) {
     for (const CudaLinear* lin : {&l.qkv, &l.o_proj, &l.gate_up, &l.down_proj}) {
@@ -219,10 +215,8 @@ Status CudaModel::allocate_activations() {
           fp8_epilogue = fp8_epilogue || path == Fp8ScalePath::kEpilogue;
         }
       }
-      if (lin->format == CudaLinearFormat::kW4A16) {
-        w4a16_max_n = std::max<int64_t>(w4a16_max_n, lin->out_features);
-        if (!lin->k_perm.empty()) perm_max_k = std::max<int64_t>(perm_max_k, lin->in_features);
-      }
+      if (lin->format == CudaLinearFormat::kW4A16 && !lin->k_perm.empty())
+        perm_max_k = std::max<int64_t>(perm_max_k, lin->in_features);
     }
   }
   CROSSPOINT_ASSIGN_OR_RETURN(xq_, DeviceBuffer::allocate(static_cast<size_t>(T) * fp8_max_k, "fp8 activations"));
@@ -234,19 +228,11 @@ Status CudaModel::allocate_activations() {
                                               "fp8 epilogue scratch"));
   }
   CROSSPOINT_ASSIGN_OR_RETURN(x_perm_, DeviceBuffer::allocate(fp16_bytes(T, perm_max_k), "act-order activations"));
-  if (w4a16_max_n > 0) {
-    CROSSPOINT_ASSIGN_OR_RETURN(
-        w4a16_workspace_,
-        DeviceBuffer::allocate(w4a16_workspace_bytes(static_cast<int>(T), static_cast<int>(w4a16_max_n)),
-                               "w4a16 workspace"));
-    CROSSPOINT_CUDA_RETURN_IF_ERROR(cudaMemset(w4a16_workspace_.as(), 0, w4a16_workspace_.bytes()), "cudaMemset");
-  }
   scratch_.cublas = cublas_.get();
   scratch_.xq = xq_.as<uint8_t>();
   scratch_.x_scale = x_scale_.as<float>();
   scratch_.fp8_epilogue = fp8_epilogue_.as<float>();
   scratch_.x_perm = x_perm_.as<uint16_t>();
-  scratch_.w4a16_workspace = w4a16_workspace_.as();
   scratch_.slab_rows = o.batch_invariant ? kBatchInvariantRows : 0;
   return Status::ok();
 }
@@ -286,7 +272,7 @@ Status CudaModel::profile_step() {
   const int32_t blocks_per_seq = (seq_len + o.block_size - 1) / o.block_size;
   CROSSPOINT_RETURN_IF_ERROR(allocate_kv_cache(static_cast<int64_t>(num_seqs) * blocks_per_seq));
   HostForwardBatch batch;
-  batch.max_blocks_per_seq = blocks_per_seq;
+  batch.clear(blocks_per_seq);
   std::vector<int32_t> tokens, table_row(blocks_per_seq);
   int32_t remaining = o.max_num_tokens;
   for (int32_t s = 0; s < num_seqs && remaining > 0; ++s) {
@@ -297,15 +283,11 @@ Status CudaModel::profile_step() {
     batch.add_sequence(tokens, /*num_cached=*/0, table_row);
     remaining -= len;
   }
-  const int32_t num_tokens = static_cast<int32_t>(batch.token_ids.size());
-  for (int32_t r = 0; r < std::min(o.max_num_logits, num_tokens); ++r)
-    batch.logits_token_idx.push_back(num_tokens - 1 - r);
+  const int32_t num_tokens = batch.num_tokens();
+  for (int32_t r = 0; r < std::min(o.max_num_logits, num_tokens); ++r) batch.add_logits_row(num_tokens - 1 - r);
   CROSSPOINT_ASSIGN_OR_RETURN(CudaForwardBatch device, upload_inputs(batch.view(), blocks_per_seq, num_tokens));
   device.shape.max_context_len = o.max_model_len;  // the bound graphs use
   CROSSPOINT_RETURN_IF_ERROR(forward(device));
-  const int R = device.shape.num_logits;
-  CROSSPOINT_RETURN_IF_ERROR(argmax_rows(logits(), vocab_size_, sampled_tokens(), R, vocab_size_, stream_));
-  CROSSPOINT_RETURN_IF_ERROR(fp16_to_f32(logits(), logits_f32(), static_cast<int64_t>(R) * vocab_size_, stream_));
   CROSSPOINT_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream_), "profile step");
   kv_cache_.reset();
   num_kv_blocks_ = 0;
@@ -447,12 +429,12 @@ Status CudaModel::forward_host(const ForwardBatch& batch, float* logits_out) {
                               upload_inputs(batch, batch.max_blocks_per_seq, batch.num_tokens()));
   CROSSPOINT_RETURN_IF_ERROR(forward(device));
   const size_t n = static_cast<size_t>(device.shape.num_logits) * vocab_size_;
-  if (n > 0) {
-    CROSSPOINT_RETURN_IF_ERROR(fp16_to_f32(logits(), logits_f32(), static_cast<int64_t>(n), stream_));
-    CROSSPOINT_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(logits_out, logits_f32(), n * 4, cudaMemcpyDeviceToHost, stream_),
+  std::vector<uint16_t> half(n);
+  if (n > 0)
+    CROSSPOINT_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(half.data(), logits(), n * 2, cudaMemcpyDeviceToHost, stream_),
                                     "copy logits");
-  }
   CROSSPOINT_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream_), "forward");
+  for (size_t i = 0; i < n; ++i) logits_out[i] = f16_to_f32(half[i]);  // exact
   return Status::ok();
 }
 

@@ -113,10 +113,7 @@ class CudaModel {
   std::string weight_format_name() const { return weight_format_name_; }
 
   // Buffers the runner samples from (device unless named host; fixed addresses).
-  const uint16_t* logits() const { return logits_.as<uint16_t>(); }             // [max_num_logits, vocab] fp16
-  float* logits_f32() const { return logits_f32_.as<float>(); }                 // [max_num_logits, vocab] f32
-  int32_t* sampled_tokens() const { return sampled_.as<int32_t>(); }            // [max_num_logits] int32
-  int32_t* sampled_tokens_host() const { return sampled_host_.as<int32_t>(); }  // pinned
+  const uint16_t* logits() const { return logits_.as<uint16_t>(); }  // [max_num_logits, vocab] fp16
 
  private:
   struct Layer {
@@ -166,24 +163,20 @@ class CudaModel {
   DeviceBuffer inputs_;       // [layout_.total] int32
 
   // Activations, T = max_num_tokens rows, R = max_num_logits rows.
-  DeviceBuffer residual_;      // [T, d] f32
-  DeviceBuffer x_;             // [T, d] fp16 normed input of the next linear
-  DeviceBuffer qkv_;           // [T, (H + 2 Hkv) D] fp16
-  DeviceBuffer attn_;          // [T, H D] fp16
-  DeviceBuffer delta_;         // [T, d] fp16 o_proj / down_proj output, added to the residual
-  DeviceBuffer gate_up_;       // [T, 2 I] fp16
-  DeviceBuffer act_;           // [T, I] fp16 silu(gate) * up
-  DeviceBuffer head_in_;       // [R, d] fp16 final-normed rows whose logits are wanted
-  DeviceBuffer logits_;        // [R, vocab] fp16
-  DeviceBuffer logits_f32_;    // [R, vocab] f32: forward_host's output, the host sampler's rows
-  DeviceBuffer sampled_;       // [R] int32 greedy tokens
-  PinnedBuffer sampled_host_;  // [R] int32
+  DeviceBuffer residual_;  // [T, d] f32
+  DeviceBuffer x_;         // [T, d] fp16 normed input of the next linear
+  DeviceBuffer qkv_;       // [T, (H + 2 Hkv) D] fp16
+  DeviceBuffer attn_;      // [T, H D] fp16
+  DeviceBuffer delta_;     // [T, d] fp16 o_proj / down_proj output, added to the residual
+  DeviceBuffer gate_up_;   // [T, 2 I] fp16
+  DeviceBuffer act_;       // [T, I] fp16 silu(gate) * up
+  DeviceBuffer head_in_;   // [R, d] fp16 final-normed rows whose logits are wanted
+  DeviceBuffer logits_;    // [R, vocab] fp16
   DeviceBuffer attention_workspace_;
   DeviceBuffer xq_;            // [T, max K] e4m3 (w8a8 layers)
   DeviceBuffer x_scale_;       // [T] f32 (w8a8 layers)
   DeviceBuffer fp8_epilogue_;  // [T, max N] f32 when cuBLASLt lacks outer-vector scales
   DeviceBuffer x_perm_;        // [T, max K] fp16 (act-order w4a16 layers)
-  DeviceBuffer w4a16_workspace_;
   CudaLinearScratch scratch_;
 
   StepProfiler* profiler_ = nullptr;  // not owned; nullptr = no per-op events

@@ -4,6 +4,7 @@
 #include <string>
 
 #include "common/clock.h"
+#include "common/dtype.h"
 #include "common/log.h"
 #include "common/thread_pool.h"
 #include "kernels/cuda/cuda_status.h"
@@ -21,12 +22,14 @@ Result<std::unique_ptr<CudaModelRunner>> CudaModelRunner::create(std::unique_ptr
   std::unique_ptr<CudaModelRunner> runner(new CudaModelRunner(std::move(model), options));
   const StepInputCapacity& cap = runner->model_->capacity();
   runner->buckets_ = graph_bucket_sizes(std::min({cap.max_num_seqs, cap.max_num_tokens, cap.max_num_logits}));
-  // One attention bound, max-model-len, for every decode graph and eager decode step: the
-  // graphs per context bound (graph_context_bounds: 1024, 4096, ...) captured on the tiny test
-  // model but failed to capture for Qwen2.5-7B on the H200 (reason not yet logged then), so
-  // they stay off until that is diagnosed; this single-bound form is the one measured there.
+  // One attention bound, max-model-len, for every decode graph and eager decode step: graphs
+  // per context bound (graph_context_bounds) failed to capture for the 7B model (docs/cuda-log.md).
   runner->context_bounds_ = {runner->model_->max_model_len()};
-  // Staging for the one way sampled rows are drawn.
+  // The runner's sampling buffers: greedy tokens on the device and their host copy, plus the
+  // staging of the one way sampled rows are drawn.
+  const size_t token_bytes = static_cast<size_t>(cap.max_num_logits) * sizeof(int32_t);
+  CROSSPOINT_ASSIGN_OR_RETURN(runner->tokens_, DeviceBuffer::allocate(token_bytes, "sampled tokens"));
+  CROSSPOINT_ASSIGN_OR_RETURN(runner->tokens_host_, PinnedBuffer::allocate(token_bytes, "sampled tokens"));
   if (options.sample_on_gpu) {
     const size_t params_bytes = static_cast<size_t>(cap.max_num_logits) * sizeof(SampledRowParams);
     CROSSPOINT_ASSIGN_OR_RETURN(runner->sampled_params_host_,
@@ -34,9 +37,10 @@ Result<std::unique_ptr<CudaModelRunner>> CudaModelRunner::create(std::unique_ptr
     CROSSPOINT_ASSIGN_OR_RETURN(runner->sampled_params_,
                                 DeviceBuffer::allocate(params_bytes, "sampled row parameters"));
   } else {
-    const size_t logits_bytes = static_cast<size_t>(cap.max_num_logits) * runner->model_->vocab_size() * sizeof(float);
-    CROSSPOINT_ASSIGN_OR_RETURN(runner->logits_f32_host_,
-                                PinnedBuffer::allocate(logits_bytes, "f32 logits of the host sampler"));
+    const size_t logits_bytes =
+        static_cast<size_t>(cap.max_num_logits) * runner->model_->vocab_size() * sizeof(uint16_t);
+    CROSSPOINT_ASSIGN_OR_RETURN(runner->logits_host_,
+                                PinnedBuffer::allocate(logits_bytes, "fp16 logits of the host sampler"));
   }
   if (options.enforce_eager) return runner;
   Stopwatch capture_timer;
@@ -79,26 +83,22 @@ Status CudaModelRunner::capture_graphs() {
 // its inputs from the fixed step-input buffer.
 Status CudaModelRunner::capture_bucket(int32_t bucket, int32_t context_bound) {
   CudaModel& m = *model_;
-  const int32_t stride = m.capacity().max_blocks_per_seq;
-  // One padding sequence (token 0 at position 0 in block 0); PaddedDecodeBatch grows it to
-  // the bucket.
+  // One padding sequence (token 0 at position 0 in block 0), grown to the bucket.
+  static constexpr int32_t kToken[1] = {0}, kBlock[1] = {0};
   HostForwardBatch single;
-  single.max_blocks_per_seq = 1;
-  single.add_sequence({0}, /*num_cached=*/0, {0});
-  single.logits_token_idx = {0};
-  const ForwardBatch padded = padded_.build(single.view(), bucket);
-  CROSSPOINT_ASSIGN_OR_RETURN(CudaForwardBatch device, m.upload_inputs(padded, stride, /*num_stored_tokens=*/0));
-  device.shape.max_query_len = 1;
-  device.shape.max_context_len = context_bound;
+  single.clear(1);
+  single.add_sequence(kToken, /*num_cached=*/0, kBlock, LogitsWanted::kLast);
+  CROSSPOINT_ASSIGN_OR_RETURN(CudaForwardBatch device,
+                              upload_padded_decode(single.view(), bucket, context_bound, /*num_stored_tokens=*/0));
   const int V = m.vocab_size();
   CROSSPOINT_RETURN_IF_ERROR(m.forward(device));
-  CROSSPOINT_RETURN_IF_ERROR(argmax_rows(m.logits(), V, m.sampled_tokens(), bucket, V, m.stream()));
+  CROSSPOINT_RETURN_IF_ERROR(argmax_rows(m.logits(), V, tokens(), bucket, V, m.stream()));
   CROSSPOINT_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(m.stream()), "graph warm-up step");
 
   CROSSPOINT_CUDA_RETURN_IF_ERROR(cudaStreamBeginCapture(m.stream(), cudaStreamCaptureModeThreadLocal),
                                   "cudaStreamBeginCapture");
   Status launched = m.forward(device);
-  if (launched.is_ok()) launched = argmax_rows(m.logits(), V, m.sampled_tokens(), bucket, V, m.stream());
+  if (launched.is_ok()) launched = argmax_rows(m.logits(), V, tokens(), bucket, V, m.stream());
   cudaGraph_t graph = nullptr;
   const cudaError_t end = cudaStreamEndCapture(m.stream(), &graph);
   if (!launched.is_ok() || end != cudaSuccess) {
@@ -141,21 +141,17 @@ Result<StepOutput> CudaModelRunner::execute(const BatchPlan& plan) {
   int32_t num_rows = 0;
   bool argmax_done = false;
   if (bucket > 0) {
-    const ForwardBatch padded = padded_.build(batch, bucket);
     CROSSPOINT_ASSIGN_OR_RETURN(CudaForwardBatch device,
-                                m.upload_inputs(padded, m.capacity().max_blocks_per_seq, batch.num_tokens()));
+                                upload_padded_decode(batch, bucket, context_bound, batch.num_tokens()));
     const auto graph = graphs_.find({bucket, context_bound});
     if (graph != graphs_.end()) {
-      // The graph baked in the same device addresses and the bounds set below.
+      // The graph baked in the same device addresses and bounds.
       CROSSPOINT_CUDA_RETURN_IF_ERROR(cudaGraphLaunch(graph->second, m.stream()), "cudaGraphLaunch");
       ++num_graph_steps_;
     } else {
-      device.shape.max_query_len = 1;
-      device.shape.max_context_len = context_bound;
       Status status = m.forward(device);
       if (!status.is_ok()) return Status(status.code(), "forward pass: " + status.message());
-      CROSSPOINT_RETURN_IF_ERROR(
-          argmax_rows(m.logits(), m.vocab_size(), m.sampled_tokens(), bucket, m.vocab_size(), m.stream()));
+      CROSSPOINT_RETURN_IF_ERROR(argmax_rows(m.logits(), m.vocab_size(), tokens(), bucket, m.vocab_size(), m.stream()));
       ++num_eager_steps_;
     }
     num_rows = bucket;
@@ -174,6 +170,16 @@ Result<StepOutput> CudaModelRunner::execute(const BatchPlan& plan) {
   CROSSPOINT_RETURN_IF_ERROR(draw_tokens(plan, row_seq_idx_, num_rows, argmax_done, output));
   output.forward_ms = forward_timer.elapsed_ms() - output.sampling_ms;
   return output;
+}
+
+Result<CudaForwardBatch> CudaModelRunner::upload_padded_decode(const ForwardBatch& batch, int32_t bucket,
+                                                               int32_t context_bound, int32_t num_stored_tokens) {
+  const ForwardBatch padded = padded_.build(batch, bucket);
+  CROSSPOINT_ASSIGN_OR_RETURN(CudaForwardBatch device,
+                              model_->upload_inputs(padded, model_->capacity().max_blocks_per_seq, num_stored_tokens));
+  device.shape.max_query_len = 1;
+  device.shape.max_context_len = context_bound;
+  return device;
 }
 
 Status CudaModelRunner::draw_tokens(const BatchPlan& plan, const std::vector<int32_t>& row_seq_idx, int32_t num_rows,
@@ -201,36 +207,34 @@ Status CudaModelRunner::draw_tokens(const BatchPlan& plan, const std::vector<int
       continue;
     }
     if (!options_.sample_on_gpu) {
-      // The host sampler reads f32 rows, exactly the CPU runner's input type.
       const size_t offset = static_cast<size_t>(r) * V;
-      CROSSPOINT_RETURN_IF_ERROR(fp16_to_f32(m.logits() + offset, m.logits_f32() + offset, V, stream));
-      CROSSPOINT_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(logits_f32_host_.as<float>() + offset, m.logits_f32() + offset,
-                                                      static_cast<size_t>(V) * 4, cudaMemcpyDeviceToHost, stream),
+      CROSSPOINT_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(logits_host_.as<uint16_t>() + offset, m.logits() + offset,
+                                                      static_cast<size_t>(V) * 2, cudaMemcpyDeviceToHost, stream),
                                       "copy logits row");
       sampled_rows_.push_back(r);
       continue;
     }
+    const SamplingParams kernel = kernel_sampling_params(seq.sampling);
     SampledRowParams& p = params[num_sampled++];
     p.logits_row = r;
-    p.temperature = seq.sampling.temperature;
-    p.top_k = seq.sampling.top_k < 0 ? 0 : seq.sampling.top_k;
-    p.top_p = seq.sampling.top_p;
-    p.uniform = SamplingRng(token_rng_seed(seq.sampling.seed, seq.output_token_idx)).next_uniform();
+    p.temperature = kernel.temperature;
+    p.top_k = kernel.top_k;
+    p.top_p = kernel.top_p;
+    p.uniform = token_uniform(seq.sampling, seq.output_token_idx);
   }
   output.sampling_ms = sampling_timer.elapsed_ms();
-  if (any_greedy && !argmax_done)
-    CROSSPOINT_RETURN_IF_ERROR(argmax_rows(m.logits(), V, m.sampled_tokens(), num_rows, V, stream));
+  if (any_greedy && !argmax_done) CROSSPOINT_RETURN_IF_ERROR(argmax_rows(m.logits(), V, tokens(), num_rows, V, stream));
   if (num_sampled > 0) {
     CROSSPOINT_CUDA_RETURN_IF_ERROR(
         cudaMemcpyAsync(sampled_params_.as<SampledRowParams>(), params, num_sampled * sizeof(SampledRowParams),
                         cudaMemcpyHostToDevice, stream),
         "copy sampled row parameters");
     // After the argmax (same stream): sampled rows overwrite their argmax tokens.
-    CROSSPOINT_RETURN_IF_ERROR(sample_rows(m.logits(), V, num_rows, sampled_params_.as<SampledRowParams>(), num_sampled,
-                                           m.sampled_tokens(), V, stream));
+    CROSSPOINT_RETURN_IF_ERROR(
+        sample_rows(m.logits(), V, num_rows, sampled_params_.as<SampledRowParams>(), num_sampled, tokens(), V, stream));
   }
   if (any_greedy || num_sampled > 0)
-    CROSSPOINT_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(m.sampled_tokens_host(), m.sampled_tokens(),
+    CROSSPOINT_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(tokens_host_.as<int32_t>(), tokens(),
                                                     static_cast<size_t>(num_rows) * 4, cudaMemcpyDeviceToHost, stream),
                                     "copy sampled tokens");
   CROSSPOINT_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream), "step");
@@ -238,7 +242,7 @@ Status CudaModelRunner::draw_tokens(const BatchPlan& plan, const std::vector<int
     const int32_t s = row_seq_idx[r];
     if (s < 0 || !plan.seqs[s].sample) continue;
     if (options_.sample_on_gpu || plan.seqs[s].sampling.is_greedy())
-      output.sampled_token_ids[s] = m.sampled_tokens_host()[r];
+      output.sampled_token_ids[s] = tokens_host_.as<int32_t>()[r];
   }
   if (!sampled_rows_.empty()) {
     Stopwatch host_timer;
@@ -250,15 +254,19 @@ Status CudaModelRunner::draw_tokens(const BatchPlan& plan, const std::vector<int
 
 void CudaModelRunner::draw_on_host(const BatchPlan& plan, const std::vector<int32_t>& row_seq_idx, StepOutput& output) {
   const int V = model_->vocab_size();
-  const float* logits = logits_f32_host_.as<float>();
+  const uint16_t* logits = logits_host_.as<uint16_t>();
   // Each sampled row draws from its own (seed, output index) stream, so rows are independent:
-  // spread them over the CPU threads (a full-vocabulary row costs ~ms).
+  // spread them over the CPU threads (a full-vocabulary row costs ~ms). The sampler reads f32
+  // rows, exactly the CPU runner's input type; fp16 -> f32 is exact.
   global_thread_pool().parallel_for(sampled_rows_.size(), [&](size_t begin, size_t end) {
+    std::vector<float> row(static_cast<size_t>(V));
     for (size_t i = begin; i < end; ++i) {
       const int32_t r = sampled_rows_[i];
+      const uint16_t* half_row = logits + static_cast<size_t>(r) * V;
+      for (int v = 0; v < V; ++v) row[v] = f16_to_f32(half_row[v]);
       const ScheduledSequence& seq = plan.seqs[row_seq_idx[r]];
       output.sampled_token_ids[row_seq_idx[r]] =
-          sample_request_token(logits + static_cast<size_t>(r) * V, V, seq.sampling, seq.output_token_idx);
+          sample_request_token(row.data(), V, seq.sampling, seq.output_token_idx);
     }
   });
 }

@@ -1,16 +1,15 @@
 // The CUDA runner: BatchPlan -> ForwardBatch (ForwardBatchBuilder) -> packed step inputs (one
 // host-to-device copy) -> CudaModel::forward -> greedy rows by argmax_rows on the GPU. Rows that
 // sample (temperature > 0) are drawn in one of two ways:
-//   * host (CudaRunnerOptions' default; `serve --sample-on-host`): each row's logits are converted
-//     to f32 on the GPU, copied out and drawn by the same per-request sampler as the CPU runner,
+//   * host (CudaRunnerOptions' default; `serve --sample-on-host`): each row's fp16 logits are
+//     copied out, widened to f32 and drawn by the same per-request sampler as the CPU runner,
 //     so a seed gives the CPU runner's tokens.
 //   * GPU (CudaRunnerOptions::sample_on_gpu, serve's default): one sample_rows launch
 //     (kernels/cuda/sampling.h) after the argmax overwrites their entries and only int32 token
 //     ids come back. Each row's uniform number still comes from the request's (seed, output
 //     index) generator on the host, so a seed fixes the tokens, but they differ from the host
 //     sampler's for the same seed: the GPU walks the kept tokens in id order, the host sampler in
-//     probability order (same distribution; see sampling.h). Its kernel and runner tests
-//     passed on the H200 (2026-11-30); serve turns it on.
+//     probability order (same distribution; see sampling.h).
 //
 // Decode-only steps are padded to the smallest bucket that holds them (graph_buckets.h) and
 // replay the CUDA graph captured at start-up for that bucket and the smallest context bound
@@ -76,8 +75,13 @@ class CudaModelRunner : public Runner {
   // options say), copies the token ids out and fills output.
   Status draw_tokens(const BatchPlan& plan, const std::vector<int32_t>& row_seq_idx, int32_t num_rows, bool argmax_done,
                      StepOutput& output);
-  // The host half of the default path: rows in sampled_rows_ drawn from logits_f32_host_.
+  // The host half of the default path: rows in sampled_rows_ drawn from logits_host_.
   void draw_on_host(const BatchPlan& plan, const std::vector<int32_t>& row_seq_idx, StepOutput& output);
+  // A decode-only batch padded to `bucket` rows and uploaded, attention bounded by
+  // context_bound: the one shape both graph capture and decode steps launch.
+  Result<CudaForwardBatch> upload_padded_decode(const ForwardBatch& batch, int32_t bucket, int32_t context_bound,
+                                                int32_t num_stored_tokens);
+  int32_t* tokens() const { return tokens_.as<int32_t>(); }
 
   std::unique_ptr<CudaModel> model_;
   CudaRunnerOptions options_;
@@ -88,11 +92,13 @@ class CudaModelRunner : public Runner {
   std::map<std::pair<int32_t, int32_t>, cudaGraphExec_t> graphs_;  // (bucket, context bound) -> graph
   CudaGraphReport graph_report_;
   std::vector<int32_t> row_seq_idx_;  // [num_rows] plan.seqs index of each logits row (-1: padding)
+  DeviceBuffer tokens_;               // [max_num_logits] int32: argmax, then sampled rows overwrite theirs
+  PinnedBuffer tokens_host_;          // [max_num_logits] int32, their host copy
   // Sampling on the GPU only (sample_on_gpu; empty otherwise):
   PinnedBuffer sampled_params_host_;  // [max_num_logits] SampledRowParams, this step's sampled rows
   DeviceBuffer sampled_params_;       // [max_num_logits] SampledRowParams, their device copy
   // Sampling on the host only (sample_on_gpu false; empty otherwise):
-  PinnedBuffer logits_f32_host_;       // [max_num_logits, vocab] f32, the sampled rows copied out
+  PinnedBuffer logits_host_;           // [max_num_logits, vocab] fp16, the sampled rows copied out
   std::vector<int32_t> sampled_rows_;  // logits rows the host sampler draws this step
   int64_t num_graph_steps_ = 0;
   int64_t num_eager_steps_ = 0;
