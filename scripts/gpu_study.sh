@@ -26,8 +26,9 @@
 # --deterministic-too: the decode step and the sweep run a second time with --deterministic
 #          (decode_step_deterministic.json, the sweep-deterministic folder), for the mode's cost.
 # --baseline TAR: another bundle's crosspoint-gpu.tar.xz (carried, e.g. an older commit's); its
-#          bench_decode_step runs just before this one's with the same arguments
-#          (decode_step_baseline.json), so old and new binaries are compared in one call.
+#          bench_decode_step runs just before and just after this one's with the same arguments
+#          (decode_step_baseline.json, decode_step_baseline_after.json), so old and new binaries
+#          are compared in one call.
 # Every step has its own time limit inside BUDGET_S (560 s), and $OUT/results.json is written
 # on every exit (steps with their exit codes and seconds, ceilings, checkpoint timings, the check,
 # every sweep cell's headline numbers, start-up facts, peers).
@@ -306,24 +307,26 @@ if want decode && [ -x "$BUNDLE_DIR/bin/bench_decode_step" ]; then
   CEIL_FOR_BENCH=${HWINFO:-$CEILINGS}
   models=()
   for p in fp16 "${PREC_LIST[@]}"; do [ -f "$CKPT/$p/config.json" ] && [[ " ${models[*]} " != *" $CKPT/$p "* ]] && models+=(--model "$CKPT/$p"); done
-  if [ -n "$BASELINE" ]; then
-    base_dir=/tmp/crosspoint-gpu-baseline
-    rm -rf "$base_dir" /tmp/baseline-unpack && mkdir -p /tmp/baseline-unpack
-    if tar -C /tmp/baseline-unpack -xJf "$ROOT/$BASELINE" 2>>"$LOG"; then
-      mv /tmp/baseline-unpack/crosspoint-gpu "$base_dir"
-      log "== baseline bench_decode_step ($(python3 -c "import json; print(json.load(open('$base_dir/manifest.json'))['commit'])"))"
-      t=$(now)
-      CROSSPOINT_COMMIT=$(python3 -c "import json; print(json.load(open('$base_dir/manifest.json'))['commit'])") \
-        timeout $(limit 240) "$base_dir/bin/bench_decode_step" "${models[@]}" --batches "$DECODE_BATCHES" --context 512 \
-        --prefill-tokens 2048 --ceilings "$CEIL_FOR_BENCH" --out "$WORK/decode_step_baseline.json" \
-        >"$WORK/logs/bench_decode_step_baseline.log" 2>&1
-      rc=$?
-      tail -30 "$WORK/logs/bench_decode_step_baseline.log" | tee -a "$LOG"
-      step bench_decode_step_baseline $rc $(( $(now) - t )) "$(tail -1 "$WORK/logs/bench_decode_step_baseline.log" | cut -c1-150)"
-    else
-      step bench_decode_step_baseline 1 0 "cannot unpack $BASELINE"
+  # baseline_decode NAME: the --baseline bundle's bench_decode_step into $WORK/NAME.json.
+  baseline_decode() {
+    local base_dir=/tmp/crosspoint-gpu-baseline
+    if [ ! -x "$base_dir/bin/bench_decode_step" ]; then
+      rm -rf "$base_dir" /tmp/baseline-unpack && mkdir -p /tmp/baseline-unpack
+      tar -C /tmp/baseline-unpack -xJf "$ROOT/$BASELINE" 2>>"$LOG" && mv /tmp/baseline-unpack/crosspoint-gpu "$base_dir" \
+        || { step "$1" 1 0 "cannot unpack $BASELINE"; return; }
     fi
-  fi
+    local commit; commit=$(python3 -c "import json; print(json.load(open('$base_dir/manifest.json'))['commit'])")
+    log "== baseline bench_decode_step ($commit) -> $1.json"
+    t=$(now)
+    CROSSPOINT_COMMIT=$commit timeout $(limit 240) "$base_dir/bin/bench_decode_step" "${models[@]}" \
+      --batches "$DECODE_BATCHES" --context 512 --prefill-tokens 2048 --ceilings "$CEIL_FOR_BENCH" \
+      --out "$WORK/$1.json" >"$WORK/logs/$1.log" 2>&1
+    rc=$?
+    tail -30 "$WORK/logs/$1.log" | tee -a "$LOG"
+    step "$1" $rc $(( $(now) - t )) "$(tail -1 "$WORK/logs/$1.log" | cut -c1-150)"
+  }
+  # Old, new, old again: the new binary is timed between two runs of the old one.
+  [ -n "$BASELINE" ] && baseline_decode decode_step_baseline
   log "== bench_decode_step ${models[*]} (batches $DECODE_BATCHES, context 512; ceilings $CEIL_FOR_BENCH)"
   t=$(now)
   CROSSPOINT_COMMIT=$(python3 -c "import json; print(json.load(open('$BUNDLE_DIR/manifest.json'))['commit'])") \
@@ -332,6 +335,7 @@ if want decode && [ -x "$BUNDLE_DIR/bin/bench_decode_step" ]; then
   rc=$?
   tail -60 "$WORK/logs/bench_decode_step.log" | tee -a "$LOG"
   step bench_decode_step $rc $(( $(now) - t )) "$(tail -1 "$WORK/logs/bench_decode_step.log" | cut -c1-150)"
+  [ -n "$BASELINE" ] && baseline_decode decode_step_baseline_after
   if [ $DET_TOO -eq 1 ]; then
     log "== bench_decode_step --deterministic"
     t=$(now)
