@@ -40,6 +40,7 @@
 #include <string>
 
 #include "kernels/cuda/cuda_status.h"
+#include "kernels/cuda/paged_attention_mma.cuh"
 #include "kernels/cuda/paged_attention_params.cuh"
 #include "kernels/cuda/programmatic_launch.cuh"
 #include "kernels/cuda/w4a16_pipeline.cuh"
@@ -68,14 +69,6 @@ constexpr size_t shared_bytes() {
   return static_cast<size_t>(kStages) * stage_elems<kHeadDim>() * 2;
 }
 
-// d += a * b for one m16n8k16 tile (fp16 in, fp32 accumulate).
-__device__ __forceinline__ void mma_16816(float (&d)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
-  asm volatile(
-      "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
-      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
-}
-
 // Four 8x8 fp16 matrices, transposed on the way: lanes 8j .. 8j+7 give the row addresses of
 // matrix j, and lane i receives element [2 (i % 4) .. +1][i / 4] of each (a B fragment half
 // when the matrix rows are k).
@@ -84,11 +77,6 @@ __device__ __forceinline__ void ldmatrix_x4_trans(uint32_t (&r)[4], const uint16
   asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
                : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
                : "r"(address));
-}
-
-__device__ __forceinline__ uint32_t pack_half2(float lo, float hi) {
-  const __half2 h = __floats2half2_rn(lo, hi);  // lo in the low 16 bits: the lower column
-  return *reinterpret_cast<const uint32_t*>(&h);
 }
 
 // Issues the copies of positions tile0 .. tile0 + 63 of K and V into one stage
@@ -209,8 +197,8 @@ __global__ void __launch_bounds__(kThreads, 2) decode_tensor_core_kernel(Params 
       mma_16816(sc[1], q[ks], b[2], b[3]);
     }
 
-    // Mask, scale, online softmax (rows a = group, b = group + 8).
-    float max_a = -INFINITY, max_b = -INFINITY;
+    // Mask and scale (rows a = group, b = group + 8), then the softmax step (finite: position
+    // warp_pos0 < end is inside, and the q rows are finite, 0 past the group).
 #pragma unroll
     for (int nt = 0; nt < 2; ++nt) {
 #pragma unroll
@@ -218,29 +206,9 @@ __global__ void __launch_bounds__(kThreads, 2) decode_tensor_core_kernel(Params 
         const bool inside = warp_pos0 + nt * 8 + quad * 2 + e < end;
         sc[nt][e] = inside ? sc[nt][e] * p.scale_log2 : -INFINITY;
         sc[nt][2 + e] = inside ? sc[nt][2 + e] * p.scale_log2 : -INFINITY;
-        max_a = fmaxf(max_a, sc[nt][e]);
-        max_b = fmaxf(max_b, sc[nt][2 + e]);
       }
     }
-#pragma unroll
-    for (int offset = 1; offset < 4; offset *= 2) {  // the 4 lanes of a row
-      max_a = fmaxf(max_a, __shfl_xor_sync(0xffffffffu, max_a, offset));
-      max_b = fmaxf(max_b, __shfl_xor_sync(0xffffffffu, max_b, offset));
-    }
-    // Finite: position warp_pos0 < end is inside, and the q rows are finite (0 past the group).
-    const float new_m_a = fmaxf(m_a, max_a), new_m_b = fmaxf(m_b, max_b);
-    const float alpha_a = exp2f(m_a - new_m_a), alpha_b = exp2f(m_b - new_m_b);  // 0 on the first tile
-    m_a = new_m_a;
-    m_b = new_m_b;
-#pragma unroll
-    for (int nt = 0; nt < 2; ++nt) {
-      sc[nt][0] = exp2f(sc[nt][0] - m_a);
-      sc[nt][1] = exp2f(sc[nt][1] - m_a);
-      sc[nt][2] = exp2f(sc[nt][2] - m_b);
-      sc[nt][3] = exp2f(sc[nt][3] - m_b);
-    }
-    l_a = l_a * alpha_a + (sc[0][0] + sc[0][1] + sc[1][0] + sc[1][1]);
-    l_b = l_b * alpha_b + (sc[0][2] + sc[0][3] + sc[1][2] + sc[1][3]);
+    const SoftmaxRescale rescale = online_softmax_step(sc, m_a, m_b, l_a, l_b);
 
     // O = O * alpha + P V: the S accumulators of the two position tiles are P's A fragment.
     const uint32_t a[4] = {pack_half2(sc[0][0], sc[0][1]), pack_half2(sc[0][2], sc[0][3]),
@@ -252,10 +220,10 @@ __global__ void __launch_bounds__(kThreads, 2) decode_tensor_core_kernel(Params 
 #pragma unroll
       for (int half = 0; half < 2; ++half) {
         float(&acc)[4] = o[2 * jj + half];
-        acc[0] *= alpha_a;
-        acc[1] *= alpha_a;
-        acc[2] *= alpha_b;
-        acc[3] *= alpha_b;
+        acc[0] *= rescale.a;
+        acc[1] *= rescale.a;
+        acc[2] *= rescale.b;
+        acc[3] *= rescale.b;
         mma_16816(acc, a, b[2 * half], b[2 * half + 1]);
       }
     }

@@ -20,6 +20,7 @@
 
 #include "kernels/cuda/cuda_status.h"
 #include "kernels/cuda/programmatic_launch.cuh"
+#include "kernels/cuda/paged_attention_mma.cuh"
 #include "kernels/cuda/paged_attention_params.cuh"
 
 namespace crosspoint::cuda::attention_internal {
@@ -31,25 +32,12 @@ constexpr int kQueryTile = kWarps * 16;  // new rows per CTA
 constexpr int kKvTile = 64;              // context positions per step
 constexpr int kPad = 8;                  // fp16 padding per shared-memory row (16 bytes)
 
-// d += a * b for one m16n8k16 tile; a: 4 regs (8 fp16), b: 2 regs (4 fp16), d: 4 fp32.
-__device__ __forceinline__ void mma_16816(float (&d)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
-  asm volatile(
-      "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
-      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
-}
-
 // Two 8x8 fp16 matrices from shared memory, transposed: lanes 0-7 give the row addresses of
 // the first (8 positions x 8 dims of V), lanes 8-15 those of the second (the next 8
 // positions); lane i receives [2 (i%4) .. +1][i/4] of each, i.e. the B fragment of P V.
 __device__ __forceinline__ void ldmatrix_x2_trans(uint32_t& r0, uint32_t& r1, const uint16_t* row_address) {
   const uint32_t address = static_cast<uint32_t>(__cvta_generic_to_shared(row_address));
   asm volatile("ldmatrix.sync.aligned.m8n8.x2.trans.shared.b16 {%0, %1}, [%2];\n" : "=r"(r0), "=r"(r1) : "r"(address));
-}
-
-__device__ __forceinline__ uint32_t pack_half2(float lo, float hi) {
-  const __half2 h = __floats2half2_rn(lo, hi);  // lo in the low 16 bits: the lower column
-  return *reinterpret_cast<const uint32_t*>(&h);
 }
 
 // Positions kv0 .. kv0 + 63 of one cache (K or V) into shared memory [position][dim] (row
@@ -154,8 +142,8 @@ __global__ void __launch_bounds__(kThreads) prefill_tensor_core_kernel(Params p,
         }
       }
 
-      // Causal mask, scale, online softmax.
-      float max_a = -INFINITY, max_b = -INFINITY;
+      // Causal mask and scale, then the softmax step (finite: position 0 is visible to every
+      // row and the first step includes it).
 #pragma unroll
       for (int nt = 0; nt < kPosTiles; ++nt) {
 #pragma unroll
@@ -163,38 +151,15 @@ __global__ void __launch_bounds__(kThreads) prefill_tensor_core_kernel(Params p,
           const int position = kv0 + nt * 8 + quad * 2 + e;
           sc[nt][e] = position < visible_a ? sc[nt][e] * p.scale_log2 : -INFINITY;
           sc[nt][2 + e] = position < visible_b ? sc[nt][2 + e] * p.scale_log2 : -INFINITY;
-          max_a = fmaxf(max_a, sc[nt][e]);
-          max_b = fmaxf(max_b, sc[nt][2 + e]);
         }
       }
-#pragma unroll
-      for (int offset = 1; offset < 4; offset *= 2) {  // the 4 lanes of a row
-        max_a = fmaxf(max_a, __shfl_xor_sync(0xffffffffu, max_a, offset));
-        max_b = fmaxf(max_b, __shfl_xor_sync(0xffffffffu, max_b, offset));
-      }
-      // Finite: position 0 is visible to every row and the first step includes it.
-      const float new_m_a = fmaxf(m_a, max_a), new_m_b = fmaxf(m_b, max_b);
-      const float alpha_a = exp2f(m_a - new_m_a), alpha_b = exp2f(m_b - new_m_b);
-      m_a = new_m_a;
-      m_b = new_m_b;
-      float sum_a = 0.f, sum_b = 0.f;
-#pragma unroll
-      for (int nt = 0; nt < kPosTiles; ++nt) {
-        sc[nt][0] = exp2f(sc[nt][0] - m_a);
-        sc[nt][1] = exp2f(sc[nt][1] - m_a);
-        sc[nt][2] = exp2f(sc[nt][2] - m_b);
-        sc[nt][3] = exp2f(sc[nt][3] - m_b);
-        sum_a += sc[nt][0] + sc[nt][1];
-        sum_b += sc[nt][2] + sc[nt][3];
-      }
-      l_a = l_a * alpha_a + sum_a;
-      l_b = l_b * alpha_b + sum_b;
+      const SoftmaxRescale rescale = online_softmax_step(sc, m_a, m_b, l_a, l_b);
 #pragma unroll
       for (int dt = 0; dt < kDimTiles; ++dt) {
-        o[dt][0] *= alpha_a;
-        o[dt][1] *= alpha_a;
-        o[dt][2] *= alpha_b;
-        o[dt][3] *= alpha_b;
+        o[dt][0] *= rescale.a;
+        o[dt][1] *= rescale.a;
+        o[dt][2] *= rescale.b;
+        o[dt][3] *= rescale.b;
       }
 
       // O += P V: the S accumulators of position tiles 2ps, 2ps+1 are the A fragment of k-step ps.
