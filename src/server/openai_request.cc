@@ -138,40 +138,6 @@ std::optional<ApiError> read_stop(const json& body, OpenAiRequest* out) {
   return std::nullopt;
 }
 
-// Features we do not implement are refused rather than silently ignored.
-std::optional<ApiError> refuse_unsupported(const json& body, ApiEndpoint endpoint) {
-  std::optional<int64_t> n;
-  if (auto e = read_int(body, "n", &n)) return e;
-  if (n && *n != 1) return bad_request("only n = 1 is supported", "n");
-  std::optional<int64_t> best_of;
-  if (auto e = read_int(body, "best_of", &best_of)) return e;
-  if (best_of && *best_of != 1) return bad_request("only best_of = 1 is supported", "best_of");
-  auto logprobs = body.find("logprobs");
-  if (logprobs != body.end() && !logprobs->is_null() && !(logprobs->is_boolean() && !logprobs->get<bool>())) {
-    if (logprobs->is_number_integer() && logprobs->get<int64_t>() < 0 && endpoint == ApiEndpoint::kCompletions) {
-      return bad_request("'logprobs' must be non-negative", "logprobs");
-    }
-    return bad_request("logprobs are not supported by this server", "logprobs");
-  }
-  bool echo = false;
-  if (auto e = read_bool(body, "echo", &echo)) return e;
-  if (echo) return bad_request("'echo' is not supported by this server", "echo");
-  for (const char* key : {"presence_penalty", "frequency_penalty", "min_p"}) {
-    std::optional<double> v;
-    if (auto e = read_number(body, key, &v)) return e;
-    if (v && *v != 0.0) return bad_request(std::string("'") + key + "' is not supported (only 0)", key);
-  }
-  std::optional<double> repetition;
-  if (auto e = read_number(body, "repetition_penalty", &repetition)) return e;
-  if (repetition && *repetition != 1.0)
-    return bad_request("'repetition_penalty' is not supported (only 1)", "repetition_penalty");
-  auto tools = body.find("tools");
-  if (tools != body.end() && !tools->is_null() && !(tools->is_array() && tools->empty())) {
-    return bad_request("tools are not supported by this server", "tools");
-  }
-  return std::nullopt;
-}
-
 std::optional<ApiError> read_sampling(const json& body, OpenAiRequest* out) {
   std::optional<double> temperature, top_p;
   std::optional<int64_t> top_k, seed;
@@ -205,10 +171,8 @@ std::optional<ApiError> read_sampling(const json& body, OpenAiRequest* out) {
 std::optional<ApiError> read_max_tokens(const json& body, ApiEndpoint endpoint, OpenAiRequest* out) {
   std::optional<int64_t> max_tokens, max_completion_tokens;
   if (auto e = read_int(body, "max_tokens", &max_tokens)) return e;
-  if (endpoint == ApiEndpoint::kChatCompletions) {
-    if (auto e = read_int(body, "max_completion_tokens", &max_completion_tokens)) return e;
-    if (max_completion_tokens) max_tokens = max_completion_tokens;
-  }
+  if (auto e = read_int(body, "max_completion_tokens", &max_completion_tokens)) return e;
+  if (max_completion_tokens) max_tokens = max_completion_tokens;
   if (max_tokens && *max_tokens < 1) {
     return bad_request("'max_tokens' must be at least 1, got " + std::to_string(*max_tokens), "max_tokens");
   }
@@ -226,7 +190,11 @@ std::optional<ApiError> read_streaming(const json& body, OpenAiRequest* out) {
   out->include_usage = true;  // vLLM's default once stream_options is given
   if (auto e = read_bool(*options, "include_usage", &out->include_usage)) return e;
   bool continuous = false;
-  return read_bool(*options, "continuous_usage_stats", &continuous);
+  if (auto e = read_bool(*options, "continuous_usage_stats", &continuous)) return e;
+  if (continuous)
+    return bad_request("'stream_options.continuous_usage_stats' is not supported by this server (refused unless false)",
+                       "stream_options");
+  return std::nullopt;
 }
 
 }  // namespace
@@ -237,6 +205,7 @@ std::optional<ApiError> parse_openai_request(const std::string& body_text, ApiEn
   if (!body.is_object()) return bad_request("the request body must be a JSON object");
   OpenAiRequest request;
   request.endpoint = endpoint;
+  if (auto e = check_request_fields(body, endpoint, &request.unknown_fields)) return e;
   auto model = body.find("model");
   if (model != body.end() && !model->is_null()) {
     if (!model->is_string()) return bad_request("'model' must be a string", "model");
@@ -248,7 +217,6 @@ std::optional<ApiError> parse_openai_request(const std::string& body_text, ApiEn
     if (auto e = read_messages(body, &request)) return e;
     if (auto e = read_bool(body, "add_generation_prompt", &request.add_generation_prompt)) return e;
   }
-  if (auto e = refuse_unsupported(body, endpoint)) return e;
   if (auto e = read_max_tokens(body, endpoint, &request)) return e;
   if (auto e = read_sampling(body, &request)) return e;
   if (auto e = read_stop(body, &request)) return e;

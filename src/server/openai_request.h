@@ -1,6 +1,7 @@
 // Parsing and validation of the bodies of POST /v1/completions and /v1/chat/completions
-// (fields as vLLM accepts them, docs/reference/openai-api.md section 2). Every rejection is
-// an ApiError naming the field; unknown fields are ignored as vLLM does.
+// (fields as vLLM accepts them, docs/reference/openai-api.md section 2). Every field is honoured
+// or refused as request_fields.h lists; every rejection is an ApiError naming the field; fields
+// in no list are ignored (and reported in unknown_fields) as vLLM does.
 #pragma once
 
 #include <cstdint>
@@ -10,11 +11,10 @@
 
 #include "scheduler/request_sampling_params.h"
 #include "server/api_error.h"
+#include "server/request_fields.h"
 #include "tokenizer/chat_template.h"
 
 namespace crosspoint {
-
-enum class ApiEndpoint { kCompletions, kChatCompletions };
 
 struct OpenAiRequest {
   ApiEndpoint endpoint = ApiEndpoint::kCompletions;
@@ -37,8 +37,8 @@ struct OpenAiRequest {
   bool include_stop_str_in_output = false;
   bool skip_special_tokens = true;
   bool stream = false;
-  bool include_usage = false;   // stream_options.include_usage
-  std::string user_request_id;  // request_id extension, echoed nowhere yet
+  bool include_usage = false;               // stream_options.include_usage
+  std::vector<std::string> unknown_fields;  // body fields no table defines: ignored, logged once per name
 };
 
 // Parses body for endpoint. On failure returns the ApiError (400) and leaves out unspecified.

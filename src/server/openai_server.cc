@@ -18,6 +18,7 @@
 #include <ctime>
 #include <deque>
 #include <mutex>
+#include <set>
 #include <unordered_map>
 
 #include <nlohmann/json.hpp>
@@ -79,6 +80,10 @@ struct OpenAiServer::Impl {
 
   // Streams with an open client, keyed by address (for the connection close callback).
   std::unordered_map<Stream*, std::shared_ptr<Stream>> live;
+  // Request fields no table defines, logged once each (at most this many names, so hostile
+  // clients cannot grow it).
+  static constexpr size_t kMaxLoggedUnknownFields = 256;
+  std::set<std::string> logged_unknown_fields;
 
   Impl(const ServerConfig& c, Engine& e, const Tokenizer& t, ChatTemplate ct)
       : config(c), engine(e), tokenizer(t), chat_template(std::move(ct)) {}
@@ -235,6 +240,13 @@ struct OpenAiServer::Impl {
   void handle_generation(evhttp_request* req, const std::string& body, ApiEndpoint endpoint) {
     OpenAiRequest request;
     if (auto e = parse_openai_request(body, endpoint, &request)) return send_error(req, *e);
+    for (const std::string& name : request.unknown_fields) {
+      if (logged_unknown_fields.size() >= kMaxLoggedUnknownFields || !logged_unknown_fields.insert(name).second)
+        continue;
+      log_warning(
+          "ignoring the request field '{}', which neither the OpenAI API nor vLLM defines{}", name.substr(0, 64),
+          logged_unknown_fields.size() == kMaxLoggedUnknownFields ? " (further unknown fields are not logged)" : "");
+    }
     if (auto e = check_model(request.model)) return send_error(req, *e);
     EngineRequest engine_request;
     if (auto e = prompt_ids(request, &engine_request.prompt_token_ids)) return send_error(req, *e);
