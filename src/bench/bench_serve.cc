@@ -76,11 +76,11 @@ std::string date_string() {
   return buffer;
 }
 
-std::string request_id_prefix(uint64_t seed) {
+// A key for this run's request UUIDs: random, so two runs against one server never share ids.
+uint64_t request_id_key(uint64_t seed) {
   std::random_device device;
-  char buffer[32];
-  std::snprintf(buffer, sizeof(buffer), "bench-%08x-", device() ^ static_cast<uint32_t>(seed));
-  return buffer;
+  const uint64_t key = (static_cast<uint64_t>(device()) << 32 | device()) ^ seed;
+  return key != 0 ? key : 1;
 }
 
 // Token count of the output: the server's usage, else the tokenizer on the text (vLLM).
@@ -120,6 +120,7 @@ Result<BenchResult> run_bench_serve(const BenchOptions& o, const Tokenizer& toke
   if (!api_key.empty()) client.headers.push_back("Authorization: Bearer " + api_key);
   client.max_concurrency = o.max_concurrency;
   client.request_timeout_s = o.request_timeout_s;
+  client.request_id_key = request_id_key(o.seed);  // warm-ups and the run: one key, distinct indices
 
   if (o.num_warmups > 0) {
     log_info("bench: {} warm-up requests (not counted)", o.num_warmups);
@@ -140,7 +141,7 @@ Result<BenchResult> run_bench_serve(const BenchOptions& o, const Tokenizer& toke
   }
 
   std::vector<RequestRecord> records(samples.size());
-  client.request_id_prefix = request_id_prefix(o.seed);
+  client.first_request_index = static_cast<size_t>(std::max(o.num_warmups, 0));
   for (size_t i = 0; i < samples.size(); ++i) {
     records[i].request_idx = static_cast<int>(i);
     records[i].prompt_len = samples[i].prompt_len;

@@ -197,6 +197,27 @@ void EventLoop::start_queued() {
   }
 }
 
+}  // namespace
+
+std::string request_uuid(uint64_t key, size_t idx) {
+  // Two splitmix64 outputs of (key, idx) give the 122 random bits.
+  auto mix = [](uint64_t z) {
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+  };
+  const uint64_t hi = mix(key + 0x9E3779B97F4A7C15ull * (2 * static_cast<uint64_t>(idx) + 1));
+  const uint64_t lo = mix(hi ^ key);
+  char buffer[37];
+  std::snprintf(buffer, sizeof(buffer), "%08x-%04x-4%03x-%04x-%012llx", static_cast<unsigned>(hi >> 32),
+                static_cast<unsigned>((hi >> 16) & 0xFFFF), static_cast<unsigned>(hi & 0xFFF),
+                static_cast<unsigned>(0x8000 | ((lo >> 48) & 0x3FFF)),
+                static_cast<unsigned long long>(lo & 0xFFFFFFFFFFFFull));
+  return buffer;
+}
+
+namespace {
+
 void EventLoop::start_request(size_t idx) {
   auto t = std::make_unique<Transfer>();
   t->record = &records_[idx];
@@ -209,8 +230,9 @@ void EventLoop::start_request(size_t idx) {
   t->headers = curl_slist_append(t->headers, "Accept: text/event-stream");
   t->headers = curl_slist_append(t->headers, "Expect:");  // no 100-continue round trip
   for (const std::string& h : config_.headers) t->headers = curl_slist_append(t->headers, h.c_str());
-  if (!config_.request_id_prefix.empty()) {
-    const std::string id_header = "x-request-id: " + config_.request_id_prefix + std::to_string(idx);
+  if (config_.request_id_key != 0) {
+    const std::string id_header =
+        "x-request-id: " + request_uuid(config_.request_id_key, config_.first_request_index + idx);
     t->headers = curl_slist_append(t->headers, id_header.c_str());
   }
   curl_easy_setopt(e, CURLOPT_URL, config_.url.c_str());

@@ -15,10 +15,17 @@
 
 namespace crosspoint::bench {
 
+// A version-4-shaped UUID ("8-4-4-4-12" lowercase hex) for request idx of the run keyed by key:
+// distinct per (key, idx), the same for the same pair.
+std::string request_uuid(uint64_t key, size_t idx);
+
 struct LoadClientConfig {
-  std::string url;                     // endpoint URL, e.g. http://127.0.0.1:8000/v1/completions
-  std::vector<std::string> headers;    // extra request headers, "Name: value"
-  std::string request_id_prefix;       // x-request-id: <prefix><index>; empty = no header
+  std::string url;                   // endpoint URL, e.g. http://127.0.0.1:8000/v1/completions
+  std::vector<std::string> headers;  // extra request headers, "Name: value"
+  // x-request-id of request i: request_uuid(request_id_key, i), a UUID (servers such as
+  // llama-cpp-python's refuse other ids); 0 = no header.
+  uint64_t request_id_key = 0;
+  size_t first_request_index = 0;      // request i of a run gets the id of index first_request_index + i
   std::optional<int> max_concurrency;  // unset = no limit
   double request_timeout_s = 6 * 3600.0;
   std::string metrics_url;  // Prometheus endpoint; empty = no sampling

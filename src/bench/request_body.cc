@@ -12,6 +12,7 @@ std::string build_request_body(const RequestBodyOptions& options, const SampleRe
     // OpenAI API and more servers accept it.
     body["messages"] = nlohmann::ordered_json::array({{{"role", "user"}, {"content", sample.prompt}}});
     body["max_completion_tokens"] = sample.expected_output_len;
+    body["max_tokens"] = sample.expected_output_len;  // for servers that read only the older name
   } else {
     body["prompt"] = sample.prompt;
     body["repetition_penalty"] = 1.0;

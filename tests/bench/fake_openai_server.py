@@ -19,7 +19,7 @@ import sys
 import time
 
 STATE = {"in_flight": 0, "max_in_flight": 0, "num_requests": 0, "num_completed": 0, "preemptions": 0,
-         "start_times": []}
+         "start_times": [], "request_ids": []}
 
 
 def parse_args():
@@ -168,6 +168,7 @@ async def handle(reader, writer):
                 continue
             STATE["num_requests"] += 1
             request_number = STATE["num_requests"]
+            STATE["request_ids"].append(headers.get("x-request-id"))
             STATE["start_times"].append(time.monotonic())
             if ARGS.die_after and request_number >= ARGS.die_after:
                 asyncio.get_running_loop().call_later(ARGS.die_delay_ms / 1000, os._exit, 3)

@@ -8,6 +8,7 @@ usage: run_bench_scenario.py --binary build/crosspoint --scenario NAME [--workdi
 import argparse
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -99,6 +100,12 @@ def scenario_aggregates(binary, workdir):
     expect(stats["max_in_flight"] <= 16, f"server saw {stats['max_in_flight']} concurrent requests > 16")
     expect(r["concurrency_reached"] <= 16, f"client reached {r['concurrency_reached']} > 16")
     expect(r["max_concurrent_requests"] <= 16, "max_concurrent_requests > 16")
+    # Every request carries a distinct UUID as x-request-id (servers such as llama-cpp-python's
+    # refuse any other id).
+    ids = stats["request_ids"]
+    uuid = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$")
+    expect(all(i is not None and uuid.match(i) for i in ids), f"request ids that are not UUIDs: {ids[:3]}")
+    expect(len(set(ids)) == len(ids), "two requests share an x-request-id")
     expect(all(s == "usage" for s in r["output_len_sources"]), "output lengths should come from usage")
     expect(r["output_lens"] == r["expected_output_lens"], "fake server returns exactly max_tokens tokens")
     good = sum(r["request_is_good"])

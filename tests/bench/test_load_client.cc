@@ -10,6 +10,8 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <regex>
+#include <set>
 #include <string>
 
 #include "bench/load_client.h"
@@ -152,6 +154,25 @@ TEST(LoadClient, TimeoutAndRefusedConnection) {
     EXPECT_EQ(r.http_status, 0);
     EXPECT_FALSE(r.error.empty());
   }
+}
+
+}  // namespace
+}  // namespace crosspoint::bench
+
+namespace crosspoint::bench {
+namespace {
+
+TEST(RequestUuid, VersionFourShapeDistinctPerRequestAndRun) {
+  const std::regex uuid("^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$");
+  std::set<std::string> seen;
+  for (uint64_t key : {1ull, 2ull, 0xDEADBEEFull}) {
+    for (size_t i = 0; i < 2000; ++i) {
+      const std::string id = request_uuid(key, i);
+      EXPECT_TRUE(std::regex_match(id, uuid)) << id;
+      EXPECT_TRUE(seen.insert(id).second) << "repeated " << id;
+    }
+  }
+  EXPECT_EQ(request_uuid(7, 3), request_uuid(7, 3));
 }
 
 }  // namespace
