@@ -19,6 +19,7 @@ using nlohmann::json;
 class FieldReader {
  public:
   FieldReader(const json& object, std::string source) : object_(object), source_(std::move(source)) {}
+  const std::string& source() const { return source_; }
 
   const json* find(const std::string& field) const {
     auto it = object_.find(field);
@@ -116,7 +117,7 @@ Result<Architecture> parse_architecture(const FieldReader& reader, ModelConfig* 
 }
 
 // RoPE base and scaling: either the classic top-level rope_theta / rope_scaling, or the
-// newer "rope_parameters" object. Only unscaled RoPE is implemented.
+// newer "rope_parameters" object. Unscaled RoPE and Llama 3's scaling are implemented.
 Status parse_rope(const FieldReader& reader, ModelConfig* config) {
   const json* parameters = reader.find("rope_parameters");
   const json* theta = reader.find("rope_theta");
@@ -142,9 +143,26 @@ Status parse_rope(const FieldReader& reader, ModelConfig* config) {
       break;
     }
   }
-  if (type != "default") {
+  config->rope_scaling.type = type;
+  if (type == "default") return Status::ok();
+  if (type != "llama3") {
     return reader.error(StatusCode::kUnsupported, scaling_field,
-                        "RoPE scaling type \"" + type + "\" is not implemented (only unscaled RoPE is)");
+                        "RoPE scaling type \"" + type + "\" is not implemented (unscaled and \"llama3\" are)");
+  }
+  RopeScaling& r = config->rope_scaling;
+  FieldReader params(*scaling, reader.source() + ": " + scaling_field);
+  for (auto [name, out] : {std::pair<const char*, double*>{"factor", &r.factor},
+                           {"low_freq_factor", &r.low_freq_factor},
+                           {"high_freq_factor", &r.high_freq_factor},
+                           {"original_max_position_embeddings", &r.original_max_position_embeddings}}) {
+    const json* value = params.find(name);
+    if (value == nullptr)
+      return params.error(StatusCode::kInvalidArgument, name, "missing (rope_type \"llama3\" needs it)");
+    CROSSPOINT_ASSIGN_OR_RETURN(*out, params.positive_double(name, 0.0, value));
+  }
+  if (r.high_freq_factor <= r.low_freq_factor) {
+    return params.error(StatusCode::kInvalidArgument, "high_freq_factor",
+                        "must exceed low_freq_factor (" + std::to_string(r.low_freq_factor) + ")");
   }
   return Status::ok();
 }

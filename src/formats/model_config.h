@@ -12,6 +12,17 @@ namespace crosspoint {
 
 enum class Architecture { kLlama, kQwen2 };
 
+// rope_scaling / rope_parameters as Llama 3.1+ configs give it ("rope_type": "llama3"): the
+// frequencies whose wavelength exceeds original_max_position_embeddings / low_freq_factor are
+// divided by factor, those below ... / high_freq_factor kept, the ones between blended.
+struct RopeScaling {
+  std::string type = "default";  // "default" or "llama3"
+  double factor = 1.0;
+  double low_freq_factor = 1.0;
+  double high_freq_factor = 4.0;
+  double original_max_position_embeddings = 0.0;
+};
+
 struct ModelConfig {
   Architecture architecture = Architecture::kLlama;
   std::string architecture_name;  // "LlamaForCausalLM" / "Qwen2ForCausalLM"
@@ -24,6 +35,7 @@ struct ModelConfig {
   int64_t vocab_size = 0;
   int64_t max_position_embeddings = 0;
   double rope_theta = 10000.0;
+  RopeScaling rope_scaling;  // rope_type "default" (none) or "llama3"
   double rms_norm_eps = 1e-6;
   bool tie_word_embeddings = false;
   bool attention_bias = false;         // q/k/v bias: always true for Qwen2, config flag for Llama

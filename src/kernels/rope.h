@@ -14,6 +14,12 @@ namespace crosspoint {
 // [head_dim / 2] f32 inverse frequencies, HF's default rope (no scaling).
 std::vector<float> rope_inv_freq(int64_t head_dim, double theta);
 
+// Llama 3's frequency scaling (HF's _compute_llama3_parameters, in fp32 as it computes):
+// wavelengths 2 pi / f above original_max_position / low_freq_factor are divided by factor,
+// those below original_max_position / high_freq_factor kept, the ones between blended.
+void scale_rope_llama3(std::vector<float>& inv_freq, double factor, double low_freq_factor, double high_freq_factor,
+                       double original_max_position);
+
 struct RopeArgs {
   float* x = nullptr;      // [num_tokens, num_heads, head_dim] f32, rotated in place;
   int64_t row_stride = 0;  //   tokens row_stride elements apart (0: num_heads * head_dim)

@@ -15,6 +15,24 @@ std::vector<float> rope_inv_freq(int64_t head_dim, double theta) {
   return inv_freq;
 }
 
+void scale_rope_llama3(std::vector<float>& inv_freq, double factor, double low_freq_factor, double high_freq_factor,
+                       double original_max_position) {
+  const float pi = 3.141592653589793f;
+  const float f = static_cast<float>(factor), low = static_cast<float>(low_freq_factor),
+              high = static_cast<float>(high_freq_factor), old_len = static_cast<float>(original_max_position);
+  const float low_freq_wavelen = old_len / low, high_freq_wavelen = old_len / high;
+  for (float& freq : inv_freq) {
+    const float wavelen = 2 * pi / freq;
+    if (wavelen < high_freq_wavelen) continue;  // high frequencies: kept
+    if (wavelen > low_freq_wavelen) {           // low frequencies: divided by the factor
+      freq = freq / f;
+      continue;
+    }
+    const float smooth = (old_len / wavelen - low) / (high - low);
+    freq = (1 - smooth) * freq / f + smooth * freq;
+  }
+}
+
 Status validate_rope_args(const RopeArgs& a) {
   if (a.head_dim <= 0 || a.head_dim % 2 != 0)
     return invalid_argument("rope: head_dim " + std::to_string(a.head_dim) + " must be positive and even");

@@ -19,6 +19,9 @@ Result<std::unique_ptr<Model>> Model::load(const std::string& model_dir, const M
   CROSSPOINT_ASSIGN_OR_RETURN(model->tensors_, SafetensorsModel::open_dir(model_dir));
   CROSSPOINT_RETURN_IF_ERROR(model->load_weights(options));
   model->rope_inv_freq_ = rope_inv_freq(model->config_.head_dim, model->config_.rope_theta);
+  if (const RopeScaling& r = model->config_.rope_scaling; r.type == "llama3")
+    scale_rope_llama3(model->rope_inv_freq_, r.factor, r.low_freq_factor, r.high_freq_factor,
+                      r.original_max_position_embeddings);
   return model;
 }
 

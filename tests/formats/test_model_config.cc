@@ -105,6 +105,26 @@ struct BadConfig {
   const char* needle;
 };
 
+TEST(ModelConfig, Llama3RopeScalingIsRead) {
+  nlohmann::json config = nlohmann::json::parse(kQwen25Config);
+  config["rope_scaling"] = {{"rope_type", "llama3"},
+                            {"factor", 8.0},
+                            {"low_freq_factor", 1.0},
+                            {"high_freq_factor", 4.0},
+                            {"original_max_position_embeddings", 8192}};
+  auto parsed = parse_model_config(config.dump(), "/m/config.json");
+  ASSERT_TRUE(parsed.is_ok()) << parsed.status().to_string();
+  EXPECT_EQ(parsed->rope_scaling.type, "llama3");
+  EXPECT_EQ(parsed->rope_scaling.factor, 8.0);
+  EXPECT_EQ(parsed->rope_scaling.low_freq_factor, 1.0);
+  EXPECT_EQ(parsed->rope_scaling.high_freq_factor, 4.0);
+  EXPECT_EQ(parsed->rope_scaling.original_max_position_embeddings, 8192.0);
+  config["rope_scaling"] = nullptr;  // as most configs write "no scaling"
+  parsed = parse_model_config(config.dump(), "/m/config.json");
+  ASSERT_TRUE(parsed.is_ok()) << parsed.status().to_string();
+  EXPECT_EQ(parsed->rope_scaling.type, "default");
+}
+
 TEST(ModelConfig, RefusalsAreOneLineNamingFileAndField) {
   const std::vector<BadConfig> cases = {
       {"unknown architecture", R"({"architectures":["MistralForCausalLM"]})", StatusCode::kUnsupported,
@@ -125,8 +145,16 @@ TEST(ModelConfig, RefusalsAreOneLineNamingFileAndField) {
       {"gelu", R"({"hidden_act":"gelu"})", StatusCode::kUnsupported, "field 'hidden_act': \"gelu\" is not supported"},
       {"yarn", R"({"rope_scaling":{"type":"yarn","factor":4.0,"original_max_position_embeddings":32768}})",
        StatusCode::kUnsupported, "field 'rope_scaling': RoPE scaling type \"yarn\" is not implemented"},
-      {"llama3 rope", R"({"rope_scaling":{"rope_type":"llama3","factor":8.0}})", StatusCode::kUnsupported,
-       "RoPE scaling type \"llama3\""},
+      {"llama3 rope without its fields", R"({"rope_scaling":{"rope_type":"llama3","factor":8.0}})",
+       StatusCode::kInvalidArgument, "field 'low_freq_factor': missing"},
+      {"llama3 rope, high below low",
+       R"({"rope_scaling":{"rope_type":"llama3","factor":8.0,"low_freq_factor":4.0,"high_freq_factor":1.0,)"
+       R"("original_max_position_embeddings":8192}})",
+       StatusCode::kInvalidArgument, "field 'high_freq_factor': must exceed low_freq_factor"},
+      {"llama3 rope, zero factor",
+       R"({"rope_scaling":{"rope_type":"llama3","factor":0,"low_freq_factor":1.0,"high_freq_factor":4.0,)"
+       R"("original_max_position_embeddings":8192}})",
+       StatusCode::kInvalidArgument, "field 'factor': must be positive"},
       {"sliding window", R"({"use_sliding_window":true})", StatusCode::kUnsupported, "field 'use_sliding_window'"},
       {"bad eos", R"({"eos_token_id":"</s>"})", StatusCode::kInvalidArgument, "field 'eos_token_id'"},
       {"zero eps", R"({"rms_norm_eps":0})", StatusCode::kInvalidArgument, "field 'rms_norm_eps'"},
