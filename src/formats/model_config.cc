@@ -105,15 +105,20 @@ Result<Architecture> parse_architecture(const FieldReader& reader, ModelConfig* 
   } else if (const json* model_type = reader.find("model_type"); model_type && model_type->is_string()) {
     // Older or hand-written configs: model_type alone.
     const std::string type = model_type->get<std::string>();
-    name = type == "llama" ? "LlamaForCausalLM" : type == "qwen2" ? "Qwen2ForCausalLM" : type;
+    name = type == "llama"   ? "LlamaForCausalLM"
+           : type == "qwen2" ? "Qwen2ForCausalLM"
+           : type == "qwen3" ? "Qwen3ForCausalLM"
+                             : type;
   } else {
     return reader.error(StatusCode::kInvalidArgument, "architectures", "missing (and no model_type)");
   }
   config->architecture_name = name;
   if (name == "LlamaForCausalLM") return Architecture::kLlama;
   if (name == "Qwen2ForCausalLM") return Architecture::kQwen2;
-  return reader.error(StatusCode::kUnsupported, "architectures",
-                      "\"" + name + "\" is not supported (crosspoint reads LlamaForCausalLM and Qwen2ForCausalLM)");
+  if (name == "Qwen3ForCausalLM") return Architecture::kQwen3;
+  return reader.error(
+      StatusCode::kUnsupported, "architectures",
+      "\"" + name + "\" is not supported (crosspoint reads LlamaForCausalLM, Qwen2ForCausalLM and Qwen3ForCausalLM)");
 }
 
 // RoPE base and scaling: either the classic top-level rope_theta / rope_scaling, or the
@@ -219,8 +224,13 @@ Result<ModelConfig> parse_model_config(const std::string& json_text, const std::
     }
   }
   CROSSPOINT_ASSIGN_OR_RETURN(config.tie_word_embeddings, reader.boolean("tie_word_embeddings", false));
-  if (config.architecture == Architecture::kQwen2) {
-    config.attention_bias = true;  // hard-wired in Qwen2Attention, not a config flag
+  if (config.architecture == Architecture::kQwen2 || config.architecture == Architecture::kQwen3) {
+    // Qwen2Attention hard-wires the q/k/v bias; Qwen3's is a config flag (false in every release).
+    config.attention_bias = true;
+    if (config.architecture == Architecture::kQwen3) {
+      CROSSPOINT_ASSIGN_OR_RETURN(config.attention_bias, reader.boolean("attention_bias", false));
+      config.qk_norm = true;
+    }
     CROSSPOINT_ASSIGN_OR_RETURN(bool sliding, reader.boolean("use_sliding_window", false));
     if (sliding) {
       return reader.error(StatusCode::kUnsupported, "use_sliding_window",

@@ -10,7 +10,7 @@
 
 namespace crosspoint {
 
-enum class Architecture { kLlama, kQwen2 };
+enum class Architecture { kLlama, kQwen2, kQwen3 };
 
 // rope_scaling / rope_parameters as Llama 3.1+ configs give it ("rope_type": "llama3"): the
 // frequencies whose wavelength exceeds original_max_position_embeddings / low_freq_factor are
@@ -25,7 +25,7 @@ struct RopeScaling {
 
 struct ModelConfig {
   Architecture architecture = Architecture::kLlama;
-  std::string architecture_name;  // "LlamaForCausalLM" / "Qwen2ForCausalLM"
+  std::string architecture_name;  // "LlamaForCausalLM" / "Qwen2ForCausalLM" / "Qwen3ForCausalLM"
   int64_t hidden_size = 0;        // d
   int64_t intermediate_size = 0;  // MLP width
   int64_t num_hidden_layers = 0;
@@ -38,7 +38,8 @@ struct ModelConfig {
   RopeScaling rope_scaling;  // rope_type "default" (none) or "llama3"
   double rms_norm_eps = 1e-6;
   bool tie_word_embeddings = false;
-  bool attention_bias = false;         // q/k/v bias: always true for Qwen2, config flag for Llama
+  bool attention_bias = false;         // q/k/v bias: always true for Qwen2, config flag for Llama and Qwen3
+  bool qk_norm = false;                // Qwen3: RMSNorm over each head of q and of k before RoPE
   std::string torch_dtype;             // "float16", "bfloat16", "float32" (informational)
   std::vector<int64_t> eos_token_ids;  // may be several
   std::optional<int64_t> bos_token_id;

@@ -28,8 +28,8 @@ Result<std::unique_ptr<Model>> Model::load(const std::string& model_dir, const M
 Status Model::load_weights(const ModelLoadOptions& options) {
   const ModelConfig& c = config_;
   CROSSPOINT_ASSIGN_OR_RETURN(auto format, select_linear_weight_format(c, options.linear_formats));
-  const int64_t d = c.hidden_size, q_dim = c.num_attention_heads * c.head_dim,
-                kv_dim = c.num_key_value_heads * c.head_dim;
+  const int64_t d = c.hidden_size, D = c.head_dim, q_dim = c.num_attention_heads * D,
+                kv_dim = c.num_key_value_heads * D;
   CROSSPOINT_ASSIGN_OR_RETURN(embed_tokens_,
                               require_float_tensor(*tensors_, "model.embed_tokens.weight", {c.vocab_size, d}));
   CROSSPOINT_ASSIGN_OR_RETURN(final_norm_, require_float_tensor(*tensors_, "model.norm.weight", {d}));
@@ -51,6 +51,10 @@ Status Model::load_weights(const ModelLoadOptions& options) {
     CROSSPOINT_ASSIGN_OR_RETURN(layer.input_norm, require_float_tensor(*tensors_, p + "input_layernorm.weight", {d}));
     CROSSPOINT_ASSIGN_OR_RETURN(layer.post_attention_norm,
                                 require_float_tensor(*tensors_, p + "post_attention_layernorm.weight", {d}));
+    if (c.qk_norm) {
+      CROSSPOINT_ASSIGN_OR_RETURN(layer.q_norm, require_float_tensor(*tensors_, p + "self_attn.q_norm.weight", {D}));
+      CROSSPOINT_ASSIGN_OR_RETURN(layer.k_norm, require_float_tensor(*tensors_, p + "self_attn.k_norm.weight", {D}));
+    }
     CROSSPOINT_ASSIGN_OR_RETURN(layer.q_proj, linear(p + "self_attn.q_proj", d, q_dim, c.attention_bias));
     CROSSPOINT_ASSIGN_OR_RETURN(layer.k_proj, linear(p + "self_attn.k_proj", d, kv_dim, c.attention_bias));
     CROSSPOINT_ASSIGN_OR_RETURN(layer.v_proj, linear(p + "self_attn.v_proj", d, kv_dim, c.attention_bias));
@@ -174,6 +178,11 @@ Status Model::run_layer(int32_t layer_idx, const ForwardBatch& batch, CpuKvCache
   CROSSPOINT_RETURN_IF_ERROR(w.q_proj->forward(x.data(), T, 0, q.data()));
   CROSSPOINT_RETURN_IF_ERROR(w.k_proj->forward(x.data(), T, 0, k.data()));
   CROSSPOINT_RETURN_IF_ERROR(w.v_proj->forward(x.data(), T, 0, v.data()));
+  if (w.q_norm != nullptr) {  // Qwen3: each head's q and k RMS-normalised before RoPE
+    const float eps = static_cast<float>(c.rms_norm_eps);
+    CROSSPOINT_RETURN_IF_ERROR(rms_norm({q.data(), w.q_norm->data, w.q_norm->dtype, q.data(), T * H, D, eps}));
+    CROSSPOINT_RETURN_IF_ERROR(rms_norm({k.data(), w.k_norm->data, w.k_norm->dtype, k.data(), T * Hkv, D, eps}));
+  }
   CROSSPOINT_RETURN_IF_ERROR(rope({q.data(), 0, T, H, D, batch.positions.data(), rope_inv_freq_.data()}));
   CROSSPOINT_RETURN_IF_ERROR(rope({k.data(), 0, T, Hkv, D, batch.positions.data(), rope_inv_freq_.data()}));
 

@@ -31,6 +31,8 @@ struct ModelLoadOptions {
 struct DecoderLayerWeights {
   const TensorInfo* input_norm = nullptr;           // [d] input_layernorm.weight
   const TensorInfo* post_attention_norm = nullptr;  // [d] post_attention_layernorm.weight
+  const TensorInfo* q_norm = nullptr;               // [head_dim] self_attn.q_norm.weight (Qwen3), else null
+  const TensorInfo* k_norm = nullptr;               // [head_dim] self_attn.k_norm.weight (Qwen3), else null
   std::unique_ptr<LinearWeight> q_proj;             // d -> num_heads * head_dim (+ bias for Qwen2)
   std::unique_ptr<LinearWeight> k_proj;             // d -> num_kv_heads * head_dim
   std::unique_ptr<LinearWeight> v_proj;             // d -> num_kv_heads * head_dim

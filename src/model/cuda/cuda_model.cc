@@ -48,6 +48,9 @@ Result<std::unique_ptr<CudaModel>> CudaModel::create(const Model& model, const C
     return invalid_argument(
         "cuda model: max-num-batched-tokens, max-num-seqs, max-model-len and block size must be positive");
   const ModelConfig& c = m->config_;
+  if (c.qk_norm)
+    return unsupported("cuda model: " + c.architecture_name +
+                       "'s per-head q/k RMSNorm is not implemented on the GPU yet (use --device cpu)");
   if (c.head_dim % 2 != 0 || c.head_dim > 256 || c.num_attention_heads % c.num_key_value_heads != 0)
     return unsupported("cuda model: head_dim " + std::to_string(c.head_dim) + " with " +
                        std::to_string(c.num_attention_heads) + " heads and " + std::to_string(c.num_key_value_heads) +
