@@ -1,4 +1,5 @@
-// The CUDA model against the CPU model on tiny random Qwen2 checkpoints in every precision,
+// The CUDA model against the CPU model on tiny random Qwen2 checkpoints in every precision and a
+// dense Qwen3 one,
 // and the CUDA runner through the real engine (greedy tokens equal to the CPU runner's;
 // CUDA graphs equal to eager). Every test here skips when no GPU is present.
 //
@@ -119,7 +120,7 @@ TEST_P(CudaModelVsCpuTest, LogitsMatchTheCpuModel) {
 
 INSTANTIATE_TEST_SUITE_P(Precisions, CudaModelVsCpuTest,
                          ::testing::Values(TinyPrecision::kFp16, TinyPrecision::kFp8, TinyPrecision::kW4A16Rtn,
-                                           TinyPrecision::kW4A16GptqActOrder),
+                                           TinyPrecision::kW4A16GptqActOrder, TinyPrecision::kQwen3Fp16),
                          [](const ::testing::TestParamInfo<TinyPrecision>& info) {
                            return std::string(cuda_testing::precision_name(info.param));
                          });

@@ -1,7 +1,8 @@
 // Tiny random Qwen2-shaped checkpoints for the CUDA model tests, written once per test
 // binary into a temp directory: a dense bf16 one (bf16 -> fp16 is exact, so the GPU sees the
 // CPU's weights) and its W8A8-FP8, W4A16-RTN and W4A16-GPTQ act-order versions, made by the
-// project's own quantiser (crosspoint quantize as a library call).
+// project's own quantiser (crosspoint quantize as a library call); and a dense Qwen3 one (per-head
+// q/k norms instead of the q/k/v bias).
 //   hidden 256, 4 heads of 64, 2 KV heads, intermediate 512, 2 layers, vocab 512, q/k/v bias.
 #pragma once
 
@@ -44,10 +45,17 @@ inline TensorToWrite random_bf16(const std::string& name, std::vector<int64_t> s
   return t;
 }
 
+inline std::string tiny_qwen3_config_json() {
+  std::string json = tiny_config_json(R"(, "head_dim": 64, "attention_bias": false)");
+  const std::string from = R"({"architectures": ["Qwen2ForCausalLM"], "model_type": "qwen2")";
+  return R"({"architectures": ["Qwen3ForCausalLM"], "model_type": "qwen3")" + json.substr(from.size());
+}
+
 // Weights scaled so activations keep unit size through the layers (std 1/sqrt(fan_in)).
-inline void write_dense_checkpoint(const std::filesystem::path& dir, uint32_t seed) {
+// qwen3: Qwen3's layout (q/k norms of [head_dim], no q/k/v bias).
+inline void write_dense_checkpoint(const std::filesystem::path& dir, uint32_t seed, bool qwen3 = false) {
   std::filesystem::create_directories(dir);
-  std::ofstream(dir / "config.json") << tiny_config_json();
+  std::ofstream(dir / "config.json") << (qwen3 ? tiny_qwen3_config_json() : tiny_config_json());
   std::mt19937 rng(seed);
   const float in_d = 1.0f / std::sqrt(static_cast<float>(kHidden)), in_i = 1.0f / std::sqrt(static_cast<float>(kInter));
   std::vector<TensorToWrite> t;
@@ -59,11 +67,16 @@ inline void write_dense_checkpoint(const std::filesystem::path& dir, uint32_t se
     t.push_back(random_bf16(p + "input_layernorm.weight", {kHidden}, rng, 0.1f, 1.0f));
     t.push_back(random_bf16(p + "post_attention_layernorm.weight", {kHidden}, rng, 0.1f, 1.0f));
     t.push_back(random_bf16(p + "self_attn.q_proj.weight", {kHeads * kHeadDim, kHidden}, rng, in_d));
-    t.push_back(random_bf16(p + "self_attn.q_proj.bias", {kHeads * kHeadDim}, rng, 0.2f));
     t.push_back(random_bf16(p + "self_attn.k_proj.weight", {kKvHeads * kHeadDim, kHidden}, rng, in_d));
-    t.push_back(random_bf16(p + "self_attn.k_proj.bias", {kKvHeads * kHeadDim}, rng, 0.2f));
     t.push_back(random_bf16(p + "self_attn.v_proj.weight", {kKvHeads * kHeadDim, kHidden}, rng, in_d));
-    t.push_back(random_bf16(p + "self_attn.v_proj.bias", {kKvHeads * kHeadDim}, rng, 0.2f));
+    if (qwen3) {
+      t.push_back(random_bf16(p + "self_attn.q_norm.weight", {kHeadDim}, rng, 0.2f, 1.0f));
+      t.push_back(random_bf16(p + "self_attn.k_norm.weight", {kHeadDim}, rng, 0.2f, 1.0f));
+    } else {
+      t.push_back(random_bf16(p + "self_attn.q_proj.bias", {kHeads * kHeadDim}, rng, 0.2f));
+      t.push_back(random_bf16(p + "self_attn.k_proj.bias", {kKvHeads * kHeadDim}, rng, 0.2f));
+      t.push_back(random_bf16(p + "self_attn.v_proj.bias", {kKvHeads * kHeadDim}, rng, 0.2f));
+    }
     t.push_back(random_bf16(p + "self_attn.o_proj.weight", {kHidden, kHeads * kHeadDim}, rng, in_d));
     t.push_back(random_bf16(p + "mlp.gate_proj.weight", {kInter, kHidden}, rng, in_d));
     t.push_back(random_bf16(p + "mlp.up_proj.weight", {kInter, kHidden}, rng, in_d));
@@ -73,7 +86,7 @@ inline void write_dense_checkpoint(const std::filesystem::path& dir, uint32_t se
   CROSSPOINT_CHECK(s.is_ok(), "write_dense_checkpoint: writing the safetensors file failed");
 }
 
-enum class TinyPrecision { kFp16, kFp8, kW4A16Rtn, kW4A16GptqActOrder };
+enum class TinyPrecision { kFp16, kFp8, kW4A16Rtn, kW4A16GptqActOrder, kQwen3Fp16 };
 
 inline const char* precision_name(TinyPrecision p) {
   switch (p) {
@@ -81,6 +94,7 @@ inline const char* precision_name(TinyPrecision p) {
     case TinyPrecision::kFp8: return "w8a8_fp8";
     case TinyPrecision::kW4A16Rtn: return "w4a16_rtn";
     case TinyPrecision::kW4A16GptqActOrder: return "w4a16_gptq_act_order";
+    case TinyPrecision::kQwen3Fp16: return "qwen3_fp16";
   }
   return "?";
 }
@@ -98,6 +112,11 @@ class TinyCheckpoints {
     const std::filesystem::path dense = root_ / "fp16";
     if (!std::filesystem::exists(dense / "model.safetensors")) write_dense_checkpoint(dense, 20261130);
     if (precision == TinyPrecision::kFp16) return dense.string();
+    if (precision == TinyPrecision::kQwen3Fp16) {
+      const std::filesystem::path qwen3 = root_ / precision_name(precision);
+      if (!std::filesystem::exists(qwen3 / "model.safetensors")) write_dense_checkpoint(qwen3, 20261201, true);
+      return qwen3.string();
+    }
     const std::filesystem::path out = root_ / precision_name(precision);
     if (std::filesystem::exists(out / "model.safetensors")) return out.string();
     QuantizeModelOptions o;

@@ -7,6 +7,7 @@
 #include "common/dtype.h"
 #include "kernels/cuda/cuda_status.h"
 #include "kernels/cuda/decoder_ops.h"
+#include "kernels/cuda/head_rms_norm.h"
 #include "kernels/cuda/linear.h"
 #include "kernels/cuda/paged_attention.h"
 #include "kernels/cuda/w4a16_gemm.h"
@@ -48,9 +49,8 @@ Result<std::unique_ptr<CudaModel>> CudaModel::create(const Model& model, const C
     return invalid_argument(
         "cuda model: max-num-batched-tokens, max-num-seqs, max-model-len and block size must be positive");
   const ModelConfig& c = m->config_;
-  if (c.qk_norm)
-    return unsupported("cuda model: " + c.architecture_name +
-                       "'s per-head q/k RMSNorm is not implemented on the GPU yet (use --device cpu)");
+  if (c.qk_norm && c.attention_bias)  // rope_kv_write adds the bias, which would have to come before the norm
+    return unsupported("cuda model: per-head q/k norms together with a q/k/v bias are not implemented");
   if (c.head_dim % 2 != 0 || c.head_dim > 256 || c.num_attention_heads % c.num_key_value_heads != 0)
     return unsupported("cuda model: head_dim " + std::to_string(c.head_dim) + " with " +
                        std::to_string(c.num_attention_heads) + " heads and " + std::to_string(c.num_key_value_heads) +
@@ -143,6 +143,10 @@ Status CudaModel::upload_weights(const Model& model) {
     CROSSPOINT_ASSIGN_OR_RETURN(l.input_norm, upload_fp16(*w.input_norm, p + "input_layernorm.weight"));
     CROSSPOINT_ASSIGN_OR_RETURN(l.post_attention_norm,
                                 upload_fp16(*w.post_attention_norm, p + "post_attention_layernorm.weight"));
+    if (w.q_norm != nullptr) {
+      CROSSPOINT_ASSIGN_OR_RETURN(l.q_norm, upload_fp16(*w.q_norm, p + "self_attn.q_norm.weight"));
+      CROSSPOINT_ASSIGN_OR_RETURN(l.k_norm, upload_fp16(*w.k_norm, p + "self_attn.k_norm.weight"));
+    }
     CROSSPOINT_ASSIGN_OR_RETURN(l.qkv, upload_fused_linear({{p + "self_attn.q_proj", w.q_proj.get()},
                                                             {p + "self_attn.k_proj", w.k_proj.get()},
                                                             {p + "self_attn.v_proj", w.v_proj.get()}},
@@ -154,8 +158,8 @@ Status CudaModel::upload_weights(const Model& model) {
                                        false, p + "mlp.gate_up"));
     CROSSPOINT_ASSIGN_OR_RETURN(
         l.down_proj, upload_fused_linear({{p + "mlp.down_proj", w.down_proj.get()}}, false, p + "mlp.down_proj"));
-    bytes += l.input_norm.bytes() + l.post_attention_norm.bytes() + l.qkv.device_bytes() + l.o_proj.device_bytes() +
-             l.gate_up.device_bytes() + l.down_proj.device_bytes();
+    bytes += l.input_norm.bytes() + l.post_attention_norm.bytes() + l.q_norm.bytes() + l.k_norm.bytes() +
+             l.qkv.device_bytes() + l.o_proj.device_bytes() + l.gate_up.device_bytes() + l.down_proj.device_bytes();
   }
   memory_.weight_bytes = bytes;
   weight_format_name_ = layers_.empty() ? "none" : cuda_linear_format_name(layers_[0].qkv.format);
@@ -340,6 +344,9 @@ Status CudaModel::run_layer(int32_t layer_idx, const CudaForwardBatch& b) {
   mark(StepOp::kInputNorm);
   CROSSPOINT_RETURN_IF_ERROR(run_cuda_linear(l.qkv, scratch_, x, T, qkv_.as<uint16_t>(), stream_));
   mark(StepOp::kQkvProj);
+  if (!l.q_norm.empty())  // Qwen3; profiled as part of rope_kv_write
+    CROSSPOINT_RETURN_IF_ERROR(qk_head_rms_norm(qkv_.as<uint16_t>(), qkv_width, T, H, Hkv, D, l.q_norm.as<uint16_t>(),
+                                                l.k_norm.as<uint16_t>(), eps, stream_));
 
   RopeKvWriteArgs rope;
   rope.qkv = qkv_.as<uint16_t>();

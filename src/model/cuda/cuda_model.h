@@ -119,6 +119,7 @@ class CudaModel {
   struct Layer {
     DeviceBuffer input_norm;           // [d] fp16
     DeviceBuffer post_attention_norm;  // [d] fp16
+    DeviceBuffer q_norm, k_norm;       // [D] fp16 each (Qwen3's per-head q/k norms), else empty
     CudaLinear qkv;                    // d -> (H + 2 Hkv) D, with the q|k|v bias when the model has one
     CudaLinear o_proj;                 // H D -> d
     CudaLinear gate_up;                // d -> 2 I (gate first)
