@@ -152,6 +152,7 @@ EngineConfig engine_config_for(const DeviceRunnerOptions& o, int32_t num_blocks,
   config.scheduler.num_blocks = num_blocks;
   config.scheduler.block_size = o.block_size;
   config.eos_token_ids = tokenizer_eos_ids;
+  config.vocab_size = static_cast<int32_t>(m.vocab_size());
   for (int64_t id : m.config().eos_token_ids) {
     if (std::find(config.eos_token_ids.begin(), config.eos_token_ids.end(), id) == config.eos_token_ids.end()) {
       config.eos_token_ids.push_back(static_cast<int32_t>(id));

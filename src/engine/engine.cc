@@ -39,6 +39,12 @@ void Engine::stop() {
 }
 
 Result<int64_t> Engine::submit(EngineRequest request, OutputSink sink) {
+  if (config_.vocab_size > 0) {
+    for (int32_t id : request.prompt_token_ids)
+      if (id < 0 || id >= config_.vocab_size)
+        return invalid_argument("prompt token id " + std::to_string(id) + " is outside the model's vocabulary (" +
+                                std::to_string(config_.vocab_size) + " ids)");
+  }
   CROSSPOINT_RETURN_IF_ERROR(Scheduler::check_fits(
       config_.scheduler, static_cast<int64_t>(request.prompt_token_ids.size()), request.max_tokens));
   int64_t request_id = 0;

@@ -28,6 +28,9 @@ struct EngineConfig {
   int32_t max_waiting = 0;
   // Token ids that end generation unless a request sets ignore_eos.
   std::vector<int32_t> eos_token_ids;
+  // The model's vocabulary: submit() refuses prompt ids outside [0, vocab_size), so one bad
+  // request never reaches (and fails) a batch. 0 = not checked.
+  int32_t vocab_size = 0;
 };
 
 class Engine {

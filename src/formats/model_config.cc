@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include <cmath>
+#include <tuple>
 #include <filesystem>
 
 #include "common/mapped_file.h"
@@ -189,6 +190,19 @@ Result<ModelConfig> parse_model_config(const std::string& json_text, const std::
   CROSSPOINT_ASSIGN_OR_RETURN(config.vocab_size, reader.positive_int("vocab_size"));
   CROSSPOINT_ASSIGN_OR_RETURN(config.max_position_embeddings, reader.positive_int("max_position_embeddings"));
 
+  // Sizes beyond any model this reads are refused before anything is allocated from them.
+  for (auto [field, value, limit] :
+       {std::tuple<const char*, int64_t, int64_t>{"hidden_size", config.hidden_size, 1 << 17},
+        {"intermediate_size", config.intermediate_size, 1 << 20},
+        {"num_hidden_layers", config.num_hidden_layers, 1024},
+        {"num_attention_heads", config.num_attention_heads, 1024},
+        {"vocab_size", config.vocab_size, 1 << 24},
+        {"max_position_embeddings", config.max_position_embeddings, 1 << 24}}) {
+    if (value > limit)
+      return reader.error(
+          StatusCode::kInvalidArgument, field,
+          std::to_string(value) + " is beyond any model crosspoint reads (at most " + std::to_string(limit) + ")");
+  }
   config.num_key_value_heads = config.num_attention_heads;
   if (const json* kv_heads = reader.find("num_key_value_heads")) {
     CROSSPOINT_ASSIGN_OR_RETURN(config.num_key_value_heads,
@@ -213,6 +227,9 @@ Result<ModelConfig> parse_model_config(const std::string& json_text, const std::
     return reader.error(StatusCode::kInvalidArgument, "head_dim",
                         "RoPE needs an even head_dim, got " + std::to_string(config.head_dim));
   }
+  if (config.head_dim > 1024)
+    return reader.error(StatusCode::kInvalidArgument, "head_dim",
+                        std::to_string(config.head_dim) + " is beyond any model crosspoint reads (at most 1024)");
 
   CROSSPOINT_ASSIGN_OR_RETURN(config.rms_norm_eps,
                               reader.positive_double("rms_norm_eps", 1e-6, reader.find("rms_norm_eps")));

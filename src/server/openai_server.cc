@@ -215,18 +215,22 @@ struct OpenAiServer::Impl {
       if (!rendered.is_ok()) return bad_request(rendered.status().message(), "messages");
       *ids = tokenizer.encode(rendered.value(), true);
     } else if (request.prompt_is_token_ids) {
-      for (int32_t id : request.prompt_token_ids) {
-        if (id >= tokenizer.vocab_size()) {
-          return bad_request("token id " + std::to_string(id) + " in 'prompt' is outside the vocabulary (" +
-                                 std::to_string(tokenizer.vocab_size()) + " ids)",
-                             "prompt");
-        }
-      }
       *ids = request.prompt_token_ids;
     } else {
       *ids = tokenizer.encode(request.prompt_text, true);
     }
     if (ids->empty()) return bad_request("the prompt encodes to no tokens", "prompt");
+    // Ids the tokenizer knows but the model does not (a tokenizer larger than the model's
+    // embedding) are the request's fault, never a failed batch.
+    const int32_t model_vocab = engine.config().vocab_size;
+    const int32_t limit = model_vocab > 0 ? std::min(model_vocab, tokenizer.vocab_size()) : tokenizer.vocab_size();
+    for (int32_t id : *ids) {
+      if (id >= limit) {
+        return bad_request("token id " + std::to_string(id) + " of the prompt is outside the model's vocabulary (" +
+                               std::to_string(limit) + " ids)",
+                           request.endpoint == ApiEndpoint::kChatCompletions ? "messages" : "prompt");
+      }
+    }
     const int64_t max_model_len = engine.config().scheduler.max_model_len;
     if (static_cast<int64_t>(ids->size()) >= max_model_len) {
       return bad_request("This model's maximum context length is " + std::to_string(max_model_len) +

@@ -117,9 +117,14 @@ Result<std::unique_ptr<BpeTokenizer>> BpeTokenizer::create(const nlohmann::json&
   if (!decoder_is_byte_level(tokenizer_json.value("decoder", nlohmann::json())))
     return unsupported(fmt::format("{}: decoder is not ByteLevel (only byte-level BPE is supported)", where));
 
-  for (const auto& [text, id] : tokenizer->id_by_token_) max_id = std::max(max_id, id);
   CROSSPOINT_RETURN_IF_ERROR(tokenizer->load_added_tokens(tokenizer_json, where));
+  for (const auto& [text, id] : tokenizer->id_by_token_) max_id = std::max(max_id, id);
   for (const auto& token : tokenizer->added_vocabulary_.tokens()) max_id = std::max(max_id, token.id);
+  // Ids are a dense table in every real tokenizer; a far larger id would only make it huge.
+  const int64_t num_entries = static_cast<int64_t>(tokenizer->id_by_token_.size());
+  if (max_id >= 2 * num_entries + 65536)
+    return corrupt(
+        fmt::format("{}: token id {} is far beyond the vocabulary's {} entries", where, max_id, num_entries));
 
   tokenizer->token_bytes_.assign(static_cast<size_t>(max_id + 1), std::string());
   for (const auto& [text, id] : tokenizer->id_by_token_) tokenizer->token_bytes_[id] = decoded_token_bytes(text);
@@ -140,6 +145,8 @@ Status BpeTokenizer::load_added_tokens(const nlohmann::json& tokenizer_json, con
       return corrupt(fmt::format("{}: added_tokens[{}] needs an integer \"id\" and a string \"content\"", where, i));
     if (entry.value("single_word", false))
       return unsupported(fmt::format("{}: added_tokens[{}] has single_word set", where, i));
+    if (entry["content"].get_ref<const std::string&>().empty())
+      return corrupt(fmt::format("{}: added_tokens[{}] has empty content", where, i));
     AddedToken token;
     token.id = entry["id"].get<int32_t>();
     token.content = entry["content"].get<std::string>();

@@ -5,6 +5,8 @@
 #include <fmt/format.h>
 
 #include <filesystem>
+#include <new>
+#include <stdexcept>
 
 #include "common/mapped_file.h"
 #include "formats/gguf.h"
@@ -33,6 +35,10 @@ Result<std::unique_ptr<Tokenizer>> create(const nlohmann::json& tokenizer_json, 
     return std::unique_ptr<Tokenizer>(std::move(result).value());
   } catch (const nlohmann::json::exception& e) {
     return corrupt(fmt::format("{}: unexpected JSON type: {}", where, e.what()));
+  } catch (const std::bad_alloc&) {  // a table far larger than any real tokenizer's
+    return resource_exhausted(fmt::format("{}: the tokenizer's tables do not fit in memory", where));
+  } catch (const std::length_error&) {
+    return corrupt(fmt::format("{}: a table size beyond what any tokenizer needs", where));
   }
 }
 

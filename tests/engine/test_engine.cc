@@ -265,6 +265,26 @@ TEST(Engine, RefusesWhatCanNeverRunAndAnOverfullQueue) {
   EXPECT_EQ(engine.submit(r, nullptr).status().code(), StatusCode::kUnavailable);
 }
 
+TEST(Engine, RefusesPromptIdsOutsideTheModelVocabulary) {
+  EngineConfig config = toy_config(8, 4, 2, 64);
+  config.vocab_size = 8;
+  Engine engine(config, testing::make_toy_runner(8, 4));
+  EngineRequest r;
+  r.max_tokens = 2;
+  r.prompt_token_ids = {1, 8};
+  const auto refused = engine.submit(r, nullptr);
+  ASSERT_FALSE(refused.is_ok());
+  EXPECT_EQ(refused.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(refused.status().message().find("token id 8"), std::string::npos);
+  r.prompt_token_ids = {-1};
+  EXPECT_EQ(engine.submit(r, nullptr).status().code(), StatusCode::kInvalidArgument);
+  r.prompt_token_ids = {0, 7};
+  Collector collector;
+  EXPECT_TRUE(engine.submit(r, collector.sink()).is_ok());
+  engine.stop();  // the queued request gets its abort
+  EXPECT_TRUE(collector.wait(1, 1));
+}
+
 TEST(Engine, SubmitsFromManyThreads) {
   Engine engine(toy_config(128, 8, 16, 64), testing::make_toy_runner(128, 8));
   engine.start();

@@ -133,6 +133,13 @@ TEST(ModelConfig, RefusalsAreOneLineNamingFileAndField) {
       {"zero size", R"({"num_hidden_layers":0})", StatusCode::kInvalidArgument,
        "field 'num_hidden_layers': must be positive"},
       {"negative size", R"({"vocab_size":-5})", StatusCode::kInvalidArgument, "field 'vocab_size': must be positive"},
+      // Sizes nothing could allocate are refused before any allocation (a fuzzing finding).
+      {"absurd layers", R"({"num_hidden_layers":1000000000000})", StatusCode::kInvalidArgument,
+       "field 'num_hidden_layers': 1000000000000 is beyond any model crosspoint reads"},
+      {"absurd vocabulary", R"({"vocab_size":1073741824})", StatusCode::kInvalidArgument, "field 'vocab_size'"},
+      {"absurd context", R"({"max_position_embeddings":4294967296})", StatusCode::kInvalidArgument,
+       "field 'max_position_embeddings'"},
+      {"absurd head_dim", R"({"head_dim":65536})", StatusCode::kInvalidArgument, "field 'head_dim'"},
       {"float size", R"({"intermediate_size":18944.5})", StatusCode::kInvalidArgument,
        "field 'intermediate_size': expected an integer"},
       {"string size", R"({"hidden_size":"3584"})", StatusCode::kInvalidArgument,

@@ -119,6 +119,13 @@ TEST_F(TokenizerFilesTest, CorruptOrUnsupportedFieldsNameTheField) {
       {"model.vocab[\"ab\"]", [](nlohmann::json& j) { j["model"]["vocab"]["ab"] = "x"; }},
       {"unexpected JSON type", [](nlohmann::json& j) { j["pre_tokenizer"]["use_regex"] = "yes"; }},
       {"unexpected JSON type", [](nlohmann::json& j) { j["model"]["type"] = 7; }},
+      // Findings of hostile tokenizer.json files: an empty added token once wrote past the id
+      // table; a huge id made the table itself huge; a non-boolean flag threw.
+      {"added_tokens[1] has empty content",
+       [](nlohmann::json& j) { j["added_tokens"].push_back({{"id", 300}, {"content", ""}, {"special", true}}); }},
+      {"far beyond the vocabulary", [](nlohmann::json& j) { j["model"]["vocab"]["ab"] = 1 << 30; }},
+      {"far beyond the vocabulary", [](nlohmann::json& j) { j["added_tokens"][0]["id"] = (1 << 30) - 1; }},
+      {"unexpected JSON type", [](nlohmann::json& j) { j["added_tokens"][0]["special"] = "yes"; }},
   };
   for (const Case& c : cases) {
     nlohmann::json spec = tiny_tokenizer_json(false);
