@@ -21,6 +21,8 @@
 #             bench_attention unless DECODE_MICRO=0
 #   quantpeer: torch_peer.py --part quant (graph-replayed fp8/int4 decode at batch 1/8/32/64)
 #   profile:  ncu over bench_gemm --profile-shapes (PROFILE_KERNELS regex, PROFILE_ROWS list of M, PROFILE_COUNT, PROFILE_S)
+#   kernels:  ncu over one eager decode step per precision (--kernels-batches, 1): every kernel's
+#             time alone and DRAM bytes read, grouped by scripts/gpu/kernel_breakdown.py (kernels.json)
 #   servercheck: benchmarks/gpu/check_server_determinism.py over the 7B checkpoints: the same request
 #             sequentially, in copies sent together and amid load, default and --deterministic servers
 # --deterministic-too: the decode step and the sweep run a second time with --deterministic
@@ -69,6 +71,7 @@ CEILINGS_GIVEN=""
 RESUME_SWEEP=""  # --resume-sweep DIR: a previous call's sweep folder (carried); its finished cells are kept
 PEER_MODES="fp16,fp8,int4"
 DECODE_BATCHES="1,8,32,64,128"
+KERNELS_BATCHES=1
 DRY_RUN=0   # --cpu-dry-run: the same flow on a machine without a GPU (tiny model, CPU servers)
 DET_TOO=0   # --deterministic-too: decode step and sweep again with --deterministic
 BASELINE="" # --baseline TAR: an older bundle whose bench_decode_step runs first, same arguments
@@ -87,6 +90,7 @@ while [ $# -gt 0 ]; do
     --resume-sweep) RESUME_SWEEP=$2; shift ;;
     --peer-modes) PEER_MODES=$2; shift ;;
     --decode-batches) DECODE_BATCHES=$2; shift ;;
+    --kernels-batches) KERNELS_BATCHES=$2; shift ;;
     --cpu-dry-run) DRY_RUN=1 ;;
     --deterministic-too) DET_TOO=1 ;;
     --baseline) BASELINE=$2; shift ;;
@@ -158,7 +162,7 @@ if [ $DRY_RUN -eq 1 ]; then  # tests this script here: tiny checkpoints, CPU ser
 fi
 IFS=, read -r -a PREC_LIST <<<"$PRECISIONS"
 GEN_PID=""
-if want sweep || want decode; then
+if want sweep || want decode || want kernels; then
   log "== 7B checkpoints (${PRECISIONS}; $([ "$LAYERS" -gt 0 ] && echo "$LAYERS" || echo 28) layers; in the background)"
   (
     layers=(); [ "$LAYERS" -gt 0 ] && layers=(--num-layers "$LAYERS")
@@ -346,6 +350,37 @@ if want decode && [ -x "$BUNDLE_DIR/bin/bench_decode_step" ]; then
     rc=$?
     tail -40 "$WORK/logs/bench_decode_step_deterministic.log" | tee -a "$LOG"
     step bench_decode_step_deterministic $rc $(( $(now) - t )) "$(tail -1 "$WORK/logs/bench_decode_step_deterministic.log" | cut -c1-150)"
+  fi
+fi
+
+# ---------------------------------------------------------------- 4c. per-kernel breakdown of one decode step
+# ncu times each kernel of one eager decode step per precision at KERNELS_BATCHES (1), alone
+# (serialised, caches flushed), with the DRAM bytes it read; scripts/gpu/kernel_breakdown.py
+# groups them (kernels.json, a table per step in the log).
+if want kernels && [ -x "$BUNDLE_DIR/bin/bench_decode_step" ]; then
+  NCU=$(command -v ncu || ls /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | tail -1)
+  kmodels=() klabels=()
+  for p in fp16 "${PREC_LIST[@]}"; do
+    [ -f "$CKPT/$p/config.json" ] && [[ " ${kmodels[*]} " != *" $CKPT/$p "* ]] || continue
+    kmodels+=(--model "$CKPT/$p")
+    for b in ${KERNELS_BATCHES//,/ }; do klabels+=("$p batch $b"); done
+  done
+  if [ -z "$NCU" ]; then
+    step kernels 1 0 "ncu not found"
+  else
+    log "== ncu: every kernel of one decode step (${kmodels[*]}, batches $KERNELS_BATCHES)"
+    t=$(now)
+    LD_LIBRARY_PATH=$CROSSPOINT_GPU_LD_PATH timeout $(limit "${KERNELS_S:-200}") "$NCU" --profile-from-start off \
+      --clock-control none --csv --page raw --metrics gpu__time_duration.sum,dram__bytes_read.sum \
+      "$BUNDLE_DIR/libexec/bench_decode_step" "${kmodels[@]}" --batches "$KERNELS_BATCHES" --context 512 \
+      --prefill-tokens 64 --replays 3 --eager-reps 1 --prefill-reps 1 --ceilings "${HWINFO:-$CEILINGS}" \
+      --profile-step --out "$WORK/kernels_bench.json" >"$WORK/logs/kernels_ncu.csv" 2>"$WORK/logs/kernels_ncu.log"
+    rc=$?
+    labels=$(IFS=,; echo "${klabels[*]}")
+    python3 "$ROOT/scripts/gpu/kernel_breakdown.py" "$WORK/logs/kernels_ncu.csv" --labels "$labels" \
+      --out "$WORK/kernels.json" >"$WORK/logs/kernels.log" 2>&1 || rc=${rc/#0/3}
+    tee -a "$LOG" <"$WORK/logs/kernels.log"
+    step kernels $rc $(( $(now) - t )) "$(grep -c '^## ' "$WORK/logs/kernels.log") steps"
   fi
 fi
 if want servercheck; then

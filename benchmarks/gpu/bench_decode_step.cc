@@ -22,6 +22,7 @@
 //   prefill one sequence of --prefill-tokens new tokens, eager, median of --prefill-reps.
 // KV cache content: zeros as allocated (timing does not depend on the values), except the
 // slots the timed steps themselves write.
+#include <cuda_profiler_api.h>
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -73,6 +74,7 @@ struct Options {
   int32_t prefill_reps = 5;
   bool tight_attention_bound = false;
   bool deterministic = false;  // the batch-invariant kernels of serve --deterministic
+  bool profile_step = false;   // one eager step per batch between cudaProfilerStart and Stop (for ncu)
   std::string tables_from;     // print the tables of this results JSON and exit (no GPU needed)
 };
 
@@ -386,6 +388,16 @@ Result<json> bench_model(const std::string& dir, const Options& o, const Ceiling
     if (eager.is_ok()) cell["eager"] = to_json(*eager);
     else cell["eager_error"] = eager.status().to_string();
     breakdowns(device, eager, cell);
+    if (o.profile_step) {
+      // What `ncu --profile-from-start off` sees: exactly one decode step per batch.
+      CROSSPOINT_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream), "profiled step");
+      CROSSPOINT_CUDA_RETURN_IF_ERROR(cudaProfilerStart(), "cudaProfilerStart");
+      const Status profiled = enqueue();
+      const cudaError_t synced = cudaStreamSynchronize(stream);
+      CROSSPOINT_CUDA_RETURN_IF_ERROR(cudaProfilerStop(), "cudaProfilerStop");
+      CROSSPOINT_RETURN_IF_ERROR(profiled);
+      CROSSPOINT_CUDA_RETURN_IF_ERROR(synced, "profiled step");
+    }
     // Bytes read per step: every weight once, each sequence's K and V over its whole context
     // (the cached tokens and the new one), and the B embedding rows gathered.
     const double kv_tokens = static_cast<double>(B) * (o.context + 1);
@@ -478,6 +490,9 @@ int run(int argc, char** argv) {
   app.add_option("--eager-reps", o.eager_reps, "timed eager decode steps per batch");
   app.add_option("--prefill-reps", o.prefill_reps, "timed prefill steps");
   app.add_flag("--deterministic", o.deterministic, "the batch-invariant kernels of serve --deterministic");
+  app.add_flag("--profile-step", o.profile_step,
+               "run one more eager decode step per batch between cudaProfilerStart/Stop, for "
+               "ncu --profile-from-start off (scripts/gpu/kernel_breakdown.py reads its CSV)");
   app.add_flag("--tight-attention-bound", o.tight_attention_bound,
                "size decode attention for the batch's context instead of max-model-len");
   try {
