@@ -146,15 +146,21 @@ TEST(MmaGemvPlan, SlicesCoverKInWholeSteps) {
 
 TEST(Fp8WgmmaGemvPlan, SlicesCoverKInEvenStepsWithinSharedMemory) {
   for (int sms : {1, 78, 132}) {
-    for (Shape s : {Shape{16, 16}, {48, 1040}, {272, 3584}, {4608, 3584}, {3584, 3584}, {37888, 3584},
-                    {3584, 18944}, {1, 24576}}) {
+    for (Shape s : {Shape{16, 16},
+                    {48, 1040},
+                    {272, 3584},
+                    {4608, 3584},
+                    {3584, 3584},
+                    {37888, 3584},
+                    {3584, 18944},
+                    {1, 24576}}) {
       const Fp8WgmmaGemvPlan p = plan_fp8_wgmma_gemv(1, s.n, s.k, sms);
       const int steps = (s.k / 16 + 3) / 4;
       ASSERT_GE(p.splits, 1) << s.n << "x" << s.k;
       EXPECT_LE(p.splits, kFp8WgmmaMaxSplits);
-      EXPECT_EQ(p.steps_per_split % 2, 0);            // the kernel takes steps in pairs
-      EXPECT_LE(p.steps_per_split * 64, 3072);        // one block's shared memory
-      EXPECT_GE(p.splits * p.steps_per_split, steps);  // the slices cover K
+      EXPECT_EQ(p.steps_per_split % 2, 0);                   // the kernel takes steps in pairs
+      EXPECT_LE(p.steps_per_split * 64, 3072);               // one block's shared memory
+      EXPECT_GE(p.splits * p.steps_per_split, steps);        // the slices cover K
       EXPECT_LT((p.splits - 1) * p.steps_per_split, steps);  // none is empty
       EXPECT_EQ(p.tiles * 32 >= s.n && (p.tiles - 1) * 32 < s.n, true);
       for (int m : {2, 5, 9, 16}) {  // the split never depends on m
@@ -167,8 +173,9 @@ TEST(Fp8WgmmaGemvPlan, SlicesCoverKInEvenStepsWithinSharedMemory) {
   EXPECT_EQ(plan_fp8_wgmma_gemv(1, 4608, 3584, 132).columns, 8);
   EXPECT_EQ(plan_fp8_wgmma_gemv(5, 4608, 3584, 132).columns, 16);
   EXPECT_EQ(plan_fp8_wgmma_gemv(16, 4608, 3584, 132).columns, 32);
-  EXPECT_EQ(plan_fp8_wgmma_gemv(1, 3584, 3584, 132, 8).splits, 8);  // forced
-  EXPECT_EQ(plan_fp8_wgmma_gemv(1, 3584, 18944, 132, 1).splits, 7);  // forced below what shared memory holds
+  EXPECT_EQ(plan_fp8_wgmma_gemv(1, 3584, 4096, 132, 8).splits, 8);      // forced
+  EXPECT_EQ(plan_fp8_wgmma_gemv(1, 3584, 3584, 132, 8).splits, 7);      // forced, as far as even slices allow
+  EXPECT_EQ(plan_fp8_wgmma_gemv(1, 3584, 18944, 132, 1).splits, 7);     // forced below what shared memory holds
   EXPECT_EQ(plan_fp8_wgmma_gemv(1, 64, 8 * 3072 + 64, 132).splits, 0);  // longer than 8 slices: unsupported
 }
 

@@ -193,7 +193,8 @@ __device__ __forceinline__ void stage_x(const Fp8WgmmaGemvArgs& a, int k0, int l
 // grid = tiles x splits blocks of one warpgroup, clusters of `splits` consecutive blocks (one
 // tile); block b: tile b / splits, K slice b % splits (its rank in the cluster).
 template <int kN, bool kFused>
-__global__ void __launch_bounds__(kThreads, kPlanBlocksPerSm) fp8_gemv_wgmma_kernel(const Fp8WgmmaGemvArgs a, const Work work) {
+__global__ void __launch_bounds__(kThreads, kPlanBlocksPerSm)
+    fp8_gemv_wgmma_kernel(const Fp8WgmmaGemvArgs a, const Work work) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
   constexpr int kTokens = kN / 2;  // tokens served: two B columns each
   constexpr int kTiles8 = kN / 8;  // n8 tiles of the D fragment
@@ -315,8 +316,7 @@ Status launch(const Fp8WgmmaGemvArgs& a, int force_splits, cudaStream_t stream) 
   const Fp8WgmmaGemvPlan plan = plan_fp8_wgmma_gemv(a.m, a.n, a.k, cuda_device_info().num_sms, force_splits);
   if (plan.splits <= 0) {
     return unsupported("fp8_gemv_wgmma: k = " + std::to_string(a.k) + " is longer than " +
-                       std::to_string(kFp8WgmmaMaxSplits) + " slices of " + std::to_string(kSliceCapBytes) +
-                       " bytes");
+                       std::to_string(kFp8WgmmaMaxSplits) + " slices of " + std::to_string(kSliceCapBytes) + " bytes");
   }
   cudaLaunchAttribute attributes[2];
   int num_attributes = 0;
@@ -371,7 +371,7 @@ Fp8WgmmaGemvPlan plan_fp8_wgmma_gemv(int m, int n, int k, int num_sms, int force
       }
     }
   }
-  plan.steps_per_split = ((num_steps + splits - 1) / splits + 1) / 2 * 2;  // even: the kernel takes steps in pairs
+  plan.steps_per_split = ((num_steps + splits - 1) / splits + 1) / 2 * 2;       // even: the kernel takes steps in pairs
   plan.splits = (num_steps + plan.steps_per_split - 1) / plan.steps_per_split;  // no empty slice
   return plan;
 }
@@ -386,12 +386,10 @@ Status fp8_gemv_wgmma(const Fp8WgmmaGemvArgs& args, int force_splits, cudaStream
   if (args.m < 1 || args.m > (fused ? kFp8WgmmaFusedMaxRows : kFp8WgmmaMaxRows) || args.k <= 0 || args.k % 16 != 0)
     return invalid_argument("fp8_gemv_wgmma: m = " + std::to_string(args.m) + ", k = " + std::to_string(args.k));
   switch (fp8_wgmma_columns(args.m)) {
-    case 8:
-      return fused ? launch<8, true>(args, force_splits, stream) : launch<8, false>(args, force_splits, stream);
+    case 8: return fused ? launch<8, true>(args, force_splits, stream) : launch<8, false>(args, force_splits, stream);
     case 16:
       return fused ? launch<16, true>(args, force_splits, stream) : launch<16, false>(args, force_splits, stream);
-    default:
-      return launch<32, false>(args, force_splits, stream);
+    default: return launch<32, false>(args, force_splits, stream);
   }
 }
 

@@ -11,10 +11,10 @@
 // fp16 runs on CUDA cores (2 columns per warp). fp8 runs on tensor cores where the GPU has
 // e4m3 MMA: on sm_90 the warpgroup MMA (fp8_gemv_wgmma.h: 64 columns per warpgroup, K split
 // over a thread-block cluster), on sm_89 mma.sync m16n8k32 (16 columns per warp, the
-// activation rows as the MMA's 8 columns, so m <= 8 costs as m = 1); else on CUDA cores (4 columns per warp): converting
-// e4m3 to fp32 for CUDA-core FMAs costs more instructions per byte than HBM leaves time for.
-// On tensor cores a second MMA per weight fragment serves activation rows 8 .. 15, so m <= 16
-// streams the weights once (kMmaGemvMaxRows).
+// activation rows as the MMA's 8 columns, so m <= 8 costs as m = 1); else on CUDA cores (4 columns per warp):
+// converting e4m3 to fp32 for CUDA-core FMAs costs more instructions per byte than HBM leaves time for. On tensor cores
+// a second MMA per weight fragment serves activation rows 8 .. 15, so m <= 16 streams the weights once
+// (kMmaGemvMaxRows).
 #pragma once
 
 #include <cuda_runtime.h>
