@@ -51,15 +51,15 @@ constexpr int kThreads = 128;   // one warpgroup
 constexpr int kTileRows = 32;   // weight rows per block: 8 per warp (each feeds A rows g and g + 8)
 constexpr int kStepBytes = 64;  // k bytes of a weight row per step: one k32 wgmma
 constexpr int kDepth = 16;      // steps of weights in flight per lane (64 registers)
-// Split cost in steps of one block, for the plan: the cluster barrier and the reduction of the
-// partial sums, and each block's staging of x.
-constexpr double kSplitCostSteps = 6.0;
+// Split cost in steps of one tile, for the plan: the cluster barriers and the reduction of the
+// partial sums (the next tile's loads are in flight meanwhile).
+constexpr double kSplitCostSteps = 2.0;
 
 // k bytes of x per token one block's shared memory holds (its slice; a multiple of 256: one
-// 128-byte B row covers 4 steps; 8 slices of it cover the 7B's down_proj, K = 18944), and the
+// 128-byte B row covers 4 steps; one slice covers the 7B's hidden size, 3584), and the
 // block's dynamic shared memory: the B tiles, N rows of 32 bytes per step, 1024-byte aligned
 // (hence the slack).
-constexpr int kSliceCapBytes = 3072;
+constexpr int kSliceCapBytes = 4096;
 template <int kN>
 constexpr int shared_bytes() {
   return kN / 2 * kSliceCapBytes + 1024;
@@ -190,8 +190,11 @@ __device__ __forceinline__ void stage_x(const Fp8WgmmaGemvArgs& a, int k0, int l
   }
 }
 
-// grid = tiles x splits blocks of one warpgroup, clusters of `splits` consecutive blocks (one
-// tile); block b: tile b / splits, K slice b % splits (its rank in the cluster).
+// Persistent: grid = a multiple of `splits` blocks of one warpgroup, at most the resident
+// ones, in clusters of `splits` consecutive blocks. Cluster c walks tiles c, c + C, ... (C
+// clusters); its block of rank r always takes K slice r, so each block stages its slice of x
+// once. The weight loads run as one stream over all of a block's tiles, kDepth steps ahead,
+// so the next tile's first loads are in flight while the current tile finishes.
 template <int kN, bool kFused>
 __global__ void __launch_bounds__(kThreads, kPlanBlocksPerSm)
     fp8_gemv_wgmma_kernel(const Fp8WgmmaGemvArgs a, const Work work) {
@@ -201,40 +204,92 @@ __global__ void __launch_bounds__(kThreads, kPlanBlocksPerSm)
   static_assert(!kFused || kTokens <= kFp8WgmmaFusedMaxRows, "the fused form takes at most 8 rows");
   extern __shared__ unsigned char smem_raw[];
   __shared__ float row_scale[kTokens];
+  __shared__ float sums[kTiles8 * kThreads];  // split K: this block's partial sums of a tile
   const uint32_t raw_addr = static_cast<uint32_t>(__cvta_generic_to_shared(smem_raw));
   const uint32_t align_pad = (1024 - (raw_addr & 1023)) & 1023;
   unsigned char* b_tiles = smem_raw + align_pad;
   const uint32_t b_addr = raw_addr + align_pad;
 
   const int lane = threadIdx.x % 32, warp = threadIdx.x / 32, g = lane / 4, t = lane % 4;
-  const int tile = static_cast<int>(blockIdx.x) / work.splits;
-  const int split = static_cast<int>(blockIdx.x) % work.splits;
+  const int split = static_cast<int>(blockIdx.x) % work.splits;  // = the block's rank in its cluster
+  const int cluster_id = static_cast<int>(blockIdx.x) / work.splits;
+  const int num_clusters = static_cast<int>(gridDim.x) / work.splits;
+  const int num_tiles = (a.n + kTileRows - 1) / kTileRows;
+  const int my_tiles = cluster_id < num_tiles ? (num_tiles - cluster_id + num_clusters - 1) / num_clusters : 0;
   const int num_chunks = a.k / 16;  // 16-byte pieces of a weight row
   const int num_steps = (num_chunks + 3) / 4;
   const int step_begin = split * work.steps_per_split;
   // Steps of this slice, rounded up to a pair: steps_per_split is even, so only the last
   // slice can round up, past K, where x is staged as zero.
   const int my_steps = max(0, min(work.steps_per_split, (num_steps - step_begin + 1) / 2 * 2));
-  const int row = tile * kTileRows + 8 * warp + g;  // this lane's weight row
-  // Rows past n re-read row n - 1 (results never stored).
-  const uint4* w_row = reinterpret_cast<const uint4*>(a.w + static_cast<int64_t>(min(row, a.n - 1)) * a.w_stride_bytes);
-  const int chunk0 = step_begin * 4 + t;  // this lane's chunk of the slice's first step
+  const int total_steps = my_tiles * my_steps;  // over all of this block's tiles
+  // This lane's weight row of the i-th tile it walks (rows past n re-read row n - 1, never stored).
+  auto weight_row = [&](int i) { return (cluster_id + i * num_clusters) * kTileRows + 8 * warp + g; };
+  auto row_pointer = [&](int i) {
+    return reinterpret_cast<const uint4*>(a.w + static_cast<int64_t>(min(weight_row(i), a.n - 1)) * a.w_stride_bytes);
+  };
+  // The load cursor: step load_step of tile load_tile (its row at load_row); chunks past K (a
+  // partial last step, or the step that rounds the slice up to a pair) re-read the row's last
+  // chunk: their x is zero, and those bytes are also multiplied at their own place, so a NaN
+  // shows either way.
+  int load_tile = 0, load_step = 0;
+  const uint4* load_row = row_pointer(0);
+  const int chunk0 = step_begin * 4 + t;
   uint4 w[kDepth];
-  // Step i of the slice into slot `slot`. Chunks past K (a partial last step, or the step
-  // that rounds the slice up to a pair) re-read the row's last chunk: their x is zero, and
-  // those bytes are also multiplied at their own place, so a NaN shows either way.
-  auto load_step = [&](int slot, int i) { w[slot] = __ldcs(w_row + min(chunk0 + 4 * i, num_chunks - 1)); };
+  auto load_next = [&](int slot) {
+    w[slot] = __ldcs(load_row + min(chunk0 + 4 * load_step, num_chunks - 1));
+    if (++load_step == my_steps) {
+      load_step = 0;
+      load_row = row_pointer(++load_tile);
+    }
+  };
 #pragma unroll
   for (int s = 0; s < kDepth; ++s)
-    if (s < my_steps) load_step(s, s);
+    if (s < total_steps) load_next(s);
   // Programmatic launch: only weights (which no kernel writes) are read above this line.
   wait_for_prior_kernels();
   allow_dependent_launch();
 
   if constexpr (kFused) row_scales(a, row_scale);
-  stage_x<kN, kFused>(a, step_begin * kStepBytes, my_steps * kStepBytes, tile == 0, row_scale, b_tiles);
+  stage_x<kN, kFused>(a, step_begin * kStepBytes, my_steps * kStepBytes, blockIdx.x < work.splits, row_scale, b_tiles);
   fence_proxy_async_shared();  // the generic-proxy stores above, before wgmma reads them
   __syncthreads();
+
+  // acc[j] of lane (g, t): this tile's weight row, token 4 j + t.
+  auto store = [&](int channel, int token, float sum) {
+    if (channel >= a.n || token >= a.m) return;
+    const float x_scale = kFused ? row_scale[token] : a.x_scale[token];
+    a.y[token * a.y_stride + channel] = __half_as_ushort(__float2half_rn(sum * x_scale * a.w_scale[channel]));
+  };
+  // Split K: each block parks its sums in shared memory, then block `split` adds its share of
+  // the tile's elements over the cluster's blocks in rank order; the second cluster barrier
+  // keeps every block's sums until the others have read them (the loads of the next tile are
+  // in flight meanwhile).
+  auto finish_tile = [&](int i, float(&acc)[kTiles8]) {
+    if (work.splits == 1) {
+#pragma unroll
+      for (int j = 0; j < kTiles8; ++j) store(weight_row(i), 4 * j + t, acc[j]);
+      return;
+    }
+#pragma unroll
+    for (int j = 0; j < kTiles8; ++j) sums[j * kThreads + threadIdx.x] = acc[j];
+    cooperative_groups::cluster_group cluster = cooperative_groups::this_cluster();
+    cluster.sync();
+    constexpr int kElements = kThreads * kTiles8;
+    const int begin = kElements * split / work.splits, end = kElements * (split + 1) / work.splits;
+    const int tile_row0 = (cluster_id + i * num_clusters) * kTileRows;
+    for (int e = begin + static_cast<int>(threadIdx.x); e < end; e += kThreads) {
+      const int j = e / kThreads, src = e % kThreads;  // sum j of thread src
+      const int src_lane = src % 32;
+      const int channel = tile_row0 + 8 * (src / 32) + src_lane / 4;
+      const int token = 4 * j + src_lane % 4;
+      if (channel >= a.n || token >= a.m) continue;
+      float total = 0.f;
+      for (int q = 0; q < work.splits; ++q) total += cluster.map_shared_rank(sums, q)[e];
+      store(channel, token, total);
+    }
+    cluster.sync();
+  };
 
   // Steps in pairs: two wgmmas into d (the first from zero), waited for, and each token's
   // d[g][2 j] + d[g + 8][2 j + 1] added to acc in fp32; the pair's slots reloaded kDepth ahead.
@@ -243,15 +298,16 @@ __global__ void __launch_bounds__(kThreads, kPlanBlocksPerSm)
   for (int j = 0; j < kTiles8; ++j) acc[j] = 0.f;
 #pragma unroll
   for (int j = 0; j < kN / 2; ++j) d[j] = 0.f;
-  // Shared-memory descriptor of step i: B tile i / 4, 32 (i % 4) bytes into its rows (16-byte units).
+  // Shared-memory descriptor of step i of the slice: B tile i / 4, 32 (i % 4) bytes into its
+  // rows (16-byte units).
   const uint64_t desc0 = sw128_kmajor_desc(b_addr);
   static_assert(kDepth % 2 == 0, "steps go in pairs");
-  for (int base = 0; base < my_steps; base += kDepth) {
+  int tile_i = 0, step = 0;  // the compute cursor
+  for (int base = 0; base < total_steps; base += kDepth) {
 #pragma unroll
     for (int s = 0; s < kDepth; s += 2) {
-      const int i = base + s;  // even: (i + 1) / 4 == i / 4
-      if (i >= my_steps) break;
-      const uint64_t desc = desc0 + static_cast<uint64_t>(i / 4 * (kN * 8) + i % 4 * 2);
+      if (base + s >= total_steps) break;
+      const uint64_t desc = desc0 + static_cast<uint64_t>(step / 4 * (kN * 8) + step % 4 * 2);  // step even
       wgmma_fence();
       wgmma_e4m3<kN>(d, w[s], desc, 0);
       wgmma_e4m3<kN>(d, w[s + 1], desc + 2, 1);  // +32 bytes
@@ -263,45 +319,19 @@ __global__ void __launch_bounds__(kThreads, kPlanBlocksPerSm)
         pin_register(d[4 * j + 3]);
         acc[j] += d[4 * j] + d[4 * j + 3];
       }
-      if (i + kDepth < my_steps) load_step(s, i + kDepth);
-      if (i + 1 + kDepth < my_steps) load_step(s + 1, i + 1 + kDepth);
+      if (base + s + kDepth < total_steps) load_next(s);
+      if (base + s + 1 + kDepth < total_steps) load_next(s + 1);
+      if ((step += 2) == my_steps) {
+        finish_tile(tile_i, acc);
+#pragma unroll
+        for (int j = 0; j < kTiles8; ++j) acc[j] = 0.f;
+        step = 0;
+        ++tile_i;
+      }
     }
   }
-
-  // acc[j] of lane (g, t): weight row `row`, token 4 j + t.
-  auto store = [&](int channel, int token, float sum) {
-    if (channel >= a.n || token >= a.m) return;
-    const float x_scale = kFused ? row_scale[token] : a.x_scale[token];
-    a.y[token * a.y_stride + channel] = __half_as_ushort(__float2half_rn(sum * x_scale * a.w_scale[channel]));
-  };
-  if (work.splits == 1) {
-#pragma unroll
-    for (int j = 0; j < kTiles8; ++j) store(row, 4 * j + t, acc[j]);
-    return;
-  }
-  // Split K: each block parks its sums in its own shared memory (the B tiles are done with
-  // once every warp's wgmmas are), then block `split` adds its share of the tile's elements
-  // over the cluster's blocks in rank order; the second cluster barrier keeps every block's
-  // shared memory alive until the others have read it.
-  __syncthreads();
-  float* sums = reinterpret_cast<float*>(b_tiles);
-#pragma unroll
-  for (int j = 0; j < kTiles8; ++j) sums[j * kThreads + threadIdx.x] = acc[j];
-  cooperative_groups::cluster_group cluster = cooperative_groups::this_cluster();
-  cluster.sync();
-  constexpr int kElements = kThreads * kTiles8;
-  const int begin = kElements * split / work.splits, end = kElements * (split + 1) / work.splits;
-  for (int e = begin + static_cast<int>(threadIdx.x); e < end; e += kThreads) {
-    const int j = e / kThreads, src = e % kThreads;  // sum j of thread src
-    const int src_lane = src % 32;
-    const int channel = tile * kTileRows + 8 * (src / 32) + src_lane / 4;
-    const int token = 4 * j + src_lane % 4;
-    if (channel >= a.n || token >= a.m) continue;
-    float total = 0.f;
-    for (int q = 0; q < work.splits; ++q) total += cluster.map_shared_rank(sums, q)[e];
-    store(channel, token, total);
-  }
-  cluster.sync();
+  // A block without tiles still takes part in its cluster's barriers: none (clusters are
+  // whole, and every cluster below num_tiles has tiles; the grid has no more clusters than tiles).
 #else
   __trap();  // built without sm_90a; the host runs this kernel only on compute capability 9.0
 #endif
@@ -330,8 +360,10 @@ Status launch(const Fp8WgmmaGemvArgs& a, int force_splits, cudaStream_t stream) 
     attributes[num_attributes].id = cudaLaunchAttributeProgrammaticStreamSerialization;
     attributes[num_attributes++].val.programmaticStreamSerializationAllowed = 1;
   }
+  // Persistent: whole clusters, no more than the tiles need and the GPU holds at once.
+  const int clusters = std::max(1, std::min(plan.tiles, blocks_per_sm * cuda_device_info().num_sms / plan.splits));
   cudaLaunchConfig_t config{};
-  config.gridDim = dim3(static_cast<unsigned>(plan.tiles * plan.splits));
+  config.gridDim = dim3(static_cast<unsigned>(clusters * plan.splits));
   config.blockDim = dim3(kThreads);
   config.dynamicSmemBytes = kSmem;
   config.stream = stream;

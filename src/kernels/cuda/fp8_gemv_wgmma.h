@@ -48,7 +48,7 @@ struct Fp8WgmmaGemvPlan {
 int fp8_wgmma_columns(int m);
 
 // Picks the K split minimising (waves of blocks) x (steps per block + a reduction cost) at 4
-// blocks per SM, within what one block's shared memory holds of x (3 KB of k per token). The
+// blocks per SM, within what one block's shared memory holds of x (4 KB of k per token). The
 // split depends on (n, k) only, never on m. force_splits > 0 takes that split where shared
 // memory and slices of an even number of steps allow.
 Fp8WgmmaGemvPlan plan_fp8_wgmma_gemv(int m, int n, int k, int num_sms, int force_splits = 0);
