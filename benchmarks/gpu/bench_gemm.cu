@@ -127,9 +127,7 @@ Buffers make_buffers(cudaStream_t s) {
 // gemv: what fp16_gemv / fp8_gemv pick (fp8: tensor cores on sm_89+), K split across a
 // block's warps as planned; gemv_cuda_cores: fp8 on CUDA cores, split; gemv_whole_row: the
 // former form, CUDA cores, one warp per whole weight row (k_splits = 1); gemv_fused_quant:
-// fp8 with the per-token quantisation inside the GEMV (fp8_gemv_from_fp16, no quant launch);
-// gemv_mma_sync / gemv_fused_quant_mma_sync: the same on the mma.sync tensor-core kernel (what
-// sm_89 runs) where fp8_gemv takes the wgmma one (sm_90).
+// fp8 with the per-token quantisation inside the GEMV (fp8_gemv_from_fp16, no quant launch).
 // W4A16: the three kernels of w4a16_gemm.h (w4a16_gemv, w4a16_large = kLargeTile, w4a16_wgmma
 // = kWgmma, only on compute capability 9.0) and w4a16_gemm, what the engine calls.
 enum class Variant {
@@ -140,8 +138,6 @@ enum class Variant {
   kGemvWholeRow,
   kFp8Fused,
   kGemvCudaCores,
-  kGemvMmaSync,
-  kFp8FusedMmaSync,
   kW4A16Gemv,
   kW4A16Large,
   kW4A16Engine,
@@ -156,8 +152,6 @@ const char* variant_name(Variant v) {
     case Variant::kGemvWholeRow: return "gemv_whole_row";
     case Variant::kFp8Fused: return "gemv_fused_quant";
     case Variant::kGemvCudaCores: return "gemv_cuda_cores";
-    case Variant::kGemvMmaSync: return "gemv_mma_sync";
-    case Variant::kFp8FusedMmaSync: return "gemv_fused_quant_mma_sync";
     case Variant::kW4A16Gemv: return "w4a16_gemv";
     case Variant::kW4A16Large: return "w4a16_large";
     case Variant::kW4A16Engine: return "w4a16_gemm";
@@ -188,10 +182,9 @@ Status run_linear(CublasLtContext& ctx, const Buffers& b, const Linear& lin, Var
         return cuda::fp16_gemv(b.x, k, static_cast<const uint16_t*>(lin.weight), k, b.y, n, m, n, k, s, 1);
       return cuda::fp16_gemm_cublaslt(ctx, b.x, k, static_cast<const uint16_t*>(lin.weight), k, b.y, n, m, n, k, s);
     case Precision::kFp8:
-      if (v == Variant::kFp8Fused || v == Variant::kFp8FusedMmaSync) {
+      if (v == Variant::kFp8Fused) {
         return cuda::fp8_gemv_from_fp16(b.x, k, static_cast<const uint8_t*>(lin.weight), k,
-                                        static_cast<const float*>(lin.scales), b.y, n, m, n, k, s, nullptr, 0, nullptr,
-                                        cuda::GemvOptions{0, false, v == Variant::kFp8FusedMmaSync});
+                                        static_cast<const float*>(lin.scales), b.y, n, m, n, k, s);
       }
       if (v == Variant::kAuto && with_quant) {  // the engine's call: fused at small M, else quant + fp8_linear
         return cuda::fp8_linear_from_fp16(ctx, b.x, k, b.xq, k, b.x_scale, static_cast<const uint8_t*>(lin.weight), k,
@@ -205,11 +198,8 @@ Status run_linear(CublasLtContext& ctx, const Buffers& b, const Linear& lin, Var
         return cuda::fp8_linear(ctx, b.xq, k, b.x_scale, static_cast<const uint8_t*>(lin.weight), k,
                                 static_cast<const float*>(lin.scales), b.y, n, m, n, k, b.scratch, s);
       }
-      if (v == Variant::kGemv || v == Variant::kGemvWholeRow || v == Variant::kGemvCudaCores ||
-          v == Variant::kGemvMmaSync) {
-        const cuda::GemvOptions options{v == Variant::kGemvWholeRow ? 1 : 0,
-                                        v == Variant::kGemvWholeRow || v == Variant::kGemvCudaCores,
-                                        v == Variant::kGemvMmaSync};
+      if (v == Variant::kGemv || v == Variant::kGemvWholeRow || v == Variant::kGemvCudaCores) {
+        const cuda::GemvOptions options{v == Variant::kGemvWholeRow ? 1 : 0, v != Variant::kGemv};
         return cuda::fp8_gemv(b.xq, k, b.x_scale, static_cast<const uint8_t*>(lin.weight), k,
                               static_cast<const float*>(lin.scales), b.y, n, m, n, k, s, options);
       }
@@ -484,9 +474,7 @@ nlohmann::json bench_gemv16(const Ceilings& c, CublasLtContext& ctx, const Buffe
                         {Precision::kFp16, Variant::kAuto, 16},
                         {Precision::kFp8, Variant::kCublasLt, 16},
                         {Precision::kFp8, Variant::kGemv, fp8_gemv_rows},
-                        {Precision::kFp8, Variant::kGemvMmaSync, fp8_gemv_rows},
                         {Precision::kFp8, Variant::kFp8Fused, cuda::kGemvMaxRows},
-                        {Precision::kFp8, Variant::kFp8FusedMmaSync, cuda::kGemvMaxRows},
                         {Precision::kFp8, Variant::kFp8Quant, 16},
                         {Precision::kFp8, Variant::kAuto, 16},
                         {Precision::kInt4, Variant::kW4A16Large, 16},
@@ -513,7 +501,7 @@ nlohmann::json bench_gemv16(const Ceilings& c, CublasLtContext& ctx, const Buffe
       if (line.p != p) continue;
       // fp8 GEMVs on quantised x: the quantisation launch is part of their time.
       const bool quant_first = p == Precision::kFp8 && line.v != Variant::kAuto && line.v != Variant::kFp8Fused &&
-                               line.v != Variant::kFp8FusedMmaSync && line.v != Variant::kFp8Quant;
+                               line.v != Variant::kFp8Quant;
       const std::string kernel =
           std::string(precision_name(p)) + " " + variant_name(line.v) + (quant_first ? "+quant" : "");
       for (int m : batch_rows) {

@@ -1,9 +1,8 @@
-// The tensor-core GEMV at 1..kMmaGemvMaxRows rows (on Hopper the wgmma kernel, elsewhere
-// mma.sync with a second token tile of 8 above m = 8): fp8_gemv against double-precision
-// references on awkward shapes with strided inputs and NaN-poisoned, strided outputs; forced K
-// splits; rows 8..15 computing exactly what they would alone (bitwise); the mma.sync kernel on
-// Hopper too; and the dispatchers (fp8_linear, fp8_linear_from_fp16, fp16_linear) taking the
-// kernels linear.h names, bit for bit.
+// The tensor-core GEMV at 1..kMmaGemvMaxRows rows (a second token tile of 8 above m = 8):
+// fp8_gemv against double-precision references on awkward shapes with strided inputs and
+// NaN-poisoned, strided outputs; forced K splits; the second tile computing exactly what the
+// first would (bitwise); and the dispatchers (fp8_linear, fp8_linear_from_fp16, fp16_linear)
+// taking the kernels linear.h names, bit for bit.
 // The planning and argument checks run without a GPU.
 #include <gtest/gtest.h>
 
@@ -13,7 +12,6 @@
 #include <vector>
 
 #include "kernels/cuda/cublaslt_gemm.h"
-#include "kernels/cuda/fp8_gemv_wgmma.h"
 #include "kernels/cuda/fp8_quant.h"
 #include "kernels/cuda/gemv.h"
 #include "kernels/cuda/linear.h"
@@ -144,41 +142,6 @@ TEST(MmaGemvPlan, SlicesCoverKInWholeSteps) {
   EXPECT_LE(kFp8GemvMaxRows, kMmaGemvMaxRows);
 }
 
-TEST(Fp8WgmmaGemvPlan, SlicesCoverKInEvenStepsWithinSharedMemory) {
-  for (int sms : {1, 78, 132}) {
-    for (Shape s : {Shape{16, 16},
-                    {48, 1040},
-                    {272, 3584},
-                    {4608, 3584},
-                    {3584, 3584},
-                    {37888, 3584},
-                    {3584, 18944},
-                    {1, 24576}}) {
-      const Fp8WgmmaGemvPlan p = plan_fp8_wgmma_gemv(1, s.n, s.k, sms);
-      const int steps = (s.k / 16 + 3) / 4;
-      ASSERT_GE(p.splits, 1) << s.n << "x" << s.k;
-      EXPECT_LE(p.splits, kFp8WgmmaMaxSplits);
-      EXPECT_EQ(p.steps_per_split % 2, 0);                   // the kernel takes steps in pairs
-      EXPECT_LE(p.steps_per_split * 64, 4096);               // one block's shared memory
-      EXPECT_GE(p.splits * p.steps_per_split, steps);        // the slices cover K
-      EXPECT_LT((p.splits - 1) * p.steps_per_split, steps);  // none is empty
-      EXPECT_EQ(p.tiles * 32 >= s.n && (p.tiles - 1) * 32 < s.n, true);
-      for (int m : {2, 5, 9, 16}) {  // the split never depends on m
-        const Fp8WgmmaGemvPlan q = plan_fp8_wgmma_gemv(m, s.n, s.k, sms);
-        EXPECT_EQ(q.splits, p.splits);
-        EXPECT_EQ(q.steps_per_split, p.steps_per_split);
-      }
-    }
-  }
-  EXPECT_EQ(plan_fp8_wgmma_gemv(1, 4608, 3584, 132).columns, 8);
-  EXPECT_EQ(plan_fp8_wgmma_gemv(5, 4608, 3584, 132).columns, 16);
-  EXPECT_EQ(plan_fp8_wgmma_gemv(16, 4608, 3584, 132).columns, 32);
-  EXPECT_EQ(plan_fp8_wgmma_gemv(1, 3584, 4096, 132, 8).splits, 8);      // forced
-  EXPECT_EQ(plan_fp8_wgmma_gemv(1, 3584, 3584, 132, 8).splits, 7);      // forced, as far as even slices allow
-  EXPECT_EQ(plan_fp8_wgmma_gemv(1, 3584, 18944, 132, 1).splits, 5);     // forced below what shared memory holds
-  EXPECT_EQ(plan_fp8_wgmma_gemv(1, 64, 8 * 4096 + 64, 132).splits, 0);  // longer than 8 slices: unsupported
-}
-
 // The second token tile runs the first tile's arithmetic on rows 8..15: an m = 8 + r problem
 // gives, bit for bit, the m = 8 result on its first rows and the m = r result on the others.
 template <typename Run>
@@ -247,24 +210,6 @@ TEST(Fp8MmaGemv, MatchesReferenceAtEveryRowCount) {
     const Problem p = make_fp8_problem(seed++, m, 4608, 3584);
     DeviceProblem d(p);
     EXPECT_LT(testing::relative_error_f16(run_fp8(p, d, 0), p.ref), kTolerance) << describe("fp8_gemv", p, 0);
-  }
-}
-
-// On Hopper fp8_gemv takes the wgmma kernel; the mma.sync one (what sm_89 runs) stays correct.
-TEST(Fp8MmaGemv, MmaSyncKernelMatchesReference) {
-  SKIP_WITHOUT_FP8_MMA();
-  uint32_t seed = 2400;
-  for (int m : {1, 3, 8, 9, 16}) {
-    for (const Shape& s : {Shape{48, 1040}, {272, 3584}}) {
-      const Problem p = make_fp8_problem(seed++, m, s.n, s.k);
-      DeviceProblem d(p);
-      const Status st = fp8_gemv(d.xq.get(), p.x_stride, d.x_scale.get(), d.wq.get(), p.w_stride, d.w_scale.get(),
-                                 d.y.get(), p.y_stride, p.m, p.n, p.k, nullptr, GemvOptions{0, false, true});
-      ASSERT_TRUE(st.is_ok()) << st.to_string();
-      ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
-      EXPECT_LT(testing::relative_error_f16(unpad(p, d.y.download(), "mma.sync"), p.ref), kTolerance)
-          << describe("fp8_gemv mma.sync", p, 0);
-    }
   }
 }
 

@@ -8,7 +8,6 @@
 
 #include "kernels/cuda/cuda_status.h"
 #include "kernels/cuda/device_info.h"
-#include "kernels/cuda/fp8_gemv_wgmma.h"
 #include "kernels/cuda/fp8_quant.h"
 #include "kernels/cuda/gemv.h"
 #include "kernels/cuda/programmatic_launch.cuh"
@@ -434,35 +433,9 @@ Status launch_mma(GemvArgs a, int k_splits, cudaStream_t stream) {
   return launch_gemv_kernel<true, kFused>(kernel, plan.num_blocks, shared_bytes, stream, a);
 }
 
-// The Hopper kernel (fp8_gemv_wgmma.h) for the same arguments; kUnsupported when K is longer
-// than its slices hold.
-template <bool kFused>
-Status launch_wgmma(const GemvArgs& a, int k_splits, cudaStream_t stream) {
-  Fp8WgmmaGemvArgs w;
-  w.x = a.x;
-  w.x_stride_bytes = a.x_stride_bytes;
-  w.x_scale = kFused ? nullptr : a.x_scale;
-  w.w = a.w;
-  w.w_stride_bytes = a.w_stride_bytes;
-  w.w_scale = a.w_scale;
-  w.y = a.y;
-  w.y_stride = a.y_stride;
-  w.m = a.m;
-  w.n = a.n;
-  w.k = a.num_chunks * 16;
-  w.xq_out = a.xq_out;
-  w.xq_out_stride = a.xq_out_stride;
-  w.x_scale_out = a.x_scale_out;
-  return fp8_gemv_wgmma(w, k_splits, stream);
-}
-
 template <bool kFp8, bool kFused>
 Status launch_gemv(GemvArgs a, GemvOptions options, cudaStream_t stream) {
   if constexpr (kFp8) {
-    if (!options.fp8_on_cuda_cores && !options.fp8_mma_sync && fp8_gemv_wgmma_available()) {
-      const Status st = launch_wgmma<kFused>(a, options.k_splits, stream);
-      if (st.code() != StatusCode::kUnsupported) return st;  // else the mma.sync kernel below takes it
-    }
     if (!options.fp8_on_cuda_cores && fp8_gemv_on_tensor_cores()) {
       if (kFused || a.m <= 8) return launch_mma<kFused, 1>(a, options.k_splits, stream);
       if constexpr (!kFused) return launch_mma<false, 2>(a, options.k_splits, stream);

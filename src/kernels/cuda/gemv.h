@@ -9,12 +9,11 @@
 // streamed with 16-byte loads, >= 4 per lane in flight; activations come from L1/L2 (or
 // shared memory when quantised in the kernel). Supports 1 <= m <= kGemvMaxRows.
 // fp16 runs on CUDA cores (2 columns per warp). fp8 runs on tensor cores where the GPU has
-// e4m3 MMA: on sm_90 the warpgroup MMA (fp8_gemv_wgmma.h: 64 columns per warpgroup, K split
-// over a thread-block cluster), on sm_89 mma.sync m16n8k32 (16 columns per warp, the
-// activation rows as the MMA's 8 columns, so m <= 8 costs as m = 1); else on CUDA cores (4 columns per warp):
-// converting e4m3 to fp32 for CUDA-core FMAs costs more instructions per byte than HBM leaves time for. On tensor cores
-// a second MMA per weight fragment serves activation rows 8 .. 15, so m <= 16 streams the weights once
-// (kMmaGemvMaxRows).
+// e4m3 MMA (sm_89+: m16n8k32, 16 columns per warp, the activation rows as the MMA's 8
+// columns, so m <= 8 costs as m = 1), else on CUDA cores (4 columns per warp): converting
+// e4m3 to fp32 for CUDA-core FMAs costs more instructions per byte than HBM leaves time for.
+// On tensor cores a second MMA per weight fragment serves activation rows 8 .. 15, so m <= 16
+// streams the weights once (kMmaGemvMaxRows).
 #pragma once
 
 #include <cuda_runtime.h>
@@ -58,7 +57,6 @@ bool fp8_gemv_on_tensor_cores();
 struct GemvOptions {
   int k_splits = 0;                // 0: planned; else 1, 2, 4 or 8 warps per column group
   bool fp8_on_cuda_cores = false;  // the CUDA-core kernel even on a GPU with e4m3 MMA
-  bool fp8_mma_sync = false;       // the mma.sync tensor-core kernel even where the wgmma one runs (sm_90)
 };
 
 //   x [M, K] fp16 (row stride x_stride), w [N, K] fp16 (row stride w_stride),

@@ -5,9 +5,8 @@
 //                                      GEMM streamed the 7B linears faster than a hand one at 2..16)
 //   fp8    M <= kFp8FusedMaxRows (2)   fp8_gemv_from_fp16: the per-token quantisation inside the GEMV
 //          M <= fp8_gemv_max_rows()    fp8_quantize_per_token + fp8_gemv: 16 rows on tensor cores
-//                                      (sm_90: warpgroup MMA, N = 8 / 16 / 32 columns for 4 / 8 /
-//                                      16 rows; sm_89: mma.sync, flat to M = 8, two MMAs per
-//                                      fragment to 16), 2 on CUDA cores
+//                                      (sm_89+; its cost is flat to M = 8, two MMAs per fragment
+//                                      to 16), 2 on CUDA cores
 //          above                       fp8_quantize_per_token + cuBLASLt
 #pragma once
 
