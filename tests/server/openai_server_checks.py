@@ -257,8 +257,10 @@ def completion_logprobs(client, model, stream, **kwargs):
             continue
         lp = chunk.choices[0].logprobs
         assert lp is not None, chunk
-        if chunk.choices[0].text:
-            assert lp.tokens, chunk  # text goes out with the logprobs of its tokens
+        if not chunk.choices[0].finish_reason:
+            # Logprobs travel with the text that completes their token's text (a chunk may carry
+            # only the start of a token's text, held back in part by the stop-string check).
+            assert chunk.choices[0].text or not lp.tokens, chunk
         if lp.text_offset:
             assert lp.text_offset[0] == len(text), (lp.text_offset, text)
         text += chunk.choices[0].text
