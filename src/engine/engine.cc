@@ -45,6 +45,9 @@ Result<int64_t> Engine::submit(EngineRequest request, OutputSink sink) {
         return invalid_argument("prompt token id " + std::to_string(id) + " is outside the model's vocabulary (" +
                                 std::to_string(config_.vocab_size) + " ids)");
   }
+  if (request.sampling.num_logprobs > kMaxTopLogprobs)
+    return invalid_argument("at most " + std::to_string(kMaxTopLogprobs) + " top logprobs can be asked for, not " +
+                            std::to_string(request.sampling.num_logprobs));
   CROSSPOINT_RETURN_IF_ERROR(Scheduler::check_fits(
       config_.scheduler, static_cast<int64_t>(request.prompt_token_ids.size()), request.max_tokens));
   int64_t request_id = 0;
@@ -182,14 +185,17 @@ Engine::StepRecord Engine::post_process(const BatchPlan& plan, const StepOutput&
       record.itl_s.push_back(now_s - active.last_token_s);
     }
     active.last_token_s = now_s;
+    std::vector<TokenLogprobs> logprobs;
+    if (!output.logprobs.empty() && output.logprobs[i]) logprobs.push_back(*output.logprobs[i]);
     int32_t stop_token_id = -1;
     const FinishReason reason = check_finish(active, *seq, token, &stop_token_id);
     if (reason != FinishReason::kNone) {
-      finish_request(s.seq_id, reason, {token}, stop_token_id);
+      finish_request(s.seq_id, reason, {token}, stop_token_id, std::move(logprobs));
     } else {
       RequestOutput update;
       update.request_id = s.seq_id;
       update.new_token_ids = {token};
+      update.new_logprobs = std::move(logprobs);
       update.num_prompt_tokens = seq->num_prompt_tokens;
       update.num_output_tokens = seq->num_output_tokens();
       active.sink(update);
@@ -211,12 +217,13 @@ void Engine::record_step(const BatchPlan& plan, const StepRecord& record) {
 }
 
 void Engine::finish_request(int64_t request_id, FinishReason reason, std::vector<int32_t> new_tokens,
-                            int32_t stop_token_id) {
+                            int32_t stop_token_id, std::vector<TokenLogprobs> new_logprobs) {
   auto it = active_.find(request_id);
   if (it == active_.end()) return;
   RequestOutput update;
   update.request_id = request_id;
   update.new_token_ids = std::move(new_tokens);
+  update.new_logprobs = std::move(new_logprobs);
   update.finished = true;
   update.finish_reason = reason;
   update.stop_token_id = stop_token_id;

@@ -88,7 +88,8 @@ class Engine {
   // Postprocessing of one sampled token: returns the finish reason (kNone to continue).
   FinishReason check_finish(const ActiveRequest& active, const Sequence& seq, int32_t token,
                             int32_t* stop_token_id) const;
-  void finish_request(int64_t request_id, FinishReason reason, std::vector<int32_t> new_tokens, int32_t stop_token_id);
+  void finish_request(int64_t request_id, FinishReason reason, std::vector<int32_t> new_tokens, int32_t stop_token_id,
+                      std::vector<TokenLogprobs> new_logprobs = {});
   void publish_gauges();
 
   const EngineConfig config_;

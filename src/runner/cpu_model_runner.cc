@@ -4,6 +4,7 @@
 
 #include "common/clock.h"
 #include "runner/request_sampler.h"
+#include "runner/token_logprobs.h"
 
 namespace crosspoint {
 
@@ -25,9 +26,16 @@ Result<StepOutput> CpuModelRunner::execute(const BatchPlan& plan) {
   output.forward_ms = forward_timer.elapsed_ms();
   Stopwatch sampling_timer;
   for (size_t row = 0; row < logits_seq_idx.size(); ++row) {
-    const ScheduledSequence& s = plan.seqs[logits_seq_idx[row]];
-    output.sampled_token_ids[logits_seq_idx[row]] =
-        sample_request_token(logits_.data() + row * vocab_size_, vocab_size_, s.sampling, s.output_token_idx);
+    const int32_t seq_idx = logits_seq_idx[row];
+    const ScheduledSequence& s = plan.seqs[seq_idx];
+    const float* row_logits = logits_.data() + row * vocab_size_;
+    const int32_t token = sample_request_token(row_logits, vocab_size_, s.sampling, s.output_token_idx);
+    output.sampled_token_ids[seq_idx] = token;
+    if (s.sampling.wants_logprobs()) {
+      if (output.logprobs.empty()) output.logprobs.resize(plan.seqs.size());
+      output.logprobs[seq_idx] =
+          compute_token_logprobs({row_logits, static_cast<size_t>(vocab_size_)}, token, s.sampling.num_logprobs);
+    }
   }
   output.sampling_ms = sampling_timer.elapsed_ms();
   return output;

@@ -4,9 +4,11 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <vector>
 
 #include "common/status.h"
+#include "runner/token_logprobs.h"
 #include "scheduler/batch_plan.h"
 
 namespace crosspoint {
@@ -14,6 +16,9 @@ namespace crosspoint {
 struct StepOutput {
   // [plan.seqs.size()] token sampled for each scheduled sequence; -1 where !sample.
   std::vector<int32_t> sampled_token_ids;
+  // [plan.seqs.size()] the sampled token's logprobs where the sequence asked for them
+  // (sampling.num_logprobs >= 0); left empty when no sequence of the step did.
+  std::vector<std::optional<TokenLogprobs>> logprobs;
   // Time spent in the model's forward pass and in sampling, milliseconds.
   double forward_ms = 0.0;
   double sampling_ms = 0.0;

@@ -17,8 +17,12 @@ struct RequestSamplingParams {
   // from (seed, i), so a request's output depends only on its own seed and tokens, never on
   // the rest of the batch or on a preemption.
   uint64_t seed = 0;
+  // OpenAI logprobs of each generated token: -1 = none; n >= 0 = the chosen token's logprob
+  // plus the n most likely tokens' (runner/token_logprobs.h). Does not change the tokens.
+  int32_t num_logprobs = -1;
 
   bool is_greedy() const { return temperature == 0.0f; }
+  bool wants_logprobs() const { return num_logprobs >= 0; }
 };
 
 }  // namespace crosspoint

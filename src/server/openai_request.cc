@@ -5,6 +5,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "runner/token_logprobs.h"
+
 namespace crosspoint {
 namespace {
 
@@ -197,6 +199,29 @@ std::optional<ApiError> read_streaming(const json& body, OpenAiRequest* out) {
   return std::nullopt;
 }
 
+// Completions: `logprobs` is the number of top logprobs (null = none). Chat: `logprobs` is a
+// boolean and `top_logprobs` the number; a positive top_logprobs needs logprobs: true (vLLM's rule).
+std::optional<ApiError> read_logprobs(const json& body, ApiEndpoint endpoint, OpenAiRequest* out) {
+  const std::string range = "between 0 and " + std::to_string(kMaxTopLogprobs);
+  std::optional<int64_t> num;
+  if (endpoint == ApiEndpoint::kCompletions) {
+    if (auto e = read_int(body, "logprobs", &num)) return e;
+    if (!num) return std::nullopt;
+    if (*num < 0 || *num > kMaxTopLogprobs)
+      return bad_request("'logprobs' must be " + range + ", got " + std::to_string(*num), "logprobs");
+    out->sampling.num_logprobs = static_cast<int32_t>(*num);
+    return std::nullopt;
+  }
+  bool wanted = false;
+  if (auto e = read_bool(body, "logprobs", &wanted)) return e;
+  if (auto e = read_int(body, "top_logprobs", &num)) return e;
+  if (num && (*num < 0 || *num > kMaxTopLogprobs))
+    return bad_request("'top_logprobs' must be " + range + ", got " + std::to_string(*num), "top_logprobs");
+  if (num && *num > 0 && !wanted) return bad_request("'top_logprobs' needs 'logprobs' to be true", "top_logprobs");
+  if (wanted) out->sampling.num_logprobs = num ? static_cast<int32_t>(*num) : 0;
+  return std::nullopt;
+}
+
 }  // namespace
 
 std::optional<ApiError> parse_openai_request(const std::string& body_text, ApiEndpoint endpoint, OpenAiRequest* out) {
@@ -224,6 +249,7 @@ std::optional<ApiError> parse_openai_request(const std::string& body_text, ApiEn
   if (auto e = read_bool(body, "include_stop_str_in_output", &request.include_stop_str_in_output)) return e;
   if (auto e = read_bool(body, "skip_special_tokens", &request.skip_special_tokens)) return e;
   if (auto e = read_streaming(body, &request)) return e;
+  if (auto e = read_logprobs(body, endpoint, &request)) return e;
   *out = std::move(request);
   return std::nullopt;
 }

@@ -44,9 +44,9 @@ std::string make_response_id(ApiEndpoint endpoint) {
 }
 
 std::string full_response_json(const ResponseHeader& header, const std::string& text, const ChoiceEnd& end,
-                               const TokenUsage& usage) {
+                               const TokenUsage& usage, const json& logprobs) {
   json choice = {
-      {"index", 0}, {"logprobs", nullptr}, {"finish_reason", end.finish_reason}, {"stop_reason", stop_reason(&end)}};
+      {"index", 0}, {"logprobs", logprobs}, {"finish_reason", end.finish_reason}, {"stop_reason", stop_reason(&end)}};
   json body;
   if (is_chat(header)) {
     body = base(header, "chat.completion");
@@ -60,9 +60,10 @@ std::string full_response_json(const ResponseHeader& header, const std::string& 
   return dump(body);
 }
 
-std::string chunk_json(const ResponseHeader& header, const std::string& delta, const ChoiceEnd* end) {
+std::string chunk_json(const ResponseHeader& header, const std::string& delta, const ChoiceEnd* end,
+                       const json& logprobs) {
   json choice = {{"index", 0},
-                 {"logprobs", nullptr},
+                 {"logprobs", logprobs},
                  {"finish_reason", end == nullptr ? json(nullptr) : json(end->finish_reason)},
                  {"stop_reason", stop_reason(end)}};
   json body;

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <nlohmann/json.hpp>
 #include <string>
 
 #include "server/openai_request.h"
@@ -33,10 +34,13 @@ struct ChoiceEnd {
 // A random request id with the endpoint's prefix.
 std::string make_response_id(ApiEndpoint endpoint);
 
+// logprobs: the choice's "logprobs" value (server/logprobs_json.h), null when not asked for.
 std::string full_response_json(const ResponseHeader& header, const std::string& text, const ChoiceEnd& end,
-                               const TokenUsage& usage);
-// One SSE data payload with a text delta; end == nullptr while the choice goes on.
-std::string chunk_json(const ResponseHeader& header, const std::string& delta, const ChoiceEnd* end);
+                               const TokenUsage& usage, const nlohmann::json& logprobs = nullptr);
+// One SSE data payload with a text delta (and the logprobs of its tokens); end == nullptr while
+// the choice goes on.
+std::string chunk_json(const ResponseHeader& header, const std::string& delta, const ChoiceEnd* end,
+                       const nlohmann::json& logprobs = nullptr);
 // The first chat chunk: {"role":"assistant","content":""}.
 std::string chat_role_chunk_json(const ResponseHeader& header);
 // The usage chunk sent before [DONE] when stream_options.include_usage is set.

@@ -17,14 +17,18 @@
 #include <csignal>
 #include <ctime>
 #include <deque>
+#include <limits>
 #include <mutex>
 #include <set>
+#include <span>
 #include <unordered_map>
 
 #include <nlohmann/json.hpp>
 
 #include "common/log.h"
 #include "server/api_error.h"
+#include "server/logprob_aligner.h"
+#include "server/logprobs_json.h"
 #include "server/openai_request.h"
 #include "server/openai_response.h"
 #include "server/prometheus_metrics.h"
@@ -49,6 +53,11 @@ struct Stream {
   std::unique_ptr<StopStringMatcher> stop;
   std::string text;  // non-streaming: the whole completion so far
   TokenUsage usage;
+  // logprobs (num_logprobs >= 0 asked for them): held until their text is emitted.
+  int32_t num_logprobs = -1;
+  LogprobAligner logprob_aligner;
+  std::vector<TokenLogprobs> logprobs;  // non-streaming: every token's so far
+  int64_t emitted_chars = 0;            // streaming: characters sent so far (completions' text_offset)
 };
 
 struct QueuedOutput {
@@ -281,6 +290,7 @@ struct OpenAiServer::Impl {
     stream->decoder = std::make_unique<IncrementalDecoder>(tokenizer, request.skip_special_tokens);
     stream->stop = std::make_unique<StopStringMatcher>(request.stop, request.include_stop_str_in_output);
     stream->usage.prompt_tokens = prompt_len;
+    stream->num_logprobs = request.sampling.num_logprobs;
 
     auto submitted = engine.submit(std::move(engine_request), [this, stream](const RequestOutput& out) {
       {
@@ -368,19 +378,46 @@ struct OpenAiServer::Impl {
     for (QueuedOutput& q : batch) apply_output(*q.stream, q.output);
   }
 
+  // The logprobs of token i of an update (asked for by the request), or its id with an unknown
+  // logprob should the runner not have computed them.
+  static TokenLogprobs token_logprobs(const RequestOutput& out, size_t i) {
+    if (i < out.new_logprobs.size()) return out.new_logprobs[i];
+    return {{out.new_token_ids[i], std::numeric_limits<double>::quiet_NaN()}, {}};
+  }
+
+  // The "logprobs" value of a response or chunk carrying `tokens`; null when not asked for.
+  nlohmann::json logprobs_json(const Stream& stream, std::span<const TokenLogprobs> tokens,
+                               int64_t initial_text_offset) const {
+    if (stream.num_logprobs < 0) return nullptr;
+    if (stream.header.endpoint == ApiEndpoint::kChatCompletions) return chat_logprobs_json(tokenizer, tokens);
+    return completion_logprobs_json(tokenizer, tokens, initial_text_offset);
+  }
+
   void apply_output(Stream& stream, const RequestOutput& out) {
     if (stream.done) return;  // after a stop string, or after the client left
     stream.usage.completion_tokens = out.num_output_tokens;
+    const bool wants_logprobs = stream.num_logprobs >= 0;
     std::string delta;
+    std::vector<TokenLogprobs> delta_logprobs;  // of the tokens whose text is in delta
+    auto emit = [&](std::string text) {
+      if (wants_logprobs) {
+        for (TokenLogprobs& lp : stream.logprob_aligner.emitted(text.size())) delta_logprobs.push_back(std::move(lp));
+      }
+      delta += text;
+    };
     ChoiceEnd end;
     bool finished = false;
     for (size_t i = 0; i < out.new_token_ids.size() && !finished; ++i) {
-      // The token that ended the request by EOS or stop_token_ids is not part of the text.
+      if (wants_logprobs) stream.logprob_aligner.push_token(token_logprobs(out, i));
+      // The token that ended the request by EOS or stop_token_ids is not part of the text (its
+      // logprobs are, as in vLLM: they go out with the final chunk).
       const bool is_stop_token =
           out.finished && out.finish_reason == FinishReason::kStop && i + 1 == out.new_token_ids.size();
       if (is_stop_token) break;
-      auto piece = stream.stop->push(stream.decoder->push(out.new_token_ids[i]));
-      delta += piece.text;
+      const std::string text = stream.decoder->push(out.new_token_ids[i]);
+      if (wants_logprobs) stream.logprob_aligner.decoded(text.size());
+      auto piece = stream.stop->push(text);
+      emit(std::move(piece.text));
       if (piece.stopped) {
         finished = true;
         end.finish_reason = "stop";
@@ -389,12 +426,14 @@ struct OpenAiServer::Impl {
       }
     }
     if (!finished && out.finished) {
-      auto piece = stream.stop->push(stream.decoder->flush());
-      delta += piece.text;
+      const std::string text = stream.decoder->flush();
+      if (wants_logprobs) stream.logprob_aligner.decoded(text.size());
+      auto piece = stream.stop->push(text);
+      emit(std::move(piece.text));
       if (piece.stopped) {
         end.stop_string = piece.matched_stop;
       } else {
-        delta += stream.stop->flush();
+        emit(stream.stop->flush());
       }
       finished = true;
       const char* reason = finish_reason_name(out.finish_reason);
@@ -404,11 +443,16 @@ struct OpenAiServer::Impl {
         return finish_with_error(stream, "the engine failed while generating this request");
       }
     }
+    if (finished && wants_logprobs) {
+      for (TokenLogprobs& lp : stream.logprob_aligner.flush()) delta_logprobs.push_back(std::move(lp));
+    }
     if (stream.req == nullptr) return;
     if (stream.streaming) {
-      if (!delta.empty() && !finished) send_event(stream.req, chunk_json(stream.header, delta, nullptr));
+      const nlohmann::json logprobs = logprobs_json(stream, delta_logprobs, stream.emitted_chars);
+      if (wants_logprobs) stream.emitted_chars += utf8_length(delta);
+      if (!delta.empty() && !finished) send_event(stream.req, chunk_json(stream.header, delta, nullptr, logprobs));
       if (finished) {
-        send_event(stream.req, chunk_json(stream.header, delta, &end));
+        send_event(stream.req, chunk_json(stream.header, delta, &end, logprobs));
         if (stream.include_usage) send_event(stream.req, usage_chunk_json(stream.header, stream.usage));
         send_event(stream.req, "[DONE]");
         stream.done = true;
@@ -420,12 +464,15 @@ struct OpenAiServer::Impl {
       return;
     }
     stream.text += delta;
+    for (TokenLogprobs& lp : delta_logprobs) stream.logprobs.push_back(std::move(lp));
     if (finished) {
       stream.done = true;
       evhttp_request* req = stream.req;
       release(stream);
       stream.req = nullptr;
-      send_json(req, 200, full_response_json(stream.header, stream.text, end, stream.usage));
+      send_json(req, 200,
+                full_response_json(stream.header, stream.text, end, stream.usage,
+                                   logprobs_json(stream, stream.logprobs, /*initial_text_offset=*/0)));
     }
   }
 

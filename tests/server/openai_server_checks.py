@@ -237,6 +237,95 @@ def stop_strings(server, model):
     assert streamed == cut, (streamed, cut)
 
 
+def completion_logprobs(client, model, stream, **kwargs):
+    """(text, tokens, token_logprobs, top_logprobs, completion_tokens) streamed or not; streamed
+    chunks are checked to carry text_offsets that start at the text sent before them."""
+    if not stream:
+        r = client.completions.create(model=model, **kwargs)
+        lp = r.choices[0].logprobs
+        n = r.usage.completion_tokens
+        assert len(lp.tokens) == len(lp.token_logprobs) == len(lp.top_logprobs) == len(lp.text_offset) == n, (lp, n)
+        offsets = [0]
+        for token in lp.tokens[:-1]:
+            offsets.append(offsets[-1] + len(token))
+        assert lp.text_offset == offsets[:n], (lp.text_offset, offsets)
+        return r.choices[0].text, lp.tokens, lp.token_logprobs, lp.top_logprobs, n
+    text, tokens, values, tops, n = "", [], [], [], None
+    for chunk in client.completions.create(model=model, stream=True, stream_options={"include_usage": True}, **kwargs):
+        if not chunk.choices:
+            n = chunk.usage.completion_tokens
+            continue
+        lp = chunk.choices[0].logprobs
+        assert lp is not None, chunk
+        if not chunk.choices[0].finish_reason:
+            # Logprobs travel with the text that completes their token's text (a chunk may carry
+            # only the start of a token's text, held back in part by the stop-string check).
+            assert chunk.choices[0].text or not lp.tokens, chunk
+        if lp.text_offset:
+            assert lp.text_offset[0] == len(text), (lp.text_offset, text)
+        text += chunk.choices[0].text
+        tokens += lp.tokens
+        values += lp.token_logprobs
+        tops += lp.top_logprobs
+    return text, tokens, values, tops, n
+
+
+@check
+def logprobs_completions(server, model):
+    client = server.client()
+    for kwargs in [dict(prompt=PROMPTS[0], max_tokens=8, temperature=0, logprobs=3, extra_body={"ignore_eos": True}),
+                   dict(prompt=PROMPTS[1], max_tokens=8, temperature=1.0, seed=3, logprobs=0),
+                   dict(prompt=PROMPTS[2], max_tokens=5, temperature=0.7, seed=9, logprobs=20, top_p=0.5)]:
+        full = completion_logprobs(client, model, False, **kwargs)
+        streamed = completion_logprobs(client, model, True, **kwargs)
+        assert full == streamed, (full, streamed)
+        text, tokens, values, tops, n = full
+        for token, value, top in zip(tokens, values, tops):
+            assert value <= 0 and 1 <= len(top) <= kwargs["logprobs"] + 1, (value, top)
+            if token == "\ufffd":  # partial characters share one key (as in vLLM): its value may be another's
+                continue
+            assert top[token] == value, (token, value, top)
+            if kwargs["temperature"] == 0:
+                assert value == max(top.values()), (value, top)
+    # A stop string cuts the text, not the logprobs of the tokens generated up to it.
+    full = client.completions.create(model=model, prompt=PROMPTS[2], max_tokens=16, temperature=0,
+                                     extra_body={"ignore_eos": True}).choices[0].text
+    stop = full[3:6]
+    kwargs = dict(prompt=PROMPTS[2], max_tokens=16, temperature=0, stop=[stop], logprobs=1,
+                  extra_body={"ignore_eos": True})
+    cut = completion_logprobs(client, model, False, **kwargs)
+    assert cut == completion_logprobs(client, model, True, **kwargs)
+    assert cut[0] == full[:full.index(stop)] and len(cut[1]) == cut[4], cut
+    r = client.completions.create(model=model, prompt=PROMPTS[0], max_tokens=3, temperature=0)
+    assert r.choices[0].logprobs is None
+    for chunk in client.completions.create(model=model, prompt=PROMPTS[0], max_tokens=3, temperature=0, stream=True):
+        assert chunk.choices[0].logprobs is None, chunk
+
+
+@check
+def logprobs_chat(server, model):
+    client = server.client()
+    messages = [{"role": "user", "content": "What is 2 + 2?"}]
+    kwargs = dict(model=model, messages=messages, max_tokens=8, temperature=0, logprobs=True, top_logprobs=2)
+    r = client.chat.completions.create(**kwargs)
+    content = r.choices[0].logprobs.content
+    assert len(content) == r.usage.completion_tokens, (len(content), r.usage)
+    for entry in content:
+        assert isinstance(entry.bytes, list) and all(0 <= b < 256 for b in entry.bytes), entry
+        assert len(entry.top_logprobs) == 2 and entry.top_logprobs[0].logprob >= entry.top_logprobs[1].logprob
+        assert entry.top_logprobs[0].logprob == entry.logprob, entry  # greedy: the chosen one is the best
+    streamed = []
+    for chunk in client.chat.completions.create(stream=True, **kwargs):
+        if chunk.choices and chunk.choices[0].logprobs is not None:
+            streamed += chunk.choices[0].logprobs.content
+    assert [e.model_dump() for e in streamed] == [e.model_dump() for e in content]
+    only_chosen = client.chat.completions.create(model=model, messages=messages, max_tokens=3, temperature=0,
+                                                 logprobs=True).choices[0].logprobs.content
+    assert only_chosen and all(e.top_logprobs == [] for e in only_chosen), only_chosen
+    assert client.chat.completions.create(model=model, messages=messages, max_tokens=3,
+                                          temperature=0).choices[0].logprobs is None
+
+
 @check
 def errors_follow_openai_schema(server, model):
     client = server.client()
@@ -259,6 +348,11 @@ def errors_follow_openai_schema(server, model):
     expect(400, lambda: c(extra_body={"temperature": "hot"}))
     expect(400, lambda: c(extra_body={"top_k": -7}))
     expect(400, lambda: c(extra_body={"stream_options": {"include_usage": True}}))
+    expect(400, lambda: c(logprobs=21))
+    expect(400, lambda: c(logprobs=-1))
+    chat = lambda **kw: client.chat.completions.create(model=model, messages=[{"role": "user", "content": "Hi"}], **kw)  # noqa: E731
+    expect(400, lambda: chat(top_logprobs=2))
+    expect(400, lambda: chat(logprobs=True, top_logprobs=21))
     message = expect(400, lambda: c(max_tokens=10 ** 6))
     assert "maximum context length" in message and "1000000" in message, message
     expect(400, lambda: client.completions.create(model=model, prompt=""))
@@ -435,7 +529,7 @@ def main():
 
     checks = [models_and_health, completion_stream_and_not_agree, chat_stream_and_not_agree,
               seeded_sampling_is_reproducible, concurrent_streams_equal_sequential, stop_strings,
-              errors_follow_openai_schema, disconnect_mid_stream_frees_blocks,
+              logprobs_completions, logprobs_chat, errors_follow_openai_schema, disconnect_mid_stream_frees_blocks,
               forced_preemption(make_small, model, main_server), overload_503(make_busy, model),
               metrics_parse_as_prometheus, sigterm_finishes_streams_and_exits_zero]
     if args.mode == "crosspoint":

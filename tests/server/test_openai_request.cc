@@ -65,7 +65,7 @@ TEST(OpenAiRequest, RejectionsNameTheField) {
       {R"({"prompt":"x","max_tokens":2.5})", "max_tokens"},
       {R"({"prompt":"x","max_tokens":99999999999999999999})", "max_tokens"},
       {R"({"prompt":"x","n":3})", "n"},
-      {R"({"prompt":"x","logprobs":2})", "logprobs"},
+      {R"({"prompt":"x","logprobs":21})", "logprobs"},
       {R"({"prompt":"x","echo":true})", "echo"},
       {R"({"prompt":"x","stream_options":{"include_usage":true}})", "stream_options"},
       {R"({"prompt":"x","stream":"yes"})", "stream"},

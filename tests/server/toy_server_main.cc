@@ -17,6 +17,7 @@
 #include "engine/toy_model.h"
 #include "formats/gguf.h"
 #include "runner/request_sampler.h"
+#include "runner/token_logprobs.h"
 #include "server/openai_server.h"
 
 namespace crosspoint {
@@ -44,6 +45,10 @@ class ToyPagedRunner : public Runner {
       testing::toy_reference_logits(context, logits.data());
       out.sampled_token_ids[i] =
           sample_request_token(logits.data(), testing::kToyVocabSize, s.sampling, s.output_token_idx);
+      if (s.sampling.wants_logprobs()) {
+        out.logprobs.resize(plan.seqs.size());
+        out.logprobs[i] = compute_token_logprobs(logits, out.sampled_token_ids[i], s.sampling.num_logprobs);
+      }
     }
     return out;
   }

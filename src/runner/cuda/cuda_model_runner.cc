@@ -13,6 +13,7 @@
 #include "kernels/sampling.h"
 #include "model/host_forward_batch.h"
 #include "runner/request_sampler.h"
+#include "runner/token_logprobs.h"
 
 namespace crosspoint::cuda {
 
@@ -37,10 +38,7 @@ Result<std::unique_ptr<CudaModelRunner>> CudaModelRunner::create(std::unique_ptr
     CROSSPOINT_ASSIGN_OR_RETURN(runner->sampled_params_,
                                 DeviceBuffer::allocate(params_bytes, "sampled row parameters"));
   } else {
-    const size_t logits_bytes =
-        static_cast<size_t>(cap.max_num_logits) * runner->model_->vocab_size() * sizeof(uint16_t);
-    CROSSPOINT_ASSIGN_OR_RETURN(runner->logits_host_,
-                                PinnedBuffer::allocate(logits_bytes, "fp16 logits of the host sampler"));
+    CROSSPOINT_RETURN_IF_ERROR(runner->ensure_logits_host());
   }
   if (options.enforce_eager) return runner;
   Stopwatch capture_timer;
@@ -60,6 +58,13 @@ Result<std::unique_ptr<CudaModelRunner>> CudaModelRunner::create(std::unique_ptr
 }
 
 CudaModelRunner::~CudaModelRunner() { destroy_graphs(); }
+
+Status CudaModelRunner::ensure_logits_host() {
+  if (!logits_host_.empty()) return Status::ok();
+  const size_t logits_bytes = static_cast<size_t>(model_->capacity().max_num_logits) * model_->vocab_size() * 2;
+  CROSSPOINT_ASSIGN_OR_RETURN(logits_host_, PinnedBuffer::allocate(logits_bytes, "fp16 logits copied to the host"));
+  return Status::ok();
+}
 
 void CudaModelRunner::destroy_graphs() {
   for (auto& [key, exec] : graphs_) (void)cudaGraphExecDestroy(exec);
@@ -198,19 +203,27 @@ Status CudaModelRunner::draw_tokens(const BatchPlan& plan, const std::vector<int
   int32_t num_sampled = 0;
   bool any_greedy = false;
   sampled_rows_.clear();
+  logprob_rows_.clear();
   for (int32_t r = 0; r < num_rows; ++r) {
     const int32_t s = row_seq_idx[r];
     if (s < 0 || !plan.seqs[s].sample) continue;
     const ScheduledSequence& seq = plan.seqs[s];
-    if (seq.sampling.is_greedy()) {
-      any_greedy = true;
-      continue;
-    }
-    if (!options_.sample_on_gpu) {
+    const bool host_sampled = !seq.sampling.is_greedy() && !options_.sample_on_gpu;
+    // Rows drawn on the host, and rows that want logprobs however they are drawn, are copied out
+    // (before sample_rows below, on the same stream).
+    if (host_sampled || seq.sampling.wants_logprobs()) {
+      CROSSPOINT_RETURN_IF_ERROR(ensure_logits_host());
       const size_t offset = static_cast<size_t>(r) * V;
       CROSSPOINT_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(logits_host_.as<uint16_t>() + offset, m.logits() + offset,
                                                       static_cast<size_t>(V) * 2, cudaMemcpyDeviceToHost, stream),
                                       "copy logits row");
+      if (seq.sampling.wants_logprobs()) logprob_rows_.push_back(r);
+    }
+    if (seq.sampling.is_greedy()) {
+      any_greedy = true;
+      continue;
+    }
+    if (host_sampled) {
       sampled_rows_.push_back(r);
       continue;
     }
@@ -249,7 +262,31 @@ Status CudaModelRunner::draw_tokens(const BatchPlan& plan, const std::vector<int
     draw_on_host(plan, row_seq_idx, output);
     output.sampling_ms += host_timer.elapsed_ms();
   }
+  if (!logprob_rows_.empty()) {
+    Stopwatch host_timer;
+    logprobs_on_host(plan, row_seq_idx, output);
+    output.sampling_ms += host_timer.elapsed_ms();
+  }
   return Status::ok();
+}
+
+void CudaModelRunner::logprobs_on_host(const BatchPlan& plan, const std::vector<int32_t>& row_seq_idx,
+                                       StepOutput& output) {
+  const int V = model_->vocab_size();
+  const uint16_t* logits = logits_host_.as<uint16_t>();
+  output.logprobs.resize(plan.seqs.size());
+  // Rows are independent (each writes its own entry): spread over the CPU threads like draw_on_host.
+  global_thread_pool().parallel_for(logprob_rows_.size(), [&](size_t begin, size_t end) {
+    std::vector<float> row(static_cast<size_t>(V));
+    for (size_t i = begin; i < end; ++i) {
+      const int32_t r = logprob_rows_[i];
+      const uint16_t* half_row = logits + static_cast<size_t>(r) * V;
+      for (int v = 0; v < V; ++v) row[v] = f16_to_f32(half_row[v]);  // exact; widened to double inside
+      const int32_t s = row_seq_idx[r];
+      const ScheduledSequence& seq = plan.seqs[s];
+      output.logprobs[s] = compute_token_logprobs(row, output.sampled_token_ids[s], seq.sampling.num_logprobs);
+    }
+  });
 }
 
 void CudaModelRunner::draw_on_host(const BatchPlan& plan, const std::vector<int32_t>& row_seq_idx, StepOutput& output) {

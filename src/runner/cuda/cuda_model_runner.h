@@ -11,6 +11,10 @@
 //     sampler's for the same seed: the GPU walks the kept tokens in id order, the host sampler in
 //     probability order (same distribution; see sampling.h).
 //
+// Rows whose request wants logprobs are copied out as fp16 too, however they are drawn, and their
+// logprobs computed on the host from those exact values (runner/token_logprobs.h); other requests
+// cost nothing for it.
+//
 // Decode-only steps are padded to the smallest bucket that holds them (graph_buckets.h) and
 // replay the CUDA graph captured at start-up for that bucket and the smallest context bound
 // above their longest context; with enforce_eager (or a failed capture)
@@ -77,6 +81,10 @@ class CudaModelRunner : public Runner {
                      StepOutput& output);
   // The host half of the default path: rows in sampled_rows_ drawn from logits_host_.
   void draw_on_host(const BatchPlan& plan, const std::vector<int32_t>& row_seq_idx, StepOutput& output);
+  // Logprobs of the rows in logprob_rows_ from logits_host_, once every row's token is known.
+  void logprobs_on_host(const BatchPlan& plan, const std::vector<int32_t>& row_seq_idx, StepOutput& output);
+  // logits_host_ allocated (at creation for host sampling, at the first logprobs request otherwise).
+  Status ensure_logits_host();
   // A decode-only batch padded to `bucket` rows and uploaded, attention bounded by
   // context_bound: the one shape both graph capture and decode steps launch.
   Result<CudaForwardBatch> upload_padded_decode(const ForwardBatch& batch, int32_t bucket, int32_t context_bound,
@@ -97,9 +105,11 @@ class CudaModelRunner : public Runner {
   // Sampling on the GPU only (sample_on_gpu; empty otherwise):
   PinnedBuffer sampled_params_host_;  // [max_num_logits] SampledRowParams, this step's sampled rows
   DeviceBuffer sampled_params_;       // [max_num_logits] SampledRowParams, their device copy
-  // Sampling on the host only (sample_on_gpu false; empty otherwise):
-  PinnedBuffer logits_host_;           // [max_num_logits, vocab] fp16, the sampled rows copied out
+  // Rows copied to the host: sampled there (sample_on_gpu false), or wanting logprobs. Allocated
+  // only when one of those happens.
+  PinnedBuffer logits_host_;           // [max_num_logits, vocab] fp16, those rows copied out
   std::vector<int32_t> sampled_rows_;  // logits rows the host sampler draws this step
+  std::vector<int32_t> logprob_rows_;  // logits rows whose sequence wants logprobs this step
   int64_t num_graph_steps_ = 0;
   int64_t num_eager_steps_ = 0;
 };
