@@ -33,6 +33,9 @@ done
 if [ ${#targets[@]} -eq 0 ]; then
   for source in tests/fuzz/fuzz_*.cc; do targets+=("$(basename "$source" .cc)"); done
 fi
+for target in "${targets[@]}"; do
+  [ -f "tests/fuzz/$target.cc" ] || die "no fuzz target '$target' (tests/fuzz/fuzz_*.cc lists them)"
+done
 
 install_debian_packages
 configure_and_build build-fuzz -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCROSSPOINT_CUDA=OFF -DCROSSPOINT_FUZZ=ON \
