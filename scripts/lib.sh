@@ -3,7 +3,7 @@ CACHE="${CROSSPOINT_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/crosspoint}"
 VENV="$CACHE/venv"
 DOWNLOADS="$CACHE/downloads"
 export CROSSPOINT_CACHE="$CACHE"
-JOBS="$(nproc)"
+JOBS="${CROSSPOINT_JOBS:-$(nproc)}"  # CROSSPOINT_JOBS: fewer when the machine is shared
 # ccache keys on paths relative to the checkout, so a fresh clone elsewhere on the same
 # machine (CI) reuses the objects an earlier build compiled.
 export CCACHE_BASEDIR="$(pwd)"
@@ -17,6 +17,7 @@ DEBIAN_PACKAGES=(
   libgtest-dev libgmock-dev googletest libbenchmark-dev
   nlohmann-json3-dev libpcre2-dev libicu-dev libcurl4-openssl-dev libcli11-dev libfmt-dev libevent-dev
   python3-venv unzip
+  clang libclang-rt-dev  # scripts/fuzz.sh: libFuzzer and the sanitizers' runtimes
   chromium  # renders the sweep's report.html in tests/sweep
 )
 

@@ -4,8 +4,10 @@
 #   2. the threaded test binaries (engine, scheduler, server, bench, sweep) again in shuffled
 #      repeats, to catch order- and timing-dependent failures (CROSSPOINT_TEST_REPEATS, default 3),
 #   3. the same tests built with AddressSanitizer and UndefinedBehaviorSanitizer,
-#   4. the threaded test binaries built with ThreadSanitizer.
-# CROSSPOINT_SKIP_SANITIZERS=1 stops after step 2.
+#   4. the threaded test binaries built with ThreadSanitizer,
+#   5. every libFuzzer target of tests/fuzz for 20 s on its committed corpus (scripts/fuzz.sh):
+#      any crash, leak, UB report or timeout fails the run.
+# CROSSPOINT_SKIP_SANITIZERS=1 stops after step 2; CROSSPOINT_SKIP_FUZZ=1 skips step 5.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh
@@ -31,5 +33,10 @@ if [ "${CROSSPOINT_SKIP_SANITIZERS:-0}" != "1" ]; then
     -- "${THREADED_TEST_BINARIES[@]}" serving_toy_server crosspoint
   log "tests: ThreadSanitizer build of the threaded binaries"
   TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" run_threaded_tests build-tsan ""
+
+  if [ "${CROSSPOINT_SKIP_FUZZ:-0}" != "1" ]; then
+    log "tests: fuzz targets, 20 s each"
+    scripts/fuzz.sh --seconds 20
+  fi
 fi
 log "tests: all passed"

@@ -62,6 +62,7 @@ bool is_dequantizable(GgmlType type) {
 
 // Elements [begin, begin + count), both block-aligned and in range (checked by the caller).
 void dequantize_unchecked(const GgufTensor& tensor, uint64_t begin, uint64_t count, float* out) {
+  if (count == 0) return;  // a tensor with a zero dim: out (an empty vector's data()) may be null
   const uint8_t* data = tensor.data;
   switch (tensor.type) {
     case GgmlType::kF32: std::memcpy(out, data + begin * 4, count * 4); return;

@@ -33,6 +33,7 @@
 #include "server/openai_response.h"
 #include "server/prometheus_metrics.h"
 #include "server/stop_string_matcher.h"
+#include "server/tokenize_request.h"
 
 namespace crosspoint {
 
@@ -187,34 +188,21 @@ struct OpenAiServer::Impl {
   }
 
   void handle_tokenize(evhttp_request* req, const std::string& body_text) {
-    const auto body = nlohmann::json::parse(body_text, nullptr, false);
-    if (body.is_discarded() || !body.is_object() || !body.contains("prompt") || !body["prompt"].is_string()) {
-      return send_error(req, bad_request("/tokenize needs {\"prompt\": <string>}", "prompt"));
-    }
-    if (body.contains("model") && body["model"].is_string()) {
-      if (auto e = check_model(body["model"].get<std::string>())) return send_error(req, *e);
-    }
-    const auto ids = tokenizer.encode(body["prompt"].get<std::string>(), true);
+    TokenizeRequest request;
+    if (auto e = parse_tokenize_request(body_text, &request)) return send_error(req, *e);
+    if (auto e = check_model(request.model)) return send_error(req, *e);
+    const auto ids = tokenizer.encode(request.prompt, true);
     nlohmann::json out = {
         {"tokens", ids}, {"count", ids.size()}, {"max_model_len", engine.config().scheduler.max_model_len}};
     send_json(req, 200, out.dump());
   }
 
   void handle_detokenize(evhttp_request* req, const std::string& body_text) {
-    const auto body = nlohmann::json::parse(body_text, nullptr, false);
-    if (body.is_discarded() || !body.is_object() || !body.contains("tokens") || !body["tokens"].is_array()) {
-      return send_error(req, bad_request("/detokenize needs {\"tokens\": [ids]}", "tokens"));
-    }
-    std::vector<int32_t> ids;
-    for (const auto& id : body["tokens"]) {
-      if (!id.is_number_integer() || id.get<int64_t>() < 0 || id.get<int64_t>() >= tokenizer.vocab_size()) {
-        return send_error(req, bad_request("'tokens' holds an id outside the vocabulary", "tokens"));
-      }
-      ids.push_back(static_cast<int32_t>(id.get<int64_t>()));
-    }
+    DetokenizeRequest request;
+    if (auto e = parse_detokenize_request(body_text, tokenizer.vocab_size(), &request)) return send_error(req, *e);
     send_json(req, 200,
-              nlohmann::json{{"prompt", tokenizer.decode(ids)}}.dump(-1, ' ', false,
-                                                                     nlohmann::json::error_handler_t::replace));
+              nlohmann::json{{"prompt", tokenizer.decode(request.tokens)}}.dump(
+                  -1, ' ', false, nlohmann::json::error_handler_t::replace));
   }
 
   // Prompt token ids of a parsed request, or the error to send.

@@ -257,6 +257,22 @@ TEST(Gguf, EveryTruncationIsAnErrorNotACrash) {
   }
 }
 
+// Found by tests/fuzz/fuzz_gguf: a tensor with a zero dim dequantised into an empty vector
+// passed its null data() to memcpy.
+TEST(Gguf, ZeroElementTensorDequantisesToNothing) {
+  GgufRecipe recipe;
+  recipe.dims = {32, 0};
+  recipe.data_bytes = 0;
+  ScratchDir dir;
+  testing::write_bytes(dir.file("empty.gguf"), build_gguf(recipe));
+  auto file = GgufFile::open(dir.file("empty.gguf"));
+  ASSERT_TRUE(file.is_ok()) << file.status().to_string();
+  ASSERT_EQ(file->tensors().at(0).num_elements(), 0u);
+  auto values = gguf_dequantize(file->tensors().at(0));
+  ASSERT_TRUE(values.is_ok()) << values.status().to_string();
+  EXPECT_TRUE(values->empty());
+}
+
 TEST(Gguf, UnsupportedTypeIsRefusedByDequantize) {
   GgufTensor tensor;
   tensor.name = "blk.0.ffn_up.weight";

@@ -1,0 +1,36 @@
+#include "server/tokenize_request.h"
+
+#include <nlohmann/json.hpp>
+
+namespace crosspoint {
+
+std::optional<ApiError> parse_tokenize_request(const std::string& body_text, TokenizeRequest* out) {
+  const auto body = nlohmann::json::parse(body_text, nullptr, /*allow_exceptions=*/false);
+  auto prompt = body.is_object() ? body.find("prompt") : body.end();
+  if (body.is_discarded() || !body.is_object() || prompt == body.end() || !prompt->is_string()) {
+    return bad_request("/tokenize needs {\"prompt\": <string>}", "prompt");
+  }
+  out->prompt = prompt->get<std::string>();
+  auto model = body.find("model");
+  if (model != body.end() && model->is_string()) out->model = model->get<std::string>();
+  return std::nullopt;
+}
+
+std::optional<ApiError> parse_detokenize_request(const std::string& body_text, int32_t vocab_size,
+                                                 DetokenizeRequest* out) {
+  const auto body = nlohmann::json::parse(body_text, nullptr, /*allow_exceptions=*/false);
+  auto tokens = body.is_object() ? body.find("tokens") : body.end();
+  if (body.is_discarded() || !body.is_object() || tokens == body.end() || !tokens->is_array()) {
+    return bad_request("/detokenize needs {\"tokens\": [ids]}", "tokens");
+  }
+  out->tokens.clear();
+  for (const auto& id : *tokens) {
+    // Numbers above INT64_MAX read back negative here, so they are refused too.
+    const bool in_range = id.is_number_integer() && id.get<int64_t>() >= 0 && id.get<int64_t>() < vocab_size;
+    if (!in_range) return bad_request("'tokens' holds an id outside the vocabulary", "tokens");
+    out->tokens.push_back(static_cast<int32_t>(id.get<int64_t>()));
+  }
+  return std::nullopt;
+}
+
+}  // namespace crosspoint

@@ -1,0 +1,27 @@
+// Parsing and validation of the bodies of POST /tokenize ({"prompt": <string>, "model": ...})
+// and POST /detokenize ({"tokens": [ids]}), vLLM's extra routes. A rejection is the ApiError
+// (400) naming the field.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "server/api_error.h"
+
+namespace crosspoint {
+
+struct TokenizeRequest {
+  std::string prompt;
+  std::string model;  // empty when the request names none (or not as a string)
+};
+
+struct DetokenizeRequest {
+  std::vector<int32_t> tokens;  // each in [0, vocab_size)
+};
+
+std::optional<ApiError> parse_tokenize_request(const std::string& body, TokenizeRequest* out);
+std::optional<ApiError> parse_detokenize_request(const std::string& body, int32_t vocab_size, DetokenizeRequest* out);
+
+}  // namespace crosspoint
