@@ -512,10 +512,15 @@ nlohmann::json bench_gemv16(const Ceilings& c, CublasLtContext& ctx, const Buffe
               return Status::ok();
             },
             s, reps);
-        auto r = record(c, p, kernel.c_str(), "layer linears, no lm_head", m, 0, 0, bytes, 2.0 * m * params, ms);
+        // The quantisation alone reads no weights and does no matmul: its line shows time only.
+        const bool quant_only = line.v == Variant::kFp8Quant;
+        const double weight_bytes = quant_only ? 0.0 : bytes;
+        auto r = record(c, p, kernel.c_str(), "layer linears, no lm_head", m, 0, 0, weight_bytes,
+                        quant_only ? 0.0 : 2.0 * m * params, ms);
         r["time_ms"] = ms;
         out.push_back(r);
-        cells.push_back({kernel, m, ms, bytes / (ms * 1e6), 100.0 * bytes / (c.bw_gbps * 1e9) / (ms * 1e-3)});
+        cells.push_back(
+            {kernel, m, ms, weight_bytes / (ms * 1e6), 100.0 * weight_bytes / (c.bw_gbps * 1e9) / (ms * 1e-3)});
       }
     }
     for (Linear& lin : lins) free_linear(lin);
@@ -535,6 +540,7 @@ nlohmann::json bench_gemv16(const Ceilings& c, CublasLtContext& ctx, const Buffe
         if (cell.kernel == kernel && cell.m == m) found = &cell;
       }
       if (found == nullptr) std::printf(" | M=%-2d %23s", m, "-");
+      else if (found->gbps == 0) std::printf(" | M=%-2d %6.3f ms %15s", m, found->ms, "");
       else std::printf(" | M=%-2d %6.3f ms %5.0f GB/s %3.0f%%", m, found->ms, found->gbps, found->pct);
     }
     std::printf("\n");
