@@ -71,6 +71,18 @@ inline std::unique_ptr<cuda::CudaModelRunner> make_cuda_runner(const Model& cpu,
   return runner.is_ok() ? std::move(runner).value() : nullptr;
 }
 
+// A request's sampling parameters; num_logprobs -1: no logprobs.
+inline RequestSamplingParams sampling(float temperature, int32_t top_k, float top_p, uint64_t seed,
+                                      int32_t num_logprobs = -1) {
+  RequestSamplingParams p;
+  p.temperature = temperature;
+  p.top_k = top_k;
+  p.top_p = top_p;
+  p.seed = seed;
+  p.num_logprobs = num_logprobs;
+  return p;
+}
+
 // One request per entry of `sampling`, request i with a prompt of 9 + 23 i tokens below the
 // tiny vocabulary, kOutputTokens tokens each (ignore_eos).
 inline std::vector<EngineRequest> tiny_requests(const std::vector<RequestSamplingParams>& sampling) {

@@ -23,22 +23,13 @@ namespace {
 
 using cuda_testing::kOutputTokens;
 using cuda_testing::load_tiny_model;
+using cuda_testing::sampling;
 using cuda_testing::tiny_requests;
 using cuda_testing::TinyPrecision;
 
 // test_cuda_model.cc's fp16 bound on |gpu - cpu| per logit, relative to the row's largest |logit|;
 // a logprob moves by at most twice the largest logit difference.
 constexpr double kLogitTolerance = 2e-2;
-
-RequestSamplingParams sampling(float temperature, int32_t top_k, float top_p, uint64_t seed, int32_t num_logprobs) {
-  RequestSamplingParams p;
-  p.temperature = temperature;
-  p.top_k = top_k;
-  p.top_p = top_p;
-  p.seed = seed;
-  p.num_logprobs = num_logprobs;
-  return p;
-}
 
 struct Generated {
   std::vector<int32_t> tokens;

@@ -16,17 +16,9 @@ namespace {
 
 using cuda_testing::kOutputTokens;
 using cuda_testing::load_tiny_model;
+using cuda_testing::sampling;
 using cuda_testing::tiny_requests;
 using cuda_testing::TinyPrecision;
-
-RequestSamplingParams sampling(float temperature, int32_t top_k, float top_p, uint64_t seed) {
-  RequestSamplingParams p;
-  p.temperature = temperature;
-  p.top_k = top_k;
-  p.top_p = top_p;
-  p.seed = seed;
-  return p;
-}
 
 // Runs the requests through an engine on a fresh runner that samples on the GPU; each
 // request's tokens.
