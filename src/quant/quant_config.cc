@@ -1,7 +1,9 @@
 #include "quant/quant_config.h"
 
 #include <nlohmann/json.hpp>
+#include <cstdint>
 #include <regex>
+#include <type_traits>
 
 namespace crosspoint {
 namespace {
@@ -16,8 +18,15 @@ Result<T> get_field(const json& object, const std::string& key, const std::strin
     if (required) return unsupported(where + "." + key + " is missing");
     return fallback;
   }
+  const json& value = object[key];
+  if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>) {
+    // nlohmann converts a float such as 1e70 with a plain cast, which is undefined behaviour.
+    const bool in_range = value.is_number_integer() &&
+                          !(value.is_number_unsigned() && value.get<uint64_t>() > static_cast<uint64_t>(INT64_MAX));
+    if (!in_range) return unsupported(where + "." + key + " must be an integer: " + value.dump());
+  }
   try {
-    return object[key].get<T>();
+    return value.get<T>();
   } catch (const json::exception&) {
     return unsupported(where + "." + key + " has the wrong type: " + object[key].dump());
   }

@@ -211,6 +211,8 @@ def main():
                                             "sym": True, "checkpoint_format": "gptq", "static_groups": False,
                                             "damp_percent": 0.01, "true_sequential": True})
     write("fuzz_model_config", "gptq.json", json.dumps(gptq, indent=1))
+    # A finding kept as a seed: a float where the GPTQ config wants an integer.
+    write("fuzz_model_config", "gptq_float_bits.json", '{"quant_method": "gptq", "bits": 6.66667e69, "group_size": 128}')
 
     byte_level_step = {"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": True, "use_regex": True}
     write("fuzz_tokenizer_json", "gpt2_byte_level.json", tokenizer_json(byte_level_step))

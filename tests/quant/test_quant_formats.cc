@@ -81,6 +81,10 @@ TEST(QuantConfigTest, RefusesUnsupportedConfigsNamingTheField) {
   expect_refused(fp8_config(", \"num_bits\": 4"), "weights");
   expect_refused(R"({"quant_method": "compressed-tensors", "format": "pack-quantized", "config_groups": {}})",
                  "format");
+  // Non-integral or out-of-range numbers are refused, not cast (a cast of 6.7e69 to int64 is undefined).
+  expect_refused(R"({"quant_method": "gptq", "bits": 6.66667e69, "group_size": 128})", "bits");
+  expect_refused(R"({"quant_method": "gptq", "bits": 4.0, "group_size": 128})", "bits");
+  expect_refused(R"({"quant_method": "gptq", "bits": 4, "group_size": 18446744073709551615})", "group_size");
 }
 
 // A directory holding one safetensors file with `tensors`, removed at the end.
