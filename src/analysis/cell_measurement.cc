@@ -103,6 +103,7 @@ Result<CellMeasurement> parse_cell_measurement(const nlohmann::json& result, con
       {"request_goodput", &cell.request_goodput_req_s},
       {"request_goodput:", &cell.request_goodput_req_s},
       {"mean_running_batch", &cell.mean_running_batch},
+      {"steady_mean_running", &cell.steady_running_batch},
       {"peak_running_batch", &cell.peak_running_batch},
       {"mean_context_tokens", &cell.mean_context_tokens},
       {"kv_cache_tokens", &cell.kv_cache_tokens},

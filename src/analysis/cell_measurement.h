@@ -30,6 +30,8 @@ struct CellMeasurement {
 
   // Server-side samples over the run (crosspoint bench extension keys, see docs/analysis.md).
   std::optional<double> mean_running_batch;  // sequences per decode step, time-averaged
+  // The same inside the steady-state window (client holding all its slots; docs/bench.md).
+  std::optional<double> steady_running_batch;
   std::optional<double> peak_running_batch;
   std::optional<double> mean_context_tokens;  // mean context length of running sequences
   std::optional<int64_t> num_preemptions;

@@ -228,6 +228,15 @@ ReportFiles render_study_report(const StudyResults& study, const StudyAnalysis& 
       measurement_pivot(study, "output tok/s", [](const CellMeasurement& c) { return c.output_throughput_tok_s; }, 2));
   r.table(
       measurement_pivot(study, "mean running batch", [](const CellMeasurement& c) { return c.mean_running_batch; }, 1));
+  const bool any_steady = std::any_of(study.cells.begin(), study.cells.end(),
+                                      [](const CellMeasurement& c) { return c.steady_running_batch.has_value(); });
+  if (any_steady) {
+    r.table(measurement_pivot(
+        study, "running batch, steady state", [](const CellMeasurement& c) { return c.steady_running_batch; }, 1));
+    r.paragraph(
+        "Steady state: from the moment the client first held all its slots until the first completion after its "
+        "last dispatch; the whole-run mean above includes the ramp and the drain of the longest outputs.");
+  }
   GroupedBarChart bars;
   bars.title = "Output throughput (tok/s)";
   bars.y_label = "tok/s";

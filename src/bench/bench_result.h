@@ -11,6 +11,7 @@
 #include "bench/request_record.h"
 #include "bench/sample_request.h"
 #include "bench/server_metrics.h"
+#include "bench/steady_state.h"
 
 namespace crosspoint::bench {
 
@@ -35,6 +36,7 @@ struct BenchResult {
   DatasetSummary dataset;
   LoadRunResult load;  // concurrency reached, client overhead, raw /metrics samples
   ServerMetricsSummary server;
+  SteadyStateWindow steady;  // with a concurrency cap: the window where the client held every slot
 };
 
 // vLLM's result keys (with the detailed per-request lists) followed by crosspoint's

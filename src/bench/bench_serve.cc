@@ -183,6 +183,8 @@ Result<BenchResult> run_bench_serve(const BenchOptions& o, const Tokenizer& toke
   result.metrics = compute_metrics(records, result.duration_s, o.metric_percentiles, o.goodput);
   result.records = std::move(records);
   result.server = summarize_server_metrics(result.load.server_samples);
+  if (o.max_concurrency)
+    result.steady = steady_state_window(result.records, *o.max_concurrency, result.load.server_samples);
   return result;
 }
 

@@ -139,6 +139,18 @@ std::string result_to_json_text(const BenchResult& r) {
   } else {
     server["reason"] = r.load.metrics_error.empty() ? s.unavailable_reason : r.load.metrics_error;
   }
+  const SteadyStateWindow& w = r.steady;
+  OrderedJson steady = {{"valid", w.valid}};
+  if (w.valid) {
+    steady["start_s"] = w.start_s;
+    steady["end_s"] = w.end_s;
+    steady["duration_s"] = w.duration_s();
+    steady["client_mean_in_flight"] = w.client_mean_in_flight;
+    steady["num_server_samples"] = w.num_server_samples;
+    steady["steady_mean_running"] = optional_number(w.server_mean_running);
+  } else {
+    steady["reason"] = w.reason.empty() ? "no concurrency cap" : w.reason;
+  }
   OrderedJson samples = OrderedJson::array();
   for (const ServerMetricsSample& sample : r.load.server_samples) {
     samples.push_back({{"time_s", sample.time_s},
@@ -149,6 +161,7 @@ std::string result_to_json_text(const BenchResult& r) {
   }
   server["samples"] = std::move(samples);
   j["server_metrics"] = std::move(server);
+  j["steady_state"] = std::move(steady);
   j["dataset"] = {{"name", r.dataset.name},
                   {"path", r.dataset.path},
                   {"num_requests", r.dataset.num_requests},

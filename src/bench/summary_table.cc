@@ -81,6 +81,14 @@ std::string format_summary_table(const BenchResult& r) {
     if (r.server.max_kv_cache_usage) row(out, "Max KV cache usage (%):", fixed2(100 * *r.server.max_kv_cache_usage));
     if (r.server.num_preemptions) row(out, "Preemptions:", fmt::format("{:.0f}", *r.server.num_preemptions));
   }
+  if (r.steady.valid) {
+    out += fmt::format("{:-^50}\n", "Steady state (client holds every slot)");
+    row(out, "Window (s):", fmt::format("{:.2f} .. {:.2f}", r.steady.start_s, r.steady.end_s));
+    row(out, "Mean concurrency (client):", fixed2(r.steady.client_mean_in_flight));
+    if (r.steady.server_mean_running) row(out, "Mean running batch:", fixed2(*r.steady.server_mean_running));
+  } else if (r.max_concurrency) {
+    row(out, "Steady state:", "none (" + r.steady.reason + ")");
+  }
   if (m.failed > 0) {
     out += fmt::format("{:-^50}\n", "Failures");
     std::map<std::string, std::pair<int, std::string>> by_reason;  // group -> (count, example)
