@@ -339,10 +339,9 @@ Status CudaModel::run_layer(int32_t layer_idx, const CudaForwardBatch& b) {
   uint16_t* delta = delta_.as<uint16_t>();
 
   // The previous layer's down_proj output joins the residual here (none before layer 0).
-  CROSSPOINT_RETURN_IF_ERROR(add_rms_norm(residual_.as<float>(), layer_idx == 0 ? nullptr : delta, d,
-                                          l.input_norm.as<uint16_t>(), eps, x, d, T, d, stream_));
+  CROSSPOINT_RETURN_IF_ERROR(norm_into(l.qkv, layer_idx == 0 ? nullptr : delta, l.input_norm, T));
   mark(StepOp::kInputNorm);
-  CROSSPOINT_RETURN_IF_ERROR(run_cuda_linear(l.qkv, scratch_, x, T, qkv_.as<uint16_t>(), stream_));
+  CROSSPOINT_RETURN_IF_ERROR(linear_after(l.qkv, x, T, qkv_.as<uint16_t>()));
   mark(StepOp::kQkvProj);
   if (!l.q_norm.empty())  // Qwen3; profiled as part of rope_kv_write
     CROSSPOINT_RETURN_IF_ERROR(qk_head_rms_norm(qkv_.as<uint16_t>(), qkv_width, T, H, Hkv, D, l.q_norm.as<uint16_t>(),
@@ -394,16 +393,37 @@ Status CudaModel::run_layer(int32_t layer_idx, const CudaForwardBatch& b) {
 
   CROSSPOINT_RETURN_IF_ERROR(run_cuda_linear(l.o_proj, scratch_, attn_.as<uint16_t>(), T, delta, stream_));
   mark(StepOp::kOProj);
-  CROSSPOINT_RETURN_IF_ERROR(
-      add_rms_norm(residual_.as<float>(), delta, d, l.post_attention_norm.as<uint16_t>(), eps, x, d, T, d, stream_));
+  CROSSPOINT_RETURN_IF_ERROR(norm_into(l.gate_up, delta, l.post_attention_norm, T));
   mark(StepOp::kPostAttentionNorm);
-  CROSSPOINT_RETURN_IF_ERROR(run_cuda_linear(l.gate_up, scratch_, x, T, gate_up_.as<uint16_t>(), stream_));
+  CROSSPOINT_RETURN_IF_ERROR(linear_after(l.gate_up, x, T, gate_up_.as<uint16_t>()));
   mark(StepOp::kGateUpProj);
-  CROSSPOINT_RETURN_IF_ERROR(silu_mul(gate_up_.as<uint16_t>(), 2 * I, act_.as<uint16_t>(), I, T, I, stream_));
+  uint16_t* act = act_.as<uint16_t>();
+  if (cuda_linear_takes_quantised_input(l.down_proj, scratch_, act, T)) {
+    CROSSPOINT_RETURN_IF_ERROR(
+        silu_mul_quantize_fp8(gate_up_.as<uint16_t>(), 2 * I, act, I, scratch_.xq, I, scratch_.x_scale, T, I, stream_));
+  } else {
+    CROSSPOINT_RETURN_IF_ERROR(silu_mul(gate_up_.as<uint16_t>(), 2 * I, act, I, T, I, stream_));
+  }
   mark(StepOp::kSiluMul);
-  CROSSPOINT_RETURN_IF_ERROR(run_cuda_linear(l.down_proj, scratch_, act_.as<uint16_t>(), T, delta, stream_));
+  CROSSPOINT_RETURN_IF_ERROR(linear_after(l.down_proj, act, T, delta));
   mark(StepOp::kDownProj);
   return Status::ok();
+}
+
+Status CudaModel::norm_into(const CudaLinear& next, const uint16_t* delta, const DeviceBuffer& weight, int T) {
+  const int d = static_cast<int>(config_.hidden_size);
+  const float eps = static_cast<float>(config_.rms_norm_eps);
+  uint16_t* x = x_.as<uint16_t>();
+  if (cuda_linear_takes_quantised_input(next, scratch_, x, T))
+    return add_rms_norm_quantize_fp8(residual_.as<float>(), delta, d, weight.as<uint16_t>(), eps, x, d, scratch_.xq, d,
+                                     scratch_.x_scale, T, d, stream_);
+  return add_rms_norm(residual_.as<float>(), delta, d, weight.as<uint16_t>(), eps, x, d, T, d, stream_);
+}
+
+Status CudaModel::linear_after(const CudaLinear& next, const uint16_t* x, int T, uint16_t* y) {
+  if (cuda_linear_takes_quantised_input(next, scratch_, x, T))
+    return run_cuda_linear_quantised_input(next, scratch_, T, y, stream_);
+  return run_cuda_linear(next, scratch_, x, T, y, stream_);
 }
 
 Status CudaModel::forward(const CudaForwardBatch& b) {

@@ -133,6 +133,11 @@ class CudaModel {
   Status allocate_kv_cache(int64_t num_blocks);
   Status profile_step();
   Status run_layer(int32_t layer_idx, const CudaForwardBatch& b);
+  // residual += delta; x = rms_norm(residual) * weight for T rows, also quantised into the
+  // linear scratch when `next` (the linear that reads x) takes a quantised input.
+  Status norm_into(const CudaLinear& next, const uint16_t* delta, const DeviceBuffer& weight, int T);
+  // y = next(x), from the scratch's quantised rows when norm_into / silu_mul wrote them.
+  Status linear_after(const CudaLinear& next, const uint16_t* x, int T, uint16_t* y);
   uint16_t* key_cache(int32_t layer_idx) const;
   uint16_t* value_cache(int32_t layer_idx) const;
   void mark(StepOp op) {
