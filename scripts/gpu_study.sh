@@ -21,6 +21,8 @@
 #             bench_attention unless DECODE_MICRO=0
 #   quantpeer: torch_peer.py --part quant (graph-replayed fp8/int4 decode at batch 1/8/32/64)
 #   profile:  ncu over bench_gemm --profile-shapes (PROFILE_KERNELS regex, PROFILE_ROWS list of M, PROFILE_COUNT, PROFILE_S)
+#   attnprofile: ncu over bench_attention --shape (ATTN_SHAPES, default 64:512,128:2048): the decode
+#             attention kernel's throughput, memory, occupancy and stall sections
 #   kernels:  ncu over one eager decode step per precision (--kernels-batches, 1): every kernel's
 #             time alone and DRAM bytes read, grouped by scripts/gpu/kernel_breakdown.py (kernels.json)
 #   servercheck: benchmarks/gpu/check_server_determinism.py over the 7B checkpoints: the same request
@@ -48,7 +50,7 @@
 #          an ignored folder that the call carries: its finished cells and hwinfo.json are kept, so a
 #          sweep longer than one call runs over several)
 #          --cpu-dry-run (here, without a GPU: tiny checkpoints, CPU servers; tests the flow)
-# Environment: BUDGET_S, TEST_LIMIT_S, PROFILE_KERNELS, PROFILE_ROWS, PROFILE_COUNT, PROFILE_S, TEST_KERNELS_FILTER (a gtest filter for test_kernels_cuda), SANITIZE_{MEMCHECK,RACECHECK}_{S,FILTER}, DECODE_MICRO=0,
+# Environment: BUDGET_S, TEST_LIMIT_S, ATTN_SHAPES, PROFILE_KERNELS, PROFILE_ROWS, PROFILE_COUNT, PROFILE_S, TEST_KERNELS_FILTER (a gtest filter for test_kernels_cuda), SANITIZE_{MEMCHECK,RACECHECK}_{S,FILTER}, DECODE_MICRO=0,
 #          BENCH_GEMM_ARGS, BENCH_ATTENTION_ARGS, PEER_MIN_LEFT_S, CKPT_DIR.
 # $OUT gets: results.json, run.log, report.md, report.html, study.json, logs.tar.xz (every log,
 # the sweep's cells, servers and figures, the check's JSON).
@@ -251,6 +253,30 @@ if want profile && [ -x "$BUNDLE_DIR/libexec/bench_gemm" ]; then
     rc=$?
     cp "$WORK/logs/ncu_profile.txt" "$OUT/ncu_profile.txt"
     step ncu_profile $rc $(( $(now) - t )) "$(grep -c 'profiled ' "$WORK/logs/ncu_profile.txt") shapes, $(grep -c '==PROF== Profiling' "$WORK/logs/ncu_profile.txt") kernels"
+  fi
+fi
+
+# ncu over bench_attention --shape (ATTN_SHAPES, SEQS:CTX list, default 64:512,128:2048): the same
+# sections for the tensor-core decode attention kernel, as text in $OUT/ncu_attention.txt.
+if want attnprofile && [ -x "$BUNDLE_DIR/libexec/bench_attention" ]; then
+  NCU=$(command -v ncu || ls /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | tail -1)
+  if [ -z "$NCU" ]; then
+    step ncu_attention 1 0 "ncu not found"
+  else
+    shape_args=()
+    for sh in ${ATTN_SHAPES//,/ }; do shape_args+=(--shape "$sh"); done
+    [ ${#shape_args[@]} -gt 0 ] || shape_args=(--shape 64:512 --shape 128:2048)
+    log "== ncu over bench_attention ${shape_args[*]}"
+    t=$(now)
+    LD_LIBRARY_PATH=$CROSSPOINT_GPU_LD_PATH timeout $(limit "${PROFILE_S:-150}") "$NCU" --clock-control none \
+      --kernel-name "regex:decode_tensor_core" --launch-count "${PROFILE_COUNT:-4}" \
+      --section SpeedOfLight --section MemoryWorkloadAnalysis --section Occupancy --section LaunchStats \
+      --section SchedulerStats --section WarpStateStats --section ComputeWorkloadAnalysis --section InstructionStats \
+      "$BUNDLE_DIR/libexec/bench_attention" --reps 2 "${shape_args[@]}" --out "$WORK/ncu_attention_bench.json" \
+      >"$WORK/logs/ncu_attention.txt" 2>&1
+    rc=$?
+    cp "$WORK/logs/ncu_attention.txt" "$OUT/ncu_attention.txt"
+    step ncu_attention $rc $(( $(now) - t )) "$(grep -c '==PROF== Profiling' "$WORK/logs/ncu_attention.txt") kernels"
   fi
 fi
 

@@ -15,7 +15,7 @@
 // is checked against the split-kernel-only path (a "FAILED check" line if they differ).
 //
 //   bench_attention --bw-gbps 4226 [--reps 20] [--out bench_attention.json]
-//                   [--small-batch | --decode-only]
+//                   [--small-batch | --decode-only | --shape SEQS:CTX ...]
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -28,6 +28,7 @@
 #include <numeric>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -396,6 +397,7 @@ int main(int argc, char** argv) {
   std::string out_path = "bench_attention.json";
   bool small_batch_only = false;  // --small-batch: only the batch 1-32 section and the decoder ops
   bool decode_only = false;       // --decode-only: only the decode table (split and decode kernels)
+  std::vector<std::pair<int, int>> only_shapes;  // --shape SEQS:CTX (repeatable): only these decode shapes
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     auto next = [&]() { return i + 1 < argc ? std::string(argv[++i]) : std::string(); };
@@ -404,9 +406,18 @@ int main(int argc, char** argv) {
     else if (a == "--out") out_path = next();
     else if (a == "--small-batch") small_batch_only = true;
     else if (a == "--decode-only") decode_only = true;
-    else {
+    else if (a == "--shape") {
+      const std::string v = next();
+      const size_t colon = v.find(':');
+      if (colon == std::string::npos) {
+        std::fprintf(stderr, "--shape wants SEQS:CTX, got '%s'\n", v.c_str());
+        return 2;
+      }
+      only_shapes.emplace_back(std::stoi(v.substr(0, colon)), std::stoi(v.substr(colon + 1)));
+    } else {
       std::fprintf(stderr,
-                   "usage: bench_attention [--bw-gbps X] [--reps N] [--out FILE] [--small-batch | --decode-only]\n");
+                   "usage: bench_attention [--bw-gbps X] [--reps N] [--out FILE] [--small-batch | --decode-only | "
+                   "--shape SEQS:CTX ...]\n");
       return 2;
     }
   }
@@ -425,6 +436,13 @@ int main(int argc, char** argv) {
       {"shape", {{"heads", kHeads}, {"kv_heads", kKvHeads}, {"head_dim", kHeadDim}, {"block_size", kBlockSize}}}};
   const CudaAttentionKernels decode_kernels[] = {CudaAttentionKernels::kSplitDecode, CudaAttentionKernels::kDefault};
   result["decode"] = nlohmann::json::array();
+  if (!only_shapes.empty()) {  // a few decode shapes, e.g. under a profiler
+    for (const auto& [seqs, context] : only_shapes)
+      for (CudaAttentionKernels k : decode_kernels)
+        result["decode"].push_back(bench_attention_shape({"decode", seqs, 1, context, k}, bw_gbps, s, reps));
+    std::ofstream(out_path) << result.dump(1) << "\n";
+    return 0;
+  }
   if (!small_batch_only) {
     result["decode"] = bench_decode_table(bw_gbps, s, reps);
     if (!decode_only) {
