@@ -395,8 +395,8 @@ int main(int argc, char** argv) {
   double bw_gbps = 4226;
   int reps = 20;
   std::string out_path = "bench_attention.json";
-  bool small_batch_only = false;  // --small-batch: only the batch 1-32 section and the decoder ops
-  bool decode_only = false;       // --decode-only: only the decode table (split and decode kernels)
+  bool small_batch_only = false;                 // --small-batch: only the batch 1-32 section and the decoder ops
+  bool decode_only = false;                      // --decode-only: only the decode table (split and decode kernels)
   std::vector<std::pair<int, int>> only_shapes;  // --shape SEQS:CTX (repeatable): only these decode shapes
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];

@@ -360,21 +360,6 @@ int partition_tokens_for(int num_tokens, int ctas_per_row) {
   return 4 * kTileTokens;
 }
 
-// Context partition of the tensor-core decode kernel for num_tokens x Hkv CTAs per split
-// (up to 2 CTAs per SM: ~264 at once on a 132-SM H200). Unsplit from 512 (about two waves);
-// below, partitions of 256, 128 or 64 positions (4, 2 or 1 tiles) so that a batch of one or a
-// few rows still spreads over ~8 to 64 CTAs per (row, KV head) at long contexts.
-constexpr int kDecodeTile = 64;
-constexpr int kDecodeUnsplitCtas = 512;
-static_assert(kDecodeUnsplitCtas <= kDecodeSplitCounters, "every split launch has its counters");
-int decode_partition_tokens_for(int num_tokens, int num_kv_heads) {
-  const int64_t ctas = static_cast<int64_t>(num_tokens) * num_kv_heads;
-  if (ctas >= kDecodeUnsplitCtas) return 0;
-  if (ctas < 64) return kDecodeTile;
-  if (ctas < 256) return 2 * kDecodeTile;
-  return 4 * kDecodeTile;
-}
-
 int64_t partial_bytes(int num_tokens, int num_heads, int num_splits, int head_dim) {
   return static_cast<int64_t>(num_tokens) * num_heads * num_splits * (head_dim + 2) *
          static_cast<int64_t>(sizeof(float));
@@ -476,10 +461,21 @@ Status launch_split(const CudaPagedAttentionArgs& a, Params p, cudaStream_t stre
   return Status::ok();
 }
 
+// The balanced decode kernel where the workspace holds its slots (and not in batch-invariant
+// mode, where each row's reduction order must not depend on the other rows); else one CTA per
+// (row, KV head).
 Status launch_decode(const CudaPagedAttentionArgs& a, Params p, cudaStream_t stream) {
-  plan_splits(a, a.batch_invariant ? 0 : decode_partition_tokens_for(a.num_tokens, a.num_kv_heads), kDecodeTile,
-              kMaxDecodeSplits, &p);
-  return launch_decode_tensor_core(p, a.num_tokens, stream);
+  p.num_splits = 1;
+  p.partition_tokens = 1 << 30;
+  const int64_t slot_bytes = decode_balanced_partial_bytes(p.group_size, a.head_dim);
+  const bool balanced = !a.batch_invariant && workspace_partial_bytes(a) >= slot_bytes;
+  if (balanced) {
+    char* base = static_cast<char*>(a.workspace);
+    p.split_counters = reinterpret_cast<int*>(base);
+    p.partial_out = reinterpret_cast<float*>(base + kWorkspaceCounterBytes);
+    p.partial_ml = p.partial_out + static_cast<int64_t>(kMaxDecodeCtas) * 2 * p.group_size * a.head_dim;
+  }
+  return launch_decode_tensor_core(p, a.num_tokens, balanced, stream);
 }
 
 }  // namespace
@@ -492,8 +488,10 @@ size_t cuda_paged_attention_workspace_bytes(int max_num_tokens, int num_heads, i
       std::min<int64_t>(kMaxSplits, (std::max(max_context_len, 1) + kTileTokens - 1) / kTileTokens);
   if (max_splits <= 1) return 0;
   const int64_t split_rows = std::min<int64_t>(static_cast<int64_t>(max_num_tokens) * max_splits, kMaxPartialRows);
-  return kWorkspaceCounterBytes +
-         static_cast<size_t>(split_rows * num_heads * (head_dim + 2) * static_cast<int64_t>(sizeof(float)));
+  const int64_t split_kernel_bytes = split_rows * num_heads * (head_dim + 2) * static_cast<int64_t>(sizeof(float));
+  // The balanced decode kernel's slots, for up to kMaxDecodeGroup query heads per KV head.
+  const int64_t decode_bytes = decode_balanced_partial_bytes(std::min(num_heads, kMaxDecodeGroup), head_dim);
+  return kWorkspaceCounterBytes + static_cast<size_t>(std::max(split_kernel_bytes, decode_bytes));
 }
 
 size_t cuda_paged_attention_workspace_counter_bytes() { return kWorkspaceCounterBytes; }

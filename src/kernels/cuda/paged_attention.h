@@ -27,6 +27,9 @@ struct CudaPagedAttentionArgs {
   const int32_t* block_tables = nullptr;     // [num_seqs, max_blocks_per_seq] device
   const int32_t* seq_token_start = nullptr;  // [num_seqs + 1] device
   const int32_t* seq_context_len = nullptr;  // [num_seqs] device
+  // seq_token_start and seq_context_len are read before the decode kernel waits for the kernel
+  // before it (programmatic launch): they must not be the output of the kernel just before on
+  // the stream (the step's inputs are copied from the host).
   int num_seqs = 0;
   int num_tokens = 0;
   int max_blocks_per_seq = 0;
@@ -47,13 +50,14 @@ struct CudaPagedAttentionArgs {
   void* workspace = nullptr;
   size_t workspace_bytes = 0;
   // Batch-invariant mode (serve --deterministic): every row, prefill chunks included, on the
-  // decode kernel, each (row, KV head) in one partition over its whole context, so that a row's
+  // decode kernel, each (row, KV head) in one CTA over its whole context, so that a row's
   // sums are the same whatever the other rows of the batch, its chunking or the graph bucket.
   bool batch_invariant = false;
 };
 
 // Scratch bytes the launcher may use for these bounds (0 is allowed when it needs none; a
-// smaller workspace means fewer context splits, never a different result).
+// smaller workspace means fewer context splits or the unbalanced decode kernel: slower, and
+// rounded differently, never wrong).
 size_t cuda_paged_attention_workspace_bytes(int max_num_tokens, int num_heads, int head_dim, int max_context_len);
 // The counters at the start of a non-empty workspace (see CudaPagedAttentionArgs::workspace).
 size_t cuda_paged_attention_workspace_counter_bytes();

@@ -2,28 +2,33 @@
 // every row the tensor-core prefill kernel does not take (params' tensor_core_min_rows):
 // decodes, and the rows of short chunks (each row attends to its own causal prefix).
 //
-//   CTA = (query row t, KV head, context partition); 4 warps. The G query heads of the KV
-//   head's group (G = H / Hkv <= 16) are the rows of one m16 mma tile (rows G..15 are zero),
-//   so each K/V byte is read once per (row, KV head) and all math runs on tensor cores:
+//   Work unit: a range [begin, end) of one (query row t, KV head) pair; 4 warps. The G query
+//   heads of the KV head's group (G = H / Hkv <= 16) are the rows of one m16 mma tile (rows
+//   G..15 are zero), so each K/V byte is read once per (row, KV head) and all math runs on
+//   tensor cores:
 //     S = Q K^T    mma.sync m16n8k16, Q as A fragments kept in registers, K as B fragments
 //                  read with ldmatrix (K rows are [position][dim]: the "col" B layout as is)
 //     online softmax on the S accumulators in fp32 (log2 domain, running max m, sum l)
 //     O = O * alpha + P V   P re-packed to fp16 as A, V via ldmatrix.trans as B
-//   The partition [begin, end) is walked in tiles of 64 positions gathered through the block
-//   table with 16-byte cp.async copies into a kStages-deep shared-memory ring (rows padded by
-//   16 bytes: the 8 rows an ldmatrix reads fall on distinct banks), so the next tiles' loads
-//   are in flight while the current tile is computed. Warp w takes positions 16w..16w+15 of
-//   every tile and keeps its own (m, l, O); the 4 warps are combined through shared memory at
-//   the end. Positions past `end` are loaded from position `begin` instead (always a real
-//   cache row, so finite) and masked to probability 0.
+//   The range is walked in tiles of 64 positions gathered through the block table with
+//   16-byte cp.async copies into a kStages-deep shared-memory ring (rows padded by 16 bytes:
+//   the 8 rows an ldmatrix reads fall on distinct banks), so the next tiles' loads are in
+//   flight while the current tile is computed. Warp w takes positions 16w..16w+15 of every
+//   tile and keeps its own (m, l, O); the 4 warps are combined through shared memory at the
+//   end. Positions past `end` are loaded from position `begin` instead (always a real cache
+//   row, so finite) and masked to probability 0.
 //
-// Partitions (flash-decoding) and the fused merge: with one partition the CTA writes fp16
-// output. Otherwise every partition that starts inside the row's visible range writes its
-// normalised partial output and (m, l) to the workspace, then takes a ticket from the
-// (row, KV head) counter (fences before and after, as w4a16_pipeline.cuh's split-K
-// handshake); the CTA that arrives last merges all partitions of that (row, KV head), writes
-// the fp16 output and sets the counter back to 0 (workspace contract: counters are zero
-// between launches). No second kernel.
+// Two kernels share that unit:
+//   decode_balanced_kernel (the default): one wave of CTAs; the pairs' tiles, laid end to end,
+//     are cut into equal ranges from the actual lengths (computed on the device from the
+//     step's inputs, so a captured graph stays valid), whatever mix of short and long rows
+//     the batch holds. A pair cut by range boundaries is merged by the CTA that finishes its
+//     last piece (partials normalised by their own l, then a ticket on a counter with fences
+//     before and after, as w4a16_pipeline.cuh's split-K handshake; the merger resets the
+//     counter: counters are zero between launches). No second kernel.
+//   decode_tensor_core_kernel: one CTA per (row, KV head) over its whole context, for
+//     batch-invariant mode (a row's reduction order never depends on the other rows) and
+//     when the workspace has no room for the balanced kernel's slots.
 //
 // Fragment layouts (PTX ISA, mma.m16n8k16 with .f16 inputs; lane = 4 * group + quad):
 //   A (16 x 16, row major) a0: (row group, k 2 quad .. +1)  a1: (row group + 8, same k)
@@ -36,6 +41,7 @@
 // 104,448 bytes with 3 stages, 2 CTAs per SM).
 #include <cuda_fp16.h>
 
+#include <algorithm>
 #include <climits>
 #include <string>
 
@@ -56,9 +62,9 @@ using w4a16_internal::ldmatrix_x4;
 
 constexpr int kWarps = 4;
 constexpr int kThreads = kWarps * 32;
-constexpr int kTile = kWarps * 16;  // positions per pipeline stage, 16 per warp
-constexpr int kPad = 8;             // fp16 padding per shared-memory row (16 bytes)
-constexpr int kMaxGroup = 16;       // query heads per KV head: the 16 rows of the mma tile
+constexpr int kTile = kWarps * 16;          // positions per pipeline stage, 16 per warp
+constexpr int kPad = 8;                     // fp16 padding per shared-memory row (16 bytes)
+constexpr int kMaxGroup = kMaxDecodeGroup;  // query heads per KV head: the 16 rows of the mma tile
 
 template <int kHeadDim>
 __host__ __device__ constexpr int stage_elems() {
@@ -101,35 +107,18 @@ __device__ __forceinline__ void load_tile(const Params& p, const int32_t* table,
   }
 }
 
+// Attends query row t (its sequence's block table `table`) with the heads of KV head kv_head
+// over positions [begin, end) (end > begin) and leaves each warp's unnormalised output and
+// (m, l) in shared memory for combine_warps. Starts and ends with every thread in step: the
+// caller's shared memory may be reused only after this returns.
 template <int kHeadDim, int kStages>
-__global__ void __launch_bounds__(kThreads, 2) decode_tensor_core_kernel(Params p) {
-  static_assert(kStages >= 2, "a ring of at least two stages");
+__device__ __forceinline__ void attend_range(const Params& p, int t, const int32_t* table, int kv_head, int begin,
+                                             int end, uint16_t* smem) {
   constexpr int kDimSteps = kHeadDim / 16;  // k-steps of Q K^T
   constexpr int kDimTiles = kHeadDim / 8;   // n-tiles of P V (output columns)
   constexpr int kRowStride = kHeadDim + kPad;
-  extern __shared__ __align__(16) uint16_t smem[];  // kStages x {K, V} [kTile][kRowStride] fp16
-
-  wait_for_prior_kernels();
-  allow_dependent_launch();
-  const int t = blockIdx.x, kv_head = blockIdx.y, split = blockIdx.z;
-  // The context of sequence t is requested with sequence_of_row's loads (right for a decode
-  // batch, where row t is sequence t), not after them.
-  const int guess = min(t, p.num_seqs - 1);
-  const int guess_context = p.seq_context_len[guess];
-  const int s = sequence_of_row(p, t);
-  if (s < 0) return;  // padding
-  const int num_new = num_new_rows(p, s);
-  if (num_new >= p.tensor_core_min_rows) return;  // the prefill kernel's
-  // visible_length(): positions 0 .. visible - 1 (the header's causal rule)
-  const int visible = (s == guess ? guess_context : p.seq_context_len[s]) - num_new + (t - p.seq_token_start[s]) + 1;
-  const int begin = split * p.partition_tokens;
-  if (begin >= visible) return;  // this partition is past the row's context
-  const int end = split == p.num_splits - 1 ? visible : min(visible, begin + p.partition_tokens);
-  const int num_active = min(p.num_splits, (visible + p.partition_tokens - 1) / p.partition_tokens);
-
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   const int group = lane / 4, quad = lane % 4;
-  const int32_t* table = p.block_tables + static_cast<int64_t>(s) * p.max_blocks_per_seq;
   const int64_t kv_head_offset = static_cast<int64_t>(kv_head) * kHeadDim;
   const int num_tiles = (end - begin + kTile - 1) / kTile;
 
@@ -239,28 +228,31 @@ __global__ void __launch_bounds__(kThreads, 2) decode_tensor_core_kernel(Params 
   // Shared memory, reused: s_o [warp][row][kHeadDim] f32 (unnormalised), s_ml [warp][row][2].
   float* s_o = reinterpret_cast<float*>(smem);
   float* s_ml = s_o + kWarps * kMaxGroup * kHeadDim;
-  {
-    float* row_a = s_o + (warp * kMaxGroup + group) * kHeadDim + quad * 2;
-    float* row_b = row_a + 8 * kHeadDim;
+  float* row_a = s_o + (warp * kMaxGroup + group) * kHeadDim + quad * 2;
+  float* row_b = row_a + 8 * kHeadDim;
 #pragma unroll
-    for (int dt = 0; dt < kDimTiles; ++dt) {
-      *reinterpret_cast<float2*>(row_a + dt * 8) = make_float2(o[dt][0], o[dt][1]);
-      *reinterpret_cast<float2*>(row_b + dt * 8) = make_float2(o[dt][2], o[dt][3]);
-    }
-    if (quad == 0) {
-      s_ml[(warp * kMaxGroup + group) * 2] = m_a;  // -inf for a warp that saw no position
-      s_ml[(warp * kMaxGroup + group) * 2 + 1] = l_a;
-      s_ml[(warp * kMaxGroup + group + 8) * 2] = m_b;
-      s_ml[(warp * kMaxGroup + group + 8) * 2 + 1] = l_b;
-    }
+  for (int dt = 0; dt < kDimTiles; ++dt) {
+    *reinterpret_cast<float2*>(row_a + dt * 8) = make_float2(o[dt][0], o[dt][1]);
+    *reinterpret_cast<float2*>(row_b + dt * 8) = make_float2(o[dt][2], o[dt][3]);
+  }
+  if (quad == 0) {
+    s_ml[(warp * kMaxGroup + group) * 2] = m_a;  // -inf for a warp that saw no position
+    s_ml[(warp * kMaxGroup + group) * 2 + 1] = l_a;
+    s_ml[(warp * kMaxGroup + group + 8) * 2] = m_b;
+    s_ml[(warp * kMaxGroup + group + 8) * 2 + 1] = l_b;
   }
   __syncthreads();
+}
 
-  // Combine the warps: row r of the group, dim d. Warp 0 always saw position `begin`, so the
-  // max over warps is finite; a warp with m = -inf gets weight 0.
-  const int group_size = p.group_size;
-  const int64_t part_base = (static_cast<int64_t>(t) * p.num_heads + first_head) * p.num_splits + split;
-  for (int idx = threadIdx.x; idx < group_size * kHeadDim; idx += kThreads) {
+// Combines attend_range's warps: for row r of the group and dim d, emit(r, d, value, m, l)
+// with value normalised by l (the range's softmax sum) and m its max in log2 units. Warp 0
+// always saw position `begin`, so the max over warps is finite; a warp with m = -inf gets
+// weight 0. Ends with every thread in step (the shared memory is free again).
+template <int kHeadDim, typename Emit>
+__device__ __forceinline__ void combine_warps(const Params& p, const uint16_t* smem, Emit&& emit) {
+  const float* s_o = reinterpret_cast<const float*>(smem);
+  const float* s_ml = s_o + kWarps * kMaxGroup * kHeadDim;
+  for (int idx = threadIdx.x; idx < p.group_size * kHeadDim; idx += kThreads) {
     const int r = idx / kHeadDim, d = idx % kHeadDim;
     float m_max = -INFINITY;
 #pragma unroll
@@ -272,69 +264,232 @@ __global__ void __launch_bounds__(kThreads, 2) decode_tensor_core_kernel(Params 
       l_sum += weight * s_ml[(w * kMaxGroup + r) * 2 + 1];
       value += weight * s_o[(w * kMaxGroup + r) * kHeadDim + d];
     }
-    value /= l_sum;
-    if (num_active == 1) {
-      p.output[static_cast<int64_t>(t) * p.output_stride + (first_head + r) * kHeadDim + d] =
-          __half_as_ushort(__float2half_rn(value));
+    emit(r, d, value / l_sum, m_max, l_sum);
+  }
+  __syncthreads();
+}
+
+// The visible length of query row t, or 0 when the row is padding or the prefill kernel's.
+__device__ __forceinline__ int decode_visible(const Params& p, int t, int* sequence) {
+  const int s = sequence_of_row(p, t);
+  *sequence = s;
+  if (s < 0) return 0;
+  const int num_new = num_new_rows(p, s);
+  if (num_new >= p.tensor_core_min_rows) return 0;
+  return max(0, visible_length(p, s, t - p.seq_token_start[s]));
+}
+
+// One CTA per (row, KV head) over the row's whole context, fp16 output: the batch-invariant
+// form (every row's reduction order is fixed by its own length) and the fallback.
+template <int kHeadDim, int kStages>
+__global__ void __launch_bounds__(kThreads, 2) decode_tensor_core_kernel(Params p) {
+  extern __shared__ __align__(16) uint16_t smem[];  // kStages x {K, V} [kTile][kRowStride] fp16
+  wait_for_prior_kernels();
+  allow_dependent_launch();
+  const int t = blockIdx.x, kv_head = blockIdx.y;
+  int s;
+  const int visible = decode_visible(p, t, &s);
+  if (visible == 0) return;
+  const int32_t* table = p.block_tables + static_cast<int64_t>(s) * p.max_blocks_per_seq;
+  attend_range<kHeadDim, kStages>(p, t, table, kv_head, 0, visible, smem);
+  uint16_t* out = p.output + static_cast<int64_t>(t) * p.output_stride + kv_head * p.group_size * kHeadDim;
+  combine_warps<kHeadDim>(p, smem, [&](int r, int d, float value, float, float) {
+    out[r * kHeadDim + d] = __half_as_ushort(__float2half_rn(value));
+  });
+}
+
+// Tiles of 64 positions that new row j of a sequence (context, num_new) reads per KV head.
+__device__ __forceinline__ int row_tiles(int context, int num_new, int j) {
+  return (max(0, context - num_new + j + 1) + kTile - 1) / kTile;
+}
+
+// Tiles of all of sequence s's decode rows per KV head (0 when the prefill kernel takes it).
+__device__ __forceinline__ int sequence_tiles(const Params& p, int s) {
+  const int num_new = num_new_rows(p, s), context = p.seq_context_len[s];
+  if (num_new >= p.tensor_core_min_rows) return 0;
+  int tiles = 0;
+  for (int j = 0; j < num_new; ++j) tiles += row_tiles(context, num_new, j);
+  return tiles;
+}
+
+// The balanced form: the decode rows' work, (row, KV head) pairs of ceil(visible / 64) tiles
+// each laid end to end (sequence, then row, then KV head), is cut into gridDim.x ranges of
+// equal tile counts (the last CTAs one fewer), whatever the lengths: every CTA streams the
+// same bytes in one wave. A pair inside one range is written in fp16 at once; a pair cut by
+// range boundaries leaves a normalised partial and (m, l) per piece in the CTA's slot (0 for
+// its first pair, 1 for its last), and the CTA that finishes the pair's last piece merges
+// them (tickets on counter[owner of the pair's last tile], reset to 0 by the merger).
+template <int kHeadDim, int kStages>
+__global__ void __launch_bounds__(kThreads, 2) decode_balanced_kernel(Params p) {
+  extern __shared__ __align__(16) uint16_t smem[];
+  // The plan, before waiting for the previous kernel (the step's inputs are not a kernel's
+  // output): per-sequence tile totals, prefix-summed in shared memory.
+  int* prefix = reinterpret_cast<int*>(smem);  // [num_seqs + 1]
+  __shared__ int warp_sums[kWarps];
+  const int num_seqs = p.num_seqs, hkv = p.num_kv_heads;
+  const int chunk = (num_seqs + kThreads - 1) / kThreads;
+  const int first_seq = threadIdx.x * chunk, last_seq = min(num_seqs, first_seq + chunk);
+  int sum = 0;
+  for (int s = first_seq; s < last_seq; ++s) {
+    prefix[s] = sum;  // within the thread's chunk for now
+    sum += sequence_tiles(p, s) * hkv;
+  }
+  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+  int inclusive = sum;
+#pragma unroll
+  for (int offset = 1; offset < 32; offset *= 2) {
+    const int v = __shfl_up_sync(0xffffffffu, inclusive, offset);
+    if (lane >= offset) inclusive += v;
+  }
+  if (lane == 31) warp_sums[warp] = inclusive;
+  __syncthreads();
+  int base = inclusive - sum;
+  for (int w = 0; w < warp; ++w) base += warp_sums[w];
+  for (int s = first_seq; s < last_seq; ++s) prefix[s] += base;
+  int total_tiles = 0;
+  for (int w = 0; w < kWarps; ++w) total_tiles += warp_sums[w];
+  if (threadIdx.x == 0) prefix[num_seqs] = total_tiles;
+  __syncthreads();
+
+  // This CTA's range [range_begin, range_end) of the total; at most one CTA per tile.
+  const int num_ctas = min(static_cast<int>(gridDim.x), total_tiles);
+  const int c = blockIdx.x;
+  const auto boundary = [&](int i) { return static_cast<int>(static_cast<int64_t>(i) * total_tiles / num_ctas); };
+  const auto owner = [&](int tile) {  // the CTA whose range holds `tile`
+    return static_cast<int>((static_cast<int64_t>(tile + 1) * num_ctas - 1) / total_tiles);
+  };
+  if (c >= num_ctas) return;
+  const int range_begin = boundary(c), range_end = boundary(c + 1);
+  // The pair holding range_begin: sequence s (upper bound in the prefix), row j, KV head h,
+  // and its tile `local` within the pair.
+  int s = 0;
+  {
+    int lo = 0, hi = num_seqs;  // prefix[lo] <= range_begin < prefix[hi]
+    while (hi - lo > 1) {
+      const int mid = (lo + hi) / 2;
+      if (prefix[mid] <= range_begin) lo = mid;
+      else hi = mid;
+    }
+    s = lo;
+  }
+  int offset = range_begin - prefix[s], j = 0, h = 0, local = 0;
+  {
+    const int num_new = num_new_rows(p, s), context = p.seq_context_len[s];
+    for (;; ++j) {
+      const int tiles = row_tiles(context, num_new, j);
+      if (offset < tiles * hkv) {
+        h = offset / tiles;
+        local = offset % tiles;
+        break;
+      }
+      offset -= tiles * hkv;
+    }
+  }
+  __syncthreads();  // the prefix is read: the ring is free
+
+  wait_for_prior_kernels();
+  allow_dependent_launch();
+  float* partial_out = p.partial_out;
+  float* partial_ml = p.partial_ml;
+  const int group_size = p.group_size;
+  for (int cur = range_begin, slot = 0; cur < range_end; slot = 1) {
+    const int num_new = num_new_rows(p, s), context = p.seq_context_len[s];
+    const int t = p.seq_token_start[s] + j;
+    const int tiles = row_tiles(context, num_new, j);
+    const int visible = context - num_new + j + 1;
+    if (tiles == 0) {  // a row with nothing visible (not in valid input): no work, no output
+      if (++j == num_new) {
+        j = 0;
+        do { ++s; } while (sequence_tiles(p, s) == 0);
+      }
+      continue;
+    }
+    const int take = min(tiles - local, range_end - cur);
+    const int begin = local * kTile, end = min(visible, (local + take) * kTile);
+    const int32_t* table = p.block_tables + static_cast<int64_t>(s) * p.max_blocks_per_seq;
+    attend_range<kHeadDim, kStages>(p, t, table, h, begin, end, smem);
+    const int first_head = h * group_size;
+    uint16_t* out = p.output + static_cast<int64_t>(t) * p.output_stride + first_head * kHeadDim;
+    if (take == tiles) {
+      combine_warps<kHeadDim>(p, smem, [&](int r, int d, float value, float, float) {
+        out[r * kHeadDim + d] = __half_as_ushort(__float2half_rn(value));
+      });
     } else {
-      const int64_t part = part_base + static_cast<int64_t>(r) * p.num_splits;  // (t, head, split)
-      p.partial_out[part * kHeadDim + d] = value;
-      if (d == 0) {
-        p.partial_ml[part * 2] = m_max;
-        p.partial_ml[part * 2 + 1] = l_sum;
+      const int64_t my_slot = (2 * static_cast<int64_t>(c) + slot) * group_size;
+      combine_warps<kHeadDim>(p, smem, [&](int r, int d, float value, float m, float l) {
+        partial_out[(my_slot + r) * kHeadDim + d] = value;
+        if (d == 0) {
+          partial_ml[(my_slot + r) * 2] = m;
+          partial_ml[(my_slot + r) * 2 + 1] = l;
+        }
+      });
+      // The pair's pieces: CTAs first_cta .. last_cta, the first one's in slot 0 when its range
+      // starts at the pair, else slot 1; every later one's in slot 0.
+      const int pair_begin = cur - local;
+      const int first_cta = owner(pair_begin), last_cta = owner(pair_begin + tiles - 1);
+      const int pieces = last_cta - first_cta + 1;
+      if (last_split_block_of_tile(p.split_counters, last_cta, pieces)) {
+        const auto slot_of = [&](int i) {  // piece i's slot index
+          const int cta = first_cta + i;
+          return 2 * static_cast<int64_t>(cta) + (i == 0 && boundary(cta) != pair_begin ? 1 : 0);
+        };
+        // s_weight [kMaxGroup][pieces]: l_i * 2^(m_i - max m) / total, per row.
+        float* s_weight = reinterpret_cast<float*>(smem);
+        for (int r = warp; r < group_size; r += kWarps) {
+          float m_max = -INFINITY;
+          for (int i = lane; i < pieces; i += 32)
+            m_max = fmaxf(m_max, __ldcg(partial_ml + (slot_of(i) * group_size + r) * 2));
+#pragma unroll
+          for (int o = 16; o > 0; o /= 2) m_max = fmaxf(m_max, __shfl_xor_sync(0xffffffffu, m_max, o));
+          float total = 0.f;
+          for (int i = lane; i < pieces; i += 32) {
+            const float* ml = partial_ml + (slot_of(i) * group_size + r) * 2;
+            const float w = __ldcg(ml + 1) * exp2f(__ldcg(ml) - m_max);
+            s_weight[r * kMaxDecodePieces + i] = w;
+            total += w;
+          }
+#pragma unroll
+          for (int o = 16; o > 0; o /= 2) total += __shfl_xor_sync(0xffffffffu, total, o);
+          __syncwarp();
+          const float inv_total = 1.f / total;
+          for (int i = lane; i < pieces; i += 32) s_weight[r * kMaxDecodePieces + i] *= inv_total;
+        }
+        __syncthreads();
+        for (int idx = threadIdx.x; idx < group_size * kHeadDim / 4; idx += kThreads) {
+          const int r = idx / (kHeadDim / 4), d = idx % (kHeadDim / 4) * 4;
+          const float* weight = s_weight + r * kMaxDecodePieces;
+          float4 acc = make_float4(0.f, 0.f, 0.f, 0.f);
+#pragma unroll 4
+          for (int i = 0; i < pieces; ++i) {
+            const float4 v =
+                __ldcg(reinterpret_cast<const float4*>(partial_out + (slot_of(i) * group_size + r) * kHeadDim + d));
+            acc.x = fmaf(weight[i], v.x, acc.x);
+            acc.y = fmaf(weight[i], v.y, acc.y);
+            acc.z = fmaf(weight[i], v.z, acc.z);
+            acc.w = fmaf(weight[i], v.w, acc.w);
+          }
+          uint16_t* o4 = out + r * kHeadDim + d;
+          o4[0] = __half_as_ushort(__float2half_rn(acc.x));
+          o4[1] = __half_as_ushort(__float2half_rn(acc.y));
+          o4[2] = __half_as_ushort(__float2half_rn(acc.z));
+          o4[3] = __half_as_ushort(__float2half_rn(acc.w));
+        }
+        if (threadIdx.x == 0) p.split_counters[last_cta] = 0;  // ready for the next launch
+        __syncthreads();                                       // s_weight is read: the ring is free
+      }
+    }
+    // Next pair: the next KV head, row, or sequence with decode rows.
+    cur += take;
+    local = 0;
+    if (cur >= range_end) break;
+    if (++h == hkv) {
+      h = 0;
+      if (++j == num_new) {
+        j = 0;
+        do { ++s; } while (sequence_tiles(p, s) == 0);  // never past the last sequence: tiles remain in range
       }
     }
   }
-  if (num_active == 1) return;
-
-  // Fused merge: the last partition of this (row, KV head) to finish combines all of them.
-  const int counter = t * p.num_kv_heads + kv_head;
-  if (!last_split_block_of_tile(p.split_counters, counter, num_active)) return;
-  // s_weight [kMaxGroup][num_active]: l_i * 2^(m_i - max m) / total, per row; reuses s_o.
-  float* s_weight = s_o;
-  const int64_t part0 = (static_cast<int64_t>(t) * p.num_heads + first_head) * p.num_splits;
-  for (int r = warp; r < group_size; r += kWarps) {
-    const float* ml = p.partial_ml + (part0 + static_cast<int64_t>(r) * p.num_splits) * 2;
-    float m_max = -INFINITY;
-    for (int i = lane; i < num_active; i += 32) m_max = fmaxf(m_max, __ldcg(ml + 2 * i));
-#pragma unroll
-    for (int offset = 16; offset > 0; offset /= 2) m_max = fmaxf(m_max, __shfl_xor_sync(0xffffffffu, m_max, offset));
-    float total = 0.f;
-    for (int i = lane; i < num_active; i += 32) {
-      const float w = __ldcg(ml + 2 * i + 1) * exp2f(__ldcg(ml + 2 * i) - m_max);
-      s_weight[r * p.num_splits + i] = w;
-      total += w;
-    }
-#pragma unroll
-    for (int offset = 16; offset > 0; offset /= 2) total += __shfl_xor_sync(0xffffffffu, total, offset);
-    __syncwarp();
-    const float inv_total = 1.f / total;
-    for (int i = lane; i < num_active; i += 32) s_weight[r * p.num_splits + i] *= inv_total;
-  }
-  __syncthreads();
-  // 4 dims per thread (16-byte loads), 8 partitions' loads issued together: up to G x D / 4
-  // x num_active loads from L2 per CTA, so their latency is what the merge costs.
-  for (int idx = threadIdx.x; idx < group_size * kHeadDim / 4; idx += kThreads) {
-    const int r = idx / (kHeadDim / 4), d = idx % (kHeadDim / 4) * 4;
-    const float4* partial = reinterpret_cast<const float4*>(
-        p.partial_out + (part0 + static_cast<int64_t>(r) * p.num_splits) * kHeadDim + d);
-    const float* weight = s_weight + r * p.num_splits;
-    float4 sum = make_float4(0.f, 0.f, 0.f, 0.f);
-#pragma unroll 8
-    for (int i = 0; i < num_active; ++i) {
-      const float4 v = __ldcg(partial + static_cast<int64_t>(i) * (kHeadDim / 4));
-      sum.x = fmaf(weight[i], v.x, sum.x);
-      sum.y = fmaf(weight[i], v.y, sum.y);
-      sum.z = fmaf(weight[i], v.z, sum.z);
-      sum.w = fmaf(weight[i], v.w, sum.w);
-    }
-    uint16_t* out = p.output + static_cast<int64_t>(t) * p.output_stride + (first_head + r) * kHeadDim + d;
-    out[0] = __half_as_ushort(__float2half_rn(sum.x));
-    out[1] = __half_as_ushort(__float2half_rn(sum.y));
-    out[2] = __half_as_ushort(__float2half_rn(sum.z));
-    out[3] = __half_as_ushort(__float2half_rn(sum.w));
-  }
-  if (threadIdx.x == 0) p.split_counters[counter] = 0;  // ready for the next launch
 }
 
 // Whether this instance may have its dynamic shared memory here (once per process): false on
@@ -351,18 +506,43 @@ bool shared_memory_allowed() {
   return allowed;
 }
 
+// CTAs of the balanced kernel resident at once on this device (one wave), at most kMaxDecodeCtas.
 template <int kHeadDim, int kStages>
-Status launch(const Params& p, int num_tokens, cudaStream_t stream) {
+int balanced_ctas() {
+  static const int ctas = [] {
+    int device = 0, sms = 0, per_sm = 0;
+    if (cudaGetDevice(&device) != cudaSuccess ||
+        cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device) != cudaSuccess ||
+        cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, decode_balanced_kernel<kHeadDim, kStages>, kThreads,
+                                                      shared_bytes<kHeadDim, kStages>()) != cudaSuccess) {
+      (void)cudaGetLastError();
+      return 0;
+    }
+    return std::min(kMaxDecodeCtas, sms * std::max(per_sm, 1));
+  }();
+  return ctas;
+}
+
+template <int kHeadDim, int kStages>
+Status launch(const Params& p, int num_tokens, bool balanced, cudaStream_t stream) {
   constexpr size_t kSmemBytes = shared_bytes<kHeadDim, kStages>();
   static_assert(kWarps * kMaxGroup * (kHeadDim + 2) * 4 <= kSmemBytes, "the warp combine fits in the ring");
-  static_assert(kMaxGroup * kMaxDecodeSplits * 4 <= kSmemBytes, "the merge weights fit in the ring");
+  static_assert(kMaxGroup * kMaxDecodePieces * 4 <= kSmemBytes, "the merge weights fit in the ring");
   if constexpr (kStages > 2) {
-    if (!shared_memory_allowed<kHeadDim, kStages>()) return launch<kHeadDim, 2>(p, num_tokens, stream);
+    if (!shared_memory_allowed<kHeadDim, kStages>()) return launch<kHeadDim, 2>(p, num_tokens, balanced, stream);
   }
   if (!shared_memory_allowed<kHeadDim, kStages>())
     return internal_error("cuda_paged_attention: the decode kernel's " + std::to_string(kSmemBytes) +
                           " bytes of shared memory are refused on this GPU");
-  const dim3 grid(num_tokens, p.num_kv_heads, p.num_splits);
+  const int ctas = balanced ? balanced_ctas<kHeadDim, kStages>() : 0;
+  const bool fits = static_cast<size_t>(p.num_seqs + 1) * sizeof(int) <= kSmemBytes;
+  if (ctas > 0 && fits && p.partial_out != nullptr) {
+    CROSSPOINT_CUDA_RETURN_IF_ERROR(launch_programmatic(decode_balanced_kernel<kHeadDim, kStages>, dim3(ctas),
+                                                        dim3(kThreads), kSmemBytes, stream, p),
+                                    "decode_balanced_kernel launch");
+    return last_launch_status("paged_attention decode_balanced_kernel launch");
+  }
+  const dim3 grid(num_tokens, p.num_kv_heads);
   CROSSPOINT_CUDA_RETURN_IF_ERROR(
       launch_programmatic(decode_tensor_core_kernel<kHeadDim, kStages>, grid, dim3(kThreads), kSmemBytes, stream, p),
       "decode_tensor_core_kernel launch");
@@ -375,14 +555,12 @@ bool decode_tensor_core_supports(int head_dim, int group_size) {
   return (head_dim == 64 || head_dim == 128) && group_size >= 1 && group_size <= kMaxGroup;
 }
 
-Status launch_decode_tensor_core(const Params& p, int num_tokens, cudaStream_t stream) {
-  if (p.num_splits < 1 || p.num_splits > kMaxDecodeSplits || p.num_kv_heads > 65535)
-    return invalid_argument("cuda_paged_attention: decode grid (" + std::to_string(p.num_kv_heads) + " KV heads, " +
-                            std::to_string(p.num_splits) + " splits) out of range");
-  if (p.num_splits > 1 && static_cast<int64_t>(num_tokens) * p.num_kv_heads > kDecodeSplitCounters)
-    return invalid_argument("cuda_paged_attention: decode split over more (row, KV head) pairs than counters");
-  if (p.head_dim == 128) return launch<128, 3>(p, num_tokens, stream);
-  if (p.head_dim == 64) return launch<64, 3>(p, num_tokens, stream);
+Status launch_decode_tensor_core(const Params& p, int num_tokens, bool balanced, cudaStream_t stream) {
+  if (p.num_kv_heads > 65535)
+    return invalid_argument("cuda_paged_attention: decode grid (" + std::to_string(p.num_kv_heads) +
+                            " KV heads) out of range");
+  if (p.head_dim == 128) return launch<128, 3>(p, num_tokens, balanced, stream);
+  if (p.head_dim == 64) return launch<64, 3>(p, num_tokens, balanced, stream);
   return invalid_argument("cuda_paged_attention: tensor-core decode needs head_dim 64 or 128, got " +
                           std::to_string(p.head_dim));
 }

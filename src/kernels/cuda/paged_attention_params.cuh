@@ -19,12 +19,15 @@ namespace crosspoint::cuda::attention_internal {
 
 constexpr float kLog2e = 1.4426950408889634f;
 constexpr int kNoTensorCoreRows = 1 << 30;  // tensor_core_min_rows when that path is off
-// The decode kernel's fused merge: one int32 ticket counter per (row, KV head) at the start of
-// the workspace, for launches with num_tokens x Hkv <= kDecodeSplitCounters (larger launches
-// never split), and at most kMaxDecodeSplits partitions per row.
+// The balanced decode kernel's fused merge: one int32 ticket counter per CTA at the start of
+// the workspace (kMaxDecodeCtas CTAs at most, one wave), and two partial slots per CTA
+// (kMaxDecodeGroup rows of head_dim + 2 floats each) after them.
+constexpr int kMaxDecodeCtas = 512;
+constexpr int kMaxDecodePieces = kMaxDecodeCtas;  // CTAs that share one (row, KV head) at most
+constexpr int kMaxDecodeGroup = 16;               // query heads per KV head on the decode kernel
 constexpr int kDecodeSplitCounters = 1024;
+static_assert(kMaxDecodeCtas <= kDecodeSplitCounters, "a counter per balanced CTA");
 constexpr size_t kWorkspaceCounterBytes = kDecodeSplitCounters * sizeof(int32_t);
-constexpr int kMaxDecodeSplits = 256;
 
 struct Params {
   const uint16_t* query;  // [T, H, D] fp16, rows query_stride apart
@@ -41,11 +44,12 @@ struct Params {
   int group_size;            // H / Hkv
   int head_chunks;           // split kernel: ceil(group_size / heads per CTA)
   float scale_log2;          // scale * log2(e): scores in the log2 domain, exp2f everywhere
-  int num_splits;            // split or decode kernel: 1 = direct output; > 1 = partials, then merge
+  int num_splits;            // split kernel: 1 = direct output; > 1 = partials, then merge
   int partition_tokens;      // P, a multiple of the kernel's tile (huge when num_splits == 1)
-  float* partial_out;        // [T, H, num_splits, D] f32, each normalised by its own l
-  float* partial_ml;         // [T, H, num_splits, 2] f32: (m in log2 units, l)
-  int* split_counters;       // decode kernel: [T, Hkv] int32 tickets, zero between launches
+  float* partial_out;        // split kernel: [T, H, num_splits, D]; balanced decode: [CTA][2][group][D];
+                             // f32, each normalised by its own l
+  float* partial_ml;         // the same slots' (m in log2 units, l), f32
+  int* split_counters;       // balanced decode kernel: [kDecodeSplitCounters] tickets, zero between launches
   int tensor_core_min_rows;  // sequences with this many new rows or more: prefill kernel
 };
 
@@ -86,10 +90,15 @@ __device__ __forceinline__ int64_t cache_row_offset(const Params& p, const int32
 // (num_seqs * ceil(max_query_len / 64), H); rows of shorter sequences are left alone.
 bool prefill_tensor_core_supports(int head_dim);
 // Tensor-core decode kernel for head_dim 64 or 128 and 1..16 query heads per KV head
-// (paged_attention_decode_mma.cu): grid (num_tokens, Hkv, num_splits); it takes the rows
-// the prefill kernel leaves. With num_splits > 1, num_tokens x Hkv <= kDecodeSplitCounters.
+// (paged_attention_decode_mma.cu); it takes the rows the prefill kernel leaves. balanced: one
+// wave of CTAs with equal shares of the rows' tiles (needs partial_out / partial_ml /
+// split_counters for decode_balanced_workspace_bytes); else one CTA per (row, KV head).
 bool decode_tensor_core_supports(int head_dim, int group_size);
-Status launch_decode_tensor_core(const Params& p, int num_tokens, cudaStream_t stream);
+Status launch_decode_tensor_core(const Params& p, int num_tokens, bool balanced, cudaStream_t stream);
+// Partial-slot bytes the balanced decode kernel needs after the counters.
+inline int64_t decode_balanced_partial_bytes(int group_size, int head_dim) {
+  return static_cast<int64_t>(kMaxDecodeCtas) * 2 * group_size * (head_dim + 2) * static_cast<int64_t>(sizeof(float));
+}
 Status launch_prefill_tensor_core(const Params& p, int max_query_len, cudaStream_t stream);
 
 }  // namespace crosspoint::cuda::attention_internal
