@@ -50,7 +50,8 @@
 #          an ignored folder that the call carries: its finished cells and hwinfo.json are kept, so a
 #          sweep longer than one call runs over several)
 #          --cpu-dry-run (here, without a GPU: tiny checkpoints, CPU servers; tests the flow)
-# Environment: BUDGET_S, TEST_LIMIT_S, ATTN_SHAPES, PROFILE_KERNELS, PROFILE_ROWS, PROFILE_COUNT, PROFILE_S, TEST_KERNELS_FILTER (a gtest filter for test_kernels_cuda), SANITIZE_{MEMCHECK,RACECHECK}_{S,FILTER}, DECODE_MICRO=0,
+# Environment: BUDGET_S, TEST_LIMIT_S, ATTN_SHAPES, DECODE_VARIANT_ARGS (decode: bench_decode_step again with
+#          these flags, e.g. --fp8-producer-quant, into decode_step_variant.json), PROFILE_KERNELS, PROFILE_ROWS, PROFILE_COUNT, PROFILE_S, TEST_KERNELS_FILTER (a gtest filter for test_kernels_cuda), SANITIZE_{MEMCHECK,RACECHECK}_{S,FILTER}, DECODE_MICRO=0,
 #          BENCH_GEMM_ARGS, BENCH_ATTENTION_ARGS, PEER_MIN_LEFT_S, CKPT_DIR.
 # $OUT gets: results.json, run.log, report.md, report.html, study.json, logs.tar.xz (every log,
 # the sweep's cells, servers and figures, the check's JSON).
@@ -366,6 +367,18 @@ if want decode && [ -x "$BUNDLE_DIR/bin/bench_decode_step" ]; then
   tail -60 "$WORK/logs/bench_decode_step.log" | tee -a "$LOG"
   step bench_decode_step $rc $(( $(now) - t )) "$(tail -1 "$WORK/logs/bench_decode_step.log" | cut -c1-150)"
   [ -n "$BASELINE" ] && baseline_decode decode_step_baseline_after
+  if [ -n "${DECODE_VARIANT_ARGS:-}" ]; then
+    log "== bench_decode_step $DECODE_VARIANT_ARGS (the same binary, a variant beside the default)"
+    t=$(now)
+    # shellcheck disable=SC2086  # the variant's flags, split on purpose
+    CROSSPOINT_COMMIT=$(python3 -c "import json; print(json.load(open('$BUNDLE_DIR/manifest.json'))['commit'])") \
+      timeout $(limit 240) "$BUNDLE_DIR/bin/bench_decode_step" "${models[@]}" --batches "$DECODE_BATCHES" --context 512 \
+      --prefill-tokens 2048 --ceilings "$CEIL_FOR_BENCH" $DECODE_VARIANT_ARGS --out "$WORK/decode_step_variant.json" \
+      >"$WORK/logs/bench_decode_step_variant.log" 2>&1
+    rc=$?
+    tail -40 "$WORK/logs/bench_decode_step_variant.log" | tee -a "$LOG"
+    step bench_decode_step_variant $rc $(( $(now) - t )) "$(tail -1 "$WORK/logs/bench_decode_step_variant.log" | cut -c1-150)"
+  fi
   if [ $DET_TOO -eq 1 ]; then
     log "== bench_decode_step --deterministic"
     t=$(now)

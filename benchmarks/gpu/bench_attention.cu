@@ -56,6 +56,7 @@ const char* kernels_name(CudaAttentionKernels k) {
     case CudaAttentionKernels::kSplitDecode: return "split_decode";
     case CudaAttentionKernels::kDecodeOnly: return "decode_only";
     case CudaAttentionKernels::kSplitOnly: return "split_only";
+    case CudaAttentionKernels::kBalancedDecode: return "balanced_decode";
   }
   return "?";
 }
@@ -347,15 +348,16 @@ nlohmann::json bench_rope_latency(int t, int layers, cudaStream_t s, int reps) {
   return {{"op", "rope_kv_write"}, {"tokens", t}, {"us_per_call", us}, {"bytes", bytes}, {"layers", layers}};
 }
 
-// The decode table: the CUDA-core split kernel and the tensor-core decode kernel (the default),
-// us per call and % of the read ceiling, then a summary with the speed-ups.
+// The decode table: the CUDA-core split kernel, the tensor-core decode kernel (the default) and
+// the balanced decode kernel, us per call and % of the read ceiling, then a summary.
 nlohmann::json bench_decode_table(double bw_gbps, cudaStream_t s, int reps) {
   const std::vector<int> batches = {1, 2, 4, 8, 10, 32, 64, 100, 128, 256};
   const std::vector<int> contexts = {128, 512, 2048, 4096};
-  const CudaAttentionKernels kernels[2] = {CudaAttentionKernels::kSplitDecode, CudaAttentionKernels::kDefault};
+  const CudaAttentionKernels kernels[3] = {CudaAttentionKernels::kSplitDecode, CudaAttentionKernels::kDefault,
+                                           CudaAttentionKernels::kBalancedDecode};
   nlohmann::json out = nlohmann::json::array();
   std::map<std::pair<int, int>, std::vector<nlohmann::json>> cells;  // (batch, ctx) -> one line per kernel
-  std::printf("\n== decode attention (one call = one layer): split kernel, decode kernel (the default) ==\n");
+  std::printf("\n== decode attention (one call = one layer): split kernel, decode kernel (the default), balanced ==\n");
   for (int batch : batches) {
     for (int context : contexts) {
       for (CudaAttentionKernels k : kernels) {
@@ -366,20 +368,20 @@ nlohmann::json bench_decode_table(double bw_gbps, cudaStream_t s, int reps) {
     }
   }
   std::printf(
-      "\n== decode summary: us per call split / decode kernel (%% of %.0f GB/s for the decode kernel), ratio ==\n",
+      "\n== decode summary: us per call split / decode kernel / balanced (%% of %.0f GB/s for the last two) ==\n",
       bw_gbps);
   std::printf("%6s", "seqs");
-  for (int context : contexts) std::printf(" | %-41s", ("ctx " + std::to_string(context)).c_str());
+  for (int context : contexts) std::printf(" | %-46s", ("ctx " + std::to_string(context)).c_str());
   std::printf("\n");
   for (int batch : batches) {
     std::printf("%6d", batch);
     for (int context : contexts) {
       const std::vector<nlohmann::json>& c = cells[{batch, context}];
-      const double split_us = c[0]["us"], decode_us = c[1]["us"];
+      const double split_us = c[0]["us"], decode_us = c[1]["us"], balanced_us = c[2]["us"];
       bool ok = true;
       for (const nlohmann::json& line : c) ok = ok && line["check_ok"].get<bool>();
-      std::printf(" | %6.1f / %6.1f (%4.1f%%) x%4.2f%s", split_us, decode_us, c[1]["pct_bw"].get<double>(),
-                  split_us / decode_us, ok ? " " : "!");
+      std::printf(" | %6.1f / %6.1f (%4.1f%%) / %6.1f (%4.1f%%)%s", split_us, decode_us, c[1]["pct_bw"].get<double>(),
+                  balanced_us, c[2]["pct_bw"].get<double>(), ok ? " " : "!");
     }
     std::printf("\n");
   }
@@ -434,7 +436,8 @@ int main(int argc, char** argv) {
       {"read_gbps_ceiling", bw_gbps},
       {"reps", reps},
       {"shape", {{"heads", kHeads}, {"kv_heads", kKvHeads}, {"head_dim", kHeadDim}, {"block_size", kBlockSize}}}};
-  const CudaAttentionKernels decode_kernels[] = {CudaAttentionKernels::kSplitDecode, CudaAttentionKernels::kDefault};
+  const CudaAttentionKernels decode_kernels[] = {CudaAttentionKernels::kSplitDecode, CudaAttentionKernels::kDefault,
+                                                 CudaAttentionKernels::kBalancedDecode};
   result["decode"] = nlohmann::json::array();
   if (!only_shapes.empty()) {  // a few decode shapes, e.g. under a profiler
     for (const auto& [seqs, context] : only_shapes)

@@ -1,7 +1,9 @@
 #!/usr/bin/env python3
 """Old vs new decode step from one gpu_study.sh call with --baseline: the graph-replay median
 of every (precision, batch) in decode_step_baseline.json (old, before), decode_step.json (new)
-and decode_step_baseline_after.json (old, after), and new / mean(old). Prints a Markdown table.
+and decode_step_baseline_after.json (old, after), and new / mean(old); with a
+decode_step_variant.json (DECODE_VARIANT_ARGS) also the variant and variant / new. Prints a
+Markdown table.
 
 usage: compare_decode.py RESULTS_JSON   (the call's results.json)
 """
@@ -21,17 +23,23 @@ def medians(step):
 
 def main():
     r = json.load(open(sys.argv[1]))
-    old_before, new, old_after = (medians(r.get(k)) for k in
-                                  ("decode_step_baseline", "decode_step", "decode_step_baseline_after"))
+    old_before, new, old_after, variant = (medians(r.get(k)) for k in
+                                           ("decode_step_baseline", "decode_step", "decode_step_baseline_after",
+                                            "decode_step_variant"))
     print(f"old {r.get('decode_step_baseline', {}).get('commit', '?')[:7]}, "
           f"new {r.get('decode_step', {}).get('commit', '?')[:7]}: graph-replay median ms (p10-p90)\n")
-    print("| precision | batch | old, before | new | old, after | new / mean(old) |")
-    print("|---|---|---|---|---|---|")
+    extra = " variant | variant / new |" if variant else ""
+    print("| precision | batch | old, before | new | old, after | new / mean(old) |" + extra)
+    print("|---|---|---|---|---|---|" + ("---|---|" if variant else ""))
     for key in sorted(new):
         fmt = lambda v: f"{v[0]:.3f} ({v[1]:.3f}-{v[2]:.3f})" if v else "-"
         olds = [v[0] for v in (old_before.get(key), old_after.get(key)) if v]
         ratio = f"{new[key][0] / (sum(olds) / len(olds)):.3f}" if olds else "-"
-        print(f"| {key[0]} | {key[1]} | {fmt(old_before.get(key))} | {fmt(new[key])} | {fmt(old_after.get(key))} | {ratio} |")
+        line = f"| {key[0]} | {key[1]} | {fmt(old_before.get(key))} | {fmt(new[key])} | {fmt(old_after.get(key))} | {ratio} |"
+        if variant:
+            v = variant.get(key)
+            line += f" {fmt(v)} | {v[0] / new[key][0]:.3f} |" if v else " - | - |"
+        print(line)
 
 
 if __name__ == "__main__":

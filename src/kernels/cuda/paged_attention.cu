@@ -360,6 +360,21 @@ int partition_tokens_for(int num_tokens, int ctas_per_row) {
   return 4 * kTileTokens;
 }
 
+// Context partition of the tensor-core decode kernel for num_tokens x Hkv CTAs per split
+// (up to 2 CTAs per SM: ~264 at once on a 132-SM H200). Unsplit from 512 (about two waves);
+// below, partitions of 256, 128 or 64 positions (4, 2 or 1 tiles) so that a batch of one or a
+// few rows still spreads over ~8 to 64 CTAs per (row, KV head) at long contexts.
+constexpr int kDecodeTile = 64;
+constexpr int kDecodeUnsplitCtas = 512;
+static_assert(kDecodeUnsplitCtas <= kDecodeSplitCounters, "every split launch has its counters");
+int decode_partition_tokens_for(int num_tokens, int num_kv_heads) {
+  const int64_t ctas = static_cast<int64_t>(num_tokens) * num_kv_heads;
+  if (ctas >= kDecodeUnsplitCtas) return 0;
+  if (ctas < 64) return kDecodeTile;
+  if (ctas < 256) return 2 * kDecodeTile;
+  return 4 * kDecodeTile;
+}
+
 int64_t partial_bytes(int num_tokens, int num_heads, int num_splits, int head_dim) {
   return static_cast<int64_t>(num_tokens) * num_heads * num_splits * (head_dim + 2) *
          static_cast<int64_t>(sizeof(float));
@@ -461,15 +476,18 @@ Status launch_split(const CudaPagedAttentionArgs& a, Params p, cudaStream_t stre
   return Status::ok();
 }
 
-// The balanced decode kernel where the workspace holds its slots (and not in batch-invariant
-// mode, where each row's reduction order must not depend on the other rows); else one CTA per
-// (row, KV head).
-Status launch_decode(const CudaPagedAttentionArgs& a, Params p, cudaStream_t stream) {
-  p.num_splits = 1;
-  p.partition_tokens = 1 << 30;
-  const int64_t slot_bytes = decode_balanced_partial_bytes(p.group_size, a.head_dim);
-  const bool balanced = !a.batch_invariant && workspace_partial_bytes(a) >= slot_bytes;
-  if (balanced) {
+// The partitioned decode kernel (one partition per (row, KV head) in batch-invariant mode, where
+// a row's reduction order must not depend on the other rows), or with `balanced` the balanced
+// one where the workspace holds its slots.
+Status launch_decode(const CudaPagedAttentionArgs& a, Params p, bool balanced, cudaStream_t stream) {
+  balanced = balanced && !a.batch_invariant &&
+             workspace_partial_bytes(a) >= decode_balanced_partial_bytes(p.group_size, a.head_dim);
+  if (!balanced) {
+    plan_splits(a, a.batch_invariant ? 0 : decode_partition_tokens_for(a.num_tokens, a.num_kv_heads), kDecodeTile,
+                kMaxDecodeSplits, &p);
+  } else {
+    p.num_splits = 1;
+    p.partition_tokens = 1 << 30;
     char* base = static_cast<char*>(a.workspace);
     p.split_counters = reinterpret_cast<int*>(base);
     p.partial_out = reinterpret_cast<float*>(base + kWorkspaceCounterBytes);
@@ -522,15 +540,18 @@ Status cuda_paged_attention_with(const CudaPagedAttentionArgs& a, CudaAttentionK
   // when it supports this head_dim and the output rows allow its 4-byte stores.
   if (a.batch_invariant && kernels == CudaAttentionKernels::kDefault) kernels = CudaAttentionKernels::kDecodeOnly;
   const bool prefill_kernel =
-      (kernels == CudaAttentionKernels::kDefault || kernels == CudaAttentionKernels::kSplitDecode) &&
+      (kernels == CudaAttentionKernels::kDefault || kernels == CudaAttentionKernels::kSplitDecode ||
+       kernels == CudaAttentionKernels::kBalancedDecode) &&
       prefill_tensor_core_supports(a.head_dim) && a.max_query_len >= kTensorCoreMinRows && a.output_stride % 2 == 0 &&
       reinterpret_cast<uintptr_t>(a.output) % 4 == 0;
   p.tensor_core_min_rows = prefill_kernel ? kTensorCoreMinRows : kNoTensorCoreRows;
   // The other rows: the tensor-core decode kernel where it applies, else the split kernel.
   const bool decode_kernel =
-      (kernels == CudaAttentionKernels::kDefault || kernels == CudaAttentionKernels::kDecodeOnly) &&
+      (kernels == CudaAttentionKernels::kDefault || kernels == CudaAttentionKernels::kDecodeOnly ||
+       kernels == CudaAttentionKernels::kBalancedDecode) &&
       decode_tensor_core_supports(a.head_dim, p.group_size);
-  CROSSPOINT_RETURN_IF_ERROR(decode_kernel ? launch_decode(a, p, stream) : launch_split(a, p, stream));
+  const bool balanced = kernels == CudaAttentionKernels::kBalancedDecode;
+  CROSSPOINT_RETURN_IF_ERROR(decode_kernel ? launch_decode(a, p, balanced, stream) : launch_split(a, p, stream));
   if (prefill_kernel) CROSSPOINT_RETURN_IF_ERROR(launch_prefill_tensor_core(p, a.max_query_len, stream));
   return Status::ok();
 }

@@ -18,17 +18,19 @@
 //   end. Positions past `end` are loaded from position `begin` instead (always a real cache
 //   row, so finite) and masked to probability 0.
 //
-// Two kernels share that unit:
-//   decode_balanced_kernel (the default): one wave of CTAs; the pairs' tiles, laid end to end,
-//     are cut into equal ranges from the actual lengths (computed on the device from the
-//     step's inputs, so a captured graph stays valid), whatever mix of short and long rows
-//     the batch holds. A pair cut by range boundaries is merged by the CTA that finishes its
-//     last piece (partials normalised by their own l, then a ticket on a counter with fences
-//     before and after, as w4a16_pipeline.cuh's split-K handshake; the merger resets the
-//     counter: counters are zero between launches). No second kernel.
-//   decode_tensor_core_kernel: one CTA per (row, KV head) over its whole context, for
-//     batch-invariant mode (a row's reduction order never depends on the other rows) and
-//     when the workspace has no room for the balanced kernel's slots.
+// Two kernels share that unit, and the fused merge (partials normalised by their own l, then a
+// ticket on a workspace counter with fences before and after, as w4a16_pipeline.cuh's split-K
+// handshake; the last piece's CTA merges and resets the counter: counters are zero between
+// launches; no second kernel):
+//   decode_tensor_core_kernel (the default): CTA = (row, KV head, partition); the partition
+//     length is set by the batch size and grid.z by the host's context bound (partitions past
+//     a row's length exit at once). One partition per (row, KV head) in batch-invariant mode
+//     (a row's reduction order never depends on the other rows).
+//   decode_balanced_kernel (CudaAttentionKernels::kBalancedDecode, not yet measured against
+//     the default on a GPU): one wave of CTAs; the pairs' tiles, laid end to end, are cut into
+//     equal ranges from the actual lengths (computed on the device from the step's inputs, so
+//     a captured graph stays valid), whatever mix of short and long rows the batch holds;
+//     pairs cut by range boundaries are merged.
 //
 // Fragment layouts (PTX ISA, mma.m16n8k16 with .f16 inputs; lane = 4 * group + quad):
 //   A (16 x 16, row major) a0: (row group, k 2 quad .. +1)  a1: (row group + 8, same k)
@@ -279,23 +281,98 @@ __device__ __forceinline__ int decode_visible(const Params& p, int t, int* seque
   return max(0, visible_length(p, s, t - p.seq_token_start[s]));
 }
 
-// One CTA per (row, KV head) over the row's whole context, fp16 output: the batch-invariant
-// form (every row's reduction order is fixed by its own length) and the fallback.
+// Merges `pieces` partials of one (row, KV head), weights l_i * 2^(m_i - max m) / total: row r
+// of piece i is partial row partial_row(i, r) (partial_out [row][D], partial_ml [row][2]).
+// Writes the fp16 rows at out; reuses the shared memory; ends with every thread in step.
+template <int kHeadDim, typename PartialRow>
+__device__ __forceinline__ void merge_pieces(const Params& p, int pieces, PartialRow&& partial_row, uint16_t* out,
+                                             uint16_t* smem) {
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  const int group_size = p.group_size;
+  float* s_weight = reinterpret_cast<float*>(smem);  // [kMaxGroup][kMaxDecodePieces]
+  for (int r = warp; r < group_size; r += kWarps) {
+    float m_max = -INFINITY;
+    for (int i = lane; i < pieces; i += 32) m_max = fmaxf(m_max, __ldcg(p.partial_ml + partial_row(i, r) * 2));
+#pragma unroll
+    for (int o = 16; o > 0; o /= 2) m_max = fmaxf(m_max, __shfl_xor_sync(0xffffffffu, m_max, o));
+    float total = 0.f;
+    for (int i = lane; i < pieces; i += 32) {
+      const float* ml = p.partial_ml + partial_row(i, r) * 2;
+      const float w = __ldcg(ml + 1) * exp2f(__ldcg(ml) - m_max);
+      s_weight[r * kMaxDecodePieces + i] = w;
+      total += w;
+    }
+#pragma unroll
+    for (int o = 16; o > 0; o /= 2) total += __shfl_xor_sync(0xffffffffu, total, o);
+    __syncwarp();
+    const float inv_total = 1.f / total;
+    for (int i = lane; i < pieces; i += 32) s_weight[r * kMaxDecodePieces + i] *= inv_total;
+  }
+  __syncthreads();
+  // 4 dims per thread (16-byte loads from L2), so the partials' latency is what the merge costs.
+  for (int idx = threadIdx.x; idx < group_size * kHeadDim / 4; idx += kThreads) {
+    const int r = idx / (kHeadDim / 4), d = idx % (kHeadDim / 4) * 4;
+    const float* weight = s_weight + r * kMaxDecodePieces;
+    float4 acc = make_float4(0.f, 0.f, 0.f, 0.f);
+#pragma unroll 4
+    for (int i = 0; i < pieces; ++i) {
+      const float4 v =
+          __ldcg(reinterpret_cast<const float4*>(p.partial_out + partial_row(i, r) * kHeadDim + d));
+      acc.x = fmaf(weight[i], v.x, acc.x);
+      acc.y = fmaf(weight[i], v.y, acc.y);
+      acc.z = fmaf(weight[i], v.z, acc.z);
+      acc.w = fmaf(weight[i], v.w, acc.w);
+    }
+    uint16_t* o4 = out + r * kHeadDim + d;
+    o4[0] = __half_as_ushort(__float2half_rn(acc.x));
+    o4[1] = __half_as_ushort(__float2half_rn(acc.y));
+    o4[2] = __half_as_ushort(__float2half_rn(acc.z));
+    o4[3] = __half_as_ushort(__float2half_rn(acc.w));
+  }
+  __syncthreads();
+}
+
+// The partitioned form (the default): CTA = (row, KV head, partition of partition_tokens
+// positions), grid.z = num_splits from the host's context bound; partitions past the row's
+// length exit. With one partition the CTA writes fp16; otherwise each writes its partial to
+// [t][head][split] and the last of the (row, KV head) to finish merges them (its counter).
 template <int kHeadDim, int kStages>
 __global__ void __launch_bounds__(kThreads, 2) decode_tensor_core_kernel(Params p) {
   extern __shared__ __align__(16) uint16_t smem[];  // kStages x {K, V} [kTile][kRowStride] fp16
   wait_for_prior_kernels();
   allow_dependent_launch();
-  const int t = blockIdx.x, kv_head = blockIdx.y;
+  const int t = blockIdx.x, kv_head = blockIdx.y, split = blockIdx.z;
   int s;
   const int visible = decode_visible(p, t, &s);
-  if (visible == 0) return;
+  const int begin = split * p.partition_tokens;
+  if (begin >= visible) return;  // padding, the prefill kernel's row, or past the row's context
+  const int end = split == p.num_splits - 1 ? visible : min(visible, begin + p.partition_tokens);
+  const int num_active = min(p.num_splits, (visible + p.partition_tokens - 1) / p.partition_tokens);
   const int32_t* table = p.block_tables + static_cast<int64_t>(s) * p.max_blocks_per_seq;
-  attend_range<kHeadDim, kStages>(p, t, table, kv_head, 0, visible, smem);
-  uint16_t* out = p.output + static_cast<int64_t>(t) * p.output_stride + kv_head * p.group_size * kHeadDim;
-  combine_warps<kHeadDim>(p, smem, [&](int r, int d, float value, float, float) {
-    out[r * kHeadDim + d] = __half_as_ushort(__float2half_rn(value));
+  attend_range<kHeadDim, kStages>(p, t, table, kv_head, begin, end, smem);
+  const int first_head = kv_head * p.group_size;
+  uint16_t* out = p.output + static_cast<int64_t>(t) * p.output_stride + first_head * kHeadDim;
+  if (num_active == 1) {
+    combine_warps<kHeadDim>(p, smem, [&](int r, int d, float value, float, float) {
+      out[r * kHeadDim + d] = __half_as_ushort(__float2half_rn(value));
+    });
+    return;
+  }
+  // Partial rows [t][head][split]: row r of split i at part0 + r * num_splits + i.
+  const int64_t part0 = (static_cast<int64_t>(t) * p.num_heads + first_head) * p.num_splits;
+  combine_warps<kHeadDim>(p, smem, [&](int r, int d, float value, float m, float l) {
+    const int64_t part = part0 + static_cast<int64_t>(r) * p.num_splits + split;
+    p.partial_out[part * kHeadDim + d] = value;
+    if (d == 0) {
+      p.partial_ml[part * 2] = m;
+      p.partial_ml[part * 2 + 1] = l;
+    }
   });
+  const int counter = t * p.num_kv_heads + kv_head;
+  if (!last_split_block_of_tile(p.split_counters, counter, num_active)) return;
+  merge_pieces<kHeadDim>(
+      p, num_active, [&](int i, int r) { return part0 + static_cast<int64_t>(r) * p.num_splits + i; }, out, smem);
+  if (threadIdx.x == 0) p.split_counters[counter] = 0;  // ready for the next launch
 }
 
 // Tiles of 64 positions that new row j of a sequence (context, num_new) reads per KV head.
@@ -429,53 +506,15 @@ __global__ void __launch_bounds__(kThreads, 2) decode_balanced_kernel(Params p) 
       const int first_cta = owner(pair_begin), last_cta = owner(pair_begin + tiles - 1);
       const int pieces = last_cta - first_cta + 1;
       if (last_split_block_of_tile(p.split_counters, last_cta, pieces)) {
-        const auto slot_of = [&](int i) {  // piece i's slot index
+        // Piece i is CTA first_cta + i's: slot 0 (its first pair) unless it is the first piece
+        // of a pair its range does not start at (then its last pair, slot 1).
+        const auto partial_row = [&](int i, int r) {
           const int cta = first_cta + i;
-          return 2 * static_cast<int64_t>(cta) + (i == 0 && boundary(cta) != pair_begin ? 1 : 0);
+          const int64_t slot = 2 * static_cast<int64_t>(cta) + (i == 0 && boundary(cta) != pair_begin ? 1 : 0);
+          return slot * group_size + r;
         };
-        // s_weight [kMaxGroup][pieces]: l_i * 2^(m_i - max m) / total, per row.
-        float* s_weight = reinterpret_cast<float*>(smem);
-        for (int r = warp; r < group_size; r += kWarps) {
-          float m_max = -INFINITY;
-          for (int i = lane; i < pieces; i += 32)
-            m_max = fmaxf(m_max, __ldcg(partial_ml + (slot_of(i) * group_size + r) * 2));
-#pragma unroll
-          for (int o = 16; o > 0; o /= 2) m_max = fmaxf(m_max, __shfl_xor_sync(0xffffffffu, m_max, o));
-          float total = 0.f;
-          for (int i = lane; i < pieces; i += 32) {
-            const float* ml = partial_ml + (slot_of(i) * group_size + r) * 2;
-            const float w = __ldcg(ml + 1) * exp2f(__ldcg(ml) - m_max);
-            s_weight[r * kMaxDecodePieces + i] = w;
-            total += w;
-          }
-#pragma unroll
-          for (int o = 16; o > 0; o /= 2) total += __shfl_xor_sync(0xffffffffu, total, o);
-          __syncwarp();
-          const float inv_total = 1.f / total;
-          for (int i = lane; i < pieces; i += 32) s_weight[r * kMaxDecodePieces + i] *= inv_total;
-        }
-        __syncthreads();
-        for (int idx = threadIdx.x; idx < group_size * kHeadDim / 4; idx += kThreads) {
-          const int r = idx / (kHeadDim / 4), d = idx % (kHeadDim / 4) * 4;
-          const float* weight = s_weight + r * kMaxDecodePieces;
-          float4 acc = make_float4(0.f, 0.f, 0.f, 0.f);
-#pragma unroll 4
-          for (int i = 0; i < pieces; ++i) {
-            const float4 v =
-                __ldcg(reinterpret_cast<const float4*>(partial_out + (slot_of(i) * group_size + r) * kHeadDim + d));
-            acc.x = fmaf(weight[i], v.x, acc.x);
-            acc.y = fmaf(weight[i], v.y, acc.y);
-            acc.z = fmaf(weight[i], v.z, acc.z);
-            acc.w = fmaf(weight[i], v.w, acc.w);
-          }
-          uint16_t* o4 = out + r * kHeadDim + d;
-          o4[0] = __half_as_ushort(__float2half_rn(acc.x));
-          o4[1] = __half_as_ushort(__float2half_rn(acc.y));
-          o4[2] = __half_as_ushort(__float2half_rn(acc.z));
-          o4[3] = __half_as_ushort(__float2half_rn(acc.w));
-        }
+        merge_pieces<kHeadDim>(p, pieces, partial_row, out, smem);
         if (threadIdx.x == 0) p.split_counters[last_cta] = 0;  // ready for the next launch
-        __syncthreads();                                       // s_weight is read: the ring is free
       }
     }
     // Next pair: the next KV head, row, or sequence with decode rows.
@@ -492,14 +531,17 @@ __global__ void __launch_bounds__(kThreads, 2) decode_balanced_kernel(Params p) 
   }
 }
 
-// Whether this instance may have its dynamic shared memory here (once per process): false on
-// GPUs with less than 104 KB per block (sm_86/89) for the 3-stage ring at D 128.
+// Whether this instance's kernels may have their dynamic shared memory here (once per process):
+// false on GPUs with less than 104 KB per block (sm_86/89) for the 3-stage ring at D 128.
 template <int kHeadDim, int kStages>
 bool shared_memory_allowed() {
   static const bool allowed = [] {
-    const cudaError_t err =
-        cudaFuncSetAttribute(decode_tensor_core_kernel<kHeadDim, kStages>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                             static_cast<int>(shared_bytes<kHeadDim, kStages>()));
+    const int bytes = static_cast<int>(shared_bytes<kHeadDim, kStages>());
+    cudaError_t err = cudaFuncSetAttribute(decode_tensor_core_kernel<kHeadDim, kStages>,
+                                           cudaFuncAttributeMaxDynamicSharedMemorySize, bytes);
+    if (err == cudaSuccess)
+      err = cudaFuncSetAttribute(decode_balanced_kernel<kHeadDim, kStages>,
+                                 cudaFuncAttributeMaxDynamicSharedMemorySize, bytes);
     if (err != cudaSuccess) (void)cudaGetLastError();  // not sticky: clear it for the launch checks
     return err == cudaSuccess;
   }();
@@ -528,6 +570,7 @@ Status launch(const Params& p, int num_tokens, bool balanced, cudaStream_t strea
   constexpr size_t kSmemBytes = shared_bytes<kHeadDim, kStages>();
   static_assert(kWarps * kMaxGroup * (kHeadDim + 2) * 4 <= kSmemBytes, "the warp combine fits in the ring");
   static_assert(kMaxGroup * kMaxDecodePieces * 4 <= kSmemBytes, "the merge weights fit in the ring");
+  static_assert(kMaxDecodeSplits <= kMaxDecodePieces, "a partitioned row's weights fit too");
   if constexpr (kStages > 2) {
     if (!shared_memory_allowed<kHeadDim, kStages>()) return launch<kHeadDim, 2>(p, num_tokens, balanced, stream);
   }
@@ -542,7 +585,7 @@ Status launch(const Params& p, int num_tokens, bool balanced, cudaStream_t strea
                                     "decode_balanced_kernel launch");
     return last_launch_status("paged_attention decode_balanced_kernel launch");
   }
-  const dim3 grid(num_tokens, p.num_kv_heads);
+  const dim3 grid(num_tokens, p.num_kv_heads, p.num_splits);
   CROSSPOINT_CUDA_RETURN_IF_ERROR(
       launch_programmatic(decode_tensor_core_kernel<kHeadDim, kStages>, grid, dim3(kThreads), kSmemBytes, stream, p),
       "decode_tensor_core_kernel launch");
@@ -556,9 +599,11 @@ bool decode_tensor_core_supports(int head_dim, int group_size) {
 }
 
 Status launch_decode_tensor_core(const Params& p, int num_tokens, bool balanced, cudaStream_t stream) {
-  if (p.num_kv_heads > 65535)
-    return invalid_argument("cuda_paged_attention: decode grid (" + std::to_string(p.num_kv_heads) +
-                            " KV heads) out of range");
+  if (p.num_splits < 1 || p.num_splits > kMaxDecodeSplits || p.num_kv_heads > 65535)
+    return invalid_argument("cuda_paged_attention: decode grid (" + std::to_string(p.num_kv_heads) + " KV heads, " +
+                            std::to_string(p.num_splits) + " splits) out of range");
+  if (p.num_splits > 1 && static_cast<int64_t>(num_tokens) * p.num_kv_heads > kDecodeSplitCounters)
+    return invalid_argument("cuda_paged_attention: decode split over more (row, KV head) pairs than counters");
   if (p.head_dim == 128) return launch<128, 3>(p, num_tokens, balanced, stream);
   if (p.head_dim == 64) return launch<64, 3>(p, num_tokens, balanced, stream);
   return invalid_argument("cuda_paged_attention: tensor-core decode needs head_dim 64 or 128, got " +

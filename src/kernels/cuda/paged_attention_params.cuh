@@ -19,9 +19,12 @@ namespace crosspoint::cuda::attention_internal {
 
 constexpr float kLog2e = 1.4426950408889634f;
 constexpr int kNoTensorCoreRows = 1 << 30;  // tensor_core_min_rows when that path is off
-// The balanced decode kernel's fused merge: one int32 ticket counter per CTA at the start of
-// the workspace (kMaxDecodeCtas CTAs at most, one wave), and two partial slots per CTA
-// (kMaxDecodeGroup rows of head_dim + 2 floats each) after them.
+// The decode kernels' fused merges share int32 ticket counters at the start of the workspace:
+// the partitioned kernel one per (row, KV head) (launches with num_tokens x Hkv <=
+// kDecodeSplitCounters; larger ones never split; at most kMaxDecodeSplits partitions per row),
+// the balanced kernel one per CTA (kMaxDecodeCtas at most, one wave) with two partial slots
+// per CTA (kMaxDecodeGroup rows of head_dim + 2 floats each) after them.
+constexpr int kMaxDecodeSplits = 256;
 constexpr int kMaxDecodeCtas = 512;
 constexpr int kMaxDecodePieces = kMaxDecodeCtas;  // CTAs that share one (row, KV head) at most
 constexpr int kMaxDecodeGroup = 16;               // query heads per KV head on the decode kernel
@@ -44,12 +47,12 @@ struct Params {
   int group_size;            // H / Hkv
   int head_chunks;           // split kernel: ceil(group_size / heads per CTA)
   float scale_log2;          // scale * log2(e): scores in the log2 domain, exp2f everywhere
-  int num_splits;            // split kernel: 1 = direct output; > 1 = partials, then merge
+  int num_splits;            // split or partitioned decode kernel: 1 = direct output; > 1 = partials, then merge
   int partition_tokens;      // P, a multiple of the kernel's tile (huge when num_splits == 1)
-  float* partial_out;        // split kernel: [T, H, num_splits, D]; balanced decode: [CTA][2][group][D];
-                             // f32, each normalised by its own l
+  float* partial_out;        // [T, H, num_splits, D] (balanced decode: [CTA][2][group][D]) f32, each
+                             // normalised by its own l
   float* partial_ml;         // the same slots' (m in log2 units, l), f32
-  int* split_counters;       // balanced decode kernel: [kDecodeSplitCounters] tickets, zero between launches
+  int* split_counters;       // decode kernels: [kDecodeSplitCounters] tickets, zero between launches
   int tensor_core_min_rows;  // sequences with this many new rows or more: prefill kernel
 };
 
@@ -91,8 +94,10 @@ __device__ __forceinline__ int64_t cache_row_offset(const Params& p, const int32
 bool prefill_tensor_core_supports(int head_dim);
 // Tensor-core decode kernel for head_dim 64 or 128 and 1..16 query heads per KV head
 // (paged_attention_decode_mma.cu); it takes the rows the prefill kernel leaves. balanced: one
-// wave of CTAs with equal shares of the rows' tiles (needs partial_out / partial_ml /
-// split_counters for decode_balanced_workspace_bytes); else one CTA per (row, KV head).
+// wave of CTAs with equal shares of the rows' tiles (partial_out / partial_ml / split_counters
+// holding decode_balanced_partial_bytes, else it falls back); otherwise grid (num_tokens, Hkv,
+// num_splits) over partitions of partition_tokens, num_tokens x Hkv <= kDecodeSplitCounters
+// when num_splits > 1.
 bool decode_tensor_core_supports(int head_dim, int group_size);
 Status launch_decode_tensor_core(const Params& p, int num_tokens, bool balanced, cudaStream_t stream);
 // Partial-slot bytes the balanced decode kernel needs after the counters.

@@ -84,6 +84,8 @@ Result<std::unique_ptr<CudaModel>> CudaModel::create(const Model& model, const C
     in.gpu_memory_utilization = o.gpu_memory_utilization;
     in.reserve_bytes = o.reserve_bytes;
     in.bytes_per_block = bytes_per_token * o.block_size;
+    in.memory_budget_bytes = o.memory_budget_bytes;
+    in.own_bytes = m->memory_.weight_bytes + m->memory_.activation_bytes;
     CROSSPOINT_ASSIGN_OR_RETURN(KvBudget budget, kv_budget_for_utilization(in));
     num_blocks = budget.num_blocks;
   }
@@ -330,7 +332,7 @@ CudaForwardBatch CudaModel::device_batch(const PackedStepShape& shape) const {
 Status CudaModel::run_layer(int32_t layer_idx, const CudaForwardBatch& b) {
   const ModelConfig& c = config_;
   const Layer& l = layers_[layer_idx];
-  const int T = b.shape.num_tokens, d = static_cast<int>(c.hidden_size), I = static_cast<int>(c.intermediate_size);
+  const int T = b.shape.num_tokens, I = static_cast<int>(c.intermediate_size);
   const int H = static_cast<int>(c.num_attention_heads), Hkv = static_cast<int>(c.num_key_value_heads);
   const int D = static_cast<int>(c.head_dim);
   const float eps = static_cast<float>(c.rms_norm_eps);
@@ -398,7 +400,7 @@ Status CudaModel::run_layer(int32_t layer_idx, const CudaForwardBatch& b) {
   CROSSPOINT_RETURN_IF_ERROR(linear_after(l.gate_up, x, T, gate_up_.as<uint16_t>()));
   mark(StepOp::kGateUpProj);
   uint16_t* act = act_.as<uint16_t>();
-  if (cuda_linear_takes_quantised_input(l.down_proj, scratch_, act, T)) {
+  if (producer_quantises(l.down_proj, act, T)) {
     CROSSPOINT_RETURN_IF_ERROR(
         silu_mul_quantize_fp8(gate_up_.as<uint16_t>(), 2 * I, act, I, scratch_.xq, I, scratch_.x_scale, T, I, stream_));
   } else {
@@ -414,14 +416,14 @@ Status CudaModel::norm_into(const CudaLinear& next, const uint16_t* delta, const
   const int d = static_cast<int>(config_.hidden_size);
   const float eps = static_cast<float>(config_.rms_norm_eps);
   uint16_t* x = x_.as<uint16_t>();
-  if (cuda_linear_takes_quantised_input(next, scratch_, x, T))
+  if (producer_quantises(next, x, T))
     return add_rms_norm_quantize_fp8(residual_.as<float>(), delta, d, weight.as<uint16_t>(), eps, x, d, scratch_.xq, d,
                                      scratch_.x_scale, T, d, stream_);
   return add_rms_norm(residual_.as<float>(), delta, d, weight.as<uint16_t>(), eps, x, d, T, d, stream_);
 }
 
 Status CudaModel::linear_after(const CudaLinear& next, const uint16_t* x, int T, uint16_t* y) {
-  if (cuda_linear_takes_quantised_input(next, scratch_, x, T))
+  if (producer_quantises(next, x, T))
     return run_cuda_linear_quantised_input(next, scratch_, T, y, stream_);
   return run_cuda_linear(next, scratch_, x, T, y, stream_);
 }

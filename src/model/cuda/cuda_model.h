@@ -36,12 +36,18 @@ struct CudaModelOptions {
   int32_t max_model_len = 0;            // 0 = config max_position_embeddings
   int32_t block_size = 16;              // tokens per KV block
   double gpu_memory_utilization = 0.9;  // fraction of the GPU's total memory this process may use
+  size_t memory_budget_bytes = 0;       // > 0: bytes for weights + activations + reserve + KV, not the fraction
   int64_t num_kv_blocks = 0;            // > 0: exactly this many blocks, utilization ignored (tests, generate)
   size_t reserve_bytes = 0;             // kept free after the KV cache (CUDA graphs are captured later)
   int device = 0;
   // serve --deterministic: linears on fixed slabs of kBatchInvariantRows rows and attention in
   // one partition per row, so a row's logits do not depend on the rest of the batch.
   bool batch_invariant = false;
+  // W8A8 above the fused GEMV's rows: the input and post-attention norms and silu_mul quantise
+  // their output per token for the next linear (add_rms_norm_quantize_fp8,
+  // silu_mul_quantize_fp8) instead of a separate quantisation kernel. Same bits either way;
+  // off until measured on a GPU (docs/cuda-log.md, 2026-12-02).
+  bool fp8_quantise_in_producers = false;
 };
 
 // What the startup log prints.
@@ -138,6 +144,10 @@ class CudaModel {
   Status norm_into(const CudaLinear& next, const uint16_t* delta, const DeviceBuffer& weight, int T);
   // y = next(x), from the scratch's quantised rows when norm_into / silu_mul wrote them.
   Status linear_after(const CudaLinear& next, const uint16_t* x, int T, uint16_t* y);
+  // Whether the kernel producing `next`'s input x quantises it (options and the linear's wish).
+  bool producer_quantises(const CudaLinear& next, const uint16_t* x, int T) const {
+    return options_.fp8_quantise_in_producers && cuda_linear_takes_quantised_input(next, scratch_, x, T);
+  }
   uint16_t* key_cache(int32_t layer_idx) const;
   uint16_t* value_cache(int32_t layer_idx) const;
   void mark(StepOp op) {
