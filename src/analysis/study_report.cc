@@ -312,6 +312,10 @@ ReportFiles render_study_report(const StudyResults& study, const StudyAnalysis& 
 
   if (!analysis.capacity.empty()) {
     r.heading("Capacity");
+    if (!study.memory_budget.empty())
+      r.paragraph("Every server held to a memory budget of " + study.memory_budget +
+                  " for weights, activations and the KV cache (serve --memory-budget): the KV tokens are what the "
+                  "budget leaves each precision, not what the device has.");
     TextTable cap;
     cap.header = {"precision", "KV tokens", "worst case (÷ max-model-len)", "workload (÷ mean tokens/request)",
                   "verdict"};

@@ -58,6 +58,7 @@ Result<StudyResults> parse_study_results(const std::string& json_text, const std
   study.title = optional_string(root, "title");
   study.source = optional_string(root, "source");
   study.hardware_name = optional_string(root, "hardware");
+  study.memory_budget = optional_string(root, "memory_budget");
   if (root.contains("model")) {
     const nlohmann::json& model = root["model"];
     if (!model.is_object()) return invalid_argument(source + ": field 'model' must be an object");

@@ -26,6 +26,7 @@ struct StudyResults {
   std::string title;
   std::string source;         // where the numbers come from
   std::string hardware_name;  // a datasheet_table() name, or empty
+  std::string memory_budget;  // the servers' --memory-budget ("24GB"), or empty (the whole device)
   std::string model_name;
   double model_num_params = 0;   // total parameters; 0 = unknown
   double max_model_len = 0;      // tokens

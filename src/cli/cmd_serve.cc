@@ -42,6 +42,7 @@ struct ServeOptions {
   double mean_tokens_per_request = 438;  // ShareGPT V3 mean prompt + output (docs/STUDY.md)
   std::string device = "auto";           // auto (cuda when a GPU is visible) | cpu | cuda
   double gpu_memory_utilization = 0.9;   // cuda: fraction of the GPU's memory this process may use
+  std::string memory_budget;             // both: bytes for weights + activations + KV cache (empty: off)
   bool enforce_eager = false;            // cuda: no CUDA graphs
   bool sample_on_host = false;           // cuda: sampled rows drawn by the host sampler (default: on the GPU)
   bool deterministic = false;            // batch-invariant: a request's output independent of the rest of the batch
@@ -84,6 +85,7 @@ int serve(const ServeOptions& o) {
   runner_options.block_size = o.block_size;
   runner_options.kv_cache_memory = o.kv_cache_memory;
   runner_options.gpu_memory_utilization = o.gpu_memory_utilization;
+  runner_options.memory_budget = o.memory_budget;
   runner_options.enforce_eager = o.enforce_eager;
   runner_options.sample_on_host = o.sample_on_host;
   runner_options.deterministic = o.deterministic;
@@ -141,6 +143,10 @@ int run_serve(int argc, char** argv) {
   app.add_option("--gpu-memory-utilization", o.gpu_memory_utilization,
                  "cuda: fraction of the GPU's total memory for weights, activations and the KV cache")
       ->check(CLI::Range(0.01, 1.0));
+  app.add_option("--memory-budget", o.memory_budget,
+                 "bytes this server may hold for weights, activations and the KV cache (e.g. 24GB: a smaller GPU's "
+                 "capacity on a larger one); replaces --gpu-memory-utilization and --kv-cache-memory")
+      ->excludes("--kv-cache-memory");
   app.add_flag("--enforce-eager", o.enforce_eager, "cuda: no CUDA graphs for decode steps");
   app.add_flag("--deterministic", o.deterministic,
                "batch-invariant outputs: a request's tokens and logprobs do not depend on what else runs in its batch "

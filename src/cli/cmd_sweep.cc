@@ -50,6 +50,10 @@ int run_sweep(int argc, char** argv) {
   app.add_option("--gpu-memory-utilization", o.gpu_memory_utilization,
                  "cuda: fraction of GPU memory each server may use (serve --gpu-memory-utilization)")
       ->capture_default_str();
+  app.add_option("--memory-budget", o.memory_budget,
+                 "serve --memory-budget on every server: bytes for weights + activations + KV cache, e.g. 24GB to "
+                 "study a 24 GB GPU's capacity on a larger one (replaces --gpu-memory-utilization and "
+                 "--kv-cache-memory; the report's title names it)");
   app.add_flag("--enforce-eager", o.enforce_eager, "cuda: serve without CUDA graphs (serve --enforce-eager)");
   app.add_flag("--deterministic", o.deterministic,
                "serve --deterministic: batch-invariant servers (each request's output independent of its batch); "

@@ -40,8 +40,20 @@ std::string determinism_note(const std::string& device, bool deterministic) {
 
 Result<DeviceRunner> make_cpu_runner(const DeviceRunnerOptions& o, const Model& m) {
   DeviceRunner out;
+  std::string kv_option = "--kv-cache-memory " + o.kv_cache_memory;
   if (o.num_kv_blocks > 0) {
     out.num_blocks = o.num_kv_blocks;
+  } else if (!o.memory_budget.empty()) {
+    // The weights are held whole (mapped or converted); the KV cache gets what they leave.
+    CROSSPOINT_ASSIGN_OR_RETURN(const size_t budget, parse_bytes(o.memory_budget, "--memory-budget"));
+    const size_t weights = m.weight_bytes_total();
+    if (weights >= budget) {
+      return resource_exhausted(fmt::format("--memory-budget {}: the weights alone take {:.3f} GiB", o.memory_budget,
+                                            weights / kGiB));
+    }
+    out.num_blocks = BlockManager::num_blocks_for_budget(budget - weights, m.kv_bytes_per_token(), o.block_size);
+    kv_option = "--memory-budget " + o.memory_budget;
+    log_info("memory budget {}: weights {:.3f} GiB, the rest for the KV cache", o.memory_budget, weights / kGiB);
   } else {
     CROSSPOINT_ASSIGN_OR_RETURN(const size_t kv_bytes, parse_bytes(o.kv_cache_memory));
     out.num_blocks = BlockManager::num_blocks_for_budget(kv_bytes, m.kv_bytes_per_token(), o.block_size);
@@ -49,9 +61,10 @@ Result<DeviceRunner> make_cpu_runner(const DeviceRunnerOptions& o, const Model& 
   const int64_t kv_tokens = static_cast<int64_t>(out.num_blocks) * o.block_size;
   // Checked before the cache is allocated (a cache of zero blocks is a programmer error there).
   if (kv_tokens < o.max_model_len) {
-    return invalid_argument("the KV cache (--kv-cache-memory " + o.kv_cache_memory + " = " + std::to_string(kv_tokens) +
+    const std::string option = kv_option.substr(0, kv_option.find(' '));
+    return invalid_argument("the KV cache (" + kv_option + " = " + std::to_string(kv_tokens) +
                             " tokens) cannot hold one sequence of --max-model-len " + std::to_string(o.max_model_len) +
-                            " tokens: raise --kv-cache-memory or lower --max-model-len");
+                            " tokens: raise " + option + " or lower --max-model-len");
   }
   log_info("KV cache: {:.3f} GiB (f32) = {} tokens in {} blocks of {}",
            static_cast<double>(kv_tokens) * m.kv_bytes_per_token() / kGiB, kv_tokens, out.num_blocks, o.block_size);
@@ -70,6 +83,9 @@ Result<DeviceRunner> make_cuda_runner(const DeviceRunnerOptions& o, const Model&
   options.max_model_len = static_cast<int32_t>(o.max_model_len);
   options.block_size = o.block_size;
   options.gpu_memory_utilization = o.gpu_memory_utilization;
+  if (!o.memory_budget.empty()) {
+    CROSSPOINT_ASSIGN_OR_RETURN(options.memory_budget_bytes, parse_bytes(o.memory_budget, "--memory-budget"));
+  }
   options.num_kv_blocks = o.num_kv_blocks;
   options.reserve_bytes = o.enforce_eager ? 0 : kGraphReserveBytes;
   options.batch_invariant = o.deterministic;
@@ -83,16 +99,18 @@ Result<DeviceRunner> make_cuda_runner(const DeviceRunnerOptions& o, const Model&
       o.max_num_batched_tokens, mem.activation_bytes / kGiB, mem.profile_s, mem.used_before_kv_bytes / kGiB);
   const int64_t eager_tokens =
       mem.kv_tokens + static_cast<int64_t>(mem.reserve_bytes / (mem.kv_bytes_per_token * o.block_size)) * o.block_size;
-  log_info("KV cache: {:.3f} GiB (fp16) = {} tokens in {} blocks of {} (--gpu-memory-utilization {}{})",
-           mem.kv_bytes / kGiB, mem.kv_tokens, mem.num_kv_blocks, o.block_size, o.gpu_memory_utilization,
+  const std::string kv_option = o.memory_budget.empty()
+                                    ? fmt::format("--gpu-memory-utilization {}", o.gpu_memory_utilization)
+                                    : "--memory-budget " + o.memory_budget;
+  log_info("KV cache: {:.3f} GiB (fp16) = {} tokens in {} blocks of {} ({}{})", mem.kv_bytes / kGiB, mem.kv_tokens,
+           mem.num_kv_blocks, o.block_size, kv_option,
            o.enforce_eager ? ", eager"
                            : fmt::format("; {:.2f} GiB kept for CUDA graphs, {} tokens with --enforce-eager",
                                          mem.reserve_bytes / kGiB, eager_tokens));
   if (mem.kv_tokens < o.max_model_len) {
-    return invalid_argument("the KV cache (--gpu-memory-utilization " + fmt::format("{}", o.gpu_memory_utilization) +
-                            " = " + std::to_string(mem.kv_tokens) +
+    return invalid_argument("the KV cache (" + kv_option + " = " + std::to_string(mem.kv_tokens) +
                             " tokens) cannot hold one sequence of --max-model-len " + std::to_string(o.max_model_len) +
-                            " tokens: raise --gpu-memory-utilization or lower --max-model-len");
+                            " tokens: raise " + kv_option.substr(0, kv_option.find(' ')) + " or lower --max-model-len");
   }
   cuda::CudaRunnerOptions runner_options;
   runner_options.enforce_eager = o.enforce_eager;
@@ -117,7 +135,7 @@ Result<DeviceRunner> make_cuda_runner(const DeviceRunnerOptions& o, const Model&
 
 }  // namespace
 
-Result<size_t> parse_bytes(const std::string& text) {
+Result<size_t> parse_bytes(const std::string& text, const std::string& option) {
   size_t split = 0;
   while (split < text.size() && (std::isdigit(static_cast<unsigned char>(text[split])) || text[split] == '.' ||
                                  text[split] == 'e' || text[split] == 'E')) {
@@ -126,7 +144,7 @@ Result<size_t> parse_bytes(const std::string& text) {
   double value = 0;
   try {
     value = std::stod(text.substr(0, split));
-  } catch (...) { return invalid_argument("--kv-cache-memory: '" + text + "' is not a size (e.g. 1GiB, 512MiB)"); }
+  } catch (...) { return invalid_argument(option + ": '" + text + "' is not a size (e.g. 1GiB, 512MiB)"); }
   std::string unit = text.substr(split);
   std::transform(unit.begin(), unit.end(), unit.begin(), [](unsigned char c) { return std::tolower(c); });
   double scale = 0;
@@ -138,7 +156,7 @@ Result<size_t> parse_bytes(const std::string& text) {
   else if (unit == "mb") scale = 1e6;
   else if (unit == "gb") scale = 1e9;
   if (scale == 0 || !(value > 0) || !std::isfinite(value)) {
-    return invalid_argument("--kv-cache-memory: '" + text + "' is not a positive size (e.g. 1GiB, 512MiB)");
+    return invalid_argument(option + ": '" + text + "' is not a positive size (e.g. 1GiB, 512MiB)");
   }
   return static_cast<size_t>(value * scale);
 }

@@ -26,6 +26,9 @@ struct DeviceRunnerOptions {
   int32_t num_kv_blocks = 0;             // > 0: exactly this many blocks (the budgets below unused)
   std::string kv_cache_memory = "1GiB";  // cpu: bytes for the KV cache
   double gpu_memory_utilization = 0.9;   // cuda: fraction of the GPU's memory this process may use
+  // Both devices: bytes for weights + activations + KV cache ("24GB"), in place of the fraction
+  // (cuda) or of kv_cache_memory (cpu, where the KV cache gets what the weights leave); empty = off.
+  std::string memory_budget;
   bool enforce_eager = false;            // cuda: no CUDA graphs
   bool sample_on_host = false;           // cuda: sampled rows drawn by the host sampler
   bool deterministic = false;            // cuda: the batch-invariant kernels
@@ -36,8 +39,8 @@ struct DeviceRunner {
   int32_t num_blocks = 0;
 };
 
-// "1GiB", "512MiB", "2MB", "1e9", "4096" -> bytes; the error names --kv-cache-memory.
-Result<size_t> parse_bytes(const std::string& text);
+// "1GiB", "512MiB", "2MB", "1e9", "4096" -> bytes; the error names `option`.
+Result<size_t> parse_bytes(const std::string& text, const std::string& option = "--kv-cache-memory");
 
 // The runner, its KV blocks and the start-up log lines. Errors name the option to change.
 Result<DeviceRunner> make_device_runner(const DeviceRunnerOptions& options, const Model& model);

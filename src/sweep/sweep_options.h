@@ -40,6 +40,9 @@ struct SweepOptions {
   int eval_samples = 4;                  // crosspoint eval --num-samples
   int eval_max_tokens = 128;             // crosspoint eval --max-tokens
   std::string kv_cache_memory = "1GiB";  // serve --kv-cache-memory
+  // serve --memory-budget on every server (both devices; replaces the two above): a smaller
+  // GPU's capacity, named in the report's title. Empty = off.
+  std::string memory_budget;
   int max_model_len = 2048;              // serve --max-model-len (prompt + output)
   int threads = 0;                       // serve/eval/quantize --threads; 0 = all cores
   double server_start_timeout_s = 300;   // wait for /health at most this long

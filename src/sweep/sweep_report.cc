@@ -316,7 +316,9 @@ Result<nlohmann::json> build_study_json(const SweepOptions& o, const std::string
     if (c.is_object() && c.contains("name") && c["name"].is_string()) hw_name = c["name"].get<std::string>();
     if (c.is_object() && c.contains("source") && c["source"].is_string()) hw_source = c["source"].get<std::string>();
   }
-  study["title"] = "crosspoint sweep: " + model_name + " on " + hw_name;
+  study["title"] = "crosspoint sweep: " + model_name + " on " + hw_name +
+                   (o.memory_budget.empty() ? "" : ", memory budget " + o.memory_budget);
+  if (!o.memory_budget.empty()) study["memory_budget"] = o.memory_budget;
   std::string prompts = std::to_string(o.num_prompts);
   if (!o.num_prompts_by_level.empty()) {
     prompts.clear();

@@ -109,6 +109,7 @@ class SweepRun {
             {"quant_method", o_.quant_method},
             {"eval_samples", o_.eval_samples},
             {"kv_cache_memory", o_.kv_cache_memory},
+            {"memory_budget", o_.memory_budget},
             {"max_model_len", o_.max_model_len},
             {"threads", o_.threads},
             {"device", o_.device},
@@ -427,16 +428,20 @@ std::vector<std::string> serve_command(const SweepOptions& o, const std::string&
   std::vector<std::string> argv = {o.crosspoint_exe,      "serve", "--model",         model_dir,
                                    "--served-model-name", "sweep", "--max-model-len", std::to_string(o.max_model_len)};
   if (o.device == "cuda") {
-    // The GPU server sizes its KV cache from the memory fraction; CPU threads do not apply.
+    // The GPU server sizes its KV cache from the memory fraction (or the budget); CPU threads do not apply.
     char fraction[32];
     std::snprintf(fraction, sizeof(fraction), "%g", o.gpu_memory_utilization);
-    argv.insert(argv.end(), {"--device", "cuda", "--gpu-memory-utilization", fraction});
+    argv.insert(argv.end(), {"--device", "cuda"});
+    if (o.memory_budget.empty()) argv.insert(argv.end(), {"--gpu-memory-utilization", fraction});
+    else argv.insert(argv.end(), {"--memory-budget", o.memory_budget});
     if (o.enforce_eager) argv.push_back("--enforce-eager");
     if (o.deterministic) argv.push_back("--deterministic");
     return argv;
   }
   // Explicit, since serve's own default (auto) would take a GPU when one is visible.
-  argv.insert(argv.end(), {"--device", "cpu", "--kv-cache-memory", o.kv_cache_memory});
+  argv.insert(argv.end(), {"--device", "cpu"});
+  if (o.memory_budget.empty()) argv.insert(argv.end(), {"--kv-cache-memory", o.kv_cache_memory});
+  else argv.insert(argv.end(), {"--memory-budget", o.memory_budget});
   if (o.threads > 0) argv.insert(argv.end(), {"--threads", std::to_string(o.threads)});
   if (o.deterministic) argv.push_back("--deterministic");
   return argv;

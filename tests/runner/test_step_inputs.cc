@@ -211,6 +211,27 @@ TEST(KvBudgetTest, NeverMoreThanIsFree) {
   EXPECT_EQ(budget->num_blocks, 10);
 }
 
+TEST(KvBudgetTest, AMemoryBudgetCountsThisProcessOnly) {
+  KvBudgetInputs in;
+  in.total_bytes = 141ull << 30;  // an H200
+  in.free_bytes = 100ull << 30;   // other processes hold 25 GiB beside our 16
+  in.gpu_memory_utilization = 0.9;
+  in.memory_budget_bytes = 24ull << 30;  // an L4's worth
+  in.own_bytes = 16ull << 30;            // weights, activations, workspaces
+  in.reserve_bytes = 1ull << 30;
+  in.bytes_per_block = 1ull << 20;
+  auto budget = kv_budget_for_utilization(in);
+  ASSERT_TRUE(budget.is_ok()) << budget.status().to_string();
+  EXPECT_EQ(budget->num_blocks, 7 * 1024);  // 24 - 16 - 1 GiB, whatever the GPU's size
+  in.free_bytes = 5ull << 30;               // but never more than is free
+  EXPECT_EQ(kv_budget_for_utilization(in)->num_blocks, 4 * 1024);
+  in.free_bytes = 100ull << 30;
+  in.own_bytes = 24ull << 30;  // the weights alone fill the budget
+  auto none = kv_budget_for_utilization(in);
+  ASSERT_FALSE(none.is_ok());
+  EXPECT_NE(none.status().message().find("--memory-budget"), std::string::npos) << none.status().to_string();
+}
+
 TEST(KvBudgetTest, NoRoomIsAClearError) {
   KvBudgetInputs in;
   in.total_bytes = 100ull << 30;

@@ -89,6 +89,17 @@ TEST(ServeCommand, CpuKeepsKvMemoryAndThreadsCudaPassesTheMemoryFraction) {
   EXPECT_EQ(cuda, (std::vector<std::string>{"/x/crosspoint", "serve", "--model", "/m", "--served-model-name", "sweep",
                                             "--max-model-len", "4096", "--device", "cuda", "--gpu-memory-utilization",
                                             "0.85", "--enforce-eager"}));
+  // A memory budget replaces the fraction on the GPU and the KV size on the CPU.
+  o.memory_budget = "24GB";
+  o.enforce_eager = false;
+  EXPECT_EQ(serve_command(o, "/m"),
+            (std::vector<std::string>{"/x/crosspoint", "serve", "--model", "/m", "--served-model-name", "sweep",
+                                      "--max-model-len", "4096", "--device", "cuda", "--memory-budget", "24GB"}));
+  o.device = "cpu";
+  EXPECT_EQ(serve_command(o, "/m"),
+            (std::vector<std::string>{"/x/crosspoint", "serve", "--model", "/m", "--served-model-name", "sweep",
+                                      "--max-model-len", "4096", "--device", "cpu", "--memory-budget", "24GB",
+                                      "--threads", "2"}));
 }
 
 }  // namespace
