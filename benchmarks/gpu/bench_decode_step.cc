@@ -73,10 +73,10 @@ struct Options {
   int32_t eager_reps = 20;
   int32_t prefill_reps = 5;
   bool tight_attention_bound = false;
-  bool deterministic = false;  // the batch-invariant kernels of serve --deterministic
+  bool deterministic = false;       // the batch-invariant kernels of serve --deterministic
   bool fp8_producer_quant = false;  // CudaModelOptions::fp8_quantise_in_producers
-  bool profile_step = false;   // one eager step per batch between cudaProfilerStart and Stop (for ncu)
-  std::string tables_from;     // print the tables of this results JSON and exit (no GPU needed)
+  bool profile_step = false;        // one eager step per batch between cudaProfilerStart and Stop (for ncu)
+  std::string tables_from;          // print the tables of this results JSON and exit (no GPU needed)
 };
 
 struct TimingStats {

@@ -48,8 +48,8 @@ Result<DeviceRunner> make_cpu_runner(const DeviceRunnerOptions& o, const Model& 
     CROSSPOINT_ASSIGN_OR_RETURN(const size_t budget, parse_bytes(o.memory_budget, "--memory-budget"));
     const size_t weights = m.weight_bytes_total();
     if (weights >= budget) {
-      return resource_exhausted(fmt::format("--memory-budget {}: the weights alone take {:.3f} GiB", o.memory_budget,
-                                            weights / kGiB));
+      return resource_exhausted(
+          fmt::format("--memory-budget {}: the weights alone take {:.3f} GiB", o.memory_budget, weights / kGiB));
     }
     out.num_blocks = BlockManager::num_blocks_for_budget(budget - weights, m.kv_bytes_per_token(), o.block_size);
     kv_option = "--memory-budget " + o.memory_budget;

@@ -71,10 +71,10 @@ Status cuda_paged_attention(const CudaPagedAttentionArgs& args, cudaStream_t str
 // dispatch itself chooses in other cases, so tests check every kernel on every shape:
 enum class CudaAttentionKernels {
   kDefault,
-  kSplitDecode,  // non-prefill rows on the CUDA-core split kernel (+ merge kernel): what runs where
-                 // the decode kernel does not apply (head_dim not 64/128, > 16 query heads per KV head)
-  kDecodeOnly,   // every row on the tensor-core decode kernel (each row reads its prefix): batch-invariant mode
-  kSplitOnly,    // every row on the CUDA-core split kernel: where neither tensor-core kernel applies
+  kSplitDecode,     // non-prefill rows on the CUDA-core split kernel (+ merge kernel): what runs where
+                    // the decode kernel does not apply (head_dim not 64/128, > 16 query heads per KV head)
+  kDecodeOnly,      // every row on the tensor-core decode kernel (each row reads its prefix): batch-invariant mode
+  kSplitOnly,       // every row on the CUDA-core split kernel: where neither tensor-core kernel applies
   kBalancedDecode,  // as kDefault with the non-prefill rows on the balanced decode kernel (one wave,
                     // equal tile shares from the actual lengths); the candidate default, until it is
                     // measured against the partitioned one (docs/cuda-log.md, 2026-12-02)

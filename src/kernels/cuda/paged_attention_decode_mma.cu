@@ -316,8 +316,7 @@ __device__ __forceinline__ void merge_pieces(const Params& p, int pieces, Partia
     float4 acc = make_float4(0.f, 0.f, 0.f, 0.f);
 #pragma unroll 4
     for (int i = 0; i < pieces; ++i) {
-      const float4 v =
-          __ldcg(reinterpret_cast<const float4*>(p.partial_out + partial_row(i, r) * kHeadDim + d));
+      const float4 v = __ldcg(reinterpret_cast<const float4*>(p.partial_out + partial_row(i, r) * kHeadDim + d));
       acc.x = fmaf(weight[i], v.x, acc.x);
       acc.y = fmaf(weight[i], v.y, acc.y);
       acc.z = fmaf(weight[i], v.z, acc.z);
@@ -540,8 +539,8 @@ bool shared_memory_allowed() {
     cudaError_t err = cudaFuncSetAttribute(decode_tensor_core_kernel<kHeadDim, kStages>,
                                            cudaFuncAttributeMaxDynamicSharedMemorySize, bytes);
     if (err == cudaSuccess)
-      err = cudaFuncSetAttribute(decode_balanced_kernel<kHeadDim, kStages>,
-                                 cudaFuncAttributeMaxDynamicSharedMemorySize, bytes);
+      err = cudaFuncSetAttribute(decode_balanced_kernel<kHeadDim, kStages>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                 bytes);
     if (err != cudaSuccess) (void)cudaGetLastError();  // not sticky: clear it for the launch checks
     return err == cudaSuccess;
   }();

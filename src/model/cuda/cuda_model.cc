@@ -423,8 +423,7 @@ Status CudaModel::norm_into(const CudaLinear& next, const uint16_t* delta, const
 }
 
 Status CudaModel::linear_after(const CudaLinear& next, const uint16_t* x, int T, uint16_t* y) {
-  if (producer_quantises(next, x, T))
-    return run_cuda_linear_quantised_input(next, scratch_, T, y, stream_);
+  if (producer_quantises(next, x, T)) return run_cuda_linear_quantised_input(next, scratch_, T, y, stream_);
   return run_cuda_linear(next, scratch_, x, T, y, stream_);
 }
 
