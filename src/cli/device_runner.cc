@@ -169,6 +169,7 @@ EngineConfig engine_config_for(const DeviceRunnerOptions& o, int32_t num_blocks,
   config.scheduler.max_model_len = static_cast<int32_t>(o.max_model_len);
   config.scheduler.num_blocks = num_blocks;
   config.scheduler.block_size = o.block_size;
+  config.scheduler.enable_prefix_caching = o.enable_prefix_caching;
   config.eos_token_ids = tokenizer_eos_ids;
   config.vocab_size = static_cast<int32_t>(m.vocab_size());
   for (int64_t id : m.config().eos_token_ids) {

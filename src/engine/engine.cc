@@ -253,6 +253,8 @@ void Engine::publish_gauges() {
   metrics_.kv_cache_usage = scheduler_.block_manager().usage();
   metrics_.num_free_blocks = scheduler_.block_manager().num_free_blocks();
   metrics_.num_preemptions = static_cast<uint64_t>(scheduler_.num_preemptions());
+  metrics_.prefix_cache_queries = static_cast<uint64_t>(scheduler_.prefix_cache_queries());
+  metrics_.prefix_cache_hits = static_cast<uint64_t>(scheduler_.prefix_cache_hits());
 }
 
 }  // namespace crosspoint

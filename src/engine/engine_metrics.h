@@ -34,8 +34,10 @@ struct EngineMetrics {
   int32_t num_free_blocks = 0;
   int32_t num_total_blocks = 0;
   uint64_t num_preemptions = 0;
-  uint64_t prompt_tokens = 0;      // prompt tokens of requests that reached their first token
-  uint64_t generation_tokens = 0;  // generated tokens
+  uint64_t prefix_cache_queries = 0;  // prompt tokens looked up in the prefix cache
+  uint64_t prefix_cache_hits = 0;     // of them, found cached
+  uint64_t prompt_tokens = 0;         // prompt tokens of requests that reached their first token
+  uint64_t generation_tokens = 0;     // generated tokens
   uint64_t num_steps = 0;
   std::map<std::string, uint64_t> request_success;  // finish reason -> finished requests
   Histogram time_to_first_token_seconds{ttft_buckets_seconds()};

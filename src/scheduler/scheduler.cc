@@ -6,7 +6,7 @@
 namespace crosspoint {
 
 Scheduler::Scheduler(const SchedulerConfig& config)
-    : config_(config), block_manager_(config.num_blocks, config.block_size) {
+    : config_(config), block_manager_(config.num_blocks, config.block_size, config.enable_prefix_caching) {
   CROSSPOINT_CHECK(config.max_num_seqs > 0, "max_num_seqs must be positive");
   CROSSPOINT_CHECK(config.max_num_batched_tokens > 0, "max_num_batched_tokens must be positive");
 }
@@ -61,6 +61,7 @@ ScheduledSequence Scheduler::make_scheduled(const Sequence& seq, int32_t num_new
 void Scheduler::preempt(Sequence& seq) {
   block_manager_.release(seq.block_table);
   seq.num_computed_tokens = 0;
+  seq.num_hashed_blocks = 0;
   seq.state = SequenceState::kWaiting;
   ++seq.num_preemptions;
   ++num_preemptions_;
@@ -108,10 +109,22 @@ BatchPlan Scheduler::schedule() {
   while (preempted.empty() && !waiting_.empty() && budget > 0 &&
          static_cast<int32_t>(running_.size()) < config_.max_num_seqs) {
     Sequence& seq = *waiting_.front();
-    const int32_t num_new = std::min(seq.num_tokens() - seq.num_computed_tokens, budget);
-    const int32_t target = seq.num_computed_tokens + num_new;
-    if (!block_manager_.can_grow(seq.block_table, target)) break;
+    // Cached whole blocks of its tokens, short of the last token (its logits must be computed).
+    std::vector<int32_t> cached;
+    if (block_manager_.caching_enabled() && seq.block_table.empty())
+      cached = block_manager_.match_prefix(seq.token_ids, (seq.num_tokens() - 1) / config_.block_size);
+    const int32_t num_cached = static_cast<int32_t>(cached.size()) * config_.block_size;
+    const int32_t num_new = std::min(seq.num_tokens() - std::max(seq.num_computed_tokens, num_cached), budget);
+    const int32_t target = std::max(seq.num_computed_tokens, num_cached) + num_new;
+    if (!block_manager_.can_grow_with(cached, target)) break;
     waiting_.pop_front();
+    if (block_manager_.caching_enabled() && seq.block_table.empty()) {
+      block_manager_.take_cached(seq.block_table, cached);
+      seq.num_computed_tokens = num_cached;
+      seq.num_hashed_blocks = static_cast<int32_t>(cached.size());
+      prefix_cache_queries_ += seq.num_tokens();
+      prefix_cache_hits_ += num_cached;
+    }
     block_manager_.grow(seq.block_table, target);
     seq.state = SequenceState::kRunning;
     running_.push_back(&seq);
@@ -133,6 +146,8 @@ void Scheduler::on_step_done(const BatchPlan& plan, const std::vector<int32_t>& 
     if (seq.state != SequenceState::kRunning) continue;
     seq.num_computed_tokens = s.context_len();
     if (s.sample) seq.token_ids.push_back(sampled_token_ids[i]);
+    seq.num_hashed_blocks = block_manager_.cache_full_blocks(seq.token_ids, seq.block_table, seq.num_hashed_blocks,
+                                                             seq.num_computed_tokens);
   }
 }
 

@@ -6,8 +6,10 @@
 // there is budget, a free sequence slot (max_num_seqs) and KV blocks. When a running
 // sequence needs a block and none is free, the most recently arrived running sequence is
 // preempted: its blocks are freed and it goes back to the front of the waiting queue, to
-// be recomputed from its tokens later. No model is involved: the engine reports each
-// step's sampled tokens back with on_step_done().
+// be recomputed from its tokens later. With prefix caching, a sequence admitted from the
+// waiting queue first takes the cached blocks holding its prompt's longest cached prefix of
+// whole blocks (never its last token, whose logits are needed) and computes only the rest.
+// No model is involved: the engine reports each step's sampled tokens back with on_step_done().
 #pragma once
 
 #include <cstdint>
@@ -29,6 +31,7 @@ struct SchedulerConfig {
   int32_t max_model_len = 2048;           // prompt + output tokens of one sequence
   int32_t num_blocks = 0;                 // KV blocks available
   int32_t block_size = 16;                // tokens per KV block
+  bool enable_prefix_caching = false;     // reuse cached blocks of earlier sequences' prompts (BlockManager)
 };
 
 class Scheduler {
@@ -59,6 +62,9 @@ class Scheduler {
   int32_t num_waiting() const { return static_cast<int32_t>(waiting_.size()); }
   bool has_unfinished() const { return !running_.empty() || !waiting_.empty(); }
   int64_t num_preemptions() const { return num_preemptions_; }
+  // Prefix caching, in tokens: prompt tokens of admitted sequences looked up, and found.
+  int64_t prefix_cache_queries() const { return prefix_cache_queries_; }
+  int64_t prefix_cache_hits() const { return prefix_cache_hits_; }
 
  private:
   void preempt(Sequence& seq);
@@ -71,6 +77,8 @@ class Scheduler {
   std::deque<Sequence*> running_;
   std::deque<Sequence*> waiting_;
   int64_t num_preemptions_ = 0;
+  int64_t prefix_cache_queries_ = 0;
+  int64_t prefix_cache_hits_ = 0;
 };
 
 }  // namespace crosspoint

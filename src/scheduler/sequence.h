@@ -28,6 +28,8 @@ struct Sequence {
   RequestSamplingParams sampling;
   // Times this sequence was preempted (its work recomputed).
   int32_t num_preemptions = 0;
+  // Prefix caching: leading blocks of block_table whose content is registered or known.
+  int32_t num_hashed_blocks = 0;
 
   int32_t num_tokens() const { return static_cast<int32_t>(token_ids.size()); }
   int32_t num_output_tokens() const { return num_tokens() - num_prompt_tokens; }

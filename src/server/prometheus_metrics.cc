@@ -70,6 +70,10 @@ std::string prometheus_text(const EngineMetrics& m, const std::string& model_nam
   w.gauge("crosspoint:num_kv_blocks", "KV cache blocks in all.", m.num_total_blocks);
   w.counter("vllm:num_preemptions", "Cumulative number of preemptions from the engine.",
             static_cast<double>(m.num_preemptions));
+  w.counter("vllm:prefix_cache_queries", "Prefix cache queries, in terms of number of queried tokens.",
+            static_cast<double>(m.prefix_cache_queries));
+  w.counter("vllm:prefix_cache_hits", "Prefix cache hits, in terms of number of cached tokens.",
+            static_cast<double>(m.prefix_cache_hits));
   w.counter("vllm:prompt_tokens", "Number of prefill tokens processed.", static_cast<double>(m.prompt_tokens));
   w.counter("vllm:generation_tokens", "Number of generation tokens processed.",
             static_cast<double>(m.generation_tokens));

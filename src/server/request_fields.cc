@@ -117,7 +117,8 @@ constexpr std::array kFields = {
     RequestField{"prediction", false, true, FieldUse::kIgnored, nullptr,
                  "ignored: a latency hint that never changes the output"},
     RequestField{"cache_salt", true, true, FieldUse::kIgnored, nullptr,
-                 "ignored: there is no prefix cache to separate"},
+                 "ignored: the prefix cache is shared by every request of the server (no separation per salt; "
+                 "--no-enable-prefix-caching turns it off)"},
     RequestField{"request_id", true, true, FieldUse::kIgnored, nullptr, "ignored: the response carries its own id"},
     RequestField{"user", true, true, FieldUse::kIgnored, nullptr, "ignored"},
     RequestField{"metadata", true, true, FieldUse::kIgnored, nullptr, "ignored"},

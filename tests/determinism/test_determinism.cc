@@ -287,6 +287,7 @@ EngineRequest request(int32_t prompt_len, int32_t salt, float temperature, uint6
 struct EngineRun {
   std::vector<std::vector<int32_t>> tokens;  // per request, in submission order
   uint64_t num_preemptions = 0;
+  uint64_t prefix_cache_hits = 0;  // tokens
 };
 
 EngineRun run_engine(Device device, const Model& model, const EngineConfig& config,
@@ -320,6 +321,7 @@ EngineRun run_engine(Device device, const Model& model, const EngineConfig& conf
   }
   engine.stop();
   out.num_preemptions = engine.metrics().num_preemptions;
+  out.prefix_cache_hits = engine.metrics().prefix_cache_hits;
   std::lock_guard<std::mutex> lock(mutex);
   for (int64_t id : ids) out.tokens.push_back(by_id[id]);
   return out;
@@ -348,6 +350,36 @@ TEST_P(Determinism, EngineOutputsAloneAmidABatchAndAfterPreemptionAreIdentical) 
     EXPECT_GT(preempted.num_preemptions, 0u) << "the small cache was meant to preempt";
     EXPECT_EQ(preempted.tokens[2], alone.tokens[0]) << "after preemption";
     for (size_t i = 0; i < mixed.size(); ++i) EXPECT_EQ(preempted.tokens[i], batched.tokens[i]) << "request " << i;
+  }
+}
+
+// Six requests sharing a 50-token prefix (a system prompt) with different suffixes, greedy and
+// seeded: with prefix caching the later ones take the prefix's cached blocks, in an ample
+// cache and in one small enough to evict and preempt; every output equals the run without it.
+TEST_P(Determinism, PrefixCachingChangesNoOutput) {
+  SKIP_IF_DEVICE_MISSING(GetParam().device);
+  auto model = load_model(GetParam().precision);
+  ASSERT_NE(model, nullptr);
+  const std::vector<int32_t> prefix = tokens(50, 13, 5, 512);
+  std::vector<EngineRequest> requests;
+  for (int32_t i = 0; i < 6; ++i) {
+    EngineRequest r = request(4 + 3 * i, 10 + i, i % 2 == 0 ? 0.0f : 0.8f, 100 + i);
+    r.prompt_token_ids.insert(r.prompt_token_ids.begin(), prefix.begin(), prefix.end());
+    requests.push_back(std::move(r));
+  }
+  for (const int32_t num_blocks : {kNumBlocks, 14}) {
+    SCOPED_TRACE(std::to_string(num_blocks) + " blocks");
+    EngineConfig config = engine_config(num_blocks, 64);
+    const EngineRun plain = run_engine(GetParam().device, *model, config, requests);
+    config.scheduler.enable_prefix_caching = true;
+    const EngineRun cached = run_engine(GetParam().device, *model, config, requests);
+    ASSERT_EQ(cached.tokens.size(), requests.size());
+    EXPECT_EQ(plain.prefix_cache_hits, 0u);
+    EXPECT_GT(cached.prefix_cache_hits, 0u) << "later requests were meant to find the prefix";
+    for (size_t i = 0; i < requests.size(); ++i) {
+      EXPECT_EQ(cached.tokens[i].size(), 24u);
+      EXPECT_EQ(cached.tokens[i], plain.tokens[i]) << "request " << i;
+    }
   }
 }
 

@@ -63,5 +63,60 @@ TEST(BlockManagerDeathTest, ReleasingAFreeBlockIsAProgrammerError) {
   EXPECT_DEATH(bm.release(bogus), "not owned");
 }
 
+// Two sequences: A computes 10 tokens (two whole blocks of 4 and a partial one) and registers
+// its whole blocks; B, with the same first 8 tokens, finds both; after A and B let go they
+// stay cached on the free list until grow() needs them, oldest released first.
+TEST(BlockManager, PrefixCacheMatchesWholeBlocksAndEvictsOnlyWhenNeeded) {
+  BlockManager bm(6, 4, /*enable_caching=*/true);
+  const std::vector<int32_t> a_tokens = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10};
+  std::vector<int32_t> a;
+  bm.grow(a, 10);
+  EXPECT_TRUE(bm.match_prefix(a_tokens, 10).empty());  // nothing registered yet
+  EXPECT_EQ(bm.cache_full_blocks(a_tokens, a, 0, 10), 2);
+  EXPECT_EQ(bm.num_cached_blocks(), 2);
+  // Another prompt with the same 8 first tokens and a different third block.
+  const std::vector<int32_t> b_tokens = {1, 2, 3, 4, 5, 6, 7, 8, 42, 43, 44, 45};
+  const std::vector<int32_t> hit = bm.match_prefix(b_tokens, 3);
+  EXPECT_EQ(hit, (std::vector<int32_t>{a[0], a[1]}));
+  EXPECT_EQ(bm.match_prefix(b_tokens, 1), (std::vector<int32_t>{a[0]}));  // capped
+  // Same second block after a different first: no match (the chain, not the block alone).
+  EXPECT_TRUE(bm.match_prefix({9, 9, 9, 9, 5, 6, 7, 8}, 2).empty());
+  std::vector<int32_t> b;
+  ASSERT_TRUE(bm.can_grow_with(hit, 12));
+  bm.take_cached(b, hit);
+  bm.grow(b, 12);
+  EXPECT_EQ(bm.ref_count(a[0]), 2);
+  EXPECT_EQ(bm.ref_count(a[1]), 2);
+  EXPECT_EQ(bm.num_free_blocks(), 2);  // 6 - a's 3 - b's own third block
+  bm.release(a);
+  bm.release(b);
+  EXPECT_EQ(bm.num_free_blocks(), 6);
+  EXPECT_EQ(bm.num_cached_blocks(), 2);  // b registered nothing of its own
+  // Still cached while free: a third sequence takes them from the free list.
+  std::vector<int32_t> c;
+  const std::vector<int32_t> again = bm.match_prefix(a_tokens, 2);
+  ASSERT_EQ(again.size(), 2u);
+  ASSERT_TRUE(bm.can_grow_with(again, 12));
+  bm.take_cached(c, again);
+  EXPECT_EQ(bm.num_free_blocks(), 4);
+  bm.release(c);
+  // Filling the whole cache evicts them: nothing matches afterwards.
+  std::vector<int32_t> d;
+  bm.grow(d, 24);
+  EXPECT_EQ(bm.num_cached_blocks(), 0);
+  EXPECT_TRUE(bm.match_prefix(a_tokens, 2).empty());
+  bm.release(d);
+  EXPECT_EQ(bm.num_free_blocks(), 6);
+}
+
+TEST(BlockManager, WithoutCachingNothingIsRegistered) {
+  BlockManager bm(4, 2);
+  std::vector<int32_t> a;
+  bm.grow(a, 4);
+  EXPECT_EQ(bm.cache_full_blocks({1, 2, 3, 4}, a, 0, 4), 0);
+  EXPECT_TRUE(bm.match_prefix({1, 2, 3, 4}, 2).empty());
+  EXPECT_EQ(bm.num_cached_blocks(), 0);
+}
+
 }  // namespace
 }  // namespace crosspoint

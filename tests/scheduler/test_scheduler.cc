@@ -2,7 +2,9 @@
 // store records which token each (block, slot) holds; whenever a token is "sampled", the
 // whole context is read back through the block table and must equal the sequence's tokens.
 // The sampled token is a pure function of (seq, output index), like a seeded sampler, so a
-// preempted sequence must reproduce its exact output.
+// preempted sequence must reproduce its exact output. With prefix caching, blocks shared by
+// several sequences must hold the same tokens for each of them (the read-back checks it) and
+// carry one reference per table.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -33,6 +35,9 @@ struct SimResult {
   int num_steps = 0;
   int max_batch_seqs = 0;
   bool saw_mixed_prefill_and_decode = false;
+  int64_t prefix_cache_hits = 0;  // tokens
+  int64_t prefix_cache_queries = 0;
+  int64_t prefill_tokens = 0;  // prompt (and recomputed) tokens the fake model computed
 };
 
 // Runs the workload to completion, checking every invariant at every step.
@@ -59,16 +64,22 @@ SimResult simulate(const SchedulerConfig& config, const std::vector<SimRequest>&
     result.max_batch_seqs = std::max(result.max_batch_seqs, static_cast<int>(plan.seqs.size()));
     int32_t sum = 0;
     bool has_decode = false, has_prefill = false;
-    // No block owned twice, and used + free == total.
-    std::set<int32_t> owned;
+    // A block is in as many tables as it has references (more than one only when cached
+    // prompt blocks are shared), and used + free == total.
+    std::map<int32_t, int32_t> owned;  // block -> tables holding it
     for (const auto& s : plan.seqs) {
       sum += s.num_new_tokens();
       EXPECT_GT(s.num_new_tokens(), 0);
       EXPECT_GE(static_cast<int32_t>(s.block_table.size()) * config.block_size, s.context_len());
-      for (int32_t b : s.block_table) {
-        EXPECT_TRUE(owned.insert(b).second) << "block " << b << " owned twice at step " << step;
-        EXPECT_EQ(scheduler.block_manager().ref_count(b), 1);
-      }
+      for (int32_t b : s.block_table) ++owned[b];
+    }
+    for (const auto& [b, tables] : owned) {
+      if (!config.enable_prefix_caching) EXPECT_EQ(tables, 1) << "block " << b << " owned twice at step " << step;
+      // Running sequences left out of this step's plan hold references too: a block's
+      // references may exceed the tables seen here, never fall below.
+      EXPECT_GE(scheduler.block_manager().ref_count(b), tables) << "block " << b << " at step " << step;
+    }
+    for (const auto& s : plan.seqs) {
       const Sequence* seq = scheduler.find(s.seq_id);
       if (seq == nullptr) {
         ADD_FAILURE() << "scheduled sequence " << s.seq_id << " unknown";
@@ -81,6 +92,7 @@ SimResult simulate(const SchedulerConfig& config, const std::vector<SimRequest>&
     EXPECT_EQ(sum, plan.num_batched_tokens);
     if (has_decode && has_prefill) result.saw_mixed_prefill_and_decode = true;
     result.num_preemptions += static_cast<int64_t>(plan.preempted_seq_ids.size());
+    result.prefill_tokens += plan.num_prefill_tokens;
     EXPECT_LE(static_cast<int32_t>(owned.size()), scheduler.block_manager().num_used_blocks());
     // Fake forward: write each new token into its slot, then read back the context.
     std::vector<int32_t> sampled(plan.seqs.size(), -1);
@@ -112,7 +124,10 @@ SimResult simulate(const SchedulerConfig& config, const std::vector<SimRequest>&
   }
   EXPECT_FALSE(scheduler.has_unfinished());
   EXPECT_EQ(scheduler.block_manager().num_free_blocks(), config.num_blocks);
+  for (int32_t b = 0; b < config.num_blocks; ++b) EXPECT_EQ(scheduler.block_manager().ref_count(b), 0) << b;
   result.num_preemptions = scheduler.num_preemptions();
+  result.prefix_cache_hits = scheduler.prefix_cache_hits();
+  result.prefix_cache_queries = scheduler.prefix_cache_queries();
   return result;
 }
 
@@ -187,6 +202,64 @@ TEST(Scheduler, RandomisedWorkloadsKeepEveryInvariant) {
     auto requests = random_workload(25, 40, 40, 30, seed);
     SCOPED_TRACE("seed " + std::to_string(seed));
     SimResult result = simulate(config, requests);
+    expect_expected_outputs(requests, result);
+  }
+}
+
+// Prompts made of one of `num_prefixes` shared prefixes (system prompts) and a random suffix.
+std::vector<SimRequest> shared_prefix_workload(int num_requests, int num_prefixes, int prefix_len, int max_suffix,
+                                               int max_output, int arrival_spread, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::vector<std::vector<int32_t>> prefixes(num_prefixes);
+  for (auto& p : prefixes)
+    for (int t = 0; t < prefix_len; ++t) p.push_back(static_cast<int32_t>(rng() % 1000));
+  std::vector<SimRequest> requests;
+  for (int i = 0; i < num_requests; ++i) {
+    SimRequest r;
+    r.seq_id = i + 1;
+    r.prompt = prefixes[rng() % num_prefixes];
+    const int suffix = static_cast<int>(rng() % (max_suffix + 1));
+    for (int t = 0; t < suffix; ++t) r.prompt.push_back(static_cast<int32_t>(rng() % 1000));
+    r.max_new_tokens = 1 + static_cast<int>(rng() % max_output);
+    r.arrival_step = static_cast<int>(rng() % arrival_spread);
+    requests.push_back(std::move(r));
+  }
+  std::stable_sort(requests.begin(), requests.end(),
+                   [](const SimRequest& a, const SimRequest& b) { return a.arrival_step < b.arrival_step; });
+  return requests;
+}
+
+TEST(Scheduler, PrefixCachingReusesSharedPromptsWithTheSameOutputs) {
+  SchedulerConfig config{
+      .max_num_seqs = 8, .max_num_batched_tokens = 64, .max_model_len = 128, .num_blocks = 200, .block_size = 4};
+  const auto requests = shared_prefix_workload(40, 3, 37, 20, 12, 60, 5);
+  const SimResult plain = simulate(config, requests);
+  expect_expected_outputs(requests, plain);
+  EXPECT_EQ(plain.prefix_cache_hits, 0);
+  config.enable_prefix_caching = true;
+  const SimResult cached = simulate(config, requests);
+  expect_expected_outputs(requests, cached);
+  // A request admitted after the first of its prefix has computed it finds the prefix's 9
+  // whole blocks (36 tokens); those arriving while it is still being computed do not.
+  EXPECT_GE(cached.prefix_cache_hits, 30 * 36);
+  EXPECT_LE(cached.prefix_cache_hits, cached.prefix_cache_queries);
+  EXPECT_EQ(cached.prefill_tokens, plain.prefill_tokens - cached.prefix_cache_hits);
+}
+
+TEST(Scheduler, PrefixCachingUnderPressureEvictsAndPreemptsWithoutLosingAnything) {
+  for (uint32_t seed = 40; seed < 60; ++seed) {
+    std::mt19937 rng(seed);
+    SchedulerConfig config;
+    config.enable_prefix_caching = true;
+    config.block_size = 1 + static_cast<int32_t>(rng() % 8);
+    config.max_num_seqs = 1 + static_cast<int32_t>(rng() % 10);
+    config.max_num_batched_tokens = 1 + static_cast<int32_t>(rng() % 64);
+    config.max_model_len = 80;
+    config.num_blocks = (80 + config.block_size - 1) / config.block_size + static_cast<int32_t>(rng() % 30);
+    const auto requests =
+        shared_prefix_workload(30, 1 + static_cast<int>(rng() % 4), 1 + static_cast<int>(rng() % 40), 20, 20, 40, seed);
+    SCOPED_TRACE("seed " + std::to_string(seed));
+    const SimResult result = simulate(config, requests);
     expect_expected_outputs(requests, result);
   }
 }

@@ -386,6 +386,25 @@ def metrics_parse_as_prometheus(server, model):
 
 
 @check
+def prefix_cache_serves_a_repeated_prompt(server, model):
+    # The same 80-token-plus prompt twice, one after the other: the second finds the first's
+    # whole blocks (the server runs with prefix caching on, its default) and answers the same.
+    client = server.client()
+    prompt = " ".join(["The quick brown fox jumps over the lazy dog."] * 12)
+    before = server.metrics()
+    first = client.completions.create(model=model, prompt=prompt, max_tokens=8, temperature=0)
+    second = client.completions.create(model=model, prompt=prompt, max_tokens=8, temperature=0)
+    after = server.metrics()
+    assert second.choices[0].text == first.choices[0].text, (first.choices[0].text, second.choices[0].text)
+    hits = after["vllm:prefix_cache_hits_total"] - before.get("vllm:prefix_cache_hits_total", 0)
+    queries = after["vllm:prefix_cache_queries_total"] - before.get("vllm:prefix_cache_queries_total", 0)
+    tokens = first.usage.prompt_tokens
+    assert queries >= 2 * tokens, (queries, tokens)
+    assert hits >= (tokens - 1) // 16 * 16 > 0, (hits, tokens)  # every whole block short of the last token
+    server.wait_idle()
+
+
+@check
 def disconnect_mid_stream_frees_blocks(server, model):
     before = server.wait_idle()
     client = server.client()
@@ -534,6 +553,7 @@ def main():
               metrics_parse_as_prometheus, sigterm_finishes_streams_and_exits_zero]
     if args.mode == "crosspoint":
         checks.insert(1, greedy_equals_generate(args.crosspoint, args.model))
+        checks.insert(-2, prefix_cache_serves_a_repeated_prompt)
     try:
         for fn in checks:
             fn(main_server, model)
