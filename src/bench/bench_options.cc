@@ -122,8 +122,13 @@ Status validate_options(const BenchOptions& o) {
     if (!(o.random_range_ratio >= 0 && o.random_range_ratio < 1)) {
       return invalid_argument("--random-range-ratio: must be in [0, 1)");
     }
+  } else if (o.dataset_name == "prefix_repetition") {
+    if (o.prefix_repetition_prefix_len < 1) return invalid_argument("--prefix-repetition-prefix-len: must be >= 1");
+    if (o.prefix_repetition_suffix_len < 0) return invalid_argument("--prefix-repetition-suffix-len: must be >= 0");
+    if (o.prefix_repetition_num_prefixes < 1) return invalid_argument("--prefix-repetition-num-prefixes: must be >= 1");
+    if (o.prefix_repetition_output_len < 1) return invalid_argument("--prefix-repetition-output-len: must be >= 1");
   } else {
-    return invalid_argument("--dataset-name: '" + o.dataset_name + "' is not sharegpt or random");
+    return invalid_argument("--dataset-name: '" + o.dataset_name + "' is not sharegpt, random or prefix_repetition");
   }
   if (o.tokenizer_dir.empty()) {
     return invalid_argument(

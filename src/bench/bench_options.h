@@ -18,7 +18,7 @@ struct BenchOptions {
   std::string endpoint = "/v1/completions";        // or /v1/chat/completions
   std::string model;                               // "model" field of every request
   std::string tokenizer_dir;                       // HF dir with tokenizer.json, or that file
-  std::string dataset_name = "sharegpt";           // sharegpt | random
+  std::string dataset_name = "sharegpt";           // sharegpt | random | prefix_repetition
   std::string dataset_path;                        // ShareGPT JSON; empty = the cached file
   int num_prompts = 1000;
   std::optional<int> max_concurrency;                             // unset = unlimited
@@ -38,7 +38,11 @@ struct BenchOptions {
   std::optional<int> sharegpt_output_len;  // fixed output length for ShareGPT
   int random_input_len = 1024;
   int random_output_len = 128;
-  double random_range_ratio = 0.0;  // in [0, 1)
+  double random_range_ratio = 0.0;         // in [0, 1)
+  int prefix_repetition_prefix_len = 256;  // vLLM's names and defaults
+  int prefix_repetition_suffix_len = 256;
+  int prefix_repetition_num_prefixes = 10;
+  int prefix_repetition_output_len = 128;
   // Client.
   double request_timeout_s = 6 * 3600.0;  // per request, as vLLM's session timeout
   double metrics_interval_s = 0.5;        // server /metrics sampling period; 0 = off

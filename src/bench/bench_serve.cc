@@ -35,6 +35,18 @@ Result<std::vector<SampleRequest>> sample_dataset(const BenchOptions& o, const T
     summary = summarize_dataset("random", "", samples);
     return samples;
   }
+  if (o.dataset_name == "prefix_repetition") {
+    PrefixRepetitionSampling s;
+    s.num_requests = o.num_prompts;
+    s.prefix_len = o.prefix_repetition_prefix_len;
+    s.suffix_len = o.prefix_repetition_suffix_len;
+    s.num_prefixes = o.prefix_repetition_num_prefixes;
+    s.output_len = o.prefix_repetition_output_len;
+    s.seed = o.seed;
+    std::vector<SampleRequest> samples = sample_prefix_repetition(tokenizer, s);
+    summary = summarize_dataset("prefix_repetition", "", samples);
+    return samples;
+  }
   const std::string path = o.dataset_path.empty() ? default_sharegpt_path() : o.dataset_path;
   log_info("bench: reading ShareGPT conversations from {}", path);
   CROSSPOINT_ASSIGN_OR_RETURN(ShareGptFile file, load_sharegpt_file(path));
@@ -107,8 +119,8 @@ Result<BenchResult> run_bench_serve(const BenchOptions& o, const Tokenizer& toke
   body_options.endpoint = o.endpoint;
   body_options.model = o.model;
   body_options.temperature = o.temperature;
-  // Current vLLM forces ignore_eos for the random dataset so every request runs its length.
-  body_options.ignore_eos = o.ignore_eos || o.dataset_name == "random";
+  // Current vLLM forces ignore_eos for the synthetic datasets so every request runs its length.
+  body_options.ignore_eos = o.ignore_eos || o.dataset_name == "random" || o.dataset_name == "prefix_repetition";
   std::vector<std::string> bodies;
   bodies.reserve(samples.size());
   for (const SampleRequest& s : samples) bodies.push_back(build_request_body(body_options, s));

@@ -27,4 +27,19 @@ struct RandomSampling {
 
 std::vector<SampleRequest> sample_random(const Tokenizer& tokenizer, const RandomSampling& sampling);
 
+// vLLM's prefix_repetition dataset (requests sharing prompt prefixes, for prefix caching):
+// num_prefixes random prefixes of prefix_len tokens, each the start of num_requests /
+// num_prefixes prompts (the first prefixes one more when it does not divide) followed by a
+// random suffix of suffix_len tokens; every output output_len tokens; the requests shuffled.
+struct PrefixRepetitionSampling {
+  int num_requests = 0;
+  int prefix_len = 256;
+  int suffix_len = 256;
+  int num_prefixes = 10;
+  int output_len = 128;
+  uint64_t seed = 0;
+};
+
+std::vector<SampleRequest> sample_prefix_repetition(const Tokenizer& tokenizer, const PrefixRepetitionSampling& s);
+
 }  // namespace crosspoint::bench

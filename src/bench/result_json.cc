@@ -136,6 +136,9 @@ std::string result_to_json_text(const BenchResult& r) {
     server["mean_kv_cache_usage"] = optional_number(s.mean_kv_cache_usage);
     server["max_kv_cache_usage"] = optional_number(s.max_kv_cache_usage);
     server["num_preemptions"] = optional_number(s.num_preemptions);
+    server["prefix_cache_queries"] = optional_number(s.prefix_cache_queries);
+    server["prefix_cache_hits"] = optional_number(s.prefix_cache_hits);
+    server["prefix_cache_hit_rate"] = optional_number(s.prefix_cache_hit_rate);
   } else {
     server["reason"] = r.load.metrics_error.empty() ? s.unavailable_reason : r.load.metrics_error;
   }

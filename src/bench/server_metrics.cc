@@ -56,6 +56,8 @@ ServerMetricsSample reduce_sample(const std::map<std::string, double>& values, d
                                             "crosspoint:kv_cache_usage_perc", "sglang:token_usage"});
   sample.num_preemptions =
       first_of(values, {"vllm:num_preemptions_total", "vllm:num_preemptions", "crosspoint:num_preemptions_total"});
+  sample.prefix_cache_queries = first_of(values, {"vllm:prefix_cache_queries_total", "vllm:prefix_cache_queries"});
+  sample.prefix_cache_hits = first_of(values, {"vllm:prefix_cache_hits_total", "vllm:prefix_cache_hits"});
   return sample;
 }
 
@@ -75,6 +77,7 @@ ServerMetricsSummary summarize_server_metrics(const std::vector<ServerMetricsSam
   double kv_sum = 0;
   int kv_count = 0;
   std::optional<double> first_preemptions, last_preemptions;
+  std::optional<double> first_queries, last_queries, first_hits, last_hits;
   for (const ServerMetricsSample* s : usable) {
     summary.mean_running += *s->num_running;
     summary.max_running = std::max(summary.max_running, *s->num_running);
@@ -90,11 +93,21 @@ ServerMetricsSummary summarize_server_metrics(const std::vector<ServerMetricsSam
       if (!first_preemptions) first_preemptions = s->num_preemptions;
       last_preemptions = s->num_preemptions;
     }
+    if (s->prefix_cache_queries && s->prefix_cache_hits) {
+      if (!first_queries) first_queries = s->prefix_cache_queries, first_hits = s->prefix_cache_hits;
+      last_queries = s->prefix_cache_queries, last_hits = s->prefix_cache_hits;
+    }
   }
   summary.mean_running /= static_cast<double>(usable.size());
   summary.mean_waiting /= static_cast<double>(usable.size());
   if (kv_count > 0) summary.mean_kv_cache_usage = kv_sum / kv_count;
   if (first_preemptions) summary.num_preemptions = *last_preemptions - *first_preemptions;
+  if (first_queries) {
+    summary.prefix_cache_queries = *last_queries - *first_queries;
+    summary.prefix_cache_hits = *last_hits - *first_hits;
+    if (*summary.prefix_cache_queries > 0)
+      summary.prefix_cache_hit_rate = *summary.prefix_cache_hits / *summary.prefix_cache_queries;
+  }
   return summary;
 }
 

@@ -17,11 +17,12 @@ std::map<std::string, double> parse_prometheus_text(std::string_view text);
 
 // One /metrics scrape, reduced to the figures the study uses.
 struct ServerMetricsSample {
-  double time_s = 0;                      // s since benchmark start
-  std::optional<double> num_running;      // requests in the running batch
-  std::optional<double> num_waiting;      // queued requests
-  std::optional<double> kv_cache_usage;   // fraction 0..1
-  std::optional<double> num_preemptions;  // cumulative counter
+  double time_s = 0;                                              // s since benchmark start
+  std::optional<double> num_running;                              // requests in the running batch
+  std::optional<double> num_waiting;                              // queued requests
+  std::optional<double> kv_cache_usage;                           // fraction 0..1
+  std::optional<double> num_preemptions;                          // cumulative counter
+  std::optional<double> prefix_cache_queries, prefix_cache_hits;  // cumulative, tokens
 };
 
 ServerMetricsSample reduce_sample(const std::map<std::string, double>& values, double time_s);
@@ -34,7 +35,9 @@ struct ServerMetricsSummary {
   double mean_waiting = 0, max_waiting = 0;
   std::optional<double> mean_kv_cache_usage, max_kv_cache_usage;
   std::optional<double> num_preemptions;  // counter at the last sample minus at the first
-  std::string unavailable_reason;         // why available is false
+  // Prefix cache over the run (counter deltas): prompt tokens looked up, found, and their ratio.
+  std::optional<double> prefix_cache_queries, prefix_cache_hits, prefix_cache_hit_rate;
+  std::string unavailable_reason;  // why available is false
 };
 
 ServerMetricsSummary summarize_server_metrics(const std::vector<ServerMetricsSample>& samples);

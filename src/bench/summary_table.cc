@@ -80,6 +80,8 @@ std::string format_summary_table(const BenchResult& r) {
     if (r.server.mean_kv_cache_usage) row(out, "Mean KV cache usage (%):", fixed2(100 * *r.server.mean_kv_cache_usage));
     if (r.server.max_kv_cache_usage) row(out, "Max KV cache usage (%):", fixed2(100 * *r.server.max_kv_cache_usage));
     if (r.server.num_preemptions) row(out, "Preemptions:", fmt::format("{:.0f}", *r.server.num_preemptions));
+    if (r.server.prefix_cache_hit_rate)
+      row(out, "Prefix cache hit rate (%):", fixed2(100 * *r.server.prefix_cache_hit_rate));
   }
   if (r.steady.valid) {
     out += fmt::format("{:-^50}\n", "Steady state (client holds every slot)");

@@ -80,7 +80,8 @@ int run_bench(int argc, char** argv) {
                     "default model)");
   serve
       ->add_option("--dataset-name", o.dataset_name,
-                   "sharegpt (real conversations, vLLM's sampling rules) or random (token runs of set lengths)")
+                   "sharegpt (real conversations, vLLM's sampling rules), random (token runs of set lengths) or "
+                   "prefix_repetition (prompts sharing a few prefixes: what prefix caching saves)")
       ->capture_default_str();
   serve->add_option("--dataset-path", o.dataset_path,
                     "ShareGPT JSON file (default: the copy scripts/setup.sh puts in the cache)");
@@ -129,6 +130,22 @@ int run_bench(int argc, char** argv) {
   serve
       ->add_option("--random-range-ratio", o.random_range_ratio,
                    "Random: lengths are uniform in [L(1-r), L(1+r)], r in [0, 1)")
+      ->capture_default_str();
+  serve
+      ->add_option("--prefix-repetition-prefix-len", o.prefix_repetition_prefix_len,
+                   "prefix_repetition: tokens of each shared prefix")
+      ->capture_default_str();
+  serve
+      ->add_option("--prefix-repetition-suffix-len", o.prefix_repetition_suffix_len,
+                   "prefix_repetition: tokens of each prompt's own suffix")
+      ->capture_default_str();
+  serve
+      ->add_option("--prefix-repetition-num-prefixes", o.prefix_repetition_num_prefixes,
+                   "prefix_repetition: distinct prefixes the prompts share")
+      ->capture_default_str();
+  serve
+      ->add_option("--prefix-repetition-output-len", o.prefix_repetition_output_len,
+                   "prefix_repetition: output tokens of every request")
       ->capture_default_str();
   serve
       ->add_option("--request-timeout", o.request_timeout_s,

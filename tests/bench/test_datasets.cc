@@ -1,9 +1,11 @@
 // ShareGPT sampling against vLLM's rules run in Python with CPython's random and HF
 // tokenizers (sharegpt_expected.json), on a small cut of the real file; the random dataset's
-// lengths; file errors.
+// lengths; the prefix-repetition prompts; file errors.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <fstream>
+#include <map>
 
 #include "bench/random_dataset.h"
 #include "bench/sharegpt_dataset.h"
@@ -102,6 +104,35 @@ TEST(RandomDataset, LengthsWithinRangeAndCountedByTheTokenizer) {
   }
   const auto again = sample_random(*tokenizer, s);
   EXPECT_EQ(again[3].prompt, samples[3].prompt);
+}
+
+TEST(PrefixRepetitionDataset, PromptsShareTheirPrefixes) {
+  auto tokenizer = tiny_tokenizer();
+  ASSERT_NE(tokenizer, nullptr);
+  PrefixRepetitionSampling s;
+  s.num_requests = 14;
+  s.prefix_len = 40;
+  s.suffix_len = 12;
+  s.num_prefixes = 3;
+  s.output_len = 7;
+  s.seed = 5;
+  const auto samples = sample_prefix_repetition(*tokenizer, s);
+  ASSERT_EQ(samples.size(), 14u);
+  // Group the prompts by their first 32 tokens: three groups of 5, 5 and 4 (14 / 3).
+  std::map<std::vector<int32_t>, int> groups;
+  for (const auto& sample : samples) {
+    EXPECT_EQ(sample.expected_output_len, 7);
+    EXPECT_EQ(sample.prompt_len, static_cast<int>(tokenizer->encode(sample.prompt, false).size()));
+    EXPECT_GE(sample.prompt_len, 40 + 12 - 6);  // what re-tokenisation at the seam can change
+    EXPECT_LE(sample.prompt_len, 40 + 12 + 6);
+    const std::vector<int32_t> ids = tokenizer->encode(sample.prompt, false);
+    ++groups[std::vector<int32_t>(ids.begin(), ids.begin() + std::min<size_t>(32, ids.size()))];
+  }
+  std::vector<int> sizes;
+  for (const auto& [prefix, count] : groups) sizes.push_back(count);
+  std::sort(sizes.begin(), sizes.end());
+  EXPECT_EQ(sizes, (std::vector<int>{4, 5, 5}));
+  EXPECT_EQ(sample_prefix_repetition(*tokenizer, s)[6].prompt, samples[6].prompt);  // the seed decides
 }
 
 }  // namespace

@@ -55,7 +55,23 @@ TEST(ServerMetrics, Summary) {
   EXPECT_DOUBLE_EQ(*s.mean_kv_cache_usage, 0.4);
   EXPECT_DOUBLE_EQ(*s.max_kv_cache_usage, 0.6);
   EXPECT_DOUBLE_EQ(*s.num_preemptions, 5.0);
+  EXPECT_FALSE(s.prefix_cache_hit_rate.has_value());  // the server exposes no prefix cache counters
   EXPECT_FALSE(summarize_server_metrics({}).available);
+}
+
+TEST(ServerMetrics, PrefixCacheHitRateOverTheRun) {
+  const auto values = parse_prometheus_text(
+      "vllm:num_requests_running{model_name=\"m\"} 3\n"
+      "vllm:prefix_cache_queries_total{model_name=\"m\"} 1000\n"
+      "vllm:prefix_cache_hits_total{model_name=\"m\"} 200\n");
+  std::vector<ServerMetricsSample> samples = {reduce_sample(values, 0.0), reduce_sample(values, 1.0)};
+  samples[1].prefix_cache_queries = 3000;  // 2000 tokens looked up during the run ...
+  samples[1].prefix_cache_hits = 1700;     // ... 1500 of them found
+  const ServerMetricsSummary s = summarize_server_metrics(samples);
+  ASSERT_TRUE(s.prefix_cache_hit_rate.has_value());
+  EXPECT_DOUBLE_EQ(*s.prefix_cache_queries, 2000);
+  EXPECT_DOUBLE_EQ(*s.prefix_cache_hits, 1500);
+  EXPECT_DOUBLE_EQ(*s.prefix_cache_hit_rate, 0.75);
 }
 
 }  // namespace
