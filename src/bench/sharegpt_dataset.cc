@@ -125,7 +125,8 @@ Result<ShareGptFile> load_sharegpt_file(const std::string& path) {
 }
 
 int count_prompt_tokens(const Tokenizer& tokenizer, const std::string& text) {
-  return static_cast<int>(tokenizer.encode(text, /*parse_special=*/true).size());
+  // vLLM counts tokenizer(text).input_ids: with the special tokens the post-processor adds.
+  return static_cast<int>(tokenizer.encode(text, /*parse_special=*/true).size()) + tokenizer.num_added_special_tokens();
 }
 
 std::vector<SampleRequest> sample_sharegpt(std::vector<std::pair<std::string, std::string>> conversations,

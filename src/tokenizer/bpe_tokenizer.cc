@@ -77,6 +77,35 @@ bool decoder_is_byte_level(const nlohmann::json& decoder) {
 
 }  // namespace
 
+namespace {
+
+// Special tokens a post-processor adds to one sequence: TemplateProcessing's "single"
+// SpecialToken entries (also inside a Sequence of processors); the BERT/RoBERTa processors'
+// two; ByteLevel and anything else none.
+int32_t post_processor_special_tokens(const nlohmann::json& processor) {
+  if (!processor.is_object()) return 0;
+  const auto type = processor.find("type");
+  if (type == processor.end() || !type->is_string()) return 0;
+  if (*type == "TemplateProcessing") {
+    int32_t count = 0;
+    const auto single = processor.find("single");
+    if (single != processor.end() && single->is_array())
+      for (const auto& piece : *single) count += piece.is_object() && piece.contains("SpecialToken") ? 1 : 0;
+    return count;
+  }
+  if (*type == "BertProcessing" || *type == "RobertaProcessing") return 2;
+  if (*type == "Sequence") {
+    int32_t count = 0;
+    const auto list = processor.find("processors");
+    if (list != processor.end() && list->is_array())
+      for (const auto& p : *list) count += post_processor_special_tokens(p);
+    return count;
+  }
+  return 0;
+}
+
+}  // namespace
+
 Result<std::unique_ptr<BpeTokenizer>> BpeTokenizer::create(const nlohmann::json& tokenizer_json,
                                                            const nlohmann::json& config, const std::string& where) {
   if (!tokenizer_json.is_object()) return corrupt(fmt::format("{}: not a JSON object", where));
@@ -131,6 +160,8 @@ Result<std::unique_ptr<BpeTokenizer>> BpeTokenizer::create(const nlohmann::json&
   for (const auto& token : tokenizer->added_vocabulary_.tokens())
     tokenizer->token_bytes_[token.id] = decoded_token_bytes(token.content);
   tokenizer->resolve_bos_eos(config);
+  tokenizer->num_added_special_tokens_ =
+      post_processor_special_tokens(tokenizer_json.value("post_processor", nlohmann::json()));
   return tokenizer;
 }
 

@@ -35,6 +35,7 @@ class BpeTokenizer final : public Tokenizer {
   int32_t vocab_size() const override { return static_cast<int32_t>(token_bytes_.size()); }
   std::optional<int32_t> bos_token_id() const override { return bos_token_id_; }
   std::vector<int32_t> eos_token_ids() const override { return eos_token_ids_; }
+  int32_t num_added_special_tokens() const override { return num_added_special_tokens_; }
 
  private:
   BpeTokenizer() = default;
@@ -50,6 +51,7 @@ class BpeTokenizer final : public Tokenizer {
   std::unordered_set<int32_t> special_ids_;
   std::optional<int32_t> bos_token_id_;
   std::vector<int32_t> eos_token_ids_;
+  int32_t num_added_special_tokens_ = 0;
 };
 
 }  // namespace crosspoint

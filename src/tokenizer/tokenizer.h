@@ -41,6 +41,10 @@ class Tokenizer {
   virtual int32_t vocab_size() const = 0;
 
   virtual std::optional<int32_t> bos_token_id() const = 0;
+  // Special tokens HF's tokenizer(text) adds around one sequence (its post-processor: a
+  // TemplateProcessing single template's special tokens, e.g. Llama 3's <|begin_of_text|>);
+  // encode() never adds them. What vLLM's benchmarks count on top of the text's tokens.
+  virtual int32_t num_added_special_tokens() const { return 0; }
   // Ids that end generation (e.g. <|im_end|> and <|endoftext|>).
   virtual std::vector<int32_t> eos_token_ids() const = 0;
 };

@@ -62,6 +62,34 @@ TEST(ShareGpt, SampleMatchesVllmRulesInPython) {
   }
 }
 
+// A tokenizer whose post-processor adds a start-of-sequence token (Llama 3's shape): vLLM
+// counts it in every prompt and reply, and its length filters see one token more.
+TEST(ShareGpt, CountsTheStartOfSequenceTokenAsVllmDoes) {
+  auto tokenizer = Tokenizer::from_model_dir(testing::fixture_path("bos_tokenizer"));
+  ASSERT_TRUE(tokenizer.is_ok()) << tokenizer.status().to_string();
+  EXPECT_EQ((*tokenizer)->num_added_special_tokens(), 1);
+  EXPECT_EQ(tiny_tokenizer()->num_added_special_tokens(), 0);
+  const nlohmann::json cases = testing::load_fixture_json("sharegpt_expected_bos.json");
+  for (const auto& c : cases) {
+    SCOPED_TRACE("seed " + std::to_string(c["seed"].get<int>()) + " n " + std::to_string(c["num_requests"].get<int>()));
+    auto loaded = load_sharegpt_file(testing::fixture_path(c["file"].get<std::string>()));
+    ASSERT_TRUE(loaded.is_ok());
+    ShareGptSampling sampling;
+    sampling.num_requests = c["num_requests"].get<int>();
+    sampling.seed = c["seed"].get<uint64_t>();
+    if (!c["fixed_output_len"].is_null()) sampling.fixed_output_len = c["fixed_output_len"].get<int>();
+    DatasetSummary summary;
+    const auto samples = sample_sharegpt(loaded->conversations, **tokenizer, sampling, &summary);
+    const auto& expected = c["expected"];
+    ASSERT_EQ(samples.size(), expected.size());
+    for (size_t i = 0; i < samples.size(); ++i) {
+      EXPECT_EQ(samples[i].prompt, loaded->conversations[expected[i][0].get<int>()].first) << "sample " << i;
+      EXPECT_EQ(samples[i].prompt_len, expected[i][1].get<int>()) << "sample " << i;
+      EXPECT_EQ(samples[i].expected_output_len, expected[i][2].get<int>()) << "sample " << i;
+    }
+  }
+}
+
 TEST(ShareGpt, ClearErrors) {
   auto missing = load_sharegpt_file("/nonexistent/sharegpt.json");
   ASSERT_FALSE(missing.is_ok());
