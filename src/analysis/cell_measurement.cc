@@ -301,7 +301,7 @@ void estimate_intervals(CellMeasurement& cell, const BootstrapOptions& options,
     cell.median_itl_ci = intervals[0];
     cell.p99_itl_ci = intervals[1];
   }
-  if (cell.run_output_throughputs.size() >= 2) {
+  if (cell.run_output_throughputs.size() >= kMinRunsForRunInterval) {
     cell.output_throughput_ci = t_interval(cell.run_output_throughputs, options.confidence);
   } else if (cell.output_throughput_tok_s && !cell.request_e2el_ms.empty()) {
     cell.output_throughput_ci = bootstrap_ratio_interval(cell.request_output_tokens, cell.request_e2el_ms,

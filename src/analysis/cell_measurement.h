@@ -53,7 +53,7 @@ struct CellMeasurement {
   std::vector<double> request_output_tokens;        // beside request_e2el_ms
 
   // Repeated runs merged into this cell (merge_repeated_runs): how many, and each run's output
-  // throughput (the spread of throughput comes from them when there are two or more).
+  // throughput (the spread of throughput comes from them when there are kMinRunsForRunInterval or more).
   int num_runs = 1;
   std::vector<double> run_output_throughputs;
 
@@ -77,6 +77,12 @@ struct CellMeasurement {
 Result<CellMeasurement> parse_cell_measurement(const nlohmann::json& result, const std::string& source_name,
                                                const std::string& precision_label = "");
 
+// Runs from which output throughput's interval is the runs' own spread (a Student t interval);
+// with fewer, the pooled requests' bootstrap (a t interval over two runs has 1 degree of
+// freedom and a factor of 12.7: it would make a second run widen the interval it was meant to
+// narrow).
+inline constexpr size_t kMinRunsForRunInterval = 3;
+
 // Merges the runs of each (precision, concurrency) into one cell, in order of first
 // appearance: per-request lists pooled, latency percentiles recomputed from the pooled lists
 // (linear, as the bench), counts and durations summed, output throughput the mean of the runs
@@ -88,8 +94,9 @@ std::vector<CellMeasurement> merge_repeated_runs(const std::vector<CellMeasureme
 // Fills the cell's *_ci intervals (docs/analysis.md, "Intervals") and its interference
 // verdict from its machine records. Latencies: percentile bootstrap over requests (ITL:
 // resampling whole requests). Output throughput: a Student t interval over the runs when
-// there are two or more, else the request bootstrap of output tokens / latency applied to the
-// measured throughput. Cells without per-request lists get no latency intervals.
+// there are kMinRunsForRunInterval or more, else the bootstrap of the pooled requests' output
+// tokens / latency applied to the measured throughput (the runs' mean). Cells without per-request lists get no latency
+// intervals.
 void estimate_intervals(CellMeasurement& cell, const BootstrapOptions& options = {},
                         const InterferenceThresholds& thresholds = {});
 

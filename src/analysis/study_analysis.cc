@@ -122,7 +122,7 @@ nlohmann::json cell_intervals_to_json(const CellMeasurement& cell) {
           {"num_requests", cell.request_e2el_ms.size()},
           {"run_output_throughputs", cell.run_output_throughputs},
           {"intervals", intervals},
-          {"interval_method", cell.run_output_throughputs.size() >= 2
+          {"interval_method", cell.run_output_throughputs.size() >= kMinRunsForRunInterval
                                   ? "latencies: percentile bootstrap over requests; throughput: t interval over runs"
                                   : "latencies: percentile bootstrap over requests; throughput: request bootstrap "
                                     "of output tokens / latency, scaled to the measured throughput"},

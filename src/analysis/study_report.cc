@@ -234,7 +234,7 @@ void add_measurement_quality(ReportBuilder& r, const StudyResults& study, const 
   if (any_requests) {
     r.paragraph(fmt::format(
         "Intervals: 95 % percentile bootstrap over requests ({} resamples, seed {}; ITL resamples whole requests); "
-        "output throughput: a Student t interval over repeated runs when a cell has two or more, else the request "
+        "output throughput: a Student t interval over repeated runs when a cell has three or more, else the request "
         "bootstrap of output tokens / latency scaled to the measured throughput. A winner is named only when the "
         "two best differ by more than the tie tolerance and their intervals do not overlap; otherwise the level is "
         "a tie or not separable at this sample size, and no crossover rests on it.",

@@ -293,23 +293,34 @@ void add_recommendation(Fragments& f, const SweepOptions& o, const analysis::Stu
     std::string plan = fmt::format("up to concurrency {:g} serve {}", first.concurrency_below, first.winner_below);
     for (const auto& c : tpot->crossovers)
       plan += fmt::format("; from {:g} up serve {}", c.concurrency_above, c.winner_above);
-    f.paragraph(
-        fmt::format("In short, for the lowest median TPOT: {} (each flip lies between the two levels named) — "
-                    "measured on {}; {}.",
-                    plan, a.hardware.name, quality_note) +
-        (std::any_of(study.cells.begin(), study.cells.end(), [](const CellMeasurement& c) { return c.interfered; })
-             ? " Some cells were measured on a busy machine: see Measurement quality."
-             : ""));
+    f.paragraph(fmt::format("In short, for the lowest median TPOT: {} (each flip lies between the two levels named) — "
+                            "measured on {}; {}.",
+                            plan, a.hardware.name, quality_note) +
+                (interfered > 0 ? " Some cells were measured on a busy machine: see Measurement quality." : ""));
   } else if (tpot && !tpot->winners.empty()) {
     std::string winner;
     for (const auto& w : tpot->winners) {
       if (!w.tie) winner = w.winner;
     }
+    std::vector<std::string> unseparated;
+    for (const auto& w : tpot->winners) {
+      if (w.not_separable) unseparated.push_back(fmt::format("{:g}", w.concurrency));
+    }
     if (!winner.empty()) {
-      f.paragraph(
-          fmt::format("In short: over the measured range ({:g}..{:g}) {} gives the lowest median TPOT; weigh "
-                      "that against its quality cost above.",
-                      tpot->winners.front().concurrency, tpot->winners.back().concurrency, winner));
+      f.paragraph(fmt::format("In short: over the measured range ({:g}..{:g}) {} gives the lowest median TPOT{}; weigh "
+                              "that against its quality cost above.",
+                              tpot->winners.front().concurrency, tpot->winners.back().concurrency, winner,
+                              unseparated.empty()
+                                  ? std::string()
+                                  : fmt::format(" where a precision is separably ahead (at {} this sample "
+                                                "cannot tell them apart)",
+                                                fmt::join(unseparated, ", "))) +
+                  (interfered > 0 ? " Some cells were measured on a busy machine: see Measurement quality." : ""));
+    } else if (!unseparated.empty()) {
+      f.paragraph(fmt::format(
+          "In short: this sample cannot tell the precisions' median TPOT apart at {}; measure more requests "
+          "(--time-budget, --repeats) before choosing on speed.",
+          fmt::join(unseparated, ", ")));
     }
   }
 }

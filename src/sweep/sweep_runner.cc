@@ -297,11 +297,13 @@ Status SweepRun::bench_cell(const std::string& precision, int concurrency, int r
   const MachineSample after = sample_machine(server.pid(), gpu);
   // The busy-machine guard's record goes into the result itself, beside the run's number.
   const analysis::InterferenceRecord record = interference_between(before, after);
-  auto result = read_json_file(tmp);
-  if (!result || !result->is_object()) return corrupt(tmp + ": crosspoint bench did not write a JSON object");
-  (*result)["machine"] = analysis::interference_record_to_json(record);
-  (*result)["run"] = run;
-  CROSSPOINT_RETURN_IF_ERROR(write_text_atomically(path, result->dump()));
+  // ordered_json keeps the bench's (vLLM's) key order.
+  nlohmann::ordered_json result = nlohmann::ordered_json::parse(read_text_file(tmp), nullptr, false);
+  if (result.is_discarded() || !result.is_object())
+    return corrupt(tmp + ": crosspoint bench did not write a JSON object");
+  result["machine"] = nlohmann::ordered_json::parse(analysis::interference_record_to_json(record).dump());
+  result["run"] = run;
+  CROSSPOINT_RETURN_IF_ERROR(write_text_atomically(path, result.dump()));
   std::error_code ec;
   fs::remove(tmp, ec);
   const analysis::InterferenceVerdict verdict = analysis::classify_interference(record);

@@ -127,8 +127,8 @@ TEST(Bootstrap, Overlap) {
   EXPECT_FALSE(intervals_overlap({0, 1, 2}, {0, 2.01, 3}));
 }
 
-// A result with per-request lists gets intervals; two runs of a cell merge into one with the
-// pooled requests and a t interval over the runs' throughputs.
+// A result with per-request lists gets intervals; runs of a cell merge into one with the
+// pooled requests; throughput's interval comes from the runs from three on.
 TEST(CellIntervals, RequestsAndRepeats) {
   auto run = [](double scale, double throughput) {
     CellMeasurement c;
@@ -168,8 +168,18 @@ TEST(CellIntervals, RequestsAndRepeats) {
   EXPECT_DOUBLE_EQ(*cell.median_tpot_ms, linear_percentile(cell.request_tpot_ms, 50));
   estimate_intervals(cell);
   ASSERT_TRUE(cell.output_throughput_ci.has_value());
+  // Two runs: the pooled requests' bootstrap around the runs' mean, not a 1-degree t interval.
   EXPECT_DOUBLE_EQ(cell.output_throughput_ci->estimate, 105);
-  EXPECT_NEAR(cell.output_throughput_ci->upper - 105, 12.706 * std::sqrt(50.0) / std::sqrt(2.0), 1e-6);
+  EXPECT_LT(cell.output_throughput_ci->upper - 105, 12.706 * 5 / std::sqrt(2.0));
+
+  // Three runs: the runs' own spread (mean 110, sd 10, t = 4.303 for 2 degrees of freedom).
+  CellMeasurement three = merge_repeated_runs({run(1.0, 100), run(1.1, 110), run(1.2, 120)})[0];
+  estimate_intervals(three);
+  ASSERT_TRUE(three.output_throughput_ci.has_value());
+  EXPECT_DOUBLE_EQ(three.output_throughput_ci->estimate, 110);
+  EXPECT_NEAR(three.output_throughput_ci->upper - 110, 4.303 * 10 / std::sqrt(3.0), 1e-6);
+  EXPECT_EQ(three.num_runs, 3);
+  EXPECT_EQ(three.run_output_throughputs.size(), 3u);
 }
 
 }  // namespace
