@@ -187,6 +187,7 @@ nlohmann::json study_analysis_to_json(const StudyAnalysis& analysis) {
            {"best_value", w.best_value},
            {"runner_up", w.runner_up},
            {"runner_up_value", w.runner_up_value},
+           {"leader", w.leader},
            {"not_separable", w.not_separable},
            {"interfered", w.interfered},
            {"best_interval", w.best_interval ? interval_to_json(*w.best_interval) : nlohmann::json()},

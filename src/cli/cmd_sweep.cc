@@ -129,8 +129,8 @@ int run_sweep(int argc, char** argv) {
               format_duration(clock.elapsed_seconds()).c_str(), summary->num_cells_run, summary->num_cells_reused,
               summary->num_bisection_levels);
   std::printf(
-      "  sample: %d extra run(s) for undecided comparisons, measuring took %s%s\n", summary->num_extra_runs,
-      format_duration(summary->measure_s).c_str(),
+      "  sample: %d extra run(s) for undecided comparisons, measuring took %s (this --out, all calls)%s\n",
+      summary->num_extra_runs, format_duration(summary->measure_s).c_str(),
       summary->time_budget_s > 0 ? (" of a " + format_duration(summary->time_budget_s) + " budget").c_str() : "");
   if (summary->undecided.empty()) {
     std::printf("  every compared level of median TPOT and output throughput is separable or a tie\n");

@@ -162,6 +162,7 @@ class SweepRun {
   size_t num_cells_done_ = 0;
   std::chrono::steady_clock::time_point measure_start_ = std::chrono::steady_clock::now();
   double prior_measure_s_ = 0;
+  std::map<std::string, int> rerun_attempts_;  // run file -> times re-measured in this call
 };
 
 Status SweepRun::measure_hardware() {
@@ -352,7 +353,7 @@ Status SweepRun::run_cells(const std::string& precision, const std::vector<std::
 }
 
 Status SweepRun::rerun_interfered_runs() {
-  for (int attempt = 1; attempt <= o_.rerun_interfered; ++attempt) {
+  for (int round = 1; round <= o_.rerun_interfered; ++round) {
     std::map<std::string, std::vector<std::pair<int, int>>> marked;
     size_t count = 0;
     for (const std::string& precision : o_.precisions) {
@@ -363,9 +364,17 @@ Status SweepRun::rerun_interfered_runs() {
           auto loaded = analysis::load_cell_measurements(path, precision);
           if (!loaded.is_ok() || loaded.value().empty() || loaded.value().front().machine.empty()) continue;
           if (!analysis::classify_interference(loaded.value().front().machine.front()).interfered) continue;
-          // Kept for the record, out of the study.
-          const std::string aside = o_.out_dir + "/cells/interfered/" + fs::path(path).stem().string() + ".attempt" +
-                                    std::to_string(attempt) + ".json";
+          // Each run is re-measured at most --rerun-interfered times in one call, wherever the
+          // call asks (after the grid, after the crossover search).
+          int& attempts = rerun_attempts_[path];
+          if (attempts >= o_.rerun_interfered) continue;
+          ++attempts;
+          // Kept for the record, out of the study (numbered past those of earlier calls).
+          std::string aside;
+          for (int k = 1; aside.empty() || fs::exists(aside); ++k) {
+            aside = o_.out_dir + "/cells/interfered/" + fs::path(path).stem().string() + ".attempt" +
+                    std::to_string(k) + ".json";
+          }
           std::error_code ec;
           fs::create_directories(fs::path(aside).parent_path(), ec);
           fs::rename(path, aside, ec);
@@ -376,7 +385,7 @@ Status SweepRun::rerun_interfered_runs() {
       }
     }
     if (count == 0) return Status::ok();
-    log_info("sweep: re-measuring {} run(s) marked by the busy-machine guard (attempt {} of {})", count, attempt,
+    log_info("sweep: re-measuring {} run(s) marked by the busy-machine guard (at most {} time(s) each)", count,
              o_.rerun_interfered);
     for (const auto& [precision, level_runs] : marked)
       CROSSPOINT_RETURN_IF_ERROR(run_cells(precision, level_runs, nullptr));
@@ -559,6 +568,8 @@ Result<SweepSummary> SweepRun::run() {
 
   if (auto previous = read_json_file(o_.out_dir + "/budget.json"); previous && previous->is_object()) {
     prior_measure_s_ = previous->value("measure_s", 0.0);
+    summary_.num_extra_runs = previous->value("extra_runs", 0);
+    summary_.num_reruns = previous->value("reruns", 0);
   }
   measure_start_ = std::chrono::steady_clock::now();
   ProgressBar bar("sweep cells", num_cells_planned_ * static_cast<size_t>(o_.repeats));

@@ -28,6 +28,7 @@ struct SweepSummary {
   int num_cells_run = 0;         // bench runs made by this call
   int num_cells_reused = 0;      // cells found in the output directory and kept
   int num_bisection_levels = 0;  // extra concurrency levels added by the crossover search
+  // Counted over every call on the same --out (budget.json keeps them):
   int num_extra_runs = 0;        // runs added to undecided cells within --time-budget
   int num_reruns = 0;            // runs re-measured because the busy-machine guard marked them
   int num_interfered_cells = 0;  // cells still marked at the end
