@@ -123,7 +123,7 @@ std::string describe_metric(const analysis::StudyAnalysis& a, Metric metric) {
       std::string levels_text;
       for (const auto& w : m->winners) levels_text += " " + analysis::describe_level(w, metric) + ";";
       levels_text.back() = '.';
-      return name + ": no precision is ahead at any measured concurrency at this sample size:" + levels_text;
+      return name + ": no precision is clearly ahead at any measured concurrency:" + levels_text;
     }
     const std::string& winner = clear.front()->winner;
     for (const auto* w : clear) {
