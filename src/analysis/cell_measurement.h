@@ -10,6 +10,8 @@
 
 #include <nlohmann/json_fwd.hpp>
 
+#include "analysis/bootstrap.h"
+#include "analysis/interference.h"
 #include "common/status.h"
 
 namespace crosspoint::analysis {
@@ -25,6 +27,7 @@ struct CellMeasurement {
   std::optional<double> mean_tpot_ms, median_tpot_ms, p99_tpot_ms;
   std::optional<double> mean_itl_ms, median_itl_ms, p99_itl_ms;
   std::optional<double> mean_ttft_ms, median_ttft_ms, p99_ttft_ms;
+  std::optional<double> median_e2el_ms, p99_e2el_ms;
   std::optional<double> output_throughput_tok_s;  // "output_throughput"
   std::optional<double> request_goodput_req_s;    // "request_goodput" (legacy "request_goodput:")
 
@@ -42,6 +45,31 @@ struct CellMeasurement {
   // Per-request token counts when saved with --save-detailed ("input_lens", "output_lens").
   std::vector<int64_t> input_lens;
   std::vector<int64_t> output_lens;
+
+  // Per-request client measurements of the successful requests, milliseconds, when the result
+  // keeps its per-request lists ("ttfts", "itls", "latencies", "output_lens" in seconds, as
+  // vLLM's --save-detailed): TPOT is (latency - TTFT) / (output tokens - 1) for replies of two
+  // tokens or more, as the bench computes it. Repeated runs of a cell are pooled here.
+  std::vector<double> request_ttft_ms, request_tpot_ms, request_e2el_ms;
+  std::vector<std::vector<double>> request_itl_ms;  // each request's gaps
+  std::vector<double> request_output_tokens;        // beside request_e2el_ms
+
+  // Repeated runs merged into this cell (merge_repeated_runs): how many, and each run's output
+  // throughput (the spread of throughput comes from them when there are kMinRunsForRunInterval or more).
+  int num_runs = 1;
+  std::vector<double> run_output_throughputs;
+
+  // Confidence intervals (estimate_intervals): bootstrap over requests for the latency
+  // percentiles, repeats or a request bootstrap for throughput. nullopt when not estimated.
+  std::optional<Interval> median_tpot_ci, p99_tpot_ci, median_itl_ci, p99_itl_ci;
+  std::optional<Interval> median_ttft_ci, p99_ttft_ci, median_e2el_ci, p99_e2el_ci;
+  std::optional<Interval> output_throughput_ci;
+
+  // The busy-machine guard: one record per run ("machine" key written by crosspoint sweep),
+  // and the verdict (interfered when any run was).
+  std::vector<InterferenceRecord> machine;
+  bool interfered = false;
+  std::string interference_reason;
 };
 
 // Reads one vLLM `bench serve` result object (current or legacy keys). The precision label
@@ -50,6 +78,29 @@ struct CellMeasurement {
 // errors naming source and key; unknown keys are ignored.
 Result<CellMeasurement> parse_cell_measurement(const nlohmann::json& result, const std::string& source_name,
                                                const std::string& precision_label = "");
+
+// Runs from which output throughput's interval is the runs' own spread (a Student t interval);
+// with fewer, the pooled requests' bootstrap (a t interval over two runs has 1 degree of
+// freedom and a factor of 12.7: it would make a second run widen the interval it was meant to
+// narrow).
+inline constexpr size_t kMinRunsForRunInterval = 3;
+
+// Merges the runs of each (precision, concurrency) into one cell, in order of first
+// appearance: per-request lists pooled, latency percentiles recomputed from the pooled lists
+// (linear, as the bench), counts and durations summed, output throughput the mean of the runs
+// (each kept in run_output_throughputs), server samples averaged (peaks: the maximum), the
+// interference verdict the union of the runs'. A single run is returned as it is (with its
+// throughput as the one run_output_throughputs entry).
+std::vector<CellMeasurement> merge_repeated_runs(const std::vector<CellMeasurement>& runs);
+
+// Fills the cell's *_ci intervals (docs/analysis.md, "Intervals") and its interference
+// verdict from its machine records. Latencies: percentile bootstrap over requests (ITL:
+// resampling whole requests). Output throughput: a Student t interval over the runs when
+// there are kMinRunsForRunInterval or more, else the bootstrap of the pooled requests' output
+// tokens / latency applied to the measured throughput (the runs' mean). Cells without per-request lists get no latency
+// intervals.
+void estimate_intervals(CellMeasurement& cell, const BootstrapOptions& options = {},
+                        const InterferenceThresholds& thresholds = {});
 
 // A file holding one result object, a JSON array of them, or JSON lines (vLLM
 // --append-result). Every object becomes one cell.

@@ -7,9 +7,9 @@
 namespace crosspoint::analysis {
 
 const std::vector<Metric>& all_metrics() {
-  static const std::vector<Metric> metrics = {Metric::kMedianTpot,       Metric::kP99Tpot,    Metric::kMedianItl,
-                                              Metric::kP99Itl,           Metric::kMedianTtft, Metric::kP99Ttft,
-                                              Metric::kOutputThroughput, Metric::kGoodput};
+  static const std::vector<Metric> metrics = {
+      Metric::kMedianTpot, Metric::kP99Tpot,    Metric::kMedianItl, Metric::kP99Itl,           Metric::kMedianTtft,
+      Metric::kP99Ttft,    Metric::kMedianE2el, Metric::kP99E2el,   Metric::kOutputThroughput, Metric::kGoodput};
   return metrics;
 }
 
@@ -21,6 +21,8 @@ std::string_view metric_name(Metric metric) {
     case Metric::kP99Itl: return "p99 ITL";
     case Metric::kMedianTtft: return "median TTFT";
     case Metric::kP99Ttft: return "p99 TTFT";
+    case Metric::kMedianE2el: return "median E2E latency";
+    case Metric::kP99E2el: return "p99 E2E latency";
     case Metric::kOutputThroughput: return "output throughput";
     case Metric::kGoodput: return "goodput";
   }
@@ -43,23 +45,46 @@ std::optional<double> metric_value(const CellMeasurement& cell, Metric metric) {
     case Metric::kP99Itl: return cell.p99_itl_ms;
     case Metric::kMedianTtft: return cell.median_ttft_ms;
     case Metric::kP99Ttft: return cell.p99_ttft_ms;
+    case Metric::kMedianE2el: return cell.median_e2el_ms;
+    case Metric::kP99E2el: return cell.p99_e2el_ms;
     case Metric::kOutputThroughput: return cell.output_throughput_tok_s;
     case Metric::kGoodput: return cell.request_goodput_req_s;
   }
   return std::nullopt;
 }
 
+std::optional<Interval> metric_interval(const CellMeasurement& cell, Metric metric) {
+  switch (metric) {
+    case Metric::kMedianTpot: return cell.median_tpot_ci;
+    case Metric::kP99Tpot: return cell.p99_tpot_ci;
+    case Metric::kMedianItl: return cell.median_itl_ci;
+    case Metric::kP99Itl: return cell.p99_itl_ci;
+    case Metric::kMedianTtft: return cell.median_ttft_ci;
+    case Metric::kP99Ttft: return cell.p99_ttft_ci;
+    case Metric::kMedianE2el: return cell.median_e2el_ci;
+    case Metric::kP99E2el: return cell.p99_e2el_ci;
+    case Metric::kOutputThroughput: return cell.output_throughput_ci;
+    case Metric::kGoodput: return std::nullopt;
+  }
+  return std::nullopt;
+}
+
 std::vector<LevelWinner> winners_by_concurrency(const std::vector<CellMeasurement>& cells, Metric metric,
                                                 double tie_tolerance) {
-  // concurrency -> (precision, value); the first cell of a (precision, concurrency) pair wins.
-  std::map<double, std::vector<std::pair<std::string, double>>> levels;
+  // concurrency -> (precision, value, cell); the first cell of a (precision, concurrency) pair wins.
+  struct Entry {
+    std::string first;
+    double second;
+    const CellMeasurement* cell;
+  };
+  std::map<double, std::vector<Entry>> levels;
   for (const CellMeasurement& cell : cells) {
     const std::optional<double> value = metric_value(cell, metric);
     if (!value) continue;
     auto& entries = levels[cell.concurrency];
     const bool seen =
         std::any_of(entries.begin(), entries.end(), [&](const auto& entry) { return entry.first == cell.precision; });
-    if (!seen) entries.emplace_back(cell.precision, *value);
+    if (!seen) entries.push_back({cell.precision, *value, &cell});
   }
   const bool lower = lower_is_better(metric);
   std::vector<LevelWinner> out;
@@ -71,16 +96,24 @@ std::vector<LevelWinner> winners_by_concurrency(const std::vector<CellMeasuremen
     LevelWinner level;
     level.concurrency = concurrency;
     level.winner = entries[0].first;
+    level.leader = entries[0].first;
     level.runner_up = entries[1].first;
     level.best_value = entries[0].second;
     level.runner_up_value = entries[1].second;
     // Advantage relative to the better value: (37.27 - 30.04) / 30.04 = 24 %.
     const double best = std::abs(level.best_value);
     level.margin = best > 0 ? std::abs(level.runner_up_value - level.best_value) / best : 0;
+    level.best_interval = metric_interval(*entries[0].cell, metric);
+    level.runner_up_interval = metric_interval(*entries[1].cell, metric);
+    level.interfered = entries[0].cell->interfered || entries[1].cell->interfered;
     if (level.margin <= tie_tolerance) {
       level.tie = true;
-      level.winner.clear();
+    } else if (level.best_interval && level.runner_up_interval &&
+               intervals_overlap(*level.best_interval, *level.runner_up_interval)) {
+      level.tie = true;
+      level.not_separable = true;
     }
+    if (level.tie) level.winner.clear();
     out.push_back(level);
   }
   return out;

@@ -18,6 +18,8 @@ enum class Metric {
   kP99Itl,
   kMedianTtft,
   kP99Ttft,
+  kMedianE2el,
+  kP99E2el,
   kOutputThroughput,
   kGoodput,
 };
@@ -32,20 +34,33 @@ std::string_view metric_unit(Metric metric);
 bool lower_is_better(Metric metric);
 // The metric's value in a cell, or nullopt when the cell did not record it.
 std::optional<double> metric_value(const CellMeasurement& cell, Metric metric);
+// The metric's confidence interval in a cell (estimate_intervals), or nullopt.
+std::optional<Interval> metric_interval(const CellMeasurement& cell, Metric metric);
 
 // The winner of one metric at one concurrency among the precisions that recorded it.
 struct LevelWinner {
   double concurrency = 0;
   std::string winner;     // best precision; empty when tie is true
+  std::string leader;     // best precision even when tied
   std::string runner_up;  // second best
   double best_value = 0;
   double runner_up_value = 0;
   double margin = 0;  // relative advantage of the best over the runner-up (0.24 = 24 %)
-  bool tie = false;   // margin <= tie_tolerance: no clear winner
+  bool tie = false;   // no clear winner: within the tolerance, or not separable
+  // The two best cells' intervals, when both were estimated.
+  std::optional<Interval> best_interval, runner_up_interval;
+  // tie because the two intervals overlap although the margin exceeds the tolerance: "not
+  // separable at this sample size" (more requests may decide it).
+  bool not_separable = false;
+  // Either of the two best cells was measured under interference (busy-machine guard).
+  bool interfered = false;
 };
 
 // For every concurrency where at least two precisions recorded the metric, in increasing
-// concurrency. A margin at or below tie_tolerance (relative, 0.02 = 2 %) is a tie.
+// concurrency. A margin at or below tie_tolerance (relative, 0.02 = 2 %) is a tie; so is a
+// level where both best cells carry intervals and those overlap (not_separable): a winner is
+// named only when the two best are apart by more than the tolerance and their intervals are
+// disjoint. Crossovers (below) are therefore only stated between separable levels.
 std::vector<LevelWinner> winners_by_concurrency(const std::vector<CellMeasurement>& cells, Metric metric,
                                                 double tie_tolerance = 0);
 

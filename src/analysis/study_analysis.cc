@@ -28,7 +28,8 @@ Result<DecodeCost> cost_of(const StudyResults& study, const CellMeasurement& cel
   return decode_cost_from_params(num_params, precision, weight_bytes);
 }
 
-CapacityInput capacity_input(const StudyResults& study, const std::string& label, const AnalysisOptions& options) {
+CapacityInput capacity_input(const StudyResults& study, const std::vector<CellMeasurement>& cells,
+                             const std::string& label, const AnalysisOptions& options) {
   CapacityInput input;
   input.block_size = options.kv_block_size;
   input.max_model_len = study.max_model_len;
@@ -36,7 +37,7 @@ CapacityInput capacity_input(const StudyResults& study, const std::string& label
   if (const PrecisionSetup* setup = study.find_precision(label)) input.kv_cache_tokens = setup->kv_cache_tokens;
   // The run at the highest concurrency is the one that tests capacity.
   const CellMeasurement* busiest = nullptr;
-  for (const CellMeasurement& cell : study.cells) {
+  for (const CellMeasurement& cell : cells) {
     if (cell.precision != label) continue;
     if (input.kv_cache_tokens <= 0 && cell.kv_cache_tokens) input.kv_cache_tokens = *cell.kv_cache_tokens;
     if (input.max_model_len <= 0 && cell.max_model_len) input.max_model_len = *cell.max_model_len;
@@ -58,8 +59,12 @@ CapacityInput capacity_input(const StudyResults& study, const std::string& label
 Result<StudyAnalysis> analyze_study(const StudyResults& study, const AnalysisOptions& options) {
   StudyAnalysis out;
   out.hardware = options.hardware;
+  out.bootstrap = options.bootstrap;
+  out.cells = merge_repeated_runs(study.cells);
+  for (CellMeasurement& cell : out.cells) estimate_intervals(cell, options.bootstrap, options.interference);
+  const std::vector<CellMeasurement>& cells = out.cells;
   std::vector<std::string> labels;
-  for (const CellMeasurement& cell : study.cells) {
+  for (const CellMeasurement& cell : cells) {
     CROSSPOINT_ASSIGN_OR_RETURN(Precision precision, precision_of(study, cell));
     CROSSPOINT_ASSIGN_OR_RETURN(DecodeCost cost, cost_of(study, cell, precision, options));
     if (std::find(labels.begin(), labels.end(), cell.precision) == labels.end()) {
@@ -71,10 +76,10 @@ Result<StudyAnalysis> analyze_study(const StudyResults& study, const AnalysisOpt
   for (Metric metric : all_metrics()) {
     MetricAnalysis entry;
     entry.metric = metric;
-    entry.winners = winners_by_concurrency(study.cells, metric, options.tie_tolerance);
+    entry.winners = winners_by_concurrency(cells, metric, options.tie_tolerance);
     if (entry.winners.empty()) continue;
-    entry.crossovers = find_crossovers(study.cells, metric, options.tie_tolerance);
-    entry.next_probes = plan_crossover_probes(study.cells, metric, options.bisection_resolution, options.tie_tolerance);
+    entry.crossovers = find_crossovers(cells, metric, options.tie_tolerance);
+    entry.next_probes = plan_crossover_probes(cells, metric, options.bisection_resolution, options.tie_tolerance);
     out.metrics.push_back(std::move(entry));
   }
   for (const MetricAnalysis& entry : out.metrics) {
@@ -84,15 +89,46 @@ Result<StudyAnalysis> analyze_study(const StudyResults& study, const AnalysisOpt
   if (!out.low_load_leader.empty()) {
     for (const MetricAnalysis& entry : out.metrics) {
       out.lead_lost_at.emplace_back(
-          entry.metric,
-          first_concurrency_lead_lost(study.cells, entry.metric, out.low_load_leader, options.tie_tolerance));
+          entry.metric, first_concurrency_lead_lost(cells, entry.metric, out.low_load_leader, options.tie_tolerance));
     }
   }
   for (const std::string& label : labels) {
-    const CapacityInput input = capacity_input(study, label, options);
+    const CapacityInput input = capacity_input(study, cells, label, options);
     if (input.kv_cache_tokens > 0) out.capacity.push_back({label, plan_capacity(input)});
   }
   return out;
+}
+
+nlohmann::json interval_to_json(const Interval& interval) {
+  return {{"estimate", interval.estimate}, {"lower", interval.lower}, {"upper", interval.upper}};
+}
+
+nlohmann::json cell_intervals_to_json(const CellMeasurement& cell) {
+  nlohmann::json intervals = nlohmann::json::object();
+  const std::pair<const char*, const std::optional<Interval>*> named[] = {
+      {"median_tpot_ms", &cell.median_tpot_ci},         {"p99_tpot_ms", &cell.p99_tpot_ci},
+      {"median_itl_ms", &cell.median_itl_ci},           {"p99_itl_ms", &cell.p99_itl_ci},
+      {"median_ttft_ms", &cell.median_ttft_ci},         {"p99_ttft_ms", &cell.p99_ttft_ci},
+      {"median_e2el_ms", &cell.median_e2el_ci},         {"p99_e2el_ms", &cell.p99_e2el_ci},
+      {"output_throughput", &cell.output_throughput_ci}};
+  for (const auto& [name, interval] : named) {
+    if (*interval) intervals[name] = interval_to_json(**interval);
+  }
+  nlohmann::json machine = nlohmann::json::array();
+  for (const InterferenceRecord& record : cell.machine) machine.push_back(interference_record_to_json(record));
+  return {{"precision", cell.precision},
+          {"concurrency", cell.concurrency},
+          {"num_runs", cell.num_runs},
+          {"num_requests", cell.request_e2el_ms.size()},
+          {"run_output_throughputs", cell.run_output_throughputs},
+          {"intervals", intervals},
+          {"interval_method", cell.run_output_throughputs.size() >= kMinRunsForRunInterval
+                                  ? "latencies: percentile bootstrap over requests; throughput: t interval over runs"
+                                  : "latencies: percentile bootstrap over requests; throughput: request bootstrap "
+                                    "of output tokens / latency, scaled to the measured throughput"},
+          {"interfered", cell.interfered},
+          {"interference_reason", cell.interference_reason},
+          {"machine", machine}};
 }
 
 nlohmann::json study_analysis_to_json(const StudyAnalysis& analysis) {
@@ -132,17 +168,30 @@ nlohmann::json study_analysis_to_json(const StudyAnalysis& analysis) {
                      {"overhead_ms", c.overhead_ms}});
   }
   out["roofline"] = cells;
+  nlohmann::json intervals = nlohmann::json::array();
+  for (const CellMeasurement& cell : analysis.cells) intervals.push_back(cell_intervals_to_json(cell));
+  out["cells"] = intervals;
+  out["bootstrap"] = {{"method", "percentile bootstrap over requests"},
+                      {"seed", analysis.bootstrap.seed},
+                      {"resamples", analysis.bootstrap.resamples},
+                      {"confidence", analysis.bootstrap.confidence}};
   nlohmann::json metrics = nlohmann::json::array();
   for (const MetricAnalysis& m : analysis.metrics) {
     nlohmann::json winners = nlohmann::json::array();
     for (const LevelWinner& w : m.winners) {
-      winners.push_back({{"concurrency", w.concurrency},
-                         {"winner", w.tie ? nlohmann::json(nullptr) : nlohmann::json(w.winner)},
-                         {"tie", w.tie},
-                         {"margin", w.margin},
-                         {"best_value", w.best_value},
-                         {"runner_up", w.runner_up},
-                         {"runner_up_value", w.runner_up_value}});
+      winners.push_back(
+          {{"concurrency", w.concurrency},
+           {"winner", w.tie ? nlohmann::json(nullptr) : nlohmann::json(w.winner)},
+           {"tie", w.tie},
+           {"margin", w.margin},
+           {"best_value", w.best_value},
+           {"runner_up", w.runner_up},
+           {"runner_up_value", w.runner_up_value},
+           {"leader", w.leader},
+           {"not_separable", w.not_separable},
+           {"interfered", w.interfered},
+           {"best_interval", w.best_interval ? interval_to_json(*w.best_interval) : nlohmann::json()},
+           {"runner_up_interval", w.runner_up_interval ? interval_to_json(*w.runner_up_interval) : nlohmann::json()}});
     }
     nlohmann::json crossovers = nlohmann::json::array();
     for (const Crossover& c : m.crossovers) {

@@ -9,9 +9,11 @@
 
 #include <nlohmann/json_fwd.hpp>
 
+#include "analysis/bootstrap.h"
 #include "analysis/capacity.h"
 #include "analysis/crossover.h"
 #include "analysis/decode_cost.h"
+#include "analysis/interference.h"
 #include "analysis/hardware_table.h"
 #include "analysis/model_shape.h"
 #include "analysis/roofline.h"
@@ -27,6 +29,8 @@ struct AnalysisOptions {
   double tie_tolerance = 0.02;            // relative margin below which a metric is a tie
   double bisection_resolution = 4;        // concurrency levels
   int64_t kv_block_size = 1;              // paged-KV block for the capacity planner (1: no rounding, as the study)
+  BootstrapOptions bootstrap;             // the intervals (fixed seed: reproducible reports)
+  InterferenceThresholds interference;    // the busy-machine guard's thresholds
 };
 
 struct MetricAnalysis {
@@ -43,6 +47,10 @@ struct PrecisionCapacity {
 
 struct StudyAnalysis {
   HardwareCeilings hardware;
+  // The study's cells with repeated runs merged and intervals and interference verdicts
+  // estimated (merge_repeated_runs, estimate_intervals); everything below is computed on these.
+  std::vector<CellMeasurement> cells;
+  BootstrapOptions bootstrap;                  // how the intervals were estimated
   std::vector<std::string> cost_descriptions;  // one per precision: how its bytes were counted
   std::vector<RooflineCell> roofline;          // one per cell, in input order
   std::vector<MetricAnalysis> metrics;         // metrics with at least one compared level
@@ -57,5 +65,11 @@ struct StudyAnalysis {
 Result<StudyAnalysis> analyze_study(const StudyResults& study, const AnalysisOptions& options);
 
 nlohmann::json study_analysis_to_json(const StudyAnalysis& analysis);
+
+// {"estimate": e, "lower": l, "upper": u}.
+nlohmann::json interval_to_json(const Interval& interval);
+// Every estimated interval of a cell ({"median_tpot_ms": {...}, ...}), its runs, requests and
+// interference verdict: what study.json and the analysis JSON carry per cell.
+nlohmann::json cell_intervals_to_json(const CellMeasurement& cell);
 
 }  // namespace crosspoint::analysis

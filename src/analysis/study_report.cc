@@ -82,6 +82,22 @@ std::string conc_label(double c) { return c > 0 ? fmt::format("conc {:g}", c) : 
 
 std::string number(double v, int decimals) { return fmt::format("{:.{}f}", v, decimals); }
 
+// "2.19 [2.15, 2.24]", or "2.19" without an interval.
+std::string with_interval(double v, const std::optional<Interval>& interval, int decimals) {
+  if (!interval) return number(v, decimals);
+  return fmt::format("{:.{}f} [{:.{}f}, {:.{}f}]", v, decimals, interval->lower, decimals, interval->upper, decimals);
+}
+
+int decimals_for(Metric metric) {
+  switch (metric) {
+    case Metric::kP99Ttft:
+    case Metric::kP99E2el:
+    case Metric::kMedianE2el: return 0;
+    case Metric::kP99Itl: return 1;
+    default: return 2;
+  }
+}
+
 // precision x concurrency table of one value; "-" where a cell lacks it.
 template <typename Cell>
 TextTable pivot(const std::string& corner, const std::vector<std::string>& labels, const std::vector<double>& levels,
@@ -123,6 +139,18 @@ TextTable measurement_pivot(const StudyResults& study, const std::string& corner
       [](const CellMeasurement& c) { return c.precision; }, [](const CellMeasurement& c) { return c.concurrency; });
 }
 
+// A metric per precision x concurrency with its interval; "*" marks a cell measured under interference.
+TextTable metric_pivot(const StudyResults& study, const std::string& corner, Metric metric) {
+  return pivot<CellMeasurement>(
+      corner, labels_of(study), concurrencies_of(study), study.cells,
+      [&](const CellMeasurement& c) -> std::optional<std::string> {
+        auto v = metric_value(c, metric);
+        if (!v) return std::nullopt;
+        return with_interval(*v, metric_interval(c, metric), decimals_for(metric)) + (c.interfered ? " *" : "");
+      },
+      [](const CellMeasurement& c) { return c.precision; }, [](const CellMeasurement& c) { return c.concurrency; });
+}
+
 TextTable roofline_pivot(const StudyResults& study, const StudyAnalysis& analysis, const std::string& corner,
                          const std::function<std::optional<std::string>(const RooflineCell&)>& get) {
   return pivot<RooflineCell>(
@@ -146,7 +174,11 @@ LinePlot metric_plot(const StudyResults& study, const std::string& title, const 
       s.colour_index = static_cast<int>(i);  // one colour per precision across metrics
       for (const CellMeasurement& cell : study.cells) {
         auto v = metric_value(cell, metric);
-        if (cell.precision == label && v && cell.concurrency > 0) s.points.emplace_back(cell.concurrency, *v);
+        if (cell.precision == label && v && cell.concurrency > 0) {
+          s.points.emplace_back(cell.concurrency, *v);
+          if (auto ci = metric_interval(cell, metric))
+            s.error_bars.emplace_back(cell.concurrency, ci->lower, ci->upper);
+        }
       }
       if (!s.points.empty()) plot.series.push_back(s);
     }
@@ -154,15 +186,90 @@ LinePlot metric_plot(const StudyResults& study, const std::string& title, const 
   return plot;
 }
 
+}  // namespace
+
+std::string format_with_interval(double value, const std::optional<Interval>& interval, int decimals) {
+  return with_interval(value, interval, decimals);
+}
+
+std::string describe_level(const LevelWinner& w, Metric metric) {
+  const int decimals = decimals_for(metric);
+  const std::string unit(metric_unit(metric));
+  // The two best with their intervals: "w4a16 2.19 ms [2.15, 2.24] vs fp16 2.40 ms [2.31, 2.52]".
+  auto value = [&](const std::string& name, double v, const std::optional<Interval>& ci) {
+    if (!ci) return fmt::format("{} {:.{}f} {}", name, v, decimals, unit);
+    return fmt::format("{} {:.{}f} {} [{:.{}f}, {:.{}f}]", name, v, decimals, unit, ci->lower, decimals, ci->upper,
+                       decimals);
+  };
+  std::string text;
+  const bool have_intervals = w.best_interval && w.runner_up_interval;
+  if (w.not_separable) {
+    text = fmt::format("not separable at {:g} at this sample size (intervals overlap: {} vs {})", w.concurrency,
+                       value(w.leader, w.best_value, w.best_interval),
+                       value(w.runner_up, w.runner_up_value, w.runner_up_interval));
+  } else if (w.tie) {
+    text = fmt::format("tie at {:g} ({:.1f} %)", w.concurrency, w.margin * 100);
+  } else if (have_intervals) {
+    text = fmt::format("{} at {:g} ({} vs {}, by {:.1f} %)", w.winner, w.concurrency,
+                       value(w.winner, w.best_value, w.best_interval),
+                       value(w.runner_up, w.runner_up_value, w.runner_up_interval), w.margin * 100);
+  } else {
+    text = fmt::format("{} at {:g} (by {:.1f} %)", w.winner, w.concurrency, w.margin * 100);
+  }
+  if (w.interfered) text += " [measured under interference]";
+  return text;
+}
+
+namespace {
+
+// The sample behind every number: runs and requests per cell, how the intervals were made,
+// and the cells the busy-machine guard marked.
+void add_measurement_quality(ReportBuilder& r, const StudyResults& study, const StudyAnalysis& analysis) {
+  const bool any_requests = std::any_of(study.cells.begin(), study.cells.end(),
+                                        [](const CellMeasurement& c) { return !c.request_e2el_ms.empty(); });
+  const bool any_machine =
+      std::any_of(study.cells.begin(), study.cells.end(), [](const CellMeasurement& c) { return !c.machine.empty(); });
+  if (!any_requests && !any_machine) return;
+  r.heading("Measurement quality");
+  if (any_requests) {
+    r.paragraph(fmt::format(
+        "Intervals: 95 % percentile bootstrap over requests ({} resamples, seed {}; ITL resamples whole requests); "
+        "output throughput: a Student t interval over repeated runs when a cell has three or more, else the request "
+        "bootstrap of output tokens / latency scaled to the measured throughput. A winner is named only when the "
+        "two best differ by more than the tie tolerance and their intervals do not overlap; otherwise the level is "
+        "a tie or not separable at this sample size, and no crossover rests on it.",
+        analysis.bootstrap.resamples, analysis.bootstrap.seed));
+    r.table(pivot<CellMeasurement>(
+        "runs x requests", labels_of(study), concurrencies_of(study), study.cells,
+        [](const CellMeasurement& c) -> std::optional<std::string> {
+          return fmt::format("{} x {}", c.num_runs, c.request_e2el_ms.size() / std::max(c.num_runs, 1));
+        },
+        [](const CellMeasurement& c) { return c.precision; }, [](const CellMeasurement& c) { return c.concurrency; }));
+  }
+  if (any_machine) {
+    std::vector<std::string> marked;
+    for (const CellMeasurement& c : study.cells) {
+      if (c.interfered)
+        marked.push_back(fmt::format("{} at {:g}: {}", c.precision, c.concurrency, c.interference_reason));
+    }
+    if (marked.empty()) {
+      r.paragraph("Busy-machine guard: no cell was measured under interference.");
+    } else {
+      r.paragraph(fmt::format(
+          "Busy-machine guard: {} of {} cells were measured while other work used the machine (marked * in the "
+          "tables, and named next to every conclusion resting on them):",
+          marked.size(), study.cells.size()));
+      r.bullets(marked);
+    }
+  }
+}
+
 std::vector<std::string> findings(const StudyAnalysis& analysis) {
   std::vector<std::string> out;
   for (const MetricAnalysis& m : analysis.metrics) {
     std::string line = std::string(metric_name(m.metric)) + ": ";
     std::vector<std::string> parts;
-    for (const LevelWinner& w : m.winners) {
-      parts.push_back(w.tie ? fmt::format("tie at {:g} ({:.1f} %)", w.concurrency, w.margin * 100)
-                            : fmt::format("{} at {:g} (by {:.1f} %)", w.winner, w.concurrency, w.margin * 100));
-    }
+    for (const LevelWinner& w : m.winners) parts.push_back(describe_level(w, m.metric));
     for (size_t i = 0; i < parts.size(); ++i) line += (i ? ", " : "") + parts[i];
     for (const Crossover& c : m.crossovers) {
       line += fmt::format("; crossover {} -> {} between {:g} and {:g}", c.winner_below, c.winner_above,
@@ -179,7 +286,11 @@ std::vector<std::string> findings(const StudyAnalysis& analysis) {
 
 }  // namespace
 
-ReportFiles render_study_report(const StudyResults& study, const StudyAnalysis& analysis) {
+ReportFiles render_study_report(const StudyResults& original, const StudyAnalysis& analysis) {
+  // Repeated runs merged, with intervals and interference verdicts: what the tables show.
+  StudyResults merged = original;
+  if (!analysis.cells.empty()) merged.cells = analysis.cells;
+  const StudyResults& study = merged;
   ReportFiles files;
   ReportBuilder r;
   const std::string title = study.title.empty() ? "crosspoint study report" : study.title;
@@ -209,13 +320,27 @@ ReportFiles render_study_report(const StudyResults& study, const StudyAnalysis& 
     }
   }
   r.bullets(items);
+  add_measurement_quality(r, study, analysis);
 
   r.heading("Latency by precision and concurrency");
-  r.table(measurement_pivot(study, "median TPOT (ms)", [](const CellMeasurement& c) { return c.median_tpot_ms; }, 2));
-  r.table(measurement_pivot(study, "p99 TPOT (ms)", [](const CellMeasurement& c) { return c.p99_tpot_ms; }, 2));
-  r.table(measurement_pivot(study, "p99 ITL (ms)", [](const CellMeasurement& c) { return c.p99_itl_ms; }, 1));
-  r.table(measurement_pivot(study, "median TTFT (ms)", [](const CellMeasurement& c) { return c.median_ttft_ms; }, 2));
-  r.table(measurement_pivot(study, "p99 TTFT (ms)", [](const CellMeasurement& c) { return c.p99_ttft_ms; }, 0));
+  const bool any_interval = std::any_of(study.cells.begin(), study.cells.end(),
+                                        [](const CellMeasurement& c) { return c.median_tpot_ci.has_value(); });
+  if (any_interval) {
+    r.paragraph(
+        "Each value is the cell's estimate with its 95 % bootstrap interval over requests in brackets; * marks a "
+        "cell measured under interference (busy-machine guard).");
+  }
+  r.table(metric_pivot(study, "median TPOT (ms)", Metric::kMedianTpot));
+  r.table(metric_pivot(study, "p99 TPOT (ms)", Metric::kP99Tpot));
+  r.table(metric_pivot(study, "median ITL (ms)", Metric::kMedianItl));
+  r.table(metric_pivot(study, "p99 ITL (ms)", Metric::kP99Itl));
+  r.table(metric_pivot(study, "median TTFT (ms)", Metric::kMedianTtft));
+  r.table(metric_pivot(study, "p99 TTFT (ms)", Metric::kP99Ttft));
+  if (std::any_of(study.cells.begin(), study.cells.end(),
+                  [](const CellMeasurement& c) { return c.median_e2el_ms.has_value(); })) {
+    r.table(metric_pivot(study, "median E2E latency (ms)", Metric::kMedianE2el));
+    r.table(metric_pivot(study, "p99 E2E latency (ms)", Metric::kP99E2el));
+  }
   LinePlot median_vs_p99 = metric_plot(study, "Median (solid) vs p99 (dashed) TPOT", "ms",
                                        {{Metric::kMedianTpot, false}, {Metric::kP99Tpot, true}});
   median_vs_p99.log_y = true;
@@ -224,8 +349,7 @@ ReportFiles render_study_report(const StudyResults& study, const StudyAnalysis& 
             &files);
 
   r.heading("Throughput and batch");
-  r.table(
-      measurement_pivot(study, "output tok/s", [](const CellMeasurement& c) { return c.output_throughput_tok_s; }, 2));
+  r.table(metric_pivot(study, "output tok/s", Metric::kOutputThroughput));
   r.table(
       measurement_pivot(study, "mean running batch", [](const CellMeasurement& c) { return c.mean_running_batch; }, 1));
   const bool any_steady = std::any_of(study.cells.begin(), study.cells.end(),
@@ -255,7 +379,7 @@ ReportFiles render_study_report(const StudyResults& study, const StudyAnalysis& 
   }
   LinePlot batch_plot = metric_plot(study, "Mean running batch", "sequences per step", {});
   for (const std::string& label : labels_of(study)) {
-    PlotSeries s{label, {}, false, -1};
+    PlotSeries s{label, {}, false, -1, {}};
     for (const CellMeasurement& cell : study.cells) {
       if (cell.precision == label && cell.mean_running_batch && cell.concurrency > 0)
         s.points.emplace_back(cell.concurrency, *cell.mean_running_batch);

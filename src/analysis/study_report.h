@@ -2,6 +2,7 @@
 // self-contained report.html (figures inline). The building blocks for `crosspoint sweep`.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -17,6 +18,15 @@ struct ReportFiles {
   std::string html;                                          // report.html
   std::vector<std::pair<std::string, std::string>> figures;  // (file name, SVG text)
 };
+
+// One level of a metric in words, with the two best values and their intervals:
+// "w4a16 at 4 (w4a16 2.19 ms [2.15, 2.24] vs fp16 2.40 ms [2.31, 2.52], by 9.6 %)",
+// "not separable at 8 at this sample size (intervals overlap: ...)", "tie at 1 (1.2 %)";
+// " [measured under interference]" appended when either cell was.
+std::string describe_level(const LevelWinner& level, Metric metric);
+
+// "2.19 [2.15, 2.24]" (or the value alone without an interval).
+std::string format_with_interval(double value, const std::optional<Interval>& interval, int decimals);
 
 ReportFiles render_study_report(const StudyResults& study, const StudyAnalysis& analysis);
 

@@ -162,6 +162,10 @@ PlotFrame line_plot_frame(const LinePlot& plot) {
       xs.push_back(x);
       ys.push_back(y);
     }
+    for (const auto& [x, lo, hi] : s.error_bars) {
+      ys.push_back(lo);
+      ys.push_back(hi);
+    }
   }
   fit_range(xs, plot.log_x, &f.x_min, &f.x_max, false);
   fit_range(ys, plot.log_y, &f.y_min, &f.y_max, true);
@@ -190,6 +194,17 @@ std::string render_line_plot(const LinePlot& plot) {
     if (!path.empty()) {
       out += fmt::format("<polyline points=\"{}\" fill=\"none\" stroke=\"{}\" stroke-width=\"2.5\"{}/>\n", path,
                          series_colour(colour), s.dashed ? " stroke-dasharray=\"5 3\"" : "");
+    }
+    for (const auto& [x, lo, hi] : s.error_bars) {
+      if (!std::isfinite(lo) || !std::isfinite(hi) || (plot.log_x && x <= 0) || (plot.log_y && lo <= 0)) continue;
+      const double px = f.map_x(x), top = f.map_y(hi), bottom = f.map_y(lo);
+      out += fmt::format(
+          "<g class=\"error-bar\" data-series=\"{}\" data-x=\"{:g}\" data-lower=\"{:g}\" data-upper=\"{:g}\" "
+          "stroke=\"{}\" stroke-width=\"1.5\"><line x1=\"{:.2f}\" y1=\"{:.2f}\" x2=\"{:.2f}\" y2=\"{:.2f}\"/>"
+          "<line x1=\"{:.2f}\" y1=\"{:.2f}\" x2=\"{:.2f}\" y2=\"{:.2f}\"/><line x1=\"{:.2f}\" y1=\"{:.2f}\" "
+          "x2=\"{:.2f}\" y2=\"{:.2f}\"/></g>\n",
+          xml_escape(s.name), x, lo, hi, series_colour(colour), px, top, px, bottom, px - 4, top, px + 4, top, px - 4,
+          bottom, px + 4, bottom);
     }
     for (const auto& [x, y] : points) {
       if (!std::isfinite(y) || (plot.log_x && x <= 0) || (plot.log_y && y <= 0)) continue;

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <string>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -26,6 +27,8 @@ struct PlotSeries {
   std::vector<std::pair<double, double>> points;  // (x, y), drawn in x order
   bool dashed = false;
   int colour_index = -1;  // palette entry; -1 = the series' position
+  // Optional vertical error bars (x, lower, upper), drawn as class="error-bar" lines.
+  std::vector<std::tuple<double, double, double>> error_bars = {};
 };
 
 struct LinePlot {

@@ -89,6 +89,22 @@ int run_sweep(int argc, char** argv) {
   app.add_option("--threads", o.threads, "threads of every child (0: all cores)")->capture_default_str();
   app.add_option("--server-start-timeout", o.server_start_timeout_s, "seconds to wait for a server's /health")
       ->capture_default_str();
+  app.add_option("--repeats", o.repeats,
+                 "bench runs per cell to start with (run k samples its prompts with seed k-1; latencies pool the "
+                 "runs' requests, throughput's interval comes from the runs)")
+      ->capture_default_str();
+  o.time_budget_s = -1;
+  app.add_option("--time-budget", o.time_budget_s,
+                 "seconds for measuring cells (not quantising, ceilings or quality; earlier runs on the same --out "
+                 "count); while the two best precisions of median TPOT or output throughput overlap at a level and "
+                 "time is left, both cells get another run. 0: no extra runs; default 300 on the CPU, 0 with --device "
+                 "cuda");
+  app.add_option("--max-runs-per-cell", o.max_runs_per_cell, "extra runs stop at this many runs of one cell")
+      ->capture_default_str();
+  app.add_option("--rerun-interfered", o.rerun_interfered,
+                 "re-measure runs the busy-machine guard marked (others' CPU use or load while they ran), up to N "
+                 "times")
+      ->capture_default_str();
   if (int code = parse_or_exit_code(app, argc, argv); code >= 0) return code;
 
   auto precisions = sweep::parse_precision_list(precisions_text);
@@ -113,9 +129,27 @@ int run_sweep(int argc, char** argv) {
   Stopwatch clock;
   auto summary = sweep::run_sweep(o);
   if (!summary.is_ok()) return report_error("sweep", summary.status());
-  std::printf("sweep done in %s: %d cells run, %d kept, %d crossover levels added\n  %s\n  %s\n",
+  std::printf("sweep done in %s: %d cells run, %d kept, %d crossover levels added\n",
               format_duration(clock.elapsed_seconds()).c_str(), summary->num_cells_run, summary->num_cells_reused,
-              summary->num_bisection_levels, summary->report_md_path.c_str(), summary->report_html_path.c_str());
+              summary->num_bisection_levels);
+  std::printf(
+      "  sample: %d extra run(s) for undecided comparisons, measuring took %s (this --out, all calls)%s\n",
+      summary->num_extra_runs, format_duration(summary->measure_s).c_str(),
+      summary->time_budget_s > 0 ? (" of a " + format_duration(summary->time_budget_s) + " budget").c_str() : "");
+  if (summary->undecided.empty()) {
+    std::printf("  every compared level of median TPOT and output throughput is separable or a tie\n");
+  } else {
+    std::printf("  %s: %zu comparison(s) not separable at this sample size:\n",
+                summary->budget_too_small ? "the time budget was too small to decide"
+                                          : "no time budget to decide (--time-budget)",
+                summary->undecided.size());
+    for (const std::string& u : summary->undecided) std::printf("    %s\n", u.c_str());
+  }
+  if (summary->num_interfered_cells > 0 || summary->num_reruns > 0) {
+    std::printf("  busy-machine guard: %d cell(s) measured under interference (%d run(s) re-measured)\n",
+                summary->num_interfered_cells, summary->num_reruns);
+  }
+  std::printf("  %s\n  %s\n", summary->report_md_path.c_str(), summary->report_html_path.c_str());
   return 0;
 }
 

@@ -18,6 +18,7 @@ class ServedModel {
   static Result<ServedModel> start(std::vector<std::string> serve_argv, const std::string& log_path, double timeout_s);
   const ServerStartup& startup() const { return startup_; }
   const std::string& base_url() const { return startup_.base_url; }
+  pid_t pid() const { return child_.pid(); }
   // SIGTERM and wait (crosspoint serve exits 0 on SIGTERM); an error if it did not.
   Status stop();
 

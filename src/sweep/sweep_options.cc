@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -227,6 +228,10 @@ Status validate_sweep_options(const SweepOptions& o) {
   }
   if (o.max_model_len < 16) return invalid_argument("--max-model-len must be at least 16");
   if (o.threads < 0) return invalid_argument("--threads must be 0 (all cores) or positive");
+  if (o.repeats < 1 || o.repeats > 100) return invalid_argument("--repeats must be in 1..100");
+  if (std::isnan(o.time_budget_s)) return invalid_argument("--time-budget must be a number of seconds");
+  if (o.max_runs_per_cell < o.repeats) return invalid_argument("--max-runs-per-cell must be at least --repeats");
+  if (o.rerun_interfered < 0 || o.rerun_interfered > 10) return invalid_argument("--rerun-interfered must be in 0..10");
   return Status::ok();
 }
 

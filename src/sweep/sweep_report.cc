@@ -108,47 +108,77 @@ std::string describe_metric(const analysis::StudyAnalysis& a, Metric metric) {
     // Levels with a clear winner, and the tied ones named apart: a tie's best value belongs to
     // whichever precision was ahead there, not necessarily to the overall winner.
     std::vector<const analysis::LevelWinner*> clear;
-    std::vector<std::string> ties;
+    std::vector<std::string> ties, unseparated;
     for (const auto& w : m->winners) {
-      if (w.tie) {
+      if (w.not_separable) {
+        unseparated.push_back(fmt::format("{:g}", w.concurrency));
+      } else if (w.tie) {
         ties.push_back(fmt::format("{:g}", w.concurrency));
       } else {
         clear.push_back(&w);
       }
     }
-    if (clear.empty()) return name + ": a tie (within 2 %) at every measured concurrency.";
+    if (clear.empty()) {
+      if (unseparated.empty()) return name + ": a tie (within 2 %) at every measured concurrency.";
+      std::string levels_text;
+      for (const auto& w : m->winners) levels_text += " " + analysis::describe_level(w, metric) + ";";
+      levels_text.back() = '.';
+      return name + ": no precision is clearly ahead at any measured concurrency:" + levels_text;
+    }
     const std::string& winner = clear.front()->winner;
     for (const auto* w : clear) {
       if (w->winner != winner) {  // different winners with ties between them: list each level
         text = name + ":";
-        for (const auto& l : m->winners) {
-          text += fmt::format(" {} at {:g};", l.tie ? std::string("tie") : l.winner, l.concurrency);
-        }
+        for (const auto& l : m->winners) text += " " + analysis::describe_level(l, metric) + ";";
         text.back() = '.';
         return text;
       }
     }
     const auto& first = *clear.front();
     const auto& last = *clear.back();
-    text = fmt::format(
-        "{}: {} wins at every measured concurrency where one precision is ahead ({:.1f} vs {:.1f} {} at {:g}", name,
-        winner, first.best_value, first.runner_up_value, unit, first.concurrency);
-    if (&first != &last) {
-      text +=
-          fmt::format(", {:.1f} vs {:.1f} {} at {:g}", last.best_value, last.runner_up_value, unit, last.concurrency);
-    }
+    auto pair_text = [&](const analysis::LevelWinner& w) {
+      return fmt::format("{} vs {} {} at {:g}{}", analysis::format_with_interval(w.best_value, w.best_interval, 2),
+                         analysis::format_with_interval(w.runner_up_value, w.runner_up_interval, 2), unit,
+                         w.concurrency, w.interfered ? ", measured under interference" : "");
+    };
+    text = fmt::format("{}: {} wins at every measured concurrency where one precision is ahead ({}", name, winner,
+                       pair_text(first));
+    if (&first != &last) text += ", " + pair_text(last);
     text += ")";
     if (!ties.empty()) text += fmt::format("; a tie (within 2 %) at {}", fmt::join(ties, ", "));
+    if (!unseparated.empty())
+      text += fmt::format("; not separable at this sample size at {}", fmt::join(unseparated, ", "));
     return text +
            fmt::format("; no crossover in {:g}..{:g}.", m->winners.front().concurrency, m->winners.back().concurrency);
   }
+  auto level_at = [&](double concurrency) -> const analysis::LevelWinner* {
+    for (const auto& w : m->winners) {
+      if (w.concurrency == concurrency) return &w;
+    }
+    return nullptr;
+  };
+  auto evidence = [&](double concurrency) {
+    const analysis::LevelWinner* w = level_at(concurrency);
+    if (w == nullptr) return std::string();
+    return fmt::format(" ({} vs {} {}{})", analysis::format_with_interval(w->best_value, w->best_interval, 2),
+                       analysis::format_with_interval(w->runner_up_value, w->runner_up_interval, 2), unit,
+                       w->interfered ? ", measured under interference" : "");
+  };
   text = name + ": ";
   for (size_t i = 0; i < m->crossovers.size(); ++i) {
     const auto& c = m->crossovers[i];
-    text += fmt::format("{}{} wins up to concurrency {:g}, {} from {:g}", i ? "; then " : "", c.winner_below,
-                        c.concurrency_below, c.winner_above, c.concurrency_above);
+    text += fmt::format("{}{} wins up to concurrency {:g}{}, {} from {:g}{}", i ? "; then " : "", c.winner_below,
+                        c.concurrency_below, evidence(c.concurrency_below), c.winner_above, c.concurrency_above,
+                        evidence(c.concurrency_above));
   }
-  return text + " (the flip lies between those two levels).";
+  std::vector<std::string> unseparated;
+  for (const auto& w : m->winners) {
+    if (w.not_separable) unseparated.push_back(fmt::format("{:g}", w.concurrency));
+  }
+  text += " (the flip lies between those two levels, both separable)";
+  if (!unseparated.empty())
+    text += fmt::format("; not separable at this sample size at {}", fmt::join(unseparated, ", "));
+  return text + ".";
 }
 
 // The highest measured concurrency at which the precision meets the SLO (median TTFT and
@@ -163,6 +193,34 @@ std::optional<double> highest_level_within_slo(const SweepOptions& o, const anal
     if (ttft_ok && tpot_ok && (!best || cell.concurrency > *best)) best = cell.concurrency;
   }
   return best;
+}
+
+// What the sample could decide within the time budget, from budget.json.
+std::string sample_sentence(const nlohmann::json& budget) {
+  const double time_budget = budget.value("time_budget_s", 0.0);
+  const double measure = budget.value("measure_s", 0.0);
+  const int extra = budget.value("extra_runs", 0);
+  std::vector<std::string> undecided;
+  if (budget.contains("undecided") && budget["undecided"].is_array()) {
+    for (const auto& u : budget["undecided"]) {
+      if (!u.is_object()) continue;
+      undecided.push_back(fmt::format("{} at {:g} ({} vs {})", u.value("metric", std::string("?")),
+                                      u.value("concurrency", 0.0), u.value("leader", std::string("?")),
+                                      u.value("runner_up", std::string("?"))));
+    }
+  }
+  std::string text =
+      time_budget > 0
+          ? fmt::format(
+                "Sample size — measuring took {:.0f} s of a {:.0f} s time budget, {} extra run(s) added to "
+                "cells whose intervals overlapped",
+                measure, time_budget, extra)
+          : fmt::format("Sample size — measuring took {:.0f} s; no time budget for extra runs (--time-budget)",
+                        measure);
+  if (undecided.empty()) return text + "; every compared level of median TPOT and output throughput is decided.";
+  return text + fmt::format("; {} to decide: not separable at this sample size: {}.",
+                            time_budget > 0 ? "the budget was too small" : "nothing was added",
+                            fmt::join(undecided, "; "));
 }
 
 void add_recommendation(Fragments& f, const SweepOptions& o, const analysis::StudyResults& study,
@@ -213,6 +271,17 @@ void add_recommendation(Fragments& f, const SweepOptions& o, const analysis::Stu
                                   fixed(s.kv_cache_tokens, 0)));
     }
   }
+  if (auto budget = read_json(o.out_dir + "/budget.json"); budget && budget->is_object()) {
+    items.push_back(sample_sentence(*budget));
+  }
+  size_t interfered = 0;
+  for (const CellMeasurement& cell : study.cells) interfered += cell.interfered ? 1 : 0;
+  if (interfered > 0) {
+    items.push_back(
+        fmt::format("Busy machine — {} of {} cells were measured while other work used the machine (see Measurement "
+                    "quality); every comparison resting on one says so.",
+                    interfered, study.cells.size()));
+  }
   f.bullets(items);
   // The sentence people read: which precision below and above the crossover.
   const analysis::MetricAnalysis* tpot = find_metric(a, Metric::kMedianTpot);
@@ -224,20 +293,34 @@ void add_recommendation(Fragments& f, const SweepOptions& o, const analysis::Stu
     std::string plan = fmt::format("up to concurrency {:g} serve {}", first.concurrency_below, first.winner_below);
     for (const auto& c : tpot->crossovers)
       plan += fmt::format("; from {:g} up serve {}", c.concurrency_above, c.winner_above);
-    f.paragraph(
-        fmt::format("In short, for the lowest median TPOT: {} (each flip lies between the two levels named) — "
-                    "measured on {}; {}.",
-                    plan, a.hardware.name, quality_note));
+    f.paragraph(fmt::format("In short, for the lowest median TPOT: {} (each flip lies between the two levels named) — "
+                            "measured on {}; {}.",
+                            plan, a.hardware.name, quality_note) +
+                (interfered > 0 ? " Some cells were measured on a busy machine: see Measurement quality." : ""));
   } else if (tpot && !tpot->winners.empty()) {
     std::string winner;
     for (const auto& w : tpot->winners) {
       if (!w.tie) winner = w.winner;
     }
+    std::vector<std::string> unseparated;
+    for (const auto& w : tpot->winners) {
+      if (w.not_separable) unseparated.push_back(fmt::format("{:g}", w.concurrency));
+    }
     if (!winner.empty()) {
-      f.paragraph(
-          fmt::format("In short: over the measured range ({:g}..{:g}) {} gives the lowest median TPOT; weigh "
-                      "that against its quality cost above.",
-                      tpot->winners.front().concurrency, tpot->winners.back().concurrency, winner));
+      f.paragraph(fmt::format("In short: over the measured range ({:g}..{:g}) {} gives the lowest median TPOT{}; weigh "
+                              "that against its quality cost above.",
+                              tpot->winners.front().concurrency, tpot->winners.back().concurrency, winner,
+                              unseparated.empty()
+                                  ? std::string()
+                                  : fmt::format(" where a precision is separably ahead (at {} this sample "
+                                                "cannot tell them apart)",
+                                                fmt::join(unseparated, ", "))) +
+                  (interfered > 0 ? " Some cells were measured on a busy machine: see Measurement quality." : ""));
+    } else if (!unseparated.empty()) {
+      f.paragraph(fmt::format(
+          "In short: this sample cannot tell the precisions' median TPOT apart at {}; measure more requests "
+          "(--time-budget, --repeats) before choosing on speed.",
+          fmt::join(unseparated, ", ")));
     }
   }
 }
@@ -342,20 +425,21 @@ Result<nlohmann::json> build_study_json(const SweepOptions& o, const std::string
     }
     precisions.push_back(setup);
     for (int level : levels) {
-      const std::string path = cell_result_path(o.out_dir, p, level);
-      auto cell = read_json(path);
-      if (!cell) continue;
-      if (!cell->is_object()) return corrupt(path + ": not a JSON object");
-      (*cell)["precision"] = p;
-      for (const char* key : {"input_lens", "output_lens"}) {
-        if (!cell->contains(key) || !(*cell)[key].is_array()) continue;
-        for (const auto& v : (*cell)[key]) {
-          if (!v.is_number()) continue;
-          (key[0] == 'i' ? input_sum : output_sum) += v.get<double>();
-          if (key[0] == 'i') num_requests += 1;
+      for (const std::string& path : cell_run_paths(o.out_dir, p, level)) {
+        auto cell = read_json(path);
+        if (!cell) continue;
+        if (!cell->is_object()) return corrupt(path + ": not a JSON object");
+        (*cell)["precision"] = p;
+        for (const char* key : {"input_lens", "output_lens"}) {
+          if (!cell->contains(key) || !(*cell)[key].is_array()) continue;
+          for (const auto& v : (*cell)[key]) {
+            if (!v.is_number()) continue;
+            (key[0] == 'i' ? input_sum : output_sum) += v.get<double>();
+            if (key[0] == 'i') num_requests += 1;
+          }
         }
+        cells.push_back(std::move(*cell));
       }
-      cells.push_back(std::move(*cell));
     }
   }
   if (num_requests > 0) {
@@ -380,10 +464,14 @@ std::string determinism_mode(const SweepOptions& o) {
                          : "servers bit-reproducible run to run, not batch-invariant (no --deterministic)";
 }
 
-SweepSections render_sweep_sections(const SweepOptions& o, const analysis::StudyResults& study,
+SweepSections render_sweep_sections(const SweepOptions& o, const analysis::StudyResults& original,
                                     const analysis::StudyAnalysis& a,
                                     const std::vector<std::pair<std::string, ServerStartup>>& startups,
                                     const std::vector<QualityResult>& qualities) {
+  // Repeated runs merged (the analysis' cells), so a cell counts once.
+  analysis::StudyResults merged = original;
+  if (!a.cells.empty()) merged.cells = a.cells;
+  const analysis::StudyResults& study = merged;
   Fragments f;
   add_recommendation(f, o, study, a, qualities, startups);
   add_quality_and_startup(f, study, startups, qualities);
@@ -422,7 +510,14 @@ Status write_sweep_report(const SweepOptions& o, const std::string& fp16_dir, co
   insert_before(files.markdown, "## Latency", sections.markdown);
   insert_before(files.html, "<h2>Latency", sections.html);
   if (files.html.find(sections.html) == std::string::npos) insert_before(files.html, "</body>", sections.html);
-  return analysis::write_report(o.out_dir, files);
+  CROSSPOINT_RETURN_IF_ERROR(analysis::write_report(o.out_dir, files));
+  // The analysis as JSON: winners with their intervals, every cell's intervals and guard records.
+  nlohmann::json analysis_json = analysis::study_analysis_to_json(result);
+  if (auto budget = read_json(o.out_dir + "/budget.json")) analysis_json["sample"] = *budget;
+  std::ofstream out(o.out_dir + "/analysis.json", std::ios::binary | std::ios::trunc);
+  out << analysis_json.dump(2);
+  if (!out) return io_error(o.out_dir + "/analysis.json: cannot write");
+  return Status::ok();
 }
 
 }  // namespace crosspoint::sweep

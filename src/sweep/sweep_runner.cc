@@ -1,10 +1,14 @@
 #include "sweep/sweep_runner.h"
 
 #include <algorithm>
+#include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <map>
 #include <set>
+
+#include <fmt/format.h>
 
 #include <nlohmann/json.hpp>
 
@@ -18,7 +22,9 @@
 #include "common/paths.h"
 #include "common/progress_bar.h"
 #include "sweep/child_process.h"
+#include "sweep/machine_load.h"
 #include "sweep/measured_ceilings.h"
+#include "sweep/sample_growth.h"
 #include "sweep/served_model.h"
 #include "sweep/sweep_report.h"
 
@@ -87,9 +93,22 @@ class SweepRun {
     auto given = o_.precision_models.find(precision);
     return given != o_.precision_models.end() ? given->second : quantized_checkpoint_dir(o_, fp16_dir_, precision);
   }
-  // Serves the precision once and benches every level in `levels` whose cell is missing.
+  // Serves the precision once and benches every level in `levels` whose runs 1..--repeats are missing.
   Status run_levels(const std::string& precision, const std::vector<int>& levels, ProgressBar& bar);
-  Status bench_cell(const std::string& precision, int concurrency, const std::string& base_url);
+  // Serves the precision once and benches every (level, run) whose file is missing.
+  Status run_cells(const std::string& precision, const std::vector<std::pair<int, int>>& level_runs, ProgressBar* bar);
+  Status bench_cell(const std::string& precision, int concurrency, int run, const ServedModel& server);
+  // Re-measures runs the busy-machine guard marked, up to --rerun-interfered times.
+  Status rerun_interfered_runs();
+  // Extra runs for undecided comparisons while --time-budget lasts.
+  Status grow_samples();
+  // Measuring time of this call plus what earlier calls on the same --out spent (budget.json).
+  double measure_elapsed_s() const {
+    return prior_measure_s_ + std::chrono::duration<double>(std::chrono::steady_clock::now() - measure_start_).count();
+  }
+  // The cells with runs merged, intervals and interference verdicts estimated.
+  Result<std::vector<analysis::CellMeasurement>> load_merged_cells() const;
+  Status write_budget_file();
   Status evaluate_quality(const std::string& precision);
   // Concurrency levels (already measured or not) the crossover search asks for next.
   std::vector<int> plan_bisection_levels() const;
@@ -121,7 +140,11 @@ class SweepRun {
             {"precision_models", o_.precision_models},
             {"num_prompts_by_level", num_prompts_by_level_json()},
             {"ignore_eos", o_.ignore_eos},
-            {"random_input_len", o_.random_input_len}};
+            {"random_input_len", o_.random_input_len},
+            {"repeats", o_.repeats},
+            {"time_budget_s", o_.time_budget_s},
+            {"max_runs_per_cell", o_.max_runs_per_cell},
+            {"rerun_interfered", o_.rerun_interfered}};
   }
   nlohmann::json num_prompts_by_level_json() const {
     nlohmann::json by_level = nlohmann::json::object();
@@ -138,6 +161,9 @@ class SweepRun {
   SweepSummary summary_;
   size_t num_cells_planned_ = 0;
   size_t num_cells_done_ = 0;
+  std::chrono::steady_clock::time_point measure_start_ = std::chrono::steady_clock::now();
+  double prior_measure_s_ = 0;
+  std::map<std::string, int> rerun_attempts_;  // run file -> times re-measured in this call
 };
 
 Status SweepRun::measure_hardware() {
@@ -211,8 +237,9 @@ Status SweepRun::quantize_if_missing(const std::string& precision) {
   return Status::ok();
 }
 
-Status SweepRun::bench_cell(const std::string& precision, int concurrency, const std::string& base_url) {
-  const std::string path = cell_result_path(o_.out_dir, precision, concurrency);
+Status SweepRun::bench_cell(const std::string& precision, int concurrency, int run, const ServedModel& server) {
+  const std::string& base_url = server.base_url();
+  const std::string path = cell_run_path(o_.out_dir, precision, concurrency, run);
   const std::string tmp = path + ".tmp";
   std::vector<std::string> argv = {o_.crosspoint_exe,
                                    "bench",
@@ -238,7 +265,7 @@ Status SweepRun::bench_cell(const std::string& precision, int concurrency, const
                                    "--num-warmups",
                                    std::to_string(o_.num_warmups),
                                    "--seed",
-                                   "0",
+                                   std::to_string(run - 1),
                                    "--metrics-interval",
                                    "0.25",
                                    "--label",
@@ -263,20 +290,46 @@ Status SweepRun::bench_cell(const std::string& precision, int concurrency, const
     if (o_.slo_ttft_ms) argv.push_back("ttft:" + std::to_string(*o_.slo_ttft_ms));
     if (o_.slo_tpot_ms) argv.push_back("tpot:" + std::to_string(*o_.slo_tpot_ms));
   }
-  const std::string log = logs_dir_ + "/bench-" + precision + "-c" + std::to_string(concurrency) + ".log";
+  const std::string log = logs_dir_ + "/bench-" + precision + "-c" + std::to_string(concurrency) +
+                          (run > 1 ? "-r" + std::to_string(run) : "") + ".log";
+  const bool gpu = serve_device() == "cuda";
+  const MachineSample before = sample_machine(server.pid(), gpu);
   CROSSPOINT_RETURN_IF_ERROR(run_to_completion(
       argv, log, "crosspoint bench serve (" + precision + ", concurrency " + std::to_string(concurrency) + ")"));
+  const MachineSample after = sample_machine(server.pid(), gpu);
+  // The busy-machine guard's record goes into the result itself, beside the run's number.
+  const analysis::InterferenceRecord record = interference_between(before, after);
+  // ordered_json keeps the bench's (vLLM's) key order.
+  nlohmann::ordered_json result = nlohmann::ordered_json::parse(read_text_file(tmp), nullptr, false);
+  if (result.is_discarded() || !result.is_object())
+    return corrupt(tmp + ": crosspoint bench did not write a JSON object");
+  result["machine"] = nlohmann::ordered_json::parse(analysis::interference_record_to_json(record).dump());
+  result["run"] = run;
+  CROSSPOINT_RETURN_IF_ERROR(write_text_atomically(path, result.dump()));
   std::error_code ec;
-  fs::rename(tmp, path, ec);
-  if (ec) return io_error(path + ": rename failed: " + ec.message());
+  fs::remove(tmp, ec);
+  const analysis::InterferenceVerdict verdict = analysis::classify_interference(record);
+  if (verdict.interfered) {
+    log_info("sweep: {} at concurrency {} run {} measured under interference: {}", precision, concurrency, run,
+             verdict.reason);
+  }
   return Status::ok();
 }
 
 Status SweepRun::run_levels(const std::string& precision, const std::vector<int>& levels, ProgressBar& bar) {
-  std::vector<int> missing;
+  std::vector<std::pair<int, int>> level_runs;
   for (int level : levels) {
-    if (cell_is_finished(cell_result_path(o_.out_dir, precision, level))) continue;
-    missing.push_back(level);
+    for (int run = 1; run <= o_.repeats; ++run) level_runs.emplace_back(level, run);
+  }
+  return run_cells(precision, level_runs, &bar);
+}
+
+Status SweepRun::run_cells(const std::string& precision, const std::vector<std::pair<int, int>>& level_runs,
+                           ProgressBar* bar) {
+  std::vector<std::pair<int, int>> missing;
+  for (const auto& [level, run] : level_runs) {
+    if (cell_is_finished(cell_run_path(o_.out_dir, precision, level, run))) continue;
+    missing.emplace_back(level, run);
   }
   const std::string startup_path = o_.out_dir + "/servers/" + precision + ".json";
   if (missing.empty() && read_json_file(startup_path)) return Status::ok();
@@ -289,15 +342,142 @@ Status SweepRun::run_levels(const std::string& precision, const std::vector<int>
   if (!read_json_file(startup_path)) {
     CROSSPOINT_RETURN_IF_ERROR(write_text_atomically(startup_path, server_startup_to_json(server.startup()).dump(2)));
   }
-  for (int level : missing) {
-    if (Status s = bench_cell(precision, level, server.base_url()); !s.is_ok()) {
+  for (const auto& [level, run] : missing) {
+    if (Status s = bench_cell(precision, level, run, server); !s.is_ok()) {
       (void)server.stop();
       return s;
     }
     ++summary_.num_cells_run;
-    bar.update(++num_cells_done_);
+    if (bar != nullptr) bar->update(++num_cells_done_);
   }
   return server.stop();
+}
+
+Status SweepRun::rerun_interfered_runs() {
+  for (int round = 1; round <= o_.rerun_interfered; ++round) {
+    std::map<std::string, std::vector<std::pair<int, int>>> marked;
+    size_t count = 0;
+    for (const std::string& precision : o_.precisions) {
+      for (int level : levels_) {
+        for (int run = 1; run <= 100; ++run) {
+          const std::string path = cell_run_path(o_.out_dir, precision, level, run);
+          if (!fs::is_regular_file(path)) continue;
+          auto loaded = analysis::load_cell_measurements(path, precision);
+          if (!loaded.is_ok() || loaded.value().empty() || loaded.value().front().machine.empty()) continue;
+          if (!analysis::classify_interference(loaded.value().front().machine.front()).interfered) continue;
+          // Each run is re-measured at most --rerun-interfered times in one call, wherever the
+          // call asks (after the grid, after the crossover search).
+          int& attempts = rerun_attempts_[path];
+          if (attempts >= o_.rerun_interfered) continue;
+          ++attempts;
+          // Kept for the record, out of the study (numbered past those of earlier calls).
+          std::string aside;
+          for (int k = 1; aside.empty() || fs::exists(aside); ++k) {
+            aside = o_.out_dir + "/cells/interfered/" + fs::path(path).stem().string() + ".attempt" +
+                    std::to_string(k) + ".json";
+          }
+          std::error_code ec;
+          fs::create_directories(fs::path(aside).parent_path(), ec);
+          fs::rename(path, aside, ec);
+          if (ec) return io_error(path + ": cannot move aside: " + ec.message());
+          marked[precision].emplace_back(level, run);
+          ++count;
+        }
+      }
+    }
+    if (count == 0) return Status::ok();
+    log_info("sweep: re-measuring {} run(s) marked by the busy-machine guard (at most {} time(s) each)", count,
+             o_.rerun_interfered);
+    for (const auto& [precision, level_runs] : marked)
+      CROSSPOINT_RETURN_IF_ERROR(run_cells(precision, level_runs, nullptr));
+    summary_.num_reruns += static_cast<int>(count);
+  }
+  return Status::ok();
+}
+
+Result<std::vector<analysis::CellMeasurement>> SweepRun::load_merged_cells() const {
+  CROSSPOINT_ASSIGN_OR_RETURN(std::vector<analysis::CellMeasurement> runs, load_cells());
+  std::vector<analysis::CellMeasurement> cells = analysis::merge_repeated_runs(runs);
+  for (analysis::CellMeasurement& cell : cells) analysis::estimate_intervals(cell);
+  return cells;
+}
+
+Status SweepRun::grow_samples() {
+  if (o_.time_budget_s <= 0 || o_.precisions.size() < 2) return Status::ok();
+  // What a server start costs here, from the start-up facts measured so far.
+  double server_start_s = 0;
+  int starts = 0;
+  for (const std::string& precision : o_.precisions) {
+    if (auto s = read_json_file(o_.out_dir + "/servers/" + precision + ".json")) {
+      const ServerStartup startup = server_startup_from_json(*s);
+      if (startup.startup_s) {
+        server_start_s += *startup.startup_s;
+        ++starts;
+      }
+    }
+  }
+  server_start_s = starts > 0 ? server_start_s / starts + 1 : 10;
+  for (int round = 1;; ++round) {
+    CROSSPOINT_ASSIGN_OR_RETURN(std::vector<analysis::CellMeasurement> cells, load_merged_cells());
+    SampleGrowthInput input;
+    input.cells = std::move(cells);
+    input.remaining_s = o_.time_budget_s - measure_elapsed_s();
+    input.server_start_s = server_start_s;
+    input.max_runs_per_cell = o_.max_runs_per_cell;
+    const SampleGrowthPlan plan = plan_sample_growth(input);
+    if (plan.undecided.empty()) {
+      log_info("sweep: every compared level of median TPOT and output throughput is decided (separable or a tie)");
+      return Status::ok();
+    }
+    if (plan.cells.empty()) {
+      log_info(
+          "sweep: {} comparison(s) still not separable; {:.0f} s of the {:.0f} s budget left is too little for "
+          "another run of both cells",
+          plan.undecided.size(), std::max(0.0, input.remaining_s), o_.time_budget_s);
+      return Status::ok();
+    }
+    std::map<std::string, std::vector<std::pair<int, int>>> by_precision;
+    for (const CellToGrow& c : plan.cells) {
+      const int next_run = static_cast<int>(cell_run_paths(o_.out_dir, c.precision, c.concurrency).size()) + 1;
+      by_precision[c.precision].emplace_back(c.concurrency, next_run);
+    }
+    log_info(
+        "sweep: sample round {}: {} comparison(s) not separable; one more run of {} cell(s) (~{:.0f} s, {:.0f} s "
+        "of the budget left)",
+        round, plan.undecided.size(), plan.cells.size(), plan.estimated_s, input.remaining_s);
+    for (const auto& [precision, level_runs] : by_precision)
+      CROSSPOINT_RETURN_IF_ERROR(run_cells(precision, level_runs, nullptr));
+    summary_.num_extra_runs += static_cast<int>(plan.cells.size());
+  }
+}
+
+Status SweepRun::write_budget_file() {
+  CROSSPOINT_ASSIGN_OR_RETURN(std::vector<analysis::CellMeasurement> cells, load_merged_cells());
+  summary_.undecided.clear();
+  nlohmann::json undecided = nlohmann::json::array();
+  for (const UndecidedComparison& u : undecided_comparisons(cells, 0.02)) {
+    const std::string text =
+        fmt::format("{} at {:g}: {} vs {}", analysis::metric_name(u.metric), u.concurrency, u.leader, u.runner_up);
+    summary_.undecided.push_back(text);
+    undecided.push_back({{"metric", analysis::metric_name(u.metric)},
+                         {"concurrency", u.concurrency},
+                         {"leader", u.leader},
+                         {"runner_up", u.runner_up}});
+  }
+  summary_.num_interfered_cells = 0;
+  for (const auto& cell : cells) summary_.num_interfered_cells += cell.interfered ? 1 : 0;
+  summary_.measure_s = measure_elapsed_s();
+  summary_.time_budget_s = o_.time_budget_s;
+  summary_.budget_too_small = o_.time_budget_s > 0 && !summary_.undecided.empty();
+  const nlohmann::json budget = {{"time_budget_s", o_.time_budget_s},
+                                 {"measure_s", summary_.measure_s},
+                                 {"repeats", o_.repeats},
+                                 {"extra_runs", summary_.num_extra_runs},
+                                 {"reruns", summary_.num_reruns},
+                                 {"interfered_cells", summary_.num_interfered_cells},
+                                 {"budget_too_small", summary_.budget_too_small},
+                                 {"undecided", undecided}};
+  return write_text_atomically(o_.out_dir + "/budget.json", budget.dump(2));
 }
 
 Status SweepRun::evaluate_quality(const std::string& precision) {
@@ -327,17 +507,17 @@ Result<std::vector<analysis::CellMeasurement>> SweepRun::load_cells() const {
   std::vector<analysis::CellMeasurement> cells;
   for (const std::string& precision : o_.precisions) {
     for (int level : levels_) {
-      const std::string path = cell_result_path(o_.out_dir, precision, level);
-      if (!fs::is_regular_file(path)) continue;
-      CROSSPOINT_ASSIGN_OR_RETURN(auto loaded, analysis::load_cell_measurements(path, precision));
-      cells.insert(cells.end(), loaded.begin(), loaded.end());
+      for (const std::string& path : cell_run_paths(o_.out_dir, precision, level)) {
+        CROSSPOINT_ASSIGN_OR_RETURN(auto loaded, analysis::load_cell_measurements(path, precision));
+        cells.insert(cells.end(), loaded.begin(), loaded.end());
+      }
     }
   }
   return cells;
 }
 
 std::vector<int> SweepRun::plan_bisection_levels() const {
-  auto cells = load_cells();
+  auto cells = load_merged_cells();
   if (!cells.is_ok()) return {};
   std::set<int> probes;
   for (analysis::Metric metric : kBisectedMetrics) {
@@ -387,12 +567,23 @@ Result<SweepSummary> SweepRun::run() {
   CROSSPOINT_RETURN_IF_ERROR(measure_hardware());
   for (const std::string& precision : o_.precisions) CROSSPOINT_RETURN_IF_ERROR(quantize_if_missing(precision));
 
-  ProgressBar bar("sweep cells", num_cells_planned_);
+  if (auto previous = read_json_file(o_.out_dir + "/budget.json"); previous && previous->is_object()) {
+    prior_measure_s_ = previous->value("measure_s", 0.0);
+    summary_.num_extra_runs = previous->value("extra_runs", 0);
+    summary_.num_reruns = previous->value("reruns", 0);
+  }
+  measure_start_ = std::chrono::steady_clock::now();
+  ProgressBar bar("sweep cells", num_cells_planned_ * static_cast<size_t>(o_.repeats));
   const std::vector<int> grid(levels_.begin(), levels_.end());
   for (const std::string& precision : o_.precisions) CROSSPOINT_RETURN_IF_ERROR(run_levels(precision, grid, bar));
   bar.finish();
+  CROSSPOINT_RETURN_IF_ERROR(rerun_interfered_runs());
+  // Quality is not measured time: the budget clock pauses for it.
+  const auto quality_start = std::chrono::steady_clock::now();
 
   for (const std::string& precision : o_.precisions) CROSSPOINT_RETURN_IF_ERROR(evaluate_quality(precision));
+  measure_start_ += std::chrono::steady_clock::now() - quality_start;
+  CROSSPOINT_RETURN_IF_ERROR(grow_samples());
 
   // The crossover search: measure between two levels where a winner flips until the bracket
   // is narrower than the resolution (or the run budget is spent).
@@ -412,6 +603,8 @@ Result<SweepSummary> SweepRun::run() {
       CROSSPOINT_RETURN_IF_ERROR(run_levels(precision, probes, probe_bar));
     probe_bar.finish();
   }
+  CROSSPOINT_RETURN_IF_ERROR(rerun_interfered_runs());
+  CROSSPOINT_RETURN_IF_ERROR(write_budget_file());
 
   CROSSPOINT_ASSIGN_OR_RETURN(nlohmann::json study_json,
                               build_study_json(o_, fp16_dir_, std::vector<int>(levels_.begin(), levels_.end())));
@@ -463,6 +656,20 @@ std::string cell_result_path(const std::string& out_dir, const std::string& prec
   return out_dir + "/cells/" + precision + "-c" + std::to_string(concurrency) + ".json";
 }
 
+std::string cell_run_path(const std::string& out_dir, const std::string& precision, int concurrency, int run) {
+  if (run <= 1) return cell_result_path(out_dir, precision, concurrency);
+  return out_dir + "/cells/" + precision + "-c" + std::to_string(concurrency) + "-r" + std::to_string(run) + ".json";
+}
+
+std::vector<std::string> cell_run_paths(const std::string& out_dir, const std::string& precision, int concurrency) {
+  std::vector<std::string> paths;
+  for (int run = 1; run <= 100; ++run) {
+    const std::string path = cell_run_path(out_dir, precision, concurrency, run);
+    if (fs::is_regular_file(path)) paths.push_back(path);
+  }
+  return paths;
+}
+
 std::string quantized_checkpoint_dir(const SweepOptions& options, const std::string& fp16_model_dir,
                                      const std::string& precision) {
   const std::string root = options.quant_cache_dir.empty() ? cache_dir() + "/quantized" : options.quant_cache_dir;
@@ -484,6 +691,7 @@ Result<SweepSummary> run_sweep(const SweepOptions& options) {
   SweepOptions resolved = options;
   std::string why_device;
   CROSSPOINT_ASSIGN_OR_RETURN(resolved.device, analysis::resolve_device(options.device, &why_device));
+  if (resolved.time_budget_s < 0) resolved.time_budget_s = resolved.device == "cuda" ? 0 : kDefaultCpuTimeBudgetS;
   CROSSPOINT_ASSIGN_OR_RETURN(std::string fp16_dir, resolve_model_dir(resolved.model));
   if (options.dataset == "sharegpt" && options.dataset_path.empty() &&
       !fs::is_regular_file(bench::default_sharegpt_path())) {

@@ -28,6 +28,16 @@ struct SweepSummary {
   int num_cells_run = 0;         // bench runs made by this call
   int num_cells_reused = 0;      // cells found in the output directory and kept
   int num_bisection_levels = 0;  // extra concurrency levels added by the crossover search
+  // Counted over every call on the same --out (budget.json keeps them):
+  int num_extra_runs = 0;        // runs added to undecided cells within --time-budget
+  int num_reruns = 0;            // runs re-measured because the busy-machine guard marked them
+  int num_interfered_cells = 0;  // cells still marked at the end
+  double measure_s = 0;          // wall time spent measuring cells (this call and earlier ones on the same --out)
+  double time_budget_s = 0;      // the budget it ran under (the device's default resolved)
+  // Comparisons of median TPOT / output throughput still not separable at the end
+  // ("median TPOT at 4: w4a16 vs fp16"), and whether a time budget was given and spent.
+  std::vector<std::string> undecided;
+  bool budget_too_small = false;
   std::string report_md_path;
   std::string report_html_path;
 };
@@ -49,7 +59,11 @@ std::vector<std::string> serve_command(const SweepOptions& options, const std::s
 // device: cuda measures the GPU (--hardware NAME as the fallback when given); cpu --quick.
 std::vector<std::string> hwinfo_command(const SweepOptions& options);
 
-// "cells/w4a16-c16.json" under out_dir.
+// "cells/w4a16-c16.json" under out_dir (the cell's first run).
 std::string cell_result_path(const std::string& out_dir, const std::string& precision, int concurrency);
+// Run k of a cell: run 1 is cell_result_path, run k > 1 "cells/w4a16-c16-r<k>.json".
+std::string cell_run_path(const std::string& out_dir, const std::string& precision, int concurrency, int run);
+// The run files of a cell that exist, in run order (runs 1..100 looked for).
+std::vector<std::string> cell_run_paths(const std::string& out_dir, const std::string& precision, int concurrency);
 
 }  // namespace crosspoint::sweep

@@ -145,3 +145,91 @@ TEST(Crossover, HigherIsBetterForThroughputAndMissingMetricsAreSkipped) {
 
 }  // namespace
 }  // namespace crosspoint::analysis
+
+namespace crosspoint::analysis {
+namespace {
+
+// A cell with a median TPOT and its interval.
+CellMeasurement tpot_cell(const std::string& precision, double concurrency, double value, double lower, double upper,
+                          bool interfered = false) {
+  CellMeasurement c;
+  c.precision = precision;
+  c.concurrency = concurrency;
+  c.median_tpot_ms = value;
+  c.median_tpot_ci = Interval{value, lower, upper};
+  c.interfered = interfered;
+  return c;
+}
+
+TEST(Separability, OverlappingIntervalsAreNotSeparable) {
+  // 10 % apart (beyond the 2 % tolerance), but the intervals overlap: no winner.
+  const std::vector<CellMeasurement> cells = {tpot_cell("w4a16", 4, 2.0, 1.8, 2.3),
+                                              tpot_cell("fp16", 4, 2.2, 2.1, 2.5)};
+  const auto levels = winners_by_concurrency(cells, Metric::kMedianTpot, 0.02);
+  ASSERT_EQ(levels.size(), 1u);
+  EXPECT_TRUE(levels[0].tie);
+  EXPECT_TRUE(levels[0].not_separable);
+  EXPECT_TRUE(levels[0].winner.empty());
+  EXPECT_EQ(levels[0].leader, "w4a16");
+  ASSERT_TRUE(levels[0].best_interval.has_value());
+  EXPECT_DOUBLE_EQ(levels[0].best_interval->upper, 2.3);
+}
+
+TEST(Separability, DisjointIntervalsBeyondTheToleranceNameAWinner) {
+  const std::vector<CellMeasurement> cells = {tpot_cell("w4a16", 4, 2.0, 1.9, 2.1),
+                                              tpot_cell("fp16", 4, 2.4, 2.2, 2.6, /*interfered=*/true)};
+  const auto levels = winners_by_concurrency(cells, Metric::kMedianTpot, 0.02);
+  ASSERT_EQ(levels.size(), 1u);
+  EXPECT_FALSE(levels[0].tie);
+  EXPECT_FALSE(levels[0].not_separable);
+  EXPECT_EQ(levels[0].winner, "w4a16");
+  EXPECT_TRUE(levels[0].interfered);
+}
+
+TEST(Separability, WithinTheToleranceIsATieEvenWhenSeparable) {
+  const std::vector<CellMeasurement> cells = {tpot_cell("w4a16", 4, 2.00, 1.999, 2.001),
+                                              tpot_cell("fp16", 4, 2.02, 2.019, 2.021)};
+  const auto levels = winners_by_concurrency(cells, Metric::kMedianTpot, 0.02);
+  ASSERT_EQ(levels.size(), 1u);
+  EXPECT_TRUE(levels[0].tie);
+  EXPECT_FALSE(levels[0].not_separable);
+}
+
+// A flip is stated only between separable levels: with the middle level not separable the
+// crossover spans it; with the upper one not separable there is none.
+TEST(Separability, CrossoversOnlyBetweenSeparableLevels) {
+  std::vector<CellMeasurement> cells = {
+      tpot_cell("w4a16", 1, 2.0, 1.9, 2.1),  tpot_cell("fp16", 1, 3.0, 2.9, 3.1),   // w4a16 clearly
+      tpot_cell("w4a16", 4, 3.0, 2.5, 3.5),  tpot_cell("fp16", 4, 3.2, 2.9, 3.6),   // overlap
+      tpot_cell("w4a16", 16, 5.0, 4.9, 5.1), tpot_cell("fp16", 16, 4.0, 3.9, 4.1),  // fp16 clearly
+  };
+  auto crossovers = find_crossovers(cells, Metric::kMedianTpot, 0.02);
+  ASSERT_EQ(crossovers.size(), 1u);
+  EXPECT_EQ(crossovers[0].concurrency_below, 1);
+  EXPECT_EQ(crossovers[0].concurrency_above, 16);
+  EXPECT_EQ(crossovers[0].winner_below, "w4a16");
+  EXPECT_EQ(crossovers[0].winner_above, "fp16");
+
+  // The top level's intervals widened to overlap: no crossover is claimed.
+  cells[4].median_tpot_ci = Interval{5.0, 3.5, 6.0};
+  EXPECT_TRUE(find_crossovers(cells, Metric::kMedianTpot, 0.02).empty());
+  // Nor probes to bisect.
+  EXPECT_TRUE(plan_crossover_probes(cells, Metric::kMedianTpot, 1, 0.02).empty());
+}
+
+// Cells without intervals (other engines' summaries, the L4 study) keep the tolerance rule.
+TEST(Separability, NoIntervalsMeansTheToleranceAlone) {
+  CellMeasurement a, b;
+  a.precision = "w4a16";
+  b.precision = "fp16";
+  a.concurrency = b.concurrency = 1;
+  a.median_tpot_ms = 2.0;
+  b.median_tpot_ms = 2.2;
+  const auto levels = winners_by_concurrency({a, b}, Metric::kMedianTpot, 0.02);
+  ASSERT_EQ(levels.size(), 1u);
+  EXPECT_EQ(levels[0].winner, "w4a16");
+  EXPECT_FALSE(levels[0].best_interval.has_value());
+}
+
+}  // namespace
+}  // namespace crosspoint::analysis

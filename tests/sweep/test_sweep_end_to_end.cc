@@ -63,15 +63,15 @@ TEST(SweepEndToEnd, DefaultModelTinySweepThenResume) {
   const std::string command = std::string(CROSSPOINT_BINARY) +
                               " sweep --model default --precisions fp16,w4a16 --concurrency 1,4 --num-prompts 4"
                               " --output-len 8 --eval-samples 2 --eval-max-tokens 32 --quant-method rtn"
-                              " --max-bisect-runs 1 --slo ttft:5000,tpot:500 --quant-cache " +
+                              " --max-bisect-runs 1 --slo ttft:5000,tpot:500 --time-budget 60 --quant-cache " +
                               (root / "quant").string() + " --out " + out.string();
   const CommandResult first = run_shell(command);
   ASSERT_EQ(first.exit_code, 0) << first.output;
   EXPECT_NE(first.output.find("sweep done"), std::string::npos) << first.output;
 
   // Files of every stage.
-  for (const char* name : {"hwinfo.json", "study.json", "report.md", "report.html", "servers/fp16.json",
-                           "servers/w4a16.json", "quality/w4a16.json", "logs/serve-fp16.log"}) {
+  for (const char* name : {"hwinfo.json", "study.json", "budget.json", "analysis.json", "report.md", "report.html",
+                           "servers/fp16.json", "servers/w4a16.json", "quality/w4a16.json", "logs/serve-fp16.log"}) {
     EXPECT_TRUE(fs::is_regular_file(out / name)) << name;
   }
   size_t num_cached_checkpoints = 0;
@@ -86,9 +86,9 @@ TEST(SweepEndToEnd, DefaultModelTinySweepThenResume) {
     const fs::path path = out / "cells" / name;
     ASSERT_TRUE(fs::is_regular_file(path)) << name;
     const auto cell = nlohmann::json::parse(read_file(path));
-    for (const char* key :
-         {"completed", "failed", "max_concurrency", "duration", "output_throughput", "median_tpot_ms", "p99_tpot_ms",
-          "median_ttft_ms", "p99_itl_ms", "request_goodput", "input_lens", "output_lens", "server_metrics"}) {
+    for (const char* key : {"completed", "failed", "max_concurrency", "duration", "output_throughput", "median_tpot_ms",
+                            "p99_tpot_ms", "median_ttft_ms", "p99_itl_ms", "request_goodput", "input_lens",
+                            "output_lens", "server_metrics", "machine", "run"}) {
       EXPECT_TRUE(cell.contains(key)) << name << " lacks " << key;
     }
     EXPECT_EQ(cell["completed"].get<int>(), 4) << name;

@@ -3,6 +3,7 @@
 
 #include <unistd.h>
 
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -91,6 +92,21 @@ TEST(SweepOptions, ValidationNamesTheOption) {
   b = o;
   b.crosspoint_exe = "/nonexistent/crosspoint";
   expect_error(b, "/nonexistent/crosspoint");
+  b = o;
+  b.repeats = 0;
+  expect_error(b, "--repeats");
+  b = o;
+  b.repeats = 9;  // more than --max-runs-per-cell (8)
+  expect_error(b, "--max-runs-per-cell");
+  b = o;
+  b.rerun_interfered = -1;
+  expect_error(b, "--rerun-interfered");
+  b = o;
+  b.time_budget_s = std::nan("");
+  expect_error(b, "--time-budget");
+  b = o;
+  b.time_budget_s = -1;  // the device's default
+  EXPECT_TRUE(validate_sweep_options(b).is_ok());
 }
 
 TEST(SweepOptions, NumPromptsOneNumberOrOnePerLevel) {

@@ -10,6 +10,7 @@
 
 #include "analysis/hardware_table.h"
 #include "analysis/study_analysis.h"
+#include "analysis/study_report.h"
 #include "analysis/study_results.h"
 #include "sweep/sweep_report.h"
 
@@ -38,7 +39,11 @@ TEST(SweepReport, RecommendationNamesTheStudysCrossover) {
   o.precisions = {"fp16", "w8a8-fp8", "w4a16"};
   const SweepSections s = render_sweep_sections(o, f.study, f.analysis, {}, {});
   EXPECT_NE(s.markdown.find("## Recommendation"), std::string::npos);
-  EXPECT_NE(s.markdown.find("median TPOT: w4a16 wins up to concurrency 10, w8a8-fp8 from 100"), std::string::npos)
+  // Each side of the flip with the two best values there (the study has no per-request lists,
+  // so no intervals).
+  EXPECT_NE(s.markdown.find("median TPOT: w4a16 wins up to concurrency 10 (30.04 vs 37.27 ms), w8a8-fp8 from 100 "
+                            "(66.52 vs 75.05 ms)"),
+            std::string::npos)
       << s.markdown;
   EXPECT_NE(s.markdown.find("up to concurrency 10 serve w4a16; from 100 up serve w8a8-fp8"), std::string::npos)
       << s.markdown;
@@ -158,6 +163,100 @@ TEST(SweepReport, TheSourceLineSaysWhenTheCellsWereMeasured) {
   EXPECT_NE(source.find("cells measured 2026-11-30 06:51 to 07:06 (bench clock); report "), std::string::npos)
       << source;
   std::filesystem::remove_all(root);
+}
+
+}  // namespace
+}  // namespace crosspoint::sweep
+
+namespace crosspoint::sweep {
+namespace {
+
+// One run of a cell with per-request lists: 24 requests of 16 tokens whose TPOT spreads
+// `spread` around `tpot`, and the guard's record (others' CPU seconds over a 10 s run).
+analysis::CellMeasurement measured_cell(const std::string& precision, double concurrency, double tpot, double spread,
+                                        double other_cpu_s) {
+  analysis::CellMeasurement c;
+  c.precision = precision;
+  c.concurrency = concurrency;
+  c.num_completed = 24;
+  c.duration_s = 10;
+  for (int i = 0; i < 24; ++i) {
+    const double t = tpot + spread * ((i % 7) - 3) / 3.0;
+    c.request_tpot_ms.push_back(t);
+    c.request_ttft_ms.push_back(40);
+    c.request_e2el_ms.push_back(40 + 15 * t);
+    c.request_output_tokens.push_back(16);
+    c.request_itl_ms.push_back(std::vector<double>(15, t));
+  }
+  c.median_tpot_ms = analysis::linear_percentile(c.request_tpot_ms, 50);
+  c.output_throughput_tok_s = 24 * 16 / 10.0 * (3.0 / tpot);
+  c.run_output_throughputs = {*c.output_throughput_tok_s};
+  analysis::InterferenceRecord r;
+  r.wall_s = 10;
+  r.num_cores = 2;
+  r.own_cpu_s = 15;
+  r.busy_cpu_s = 15 + other_cpu_s;
+  c.machine = {r};
+  return c;
+}
+
+TEST(SweepReport, WinnersCarryIntervalsTiesAndTheGuard) {
+  analysis::StudyResults study;
+  study.model_num_params = 135e6;
+  // At 1 w4a16 is clearly ahead; at 4 the two are 5 % apart with wide spreads (not
+  // separable); fp16 at 1 ran while others used 0.6 cores.
+  study.cells = {measured_cell("fp16", 1, 3.0, 0.05, 6), measured_cell("w4a16", 1, 2.0, 0.05, 0),
+                 measured_cell("fp16", 4, 2.1, 0.6, 0), measured_cell("w4a16", 4, 2.0, 0.6, 0)};
+  analysis::AnalysisOptions options;
+  options.hardware = analysis::find_datasheet("L4").value();
+  auto a = analysis::analyze_study(study, options);
+  ASSERT_TRUE(a.is_ok()) << a.status().to_string();
+  const analysis::MetricAnalysis* tpot = nullptr;
+  for (const auto& m : a.value().metrics) {
+    if (m.metric == analysis::Metric::kMedianTpot) tpot = &m;
+  }
+  ASSERT_NE(tpot, nullptr);
+  ASSERT_EQ(tpot->winners.size(), 2u);
+  EXPECT_EQ(tpot->winners[0].winner, "w4a16");
+  EXPECT_TRUE(tpot->winners[0].interfered);
+  EXPECT_TRUE(tpot->winners[1].not_separable);
+
+  SweepOptions o;
+  o.precisions = {"fp16", "w4a16"};
+  o.out_dir = (std::filesystem::temp_directory_path() / "crosspoint_sweep_report_intervals").string();
+  std::filesystem::create_directories(o.out_dir);
+  std::ofstream(o.out_dir + "/budget.json") << R"({"time_budget_s": 300, "measure_s": 290, "extra_runs": 2,
+      "undecided": [{"metric": "median TPOT", "concurrency": 4, "leader": "w4a16", "runner_up": "fp16"}]})";
+  const SweepSections s = render_sweep_sections(o, study, a.value(), {}, {});
+  EXPECT_NE(s.markdown.find("w4a16 wins at every measured concurrency where one precision is ahead (1.99 ["),
+            std::string::npos)
+      << s.markdown;
+  EXPECT_NE(s.markdown.find("ms at 1, measured under interference)"), std::string::npos) << s.markdown;
+  EXPECT_NE(s.markdown.find("not separable at this sample size at 4"), std::string::npos) << s.markdown;
+  EXPECT_NE(s.markdown.find("Sample size — measuring took 290 s of a 300 s time budget, 2 extra run(s)"),
+            std::string::npos)
+      << s.markdown;
+  EXPECT_NE(s.markdown.find("the budget was too small to decide: not separable at this sample size: median TPOT at "
+                            "4 (w4a16 vs fp16)"),
+            std::string::npos)
+      << s.markdown;
+  EXPECT_NE(s.markdown.find("Busy machine — 1 of 4 cells"), std::string::npos) << s.markdown;
+
+  // The analysis report: the table cell with its interval and mark, the findings' wording,
+  // error bars in the figure, the measurement-quality section.
+  const analysis::ReportFiles files = analysis::render_study_report(study, a.value());
+  EXPECT_NE(files.markdown.find("## Measurement quality"), std::string::npos);
+  EXPECT_NE(files.markdown.find("fp16 at 1: others used 0.60 cores on average"), std::string::npos) << files.markdown;
+  EXPECT_NE(files.markdown.find("not separable at 4 at this sample size (intervals overlap: w4a16 1.90 ms ["),
+            std::string::npos)
+      << files.markdown;
+  EXPECT_NE(files.markdown.find("[measured under interference]"), std::string::npos);
+  EXPECT_NE(files.markdown.find(" *"), std::string::npos);
+  bool error_bars = false;
+  for (const auto& [name, svg] : files.figures)
+    error_bars = error_bars || svg.find("class=\"error-bar\"") != std::string::npos;
+  EXPECT_TRUE(error_bars);
+  std::filesystem::remove_all(o.out_dir);
 }
 
 }  // namespace
