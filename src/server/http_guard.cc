@@ -224,6 +224,12 @@ struct Connection {
   bool freed = false;         // evhttp freed its connection
   std::string response;       // to send when the close event runs
   double linger_until_s = 0;  // > 0: the response is out, the rest of the request is being dropped
+  // Offsets in the connection's byte stream: everything read, and the end of the last request
+  // the guard let through (evhttp may not have parsed all of it yet).
+  uint64_t stream_end = 0;
+  uint64_t accepted_end = 0;
+  bool in_input = false;   // inside on_input (the input buffer's end may be written)
+  bool rewriting = false;  // on_input sees our own re-add of the kept bytes
 };
 
 }  // namespace
@@ -279,14 +285,46 @@ struct HttpGuard::Impl {
   // ---- input: each request head is read here before evhttp parses it ----------------------
   static void on_input(evbuffer* buffer, const evbuffer_cb_info* info, void* arg) {
     auto* c = static_cast<Connection*>(arg);
-    if (info->n_added == 0 || c->closing || c->freed) return;
+    if (info->n_added == 0 || c->freed || c->rewriting) return;
     const size_t length = evbuffer_get_length(buffer);
     const size_t added = std::min(info->n_added, length);
-    std::string bytes(added, '\0');
-    evbuffer_ptr start;
-    evbuffer_ptr_set(buffer, &start, length - added, EVBUFFER_PTR_SET);
-    evbuffer_copyout_from(buffer, &start, bytes.data(), added);
-    c->guard->feed(*c, bytes);
+    c->stream_end += added;
+    c->in_input = true;
+    if (c->closing) {
+      // Refused: evhttp never parses a byte past the requests let through.
+      c->guard->drop_unaccepted(*c);
+    } else {
+      std::string bytes(added, '\0');
+      evbuffer_ptr start;
+      evbuffer_ptr_set(buffer, &start, length - added, EVBUFFER_PTR_SET);
+      evbuffer_copyout_from(buffer, &start, bytes.data(), added);
+      c->guard->feed(*c, bytes);
+    }
+    c->in_input = false;
+  }
+
+  // Drops what is in the input buffer beyond the last request let through. Returns how many
+  // bytes of let-through requests are still there for evhttp to parse. Inside on_input (where
+  // the buffer's end is writable, and changing the buffer from its callback is allowed) the
+  // bytes to keep are moved out and back; elsewhere, with bytes to keep, nothing is dropped
+  // (the next on_input or the close does it).
+  uint64_t drop_unaccepted(Connection& c) {
+    evbuffer* input = bufferevent_get_input(c.bev);
+    const size_t length = evbuffer_get_length(input);
+    const uint64_t buffer_start = c.stream_end - length;
+    const uint64_t keep = c.accepted_end > buffer_start ? std::min<uint64_t>(c.accepted_end - buffer_start, length) : 0;
+    if (keep == 0) {
+      evbuffer_drain(input, length);
+    } else if (keep < length && c.in_input) {
+      evbuffer* kept = evbuffer_new();
+      evbuffer_remove_buffer(input, kept, keep);
+      evbuffer_drain(input, evbuffer_get_length(input));
+      c.rewriting = true;
+      evbuffer_add_buffer(input, kept);
+      c.rewriting = false;
+      evbuffer_free(kept);
+    }
+    return keep;
   }
 
   void feed(Connection& c, std::string_view bytes) {
@@ -299,6 +337,7 @@ struct HttpGuard::Impl {
         if (c.body_left == 0) {
           c.phase = Connection::Phase::kHead;
           c.idle_since_s = now;
+          c.accepted_end = c.stream_end - bytes.size();
         }
         continue;
       }
@@ -338,6 +377,7 @@ struct HttpGuard::Impl {
       if (c.over_cap) return answer_over_cap(c, head);
       c.body_left = head.content_length;
       c.phase = c.body_left > 0 ? Connection::Phase::kBody : Connection::Phase::kHead;
+      if (c.body_left == 0) c.accepted_end = c.stream_end - bytes.size();
       c.phase_start_s = now;
       c.idle_since_s = now;
     }
@@ -378,9 +418,13 @@ struct HttpGuard::Impl {
     bufferevent_event_cb event_cb = nullptr;
     void* cb_arg = nullptr;
     bufferevent_getcb(c.bev, &read_cb, &write_cb, &event_cb, &cb_arg);
-    bufferevent_setcb(c.bev, nullptr, write_cb, event_cb, cb_arg);
     c.response = std::move(response);
-    event_active(c.close_event, 0, 0);  // the socket may not be set yet (make())
+    // Requests let through before the refused one (pipelined, or junk such as a stray CRLF
+    // after a body) are answered first: evhttp keeps its read callback until it has parsed
+    // them, and on_request_complete runs the close event once their replies are out.
+    const uint64_t unparsed = drop_unaccepted(c);
+    if (unparsed == 0) bufferevent_setcb(c.bev, nullptr, write_cb, event_cb, cb_arg);
+    if (c.busy == 0 && unparsed == 0) event_active(c.close_event, 0, 0);  // the socket may not be set yet (make())
   }
 
   static void on_close_event(evutil_socket_t, short, void* arg) {
@@ -421,8 +465,7 @@ struct HttpGuard::Impl {
       }
       if (c->closing) {
         if (c->linger_until_s > 0) {
-          evbuffer* input = bufferevent_get_input(c->bev);
-          evbuffer_drain(input, evbuffer_get_length(input));
+          drop_unaccepted(*c);
           if (now >= c->linger_until_s) {
             c->linger_until_s = 0;
             event_active(c->close_event, 0, 0);
@@ -521,6 +564,7 @@ struct HttpGuard::Impl {
     if (Connection* c = self->of_request(req)) {
       c->busy = std::max(0, c->busy - 1);
       c->idle_since_s = now_s();
+      if (c->closing && c->busy == 0 && c->linger_until_s == 0) event_active(c->close_event, 0, 0);
     }
   }
 };

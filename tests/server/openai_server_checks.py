@@ -545,6 +545,15 @@ def malformed_and_smuggled_requests_get_json_errors(server, model):
         raw = raw_exchange(server.port, data)
         assert b"<html" not in raw.lower(), raw[:300]
         expect_json_error(raw, status)
+    # Junk behind a request still being answered (a stray CRLF after a body, a bad pipelined
+    # request): the answer goes out whole, then the error, then the connection closes.
+    for junk in [b"\r\n", b"GARBAGE\r\n\r\n"]:
+        request = b"POST /v1/completions HTTP/1.1\r\n" + AUTH + b"Content-Length: 14\r\n\r\n" + body
+        raw = raw_exchange(server.port, request + junk)
+        first, sep, rest = raw.partition(b"HTTP/1.1 400 ")
+        assert first.startswith(b"HTTP/1.1 200 ") and sep, raw[:600]
+        assert json.loads(first.partition(b"\r\n\r\n")[2])["choices"], first
+        expect_json_error(sep + rest, 400)
     # The server is unharmed: a correct request on a new connection works.
     assert server.request("POST", "/v1/completions", body)[0] == 200
     server.wait_idle()
