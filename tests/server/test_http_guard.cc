@@ -83,7 +83,7 @@ TEST(HttpGuard, ApiKeyOnEveryRouteButHealthBeforeTheBodySize) {
   HttpLimits limits;
   limits.api_key = "sk-secret";
   limits.max_body_bytes = 100;
-  for (const std::string& path : {"/v1/models", "/v1/completions", "/metrics", "/tokenize", "/detokenize", "/x"}) {
+  for (const std::string path : {"/v1/models", "/v1/completions", "/metrics", "/tokenize", "/detokenize", "/x"}) {
     auto e = check("GET " + path + " HTTP/1.1\r\n\r\n", limits);
     ASSERT_TRUE(e) << path;
     EXPECT_EQ(e->http_status, 401) << path;
