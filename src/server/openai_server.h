@@ -1,7 +1,9 @@
 // The OpenAI-compatible HTTP front end of the engine, on libevent's evhttp: one event loop
 // thread serves every connection (keep-alive HTTP/1.1, thousands of open SSE streams cost
 // a socket and a small struct each, not a thread). Engine updates arrive from the engine
-// thread through a locked queue and one event; the loop never waits on the engine.
+// thread through a locked queue and one event; the loop never waits on the engine. Request
+// heads pass HttpGuard (http_guard.h: timeouts, connection cap, framing, API key) before
+// evhttp parses them; parsing and tokenising run on a preparation thread.
 //
 // Routes: POST /v1/completions, POST /v1/chat/completions, GET /v1/models, GET /health,
 // GET /metrics, POST /tokenize, POST /detokenize.
@@ -23,7 +25,7 @@ struct ServerConfig {
   std::string host = "127.0.0.1";
   int port = 8000;                      // 0 = any free port (see OpenAiServer::port())
   std::string served_model_name;        // what clients put in "model"
-  std::string model_root;               // the model directory, reported by /v1/models
+  std::string model_root;               // the model directory: /v1/models reports its base name only
   std::string api_key;                  // when set, every route but /health requires "Authorization: Bearer <key>"
   size_t max_body_bytes = 8u << 20;     // larger request bodies get 413 (before they are read)
   size_t max_header_bytes = 64u << 10;  // larger request heads get 431
