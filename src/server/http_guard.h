@@ -1,7 +1,11 @@
 // The limits a public HTTP endpoint needs, enforced in front of libevent's evhttp (2.1, as
 // Debian ships it, has no hook between a request's headers and its body, no connection cap
-// and no per-phase timeouts). Every connection's bytes pass through a bufferevent filter that
-// reads each request head itself before evhttp sees it:
+// and no per-phase timeouts). The guard creates each connection's bufferevent (evhttp's
+// bevcb hook) and watches its input buffer: a callback on the buffer sees the bytes as they are
+// read, before evhttp's parser, and reads each request head itself. A refused request is
+// dropped from the buffer (evhttp never parses it), the error is written to the socket, and
+// evhttp is handed an end-of-file to free the connection. The guard holds a reference on each
+// bufferevent to learn (in check_timeouts) when evhttp freed it.
 //   - the head must end within header_timeout_s of its first byte and hold at most
 //     max_header_bytes (408 / 431), the body must arrive within body_timeout_s (408), and a
 //     connection with no request in progress is closed after idle_timeout_s;
@@ -72,8 +76,8 @@ class HttpGuard {
   HttpGuard(const HttpGuard&) = delete;
   HttpGuard& operator=(const HttpGuard&) = delete;
 
-  // evhttp_set_bevcb's callback: the bufferevent of a new connection (a filter over a socket
-  // bufferevent; evhttp sets its fd).
+  // evhttp_set_bevcb's callback: the socket bufferevent of a new connection (evhttp sets its
+  // fd right after).
   static bufferevent* new_bufferevent(event_base* base, void* guard);
 
   // Pauses accepting for 100 ms on accept() errors (EMFILE...) instead of retrying in a busy
