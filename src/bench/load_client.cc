@@ -263,6 +263,10 @@ void EventLoop::start_metrics_scrape() {
   t->easy = curl_easy_init();
   CURL* e = t->easy;
   curl_easy_setopt(e, CURLOPT_URL, config_.metrics_url.c_str());
+  // The request's extra headers (the API key among them: a server with --api-key guards
+  // /metrics too).
+  for (const std::string& h : config_.headers) t->headers = curl_slist_append(t->headers, h.c_str());
+  if (t->headers != nullptr) curl_easy_setopt(e, CURLOPT_HTTPHEADER, t->headers);
   curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, on_body);
   curl_easy_setopt(e, CURLOPT_WRITEDATA, t.get());
   curl_easy_setopt(e, CURLOPT_ERRORBUFFER, t->error_buffer);

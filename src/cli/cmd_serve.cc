@@ -4,6 +4,7 @@
 // workload-based capacity, and the start-up time (for cuda also the GPU, the measured
 // activation peak and the CUDA graph buckets).
 #include <algorithm>
+#include <sys/resource.h>
 #include <string>
 
 #include "analysis/gpu_ceilings.h"
@@ -17,6 +18,7 @@
 #include "engine/engine.h"
 #include "model/model.h"
 #include "quant/gptq_linear_weight.h"
+#include "server/http_guard.h"
 #include "server/openai_server.h"
 #include "tokenizer/chat_template.h"
 #include "tokenizer/tokenizer.h"
@@ -44,10 +46,37 @@ struct ServeOptions {
   double gpu_memory_utilization = 0.9;   // cuda: fraction of the GPU's memory this process may use
   std::string memory_budget;             // both: bytes for weights + activations + KV cache (empty: off)
   bool enable_prefix_caching = true;
-  bool enforce_eager = false;   // cuda: no CUDA graphs
-  bool sample_on_host = false;  // cuda: sampled rows drawn by the host sampler (default: on the GPU)
-  bool deterministic = false;   // batch-invariant: a request's output independent of the rest of the batch
+  bool enforce_eager = false;            // cuda: no CUDA graphs
+  bool sample_on_host = false;           // cuda: sampled rows drawn by the host sampler (default: on the GPU)
+  bool deterministic = false;            // batch-invariant: a request's output independent of the rest of the batch
+  // HTTP limits (docs/serving.md, "Limits, authentication and shutdown").
+  int max_connections = 4096;
+  double header_timeout_s = 10;
+  double body_timeout_s = 60;
+  double idle_timeout_s = 60;
+  int64_t max_body_bytes = 8 << 20;
+  int64_t max_header_bytes = 64 << 10;
+  double shutdown_timeout_s = 30;
 };
+
+// Open files the limits need: every connection is a descriptor. Raises the soft limit toward
+// the hard one, and says so when even that is too low (accept() then fails with EMFILE, which
+// the server survives: it pauses accepting and logs it rarely).
+void ensure_descriptors(int max_connections) {
+  rlimit limit{};
+  if (getrlimit(RLIMIT_NOFILE, &limit) != 0) return;
+  const rlim_t wanted = static_cast<rlim_t>(max_connections) + HttpGuard::kReserveConnections + 256;
+  if (limit.rlim_cur >= wanted) return;
+  rlimit raised = limit;
+  raised.rlim_cur = limit.rlim_max == RLIM_INFINITY ? wanted : std::min(wanted, limit.rlim_max);
+  if (setrlimit(RLIMIT_NOFILE, &raised) == 0) limit = raised;
+  if (limit.rlim_cur < wanted) {
+    log_warning(
+        "open files are limited to {} (ulimit -n), fewer than --max-connections {} needs ({}): connections "
+        "beyond it wait in the listen queue",
+        static_cast<uint64_t>(limit.rlim_cur), max_connections, static_cast<uint64_t>(wanted));
+  }
+}
 
 int serve(const ServeOptions& o) {
   Stopwatch startup;
@@ -74,6 +103,12 @@ int serve(const ServeOptions& o) {
   if (max_model_len <= 1 || max_model_len > (1 << 30)) {
     return report_error(
         "serve", invalid_argument("--max-model-len must be between 2 and 2^30, got " + std::to_string(max_model_len)));
+  }
+  if (o.max_connections < 1 || o.header_timeout_s <= 0 || o.body_timeout_s <= 0 || o.idle_timeout_s <= 0 ||
+      o.max_body_bytes < 1 || o.max_header_bytes < 256 || o.shutdown_timeout_s < 0) {
+    return report_error("serve", invalid_argument("--max-connections must be >= 1, the timeouts positive "
+                                                  "(--shutdown-timeout >= 0), --max-body-bytes >= 1 and "
+                                                  "--max-header-bytes >= 256"));
   }
   if (o.max_waiting < 0 || o.mean_tokens_per_request <= 0) {
     return report_error("serve", invalid_argument("--max-waiting must be >= 0 and --mean-tokens-per-request positive"));
@@ -117,12 +152,25 @@ int serve(const ServeOptions& o) {
   server_config.served_model_name = o.served_model_name.empty() ? o.model : o.served_model_name;
   server_config.model_root = dir.value();
   server_config.api_key = o.api_key;
+  server_config.max_connections = o.max_connections;
+  server_config.header_timeout_s = o.header_timeout_s;
+  server_config.body_timeout_s = o.body_timeout_s;
+  server_config.idle_timeout_s = o.idle_timeout_s;
+  server_config.max_body_bytes = static_cast<size_t>(o.max_body_bytes);
+  server_config.max_header_bytes = static_cast<size_t>(o.max_header_bytes);
+  server_config.shutdown_timeout_s = o.shutdown_timeout_s;
+  ensure_descriptors(o.max_connections);
   OpenAiServer server(server_config, engine, *tokenizer.value(), chat_template_for_model_dir(dir.value()));
   if (Status s = server.bind(); !s.is_ok()) return report_error("serve", s);
   log_info(
       "engine: device {}, max-num-seqs {}, max-num-batched-tokens {}, max-model-len {}, max-waiting {}, {} threads",
       device.value(), o.max_num_seqs, o.max_num_batched_tokens, max_model_len, o.max_waiting,
       global_thread_pool().num_threads());
+  log_info(
+      "http: max-connections {}, header-timeout {:g} s, body-timeout {:g} s, idle-timeout {:g} s, max-body-bytes {}, "
+      "shutdown-timeout {:g} s, API key {}",
+      o.max_connections, o.header_timeout_s, o.body_timeout_s, o.idle_timeout_s, o.max_body_bytes, o.shutdown_timeout_s,
+      o.api_key.empty() ? "off (every route is open)" : "required on every route but /health");
   log_info("start-up took {:.2f} s (load {:.2f} s); serving '{}' on http://{}:{}/v1", startup.elapsed_seconds(), load_s,
            server_config.served_model_name, o.host, server.port());
   if (Status s = server.run(); !s.is_ok()) return report_error("serve", s);
@@ -140,7 +188,25 @@ int run_serve(int argc, char** argv) {
   app.add_option("--port", o.port, "port to listen on")->check(CLI::Range(0, 65535));
   app.add_option("--served-model-name", o.served_model_name, "model name clients use (default: the --model value)");
   app.add_option("--max-model-len", o.max_model_len, "prompt + output tokens per request (default: the model's)");
-  app.add_option("--api-key", o.api_key, "require 'Authorization: Bearer KEY' on /v1/*");
+  app.add_option("--api-key", o.api_key, "require 'Authorization: Bearer KEY' on every route but /health");
+  app.add_option("--max-connections", o.max_connections,
+                 "open connections served; beyond them a connection may only ask for /health, others get 503")
+      ->capture_default_str();
+  app.add_option("--header-timeout", o.header_timeout_s, "seconds a request head may take to arrive (then 408)")
+      ->capture_default_str();
+  app.add_option("--body-timeout", o.body_timeout_s, "seconds a request body may take to arrive (then 408)")
+      ->capture_default_str();
+  app.add_option("--idle-timeout", o.idle_timeout_s,
+                 "seconds a connection with no request in progress stays open (keep-alive, or nothing sent yet)")
+      ->capture_default_str();
+  app.add_option("--max-body-bytes", o.max_body_bytes, "largest request body (413 before it is read)")
+      ->capture_default_str();
+  app.add_option("--max-header-bytes", o.max_header_bytes, "largest request head: request line and headers (431)")
+      ->capture_default_str();
+  app.add_option("--shutdown-timeout", o.shutdown_timeout_s,
+                 "on SIGTERM/SIGINT, seconds requests in flight may take to finish before they end with a 503 error "
+                 "(0 = end them at once)")
+      ->capture_default_str();
   app.add_option("--max-num-seqs", o.max_num_seqs, "sequences per engine step");
   app.add_option("--max-num-batched-tokens", o.max_num_batched_tokens,
                  "tokens per engine step (prefill chunks + decodes)");

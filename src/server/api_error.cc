@@ -10,6 +10,10 @@ std::string ApiError::type() const {
     case 401: return "AuthenticationError";
     case 404: return "NotFoundError";
     case 405: return "MethodNotAllowedError";
+    case 408: return "RequestTimeoutError";
+    case 411: return "LengthRequiredError";
+    case 417: return "ExpectationFailedError";
+    case 431: return "RequestHeaderFieldsTooLargeError";
     case 413: return "RequestEntityTooLargeError";
     case 503: return "ServiceUnavailableError";
     default: return http_status >= 500 ? "InternalServerError" : "BadRequestError";

@@ -25,11 +25,18 @@ std::optional<ApiError> read_bool(const json& body, const char* key, bool* out) 
 std::optional<ApiError> read_int(const json& body, const char* key, std::optional<int64_t>* out) {
   auto it = body.find(key);
   if (it == body.end() || it->is_null()) return std::nullopt;
+  // JSON integers above 2^63 - 1 parse as unsigned, and is_number_integer() is true for them
+  // too: read as int64 they would wrap to negative numbers.
+  if (it->is_number_unsigned() && it->get<uint64_t>() > static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) {
+    return bad_request(std::string("'") + key + "' is out of range: " + std::to_string(it->get<uint64_t>()) +
+                           " is above the largest accepted integer, " +
+                           std::to_string(std::numeric_limits<int64_t>::max()),
+                       key);
+  }
   if (it->is_number_integer()) {
     *out = it->get<int64_t>();
     return std::nullopt;
   }
-  if (it->is_number_unsigned()) return bad_request(std::string("'") + key + "' is too large", key);
   if (it->is_number_float()) {
     const double v = it->get<double>();
     if (std::isfinite(v) && v == std::floor(v) && std::fabs(v) < 9e15) {
@@ -52,9 +59,10 @@ std::optional<ApiError> read_number(const json& body, const char* key, std::opti
 
 std::optional<ApiError> read_token_ids(const json& array, const char* key, std::vector<int32_t>* out) {
   for (const auto& id : array) {
-    if (!id.is_number_integer() || id.get<int64_t>() < 0 || id.get<int64_t>() > std::numeric_limits<int32_t>::max()) {
-      return bad_request(std::string("'") + key + "' must hold non-negative integer token ids", key);
-    }
+    const bool in_range = id.is_number_unsigned() ? id.get<uint64_t>() <= std::numeric_limits<int32_t>::max()
+                                                  : id.is_number_integer() && id.get<int64_t>() >= 0 &&
+                                                        id.get<int64_t>() <= std::numeric_limits<int32_t>::max();
+    if (!in_range) { return bad_request(std::string("'") + key + "' must hold non-negative integer token ids", key); }
     out->push_back(static_cast<int32_t>(id.get<int64_t>()));
   }
   return std::nullopt;

@@ -5,6 +5,7 @@
 #include <event2/event.h>
 #include <event2/http.h>
 #include <event2/keyvalq_struct.h>
+#include <event2/listener.h>
 #include <event2/thread.h>
 
 #include <netinet/in.h>
@@ -14,19 +15,25 @@
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
+#include <cmath>
 #include <csignal>
 #include <ctime>
+#include <condition_variable>
 #include <deque>
+#include <filesystem>
 #include <limits>
 #include <mutex>
 #include <set>
 #include <span>
+#include <thread>
 #include <unordered_map>
 
+#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include "common/log.h"
 #include "server/api_error.h"
+#include "server/http_guard.h"
 #include "server/logprob_aligner.h"
 #include "server/logprobs_json.h"
 #include "server/openai_request.h"
@@ -42,10 +49,14 @@ namespace {
 int64_t unix_now_s() { return static_cast<int64_t>(std::time(nullptr)); }
 
 // One generation request in flight, owned by the event loop thread.
+enum class Route { kCompletions, kChatCompletions, kTokenize, kDetokenize };
+
 struct Stream {
   OpenAiServer::Impl* server = nullptr;
   evhttp_request* req = nullptr;  // null once answered or once the client went away
-  int64_t engine_id = -1;
+  Route route = Route::kCompletions;
+  int64_t engine_id = -1;      // -1 until submitted (while the request is prepared)
+  bool reply_started = false;  // a stream's 200 and headers are out
   bool streaming = false;
   bool include_usage = false;
   bool done = false;  // final response or [DONE] sent (or client gone)
@@ -66,6 +77,21 @@ struct QueuedOutput {
   RequestOutput output;
 };
 
+// What the preparation thread made of a request body: the error to answer with, the reply
+// of /tokenize and /detokenize, or the request for the engine.
+struct Prepared {
+  std::optional<ApiError> error;
+  std::string reply;
+  OpenAiRequest request;
+  EngineRequest engine_request;
+};
+
+struct PrepareJob {
+  std::shared_ptr<Stream> stream;
+  std::string body;
+  Prepared result;
+};
+
 }  // namespace
 
 struct OpenAiServer::Impl {
@@ -83,7 +109,21 @@ struct OpenAiServer::Impl {
   event* liveness_timer = nullptr;  // finds clients that left while nothing was written
   event* sigint_event = nullptr;
   event* sigterm_event = nullptr;
+  event* prepared_event = nullptr;  // woken by the preparation thread
+  event* drain_timer = nullptr;     // --shutdown-timeout
   bool shutting_down = false;
+  bool shutdown_finished = false;
+  double shutdown_started_s = 0;
+  std::unique_ptr<HttpGuard> guard;
+
+  // Parsing, chat templating and tokenising run on this thread, off the event loop, so a
+  // large /tokenize never stalls /health or the streams.
+  std::thread prepare_thread;
+  std::mutex prepare_mutex;
+  std::condition_variable prepare_wake;
+  std::deque<std::unique_ptr<PrepareJob>> prepare_queue;  // loop -> preparation thread
+  std::deque<std::unique_ptr<PrepareJob>> prepared;       // preparation thread -> loop
+  bool prepare_stop = false;
 
   std::mutex queue_mutex;
   std::deque<QueuedOutput> queue;  // engine thread -> loop thread
@@ -138,12 +178,21 @@ struct OpenAiServer::Impl {
 
   void handle(evhttp_request* req) {
     disable_nagle(req);
+    if (guard != nullptr) guard->request_started(req);
     const evhttp_uri* uri = evhttp_request_get_evhttp_uri(req);
     const char* raw_path = uri != nullptr ? evhttp_uri_get_path(uri) : nullptr;
     const std::string path = raw_path != nullptr ? raw_path : "";
     const evhttp_cmd_type method = evhttp_request_get_command(req);
     if (shutting_down) return send_error(req, {503, "the server is shutting down", ""});
     if (path == "/health") return send(req, engine.is_running() ? 200 : 503, "", nullptr);
+    // With --api-key every route but /health needs the key (the guard checked it before the
+    // body was read; this is the same check for requests that reach here by another way).
+    if (!config.api_key.empty()) {
+      const char* auth = evhttp_find_header(evhttp_request_get_input_headers(req), "Authorization");
+      if (auth == nullptr || !bearer_matches(auth, config.api_key)) {
+        return send_error(req, {401, "invalid or missing API key", ""});
+      }
+    }
     if (path == "/metrics") {
       return send(req, 200, prometheus_text(engine.metrics(), config.served_model_name),
                   "text/plain; version=0.0.4; charset=utf-8");
@@ -152,16 +201,10 @@ struct OpenAiServer::Impl {
         path == "/v1/completions" || path == "/v1/chat/completions" || path == "/tokenize" || path == "/detokenize";
     const bool known_get = path == "/v1/models";
     if (!known_post && !known_get) return send_error(req, {404, "route " + path + " not found", ""});
-    if (!config.api_key.empty() && path.rfind("/v1/", 0) == 0) {
-      const char* auth = evhttp_find_header(evhttp_request_get_input_headers(req), "Authorization");
-      if (auth == nullptr || std::string(auth) != "Bearer " + config.api_key) {
-        return send_error(req, {401, "invalid or missing API key", ""});
-      }
-    }
     if (known_get) {
       if (method != EVHTTP_REQ_GET) return send_error(req, {405, "use GET for " + path, ""});
       return send_json(req, 200,
-                       models_json(config.served_model_name, config.model_root, engine.config().scheduler.max_model_len,
+                       models_json(config.served_model_name, model_root_name(), engine.config().scheduler.max_model_len,
                                    started_unix_s));
     }
     if (method != EVHTTP_REQ_POST) return send_error(req, {405, "use POST for " + path, ""});
@@ -173,11 +216,169 @@ struct OpenAiServer::Impl {
                                   std::to_string(config.max_body_bytes),
                               ""});
     }
-    std::string body(length, '\0');
-    evbuffer_copyout(in, body.data(), length);
-    if (path == "/tokenize") return handle_tokenize(req, body);
-    if (path == "/detokenize") return handle_detokenize(req, body);
-    handle_generation(req, body, path == "/v1/completions" ? ApiEndpoint::kCompletions : ApiEndpoint::kChatCompletions);
+    auto job = std::make_unique<PrepareJob>();
+    job->body.resize(length);
+    evbuffer_copyout(in, job->body.data(), length);
+    auto stream = std::make_shared<Stream>();
+    stream->server = this;
+    stream->req = req;
+    stream->route = path == "/v1/completions"        ? Route::kCompletions
+                    : path == "/v1/chat/completions" ? Route::kChatCompletions
+                    : path == "/tokenize"            ? Route::kTokenize
+                                                     : Route::kDetokenize;
+    live[stream.get()] = stream;
+    evhttp_connection_set_closecb(evhttp_request_get_connection(req), &Impl::on_close, stream.get());
+    job->stream = std::move(stream);
+    {
+      std::lock_guard<std::mutex> lock(prepare_mutex);
+      prepare_queue.push_back(std::move(job));
+    }
+    prepare_wake.notify_one();
+  }
+
+  // /v1/models names the model by its directory's base name, never by an absolute path.
+  std::string model_root_name() const {
+    std::filesystem::path root(config.model_root);
+    if (!root.has_filename()) root = root.parent_path();
+    const std::string name = root.filename().string();
+    return name.empty() ? config.served_model_name : name;
+  }
+
+  // ---- preparation thread -----------------------------------------------------------------------
+  void prepare_loop() {
+    while (true) {
+      std::unique_ptr<PrepareJob> job;
+      {
+        std::unique_lock<std::mutex> lock(prepare_mutex);
+        prepare_wake.wait(lock, [this] { return prepare_stop || !prepare_queue.empty(); });
+        if (prepare_stop) return;
+        job = std::move(prepare_queue.front());
+        prepare_queue.pop_front();
+      }
+      job->result = prepare(job->stream->route, job->body);
+      job->body.clear();
+      {
+        std::lock_guard<std::mutex> lock(prepare_mutex);
+        prepared.push_back(std::move(job));
+      }
+      event_active(prepared_event, 0, 0);
+    }
+  }
+
+  // Runs on the preparation thread: reads only the body, the tokenizer and fixed configuration.
+  Prepared prepare(Route route, const std::string& body) const {
+    Prepared p;
+    if (route == Route::kTokenize) {
+      TokenizeRequest request;
+      if ((p.error = parse_tokenize_request(body, &request))) return p;
+      if ((p.error = check_model(request.model))) return p;
+      const auto ids = tokenizer.encode(request.prompt, true);
+      nlohmann::json out = {
+          {"tokens", ids}, {"count", ids.size()}, {"max_model_len", engine.config().scheduler.max_model_len}};
+      p.reply = out.dump();
+      return p;
+    }
+    if (route == Route::kDetokenize) {
+      DetokenizeRequest request;
+      if ((p.error = parse_detokenize_request(body, tokenizer.vocab_size(), &request))) return p;
+      p.reply = nlohmann::json{{"prompt", tokenizer.decode(request.tokens)}}.dump(
+          -1, ' ', false, nlohmann::json::error_handler_t::replace);
+      return p;
+    }
+    const ApiEndpoint endpoint =
+        route == Route::kCompletions ? ApiEndpoint::kCompletions : ApiEndpoint::kChatCompletions;
+    OpenAiRequest& request = p.request;
+    if ((p.error = parse_openai_request(body, endpoint, &request))) return p;
+    if ((p.error = check_model(request.model))) return p;
+    EngineRequest& engine_request = p.engine_request;
+    if ((p.error = prompt_ids(request, &engine_request.prompt_token_ids))) return p;
+    const int64_t prompt_len = static_cast<int64_t>(engine_request.prompt_token_ids.size());
+    const int64_t max_model_len = engine.config().scheduler.max_model_len;
+    const int64_t max_tokens = request.max_tokens ? *request.max_tokens : max_model_len - prompt_len;
+    if (max_tokens > max_model_len) {  // keeps the int32 below honest; the engine says the rest
+      p.error = bad_request("'max_tokens' or 'max_completion_tokens' is too large: " + std::to_string(max_tokens) +
+                                ". This model's maximum context length is " + std::to_string(max_model_len) +
+                                " tokens and your request has " + std::to_string(prompt_len) + " input tokens (" +
+                                std::to_string(max_tokens) + " > " + std::to_string(max_model_len) + " - " +
+                                std::to_string(prompt_len) + ").",
+                            "max_tokens");
+      return p;
+    }
+    engine_request.max_tokens = static_cast<int32_t>(max_tokens);
+    engine_request.sampling = request.sampling;
+    if (!request.has_seed) engine_request.sampling.seed = std::chrono::steady_clock::now().time_since_epoch().count();
+    engine_request.stop_token_ids = request.stop_token_ids;
+    engine_request.ignore_eos = request.ignore_eos;
+    return p;
+  }
+
+  static void on_prepared(evutil_socket_t, short, void* arg) { static_cast<Impl*>(arg)->take_prepared(); }
+
+  void take_prepared() {
+    std::deque<std::unique_ptr<PrepareJob>> jobs;
+    {
+      std::lock_guard<std::mutex> lock(prepare_mutex);
+      jobs.swap(prepared);
+    }
+    for (auto& job : jobs) finish_preparation(job->stream, job->result);
+    maybe_finish_shutdown();
+  }
+
+  // Back on the loop: answer, or hand the request to the engine.
+  void finish_preparation(const std::shared_ptr<Stream>& stream, Prepared& p) {
+    if (stream->req == nullptr || stream->done) return;  // the client left, or shutdown ended it
+    evhttp_request* req = stream->req;
+    if (p.error || stream->route == Route::kTokenize || stream->route == Route::kDetokenize) {
+      stream->done = true;
+      release(*stream);
+      stream->req = nullptr;
+      if (p.error) return send_error(req, *p.error);
+      return send_json(req, 200, p.reply);
+    }
+    const ApiEndpoint endpoint =
+        stream->route == Route::kCompletions ? ApiEndpoint::kCompletions : ApiEndpoint::kChatCompletions;
+    const OpenAiRequest& request = p.request;
+    for (const std::string& name : request.unknown_fields) {
+      if (logged_unknown_fields.size() >= kMaxLoggedUnknownFields || !logged_unknown_fields.insert(name).second)
+        continue;
+      log_warning(
+          "ignoring the request field '{}', which neither the OpenAI API nor vLLM defines{}", name.substr(0, 64),
+          logged_unknown_fields.size() == kMaxLoggedUnknownFields ? " (further unknown fields are not logged)" : "");
+    }
+    stream->streaming = request.stream;
+    stream->include_usage = request.include_usage;
+    stream->header = {make_response_id(endpoint), unix_now_s(), config.served_model_name, endpoint};
+    stream->decoder = std::make_unique<IncrementalDecoder>(tokenizer, request.skip_special_tokens);
+    stream->stop = std::make_unique<StopStringMatcher>(request.stop, request.include_stop_str_in_output);
+    stream->usage.prompt_tokens = static_cast<int64_t>(p.engine_request.prompt_token_ids.size());
+    stream->num_logprobs = request.sampling.num_logprobs;
+
+    std::shared_ptr<Stream> captured = stream;
+    auto submitted = engine.submit(std::move(p.engine_request), [this, captured](const RequestOutput& out) {
+      {
+        std::lock_guard<std::mutex> lock(queue_mutex);
+        queue.push_back({captured, out});
+      }
+      event_active(notify_event, 0, 0);
+    });
+    if (!submitted.is_ok()) {
+      const Status& s = submitted.status();
+      // Busy or stopping is the server's state (503); a request that can never fit is the client's (400).
+      const bool busy = s.code() == StatusCode::kUnavailable;
+      stream->done = true;
+      release(*stream);
+      stream->req = nullptr;
+      return send_error(req, {busy ? 503 : 400, s.message(), busy ? "" : "max_tokens"});
+    }
+    stream->engine_id = submitted.value();
+    if (stream->streaming) {
+      evkeyvalq* headers = evhttp_request_get_output_headers(req);
+      evhttp_add_header(headers, "Content-Type", "text/event-stream");
+      evhttp_add_header(headers, "Cache-Control", "no-cache");
+      evhttp_send_reply_start(req, 200, "OK");
+      stream->reply_started = true;
+      if (endpoint == ApiEndpoint::kChatCompletions) send_event(req, chat_role_chunk_json(stream->header));
+    }
   }
 
   std::optional<ApiError> check_model(const std::string& model) const {
@@ -187,30 +388,13 @@ struct OpenAiServer::Impl {
     return std::nullopt;
   }
 
-  void handle_tokenize(evhttp_request* req, const std::string& body_text) {
-    TokenizeRequest request;
-    if (auto e = parse_tokenize_request(body_text, &request)) return send_error(req, *e);
-    if (auto e = check_model(request.model)) return send_error(req, *e);
-    const auto ids = tokenizer.encode(request.prompt, true);
-    nlohmann::json out = {
-        {"tokens", ids}, {"count", ids.size()}, {"max_model_len", engine.config().scheduler.max_model_len}};
-    send_json(req, 200, out.dump());
-  }
-
-  void handle_detokenize(evhttp_request* req, const std::string& body_text) {
-    DetokenizeRequest request;
-    if (auto e = parse_detokenize_request(body_text, tokenizer.vocab_size(), &request)) return send_error(req, *e);
-    send_json(req, 200,
-              nlohmann::json{{"prompt", tokenizer.decode(request.tokens)}}.dump(
-                  -1, ' ', false, nlohmann::json::error_handler_t::replace));
-  }
-
   // Prompt token ids of a parsed request, or the error to send.
   std::optional<ApiError> prompt_ids(const OpenAiRequest& request, std::vector<int32_t>* ids) const {
     if (request.endpoint == ApiEndpoint::kChatCompletions) {
-      auto rendered = apply_chat_template(chat_template, request.messages, request.add_generation_prompt);
-      if (!rendered.is_ok()) return bad_request(rendered.status().message(), "messages");
-      *ids = tokenizer.encode(rendered.value(), true);
+      // Message contents are text: "<|im_start|>" typed by a user is not the special token.
+      auto encoded = encode_chat(tokenizer, chat_template, request.messages, request.add_generation_prompt);
+      if (!encoded.is_ok()) return bad_request(encoded.status().message(), "messages");
+      *ids = std::move(encoded.value());
     } else if (request.prompt_is_token_ids) {
       *ids = request.prompt_token_ids;
     } else {
@@ -238,73 +422,6 @@ struct OpenAiServer::Impl {
     return std::nullopt;
   }
 
-  void handle_generation(evhttp_request* req, const std::string& body, ApiEndpoint endpoint) {
-    OpenAiRequest request;
-    if (auto e = parse_openai_request(body, endpoint, &request)) return send_error(req, *e);
-    for (const std::string& name : request.unknown_fields) {
-      if (logged_unknown_fields.size() >= kMaxLoggedUnknownFields || !logged_unknown_fields.insert(name).second)
-        continue;
-      log_warning(
-          "ignoring the request field '{}', which neither the OpenAI API nor vLLM defines{}", name.substr(0, 64),
-          logged_unknown_fields.size() == kMaxLoggedUnknownFields ? " (further unknown fields are not logged)" : "");
-    }
-    if (auto e = check_model(request.model)) return send_error(req, *e);
-    EngineRequest engine_request;
-    if (auto e = prompt_ids(request, &engine_request.prompt_token_ids)) return send_error(req, *e);
-    const int64_t prompt_len = static_cast<int64_t>(engine_request.prompt_token_ids.size());
-    const int64_t max_model_len = engine.config().scheduler.max_model_len;
-    const int64_t max_tokens = request.max_tokens ? *request.max_tokens : max_model_len - prompt_len;
-    if (max_tokens > max_model_len) {  // keeps the int32 below honest; the engine says the rest
-      return send_error(
-          req, bad_request("'max_tokens' or 'max_completion_tokens' is too large: " + std::to_string(max_tokens) +
-                               ". This model's maximum context length is " + std::to_string(max_model_len) +
-                               " tokens and your request has " + std::to_string(prompt_len) + " input tokens (" +
-                               std::to_string(max_tokens) + " > " + std::to_string(max_model_len) + " - " +
-                               std::to_string(prompt_len) + ").",
-                           "max_tokens"));
-    }
-    engine_request.max_tokens = static_cast<int32_t>(max_tokens);
-    engine_request.sampling = request.sampling;
-    if (!request.has_seed) engine_request.sampling.seed = std::chrono::steady_clock::now().time_since_epoch().count();
-    engine_request.stop_token_ids = request.stop_token_ids;
-    engine_request.ignore_eos = request.ignore_eos;
-
-    auto stream = std::make_shared<Stream>();
-    stream->server = this;
-    stream->req = req;
-    stream->streaming = request.stream;
-    stream->include_usage = request.include_usage;
-    stream->header = {make_response_id(endpoint), unix_now_s(), config.served_model_name, endpoint};
-    stream->decoder = std::make_unique<IncrementalDecoder>(tokenizer, request.skip_special_tokens);
-    stream->stop = std::make_unique<StopStringMatcher>(request.stop, request.include_stop_str_in_output);
-    stream->usage.prompt_tokens = prompt_len;
-    stream->num_logprobs = request.sampling.num_logprobs;
-
-    auto submitted = engine.submit(std::move(engine_request), [this, stream](const RequestOutput& out) {
-      {
-        std::lock_guard<std::mutex> lock(queue_mutex);
-        queue.push_back({stream, out});
-      }
-      event_active(notify_event, 0, 0);
-    });
-    if (!submitted.is_ok()) {
-      const Status& s = submitted.status();
-      // Busy or stopping is the server's state (503); a request that can never fit is the client's (400).
-      const bool busy = s.code() == StatusCode::kUnavailable;
-      return send_error(req, {busy ? 503 : 400, s.message(), busy ? "" : "max_tokens"});
-    }
-    stream->engine_id = submitted.value();
-    live[stream.get()] = stream;
-    evhttp_connection_set_closecb(evhttp_request_get_connection(req), &Impl::on_close, stream.get());
-    if (stream->streaming) {
-      evkeyvalq* headers = evhttp_request_get_output_headers(req);
-      evhttp_add_header(headers, "Content-Type", "text/event-stream");
-      evhttp_add_header(headers, "Cache-Control", "no-cache");
-      evhttp_send_reply_start(req, 200, "OK");
-      if (endpoint == ApiEndpoint::kChatCompletions) send_event(req, chat_role_chunk_json(stream->header));
-    }
-  }
-
   // ---- client went away ---------------------------------------------------------------------
   static void on_close(evhttp_connection* /*evcon*/, void* arg) {
     Stream* raw = static_cast<Stream*>(arg);
@@ -321,14 +438,19 @@ struct OpenAiServer::Impl {
     }
     stream->req = nullptr;
     stream->done = true;
-    self->engine.abort(stream->engine_id);
+    if (stream->engine_id >= 0) self->engine.abort(stream->engine_id);
     log_debug("client of request {} disconnected: aborted", stream->engine_id);
+    self->maybe_finish_shutdown();
   }
 
   // libevent notices a closed socket only when it reads or writes it, and it does not read
   // while a reply is pending: a non-streaming client (or a stream still in prefill) that
   // leaves would keep its request running. A peek at each open socket finds them.
-  static void on_liveness(evutil_socket_t, short, void* arg) { static_cast<Impl*>(arg)->check_liveness(); }
+  static void on_liveness(evutil_socket_t, short, void* arg) {
+    Impl* self = static_cast<Impl*>(arg);
+    self->check_liveness();
+    self->guard->check_timeouts();
+  }
 
   void check_liveness() {
     std::vector<evhttp_connection*> gone;
@@ -364,6 +486,7 @@ struct OpenAiServer::Impl {
       batch.swap(queue);
     }
     for (QueuedOutput& q : batch) apply_output(*q.stream, q.output);
+    if (!shutdown_finished) maybe_finish_shutdown();
   }
 
   // The logprobs of token i of an update (asked for by the request), or its id with an unknown
@@ -428,7 +551,12 @@ struct OpenAiServer::Impl {
       end.finish_reason = piece.stopped ? "stop" : (reason != nullptr ? reason : "abort");
       end.stop_token_id = out.stop_token_id;
       if (out.finish_reason == FinishReason::kError && stream.req != nullptr) {
-        return finish_with_error(stream, "the engine failed while generating this request");
+        return finish_with_error(stream, {500, "the engine failed while generating this request", ""});
+      }
+      // An abort the client did not cause (the engine stopped): an error, never a normal
+      // finish with whatever text there was.
+      if (out.finish_reason == FinishReason::kAbort && stream.req != nullptr) {
+        return finish_with_error(stream, {503, "the request was aborted: the server is shutting down", ""});
       }
     }
     if (finished && wants_logprobs) {
@@ -464,13 +592,15 @@ struct OpenAiServer::Impl {
     }
   }
 
-  void finish_with_error(Stream& stream, const std::string& message) {
-    ApiError error{500, message, ""};
+  // Ends a request with an error: a stream already under way gets it as an event (then
+  // [DONE]); any other request gets it as the HTTP response.
+  void finish_with_error(Stream& stream, const ApiError& error) {
     stream.done = true;
     evhttp_request* req = stream.req;
     release(stream);
     stream.req = nullptr;
-    if (stream.streaming) {
+    if (req == nullptr) return;
+    if (stream.reply_started) {
       send_event(req, error.to_json());
       send_event(req, "[DONE]");
       evhttp_send_reply_end(req);
@@ -480,21 +610,82 @@ struct OpenAiServer::Impl {
   }
 
   // ---- shutdown -------------------------------------------------------------------------------
+  // SIGINT/SIGTERM: stop accepting (the listener closes; requests on open connections get
+  // 503), let the requests in flight finish for up to --shutdown-timeout seconds, end the
+  // rest with a 503 error, stop the engine and leave the loop.
   static void on_signal(evutil_socket_t signal_number, short, void* arg) {
     log_info("received signal {}: shutting down", static_cast<int>(signal_number));
     static_cast<Impl*>(arg)->begin_shutdown();
   }
   static void on_shutdown_request(evutil_socket_t, short, void* arg) { static_cast<Impl*>(arg)->begin_shutdown(); }
+  static void on_drain_timeout(evutil_socket_t, short, void* arg) { static_cast<Impl*>(arg)->end_remaining(); }
+
+  static double monotonic_s() {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+  }
 
   void begin_shutdown() {
     if (shutting_down) return;
     shutting_down = true;
+    shutdown_started_s = monotonic_s();
     if (socket != nullptr) {
+      guard->forget_listener();
       evhttp_del_accept_socket(http, socket);  // stop accepting
       socket = nullptr;
     }
+    guard->close_idle();
+    const double timeout = config.shutdown_timeout_s;
+    if (live.empty()) {
+      log_info("shutdown: no requests in flight");
+      return finish_shutdown();
+    }
+    if (timeout <= 0) {
+      log_info("shutdown: ending {} requests in flight now (--shutdown-timeout 0)", live.size());
+      return end_remaining();
+    }
+    log_info("shutdown: no new connections; waiting up to {:g} s for {} requests in flight (--shutdown-timeout)",
+             timeout, live.size());
+    const timeval tv{static_cast<time_t>(timeout), static_cast<suseconds_t>((timeout - std::floor(timeout)) * 1e6)};
+    event_add(drain_timer, &tv);
+  }
+
+  // During the drain: once nothing is in flight, finish.
+  void maybe_finish_shutdown() {
+    if (shutting_down && !shutdown_finished && live.empty()) {
+      log_info("shutdown: every request in flight finished after {:.1f} s", monotonic_s() - shutdown_started_s);
+      finish_shutdown();
+    }
+  }
+
+  // The timeout passed: what is still in flight ends with an error.
+  void end_remaining() {
+    if (shutdown_finished) return;
+    std::vector<std::shared_ptr<Stream>> remaining;
+    for (const auto& [raw, stream] : live) remaining.push_back(stream);
+    size_t streams = 0;
+    for (const auto& stream : remaining) {
+      if (stream->engine_id >= 0) engine.abort(stream->engine_id);
+      streams += stream->reply_started ? 1 : 0;
+      finish_with_error(*stream, {503,
+                                  "the server is shutting down: the request was ended after " +
+                                      fmt::format("{:g}", config.shutdown_timeout_s) + " s (--shutdown-timeout)",
+                                  ""});
+    }
+    if (!remaining.empty()) {
+      log_warning(
+          "shutdown: ended {} requests still in flight after {:.1f} s ({} streams got an error event, {} an "
+          "HTTP 503)",
+          remaining.size(), monotonic_s() - shutdown_started_s, streams, remaining.size() - streams);
+    }
+    finish_shutdown();
+  }
+
+  void finish_shutdown() {
+    if (shutdown_finished) return;
+    shutdown_finished = true;
+    event_del(drain_timer);
     event_del(liveness_timer);
-    engine.stop();  // every request gets its final (abort) update
+    engine.stop();  // anything left gets its final (abort) update
     drain_queue();  // ... which is sent now
     timeval flush_time{0, 200 * 1000};
     event_base_loopexit(base, &flush_time);
@@ -508,28 +699,53 @@ OpenAiServer::OpenAiServer(const ServerConfig& config, Engine& engine, const Tok
   impl_->base = event_base_new();
   CROSSPOINT_CHECK(impl_->base != nullptr, "event_base_new failed");
   impl_->http = evhttp_new(impl_->base);
-  // libevent refuses far larger bodies itself (plain 413); we answer the rest with JSON.
-  evhttp_set_max_body_size(impl_->http, static_cast<ev_ssize_t>(config.max_body_bytes * 4 + (1 << 20)));
-  evhttp_set_max_headers_size(impl_->http, 64 * 1024);
+  HttpLimits limits;
+  limits.max_body_bytes = config.max_body_bytes;
+  limits.max_header_bytes = config.max_header_bytes;
+  limits.header_timeout_s = config.header_timeout_s;
+  limits.body_timeout_s = config.body_timeout_s;
+  limits.idle_timeout_s = config.idle_timeout_s;
+  limits.max_connections = config.max_connections;
+  limits.api_key = config.api_key;
+  Impl* impl = impl_.get();
+  impl_->guard = std::make_unique<HttpGuard>(impl_->base, limits,
+                                             [impl] { return impl->engine.is_running() && !impl->shutting_down; });
+  // Every connection's request heads pass the guard (http_guard.h) before evhttp reads them;
+  // evhttp's own limits stay as a second line.
+  evhttp_set_bevcb(impl_->http, &HttpGuard::new_bufferevent, impl_->guard.get());
+  evhttp_set_max_body_size(impl_->http, static_cast<ev_ssize_t>(config.max_body_bytes + (1 << 20)));
+  evhttp_set_max_headers_size(impl_->http, static_cast<ev_ssize_t>(config.max_header_bytes + 1024));
   evhttp_set_flags(impl_->http, EVHTTP_SERVER_LINGERING_CLOSE);
   evhttp_set_allowed_methods(impl_->http, EVHTTP_REQ_GET | EVHTTP_REQ_POST | EVHTTP_REQ_HEAD | EVHTTP_REQ_PUT |
                                               EVHTTP_REQ_DELETE | EVHTTP_REQ_OPTIONS | EVHTTP_REQ_PATCH);
   evhttp_set_gencb(impl_->http, &Impl::on_request, impl_.get());
   impl_->notify_event = event_new(impl_->base, -1, 0, &Impl::on_notify, impl_.get());
+  impl_->prepared_event = event_new(impl_->base, -1, 0, &Impl::on_prepared, impl_.get());
   impl_->shutdown_event = event_new(impl_->base, -1, 0, &Impl::on_shutdown_request, impl_.get());
+  impl_->drain_timer = event_new(impl_->base, -1, 0, &Impl::on_drain_timeout, impl_.get());
   impl_->liveness_timer = event_new(impl_->base, -1, EV_PERSIST, &Impl::on_liveness, impl_.get());
   impl_->sigint_event = evsignal_new(impl_->base, SIGINT, &Impl::on_signal, impl_.get());
   impl_->sigterm_event = evsignal_new(impl_->base, SIGTERM, &Impl::on_signal, impl_.get());
+  impl_->prepare_thread = std::thread([impl] { impl->prepare_loop(); });
 }
 
 OpenAiServer::~OpenAiServer() {
+  {
+    std::lock_guard<std::mutex> lock(impl_->prepare_mutex);
+    impl_->prepare_stop = true;
+  }
+  impl_->prepare_wake.notify_all();
+  if (impl_->prepare_thread.joinable()) impl_->prepare_thread.join();
+  impl_->prepare_queue.clear();
+  impl_->prepared.clear();
   impl_->engine.stop();
   impl_->drain_queue();
   // Closing the connections runs on_close for the streams still open, which must be alive.
   if (impl_->http != nullptr) evhttp_free(impl_->http);
   impl_->live.clear();
-  for (event* e :
-       {impl_->notify_event, impl_->shutdown_event, impl_->liveness_timer, impl_->sigint_event, impl_->sigterm_event}) {
+  impl_->guard.reset();  // after evhttp_free: it holds the connections' bufferevents
+  for (event* e : {impl_->notify_event, impl_->prepared_event, impl_->shutdown_event, impl_->drain_timer,
+                   impl_->liveness_timer, impl_->sigint_event, impl_->sigterm_event}) {
     if (e != nullptr) event_free(e);
   }
   if (impl_->base != nullptr) event_base_free(impl_->base);
@@ -542,6 +758,7 @@ Status OpenAiServer::bind() {
     return io_error("cannot listen on " + impl_->config.host + ":" + std::to_string(impl_->config.port) +
                     " (address in use, or not an address of this machine)");
   }
+  impl_->guard->watch_listener(evhttp_bound_socket_get_listener(impl_->socket));
   return Status::ok();
 }
 

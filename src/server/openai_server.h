@@ -1,7 +1,9 @@
 // The OpenAI-compatible HTTP front end of the engine, on libevent's evhttp: one event loop
 // thread serves every connection (keep-alive HTTP/1.1, thousands of open SSE streams cost
 // a socket and a small struct each, not a thread). Engine updates arrive from the engine
-// thread through a locked queue and one event; the loop never waits on the engine.
+// thread through a locked queue and one event; the loop never waits on the engine. Request
+// heads pass HttpGuard (http_guard.h: timeouts, connection cap, framing, API key) before
+// evhttp parses them; parsing and tokenising run on a preparation thread.
 //
 // Routes: POST /v1/completions, POST /v1/chat/completions, GET /v1/models, GET /health,
 // GET /metrics, POST /tokenize, POST /detokenize.
@@ -21,11 +23,17 @@ namespace crosspoint {
 
 struct ServerConfig {
   std::string host = "127.0.0.1";
-  int port = 8000;                   // 0 = any free port (see OpenAiServer::port())
-  std::string served_model_name;     // what clients put in "model"
-  std::string model_root;            // the model directory, reported by /v1/models
-  std::string api_key;               // when set, /v1/* requires "Authorization: Bearer <key>"
-  size_t max_body_bytes = 8u << 20;  // larger request bodies get 413
+  int port = 8000;                      // 0 = any free port (see OpenAiServer::port())
+  std::string served_model_name;        // what clients put in "model"
+  std::string model_root;               // the model directory: /v1/models reports its base name only
+  std::string api_key;                  // when set, every route but /health requires "Authorization: Bearer <key>"
+  size_t max_body_bytes = 8u << 20;     // larger request bodies get 413 (before they are read)
+  size_t max_header_bytes = 64u << 10;  // larger request heads get 431
+  double header_timeout_s = 10;         // a request head must arrive within this (408)
+  double body_timeout_s = 60;           // a request body must arrive within this (408)
+  double idle_timeout_s = 60;           // a connection with no request in progress is closed after this
+  int max_connections = 4096;           // more get 503 (one /health request each is still answered)
+  double shutdown_timeout_s = 30;       // SIGTERM/SIGINT: how long requests in flight may finish (0 = none)
 };
 
 class OpenAiServer {
@@ -39,8 +47,9 @@ class OpenAiServer {
   Status bind();
   // The bound port (useful with port 0).
   int port() const;
-  // Serves until SIGINT/SIGTERM or request_shutdown(): then stops accepting, aborts what is
-  // in flight (streams get their final chunk and [DONE]), stops the engine and returns.
+  // Serves until SIGINT/SIGTERM or request_shutdown(): then stops accepting (requests on open
+  // connections get 503), lets what is in flight finish for up to shutdown_timeout_s, ends
+  // the rest with a 503 error (streams: an error event), stops the engine and returns.
   Status run();
   // Thread-safe and async-signal-unsafe: asks run() to shut down.
   void request_shutdown();

@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -31,6 +32,7 @@ Result<ChildProcess> ChildProcess::start(const std::vector<std::string>& argv, c
   std::vector<char*> c_argv;
   for (const std::string& arg : argv) c_argv.push_back(const_cast<char*>(arg.c_str()));
   c_argv.push_back(nullptr);
+  const pid_t parent = ::getpid();
   const pid_t pid = ::fork();
   if (pid < 0) {
     ::close(log_fd);
@@ -38,6 +40,12 @@ Result<ChildProcess> ChildProcess::start(const std::vector<std::string>& argv, c
     return internal_error(std::string("fork failed: ") + std::strerror(errno));
   }
   if (pid == 0) {
+    // The child gets SIGTERM when the sweep dies, however it dies (SIGINT, SIGTERM, SIGKILL,
+    // a crash): no server or benchmark is left running on its own. The signal follows the
+    // thread that forked, which is the sweep's main thread. Should the sweep have died
+    // before the request took effect, the child is already an orphan and stops here.
+    ::prctl(PR_SET_PDEATHSIG, SIGTERM);
+    if (::getppid() != parent) ::_exit(127);
     ::dup2(out_fd, STDOUT_FILENO);
     ::dup2(log_fd, STDERR_FILENO);
     const int null_fd = ::open("/dev/null", O_RDONLY);

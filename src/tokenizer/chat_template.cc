@@ -71,21 +71,78 @@ ChatTemplate chat_template_for_model_dir(const std::string& dir) {
   return chat_template;
 }
 
-Result<std::string> apply_chat_template(const ChatTemplate& chat_template, const std::vector<ChatMessage>& messages,
-                                        bool add_generation_prompt) {
+namespace {
+
+constexpr const char* kImStart = "<|im_start|>";
+constexpr const char* kImEnd = "<|im_end|>";
+
+// The rendered conversation as pieces: the template's special tokens (special = true) and the
+// text between them (role names, contents, newlines).
+struct ChatPiece {
+  bool special = false;
+  std::string text;
+};
+
+Result<std::vector<ChatPiece>> render_pieces(const ChatTemplate& chat_template,
+                                             const std::vector<ChatMessage>& messages, bool add_generation_prompt) {
   if (messages.empty()) return invalid_argument("messages: a conversation needs at least one message");
-  std::string prompt;
+  std::vector<ChatPiece> pieces;
+  auto turn = [&](const std::string& role, const std::string& content) {
+    pieces.push_back({true, kImStart});
+    pieces.push_back({false, role + "\n" + content});
+    pieces.push_back({true, kImEnd});
+    pieces.push_back({false, "\n"});
+  };
   for (size_t i = 0; i < messages.size(); ++i) {
     const ChatMessage& message = messages[i];
     if (message.role != "system" && message.role != "user" && message.role != "assistant")
       return invalid_argument(
           fmt::format("messages[{}].role \"{}\" (expected system, user or assistant)", i, message.role));
     if (i == 0 && message.role != "system" && !chat_template.default_system_prompt.empty())
-      prompt += "<|im_start|>system\n" + chat_template.default_system_prompt + "<|im_end|>\n";
-    prompt += "<|im_start|>" + message.role + "\n" + message.content + "<|im_end|>\n";
+      turn("system", chat_template.default_system_prompt);
+    turn(message.role, message.content);
   }
-  if (add_generation_prompt) prompt += "<|im_start|>assistant\n";
+  if (add_generation_prompt) {
+    pieces.push_back({true, kImStart});
+    pieces.push_back({false, "assistant\n"});
+  }
+  return pieces;
+}
+
+}  // namespace
+
+Result<std::string> apply_chat_template(const ChatTemplate& chat_template, const std::vector<ChatMessage>& messages,
+                                        bool add_generation_prompt) {
+  auto pieces = render_pieces(chat_template, messages, add_generation_prompt);
+  if (!pieces.is_ok()) return pieces.status();
+  std::string prompt;
+  for (const ChatPiece& piece : pieces.value()) prompt += piece.text;
   return prompt;
+}
+
+Result<std::vector<int32_t>> encode_chat(const Tokenizer& tokenizer, const ChatTemplate& chat_template,
+                                         const std::vector<ChatMessage>& messages, bool add_generation_prompt) {
+  auto pieces = render_pieces(chat_template, messages, add_generation_prompt);
+  if (!pieces.is_ok()) return pieces.status();
+  std::vector<int32_t> ids;
+  std::string text;  // text since the last special token
+  auto flush_text = [&] {
+    if (text.empty()) return;
+    const std::vector<int32_t> part = tokenizer.encode(text, /*parse_special=*/false);
+    ids.insert(ids.end(), part.begin(), part.end());
+    text.clear();
+  };
+  for (const ChatPiece& piece : pieces.value()) {
+    if (!piece.special) {
+      text += piece.text;
+      continue;
+    }
+    flush_text();
+    const std::vector<int32_t> part = tokenizer.encode(piece.text, /*parse_special=*/true);
+    ids.insert(ids.end(), part.begin(), part.end());
+  }
+  flush_text();
+  return ids;
 }
 
 }  // namespace crosspoint

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "common/status.h"
+#include "tokenizer/tokenizer.h"
 
 namespace crosspoint {
 
@@ -32,5 +33,15 @@ std::string default_system_prompt_from_template(const std::string& jinja_templat
 // Renders the conversation; add_generation_prompt appends "<|im_start|>assistant\n".
 Result<std::string> apply_chat_template(const ChatTemplate& chat_template, const std::vector<ChatMessage>& messages,
                                         bool add_generation_prompt = true);
+
+// The token ids of the rendered conversation, with the message contents as plain text: the
+// template's own <|im_start|> and <|im_end|> are special tokens, while the same strings
+// inside a message's content are tokenised as text, so no content can forge a turn (HF's
+// split_special_tokens behaviour for the content). The text between the template's special
+// tokens is encoded as one piece, as a tokenizer encoding the rendered string splits it, so a
+// conversation whose contents hold no special-token strings gets the ids of
+// tokenizer.encode(apply_chat_template(...)).
+Result<std::vector<int32_t>> encode_chat(const Tokenizer& tokenizer, const ChatTemplate& chat_template,
+                                         const std::vector<ChatMessage>& messages, bool add_generation_prompt = true);
 
 }  // namespace crosspoint

@@ -13,7 +13,10 @@ import concurrent.futures
 import http.client
 import json
 import os
+import resource
+import select
 import signal
+import socket
 import subprocess
 import sys
 import threading
@@ -27,7 +30,8 @@ API_KEY = "sk-test-key"
 FAILURES = []
 # Sizes per mode: the toy model is instant, the default model takes ~0.2 s a step on 2 cores.
 SIZES = {"distinct_specs": 64, "max_tokens": 10, "preempt_requests": 16, "preempt_max_tokens": 24,
-         "busy_max_tokens": 20}
+         "busy_max_tokens": 20, "long_stream_tokens": 60, "drain_tokens": 200,
+         "slow_server_args": ["--step-delay-ms", "20", "--max-num-seqs", "2"]}
 
 
 def check(fn):
@@ -47,8 +51,9 @@ def check(fn):
 class Server:
     """A server process on 127.0.0.1 that prints 'port N' (toy) or is polled on /health."""
 
-    def __init__(self, argv, port=None):
-        self.proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    def __init__(self, argv, port=None, preexec_fn=None):
+        self.proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                     preexec_fn=preexec_fn)
         self.stderr_lines = []
         threading.Thread(target=self._drain_stderr, daemon=True).start()
         if port is None:
@@ -497,20 +502,426 @@ def overload_503(make_server, model):
     return waiting_queue_over_limit_gives_503
 
 
+# ---- HTTP limits (docs/serving.md, "Limits, authentication and shutdown") ----------------------
+
+def raw_exchange(port, data, timeout=15):
+    """Sends raw bytes and reads until the server closes the connection (or timeout)."""
+    sock = socket.create_connection(("127.0.0.1", port), timeout=timeout)
+    chunks = []
+    try:
+        if data:
+            sock.sendall(data)
+        while True:
+            try:
+                b = sock.recv(65536)
+            except socket.timeout:
+                chunks.append(b"<timeout>")
+                break
+            except ConnectionResetError:
+                chunks.append(b"<reset>")
+                break
+            if not b:
+                break
+            chunks.append(b)
+    finally:
+        sock.close()
+    return b"".join(chunks)
+
+
+def expect_json_error(raw, status):
+    head, _, body = raw.partition(b"\r\n\r\n")
+    assert head.startswith(b"HTTP/1.1 ") and int(head.split(b" ")[1]) == status, raw[:400]
+    error = json.loads(body)["error"]
+    assert error["code"] == status and error["message"] and "type" in error and "param" in error, body
+    return error["message"]
+
+
+AUTH = f"Authorization: Bearer {API_KEY}\r\n".encode()
+
+
 @check
-def sigterm_finishes_streams_and_exits_zero(server, model):
+def malformed_and_smuggled_requests_get_json_errors(server, model):
+    body = b'{"prompt":"x"}'
+    cases = [
+        (400, b"POST /v1/completions HTTP/1.1\r\nHost: a\r\n" + AUTH + b"Content-Length: 14\r\nContent-Length: 14\r\n\r\n" + body),
+        (400, b"POST /v1/completions HTTP/1.1\r\n" + AUTH + b"Content-Length: 14\r\nTransfer-Encoding: chunked\r\n\r\n" + body),
+        (400, b"POST /v1/completions HTTP/1.1\r\n" + AUTH + b"Transfer-Encoding: chunked\r\nContent-Length: 14\r\n\r\n" + body),
+        (411, b"POST /v1/completions HTTP/1.1\r\n" + AUTH + b"Transfer-Encoding: chunked\r\n\r\ne\r\n" + body + b"\r\n0\r\n\r\n"),
+        (400, b"POST /v1/completions HTTP/1.1\r\n" + AUTH + b"Content-Length : 14\r\n\r\n" + body),
+        (400, b"POST /v1/completions HTTP/1.1\r\n" + AUTH + b"Content-Length: +14\r\n\r\n" + body),
+        (400, b"POST /v1/completions HTTP/1.1\r\n" + AUTH + b"Content-Length: 14, 14\r\n\r\n" + body),
+        (400, b"POST /v1/completions HTTP/1.1\r\n" + AUTH + b"X-Folded: a\r\n b\r\nContent-Length: 14\r\n\r\n" + body),
+        (400, b"GARBAGE\r\n\r\n"),
+        (400, b"GET /health HTTP/2.0\r\n\r\n"),
+        (400, b"GET /he alth HTTP/1.1\r\n\r\n"),
+        (400, b"GET /health HTTP/1.1\r\nNoColonHere\r\n\r\n"),
+        (405, b"BREW /v1/models HTTP/1.1\r\n" + AUTH + b"\r\n"),
+        (405, b"TRACE /v1/models HTTP/1.1\r\n" + AUTH + b"\r\n"),
+        (431, b"GET /v1/models HTTP/1.1\r\n" + AUTH + b"X-Big: " + b"a" * (70 << 10) + b"\r\n\r\n"),
+        (417, b"GET /v1/models HTTP/1.1\r\n" + AUTH + b"Expect: 200-ok\r\n\r\n"),
+    ]
+    for status, data in cases:
+        raw = raw_exchange(server.port, data)
+        assert b"<html" not in raw.lower(), raw[:300]
+        expect_json_error(raw, status)
+    # Junk behind a request still being answered (a stray CRLF after a body, a bad pipelined
+    # request): the answer goes out whole, then the error, then the connection closes.
+    for junk in [b"\r\n", b"GARBAGE\r\n\r\n"]:
+        request = b"POST /v1/completions HTTP/1.1\r\n" + AUTH + b"Content-Length: 14\r\n\r\n" + body
+        raw = raw_exchange(server.port, request + junk)
+        first, sep, rest = raw.partition(b"HTTP/1.1 400 ")
+        assert first.startswith(b"HTTP/1.1 200 ") and sep, raw[:600]
+        assert json.loads(first.partition(b"\r\n\r\n")[2])["choices"], first
+        expect_json_error(sep + rest, 400)
+    # The server is unharmed: a correct request on a new connection works.
+    assert server.request("POST", "/v1/completions", body)[0] == 200
+    server.wait_idle()
+
+
+@check
+def api_key_on_every_route_but_health(server, model):
+    for method, path, body in [("GET", "/v1/models", None), ("GET", "/metrics", None),
+                               ("POST", "/tokenize", b'{"prompt":"hi"}'), ("POST", "/detokenize", b'{"tokens":[1]}'),
+                               ("POST", "/v1/completions", b'{"prompt":"hi"}'), ("GET", "/v1/nothing", None)]:
+        for auth in ["", "Bearer", "Bearer " + "x" * len(API_KEY), "Bearer " + API_KEY + "x", "bearer " + API_KEY]:
+            status, data = server.request(method, path, body, headers={"Authorization": auth})
+            assert status == 401 and json.loads(data)["error"]["code"] == 401, (path, auth, status, data)
+        assert server.request(method, path, body)[0] in (200, 404), path
+    conn = http.client.HTTPConnection("127.0.0.1", server.port, timeout=60)
+    conn.request("GET", "/health")  # no Authorization header at all
+    assert conn.getresponse().status == 200
+    conn.close()
+    # Two Authorization headers, one of them right: refused.
+    raw = raw_exchange(server.port, b"GET /v1/models HTTP/1.1\r\nAuthorization: Bearer wrong\r\n" + AUTH + b"\r\n")
+    expect_json_error(raw, 401)
+    # The key is checked, and the body size, before the body is read: the answer comes while
+    # the client has sent only the head of a 100 MB request.
+    raw = raw_exchange(server.port, b"POST /v1/completions HTTP/1.1\r\nContent-Length: 1000000\r\n\r\n")
+    expect_json_error(raw, 401)
+    raw = raw_exchange(server.port, b"POST /v1/completions HTTP/1.1\r\n" + AUTH + b"Content-Length: 100000000\r\n\r\n")
+    assert "100000000" in expect_json_error(raw, 413)
+
+
+@check
+def models_reveal_no_filesystem_path(server, model):
+    status, data = server.request("GET", "/v1/models")
+    assert status == 200, status
+    for m in json.loads(data)["data"]:
+        assert not m["root"].startswith("/") and "/" not in m["root"], m
+    assert b"/tmp/" not in data and os.path.expanduser("~").encode() not in data, data
+
+
+@check
+def integers_out_of_range_name_their_field(server, model):
+    for field in ["max_tokens", "max_completion_tokens", "seed", "top_k"]:
+        for value in [2 ** 63, 2 ** 64 - 1, 2 ** 70]:
+            status, data = server.request("POST", "/v1/completions",
+                                          json.dumps({"model": model, "prompt": "Hi", field: value}).encode())
+            error = json.loads(data)["error"]
+            assert status == 400 and error["param"] == field and "-" not in error["message"], (field, value, data)
+
+
+@check
+def chat_content_cannot_forge_special_tokens(server, model):
     client = server.client()
-    stream = client.completions.create(model=model, prompt=PROMPTS[0], max_tokens=400, temperature=0,
+
+    def prompt_tokens(content):
+        r = client.chat.completions.create(model=model, messages=[{"role": "user", "content": content}], max_tokens=1,
+                                           temperature=0)
+        return r.usage.prompt_tokens
+    base = prompt_tokens("")
+    specials = []
+    for text in ["<|im_start|>", "<|im_end|>", "<|endoftext|>"]:
+        status, data = server.request("POST", "/tokenize", json.dumps({"prompt": text}).encode())
+        assert status == 200, data
+        if len(json.loads(data)["tokens"]) == 1:  # a special token of this tokenizer (/tokenize parses them)
+            specials.append(text)
+    assert specials, "the tokenizer has none of the special tokens tried"
+    for text in specials:
+        # As a special token it would add one id; as text it is several.
+        assert prompt_tokens(text) - base > 1, text
+        assert prompt_tokens(f"hi{text}system") - prompt_tokens("hisystem") > 1, text
+
+
+@check
+def odd_requests_do_not_fail_their_batch(server, model):
+    """Requests with extreme but accepted values (or refused ones) run beside ordinary ones,
+    which get exactly the output they get alone."""
+    client = server.client()
+    specs = [dict(prompt=PROMPTS[i], max_tokens=SIZES["max_tokens"], temperature=0) for i in range(4)]
+    alone = [client.completions.create(model=model, **spec).choices[0].text for spec in specs]
+    odd = [{"prompt": "Hi", "temperature": 1e300, "max_tokens": 4}, {"prompt": "Hi", "top_p": 1e-300, "max_tokens": 4},
+           {"prompt": "Hi", "temperature": 1e-300, "top_k": 2 ** 62, "max_tokens": 4},
+           {"prompt": "Hi", "logprobs": 20, "temperature": 5e-324, "max_tokens": 4},
+           {"prompt": [2 ** 31 - 1], "max_tokens": 4}, {"prompt": "Hi", "stop_token_ids": [2 ** 31 - 1], "max_tokens": 4},
+           {"prompt": "Hi", "stop": ["\u0000", ""], "max_tokens": 4}]
+
+    def run_odd(body):
+        status, data = server.request("POST", "/v1/completions", json.dumps({"model": model, **body}).encode())
+        assert status in (200, 400), (body, status, data)
+        return status
+    with concurrent.futures.ThreadPoolExecutor(len(specs) + len(odd)) as pool:
+        good = [pool.submit(lambda spec=spec: client.completions.create(model=model, **spec).choices[0].text)
+                for spec in specs]
+        statuses = list(pool.map(run_odd, odd))
+        together = [f.result() for f in good]
+    assert together == alone, (together, alone)
+    assert 200 in statuses, statuses
+    assert server.request("GET", "/health")[0] == 200
+    server.wait_idle()
+
+
+@check
+def big_tokenize_does_not_block_health(server, model):
+    prompt = " ".join(f"word{i % 977} x{i % 13}," for i in range(600000))[: (8 << 20) - 64]
+    body = json.dumps({"model": model, "prompt": prompt}).encode()
+    done = threading.Event()
+    sent = threading.Event()
+    result = {}
+
+    def tokenize():
+        conn = http.client.HTTPConnection("127.0.0.1", server.port, timeout=300)
+        conn.request("POST", "/tokenize", body, headers={"Authorization": f"Bearer {API_KEY}",
+                                                         "Content-Type": "application/json"})
+        sent.set()
+        resp = conn.getresponse()
+        result["status"] = resp.status
+        result["count"] = json.loads(resp.read()).get("count")
+        done.set()
+        conn.close()
+    worker = threading.Thread(target=tokenize)
+    worker.start()
+    sent.wait(120)
+    start = time.time()
+    waits = []
+    conn = http.client.HTTPConnection("127.0.0.1", server.port, timeout=300)
+    while not done.is_set():
+        asked = time.time()
+        conn.request("GET", "/health")
+        resp = conn.getresponse()
+        resp.read()
+        assert resp.status == 200, resp.status
+        waits.append(time.time() - asked)
+    in_flight = time.time() - start
+    conn.close()
+    worker.join()
+    assert result["status"] == 200 and result["count"] > 100000, result
+    # Were the loop tokenising, one /health would wait for the whole tokenisation: nearly all of
+    # the time the request was in flight after its upload (measured: 96% before this server
+    # moved tokenising to its own thread). Relative, so a slow machine does not change it.
+    assert max(waits) < in_flight / 3, (max(waits), in_flight, len(waits))
+
+
+def timeouts(make_server, model, step_delay_arg):
+    @check
+    def slow_and_idle_clients_are_closed(unused_server, unused_model):
+        server = make_server("--header-timeout", "1", "--body-timeout", "1", "--idle-timeout", "1", *step_delay_arg)
+        try:
+            # Sends nothing: closed without a response.
+            assert raw_exchange(server.port, b"") == b""
+            # Half a head: 408.
+            expect_json_error(raw_exchange(server.port, b"GET /v1/models HTTP/1.1\r\nHost: x\r\n"), 408)
+            # Dribbling a head byte by byte does not extend the head timeout.
+            sock = socket.create_connection(("127.0.0.1", server.port), timeout=15)
+            start = time.time()
+            try:
+                for b in b"GET /v1/models HTTP/1.1\r\nX-Slow: " + b"a" * 200:
+                    if select.select([sock], [], [], 0)[0] or time.time() - start > 8:
+                        break  # the answer is there
+                    sock.sendall(bytes([b]))
+                    time.sleep(0.05)
+            except (BrokenPipeError, ConnectionResetError):
+                pass
+            raw = b""
+            try:
+                while chunk := sock.recv(65536):
+                    raw += chunk
+            except (ConnectionResetError, socket.timeout):
+                pass
+            sock.close()
+            expect_json_error(raw, 408)
+            # Half a body: 408.
+            expect_json_error(raw_exchange(server.port, b"POST /v1/completions HTTP/1.1\r\n" + AUTH +
+                                           b"Content-Length: 100\r\n\r\n{\"prompt\""), 408)
+            # A keep-alive connection is closed once idle.
+            conn = http.client.HTTPConnection("127.0.0.1", server.port, timeout=15)
+            conn.request("GET", "/health")
+            r = conn.getresponse()
+            r.read()
+            assert r.status == 200
+            assert conn.sock.recv(1) == b""  # the server closed it
+            conn.close()
+            # A stream longer than the idle timeout is not idle: it runs to its end.
+            client = server.client()
+            stream = client.completions.create(model=model, prompt="Hi", max_tokens=SIZES["long_stream_tokens"],
+                                               temperature=0, stream=True, extra_body={"ignore_eos": True})
+            finish = None
+            for chunk in stream:
+                if chunk.choices and chunk.choices[0].finish_reason:
+                    finish = chunk.choices[0].finish_reason
+            assert finish == "length", finish
+            assert server.request("GET", "/health")[0] == 200
+        finally:
+            assert server.stop() == 0
+    return slow_and_idle_clients_are_closed
+
+
+def connection_cap(make_server, model):
+    @check
+    def connections_over_the_cap_get_503_and_health_answers(unused_server, unused_model):
+        server = make_server("--max-connections", "8")
+        hogs = []
+        try:
+            for _ in range(8):
+                hogs.append(socket.create_connection(("127.0.0.1", server.port), timeout=15))
+            time.sleep(0.5)  # accepted by the loop
+            conn = http.client.HTTPConnection("127.0.0.1", server.port, timeout=15)
+            conn.request("GET", "/health")
+            assert conn.getresponse().status == 200
+            conn.close()
+            raw = raw_exchange(server.port, b"GET /v1/models HTTP/1.1\r\n" + AUTH + b"\r\n")
+            assert "too many open connections" in expect_json_error(raw, 503)
+            # Far over the cap (the cap plus 64 that may still ask for /health): 503 at once.
+            for _ in range(64):
+                hogs.append(socket.create_connection(("127.0.0.1", server.port), timeout=15))
+            time.sleep(0.5)
+            expect_json_error(raw_exchange(server.port, b""), 503)
+            for h in hogs:
+                h.close()
+            hogs = []
+            deadline = time.time() + 10
+            while True:  # closed connections are counted out within a fraction of a second
+                status, _ = server.request("GET", "/v1/models")
+                if status == 200 or time.time() > deadline:
+                    break
+                time.sleep(0.1)
+            assert status == 200, status
+        finally:
+            for h in hogs:
+                h.close()
+            assert server.stop() == 0
+    return connections_over_the_cap_get_503_and_health_answers
+
+
+def accept_errors(make_server, model):
+    @check
+    def emfile_neither_spins_nor_floods_the_log(unused_server, unused_model):
+        server = make_server(preexec_fn=lambda: resource.setrlimit(resource.RLIMIT_NOFILE, (48, 48)))
+        socks = []
+        try:
+            for _ in range(120):  # more than the server has descriptors for: accept() fails with EMFILE
+                try:
+                    socks.append(socket.create_connection(("127.0.0.1", server.port), timeout=5))
+                except OSError:
+                    break
+            with open(f"/proc/{server.proc.pid}/stat") as f:
+                before = sum(int(x) for x in f.read().rsplit(")", 1)[1].split()[11:13])
+            time.sleep(3)
+            with open(f"/proc/{server.proc.pid}/stat") as f:
+                after = sum(int(x) for x in f.read().rsplit(")", 1)[1].split()[11:13])
+            ticks = os.sysconf("SC_CLK_TCK")
+            # A loop retrying accept() would burn the 3 s; pausing it costs next to nothing.
+            assert (after - before) / ticks < 1.0, (after - before) / ticks
+            logged = [line for line in server.stderr_lines if "accept() failed" in line]
+            assert 1 <= len(logged) <= 2, logged
+            for s_ in socks:
+                s_.close()
+            socks = []
+            deadline = time.time() + 15
+            status = None
+            while time.time() < deadline:
+                try:
+                    status = server.request("GET", "/health")[0]
+                    if status == 200:
+                        break
+                except OSError:
+                    pass
+                time.sleep(0.2)
+            assert status == 200, status
+        finally:
+            for s_ in socks:
+                s_.close()
+            assert server.stop() == 0
+    return emfile_neither_spins_nor_floods_the_log
+
+
+# ---- shutdown -------------------------------------------------------------------------------
+
+@check
+def sigterm_lets_requests_in_flight_finish_and_exits_zero(server, model):
+    client = server.client()
+    stream = client.completions.create(model=model, prompt=PROMPTS[0], max_tokens=SIZES["drain_tokens"], temperature=0,
                                        stream=True, extra_body={"ignore_eos": True})
     it = iter(stream)
     next(it)
+    keep_alive = http.client.HTTPConnection("127.0.0.1", server.port, timeout=60)
+    keep_alive.request("GET", "/health")
+    keep_alive.getresponse().read()
     server.proc.send_signal(signal.SIGTERM)
-    finish = None
+    time.sleep(0.3)
+    # New connections are refused; a new request on an open connection gets a 503 error.
+    refused = False
+    try:
+        socket.create_connection(("127.0.0.1", server.port), timeout=5).close()
+    except ConnectionRefusedError:
+        refused = True
+    assert refused
+    finish, tokens = None, 0
     for chunk in it:
         if chunk.choices and chunk.choices[0].finish_reason:
             finish = chunk.choices[0].finish_reason
-    assert finish in ("abort", "length"), finish
-    assert server.proc.wait(timeout=60) == 0
+    assert finish == "length", finish
+    assert server.proc.wait(timeout=120) == 0
+    log = "".join(server.stderr_lines)
+    assert "shutdown: every request in flight finished" in log, log[-2000:]
+    try:
+        keep_alive.request("GET", "/v1/models", headers={"Authorization": f"Bearer {API_KEY}"})
+        r = keep_alive.getresponse()
+        assert r.status == 503, r.status
+    except (ConnectionError, http.client.HTTPException):
+        pass  # closed with the process: also no 200
+
+
+def shutdown_timeout(make_server, model):
+    @check
+    def shutdown_timeout_ends_requests_with_errors(unused_server, unused_model):
+        server = make_server("--shutdown-timeout", "1", *SIZES["slow_server_args"])
+        try:
+            client = server.client()
+            stream = client.completions.create(model=model, prompt=PROMPTS[0], max_tokens=400, temperature=0,
+                                               stream=True, extra_body={"ignore_eos": True})
+            it = iter(stream)
+            next(it)
+            results = {}
+
+            def plain(name):
+                status, data = server.request("POST", "/v1/completions", json.dumps({
+                    "model": model, "prompt": PROMPTS[1], "max_tokens": 400, "temperature": 0,
+                    "ignore_eos": True}).encode())
+                results[name] = (status, json.loads(data))
+            threads = [threading.Thread(target=plain, args=(n,)) for n in ("running", "queued")]
+            for t in threads:
+                t.start()
+            time.sleep(0.5)
+            server.proc.send_signal(signal.SIGTERM)
+            error = None
+            try:
+                for chunk in it:
+                    assert not (chunk.choices and chunk.choices[0].finish_reason), chunk  # no normal finish
+            except openai.APIError as e:
+                error = e
+            assert error is not None and "shutting down" in str(error), error
+            for t in threads:
+                t.join(60)
+            for name, (status, body) in results.items():
+                assert status == 503 and body["error"]["code"] == 503, (name, status, body)
+                assert "shutting down" in body["error"]["message"], body
+            assert server.proc.wait(timeout=60) == 0
+            log = "".join(server.stderr_lines)
+            assert "shutdown: ended 3 requests still in flight" in log, log[-2000:]
+        finally:
+            assert server.stop() == 0
+    return shutdown_timeout_ends_requests_with_errors
 
 
 def main():
@@ -525,35 +936,51 @@ def main():
     if args.mode == "toy":
         model = "toy"
 
-        def make(*extra):
+        def make(*extra, preexec_fn=None):
             return Server([args.server, "--tokenizer", args.tokenizer, "--port", "0", "--api-key", API_KEY,
-                           "--step-delay-ms", "1", *extra])
+                           "--step-delay-ms", "1", "--model-root", "/tmp/crosspoint-secret/toy-model", *extra],
+                          preexec_fn=preexec_fn)
         main_server = make("--max-num-seqs", "64")
         make_small = lambda: make("--kv-blocks", "12", "--block-size", "4", "--max-num-seqs", "16",  # noqa: E731
                                   "--max-model-len", "48")
         make_busy = lambda: make("--max-num-seqs", "1", "--max-waiting", "2", "--step-delay-ms", "5")  # noqa: E731
+        make_limited = make
+        step_delay = ["--step-delay-ms", "40"]
     else:
         model = "default"
         port = 18000 + os.getpid() % 1000
-        SIZES.update(distinct_specs=16, max_tokens=4, preempt_requests=6, preempt_max_tokens=10, busy_max_tokens=4)
+        SIZES.update(distinct_specs=16, max_tokens=4, preempt_requests=6, preempt_max_tokens=10, busy_max_tokens=4,
+                     long_stream_tokens=12, drain_tokens=12, slow_server_args=["--max-num-seqs", "1"])
 
-        def make_cp(port, *extra):
+        def make_cp(port, *extra, preexec_fn=None):
             return Server([args.crosspoint, "serve", "--device", "cpu", "--model", args.model, "--port", str(port), "--api-key",
-                           API_KEY, "--served-model-name", model, "--threads", "2", *extra], port=port)
+                           API_KEY, "--served-model-name", model, "--threads", "2", *extra], port=port,
+                          preexec_fn=preexec_fn)
         main_server = make_cp(port, "--max-num-seqs", "64")
         # SmolLM2-135M keeps 46,080 bytes of f32 K/V per token: 1.5 MiB is 34 tokens.
         make_small = lambda: make_cp(port + 1, "--kv-cache-memory", "1.5MiB", "--block-size", "2",  # noqa: E731
                                      "--max-model-len", "32", "--max-num-seqs", "8")
         make_busy = lambda: make_cp(port + 2, "--max-num-seqs", "1", "--max-waiting", "2")  # noqa: E731
+        make_limited = lambda *extra, preexec_fn=None: make_cp(port + 3, *extra, preexec_fn=preexec_fn)  # noqa: E731
+        step_delay = []
 
     checks = [models_and_health, completion_stream_and_not_agree, chat_stream_and_not_agree,
               seeded_sampling_is_reproducible, concurrent_streams_equal_sequential, stop_strings,
               logprobs_completions, logprobs_chat, errors_follow_openai_schema, disconnect_mid_stream_frees_blocks,
               forced_preemption(make_small, model, main_server), overload_503(make_busy, model),
-              metrics_parse_as_prometheus, sigterm_finishes_streams_and_exits_zero]
+              metrics_parse_as_prometheus, malformed_and_smuggled_requests_get_json_errors,
+              api_key_on_every_route_but_health, models_reveal_no_filesystem_path,
+              integers_out_of_range_name_their_field, chat_content_cannot_forge_special_tokens,
+              odd_requests_do_not_fail_their_batch,
+              big_tokenize_does_not_block_health, timeouts(make_limited, model, step_delay),
+              connection_cap(make_limited, model), accept_errors(make_limited, model),
+              shutdown_timeout(make_limited, model), sigterm_lets_requests_in_flight_finish_and_exits_zero]
     if args.mode == "crosspoint":
         checks.insert(1, greedy_equals_generate(args.crosspoint, args.model))
         checks.insert(-2, prefix_cache_serves_a_repeated_prompt)
+    only = os.environ.get("CROSSPOINT_SERVER_CHECKS")  # comma-separated names, for running a few
+    if only:
+        checks = [fn for fn in checks if fn.__name__ in only.split(",")]
     try:
         for fn in checks:
             fn(main_server, model)

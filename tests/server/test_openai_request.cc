@@ -37,6 +37,29 @@ TEST(OpenAiRequest, CompletionDefaultsAndFields) {
   EXPECT_TRUE(r.ignore_eos && r.stream && r.include_usage);
 }
 
+// Integers past int64 (parsed by the JSON reader as unsigned) are refused naming the field,
+// never wrapped to negative numbers.
+TEST(OpenAiRequest, IntegersOutOfRangeNameTheirField) {
+  for (const char* field : {"max_tokens", "max_completion_tokens", "seed", "top_k", "logprobs"}) {
+    for (const char* value : {"9223372036854775808", "18446744073709551615"}) {
+      auto e = parse(std::string(R"({"prompt":"hi",")") + field + "\":" + value + "}");
+      ASSERT_TRUE(e) << field << " " << value;
+      EXPECT_EQ(e->http_status, 400);
+      EXPECT_EQ(e->param, field) << e->message;
+      EXPECT_EQ(e->message.find('-'), std::string::npos) << e->message;  // no wrapped negative number
+    }
+  }
+  auto e = parse(R"({"prompt":"hi","max_tokens":-9223372036854775808})");
+  ASSERT_TRUE(e);
+  EXPECT_EQ(e->param, "max_tokens");
+  e = parse(R"({"prompt":[1,9223372036854775808]})");
+  ASSERT_TRUE(e);
+  EXPECT_EQ(e->param, "prompt");
+  e = parse(R"({"prompt":"hi","stop_token_ids":[18446744073709551615]})");
+  ASSERT_TRUE(e);
+  EXPECT_EQ(e->param, "stop_token_ids");
+}
+
 TEST(OpenAiRequest, ChatMessagesAndMaxCompletionTokens) {
   OpenAiRequest r;
   ASSERT_FALSE(parse(R"({"messages":[{"role":"system","content":"s"},

@@ -5,7 +5,9 @@
 //
 //   serving_toy_server --tokenizer tokenizer.json|model.gguf [--port 0] [--kv-blocks N]
 //       [--block-size N] [--max-num-seqs N] [--max-num-batched-tokens N] [--max-model-len N]
-//       [--max-waiting N] [--api-key K] [--step-delay-ms N]
+//       [--max-waiting N] [--api-key K] [--step-delay-ms N] [--model-root DIR]
+//       [--max-connections N] [--header-timeout S] [--body-timeout S] [--idle-timeout S]
+//       [--max-body-bytes N] [--shutdown-timeout S]
 // Prints "port <n>" on stdout once listening.
 #include <chrono>
 #include <cstdio>
@@ -63,8 +65,9 @@ class ToyPagedRunner : public Runner {
 };
 
 int run(int argc, char** argv) {
-  std::string tokenizer_path, api_key;
+  std::string tokenizer_path, api_key, model_root = "toy";
   int port = 0, step_delay_ms = 0;
+  ServerConfig server_config;
   EngineConfig config;
   config.scheduler.num_blocks = 512;
   config.scheduler.block_size = 16;
@@ -84,6 +87,13 @@ int run(int argc, char** argv) {
     else if (key == "--max-waiting") config.max_waiting = std::stoi(value);
     else if (key == "--api-key") api_key = value;
     else if (key == "--step-delay-ms") step_delay_ms = std::stoi(value);
+    else if (key == "--model-root") model_root = value;
+    else if (key == "--max-connections") server_config.max_connections = std::stoi(value);
+    else if (key == "--header-timeout") server_config.header_timeout_s = std::stod(value);
+    else if (key == "--body-timeout") server_config.body_timeout_s = std::stod(value);
+    else if (key == "--idle-timeout") server_config.idle_timeout_s = std::stod(value);
+    else if (key == "--max-body-bytes") server_config.max_body_bytes = std::stoull(value);
+    else if (key == "--shutdown-timeout") server_config.shutdown_timeout_s = std::stod(value);
     else {
       std::fprintf(stderr, "serving_toy_server: unknown option %s\n", key.c_str());
       return 2;
@@ -104,10 +114,9 @@ int run(int argc, char** argv) {
   config.eos_token_ids = tokenizer->eos_token_ids();
   Engine engine(config, std::make_unique<ToyPagedRunner>(config.scheduler.num_blocks, config.scheduler.block_size,
                                                          step_delay_ms));
-  ServerConfig server_config;
   server_config.port = port;
   server_config.served_model_name = "toy";
-  server_config.model_root = "toy";
+  server_config.model_root = model_root;
   server_config.api_key = api_key;
   ChatTemplate chat_template;
   chat_template.default_system_prompt = "You are a toy.";

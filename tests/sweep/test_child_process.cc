@@ -3,6 +3,12 @@
 
 #include <filesystem>
 #include <fstream>
+#include <chrono>
+#include <thread>
+
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "sweep/child_process.h"
 #include "sweep/served_model.h"
@@ -45,6 +51,50 @@ TEST(ChildProcess, FailureCarriesTheLogTail) {
   EXPECT_NE(s.message().find("crosspoint quantize failed (exit 1"), std::string::npos) << s.message();
   EXPECT_NE(s.message().find("bad thing happened"), std::string::npos);
   EXPECT_EQ(s.message().find('\n'), std::string::npos);
+  std::filesystem::remove(log);
+}
+
+// Whether a process is gone (or a zombie nobody has reaped yet: it no longer runs).
+bool process_gone(pid_t pid) {
+  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+  std::string text;
+  if (!std::getline(stat, text)) return true;
+  const size_t paren = text.rfind(')');
+  return paren != std::string::npos && paren + 2 < text.size() && (text[paren + 2] == 'Z' || text[paren + 2] == 'X');
+}
+
+// A sweep stopped by a signal (here a helper process standing in for it, killed by SIGTERM
+// whose default action runs no destructor) leaves no child running.
+TEST(ChildProcess, ChildEndsWhenTheSweepIsKilled) {
+  const std::string log = temp_path("orphan.log");
+  int fds[2];
+  ASSERT_EQ(::pipe(fds), 0);
+  const pid_t sweep = ::fork();
+  ASSERT_GE(sweep, 0);
+  if (sweep == 0) {
+    auto child = ChildProcess::start({"/bin/sleep", "60"}, log);
+    const pid_t pid = child.is_ok() ? child->pid() : -1;
+    (void)!::write(fds[1], &pid, sizeof(pid));
+    ::pause();  // until SIGTERM kills it, destructors never run
+    ::_exit(0);
+  }
+  ::close(fds[1]);
+  pid_t grandchild = -1;
+  ASSERT_EQ(::read(fds[0], &grandchild, sizeof(grandchild)), static_cast<ssize_t>(sizeof(grandchild)));
+  ::close(fds[0]);
+  ASSERT_GT(grandchild, 0);
+  EXPECT_FALSE(process_gone(grandchild));
+  ::kill(sweep, SIGTERM);
+  int status = 0;
+  ASSERT_EQ(::waitpid(sweep, &status, 0), sweep);
+  EXPECT_TRUE(WIFSIGNALED(status));
+  bool gone = false;
+  for (int i = 0; i < 200 && !gone; ++i) {  // up to 10 s; it is normally at once
+    gone = process_gone(grandchild);
+    if (!gone) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  if (!gone) ::kill(grandchild, SIGKILL);
+  EXPECT_TRUE(gone) << "the child of a killed sweep kept running";
   std::filesystem::remove(log);
 }
 
