@@ -46,9 +46,9 @@ struct ServeOptions {
   double gpu_memory_utilization = 0.9;   // cuda: fraction of the GPU's memory this process may use
   std::string memory_budget;             // both: bytes for weights + activations + KV cache (empty: off)
   bool enable_prefix_caching = true;
-  bool enforce_eager = false;            // cuda: no CUDA graphs
-  bool sample_on_host = false;           // cuda: sampled rows drawn by the host sampler (default: on the GPU)
-  bool deterministic = false;            // batch-invariant: a request's output independent of the rest of the batch
+  bool enforce_eager = false;   // cuda: no CUDA graphs
+  bool sample_on_host = false;  // cuda: sampled rows drawn by the host sampler (default: on the GPU)
+  bool deterministic = false;   // batch-invariant: a request's output independent of the rest of the batch
   // HTTP limits (docs/serving.md, "Limits, authentication and shutdown").
   int max_connections = 4096;
   double header_timeout_s = 10;

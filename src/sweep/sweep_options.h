@@ -43,13 +43,13 @@ struct SweepOptions {
   // serve --memory-budget on every server (both devices; replaces the two above): a smaller
   // GPU's capacity, named in the report's title. Empty = off.
   std::string memory_budget;
-  int max_model_len = 2048;              // serve --max-model-len (prompt + output)
-  int threads = 0;                       // serve/eval/quantize --threads; 0 = all cores
-  double server_start_timeout_s = 300;   // wait for /health at most this long
-  int num_warmups = 1;                   // bench --num-warmups
-  bool ignore_eos = false;               // bench --ignore-eos (random weights: every reply its full length)
-  int random_input_len = 0;              // --dataset random: bench --random-input-len; 0 = bench's default
-  int repeats = 1;                       // bench runs per cell to start with (run k samples prompts with seed k - 1)
+  int max_model_len = 2048;             // serve --max-model-len (prompt + output)
+  int threads = 0;                      // serve/eval/quantize --threads; 0 = all cores
+  double server_start_timeout_s = 300;  // wait for /health at most this long
+  int num_warmups = 1;                  // bench --num-warmups
+  bool ignore_eos = false;              // bench --ignore-eos (random weights: every reply its full length)
+  int random_input_len = 0;             // --dataset random: bench --random-input-len; 0 = bench's default
+  int repeats = 1;                      // bench runs per cell to start with (run k samples prompts with seed k - 1)
   // Seconds for measuring cells (grid, extra runs, crossover levels; not quantising, ceilings or
   // quality), counted from the first cell. While the two best precisions of median TPOT or
   // output throughput are not separable at some level and the time left covers it, both cells
