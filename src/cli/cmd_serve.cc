@@ -45,10 +45,11 @@ struct ServeOptions {
   std::string device = "auto";           // auto (cuda when a GPU is visible) | cpu | cuda
   double gpu_memory_utilization = 0.9;   // cuda: fraction of the GPU's memory this process may use
   std::string memory_budget;             // both: bytes for weights + activations + KV cache (empty: off)
-  bool enable_prefix_caching = true;
-  bool enforce_eager = false;   // cuda: no CUDA graphs
-  bool sample_on_host = false;  // cuda: sampled rows drawn by the host sampler (default: on the GPU)
-  bool deterministic = false;   // batch-invariant: a request's output independent of the rest of the batch
+  bool enable_prefix_caching = false;    // --enable-prefix-caching given
+  bool disable_prefix_caching = false;   // --no-enable-prefix-caching given
+  bool enforce_eager = false;            // cuda: no CUDA graphs
+  bool sample_on_host = false;           // cuda: sampled rows drawn by the host sampler (default: on the GPU)
+  bool deterministic = false;            // batch-invariant: a request's output independent of the rest of the batch
   // HTTP limits (docs/serving.md, "Limits, authentication and shutdown").
   int max_connections = 4096;
   double header_timeout_s = 10;
@@ -122,7 +123,13 @@ int serve(const ServeOptions& o) {
   runner_options.kv_cache_memory = o.kv_cache_memory;
   runner_options.gpu_memory_utilization = o.gpu_memory_utilization;
   runner_options.memory_budget = o.memory_budget;
-  runner_options.enable_prefix_caching = o.enable_prefix_caching;
+  // On by default where a cached prefix gives the bits a recomputation would: on the CPU, and
+  // on the GPU in --deterministic mode (chunk-invariant kernels). The GPU's default kernels
+  // compute a prompt's tail differently from the whole prompt, so there the same request sent
+  // twice would no longer give the same bits: off unless asked for.
+  const bool caching_default = device.value() == "cpu" || o.deterministic;
+  const bool prefix_caching = o.enable_prefix_caching || (caching_default && !o.disable_prefix_caching);
+  runner_options.enable_prefix_caching = prefix_caching;
   runner_options.enforce_eager = o.enforce_eager;
   runner_options.sample_on_host = o.sample_on_host;
   runner_options.deterministic = o.deterministic;
@@ -131,10 +138,12 @@ int serve(const ServeOptions& o) {
   const int32_t num_blocks = device_runner->num_blocks;
   const int64_t kv_tokens = static_cast<int64_t>(num_blocks) * o.block_size;
   log_info("prefix caching: {}",
-           o.enable_prefix_caching
-               ? "on (whole blocks of identical prompt prefixes are reused; --no-enable-prefix-caching "
-                 "turns it off)"
-               : "off");
+           prefix_caching ? "on (whole blocks of identical prompt prefixes are reused; --no-enable-prefix-caching "
+                            "turns it off)"
+           : o.disable_prefix_caching
+               ? "off (--no-enable-prefix-caching)"
+               : "off: on the GPU without --deterministic a cached prefix is not bit-identical to recomputing it, "
+                 "so the same request would not always give the same bits (--enable-prefix-caching turns it on)");
   log_info("Maximum concurrency for {} tokens per request (worst case: every request at max-model-len): {:.2f}x",
            max_model_len, static_cast<double>(kv_tokens) / max_model_len);
   log_info(
@@ -220,9 +229,13 @@ int run_serve(int argc, char** argv) {
                  "bytes this server may hold for weights, activations and the KV cache (e.g. 24GB: a smaller GPU's "
                  "capacity on a larger one); replaces --gpu-memory-utilization and --kv-cache-memory")
       ->excludes("--kv-cache-memory");
-  app.add_flag("--enable-prefix-caching,!--no-enable-prefix-caching", o.enable_prefix_caching,
-               "reuse the KV blocks of earlier requests' identical prompt prefixes (whole blocks) instead of "
-               "recomputing them; on by default, as in vLLM v1");
+  auto* enable_caching =
+      app.add_flag("--enable-prefix-caching", o.enable_prefix_caching,
+                   "reuse the KV blocks of earlier requests' identical prompt prefixes (whole blocks) instead of "
+                   "recomputing them. Default: on with --device cpu and with --deterministic (outputs stay "
+                   "bit-identical); off on the GPU's default kernels, where it would change a repeated request's bits");
+  app.add_flag("--no-enable-prefix-caching", o.disable_prefix_caching, "never reuse cached prompt blocks")
+      ->excludes(enable_caching);
   app.add_flag("--enforce-eager", o.enforce_eager, "cuda: no CUDA graphs for decode steps");
   app.add_flag("--deterministic", o.deterministic,
                "batch-invariant outputs: a request's tokens and logprobs do not depend on what else runs in its batch "

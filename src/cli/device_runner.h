@@ -29,10 +29,10 @@ struct DeviceRunnerOptions {
   // Both devices: bytes for weights + activations + KV cache ("24GB"), in place of the fraction
   // (cuda) or of kv_cache_memory (cpu, where the KV cache gets what the weights leave); empty = off.
   std::string memory_budget;
-  bool enforce_eager = false;         // cuda: no CUDA graphs
-  bool sample_on_host = false;        // cuda: sampled rows drawn by the host sampler
-  bool deterministic = false;         // cuda: the batch-invariant kernels
-  bool enable_prefix_caching = true;  // the scheduler reuses cached prompt blocks (vLLM v1's default)
+  bool enforce_eager = false;          // cuda: no CUDA graphs
+  bool sample_on_host = false;         // cuda: sampled rows drawn by the host sampler
+  bool deterministic = false;          // cuda: the batch-invariant kernels
+  bool enable_prefix_caching = false;  // the scheduler reuses cached prompt blocks (serve decides the default)
 };
 
 struct DeviceRunner {
