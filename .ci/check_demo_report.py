@@ -1,6 +1,8 @@
 #!/usr/bin/env python3
-"""Checks the main job's output: report.md and report.html exist, and the recommendation names a
-winning precision. usage: check_demo_report.py SWEEP_OUT_DIR"""
+"""Checks the main job's output: report.md, report.html and study.json exist, and the
+recommendation names what to serve: a precision that wins ("X wins", "X gives the lowest"), a
+plan ("serve X"), or, when speed cannot decide, the precision quality picks among those the
+sample cannot tell apart ("serve X"). usage: check_demo_report.py SWEEP_OUT_DIR"""
 import os
 import re
 import sys
@@ -24,8 +26,8 @@ def main():
     winner = re.compile(rf"\b(?:serve ({names})|({names}) (?:wins|gives the lowest))\b")
     lines = [line for line in section.splitlines() if winner.search(line)]
     if not lines:
-        sys.exit("check_demo_report: the recommendation names no winner:\n" + section)
-    print("check_demo_report: report.md and report.html written; the recommendation names a winner:")
+        sys.exit("check_demo_report: the recommendation names nothing to serve:\n" + section)
+    print("check_demo_report: report.md and report.html written; the recommendation names what to serve:")
     for line in lines:
         print("  " + line.strip())
 

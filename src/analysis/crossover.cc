@@ -114,6 +114,14 @@ std::vector<LevelWinner> winners_by_concurrency(const std::vector<CellMeasuremen
       level.not_separable = true;
     }
     if (level.tie) level.winner.clear();
+    const std::optional<Interval> leader_interval = level.best_interval;
+    for (const Entry& entry : entries) {
+      level.ranked.push_back(entry.first);
+      const double margin = best > 0 ? std::abs(entry.second - level.best_value) / best : 0;
+      const std::optional<Interval> interval = metric_interval(*entry.cell, metric);
+      const bool overlaps = leader_interval && interval && intervals_overlap(*leader_interval, *interval);
+      if (entry.cell == entries[0].cell || margin <= tie_tolerance || overlaps) level.contenders.push_back(entry.first);
+    }
     out.push_back(level);
   }
   return out;

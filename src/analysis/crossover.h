@@ -54,6 +54,11 @@ struct LevelWinner {
   bool not_separable = false;
   // Either of the two best cells was measured under interference (busy-machine guard).
   bool interfered = false;
+  // Every precision the sample cannot put behind the leader (the leader first, then in order of
+  // value): within the tolerance of it, or with an interval that overlaps the leader's. The
+  // others were measured separably worse.
+  std::vector<std::string> contenders;
+  std::vector<std::string> ranked;  // every precision measured at this level, best first
 };
 
 // For every concurrency where at least two precisions recorded the metric, in increasing

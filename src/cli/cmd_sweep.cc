@@ -139,10 +139,11 @@ int run_sweep(int argc, char** argv) {
   if (summary->undecided.empty()) {
     std::printf("  every compared level of median TPOT and output throughput is separable or a tie\n");
   } else {
-    std::printf("  %s: %zu comparison(s) not separable at this sample size:\n",
-                summary->budget_too_small ? "the time budget was too small to decide"
-                                          : "no time budget to decide (--time-budget)",
-                summary->undecided.size());
+    const std::string why = summary->runs_capped
+                                ? "their cells reached --max-runs-per-cell before the intervals separated"
+                            : summary->budget_too_small ? "the time budget was too small to decide"
+                                                        : "no time budget to decide (--time-budget)";
+    std::printf("  %s: %zu comparison(s) not separable at this sample size:\n", why.c_str(), summary->undecided.size());
     for (const std::string& u : summary->undecided) std::printf("    %s\n", u.c_str());
   }
   if (summary->num_interfered_cells > 0 || summary->num_reruns > 0) {

@@ -48,13 +48,12 @@ SampleGrowthPlan plan_sample_growth(const SampleGrowthInput& in) {
     std::vector<const CellMeasurement*> cells;
   };
   std::vector<Option> options;
-  bool capped = false;
   for (const UndecidedComparison& u : plan.undecided) {
     const CellMeasurement* a = find(u.leader, u.concurrency);
     const CellMeasurement* b = find(u.runner_up, u.concurrency);
     if (a == nullptr || b == nullptr) continue;
     if (a->num_runs >= in.max_runs_per_cell || b->num_runs >= in.max_runs_per_cell) {
-      capped = true;
+      plan.runs_capped = true;
       continue;
     }
     options.push_back({run_cost_s(*a) + run_cost_s(*b), {a, b}});
@@ -63,7 +62,7 @@ SampleGrowthPlan plan_sample_growth(const SampleGrowthInput& in) {
   std::set<const CellMeasurement*> chosen;
   std::set<std::string> servers;
   double spent = 0;
-  bool left_out = capped;
+  bool left_out = false;
   for (const Option& option : options) {
     double extra = 0;
     std::set<std::string> new_servers;

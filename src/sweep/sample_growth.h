@@ -44,9 +44,11 @@ struct SampleGrowthPlan {
   std::vector<UndecidedComparison> undecided;  // every not-separable comparison now
   std::vector<CellToGrow> cells;               // one more run each, in this round (sorted, unique)
   double estimated_s = 0;                      // what the round is expected to take
-  // Undecided comparisons remain that this round does not address: the budget (or the run cap)
-  // is too small for them.
+  // Undecided comparisons remain that this round does not address because the time left is
+  // too small for them.
   bool budget_too_small = false;
+  // Undecided comparisons remain whose cells have reached max_runs_per_cell.
+  bool runs_capped = false;
 };
 
 // The cost of one more run of a cell: its mean wall time per run (the guard's records when

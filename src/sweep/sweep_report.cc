@@ -16,6 +16,7 @@
 #include "analysis/model_shape.h"
 #include "analysis/study_report.h"
 #include "sweep/served_model.h"
+#include "sweep/speed_tie.h"
 #include "sweep/sweep_runner.h"
 
 namespace crosspoint::sweep {
@@ -218,9 +219,14 @@ std::string sample_sentence(const nlohmann::json& budget) {
           : fmt::format("Sample size — measuring took {:.0f} s; no time budget for extra runs (--time-budget)",
                         measure);
   if (undecided.empty()) return text + "; every compared level of median TPOT and output throughput is decided.";
-  return text + fmt::format("; {} to decide: not separable at this sample size: {}.",
-                            time_budget > 0 ? "the budget was too small" : "nothing was added",
-                            fmt::join(undecided, "; "));
+  std::string why = "nothing was added to decide";
+  if (budget.value("runs_capped", false)) {
+    why = fmt::format("their cells reached --max-runs-per-cell ({} runs) before the intervals separated",
+                      budget.value("max_runs_per_cell", 0));
+  } else if (time_budget > 0) {
+    why = "the budget was too small to decide";
+  }
+  return text + fmt::format("; {}: not separable at this sample size: {}.", why, fmt::join(undecided, "; "));
 }
 
 void add_recommendation(Fragments& f, const SweepOptions& o, const analysis::StudyResults& study,
@@ -316,11 +322,14 @@ void add_recommendation(Fragments& f, const SweepOptions& o, const analysis::Stu
                                                 "cannot tell them apart)",
                                                 fmt::join(unseparated, ", "))) +
                   (interfered > 0 ? " Some cells were measured on a busy machine: see Measurement quality." : ""));
-    } else if (!unseparated.empty()) {
-      f.paragraph(fmt::format(
-          "In short: this sample cannot tell the precisions' median TPOT apart at {}; measure more requests "
-          "(--time-budget, --repeats) before choosing on speed.",
-          fmt::join(unseparated, ", ")));
+    } else {
+      std::map<std::string, double> weights_gib;
+      for (const auto& [precision, s] : startups) {
+        if (s.weights_gib) weights_gib[precision] = *s.weights_gib;
+      }
+      const SpeedTieChoice tie = choose_on_a_speed_tie(tpot->winners, qualities, weights_gib);
+      f.paragraph(speed_tie_sentence(tie, std::string(analysis::metric_name(Metric::kMedianTpot))) +
+                  (interfered > 0 ? " Some cells were measured on a busy machine: see Measurement quality." : ""));
     }
   }
 }

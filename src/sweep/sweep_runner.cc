@@ -430,10 +430,15 @@ Status SweepRun::grow_samples() {
       return Status::ok();
     }
     if (plan.cells.empty()) {
-      log_info(
-          "sweep: {} comparison(s) still not separable; {:.0f} s of the {:.0f} s budget left is too little for "
-          "another run of both cells",
-          plan.undecided.size(), std::max(0.0, input.remaining_s), o_.time_budget_s);
+      if (plan.budget_too_small) {
+        log_info(
+            "sweep: {} comparison(s) still not separable; {:.0f} s of the {:.0f} s budget left is too little for "
+            "another run of both cells",
+            plan.undecided.size(), std::max(0.0, input.remaining_s), o_.time_budget_s);
+      } else {
+        log_info("sweep: {} comparison(s) still not separable; their cells have reached --max-runs-per-cell {}",
+                 plan.undecided.size(), o_.max_runs_per_cell);
+      }
       return Status::ok();
     }
     std::map<std::string, std::vector<std::pair<int, int>>> by_precision;
@@ -455,20 +460,30 @@ Status SweepRun::write_budget_file() {
   CROSSPOINT_ASSIGN_OR_RETURN(std::vector<analysis::CellMeasurement> cells, load_merged_cells());
   summary_.undecided.clear();
   nlohmann::json undecided = nlohmann::json::array();
+  bool all_capped = true;
   for (const UndecidedComparison& u : undecided_comparisons(cells, 0.02)) {
     const std::string text =
         fmt::format("{} at {:g}: {} vs {}", analysis::metric_name(u.metric), u.concurrency, u.leader, u.runner_up);
     summary_.undecided.push_back(text);
+    const bool capped = std::any_of(cells.begin(), cells.end(), [&](const analysis::CellMeasurement& c) {
+      return c.concurrency == u.concurrency && (c.precision == u.leader || c.precision == u.runner_up) &&
+             c.num_runs >= o_.max_runs_per_cell;
+    });
+    all_capped = all_capped && capped;
     undecided.push_back({{"metric", analysis::metric_name(u.metric)},
                          {"concurrency", u.concurrency},
                          {"leader", u.leader},
-                         {"runner_up", u.runner_up}});
+                         {"runner_up", u.runner_up},
+                         {"runs_capped", capped}});
   }
   summary_.num_interfered_cells = 0;
   for (const auto& cell : cells) summary_.num_interfered_cells += cell.interfered ? 1 : 0;
   summary_.measure_s = measure_elapsed_s();
   summary_.time_budget_s = o_.time_budget_s;
-  summary_.budget_too_small = o_.time_budget_s > 0 && !summary_.undecided.empty();
+  // Why comparisons stay undecided: no budget was given, every one of them has reached the run
+  // cap, or the time ran out first.
+  summary_.runs_capped = o_.time_budget_s > 0 && !summary_.undecided.empty() && all_capped;
+  summary_.budget_too_small = o_.time_budget_s > 0 && !summary_.undecided.empty() && !all_capped;
   const nlohmann::json budget = {{"time_budget_s", o_.time_budget_s},
                                  {"measure_s", summary_.measure_s},
                                  {"repeats", o_.repeats},
@@ -476,6 +491,8 @@ Status SweepRun::write_budget_file() {
                                  {"reruns", summary_.num_reruns},
                                  {"interfered_cells", summary_.num_interfered_cells},
                                  {"budget_too_small", summary_.budget_too_small},
+                                 {"runs_capped", summary_.runs_capped},
+                                 {"max_runs_per_cell", o_.max_runs_per_cell},
                                  {"undecided", undecided}};
   return write_text_atomically(o_.out_dir + "/budget.json", budget.dump(2));
 }

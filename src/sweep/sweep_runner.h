@@ -37,7 +37,8 @@ struct SweepSummary {
   // Comparisons of median TPOT / output throughput still not separable at the end
   // ("median TPOT at 4: w4a16 vs fp16"), and whether a time budget was given and spent.
   std::vector<std::string> undecided;
-  bool budget_too_small = false;
+  bool budget_too_small = false;  // the time budget ran out first
+  bool runs_capped = false;       // every undecided comparison's cells reached --max-runs-per-cell
   std::string report_md_path;
   std::string report_html_path;
 };

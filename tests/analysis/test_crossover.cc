@@ -175,6 +175,18 @@ TEST(Separability, OverlappingIntervalsAreNotSeparable) {
   EXPECT_DOUBLE_EQ(levels[0].best_interval->upper, 2.3);
 }
 
+TEST(Separability, ContendersAreThePrecisionsNotSeparablyBehindTheLeader) {
+  // fp16 overlaps the leader's interval, w8a8-fp8 is within the 2 % tolerance although its
+  // interval is narrow and apart, w4a16 is separably slower.
+  const std::vector<CellMeasurement> cells = {tpot_cell("w4a16", 2, 3.0, 2.9, 3.1), tpot_cell("fp16", 2, 2.2, 2.1, 2.5),
+                                              tpot_cell("w8a8-fp8", 2, 2.03, 2.029, 2.031),
+                                              tpot_cell("int8", 2, 2.0, 1.8, 2.3)};
+  const auto levels = winners_by_concurrency(cells, Metric::kMedianTpot, 0.02);
+  ASSERT_EQ(levels.size(), 1u);
+  EXPECT_EQ(levels[0].ranked, (std::vector<std::string>{"int8", "w8a8-fp8", "fp16", "w4a16"}));
+  EXPECT_EQ(levels[0].contenders, (std::vector<std::string>{"int8", "w8a8-fp8", "fp16"}));
+}
+
 TEST(Separability, DisjointIntervalsBeyondTheToleranceNameAWinner) {
   const std::vector<CellMeasurement> cells = {tpot_cell("w4a16", 4, 2.0, 1.9, 2.1),
                                               tpot_cell("fp16", 4, 2.4, 2.2, 2.6, /*interfered=*/true)};

@@ -95,7 +95,9 @@ TEST(SampleGrowth, ACellAtTheRunCapIsNotGrown) {
   in.max_runs_per_cell = 8;
   const SampleGrowthPlan plan = plan_sample_growth(in);
   EXPECT_TRUE(plan.cells.empty());
-  EXPECT_TRUE(plan.budget_too_small);
+  // Plenty of time left: the cap, not the budget, stopped it.
+  EXPECT_TRUE(plan.runs_capped);
+  EXPECT_FALSE(plan.budget_too_small);
 }
 
 TEST(SampleGrowth, RunCostPrefersTheGuardsWallTime) {

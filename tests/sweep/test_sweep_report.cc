@@ -200,6 +200,39 @@ analysis::CellMeasurement measured_cell(const std::string& precision, double con
   return c;
 }
 
+TEST(SweepReport, WhenNoLevelSeparatesTheSpeedQualityPicksAndTheRunCapIsNamed) {
+  analysis::StudyResults study;
+  study.model_num_params = 135e6;
+  // 5 % apart with wide spreads at both levels: nothing separable on speed.
+  study.cells = {measured_cell("fp16", 1, 2.1, 0.6, 0), measured_cell("w4a16", 1, 2.0, 0.6, 0),
+                 measured_cell("fp16", 2, 2.1, 0.6, 0), measured_cell("w4a16", 2, 2.0, 0.6, 0)};
+  analysis::AnalysisOptions options;
+  options.hardware = analysis::find_datasheet("L4").value();
+  auto a = analysis::analyze_study(study, options);
+  ASSERT_TRUE(a.is_ok()) << a.status().to_string();
+  SweepOptions o;
+  o.precisions = {"fp16", "w4a16"};
+  o.out_dir = (std::filesystem::temp_directory_path() / "crosspoint_sweep_report_speed_tie").string();
+  std::filesystem::create_directories(o.out_dir);
+  std::ofstream(o.out_dir + "/budget.json") << R"({"time_budget_s": 300, "measure_s": 120, "extra_runs": 14,
+      "runs_capped": true, "max_runs_per_cell": 8,
+      "undecided": [{"metric": "median TPOT", "concurrency": 1, "leader": "w4a16", "runner_up": "fp16"}]})";
+  QualityResult q;
+  q.precision = "w4a16";
+  q.perplexity = 30;
+  q.reference_perplexity = 20;
+  const SweepSections s = render_sweep_sections(o, study, a.value(), {}, {q});
+  EXPECT_NE(s.markdown.find("In short: on median TPOT this sample cannot tell w4a16 and fp16 apart at 1, 2. Speed "
+                            "does not decide between them here, so quality does: serve fp16"),
+            std::string::npos)
+      << s.markdown;
+  EXPECT_NE(s.markdown.find("their cells reached --max-runs-per-cell (8 runs) before the intervals separated: not "
+                            "separable at this sample size: median TPOT at 1 (w4a16 vs fp16)"),
+            std::string::npos)
+      << s.markdown;
+  std::filesystem::remove_all(o.out_dir);
+}
+
 TEST(SweepReport, WinnersCarryIntervalsTiesAndTheGuard) {
   analysis::StudyResults study;
   study.model_num_params = 135e6;
