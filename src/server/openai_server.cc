@@ -57,6 +57,7 @@ struct Stream {
   Route route = Route::kCompletions;
   int64_t engine_id = -1;      // -1 until submitted (while the request is prepared)
   bool reply_started = false;  // a stream's 200 and headers are out
+  bool role_sent = false;      // chat: the role chunk is out (with the first output)
   bool streaming = false;
   bool include_usage = false;
   bool done = false;  // final response or [DONE] sent (or client gone)
@@ -377,7 +378,6 @@ struct OpenAiServer::Impl {
       evhttp_add_header(headers, "Cache-Control", "no-cache");
       evhttp_send_reply_start(req, 200, "OK");
       stream->reply_started = true;
-      if (endpoint == ApiEndpoint::kChatCompletions) send_event(req, chat_role_chunk_json(stream->header));
     }
   }
 
@@ -566,6 +566,12 @@ struct OpenAiServer::Impl {
     if (stream.streaming) {
       const nlohmann::json logprobs = logprobs_json(stream, delta_logprobs, stream.emitted_chars);
       if (wants_logprobs) stream.emitted_chars += utf8_length(delta);
+      // The chat role chunk goes out with the first output, after the prefill, as vLLM sends it:
+      // clients that time the first chunk (vLLM's benchmark) measure TTFT, not the acceptance.
+      if (!stream.role_sent && stream.header.endpoint == ApiEndpoint::kChatCompletions) {
+        send_event(stream.req, chat_role_chunk_json(stream.header));
+        stream.role_sent = true;
+      }
       if (!delta.empty() && !finished) send_event(stream.req, chunk_json(stream.header, delta, nullptr, logprobs));
       if (finished) {
         send_event(stream.req, chunk_json(stream.header, delta, &end, logprobs));

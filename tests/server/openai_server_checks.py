@@ -766,6 +766,35 @@ def timeouts(make_server, model, step_delay_arg):
     return slow_and_idle_clients_are_closed
 
 
+def chat_role_chunk_waits_for_the_first_token(make_server, model):
+    # vLLM sends the role chunk with the first output, after the prefill; a client timing the
+    # first chunk (vLLM's benchmark) then measures TTFT. With every engine step taking 300 ms,
+    # no event may arrive before the first step is done.
+    @check
+    def chat_role_chunk_comes_with_the_first_token(unused_server, unused_model):
+        server = make_server("--step-delay-ms", "300")
+        try:
+            conn = http.client.HTTPConnection("127.0.0.1", server.port, timeout=30)
+            body = json.dumps({"model": model, "messages": [{"role": "user", "content": "Hi"}], "max_tokens": 2,
+                               "stream": True})
+            start = time.time()
+            conn.request("POST", "/v1/chat/completions", body=body,
+                         headers={"Content-Type": "application/json", "Authorization": "Bearer " + API_KEY})
+            r = conn.getresponse()
+            assert r.status == 200, r.status
+            first = r.readline()
+            first_s = time.time() - start
+            rest = r.read().decode()
+            conn.close()
+            assert first.startswith(b"data: "), first
+            assert json.loads(first[6:])["choices"][0]["delta"]["role"] == "assistant", first
+            assert first_s >= 0.25, f"the role chunk came {first_s:.3f} s after the request, before the first step"
+            assert rest.rstrip().endswith("data: [DONE]"), rest
+        finally:
+            assert server.stop() == 0
+    return chat_role_chunk_comes_with_the_first_token
+
+
 def connection_cap(make_server, model):
     @check
     def connections_over_the_cap_get_503_and_health_answers(unused_server, unused_model):
@@ -975,6 +1004,8 @@ def main():
               big_tokenize_does_not_block_health, timeouts(make_limited, model, step_delay),
               connection_cap(make_limited, model), accept_errors(make_limited, model),
               shutdown_timeout(make_limited, model), sigterm_lets_requests_in_flight_finish_and_exits_zero]
+    if args.mode == "toy":
+        checks.insert(-2, chat_role_chunk_waits_for_the_first_token(make_limited, model))
     if args.mode == "crosspoint":
         checks.insert(1, greedy_equals_generate(args.crosspoint, args.model))
         checks.insert(-2, prefix_cache_serves_a_repeated_prompt)
