@@ -105,7 +105,15 @@ Status validate_options(const BenchOptions& o) {
   if (!(o.request_timeout_s > 0)) return invalid_argument("--request-timeout: must be > 0 s");
   if (o.metrics_interval_s < 0) return invalid_argument("--metrics-interval: must be >= 0 s");
   if (o.temperature && *o.temperature < 0) return invalid_argument("--temperature: must be >= 0");
-  if (o.dataset_name == "sharegpt") {
+  if (o.dataset_name == "sharegpt_multi_turn") {
+    if (o.endpoint != "/v1/chat/completions")
+      return invalid_argument(
+          "--dataset-name sharegpt_multi_turn: needs --endpoint /v1/chat/completions (each turn resends the "
+          "conversation as chat messages)");
+    if (o.multi_turn_max_turns < 2) return invalid_argument("--multi-turn-max-turns: must be >= 2");
+    if (o.multi_turn_max_context < 16) return invalid_argument("--multi-turn-max-context: must be >= 16 tokens");
+  }
+  if (o.dataset_name == "sharegpt" || o.dataset_name == "sharegpt_multi_turn") {
     const std::string path = o.dataset_path.empty() ? default_sharegpt_path() : o.dataset_path;
     if (!std::filesystem::is_regular_file(path)) {
       return not_found("ShareGPT dataset: " + path +
@@ -128,7 +136,8 @@ Status validate_options(const BenchOptions& o) {
     if (o.prefix_repetition_num_prefixes < 1) return invalid_argument("--prefix-repetition-num-prefixes: must be >= 1");
     if (o.prefix_repetition_output_len < 1) return invalid_argument("--prefix-repetition-output-len: must be >= 1");
   } else {
-    return invalid_argument("--dataset-name: '" + o.dataset_name + "' is not sharegpt, random or prefix_repetition");
+    return invalid_argument("--dataset-name: '" + o.dataset_name +
+                            "' is not sharegpt, sharegpt_multi_turn, random or prefix_repetition");
   }
   if (o.tokenizer_dir.empty()) {
     return invalid_argument(

@@ -18,10 +18,10 @@ struct BenchOptions {
   std::string endpoint = "/v1/completions";        // or /v1/chat/completions
   std::string model;                               // "model" field of every request
   std::string tokenizer_dir;                       // HF dir with tokenizer.json, or that file
-  std::string dataset_name = "sharegpt";           // sharegpt | random | prefix_repetition
+  std::string dataset_name = "sharegpt";           // sharegpt | sharegpt_multi_turn | random | prefix_repetition
   std::string dataset_path;                        // ShareGPT JSON; empty = the cached file
-  int num_prompts = 1000;
-  std::optional<int> max_concurrency;                             // unset = unlimited
+  int num_prompts = 1000;                          // requests; conversations for sharegpt_multi_turn
+  std::optional<int> max_concurrency;              // unset = unlimited
   double request_rate = std::numeric_limits<double>::infinity();  // req/s; inf = all at t=0
   bool request_rate_given = false;                                // the user passed --request-rate
   double burstiness = 1.0;                                        // gamma shape; 1 = Poisson
@@ -43,6 +43,8 @@ struct BenchOptions {
   int prefix_repetition_suffix_len = 256;
   int prefix_repetition_num_prefixes = 10;
   int prefix_repetition_output_len = 128;
+  int multi_turn_max_turns = 8;       // user turns per conversation, at most
+  int multi_turn_max_context = 2048;  // tokens of history + turn + reply, at most
   // Client.
   double request_timeout_s = 6 * 3600.0;  // per request, as vLLM's session timeout
   double metrics_interval_s = 0.5;        // server /metrics sampling period; 0 = off

@@ -12,6 +12,7 @@
 #include "bench/sample_request.h"
 #include "bench/server_metrics.h"
 #include "bench/steady_state.h"
+#include "bench/turn_summary.h"
 
 namespace crosspoint::bench {
 
@@ -36,7 +37,9 @@ struct BenchResult {
   DatasetSummary dataset;
   LoadRunResult load;  // concurrency reached, client overhead, raw /metrics samples
   ServerMetricsSummary server;
-  SteadyStateWindow steady;  // with a concurrency cap: the window where the client held every slot
+  SteadyStateWindow steady;      // with a concurrency cap: the window where the client held every slot
+  int num_conversations = 0;     // multi-turn: conversations sent (num_prompts counts their requests)
+  std::vector<TurnStats> turns;  // multi-turn: input tokens and TTFT by turn
 };
 
 // vLLM's result keys (with the detailed per-request lists) followed by crosspoint's

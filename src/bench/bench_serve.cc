@@ -11,6 +11,7 @@
 
 #include "bench/arrivals.h"
 #include "bench/load_client.h"
+#include "bench/multi_turn_dataset.h"
 #include "bench/random_dataset.h"
 #include "bench/request_body.h"
 #include "bench/sharegpt_dataset.h"
@@ -21,6 +22,52 @@
 namespace crosspoint::bench {
 
 namespace {
+
+// The requests to send; for a multi-turn workload, also how they chain into conversations.
+struct Workload {
+  std::vector<SampleRequest> samples;  // multi-turn: prompt = that turn's user message alone
+  std::vector<long> follows;           // multi-turn: the previous turn's request, or -1; else empty
+  std::vector<int> conversation_of;    // multi-turn: conversation index per request
+  std::vector<int> turn_of;            // multi-turn: turn index per request
+  int num_conversations = 0;
+};
+
+Result<Workload> sample_multi_turn_workload(const BenchOptions& o, const Tokenizer& tokenizer,
+                                            DatasetSummary& summary) {
+  const std::string path = o.dataset_path.empty() ? default_sharegpt_path() : o.dataset_path;
+  log_info("bench: reading ShareGPT conversations (every turn) from {}", path);
+  CROSSPOINT_ASSIGN_OR_RETURN(ShareGptFile file, load_sharegpt_file(path, /*keep_all_turns=*/true));
+  MultiTurnSampling s;
+  s.num_conversations = o.num_prompts;
+  s.max_turns = o.multi_turn_max_turns;
+  s.max_context_tokens = o.multi_turn_max_context;
+  s.seed = o.seed;
+  s.fixed_output_len = o.sharegpt_output_len;
+  DatasetSummary scan;
+  const int num_entries = static_cast<int>(file.dialogues.size());
+  std::vector<Conversation> conversations = sample_multi_turn(std::move(file.dialogues), tokenizer, s, &scan);
+  if (conversations.empty())
+    return invalid_argument("ShareGPT dataset: " + path +
+                            ": no conversation has two turns that pass the length filters (--multi-turn-max-context)");
+  Workload w;
+  w.num_conversations = static_cast<int>(conversations.size());
+  for (size_t c = 0; c < conversations.size(); ++c) {
+    for (size_t t = 0; t < conversations[c].turns.size(); ++t) {
+      w.follows.push_back(t == 0 ? -1 : static_cast<long>(w.samples.size()) - 1);
+      w.conversation_of.push_back(static_cast<int>(c));
+      w.turn_of.push_back(static_cast<int>(t));
+      w.samples.push_back(conversations[c].turns[t]);
+    }
+  }
+  summary = summarize_dataset("sharegpt_multi_turn", path, w.samples);
+  summary.num_entries_scanned = scan.num_entries_scanned;
+  summary.num_oversampled = scan.num_oversampled;
+  summary.num_entries_in_file = num_entries;
+  summary.file_truncated = file.truncated;
+  log_info("bench: {} conversations, {} turns in all (at most {} each, context <= {} tokens)", w.num_conversations,
+           w.samples.size(), o.multi_turn_max_turns, o.multi_turn_max_context);
+  return w;
+}
 
 Result<std::vector<SampleRequest>> sample_dataset(const BenchOptions& o, const Tokenizer& tokenizer,
                                                   DatasetSummary& summary) {
@@ -106,13 +153,42 @@ void resolve_output_len(RequestRecord& r, const Tokenizer& tokenizer) {
   }
 }
 
+// Turn idx of a conversation: every earlier turn's user message and the server's answer to it,
+// then this turn's user message. Sets the record's prompt_len to the tokens of all of them.
+std::string build_turn_body(const RequestBodyOptions& options, const Workload& w, std::vector<RequestRecord>& records,
+                            size_t idx, const Tokenizer& tokenizer) {
+  std::vector<size_t> chain;
+  for (long i = w.follows[idx]; i >= 0; i = w.follows[static_cast<size_t>(i)]) chain.push_back(static_cast<size_t>(i));
+  std::vector<ChatMessage> messages;
+  int prompt_len = 0;
+  for (auto it = chain.rbegin(); it != chain.rend(); ++it) {
+    const RequestRecord& earlier = records[*it];
+    messages.push_back({"user", w.samples[*it].prompt});
+    messages.push_back({"assistant", earlier.generated_text});
+    prompt_len += w.samples[*it].prompt_len;
+    prompt_len += earlier.usage_completion_tokens > 0
+                      ? earlier.usage_completion_tokens
+                      : static_cast<int>(tokenizer.encode(earlier.generated_text, /*parse_special=*/false).size());
+  }
+  messages.push_back({"user", w.samples[idx].prompt});
+  records[idx].prompt_len = prompt_len + w.samples[idx].prompt_len;
+  return build_chat_body(options, messages, w.samples[idx].expected_output_len);
+}
+
 }  // namespace
 
 Result<BenchResult> run_bench_serve(const BenchOptions& o, const Tokenizer& tokenizer) {
   CROSSPOINT_RETURN_IF_ERROR(validate_options(o));
   BenchResult result;
-  CROSSPOINT_ASSIGN_OR_RETURN(std::vector<SampleRequest> samples, sample_dataset(o, tokenizer, result.dataset));
-  log_info("bench: {} {} requests, mean input {:.1f} tokens, mean output {:.1f} tokens", o.num_prompts,
+  Workload workload;
+  if (o.dataset_name == "sharegpt_multi_turn") {
+    CROSSPOINT_ASSIGN_OR_RETURN(workload, sample_multi_turn_workload(o, tokenizer, result.dataset));
+  } else {
+    CROSSPOINT_ASSIGN_OR_RETURN(workload.samples, sample_dataset(o, tokenizer, result.dataset));
+  }
+  const std::vector<SampleRequest>& samples = workload.samples;
+  const bool multi_turn = !workload.follows.empty();
+  log_info("bench: {} {} requests, mean input {:.1f} tokens, mean output {:.1f} tokens", samples.size(),
            result.dataset.name, result.dataset.mean_input_tokens, result.dataset.mean_output_tokens);
 
   RequestBodyOptions body_options;
@@ -123,7 +199,10 @@ Result<BenchResult> run_bench_serve(const BenchOptions& o, const Tokenizer& toke
   body_options.ignore_eos = o.ignore_eos || o.dataset_name == "random" || o.dataset_name == "prefix_repetition";
   std::vector<std::string> bodies;
   bodies.reserve(samples.size());
-  for (const SampleRequest& s : samples) bodies.push_back(build_request_body(body_options, s));
+  for (size_t i = 0; i < samples.size(); ++i) {
+    const bool chained = multi_turn && workload.follows[i] >= 0;  // made when its previous turn ends
+    bodies.push_back(chained ? std::string() : build_request_body(body_options, samples[i]));
+  }
 
   LoadClientConfig client;
   client.url = trim_trailing_slash(o.base_url) + o.endpoint;
@@ -158,8 +237,24 @@ Result<BenchResult> run_bench_serve(const BenchOptions& o, const Tokenizer& toke
     records[i].request_idx = static_cast<int>(i);
     records[i].prompt_len = samples[i].prompt_len;
     records[i].expected_output_len = samples[i].expected_output_len;
+    if (multi_turn) {
+      records[i].conversation_idx = workload.conversation_of[i];
+      records[i].turn_idx = workload.turn_of[i];
+    }
   }
-  const std::vector<double> arrivals = arrival_times_s(o.num_prompts, o.request_rate, o.burstiness, o.seed);
+  std::vector<double> arrivals(samples.size(), 0.0);
+  if (multi_turn) {
+    // Conversations arrive by the arrival process; later turns follow their previous turn.
+    const std::vector<double> starts =
+        arrival_times_s(workload.num_conversations, o.request_rate, o.burstiness, o.seed);
+    for (size_t i = 0; i < samples.size(); ++i) {
+      if (workload.follows[i] < 0) arrivals[i] = starts[workload.conversation_of[i]];
+    }
+    client.follows = workload.follows;
+    client.make_body = [&](size_t idx) { return build_turn_body(body_options, workload, records, idx, tokenizer); };
+  } else {
+    arrivals = arrival_times_s(static_cast<int>(samples.size()), o.request_rate, o.burstiness, o.seed);
+  }
   if (o.metrics_interval_s > 0) client.metrics_url = trim_trailing_slash(o.base_url) + "/metrics";
   client.metrics_interval_s = o.metrics_interval_s;
   std::unique_ptr<ProgressBar> bar;
@@ -184,7 +279,8 @@ Result<BenchResult> run_bench_serve(const BenchOptions& o, const Tokenizer& toke
   result.tokenizer_id = o.tokenizer_dir;
   result.base_url = o.base_url;
   result.endpoint = o.endpoint;
-  result.num_prompts = o.num_prompts;
+  result.num_prompts = static_cast<int>(samples.size());
+  result.num_conversations = workload.num_conversations;
   result.request_rate = o.request_rate;
   result.burstiness = o.burstiness;
   result.max_concurrency = o.max_concurrency;
@@ -193,6 +289,7 @@ Result<BenchResult> run_bench_serve(const BenchOptions& o, const Tokenizer& toke
   result.goodput = o.goodput;
   result.duration_s = result.load.duration_s;
   result.metrics = compute_metrics(records, result.duration_s, o.metric_percentiles, o.goodput);
+  result.turns = summarize_turns(records);
   result.records = std::move(records);
   result.server = summarize_server_metrics(result.load.server_samples);
   if (o.max_concurrency)

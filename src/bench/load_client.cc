@@ -132,7 +132,18 @@ class EventLoop {
  public:
   EventLoop(const LoadClientConfig& config, const std::vector<std::string>& bodies,
             const std::vector<double>& arrivals_s, std::vector<RequestRecord>& records)
-      : config_(config), bodies_(bodies), arrivals_s_(arrivals_s), records_(records) {}
+      : config_(config), bodies_(bodies), arrivals_s_(arrivals_s), records_(records) {
+    successor_.assign(records.size(), -1);
+    for (size_t i = 0; i < records.size(); ++i) {
+      const long previous = config.follows.empty() ? -1 : config.follows[i];
+      if (previous < 0) {
+        independent_.push_back(i);
+      } else {
+        CROSSPOINT_CHECK(successor_[static_cast<size_t>(previous)] < 0, "one request follows each request at most");
+        successor_[static_cast<size_t>(previous)] = static_cast<long>(i);
+      }
+    }
+  }
 
   ~EventLoop() {
     if (multi_) curl_multi_cleanup(multi_);
@@ -147,13 +158,18 @@ class EventLoop {
   void start_request(size_t idx);
   void start_metrics_scrape();
   void collect_finished();
+  void release_successor(size_t finished_idx, double now);
   void note_in_flight_change(double now);
+  bool successor_chained(size_t idx) const { return !config_.follows.empty() && config_.follows[idx] >= 0; }
   long poll_timeout_ms(double now) const;
 
   const LoadClientConfig& config_;
   const std::vector<std::string>& bodies_;
   const std::vector<double>& arrivals_s_;
   std::vector<RequestRecord>& records_;
+  std::vector<size_t> independent_;       // requests released by their arrival time, in order
+  std::vector<long> successor_;           // request chained after request i, or -1
+  std::vector<std::string> made_bodies_;  // bodies of chained requests, made at release (by index)
 
   CURLM* multi_ = nullptr;
   double origin_s_ = 0;
@@ -177,15 +193,39 @@ void EventLoop::note_in_flight_change(double now) {
 }
 
 void EventLoop::release_arrivals(double now) {
-  while (next_arrival_ < arrivals_s_.size() && arrivals_s_[next_arrival_] <= now) {
-    RequestRecord& r = records_[next_arrival_];
-    r.scheduled_s = arrivals_s_[next_arrival_];
+  while (next_arrival_ < independent_.size() && arrivals_s_[independent_[next_arrival_]] <= now) {
+    const size_t idx = independent_[next_arrival_];
+    RequestRecord& r = records_[idx];
+    r.scheduled_s = arrivals_s_[idx];
     r.arrival_s = now;  // as vLLM: the moment the request task exists
-    const double lag = now - arrivals_s_[next_arrival_];
+    const double lag = now - arrivals_s_[idx];
     lag_sum_s_ += lag;
     result_.overhead.max_dispatch_lag_ms = std::max(result_.overhead.max_dispatch_lag_ms, lag * 1e3);
-    waiting_.push_back(next_arrival_);
+    waiting_.push_back(idx);
     ++next_arrival_;
+  }
+}
+
+void EventLoop::release_successor(size_t finished_idx, double now) {
+  for (long next = successor_[finished_idx]; next >= 0;) {
+    const size_t idx = static_cast<size_t>(next);
+    RequestRecord& r = records_[idx];
+    r.scheduled_s = now;
+    r.arrival_s = now;
+    if (records_[finished_idx].success) {
+      if (made_bodies_.empty()) made_bodies_.resize(records_.size());
+      made_bodies_[idx] = config_.make_body(idx);
+      waiting_.push_front(idx);
+      return;
+    }
+    // The conversation broke: this turn and every later one fail unsent.
+    r.success = false;
+    r.error = "not sent: the previous turn of its conversation failed";
+    ++num_done_;
+    ++num_failed_;
+    if (config_.on_progress) config_.on_progress(num_done_, num_failed_);
+    finished_idx = idx;
+    next = successor_[idx];
   }
 }
 
@@ -237,8 +277,9 @@ void EventLoop::start_request(size_t idx) {
   }
   curl_easy_setopt(e, CURLOPT_URL, config_.url.c_str());
   curl_easy_setopt(e, CURLOPT_HTTPHEADER, t->headers);
-  curl_easy_setopt(e, CURLOPT_POSTFIELDS, bodies_[idx].c_str());
-  curl_easy_setopt(e, CURLOPT_POSTFIELDSIZE_LARGE, static_cast<curl_off_t>(bodies_[idx].size()));
+  const std::string& body = successor_chained(idx) ? made_bodies_[idx] : bodies_[idx];
+  curl_easy_setopt(e, CURLOPT_POSTFIELDS, body.c_str());
+  curl_easy_setopt(e, CURLOPT_POSTFIELDSIZE_LARGE, static_cast<curl_off_t>(body.size()));
   curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, on_body);
   curl_easy_setopt(e, CURLOPT_WRITEDATA, t.get());
   curl_easy_setopt(e, CURLOPT_HEADERFUNCTION, on_header);
@@ -308,12 +349,13 @@ void EventLoop::collect_finished() {
     ++num_done_;
     if (!t->record->success) ++num_failed_;
     if (config_.on_progress) config_.on_progress(num_done_, num_failed_);
+    release_successor(static_cast<size_t>(t->record - records_.data()), now);
   }
 }
 
 long EventLoop::poll_timeout_ms(double now) const {
   double wake_s = now + 0.1;
-  if (next_arrival_ < arrivals_s_.size()) wake_s = std::min(wake_s, arrivals_s_[next_arrival_]);
+  if (next_arrival_ < independent_.size()) wake_s = std::min(wake_s, arrivals_s_[independent_[next_arrival_]]);
   if (metrics_enabled_ && !metrics_in_flight_) wake_s = std::min(wake_s, next_metrics_s_);
   const double wait_ms = (wake_s - now) * 1e3;
   return wait_ms <= 0 ? 0 : static_cast<long>(std::ceil(wait_ms));
@@ -357,7 +399,7 @@ Result<LoadRunResult> EventLoop::run() {
   o.cpu_s = thread_cpu_seconds() - cpu_start_s;
   o.cpu_fraction = result_.duration_s > 0 ? o.cpu_s / result_.duration_s : 0;
   o.mean_parse_us_per_chunk = o.num_chunks > 0 ? o.parse_s / o.num_chunks * 1e6 : 0;
-  o.mean_dispatch_lag_ms = num_requests > 0 ? lag_sum_s_ / num_requests * 1e3 : 0;
+  o.mean_dispatch_lag_ms = independent_.empty() ? 0 : lag_sum_s_ / static_cast<double>(independent_.size()) * 1e3;
   result_.mean_in_flight = result_.duration_s > 0 ? in_flight_area_ / result_.duration_s : 0;
   return std::move(result_);
 }
@@ -368,6 +410,11 @@ Result<LoadRunResult> run_load(const LoadClientConfig& config, const std::vector
                                const std::vector<double>& arrivals_s, std::vector<RequestRecord>& records) {
   CROSSPOINT_CHECK(bodies.size() == records.size() && arrivals_s.size() == records.size(),
                    "one body and one arrival time per record");
+  CROSSPOINT_CHECK(config.follows.empty() || (config.follows.size() == records.size() && config.make_body),
+                   "follows needs one entry per record and make_body");
+  for (size_t i = 0; i < config.follows.size(); ++i) {
+    CROSSPOINT_CHECK(config.follows[i] < static_cast<long>(i), "a chained request follows an earlier one");
+  }
   EventLoop loop(config, bodies, arrivals_s, records);
   return loop.run();
 }

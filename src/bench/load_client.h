@@ -32,6 +32,14 @@ struct LoadClientConfig {
   double metrics_interval_s = 0.5;
   // Called on this thread after each request finishes (done includes failed).
   std::function<void(int num_done, int num_failed)> on_progress;
+  // Chained requests (multi-turn conversations), or empty: follows[i] is the request that must
+  // finish before request i is sent (its previous turn), or -1. A chained request is released
+  // the moment its predecessor finishes, ahead of the requests waiting for the concurrency
+  // limit (a conversation keeps its slot), with the body make_body(i) returns then (it may read
+  // the records of earlier turns); its arrival time is ignored. When the predecessor failed it
+  // fails too, unsent.
+  std::vector<long> follows;
+  std::function<std::string(size_t idx)> make_body;
 };
 
 // What the client cost, so a reader can tell whether the client was the bottleneck.
@@ -54,8 +62,8 @@ struct LoadRunResult {
   std::string metrics_error;  // why /metrics sampling stopped, if it did
 };
 
-// bodies[i] is the JSON body of records[i]; arrivals_s[i] its scheduled release time (s
-// after start). records must have request_idx, prompt_len, expected_output_len set; the
+// bodies[i] is the JSON body of records[i] (ignored for chained requests); arrivals_s[i] its
+// scheduled release time (s after start). records must have request_idx, prompt_len, expected_output_len set; the
 // rest is filled in. Network failures become failed records, never an error; the Status is
 // only for a client that cannot start (libcurl initialisation).
 Result<LoadRunResult> run_load(const LoadClientConfig& config, const std::vector<std::string>& bodies,

@@ -5,6 +5,7 @@
 
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "bench/sample_request.h"
 
@@ -18,5 +19,16 @@ struct RequestBodyOptions {
 };
 
 std::string build_request_body(const RequestBodyOptions& options, const SampleRequest& sample);
+
+// One message of a chat request.
+struct ChatMessage {
+  std::string role;  // "user" or "assistant"
+  std::string content;
+};
+
+// A chat-completions body with these messages (a multi-turn conversation's history and its
+// next user turn) and max_tokens.
+std::string build_chat_body(const RequestBodyOptions& options, const std::vector<ChatMessage>& messages,
+                            int max_tokens);
 
 }  // namespace crosspoint::bench

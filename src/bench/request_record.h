@@ -10,6 +10,8 @@ namespace crosspoint::bench {
 
 struct RequestRecord {
   int request_idx = 0;          // position in the dataset sample
+  int conversation_idx = -1;    // multi-turn: the conversation it belongs to; -1 otherwise
+  int turn_idx = -1;            // multi-turn: 0 for a conversation's first turn; -1 otherwise
   int prompt_len = 0;           // tokens: the sample's count, overwritten by usage.prompt_tokens
   int expected_output_len = 0;  // tokens: max_tokens sent
   bool success = false;         // HTTP 200 and at least one token event, stream not broken

@@ -115,6 +115,24 @@ std::string result_to_json_text(const BenchResult& r) {
   j["http_statuses"] = std::move(statuses);
   j["output_len_sources"] = std::move(sources);
   j["expected_output_lens"] = std::move(expected);
+  if (!r.turns.empty()) {
+    OrderedJson conversation_idxs = OrderedJson::array(), turn_idxs = OrderedJson::array(),
+                by_turn = OrderedJson::array();
+    for (const RequestRecord& rec : r.records) {
+      conversation_idxs.push_back(rec.conversation_idx);
+      turn_idxs.push_back(rec.turn_idx);
+    }
+    for (const TurnStats& t : r.turns) {
+      by_turn.push_back({{"turn_idx", t.turn_idx},
+                         {"num_requests", t.num_requests},
+                         {"mean_input_tokens", t.mean_input_tokens},
+                         {"median_ttft_ms", t.median_ttft_ms}});
+    }
+    j["multi_turn"] = {{"num_conversations", r.num_conversations},
+                       {"conversation_idxs", std::move(conversation_idxs)},
+                       {"turn_idxs", std::move(turn_idxs)},
+                       {"by_turn", std::move(by_turn)}};
+  }
   j["concurrency_reached"] = r.load.max_in_flight;
   j["mean_concurrency"] = r.load.mean_in_flight;
   const ClientOverhead& o = r.load.overhead;

@@ -13,12 +13,13 @@ namespace {
 
 using Json = nlohmann::json;
 
-// SAX handler that keeps only conversations[0].value and conversations[1].value of each
-// top-level entry. depth counts open containers: 1 = the top array, 2 = an entry,
-// 3 = its conversations array, 4 = one turn.
+// SAX handler that keeps conversations[0].value and conversations[1].value of each top-level
+// entry (and, when dialogues is given, every turn's from and value). depth counts open
+// containers: 1 = the top array, 2 = an entry, 3 = its conversations array, 4 = one turn.
 class ShareGptSax : public nlohmann::json_sax<Json> {
  public:
-  explicit ShareGptSax(std::vector<std::pair<std::string, std::string>>& out) : out_(out) {}
+  ShareGptSax(std::vector<std::pair<std::string, std::string>>& out, std::vector<std::vector<ShareGptTurn>>* dialogues)
+      : out_(out), dialogues_(dialogues) {}
 
   bool null() override { return scalar(); }
   bool boolean(bool) override { return scalar(); }
@@ -27,7 +28,10 @@ class ShareGptSax : public nlohmann::json_sax<Json> {
   bool number_float(number_float_t, const string_t&) override { return scalar(); }
   bool binary(binary_t&) override { return scalar(); }
   bool string(string_t& value) override {
+    if (depth_ == 4 && in_conversations_ && turn_key_ == "from" && dialogues_ && !turns_.empty())
+      turns_.back().from = value;
     if (depth_ == 4 && in_conversations_ && turn_key_ == "value") {
+      if (dialogues_ && !turns_.empty()) turns_.back().text = value;
       if (num_turns_ == 1) prompt_ = std::move(value);
       if (num_turns_ == 2) reply_ = std::move(value);
     }
@@ -45,17 +49,22 @@ class ShareGptSax : public nlohmann::json_sax<Json> {
       prompt_.clear();
       reply_.clear();
       entry_key_.clear();
+      turns_.clear();
     }
     if (depth_ == 3 && in_conversations_) {
       ++num_turns_;
       turn_key_.clear();
+      if (dialogues_) turns_.emplace_back();
     }
     ++depth_;
     return true;
   }
   bool end_object() override {
     --depth_;
-    if (depth_ == 1 && num_turns_ >= 2) out_.emplace_back(std::move(prompt_), std::move(reply_));
+    if (depth_ == 1 && num_turns_ >= 2) {
+      out_.emplace_back(std::move(prompt_), std::move(reply_));
+      if (dialogues_) dialogues_->push_back(std::move(turns_));
+    }
     return true;
   }
   bool start_array(std::size_t) override {
@@ -89,6 +98,8 @@ class ShareGptSax : public nlohmann::json_sax<Json> {
   }
 
   std::vector<std::pair<std::string, std::string>>& out_;
+  std::vector<std::vector<ShareGptTurn>>* dialogues_;
+  std::vector<ShareGptTurn> turns_;  // the current entry's object turns (dialogues only)
   int depth_ = 0;
   bool in_conversations_ = false;
   int num_turns_ = 0;
@@ -98,7 +109,7 @@ class ShareGptSax : public nlohmann::json_sax<Json> {
 
 }  // namespace
 
-Result<ShareGptFile> load_sharegpt_file(const std::string& path) {
+Result<ShareGptFile> load_sharegpt_file(const std::string& path, bool keep_all_turns) {
   if (!std::filesystem::is_regular_file(path)) return not_found("ShareGPT dataset: " + path + ": no such file");
   // Parsed from a memory map: nlohmann's FILE* reader goes one getc at a time.
   auto mapped = MappedFile::open(path);
@@ -106,7 +117,7 @@ Result<ShareGptFile> load_sharegpt_file(const std::string& path) {
   const char* begin = reinterpret_cast<const char*>(mapped->data());
   const size_t num_bytes = mapped->size();
   ShareGptFile result;
-  ShareGptSax handler(result.conversations);
+  ShareGptSax handler(result.conversations, keep_all_turns ? &result.dialogues : nullptr);
   bool ok = false;
   try {
     ok = Json::sax_parse(begin, begin + num_bytes, &handler);

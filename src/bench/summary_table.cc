@@ -68,6 +68,13 @@ std::string format_summary_table(const BenchResult& r) {
   row(out, "Dataset:", r.dataset.name);
   row(out, "Mean input tokens (sample):", fixed2(r.dataset.mean_input_tokens));
   row(out, "Mean output tokens (sample):", fixed2(r.dataset.mean_output_tokens));
+  if (!r.turns.empty()) {
+    row(out, "Conversations:", std::to_string(r.num_conversations));
+    for (const TurnStats& t : r.turns) {
+      row(out, fmt::format("Turn {}: requests, input tok, med TTFT ms:", t.turn_idx + 1),
+          fmt::format("{} / {:.0f} / {:.2f}", t.num_requests, t.mean_input_tokens, t.median_ttft_ms));
+    }
+  }
   row(out, "Concurrency reached (client):", std::to_string(r.load.max_in_flight));
   row(out, "Mean concurrency (client):", fixed2(r.load.mean_in_flight));
   row(out, "Client CPU (% of one core):", fixed2(100.0 * r.load.overhead.cpu_fraction));

@@ -80,12 +80,17 @@ int run_bench(int argc, char** argv) {
                     "default model)");
   serve
       ->add_option("--dataset-name", o.dataset_name,
-                   "sharegpt (real conversations, vLLM's sampling rules), random (token runs of set lengths) or "
-                   "prefix_repetition (prompts sharing a few prefixes: what prefix caching saves)")
+                   "sharegpt (real conversations, vLLM's sampling rules), sharegpt_multi_turn (ShareGPT "
+                   "conversations turn by turn on /v1/chat/completions, each turn resending the history with the "
+                   "server's own answers), random (token runs of set lengths) or prefix_repetition (prompts sharing "
+                   "a few prefixes: what prefix caching saves)")
       ->capture_default_str();
   serve->add_option("--dataset-path", o.dataset_path,
                     "ShareGPT JSON file (default: the copy scripts/setup.sh puts in the cache)");
-  serve->add_option("--num-prompts", o.num_prompts, "Number of requests to send")->capture_default_str();
+  serve
+      ->add_option("--num-prompts", o.num_prompts,
+                   "Number of requests to send (sharegpt_multi_turn: number of conversations)")
+      ->capture_default_str();
   serve->add_option("--max-concurrency", max_concurrency,
                     "Most requests in flight at once; the rest wait in arrival order (default: no limit)");
   serve->add_option("--request-rate", request_rate_text,
@@ -146,6 +151,15 @@ int run_bench(int argc, char** argv) {
   serve
       ->add_option("--prefix-repetition-output-len", o.prefix_repetition_output_len,
                    "prefix_repetition: output tokens of every request")
+      ->capture_default_str();
+  serve
+      ->add_option("--multi-turn-max-turns", o.multi_turn_max_turns,
+                   "sharegpt_multi_turn: user turns per conversation, at most (from its start)")
+      ->capture_default_str();
+  serve
+      ->add_option("--multi-turn-max-context", o.multi_turn_max_context,
+                   "sharegpt_multi_turn: a conversation stops before its history + turn + reply (by the dataset's "
+                   "lengths) would exceed this many tokens")
       ->capture_default_str();
   serve
       ->add_option("--request-timeout", o.request_timeout_s,

@@ -84,7 +84,8 @@ async def stream_completion(writer, path, body, request_number):
     chat = path.endswith("/chat/completions")
     max_tokens = body.get("max_completion_tokens", body.get("max_tokens", 16)) if isinstance(body, dict) else 16
     num_tokens = max(1, min(int(max_tokens), ARGS.max_tokens_cap))
-    prompt = body.get("prompt") if not chat else body["messages"][0]["content"]
+    # Chat: every message's words count (a multi-turn request resends its history).
+    prompt = body.get("prompt") if not chat else " ".join(str(m["content"]) for m in body["messages"])
     prompt_tokens = max(1, len(str(prompt).split()))
     if mode == "http500":
         await write_response(writer, 500, "Internal Server Error", json.dumps(

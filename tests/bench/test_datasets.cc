@@ -7,6 +7,7 @@
 #include <fstream>
 #include <map>
 
+#include "bench/multi_turn_dataset.h"
 #include "bench/random_dataset.h"
 #include "bench/sharegpt_dataset.h"
 #include "bench_test_util.h"
@@ -31,6 +32,65 @@ TEST(ShareGpt, LoadsTwoTurnEntriesAndToleratesACutFile) {
   EXPECT_TRUE(cut->truncated);
   EXPECT_EQ(cut->conversations.size(), 27u);
   for (size_t i = 0; i < cut->conversations.size(); ++i) EXPECT_EQ(cut->conversations[i], full->conversations[i]);
+}
+
+TEST(ShareGpt, KeepsEveryTurnWhenAskedInTheSameOrder) {
+  auto full = load_sharegpt_file(testing::fixture_path("sharegpt_small.json"), /*keep_all_turns=*/true);
+  ASSERT_TRUE(full.is_ok()) << full.status().to_string();
+  ASSERT_EQ(full->dialogues.size(), full->conversations.size());
+  for (size_t i = 0; i < full->dialogues.size(); ++i) {
+    ASSERT_GE(full->dialogues[i].size(), 2u);
+    EXPECT_EQ(full->dialogues[i][0].text, full->conversations[i].first);
+    EXPECT_EQ(full->dialogues[i][1].text, full->conversations[i].second);
+    EXPECT_FALSE(full->dialogues[i][0].from.empty());
+  }
+  EXPECT_TRUE(load_sharegpt_file(testing::fixture_path("sharegpt_small.json"))->dialogues.empty());
+}
+
+TEST(MultiTurnDataset, KeepsAlternatingTurnsWithinTheLimits) {
+  auto tokenizer = tiny_tokenizer();
+  ASSERT_NE(tokenizer, nullptr);
+  const std::string user = "please tell me more about the weather in the mountains today";
+  const std::string reply = "the weather in the mountains is cold and windy with some snow";
+  auto turns = [&](std::vector<std::string> from) {
+    std::vector<ShareGptTurn> t;
+    for (const std::string& f : from) t.push_back({f, f == "human" ? user : reply});
+    return t;
+  };
+  std::vector<std::vector<ShareGptTurn>> dialogues = {
+      turns({"human", "gpt", "human", "gpt", "human", "gpt", "human", "gpt"}),  // 4 pairs
+      turns({"gpt", "human", "gpt", "human"}),                                  // starts with the model
+      turns({"human", "gpt"}),                                                  // one pair only
+      turns({"human", "gpt", "human", "human", "gpt"}),                         // breaks after one pair
+  };
+  dialogues.push_back(turns({"human", "gpt", "human", "gpt"}));
+  dialogues.back()[2].text = "ok";  // a second user turn under 4 tokens
+  MultiTurnSampling s;
+  s.num_conversations = 3;
+  s.max_turns = 3;
+  s.seed = 1;
+  DatasetSummary summary;
+  const std::vector<Conversation> sample = sample_multi_turn(dialogues, *tokenizer, s, &summary);
+  // Only the first dialogue qualifies; it is repeated to make three conversations.
+  ASSERT_EQ(sample.size(), 3u);
+  EXPECT_EQ(summary.num_entries_scanned, 5);
+  EXPECT_EQ(summary.num_oversampled, 2);
+  const int user_len = count_prompt_tokens(*tokenizer, user);
+  const int reply_len = count_prompt_tokens(*tokenizer, reply);
+  for (const Conversation& c : sample) {
+    ASSERT_EQ(c.turns.size(), 3u);  // max_turns
+    EXPECT_EQ(c.turns[1].prompt, user);
+    EXPECT_EQ(c.turns[1].prompt_len, user_len);
+    EXPECT_EQ(c.turns[1].expected_output_len, reply_len);
+  }
+  // The context limit stops a conversation before the pair that would cross it.
+  s.max_context_tokens = 2 * (user_len + reply_len) + 1;
+  s.max_turns = 8;
+  const std::vector<Conversation> short_sample = sample_multi_turn(dialogues, *tokenizer, s, nullptr);
+  ASSERT_FALSE(short_sample.empty());
+  EXPECT_EQ(short_sample[0].turns.size(), 2u);
+  s.fixed_output_len = 7;
+  EXPECT_EQ(sample_multi_turn(dialogues, *tokenizer, s, nullptr)[0].turns[0].expected_output_len, 7);
 }
 
 TEST(ShareGpt, SampleMatchesVllmRulesInPython) {

@@ -8,11 +8,14 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <regex>
 #include <set>
 #include <string>
+
+#include <nlohmann/json.hpp>
 
 #include "bench/load_client.h"
 
@@ -104,6 +107,81 @@ TEST(LoadClient, StreamsCompleteWithOrderedTimings) {
   EXPECT_GT(load.duration_s, 0);
   EXPECT_FALSE(load.server_samples.empty());
   EXPECT_GT(load.overhead.num_chunks, 0);
+}
+
+// Two conversations of three turns, as the multi-turn workload sends them: the fake server
+// counts every message's words as prompt tokens, so a turn's usage shows the history it resent.
+struct ChainedRun {
+  std::vector<RequestRecord> records;
+  std::vector<size_t> made;  // requests whose body was made at release, in release order
+  LoadRunResult load;
+};
+
+ChainedRun run_two_conversations(const std::string& url) {
+  ChainedRun run;
+  LoadClientConfig config;
+  config.url = url + "/v1/chat/completions";
+  config.max_concurrency = 2;
+  config.request_timeout_s = 30;
+  config.follows = {-1, 0, 1, -1, 3, 4};
+  run.records.resize(6);
+  for (int i = 0; i < 6; ++i) run.records[i].request_idx = i;
+  auto body_with = [](const std::vector<std::string>& contents) {
+    nlohmann::json messages = nlohmann::json::array();
+    for (size_t k = 0; k < contents.size(); ++k)
+      messages.push_back({{"role", k % 2 == 0 ? "user" : "assistant"}, {"content", contents[k]}});
+    return nlohmann::json({{"model", "fake"}, {"messages", messages}, {"max_tokens", 5}, {"stream", true}}).dump();
+  };
+  config.make_body = [&](size_t idx) {
+    run.made.push_back(idx);
+    std::vector<std::string> contents;
+    for (size_t i = idx - idx % 3; i < idx; ++i) {
+      contents.push_back("u v");
+      contents.push_back(run.records[i].generated_text);
+    }
+    contents.push_back("u v");
+    return body_with(contents);
+  };
+  const std::vector<std::string> bodies = {body_with({"u v"}), "", "", body_with({"u v"}), "", ""};
+  auto result = run_load(config, bodies, std::vector<double>(6, 0.0), run.records);
+  EXPECT_TRUE(result.is_ok());
+  if (result.is_ok()) run.load = *result;
+  return run;
+}
+
+TEST(LoadClient, ChainedTurnsWaitForTheirPredecessorAndResendTheAnswers) {
+  FakeServerProcess server("--token-delay-ms 1");
+  ASSERT_FALSE(server.url().empty());
+  ChainedRun run = run_two_conversations(server.url());
+  for (const auto& r : run.records) ASSERT_TRUE(r.success) << r.request_idx << ": " << r.error;
+  std::sort(run.made.begin(), run.made.end());
+  EXPECT_EQ(run.made, (std::vector<size_t>{1, 2, 4, 5}));
+  for (int first : {0, 3}) {
+    EXPECT_EQ(run.records[first].prompt_len, 2);
+    // Each later turn starts after the previous one finished and carries its 5-word answer.
+    for (int k = 1; k < 3; ++k) {
+      const RequestRecord& previous = run.records[first + k - 1];
+      EXPECT_GE(run.records[first + k].start_s, previous.start_s + previous.latency_s);
+      EXPECT_EQ(run.records[first + k].prompt_len, 2 + k * (5 + 2));
+    }
+  }
+  EXPECT_EQ(run.load.max_in_flight, 2);
+}
+
+TEST(LoadClient, AFailedTurnFailsTheRestOfItsConversationUnsent) {
+  FakeServerProcess server("--mode http500");
+  ASSERT_FALSE(server.url().empty());
+  const ChainedRun run = run_two_conversations(server.url());
+  EXPECT_TRUE(run.made.empty());
+  for (int first : {0, 3}) {
+    EXPECT_EQ(run.records[first].http_status, 500);
+    for (int k = 1; k < 3; ++k) {
+      const RequestRecord& r = run.records[first + k];
+      EXPECT_FALSE(r.success);
+      EXPECT_EQ(r.http_status, 0);
+      EXPECT_NE(r.error.find("previous turn of its conversation failed"), std::string::npos) << r.error;
+    }
+  }
 }
 
 TEST(LoadClient, ThousandConcurrentStreams) {
