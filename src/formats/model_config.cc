@@ -122,6 +122,32 @@ Result<Architecture> parse_architecture(const FieldReader& reader, ModelConfig* 
       "\"" + name + "\" is not supported (crosspoint reads LlamaForCausalLM, Qwen2ForCausalLM and Qwen3ForCausalLM)");
 }
 
+// YaRN's fields as transformers reads them: factor (absent: max_position_embeddings /
+// original_max_position_embeddings), original_max_position_embeddings (absent:
+// max_position_embeddings), and the optional beta_fast, beta_slow, truncate, attention_factor,
+// mscale, mscale_all_dim.
+Status parse_yarn(const FieldReader& params, ModelConfig* config) {
+  RopeScaling& r = config->rope_scaling;
+  const double max_position = static_cast<double>(config->max_position_embeddings);
+  CROSSPOINT_ASSIGN_OR_RETURN(r.original_max_position_embeddings,
+                              params.positive_double("original_max_position_embeddings", max_position,
+                                                     params.find("original_max_position_embeddings")));
+  CROSSPOINT_ASSIGN_OR_RETURN(
+      r.factor,
+      params.positive_double("factor", max_position / r.original_max_position_embeddings, params.find("factor")));
+  if (r.factor < 1.0)
+    return params.error(StatusCode::kInvalidArgument, "factor", "must be >= 1, got " + std::to_string(r.factor));
+  CROSSPOINT_ASSIGN_OR_RETURN(r.beta_fast, params.positive_double("beta_fast", 32.0, params.find("beta_fast")));
+  CROSSPOINT_ASSIGN_OR_RETURN(r.beta_slow, params.positive_double("beta_slow", 1.0, params.find("beta_slow")));
+  CROSSPOINT_ASSIGN_OR_RETURN(r.truncate, params.boolean("truncate", true));
+  CROSSPOINT_ASSIGN_OR_RETURN(r.attention_factor,
+                              params.positive_double("attention_factor", 0.0, params.find("attention_factor")));
+  CROSSPOINT_ASSIGN_OR_RETURN(r.mscale, params.positive_double("mscale", 0.0, params.find("mscale")));
+  CROSSPOINT_ASSIGN_OR_RETURN(r.mscale_all_dim,
+                              params.positive_double("mscale_all_dim", 0.0, params.find("mscale_all_dim")));
+  return Status::ok();
+}
+
 // RoPE base and scaling: either the classic top-level rope_theta / rope_scaling, or the
 // newer "rope_parameters" object. Unscaled RoPE and Llama 3's scaling are implemented.
 Status parse_rope(const FieldReader& reader, ModelConfig* config) {
@@ -151,12 +177,14 @@ Status parse_rope(const FieldReader& reader, ModelConfig* config) {
   }
   config->rope_scaling.type = type;
   if (type == "default") return Status::ok();
-  if (type != "llama3") {
-    return reader.error(StatusCode::kUnsupported, scaling_field,
-                        "RoPE scaling type \"" + type + "\" is not implemented (unscaled and \"llama3\" are)");
-  }
   RopeScaling& r = config->rope_scaling;
   FieldReader params(*scaling, reader.source() + ": " + scaling_field);
+  if (type == "yarn") return parse_yarn(params, config);
+  if (type != "llama3") {
+    return reader.error(
+        StatusCode::kUnsupported, scaling_field,
+        "RoPE scaling type \"" + type + "\" is not implemented (unscaled, \"llama3\" and \"yarn\" are)");
+  }
   for (auto [name, out] : {std::pair<const char*, double*>{"factor", &r.factor},
                            {"low_freq_factor", &r.low_freq_factor},
                            {"high_freq_factor", &r.high_freq_factor},

@@ -12,15 +12,24 @@ namespace crosspoint {
 
 enum class Architecture { kLlama, kQwen2, kQwen3 };
 
-// rope_scaling / rope_parameters as Llama 3.1+ configs give it ("rope_type": "llama3"): the
-// frequencies whose wavelength exceeds original_max_position_embeddings / low_freq_factor are
-// divided by factor, those below ... / high_freq_factor kept, the ones between blended.
+// rope_scaling / rope_parameters: "llama3" (Llama 3.1+): the frequencies whose wavelength
+// exceeds original_max_position_embeddings / low_freq_factor are divided by factor, those below
+// ... / high_freq_factor kept, the ones between blended; "yarn" (Qwen2.5's long-context
+// setting): frequencies blended between kept and divided by factor over a correction range of
+// dimensions set by beta_fast / beta_slow, and cos/sin scaled by an attention factor
+// (kernels/rope.h, scale_rope_yarn).
 struct RopeScaling {
-  std::string type = "default";  // "default" or "llama3"
+  std::string type = "default";  // "default", "llama3" or "yarn"
   double factor = 1.0;
-  double low_freq_factor = 1.0;
-  double high_freq_factor = 4.0;
+  double low_freq_factor = 1.0;   // llama3
+  double high_freq_factor = 4.0;  // llama3
   double original_max_position_embeddings = 0.0;
+  double beta_fast = 32.0;        // yarn
+  double beta_slow = 1.0;         // yarn
+  bool truncate = true;           // yarn: the correction range rounded outwards to whole dimensions
+  double attention_factor = 0.0;  // yarn: 0 = derived from factor (and mscale / mscale_all_dim)
+  double mscale = 0.0;            // yarn
+  double mscale_all_dim = 0.0;    // yarn
 };
 
 struct ModelConfig {

@@ -20,6 +20,24 @@ std::vector<float> rope_inv_freq(int64_t head_dim, double theta);
 void scale_rope_llama3(std::vector<float>& inv_freq, double factor, double low_freq_factor, double high_freq_factor,
                        double original_max_position);
 
+// YaRN (HF's _compute_yarn_parameters, fp32 where it computes in fp32): frequencies whose
+// dimension index lies below the correction range (fast rotations) kept, those above it
+// divided by factor, a linear ramp between; the range comes from beta_fast / beta_slow
+// rotations over original_max_position. Returns the attention factor HF multiplies cos and sin
+// by: attention_factor when given, else 0.1 * ln(factor) + 1 (with mscale / mscale_all_dim as
+// HF's get_mscale ratio when both are non-zero).
+struct YarnParameters {
+  double factor = 1.0;
+  double original_max_position = 0.0;
+  double beta_fast = 32.0;
+  double beta_slow = 1.0;
+  bool truncate = true;
+  double attention_factor = 0.0;  // 0: derived from factor (and mscale)
+  double mscale = 0.0;
+  double mscale_all_dim = 0.0;
+};
+float scale_rope_yarn(std::vector<float>& inv_freq, int64_t head_dim, double theta, const YarnParameters& yarn);
+
 struct RopeArgs {
   float* x = nullptr;      // [num_tokens, num_heads, head_dim] f32, rotated in place;
   int64_t row_stride = 0;  //   tokens row_stride elements apart (0: num_heads * head_dim)
@@ -28,6 +46,7 @@ struct RopeArgs {
   int64_t head_dim = 0;                // even
   const int32_t* positions = nullptr;  // [num_tokens] absolute positions
   const float* inv_freq = nullptr;     // [head_dim / 2] from rope_inv_freq
+  float attention_scaling = 1.0f;      // cos and sin are multiplied by it (YaRN's attention factor)
 };
 
 Status rope(const RopeArgs& args);

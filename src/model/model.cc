@@ -19,9 +19,22 @@ Result<std::unique_ptr<Model>> Model::load(const std::string& model_dir, const M
   CROSSPOINT_ASSIGN_OR_RETURN(model->tensors_, SafetensorsModel::open_dir(model_dir));
   CROSSPOINT_RETURN_IF_ERROR(model->load_weights(options));
   model->rope_inv_freq_ = rope_inv_freq(model->config_.head_dim, model->config_.rope_theta);
-  if (const RopeScaling& r = model->config_.rope_scaling; r.type == "llama3")
+  if (const RopeScaling& r = model->config_.rope_scaling; r.type == "llama3") {
     scale_rope_llama3(model->rope_inv_freq_, r.factor, r.low_freq_factor, r.high_freq_factor,
                       r.original_max_position_embeddings);
+  } else if (r.type == "yarn") {
+    YarnParameters y;
+    y.factor = r.factor;
+    y.original_max_position = r.original_max_position_embeddings;
+    y.beta_fast = r.beta_fast;
+    y.beta_slow = r.beta_slow;
+    y.truncate = r.truncate;
+    y.attention_factor = r.attention_factor;
+    y.mscale = r.mscale;
+    y.mscale_all_dim = r.mscale_all_dim;
+    model->rope_attention_scaling_ =
+        scale_rope_yarn(model->rope_inv_freq_, model->config_.head_dim, model->config_.rope_theta, y);
+  }
   return model;
 }
 
@@ -183,8 +196,10 @@ Status Model::run_layer(int32_t layer_idx, const ForwardBatch& batch, CpuKvCache
     CROSSPOINT_RETURN_IF_ERROR(rms_norm({q.data(), w.q_norm->data, w.q_norm->dtype, q.data(), T * H, D, eps}));
     CROSSPOINT_RETURN_IF_ERROR(rms_norm({k.data(), w.k_norm->data, w.k_norm->dtype, k.data(), T * Hkv, D, eps}));
   }
-  CROSSPOINT_RETURN_IF_ERROR(rope({q.data(), 0, T, H, D, batch.positions.data(), rope_inv_freq_.data()}));
-  CROSSPOINT_RETURN_IF_ERROR(rope({k.data(), 0, T, Hkv, D, batch.positions.data(), rope_inv_freq_.data()}));
+  CROSSPOINT_RETURN_IF_ERROR(
+      rope({q.data(), 0, T, H, D, batch.positions.data(), rope_inv_freq_.data(), rope_attention_scaling_}));
+  CROSSPOINT_RETURN_IF_ERROR(
+      rope({k.data(), 0, T, Hkv, D, batch.positions.data(), rope_inv_freq_.data(), rope_attention_scaling_}));
 
   const PagedKvLayout layout = make_layout(batch, kv_cache, layer_idx);
   CROSSPOINT_RETURN_IF_ERROR(kv_cache_write({k.data(), v.data(), 0, 0, layout}));

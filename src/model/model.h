@@ -76,6 +76,7 @@ class Model {
   const LinearWeight& lm_head() const { return *lm_head_; }
   // [head_dim / 2] f32 RoPE inverse frequencies, as the CPU forward uses them.
   const std::vector<float>& rope_inverse_frequencies() const { return rope_inv_freq_; }
+  float rope_attention_scaling() const { return rope_attention_scaling_; }  // YaRN's factor on cos/sin, else 1
 
  private:
   Model() = default;
@@ -90,6 +91,7 @@ class Model {
   std::vector<DecoderLayerWeights> layers_;
   std::unique_ptr<LinearWeight> lm_head_;  // d -> vocab (the embedding table when tied)
   std::vector<float> rope_inv_freq_;       // [head_dim / 2] f32
+  float rope_attention_scaling_ = 1.0f;
 };
 
 }  // namespace crosspoint

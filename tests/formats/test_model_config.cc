@@ -125,6 +125,32 @@ TEST(ModelConfig, Llama3RopeScalingIsRead) {
   EXPECT_EQ(parsed->rope_scaling.type, "default");
 }
 
+TEST(ModelConfig, YarnRopeScalingIsReadWithTransformersDefaults) {
+  nlohmann::json config = nlohmann::json::parse(kQwen25Config);
+  // Qwen2.5's long-context setting, as its model card gives it.
+  config["rope_scaling"] = {{"type", "yarn"}, {"factor", 4.0}, {"original_max_position_embeddings", 32768}};
+  auto parsed = parse_model_config(config.dump(), "/m/config.json");
+  ASSERT_TRUE(parsed.is_ok()) << parsed.status().to_string();
+  const RopeScaling& r = parsed->rope_scaling;
+  EXPECT_EQ(r.type, "yarn");
+  EXPECT_EQ(r.factor, 4.0);
+  EXPECT_EQ(r.original_max_position_embeddings, 32768.0);
+  EXPECT_EQ(r.beta_fast, 32.0);
+  EXPECT_EQ(r.beta_slow, 1.0);
+  EXPECT_TRUE(r.truncate);
+  EXPECT_EQ(r.attention_factor, 0.0);
+  // Without factor and original length: the original is max_position_embeddings, factor 1.
+  config["rope_scaling"] = {{"rope_type", "yarn"}, {"beta_fast", 16}, {"truncate", false}, {"attention_factor", 1.5}};
+  parsed = parse_model_config(config.dump(), "/m/config.json");
+  ASSERT_TRUE(parsed.is_ok()) << parsed.status().to_string();
+  EXPECT_EQ(parsed->rope_scaling.original_max_position_embeddings,
+            static_cast<double>(parsed->max_position_embeddings));
+  EXPECT_EQ(parsed->rope_scaling.factor, 1.0);
+  EXPECT_EQ(parsed->rope_scaling.beta_fast, 16.0);
+  EXPECT_FALSE(parsed->rope_scaling.truncate);
+  EXPECT_EQ(parsed->rope_scaling.attention_factor, 1.5);
+}
+
 TEST(ModelConfig, RefusalsAreOneLineNamingFileAndField) {
   const std::vector<BadConfig> cases = {
       {"unknown architecture", R"({"architectures":["MistralForCausalLM"]})", StatusCode::kUnsupported,
@@ -150,8 +176,12 @@ TEST(ModelConfig, RefusalsAreOneLineNamingFileAndField) {
        StatusCode::kInvalidArgument, "field 'num_attention_heads': 27 does not divide hidden_size 3584"},
       {"odd head_dim", R"({"head_dim":127})", StatusCode::kInvalidArgument, "field 'head_dim'"},
       {"gelu", R"({"hidden_act":"gelu"})", StatusCode::kUnsupported, "field 'hidden_act': \"gelu\" is not supported"},
-      {"yarn", R"({"rope_scaling":{"type":"yarn","factor":4.0,"original_max_position_embeddings":32768}})",
-       StatusCode::kUnsupported, "field 'rope_scaling': RoPE scaling type \"yarn\" is not implemented"},
+      {"longrope", R"({"rope_scaling":{"type":"longrope","factor":4.0,"original_max_position_embeddings":4096}})",
+       StatusCode::kUnsupported, "field 'rope_scaling': RoPE scaling type \"longrope\" is not implemented"},
+      {"yarn below 1", R"({"rope_scaling":{"type":"yarn","factor":0.5}})", StatusCode::kInvalidArgument,
+       "field 'factor': must be >= 1"},
+      {"yarn, bad truncate", R"({"rope_scaling":{"type":"yarn","factor":4.0,"truncate":"yes"}})",
+       StatusCode::kInvalidArgument, "field 'truncate': expected true/false"},
       {"llama3 rope without its fields", R"({"rope_scaling":{"rope_type":"llama3","factor":8.0}})",
        StatusCode::kInvalidArgument, "field 'low_freq_factor': missing"},
       {"llama3 rope, high below low",

@@ -202,7 +202,7 @@ def main():
 
     write("fuzz_model_config", "tiny_llama.json", (formats / "tiny_llama" / "config.json").read_bytes())
     write("fuzz_model_config", "tiny_qwen2.json", (formats / "tiny_qwen2" / "config.json").read_bytes())
-    for name in ("qwen3_untied_f32", "llama_rope_llama3_f32"):
+    for name in ("qwen3_untied_f32", "llama_rope_llama3_f32", "qwen2_rope_yarn_f32"):
         write("fuzz_model_config", name + ".json", (FIXTURES / "model" / name / "config.json").read_bytes())
     llama = json.loads((formats / "tiny_llama" / "config.json").read_text())
     fp8 = dict(llama, quantization_config=json.loads((FIXTURES / "quant" / "fp8_interop_config.json").read_text()))

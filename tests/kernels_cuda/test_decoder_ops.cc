@@ -158,12 +158,14 @@ struct RopeCase {
   int qkv_offset = 0;   // elements from an aligned allocation to qkv[0] (odd: 2-byte accesses only)
   std::vector<int32_t> positions = {0, 1, 17, 4000, 131071};
   std::vector<int32_t> slots = {3, -1, 16, 95, 40};  // -1: a padding row, stored nowhere
+  float attention_scaling = 1.0f;                    // YaRN's factor on cos and sin
 };
 
 std::string describe(const RopeCase& c) {
   return "H=" + std::to_string(c.num_heads) + " Hkv=" + std::to_string(c.num_kv_heads) +
          " D=" + std::to_string(c.head_dim) + (c.with_bias ? " bias" : "") + " pad=" + std::to_string(c.qkv_row_pad) +
-         " offset=" + std::to_string(c.qkv_offset) + " T=" + std::to_string(c.positions.size());
+         " offset=" + std::to_string(c.qkv_offset) + " T=" + std::to_string(c.positions.size()) +
+         " scaling=" + std::to_string(c.attention_scaling);
 }
 
 // Runs rope_kv_write on random rows and checks q (rotated in place), the stored k (rotated)
@@ -207,6 +209,7 @@ void check_rope(const RopeCase& c, uint32_t seed) {
   a.head_dim = c.head_dim;
   a.block_size = block_size;
   a.num_blocks = num_blocks;
+  a.attention_scaling = c.attention_scaling;
   const Status st = rope_kv_write(a, nullptr);
   ASSERT_TRUE(st.is_ok()) << st.to_string();
   const auto got_padded = qkv_dev.download();
@@ -224,11 +227,12 @@ void check_rope(const RopeCase& c, uint32_t seed) {
       for (int i = 0; i < half; ++i) {
         const int col = head * c.head_dim + i;
         const float angle = static_cast<float>(positions[t]) * inv_freq[i];  // fp32, as HF
-        const double cs = std::cos(static_cast<double>(angle)), sn = std::sin(static_cast<double>(angle));
+        const double cs = std::cos(static_cast<double>(angle)) * c.attention_scaling,
+                     sn = std::sin(static_cast<double>(angle)) * c.attention_scaling;
         const double x1 = biased(col), x2 = biased(col + half);
         const double want1 = x1 * cs - x2 * sn, want2 = x2 * cs + x1 * sn;
         // One fp16 rounding of a value bounded by |x1| + |x2| (the result may cancel).
-        const double tol = kUlp16 * (std::fabs(x1) + std::fabs(x2)) + 1e-6;
+        const double tol = kUlp16 * c.attention_scaling * (std::fabs(x1) + std::fabs(x2)) + 1e-6;
         double got1, got2;
         if (head < c.num_heads) {
           got1 = h2f(got_qkv[row + col]);
@@ -267,6 +271,9 @@ TEST(RopeKvWrite, RotatesQAndStoresKvInTheirSlots) {
   for (RopeCase c :
        {RopeCase{14, 2, 64, true}, RopeCase{4, 4, 128, false}, RopeCase{3, 1, 10, true}, RopeCase{28, 4, 128, true}})
     check_rope(c, seed++);
+  RopeCase yarn{14, 2, 64, true};
+  yarn.attention_scaling = 1.1386294f;  // YaRN's 0.1 ln(4) + 1 (Qwen2.5's factor 4)
+  check_rope(yarn, seed++);
 }
 
 // 16-byte rows (the 8-value kernel) at decode batches 1, 2, 3 and 8 with padding rows

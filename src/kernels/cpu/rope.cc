@@ -20,8 +20,8 @@ Status rope(const RopeArgs& a) {
         for (size_t t = t0; t < t1; ++t) {
           for (int64_t i = 0; i < half; ++i) {
             const float angle = static_cast<float>(a.positions[t]) * a.inv_freq[i];
-            cos_table[i] = std::cos(angle);
-            sin_table[i] = std::sin(angle);
+            cos_table[i] = std::cos(angle) * a.attention_scaling;
+            sin_table[i] = std::sin(angle) * a.attention_scaling;
           }
           for (int64_t h = 0; h < a.num_heads; ++h) {
             float* x = a.x + t * stride + h * a.head_dim;

@@ -320,6 +320,8 @@ __global__ void __launch_bounds__(kRopeThreads) rope_kv_write_kernel(RopeKvWrite
     const float u1 = x1[j] + b1[j], u2 = x2[j] + b2[j];  // + 0 when there is no bias: exact
     float sin_f, cos_f;
     sincosf(position * freq[j], &sin_f, &cos_f);
+    sin_f *= a.attention_scaling;  // 1 unless YaRN: exact then
+    cos_f *= a.attention_scaling;
     y1[j] = u1 * cos_f - u2 * sin_f;
     y2[j] = u2 * cos_f + u1 * sin_f;
   }

@@ -72,6 +72,7 @@ struct RopeKvWriteArgs {
   int head_dim = 0;  // even, <= 256
   int block_size = 0;
   int num_blocks = 0;
+  float attention_scaling = 1.0f;  // cos and sin are multiplied by it (YaRN's attention factor)
 };
 Status rope_kv_write(const RopeKvWriteArgs& args, cudaStream_t stream);
 

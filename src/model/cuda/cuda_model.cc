@@ -135,6 +135,7 @@ Status CudaModel::upload_weights(const Model& model) {
   }
   const std::vector<float>& inv_freq = model.rope_inverse_frequencies();
   CROSSPOINT_ASSIGN_OR_RETURN(rope_inv_freq_, upload_bytes(inv_freq.data(), inv_freq.size() * 4, "rope inv_freq"));
+  rope_attention_scaling_ = model.rope_attention_scaling();
 
   size_t bytes = embed_tokens_.bytes() + lm_head_.bytes() + final_norm_.bytes() + rope_inv_freq_.bytes();
   layers_.resize(c.num_hidden_layers);
@@ -355,6 +356,7 @@ Status CudaModel::run_layer(int32_t layer_idx, const CudaForwardBatch& b) {
   rope.bias = l.qkv.bias.empty() ? nullptr : l.qkv.bias.as<uint16_t>();
   rope.positions = b.positions;
   rope.inv_freq = rope_inv_freq_.as<float>();
+  rope.attention_scaling = rope_attention_scaling_;
   rope.slot_mapping = b.slot_mapping;
   rope.key_cache = key_cache(layer_idx);
   rope.value_cache = value_cache(layer_idx);

@@ -163,10 +163,11 @@ class CudaModel {
   std::unique_ptr<CublasLtContext> cublas_;
 
   // Weights.
-  DeviceBuffer embed_tokens_;   // [vocab, d] fp16
-  DeviceBuffer lm_head_;        // [vocab, d] fp16; empty when tied (embed_tokens_ is used)
-  DeviceBuffer final_norm_;     // [d] fp16
-  DeviceBuffer rope_inv_freq_;  // [D / 2] f32
+  DeviceBuffer embed_tokens_;            // [vocab, d] fp16
+  DeviceBuffer lm_head_;                 // [vocab, d] fp16; empty when tied (embed_tokens_ is used)
+  DeviceBuffer final_norm_;              // [d] fp16
+  DeviceBuffer rope_inv_freq_;           // [D / 2] f32
+  float rope_attention_scaling_ = 1.0f;  // YaRN's factor on cos and sin, else 1
   std::vector<Layer> layers_;
 
   // KV cache: [num_layers][K | V][num_blocks, block_size, Hkv, D] fp16.
