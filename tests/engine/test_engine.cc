@@ -68,8 +68,8 @@ std::vector<int32_t> reference_generate(const EngineRequest& r, const std::vecto
   std::vector<float> logits(kToyVocabSize);
   while (static_cast<int32_t>(out.size()) < r.max_tokens) {
     testing::toy_reference_logits(context, logits.data());
-    const int32_t token =
-        sample_request_token(logits.data(), kToyVocabSize, r.sampling, static_cast<int32_t>(out.size()));
+    const int32_t token = sample_request_token(logits.data(), kToyVocabSize, r.sampling,
+                                               static_cast<int32_t>(out.size()), r.prompt_token_ids, out);
     out.push_back(token);
     context.push_back(token);
     if (!r.ignore_eos && std::find(eos.begin(), eos.end(), token) != eos.end()) break;
