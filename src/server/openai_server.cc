@@ -304,6 +304,7 @@ struct OpenAiServer::Impl {
                             "max_tokens");
       return p;
     }
+    if ((p.error = check_logit_bias(request))) return p;
     engine_request.max_tokens = static_cast<int32_t>(max_tokens);
     engine_request.sampling = request.sampling;
     if (!request.has_seed) engine_request.sampling.seed = std::chrono::steady_clock::now().time_since_epoch().count();
@@ -388,6 +389,23 @@ struct OpenAiServer::Impl {
     return std::nullopt;
   }
 
+  // The ids the model can produce: its logits' width, and no more than the tokenizer knows.
+  int32_t model_vocab_limit() const {
+    const int32_t model_vocab = engine.config().vocab_size;
+    return model_vocab > 0 ? std::min(model_vocab, tokenizer.vocab_size()) : tokenizer.vocab_size();
+  }
+
+  std::optional<ApiError> check_logit_bias(const OpenAiRequest& request) const {
+    const int32_t limit = model_vocab_limit();
+    for (const LogitBias& entry : request.sampling.logit_bias) {
+      if (entry.token_id >= limit)
+        return bad_request("'logit_bias' names token id " + std::to_string(entry.token_id) +
+                               ", outside the model's vocabulary (" + std::to_string(limit) + " ids)",
+                           "logit_bias");
+    }
+    return std::nullopt;
+  }
+
   // Prompt token ids of a parsed request, or the error to send.
   std::optional<ApiError> prompt_ids(const OpenAiRequest& request, std::vector<int32_t>* ids) const {
     if (request.endpoint == ApiEndpoint::kChatCompletions) {
@@ -403,8 +421,7 @@ struct OpenAiServer::Impl {
     if (ids->empty()) return bad_request("the prompt encodes to no tokens", "prompt");
     // Ids the tokenizer knows but the model does not (a tokenizer larger than the model's
     // embedding) are the request's fault, never a failed batch.
-    const int32_t model_vocab = engine.config().vocab_size;
-    const int32_t limit = model_vocab > 0 ? std::min(model_vocab, tokenizer.vocab_size()) : tokenizer.vocab_size();
+    const int32_t limit = model_vocab_limit();
     for (int32_t id : *ids) {
       if (id >= limit) {
         return bad_request("token id " + std::to_string(id) + " of the prompt is outside the model's vocabulary (" +

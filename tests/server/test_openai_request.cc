@@ -101,7 +101,7 @@ TEST(OpenAiRequest, RejectionsNameTheField) {
       {R"({"prompt":7})", "prompt"},
       {R"({})", "prompt"},
       {R"({"prompt":"x","model":3})", "model"},
-      {R"({"prompt":"x","presence_penalty":0.5})", "presence_penalty"},
+      {R"({"prompt":"x","presence_penalty":2.5})", "presence_penalty"},
   };
   for (const auto& c : cases) {
     auto e = parse(c.body);
