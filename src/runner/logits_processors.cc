@@ -24,20 +24,21 @@ std::vector<int32_t> sorted_ids(std::span<const int32_t> tokens) {
 void apply_logits_processors(std::span<float> logits, const RequestSamplingParams& params,
                              std::span<const int32_t> prompt_token_ids, std::span<const int32_t> output_token_ids) {
   const size_t vocab = logits.size();
+  const auto in_vocab = [vocab](int32_t id) { return id >= 0 && static_cast<size_t>(id) < vocab; };
   for (const LogitBias& entry : params.logit_bias) {
-    check_token(entry.token_id, vocab);
-    logits[entry.token_id] += entry.bias;
+    if (in_vocab(entry.token_id)) logits[entry.token_id] += entry.bias;
   }
   if (!params.has_penalties()) return;
   // Output tokens sorted: each distinct id is one run, its length the id's count.
   const std::vector<int32_t> output = sorted_ids(output_token_ids);
   if (params.repetition_penalty != 1.0f) {
-    std::vector<int32_t> seen = sorted_ids(prompt_token_ids);
+    for (int32_t id : output) check_token(id, vocab);
+    std::vector<int32_t> seen(prompt_token_ids.begin(), prompt_token_ids.end());
     seen.insert(seen.end(), output.begin(), output.end());
     std::sort(seen.begin(), seen.end());
     seen.erase(std::unique(seen.begin(), seen.end()), seen.end());
     for (int32_t id : seen) {
-      check_token(id, vocab);
+      if (!in_vocab(id)) continue;
       float& logit = logits[id];
       logit = logit > 0.0f ? logit / params.repetition_penalty : logit * params.repetition_penalty;
     }

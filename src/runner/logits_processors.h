@@ -17,8 +17,10 @@
 
 namespace crosspoint {
 
-// logits [vocab] f32 of one sequence, changed in place. Token ids outside [0, vocab) in the
-// bias or the token lists are a broken invariant (the server refuses them).
+// logits [vocab] f32 of one sequence, changed in place. Bias entries and prompt ids outside
+// [0, vocab) have no logit and change nothing (the server refuses such bias ids, and the engine
+// such prompt ids, whenever it knows the model's vocabulary); an output id outside it is a broken
+// invariant (the sampler drew it from these logits).
 void apply_logits_processors(std::span<float> logits, const RequestSamplingParams& params,
                              std::span<const int32_t> prompt_token_ids, std::span<const int32_t> output_token_ids);
 

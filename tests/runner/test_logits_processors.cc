@@ -107,6 +107,17 @@ TEST(LogitsProcessors, RepetitionPenaltyCountsEachTokenOnce) {
   EXPECT_EQ(logits, (std::vector<float>{1.0f, -4.0f, 1.0f}));
 }
 
+TEST(LogitsProcessors, IdsWithoutALogitChangeNothing) {
+  // A prompt id or bias id beyond the logits (a tokenizer larger than the model's output).
+  std::vector<float> logits = {2.0f, -2.0f};
+  RequestSamplingParams p;
+  p.repetition_penalty = 2.0f;
+  p.logit_bias = {{5, 3.0f}, {1, 1.0f}};
+  const std::vector<int32_t> prompt = {0, 7};
+  apply_logits_processors(logits, p, prompt, {});
+  EXPECT_EQ(logits, (std::vector<float>{1.0f, -1.0f}));  // id 1: biased, not in the prompt
+}
+
 TEST(LogitsProcessors, FrequencyAndPresenceReadOnlyTheOutput) {
   std::vector<float> logits = {0.0f, 0.0f, 0.0f};
   RequestSamplingParams p;

@@ -102,5 +102,42 @@ TEST(SamplingFields, RangeEndsAreAccepted) {
   EXPECT_EQ(r.sampling.logit_bias[0].bias, 100.0f);
 }
 
+TEST(SamplingFields, NChoices) {
+  for (ApiEndpoint endpoint : {ApiEndpoint::kCompletions, ApiEndpoint::kChatCompletions}) {
+    OpenAiRequest r;
+    ASSERT_FALSE(parse(endpoint, {{"n", 3}, {"temperature", 0.8}}, &r).has_value());
+    EXPECT_EQ(r.n, 3);
+    ASSERT_FALSE(parse(endpoint, {{"n", 4}, {"best_of", 4}}, &r).has_value());  // temperature 1 by default
+    EXPECT_EQ(r.n, 4);
+    ASSERT_FALSE(parse(endpoint, {{"n", 1}, {"temperature", 0}}, &r).has_value());
+    EXPECT_EQ(r.n, 1);
+    const std::pair<const char*, json> bad[] = {
+        {"n", {{"n", 0}}},
+        {"n", {{"n", -2}}},
+        {"n", {{"n", kMaxChoices + 1}}},
+        {"n", {{"n", 1.5}}},
+        {"n", {{"n", "2"}}},
+        // vLLM: "n must be 1 when using greedy sampling".
+        {"n", {{"n", 2}, {"temperature", 0}}},
+        {"best_of", {{"n", 2}, {"best_of", 3}}},
+        {"best_of", {{"best_of", 2}}},
+    };
+    for (const auto& [name, body] : bad) {
+      auto e = parse(endpoint, body, &r);
+      ASSERT_TRUE(e.has_value()) << body.dump() << " accepted";
+      EXPECT_EQ(e->http_status, 400);
+      EXPECT_EQ(e->param, name) << e->message;
+      EXPECT_NE(e->message.find(name), std::string::npos) << e->message;
+    }
+  }
+}
+
+TEST(SamplingFields, ChoiceSeedsAreTheSeedPlusTheIndex) {
+  // As vLLM's parallel sampling derives them: choice 0 draws what n = 1 draws.
+  EXPECT_EQ(choice_seed(42, 0), 42u);
+  EXPECT_EQ(choice_seed(42, 3), 45u);
+  EXPECT_EQ(choice_seed(~uint64_t{0}, 1), 0u);  // wraps
+}
+
 }  // namespace
 }  // namespace crosspoint
