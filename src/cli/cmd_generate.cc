@@ -108,7 +108,10 @@ Status generate(const GenerateOptions& o, GenerateStats& stats) {
   EngineRequest request;
   request.prompt_token_ids = prompt;
   request.max_tokens = o.max_tokens;
-  request.sampling = {o.temperature, o.top_p, o.top_k, o.seed};
+  request.sampling.temperature = o.temperature;
+  request.sampling.top_p = o.top_p;
+  request.sampling.top_k = o.top_k;
+  request.sampling.seed = o.seed;
   IncrementalDecoder decoder(*tokenizer, /*skip_special=*/true);
   std::vector<int32_t> generated;
   std::mutex mutex;

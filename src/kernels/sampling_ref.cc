@@ -12,6 +12,7 @@ Status validate_sampling_params(const SamplingParams& p) {
     return invalid_argument("sampling: temperature must be finite and >= 0");
   if (!(p.top_p > 0.0f && p.top_p <= 1.0f)) return invalid_argument("sampling: top_p must be in (0, 1]");
   if (p.top_k < 0) return invalid_argument("sampling: top_k must be >= 0");
+  if (!(p.min_p >= 0.0f && p.min_p <= 1.0f)) return invalid_argument("sampling: min_p must be in [0, 1]");
   return Status::ok();
 }
 
@@ -64,8 +65,14 @@ int32_t sample_token_ref(const float* logits, int64_t vocab_size, const Sampling
   for (int64_t i = 0; i < vocab_size; ++i)
     probs[i] = std::exp((static_cast<double>(logits[order[i]]) - max_logit) / params.temperature);
   int64_t keep = vocab_size;
+  // min-p: probs[] are relative to the most likely token, so the kept tokens are those >= min_p.
+  if (params.min_p > 0.0f) {
+    int64_t above = 0;
+    while (above < vocab_size && probs[above] >= params.min_p) ++above;
+    keep = above;
+  }
   if (params.top_k > 0 && params.top_k < keep) keep = params.top_k;
-  // Renormalise over the top-k before applying top-p, as sequential filters do.
+  // Renormalise over the min-p and top-k survivors before applying top-p, as sequential filters do.
   // Sums over the whole vocabulary run in id order (as the fast version does them).
   double total_in_id_order = 0.0;
   for (int64_t i = 0; i < vocab_size; ++i)

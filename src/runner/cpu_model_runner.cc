@@ -29,7 +29,7 @@ Result<StepOutput> CpuModelRunner::execute(const BatchPlan& plan) {
     const int32_t seq_idx = logits_seq_idx[row];
     const ScheduledSequence& s = plan.seqs[seq_idx];
     const float* row_logits = logits_.data() + row * vocab_size_;
-    const int32_t token = sample_request_token(row_logits, vocab_size_, s.sampling, s.output_token_idx);
+    const int32_t token = sample_scheduled_token(row_logits, vocab_size_, s);
     output.sampled_token_ids[seq_idx] = token;
     if (s.sampling.wants_logprobs()) {
       if (output.logprobs.empty()) output.logprobs.resize(plan.seqs.size());

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
 #include <vector>
 
 #include "scheduler/request_sampling_params.h"
@@ -27,6 +28,10 @@ struct ScheduledSequence {
   // the per-request random stream so recomputation draws the same token).
   int32_t output_token_idx = 0;
   RequestSamplingParams sampling;
+  // The sequence's prompt and the tokens it generated before this step, for the penalties.
+  // Views of the scheduler's copy: valid until Scheduler::on_step_done for this plan.
+  std::span<const int32_t> prompt_token_ids;
+  std::span<const int32_t> output_token_ids;
 
   int32_t num_new_tokens() const { return static_cast<int32_t>(token_ids.size()); }
   // Tokens in the KV cache once this step is done.

@@ -3,8 +3,15 @@
 #pragma once
 
 #include <cstdint>
+#include <vector>
 
 namespace crosspoint {
+
+// One entry of OpenAI's logit_bias: added to the token's logit before anything else.
+struct LogitBias {
+  int32_t token_id = 0;
+  float bias = 0.0f;
+};
 
 struct RequestSamplingParams {
   // 0 = greedy (argmax); otherwise logits are divided by it before the softmax.
@@ -20,9 +27,24 @@ struct RequestSamplingParams {
   // OpenAI logprobs of each generated token: -1 = none; n >= 0 = the chosen token's logprob
   // plus the n most likely tokens' (runner/token_logprobs.h). Does not change the tokens.
   int32_t num_logprobs = -1;
+  // Drop the tokens whose probability (after temperature) is below min_p times the most
+  // likely token's; 0 = off.
+  float min_p = 0.0f;
+  // Applied to the logits in vLLM's order before temperature (runner/logits_processors.h):
+  // logit_bias, then repetition_penalty over prompt and output tokens (1 = off), then
+  // frequency_penalty * count and presence_penalty * (count > 0) over the output tokens.
+  std::vector<LogitBias> logit_bias;
+  float repetition_penalty = 1.0f;
+  float frequency_penalty = 0.0f;
+  float presence_penalty = 0.0f;
 
   bool is_greedy() const { return temperature == 0.0f; }
   bool wants_logprobs() const { return num_logprobs >= 0; }
+  bool has_penalties() const {
+    return repetition_penalty != 1.0f || frequency_penalty != 0.0f || presence_penalty != 0.0f;
+  }
+  // True when the logits are changed before sampling (bias or penalties).
+  bool processes_logits() const { return !logit_bias.empty() || has_penalties(); }
 };
 
 }  // namespace crosspoint

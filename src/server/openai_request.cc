@@ -1,5 +1,6 @@
 #include "server/openai_request.h"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
@@ -148,6 +149,39 @@ std::optional<ApiError> read_stop(const json& body, OpenAiRequest* out) {
   return std::nullopt;
 }
 
+// presence_penalty and frequency_penalty in [-2, 2], repetition_penalty above 0, min_p in
+// [0, 1]: vLLM's ranges (vllm/sampling_params.py).
+std::optional<ApiError> read_penalties(const json& body, OpenAiRequest* out) {
+  std::optional<double> presence, frequency, repetition, min_p;
+  if (auto e = read_number(body, "presence_penalty", &presence)) return e;
+  if (auto e = read_number(body, "frequency_penalty", &frequency)) return e;
+  if (auto e = read_number(body, "repetition_penalty", &repetition)) return e;
+  if (auto e = read_number(body, "min_p", &min_p)) return e;
+  if (presence) {
+    if (*presence < -2 || *presence > 2)
+      return bad_request("'presence_penalty' must be in [-2, 2], got " + std::to_string(*presence), "presence_penalty");
+    out->sampling.presence_penalty = static_cast<float>(*presence);
+  }
+  if (frequency) {
+    if (*frequency < -2 || *frequency > 2)
+      return bad_request("'frequency_penalty' must be in [-2, 2], got " + std::to_string(*frequency),
+                         "frequency_penalty");
+    out->sampling.frequency_penalty = static_cast<float>(*frequency);
+  }
+  if (repetition) {
+    if (*repetition <= 0 || static_cast<float>(*repetition) <= 0.0f)
+      return bad_request("'repetition_penalty' must be greater than 0, got " + std::to_string(*repetition),
+                         "repetition_penalty");
+    out->sampling.repetition_penalty = static_cast<float>(*repetition);
+  }
+  if (min_p) {
+    if (*min_p < 0 || *min_p > 1)
+      return bad_request("'min_p' must be in [0, 1], got " + std::to_string(*min_p), "min_p");
+    out->sampling.min_p = static_cast<float>(*min_p);
+  }
+  return std::nullopt;
+}
+
 std::optional<ApiError> read_sampling(const json& body, OpenAiRequest* out) {
   std::optional<double> temperature, top_p;
   std::optional<int64_t> top_k, seed;
@@ -175,6 +209,53 @@ std::optional<ApiError> read_sampling(const json& body, OpenAiRequest* out) {
     out->has_seed = true;
     out->sampling.seed = static_cast<uint64_t>(*seed);
   }
+  return read_penalties(body, out);
+}
+
+// Token id strings to biases. Ids are checked against the vocabulary once it is known (the server).
+std::optional<ApiError> read_logit_bias(const json& body, OpenAiRequest* out) {
+  auto it = body.find("logit_bias");
+  if (it == body.end() || it->is_null()) return std::nullopt;
+  if (!it->is_object()) return bad_request("'logit_bias' must be an object of token ids to biases", "logit_bias");
+  for (auto entry = it->begin(); entry != it->end(); ++entry) {
+    const std::string& key = entry.key();
+    const bool digits = !key.empty() && key.size() <= 10 &&
+                        std::all_of(key.begin(), key.end(), [](char c) { return c >= '0' && c <= '9'; });
+    const int64_t id = digits ? std::stoll(key) : -1;
+    if (!digits || id > std::numeric_limits<int32_t>::max())
+      return bad_request(
+          "'logit_bias' keys must be token ids (non-negative integers as strings), got '" + key.substr(0, 32) + "'",
+          "logit_bias");
+    if (!entry->is_number() || !std::isfinite(entry->get<double>()))
+      return bad_request("'logit_bias' values must be numbers, got one for token " + key, "logit_bias");
+    const double bias = entry->get<double>();
+    if (bias < -kMaxLogitBias || bias > kMaxLogitBias)
+      return bad_request(
+          "'logit_bias' values must be between -100 and 100, got " + std::to_string(bias) + " for token " + key,
+          "logit_bias");
+    out->sampling.logit_bias.push_back({static_cast<int32_t>(id), static_cast<float>(bias)});
+  }
+  return std::nullopt;
+}
+
+// n choices; best_of is accepted only when it equals n (no choices are generated and dropped).
+// n > 1 needs sampling: vLLM refuses it with greedy decoding (every choice would be the same).
+std::optional<ApiError> read_choices(const json& body, OpenAiRequest* out) {
+  std::optional<int64_t> n, best_of;
+  if (auto e = read_int(body, "n", &n)) return e;
+  if (auto e = read_int(body, "best_of", &best_of)) return e;
+  if (n) {
+    if (*n < 1 || *n > kMaxChoices)
+      return bad_request("'n' must be between 1 and " + std::to_string(kMaxChoices) + ", got " + std::to_string(*n),
+                         "n");
+    out->n = static_cast<int32_t>(*n);
+  }
+  if (best_of && *best_of != out->n)
+    return bad_request("'best_of' is not supported by this server unless it equals n (" + std::to_string(out->n) +
+                           "), got " + std::to_string(*best_of),
+                       "best_of");
+  if (out->n > 1 && out->sampling.is_greedy())
+    return bad_request("'n' must be 1 when using greedy sampling (temperature 0), got " + std::to_string(out->n), "n");
   return std::nullopt;
 }
 
@@ -232,6 +313,8 @@ std::optional<ApiError> read_logprobs(const json& body, ApiEndpoint endpoint, Op
 
 }  // namespace
 
+uint64_t choice_seed(uint64_t seed, int32_t index) { return seed + static_cast<uint64_t>(index); }
+
 std::optional<ApiError> parse_openai_request(const std::string& body_text, ApiEndpoint endpoint, OpenAiRequest* out) {
   const json body = json::parse(body_text, nullptr, /*allow_exceptions=*/false);
   if (body.is_discarded()) return bad_request("the request body is not valid JSON");
@@ -252,6 +335,8 @@ std::optional<ApiError> parse_openai_request(const std::string& body_text, ApiEn
   }
   if (auto e = read_max_tokens(body, endpoint, &request)) return e;
   if (auto e = read_sampling(body, &request)) return e;
+  if (auto e = read_logit_bias(body, &request)) return e;
+  if (auto e = read_choices(body, &request)) return e;
   if (auto e = read_stop(body, &request)) return e;
   if (auto e = read_bool(body, "ignore_eos", &request.ignore_eos)) return e;
   if (auto e = read_bool(body, "include_stop_str_in_output", &request.include_stop_str_in_output)) return e;

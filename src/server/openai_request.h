@@ -31,6 +31,9 @@ struct OpenAiRequest {
   std::optional<int64_t> max_tokens;
   RequestSamplingParams sampling;
   bool has_seed = false;
+  // Choices to generate (n), each its own engine sequence; choice i samples with seed + i
+  // (choice_seed), as vLLM's parallel sampling does.
+  int32_t n = 1;
   std::vector<std::string> stop;
   std::vector<int32_t> stop_token_ids;
   bool ignore_eos = false;
@@ -40,6 +43,14 @@ struct OpenAiRequest {
   bool include_usage = false;               // stream_options.include_usage
   std::vector<std::string> unknown_fields;  // body fields no table defines: ignored, logged once per name
 };
+
+// The most choices one request may ask for (n).
+inline constexpr int32_t kMaxChoices = 128;
+// The largest |logit_bias| value, as OpenAI documents it.
+inline constexpr double kMaxLogitBias = 100.0;
+
+// The seed of choice `index` of a request whose seed is `seed` (seed + index, wrapping).
+uint64_t choice_seed(uint64_t seed, int32_t index);
 
 // Parses body for endpoint. On failure returns the ApiError (400) and leaves out unspecified.
 std::optional<ApiError> parse_openai_request(const std::string& body, ApiEndpoint endpoint, OpenAiRequest* out);

@@ -43,26 +43,30 @@ std::string make_response_id(ApiEndpoint endpoint) {
                      rng());
 }
 
-std::string full_response_json(const ResponseHeader& header, const std::string& text, const ChoiceEnd& end,
-                               const TokenUsage& usage, const json& logprobs) {
-  json choice = {
-      {"index", 0}, {"logprobs", logprobs}, {"finish_reason", end.finish_reason}, {"stop_reason", stop_reason(&end)}};
-  json body;
-  if (is_chat(header)) {
-    body = base(header, "chat.completion");
-    choice["message"] = {{"role", "assistant"}, {"content", text}};
-  } else {
-    body = base(header, "text_completion");
-    choice["text"] = text;
+std::string full_response_json(const ResponseHeader& header, std::span<const ChoiceResult> choices,
+                               const TokenUsage& usage) {
+  json body = base(header, is_chat(header) ? "chat.completion" : "text_completion");
+  body["choices"] = json::array();
+  for (size_t i = 0; i < choices.size(); ++i) {
+    const ChoiceResult& c = choices[i];
+    json choice = {{"index", i},
+                   {"logprobs", c.logprobs},
+                   {"finish_reason", c.end.finish_reason},
+                   {"stop_reason", stop_reason(&c.end)}};
+    if (is_chat(header)) {
+      choice["message"] = {{"role", "assistant"}, {"content", c.text}};
+    } else {
+      choice["text"] = c.text;
+    }
+    body["choices"].push_back(std::move(choice));
   }
-  body["choices"] = json::array({choice});
   body["usage"] = usage_object(usage);
   return dump(body);
 }
 
-std::string chunk_json(const ResponseHeader& header, const std::string& delta, const ChoiceEnd* end,
+std::string chunk_json(const ResponseHeader& header, int32_t index, const std::string& delta, const ChoiceEnd* end,
                        const json& logprobs) {
-  json choice = {{"index", 0},
+  json choice = {{"index", index},
                  {"logprobs", logprobs},
                  {"finish_reason", end == nullptr ? json(nullptr) : json(end->finish_reason)},
                  {"stop_reason", stop_reason(end)}};
@@ -78,9 +82,9 @@ std::string chunk_json(const ResponseHeader& header, const std::string& delta, c
   return dump(body);
 }
 
-std::string chat_role_chunk_json(const ResponseHeader& header) {
+std::string chat_role_chunk_json(const ResponseHeader& header, int32_t index) {
   json body = base(header, "chat.completion.chunk");
-  body["choices"] = json::array({{{"index", 0},
+  body["choices"] = json::array({{{"index", index},
                                   {"delta", {{"role", "assistant"}, {"content", ""}}},
                                   {"logprobs", nullptr},
                                   {"finish_reason", nullptr}}});

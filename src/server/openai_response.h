@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <nlohmann/json.hpp>
+#include <span>
 #include <string>
 
 #include "server/openai_request.h"
@@ -34,15 +35,22 @@ struct ChoiceEnd {
 // A random request id with the endpoint's prefix.
 std::string make_response_id(ApiEndpoint endpoint);
 
-// logprobs: the choice's "logprobs" value (server/logprobs_json.h), null when not asked for.
-std::string full_response_json(const ResponseHeader& header, const std::string& text, const ChoiceEnd& end,
-                               const TokenUsage& usage, const nlohmann::json& logprobs = nullptr);
-// One SSE data payload with a text delta (and the logprobs of its tokens); end == nullptr while
-// the choice goes on.
-std::string chunk_json(const ResponseHeader& header, const std::string& delta, const ChoiceEnd* end,
+// One finished choice of a non-streaming response.
+struct ChoiceResult {
+  std::string text;
+  ChoiceEnd end;
+  nlohmann::json logprobs;  // the choice's "logprobs" value (server/logprobs_json.h), null when not asked for
+};
+
+// choices[i] is the choice with index i.
+std::string full_response_json(const ResponseHeader& header, std::span<const ChoiceResult> choices,
+                               const TokenUsage& usage);
+// One SSE data payload with a text delta of choice `index` (and the logprobs of its tokens);
+// end == nullptr while the choice goes on.
+std::string chunk_json(const ResponseHeader& header, int32_t index, const std::string& delta, const ChoiceEnd* end,
                        const nlohmann::json& logprobs = nullptr);
-// The first chat chunk: {"role":"assistant","content":""}.
-std::string chat_role_chunk_json(const ResponseHeader& header);
+// The first chat chunk of choice `index`: {"role":"assistant","content":""}.
+std::string chat_role_chunk_json(const ResponseHeader& header, int32_t index);
 // The usage chunk sent before [DONE] when stream_options.include_usage is set.
 std::string usage_chunk_json(const ResponseHeader& header, const TokenUsage& usage);
 std::string models_json(const std::string& served_model_name, const std::string& root, int64_t max_model_len,

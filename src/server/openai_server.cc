@@ -51,30 +51,48 @@ int64_t unix_now_s() { return static_cast<int64_t>(std::time(nullptr)); }
 // One generation request in flight, owned by the event loop thread.
 enum class Route { kCompletions, kChatCompletions, kTokenize, kDetokenize };
 
-struct Stream {
-  OpenAiServer::Impl* server = nullptr;
-  evhttp_request* req = nullptr;  // null once answered or once the client went away
-  Route route = Route::kCompletions;
-  int64_t engine_id = -1;      // -1 until submitted (while the request is prepared)
-  bool reply_started = false;  // a stream's 200 and headers are out
-  bool role_sent = false;      // chat: the role chunk is out (with the first output)
-  bool streaming = false;
-  bool include_usage = false;
-  bool done = false;  // final response or [DONE] sent (or client gone)
-  ResponseHeader header;
+// One of a request's n choices: its own engine sequence, text and stop-string state.
+struct Choice {
+  int32_t index = 0;
+  int64_t engine_id = -1;  // -1 until submitted (while the request is prepared)
+  bool finished = false;   // its last chunk is out (streaming) or its result is complete
   std::unique_ptr<IncrementalDecoder> decoder;
   std::unique_ptr<StopStringMatcher> stop;
   std::string text;  // non-streaming: the whole completion so far
-  TokenUsage usage;
+  int64_t completion_tokens = 0;
+  ChoiceEnd end;
   // logprobs (num_logprobs >= 0 asked for them): held until their text is emitted.
-  int32_t num_logprobs = -1;
   LogprobAligner logprob_aligner;
   std::vector<TokenLogprobs> logprobs;  // non-streaming: every token's so far
   int64_t emitted_chars = 0;            // streaming: characters sent so far (completions' text_offset)
 };
 
+struct Stream {
+  OpenAiServer::Impl* server = nullptr;
+  evhttp_request* req = nullptr;  // null once answered or once the client went away
+  Route route = Route::kCompletions;
+  bool reply_started = false;  // a stream's 200 and headers are out
+  bool roles_sent = false;     // chat: the role chunks are out (with the first output)
+  bool streaming = false;
+  bool include_usage = false;
+  bool done = false;  // final response or [DONE] sent (or client gone)
+  ResponseHeader header;
+  int64_t prompt_tokens = 0;
+  int32_t num_logprobs = -1;
+  std::vector<Choice> choices;  // [n]; empty until the request is prepared
+  int32_t num_finished_choices = 0;
+
+  // Usage of the whole request: the prompt once, the completion tokens of every choice.
+  TokenUsage usage() const {
+    TokenUsage u{prompt_tokens, 0};
+    for (const Choice& c : choices) u.completion_tokens += c.completion_tokens;
+    return u;
+  }
+};
+
 struct QueuedOutput {
   std::shared_ptr<Stream> stream;
+  int32_t choice = 0;
   RequestOutput output;
 };
 
@@ -305,6 +323,7 @@ struct OpenAiServer::Impl {
                             "max_tokens");
       return p;
     }
+    if ((p.error = check_logit_bias(request))) return p;
     engine_request.max_tokens = static_cast<int32_t>(max_tokens);
     engine_request.sampling = request.sampling;
     if (!request.has_seed) engine_request.sampling.seed = std::chrono::steady_clock::now().time_since_epoch().count();
@@ -349,29 +368,40 @@ struct OpenAiServer::Impl {
     stream->streaming = request.stream;
     stream->include_usage = request.include_usage;
     stream->header = {make_response_id(endpoint), unix_now_s(), config.served_model_name, endpoint};
-    stream->decoder = std::make_unique<IncrementalDecoder>(tokenizer, request.skip_special_tokens);
-    stream->stop = std::make_unique<StopStringMatcher>(request.stop, request.include_stop_str_in_output);
-    stream->usage.prompt_tokens = static_cast<int64_t>(p.engine_request.prompt_token_ids.size());
+    stream->prompt_tokens = static_cast<int64_t>(p.engine_request.prompt_token_ids.size());
     stream->num_logprobs = request.sampling.num_logprobs;
-
-    std::shared_ptr<Stream> captured = stream;
-    auto submitted = engine.submit(std::move(p.engine_request), [this, captured](const RequestOutput& out) {
-      {
-        std::lock_guard<std::mutex> lock(queue_mutex);
-        queue.push_back({captured, out});
-      }
-      event_active(notify_event, 0, 0);
-    });
-    if (!submitted.is_ok()) {
-      const Status& s = submitted.status();
-      // Busy or stopping is the server's state (503); a request that can never fit is the client's (400).
-      const bool busy = s.code() == StatusCode::kUnavailable;
-      stream->done = true;
-      release(*stream);
-      stream->req = nullptr;
-      return send_error(req, {busy ? 503 : 400, s.message(), busy ? "" : "max_tokens"});
+    stream->choices.resize(static_cast<size_t>(request.n));
+    for (int32_t i = 0; i < request.n; ++i) {
+      Choice& choice = stream->choices[i];
+      choice.index = i;
+      choice.decoder = std::make_unique<IncrementalDecoder>(tokenizer, request.skip_special_tokens);
+      choice.stop = std::make_unique<StopStringMatcher>(request.stop, request.include_stop_str_in_output);
     }
-    stream->engine_id = submitted.value();
+
+    // Each choice is its own engine sequence, drawn with the seed choice_seed(seed, i).
+    for (int32_t i = 0; i < request.n; ++i) {
+      EngineRequest engine_request = p.engine_request;
+      engine_request.sampling.seed = choice_seed(p.engine_request.sampling.seed, i);
+      std::shared_ptr<Stream> captured = stream;
+      auto submitted = engine.submit(std::move(engine_request), [this, captured, i](const RequestOutput& out) {
+        {
+          std::lock_guard<std::mutex> lock(queue_mutex);
+          queue.push_back({captured, i, out});
+        }
+        event_active(notify_event, 0, 0);
+      });
+      if (!submitted.is_ok()) {
+        const Status& s = submitted.status();
+        // Busy or stopping is the server's state (503); a request that can never fit is the client's (400).
+        const bool busy = s.code() == StatusCode::kUnavailable;
+        abort_choices(*stream);  // the choices already submitted
+        stream->done = true;
+        release(*stream);
+        stream->req = nullptr;
+        return send_error(req, {busy ? 503 : 400, s.message(), busy ? "" : "max_tokens"});
+      }
+      stream->choices[i].engine_id = submitted.value();
+    }
     if (stream->streaming) {
       evkeyvalq* headers = evhttp_request_get_output_headers(req);
       evhttp_add_header(headers, "Content-Type", "text/event-stream");
@@ -381,9 +411,33 @@ struct OpenAiServer::Impl {
     }
   }
 
+  // Ends every choice of a request that the engine still runs (finished ones are ignored by it).
+  void abort_choices(const Stream& stream, FinishReason reason = FinishReason::kAbort) {
+    for (const Choice& choice : stream.choices) {
+      if (choice.engine_id >= 0) engine.abort(choice.engine_id, reason);
+    }
+  }
+
   std::optional<ApiError> check_model(const std::string& model) const {
     if (!model.empty() && model != config.served_model_name) {
       return ApiError{404, "The model `" + model + "` does not exist.", "model"};
+    }
+    return std::nullopt;
+  }
+
+  // The ids the model can produce: its logits' width, and no more than the tokenizer knows.
+  int32_t model_vocab_limit() const {
+    const int32_t model_vocab = engine.config().vocab_size;
+    return model_vocab > 0 ? std::min(model_vocab, tokenizer.vocab_size()) : tokenizer.vocab_size();
+  }
+
+  std::optional<ApiError> check_logit_bias(const OpenAiRequest& request) const {
+    const int32_t limit = model_vocab_limit();
+    for (const LogitBias& entry : request.sampling.logit_bias) {
+      if (entry.token_id >= limit)
+        return bad_request("'logit_bias' names token id " + std::to_string(entry.token_id) +
+                               ", outside the model's vocabulary (" + std::to_string(limit) + " ids)",
+                           "logit_bias");
     }
     return std::nullopt;
   }
@@ -403,8 +457,7 @@ struct OpenAiServer::Impl {
     if (ids->empty()) return bad_request("the prompt encodes to no tokens", "prompt");
     // Ids the tokenizer knows but the model does not (a tokenizer larger than the model's
     // embedding) are the request's fault, never a failed batch.
-    const int32_t model_vocab = engine.config().vocab_size;
-    const int32_t limit = model_vocab > 0 ? std::min(model_vocab, tokenizer.vocab_size()) : tokenizer.vocab_size();
+    const int32_t limit = model_vocab_limit();
     for (int32_t id : *ids) {
       if (id >= limit) {
         return bad_request("token id " + std::to_string(id) + " of the prompt is outside the model's vocabulary (" +
@@ -438,8 +491,8 @@ struct OpenAiServer::Impl {
     }
     stream->req = nullptr;
     stream->done = true;
-    if (stream->engine_id >= 0) self->engine.abort(stream->engine_id);
-    log_debug("client of request {} disconnected: aborted", stream->engine_id);
+    self->abort_choices(*stream);
+    log_debug("client of request {} disconnected: aborted", stream->header.id);
     self->maybe_finish_shutdown();
   }
 
@@ -485,7 +538,7 @@ struct OpenAiServer::Impl {
       std::lock_guard<std::mutex> lock(queue_mutex);
       batch.swap(queue);
     }
-    for (QueuedOutput& q : batch) apply_output(*q.stream, q.output);
+    for (QueuedOutput& q : batch) apply_output(*q.stream, q.stream->choices[q.choice], q.output);
     if (!shutdown_finished) maybe_finish_shutdown();
   }
 
@@ -504,78 +557,87 @@ struct OpenAiServer::Impl {
     return completion_logprobs_json(tokenizer, tokens, initial_text_offset);
   }
 
-  void apply_output(Stream& stream, const RequestOutput& out) {
-    if (stream.done) return;  // after a stop string, or after the client left
-    stream.usage.completion_tokens = out.num_output_tokens;
+  void apply_output(Stream& stream, Choice& choice, const RequestOutput& out) {
+    if (stream.done || choice.finished) return;  // after a stop string, or after the client left
+    choice.completion_tokens = out.num_output_tokens;
     const bool wants_logprobs = stream.num_logprobs >= 0;
     std::string delta;
     std::vector<TokenLogprobs> delta_logprobs;  // of the tokens whose text is in delta
     auto emit = [&](std::string text) {
       if (wants_logprobs) {
-        for (TokenLogprobs& lp : stream.logprob_aligner.emitted(text.size())) delta_logprobs.push_back(std::move(lp));
+        for (TokenLogprobs& lp : choice.logprob_aligner.emitted(text.size())) delta_logprobs.push_back(std::move(lp));
       }
       delta += text;
     };
     ChoiceEnd end;
     bool finished = false;
     for (size_t i = 0; i < out.new_token_ids.size() && !finished; ++i) {
-      if (wants_logprobs) stream.logprob_aligner.push_token(token_logprobs(out, i));
+      if (wants_logprobs) choice.logprob_aligner.push_token(token_logprobs(out, i));
       // The token that ended the request by EOS or stop_token_ids is not part of the text (its
       // logprobs are, as in vLLM: they go out with the final chunk).
       const bool is_stop_token =
           out.finished && out.finish_reason == FinishReason::kStop && i + 1 == out.new_token_ids.size();
       if (is_stop_token) break;
-      const std::string text = stream.decoder->push(out.new_token_ids[i]);
-      if (wants_logprobs) stream.logprob_aligner.decoded(text.size());
-      auto piece = stream.stop->push(text);
+      const std::string text = choice.decoder->push(out.new_token_ids[i]);
+      if (wants_logprobs) choice.logprob_aligner.decoded(text.size());
+      auto piece = choice.stop->push(text);
       emit(std::move(piece.text));
       if (piece.stopped) {
         finished = true;
         end.finish_reason = "stop";
         end.stop_string = piece.matched_stop;
-        engine.abort(stream.engine_id, FinishReason::kStop);  // nothing more is wanted
+        engine.abort(choice.engine_id, FinishReason::kStop);  // nothing more is wanted
       }
     }
     if (!finished && out.finished) {
-      const std::string text = stream.decoder->flush();
-      if (wants_logprobs) stream.logprob_aligner.decoded(text.size());
-      auto piece = stream.stop->push(text);
+      const std::string text = choice.decoder->flush();
+      if (wants_logprobs) choice.logprob_aligner.decoded(text.size());
+      auto piece = choice.stop->push(text);
       emit(std::move(piece.text));
       if (piece.stopped) {
         end.stop_string = piece.matched_stop;
       } else {
-        emit(stream.stop->flush());
+        emit(choice.stop->flush());
       }
       finished = true;
       const char* reason = finish_reason_name(out.finish_reason);
       end.finish_reason = piece.stopped ? "stop" : (reason != nullptr ? reason : "abort");
       end.stop_token_id = out.stop_token_id;
       if (out.finish_reason == FinishReason::kError && stream.req != nullptr) {
+        abort_choices(stream);
         return finish_with_error(stream, {500, "the engine failed while generating this request", ""});
       }
       // An abort the client did not cause (the engine stopped): an error, never a normal
       // finish with whatever text there was.
       if (out.finish_reason == FinishReason::kAbort && stream.req != nullptr) {
+        abort_choices(stream);
         return finish_with_error(stream, {503, "the request was aborted: the server is shutting down", ""});
       }
     }
     if (finished && wants_logprobs) {
-      for (TokenLogprobs& lp : stream.logprob_aligner.flush()) delta_logprobs.push_back(std::move(lp));
+      for (TokenLogprobs& lp : choice.logprob_aligner.flush()) delta_logprobs.push_back(std::move(lp));
     }
+    if (finished) {
+      choice.finished = true;
+      choice.end = end;
+      ++stream.num_finished_choices;
+    }
+    const bool all_finished = stream.num_finished_choices == static_cast<int32_t>(stream.choices.size());
     if (stream.req == nullptr) return;
     if (stream.streaming) {
-      const nlohmann::json logprobs = logprobs_json(stream, delta_logprobs, stream.emitted_chars);
-      if (wants_logprobs) stream.emitted_chars += utf8_length(delta);
-      // The chat role chunk goes out with the first output, after the prefill, as vLLM sends it:
-      // clients that time the first chunk (vLLM's benchmark) measure TTFT, not the acceptance.
-      if (!stream.role_sent && stream.header.endpoint == ApiEndpoint::kChatCompletions) {
-        send_event(stream.req, chat_role_chunk_json(stream.header));
-        stream.role_sent = true;
+      const nlohmann::json logprobs = logprobs_json(stream, delta_logprobs, choice.emitted_chars);
+      if (wants_logprobs) choice.emitted_chars += utf8_length(delta);
+      // Chat: one role chunk per choice, with the request's first output (after the prefill), as
+      // vLLM sends them: clients that time the first chunk (vLLM's benchmark) measure TTFT.
+      if (!stream.roles_sent && stream.header.endpoint == ApiEndpoint::kChatCompletions) {
+        for (const Choice& c : stream.choices) send_event(stream.req, chat_role_chunk_json(stream.header, c.index));
+        stream.roles_sent = true;
       }
-      if (!delta.empty() && !finished) send_event(stream.req, chunk_json(stream.header, delta, nullptr, logprobs));
-      if (finished) {
-        send_event(stream.req, chunk_json(stream.header, delta, &end, logprobs));
-        if (stream.include_usage) send_event(stream.req, usage_chunk_json(stream.header, stream.usage));
+      if (!delta.empty() && !finished)
+        send_event(stream.req, chunk_json(stream.header, choice.index, delta, nullptr, logprobs));
+      if (finished) send_event(stream.req, chunk_json(stream.header, choice.index, delta, &end, logprobs));
+      if (all_finished) {
+        if (stream.include_usage) send_event(stream.req, usage_chunk_json(stream.header, stream.usage()));
         send_event(stream.req, "[DONE]");
         stream.done = true;
         evhttp_request* req = stream.req;
@@ -585,16 +647,18 @@ struct OpenAiServer::Impl {
       }
       return;
     }
-    stream.text += delta;
-    for (TokenLogprobs& lp : delta_logprobs) stream.logprobs.push_back(std::move(lp));
-    if (finished) {
+    choice.text += delta;
+    for (TokenLogprobs& lp : delta_logprobs) choice.logprobs.push_back(std::move(lp));
+    if (all_finished) {
       stream.done = true;
       evhttp_request* req = stream.req;
       release(stream);
       stream.req = nullptr;
-      send_json(req, 200,
-                full_response_json(stream.header, stream.text, end, stream.usage,
-                                   logprobs_json(stream, stream.logprobs, /*initial_text_offset=*/0)));
+      std::vector<ChoiceResult> results;
+      for (const Choice& c : stream.choices) {
+        results.push_back({c.text, c.end, logprobs_json(stream, c.logprobs, /*initial_text_offset=*/0)});
+      }
+      send_json(req, 200, full_response_json(stream.header, results, stream.usage()));
     }
   }
 
@@ -670,7 +734,7 @@ struct OpenAiServer::Impl {
     for (const auto& [raw, stream] : live) remaining.push_back(stream);
     size_t streams = 0;
     for (const auto& stream : remaining) {
-      if (stream->engine_id >= 0) engine.abort(stream->engine_id);
+      abort_choices(*stream);
       streams += stream->reply_started ? 1 : 0;
       finish_with_error(*stream, {503,
                                   "the server is shutting down: the request was ended after " +

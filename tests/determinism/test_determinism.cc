@@ -327,17 +327,31 @@ EngineRun run_engine(Device device, const Model& model, const EngineConfig& conf
   return out;
 }
 
-// The target (greedy, then seeded sampling) alone, third of six mixed requests with chunked
-// prefill, and the same six in a KV cache small enough to preempt and recompute: one output.
+// The request's logits biased and penalised by its own tokens, and cut by min-p.
+EngineRequest processed(EngineRequest r) {
+  r.sampling.repetition_penalty = 1.3f;
+  r.sampling.frequency_penalty = 0.4f;
+  r.sampling.presence_penalty = 0.3f;
+  r.sampling.logit_bias = {{17, 2.0f}, {5, -3.0f}};
+  r.sampling.min_p = 0.05f;
+  return r;
+}
+
+// The target (greedy, then seeded sampling, then seeded sampling with logit bias, penalties and
+// min-p) alone, third of six mixed requests with chunked prefill, and the same six in a KV cache
+// small enough to preempt and recompute: one output.
 TEST_P(Determinism, EngineOutputsAloneAmidABatchAndAfterPreemptionAreIdentical) {
   SKIP_IF_DEVICE_MISSING(GetParam().device);
   auto model = load_model(GetParam().precision);
   ASSERT_NE(model, nullptr);
-  for (const float temperature : {0.0f, 0.8f}) {
-    SCOPED_TRACE(temperature == 0 ? "greedy" : "seeded sampling");
-    const EngineRequest target = request(45, 1, temperature, 4242);
+  for (const int variant : {0, 1, 2}) {
+    SCOPED_TRACE(variant == 0 ? "greedy" : variant == 1 ? "seeded sampling" : "penalised seeded sampling");
+    const float temperature = variant == 0 ? 0.0f : 0.8f;
+    EngineRequest target = request(45, 1, temperature, 4242);
+    if (variant == 2) target = processed(target);
     std::vector<EngineRequest> mixed = {request(70, 2, 0.0f, 0), request(9, 3, 0.7f, 7),  target,
                                         request(33, 4, 1.0f, 9), request(58, 5, 0.0f, 0), request(21, 6, 0.9f, 11)};
+    if (variant == 2) mixed[4] = processed(mixed[4]);  // a greedy neighbour with penalties too
     const EngineRun alone = run_engine(GetParam().device, *model, engine_config(kNumBlocks, 64), {target});
     const EngineRun batched = run_engine(GetParam().device, *model, engine_config(kNumBlocks, 64), mixed);
     // 12 blocks of 16 tokens for four running sequences of up to 94 tokens: preemption.

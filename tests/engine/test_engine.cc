@@ -68,8 +68,8 @@ std::vector<int32_t> reference_generate(const EngineRequest& r, const std::vecto
   std::vector<float> logits(kToyVocabSize);
   while (static_cast<int32_t>(out.size()) < r.max_tokens) {
     testing::toy_reference_logits(context, logits.data());
-    const int32_t token =
-        sample_request_token(logits.data(), kToyVocabSize, r.sampling, static_cast<int32_t>(out.size()));
+    const int32_t token = sample_request_token(logits.data(), kToyVocabSize, r.sampling,
+                                               static_cast<int32_t>(out.size()), r.prompt_token_ids, out);
     out.push_back(token);
     context.push_back(token);
     if (!r.ignore_eos && std::find(eos.begin(), eos.end(), token) != eos.end()) break;
@@ -158,6 +158,44 @@ TEST(Engine, ForcedPreemptionGivesIdenticalOutputsAndFreesEveryBlock) {
   }
   EXPECT_GT(metrics.num_preemptions, 0u);
   EXPECT_EQ(metrics.num_free_blocks, 20);
+}
+
+// Requests that bias and penalise their logits and cut by min-p, greedy and sampled: each
+// sequence's penalties read its own prompt and output only, so batching and preemption change
+// nothing, and the processing is really applied (the outputs differ from the plain requests').
+std::vector<EngineRequest> processed_requests(int n, uint32_t seed) {
+  std::vector<EngineRequest> requests = mixed_requests(n, seed);
+  for (size_t i = 0; i < requests.size(); ++i) {
+    RequestSamplingParams& s = requests[i].sampling;
+    s.repetition_penalty = (i % 3 == 0) ? 1.5f : 1.0f;
+    s.frequency_penalty = (i % 4 == 1) ? 0.8f : (i % 4 == 3 ? -0.4f : 0.0f);
+    s.presence_penalty = (i % 5 == 2) ? 1.2f : 0.0f;
+    if (i % 6 == 4) s.logit_bias = {{static_cast<int32_t>(i % kToyVocabSize), 4.0f}, {kToyEosTokenId, -100.0f}};
+    if (!s.is_greedy() && i % 2 == 1) s.min_p = 0.1f;
+    if (!s.processes_logits() && s.min_p == 0.0f) s.presence_penalty = 0.5f;
+    requests[i].max_tokens = std::max(requests[i].max_tokens, 12);
+  }
+  return requests;
+}
+
+TEST(Engine, PenaltiesBiasAndMinPGiveTheSameTokensAloneBatchedAndPreempted) {
+  const auto requests = processed_requests(24, 11);
+  EngineMetrics metrics;
+  const auto batched = run_concurrently(toy_config(256, 4, 8, 32), requests);
+  const auto preempted = run_concurrently(toy_config(20, 4, 8, 16), requests, &metrics);
+  EXPECT_GT(metrics.num_preemptions, 0u);
+  int changed = 0;
+  for (size_t i = 0; i < requests.size(); ++i) {
+    const auto alone = reference_generate(requests[i], {kToyEosTokenId});
+    EXPECT_EQ(batched[i], alone) << "request " << i;
+    EXPECT_EQ(preempted[i], alone) << "request " << i;
+    EngineRequest plain = requests[i];
+    plain.sampling.logit_bias.clear();
+    plain.sampling.repetition_penalty = 1.0f;
+    plain.sampling.frequency_penalty = plain.sampling.presence_penalty = plain.sampling.min_p = 0.0f;
+    changed += reference_generate(plain, {kToyEosTokenId}) != alone ? 1 : 0;
+  }
+  EXPECT_GT(changed, 12) << "the processing changed too few outputs to be exercised";
 }
 
 TEST(Engine, FinishReasons) {

@@ -10,9 +10,10 @@ namespace {
 using testing::random_floats;
 
 TEST(SamplingTest, FastMatchesReferenceForManyDraws) {
-  const std::vector<SamplingParams> settings = {{1.0f, 0, 1.0f},  {0.7f, 0, 1.0f},    {1.0f, 5, 1.0f},
-                                                {0.8f, 0, 0.9f},  {1.3f, 40, 0.5f},   {0.5f, 1, 1.0f},
-                                                {1.0f, 0, 0.05f}, {2.0f, 1000, 0.99f}};
+  const std::vector<SamplingParams> settings = {{1.0f, 0, 1.0f},       {0.7f, 0, 1.0f},         {1.0f, 5, 1.0f},
+                                                {0.8f, 0, 0.9f},       {1.3f, 40, 0.5f},        {0.5f, 1, 1.0f},
+                                                {1.0f, 0, 0.05f},      {2.0f, 1000, 0.99f},     {1.0f, 0, 1.0f, 0.05f},
+                                                {0.6f, 0, 0.9f, 0.2f}, {1.5f, 30, 0.8f, 0.01f}, {1.0f, 0, 1.0f, 1.0f}};
   SamplingRng rng(1234);
   for (int64_t vocab : {1, 2, 7, 300, 5003}) {
     const auto logits = random_floats(vocab, static_cast<uint32_t>(vocab), -6.0f, 6.0f);
@@ -20,7 +21,8 @@ TEST(SamplingTest, FastMatchesReferenceForManyDraws) {
       for (int draw = 0; draw < 20; ++draw) {
         const float u = rng.next_uniform();
         EXPECT_EQ(sample_token(logits.data(), vocab, params, u), sample_token_ref(logits.data(), vocab, params, u))
-            << "vocab " << vocab << " T " << params.temperature << " k " << params.top_k << " p " << params.top_p;
+            << "vocab " << vocab << " T " << params.temperature << " k " << params.top_k << " p " << params.top_p
+            << " min_p " << params.min_p;
       }
     }
   }

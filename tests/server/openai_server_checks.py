@@ -208,6 +208,103 @@ def seeded_sampling_is_reproducible(server, model):
 
 
 @check
+def sampling_fields_are_honoured(server, model):
+    client = server.client()
+
+    def tokens(temperature=0, **kw):
+        r = client.completions.create(model=model, prompt=PROMPTS[3], max_tokens=12, temperature=temperature,
+                                      logprobs=0, **kw)
+        return r.choices[0].logprobs.tokens
+
+    # A +100 bias makes one token win every greedy step; the server names it as /detokenize does.
+    status, data = server.request("POST", "/detokenize", json.dumps({"tokens": [42]}).encode())
+    assert status == 200, (status, data)
+    biased = tokens(logit_bias={"42": 100}, extra_body={"ignore_eos": True})
+    assert biased == [json.loads(data)["prompt"]] * 12, biased
+    # Penalties change the greedy output: on the toy model (random logits, few repeats) those that
+    # favour repeats, on a real one (a counting prompt, many repeats) those that punish them; at
+    # least two of the five must change it. min_p = 1 keeps only the most likely token: sampling
+    # is greedy.
+    plain = tokens(extra_body={"ignore_eos": True})
+    changed = []
+    for kw in [{"presence_penalty": -2.0}, {"frequency_penalty": -2.0}, {"extra_body": {"repetition_penalty": 0.2}},
+               {"presence_penalty": 2.0, "frequency_penalty": 2.0}, {"extra_body": {"repetition_penalty": 5.0}}]:
+        kw.setdefault("extra_body", {})["ignore_eos"] = True
+        if tokens(**kw) != plain:
+            changed.append(kw)
+    assert len(changed) >= 2, (changed, plain)
+    assert tokens(temperature=1.0, seed=4, extra_body={"ignore_eos": True, "min_p": 1.0}) == plain
+    # Streaming gives what the plain response gives.
+    for kw in [{"presence_penalty": 1.5, "frequency_penalty": 0.5}, {"logit_bias": {"7": 3, "9": -2}},
+               {"extra_body": {"repetition_penalty": 1.5, "min_p": 0.2}}]:
+        spec = {"prompt": PROMPTS[3], "max_tokens": 8, "temperature": 0.9, "seed": 3,
+                **{k: v for k, v in kw.items() if k != "extra_body"}}
+        extra = kw.get("extra_body")
+        whole = client.completions.create(model=model, extra_body=extra, **spec).choices[0].text
+        streamed = "".join(c.choices[0].text for c in client.completions.create(
+            model=model, stream=True, extra_body=extra, **spec) if c.choices)
+        assert whole == streamed, (kw, whole, streamed)
+    # Out of range or out of the vocabulary: a 400 naming the field.
+    for kw, field in [({"logit_bias": {"1000000": 5}}, "logit_bias"), ({"logit_bias": {"5": 150}}, "logit_bias"),
+                      ({"logit_bias": {"x": 1}}, "logit_bias"), ({"presence_penalty": 3}, "presence_penalty"),
+                      ({"frequency_penalty": -2.5}, "frequency_penalty"),
+                      ({"extra_body": {"repetition_penalty": 0}}, "repetition_penalty"),
+                      ({"extra_body": {"min_p": 1.5}}, "min_p"), ({"n": 2, "temperature": 0}, "n"),
+                      ({"n": 2, "best_of": 3}, "best_of"), ({"n": 1000}, "n")]:
+        try:
+            client.completions.create(model=model, prompt="Hi", max_tokens=2, **kw)
+        except openai.BadRequestError as e:
+            body = e.response.json()["error"]
+            assert body["param"] == field and field in body["message"], (kw, body)
+        else:
+            raise AssertionError(f"{kw} accepted")
+    server.wait_idle()
+
+
+@check
+def n_choices(server, model):
+    client = server.client()
+    spec = {"prompt": PROMPTS[1], "max_tokens": 8, "temperature": 1.0, "seed": 5, "logprobs": 0}
+    r = client.completions.create(model=model, n=3, **spec)
+    assert [c.index for c in r.choices] == [0, 1, 2], r.choices
+    assert r.usage.completion_tokens == sum(len(c.logprobs.tokens) for c in r.choices), r.usage
+    again = client.completions.create(model=model, n=3, **spec)
+    assert [c.text for c in again.choices] == [c.text for c in r.choices]
+    # Choice i is drawn with seed + i: the single request with that seed gives it.
+    for i, choice in enumerate(r.choices):
+        single = client.completions.create(model=model, **{**spec, "seed": spec["seed"] + i})
+        assert single.choices[0].text == choice.text, (i, single.choices[0].text, choice.text)
+    assert len({c.text for c in r.choices}) > 1, "three seeds drew the same text"
+    # Streamed: every chunk names its choice; each choice's text and finish reason equal the
+    # non-streamed ones; the usage chunk counts every choice's tokens.
+    texts, finishes, usage = {}, {}, None
+    for chunk in client.completions.create(model=model, n=3, stream=True, stream_options={"include_usage": True},
+                                           **spec):
+        if chunk.usage is not None:
+            usage = chunk.usage
+        for c in chunk.choices:
+            texts[c.index] = texts.get(c.index, "") + c.text
+            if c.finish_reason:
+                finishes[c.index] = c.finish_reason
+    assert [texts[i] for i in range(3)] == [c.text for c in r.choices], texts
+    assert [finishes[i] for i in range(3)] == [c.finish_reason for c in r.choices], finishes
+    assert usage.completion_tokens == r.usage.completion_tokens, usage
+    # Chat: a role chunk per choice, then each choice's content.
+    messages = [{"role": "user", "content": "Tell me a story"}]
+    chat = client.chat.completions.create(model=model, messages=messages, n=2, max_tokens=6, seed=9)
+    roles, contents = set(), {}
+    for chunk in client.chat.completions.create(model=model, messages=messages, n=2, max_tokens=6, seed=9,
+                                                stream=True):
+        for c in chunk.choices:
+            if c.delta.role:
+                roles.add(c.index)
+            contents[c.index] = contents.get(c.index, "") + (c.delta.content or "")
+    assert roles == {0, 1}, roles
+    assert [contents[0], contents[1]] == [c.message.content for c in chat.choices], (contents, chat.choices)
+    server.wait_idle()
+
+
+@check
 def concurrent_streams_equal_sequential(server, model):
     client = server.client()
     distinct = request_specs(SIZES["distinct_specs"], SIZES["max_tokens"])
@@ -349,7 +446,7 @@ def errors_follow_openai_schema(server, model):
     expect(400, lambda: c(temperature=-0.5))
     expect(400, lambda: c(top_p=1.5))
     expect(400, lambda: c(max_tokens=-3))
-    expect(400, lambda: c(n=2))
+    expect(400, lambda: c(n=2, temperature=0))
     expect(400, lambda: c(extra_body={"temperature": "hot"}))
     expect(400, lambda: c(extra_body={"top_k": -7}))
     expect(400, lambda: c(extra_body={"stream_options": {"include_usage": True}}))
@@ -994,7 +1091,8 @@ def main():
         step_delay = []
 
     checks = [models_and_health, completion_stream_and_not_agree, chat_stream_and_not_agree,
-              seeded_sampling_is_reproducible, concurrent_streams_equal_sequential, stop_strings,
+              seeded_sampling_is_reproducible, sampling_fields_are_honoured, n_choices,
+              concurrent_streams_equal_sequential, stop_strings,
               logprobs_completions, logprobs_chat, errors_follow_openai_schema, disconnect_mid_stream_frees_blocks,
               forced_preemption(make_small, model, main_server), overload_503(make_busy, model),
               metrics_parse_as_prometheus, malformed_and_smuggled_requests_get_json_errors,

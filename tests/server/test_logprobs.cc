@@ -195,12 +195,13 @@ TEST_F(LogprobsJson, APartialCharacterIsReplacementTextButItsRawBytes) {
 TEST_F(LogprobsJson, ResponsesCarryThemAndNullOtherwise) {
   const ResponseHeader header{"cmpl-1", 1, "m", kCompletions};
   const ChoiceEnd end{"length", "", -1};
-  const json with = json::parse(
-      full_response_json(header, "a", end, {1, 1},
-                         completion_logprobs_json(*tokenizer_, std::vector<TokenLogprobs>{{{id("a"), -1.0}, {}}}, 0)));
+  const ChoiceResult with_logprobs[] = {
+      {"a", end, completion_logprobs_json(*tokenizer_, std::vector<TokenLogprobs>{{{id("a"), -1.0}, {}}}, 0)}};
+  const json with = json::parse(full_response_json(header, with_logprobs, {1, 1}));
   EXPECT_EQ(with["choices"][0]["logprobs"]["tokens"], json({"a"}));
-  EXPECT_TRUE(json::parse(full_response_json(header, "a", end, {1, 1}))["choices"][0]["logprobs"].is_null());
-  EXPECT_TRUE(json::parse(chunk_json(header, "a", nullptr))["choices"][0]["logprobs"].is_null());
+  const ChoiceResult without[] = {{"a", end, nullptr}};
+  EXPECT_TRUE(json::parse(full_response_json(header, without, {1, 1}))["choices"][0]["logprobs"].is_null());
+  EXPECT_TRUE(json::parse(chunk_json(header, 0, "a", nullptr))["choices"][0]["logprobs"].is_null());
 }
 
 }  // namespace

@@ -87,7 +87,7 @@ TEST(OpenAiRequest, RejectionsNameTheField) {
       {R"({"prompt":"x","max_tokens":0})", "max_tokens"},
       {R"({"prompt":"x","max_tokens":2.5})", "max_tokens"},
       {R"({"prompt":"x","max_tokens":99999999999999999999})", "max_tokens"},
-      {R"({"prompt":"x","n":3})", "n"},
+      {R"({"prompt":"x","n":3,"temperature":0})", "n"},
       {R"({"prompt":"x","logprobs":21})", "logprobs"},
       {R"({"prompt":"x","echo":true})", "echo"},
       {R"({"prompt":"x","stream_options":{"include_usage":true}})", "stream_options"},
@@ -101,7 +101,7 @@ TEST(OpenAiRequest, RejectionsNameTheField) {
       {R"({"prompt":7})", "prompt"},
       {R"({})", "prompt"},
       {R"({"prompt":"x","model":3})", "model"},
-      {R"({"prompt":"x","presence_penalty":0.5})", "presence_penalty"},
+      {R"({"prompt":"x","presence_penalty":2.5})", "presence_penalty"},
   };
   for (const auto& c : cases) {
     auto e = parse(c.body);
@@ -123,18 +123,30 @@ TEST(OpenAiRequest, RejectionsNameTheField) {
 
 TEST(OpenAiResponse, ShapesMatchTheReference) {
   ResponseHeader header{"cmpl-1", 1, "m", ApiEndpoint::kCompletions};
-  auto full = nlohmann::json::parse(full_response_json(header, "Hi", {"stop", "##", -1}, {5, 2}));
+  const ChoiceResult one[] = {{"Hi", {"stop", "##", -1}, nullptr}};
+  auto full = nlohmann::json::parse(full_response_json(header, one, {5, 2}));
   EXPECT_EQ(full["object"], "text_completion");
+  EXPECT_EQ(full["choices"][0]["index"], 0);
   EXPECT_EQ(full["choices"][0]["text"], "Hi");
   EXPECT_EQ(full["choices"][0]["stop_reason"], "##");
   EXPECT_EQ(full["usage"]["total_tokens"], 7);
-  auto chunk = nlohmann::json::parse(chunk_json(header, "lo", nullptr));
+  auto chunk = nlohmann::json::parse(chunk_json(header, 0, "lo", nullptr));
   EXPECT_TRUE(chunk["choices"][0]["finish_reason"].is_null());
   ResponseHeader chat{"chatcmpl-1", 1, "m", ApiEndpoint::kChatCompletions};
   ChoiceEnd end{"stop", "", 42};
-  auto last = nlohmann::json::parse(chunk_json(chat, "", &end));
+  auto last = nlohmann::json::parse(chunk_json(chat, 3, "", &end));
   EXPECT_EQ(last["object"], "chat.completion.chunk");
+  EXPECT_EQ(last["choices"][0]["index"], 3);
   EXPECT_EQ(last["choices"][0]["stop_reason"], 42);
+  EXPECT_EQ(nlohmann::json::parse(chat_role_chunk_json(chat, 2))["choices"][0]["index"], 2);
+  // n choices: one entry each, in index order.
+  const ChoiceResult two[] = {{"a", {"length", "", -1}, nullptr}, {"b", {"stop", "", -1}, nullptr}};
+  auto both = nlohmann::json::parse(full_response_json(chat, two, {5, 6}));
+  ASSERT_EQ(both["choices"].size(), 2u);
+  EXPECT_EQ(both["choices"][1]["index"], 1);
+  EXPECT_EQ(both["choices"][1]["message"]["content"], "b");
+  EXPECT_EQ(both["choices"][1]["finish_reason"], "stop");
+  EXPECT_EQ(both["usage"]["completion_tokens"], 6);
   auto usage = nlohmann::json::parse(usage_chunk_json(chat, {3, 4}));
   EXPECT_TRUE(usage["choices"].empty());
   EXPECT_EQ(usage["usage"]["completion_tokens"], 4);

@@ -89,7 +89,7 @@ TEST(RequestFields, OutputChangingValuesAreRefused) {
       {ApiEndpoint::kChatCompletions, "tool_choice", "required"},
       {ApiEndpoint::kChatCompletions, "chat_template_kwargs", {{"enable_thinking", false}}},
       {ApiEndpoint::kCompletions, "prompt_logprobs", 1},
-      {ApiEndpoint::kCompletions, "logit_bias", {{"5", 100}}},
+      {ApiEndpoint::kCompletions, "typical_p", 0.9},
       {ApiEndpoint::kCompletions, "min_tokens", 4},
       {ApiEndpoint::kCompletions, "guided_choice", json::array({"a", "b"})},
       {ApiEndpoint::kCompletions, "suffix", "tail"},

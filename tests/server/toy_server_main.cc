@@ -45,8 +45,7 @@ class ToyPagedRunner : public Runner {
       std::vector<int32_t> context(s.context_len());
       for (int32_t pos = 0; pos < s.context_len(); ++pos) context[pos] = slot(s, pos);
       testing::toy_reference_logits(context, logits.data());
-      out.sampled_token_ids[i] =
-          sample_request_token(logits.data(), testing::kToyVocabSize, s.sampling, s.output_token_idx);
+      out.sampled_token_ids[i] = sample_scheduled_token(logits.data(), testing::kToyVocabSize, s);
       if (s.sampling.wants_logprobs()) {
         out.logprobs.resize(plan.seqs.size());
         out.logprobs[i] = compute_token_logprobs(logits, out.sampled_token_ids[i], s.sampling.num_logprobs);

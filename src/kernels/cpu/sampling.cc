@@ -7,7 +7,8 @@
 namespace crosspoint {
 
 // Same arithmetic as sample_token_ref, but only the candidates that can survive are sorted:
-// the top_k when set, else a growing prefix (64, 256, ...) until it holds top_p of the mass.
+// the min-p survivors and the top_k when set, else a growing prefix (64, 256, ...) until it
+// holds top_p of the mass.
 int32_t sample_token(const float* logits, int64_t vocab_size, const SamplingParams& params, float uniform) {
   if (params.temperature == 0.0f) return argmax(logits, vocab_size);
   const auto more_likely = [&](int32_t a, int32_t b) {
@@ -21,10 +22,16 @@ int32_t sample_token(const float* logits, int64_t vocab_size, const SamplingPara
 
   std::vector<int32_t> order(vocab_size);
   for (int64_t i = 0; i < vocab_size; ++i) order[i] = static_cast<int32_t>(i);
-  const int64_t top_k = (params.top_k > 0 && params.top_k < vocab_size) ? params.top_k : vocab_size;
   const auto prob = [&](int32_t id) {
     return std::exp((static_cast<double>(logits[id]) - max_logit) / params.temperature);
   };
+  int64_t top_k = (params.top_k > 0 && params.top_k < vocab_size) ? params.top_k : vocab_size;
+  if (params.min_p > 0.0f) {
+    // The min-p survivors are a most-likely prefix of the order; counting them cuts it like top_k.
+    int64_t above = 0;
+    for (int64_t i = 0; i < vocab_size; ++i) above += prob(static_cast<int32_t>(i)) >= params.min_p ? 1 : 0;
+    top_k = std::min(top_k, above);
+  }
 
   int64_t sorted = std::min<int64_t>(top_k, params.top_p < 1.0f ? 64 : top_k);
   while (true) {

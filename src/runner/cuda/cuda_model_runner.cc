@@ -187,6 +187,13 @@ Result<CudaForwardBatch> CudaModelRunner::upload_padded_decode(const ForwardBatc
   return device;
 }
 
+bool CudaModelRunner::drawn_on_host(const RequestSamplingParams& sampling) const {
+  // Logit bias, penalties and min-p exist only in the host sampler: such rows are copied out
+  // whether greedy or not, so they get the CPU runner's tokens.
+  if (sampling.processes_logits() || (sampling.min_p > 0.0f && !sampling.is_greedy())) return true;
+  return !sampling.is_greedy() && !options_.sample_on_gpu;
+}
+
 Status CudaModelRunner::draw_tokens(const BatchPlan& plan, const std::vector<int32_t>& row_seq_idx, int32_t num_rows,
                                     bool argmax_done, StepOutput& output) {
   CudaModel& m = *model_;
@@ -208,7 +215,7 @@ Status CudaModelRunner::draw_tokens(const BatchPlan& plan, const std::vector<int
     const int32_t s = row_seq_idx[r];
     if (s < 0 || !plan.seqs[s].sample) continue;
     const ScheduledSequence& seq = plan.seqs[s];
-    const bool host_sampled = !seq.sampling.is_greedy() && !options_.sample_on_gpu;
+    const bool host_sampled = drawn_on_host(seq.sampling);
     // Rows drawn on the host, and rows that want logprobs however they are drawn, are copied out
     // (before sample_rows below, on the same stream).
     if (host_sampled || seq.sampling.wants_logprobs()) {
@@ -219,12 +226,12 @@ Status CudaModelRunner::draw_tokens(const BatchPlan& plan, const std::vector<int
                                       "copy logits row");
       if (seq.sampling.wants_logprobs()) logprob_rows_.push_back(r);
     }
-    if (seq.sampling.is_greedy()) {
-      any_greedy = true;
-      continue;
-    }
     if (host_sampled) {
       sampled_rows_.push_back(r);
+      continue;
+    }
+    if (seq.sampling.is_greedy()) {
+      any_greedy = true;
       continue;
     }
     const SamplingParams kernel = kernel_sampling_params(seq.sampling);
@@ -254,8 +261,7 @@ Status CudaModelRunner::draw_tokens(const BatchPlan& plan, const std::vector<int
   for (int32_t r = 0; r < num_rows; ++r) {
     const int32_t s = row_seq_idx[r];
     if (s < 0 || !plan.seqs[s].sample) continue;
-    if (options_.sample_on_gpu || plan.seqs[s].sampling.is_greedy())
-      output.sampled_token_ids[s] = tokens_host_.as<int32_t>()[r];
+    if (!drawn_on_host(plan.seqs[s].sampling)) output.sampled_token_ids[s] = tokens_host_.as<int32_t>()[r];
   }
   if (!sampled_rows_.empty()) {
     Stopwatch host_timer;
@@ -302,8 +308,7 @@ void CudaModelRunner::draw_on_host(const BatchPlan& plan, const std::vector<int3
       const uint16_t* half_row = logits + static_cast<size_t>(r) * V;
       for (int v = 0; v < V; ++v) row[v] = f16_to_f32(half_row[v]);
       const ScheduledSequence& seq = plan.seqs[row_seq_idx[r]];
-      output.sampled_token_ids[row_seq_idx[r]] =
-          sample_request_token(row.data(), V, seq.sampling, seq.output_token_idx);
+      output.sampled_token_ids[row_seq_idx[r]] = sample_scheduled_token(row.data(), V, seq);
     }
   });
 }

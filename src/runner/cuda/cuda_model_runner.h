@@ -4,6 +4,8 @@
 //   * host (CudaRunnerOptions' default; `serve --sample-on-host`): each row's fp16 logits are
 //     copied out, widened to f32 and drawn by the same per-request sampler as the CPU runner,
 //     so a seed gives the CPU runner's tokens.
+//   Rows whose request biases or penalises its logits or sets min_p are always drawn this way,
+//   greedy or not (the GPU kernels know none of them), so they too get the CPU runner's tokens.
 //   * GPU (CudaRunnerOptions::sample_on_gpu, serve's default): one sample_rows launch
 //     (kernels/cuda/sampling.h) after the argmax overwrites their entries and only int32 token
 //     ids come back. Each row's uniform number still comes from the request's (seed, output
@@ -79,6 +81,8 @@ class CudaModelRunner : public Runner {
   // options say), copies the token ids out and fills output.
   Status draw_tokens(const BatchPlan& plan, const std::vector<int32_t>& row_seq_idx, int32_t num_rows, bool argmax_done,
                      StepOutput& output);
+  // Whether a row of this request is drawn by the host sampler (see the top of this file).
+  bool drawn_on_host(const RequestSamplingParams& sampling) const;
   // The host half of the default path: rows in sampled_rows_ drawn from logits_host_.
   void draw_on_host(const BatchPlan& plan, const std::vector<int32_t>& row_seq_idx, StepOutput& output);
   // Logprobs of the rows in logprob_rows_ from logits_host_, once every row's token is known.
