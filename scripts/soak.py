@@ -8,7 +8,7 @@ prints a summary. Stdlib only; scripts/soak.sh builds the binary and calls this.
 
 usage: scripts/soak.py --crosspoint BIN --result FILE [--minutes M] [--warmup-minutes W]
            [--sample-seconds S] [--rss-growth-percent P] [--concurrency C] [--model M]
-           [--serve-arg ARG ...]
+           [--serve-arg ARG ...] [--note TEXT]
 """
 import argparse
 import datetime
@@ -230,8 +230,14 @@ def main():
     parser.add_argument("--concurrency", type=int, default=16, help="bench serve --max-concurrency (default 16)")
     parser.add_argument("--model", default="default", help="serve --model (default: the default model)")
     parser.add_argument("--serve-arg", action="append", default=[], help="extra argument for serve (repeatable)")
+    parser.add_argument("--note", default="", help="a note stored in the result (e.g. what else ran on the machine)")
     args = parser.parse_args()
 
+    # The commit of the tree the binary was built from (taken now: edits during the run do not count).
+    commit = subprocess.run(["git", "-C", str(REPO), "rev-parse", "--short", "HEAD"], capture_output=True,
+                            text=True).stdout.strip()
+    dirty = subprocess.run(["git", "-C", str(REPO), "status", "--porcelain", "--untracked-files=no"],
+                           capture_output=True, text=True).stdout.strip() != ""
     header_timeout_s = 10
     port = free_port()
     serve_cmd = [args.crosspoint, "serve", "--model", args.model, "--device", "cpu", "--port", str(port),
@@ -384,10 +390,6 @@ def main():
             failures.append("the server did not exit within 60 s of SIGTERM")
     server_log.close()
 
-    commit = subprocess.run(["git", "-C", str(REPO), "rev-parse", "--short", "HEAD"], capture_output=True,
-                            text=True).stdout.strip()
-    dirty = subprocess.run(["git", "-C", str(REPO), "status", "--porcelain", "--untracked-files=no"],
-                           capture_output=True, text=True).stdout.strip() != ""
     cpu_model = next((line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text().splitlines()
                       if line.startswith("model name")), platform.processor())
     loads = [s["loadavg_1m"] for s in samples]
@@ -399,6 +401,7 @@ def main():
         "serve_command": " ".join(serve_cmd[1:]),
         "machine": {"cpu": cpu_model, "num_cpus": os.cpu_count(), "kernel": platform.release(),
                     "memory_gib": round(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30, 1)},
+        "note": args.note,
         "load_avg_1min_range": [min(loads), max(loads)] if loads else None,
         "minutes": args.minutes,
         "load_seconds": round(load_seconds, 1),
