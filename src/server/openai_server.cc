@@ -309,6 +309,7 @@ struct OpenAiServer::Impl {
     if (!request.has_seed) engine_request.sampling.seed = std::chrono::steady_clock::now().time_since_epoch().count();
     engine_request.stop_token_ids = request.stop_token_ids;
     engine_request.ignore_eos = request.ignore_eos;
+    engine_request.cache_salt = request.cache_salt;
     return p;
   }
 
