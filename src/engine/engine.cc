@@ -107,7 +107,8 @@ void Engine::take_new_work() {
   for (PendingRequest& p : incoming) {
     const int32_t max_tokens = p.request.max_tokens;
     const RequestSamplingParams sampling = p.request.sampling;
-    Status status = scheduler_.add(p.request_id, p.request.prompt_token_ids, max_tokens, sampling);
+    Status status =
+        scheduler_.add(p.request_id, p.request.prompt_token_ids, max_tokens, sampling, p.request.cache_salt);
     ActiveRequest active{std::move(p.request), std::move(p.sink), p.arrival_s, 0.0, 0.0};
     active_.emplace(p.request_id, std::move(active));
     if (!status.is_ok()) {  // submit() checked the same rules; only a race with shutdown gets here

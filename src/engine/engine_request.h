@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <string>
 #include <vector>
 
 #include "runner/token_logprobs.h"
@@ -20,6 +21,9 @@ struct EngineRequest {
   std::vector<int32_t> stop_token_ids;
   // Keep going past the model's EOS tokens until max_tokens.
   bool ignore_eos = false;
+  // Prefix caching: cached blocks are shared only among requests with the same salt
+  // (empty = no salt).
+  std::string cache_salt;
 };
 
 enum class FinishReason { kNone, kStop, kLength, kAbort, kError };

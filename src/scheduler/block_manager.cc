@@ -19,6 +19,17 @@ uint64_t mix(uint64_t x) {
   return x ^ (x >> 31);
 }
 
+constexpr uint64_t kSaltSeed = 0xc2b2ae3d27d4eb4full;
+
+// The parent hash of a sequence's first block: 0 without a salt, else a hash of the salt's
+// bytes (so a salted first block never hashes as an unsalted one with the same tokens).
+uint64_t salt_root(std::string_view salt) {
+  if (salt.empty()) return 0;
+  uint64_t h = mix(kSaltSeed ^ salt.size());
+  for (unsigned char c : salt) h = mix(h ^ c);
+  return h == 0 ? 1 : h;
+}
+
 }  // namespace
 
 BlockManager::BlockManager(int32_t num_blocks, int32_t block_size, bool enable_caching)
@@ -104,11 +115,12 @@ void BlockManager::forget(int32_t block_idx) {
   c = BlockContent{};
 }
 
-std::vector<int32_t> BlockManager::match_prefix(const std::vector<int32_t>& tokens, int32_t max_blocks) const {
+std::vector<int32_t> BlockManager::match_prefix(const std::vector<int32_t>& tokens, int32_t max_blocks,
+                                                std::string_view salt) const {
   std::vector<int32_t> blocks;
   if (!caching_) return blocks;
   const int32_t whole = std::min<int32_t>(max_blocks, static_cast<int32_t>(tokens.size()) / block_size_);
-  uint64_t parent_hash = 0;
+  uint64_t parent_hash = salt_root(salt);
   int32_t parent = -1;
   for (int32_t i = 0; i < whole; ++i) {
     const int32_t* block_tokens = tokens.data() + static_cast<size_t>(i) * block_size_;
@@ -116,7 +128,10 @@ std::vector<int32_t> BlockManager::match_prefix(const std::vector<int32_t>& toke
     auto it = by_hash_.find(h);
     if (it == by_hash_.end()) break;
     const BlockContent& c = content_[it->second];
-    if (c.parent != parent || !std::equal(c.tokens.begin(), c.tokens.end(), block_tokens)) break;
+    if (c.parent != parent || (parent < 0 && c.salt != salt) ||
+        !std::equal(c.tokens.begin(), c.tokens.end(), block_tokens)) {
+      break;
+    }
     blocks.push_back(it->second);
     parent = it->second;
     parent_hash = h;
@@ -141,7 +156,7 @@ void BlockManager::take_cached(std::vector<int32_t>& block_table, const std::vec
 }
 
 int32_t BlockManager::cache_full_blocks(const std::vector<int32_t>& tokens, const std::vector<int32_t>& block_table,
-                                        int32_t num_hashed_blocks, int32_t num_computed_tokens) {
+                                        int32_t num_hashed_blocks, int32_t num_computed_tokens, std::string_view salt) {
   if (!caching_) return num_hashed_blocks;
   const int32_t full =
       std::min<int32_t>(std::min<int32_t>(num_computed_tokens, static_cast<int32_t>(tokens.size())) / block_size_,
@@ -151,10 +166,11 @@ int32_t BlockManager::cache_full_blocks(const std::vector<int32_t>& tokens, cons
     BlockContent& c = content_[block_idx];
     if (c.hashed) continue;  // taken from the cache: already describes these tokens
     const int32_t parent = i == 0 ? -1 : block_table[i - 1];
-    const uint64_t parent_hash = parent < 0 ? 0 : content_[parent].hash;
+    const uint64_t parent_hash = parent < 0 ? salt_root(salt) : content_[parent].hash;
     const int32_t* block_tokens = tokens.data() + static_cast<size_t>(i) * block_size_;
     c.hash = chain_hash(parent_hash, block_tokens);
     c.parent = parent;
+    if (parent < 0) c.salt = std::string(salt);
     c.tokens.assign(block_tokens, block_tokens + block_size_);
     c.hashed = true;
     c.registered = by_hash_.emplace(c.hash, block_idx).second;

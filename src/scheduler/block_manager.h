@@ -10,11 +10,18 @@
 // list, least recently released first in line: it is reused by a match until grow() hands it
 // out (evicts it) for other tokens. A match is checked against the block's tokens and its
 // parent block, never the hash alone.
+//
+// A cache salt (the request field cache_salt, as vLLM defines it) is mixed into the hash of a
+// sequence's first block and kept with it: sequences with different salts, or with and
+// without one, never share a block; the same salt shares as before. Later blocks inherit the
+// separation through the chain.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
 #include <list>
+#include <string>
+#include <string_view>
 #include <unordered_map>
 #include <vector>
 
@@ -53,8 +60,10 @@ class BlockManager {
   std::vector<int32_t> share(const std::vector<int32_t>& block_table);
 
   // Prefix caching. The registered blocks holding the longest run of tokens' whole blocks
-  // from the start, at most max_blocks of them (empty without caching).
-  std::vector<int32_t> match_prefix(const std::vector<int32_t>& tokens, int32_t max_blocks) const;
+  // from the start, at most max_blocks of them, registered under the same salt (empty
+  // without caching).
+  std::vector<int32_t> match_prefix(const std::vector<int32_t>& tokens, int32_t max_blocks,
+                                    std::string_view salt = {}) const;
   // Whether an empty table can take `cached` (from match_prefix) and then grow to num_tokens.
   bool can_grow_with(const std::vector<int32_t>& cached, int32_t num_tokens) const;
   // Puts `cached` into the empty block_table, one reference each (a cached block on the free
@@ -63,9 +72,9 @@ class BlockManager {
   // Registers the whole blocks of a sequence that are computed (the first
   // num_computed_tokens of tokens) from block num_hashed_blocks on; returns the new count of
   // hashed blocks for the sequence to keep. A block whose content another block already
-  // holds stays unregistered (its chain still continues).
+  // holds stays unregistered (its chain still continues). salt: the sequence's cache salt.
   int32_t cache_full_blocks(const std::vector<int32_t>& tokens, const std::vector<int32_t>& block_table,
-                            int32_t num_hashed_blocks, int32_t num_computed_tokens);
+                            int32_t num_hashed_blocks, int32_t num_computed_tokens, std::string_view salt = {});
 
  private:
   struct BlockContent {
@@ -74,6 +83,7 @@ class BlockManager {
     bool hashed = false;      // hash, parent and tokens describe the block's content
     bool registered = false;  // by_hash_[hash] == this block
     std::vector<int32_t> tokens;
+    std::string salt;  // a sequence's first block (parent -1): the salt mixed into its hash
   };
   uint64_t chain_hash(uint64_t parent_hash, const int32_t* tokens) const;
   void forget(int32_t block_idx);  // drops the block's content (it is about to hold other tokens)

@@ -31,7 +31,7 @@ Status Scheduler::check_fits(const SchedulerConfig& config, int64_t prompt_len, 
 }
 
 Status Scheduler::add(int64_t seq_id, std::vector<int32_t> prompt_token_ids, int32_t max_new_tokens,
-                      const RequestSamplingParams& sampling) {
+                      const RequestSamplingParams& sampling, std::string cache_salt) {
   if (sequences_.count(seq_id) != 0) return invalid_argument("sequence " + std::to_string(seq_id) + " already exists");
   const int64_t prompt_len = static_cast<int64_t>(prompt_token_ids.size());
   CROSSPOINT_RETURN_IF_ERROR(check_fits(config_, prompt_len, max_new_tokens));
@@ -40,6 +40,7 @@ Status Scheduler::add(int64_t seq_id, std::vector<int32_t> prompt_token_ids, int
   seq->num_prompt_tokens = static_cast<int32_t>(prompt_len);
   seq->token_ids = std::move(prompt_token_ids);
   seq->sampling = sampling;
+  seq->cache_salt = std::move(cache_salt);
   waiting_.push_back(seq.get());
   sequences_.emplace(seq_id, std::move(seq));
   return Status::ok();
@@ -115,7 +116,7 @@ BatchPlan Scheduler::schedule() {
     // Cached whole blocks of its tokens, short of the last token (its logits must be computed).
     std::vector<int32_t> cached;
     if (block_manager_.caching_enabled() && seq.block_table.empty())
-      cached = block_manager_.match_prefix(seq.token_ids, (seq.num_tokens() - 1) / config_.block_size);
+      cached = block_manager_.match_prefix(seq.token_ids, (seq.num_tokens() - 1) / config_.block_size, seq.cache_salt);
     const int32_t num_cached = static_cast<int32_t>(cached.size()) * config_.block_size;
     const int32_t num_new = std::min(seq.num_tokens() - std::max(seq.num_computed_tokens, num_cached), budget);
     const int32_t target = std::max(seq.num_computed_tokens, num_cached) + num_new;
@@ -150,7 +151,7 @@ void Scheduler::on_step_done(const BatchPlan& plan, const std::vector<int32_t>& 
     seq.num_computed_tokens = s.context_len();
     if (s.sample) seq.token_ids.push_back(sampled_token_ids[i]);
     seq.num_hashed_blocks = block_manager_.cache_full_blocks(seq.token_ids, seq.block_table, seq.num_hashed_blocks,
-                                                             seq.num_computed_tokens);
+                                                             seq.num_computed_tokens, seq.cache_salt);
   }
 }
 

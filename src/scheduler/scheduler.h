@@ -16,6 +16,7 @@
 #include <deque>
 #include <map>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "common/status.h"
@@ -46,9 +47,10 @@ class Scheduler {
   static Status check_fits(const SchedulerConfig& config, int64_t prompt_len, int64_t max_new_tokens);
 
   // Queues a new sequence (FCFS by call order). Fails when the prompt is empty, or when
-  // prompt + max_new_tokens exceed max_model_len or the whole KV cache.
+  // prompt + max_new_tokens exceed max_model_len or the whole KV cache. With prefix caching
+  // the sequence shares cached blocks only with sequences of the same cache_salt.
   Status add(int64_t seq_id, std::vector<int32_t> prompt_token_ids, int32_t max_new_tokens,
-             const RequestSamplingParams& sampling);
+             const RequestSamplingParams& sampling, std::string cache_salt = {});
   // The next step's plan; empty when nothing can run.
   BatchPlan schedule();
   // Records that the plan ran: advances num_computed_tokens and appends each sampled token

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "scheduler/request_sampling_params.h"
@@ -30,6 +31,8 @@ struct Sequence {
   int32_t num_preemptions = 0;
   // Prefix caching: leading blocks of block_table whose content is registered or known.
   int32_t num_hashed_blocks = 0;
+  // Prefix caching: shares cached blocks only with sequences of the same salt (empty = none).
+  std::string cache_salt;
 
   int32_t num_tokens() const { return static_cast<int32_t>(token_ids.size()); }
   int32_t num_output_tokens() const { return num_tokens() - num_prompt_tokens; }

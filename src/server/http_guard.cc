@@ -228,6 +228,11 @@ struct Connection {
   // the guard let through (evhttp may not have parsed all of it yet).
   uint64_t stream_end = 0;
   uint64_t accepted_end = 0;
+  // The bytes of an incomplete head, taken out of the input buffer (they are the stream's
+  // last bytes): evhttp parses request lines and header lines as they arrive and would
+  // answer a malformed one with its own HTML page before the guard had the whole head. The
+  // input buffer holds stream bytes [stream_end - held.size() - length, stream_end - held.size()).
+  std::string held;
   bool in_input = false;   // inside on_input (the input buffer's end may be written)
   bool rewriting = false;  // on_input sees our own re-add of the kept bytes
 };
@@ -298,9 +303,46 @@ struct HttpGuard::Impl {
       evbuffer_ptr start;
       evbuffer_ptr_set(buffer, &start, length - added, EVBUFFER_PTR_SET);
       evbuffer_copyout_from(buffer, &start, bytes.data(), added);
+      c->guard->return_held(*c, added);
       c->guard->feed(*c, bytes);
+      if (!c->closing && c->phase == Connection::Phase::kHead && !c->head.empty()) c->guard->hold_head(*c);
     }
     c->in_input = false;
+  }
+
+  // Inside on_input: puts the held bytes back between what the buffer held and the `added`
+  // bytes just read, so the buffer is the stream's tail again.
+  void return_held(Connection& c, size_t added) {
+    if (c.held.empty()) return;
+    evbuffer* input = bufferevent_get_input(c.bev);
+    evbuffer* before = evbuffer_new();
+    evbuffer* fresh = evbuffer_new();
+    evbuffer_remove_buffer(input, before, evbuffer_get_length(input) - added);
+    evbuffer_remove_buffer(input, fresh, added);
+    c.rewriting = true;
+    evbuffer_add_buffer(input, before);
+    evbuffer_add(input, c.held.data(), c.held.size());
+    evbuffer_add_buffer(input, fresh);
+    c.rewriting = false;
+    evbuffer_free(before);
+    evbuffer_free(fresh);
+    c.held.clear();
+  }
+
+  // Inside on_input, after feed: takes the incomplete head (the buffer's last c.head.size()
+  // bytes, none of which evhttp has seen) out of the buffer into c.held.
+  void hold_head(Connection& c) {
+    evbuffer* input = bufferevent_get_input(c.bev);
+    const size_t length = evbuffer_get_length(input);
+    const size_t n = std::min(c.head.size(), length);
+    evbuffer* before = evbuffer_new();
+    evbuffer_remove_buffer(input, before, length - n);
+    c.held.resize(n);
+    evbuffer_remove(input, c.held.data(), n);
+    c.rewriting = true;
+    evbuffer_add_buffer(input, before);
+    c.rewriting = false;
+    evbuffer_free(before);
   }
 
   // Drops what is in the input buffer beyond the last request let through. Returns how many
@@ -309,6 +351,9 @@ struct HttpGuard::Impl {
   // bytes to keep are moved out and back; elsewhere, with bytes to keep, nothing is dropped
   // (the next on_input or the close does it).
   uint64_t drop_unaccepted(Connection& c) {
+    // Held bytes are past every request let through: gone, as if never read.
+    c.stream_end -= c.held.size();
+    c.held.clear();
     evbuffer* input = bufferevent_get_input(c.bev);
     const size_t length = evbuffer_get_length(input);
     const uint64_t buffer_start = c.stream_end - length;
@@ -581,6 +626,17 @@ HttpGuard::HttpGuard(event_base* base, const HttpLimits& limits, std::function<b
 }
 
 HttpGuard::~HttpGuard() { forget_listener(); }
+
+void HttpGuard::attach(evhttp* http) {
+  const HttpLimits& limits = impl_->limits;
+  evhttp_set_bevcb(http, &HttpGuard::new_bufferevent, this);
+  evhttp_set_max_body_size(http, static_cast<ev_ssize_t>(limits.max_body_bytes + (1 << 20)));
+  evhttp_set_max_headers_size(http, static_cast<ev_ssize_t>(limits.max_header_bytes + 1024));
+  evhttp_set_flags(http, EVHTTP_SERVER_LINGERING_CLOSE);
+  // is_allowed_method's list: evhttp answers any other with its own page.
+  evhttp_set_allowed_methods(http, EVHTTP_REQ_GET | EVHTTP_REQ_POST | EVHTTP_REQ_HEAD | EVHTTP_REQ_PUT |
+                                       EVHTTP_REQ_DELETE | EVHTTP_REQ_OPTIONS | EVHTTP_REQ_PATCH);
+}
 
 bufferevent* HttpGuard::new_bufferevent(event_base* base, void* guard) {
   return static_cast<HttpGuard*>(guard)->impl_->make(base);

@@ -2,7 +2,9 @@
 // Debian ships it, has no hook between a request's headers and its body, no connection cap
 // and no per-phase timeouts). The guard creates each connection's bufferevent (evhttp's
 // bevcb hook) and watches its input buffer: a callback on the buffer sees the bytes as they are
-// read, before evhttp's parser, and reads each request head itself. A refused request is
+// read, before evhttp's parser, and reads each request head itself; the bytes of a head stay
+// out of evhttp's buffer until the whole head has passed (evhttp parses lines as they come and
+// would answer a bad one with its own HTML page). A refused request is
 // dropped from the buffer (evhttp never parses it), the error is written to the socket, and
 // evhttp is handed an end-of-file to free the connection. The guard holds a reference on each
 // bufferevent to learn (in check_timeouts) when evhttp freed it.
@@ -34,6 +36,7 @@
 struct bufferevent;
 struct event_base;
 struct evconnlistener;
+struct evhttp;
 struct evhttp_request;
 
 namespace crosspoint {
@@ -75,6 +78,11 @@ class HttpGuard {
   ~HttpGuard();
   HttpGuard(const HttpGuard&) = delete;
   HttpGuard& operator=(const HttpGuard&) = delete;
+
+  // Puts the guard in front of http (every connection's bufferevent comes from
+  // new_bufferevent) and sets evhttp's own limits, flags and methods as the server serves
+  // them: evhttp's limits stay as a second line behind the guard's.
+  void attach(evhttp* http);
 
   // evhttp_set_bevcb's callback: the socket bufferevent of a new connection (evhttp sets its
   // fd right after).

@@ -311,6 +311,17 @@ std::optional<ApiError> read_logprobs(const json& body, ApiEndpoint endpoint, Op
   return std::nullopt;
 }
 
+// cache_salt: null or absent (no salt), else a non-empty string (vLLM's rule and message).
+std::optional<ApiError> read_cache_salt(const json& body, OpenAiRequest* out) {
+  auto salt = body.find("cache_salt");
+  if (salt == body.end() || salt->is_null()) return std::nullopt;
+  if (!salt->is_string() || salt->get_ref<const std::string&>().empty()) {
+    return bad_request("Parameter 'cache_salt' must be a non-empty string if provided.", "cache_salt");
+  }
+  out->cache_salt = salt->get<std::string>();
+  return std::nullopt;
+}
+
 }  // namespace
 
 uint64_t choice_seed(uint64_t seed, int32_t index) { return seed + static_cast<uint64_t>(index); }
@@ -343,6 +354,7 @@ std::optional<ApiError> parse_openai_request(const std::string& body_text, ApiEn
   if (auto e = read_bool(body, "skip_special_tokens", &request.skip_special_tokens)) return e;
   if (auto e = read_streaming(body, &request)) return e;
   if (auto e = read_logprobs(body, endpoint, &request)) return e;
+  if (auto e = read_cache_salt(body, &request)) return e;
   *out = std::move(request);
   return std::nullopt;
 }

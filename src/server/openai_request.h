@@ -41,6 +41,7 @@ struct OpenAiRequest {
   bool skip_special_tokens = true;
   bool stream = false;
   bool include_usage = false;               // stream_options.include_usage
+  std::string cache_salt;                   // prefix caching: shared only with the same salt; empty = none
   std::vector<std::string> unknown_fields;  // body fields no table defines: ignored, logged once per name
 };
 

@@ -329,6 +329,7 @@ struct OpenAiServer::Impl {
     if (!request.has_seed) engine_request.sampling.seed = std::chrono::steady_clock::now().time_since_epoch().count();
     engine_request.stop_token_ids = request.stop_token_ids;
     engine_request.ignore_eos = request.ignore_eos;
+    engine_request.cache_salt = request.cache_salt;
     return p;
   }
 
@@ -782,12 +783,7 @@ OpenAiServer::OpenAiServer(const ServerConfig& config, Engine& engine, const Tok
                                              [impl] { return impl->engine.is_running() && !impl->shutting_down; });
   // Every connection's request heads pass the guard (http_guard.h) before evhttp reads them;
   // evhttp's own limits stay as a second line.
-  evhttp_set_bevcb(impl_->http, &HttpGuard::new_bufferevent, impl_->guard.get());
-  evhttp_set_max_body_size(impl_->http, static_cast<ev_ssize_t>(config.max_body_bytes + (1 << 20)));
-  evhttp_set_max_headers_size(impl_->http, static_cast<ev_ssize_t>(config.max_header_bytes + 1024));
-  evhttp_set_flags(impl_->http, EVHTTP_SERVER_LINGERING_CLOSE);
-  evhttp_set_allowed_methods(impl_->http, EVHTTP_REQ_GET | EVHTTP_REQ_POST | EVHTTP_REQ_HEAD | EVHTTP_REQ_PUT |
-                                              EVHTTP_REQ_DELETE | EVHTTP_REQ_OPTIONS | EVHTTP_REQ_PATCH);
+  impl_->guard->attach(impl_->http);
   evhttp_set_gencb(impl_->http, &Impl::on_request, impl_.get());
   impl_->notify_event = event_new(impl_->base, -1, 0, &Impl::on_notify, impl_.get());
   impl_->prepared_event = event_new(impl_->base, -1, 0, &Impl::on_prepared, impl_.get());

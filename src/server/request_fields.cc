@@ -122,9 +122,9 @@ constexpr std::array kFields = {
                  "refused unless 0: requests are served in arrival order"},
     RequestField{"prediction", false, true, FieldUse::kIgnored, nullptr,
                  "ignored: a latency hint that never changes the output"},
-    RequestField{"cache_salt", true, true, FieldUse::kIgnored, nullptr,
-                 "ignored: the prefix cache is shared by every request of the server (no separation per salt; "
-                 "--no-enable-prefix-caching turns it off)"},
+    RequestField{"cache_salt", true, true, FieldUse::kHonoured, nullptr,
+                 "a non-empty string; cached prefix blocks are shared only among requests with the same salt "
+                 "(mixed into the first block's hash, as vLLM does)"},
     RequestField{"request_id", true, true, FieldUse::kIgnored, nullptr, "ignored: the response carries its own id"},
     RequestField{"user", true, true, FieldUse::kIgnored, nullptr, "ignored"},
     RequestField{"metadata", true, true, FieldUse::kIgnored, nullptr, "ignored"},

@@ -273,6 +273,29 @@ def main():
     write("fuzz_sharegpt", "three_entries.json", text)
     write("fuzz_sharegpt", "cut_short.json", text[:text.rindex('"id": "c"') + 40])
 
+    # fuzz_http_request: first byte 0 = the listener without an API key, 1 = with "sk-harness".
+    def post(path, body, extra=""):
+        return (f"POST {path} HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n{extra}"
+                f"Content-Length: {len(body)}\r\n\r\n{body}").encode()
+    completion = json.dumps({"model": "m", "prompt": "Hi", "max_tokens": 4, "cache_salt": "s"})
+    chat = json.dumps({"messages": [{"role": "user", "content": "Hi"}], "stream": True})
+    http = {
+        "completion": (0, post("/v1/completions", completion)),
+        "chat_keep_alive_then_health": (0, post("/v1/chat/completions", chat) + b"GET /health HTTP/1.1\r\n\r\n"),
+        "tokenize_http10": (0, post("/tokenize", '{"prompt": "Hello"}').replace(b"HTTP/1.1", b"HTTP/1.0")),
+        "detokenize_bare_lf": (0, post("/detokenize", '{"tokens": [1, 2]}').replace(b"\r\n", b"\n")),
+        "models_and_metrics": (0, b"GET /v1/models HTTP/1.1\r\n\r\nHEAD /metrics HTTP/1.1\r\n\r\n"),
+        "with_key": (1, post("/v1/completions", completion, "Authorization: Bearer sk-harness\r\n")),
+        "wrong_key": (1, post("/v1/completions", completion, "Authorization: Bearer sk-nope\r\n")),
+        "duplicate_length": (0, b"POST /tokenize HTTP/1.1\r\nContent-Length: 2\r\nContent-Length: 3\r\n\r\n{}"),
+        "chunked": (0, b"POST /tokenize HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n2\r\n{}\r\n0\r\n\r\n"),
+        "oversize_body": (0, b"POST /tokenize HTTP/1.1\r\nContent-Length: 4096\r\n\r\n{"),
+        "malformed_json": (0, post("/v1/completions", '{"prompt": ')),
+        "unknown_route_and_method": (0, b"BREW /pot HTTP/1.1\r\n\r\nGET /nowhere?x=1 HTTP/1.1\r\n\r\n"),
+    }
+    for name, (listener, request) in http.items():
+        write("fuzz_http_request", name + ".bin", bytes([listener]) + request)
+
 
 if __name__ == "__main__":
     main()

@@ -109,6 +109,47 @@ TEST(BlockManager, PrefixCacheMatchesWholeBlocksAndEvictsOnlyWhenNeeded) {
   EXPECT_EQ(bm.num_free_blocks(), 6);
 }
 
+// cache_salt: the same 8 tokens computed without a salt, with salt "a" and with salt "b" are
+// three separate cached prefixes; a sequence finds only the blocks of its own salt, the whole
+// chain included (the second block's tokens alone match in all three).
+TEST(BlockManager, CacheSaltSeparatesPrefixes) {
+  BlockManager bm(12, 4, /*enable_caching=*/true);
+  const std::vector<int32_t> tokens = {1, 2, 3, 4, 5, 6, 7, 8, 9};
+  std::vector<int32_t> plain, a, b;
+  bm.grow(plain, 9);
+  EXPECT_EQ(bm.cache_full_blocks(tokens, plain, 0, 9), 2);
+  EXPECT_TRUE(bm.match_prefix(tokens, 2, "a").empty());  // unsalted blocks are not a's
+  bm.grow(a, 9);
+  EXPECT_EQ(bm.cache_full_blocks(tokens, a, 0, 9, "a"), 2);
+  EXPECT_TRUE(bm.match_prefix(tokens, 2, "b").empty());
+  bm.grow(b, 9);
+  EXPECT_EQ(bm.cache_full_blocks(tokens, b, 0, 9, "b"), 2);
+  EXPECT_EQ(bm.num_cached_blocks(), 6);  // three chains of two, none merged
+  EXPECT_EQ(bm.match_prefix(tokens, 2), (std::vector<int32_t>{plain[0], plain[1]}));
+  EXPECT_EQ(bm.match_prefix(tokens, 2, "a"), (std::vector<int32_t>{a[0], a[1]}));
+  EXPECT_EQ(bm.match_prefix(tokens, 2, "b"), (std::vector<int32_t>{b[0], b[1]}));
+  EXPECT_TRUE(bm.match_prefix(tokens, 2, "c").empty());
+  EXPECT_TRUE(bm.match_prefix(tokens, 2, "aa").empty());
+  // Free and still cached: the salt still decides, then eviction forgets it with the block.
+  bm.release(plain);
+  bm.release(a);
+  bm.release(b);
+  EXPECT_EQ(bm.match_prefix(tokens, 2, "a"), (std::vector<int32_t>{a[0], a[1]}));
+  std::vector<int32_t> same_salt;
+  const std::vector<int32_t> hit = bm.match_prefix(tokens, 2, "a");
+  ASSERT_TRUE(bm.can_grow_with(hit, 9));
+  bm.take_cached(same_salt, hit);
+  bm.grow(same_salt, 9);
+  EXPECT_EQ(bm.cache_full_blocks(tokens, same_salt, 2, 9, "a"), 2);
+  EXPECT_EQ(bm.ref_count(hit[0]), 1);
+  bm.release(same_salt);
+  std::vector<int32_t> all;
+  bm.grow(all, 48);
+  EXPECT_EQ(bm.num_cached_blocks(), 0);
+  EXPECT_TRUE(bm.match_prefix(tokens, 2, "a").empty());
+  bm.release(all);
+}
+
 TEST(BlockManager, WithoutCachingNothingIsRegistered) {
   BlockManager bm(4, 2);
   std::vector<int32_t> a;

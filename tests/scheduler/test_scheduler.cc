@@ -11,6 +11,8 @@
 #include <map>
 #include <random>
 #include <set>
+#include <string>
+#include <vector>
 
 #include "scheduler/scheduler.h"
 
@@ -26,6 +28,7 @@ struct SimRequest {
   std::vector<int32_t> prompt;
   int32_t max_new_tokens;
   int arrival_step;
+  std::string cache_salt;  // empty = none
 };
 
 struct SimResult {
@@ -45,6 +48,8 @@ SimResult simulate(const SchedulerConfig& config, const std::vector<SimRequest>&
   Scheduler scheduler(config);
   // (block, slot) -> token id written there by the fake model.
   std::vector<std::vector<int32_t>> kv(config.num_blocks, std::vector<int32_t>(config.block_size, -1));
+  // (block, slot) -> cache salt of the request whose step wrote it.
+  std::vector<std::vector<std::string>> kv_salt(config.num_blocks, std::vector<std::string>(config.block_size));
   std::map<int64_t, const SimRequest*> by_id;
   for (const auto& r : requests) by_id[r.seq_id] = &r;
   SimResult result;
@@ -53,7 +58,7 @@ SimResult simulate(const SchedulerConfig& config, const std::vector<SimRequest>&
   for (int step = 0; step < 100000; ++step) {
     while (next_request < requests.size() && requests[next_request].arrival_step <= step) {
       const auto& r = requests[next_request++];
-      EXPECT_TRUE(scheduler.add(r.seq_id, r.prompt, r.max_new_tokens, RequestSamplingParams{}).is_ok());
+      EXPECT_TRUE(scheduler.add(r.seq_id, r.prompt, r.max_new_tokens, RequestSamplingParams{}, r.cache_salt).is_ok());
     }
     if (!scheduler.has_unfinished() && next_request == requests.size()) break;
     BatchPlan plan = scheduler.schedule();
@@ -101,12 +106,18 @@ SimResult simulate(const SchedulerConfig& config, const std::vector<SimRequest>&
       for (int32_t t = 0; t < s.num_new_tokens(); ++t) {
         const int32_t pos = s.num_computed_tokens + t;
         kv[s.block_table[pos / config.block_size]][pos % config.block_size] = s.token_ids[t];
+        kv_salt[s.block_table[pos / config.block_size]][pos % config.block_size] = by_id[s.seq_id]->cache_salt;
       }
       if (!s.sample) continue;
       const Sequence* seq = scheduler.find(s.seq_id);
       for (int32_t pos = 0; pos < s.context_len(); ++pos) {
         if (kv[s.block_table[pos / config.block_size]][pos % config.block_size] != seq->token_ids[pos]) {
           ADD_FAILURE() << "KV of seq " << s.seq_id << " pos " << pos << " at step " << step << " holds another token";
+          return result;
+        }
+        if (kv_salt[s.block_table[pos / config.block_size]][pos % config.block_size] != by_id[s.seq_id]->cache_salt) {
+          ADD_FAILURE() << "KV of seq " << s.seq_id << " pos " << pos << " at step " << step
+                        << " was computed by a request with another cache salt";
           return result;
         }
       }
@@ -244,6 +255,39 @@ TEST(Scheduler, PrefixCachingReusesSharedPromptsWithTheSameOutputs) {
   EXPECT_GE(cached.prefix_cache_hits, 30 * 36);
   EXPECT_LE(cached.prefix_cache_hits, cached.prefix_cache_queries);
   EXPECT_EQ(cached.prefill_tokens, plain.prefill_tokens - cached.prefix_cache_hits);
+}
+
+// cache_salt: one salt for every request shares exactly as no salt does; a salt per request
+// shares nothing; two tenants share only within each (the simulation fails a read of KV that
+// a request of another salt computed).
+TEST(Scheduler, CacheSaltSharesCachedPrefixesOnlyWithinTheSameSalt) {
+  SchedulerConfig config{.max_num_seqs = 8,
+                         .max_num_batched_tokens = 64,
+                         .max_model_len = 128,
+                         .num_blocks = 200,
+                         .block_size = 4,
+                         .enable_prefix_caching = true};
+  const auto plain = shared_prefix_workload(40, 3, 37, 20, 12, 60, 5);
+  const SimResult unsalted = simulate(config, plain);
+  ASSERT_GT(unsalted.prefix_cache_hits, 0);
+  auto salted = [&plain](auto salt_of) {
+    auto requests = plain;
+    for (auto& r : requests) r.cache_salt = salt_of(r.seq_id);
+    return requests;
+  };
+  const auto one_salt = salted([](int64_t) { return std::string("tenant"); });
+  const SimResult shared = simulate(config, one_salt);
+  expect_expected_outputs(one_salt, shared);
+  EXPECT_EQ(shared.prefix_cache_hits, unsalted.prefix_cache_hits);
+  const auto own_salts = salted([](int64_t id) { return "request-" + std::to_string(id); });
+  const SimResult separate = simulate(config, own_salts);
+  expect_expected_outputs(own_salts, separate);
+  EXPECT_EQ(separate.prefix_cache_hits, 0);
+  const auto two_tenants = salted([](int64_t id) { return id % 2 == 0 ? std::string("even") : std::string(); });
+  const SimResult tenants = simulate(config, two_tenants);
+  expect_expected_outputs(two_tenants, tenants);
+  EXPECT_GT(tenants.prefix_cache_hits, 0);
+  EXPECT_LT(tenants.prefix_cache_hits, unsalted.prefix_cache_hits);
 }
 
 TEST(Scheduler, PrefixCachingUnderPressureEvictsAndPreemptsWithoutLosingAnything) {

@@ -507,6 +507,38 @@ def prefix_cache_serves_a_repeated_prompt(server, model):
 
 
 @check
+def cache_salt_separates_cached_prefixes(server, model):
+    # One prompt of several whole blocks under cache_salt "a", then "b", then "a" again, then
+    # with no salt: only the second "a" finds cached blocks (vLLM's rule: the salt is mixed
+    # into the first block's hash). A salt that is not a non-empty string gets a 400 naming it.
+    client = server.client()
+    prompt = " ".join(["Salted prompt: the lighthouse keeper counts the waves at night."] * 8)
+
+    def hits_and_text(salt):
+        before = server.metrics().get("vllm:prefix_cache_hits_total", 0)
+        extra = {} if salt is None else {"cache_salt": salt}
+        response = client.completions.create(model=model, prompt=prompt, max_tokens=4, temperature=0,
+                                             extra_body=extra)
+        return server.metrics()["vllm:prefix_cache_hits_total"] - before, response
+
+    first_a, response = hits_and_text("a")
+    tokens = response.usage.prompt_tokens
+    first_b, _ = hits_and_text("b")
+    second_a, again = hits_and_text("a")
+    unsalted, _ = hits_and_text(None)
+    assert (first_a, first_b, unsalted) == (0, 0, 0), (first_a, first_b, unsalted)
+    assert second_a >= (tokens - 1) // 16 * 16 > 0, (second_a, tokens)
+    assert again.choices[0].text == response.choices[0].text
+    for bad in ["", 7, ["a"]]:
+        try:
+            client.completions.create(model=model, prompt="x", max_tokens=1, extra_body={"cache_salt": bad})
+            raise AssertionError(f"cache_salt {bad!r} was accepted")
+        except openai.BadRequestError as e:
+            assert e.status_code == 400 and "cache_salt" in str(e), e
+    server.wait_idle()
+
+
+@check
 def disconnect_mid_stream_frees_blocks(server, model):
     before = server.wait_idle()
     client = server.client()
@@ -1107,6 +1139,7 @@ def main():
     if args.mode == "crosspoint":
         checks.insert(1, greedy_equals_generate(args.crosspoint, args.model))
         checks.insert(-2, prefix_cache_serves_a_repeated_prompt)
+        checks.insert(-2, cache_salt_separates_cached_prefixes)
     only = os.environ.get("CROSSPOINT_SERVER_CHECKS")  # comma-separated names, for running a few
     if only:
         checks = [fn for fn in checks if fn.__name__ in only.split(",")]

@@ -121,6 +121,27 @@ TEST(OpenAiRequest, RejectionsNameTheField) {
   EXPECT_TRUE(parse(std::string(100000, '[')).has_value());
 }
 
+// cache_salt as vLLM validates it: absent or null is no salt, otherwise a non-empty string.
+TEST(OpenAiRequest, CacheSaltIsANonEmptyStringOrNothing) {
+  OpenAiRequest r;
+  ASSERT_FALSE(parse(R"({"prompt":"x","cache_salt":"tenant-1"})", &r));
+  EXPECT_EQ(r.cache_salt, "tenant-1");
+  ASSERT_FALSE(
+      parse(R"({"messages":[{"role":"user","content":"x"}],"cache_salt":"s"})", &r, ApiEndpoint::kChatCompletions));
+  EXPECT_EQ(r.cache_salt, "s");
+  ASSERT_FALSE(parse(R"({"prompt":"x","cache_salt":null})", &r));
+  EXPECT_EQ(r.cache_salt, "");
+  ASSERT_FALSE(parse(R"({"prompt":"x"})", &r));
+  EXPECT_EQ(r.cache_salt, "");
+  for (const char* salt : {R"("")", "7", "true", R"(["a"])", R"({"a":1})"}) {
+    auto e = parse(std::string(R"({"prompt":"x","cache_salt":)") + salt + "}");
+    ASSERT_TRUE(e.has_value()) << salt;
+    EXPECT_EQ(e->http_status, 400);
+    EXPECT_EQ(e->param, "cache_salt");
+    EXPECT_EQ(e->message, "Parameter 'cache_salt' must be a non-empty string if provided.");
+  }
+}
+
 TEST(OpenAiResponse, ShapesMatchTheReference) {
   ResponseHeader header{"cmpl-1", 1, "m", ApiEndpoint::kCompletions};
   const ChoiceResult one[] = {{"Hi", {"stop", "##", -1}, nullptr}};
