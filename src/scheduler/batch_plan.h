@@ -27,6 +27,11 @@ struct ScheduledSequence {
   // the per-request random stream so recomputation draws the same token).
   int32_t output_token_idx = 0;
   RequestSamplingParams sampling;
+  // Prompt logprobs (sampling.wants_prompt_logprobs()): the prompt token that follows each of the
+  // first prompt_logprob_targets.size() tokens of token_ids, whose logprob is wanted at that
+  // position; empty when the request wants none or this step holds no prompt position before
+  // the prompt's last token.
+  std::vector<int32_t> prompt_logprob_targets;
 
   int32_t num_new_tokens() const { return static_cast<int32_t>(token_ids.size()); }
   // Tokens in the KV cache once this step is done.

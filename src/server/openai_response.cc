@@ -44,9 +44,10 @@ std::string make_response_id(ApiEndpoint endpoint) {
 }
 
 std::string full_response_json(const ResponseHeader& header, const std::string& text, const ChoiceEnd& end,
-                               const TokenUsage& usage, const json& logprobs) {
+                               const TokenUsage& usage, const json& logprobs, const json& prompt_logprobs) {
   json choice = {
       {"index", 0}, {"logprobs", logprobs}, {"finish_reason", end.finish_reason}, {"stop_reason", stop_reason(&end)}};
+  if (!prompt_logprobs.is_null()) choice["prompt_logprobs"] = prompt_logprobs;
   json body;
   if (is_chat(header)) {
     body = base(header, "chat.completion");

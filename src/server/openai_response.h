@@ -34,9 +34,12 @@ struct ChoiceEnd {
 // A random request id with the endpoint's prefix.
 std::string make_response_id(ApiEndpoint endpoint);
 
-// logprobs: the choice's "logprobs" value (server/logprobs_json.h), null when not asked for.
+// logprobs: the choice's "logprobs" value (server/logprobs_json.h), null when not asked for;
+// prompt_logprobs: the choice's vLLM "prompt_logprobs" (server/prompt_logprobs_json.h), left out
+// when null.
 std::string full_response_json(const ResponseHeader& header, const std::string& text, const ChoiceEnd& end,
-                               const TokenUsage& usage, const nlohmann::json& logprobs = nullptr);
+                               const TokenUsage& usage, const nlohmann::json& logprobs = nullptr,
+                               const nlohmann::json& prompt_logprobs = nullptr);
 // One SSE data payload with a text delta (and the logprobs of its tokens); end == nullptr while
 // the choice goes on.
 std::string chunk_json(const ResponseHeader& header, const std::string& delta, const ChoiceEnd* end,

@@ -39,6 +39,7 @@
 #include "server/openai_request.h"
 #include "server/openai_response.h"
 #include "server/prometheus_metrics.h"
+#include "server/prompt_logprobs_json.h"
 #include "server/stop_string_matcher.h"
 #include "server/tokenize_request.h"
 
@@ -70,6 +71,18 @@ struct Stream {
   LogprobAligner logprob_aligner;
   std::vector<TokenLogprobs> logprobs;  // non-streaming: every token's so far
   int64_t emitted_chars = 0;            // streaming: characters sent so far (completions' text_offset)
+  // Completions' echo: echo_text (the prompt) goes out ahead of the first text, with the prompt
+  // tokens' logprobs ahead of the first logprobs; echo_only (max_tokens 0) drops the one token
+  // the engine generates.
+  bool echo = false;
+  bool echo_only = false;
+  bool echoed = false;
+  std::string echo_text;
+  int32_t first_prompt_token = -1;
+  // Prompt logprobs (num_prompt_logprobs >= 0): the choice's prompt_logprobs, non-streaming only.
+  int32_t num_prompt_logprobs = -1;
+  bool report_prompt_logprobs = false;
+  std::vector<TokenLogprobs> prompt_logprobs;
 };
 
 struct QueuedOutput {
@@ -84,6 +97,7 @@ struct Prepared {
   std::string reply;
   OpenAiRequest request;
   EngineRequest engine_request;
+  std::string echo_text;  // completions with echo: the prompt as text
 };
 
 struct PrepareJob {
@@ -304,7 +318,12 @@ struct OpenAiServer::Impl {
                             "max_tokens");
       return p;
     }
-    engine_request.max_tokens = static_cast<int32_t>(max_tokens);
+    // max_tokens 0 (echo only): one token is generated and dropped, as vLLM does.
+    engine_request.max_tokens = static_cast<int32_t>(std::max<int64_t>(max_tokens, 1));
+    if (request.echo) {
+      p.echo_text =
+          request.prompt_is_token_ids ? tokenizer.decode(engine_request.prompt_token_ids, false) : request.prompt_text;
+    }
     engine_request.sampling = request.sampling;
     if (!request.has_seed) engine_request.sampling.seed = std::chrono::steady_clock::now().time_since_epoch().count();
     engine_request.stop_token_ids = request.stop_token_ids;
@@ -352,6 +371,12 @@ struct OpenAiServer::Impl {
     stream->stop = std::make_unique<StopStringMatcher>(request.stop, request.include_stop_str_in_output);
     stream->usage.prompt_tokens = static_cast<int64_t>(p.engine_request.prompt_token_ids.size());
     stream->num_logprobs = request.sampling.num_logprobs;
+    stream->echo = request.echo;
+    stream->echo_only = request.echo && request.max_tokens && *request.max_tokens == 0;
+    stream->echo_text = std::move(p.echo_text);
+    stream->first_prompt_token = p.engine_request.prompt_token_ids.front();
+    stream->num_prompt_logprobs = request.sampling.num_prompt_logprobs;
+    stream->report_prompt_logprobs = request.sampling.num_prompt_logprobs >= 0 && !request.stream;
 
     std::shared_ptr<Stream> captured = stream;
     auto submitted = engine.submit(std::move(p.engine_request), [this, captured](const RequestOutput& out) {
@@ -504,9 +529,22 @@ struct OpenAiServer::Impl {
     return completion_logprobs_json(tokenizer, tokens, initial_text_offset);
   }
 
+  // The echoed prompt's logprobs: the first prompt token's unknown (null, as in vLLM), then each
+  // later one's with the request's number of top logprobs.
+  std::vector<TokenLogprobs> echoed_prompt_logprobs(const Stream& stream) const {
+    std::vector<TokenLogprobs> out;
+    out.push_back({{stream.first_prompt_token, std::numeric_limits<double>::quiet_NaN()}, {}});
+    for (const TokenLogprobs& t : stream.prompt_logprobs) {
+      out.push_back(t);
+      if (out.back().top.size() > static_cast<size_t>(stream.num_logprobs)) out.back().top.resize(stream.num_logprobs);
+    }
+    return out;
+  }
+
   void apply_output(Stream& stream, const RequestOutput& out) {
     if (stream.done) return;  // after a stop string, or after the client left
     stream.usage.completion_tokens = out.num_output_tokens;
+    if (!out.prompt_logprobs.empty()) stream.prompt_logprobs = out.prompt_logprobs;
     const bool wants_logprobs = stream.num_logprobs >= 0;
     std::string delta;
     std::vector<TokenLogprobs> delta_logprobs;  // of the tokens whose text is in delta
@@ -563,6 +601,19 @@ struct OpenAiServer::Impl {
       for (TokenLogprobs& lp : stream.logprob_aligner.flush()) delta_logprobs.push_back(std::move(lp));
     }
     if (stream.req == nullptr) return;
+    if (stream.echo_only) {  // the prompt alone: the generated token is dropped
+      delta.clear();
+      delta_logprobs.clear();
+    }
+    if (stream.echo && !stream.echoed) {  // the prompt goes first, with the first update (as in vLLM)
+      stream.echoed = true;
+      delta = stream.echo_text + delta;
+      if (wants_logprobs) {
+        std::vector<TokenLogprobs> with_prompt = echoed_prompt_logprobs(stream);
+        for (TokenLogprobs& lp : delta_logprobs) with_prompt.push_back(std::move(lp));
+        delta_logprobs = std::move(with_prompt);
+      }
+    }
     if (stream.streaming) {
       const nlohmann::json logprobs = logprobs_json(stream, delta_logprobs, stream.emitted_chars);
       if (wants_logprobs) stream.emitted_chars += utf8_length(delta);
@@ -586,9 +637,13 @@ struct OpenAiServer::Impl {
       evhttp_request* req = stream.req;
       release(stream);
       stream.req = nullptr;
+      const nlohmann::json prompt_logprobs =
+          stream.report_prompt_logprobs
+              ? prompt_logprobs_json(tokenizer, stream.prompt_logprobs, stream.num_prompt_logprobs)
+              : nlohmann::json();
       send_json(req, 200,
                 full_response_json(stream.header, stream.text, end, stream.usage,
-                                   logprobs_json(stream, stream.logprobs, /*initial_text_offset=*/0)));
+                                   logprobs_json(stream, stream.logprobs, /*initial_text_offset=*/0), prompt_logprobs));
     }
   }
 
