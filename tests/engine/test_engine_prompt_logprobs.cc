@@ -116,13 +116,13 @@ void expect_identical(const std::vector<TokenLogprobs>& a, const std::vector<Tok
 
 // The prompt logprobs and tokens of `request` run in an engine with `config`, submitted after
 // `before` (run to completion first) and together with `beside`.
-struct Run {
+struct PromptRun {
   std::vector<TokenLogprobs> prompt_logprobs;
   std::vector<int32_t> tokens;
   int num_prompt_logprob_updates = 0;
 };
 
-Run run(const std::shared_ptr<Model>& model, const EngineConfig& config, const EngineRequest& request,
+PromptRun run_prompt(const std::shared_ptr<Model>& model, const EngineConfig& config, const EngineRequest& request,
         const std::vector<EngineRequest>& before = {}, const std::vector<EngineRequest>& beside = {}) {
   auto engine = make_engine(model, config);
   engine->start();
@@ -135,11 +135,15 @@ Run run(const std::shared_ptr<Model>& model, const EngineConfig& config, const E
   testing::LogprobsCollector main;
   // The request goes in the middle of the batch.
   for (size_t i = 0; i < beside.size(); ++i) {
-    if (i == beside.size() / 2) EXPECT_TRUE(engine->submit(request, main.sink()).is_ok());
+    if (i == beside.size() / 2) {
+      EXPECT_TRUE(engine->submit(request, main.sink()).is_ok());
+    }
     others.push_back(std::make_unique<testing::LogprobsCollector>());
     EXPECT_TRUE(engine->submit(beside[i], others.back()->sink()).is_ok());
   }
-  if (beside.empty()) EXPECT_TRUE(engine->submit(request, main.sink()).is_ok());
+  if (beside.empty()) {
+    EXPECT_TRUE(engine->submit(request, main.sink()).is_ok());
+  }
   EXPECT_TRUE(main.wait());
   for (auto& c : others) EXPECT_TRUE(c->wait());
   return {main.prompt_logprobs(), main.tokens(), main.num_prompt_logprob_updates()};
@@ -151,7 +155,7 @@ TEST(EnginePromptLogprobs, SameAloneChunkedBatchedCachedAndCut) {
   std::vector<int32_t> prompt;
   for (int i = 0; i < 23; ++i) prompt.push_back((i * 37 + 11) % 200);
   const EngineRequest request = prompt_request(prompt, 4, /*max_tokens=*/5);
-  const Run alone = run(model, small_config(), request);
+  const PromptRun alone = run_prompt(model, small_config(), request);
   ASSERT_EQ(alone.prompt_logprobs.size(), prompt.size() - 1);
   EXPECT_EQ(alone.num_prompt_logprob_updates, 1);
   for (size_t p = 0; p < alone.prompt_logprobs.size(); ++p) {
@@ -162,7 +166,7 @@ TEST(EnginePromptLogprobs, SameAloneChunkedBatchedCachedAndCut) {
     SCOPED_TRACE("chunked prefill: 5 tokens per step");
     EngineConfig config = small_config();
     config.scheduler.max_num_batched_tokens = 5;
-    const Run chunked = run(model, config, request);
+    const PromptRun chunked = run_prompt(model, config, request);
     expect_identical(chunked.prompt_logprobs, alone.prompt_logprobs);
     EXPECT_EQ(chunked.tokens, alone.tokens);
   }
@@ -176,7 +180,7 @@ TEST(EnginePromptLogprobs, SameAloneChunkedBatchedCachedAndCut) {
     }
     EngineConfig config = small_config();
     config.scheduler.max_num_batched_tokens = 16;
-    const Run batched = run(model, config, request, {}, beside);
+    const PromptRun batched = run_prompt(model, config, request, {}, beside);
     expect_identical(batched.prompt_logprobs, alone.prompt_logprobs);
     EXPECT_EQ(batched.tokens, alone.tokens);
   }
@@ -184,7 +188,7 @@ TEST(EnginePromptLogprobs, SameAloneChunkedBatchedCachedAndCut) {
     SCOPED_TRACE("prefix caching with the same prompt already cached");
     EngineConfig config = small_config();
     config.scheduler.enable_prefix_caching = true;
-    const Run cached = run(model, config, request, {prompt_request(prompt, -1, 5)});
+    const PromptRun cached = run_prompt(model, config, request, {prompt_request(prompt, -1, 5)});
     expect_identical(cached.prompt_logprobs, alone.prompt_logprobs);
     EXPECT_EQ(cached.tokens, alone.tokens);
   }
@@ -192,7 +196,7 @@ TEST(EnginePromptLogprobs, SameAloneChunkedBatchedCachedAndCut) {
     SCOPED_TRACE("at most 3 prompt logprob rows per step");
     EngineConfig config = small_config();
     config.scheduler.max_prompt_logprob_rows = 3;
-    const Run cut = run(model, config, request, {}, {prompt_request({5, 6, 7, 8, 9, 10, 11}, 1, 4)});
+    const PromptRun cut = run_prompt(model, config, request, {}, {prompt_request({5, 6, 7, 8, 9, 10, 11}, 1, 4)});
     expect_identical(cut.prompt_logprobs, alone.prompt_logprobs);
     EXPECT_EQ(cut.tokens, alone.tokens);
   }
@@ -203,7 +207,7 @@ TEST(EnginePromptLogprobs, SameAloneChunkedBatchedCachedAndCut) {
     config.scheduler.max_num_batched_tokens = 8;
     std::vector<EngineRequest> beside;
     for (int i = 0; i < 2; ++i) beside.push_back(prompt_request({1, 2, 3, 4, 5, 6}, -1, 6));
-    const Run preempted = run(model, config, request, {}, beside);
+    const PromptRun preempted = run_prompt(model, config, request, {}, beside);
     expect_identical(preempted.prompt_logprobs, alone.prompt_logprobs);
     EXPECT_EQ(preempted.tokens, alone.tokens);
     EXPECT_EQ(preempted.num_prompt_logprob_updates, 1);
@@ -213,14 +217,14 @@ TEST(EnginePromptLogprobs, SameAloneChunkedBatchedCachedAndCut) {
 TEST(EnginePromptLogprobs, NoneUnlessAskedAndAtMost20) {
   const std::shared_ptr<Model> model = load_model("qwen2_tied_f32");
   ASSERT_NE(model, nullptr);
-  const Run plain = run(model, small_config(), prompt_request({3, 4, 5, 6}, -1, 2));
+  const PromptRun plain = run_prompt(model, small_config(), prompt_request({3, 4, 5, 6}, -1, 2));
   EXPECT_TRUE(plain.prompt_logprobs.empty());
   EXPECT_EQ(plain.num_prompt_logprob_updates, 0);
-  const Run zero = run(model, small_config(), prompt_request({3, 4, 5, 6}, 0, 2));
+  const PromptRun zero = run_prompt(model, small_config(), prompt_request({3, 4, 5, 6}, 0, 2));
   ASSERT_EQ(zero.prompt_logprobs.size(), 3u);
   for (const TokenLogprobs& t : zero.prompt_logprobs) EXPECT_TRUE(t.top.empty());
   // A one-token prompt has no position to report: nothing to send.
-  const Run single = run(model, small_config(), prompt_request({3}, 2, 2));
+  const PromptRun single = run_prompt(model, small_config(), prompt_request({3}, 2, 2));
   EXPECT_TRUE(single.prompt_logprobs.empty());
   auto engine = make_engine(model, small_config());
   testing::LogprobsCollector c;
