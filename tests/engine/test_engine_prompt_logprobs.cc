@@ -123,7 +123,7 @@ struct PromptRun {
 };
 
 PromptRun run_prompt(const std::shared_ptr<Model>& model, const EngineConfig& config, const EngineRequest& request,
-        const std::vector<EngineRequest>& before = {}, const std::vector<EngineRequest>& beside = {}) {
+                     const std::vector<EngineRequest>& before = {}, const std::vector<EngineRequest>& beside = {}) {
   auto engine = make_engine(model, config);
   engine->start();
   for (const EngineRequest& r : before) {
@@ -135,15 +135,11 @@ PromptRun run_prompt(const std::shared_ptr<Model>& model, const EngineConfig& co
   testing::LogprobsCollector main;
   // The request goes in the middle of the batch.
   for (size_t i = 0; i < beside.size(); ++i) {
-    if (i == beside.size() / 2) {
-      EXPECT_TRUE(engine->submit(request, main.sink()).is_ok());
-    }
+    if (i == beside.size() / 2) { EXPECT_TRUE(engine->submit(request, main.sink()).is_ok()); }
     others.push_back(std::make_unique<testing::LogprobsCollector>());
     EXPECT_TRUE(engine->submit(beside[i], others.back()->sink()).is_ok());
   }
-  if (beside.empty()) {
-    EXPECT_TRUE(engine->submit(request, main.sink()).is_ok());
-  }
+  if (beside.empty()) { EXPECT_TRUE(engine->submit(request, main.sink()).is_ok()); }
   EXPECT_TRUE(main.wait());
   for (auto& c : others) EXPECT_TRUE(c->wait());
   return {main.prompt_logprobs(), main.tokens(), main.num_prompt_logprob_updates()};
