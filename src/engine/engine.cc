@@ -209,6 +209,10 @@ Engine::StepRecord Engine::post_process(const BatchPlan& plan, const StepOutput&
     active.last_token_s = now_s;
     std::vector<TokenLogprobs> logprobs;
     if (!output.logprobs.empty() && output.logprobs[i]) logprobs.push_back(*output.logprobs[i]);
+    // A sampled token means the whole prompt was computed: every position's logprob is in.
+    CROSSPOINT_CHECK(!active.request.sampling.wants_prompt_logprobs() || active.prompt_logprobs_sent ||
+                         active.prompt_logprobs.size() + 1 == active.request.prompt_token_ids.size(),
+                     "prompt logprobs: the runner did not compute every prompt position");
     int32_t stop_token_id = -1;
     const FinishReason reason = check_finish(active, *seq, token, &stop_token_id);
     if (reason != FinishReason::kNone) {
