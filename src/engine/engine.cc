@@ -169,7 +169,6 @@ void Engine::record_scheduling(const BatchPlan& plan, double step_start_s) {
   }
 }
 
-// Each sampled token: stop checks, then the request's update or its end.
 void Engine::gather_prompt_logprobs(const BatchPlan& plan, const StepOutput& output) {
   if (output.prompt_logprobs.empty()) return;
   for (size_t i = 0; i < plan.seqs.size(); ++i) {
@@ -187,6 +186,7 @@ void Engine::gather_prompt_logprobs(const BatchPlan& plan, const StepOutput& out
   }
 }
 
+// Each sampled token: stop checks, then the request's update or its end.
 Engine::StepRecord Engine::post_process(const BatchPlan& plan, const StepOutput& output) {
   const double now_s = monotonic_seconds();
   StepRecord record;
