@@ -29,7 +29,7 @@ while [ $# -gt 0 ]; do
     --limit) limit=$2; shift 2 ;;
     --out) out=$2; shift 2 ;;
     --tokenizer) tokenizer=$2; shift 2 ;;
-    -h | --help) sed -n '2,16p' "$0"; exit 0 ;;
+    -h | --help) sed -n '2,15p' "$0"; exit 0 ;;
     *) echo "lm_eval_served.sh: unknown argument $1 (see --help)" >&2; exit 2 ;;
   esac
 done
