@@ -80,6 +80,7 @@ Result<DeviceRunner> make_cuda_runner(const DeviceRunnerOptions& o, const Model&
   cuda::CudaModelOptions options;
   options.max_num_tokens = o.max_num_batched_tokens;
   options.max_num_seqs = o.max_num_seqs;
+  options.max_num_logits = o.max_num_seqs + kPromptLogprobRowsPerStep;
   options.max_model_len = static_cast<int32_t>(o.max_model_len);
   options.block_size = o.block_size;
   options.gpu_memory_utilization = o.gpu_memory_utilization;
@@ -170,6 +171,7 @@ EngineConfig engine_config_for(const DeviceRunnerOptions& o, int32_t num_blocks,
   config.scheduler.num_blocks = num_blocks;
   config.scheduler.block_size = o.block_size;
   config.scheduler.enable_prefix_caching = o.enable_prefix_caching;
+  config.scheduler.max_prompt_logprob_rows = kPromptLogprobRowsPerStep;
   config.eos_token_ids = tokenizer_eos_ids;
   config.vocab_size = static_cast<int32_t>(m.vocab_size());
   for (int64_t id : m.config().eos_token_ids) {

@@ -35,6 +35,12 @@ struct DeviceRunnerOptions {
   bool enable_prefix_caching = false;  // the scheduler reuses cached prompt blocks (serve decides the default)
 };
 
+// Prompt positions whose logprobs one step computes at most, on either device: the scheduler cuts
+// prefill chunks of requests that want prompt logprobs to fit, which bounds the logits of a step
+// (256 rows of a 152k vocabulary are 156 MB of f32 on the CPU); the CUDA model holds this many
+// logits rows on top of one per sequence.
+inline constexpr int32_t kPromptLogprobRowsPerStep = 256;
+
 struct DeviceRunner {
   std::unique_ptr<Runner> runner;
   int32_t num_blocks = 0;

@@ -48,6 +48,10 @@ Result<int64_t> Engine::submit(EngineRequest request, OutputSink sink) {
   if (request.sampling.num_logprobs > kMaxTopLogprobs)
     return invalid_argument("at most " + std::to_string(kMaxTopLogprobs) + " top logprobs can be asked for, not " +
                             std::to_string(request.sampling.num_logprobs));
+  if (request.sampling.num_prompt_logprobs > kMaxTopLogprobs)
+    return invalid_argument("at most " + std::to_string(kMaxTopLogprobs) +
+                            " top prompt logprobs can be asked for, not " +
+                            std::to_string(request.sampling.num_prompt_logprobs));
   CROSSPOINT_RETURN_IF_ERROR(Scheduler::check_fits(
       config_.scheduler, static_cast<int64_t>(request.prompt_token_ids.size()), request.max_tokens));
   int64_t request_id = 0;
@@ -166,10 +170,28 @@ void Engine::record_scheduling(const BatchPlan& plan, double step_start_s) {
   }
 }
 
+void Engine::gather_prompt_logprobs(const BatchPlan& plan, const StepOutput& output) {
+  if (output.prompt_logprobs.empty()) return;
+  for (size_t i = 0; i < plan.seqs.size(); ++i) {
+    const ScheduledSequence& s = plan.seqs[i];
+    const std::vector<TokenLogprobs>& step = output.prompt_logprobs[i];
+    auto it = active_.find(s.seq_id);
+    if (step.empty() || it == active_.end() || it->second.prompt_logprobs_sent) continue;
+    std::vector<TokenLogprobs>& kept = it->second.prompt_logprobs;
+    for (size_t t = 0; t < step.size(); ++t) {
+      // Entry p is the logprob of prompt token p + 1, computed at position p.
+      const size_t position = static_cast<size_t>(s.num_computed_tokens) + t;
+      CROSSPOINT_CHECK(position <= kept.size(), "prompt logprobs: a prompt position was skipped");
+      if (position == kept.size()) kept.push_back(step[t]);
+    }
+  }
+}
+
 // Each sampled token: stop checks, then the request's update or its end.
 Engine::StepRecord Engine::post_process(const BatchPlan& plan, const StepOutput& output) {
   const double now_s = monotonic_seconds();
   StepRecord record;
+  gather_prompt_logprobs(plan, output);
   for (size_t i = 0; i < plan.seqs.size(); ++i) {
     const ScheduledSequence& s = plan.seqs[i];
     if (!s.sample) continue;
@@ -188,6 +210,10 @@ Engine::StepRecord Engine::post_process(const BatchPlan& plan, const StepOutput&
     active.last_token_s = now_s;
     std::vector<TokenLogprobs> logprobs;
     if (!output.logprobs.empty() && output.logprobs[i]) logprobs.push_back(*output.logprobs[i]);
+    // A sampled token means the whole prompt was computed: every position's logprob is in.
+    CROSSPOINT_CHECK(!active.request.sampling.wants_prompt_logprobs() || active.prompt_logprobs_sent ||
+                         active.prompt_logprobs.size() + 1 == active.request.prompt_token_ids.size(),
+                     "prompt logprobs: the runner did not compute every prompt position");
     int32_t stop_token_id = -1;
     const FinishReason reason = check_finish(active, *seq, token, &stop_token_id);
     if (reason != FinishReason::kNone) {
@@ -197,6 +223,7 @@ Engine::StepRecord Engine::post_process(const BatchPlan& plan, const StepOutput&
       update.request_id = s.seq_id;
       update.new_token_ids = {token};
       update.new_logprobs = std::move(logprobs);
+      update.prompt_logprobs = take_prompt_logprobs(active);
       update.num_prompt_tokens = seq->num_prompt_tokens;
       update.num_output_tokens = seq->num_output_tokens();
       active.sink(update);
@@ -217,6 +244,12 @@ void Engine::record_step(const BatchPlan& plan, const StepRecord& record) {
   metrics_.iteration_num_seqs.observe(static_cast<double>(plan.seqs.size()));
 }
 
+std::vector<TokenLogprobs> Engine::take_prompt_logprobs(ActiveRequest& active) {
+  if (!active.request.sampling.wants_prompt_logprobs() || active.prompt_logprobs_sent) return {};
+  active.prompt_logprobs_sent = true;
+  return std::move(active.prompt_logprobs);
+}
+
 void Engine::finish_request(int64_t request_id, FinishReason reason, std::vector<int32_t> new_tokens,
                             int32_t stop_token_id, std::vector<TokenLogprobs> new_logprobs) {
   auto it = active_.find(request_id);
@@ -228,6 +261,7 @@ void Engine::finish_request(int64_t request_id, FinishReason reason, std::vector
   update.finished = true;
   update.finish_reason = reason;
   update.stop_token_id = stop_token_id;
+  update.prompt_logprobs = take_prompt_logprobs(it->second);
   if (const Sequence* seq = scheduler_.find(request_id)) {
     update.num_prompt_tokens = seq->num_prompt_tokens;
     update.num_output_tokens = seq->num_output_tokens();

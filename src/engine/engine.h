@@ -64,6 +64,9 @@ class Engine {
     double arrival_s = 0.0;
     double last_token_s = 0.0;  // 0 until the first token
     double first_scheduled_s = 0.0;
+    // Prompt logprobs gathered chunk by chunk until they go out with the first update.
+    std::vector<TokenLogprobs> prompt_logprobs;
+    bool prompt_logprobs_sent = false;
   };
   struct PendingRequest {
     int64_t request_id;
@@ -84,6 +87,10 @@ class Engine {
   void run_step();
   void record_scheduling(const BatchPlan& plan, double step_start_s);
   StepRecord post_process(const BatchPlan& plan, const StepOutput& output);
+  // Keeps the step's prompt logprobs of each request (a recomputed position is already known).
+  void gather_prompt_logprobs(const BatchPlan& plan, const StepOutput& output);
+  // The prompt logprobs for the request's first update; empty once sent or when not asked for.
+  static std::vector<TokenLogprobs> take_prompt_logprobs(ActiveRequest& active);
   void record_step(const BatchPlan& plan, const StepRecord& record);
   // Postprocessing of one sampled token: returns the finish reason (kNone to continue).
   FinishReason check_finish(const ActiveRequest& active, const Sequence& seq, int32_t token,

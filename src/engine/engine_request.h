@@ -39,6 +39,10 @@ struct RequestOutput {
   // [new_token_ids.size()] their logprobs when the request asked (sampling.num_logprobs >= 0);
   // empty otherwise.
   std::vector<TokenLogprobs> new_logprobs;
+  // In the request's first update when it asked for prompt logprobs
+  // (sampling.num_prompt_logprobs >= 0): [num_prompt_tokens - 1] the logprobs of prompt tokens
+  // 1.. each given the tokens before it (the first prompt token has none); empty otherwise.
+  std::vector<TokenLogprobs> prompt_logprobs;
   bool finished = false;
   FinishReason finish_reason = FinishReason::kNone;
   // The entry of stop_token_ids that ended the request; -1 otherwise (also for EOS).

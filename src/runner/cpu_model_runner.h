@@ -27,6 +27,9 @@ class CpuModelRunner : public Runner {
   CpuKvCache& kv_cache() { return *kv_cache_; }
 
  private:
+  // The logprobs of the step's prompt positions (ForwardBatchBuilder::prompt_logits_rows).
+  void prompt_logprobs(const BatchPlan& plan, StepOutput& output) const;
+
   std::unique_ptr<CpuKvCache> kv_cache_;
   int32_t vocab_size_;
   ForwardFn forward_;

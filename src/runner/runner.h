@@ -19,6 +19,10 @@ struct StepOutput {
   // [plan.seqs.size()] the sampled token's logprobs where the sequence asked for them
   // (sampling.num_logprobs >= 0); left empty when no sequence of the step did.
   std::vector<std::optional<TokenLogprobs>> logprobs;
+  // [plan.seqs.size()] where a sequence has prompt_logprob_targets: the logprobs of those
+  // targets, in order (token i of the step predicting prompt_logprob_targets[i]); left empty
+  // when no sequence of the step has any.
+  std::vector<std::vector<TokenLogprobs>> prompt_logprobs;
   // Time spent in the model's forward pass and in sampling, milliseconds.
   double forward_ms = 0.0;
   double sampling_ms = 0.0;

@@ -59,6 +59,8 @@ TokenLogprobs compute_token_logprobs(std::span<const float> logits, int32_t chos
   const LogSumExp lse = log_sum_exp(logits);
   TokenLogprobs out;
   out.chosen = {chosen_token, logprob_of(logits[chosen_token], lse, vocab)};
+  const float chosen_logit = logits[chosen_token];
+  out.chosen_rank = std::count_if(logits.begin(), logits.end(), [&](float x) { return x >= chosen_logit; });
   const int64_t n = std::clamp<int64_t>(num_top, 0, vocab);
   if (n == 0) return out;
   std::vector<int32_t> ids(static_cast<size_t>(vocab));

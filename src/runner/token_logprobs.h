@@ -18,6 +18,9 @@ struct TokenLogprob {
 struct TokenLogprobs {
   TokenLogprob chosen;
   std::vector<TokenLogprob> top;  // most likely first; size min(num_top, vocab)
+  // Tokens at least as likely as the chosen one, itself included (vLLM's `rank`: 1 = the most
+  // likely); 0 when its logit is NaN.
+  int64_t chosen_rank = 0;
 };
 
 // Most top logprobs a request may ask for (vLLM's default max_logprobs).

@@ -32,6 +32,11 @@ struct ScheduledSequence {
   // Views of the scheduler's copy: valid until Scheduler::on_step_done for this plan.
   std::span<const int32_t> prompt_token_ids;
   std::span<const int32_t> output_token_ids;
+  // Prompt logprobs (sampling.wants_prompt_logprobs()): the prompt token that follows each of the
+  // first prompt_logprob_targets.size() tokens of token_ids, whose logprob is wanted at that
+  // position; empty when the request wants none or this step holds no prompt position before
+  // the prompt's last token.
+  std::vector<int32_t> prompt_logprob_targets;
 
   int32_t num_new_tokens() const { return static_cast<int32_t>(token_ids.size()); }
   // Tokens in the KV cache once this step is done.

@@ -38,8 +38,14 @@ struct RequestSamplingParams {
   float frequency_penalty = 0.0f;
   float presence_penalty = 0.0f;
 
+  // Prompt logprobs (vLLM's `prompt_logprobs`; OpenAI `echo` with `logprobs`): -1 = none; n >= 0 =
+  // for every prompt token after the first, its logprob given the tokens before it plus the n
+  // most likely tokens'. Computed while the prompt is prefilled; does not change the tokens.
+  int32_t num_prompt_logprobs = -1;
+
   bool is_greedy() const { return temperature == 0.0f; }
   bool wants_logprobs() const { return num_logprobs >= 0; }
+  bool wants_prompt_logprobs() const { return num_prompt_logprobs >= 0; }
   bool has_penalties() const {
     return repetition_penalty != 1.0f || frequency_penalty != 0.0f || presence_penalty != 0.0f;
   }

@@ -59,7 +59,26 @@ ScheduledSequence Scheduler::make_scheduled(const Sequence& seq, int32_t num_new
   const std::span<const int32_t> all(seq.token_ids);
   s.prompt_token_ids = all.first(seq.num_prompt_tokens);
   s.output_token_ids = all.subspan(seq.num_prompt_tokens);
+  if (seq.sampling.wants_prompt_logprobs()) {
+    for (int32_t p = seq.num_computed_tokens; p < seq.num_computed_tokens + num_new_tokens; ++p) {
+      if (p + 1 >= seq.num_prompt_tokens) break;
+      s.prompt_logprob_targets.push_back(seq.token_ids[p + 1]);
+    }
+  }
   return s;
+}
+
+int32_t Scheduler::fit_prompt_logprob_rows(const Sequence& seq, int32_t start, int32_t num_new,
+                                           int32_t* rows_left) const {
+  if (config_.max_prompt_logprob_rows <= 0 || !seq.sampling.wants_prompt_logprobs()) return num_new;
+  const int32_t rows = std::clamp(seq.num_prompt_tokens - 1 - start, 0, num_new);
+  if (rows <= *rows_left) {
+    *rows_left -= rows;
+    return num_new;
+  }
+  const int32_t fitted = *rows_left;  // each of these tokens is a prompt position with a row
+  *rows_left = 0;
+  return fitted;
 }
 
 void Scheduler::preempt(Sequence& seq) {
@@ -75,13 +94,20 @@ BatchPlan Scheduler::schedule() {
   BatchPlan plan;
   int32_t budget = config_.max_num_batched_tokens;
   std::vector<Sequence*> preempted;  // most recent arrival first
+  int32_t prompt_logprob_rows_left = config_.max_prompt_logprob_rows;
 
   // Running sequences, oldest first. Victims are taken from the back, which has not been
   // scheduled yet in this loop.
   for (size_t i = 0; i < running_.size() && budget > 0;) {
     Sequence& seq = *running_[i];
-    const int32_t num_new = std::min(seq.num_tokens() - seq.num_computed_tokens, budget);
-    CROSSPOINT_CHECK(num_new > 0, "running sequence with nothing to compute");
+    CROSSPOINT_CHECK(seq.num_tokens() > seq.num_computed_tokens, "running sequence with nothing to compute");
+    const int32_t num_new = fit_prompt_logprob_rows(seq, seq.num_computed_tokens,
+                                                    std::min(seq.num_tokens() - seq.num_computed_tokens, budget),
+                                                    &prompt_logprob_rows_left);
+    if (num_new == 0) {  // no prompt logprob rows left in this step; it goes on in the next
+      ++i;
+      continue;
+    }
     const int32_t target = seq.num_computed_tokens + num_new;
     bool self_preempted = false;
     while (!block_manager_.can_grow(seq.block_table, target)) {
@@ -114,15 +140,23 @@ BatchPlan Scheduler::schedule() {
          static_cast<int32_t>(running_.size()) < config_.max_num_seqs) {
     Sequence& seq = *waiting_.front();
     // Cached whole blocks of its tokens, short of the last token (its logits must be computed).
+    // A request that wants prompt logprobs computes its whole prompt (the logits of every
+    // position are needed), as in vLLM.
     std::vector<int32_t> cached;
-    if (block_manager_.caching_enabled() && seq.block_table.empty())
+    const bool reads_cache =
+        block_manager_.caching_enabled() && seq.block_table.empty() && !seq.sampling.wants_prompt_logprobs();
+    if (reads_cache)
       cached = block_manager_.match_prefix(seq.token_ids, (seq.num_tokens() - 1) / config_.block_size, seq.cache_salt);
     const int32_t num_cached = static_cast<int32_t>(cached.size()) * config_.block_size;
-    const int32_t num_new = std::min(seq.num_tokens() - std::max(seq.num_computed_tokens, num_cached), budget);
-    const int32_t target = std::max(seq.num_computed_tokens, num_cached) + num_new;
+    const int32_t start = std::max(seq.num_computed_tokens, num_cached);
+    int32_t rows_left = prompt_logprob_rows_left;
+    const int32_t num_new = fit_prompt_logprob_rows(seq, start, std::min(seq.num_tokens() - start, budget), &rows_left);
+    if (num_new == 0) break;
+    const int32_t target = start + num_new;
     if (!block_manager_.can_grow_with(cached, target)) break;
+    prompt_logprob_rows_left = rows_left;
     waiting_.pop_front();
-    if (block_manager_.caching_enabled() && seq.block_table.empty()) {
+    if (reads_cache) {
       block_manager_.take_cached(seq.block_table, cached);
       seq.num_computed_tokens = num_cached;
       seq.num_hashed_blocks = static_cast<int32_t>(cached.size());

@@ -33,6 +33,10 @@ struct SchedulerConfig {
   int32_t num_blocks = 0;                 // KV blocks available
   int32_t block_size = 16;                // tokens per KV block
   bool enable_prefix_caching = false;     // reuse cached blocks of earlier sequences' prompts (BlockManager)
+  // Prompt positions whose logprobs one step may compute, over every sequence of the step (each
+  // is a logits row on top of the one per sampled sequence); a prefill chunk of a request that
+  // wants prompt logprobs is cut to fit. 0 = no limit.
+  int32_t max_prompt_logprob_rows = 0;
 };
 
 class Scheduler {
@@ -71,6 +75,9 @@ class Scheduler {
  private:
   void preempt(Sequence& seq);
   ScheduledSequence make_scheduled(const Sequence& seq, int32_t num_new_tokens) const;
+  // num_new tokens of seq from position start, cut so that its prompt logprob rows fit in
+  // *rows_left (which it then lowers); unchanged when the request wants none or there is no limit.
+  int32_t fit_prompt_logprob_rows(const Sequence& seq, int32_t start, int32_t num_new, int32_t* rows_left) const;
 
   SchedulerConfig config_;
   BlockManager block_manager_;

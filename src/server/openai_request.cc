@@ -259,13 +259,17 @@ std::optional<ApiError> read_choices(const json& body, OpenAiRequest* out) {
   return std::nullopt;
 }
 
+// max_tokens 0 is allowed with echo (the prompt alone comes back), as OpenAI and vLLM allow it.
 std::optional<ApiError> read_max_tokens(const json& body, ApiEndpoint endpoint, OpenAiRequest* out) {
   std::optional<int64_t> max_tokens, max_completion_tokens;
   if (auto e = read_int(body, "max_tokens", &max_tokens)) return e;
   if (auto e = read_int(body, "max_completion_tokens", &max_completion_tokens)) return e;
   if (max_completion_tokens) max_tokens = max_completion_tokens;
-  if (max_tokens && *max_tokens < 1) {
-    return bad_request("'max_tokens' must be at least 1, got " + std::to_string(*max_tokens), "max_tokens");
+  const int64_t least = out->echo ? 0 : 1;
+  if (max_tokens && *max_tokens < least) {
+    return bad_request("'max_tokens' must be at least " + std::to_string(least) +
+                           (out->echo ? "" : " (0 only with echo)") + ", got " + std::to_string(*max_tokens),
+                       "max_tokens");
   }
   if (!max_tokens && endpoint == ApiEndpoint::kCompletions) max_tokens = 16;
   out->max_tokens = max_tokens;
@@ -322,6 +326,32 @@ std::optional<ApiError> read_cache_salt(const json& body, OpenAiRequest* out) {
   return std::nullopt;
 }
 
+// Completions: `echo` (a boolean) and vLLM's `prompt_logprobs` (0..20, null = none, not with
+// stream); echo with logprobs asks for the prompt's logprobs too. Chat: neither is honoured.
+std::optional<ApiError> read_echo(const json& body, ApiEndpoint endpoint, OpenAiRequest* out) {
+  bool echo = false;
+  if (auto e = read_bool(body, "echo", &echo)) return e;
+  std::optional<int64_t> num;
+  if (auto e = read_int(body, "prompt_logprobs", &num)) return e;
+  if (endpoint == ApiEndpoint::kChatCompletions) {
+    if (echo)
+      return bad_request("'echo' is not supported on chat completions by this server (refused unless false)", "echo");
+    if (num)
+      return bad_request("'prompt_logprobs' is not supported on chat completions by this server (refused unless null)",
+                         "prompt_logprobs");
+    return std::nullopt;
+  }
+  out->echo = echo;
+  if (!num) return std::nullopt;
+  if (*num < 0 || *num > kMaxTopLogprobs)
+    return bad_request(
+        "'prompt_logprobs' must be between 0 and " + std::to_string(kMaxTopLogprobs) + ", got " + std::to_string(*num),
+        "prompt_logprobs");
+  if (out->stream) return bad_request("'prompt_logprobs' is not available when 'stream' is true", "prompt_logprobs");
+  out->sampling.num_prompt_logprobs = static_cast<int32_t>(*num);
+  return std::nullopt;
+}
+
 }  // namespace
 
 uint64_t choice_seed(uint64_t seed, int32_t index) { return seed + static_cast<uint64_t>(index); }
@@ -344,6 +374,8 @@ std::optional<ApiError> parse_openai_request(const std::string& body_text, ApiEn
     if (auto e = read_messages(body, &request)) return e;
     if (auto e = read_bool(body, "add_generation_prompt", &request.add_generation_prompt)) return e;
   }
+  if (auto e = read_bool(body, "stream", &request.stream)) return e;
+  if (auto e = read_echo(body, endpoint, &request)) return e;
   if (auto e = read_max_tokens(body, endpoint, &request)) return e;
   if (auto e = read_sampling(body, &request)) return e;
   if (auto e = read_logit_bias(body, &request)) return e;
@@ -355,6 +387,9 @@ std::optional<ApiError> parse_openai_request(const std::string& body_text, ApiEn
   if (auto e = read_streaming(body, &request)) return e;
   if (auto e = read_logprobs(body, endpoint, &request)) return e;
   if (auto e = read_cache_salt(body, &request)) return e;
+  if (request.echo && request.sampling.num_logprobs >= 0)  // vLLM: the echoed prompt's logprobs, too
+    request.sampling.num_prompt_logprobs =
+        std::max(request.sampling.num_prompt_logprobs, request.sampling.num_logprobs);
   *out = std::move(request);
   return std::nullopt;
 }

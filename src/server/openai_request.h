@@ -29,6 +29,7 @@ struct OpenAiRequest {
   // max_tokens / max_completion_tokens; absent = 16 for completions, the rest of the
   // context for chat (decided once the prompt length is known).
   std::optional<int64_t> max_tokens;
+  // sampling.num_prompt_logprobs is set by prompt_logprobs, or by echo with logprobs (the larger).
   RequestSamplingParams sampling;
   bool has_seed = false;
   // Choices to generate (n), each its own engine sequence; choice i samples with seed + i
@@ -40,6 +41,9 @@ struct OpenAiRequest {
   bool include_stop_str_in_output = false;
   bool skip_special_tokens = true;
   bool stream = false;
+  // Completions' echo: the prompt starts the returned text (and logprobs); with it max_tokens
+  // may be 0 (the prompt alone is returned).
+  bool echo = false;
   bool include_usage = false;               // stream_options.include_usage
   std::string cache_salt;                   // prefix caching: shared only with the same salt; empty = none
   std::vector<std::string> unknown_fields;  // body fields no table defines: ignored, logged once per name

@@ -53,6 +53,7 @@ std::string full_response_json(const ResponseHeader& header, std::span<const Cho
                    {"logprobs", c.logprobs},
                    {"finish_reason", c.end.finish_reason},
                    {"stop_reason", stop_reason(&c.end)}};
+    if (!c.prompt_logprobs.is_null()) choice["prompt_logprobs"] = c.prompt_logprobs;
     if (is_chat(header)) {
       choice["message"] = {{"role", "assistant"}, {"content", c.text}};
     } else {

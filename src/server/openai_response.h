@@ -40,6 +40,8 @@ struct ChoiceResult {
   std::string text;
   ChoiceEnd end;
   nlohmann::json logprobs;  // the choice's "logprobs" value (server/logprobs_json.h), null when not asked for
+  // The choice's vLLM "prompt_logprobs" (server/prompt_logprobs_json.h), left out when null.
+  nlohmann::json prompt_logprobs;
 };
 
 // choices[i] is the choice with index i.

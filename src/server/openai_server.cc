@@ -39,6 +39,7 @@
 #include "server/openai_request.h"
 #include "server/openai_response.h"
 #include "server/prometheus_metrics.h"
+#include "server/prompt_logprobs_json.h"
 #include "server/stop_string_matcher.h"
 #include "server/tokenize_request.h"
 
@@ -65,6 +66,18 @@ struct Choice {
   LogprobAligner logprob_aligner;
   std::vector<TokenLogprobs> logprobs;  // non-streaming: every token's so far
   int64_t emitted_chars = 0;            // streaming: characters sent so far (completions' text_offset)
+  // Completions' echo: echo_text (the prompt) goes out ahead of the first text, with the prompt
+  // tokens' logprobs ahead of the first logprobs; echo_only (max_tokens 0) drops the one token
+  // the engine generates.
+  bool echo = false;
+  bool echo_only = false;
+  bool echoed = false;
+  std::string echo_text;
+  int32_t first_prompt_token = -1;
+  // Prompt logprobs (num_prompt_logprobs >= 0): the choice's prompt_logprobs, non-streaming only.
+  int32_t num_prompt_logprobs = -1;
+  bool report_prompt_logprobs = false;
+  std::vector<TokenLogprobs> prompt_logprobs;
 };
 
 struct Stream {
@@ -103,6 +116,7 @@ struct Prepared {
   std::string reply;
   OpenAiRequest request;
   EngineRequest engine_request;
+  std::string echo_text;  // completions with echo: the prompt as text
 };
 
 struct PrepareJob {
@@ -324,7 +338,12 @@ struct OpenAiServer::Impl {
       return p;
     }
     if ((p.error = check_logit_bias(request))) return p;
-    engine_request.max_tokens = static_cast<int32_t>(max_tokens);
+    // max_tokens 0 (echo only): one token is generated and dropped, as vLLM does.
+    engine_request.max_tokens = static_cast<int32_t>(std::max<int64_t>(max_tokens, 1));
+    if (request.echo) {
+      p.echo_text =
+          request.prompt_is_token_ids ? tokenizer.decode(engine_request.prompt_token_ids, false) : request.prompt_text;
+    }
     engine_request.sampling = request.sampling;
     if (!request.has_seed) engine_request.sampling.seed = std::chrono::steady_clock::now().time_since_epoch().count();
     engine_request.stop_token_ids = request.stop_token_ids;
@@ -377,6 +396,12 @@ struct OpenAiServer::Impl {
       choice.index = i;
       choice.decoder = std::make_unique<IncrementalDecoder>(tokenizer, request.skip_special_tokens);
       choice.stop = std::make_unique<StopStringMatcher>(request.stop, request.include_stop_str_in_output);
+      choice.echo = request.echo;
+      choice.echo_only = request.echo && request.max_tokens && *request.max_tokens == 0;
+      choice.echo_text = p.echo_text;
+      choice.first_prompt_token = p.engine_request.prompt_token_ids.front();
+      choice.num_prompt_logprobs = request.sampling.num_prompt_logprobs;
+      choice.report_prompt_logprobs = request.sampling.num_prompt_logprobs >= 0 && !request.stream;
     }
 
     // Each choice is its own engine sequence, drawn with the seed choice_seed(seed, i).
@@ -558,9 +583,22 @@ struct OpenAiServer::Impl {
     return completion_logprobs_json(tokenizer, tokens, initial_text_offset);
   }
 
+  // The echoed prompt's logprobs: the first prompt token's unknown (null, as in vLLM), then each
+  // later one's with the request's number of top logprobs.
+  std::vector<TokenLogprobs> echoed_prompt_logprobs(const Stream& stream, const Choice& choice) const {
+    std::vector<TokenLogprobs> out;
+    out.push_back({{choice.first_prompt_token, std::numeric_limits<double>::quiet_NaN()}, {}});
+    for (const TokenLogprobs& t : choice.prompt_logprobs) {
+      out.push_back(t);
+      if (out.back().top.size() > static_cast<size_t>(stream.num_logprobs)) out.back().top.resize(stream.num_logprobs);
+    }
+    return out;
+  }
+
   void apply_output(Stream& stream, Choice& choice, const RequestOutput& out) {
     if (stream.done || choice.finished) return;  // after a stop string, or after the client left
     choice.completion_tokens = out.num_output_tokens;
+    if (!out.prompt_logprobs.empty()) choice.prompt_logprobs = out.prompt_logprobs;
     const bool wants_logprobs = stream.num_logprobs >= 0;
     std::string delta;
     std::vector<TokenLogprobs> delta_logprobs;  // of the tokens whose text is in delta
@@ -625,6 +663,19 @@ struct OpenAiServer::Impl {
     }
     const bool all_finished = stream.num_finished_choices == static_cast<int32_t>(stream.choices.size());
     if (stream.req == nullptr) return;
+    if (choice.echo_only) {  // the prompt alone: the generated token is dropped
+      delta.clear();
+      delta_logprobs.clear();
+    }
+    if (choice.echo && !choice.echoed) {  // the prompt goes first, with the first update (as in vLLM)
+      choice.echoed = true;
+      delta = choice.echo_text + delta;
+      if (wants_logprobs) {
+        std::vector<TokenLogprobs> with_prompt = echoed_prompt_logprobs(stream, choice);
+        for (TokenLogprobs& lp : delta_logprobs) with_prompt.push_back(std::move(lp));
+        delta_logprobs = std::move(with_prompt);
+      }
+    }
     if (stream.streaming) {
       const nlohmann::json logprobs = logprobs_json(stream, delta_logprobs, choice.emitted_chars);
       if (wants_logprobs) choice.emitted_chars += utf8_length(delta);
@@ -657,7 +708,11 @@ struct OpenAiServer::Impl {
       stream.req = nullptr;
       std::vector<ChoiceResult> results;
       for (const Choice& c : stream.choices) {
-        results.push_back({c.text, c.end, logprobs_json(stream, c.logprobs, /*initial_text_offset=*/0)});
+        const nlohmann::json prompt_logprobs =
+            c.report_prompt_logprobs ? prompt_logprobs_json(tokenizer, c.prompt_logprobs, c.num_prompt_logprobs)
+                                     : nlohmann::json();
+        results.push_back(
+            {c.text, c.end, logprobs_json(stream, c.logprobs, /*initial_text_offset=*/0), prompt_logprobs});
       }
       send_json(req, 200, full_response_json(stream.header, results, stream.usage()));
     }

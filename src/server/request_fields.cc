@@ -78,8 +78,12 @@ constexpr std::array kFields = {
     RequestField{"logprobs", true, true, FieldUse::kHonoured, nullptr,
                  "completions: 0..20 top logprobs per token; chat: a boolean (with top_logprobs)"},
     RequestField{"top_logprobs", false, true, FieldUse::kHonoured, nullptr, "0..20; above 0 only with logprobs: true"},
-    RequestField{"prompt_logprobs", true, true, FieldUse::kRefused, null_only, "refused unless null"},
-    RequestField{"echo", true, true, FieldUse::kRefused, null_or_false, "refused unless false"},
+    RequestField{"prompt_logprobs", true, true, FieldUse::kHonoured, nullptr,
+                 "completions: 0..20, each prompt token's logprob and top logprobs in the choice's prompt_logprobs "
+                 "(vLLM's shape), not with stream; chat: refused unless null"},
+    RequestField{"echo", true, true, FieldUse::kHonoured, nullptr,
+                 "completions: the text (and the logprobs) start with the prompt's; max_tokens 0 returns the prompt "
+                 "alone; chat: refused unless false"},
     RequestField{"suffix", true, false, FieldUse::kRefused, null_or_empty, "refused unless empty"},
     RequestField{"skip_special_tokens", true, true, FieldUse::kHonoured, nullptr, "default true"},
     RequestField{"spaces_between_special_tokens", true, true, FieldUse::kRefused, null_or_true,

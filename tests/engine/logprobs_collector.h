@@ -17,6 +17,8 @@ class LogprobsCollector {
       std::lock_guard<std::mutex> lock(mutex_);
       tokens_.insert(tokens_.end(), out.new_token_ids.begin(), out.new_token_ids.end());
       logprobs_.insert(logprobs_.end(), out.new_logprobs.begin(), out.new_logprobs.end());
+      if (!out.prompt_logprobs.empty()) ++num_prompt_logprob_updates_;
+      prompt_logprobs_.insert(prompt_logprobs_.end(), out.prompt_logprobs.begin(), out.prompt_logprobs.end());
       if (!out.new_logprobs.empty() && out.new_logprobs.size() != out.new_token_ids.size()) misaligned_ = true;
       if (out.finished) {
         finished_ = true;
@@ -31,6 +33,9 @@ class LogprobsCollector {
   // Read after wait() returned true.
   const std::vector<int32_t>& tokens() const { return tokens_; }
   const std::vector<TokenLogprobs>& logprobs() const { return logprobs_; }
+  const std::vector<TokenLogprobs>& prompt_logprobs() const { return prompt_logprobs_; }
+  // Updates that carried prompt logprobs (one at most: the first).
+  int num_prompt_logprob_updates() const { return num_prompt_logprob_updates_; }
   // An update whose logprobs did not match its tokens one for one.
   bool misaligned() const { return misaligned_; }
 
@@ -39,6 +44,8 @@ class LogprobsCollector {
   std::condition_variable done_;
   std::vector<int32_t> tokens_;
   std::vector<TokenLogprobs> logprobs_;
+  std::vector<TokenLogprobs> prompt_logprobs_;
+  int num_prompt_logprob_updates_ = 0;
   bool misaligned_ = false;
   bool finished_ = false;
 };

@@ -337,6 +337,73 @@ TEST(Scheduler, ChunkedPrefillSplitsALongPromptAcrossSteps) {
   EXPECT_EQ(p3.seqs[1].output_token_idx, 0);
 }
 
+TEST(Scheduler, PromptLogprobTargetsFollowEachPromptPosition) {
+  SchedulerConfig config{
+      .max_num_seqs = 4, .max_num_batched_tokens = 4, .max_model_len = 64, .num_blocks = 16, .block_size = 4};
+  Scheduler scheduler(config);
+  RequestSamplingParams wants;
+  wants.num_prompt_logprobs = 2;
+  ASSERT_TRUE(scheduler.add(1, {10, 11, 12, 13, 14, 15}, 3, wants).is_ok());
+  BatchPlan p1 = scheduler.schedule();
+  ASSERT_EQ(p1.seqs.size(), 1u);
+  EXPECT_EQ(p1.seqs[0].prompt_logprob_targets, (std::vector<int32_t>{11, 12, 13, 14}));  // 4 positions
+  scheduler.on_step_done(p1, {-1});
+  BatchPlan p2 = scheduler.schedule();
+  EXPECT_EQ(p2.seqs[0].prompt_logprob_targets, (std::vector<int32_t>{15}));  // the last prompt token has none
+  scheduler.on_step_done(p2, {7});
+  BatchPlan p3 = scheduler.schedule();  // a decode: nothing
+  EXPECT_TRUE(p3.seqs[0].prompt_logprob_targets.empty());
+  // A request without them gets none.
+  ASSERT_TRUE(scheduler.add(2, {1, 2, 3}, 3, {}).is_ok());
+  scheduler.on_step_done(p3, {8});
+  BatchPlan p4 = scheduler.schedule();
+  ASSERT_EQ(p4.seqs.size(), 2u);
+  EXPECT_TRUE(p4.seqs[1].prompt_logprob_targets.empty());
+}
+
+TEST(Scheduler, PromptLogprobsSkipThePrefixCacheAndFitTheRowLimit) {
+  SchedulerConfig config{.max_num_seqs = 4,
+                         .max_num_batched_tokens = 64,
+                         .max_model_len = 64,
+                         .num_blocks = 32,
+                         .block_size = 4,
+                         .enable_prefix_caching = true,
+                         .max_prompt_logprob_rows = 5};
+  Scheduler scheduler(config);
+  const std::vector<int32_t> prompt = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13};
+  ASSERT_TRUE(scheduler.add(1, prompt, 1, {}).is_ok());
+  BatchPlan p1 = scheduler.schedule();
+  scheduler.on_step_done(p1, {50});  // its three full blocks are now cached
+  scheduler.finish(1);
+  ASSERT_TRUE(scheduler.add(2, prompt, 1, {}).is_ok());  // reads the cache
+  BatchPlan p2 = scheduler.schedule();
+  ASSERT_EQ(p2.seqs.size(), 1u);
+  EXPECT_EQ(p2.seqs[0].num_computed_tokens, 12);
+  scheduler.on_step_done(p2, {50});
+  scheduler.finish(2);
+  RequestSamplingParams wants;
+  wants.num_prompt_logprobs = 0;
+  ASSERT_TRUE(scheduler.add(3, prompt, 1, wants).is_ok());  // does not: every position is needed
+  ASSERT_TRUE(scheduler.add(4, {7, 7, 7}, 1, wants).is_ok());
+  BatchPlan p3 = scheduler.schedule();
+  ASSERT_EQ(p3.seqs.size(), 1u);  // 5 rows: seq 3 takes them all, seq 4 waits (first come, first served)
+  EXPECT_EQ(p3.seqs[0].num_computed_tokens, 0);
+  EXPECT_EQ(p3.seqs[0].num_new_tokens(), 5);
+  EXPECT_EQ(p3.seqs[0].prompt_logprob_targets.size(), 5u);
+  scheduler.on_step_done(p3, {-1});
+  BatchPlan p4 = scheduler.schedule();
+  ASSERT_EQ(p4.seqs.size(), 1u);
+  EXPECT_EQ(p4.seqs[0].num_new_tokens(), 5);
+  scheduler.on_step_done(p4, {-1});
+  BatchPlan p5 = scheduler.schedule();  // seq 3's last 3 tokens (2 rows) and seq 4's 3 tokens (2 rows)
+  ASSERT_EQ(p5.seqs.size(), 2u);
+  EXPECT_EQ(p5.seqs[0].num_new_tokens(), 3);
+  EXPECT_TRUE(p5.seqs[0].sample);
+  EXPECT_EQ(p5.seqs[0].prompt_logprob_targets.size(), 2u);
+  EXPECT_EQ(p5.seqs[1].num_new_tokens(), 3);
+  EXPECT_EQ(p5.seqs[1].prompt_logprob_targets.size(), 2u);
+}
+
 TEST(Scheduler, AbortFreesBlocksAtOnce) {
   SchedulerConfig config{
       .max_num_seqs = 4, .max_num_batched_tokens = 64, .max_model_len = 64, .num_blocks = 16, .block_size = 4};

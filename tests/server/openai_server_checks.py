@@ -428,6 +428,113 @@ def logprobs_chat(server, model):
                                           temperature=0).choices[0].logprobs is None
 
 
+def echo_request(client, model, stream, **kwargs):
+    """(text, logprobs dict or None, usage dict, choice dict) of a completion, streamed or not."""
+    if not stream:
+        r = client.completions.create(model=model, **kwargs).model_dump()
+        return r["choices"][0]["text"], r["choices"][0]["logprobs"], r["usage"], r["choices"][0]
+    text, lp, usage = "", None, None
+    for chunk in client.completions.create(model=model, stream=True, stream_options={"include_usage": True},
+                                           **kwargs):
+        chunk = chunk.model_dump()
+        if not chunk["choices"]:
+            usage = chunk["usage"]
+            continue
+        part = chunk["choices"][0]["logprobs"]
+        if part is not None:
+            lp = lp or {"tokens": [], "token_logprobs": [], "top_logprobs": [], "text_offset": []}
+            if part["text_offset"]:
+                assert part["text_offset"][0] == len(text), (part["text_offset"], text)
+            for key in lp:
+                lp[key] += part[key]
+        text += chunk["choices"][0]["text"]
+    return text, lp, usage, None
+
+
+@check
+def echo_and_prompt_logprobs(server, model):
+    """echo (with and without logprobs, max_tokens 0, streamed) and vLLM's prompt_logprobs."""
+    client = server.client()
+    prompt = PROMPTS[0]
+    base = dict(prompt=prompt, temperature=0, extra_body={"ignore_eos": True})
+    plain_text, plain_lp, plain_usage, _ = echo_request(client, model, False, max_tokens=4, logprobs=2, **base)
+    n_prompt, n_out = plain_usage["prompt_tokens"], plain_usage["completion_tokens"]
+    text, lp, usage, choice = echo_request(client, model, False, max_tokens=4, logprobs=2, echo=True, **base)
+    assert text == prompt + plain_text, (text, plain_text)
+    assert usage == plain_usage, (usage, plain_usage)
+    assert len(lp["tokens"]) == len(lp["token_logprobs"]) == len(lp["top_logprobs"]) == n_prompt + n_out, lp
+    assert lp["token_logprobs"][0] is None and lp["top_logprobs"][0] is None, lp
+    assert all(v is not None and v <= 0 for v in lp["token_logprobs"][1:]), lp
+    assert all(1 <= len(t) <= 3 for t in lp["top_logprobs"][1:]), lp["top_logprobs"]
+    offsets = [0]
+    for token in lp["tokens"][:-1]:
+        offsets.append(offsets[-1] + len(token))
+    assert lp["text_offset"] == offsets, (lp["text_offset"], offsets)
+    assert "".join(lp["tokens"][:n_prompt]) == prompt, lp["tokens"][:n_prompt]
+    for key in ["tokens", "token_logprobs", "top_logprobs"]:  # the completion's part is the plain request's
+        assert lp[key][n_prompt:] == plain_lp[key], (key, lp[key][n_prompt:], plain_lp[key])
+    # vLLM's prompt_logprobs ride along: the same values, keyed by token id.
+    prompt_lp = choice["prompt_logprobs"]
+    assert len(prompt_lp) == n_prompt and prompt_lp[0] is None, prompt_lp
+    for i in range(1, n_prompt):
+        chosen = [e for e in prompt_lp[i].values() if e["decoded_token"] == lp["tokens"][i]]
+        assert chosen and chosen[0]["logprob"] == lp["token_logprobs"][i], (i, prompt_lp[i], lp["tokens"][i])
+    # max_tokens 0: the prompt alone, with its logprobs.
+    text0, lp0, usage0, _ = echo_request(client, model, False, max_tokens=0, logprobs=2, echo=True, **base)
+    assert text0 == prompt, text0
+    assert usage0["prompt_tokens"] == n_prompt, usage0
+    for key in lp0:
+        assert lp0[key] == lp[key][:n_prompt], (key, lp0[key], lp[key][:n_prompt])
+    # echo without logprobs; streamed echo (the prompt comes first, then the tokens).
+    text1, lp1, _, _ = echo_request(client, model, False, max_tokens=4, echo=True, **base)
+    assert text1 == text and lp1 is None, (text1, lp1)
+    for max_tokens, want_text, want_lp in [(4, text, lp), (0, text0, lp0)]:
+        streamed_text, streamed_lp, streamed_usage, _ = echo_request(
+            client, model, True, max_tokens=max_tokens, logprobs=2, echo=True, **base)
+        assert streamed_text == want_text, (streamed_text, want_text)
+        assert streamed_lp == want_lp, (streamed_lp, want_lp)
+        assert streamed_usage["prompt_tokens"] == n_prompt, streamed_usage
+    # prompt_logprobs without echo: the text is the completion's; top entries ranked 1..k.
+    r = client.completions.create(model=model, max_tokens=4, extra_body={"prompt_logprobs": 3, "ignore_eos": True},
+                                  prompt=prompt, temperature=0).model_dump()
+    assert r["choices"][0]["text"] == plain_text, r
+    got = r["choices"][0]["prompt_logprobs"]
+    assert len(got) == n_prompt and got[0] is None, got
+    for i in range(1, n_prompt):
+        ranks = sorted(e["rank"] for e in got[i].values())
+        assert 3 <= len(got[i]) <= 4 and ranks[:3] == [1, 2, 3], got[i]
+        assert all(set(e) == {"logprob", "rank", "decoded_token"} for e in got[i].values()), got[i]
+        assert {k: v["logprob"] for k, v in got[i].items() if v["decoded_token"] == lp["tokens"][i]}, (i, got[i])
+    # The same echo request among others, and repeated (a prompt the prefix cache holds): the same values.
+    others = [dict(prompt=p, max_tokens=6, temperature=0, echo=True, logprobs=1) for p in PROMPTS[1:]]
+    with concurrent.futures.ThreadPoolExecutor(8) as pool:
+        futures = [pool.submit(echo_request, client, model, False, **o) for o in others]
+        mine = pool.submit(echo_request, client, model, False, max_tokens=4, logprobs=2, echo=True, **base)
+        for f in futures:
+            assert f.result()[1]["token_logprobs"][0] is None
+        assert mine.result()[:2] == (text, lp), mine.result()[:2]
+    assert echo_request(client, model, False, max_tokens=4, logprobs=2, echo=True, **base)[:2] == (text, lp)
+    # Errors: max_tokens 0 needs echo; prompt_logprobs is not streamed, ranges, chat refuses both.
+    for kwargs, param in [(dict(max_tokens=0), "max_tokens"),
+                          (dict(stream=True, extra_body={"prompt_logprobs": 1}), "prompt_logprobs"),
+                          (dict(extra_body={"prompt_logprobs": 21}), "prompt_logprobs"),
+                          (dict(echo=True, max_tokens=-1), "max_tokens")]:
+        try:
+            client.completions.create(model=model, prompt=prompt, **kwargs)
+        except openai.APIStatusError as e:
+            assert e.status_code == 400 and e.response.json()["error"]["param"] == param, (kwargs, e.message)
+        else:
+            raise AssertionError(f"{kwargs} accepted")
+    for extra, param in [({"echo": True}, "echo"), ({"prompt_logprobs": 1}, "prompt_logprobs")]:
+        try:
+            client.chat.completions.create(model=model, messages=[{"role": "user", "content": "Hi"}], extra_body=extra)
+        except openai.APIStatusError as e:
+            assert e.status_code == 400 and e.response.json()["error"]["param"] == param, (extra, e.message)
+        else:
+            raise AssertionError(f"chat {extra} accepted")
+    server.wait_idle()
+
+
 @check
 def errors_follow_openai_schema(server, model):
     client = server.client()
@@ -1125,7 +1232,8 @@ def main():
     checks = [models_and_health, completion_stream_and_not_agree, chat_stream_and_not_agree,
               seeded_sampling_is_reproducible, sampling_fields_are_honoured, n_choices,
               concurrent_streams_equal_sequential, stop_strings,
-              logprobs_completions, logprobs_chat, errors_follow_openai_schema, disconnect_mid_stream_frees_blocks,
+              logprobs_completions, logprobs_chat, echo_and_prompt_logprobs,
+              errors_follow_openai_schema, disconnect_mid_stream_frees_blocks,
               forced_preemption(make_small, model, main_server), overload_503(make_busy, model),
               metrics_parse_as_prometheus, malformed_and_smuggled_requests_get_json_errors,
               api_key_on_every_route_but_health, models_reveal_no_filesystem_path,

@@ -12,6 +12,7 @@
 #include "server/logprobs_json.h"
 #include "server/openai_request.h"
 #include "server/openai_response.h"
+#include "server/prompt_logprobs_json.h"
 #include "tokenizer/tokenizer.h"
 
 namespace crosspoint {
@@ -148,6 +149,48 @@ TEST_F(LogprobsJson, CompletionsShapeAsVllm) {
   EXPECT_EQ(j["text_offset"], json({10, 11}));
   EXPECT_EQ(j["top_logprobs"][0], json({{"a", -1.5}, {"b", -0.5}, {"c", -1.0}}));
   EXPECT_EQ(j["top_logprobs"][1], json({{"b", -9999.0}}));  // logprobs: 0 still names the chosen token
+}
+
+TEST_F(LogprobsJson, PromptLogprobsShapeAsVllm) {
+  const double inf = std::numeric_limits<double>::infinity();
+  const int32_t a = id("a"), b = id("b"), c = id("c");
+  // Prompt "a b c": b's logprob given a (rank 2, c more likely), then c's given a b (rank 1).
+  TokenLogprobs second = {{b, -1.5}, {{c, -0.5}, {b, -1.5}}};
+  second.chosen_rank = 2;
+  TokenLogprobs third = {{c, -inf}, {{a, -0.1}}};
+  third.chosen_rank = 7;
+  const json j = prompt_logprobs_json(*tokenizer_, std::vector<TokenLogprobs>{second, third}, 2);
+  ASSERT_EQ(j.size(), 3u);
+  EXPECT_TRUE(j[0].is_null());  // nothing precedes the first prompt token
+  EXPECT_EQ(j[1], json({{std::to_string(b), {{"logprob", -1.5}, {"rank", 2}, {"decoded_token", "b"}}},
+                        {std::to_string(c), {{"logprob", -0.5}, {"rank", 1}, {"decoded_token", "c"}}}}));
+  EXPECT_EQ(j[2], json({{std::to_string(c), {{"logprob", -9999.0}, {"rank", 7}, {"decoded_token", "c"}}},
+                        {std::to_string(a), {{"logprob", -0.1}, {"rank", 1}, {"decoded_token", "a"}}}}));
+  // num_top caps the top entries; 0 leaves the prompt token alone.
+  const json none = prompt_logprobs_json(*tokenizer_, std::vector<TokenLogprobs>{second}, 0);
+  EXPECT_EQ(none[1].size(), 1u);
+  EXPECT_TRUE(none[1].contains(std::to_string(b)));
+  EXPECT_EQ(prompt_logprobs_json(*tokenizer_, {}, 3), json::array({nullptr}));  // a one-token prompt
+}
+
+TEST_F(LogprobsJson, EchoedPromptStartsWithANullEntry) {
+  // The echo's first prompt token has no logprob: null, and null top_logprobs, as vLLM writes it;
+  // text_offset runs on through the prompt into the completion.
+  const int32_t a = id("a"), b = id("b");
+  const std::vector<TokenLogprobs> tokens = {
+      {{a, std::numeric_limits<double>::quiet_NaN()}, {}}, {{b, -2.0}, {{a, -0.5}}}, {{a, -0.25}, {{a, -0.25}}}};
+  const json j = completion_logprobs_json(*tokenizer_, tokens, 0);
+  EXPECT_EQ(j["tokens"], json({"a", "b", "a"}));
+  EXPECT_EQ(j["token_logprobs"], json({nullptr, -2.0, -0.25}));
+  EXPECT_EQ(j["top_logprobs"][0], nullptr);
+  EXPECT_EQ(j["top_logprobs"][1], json({{"b", -2.0}, {"a", -0.5}}));
+  EXPECT_EQ(j["text_offset"], json({0, 1, 2}));
+  const ResponseHeader header{"cmpl-1", 1, "m", kCompletions};
+  const json body = json::parse(
+      full_response_json(header, "aba", {"length", "", -1}, {2, 1}, j, prompt_logprobs_json(*tokenizer_, {}, 0)));
+  EXPECT_EQ(body["choices"][0]["prompt_logprobs"], json::array({nullptr}));
+  const json plain = json::parse(full_response_json(header, "a", {"length", "", -1}, {2, 1}));
+  EXPECT_FALSE(plain["choices"][0].contains("prompt_logprobs"));  // only when asked for
 }
 
 TEST_F(LogprobsJson, UnknownLogprobsAreNull) {

@@ -73,6 +73,36 @@ TEST(OpenAiRequest, ChatMessagesAndMaxCompletionTokens) {
   EXPECT_FALSE(r.max_tokens.has_value());  // the rest of the context
 }
 
+TEST(OpenAiRequest, EchoAndPromptLogprobs) {
+  OpenAiRequest r;
+  ASSERT_FALSE(parse(R"({"prompt":"x","echo":true,"max_tokens":0})", &r));
+  EXPECT_TRUE(r.echo);
+  EXPECT_EQ(*r.max_tokens, 0);
+  EXPECT_EQ(r.sampling.num_prompt_logprobs, -1);  // echo without logprobs needs none
+  ASSERT_FALSE(parse(R"({"prompt":"x","echo":true,"logprobs":3})", &r));
+  EXPECT_EQ(r.sampling.num_prompt_logprobs, 3);  // the echoed prompt's logprobs, as vLLM
+  ASSERT_FALSE(parse(R"({"prompt":"x","echo":true,"logprobs":1,"prompt_logprobs":4})", &r));
+  EXPECT_EQ(r.sampling.num_prompt_logprobs, 4);  // the larger of the two
+  ASSERT_FALSE(parse(R"({"prompt":"x","prompt_logprobs":0})", &r));
+  EXPECT_FALSE(r.echo);
+  EXPECT_EQ(r.sampling.num_prompt_logprobs, 0);
+  ASSERT_FALSE(parse(R"({"prompt":"x","echo":true,"logprobs":2,"stream":true})", &r));  // prompt logprobs as echo's
+  EXPECT_EQ(r.sampling.num_prompt_logprobs, 2);
+  ASSERT_FALSE(parse(R"({"prompt":"x","echo":null,"prompt_logprobs":null})", &r));
+  EXPECT_FALSE(r.echo);
+  EXPECT_EQ(r.sampling.num_prompt_logprobs, -1);
+  // Chat honours neither, and says so.
+  for (const char* body : {R"({"messages":[{"role":"user","content":"x"}],"echo":true})",
+                           R"({"messages":[{"role":"user","content":"x"}],"prompt_logprobs":0})"}) {
+    auto e = parse(body, &r, ApiEndpoint::kChatCompletions);
+    ASSERT_TRUE(e.has_value()) << body;
+    EXPECT_EQ(e->http_status, 400);
+    EXPECT_NE(e->message.find("chat"), std::string::npos) << e->message;
+  }
+  ASSERT_FALSE(parse(R"({"messages":[{"role":"user","content":"x"}],"echo":false,"prompt_logprobs":null})", &r,
+                     ApiEndpoint::kChatCompletions));
+}
+
 TEST(OpenAiRequest, RejectionsNameTheField) {
   struct Case {
     const char* body;
@@ -89,7 +119,13 @@ TEST(OpenAiRequest, RejectionsNameTheField) {
       {R"({"prompt":"x","max_tokens":99999999999999999999})", "max_tokens"},
       {R"({"prompt":"x","n":3,"temperature":0})", "n"},
       {R"({"prompt":"x","logprobs":21})", "logprobs"},
-      {R"({"prompt":"x","echo":true})", "echo"},
+      {R"({"prompt":"x","echo":"yes"})", "echo"},
+      {R"({"prompt":"x","echo":false,"max_tokens":0})", "max_tokens"},
+      {R"({"prompt":"x","echo":true,"max_tokens":-1})", "max_tokens"},
+      {R"({"prompt":"x","prompt_logprobs":21})", "prompt_logprobs"},
+      {R"({"prompt":"x","prompt_logprobs":-1})", "prompt_logprobs"},
+      {R"({"prompt":"x","prompt_logprobs":true})", "prompt_logprobs"},
+      {R"({"prompt":"x","prompt_logprobs":1,"stream":true})", "prompt_logprobs"},
       {R"({"prompt":"x","stream_options":{"include_usage":true}})", "stream_options"},
       {R"({"prompt":"x","stream":"yes"})", "stream"},
       {R"({"prompt":"x","stop":[1]})", "stop"},

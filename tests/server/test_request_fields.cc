@@ -88,12 +88,12 @@ TEST(RequestFields, OutputChangingValuesAreRefused) {
       {ApiEndpoint::kChatCompletions, "response_format", {{"type", "json_object"}}},
       {ApiEndpoint::kChatCompletions, "tool_choice", "required"},
       {ApiEndpoint::kChatCompletions, "chat_template_kwargs", {{"enable_thinking", false}}},
-      {ApiEndpoint::kCompletions, "prompt_logprobs", 1},
+      {ApiEndpoint::kChatCompletions, "prompt_logprobs", 1},
       {ApiEndpoint::kCompletions, "typical_p", 0.9},
       {ApiEndpoint::kCompletions, "min_tokens", 4},
       {ApiEndpoint::kCompletions, "guided_choice", json::array({"a", "b"})},
       {ApiEndpoint::kCompletions, "suffix", "tail"},
-      {ApiEndpoint::kCompletions, "echo", true},
+      {ApiEndpoint::kChatCompletions, "echo", true},
   };
   for (const auto& [endpoint, name, value] : cases) {
     auto e = parse(endpoint, body_with(endpoint, name, value));

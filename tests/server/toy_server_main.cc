@@ -12,6 +12,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstring>
+#include <limits>
 #include <string>
 #include <thread>
 
@@ -41,6 +42,19 @@ class ToyPagedRunner : public Runner {
     for (size_t i = 0; i < plan.seqs.size(); ++i) {
       const ScheduledSequence& s = plan.seqs[i];
       for (int32_t t = 0; t < s.num_new_tokens(); ++t) slot(s, s.num_computed_tokens + t) = s.token_ids[t];
+      // Prompt logprobs: the logits after each of the first prompt_logprob_targets.size() new tokens.
+      for (size_t t = 0; t < s.prompt_logprob_targets.size(); ++t) {
+        std::vector<int32_t> context(s.num_computed_tokens + t + 1);
+        for (size_t pos = 0; pos < context.size(); ++pos) context[pos] = slot(s, static_cast<int32_t>(pos));
+        testing::toy_reference_logits(context, logits.data());
+        // Prompt ids come from the real tokenizer and may lie past the toy's vocabulary: those
+        // have a logit of -inf (the toy never produces them).
+        const int32_t target = s.prompt_logprob_targets[t];
+        std::vector<float> row(logits);
+        if (target >= static_cast<int32_t>(row.size())) row.resize(target + 1, -std::numeric_limits<float>::infinity());
+        out.prompt_logprobs.resize(plan.seqs.size());
+        out.prompt_logprobs[i].push_back(compute_token_logprobs(row, target, s.sampling.num_prompt_logprobs));
+      }
       if (!s.sample) continue;
       std::vector<int32_t> context(s.context_len());
       for (int32_t pos = 0; pos < s.context_len(); ++pos) context[pos] = slot(s, pos);

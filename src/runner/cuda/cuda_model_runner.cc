@@ -137,7 +137,9 @@ Result<StepOutput> CudaModelRunner::execute(const BatchPlan& plan) {
   // Decode-only steps are padded to their bucket whether or not a graph exists for it, so
   // eager and graph steps run the same launches on the same shapes (identical tokens; the
   // two differ only in launch overhead).
-  int32_t bucket = is_decode_only(plan) ? choose_graph_bucket(buckets_, static_cast<int32_t>(plan.seqs.size())) : -1;
+  // A step with prompt logprob rows has more logits rows than sequences: never padded.
+  const bool padded_decode = is_decode_only(plan) && builder_.prompt_logits_rows().empty();
+  int32_t bucket = padded_decode ? choose_graph_bucket(buckets_, static_cast<int32_t>(plan.seqs.size())) : -1;
   const int32_t context_bound =
       bucket > 0 ? choose_context_bound(context_bounds_,
                                         *std::max_element(batch.seq_context_len.begin(), batch.seq_context_len.end()))
@@ -168,11 +170,17 @@ Result<StepOutput> CudaModelRunner::execute(const BatchPlan& plan) {
                                 m.upload_inputs(batch, batch.max_blocks_per_seq, batch.num_tokens()));
     Status status = m.forward(device);
     if (!status.is_ok()) return Status(status.code(), "forward pass: " + status.message());
-    num_rows = device.shape.num_logits;
+    // The sampled rows come first; the prompt logprob rows after them are read by prompt_logprobs().
     row_seq_idx_ = builder_.logits_seq_idx();
+    num_rows = static_cast<int32_t>(row_seq_idx_.size());
     ++num_eager_steps_;
   }
   CROSSPOINT_RETURN_IF_ERROR(draw_tokens(plan, row_seq_idx_, num_rows, argmax_done, output));
+  if (!builder_.prompt_logits_rows().empty()) {
+    Stopwatch prompt_timer;
+    CROSSPOINT_RETURN_IF_ERROR(prompt_logprobs(plan, output));
+    output.sampling_ms += prompt_timer.elapsed_ms();
+  }
   output.forward_ms = forward_timer.elapsed_ms() - output.sampling_ms;
   return output;
 }
@@ -293,6 +301,38 @@ void CudaModelRunner::logprobs_on_host(const BatchPlan& plan, const std::vector<
       output.logprobs[s] = compute_token_logprobs(row, output.sampled_token_ids[s], seq.sampling.num_logprobs);
     }
   });
+}
+
+Status CudaModelRunner::prompt_logprobs(const BatchPlan& plan, StepOutput& output) {
+  CudaModel& m = *model_;
+  const int V = m.vocab_size();
+  const auto& rows = builder_.prompt_logits_rows();
+  CROSSPOINT_CHECK(builder_.num_logits_rows() <= m.capacity().max_num_logits,
+                   "prompt logprobs: more logits rows in a step than the model holds (the scheduler's limit)");
+  CROSSPOINT_RETURN_IF_ERROR(ensure_logits_host());
+  // The prompt rows are contiguous after the sampled ones: one copy (the step already synchronised).
+  const size_t first = static_cast<size_t>(rows.front().first_row) * V;
+  const size_t count = static_cast<size_t>(builder_.num_logits_rows() - rows.front().first_row) * V;
+  CROSSPOINT_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(logits_host_.as<uint16_t>() + first, m.logits() + first, count * 2,
+                                                  cudaMemcpyDeviceToHost, m.stream()),
+                                  "copy prompt logprob rows");
+  CROSSPOINT_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(m.stream()), "prompt logprob rows");
+  const uint16_t* logits = logits_host_.as<uint16_t>();
+  output.prompt_logprobs.resize(plan.seqs.size());
+  for (const auto& r : rows) {
+    const ScheduledSequence& seq = plan.seqs[r.seq_idx];
+    std::vector<TokenLogprobs>& out = output.prompt_logprobs[r.seq_idx];
+    out.resize(static_cast<size_t>(r.num_rows));
+    global_thread_pool().parallel_for(static_cast<size_t>(r.num_rows), [&](size_t begin, size_t end) {
+      std::vector<float> row(static_cast<size_t>(V));
+      for (size_t t = begin; t < end; ++t) {
+        const uint16_t* half_row = logits + (static_cast<size_t>(r.first_row) + t) * V;
+        for (int v = 0; v < V; ++v) row[v] = f16_to_f32(half_row[v]);  // exact
+        out[t] = compute_token_logprobs(row, seq.prompt_logprob_targets[t], seq.sampling.num_prompt_logprobs);
+      }
+    });
+  }
+  return Status::ok();
 }
 
 void CudaModelRunner::draw_on_host(const BatchPlan& plan, const std::vector<int32_t>& row_seq_idx, StepOutput& output) {

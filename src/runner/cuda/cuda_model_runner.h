@@ -15,7 +15,8 @@
 //
 // Rows whose request wants logprobs are copied out as fp16 too, however they are drawn, and their
 // logprobs computed on the host from those exact values (runner/token_logprobs.h); other requests
-// cost nothing for it.
+// cost nothing for it. So are the prompt positions of requests that want prompt logprobs: their
+// rows follow the sampled ones (at most the scheduler's max_prompt_logprob_rows per step).
 //
 // Decode-only steps are padded to the smallest bucket that holds them (graph_buckets.h) and
 // replay the CUDA graph captured at start-up for that bucket and the smallest context bound
@@ -87,6 +88,9 @@ class CudaModelRunner : public Runner {
   void draw_on_host(const BatchPlan& plan, const std::vector<int32_t>& row_seq_idx, StepOutput& output);
   // Logprobs of the rows in logprob_rows_ from logits_host_, once every row's token is known.
   void logprobs_on_host(const BatchPlan& plan, const std::vector<int32_t>& row_seq_idx, StepOutput& output);
+  // The logprobs of the step's prompt positions (ForwardBatchBuilder::prompt_logits_rows), their
+  // fp16 rows copied out after the tokens are drawn.
+  Status prompt_logprobs(const BatchPlan& plan, StepOutput& output);
   // logits_host_ allocated (at creation for host sampling, at the first logprobs request otherwise).
   Status ensure_logits_host();
   // A decode-only batch padded to `bucket` rows and uploaded, attention bounded by
