@@ -186,10 +186,11 @@ TEST_F(LogprobsJson, EchoedPromptStartsWithANullEntry) {
   EXPECT_EQ(j["top_logprobs"][1], json({{"b", -2.0}, {"a", -0.5}}));
   EXPECT_EQ(j["text_offset"], json({0, 1, 2}));
   const ResponseHeader header{"cmpl-1", 1, "m", kCompletions};
-  const json body = json::parse(
-      full_response_json(header, "aba", {"length", "", -1}, {2, 1}, j, prompt_logprobs_json(*tokenizer_, {}, 0)));
+  const ChoiceResult with_prompt[] = {{"aba", {"length", "", -1}, j, prompt_logprobs_json(*tokenizer_, {}, 0)}};
+  const json body = json::parse(full_response_json(header, with_prompt, {2, 1}));
   EXPECT_EQ(body["choices"][0]["prompt_logprobs"], json::array({nullptr}));
-  const json plain = json::parse(full_response_json(header, "a", {"length", "", -1}, {2, 1}));
+  const ChoiceResult without[] = {{"a", {"length", "", -1}, nullptr, nullptr}};
+  const json plain = json::parse(full_response_json(header, without, {2, 1}));
   EXPECT_FALSE(plain["choices"][0].contains("prompt_logprobs"));  // only when asked for
 }
 
@@ -239,10 +240,10 @@ TEST_F(LogprobsJson, ResponsesCarryThemAndNullOtherwise) {
   const ResponseHeader header{"cmpl-1", 1, "m", kCompletions};
   const ChoiceEnd end{"length", "", -1};
   const ChoiceResult with_logprobs[] = {
-      {"a", end, completion_logprobs_json(*tokenizer_, std::vector<TokenLogprobs>{{{id("a"), -1.0}, {}}}, 0)}};
+      {"a", end, completion_logprobs_json(*tokenizer_, std::vector<TokenLogprobs>{{{id("a"), -1.0}, {}}}, 0), nullptr}};
   const json with = json::parse(full_response_json(header, with_logprobs, {1, 1}));
   EXPECT_EQ(with["choices"][0]["logprobs"]["tokens"], json({"a"}));
-  const ChoiceResult without[] = {{"a", end, nullptr}};
+  const ChoiceResult without[] = {{"a", end, nullptr, nullptr}};
   EXPECT_TRUE(json::parse(full_response_json(header, without, {1, 1}))["choices"][0]["logprobs"].is_null());
   EXPECT_TRUE(json::parse(chunk_json(header, 0, "a", nullptr))["choices"][0]["logprobs"].is_null());
 }

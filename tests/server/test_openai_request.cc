@@ -180,7 +180,7 @@ TEST(OpenAiRequest, CacheSaltIsANonEmptyStringOrNothing) {
 
 TEST(OpenAiResponse, ShapesMatchTheReference) {
   ResponseHeader header{"cmpl-1", 1, "m", ApiEndpoint::kCompletions};
-  const ChoiceResult one[] = {{"Hi", {"stop", "##", -1}, nullptr}};
+  const ChoiceResult one[] = {{"Hi", {"stop", "##", -1}, nullptr, nullptr}};
   auto full = nlohmann::json::parse(full_response_json(header, one, {5, 2}));
   EXPECT_EQ(full["object"], "text_completion");
   EXPECT_EQ(full["choices"][0]["index"], 0);
@@ -197,7 +197,7 @@ TEST(OpenAiResponse, ShapesMatchTheReference) {
   EXPECT_EQ(last["choices"][0]["stop_reason"], 42);
   EXPECT_EQ(nlohmann::json::parse(chat_role_chunk_json(chat, 2))["choices"][0]["index"], 2);
   // n choices: one entry each, in index order.
-  const ChoiceResult two[] = {{"a", {"length", "", -1}, nullptr}, {"b", {"stop", "", -1}, nullptr}};
+  const ChoiceResult two[] = {{"a", {"length", "", -1}, nullptr, nullptr}, {"b", {"stop", "", -1}, nullptr, nullptr}};
   auto both = nlohmann::json::parse(full_response_json(chat, two, {5, 6}));
   ASSERT_EQ(both["choices"].size(), 2u);
   EXPECT_EQ(both["choices"][1]["index"], 1);
