@@ -304,6 +304,8 @@ void estimate_intervals(CellMeasurement& cell, const BootstrapOptions& options,
   }
   if (cell.run_output_throughputs.size() >= kMinRunsForRunInterval) {
     cell.output_throughput_ci = t_interval(cell.run_output_throughputs, options.confidence);
+    // A few noisy runs can put the t interval's lower end below zero; a throughput cannot be.
+    cell.output_throughput_ci->lower = std::max(cell.output_throughput_ci->lower, 0.0);
   } else if (cell.output_throughput_tok_s && !cell.request_e2el_ms.empty()) {
     cell.output_throughput_ci = bootstrap_ratio_interval(cell.request_output_tokens, cell.request_e2el_ms,
                                                          *cell.output_throughput_tok_s, options);

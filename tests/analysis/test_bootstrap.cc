@@ -180,6 +180,13 @@ TEST(CellIntervals, RequestsAndRepeats) {
   EXPECT_NEAR(three.output_throughput_ci->upper - 110, 4.303 * 10 / std::sqrt(3.0), 1e-6);
   EXPECT_EQ(three.num_runs, 3);
   EXPECT_EQ(three.run_output_throughputs.size(), 3u);
+
+  // Three runs so spread out that the t interval would reach below zero: it stops at zero.
+  CellMeasurement wide = merge_repeated_runs({run(1.0, 5), run(1.1, 50), run(1.2, 95)})[0];
+  estimate_intervals(wide);
+  ASSERT_TRUE(wide.output_throughput_ci.has_value());
+  EXPECT_DOUBLE_EQ(wide.output_throughput_ci->lower, 0.0);
+  EXPECT_NEAR(wide.output_throughput_ci->upper - 50, 4.303 * 45 / std::sqrt(3.0), 1e-6);
 }
 
 }  // namespace
