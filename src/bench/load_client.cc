@@ -160,7 +160,8 @@ class EventLoop {
   void collect_finished();
   void release_successor(size_t finished_idx, double now);
   void note_in_flight_change(double now);
-  bool successor_chained(size_t idx) const { return !config_.follows.empty() && config_.follows[idx] >= 0; }
+  // Request idx is sent after an earlier one (its body is made at release).
+  bool follows_a_turn(size_t idx) const { return !config_.follows.empty() && config_.follows[idx] >= 0; }
   long poll_timeout_ms(double now) const;
 
   const LoadClientConfig& config_;
@@ -277,7 +278,7 @@ void EventLoop::start_request(size_t idx) {
   }
   curl_easy_setopt(e, CURLOPT_URL, config_.url.c_str());
   curl_easy_setopt(e, CURLOPT_HTTPHEADER, t->headers);
-  const std::string& body = successor_chained(idx) ? made_bodies_[idx] : bodies_[idx];
+  const std::string& body = follows_a_turn(idx) ? made_bodies_[idx] : bodies_[idx];
   curl_easy_setopt(e, CURLOPT_POSTFIELDS, body.c_str());
   curl_easy_setopt(e, CURLOPT_POSTFIELDSIZE_LARGE, static_cast<curl_off_t>(body.size()));
   curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, on_body);
