@@ -22,7 +22,7 @@
 #   quantpeer: torch_peer.py --part quant (graph-replayed fp8/int4 decode at batch 1/8/32/64)
 #   profile:  ncu over bench_gemm --profile-shapes (PROFILE_KERNELS regex, PROFILE_ROWS list of M, PROFILE_COUNT, PROFILE_S)
 #   attnprofile: ncu over bench_attention --shape (ATTN_SHAPES, default 64:512,128:2048): the decode
-#             attention kernel's throughput, memory, occupancy and stall sections
+#             attention kernels' (default and balanced) throughput, memory, occupancy and stall sections
 #   kernels:  ncu over one eager decode step per precision (--kernels-batches, 1): every kernel's
 #             time alone and DRAM bytes read, grouped by scripts/gpu/kernel_breakdown.py (kernels.json)
 #   servercheck: benchmarks/gpu/check_server_determinism.py over the 7B checkpoints: the same request
@@ -270,7 +270,7 @@ if want attnprofile && [ -x "$BUNDLE_DIR/libexec/bench_attention" ]; then
     log "== ncu over bench_attention ${shape_args[*]}"
     t=$(now)
     LD_LIBRARY_PATH=$CROSSPOINT_GPU_LD_PATH timeout $(limit "${PROFILE_S:-150}") "$NCU" --clock-control none \
-      --kernel-name "regex:decode_tensor_core" --launch-count "${PROFILE_COUNT:-4}" \
+      --kernel-name "regex:decode_(tensor_core|balanced)" --launch-count "${PROFILE_COUNT:-8}" \
       --section SpeedOfLight --section MemoryWorkloadAnalysis --section Occupancy --section LaunchStats \
       --section SchedulerStats --section WarpStateStats --section ComputeWorkloadAnalysis --section InstructionStats \
       "$BUNDLE_DIR/libexec/bench_attention" --reps 2 "${shape_args[@]}" --out "$WORK/ncu_attention_bench.json" \
