@@ -51,7 +51,7 @@
 #          sweep longer than one call runs over several)
 #          --cpu-dry-run (here, without a GPU: tiny checkpoints, CPU servers; tests the flow)
 # Environment: BUDGET_S, TEST_LIMIT_S, ATTN_SHAPES, DECODE_VARIANT_ARGS (decode: bench_decode_step again with
-#          these flags, e.g. --fp8-producer-quant, into decode_step_variant.json), PROFILE_KERNELS, PROFILE_ROWS, PROFILE_COUNT, PROFILE_S, TEST_KERNELS_FILTER (a gtest filter for test_kernels_cuda), SANITIZE_{MEMCHECK,RACECHECK}_{S,FILTER}, DECODE_MICRO=0,
+#          these flags, e.g. --tight-attention-bound, into decode_step_variant.json), PROFILE_KERNELS, PROFILE_ROWS, PROFILE_COUNT, PROFILE_S, TEST_KERNELS_FILTER (a gtest filter for test_kernels_cuda), SANITIZE_{MEMCHECK,RACECHECK}_{S,FILTER}, DECODE_MICRO=0,
 #          BENCH_GEMM_ARGS, BENCH_ATTENTION_ARGS, PEER_MIN_LEFT_S, CKPT_DIR.
 # $OUT gets: results.json, run.log, report.md, report.html, study.json, logs.tar.xz (every log,
 # the sweep's cells, servers and figures, the check's JSON).
@@ -265,7 +265,8 @@ if want attnprofile && [ -x "$BUNDLE_DIR/libexec/bench_attention" ]; then
     step ncu_attention 1 0 "ncu not found"
   else
     shape_args=()
-    for sh in ${ATTN_SHAPES//,/ }; do shape_args+=(--shape "$sh"); done
+    shapes=${ATTN_SHAPES:-64:512,128:2048}
+    for sh in ${shapes//,/ }; do shape_args+=(--shape "$sh"); done
     [ ${#shape_args[@]} -gt 0 ] || shape_args=(--shape 64:512 --shape 128:2048)
     log "== ncu over bench_attention ${shape_args[*]}"
     t=$(now)

@@ -57,6 +57,7 @@ const char* kernels_name(CudaAttentionKernels k) {
     case CudaAttentionKernels::kDecodeOnly: return "decode_only";
     case CudaAttentionKernels::kSplitOnly: return "split_only";
     case CudaAttentionKernels::kBalancedDecode: return "balanced_decode";
+    case CudaAttentionKernels::kPartitionedDecode: return "partitioned";
   }
   return "?";
 }
@@ -348,16 +349,17 @@ nlohmann::json bench_rope_latency(int t, int layers, cudaStream_t s, int reps) {
   return {{"op", "rope_kv_write"}, {"tokens", t}, {"us_per_call", us}, {"bytes", bytes}, {"layers", layers}};
 }
 
-// The decode table: the CUDA-core split kernel, the tensor-core decode kernel (the default) and
-// the balanced decode kernel, us per call and % of the read ceiling, then a summary.
+// The decode table: the CUDA-core split kernel, the partitioned and the balanced tensor-core
+// decode kernels (the default picks one of the two by shape), us per call and % of the read
+// ceiling, then a summary.
 nlohmann::json bench_decode_table(double bw_gbps, cudaStream_t s, int reps) {
   const std::vector<int> batches = {1, 2, 4, 8, 10, 32, 64, 100, 128, 256};
   const std::vector<int> contexts = {128, 512, 2048, 4096};
-  const CudaAttentionKernels kernels[3] = {CudaAttentionKernels::kSplitDecode, CudaAttentionKernels::kDefault,
+  const CudaAttentionKernels kernels[3] = {CudaAttentionKernels::kSplitDecode, CudaAttentionKernels::kPartitionedDecode,
                                            CudaAttentionKernels::kBalancedDecode};
   nlohmann::json out = nlohmann::json::array();
   std::map<std::pair<int, int>, std::vector<nlohmann::json>> cells;  // (batch, ctx) -> one line per kernel
-  std::printf("\n== decode attention (one call = one layer): split kernel, decode kernel (the default), balanced ==\n");
+  std::printf("\n== decode attention (one call = one layer): split kernel, partitioned, balanced ==\n");
   for (int batch : batches) {
     for (int context : contexts) {
       for (CudaAttentionKernels k : kernels) {
@@ -367,9 +369,8 @@ nlohmann::json bench_decode_table(double bw_gbps, cudaStream_t s, int reps) {
       }
     }
   }
-  std::printf(
-      "\n== decode summary: us per call split / decode kernel / balanced (%% of %.0f GB/s for the last two) ==\n",
-      bw_gbps);
+  std::printf("\n== decode summary: us per call split / partitioned / balanced (%% of %.0f GB/s for the last two) ==\n",
+              bw_gbps);
   std::printf("%6s", "seqs");
   for (int context : contexts) std::printf(" | %-46s", ("ctx " + std::to_string(context)).c_str());
   std::printf("\n");
@@ -436,8 +437,9 @@ int main(int argc, char** argv) {
       {"read_gbps_ceiling", bw_gbps},
       {"reps", reps},
       {"shape", {{"heads", kHeads}, {"kv_heads", kKvHeads}, {"head_dim", kHeadDim}, {"block_size", kBlockSize}}}};
-  const CudaAttentionKernels decode_kernels[] = {CudaAttentionKernels::kSplitDecode, CudaAttentionKernels::kDefault,
-                                                 CudaAttentionKernels::kBalancedDecode};
+  const CudaAttentionKernels decode_kernels[] = {CudaAttentionKernels::kSplitDecode,
+                                                 CudaAttentionKernels::kPartitionedDecode,
+                                                 CudaAttentionKernels::kBalancedDecode, CudaAttentionKernels::kDefault};
   result["decode"] = nlohmann::json::array();
   if (!only_shapes.empty()) {  // a few decode shapes, e.g. under a profiler
     for (const auto& [seqs, context] : only_shapes)
@@ -464,7 +466,8 @@ int main(int argc, char** argv) {
   }
   // Batch-1..32 latency at the 7B shape: decode attention under the model's 4096 bound at
   // contexts 512 and 4096, then rope_kv_write alone. Graphs of 28 calls (one per layer), us per call.
-  std::printf("\n== batch 1-32 decode latency (us per call, graphs of 28 calls): split kernel, decode kernel ==\n");
+  std::printf(
+      "\n== batch 1-32 decode latency (us per call, graphs of 28 calls): split, partitioned, balanced, default ==\n");
   result["small_batch"] = nlohmann::json::array();
   for (int batch : {1, 2, 4, 8, 32})
     for (int context : {512, 4096})

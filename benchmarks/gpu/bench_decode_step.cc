@@ -73,10 +73,9 @@ struct Options {
   int32_t eager_reps = 20;
   int32_t prefill_reps = 5;
   bool tight_attention_bound = false;
-  bool deterministic = false;       // the batch-invariant kernels of serve --deterministic
-  bool fp8_producer_quant = false;  // CudaModelOptions::fp8_quantise_in_producers
-  bool profile_step = false;        // one eager step per batch between cudaProfilerStart and Stop (for ncu)
-  std::string tables_from;          // print the tables of this results JSON and exit (no GPU needed)
+  bool deterministic = false;  // the batch-invariant kernels of serve --deterministic
+  bool profile_step = false;   // one eager step per batch between cudaProfilerStart and Stop (for ncu)
+  std::string tables_from;     // print the tables of this results JSON and exit (no GPU needed)
 };
 
 struct TimingStats {
@@ -301,7 +300,6 @@ Result<json> bench_model(const std::string& dir, const Options& o, const Ceiling
   mo.num_kv_blocks =
       std::max<int64_t>(int64_t{max_batch} * decode_blocks, (o.prefill_tokens + mo.block_size - 1) / mo.block_size);
   mo.batch_invariant = o.deterministic;
-  mo.fp8_quantise_in_producers = o.fp8_producer_quant;
   Stopwatch create_timer;
   CROSSPOINT_ASSIGN_OR_RETURN(std::unique_ptr<cuda::CudaModel> gpu, cuda::CudaModel::create(*model, mo));
   const double create_s = create_timer.elapsed_seconds();
@@ -492,8 +490,6 @@ int run(int argc, char** argv) {
   app.add_option("--eager-reps", o.eager_reps, "timed eager decode steps per batch");
   app.add_option("--prefill-reps", o.prefill_reps, "timed prefill steps");
   app.add_flag("--deterministic", o.deterministic, "the batch-invariant kernels of serve --deterministic");
-  app.add_flag("--fp8-producer-quant", o.fp8_producer_quant,
-               "W8A8: the norms and silu_mul quantise the next linear's input (no separate quantisation kernel)");
   app.add_flag("--profile-step", o.profile_step,
                "run one more eager decode step per batch between cudaProfilerStart/Stop, for "
                "ncu --profile-from-start off (scripts/gpu/kernel_breakdown.py reads its CSV)");
@@ -562,8 +558,7 @@ int run(int argc, char** argv) {
         {"eager_reps", o.eager_reps},
         {"prefill_reps", o.prefill_reps},
         {"tight_attention_bound", o.tight_attention_bound},
-        {"deterministic", o.deterministic},
-        {"fp8_producer_quant", o.fp8_producer_quant}}},
+        {"deterministic", o.deterministic}}},
       {"method",
        {{"graph", "forward + greedy argmax captured once, median/p10/p90 of timed replays after 3 warm-up replays"},
         {"eager", "the same launches from the host, inputs already on the device"},

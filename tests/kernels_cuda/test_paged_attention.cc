@@ -5,10 +5,11 @@
 // sizes 16 and 32, block tables in shuffled order, with the workspace (context splits) and
 // without it (one split), and host context bounds larger than the real contexts.
 //
-// Every case runs five ways (CudaAttentionKernels): the default (prefill sequences of >= 16 new
-// rows on the tensor-core prefill kernel, every other row on the tensor-core decode kernel),
-// those other rows on the CUDA-core split kernel, every row on the decode kernel, every row
-// on the split kernel, and the default with the balanced decode kernel. Each launch is made twice
+// Every case runs six ways (CudaAttentionKernels): the default (prefill sequences of >= 16 new
+// rows on the tensor-core prefill kernel, every other row on a tensor-core decode kernel, the
+// balanced or the partitioned one as balanced_decode_pays picks), those other rows on the
+// CUDA-core split kernel, every row on the decode kernel, every row on the split kernel, and
+// the default with every decode row on the balanced, then on the partitioned decode kernel. Each launch is made twice
 // on re-poisoned outputs and partials (the merge counters left as the first launch left them) and must give the same
 // bits; after every launch the workspace's counters must be back at zero.
 //
@@ -155,8 +156,8 @@ AttentionRef attention_ref(const AttentionCase& c, const AttentionProblem& p, fl
 }
 
 using Path = CudaAttentionKernels;
-constexpr Path kAllPaths[] = {Path::kDefault, Path::kSplitDecode, Path::kDecodeOnly, Path::kSplitOnly,
-                              Path::kBalancedDecode};
+constexpr Path kAllPaths[] = {Path::kDefault,   Path::kSplitDecode,    Path::kDecodeOnly,
+                              Path::kSplitOnly, Path::kBalancedDecode, Path::kPartitionedDecode};
 
 const char* path_name(Path path) {
   switch (path) {
@@ -165,6 +166,7 @@ const char* path_name(Path path) {
     case Path::kDecodeOnly: return "decode only ";
     case Path::kSplitOnly: return "split only  ";
     case Path::kBalancedDecode: return "balanced    ";
+    case Path::kPartitionedDecode: return "partitioned ";
   }
   return "?";
 }
@@ -184,6 +186,7 @@ bool on_tensor_cores(Path path, const AttentionCase& c, int num_new) {
     case Path::kDecodeOnly: return decode_kernel;
     case Path::kSplitOnly: return false;
     case Path::kBalancedDecode: return num_new >= 16 || decode_kernel;
+    case Path::kPartitionedDecode: return num_new >= 16 || decode_kernel;
   }
   return true;
 }

@@ -16,7 +16,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstring>
 #include <string>
 
 #include "engine/engine.h"
@@ -125,42 +124,6 @@ INSTANTIATE_TEST_SUITE_P(Precisions, CudaModelVsCpuTest,
                          [](const ::testing::TestParamInfo<TinyPrecision>& info) {
                            return std::string(cuda_testing::precision_name(info.param));
                          });
-
-// W8A8 with the norms and silu_mul quantising the next linear's input: the same logits, bit
-// for bit, as the separate quantisation kernel, on a prefill of 57 rows and decodes of 3 (both
-// above the fused GEMV's 2 rows), and at 2 rows where the fused GEMV keeps the work.
-TEST(CudaModelTest, Fp8QuantisationInTheProducersGivesTheSameBits) {
-  SKIP_WITHOUT_GPU();
-  auto cpu = load_tiny_model(TinyPrecision::kFp8);
-  ASSERT_NE(cpu, nullptr);
-  constexpr int32_t kBlocks = 32, kMaxBlocksPerSeq = 8, kBlockSize = 16;
-  cuda::CudaModelOptions options;
-  options.max_num_tokens = 96;
-  options.max_num_seqs = 4;
-  options.max_model_len = kMaxBlocksPerSeq * kBlockSize;
-  options.num_kv_blocks = kBlocks;
-  auto plain = cuda::CudaModel::create(*cpu, options);
-  options.fp8_quantise_in_producers = true;
-  auto fused = cuda::CudaModel::create(*cpu, options);
-  ASSERT_TRUE(plain.is_ok()) << plain.status().to_string();
-  ASSERT_TRUE(fused.is_ok()) << fused.status().to_string();
-  testing::BatchBuilder builder(3, kMaxBlocksPerSeq, kBlockSize);
-  const int32_t V = cpu->vocab_size();
-  auto step = [&](const std::vector<testing::SeqChunk>& chunks, const std::string& what) {
-    const ForwardBatch batch = builder.build(chunks, false);
-    std::vector<float> a(batch.logits_token_idx.size() * V, NAN), b(a.size(), NAN);
-    ASSERT_TRUE((*plain)->forward_host(batch, a.data()).is_ok()) << what;
-    ASSERT_TRUE((*fused)->forward_host(batch, b.data()).is_ok()) << what;
-    ASSERT_EQ(std::memcmp(a.data(), b.data(), a.size() * sizeof(float)), 0) << what;
-  };
-  std::vector<int32_t> p0, p1, p2;
-  for (int32_t i = 0; i < 37; ++i) p0.push_back((i * 31 + 5) % V);
-  for (int32_t i = 0; i < 20; ++i) p1.push_back((i * 17 + 9) % V);
-  for (int32_t i = 0; i < 9; ++i) p2.push_back((i * 13 + 3) % V);
-  step({{0, p0}, {1, p1}, {2, p2}}, "prefill of 66 rows");
-  step({{0, {7}}, {1, {8}}, {2, {9}}}, "decode of 3 rows");
-  step({{0, {10}}, {1, {11}}}, "decode of 2 rows");
-}
 
 TEST(CudaModelTest, ReportsMemoryAndRefusesATooSmallFraction) {
   SKIP_WITHOUT_GPU();

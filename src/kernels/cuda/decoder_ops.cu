@@ -12,8 +12,6 @@
 #include "kernels/cuda/cuda_status.h"
 #include "kernels/cuda/programmatic_launch.cuh"
 #include "kernels/cuda/decoder_ops.h"
-#include "kernels/cuda/fp8_quant.h"
-#include "kernels/cuda/fp8_row_quant.cuh"
 
 namespace crosspoint::cuda {
 namespace {
@@ -142,14 +140,11 @@ __global__ void __launch_bounds__(kRowThreads)
 // it; then residual and delta) and keeps the row in registers, so a row costs one
 // memory round trip, the block sum and the stores, where the loop kernel above pays a round
 // trip per iteration of each pass. Same per-thread summation order, hence the same bits.
-// kQuantize: the fp16 row is also quantised per token to e4m3 (q, scale) as
-// fp8_quantize_per_token would quantise it.
-template <int kVecPerThread, bool kQuantize>
+template <int kVecPerThread>
 __global__ void __launch_bounds__(kRowThreads)
     add_rms_norm_registers_kernel(float* __restrict__ residual, const uint16_t* __restrict__ delta,
                                   int64_t delta_stride, const uint16_t* __restrict__ weight, float eps,
-                                  uint16_t* __restrict__ out, int64_t out_stride, int hidden_size,
-                                  uint8_t* __restrict__ q, int64_t q_stride, float* __restrict__ scale) {
+                                  uint16_t* __restrict__ out, int64_t out_stride, int hidden_size) {
   const int num_vec = hidden_size / 4;  // float4 residual / 8-byte fp16 vectors per row
   uint2 w[kVecPerThread];               // weight[4 i .. 4 i + 3] fp16
 #pragma unroll
@@ -187,8 +182,6 @@ __global__ void __launch_bounds__(kRowThreads)
     sum_sq += r[j].x * r[j].x + r[j].y * r[j].y + r[j].z * r[j].z + r[j].w * r[j].w;
   }
   const float inv_rms = rsqrtf(block_sum(sum_sq) / static_cast<float>(hidden_size) + eps);
-  uint2 normed[kVecPerThread];
-  float amax = 0.f;
 #pragma unroll
   for (int j = 0; j < kVecPerThread; ++j) {
     const int i = threadIdx.x + j * kRowThreads;
@@ -197,20 +190,10 @@ __global__ void __launch_bounds__(kRowThreads)
     const float2 whi = __half22float2(*reinterpret_cast<const __half2*>(&w[j].y));
     const __half2 lo = __floats2half2_rn(r[j].x * inv_rms * wlo.x, r[j].y * inv_rms * wlo.y);
     const __half2 hi = __floats2half2_rn(r[j].z * inv_rms * whi.x, r[j].w * inv_rms * whi.y);
-    normed[j].x = *reinterpret_cast<const uint32_t*>(&lo);
-    normed[j].y = *reinterpret_cast<const uint32_t*>(&hi);
-    o4[i] = normed[j];
-    if constexpr (kQuantize) amax = fp8_amax4(normed[j], amax);
-  }
-  if constexpr (kQuantize) {
-    const float s = fp8_block_row_scale<kRowThreads>(amax, scale + t);
-    uint32_t* q4 = reinterpret_cast<uint32_t*>(q + t * q_stride);
-#pragma unroll
-    for (int j = 0; j < kVecPerThread; ++j) {
-      const int i = threadIdx.x + j * kRowThreads;
-      if (i >= num_vec) break;
-      q4[i] = fp8_quantize4(normed[j], s);
-    }
+    uint2 packed;
+    packed.x = *reinterpret_cast<const uint32_t*>(&lo);
+    packed.y = *reinterpret_cast<const uint32_t*>(&hi);
+    o4[i] = packed;
   }
 }
 
@@ -369,54 +352,6 @@ __global__ void __launch_bounds__(kEltThreads)
   }
 }
 
-// One block per row, the row in registers (I <= kSiluQuantRowMax): silu_mul's fp16 values,
-// written to out and quantised per token to e4m3 (q, scale) as fp8_quantize_per_token would.
-constexpr int kSiluQuantVecPerThread = 10;
-constexpr int kSiluQuantRowMax = kRowThreads * 8 * kSiluQuantVecPerThread;  // 20480
-
-__global__ void __launch_bounds__(kRowThreads)
-    silu_mul_quantize_kernel(const uint16_t* __restrict__ gate_up, int64_t in_stride, uint16_t* __restrict__ out,
-                             int64_t out_stride, uint8_t* __restrict__ q, int64_t q_stride, float* __restrict__ scale,
-                             int intermediate_size) {
-  wait_for_prior_kernels();
-  allow_dependent_launch();
-  const int64_t t = blockIdx.x;
-  const uint4* gate = reinterpret_cast<const uint4*>(gate_up + t * in_stride);
-  const uint4* up = reinterpret_cast<const uint4*>(gate_up + t * in_stride + intermediate_size);
-  uint4* o = reinterpret_cast<uint4*>(out + t * out_stride);
-  const int num_vec = intermediate_size / 8;
-  uint4 gv[kSiluQuantVecPerThread], uv[kSiluQuantVecPerThread];
-#pragma unroll
-  for (int j = 0; j < kSiluQuantVecPerThread; ++j) {
-    const int i = threadIdx.x + j * kRowThreads;
-    if (i < num_vec) gv[j] = gate[i], uv[j] = up[i];
-  }
-  float amax = 0.f;
-#pragma unroll
-  for (int j = 0; j < kSiluQuantVecPerThread; ++j) {
-    const int i = threadIdx.x + j * kRowThreads;
-    if (i >= num_vec) break;
-    const __half2* g2 = reinterpret_cast<const __half2*>(&gv[j]);
-    const __half2* u2 = reinterpret_cast<const __half2*>(&uv[j]);
-    __half2* r2 = reinterpret_cast<__half2*>(&gv[j]);  // the result replaces the gate values
-#pragma unroll
-    for (int k = 0; k < 4; ++k) {
-      const float2 g = __half22float2(g2[k]), u = __half22float2(u2[k]);
-      r2[k] = __floats2half2_rn(silu_times(g.x, u.x), silu_times(g.y, u.y));
-    }
-    o[i] = gv[j];
-    amax = fp8_amax8(gv[j], amax);
-  }
-  const float s = fp8_block_row_scale<kRowThreads>(amax, scale + t);
-  uint2* q8 = reinterpret_cast<uint2*>(q + t * q_stride);
-#pragma unroll
-  for (int j = 0; j < kSiluQuantVecPerThread; ++j) {
-    const int i = threadIdx.x + j * kRowThreads;
-    if (i >= num_vec) break;
-    q8[i] = fp8_quantize8(gv[j], s);
-  }
-}
-
 // ---- gather_rows ---------------------------------------------------------------------------
 
 template <bool kVec>
@@ -501,53 +436,6 @@ __global__ void __launch_bounds__(kArgmaxThreads)
 
 Status bad(const char* op, const std::string& what) { return invalid_argument(std::string(op) + ": " + what); }
 
-// add_rms_norm, and with q != nullptr also its per-token e4m3 quantisation: fused into the
-// registers kernel where the row fits there, else fp8_quantize_per_token after it.
-Status add_rms_norm_impl(float* residual, const uint16_t* delta, int64_t delta_stride, const uint16_t* weight,
-                         float eps, uint16_t* out, int64_t out_stride, int num_tokens, int hidden_size, uint8_t* q,
-                         int64_t q_stride, float* scale, cudaStream_t stream) {
-  const char* op = q ? "add_rms_norm_quantize_fp8" : "add_rms_norm";
-  if (num_tokens < 0 || hidden_size <= 0)
-    return bad(op,
-               "bad shape num_tokens=" + std::to_string(num_tokens) + " hidden_size=" + std::to_string(hidden_size));
-  if (num_tokens == 0) return Status::ok();
-  if (!residual || !weight || !out) return bad(op, "null residual, weight or out");
-  if (out_stride < hidden_size) return bad(op, "out_stride " + std::to_string(out_stride) + " < hidden_size");
-  if (delta && delta_stride < hidden_size)
-    return bad(op, "delta_stride " + std::to_string(delta_stride) + " < hidden_size");
-  if (!(eps >= 0.f)) return bad(op, "eps must be >= 0");
-  if (q && (!scale || q_stride < hidden_size)) return bad(op, "null scale or q_stride < hidden_size");
-  const bool vec = hidden_size % 4 == 0 && aligned(residual, 16) && aligned(weight, 8) && aligned(out, 8) &&
-                   out_stride % 4 == 0 && (!delta || (aligned(delta, 8) && delta_stride % 4 == 0));
-  const bool q_vec = !q || (aligned(q, 4) && q_stride % 4 == 0);
-  const dim3 grid(num_tokens), block(kRowThreads);
-  cudaError_t err;
-  if (vec && q_vec && hidden_size <= 4 * kRowThreads * 4) {
-    err = q ? launch_programmatic(add_rms_norm_registers_kernel<4, true>, grid, block, 0, stream, residual, delta,
-                                  delta_stride, weight, eps, out, out_stride, hidden_size, q, q_stride, scale)
-            : launch_programmatic(add_rms_norm_registers_kernel<4, false>, grid, block, 0, stream, residual, delta,
-                                  delta_stride, weight, eps, out, out_stride, hidden_size, q, q_stride, scale);
-    CROSSPOINT_CUDA_RETURN_IF_ERROR(err, "add_rms_norm_registers_kernel launch");
-    return last_launch_status("add_rms_norm launch");
-  }
-  if (vec && q_vec && hidden_size <= 4 * kRowThreads * 8) {
-    err = q ? launch_programmatic(add_rms_norm_registers_kernel<8, true>, grid, block, 0, stream, residual, delta,
-                                  delta_stride, weight, eps, out, out_stride, hidden_size, q, q_stride, scale)
-            : launch_programmatic(add_rms_norm_registers_kernel<8, false>, grid, block, 0, stream, residual, delta,
-                                  delta_stride, weight, eps, out, out_stride, hidden_size, q, q_stride, scale);
-    CROSSPOINT_CUDA_RETURN_IF_ERROR(err, "add_rms_norm_registers_kernel launch");
-    return last_launch_status("add_rms_norm launch");
-  }
-  err = vec ? launch_programmatic(add_rms_norm_kernel<true>, grid, block, 0, stream, residual, delta, delta_stride,
-                                  weight, eps, out, out_stride, hidden_size)
-            : launch_programmatic(add_rms_norm_kernel<false>, grid, block, 0, stream, residual, delta, delta_stride,
-                                  weight, eps, out, out_stride, hidden_size);
-  CROSSPOINT_CUDA_RETURN_IF_ERROR(err, "add_rms_norm_kernel launch");
-  CROSSPOINT_RETURN_IF_ERROR(last_launch_status("add_rms_norm launch"));
-  if (q) return fp8_quantize_per_token(out, out_stride, q, q_stride, scale, num_tokens, hidden_size, stream);
-  return Status::ok();
-}
-
 }  // namespace
 
 Status embedding_gather(const uint16_t* table, const int32_t* token_ids, float* residual, int num_tokens,
@@ -570,16 +458,40 @@ Status embedding_gather(const uint16_t* table, const int32_t* token_ids, float* 
 
 Status add_rms_norm(float* residual, const uint16_t* delta, int64_t delta_stride, const uint16_t* weight, float eps,
                     uint16_t* out, int64_t out_stride, int num_tokens, int hidden_size, cudaStream_t stream) {
-  return add_rms_norm_impl(residual, delta, delta_stride, weight, eps, out, out_stride, num_tokens, hidden_size,
-                           nullptr, 0, nullptr, stream);
-}
-
-Status add_rms_norm_quantize_fp8(float* residual, const uint16_t* delta, int64_t delta_stride, const uint16_t* weight,
-                                 float eps, uint16_t* out, int64_t out_stride, uint8_t* q, int64_t q_stride,
-                                 float* scale, int num_tokens, int hidden_size, cudaStream_t stream) {
-  if (!q) return bad("add_rms_norm_quantize_fp8", "null q");
-  return add_rms_norm_impl(residual, delta, delta_stride, weight, eps, out, out_stride, num_tokens, hidden_size, q,
-                           q_stride, scale, stream);
+  constexpr const char* op = "add_rms_norm";
+  if (num_tokens < 0 || hidden_size <= 0)
+    return bad(op,
+               "bad shape num_tokens=" + std::to_string(num_tokens) + " hidden_size=" + std::to_string(hidden_size));
+  if (num_tokens == 0) return Status::ok();
+  if (!residual || !weight || !out) return bad(op, "null residual, weight or out");
+  if (out_stride < hidden_size) return bad(op, "out_stride " + std::to_string(out_stride) + " < hidden_size");
+  if (delta && delta_stride < hidden_size)
+    return bad(op, "delta_stride " + std::to_string(delta_stride) + " < hidden_size");
+  if (!(eps >= 0.f)) return bad(op, "eps must be >= 0");
+  const bool vec = hidden_size % 4 == 0 && aligned(residual, 16) && aligned(weight, 8) && aligned(out, 8) &&
+                   out_stride % 4 == 0 && (!delta || (aligned(delta, 8) && delta_stride % 4 == 0));
+  if (vec && hidden_size <= 4 * kRowThreads * 4) {
+    CROSSPOINT_CUDA_RETURN_IF_ERROR(
+        launch_programmatic(add_rms_norm_registers_kernel<4>, dim3(num_tokens), dim3(kRowThreads), 0, stream, residual,
+                            delta, delta_stride, weight, eps, out, out_stride, hidden_size),
+        "add_rms_norm_registers_kernel launch");
+  } else if (vec && hidden_size <= 4 * kRowThreads * 8) {
+    CROSSPOINT_CUDA_RETURN_IF_ERROR(
+        launch_programmatic(add_rms_norm_registers_kernel<8>, dim3(num_tokens), dim3(kRowThreads), 0, stream, residual,
+                            delta, delta_stride, weight, eps, out, out_stride, hidden_size),
+        "add_rms_norm_registers_kernel launch");
+  } else if (vec) {
+    CROSSPOINT_CUDA_RETURN_IF_ERROR(
+        launch_programmatic(add_rms_norm_kernel<true>, dim3(num_tokens), dim3(kRowThreads), 0, stream, residual, delta,
+                            delta_stride, weight, eps, out, out_stride, hidden_size),
+        "add_rms_norm_kernel launch");
+  } else {
+    CROSSPOINT_CUDA_RETURN_IF_ERROR(
+        launch_programmatic(add_rms_norm_kernel<false>, dim3(num_tokens), dim3(kRowThreads), 0, stream, residual, delta,
+                            delta_stride, weight, eps, out, out_stride, hidden_size),
+        "add_rms_norm_kernel launch");
+  }
+  return last_launch_status("add_rms_norm launch");
 }
 
 Status rope_kv_write(const RopeKvWriteArgs& a, cudaStream_t stream) {
@@ -644,30 +556,6 @@ Status silu_mul(const uint16_t* gate_up, int64_t in_stride, uint16_t* out, int64
                                     "silu_mul_kernel launch");
   }
   return last_launch_status("silu_mul launch");
-}
-
-Status silu_mul_quantize_fp8(const uint16_t* gate_up, int64_t in_stride, uint16_t* out, int64_t out_stride, uint8_t* q,
-                             int64_t q_stride, float* scale, int num_tokens, int intermediate_size,
-                             cudaStream_t stream) {
-  constexpr const char* op = "silu_mul_quantize_fp8";
-  if (num_tokens > 0 && (!q || !scale)) return bad(op, "null q or scale");
-  if (num_tokens > 0 && q_stride < intermediate_size) return bad(op, "q_stride < intermediate_size");
-  const bool registers = intermediate_size > 0 && intermediate_size % 8 == 0 && intermediate_size <= kSiluQuantRowMax &&
-                         in_stride % 8 == 0 && out_stride % 8 == 0 && q_stride % 8 == 0 && aligned(gate_up, 16) &&
-                         aligned(out, 16) && aligned(q, 8);
-  if (!registers || num_tokens <= 0) {
-    CROSSPOINT_RETURN_IF_ERROR(silu_mul(gate_up, in_stride, out, out_stride, num_tokens, intermediate_size, stream));
-    if (num_tokens <= 0) return Status::ok();
-    return fp8_quantize_per_token(out, out_stride, q, q_stride, scale, num_tokens, intermediate_size, stream);
-  }
-  if (!gate_up || !out) return bad(op, "null gate_up or out");
-  if (in_stride < 2 * static_cast<int64_t>(intermediate_size) || out_stride < intermediate_size)
-    return bad(op, "in_stride must be >= 2 I and out_stride >= I");
-  CROSSPOINT_CUDA_RETURN_IF_ERROR(
-      launch_programmatic(silu_mul_quantize_kernel, dim3(num_tokens), dim3(kRowThreads), 0, stream, gate_up, in_stride,
-                          out, out_stride, q, q_stride, scale, intermediate_size),
-      "silu_mul_quantize_kernel launch");
-  return last_launch_status("silu_mul_quantize_fp8 launch");
 }
 
 Status gather_rows(const uint16_t* in, int64_t in_stride, const int32_t* rows, uint16_t* out, int num_rows, int width,

@@ -13,8 +13,6 @@
 //     o = linear(attn); add_rms_norm; gate_up = linear(x) [T, 2 I]; silu_mul -> [T, I];
 //     down = linear(...)
 //   add_rms_norm(final norm), gather_rows(logits rows), lm_head linear, argmax_rows.
-// W8A8 layers above the fused GEMV's rows take the _quantize_fp8 forms of the norm and of
-// silu_mul, which also write the per-token e4m3 input of the next linear.
 //
 // Every launcher checks its arguments (a Status naming the bad one), never synchronises,
 // and is safe to capture in a CUDA graph: grids depend only on the integer arguments.
@@ -42,13 +40,6 @@ Status embedding_gather(const uint16_t* table, const int32_t* token_ids, float* 
 // (programmatic_launch.cuh), so no kernel of the same step may write it.
 Status add_rms_norm(float* residual, const uint16_t* delta, int64_t delta_stride, const uint16_t* weight, float eps,
                     uint16_t* out, int64_t out_stride, int num_tokens, int hidden_size, cudaStream_t stream);
-
-// add_rms_norm, then out quantised per token for a W8A8 linear exactly as fp8_quantize_per_token
-// would (same bits): q [T, hidden_size] e4m3 (row stride q_stride bytes), scale [T] f32. One
-// kernel where the row fits its registers (hidden_size <= 8192), else the two launches.
-Status add_rms_norm_quantize_fp8(float* residual, const uint16_t* delta, int64_t delta_stride, const uint16_t* weight,
-                                 float eps, uint16_t* out, int64_t out_stride, uint8_t* q, int64_t q_stride,
-                                 float* scale, int num_tokens, int hidden_size, cudaStream_t stream);
 
 // Positional and cache step of attention, in one pass over the fused qkv rows:
 //   qkv[t] = [q (H*D) | k (Hkv*D) | v (Hkv*D)] fp16, row stride qkv_stride elements.
@@ -80,13 +71,6 @@ Status rope_kv_write(const RopeKvWriteArgs& args, cudaStream_t stream);
 //   gate_up [T, 2I] fp16 (row stride in_stride)   out [T, I] fp16 (row stride out_stride)
 Status silu_mul(const uint16_t* gate_up, int64_t in_stride, uint16_t* out, int64_t out_stride, int num_tokens,
                 int intermediate_size, cudaStream_t stream);
-
-// silu_mul, then out quantised per token as fp8_quantize_per_token would (same bits): q [T, I]
-// e4m3 (row stride q_stride bytes), scale [T] f32. One kernel, one block per row, where the
-// row fits its registers (I <= 20480, 16-byte aligned rows), else the two launches.
-Status silu_mul_quantize_fp8(const uint16_t* gate_up, int64_t in_stride, uint16_t* out, int64_t out_stride, uint8_t* q,
-                             int64_t q_stride, float* scale, int num_tokens, int intermediate_size,
-                             cudaStream_t stream);
 
 // out[r, :] = in[rows[r], :]   in [*, width] fp16 (row stride in_stride), rows [R] int32 device,
 // out [R, width] fp16 dense.

@@ -496,6 +496,15 @@ Status launch_decode(const CudaPagedAttentionArgs& a, Params p, bool balanced, c
   return launch_decode_tensor_core(p, a.num_tokens, balanced, stream);
 }
 
+// Where the balanced decode kernel measured faster than the partitioned one on the H200 (28
+// query / 4 KV heads, head_dim 128; docs/cuda-log.md, 2026-12-02): 10 to 100 rows once the
+// context bound reaches 512, and 4 to 9 rows once it reaches 2,048; the partitioned kernel
+// keeps 1 to 3 rows, short bounds, and 128 rows or more.
+bool balanced_decode_pays(const CudaPagedAttentionArgs& a) {
+  if (a.num_tokens >= 128 || a.max_context_len < 512) return false;
+  return a.num_tokens >= 10 || (a.num_tokens >= 4 && a.max_context_len >= 2048);
+}
+
 }  // namespace
 
 size_t cuda_paged_attention_workspace_bytes(int max_num_tokens, int num_heads, int head_dim, int max_context_len) {
@@ -541,16 +550,17 @@ Status cuda_paged_attention_with(const CudaPagedAttentionArgs& a, CudaAttentionK
   if (a.batch_invariant && kernels == CudaAttentionKernels::kDefault) kernels = CudaAttentionKernels::kDecodeOnly;
   const bool prefill_kernel =
       (kernels == CudaAttentionKernels::kDefault || kernels == CudaAttentionKernels::kSplitDecode ||
-       kernels == CudaAttentionKernels::kBalancedDecode) &&
+       kernels == CudaAttentionKernels::kBalancedDecode || kernels == CudaAttentionKernels::kPartitionedDecode) &&
       prefill_tensor_core_supports(a.head_dim) && a.max_query_len >= kTensorCoreMinRows && a.output_stride % 2 == 0 &&
       reinterpret_cast<uintptr_t>(a.output) % 4 == 0;
   p.tensor_core_min_rows = prefill_kernel ? kTensorCoreMinRows : kNoTensorCoreRows;
   // The other rows: the tensor-core decode kernel where it applies, else the split kernel.
   const bool decode_kernel =
       (kernels == CudaAttentionKernels::kDefault || kernels == CudaAttentionKernels::kDecodeOnly ||
-       kernels == CudaAttentionKernels::kBalancedDecode) &&
+       kernels == CudaAttentionKernels::kBalancedDecode || kernels == CudaAttentionKernels::kPartitionedDecode) &&
       decode_tensor_core_supports(a.head_dim, p.group_size);
-  const bool balanced = kernels == CudaAttentionKernels::kBalancedDecode;
+  const bool balanced = kernels == CudaAttentionKernels::kBalancedDecode ||
+                        (kernels == CudaAttentionKernels::kDefault && balanced_decode_pays(a));
   CROSSPOINT_RETURN_IF_ERROR(decode_kernel ? launch_decode(a, p, balanced, stream) : launch_split(a, p, stream));
   if (prefill_kernel) CROSSPOINT_RETURN_IF_ERROR(launch_prefill_tensor_core(p, a.max_query_len, stream));
   return Status::ok();

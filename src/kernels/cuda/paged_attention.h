@@ -70,14 +70,15 @@ Status cuda_paged_attention(const CudaPagedAttentionArgs& args, cudaStream_t str
 // Which kernels take which rows: kDefault is cuda_paged_attention. The others force what the
 // dispatch itself chooses in other cases, so tests check every kernel on every shape:
 enum class CudaAttentionKernels {
-  kDefault,
-  kSplitDecode,     // non-prefill rows on the CUDA-core split kernel (+ merge kernel): what runs where
-                    // the decode kernel does not apply (head_dim not 64/128, > 16 query heads per KV head)
-  kDecodeOnly,      // every row on the tensor-core decode kernel (each row reads its prefix): batch-invariant mode
-  kSplitOnly,       // every row on the CUDA-core split kernel: where neither tensor-core kernel applies
-  kBalancedDecode,  // as kDefault with the non-prefill rows on the balanced decode kernel (one wave,
-                    // equal tile shares from the actual lengths); the candidate default, until it is
-                    // measured against the partitioned one (docs/cuda-log.md, 2026-12-02)
+  kDefault,            // the decode rows on the balanced kernel where it measured faster (balanced_decode_pays),
+                       // else on the partitioned one
+  kSplitDecode,        // non-prefill rows on the CUDA-core split kernel (+ merge kernel): what runs where
+                       // the decode kernel does not apply (head_dim not 64/128, > 16 query heads per KV head)
+  kDecodeOnly,         // every row on the tensor-core decode kernel (each row reads its prefix): batch-invariant mode
+  kSplitOnly,          // every row on the CUDA-core split kernel: where neither tensor-core kernel applies
+  kBalancedDecode,     // as kDefault with every non-prefill row on the balanced decode kernel (one wave,
+                       // equal tile shares from the actual lengths)
+  kPartitionedDecode,  // as kDefault with every non-prefill row on the partitioned decode kernel
 };
 Status cuda_paged_attention_with(const CudaPagedAttentionArgs& args, CudaAttentionKernels kernels, cudaStream_t stream);
 

@@ -233,21 +233,4 @@ Status run_cuda_linear(const CudaLinear& l, const CudaLinearScratch& s, const ui
   });
 }
 
-bool cuda_linear_takes_quantised_input(const CudaLinear& l, const CudaLinearScratch& s, const uint16_t* x, int m) {
-  if (l.format != CudaLinearFormat::kFp8 || m <= 0) return false;
-  const int rows = s.slab_rows > 0 ? s.slab_rows : m;
-  return !fp8_linear_fuses_quantisation(x, l.in_features, l.in_features, rows, l.in_features);
-}
-
-Status run_cuda_linear_quantised_input(const CudaLinear& l, const CudaLinearScratch& s, int m, uint16_t* y,
-                                       cudaStream_t stream) {
-  if (l.format != CudaLinearFormat::kFp8) return internal_error(l.name + ": a quantised input needs a W8A8 linear");
-  const int64_t K = l.in_features, N = l.out_features;
-  return for_each_row_slab(m, s.slab_rows, [&](int first, int rows) {
-    return fp8_linear(*s.cublas, s.xq + first * K, K, s.x_scale + first, l.weight.as<uint8_t>(), K,
-                      l.weight_scale.as<float>(), y + first * N, N, rows, static_cast<int>(N), static_cast<int>(K),
-                      s.fp8_epilogue, stream);
-  });
-}
-
 }  // namespace crosspoint::cuda

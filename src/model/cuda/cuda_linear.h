@@ -2,8 +2,8 @@
 // checkpoint linears that share an input fused along the output dimension (q|k|v, gate|up):
 //   fp16    weight [N, K] fp16 (f32/bf16 checkpoints converted on the host)
 //   w8a8    weight [N, K] e4m3 + weight_scale [N] f32; activations quantised per token
-//           (fp8_linear_from_fp16: fused into the GEMV at small M, else by the kernel
-//           that produced the input, or fp8_quantize_per_token, before fp8_linear)
+//           (fp8_linear_from_fp16: fused into the GEMV at small M, else
+//           fp8_quantize_per_token before fp8_linear)
 //   w4a16   GPTQ int4 re-laid-out by w4a16_repack (weight, scales, and k_perm for
 //           act-order, whose activations go through w4a16_permute_columns first)
 // Outputs are fp16 [M, N]. The optional bias is fp16 [N]; run_cuda_linear does not add it
@@ -89,19 +89,6 @@ Result<W4A16PackedWeight> assemble_fused_gptq(const std::vector<LinearPart>& par
 // scratch.slab_rows > 0 both hold M rounded up to a multiple of it.
 Status run_cuda_linear(const CudaLinear& linear, const CudaLinearScratch& scratch, const uint16_t* x, int m,
                        uint16_t* y, cudaStream_t stream);
-
-// Whether a W8A8 linear at m rows of x wants its input already quantised (scratch.xq,
-// scratch.x_scale written per token by the kernel that produced x: add_rms_norm_quantize_fp8,
-// silu_mul_quantize_fp8) rather than quantising x itself; false where the GEMV fuses the
-// quantisation and for the other formats. Host only.
-bool cuda_linear_takes_quantised_input(const CudaLinear& linear, const CudaLinearScratch& scratch, const uint16_t* x,
-                                       int m);
-
-// y[M, N] from the e4m3 rows scratch.xq [M, K] (row stride K) with scales scratch.x_scale [M],
-// for a linear where cuda_linear_takes_quantised_input holds; bit-identical to run_cuda_linear
-// on the fp16 rows they were quantised from.
-Status run_cuda_linear_quantised_input(const CudaLinear& linear, const CudaLinearScratch& scratch, int m, uint16_t* y,
-                                       cudaStream_t stream);
 
 // n elements of f32/f16/bf16 data as fp16 bits, converted on the host (threaded).
 std::vector<uint16_t> to_fp16(const void* data, DType dtype, int64_t n);

@@ -333,7 +333,7 @@ CudaForwardBatch CudaModel::device_batch(const PackedStepShape& shape) const {
 Status CudaModel::run_layer(int32_t layer_idx, const CudaForwardBatch& b) {
   const ModelConfig& c = config_;
   const Layer& l = layers_[layer_idx];
-  const int T = b.shape.num_tokens, I = static_cast<int>(c.intermediate_size);
+  const int T = b.shape.num_tokens, d = static_cast<int>(c.hidden_size), I = static_cast<int>(c.intermediate_size);
   const int H = static_cast<int>(c.num_attention_heads), Hkv = static_cast<int>(c.num_key_value_heads);
   const int D = static_cast<int>(c.head_dim);
   const float eps = static_cast<float>(c.rms_norm_eps);
@@ -342,9 +342,10 @@ Status CudaModel::run_layer(int32_t layer_idx, const CudaForwardBatch& b) {
   uint16_t* delta = delta_.as<uint16_t>();
 
   // The previous layer's down_proj output joins the residual here (none before layer 0).
-  CROSSPOINT_RETURN_IF_ERROR(norm_into(l.qkv, layer_idx == 0 ? nullptr : delta, l.input_norm, T));
+  CROSSPOINT_RETURN_IF_ERROR(add_rms_norm(residual_.as<float>(), layer_idx == 0 ? nullptr : delta, d,
+                                          l.input_norm.as<uint16_t>(), eps, x, d, T, d, stream_));
   mark(StepOp::kInputNorm);
-  CROSSPOINT_RETURN_IF_ERROR(linear_after(l.qkv, x, T, qkv_.as<uint16_t>()));
+  CROSSPOINT_RETURN_IF_ERROR(run_cuda_linear(l.qkv, scratch_, x, T, qkv_.as<uint16_t>(), stream_));
   mark(StepOp::kQkvProj);
   if (!l.q_norm.empty())  // Qwen3; profiled as part of rope_kv_write
     CROSSPOINT_RETURN_IF_ERROR(qk_head_rms_norm(qkv_.as<uint16_t>(), qkv_width, T, H, Hkv, D, l.q_norm.as<uint16_t>(),
@@ -397,36 +398,16 @@ Status CudaModel::run_layer(int32_t layer_idx, const CudaForwardBatch& b) {
 
   CROSSPOINT_RETURN_IF_ERROR(run_cuda_linear(l.o_proj, scratch_, attn_.as<uint16_t>(), T, delta, stream_));
   mark(StepOp::kOProj);
-  CROSSPOINT_RETURN_IF_ERROR(norm_into(l.gate_up, delta, l.post_attention_norm, T));
+  CROSSPOINT_RETURN_IF_ERROR(
+      add_rms_norm(residual_.as<float>(), delta, d, l.post_attention_norm.as<uint16_t>(), eps, x, d, T, d, stream_));
   mark(StepOp::kPostAttentionNorm);
-  CROSSPOINT_RETURN_IF_ERROR(linear_after(l.gate_up, x, T, gate_up_.as<uint16_t>()));
+  CROSSPOINT_RETURN_IF_ERROR(run_cuda_linear(l.gate_up, scratch_, x, T, gate_up_.as<uint16_t>(), stream_));
   mark(StepOp::kGateUpProj);
-  uint16_t* act = act_.as<uint16_t>();
-  if (producer_quantises(l.down_proj, act, T)) {
-    CROSSPOINT_RETURN_IF_ERROR(
-        silu_mul_quantize_fp8(gate_up_.as<uint16_t>(), 2 * I, act, I, scratch_.xq, I, scratch_.x_scale, T, I, stream_));
-  } else {
-    CROSSPOINT_RETURN_IF_ERROR(silu_mul(gate_up_.as<uint16_t>(), 2 * I, act, I, T, I, stream_));
-  }
+  CROSSPOINT_RETURN_IF_ERROR(silu_mul(gate_up_.as<uint16_t>(), 2 * I, act_.as<uint16_t>(), I, T, I, stream_));
   mark(StepOp::kSiluMul);
-  CROSSPOINT_RETURN_IF_ERROR(linear_after(l.down_proj, act, T, delta));
+  CROSSPOINT_RETURN_IF_ERROR(run_cuda_linear(l.down_proj, scratch_, act_.as<uint16_t>(), T, delta, stream_));
   mark(StepOp::kDownProj);
   return Status::ok();
-}
-
-Status CudaModel::norm_into(const CudaLinear& next, const uint16_t* delta, const DeviceBuffer& weight, int T) {
-  const int d = static_cast<int>(config_.hidden_size);
-  const float eps = static_cast<float>(config_.rms_norm_eps);
-  uint16_t* x = x_.as<uint16_t>();
-  if (producer_quantises(next, x, T))
-    return add_rms_norm_quantize_fp8(residual_.as<float>(), delta, d, weight.as<uint16_t>(), eps, x, d, scratch_.xq, d,
-                                     scratch_.x_scale, T, d, stream_);
-  return add_rms_norm(residual_.as<float>(), delta, d, weight.as<uint16_t>(), eps, x, d, T, d, stream_);
-}
-
-Status CudaModel::linear_after(const CudaLinear& next, const uint16_t* x, int T, uint16_t* y) {
-  if (producer_quantises(next, x, T)) return run_cuda_linear_quantised_input(next, scratch_, T, y, stream_);
-  return run_cuda_linear(next, scratch_, x, T, y, stream_);
 }
 
 Status CudaModel::forward(const CudaForwardBatch& b) {

@@ -43,11 +43,6 @@ struct CudaModelOptions {
   // serve --deterministic: linears on fixed slabs of kBatchInvariantRows rows and attention in
   // one partition per row, so a row's logits do not depend on the rest of the batch.
   bool batch_invariant = false;
-  // W8A8 above the fused GEMV's rows: the input and post-attention norms and silu_mul quantise
-  // their output per token for the next linear (add_rms_norm_quantize_fp8,
-  // silu_mul_quantize_fp8) instead of a separate quantisation kernel. Same bits either way;
-  // off until measured on a GPU (docs/cuda-log.md, 2026-12-02).
-  bool fp8_quantise_in_producers = false;
 };
 
 // What the startup log prints.
@@ -139,15 +134,6 @@ class CudaModel {
   Status allocate_kv_cache(int64_t num_blocks);
   Status profile_step();
   Status run_layer(int32_t layer_idx, const CudaForwardBatch& b);
-  // residual += delta; x = rms_norm(residual) * weight for T rows, also quantised into the
-  // linear scratch when `next` (the linear that reads x) takes a quantised input.
-  Status norm_into(const CudaLinear& next, const uint16_t* delta, const DeviceBuffer& weight, int T);
-  // y = next(x), from the scratch's quantised rows when norm_into / silu_mul wrote them.
-  Status linear_after(const CudaLinear& next, const uint16_t* x, int T, uint16_t* y);
-  // Whether the kernel producing `next`'s input x quantises it (options and the linear's wish).
-  bool producer_quantises(const CudaLinear& next, const uint16_t* x, int T) const {
-    return options_.fp8_quantise_in_producers && cuda_linear_takes_quantised_input(next, scratch_, x, T);
-  }
   uint16_t* key_cache(int32_t layer_idx) const;
   uint16_t* value_cache(int32_t layer_idx) const;
   void mark(StepOp op) {
