@@ -102,6 +102,40 @@ make_qwen_tokenizer() {
     || die "scripts/make_qwen_tokenizer.py failed"
 }
 
+# minja, the header-only Jinja engine (Google, MIT) that renders models' own chat templates,
+# and the real chat templates of current models (tests/fixtures/chat_templates) both come from
+# one PyPI source distribution: llama-cpp-python vendors llama.cpp, which vendors minja and
+# keeps the templates in models/templates. Only those files are kept, in $CACHE/third_party.
+LLAMA_CPP_PYTHON_SDIST_VERSION=0.3.16
+LLAMA_CPP_PYTHON_SDIST_SHA256=34ed0f9bd9431af045bb63d9324ae620ad0536653740e9bb163a2e1fcb973be6
+fetch_minja() {
+  local out="$CACHE/third_party/llama-cpp-python-$LLAMA_CPP_PYTHON_SDIST_VERSION"
+  if [ -s "$out/minja/minja.hpp" ] && [ -s "$out/templates/Qwen-Qwen3-0.6B.jinja" ]; then
+    return 0
+  fi
+  local dir="$DOWNLOADS/llama-cpp-python" name="llama_cpp_python-$LLAMA_CPP_PYTHON_SDIST_VERSION"
+  mkdir -p "$dir"
+  if [ ! -s "$dir/$name.tar.gz" ]; then
+    log "fetching the llama-cpp-python $LLAMA_CPP_PYTHON_SDIST_VERSION source distribution from PyPI (minja, chat templates)"
+    "$VENV/bin/pip" download -q --no-deps --no-binary :all: -d "$dir" \
+      "llama-cpp-python==$LLAMA_CPP_PYTHON_SDIST_VERSION" 2>/dev/null \
+      || [ -s "$dir/$name.tar.gz" ] \
+      || die "could not download llama-cpp-python==$LLAMA_CPP_PYTHON_SDIST_VERSION (sdist) from PyPI; put $name.tar.gz in $dir/"
+  fi
+  echo "$LLAMA_CPP_PYTHON_SDIST_SHA256  $dir/$name.tar.gz" | sha256sum -c --quiet - \
+    || die "$dir/$name.tar.gz does not have the expected sha256: delete it and run again"
+  local tmp="$out.part"
+  rm -rf "$tmp" && mkdir -p "$tmp/minja" "$tmp/templates"
+  tar -xzf "$dir/$name.tar.gz" -C "$tmp" "$name/vendor/llama.cpp/vendor/minja" \
+    "$name/vendor/llama.cpp/models/templates" "$name/vendor/llama.cpp/LICENSE" \
+    || die "$name.tar.gz lacks minja or the chat templates"
+  mv "$tmp/$name/vendor/llama.cpp/vendor/minja/"* "$tmp/minja/"
+  mv "$tmp/$name/vendor/llama.cpp/models/templates/"* "$tmp/templates/"
+  mv "$tmp/$name/vendor/llama.cpp/LICENSE" "$tmp/LICENSE.llama.cpp"
+  rm -rf "$tmp/$name" "$out" && mv "$tmp" "$out"
+  log "minja and the chat templates: $out"
+}
+
 # configure_and_build DIR [cmake args...] [-- targets...]: every target unless some are named.
 configure_and_build() {
   local dir="$1"; shift

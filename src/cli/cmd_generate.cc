@@ -58,8 +58,7 @@ Result<std::vector<int32_t>> encode_prompt(const GenerateOptions& o, const std::
   std::vector<ChatMessage> messages;
   if (!o.system.empty()) messages.push_back({"system", o.system});
   messages.push_back({"user", o.prompt});
-  CROSSPOINT_ASSIGN_OR_RETURN(std::string text, apply_chat_template(chat_template_for_model_dir(dir), messages, true));
-  return tokenizer.encode(text, /*parse_special=*/true);
+  return encode_chat(tokenizer, chat_template_for_model_dir(dir), messages);
 }
 
 Status generate(const GenerateOptions& o, GenerateStats& stats) {

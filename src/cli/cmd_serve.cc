@@ -169,7 +169,13 @@ int serve(const ServeOptions& o) {
   server_config.max_header_bytes = static_cast<size_t>(o.max_header_bytes);
   server_config.shutdown_timeout_s = o.shutdown_timeout_s;
   ensure_descriptors(o.max_connections);
-  OpenAiServer server(server_config, engine, *tokenizer.value(), chat_template_for_model_dir(dir.value()));
+  ChatTemplate chat_template = chat_template_for_model_dir(dir.value());
+  if (!chat_template.error.empty())
+    log_warning("chat template: {}; chat requests will be refused (completions work)", chat_template.error);
+  else
+    log_info("chat template: {}", chat_template.jinja ? "the model's own (" + chat_template.origin + ")"
+                                                      : std::string("none in the model, ChatML"));
+  OpenAiServer server(server_config, engine, *tokenizer.value(), std::move(chat_template));
   if (Status s = server.bind(); !s.is_ok()) return report_error("serve", s);
   log_info(
       "engine: device {}, max-num-seqs {}, max-num-batched-tokens {}, max-model-len {}, max-waiting {}, {} threads",

@@ -91,7 +91,7 @@ std::optional<ApiError> read_prompt(const json& body, OpenAiRequest* out) {
   return bad_request("'prompt' must be a string, a list of strings, or a list of token ids", "prompt");
 }
 
-std::optional<ApiError> read_messages(const json& body, OpenAiRequest* out) {
+std::optional<ApiError> read_messages(const json& body, std::vector<ChatMessage>* out) {
   auto it = body.find("messages");
   if (it == body.end() || !it->is_array() || it->empty()) {
     return bad_request("'messages' must be a non-empty list", "messages");
@@ -122,7 +122,7 @@ std::optional<ApiError> read_messages(const json& body, OpenAiRequest* out) {
     } else {
       return bad_request("message 'content' must be a string or a list of text parts", "messages");
     }
-    out->messages.push_back(std::move(message));
+    out->push_back(std::move(message));
   }
   return std::nullopt;
 }
@@ -316,6 +316,18 @@ std::optional<ApiError> read_logprobs(const json& body, ApiEndpoint endpoint, Op
 }
 
 // cache_salt: null or absent (no salt), else a non-empty string (vLLM's rule and message).
+std::optional<ApiError> read_chat_template_kwargs(const json& body, ChatRenderOptions* options) {
+  auto kwargs = body.find("chat_template_kwargs");
+  if (kwargs == body.end() || kwargs->is_null()) return std::nullopt;
+  if (!kwargs->is_object()) return bad_request("'chat_template_kwargs' must be an object", "chat_template_kwargs");
+  for (const char* reserved : {"messages", "add_generation_prompt", "bos_token", "eos_token"}) {
+    if (kwargs->contains(reserved))
+      return bad_request(std::string("'chat_template_kwargs' cannot set '") + reserved + "'", "chat_template_kwargs");
+  }
+  options->kwargs = *kwargs;
+  return std::nullopt;
+}
+
 std::optional<ApiError> read_cache_salt(const json& body, OpenAiRequest* out) {
   auto salt = body.find("cache_salt");
   if (salt == body.end() || salt->is_null()) return std::nullopt;
@@ -356,6 +368,16 @@ std::optional<ApiError> read_echo(const json& body, ApiEndpoint endpoint, OpenAi
 
 uint64_t choice_seed(uint64_t seed, int32_t index) { return seed + static_cast<uint64_t>(index); }
 
+std::optional<ApiError> read_chat_prompt(const json& body, std::vector<ChatMessage>* messages,
+                                         ChatRenderOptions* options) {
+  if (auto e = read_messages(body, messages)) return e;
+  if (auto e = read_bool(body, "add_generation_prompt", &options->add_generation_prompt)) return e;
+  if (auto e = read_bool(body, "continue_final_message", &options->continue_final_message)) return e;
+  if (options->continue_final_message && options->add_generation_prompt)
+    return bad_request("'continue_final_message' needs 'add_generation_prompt': false", "continue_final_message");
+  return read_chat_template_kwargs(body, options);
+}
+
 std::optional<ApiError> parse_openai_request(const std::string& body_text, ApiEndpoint endpoint, OpenAiRequest* out) {
   const json body = json::parse(body_text, nullptr, /*allow_exceptions=*/false);
   if (body.is_discarded()) return bad_request("the request body is not valid JSON");
@@ -371,8 +393,7 @@ std::optional<ApiError> parse_openai_request(const std::string& body_text, ApiEn
   if (endpoint == ApiEndpoint::kCompletions) {
     if (auto e = read_prompt(body, &request)) return e;
   } else {
-    if (auto e = read_messages(body, &request)) return e;
-    if (auto e = read_bool(body, "add_generation_prompt", &request.add_generation_prompt)) return e;
+    if (auto e = read_chat_prompt(body, &request.messages, &request.chat_options)) return e;
   }
   if (auto e = read_bool(body, "stream", &request.stream)) return e;
   if (auto e = read_echo(body, endpoint, &request)) return e;

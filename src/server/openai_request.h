@@ -9,6 +9,8 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "scheduler/request_sampling_params.h"
 #include "server/api_error.h"
 #include "server/request_fields.h"
@@ -25,7 +27,7 @@ struct OpenAiRequest {
   bool prompt_is_token_ids = false;
   // Chat: the conversation.
   std::vector<ChatMessage> messages;
-  bool add_generation_prompt = true;
+  ChatRenderOptions chat_options;  // add_generation_prompt, continue_final_message, chat_template_kwargs
   // max_tokens / max_completion_tokens; absent = 16 for completions, the rest of the
   // context for chat (decided once the prompt length is known).
   std::optional<int64_t> max_tokens;
@@ -59,5 +61,11 @@ uint64_t choice_seed(uint64_t seed, int32_t index);
 
 // Parses body for endpoint. On failure returns the ApiError (400) and leaves out unspecified.
 std::optional<ApiError> parse_openai_request(const std::string& body, ApiEndpoint endpoint, OpenAiRequest* out);
+
+// The chat prompt of a body: messages (roles system, user, assistant; "developer" read as
+// system; content a string or text parts), add_generation_prompt, continue_final_message and
+// chat_template_kwargs. Also what POST /tokenize reads when it is given messages.
+std::optional<ApiError> read_chat_prompt(const nlohmann::json& body, std::vector<ChatMessage>* messages,
+                                         ChatRenderOptions* options);
 
 }  // namespace crosspoint

@@ -305,7 +305,17 @@ struct OpenAiServer::Impl {
       TokenizeRequest request;
       if ((p.error = parse_tokenize_request(body, &request))) return p;
       if ((p.error = check_model(request.model))) return p;
-      const auto ids = tokenizer.encode(request.prompt, true);
+      std::vector<int32_t> ids;
+      if (request.chat) {
+        auto encoded = encode_chat(tokenizer, chat_template, request.messages, request.chat_options);
+        if (!encoded.is_ok()) {
+          p.error = bad_request(encoded.status().message(), "messages");
+          return p;
+        }
+        ids = std::move(encoded.value());
+      } else {
+        ids = tokenizer.encode(request.prompt, true);
+      }
       nlohmann::json out = {
           {"tokens", ids}, {"count", ids.size()}, {"max_model_len", engine.config().scheduler.max_model_len}};
       p.reply = out.dump();
@@ -472,7 +482,7 @@ struct OpenAiServer::Impl {
   std::optional<ApiError> prompt_ids(const OpenAiRequest& request, std::vector<int32_t>* ids) const {
     if (request.endpoint == ApiEndpoint::kChatCompletions) {
       // Message contents are text: "<|im_start|>" typed by a user is not the special token.
-      auto encoded = encode_chat(tokenizer, chat_template, request.messages, request.add_generation_prompt);
+      auto encoded = encode_chat(tokenizer, chat_template, request.messages, request.chat_options);
       if (!encoded.is_ok()) return bad_request(encoded.status().message(), "messages");
       *ids = std::move(encoded.value());
     } else if (request.prompt_is_token_ids) {

@@ -2,15 +2,23 @@
 
 #include <nlohmann/json.hpp>
 
+#include "server/openai_request.h"
+
 namespace crosspoint {
 
 std::optional<ApiError> parse_tokenize_request(const std::string& body_text, TokenizeRequest* out) {
   const auto body = nlohmann::json::parse(body_text, nullptr, /*allow_exceptions=*/false);
-  auto prompt = body.is_object() ? body.find("prompt") : body.end();
-  if (body.is_discarded() || !body.is_object() || prompt == body.end() || !prompt->is_string()) {
-    return bad_request("/tokenize needs {\"prompt\": <string>}", "prompt");
+  if (body.is_object() && body.contains("messages")) {
+    if (body.contains("prompt")) return bad_request("/tokenize takes 'prompt' or 'messages', not both", "prompt");
+    out->chat = true;
+    if (auto e = read_chat_prompt(body, &out->messages, &out->chat_options)) return e;
+  } else {
+    auto prompt = body.is_object() ? body.find("prompt") : body.end();
+    if (body.is_discarded() || !body.is_object() || prompt == body.end() || !prompt->is_string()) {
+      return bad_request("/tokenize needs {\"prompt\": <string>} or {\"messages\": [...]}", "prompt");
+    }
+    out->prompt = prompt->get<std::string>();
   }
-  out->prompt = prompt->get<std::string>();
   auto model = body.find("model");
   if (model != body.end() && model->is_string()) out->model = model->get<std::string>();
   return std::nullopt;

@@ -1,6 +1,7 @@
-// Parsing and validation of the bodies of POST /tokenize ({"prompt": <string>, "model": ...})
-// and POST /detokenize ({"tokens": [ids]}), vLLM's extra routes. A rejection is the ApiError
-// (400) naming the field.
+// Parsing and validation of the bodies of POST /tokenize ({"prompt": <string>, "model": ...}, or
+// a chat's {"messages": [...], "add_generation_prompt": ..., "chat_template_kwargs": ...},
+// whose rendered prompt is tokenised as a chat request's is) and POST /detokenize ({"tokens": [ids]}), vLLM's extra
+// routes. A rejection is the ApiError (400) naming the field.
 #pragma once
 
 #include <cstdint>
@@ -9,11 +10,15 @@
 #include <vector>
 
 #include "server/api_error.h"
+#include "tokenizer/chat_template.h"
 
 namespace crosspoint {
 
 struct TokenizeRequest {
   std::string prompt;
+  bool chat = false;  // messages given: the chat template renders the prompt
+  std::vector<ChatMessage> messages;
+  ChatRenderOptions chat_options;
   std::string model;  // empty when the request names none (or not as a string)
 };
 

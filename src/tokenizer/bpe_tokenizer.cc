@@ -230,6 +230,16 @@ std::vector<int32_t> BpeTokenizer::encode(std::string_view text, bool parse_spec
   return ids;
 }
 
+std::vector<AddedTokenPiece> BpeTokenizer::split_at_added_tokens(std::string_view text) const {
+  const std::string valid = replace_invalid_utf8(text);
+  std::vector<TextSegment> segments;
+  added_vocabulary_.split(valid, /*match_special=*/true, segments);
+  std::vector<AddedTokenPiece> pieces;
+  pieces.reserve(segments.size());
+  for (const TextSegment& segment : segments) pieces.push_back({segment.added_token_id, std::string(segment.text)});
+  return pieces;
+}
+
 std::string BpeTokenizer::decode(std::span<const int32_t> ids, bool skip_special) const {
   std::string bytes;
   for (int32_t id : ids) {

@@ -28,6 +28,7 @@ class BpeTokenizer final : public Tokenizer {
                                                       const nlohmann::json& config, const std::string& where);
 
   std::vector<int32_t> encode(std::string_view text, bool parse_special = true) const override;
+  std::vector<AddedTokenPiece> split_at_added_tokens(std::string_view text) const override;
   std::string decode(std::span<const int32_t> ids, bool skip_special = false) const override;
   std::string token_bytes(int32_t id) const override;
   std::optional<int32_t> token_id(std::string_view token) const override;

@@ -17,6 +17,13 @@ namespace crosspoint {
 
 class GgufFile;
 
+// A piece of a text cut at its added tokens: an added token (id >= 0, text what it matched) or
+// the text between two (id -1).
+struct AddedTokenPiece {
+  int32_t id = -1;
+  std::string text;
+};
+
 class Tokenizer {
  public:
   virtual ~Tokenizer() = default;
@@ -30,6 +37,8 @@ class Tokenizer {
   // Special tokens (e.g. "<|im_start|>") in the text are matched as such when
   // parse_special is true, as HF does for added tokens.
   virtual std::vector<int32_t> encode(std::string_view text, bool parse_special = true) const = 0;
+  // The text cut as encode(text, true) cuts it before normalisation and BPE.
+  virtual std::vector<AddedTokenPiece> split_at_added_tokens(std::string_view text) const = 0;
   // Concatenated bytes of the tokens, byte-level decoded; invalid UTF-8 is replaced by
   // U+FFFD as HF does. skip_special drops special tokens.
   virtual std::string decode(std::span<const int32_t> ids, bool skip_special = false) const = 0;

@@ -23,8 +23,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         return 0;
       }
       if (endpoint == ApiEndpoint::kChatCompletions) {
-        (void)apply_chat_template(ChatTemplate{"You are a helpful assistant."}, request.messages,
-                                  request.add_generation_prompt);
+        (void)apply_chat_template(ChatTemplate{}, request.messages, request.chat_options);
       }
       return 0;
     }

@@ -87,7 +87,7 @@ TEST(RequestFields, OutputChangingValuesAreRefused) {
   const std::tuple<ApiEndpoint, const char*, json> cases[] = {
       {ApiEndpoint::kChatCompletions, "response_format", {{"type", "json_object"}}},
       {ApiEndpoint::kChatCompletions, "tool_choice", "required"},
-      {ApiEndpoint::kChatCompletions, "chat_template_kwargs", {{"enable_thinking", false}}},
+      {ApiEndpoint::kChatCompletions, "chat_template", "{{ messages }}"},
       {ApiEndpoint::kChatCompletions, "prompt_logprobs", 1},
       {ApiEndpoint::kCompletions, "typical_p", 0.9},
       {ApiEndpoint::kCompletions, "min_tokens", 4},
@@ -104,6 +104,30 @@ TEST(RequestFields, OutputChangingValuesAreRefused) {
                  R"({"prompt":"x","stream":true,"stream_options":{"continuous_usage_stats":true}})");
   ASSERT_TRUE(e.has_value());
   EXPECT_EQ(e->param, "stream_options");
+}
+
+TEST(RequestFields, ChatTemplateVariablesAndContinuationAreRead) {
+  OpenAiRequest r;
+  ASSERT_FALSE(parse(ApiEndpoint::kChatCompletions,
+                     R"({"messages":[{"role":"user","content":"x"},{"role":"assistant","content":"Once"}],)"
+                     R"("chat_template_kwargs":{"enable_thinking":false},"add_generation_prompt":false,)"
+                     R"("continue_final_message":true})",
+                     &r)
+                   .has_value());
+  EXPECT_EQ(r.chat_options.kwargs, json({{"enable_thinking", false}}));
+  EXPECT_FALSE(r.chat_options.add_generation_prompt);
+  EXPECT_TRUE(r.chat_options.continue_final_message);
+  const std::pair<const char*, const char*> refused[] = {
+      {R"({"messages":[{"role":"user","content":"x"}],"chat_template_kwargs":[1]})", "chat_template_kwargs"},
+      {R"({"messages":[{"role":"user","content":"x"}],"chat_template_kwargs":{"messages":[]}})",
+       "chat_template_kwargs"},
+      {R"({"messages":[{"role":"user","content":"x"}],"continue_final_message":true})", "continue_final_message"},
+  };
+  for (const auto& [body, param] : refused) {
+    auto e = parse(ApiEndpoint::kChatCompletions, body);
+    ASSERT_TRUE(e.has_value()) << body;
+    EXPECT_EQ(e->param, param) << body;
+  }
 }
 
 TEST(RequestFields, UnknownFieldsPassAndAreReported) {

@@ -131,9 +131,13 @@ int run(int argc, char** argv) {
   server_config.served_model_name = "toy";
   server_config.model_root = model_root;
   server_config.api_key = api_key;
-  ChatTemplate chat_template;
-  chat_template.default_system_prompt = "You are a toy.";
-  OpenAiServer server(server_config, engine, *tokenizer, chat_template);
+  // ChatML with a default system prompt, as a Jinja template like a model's own.
+  auto chat_template = chat_template_from_source(
+      "{% if messages[0]['role'] != 'system' %}{{ '<|im_start|>system\nYou are a toy.<|im_end|>\n' }}{% endif %}"
+      "{% for m in messages %}{{ '<|im_start|>' + m['role'] + '\n' + m['content'] + '<|im_end|>\n' }}{% endfor %}"
+      "{% if add_generation_prompt %}{{ '<|im_start|>assistant\n' }}{% endif %}");
+  if (!chat_template.is_ok()) return std::fprintf(stderr, "%s\n", chat_template.status().to_string().c_str()), 1;
+  OpenAiServer server(server_config, engine, *tokenizer, std::move(chat_template.value()));
   if (Status s = server.bind(); !s.is_ok()) return std::fprintf(stderr, "%s\n", s.to_string().c_str()), 1;
   std::printf("port %d\n", server.port());
   std::fflush(stdout);
