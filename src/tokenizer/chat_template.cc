@@ -185,11 +185,19 @@ Result<RenderedChat> render_jinja(const JinjaTemplate& jinja, const std::vector<
   rendered.contents_transformed = true;
   std::string text = std::move(real.value());
   if (options.continue_final_message) {
+    // As transformers cuts it: at the last occurrence of the stripped final content, keeping
+    // its trailing whitespace only where the template kept it.
+    constexpr std::string_view kSpace = " \t\n\r\f\v";
     const std::string& last = messages.back().content;
-    const size_t at = text.rfind(last);
-    if (last.empty() || at == std::string::npos)
-      return invalid_argument("continue_final_message: the chat template does not write the final message verbatim");
-    text.resize(at + last.size());
+    const size_t first = last.find_first_not_of(kSpace);
+    if (first == std::string::npos)
+      return invalid_argument("continue_final_message: the final message has no content to continue");
+    const std::string lstripped = last.substr(first);
+    const std::string stripped = lstripped.substr(0, lstripped.find_last_not_of(kSpace) + 1);
+    const size_t at = text.rfind(stripped);
+    if (at == std::string::npos)
+      return invalid_argument("continue_final_message: the chat template does not write the final message");
+    text.resize(at + (text.compare(at, lstripped.size(), lstripped) == 0 ? lstripped.size() : stripped.size()));
   }
   rendered.pieces.push_back({false, std::move(text)});
   return rendered;

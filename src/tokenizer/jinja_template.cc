@@ -65,11 +65,12 @@ Result<std::string> JinjaTemplate::render(const nlohmann::json& messages, bool a
   try {
     // minja keeps objects in insertion order; the messages arrive as our JSON, whose order is
     // by key, which no template depends on.
-    auto context = minja::Context::make(minja::Value(minja::json::object()));
+    auto context = minja::Context::make(minja::Value(nlohmann::ordered_json::object()));
     if (!extra.is_null()) {
-      for (const auto& [key, value] : extra.items()) context->set(key, minja::Value(minja::json::parse(value.dump())));
+      for (const auto& [key, value] : extra.items())
+        context->set(key, minja::Value(nlohmann::ordered_json::parse(value.dump())));
     }
-    context->set("messages", minja::Value(minja::json::parse(messages.dump())));
+    context->set("messages", minja::Value(nlohmann::ordered_json::parse(messages.dump())));
     context->set("add_generation_prompt", minja::Value(add_generation_prompt));
     context->set("bos_token", minja::Value(bos_token_));
     context->set("eos_token", minja::Value(eos_token_));
