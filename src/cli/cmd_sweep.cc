@@ -12,6 +12,7 @@
 #include "cli/commands.h"
 #include "common/clock.h"
 #include "common/progress_bar.h"
+#include "sweep/harness_quality.h"
 #include "sweep/sweep_runner.h"
 
 namespace crosspoint::cli {
@@ -32,6 +33,7 @@ int run_sweep(int argc, char** argv) {
   sweep::SweepOptions o;
   std::string precisions_text = "fp16,w8a8-fp8,w4a16", concurrency_text = "1,4,8", slo_text, num_prompts_text = "8";
   std::vector<std::string> precision_model_texts;
+  std::vector<std::string> harness_results_texts;
   app.add_option("--model", o.model, "FP16 model directory, or 'default' (SmolLM2-135M-Instruct)")
       ->capture_default_str();
   app.add_option("--precisions", precisions_text, "comma-separated: fp16, w8a8-fp8, w4a16")->capture_default_str();
@@ -66,6 +68,10 @@ int run_sweep(int argc, char** argv) {
   app.add_option("--precision-model", precision_model_texts,
                  "PRECISION=DIR (repeatable): serve this ready checkpoint for the precision instead of quantising "
                  "--model (e.g. w4a16=/models/qwen-gptq)");
+  app.add_option("--harness-results", harness_results_texts,
+                 "PRECISION=FILE (repeatable): lm-evaluation-harness results of that precision served (its "
+                 "--output_path JSON, or scripts/eval/lm_eval_served.sh's); the report lists its scores beside "
+                 "crosspoint eval's");
   app.add_flag("--ignore-eos", o.ignore_eos, "bench --ignore-eos: every reply runs to its length (random weights)");
   app.add_option("--random-input-len", o.random_input_len, "--dataset random: prompt tokens (0: bench's default)")
       ->capture_default_str();
@@ -118,6 +124,10 @@ int run_sweep(int argc, char** argv) {
   }
   for (const std::string& text : precision_model_texts) {
     if (Status s = sweep::parse_precision_model(text, o); !s.is_ok()) return report_error("sweep", s);
+  }
+  for (const std::string& text : harness_results_texts) {
+    if (Status s = sweep::parse_harness_results(text, o.precisions, o.harness_results); !s.is_ok())
+      return report_error("sweep", s);
   }
   if (!slo_text.empty()) {
     if (Status s = sweep::parse_slo(slo_text, o); !s.is_ok()) return report_error("sweep", s);

@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "analysis/hardware_table.h"
+#include "sweep/harness_quality.h"
 
 namespace crosspoint::sweep {
 namespace {
@@ -197,6 +198,14 @@ Status validate_sweep_options(const SweepOptions& o) {
   }
   if (!(o.gpu_memory_utilization > 0 && o.gpu_memory_utilization <= 1)) {
     return invalid_argument("--gpu-memory-utilization must be in (0, 1]");
+  }
+  for (const auto& [precision, file] : o.harness_results) {
+    const std::string option = "--harness-results " + precision + "=" + file;
+    std::ifstream in(file);
+    if (!in) return not_found(option + ": no such file");
+    const nlohmann::json json = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
+    if (json.is_discarded()) return invalid_argument(option + ": not JSON");
+    CROSSPOINT_RETURN_IF_ERROR(harness_scores_from_json(json, option).status());
   }
   if (!o.hardware.empty()) {
     if (auto entry = analysis::find_datasheet(o.hardware); !entry.is_ok()) {

@@ -6,6 +6,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "common/status.h"
@@ -29,7 +30,9 @@ struct SweepOptions {
   std::string ceilings_path;  // measured ceilings: shared/tools/gpu/ceilings.py or hwinfo --json; empty = measure
   std::string hardware;       // cuda: datasheet entry used when the GPU cannot be measured (hwinfo --hardware)
   std::map<std::string, std::string> precision_models;  // precision -> ready checkpoint (no quantising)
-  std::optional<double> slo_ttft_ms;                    // goodput SLO
+  // precision -> an lm-evaluation-harness results file of that precision served (--harness-results)
+  std::vector<std::pair<std::string, std::string>> harness_results;
+  std::optional<double> slo_ttft_ms;  // goodput SLO
   std::optional<double> slo_tpot_ms;
   int bisect_resolution = 4;  // stop bisecting when a crossover bracket is this narrow (levels)
   int max_bisect_runs = 4;    // extra concurrency levels at most

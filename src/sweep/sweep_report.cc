@@ -231,7 +231,7 @@ std::string sample_sentence(const nlohmann::json& budget) {
 
 void add_recommendation(Fragments& f, const SweepOptions& o, const analysis::StudyResults& study,
                         const analysis::StudyAnalysis& a, const std::vector<QualityResult>& qualities,
-                        const std::vector<std::pair<std::string, ServerStartup>>& startups) {
+                        const std::vector<std::pair<std::string, ServerStartup>>& startups, bool harness_scored) {
   f.heading("Recommendation");
   std::vector<std::string> items;
   items.push_back("Latency — " + describe_metric(a, Metric::kMedianTpot));
@@ -291,8 +291,10 @@ void add_recommendation(Fragments& f, const SweepOptions& o, const analysis::Stu
   f.bullets(items);
   // The sentence people read: which precision below and above the crossover.
   const analysis::MetricAnalysis* tpot = find_metric(a, Metric::kMedianTpot);
-  const std::string quality_note = qualities.empty() ? "quality was not measured in this sweep (--eval-samples 0)"
-                                                     : "with the quality costs listed above";
+  const std::string quality_note =
+      !qualities.empty() || harness_scored
+          ? "with the quality costs listed above"
+          : "quality was not measured in this sweep (--eval-samples 0, no --harness-results)";
   if (tpot && !tpot->crossovers.empty()) {
     // Every flip in order: "up to 3 serve A; from 10 serve B; from 100 serve C".
     const auto& first = tpot->crossovers.front();
@@ -336,7 +338,8 @@ void add_recommendation(Fragments& f, const SweepOptions& o, const analysis::Stu
 
 void add_quality_and_startup(Fragments& f, const analysis::StudyResults& study,
                              const std::vector<std::pair<std::string, ServerStartup>>& startups,
-                             const std::vector<QualityResult>& qualities) {
+                             const std::vector<QualityResult>& qualities,
+                             const std::vector<std::pair<std::string, std::vector<HarnessScore>>>& harness) {
   f.heading("Cold start and capacity (from each server's start-up log)");
   analysis::TextTable t;
   t.header = {"precision", "load s",           "start-up s",        "weights GiB",       "KV GiB",
@@ -365,6 +368,10 @@ void add_quality_and_startup(Fragments& f, const analysis::StudyResults& study,
                         std::to_string(r.num_predicted_tokens)});
     }
     f.table(q);
+  }
+  if (!harness.empty()) {
+    f.heading("Quality from lm-evaluation-harness (--harness-results)");
+    f.table(harness_quality_table(harness));
   }
 }
 
@@ -476,14 +483,15 @@ std::string determinism_mode(const SweepOptions& o) {
 SweepSections render_sweep_sections(const SweepOptions& o, const analysis::StudyResults& original,
                                     const analysis::StudyAnalysis& a,
                                     const std::vector<std::pair<std::string, ServerStartup>>& startups,
-                                    const std::vector<QualityResult>& qualities) {
+                                    const std::vector<QualityResult>& qualities,
+                                    const std::vector<std::pair<std::string, std::vector<HarnessScore>>>& harness) {
   // Repeated runs merged (the analysis' cells), so a cell counts once.
   analysis::StudyResults merged = original;
   if (!a.cells.empty()) merged.cells = a.cells;
   const analysis::StudyResults& study = merged;
   Fragments f;
-  add_recommendation(f, o, study, a, qualities, startups);
-  add_quality_and_startup(f, study, startups, qualities);
+  add_recommendation(f, o, study, a, qualities, startups, !harness.empty());
+  add_quality_and_startup(f, study, startups, qualities, harness);
   return {f.md, f.html};
 }
 
@@ -514,8 +522,16 @@ Status write_sweep_report(const SweepOptions& o, const std::string& fp16_dir, co
     r.num_predicted_tokens = q->value("num_predicted_tokens", int64_t{0});
     qualities.push_back(r);
   }
+  std::vector<std::pair<std::string, std::vector<HarnessScore>>> harness;
+  for (const std::string& p : o.precisions) {
+    const std::string path = harness_results_path(o.out_dir, p);
+    auto file = read_json(path);
+    if (!file) continue;
+    CROSSPOINT_ASSIGN_OR_RETURN(std::vector<HarnessScore> scores, harness_scores_from_json(*file, path));
+    harness.emplace_back(p, std::move(scores));
+  }
   analysis::ReportFiles files = analysis::render_study_report(study, result);
-  const SweepSections sections = render_sweep_sections(o, study, result, startups, qualities);
+  const SweepSections sections = render_sweep_sections(o, study, result, startups, qualities, harness);
   insert_before(files.markdown, "## Latency", sections.markdown);
   insert_before(files.html, "<h2>Latency", sections.html);
   if (files.html.find(sections.html) == std::string::npos) insert_before(files.html, "</body>", sections.html);

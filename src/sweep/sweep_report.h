@@ -13,6 +13,7 @@
 #include "analysis/study_analysis.h"
 #include "analysis/study_results.h"
 #include "common/status.h"
+#include "sweep/harness_quality.h"
 #include "sweep/startup_log.h"
 #include "sweep/sweep_options.h"
 
@@ -49,7 +50,8 @@ struct SweepSections {
 SweepSections render_sweep_sections(const SweepOptions& options, const analysis::StudyResults& study,
                                     const analysis::StudyAnalysis& analysis,
                                     const std::vector<std::pair<std::string, ServerStartup>>& startups,
-                                    const std::vector<QualityResult>& qualities);
+                                    const std::vector<QualityResult>& qualities,
+                                    const std::vector<std::pair<std::string, std::vector<HarnessScore>>>& harness = {});
 
 // Analyses the study and writes report.md, report.html and the figures into options.out_dir.
 Status write_sweep_report(const SweepOptions& options, const std::string& fp16_dir, const nlohmann::json& study_json);

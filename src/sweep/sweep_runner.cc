@@ -25,6 +25,7 @@
 #include "sweep/machine_load.h"
 #include "sweep/measured_ceilings.h"
 #include "sweep/sample_growth.h"
+#include "sweep/harness_quality.h"
 #include "sweep/served_model.h"
 #include "sweep/sweep_report.h"
 
@@ -138,6 +139,7 @@ class SweepRun {
             {"ceilings", o_.ceilings_path},
             {"hardware", o_.hardware},
             {"precision_models", o_.precision_models},
+            {"harness_results", o_.harness_results},
             {"num_prompts_by_level", num_prompts_by_level_json()},
             {"ignore_eos", o_.ignore_eos},
             {"random_input_len", o_.random_input_len},
@@ -553,6 +555,13 @@ Result<SweepSummary> SweepRun::run() {
     if (ec) return io_error(o_.out_dir + sub + ": cannot create: " + ec.message());
   }
   CROSSPOINT_RETURN_IF_ERROR(write_text_atomically(o_.out_dir + "/sweep.json", options_json().dump(2)));
+  // lm-evaluation-harness results kept beside crosspoint eval's, so the report can be rewritten.
+  for (const auto& [precision, file] : o_.harness_results) {
+    std::error_code ec;
+    fs::copy_file(file, harness_results_path(o_.out_dir, precision), fs::copy_options::overwrite_existing, ec);
+    if (ec) return io_error(file + ": cannot copy into " + o_.out_dir + "/quality: " + ec.message());
+    log_info("sweep: quality of {} from lm-evaluation-harness results {}", precision, file);
+  }
   levels_.insert(o_.concurrency.begin(), o_.concurrency.end());
   // Levels added by an earlier run's crossover search count as part of this sweep.
   for (const auto& entry : fs::directory_iterator(o_.out_dir + "/cells")) {
