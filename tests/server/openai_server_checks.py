@@ -880,6 +880,42 @@ def chat_content_cannot_forge_special_tokens(server, model):
 
 
 @check
+def chat_template_fields_and_tokenize_messages(server, model):
+    """/tokenize with messages gives the ids a chat request is prompted with; continue_final_message
+    ends the prompt after the last message; chat_template_kwargs reach the template (unused
+    variables change nothing); the refusals name their field."""
+    client = server.client()
+    messages = [{"role": "user", "content": "Tell me a story."}, {"role": "assistant", "content": "Once upon a"}]
+
+    def tokenize(body):
+        status, data = server.request("POST", "/tokenize", json.dumps(body).encode())
+        assert status == 200, data
+        return json.loads(data)["tokens"]
+
+    def chat_prompt_tokens(**extra):
+        r = client.chat.completions.create(model=model, messages=messages, max_tokens=1, temperature=0, **extra)
+        return r.usage.prompt_tokens
+    with_prompt = tokenize({"messages": messages})
+    without = tokenize({"messages": messages, "add_generation_prompt": False})
+    continued = tokenize({"messages": messages, "add_generation_prompt": False, "continue_final_message": True})
+    assert len(with_prompt) == chat_prompt_tokens(), (len(with_prompt), chat_prompt_tokens())
+    assert len(without) == chat_prompt_tokens(extra_body={"add_generation_prompt": False})
+    assert len(continued) == chat_prompt_tokens(extra_body={"add_generation_prompt": False,
+                                                            "continue_final_message": True})
+    # The continued prompt is the full one cut right after "Once upon a": a prefix of it, shorter.
+    assert continued == without[:len(continued)] and len(continued) < len(without), (continued, without)
+    status, data = server.request("POST", "/detokenize", json.dumps({"tokens": continued}).encode())
+    assert status == 200 and json.loads(data)["prompt"].endswith("Once upon a"), data
+    assert tokenize({"messages": messages, "chat_template_kwargs": {"unused_variable": True}}) == with_prompt
+    for body, param in [({"messages": messages, "continue_final_message": True}, "continue_final_message"),
+                        ({"messages": messages, "chat_template_kwargs": [1]}, "chat_template_kwargs"),
+                        ({"messages": messages, "chat_template_kwargs": {"messages": []}}, "chat_template_kwargs"),
+                        ({"messages": messages, "prompt": "x"}, "prompt")]:
+        status, data = server.request("POST", "/tokenize", json.dumps(body).encode())
+        assert status == 400 and json.loads(data)["error"]["param"] == param, (body, status, data)
+
+
+@check
 def odd_requests_do_not_fail_their_batch(server, model):
     """Requests with extreme but accepted values (or refused ones) run beside ordinary ones,
     which get exactly the output they get alone."""
@@ -1238,7 +1274,7 @@ def main():
               metrics_parse_as_prometheus, malformed_and_smuggled_requests_get_json_errors,
               api_key_on_every_route_but_health, models_reveal_no_filesystem_path,
               integers_out_of_range_name_their_field, chat_content_cannot_forge_special_tokens,
-              odd_requests_do_not_fail_their_batch,
+              chat_template_fields_and_tokenize_messages, odd_requests_do_not_fail_their_batch,
               big_tokenize_does_not_block_health, timeouts(make_limited, model, step_delay),
               connection_cap(make_limited, model), accept_errors(make_limited, model),
               shutdown_timeout(make_limited, model), sigterm_lets_requests_in_flight_finish_and_exits_zero]
