@@ -315,7 +315,8 @@ std::optional<ApiError> read_logprobs(const json& body, ApiEndpoint endpoint, Op
   return std::nullopt;
 }
 
-// cache_salt: null or absent (no salt), else a non-empty string (vLLM's rule and message).
+// chat_template_kwargs: null or absent, else an object of template variables that leaves the
+// ones the renderer sets alone.
 std::optional<ApiError> read_chat_template_kwargs(const json& body, ChatRenderOptions* options) {
   auto kwargs = body.find("chat_template_kwargs");
   if (kwargs == body.end() || kwargs->is_null()) return std::nullopt;
@@ -328,6 +329,7 @@ std::optional<ApiError> read_chat_template_kwargs(const json& body, ChatRenderOp
   return std::nullopt;
 }
 
+// cache_salt: null or absent (no salt), else a non-empty string (vLLM's rule and message).
 std::optional<ApiError> read_cache_salt(const json& body, OpenAiRequest* out) {
   auto salt = body.find("cache_salt");
   if (salt == body.end() || salt->is_null()) return std::nullopt;
