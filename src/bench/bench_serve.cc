@@ -12,6 +12,7 @@
 #include "bench/arrivals.h"
 #include "bench/load_client.h"
 #include "bench/multi_turn_dataset.h"
+#include "bench/output_tokens.h"
 #include "bench/random_dataset.h"
 #include "bench/request_body.h"
 #include "bench/sharegpt_dataset.h"
@@ -142,17 +143,6 @@ uint64_t request_id_key(uint64_t seed) {
   return key != 0 ? key : 1;
 }
 
-// Token count of the output: the server's usage, else the tokenizer on the text (vLLM).
-void resolve_output_len(RequestRecord& r, const Tokenizer& tokenizer) {
-  if (r.usage_completion_tokens > 0) {
-    r.output_len = r.usage_completion_tokens;
-    r.output_len_source = "usage";
-  } else {
-    r.output_len = static_cast<int>(tokenizer.encode(r.generated_text, /*parse_special=*/false).size());
-    r.output_len_source = "tokenizer";
-  }
-}
-
 // Turn idx of a conversation: every earlier turn's user message and the server's answer to it,
 // then this turn's user message. Sets the record's prompt_len to the tokens of all of them.
 std::string build_turn_body(const RequestBodyOptions& options, const Workload& w, std::vector<RequestRecord>& records,
@@ -166,9 +156,8 @@ std::string build_turn_body(const RequestBodyOptions& options, const Workload& w
     messages.push_back({"user", w.samples[*it].prompt});
     messages.push_back({"assistant", earlier.generated_text});
     prompt_len += w.samples[*it].prompt_len;
-    prompt_len += earlier.usage_completion_tokens > 0
-                      ? earlier.usage_completion_tokens
-                      : static_cast<int>(tokenizer.encode(earlier.generated_text, /*parse_special=*/false).size());
+    prompt_len += earlier.usage_completion_tokens > 0 ? earlier.usage_completion_tokens
+                                                      : count_output_tokens(tokenizer, earlier.generated_text);
   }
   messages.push_back({"user", w.samples[idx].prompt});
   records[idx].prompt_len = prompt_len + w.samples[idx].prompt_len;
