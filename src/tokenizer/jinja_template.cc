@@ -15,12 +15,8 @@ struct JinjaTemplate::Parsed {
   std::shared_ptr<minja::TemplateNode> root;
 };
 
-JinjaTemplate::JinjaTemplate(std::string source, std::string bos_token, std::string eos_token,
-                             std::unique_ptr<Parsed> parsed)
-    : source_(std::move(source)),
-      bos_token_(std::move(bos_token)),
-      eos_token_(std::move(eos_token)),
-      parsed_(std::move(parsed)) {}
+JinjaTemplate::JinjaTemplate(std::string bos_token, std::string eos_token, std::unique_ptr<Parsed> parsed)
+    : bos_token_(std::move(bos_token)), eos_token_(std::move(eos_token)), parsed_(std::move(parsed)) {}
 
 JinjaTemplate::~JinjaTemplate() = default;
 
@@ -36,7 +32,7 @@ Result<std::shared_ptr<const JinjaTemplate>> JinjaTemplate::compile(const std::s
     return invalid_argument(std::string("chat template does not parse: ") + e.what());
   }
   if (!parsed->root) return invalid_argument("chat template does not parse");
-  return std::shared_ptr<const JinjaTemplate>(new JinjaTemplate(source, bos_token, eos_token, std::move(parsed)));
+  return std::shared_ptr<const JinjaTemplate>(new JinjaTemplate(bos_token, eos_token, std::move(parsed)));
 }
 
 namespace {

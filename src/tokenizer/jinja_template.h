@@ -21,18 +21,16 @@ class JinjaTemplate {
                                                               const std::string& eos_token);
 
   // messages: an array of {"role", "content"} objects. extra: an object of further variables
-  // (null for none); they cannot replace messages or add_generation_prompt. An exception the
-  // template raises (raise_exception, a type error) is an invalid_argument with its message.
+  // (null for none); messages, add_generation_prompt, bos_token and eos_token win over them.
+  // An exception the template raises (raise_exception, a type error) is an invalid_argument
+  // with its message.
   Result<std::string> render(const nlohmann::json& messages, bool add_generation_prompt,
                              const nlohmann::json& extra = nullptr) const;
 
-  const std::string& source() const { return source_; }
-
  private:
   struct Parsed;
-  JinjaTemplate(std::string source, std::string bos_token, std::string eos_token, std::unique_ptr<Parsed> parsed);
+  JinjaTemplate(std::string bos_token, std::string eos_token, std::unique_ptr<Parsed> parsed);
 
-  std::string source_;
   std::string bos_token_;
   std::string eos_token_;
   std::unique_ptr<Parsed> parsed_;
