@@ -117,10 +117,19 @@ fetch_minja() {
   mkdir -p "$dir"
   if [ ! -s "$dir/$name.tar.gz" ]; then
     log "fetching the llama-cpp-python $LLAMA_CPP_PYTHON_SDIST_VERSION source distribution from PyPI (minja, chat templates)"
-    "$VENV/bin/pip" download -q --no-deps --no-binary :all: -d "$dir" \
-      "llama-cpp-python==$LLAMA_CPP_PYTHON_SDIST_VERSION" 2>/dev/null \
-      || [ -s "$dir/$name.tar.gz" ] \
+    # The file itself, found in PyPI's simple index: `pip download` of an sdist would prepare its
+    # metadata, building the build backend and its own build dependencies from source.
+    python3 - "$name.tar.gz" "$dir/$name.tar.gz.part" <<'PY' \
+      && mv "$dir/$name.tar.gz.part" "$dir/$name.tar.gz" \
       || die "could not download llama-cpp-python==$LLAMA_CPP_PYTHON_SDIST_VERSION (sdist) from PyPI; put $name.tar.gz in $dir/"
+import re, sys, urllib.request
+file_name, out = sys.argv[1], sys.argv[2]
+with urllib.request.urlopen("https://pypi.org/simple/llama-cpp-python/", timeout=60) as r:
+    links = re.findall(r'href="([^"#]*/' + re.escape(file_name) + r')[#"]', r.read().decode())
+if not links:
+    sys.exit(file_name + " is not in PyPI's index")
+urllib.request.urlretrieve(links[0], out)
+PY
   fi
   echo "$LLAMA_CPP_PYTHON_SDIST_SHA256  $dir/$name.tar.gz" | sha256sum -c --quiet - \
     || die "$dir/$name.tar.gz does not have the expected sha256: delete it and run again"
