@@ -50,7 +50,8 @@
 #          an ignored folder that the call carries: its finished cells and hwinfo.json are kept, so a
 #          sweep longer than one call runs over several)
 #          --cpu-dry-run (here, without a GPU: tiny checkpoints, CPU servers; tests the flow)
-# Environment: BUDGET_S, MEMORY_BUDGET (sweep --memory-budget, e.g. 24GB: a smaller GPU's capacity), TEST_LIMIT_S, ATTN_SHAPES, DECODE_VARIANT_ARGS (decode: bench_decode_step again with
+# Environment: BUDGET_S, MEMORY_BUDGET (sweep --memory-budget, e.g. 24GB: a smaller GPU's capacity), MAX_NUM_SEQS
+#          (sweep --max-num-seqs), TEST_LIMIT_S, ATTN_SHAPES, DECODE_VARIANT_ARGS (decode: bench_decode_step again with
 #          these flags, e.g. --tight-attention-bound, into decode_step_variant.json), PROFILE_KERNELS, PROFILE_ROWS, PROFILE_COUNT, PROFILE_S, TEST_KERNELS_FILTER (a gtest filter for test_kernels_cuda), SANITIZE_{MEMCHECK,RACECHECK}_{S,FILTER}, DECODE_MICRO=0,
 #          BENCH_GEMM_ARGS, BENCH_ATTENTION_ARGS, PEER_MIN_LEFT_S, CKPT_DIR.
 # $OUT gets: results.json, run.log, report.md, report.html, study.json, logs.tar.xz (every log,
@@ -496,6 +497,7 @@ if want sweep; then
   fi
   [ $EAGER -eq 1 ] && sweep_args+=(--enforce-eager)
   [ -n "${MEMORY_BUDGET:-}" ] && sweep_args+=(--memory-budget "$MEMORY_BUDGET")
+  [ -n "${MAX_NUM_SEQS:-}" ] && sweep_args+=(--max-num-seqs "$MAX_NUM_SEQS")
   echo "crosspoint sweep ${sweep_args[*]}" >>"$LOG"
   t=$(now)
   sweep_limit=540; [ $DET_TOO -eq 1 ] && sweep_limit=$(( ($(left_s) - 40) / 2 ))

@@ -52,9 +52,12 @@ for folder, suffix in (("sweep", ""), ("sweep-deterministic", "_deterministic"))
         c = load(p)
         row = {"cell": os.path.basename(p)[:-5]}
         row.update({k: c.get(k) for k in keys if k in c})
-        sm = c.get("server_metrics")
-        if isinstance(sm, dict):
-            row["server_metrics"] = {k: v for k, v in sm.items() if not isinstance(v, list)}
+        # Every other number too, and the steady-state window: enough for
+        # scripts/gpu/sweep_folder_from_results.py to rebuild the report if logs.tar.xz is lost.
+        row.update({k: v for k, v in c.items() if k not in row and isinstance(v, (int, float, str)) and len(str(v)) < 200})
+        for group in ("server_metrics", "steady_state"):
+            if isinstance(c.get(group), dict):
+                row[group] = {k: v for k, v in c[group].items() if not isinstance(v, (list, dict))}
         folder_cells.append(row)
     cells += folder_cells
     res["sweep_cells" + suffix] = folder_cells

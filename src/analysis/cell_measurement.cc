@@ -152,6 +152,8 @@ Result<CellMeasurement> parse_cell_measurement(const nlohmann::json& result, con
       {"mean_running_batch", &cell.mean_running_batch},
       {"steady_mean_running", &cell.steady_running_batch},
       {"peak_running_batch", &cell.peak_running_batch},
+      {"mean_kv_cache_usage", &cell.mean_kv_cache_usage},
+      {"max_kv_cache_usage", &cell.max_kv_cache_usage},
       {"mean_context_tokens", &cell.mean_context_tokens},
       {"kv_cache_tokens", &cell.kv_cache_tokens},
       {"max_model_len", &cell.max_model_len},
@@ -240,15 +242,17 @@ CellMeasurement merge_group(const std::vector<const CellMeasurement*>& runs) {
     if (run->num_preemptions) preemptions = preemptions.value_or(0) + *run->num_preemptions;
   }
   out.num_preemptions = preemptions;
-  for (auto field : {&CellMeasurement::mean_tpot_ms, &CellMeasurement::mean_itl_ms, &CellMeasurement::mean_ttft_ms,
-                     &CellMeasurement::median_tpot_ms, &CellMeasurement::p99_tpot_ms, &CellMeasurement::median_itl_ms,
-                     &CellMeasurement::p99_itl_ms, &CellMeasurement::median_ttft_ms, &CellMeasurement::p99_ttft_ms,
-                     &CellMeasurement::median_e2el_ms, &CellMeasurement::p99_e2el_ms,
-                     &CellMeasurement::output_throughput_tok_s, &CellMeasurement::request_goodput_req_s,
-                     &CellMeasurement::mean_running_batch, &CellMeasurement::mean_context_tokens}) {
+  for (auto field :
+       {&CellMeasurement::mean_tpot_ms, &CellMeasurement::mean_itl_ms, &CellMeasurement::mean_ttft_ms,
+        &CellMeasurement::median_tpot_ms, &CellMeasurement::p99_tpot_ms, &CellMeasurement::median_itl_ms,
+        &CellMeasurement::p99_itl_ms, &CellMeasurement::median_ttft_ms, &CellMeasurement::p99_ttft_ms,
+        &CellMeasurement::median_e2el_ms, &CellMeasurement::p99_e2el_ms, &CellMeasurement::output_throughput_tok_s,
+        &CellMeasurement::request_goodput_req_s, &CellMeasurement::mean_running_batch,
+        &CellMeasurement::mean_context_tokens, &CellMeasurement::mean_kv_cache_usage}) {
     out.*field = mean_of_present(collect(field));
   }
   out.peak_running_batch = max_of_present(collect(&CellMeasurement::peak_running_batch));
+  out.max_kv_cache_usage = max_of_present(collect(&CellMeasurement::max_kv_cache_usage));
   // Percentiles of the pooled requests replace the runs' mean where the lists are there.
   auto pooled = [](std::optional<double>& median, std::optional<double>& p99, const std::vector<double>& values) {
     if (values.empty()) return;

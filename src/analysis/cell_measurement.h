@@ -37,7 +37,12 @@ struct CellMeasurement {
   std::optional<double> steady_running_batch;
   std::optional<double> peak_running_batch;
   std::optional<double> mean_context_tokens;  // mean context length of running sequences
+  // True when mean_context_tokens was estimated by analyze_study from the KV cache's usage
+  // (mean usage x KV tokens / mean running batch), the bench not having recorded it.
+  bool context_from_kv_usage = false;
   std::optional<int64_t> num_preemptions;
+  std::optional<double> mean_kv_cache_usage;  // KV-cache usage averaged over the samples, fraction
+  std::optional<double> max_kv_cache_usage;   // highest KV-cache usage sampled, fraction of the capacity
   std::optional<double> kv_cache_tokens;  // KV capacity reported by the server at start-up
   std::optional<double> max_model_len;
   std::optional<double> weight_bytes_loaded;  // the server's "weights loaded" figure, bytes

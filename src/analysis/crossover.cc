@@ -133,6 +133,11 @@ std::vector<Crossover> find_crossovers(const std::vector<CellMeasurement>& cells
   const std::vector<LevelWinner> levels = winners_by_concurrency(cells, metric, tie_tolerance);
   for (const LevelWinner& level : levels) {
     if (level.tie) continue;
+    // A level where the standing winner was not measured (its cell failed or is missing)
+    // cannot show it losing: skipped, as a tie is.
+    if (previous != nullptr &&
+        std::find(level.ranked.begin(), level.ranked.end(), previous->winner) == level.ranked.end())
+      continue;
     if (previous != nullptr && previous->winner != level.winner) {
       out.push_back({metric, previous->concurrency, level.concurrency, previous->winner, level.winner});
     }

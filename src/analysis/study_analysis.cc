@@ -62,6 +62,19 @@ Result<StudyAnalysis> analyze_study(const StudyResults& study, const AnalysisOpt
   out.bootstrap = options.bootstrap;
   out.cells = merge_repeated_runs(study.cells);
   for (CellMeasurement& cell : out.cells) estimate_intervals(cell, options.bootstrap, options.interference);
+  // Attention's bytes need the running sequences' context; a bench that did not record it
+  // still sampled the KV cache's usage, and usage x capacity / batch is the mean context.
+  for (CellMeasurement& cell : out.cells) {
+    if (cell.mean_context_tokens || !cell.mean_kv_cache_usage || !cell.mean_running_batch ||
+        *cell.mean_running_batch <= 0)
+      continue;
+    const PrecisionSetup* setup = study.find_precision(cell.precision);
+    const double kv_tokens =
+        setup != nullptr && setup->kv_cache_tokens > 0 ? setup->kv_cache_tokens : cell.kv_cache_tokens.value_or(0);
+    if (kv_tokens <= 0) continue;
+    cell.mean_context_tokens = *cell.mean_kv_cache_usage * kv_tokens / *cell.mean_running_batch;
+    cell.context_from_kv_usage = true;
+  }
   const std::vector<CellMeasurement>& cells = out.cells;
   std::vector<std::string> labels;
   for (const CellMeasurement& cell : cells) {

@@ -9,6 +9,7 @@
 #include <functional>
 #include <optional>
 
+#include "analysis/crossover_explanation.h"
 #include "analysis/html_page.h"
 #include "analysis/markdown_table.h"
 #include "analysis/svg_plot.h"
@@ -408,7 +409,9 @@ ReportFiles render_study_report(const StudyResults& original, const StudyAnalysi
   r.paragraph(
       "Bound = the larger of bytes/bandwidth and FLOPs/peak for one decode step; BW util = memory bound / "
       "measured median TPOT; overhead = measured - bound (dequantisation, kernel launches, scheduling). "
-      "* = batch assumed equal to the concurrency (no server samples).");
+      "* = batch assumed equal to the concurrency (no server samples). GB/step counts the KV cache's reads at the "
+      "running sequences' mean context where it is known (estimated as the KV cache's mean usage x its capacity / "
+      "the mean batch when the bench did not record it).");
   r.table(
       roofline_pivot(study, analysis, "bandwidth utilisation", [](const RooflineCell& c) -> std::optional<std::string> {
         if (c.measured_tpot_ms <= 0) return std::nullopt;
@@ -434,12 +437,30 @@ ReportFiles render_study_report(const StudyResults& original, const StudyAnalysi
   roofline_plot.height = 480;
   r.figures({{"roofline.svg", render_roofline_plot(roofline_plot)}}, &files);
 
+  const std::vector<CrossoverExplanation> explanations = explain_crossovers(analysis);
+  if (!explanations.empty()) {
+    r.heading("Why the crossovers happen");
+    r.paragraph(
+        "Each crossover read off the roofline of the cells on both sides of it: bytes per step, arithmetic intensity "
+        "against the precision's critical intensity, attention's share of the bytes, the batch, and whether the KV "
+        "cache bound it.");
+    for (const CrossoverExplanation& e : explanations) {
+      r.paragraph(e.where + ".");
+      r.bullets(e.reasons);
+    }
+  }
+
   if (!analysis.capacity.empty()) {
     r.heading("Capacity");
     if (!study.memory_budget.empty())
       r.paragraph("Every server held to a memory budget of " + study.memory_budget +
                   " for weights, activations and the KV cache (serve --memory-budget): the KV tokens are what the "
                   "budget leaves each precision, not what the device has.");
+    if (study.max_num_seqs > 0)
+      r.paragraph(
+          fmt::format("The servers ran with --max-num-seqs {:g}: up to that many sequences per step, so "
+                      "below it a batch is bounded by the client's concurrency or by the KV cache.",
+                      study.max_num_seqs));
     TextTable cap;
     cap.header = {"precision", "KV tokens", "worst case (÷ max-model-len)", "workload (÷ mean tokens/request)",
                   "verdict"};

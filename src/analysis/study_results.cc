@@ -66,6 +66,7 @@ Result<StudyResults> parse_study_results(const std::string& json_text, const std
     CROSSPOINT_ASSIGN_OR_RETURN(study.model_num_params, optional_number(model, "num_params", source + ": model"));
   }
   CROSSPOINT_ASSIGN_OR_RETURN(study.max_model_len, optional_number(root, "max_model_len", source));
+  CROSSPOINT_ASSIGN_OR_RETURN(study.max_num_seqs, optional_number(root, "max_num_seqs", source));
   if (root.contains("workload")) {
     const nlohmann::json& workload = root["workload"];
     if (!workload.is_object()) return invalid_argument(source + ": field 'workload' must be an object");

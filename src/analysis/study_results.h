@@ -27,6 +27,7 @@ struct StudyResults {
   std::string source;         // where the numbers come from
   std::string hardware_name;  // a datasheet_table() name, or empty
   std::string memory_budget;  // the servers' --memory-budget ("24GB"), or empty (the whole device)
+  double max_num_seqs = 0;    // the servers' --max-num-seqs when the study set it; 0 = their default
   std::string model_name;
   double model_num_params = 0;   // total parameters; 0 = unknown
   double max_model_len = 0;      // tokens

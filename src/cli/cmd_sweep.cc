@@ -92,6 +92,14 @@ int run_sweep(int argc, char** argv) {
   app.add_option("--eval-max-tokens", o.eval_max_tokens, "tokens per eval sample")->capture_default_str();
   app.add_option("--kv-cache-memory", o.kv_cache_memory, "serve --kv-cache-memory")->capture_default_str();
   app.add_option("--max-model-len", o.max_model_len, "serve --max-model-len")->capture_default_str();
+  app.add_flag("--report-only", o.report_only,
+               "write study.json and the report from the finished cells in --out, measuring nothing (a sweep cut "
+               "short, or a report redone by a newer crosspoint); give the sweep's own options, --device cpu or cuda "
+               "and a --model whose config.json has the served model's shape");
+  app.add_option("--max-num-seqs", o.max_num_seqs,
+                 "serve --max-num-seqs: sequences per engine step (0: serve's default); raise it past the highest "
+                 "concurrency for a run where only the KV cache may bound the batch")
+      ->capture_default_str();
   app.add_option("--threads", o.threads, "threads of every child (0: all cores)")->capture_default_str();
   app.add_option("--server-start-timeout", o.server_start_timeout_s, "seconds to wait for a server's /health")
       ->capture_default_str();

@@ -173,7 +173,8 @@ Status parse_slo(const std::string& text, SweepOptions& options) {
 
 Status validate_sweep_options(const SweepOptions& o) {
   namespace fs = std::filesystem;
-  if (o.crosspoint_exe.empty() || !fs::is_regular_file(o.crosspoint_exe)) {
+  // --report-only starts no child, so it needs no executable.
+  if (!o.report_only && (o.crosspoint_exe.empty() || !fs::is_regular_file(o.crosspoint_exe))) {
     return invalid_argument("crosspoint executable not found: '" + o.crosspoint_exe + "'");
   }
   if (o.precisions.empty()) return invalid_argument("--precisions: empty list");
@@ -236,6 +237,7 @@ Status validate_sweep_options(const SweepOptions& o) {
     return invalid_argument("--quant-calib-samples must be >= 1, --eval-samples >= 0, --eval-max-tokens >= 2");
   }
   if (o.max_model_len < 16) return invalid_argument("--max-model-len must be at least 16");
+  if (o.max_num_seqs < 0) return invalid_argument("--max-num-seqs must be 0 (serve's default) or positive");
   if (o.threads < 0) return invalid_argument("--threads must be 0 (all cores) or positive");
   if (o.repeats < 1 || o.repeats > 100) return invalid_argument("--repeats must be in 1..100");
   if (std::isnan(o.time_budget_s)) return invalid_argument("--time-budget must be a number of seconds");

@@ -47,6 +47,7 @@ struct SweepOptions {
   // GPU's capacity, named in the report's title. Empty = off.
   std::string memory_budget;
   int max_model_len = 2048;             // serve --max-model-len (prompt + output)
+  int max_num_seqs = 0;                 // serve --max-num-seqs; 0 = serve's default
   int threads = 0;                      // serve/eval/quantize --threads; 0 = all cores
   double server_start_timeout_s = 300;  // wait for /health at most this long
   int num_warmups = 1;                  // bench --num-warmups
@@ -62,6 +63,9 @@ struct SweepOptions {
   double time_budget_s = 0;
   int max_runs_per_cell = 8;  // extra runs stop at this many runs of a cell
   int rerun_interfered = 0;   // re-measure a run the busy-machine guard marked, up to this many times
+  // Write study.json and the report from the cells in out_dir without measuring anything (a
+  // sweep cut short, or a report made with a newer crosspoint).
+  bool report_only = false;
 };
 
 // The CPU default of --time-budget: about the grid's own time again on the busy 2-core machine.

@@ -418,6 +418,7 @@ Result<nlohmann::json> build_study_json(const SweepOptions& o, const std::string
   study["title"] = "crosspoint sweep: " + model_name + " on " + hw_name +
                    (o.memory_budget.empty() ? "" : ", memory budget " + o.memory_budget);
   if (!o.memory_budget.empty()) study["memory_budget"] = o.memory_budget;
+  if (o.max_num_seqs > 0) study["max_num_seqs"] = o.max_num_seqs;
   std::string prompts = std::to_string(o.num_prompts);
   if (!o.num_prompts_by_level.empty()) {
     prompts.clear();
@@ -446,6 +447,7 @@ Result<nlohmann::json> build_study_json(const SweepOptions& o, const std::string
         if (!cell) continue;
         if (!cell->is_object()) return corrupt(path + ": not a JSON object");
         (*cell)["precision"] = p;
+        const bool has_lens = cell->contains("input_lens") && (*cell)["input_lens"].is_array();
         for (const char* key : {"input_lens", "output_lens"}) {
           if (!cell->contains(key) || !(*cell)[key].is_array()) continue;
           for (const auto& v : (*cell)[key]) {
@@ -453,6 +455,14 @@ Result<nlohmann::json> build_study_json(const SweepOptions& o, const std::string
             (key[0] == 'i' ? input_sum : output_sum) += v.get<double>();
             if (key[0] == 'i') num_requests += 1;
           }
+        }
+        // A cell without per-request lists (rebuilt from a summary) still has the bench's totals.
+        if (!has_lens && cell->value("completed", 0.0) > 0 && cell->contains("total_input_tokens") &&
+            (*cell)["total_input_tokens"].is_number() && cell->contains("total_output_tokens") &&
+            (*cell)["total_output_tokens"].is_number()) {
+          input_sum += (*cell)["total_input_tokens"].get<double>();
+          output_sum += (*cell)["total_output_tokens"].get<double>();
+          num_requests += cell->value("completed", 0.0);
         }
         cells.push_back(std::move(*cell));
       }

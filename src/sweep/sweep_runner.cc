@@ -85,6 +85,8 @@ class SweepRun {
       : o_(options), fp16_dir_(std::move(fp16_dir)), logs_dir_(options.out_dir + "/logs") {}
 
   Result<SweepSummary> run();
+  // The study and the report from the cells already in --out; nothing is measured.
+  Result<SweepSummary> report_only();
 
  private:
   Status measure_hardware();
@@ -113,6 +115,8 @@ class SweepRun {
   Status evaluate_quality(const std::string& precision);
   // Concurrency levels (already measured or not) the crossover search asks for next.
   std::vector<int> plan_bisection_levels() const;
+  // levels_: the grid's and those of cells an earlier call left in --out (crossover levels).
+  void collect_levels();
   Result<std::vector<analysis::CellMeasurement>> load_cells() const;
   nlohmann::json options_json() const {
     return {{"model", fp16_dir_},
@@ -131,6 +135,7 @@ class SweepRun {
             {"kv_cache_memory", o_.kv_cache_memory},
             {"memory_budget", o_.memory_budget},
             {"max_model_len", o_.max_model_len},
+            {"max_num_seqs", o_.max_num_seqs},
             {"threads", o_.threads},
             {"device", o_.device},
             {"gpu_memory_utilization", o_.gpu_memory_utilization},
@@ -548,6 +553,52 @@ std::vector<int> SweepRun::plan_bisection_levels() const {
   return {probes.begin(), probes.end()};
 }
 
+void SweepRun::collect_levels() {
+  levels_.insert(o_.concurrency.begin(), o_.concurrency.end());
+  // Levels added by an earlier run's crossover search count as part of this sweep.
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator(o_.out_dir + "/cells", ec)) {
+    const std::string name = entry.path().filename().string();
+    for (const std::string& precision : o_.precisions) {
+      const std::string prefix = precision + "-c";
+      if (name.rfind(prefix, 0) == 0 && name.size() > prefix.size() + 5 && name.substr(name.size() - 5) == ".json") {
+        const std::string digits = name.substr(prefix.size(), name.size() - prefix.size() - 5);
+        if (!digits.empty() && std::all_of(digits.begin(), digits.end(), ::isdigit) && digits.size() < 7) {
+          levels_.insert(std::stoi(digits));
+        }
+      }
+    }
+  }
+}
+
+Result<SweepSummary> SweepRun::report_only() {
+  if (!fs::is_regular_file(o_.out_dir + "/hwinfo.json"))
+    return not_found("--report-only: " + o_.out_dir + "/hwinfo.json: no such file (not a sweep folder?)");
+  collect_levels();
+  size_t missing = 0;
+  for (const std::string& precision : o_.precisions) {
+    for (int level : levels_) {
+      if (cell_is_finished(cell_result_path(o_.out_dir, precision, level))) {
+        ++summary_.num_cells_reused;
+      } else {
+        ++missing;
+        log_warning("sweep: --report-only: no finished cell {} at concurrency {}: left out of the report", precision,
+                    level);
+      }
+    }
+  }
+  if (summary_.num_cells_reused == 0)
+    return not_found("--report-only: " + o_.out_dir + "/cells holds no finished cell");
+  log_info("sweep: --report-only: {} cells from {}, {} missing", summary_.num_cells_reused, o_.out_dir, missing);
+  CROSSPOINT_ASSIGN_OR_RETURN(nlohmann::json study_json,
+                              build_study_json(o_, fp16_dir_, std::vector<int>(levels_.begin(), levels_.end())));
+  CROSSPOINT_RETURN_IF_ERROR(write_text_atomically(o_.out_dir + "/study.json", study_json.dump(2)));
+  CROSSPOINT_RETURN_IF_ERROR(write_sweep_report(o_, fp16_dir_, study_json));
+  summary_.report_md_path = o_.out_dir + "/report.md";
+  summary_.report_html_path = o_.out_dir + "/report.html";
+  return summary_;
+}
+
 Result<SweepSummary> SweepRun::run() {
   for (const char* sub : {"", "/cells", "/servers", "/quality", "/logs"}) {
     std::error_code ec;
@@ -562,20 +613,7 @@ Result<SweepSummary> SweepRun::run() {
     if (ec) return io_error(file + ": cannot copy into " + o_.out_dir + "/quality: " + ec.message());
     log_info("sweep: quality of {} from lm-evaluation-harness results {}", precision, file);
   }
-  levels_.insert(o_.concurrency.begin(), o_.concurrency.end());
-  // Levels added by an earlier run's crossover search count as part of this sweep.
-  for (const auto& entry : fs::directory_iterator(o_.out_dir + "/cells")) {
-    const std::string name = entry.path().filename().string();
-    for (const std::string& precision : o_.precisions) {
-      const std::string prefix = precision + "-c";
-      if (name.rfind(prefix, 0) == 0 && name.size() > prefix.size() + 5 && name.substr(name.size() - 5) == ".json") {
-        const std::string digits = name.substr(prefix.size(), name.size() - prefix.size() - 5);
-        if (!digits.empty() && std::all_of(digits.begin(), digits.end(), ::isdigit) && digits.size() < 7) {
-          levels_.insert(std::stoi(digits));
-        }
-      }
-    }
-  }
+  collect_levels();
   for (const std::string& precision : o_.precisions) {
     for (int level : levels_) {
       if (cell_is_finished(cell_result_path(o_.out_dir, precision, level))) {
@@ -646,6 +684,7 @@ Result<SweepSummary> SweepRun::run() {
 std::vector<std::string> serve_command(const SweepOptions& o, const std::string& model_dir) {
   std::vector<std::string> argv = {o.crosspoint_exe,      "serve", "--model",         model_dir,
                                    "--served-model-name", "sweep", "--max-model-len", std::to_string(o.max_model_len)};
+  if (o.max_num_seqs > 0) argv.insert(argv.end(), {"--max-num-seqs", std::to_string(o.max_num_seqs)});
   if (o.device == "cuda") {
     // The GPU server sizes its KV cache from the memory fraction (or the budget); CPU threads do not apply.
     char fraction[32];
@@ -713,6 +752,14 @@ std::string quantized_checkpoint_dir(const SweepOptions& options, const std::str
 
 Result<SweepSummary> run_sweep(const SweepOptions& options) {
   CROSSPOINT_RETURN_IF_ERROR(validate_sweep_options(options));
+  if (options.report_only) {
+    // The device of the cells in --out, as given: nothing runs, so none needs to be here.
+    if (options.device == "auto")
+      return invalid_argument("--report-only needs --device cpu or cuda: the cells' device");
+    CROSSPOINT_ASSIGN_OR_RETURN(std::string fp16_dir, resolve_model_dir(options.model));
+    SweepRun run(options, fp16_dir);
+    return run.report_only();
+  }
   // auto -> cuda or cpu once, here: every child (serve, hwinfo) gets the device explicitly.
   SweepOptions resolved = options;
   std::string why_device;

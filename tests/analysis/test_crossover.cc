@@ -133,6 +133,27 @@ TEST(Crossover, TieInsideTheBracketIsNotProbedAgain) {
   EXPECT_NE(probes[0], 10);
 }
 
+TEST(Crossover, ALevelWithoutTheStandingWinnerCannotFlipIt) {
+  std::vector<CellMeasurement> cells;
+  auto add = [&](const std::string& p, double c, double v) {
+    CellMeasurement cell;
+    cell.precision = p;
+    cell.concurrency = c;
+    cell.output_throughput_tok_s = v;
+    cells.push_back(cell);
+  };
+  add("a", 50, 5400), add("b", 50, 4800), add("c", 50, 4400);
+  add("b", 90, 5300), add("c", 90, 4800);  // a's cell at 90 is missing
+  add("a", 100, 5750), add("b", 100, 5380), add("c", 100, 4900);
+  add("a", 256, 8400), add("b", 256, 10000), add("c", 256, 8600);
+  const auto crossovers = find_crossovers(cells, Metric::kOutputThroughput, 0.02);
+  ASSERT_EQ(crossovers.size(), 1u);
+  EXPECT_EQ(crossovers[0].concurrency_below, 100);
+  EXPECT_EQ(crossovers[0].concurrency_above, 256);
+  EXPECT_EQ(crossovers[0].winner_below, "a");
+  EXPECT_EQ(crossovers[0].winner_above, "b");
+}
+
 TEST(Crossover, HigherIsBetterForThroughputAndMissingMetricsAreSkipped) {
   CellMeasurement a, b, c;
   a.precision = "a", b.precision = "b", c.precision = "c";

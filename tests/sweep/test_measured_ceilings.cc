@@ -100,6 +100,12 @@ TEST(ServeCommand, CpuKeepsKvMemoryAndThreadsCudaPassesTheMemoryFraction) {
             (std::vector<std::string>{"/x/crosspoint", "serve", "--model", "/m", "--served-model-name", "sweep",
                                       "--max-model-len", "4096", "--device", "cpu", "--memory-budget", "24GB",
                                       "--threads", "2"}));
+  // --max-num-seqs reaches every server only when set.
+  o.max_num_seqs = 1024;
+  EXPECT_EQ(serve_command(o, "/m"),
+            (std::vector<std::string>{"/x/crosspoint", "serve", "--model", "/m", "--served-model-name", "sweep",
+                                      "--max-model-len", "4096", "--max-num-seqs", "1024", "--device", "cpu",
+                                      "--memory-budget", "24GB", "--threads", "2"}));
 }
 
 }  // namespace
