@@ -1,22 +1,32 @@
 #!/usr/bin/env python3
-"""A soak of `crosspoint serve`: load from `crosspoint bench serve` in back-to-back rounds,
-mixed with misbehaving clients, while the server's RSS, open file descriptors and threads
-are sampled. Fails when the server dies, a request hangs, a misbehaving client gets an
-answer other than the one expected, RSS grows past the bound after warm-up, or the fds or
-threads are not back to their start-up counts once the load stops. Writes a JSON result and
-prints a summary. Stdlib only; scripts/soak.sh builds the binary and calls this.
+"""A soak of `crosspoint serve`: two identical rounds of --streams concurrent streaming
+requests (completions and chat, greedy and sampled, --disconnect-fraction of them closed by the
+client mid-stream) for --minutes each, against a KV cache small enough to run out (preemption),
+beside misbehaving clients (mid-stream disconnects, malformed JSON, oversize bodies, slow
+headers) and greedy control requests sent amid the load. The server's RSS, fds and threads and
+its /metrics are sampled throughout.
 
-usage: scripts/soak.py --crosspoint BIN --result FILE [--minutes M] [--warmup-minutes W]
-           [--sample-seconds S] [--rss-growth-percent P] [--concurrency C] [--model M]
-           [--serve-arg ARG ...] [--note TEXT]
+Fails unless, after each round, every counter reconciles: the client's requests sent equal
+completed + aborted + refused (each refusal with its status and message) and none failed; the
+server's request_success{length,stop} and {abort} equal what the clients completed and closed,
+its crosspoint:http_responses_total per route and status equal what they were answered; the
+KV cache was exhausted (preemptions during the round); nothing runs or waits and the KV cache is
+empty; fds and threads are back to their start-up counts; and unless the server's RSS after the
+second round is within --rss-growth-percent of its RSS after the first, every control request
+answered exactly as before the load (--quiet-controls-only: only those sent between rounds, for
+servers that are not batch-invariant), and the server exits 0 on SIGTERM. Writes a JSON result
+and prints a summary. Stdlib only; scripts/soak.sh builds the binary and calls this.
+
+usage: scripts/soak.py --crosspoint BIN --result FILE [--minutes M] [--streams N]
+           [--disconnect-fraction F] [--device cpu|cuda] [--model M] [--serve-arg ARG ...] [--note TEXT]
 """
 import argparse
+import asyncio
 import datetime
 import http.client
 import json
 import os
 import platform
-import random
 import re
 import socket
 import subprocess
@@ -26,7 +36,11 @@ import threading
 import time
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import soak_clients  # noqa: E402
+
 REPO = Path(__file__).resolve().parents[1]
+GENERATION_ROUTES = ("/v1/completions", "/v1/chat/completions")
 
 
 def log(message):
@@ -39,403 +53,327 @@ def free_port():
         return s.getsockname()[1]
 
 
-# ---- the server's process: RSS, fds, threads -----------------------------------------------
-
 def process_sample(pid):
     status = Path(f"/proc/{pid}/status").read_text()
     rss_kib = int(re.search(r"^VmRSS:\s+(\d+) kB", status, re.M).group(1))
     threads = int(re.search(r"^Threads:\s+(\d+)", status, re.M).group(1))
-    fds = len(os.listdir(f"/proc/{pid}/fd"))
-    return {"rss_mib": round(rss_kib / 1024, 1), "fds": fds, "threads": threads}
+    return {"rss_mib": round(rss_kib / 1024, 1), "fds": len(os.listdir(f"/proc/{pid}/fd")), "threads": threads}
 
 
 def load_average():
-    return [float(x) for x in Path("/proc/loadavg").read_text().split()[:3]]
+    return float(Path("/proc/loadavg").read_text().split()[0])
 
 
-def metric_values(port, names, timeout=10):
+def fetch(port, method, path, timeout=10):
     connection = http.client.HTTPConnection("127.0.0.1", port, timeout=timeout)
-    connection.request("GET", "/metrics")
-    text = connection.getresponse().read().decode()
+    connection.request(method, path)
+    response = connection.getresponse()
+    data = response.read()
     connection.close()
+    return response.status, data
+
+
+def metrics(port):
+    """/metrics as {name: value} and {name{labels}: value} for the labelled samples."""
+    status, data = fetch(port, "GET", "/metrics", timeout=30)
+    if status != 200:
+        raise RuntimeError(f"/metrics answered {status}")
     values = {}
-    for line in text.splitlines():
-        for name in names:
-            if line.startswith(name + "{") or line.startswith(name + " "):
-                values[name] = float(line.rsplit(" ", 1)[1])
+    for line in data.decode().splitlines():
+        if not line or line.startswith("#"):
+            continue
+        key, _, value = line.rpartition(" ")
+        name, _, labels = key.partition("{")
+        labels = labels.rstrip("}")
+        wanted = [part for part in labels.split(",") if part.startswith(("finished_reason=", "handler=", "status="))]
+        values[name + ("{" + ",".join(wanted) + "}" if wanted else "")] = float(value)
     return values
 
 
-# ---- misbehaving clients -------------------------------------------------------------------
-# Each returns None when the server answered as it should, else what went wrong.
+def delta(after, before, key):
+    return after.get(key, 0) - before.get(key, 0)
 
-def read_response(sock, deadline):
-    """Reads until the server closes; returns the bytes (None on a hang past the deadline)."""
-    data = b""
+
+def responses(values, route, status):
+    return values.get(f'crosspoint:http_responses_total{{handler="{route}",status="{status}"}}', 0)
+
+
+def reconcile(tally, misbehavers, controls_sent, before, after):
+    """Every count of the round, client against server; returns (table, failures)."""
+    failures = []
+    completed = sum(tally.completed.values()) + controls_sent
+    aborted = sum(tally.aborted.values()) + misbehavers.counts["disconnect_mid_stream"]
+    refused = sum(tally.refused.values())
+    if tally.sent != sum(tally.completed.values()) + sum(tally.aborted.values()) + refused + len(tally.failed):
+        failures.append(f"client: {tally.sent} streams sent but {sum(tally.completed.values())} completed + "
+                        f"{sum(tally.aborted.values())} aborted + {refused} refused + {len(tally.failed)} failed")
+    if tally.failed:
+        failures.append(f"{len(tally.failed)} streams failed, e.g. {tally.failed[:3]}")
+    server_completed = sum(delta(after, before, f'vllm:request_success_total{{finished_reason="{r}"}}')
+                           for r in ("length", "stop"))
+    server_aborted = delta(after, before, 'vllm:request_success_total{finished_reason="abort"}')
+    server_errors = delta(after, before, 'vllm:request_success_total{finished_reason="error"}')
+    table = {"client_streams_sent": tally.sent, "client_completed_incl_controls": completed,
+             "client_aborted_incl_misbehavers": aborted, "client_refused_streams": refused,
+             "server_finished_length_or_stop": server_completed, "server_aborted": server_aborted,
+             "server_errors": server_errors, "responses": {}}
+    if server_completed != completed:
+        failures.append(f"the server finished {server_completed:g} requests, the clients completed {completed}")
+    if server_aborted != aborted:
+        failures.append(f"the server aborted {server_aborted:g} requests, the clients closed {aborted}")
+    if server_errors != 0:
+        failures.append(f"the server ended {server_errors:g} requests with an error")
+    # Every answer on the generation routes, by status: 200 for each stream that started.
+    expected = {}
+    for route in GENERATION_ROUTES:
+        expected[(route, 200)] = tally.completed[route] + tally.aborted[route]
+    expected[("/v1/completions", 200)] += controls_sent + misbehavers.counts["disconnect_mid_stream"]
+    for (route, status), n in tally.refused.items():
+        expected[(route, status)] = expected.get((route, status), 0) + n
+    for kind, status in soak_clients.Misbehavers.KINDS.items():
+        if status is not None:
+            expected[("/v1/completions", status)] = expected.get(("/v1/completions", status), 0) + misbehavers.counts[kind]
+    seen = {}
+    for key in set(after) | set(before):
+        m = re.fullmatch(r'crosspoint:http_responses_total\{handler="([^"]+)",status="(\d+)"\}', key)
+        if m and m.group(1) in GENERATION_ROUTES:
+            n = delta(after, before, key)
+            if n:
+                seen[(m.group(1), int(m.group(2)))] = n
+    for key in sorted(set(seen) | set(expected)):
+        table["responses"][f"{key[0]} {key[1]}"] = {"server": seen.get(key, 0), "clients": expected.get(key, 0)}
+        if seen.get(key, 0) != expected.get(key, 0):
+            failures.append(f"{key[0]} answered {key[1]} {seen.get(key, 0):g} times by the server's count, "
+                            f"{expected.get(key, 0)} by the clients'")
+    return table, failures
+
+
+class Sampler(threading.Thread):
+    """RSS, fds, threads, /health latency and the engine's gauges every few seconds."""
+
+    def __init__(self, server, port, period_s, start_s):
+        super().__init__(daemon=True)
+        self.server, self.port, self.period_s, self.start_s = server, port, period_s, start_s
+        self.samples, self.failures = [], []
+        self.stop = threading.Event()
+
+    def run(self):
+        while not self.stop.is_set() and self.server.poll() is None:
+            t = round(time.monotonic() - self.start_s, 1)
+            sample = {"t_s": t, **process_sample(self.server.pid), "loadavg_1m": load_average()}
+            health_start = time.monotonic()
+            try:
+                status, _ = fetch(self.port, "GET", "/health")
+                if status != 200:
+                    self.failures.append(f"/health answered {status} at t = {t} s")
+            except OSError as e:
+                self.failures.append(f"/health did not answer within 10 s at t = {t} s: {e!r}")
+            sample["health_ms"] = round((time.monotonic() - health_start) * 1000, 1)
+            try:
+                m = metrics(self.port)
+                sample.update({"running": m.get("vllm:num_requests_running"),
+                               "waiting": m.get("vllm:num_requests_waiting"),
+                               "kv_usage": m.get("vllm:kv_cache_usage_perc"),
+                               "preemptions": m.get("vllm:num_preemptions_total")})
+            except (OSError, RuntimeError) as e:
+                self.failures.append(f"/metrics failed at t = {t} s: {e!r}")
+            self.samples.append(sample)
+            self.stop.wait(self.period_s)
+
+
+def wait_quiet(server, port, baseline, timeout_s=120):
+    """Until nothing runs or waits, the KV cache is empty and fds/threads are back; returns the
+    last sample and gauges."""
+    deadline = time.monotonic() + timeout_s
     while True:
-        left = deadline - time.monotonic()
-        if left <= 0:
-            return None
-        sock.settimeout(left)
-        try:
-            chunk = sock.recv(65536)
-        except socket.timeout:
-            return None
-        except ConnectionResetError:
-            return data
-        if not chunk:
-            return data
-        data += chunk
+        m = metrics(port)
+        sample = process_sample(server.pid)
+        quiet = (m.get("vllm:num_requests_running") == 0 and m.get("vllm:num_requests_waiting") == 0 and
+                 m.get("vllm:kv_cache_usage_perc") == 0 and sample["fds"] <= baseline["fds"] and
+                 sample["threads"] <= baseline["threads"])
+        if quiet or time.monotonic() > deadline:
+            return quiet, sample, m
+        time.sleep(1)
 
-
-def expect_status(data, status, what):
-    if data is None:
-        return f"{what}: no answer (hang)"
-    first_line = data.split(b"\r\n", 1)[0].decode(errors="replace")
-    if not first_line.startswith(f"HTTP/1.1 {status}"):
-        return f"{what}: expected {status}, got {first_line!r}"
-    body = data.split(b"\r\n\r\n", 1)[1] if b"\r\n\r\n" in data else b""
-    if status >= 400:
-        try:
-            if "error" not in json.loads(body):
-                return f"{what}: the {status} body has no 'error'"
-        except ValueError:
-            return f"{what}: the {status} body is not JSON: {body[:80]!r}"
-    return None
-
-
-def connect(port):
-    return socket.create_connection(("127.0.0.1", port), timeout=10)
-
-
-def disconnect_mid_stream(port, model):
-    body = json.dumps({"model": model, "prompt": "Tell me a long story about a lighthouse.", "max_tokens": 64,
-                       "ignore_eos": True, "stream": True, "temperature": random.choice([0.0, 0.8])}).encode()
-    with connect(port) as s:
-        s.sendall(b"POST /v1/completions HTTP/1.1\r\nHost: soak\r\nContent-Type: application/json\r\n"
-                  b"Content-Length: %d\r\n\r\n" % len(body) + body)
-        deadline = time.monotonic() + 120
-        data = b""
-        events_to_read = random.randint(1, 4)
-        while data.count(b"data: ") < events_to_read and b"[DONE]" not in data:
-            s.settimeout(max(0.1, deadline - time.monotonic()))
-            try:
-                chunk = s.recv(4096)
-            except socket.timeout:
-                return "disconnect mid-stream: no stream events within 120 s (hang)"
-            if not chunk:
-                return f"disconnect mid-stream: the server closed before streaming: {data[:120]!r}"
-            data += chunk
-        if not data.startswith(b"HTTP/1.1 200"):
-            return f"disconnect mid-stream: {data[:80]!r}"
-    return None  # closed mid-stream
-
-
-def malformed_json(port, model):
-    body = random.choice([b'{"model": "x", "prompt": ', b"not json at all", b'{"prompt": [1, 2, {]}',
-                          b'{"model": "m", "prompt": "hi", "max_tokens": "many"}', b"\xff\xfe\x00"])
-    with connect(port) as s:
-        s.sendall(b"POST /v1/completions HTTP/1.1\r\nHost: soak\r\nContent-Type: application/json\r\n"
-                  b"Connection: close\r\nContent-Length: %d\r\n\r\n" % len(body) + body)
-        return expect_status(read_response(s, time.monotonic() + 30), 400, "malformed JSON")
-
-
-def oversize_body(port, model):
-    length = 64 << 20  # over the default --max-body-bytes (8 MiB)
-    with connect(port) as s:
-        s.sendall(b"POST /v1/completions HTTP/1.1\r\nHost: soak\r\nContent-Type: application/json\r\n"
-                  b"Content-Length: %d\r\n\r\n" % length + b'{"prompt": "' + b"a" * 65536)
-        return expect_status(read_response(s, time.monotonic() + 30), 413, "oversize body")
-
-
-def slow_headers(port, model, header_timeout_s):
-    """slowloris: a header byte every second; the server must answer 408 within its header timeout."""
-    with connect(port) as s:
-        s.sendall(b"POST /v1/completions HTTP/1.1\r\nHost: soak\r\n")
-        start = time.monotonic()
-        deadline = start + header_timeout_s + 15
-        s.settimeout(1.0)
-        data = b""
-        try:
-            for c in b"X-Slow: " + b"s" * 10000:
-                s.sendall(bytes([c]))
-                try:
-                    chunk = s.recv(4096)
-                    if not chunk:
-                        break
-                    data += chunk
-                    break
-                except socket.timeout:
-                    pass
-                if time.monotonic() > deadline:
-                    return f"slow headers: still open after {deadline - start:.0f} s (hang)"
-        except (BrokenPipeError, ConnectionResetError):
-            pass
-        rest = read_response(s, deadline)
-        if rest is None:
-            return f"slow headers: no close within {deadline - start:.0f} s (hang)"
-        return expect_status(data + rest, 408, "slow headers")
-
-
-class Misbehavers:
-    KINDS = ["disconnect_mid_stream", "malformed_json", "oversize_body", "slow_headers"]
-
-    def __init__(self, port, model, header_timeout_s, stop):
-        self.port, self.model, self.header_timeout_s, self.stop = port, model, header_timeout_s, stop
-        self.counts = {kind: 0 for kind in self.KINDS}
-        self.failures = []
-        self.lock = threading.Lock()
-
-    def record(self, kind, failure):
-        with self.lock:
-            self.counts[kind] += 1
-            if failure:
-                self.failures.append(failure)
-                log(f"FAILURE: {failure}")
-
-    def run_quick(self):
-        """Disconnects, malformed and oversize requests, one about every half second."""
-        rng = random.Random(1)
-        while not self.stop.is_set():
-            kind = rng.choice(self.KINDS[:3])
-            try:
-                failure = globals()[kind](self.port, self.model)
-            except OSError as e:
-                failure = f"{kind}: {e!r}"
-            self.record(kind, failure)
-            self.stop.wait(rng.uniform(0.2, 0.8))
-
-    def run_slow(self):
-        """Slow-header clients, back to back (each lasts about the header timeout)."""
-        while not self.stop.is_set():
-            try:
-                failure = slow_headers(self.port, self.model, self.header_timeout_s)
-            except OSError as e:
-                failure = f"slow_headers: {e!r}"
-            self.record("slow_headers", failure)
-
-
-# ---- the soak ------------------------------------------------------------------------------
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--crosspoint", required=True, help="the crosspoint binary")
     parser.add_argument("--result", required=True, help="the JSON result file to write")
-    parser.add_argument("--minutes", type=float, default=10, help="minutes of load (default 10)")
-    parser.add_argument("--warmup-minutes", type=float, default=2,
-                        help="RSS growth is measured from the end of this (default 2)")
-    parser.add_argument("--sample-seconds", type=float, default=5, help="sampling period (default 5)")
+    parser.add_argument("--minutes", type=float, default=10, help="minutes of load per round (default 10)")
+    parser.add_argument("--streams", type=int, default=1000, help="concurrent streams (default 1000)")
+    parser.add_argument("--disconnect-fraction", type=float, default=0.3,
+                        help="share of streams the client closes mid-stream (default 0.3)")
     parser.add_argument("--rss-growth-percent", type=float, default=5,
-                        help="largest RSS after warm-up over the RSS at its end, percent (default 5)")
-    parser.add_argument("--concurrency", type=int, default=16, help="bench serve --max-concurrency (default 16)")
+                        help="RSS after round 2 over RSS after round 1, largest growth in percent (default 5)")
+    parser.add_argument("--sample-seconds", type=float, default=5, help="sampling period (default 5)")
+    parser.add_argument("--device", default="cpu", help="serve --device (default cpu)")
     parser.add_argument("--model", default="default", help="serve --model (default: the default model)")
-    parser.add_argument("--serve-arg", action="append", default=[], help="extra argument for serve (repeatable)")
+    parser.add_argument("--serve-arg", action="append", default=[],
+                        help="extra argument for serve (repeatable; later ones win over the soak's defaults)")
+    parser.add_argument("--quiet-controls-only", action="store_true",
+                        help="compare only control requests sent between rounds (servers without batch invariance)")
+    parser.add_argument("--stream-timeout", type=float, default=1800,
+                        help="seconds a stream may go without progress before it counts as hung (default 1800)")
     parser.add_argument("--note", default="", help="a note stored in the result (e.g. what else ran on the machine)")
     args = parser.parse_args()
 
-    # The commit of the tree the binary was built from (taken now: edits during the run do not count).
     commit = subprocess.run(["git", "-C", str(REPO), "rev-parse", "--short", "HEAD"], capture_output=True,
                             text=True).stdout.strip()
     dirty = subprocess.run(["git", "-C", str(REPO), "status", "--porcelain", "--untracked-files=no"],
                            capture_output=True, text=True).stdout.strip() != ""
     header_timeout_s = 10
     port = free_port()
-    serve_cmd = [args.crosspoint, "serve", "--model", args.model, "--device", "cpu", "--port", str(port),
-                 "--served-model-name", "soak", "--header-timeout", str(header_timeout_s)] + args.serve_arg
+    # A KV cache far smaller than the streams need (preemption), a queue that takes them all.
+    defaults = ["--max-num-seqs", "128", "--max-waiting", "4096", "--max-model-len", "256"]
+    if args.device == "cpu":
+        defaults += ["--kv-cache-memory", "128MiB"]
+    serve_cmd = [args.crosspoint, "serve", "--model", args.model, "--device", args.device, "--port", str(port),
+                 "--served-model-name", "soak", "--header-timeout", str(header_timeout_s)] + defaults + args.serve_arg
     work = Path(tempfile.mkdtemp(prefix="crosspoint-soak-"))
     server_log = open(work / "server.log", "wb")
     log(f"starting: {' '.join(serve_cmd)} (log {work / 'server.log'})")
     server = subprocess.Popen(serve_cmd, stdout=server_log, stderr=subprocess.STDOUT)
     failures = []
-
-    def server_ready():
-        try:
-            connection = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
-            connection.request("GET", "/health")
-            ok = connection.getresponse().status == 200
-            connection.close()
-            return ok
-        except OSError:
-            return False
-
     start = time.monotonic()
-    while not server_ready():
+    while True:
+        try:
+            if fetch(port, "GET", "/health")[0] == 200:
+                break
+        except OSError:
+            pass
         if server.poll() is not None:
             sys.exit(f"soak: the server exited with {server.returncode} during start-up; see {work / 'server.log'}")
         if time.monotonic() - start > 300:
             server.kill()
             sys.exit("soak: the server did not answer /health within 300 s")
         time.sleep(0.5)
-    # One request first: what the first request starts (the model's worker threads) is part of
-    # the baseline, not a leak.
-    connection = http.client.HTTPConnection("127.0.0.1", port, timeout=300)
-    connection.request("POST", "/v1/completions", json.dumps({"model": "soak", "prompt": "Hello", "max_tokens": 8}),
-                       {"Content-Type": "application/json"})
-    first = connection.getresponse()
-    first.read()
-    connection.close()
-    if first.status != 200:
-        sys.exit(f"soak: the first request got HTTP {first.status}")
+    controls_before, error = soak_clients.control_outputs(port, "soak")  # also starts what a first request starts
+    if error:
+        server.kill()
+        sys.exit(f"soak: a control request before the load failed: {error}")
     time.sleep(2)
     baseline = process_sample(server.pid)
-    log(f"ready after {time.monotonic() - start:.1f} s: {baseline}")
-
-    samples = []
-    stop = threading.Event()
-    sampler_stop = threading.Event()
-    load_start = time.monotonic()
-
-    def sampler():
-        while not sampler_stop.is_set():
-            t = round(time.monotonic() - load_start, 1)
-            if server.poll() is not None:
-                return
-            sample = {"t_s": t, **process_sample(server.pid), "loadavg_1m": load_average()[0]}
-            health_start = time.monotonic()
-            if not server_ready():
-                failures.append(f"/health did not answer 200 within 10 s at t = {t} s")
-                log(f"FAILURE: {failures[-1]}")
-            sample["health_ms"] = round((time.monotonic() - health_start) * 1000, 1)
-            samples.append(sample)
-            sampler_stop.wait(args.sample_seconds)
-
-    misbehavers = Misbehavers(port, "soak", header_timeout_s, stop)
-    threads = [threading.Thread(target=sampler), threading.Thread(target=misbehavers.run_quick),
-               threading.Thread(target=misbehavers.run_slow), threading.Thread(target=misbehavers.run_slow)]
-    for thread in threads:
-        thread.start()
+    log(f"ready after {time.monotonic() - start:.1f} s: {baseline}; control outputs recorded")
+    sampler = Sampler(server, port, args.sample_seconds, time.monotonic())
+    sampler.start()
 
     rounds = []
-    end_at = load_start + args.minutes * 60
-    round_index = 0
-    while time.monotonic() < end_at and server.poll() is None:
-        result_file = work / f"bench_{round_index}.json"
-        bench_cmd = [args.crosspoint, "bench", "serve", "--base-url", f"http://127.0.0.1:{port}", "--model", "soak",
-                     "--dataset-name", "random", "--random-input-len", "96",
-                     "--random-output-len", "48", "--random-range-ratio", "0.5", "--num-prompts", "32",
-                     "--max-concurrency", str(args.concurrency), "--request-timeout", "300",
-                     "--temperature", "0" if round_index % 2 == 0 else "0.8", "--seed", str(round_index),
-                     "--metrics-interval", "0", "--disable-progress", "--result-file", str(result_file)]
+    for round_index in range(2):
+        if server.poll() is not None:
+            break
+        before = metrics(port)
+        tally = soak_clients.Tally()
+        misbehavers = soak_clients.Misbehavers(port, "soak", header_timeout_s, seed=7)  # identical rounds
+        amid = []
+        stop_controls = threading.Event()
+
+        def controls_amid_load():
+            while not stop_controls.wait(30):
+                amid.append(soak_clients.control_outputs(port, "soak"))
+
+        control_thread = threading.Thread(target=controls_amid_load)
+        log(f"round {round_index + 1}: {args.streams} streams for {args.minutes} min")
         round_start = time.monotonic()
-        bench = subprocess.run(bench_cmd, capture_output=True, text=True)
-        took = time.monotonic() - round_start
-        if bench.returncode != 0 or not result_file.exists():
-            failures.append(f"bench round {round_index} exited {bench.returncode}: {bench.stderr[-400:]}")
-            log(f"FAILURE: {failures[-1]}")
+        misbehavers.start()
+        control_thread.start()
+        asyncio.run(soak_clients.run_streams(port, "soak", seed=1, seconds=args.minutes * 60,
+                                             num_streams=args.streams, tally=tally,
+                                             disconnect_fraction=args.disconnect_fraction,
+                                             timeout_s=args.stream_timeout))
+        load_s = time.monotonic() - round_start
+        stop_controls.set()
+        control_thread.join()
+        misbehavers.finish(timeout=header_timeout_s + 120)
+        if server.poll() is not None:
+            failures.append(f"round {round_index + 1}: the server died with exit status {server.returncode}")
             break
-        result = json.loads(result_file.read_text())
-        rounds.append({"round": round_index, "seconds": round(took, 1), "completed": result["completed"],
-                       "failed": result["failed"], "output_throughput": round(result.get("output_throughput", 0), 1)})
-        if result["failed"] > 0:
-            failures.append(f"bench round {round_index}: {result['failed']} requests failed: "
-                            f"{str(result.get('errors'))[:400]}")
-            log(f"FAILURE: {failures[-1]}")
-        log(f"round {round_index}: {result['completed']} completed, {result['failed']} failed in {took:.0f} s; "
-            f"last sample {samples[-1] if samples else None}")
-        round_index += 1
-    load_seconds = time.monotonic() - load_start
-    stop.set()
-    log("load stopped; waiting for the misbehaving clients")
-    for thread in threads[1:]:
-        thread.join(timeout=header_timeout_s + 60)
-        if thread.is_alive():
-            failures.append("a misbehaving client did not finish within 70 s of the end (hang)")
+        quiet, after_sample, after = wait_quiet(server, port, baseline)
+        controls_after, error_after = soak_clients.control_outputs(port, "soak")
+        after = metrics(port)  # after the controls: they are counted below
+        controls_sent = len(controls_after) + sum(len(outputs) for outputs, _ in amid)
+        table, round_failures = reconcile(tally, misbehavers, controls_sent, before, after)
+        round_failures += [f"control request: {e}" for e in [error_after] + [e for _, e in amid] if e]
+        round_failures += misbehavers.failures
+        if not quiet:
+            round_failures.append(f"not quiet within 120 s of the round's end: {after_sample}, running "
+                                  f"{after.get('vllm:num_requests_running')}, waiting "
+                                  f"{after.get('vllm:num_requests_waiting')}, KV {after.get('vllm:kv_cache_usage_perc')}")
+        preemptions = delta(after, before, "vllm:num_preemptions_total")
+        if preemptions <= 0:
+            round_failures.append("no preemption: the KV cache was never exhausted")
+        if controls_after != controls_before:
+            round_failures.append(f"control outputs after the round differ: {controls_after} vs {controls_before}")
+        if not args.quiet_controls_only:
+            for outputs, _ in amid:
+                if outputs != controls_before[:len(outputs)]:
+                    round_failures.append(f"control outputs amid the load differ: {str(outputs)[:300]}")
+        window = [s for s in sampler.samples if round_start - sampler.start_s <= s["t_s"]]
+        rounds.append({"round": round_index + 1, "load_seconds": round(load_s, 1), "clients": tally.as_json(),
+                       "misbehaving_clients": dict(misbehavers.counts), "control_requests_amid_load": sum(len(o) for o, _ in amid),
+                       "reconciliation": table, "preemptions": preemptions,
+                       "peak_kv_usage": max((s.get("kv_usage") or 0 for s in window), default=None),
+                       "peak_running": max((s.get("running") or 0 for s in window), default=None),
+                       "peak_waiting": max((s.get("waiting") or 0 for s in window), default=None),
+                       "after_round": after_sample, "failures": round_failures})
+        failures += [f"round {round_index + 1}: {f}" for f in round_failures]
+        log(f"round {round_index + 1}: {tally.sent} streams ({dict(tally.completed)} completed, "
+            f"{dict(tally.aborted)} aborted, {sum(tally.refused.values())} refused, {len(tally.failed)} failed), "
+            f"{preemptions:g} preemptions, after it {after_sample}; {len(round_failures)} failures")
 
-    # Quiet: every connection gone, the counts back to the start-up ones.
-    server_alive = server.poll() is None
-    settle_start = time.monotonic()
-    quiet = process_sample(server.pid) if server_alive else None
-    while server_alive and time.monotonic() - settle_start < 30:
-        quiet = process_sample(server.pid)
-        if quiet["fds"] <= baseline["fds"] and quiet["threads"] <= baseline["threads"]:
-            break
-        time.sleep(1)
-    sampler_stop.set()
-    threads[0].join()
-    engine_gauges = {}
-    if server_alive:
-        try:
-            engine_gauges = metric_values(port, ["vllm:num_requests_running", "vllm:num_requests_waiting",
-                                                 "vllm:kv_cache_usage_perc"])
-        except OSError as e:
-            failures.append(f"/metrics after the load: {e!r}")
-
-    if not server_alive:
-        failures.append(f"the server died with exit status {server.returncode}; see {work / 'server.log'}")
-    warm = [s for s in samples if s["t_s"] >= args.warmup_minutes * 60]
-    rss_warm = warm[0]["rss_mib"] if warm else None
-    rss_max_after = max(s["rss_mib"] for s in warm) if warm else None
-    rss_bound = round(rss_warm * (1 + args.rss_growth_percent / 100), 1) if warm else None
-    if not warm:
-        failures.append("no sample after the warm-up: run longer than --warmup-minutes")
-    elif rss_max_after > rss_bound:
-        failures.append(f"RSS grew from {rss_warm} MiB at the end of warm-up to {rss_max_after} MiB "
-                        f"(bound {rss_bound} MiB, +{args.rss_growth_percent}%)")
-    if quiet is not None:
-        if quiet["fds"] > baseline["fds"]:
-            failures.append(f"file descriptors: {quiet['fds']} after the load, {baseline['fds']} at start-up")
-        if quiet["threads"] > baseline["threads"]:
-            failures.append(f"threads: {quiet['threads']} after the load, {baseline['threads']} at start-up")
-    for name in ["vllm:num_requests_running", "vllm:num_requests_waiting"]:
-        if engine_gauges.get(name, 0) != 0:
-            failures.append(f"{name} is {engine_gauges[name]} after the load")
-    failures += misbehavers.failures
-
-    if server_alive:
+    sampler.stop.set()
+    sampler.join()
+    failures += sampler.failures
+    rss = [r["after_round"]["rss_mib"] for r in rounds]
+    rss_bound = round(rss[0] * (1 + args.rss_growth_percent / 100), 1) if rss else None
+    if len(rss) == 2 and rss[1] > rss_bound:
+        failures.append(f"RSS after round 2 is {rss[1]} MiB, after round 1 {rss[0]} MiB (bound {rss_bound} MiB)")
+    exit_code = None
+    if server.poll() is None:
         server.terminate()
         try:
-            server.wait(timeout=60)
+            exit_code = server.wait(timeout=120)
         except subprocess.TimeoutExpired:
             server.kill()
-            failures.append("the server did not exit within 60 s of SIGTERM")
+            failures.append("the server did not exit within 120 s of SIGTERM")
+        if exit_code not in (None, 0):
+            failures.append(f"the server exited {exit_code} on SIGTERM")
+    else:
+        failures.append(f"the server died with exit status {server.returncode}; see {work / 'server.log'}")
     server_log.close()
 
     cpu_model = next((line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text().splitlines()
                       if line.startswith("model name")), platform.processor())
-    loads = [s["loadavg_1m"] for s in samples]
+    loads = [s["loadavg_1m"] for s in sampler.samples]
     result = {
-        "kind": "soak",
-        "commit": commit + ("-dirty" if dirty else ""),
+        "kind": "soak", "commit": commit + ("-dirty" if dirty else ""),
         "date_utc": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
-        "command": " ".join([sys.argv[0]] + sys.argv[1:]),
-        "serve_command": " ".join(serve_cmd[1:]),
+        "command": " ".join([sys.argv[0]] + sys.argv[1:]), "serve_command": " ".join(serve_cmd[1:]),
         "machine": {"cpu": cpu_model, "num_cpus": os.cpu_count(), "kernel": platform.release(),
                     "memory_gib": round(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30, 1)},
-        "note": args.note,
-        "load_avg_1min_range": [min(loads), max(loads)] if loads else None,
-        "minutes": args.minutes,
-        "load_seconds": round(load_seconds, 1),
-        "warmup_minutes": args.warmup_minutes,
-        "bench_rounds": rounds,
-        "bench_completed": sum(r["completed"] for r in rounds),
-        "bench_failed": sum(r["failed"] for r in rounds),
-        "misbehaving_clients": misbehavers.counts,
-        "baseline": baseline,
-        "after_load": quiet,
-        "rss_mib_at_warmup_end": rss_warm,
-        "rss_mib_max_after_warmup": rss_max_after,
-        "rss_mib_bound": rss_bound,
-        "engine_gauges_after_load": engine_gauges,
-        "samples": samples,
-        "failures": failures,
+        "note": args.note, "streams": args.streams, "minutes_per_round": args.minutes,
+        "disconnect_fraction": args.disconnect_fraction, "load_avg_1min_range": [min(loads), max(loads)] if loads else None,
+        "baseline": baseline, "rss_mib_after_rounds": rss, "rss_mib_bound": rss_bound, "server_exit_code": exit_code,
+        "controls": controls_before, "rounds": rounds, "samples": sampler.samples, "failures": failures,
         "passed": not failures,
     }
     Path(args.result).parent.mkdir(parents=True, exist_ok=True)
     Path(args.result).write_text(json.dumps(result, indent=1) + "\n")
 
-    print(f"soak: {load_seconds / 60:.1f} min of load, {len(rounds)} bench rounds: "
-          f"{result['bench_completed']} completed, {result['bench_failed']} failed")
-    print("misbehaving clients: " + ", ".join(f"{k} {v}" for k, v in misbehavers.counts.items()))
-    print(f"RSS: {baseline['rss_mib']} MiB at start-up, {rss_warm} MiB at the end of warm-up, "
-          f"at most {rss_max_after} MiB after it (bound {rss_bound} MiB)")
-    if quiet:
-        print(f"fds: {baseline['fds']} at start-up, {quiet['fds']} after the load; "
-              f"threads: {baseline['threads']} at start-up, {quiet['threads']} after the load")
-    print(f"load average (1 min) during the run: {result['load_avg_1min_range']}; "
-          f"/health slowest {max((s['health_ms'] for s in samples), default=None)} ms")
+    for r in rounds:
+        c = r["clients"]
+        print(f"round {r['round']}: {r['load_seconds'] / 60:.1f} min, {c['sent']} streams sent: "
+              f"{sum(c['completed'].values())} completed, {sum(c['aborted'].values())} aborted, "
+              f"{sum(int(v) for v in c['refused'].values())} refused, {c['num_failed']} failed; "
+              f"{c['greedy']} greedy / {c['sampled']} sampled; misbehaving {r['misbehaving_clients']}; "
+              f"{r['preemptions']:g} preemptions, peak KV {r['peak_kv_usage']}, peak running {r['peak_running']}, "
+              f"waiting {r['peak_waiting']}")
+        print(f"  reconciliation: {json.dumps(r['reconciliation'])}")
+        print(f"  after the round: {r['after_round']}")
+    print(f"RSS after each round {rss} MiB (bound {rss_bound}); start-up {baseline}; server exit {exit_code}")
     print(f"result: {args.result}")
     if failures:
-        print("FAILED:\n  " + "\n  ".join(failures))
+        print("FAILED:\n  " + "\n  ".join(failures[:40]))
         sys.exit(1)
     print("soak: passed")
 

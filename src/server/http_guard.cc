@@ -208,6 +208,20 @@ std::string http_error_response(const ApiError& error) {
 
 namespace {
 
+// The path of a request line ("POST /v1/completions?x HTTP/1.1" -> "/v1/completions"), or ""
+// while the line is incomplete or malformed: the label of a refused request's response.
+std::string_view request_line_path(std::string_view head) {
+  const size_t line_end = head.find('\n');
+  if (line_end == std::string_view::npos) return {};
+  const std::string_view line = head.substr(0, line_end);
+  const size_t first = line.find(' ');
+  if (first == std::string_view::npos) return {};
+  const size_t second = line.find(' ', first + 1);
+  if (second == std::string_view::npos) return {};
+  std::string_view target = line.substr(first + 1, second - first - 1);
+  return target.substr(0, target.find('?'));
+}
+
 struct Connection {
   HttpGuard::Impl* guard = nullptr;
   uint64_t serial = 0;
@@ -243,6 +257,7 @@ struct HttpGuard::Impl {
   event_base* base;
   HttpLimits limits;
   std::function<bool()> healthy;
+  std::function<void(std::string_view, int)> on_response;
   uint64_t next_serial = 1;
   std::unordered_map<uint64_t, Connection*> connections;
   std::unordered_map<bufferevent*, Connection*> by_bev;
@@ -436,6 +451,7 @@ struct HttpGuard::Impl {
   void answer_over_cap(Connection& c, const RequestHead& head) {
     if ((head.method == "GET" || head.method == "HEAD") && head.path == "/health") {
       const bool ok = healthy();
+      if (on_response) on_response(head.path, ok ? 200 : 503);
       const std::string response = std::string(ok ? "HTTP/1.1 200 OK" : "HTTP/1.1 503 Service Unavailable") +
                                    "\r\nConnection: close\r\nContent-Length: 0\r\n\r\n";
       return close_with(c, response);
@@ -445,6 +461,7 @@ struct HttpGuard::Impl {
 
   void refuse(Connection& c, const ApiError& error) {
     log_debug("http: refused a request ({}): {}", error.http_status, error.message);
+    if (on_response) on_response(request_line_path(c.head), error.http_status);
     close_with(c, http_error_response(error));
   }
 
@@ -618,11 +635,13 @@ struct HttpGuard::Impl {
 
 namespace crosspoint {
 
-HttpGuard::HttpGuard(event_base* base, const HttpLimits& limits, std::function<bool()> healthy)
+HttpGuard::HttpGuard(event_base* base, const HttpLimits& limits, std::function<bool()> healthy,
+                     std::function<void(std::string_view, int)> on_response)
     : impl_(std::make_unique<Impl>()) {
   impl_->base = base;
   impl_->limits = limits;
   impl_->healthy = std::move(healthy);
+  impl_->on_response = std::move(on_response);
 }
 
 HttpGuard::~HttpGuard() { forget_listener(); }

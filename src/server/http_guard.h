@@ -74,7 +74,10 @@ class HttpGuard {
   static constexpr int kReserveConnections = 64;
 
   // healthy: what GET /health answers on a connection over the cap (200 or 503).
-  HttpGuard(event_base* base, const HttpLimits& limits, std::function<bool()> healthy);
+  // on_response: told of every response the guard writes itself (the request's path, or ""
+  // when its request line did not parse, and the status).
+  HttpGuard(event_base* base, const HttpLimits& limits, std::function<bool()> healthy,
+            std::function<void(std::string_view path, int status)> on_response = {});
   ~HttpGuard();
   HttpGuard(const HttpGuard&) = delete;
   HttpGuard& operator=(const HttpGuard&) = delete;

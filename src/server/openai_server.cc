@@ -34,6 +34,7 @@
 #include "common/log.h"
 #include "server/api_error.h"
 #include "server/http_guard.h"
+#include "server/http_response_counts.h"
 #include "server/logprob_aligner.h"
 #include "server/logprobs_json.h"
 #include "server/openai_request.h"
@@ -148,6 +149,7 @@ struct OpenAiServer::Impl {
   bool shutdown_finished = false;
   double shutdown_started_s = 0;
   std::unique_ptr<HttpGuard> guard;
+  HttpResponseCounts response_counts;  // every response sent, for /metrics (loop thread)
 
   // Parsing, chat templating and tokenising run on this thread, off the event loop, so a
   // large /tokenize never stalls /health or the streams.
@@ -172,7 +174,14 @@ struct OpenAiServer::Impl {
       : config(c), engine(e), tokenizer(t), chat_template(std::move(ct)) {}
 
   // ---- replies -------------------------------------------------------------------------
-  static void send(evhttp_request* req, int status, const std::string& body, const char* content_type) {
+  // The path of a request, for the response counts.
+  static std::string_view request_path(evhttp_request* req) {
+    const evhttp_uri* uri = evhttp_request_get_evhttp_uri(req);
+    const char* path = uri != nullptr ? evhttp_uri_get_path(uri) : nullptr;
+    return path != nullptr ? std::string_view(path) : std::string_view();
+  }
+  void send(evhttp_request* req, int status, const std::string& body, const char* content_type) {
+    response_counts.add(request_path(req), status);
     evkeyvalq* headers = evhttp_request_get_output_headers(req);
     if (content_type != nullptr) evhttp_add_header(headers, "Content-Type", content_type);
     evbuffer* buf = evbuffer_new();
@@ -180,12 +189,10 @@ struct OpenAiServer::Impl {
     evhttp_send_reply(req, status, nullptr, buf);
     evbuffer_free(buf);
   }
-  static void send_json(evhttp_request* req, int status, const std::string& body) {
+  void send_json(evhttp_request* req, int status, const std::string& body) {
     send(req, status, body, "application/json");
   }
-  static void send_error(evhttp_request* req, const ApiError& error) {
-    send_json(req, error.http_status, error.to_json());
-  }
+  void send_error(evhttp_request* req, const ApiError& error) { send_json(req, error.http_status, error.to_json()); }
   static void send_event(evhttp_request* req, const std::string& payload) {
     evbuffer* buf = evbuffer_new();
     evbuffer_add(buf, "data: ", 6);
@@ -227,7 +234,8 @@ struct OpenAiServer::Impl {
       }
     }
     if (path == "/metrics") {
-      return send(req, 200, prometheus_text(engine.metrics(), config.served_model_name),
+      return send(req, 200,
+                  prometheus_text(engine.metrics(), config.served_model_name) + response_counts.prometheus_text(),
                   "text/plain; version=0.0.4; charset=utf-8");
     }
     const bool known_post =
@@ -442,6 +450,7 @@ struct OpenAiServer::Impl {
       evkeyvalq* headers = evhttp_request_get_output_headers(req);
       evhttp_add_header(headers, "Content-Type", "text/event-stream");
       evhttp_add_header(headers, "Cache-Control", "no-cache");
+      response_counts.add(request_path(req), 200);
       evhttp_send_reply_start(req, 200, "OK");
       stream->reply_started = true;
     }
@@ -844,8 +853,9 @@ OpenAiServer::OpenAiServer(const ServerConfig& config, Engine& engine, const Tok
   limits.max_connections = config.max_connections;
   limits.api_key = config.api_key;
   Impl* impl = impl_.get();
-  impl_->guard = std::make_unique<HttpGuard>(impl_->base, limits,
-                                             [impl] { return impl->engine.is_running() && !impl->shutting_down; });
+  impl_->guard = std::make_unique<HttpGuard>(
+      impl_->base, limits, [impl] { return impl->engine.is_running() && !impl->shutting_down; },
+      [impl](std::string_view path, int status) { impl->response_counts.add(path, status); });
   // Every connection's request heads pass the guard (http_guard.h) before evhttp reads them;
   // evhttp's own limits stay as a second line.
   impl_->guard->attach(impl_->http);

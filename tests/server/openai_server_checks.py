@@ -102,6 +102,8 @@ class Server:
                 key = sample.name
                 if "finished_reason" in sample.labels:
                     key += ":" + sample.labels["finished_reason"]
+                if "handler" in sample.labels:  # crosspoint:http_responses_total:ROUTE:STATUS
+                    key += ":" + sample.labels["handler"] + ":" + sample.labels["status"]
                 values[key] = sample.value
         return values
 
@@ -592,6 +594,27 @@ def metrics_parse_as_prometheus(server, model):
                  "crosspoint:iteration_num_seqs_count", "vllm:request_success_total:length"]:
         assert name in m, (name, sorted(m))
     assert m["vllm:generation_tokens_total"] > 0 and m["vllm:time_to_first_token_seconds_count"] > 0
+
+
+@check
+def response_counts_match_what_the_client_saw(server, model):
+    # crosspoint:http_responses_total counts the guard's refusals and the handlers' answers
+    # alike: one of each kind sent here moves its own counter by exactly one.
+    name = "crosspoint:http_responses_total"
+    before = server.metrics()
+    assert server.request("GET", "/no/such/route")[0] == 404
+    assert server.request("POST", "/v1/completions", b'{"prompt": ')[0] == 400
+    oversize = raw_exchange(server.port, b"POST /v1/completions HTTP/1.1\r\n" + AUTH +
+                            b"Content-Length: 999999999\r\n\r\n")
+    expect_json_error(oversize, 413)
+    ok = json.dumps({"model": model, "prompt": "Hello", "max_tokens": 2}).encode()
+    assert server.request("POST", "/v1/completions", ok)[0] == 200
+    after = server.metrics()
+    delta = {k: after.get(k, 0) - before.get(k, 0) for k in after if k.startswith(name + ":")}
+    expected = {f"{name}:other:404": 1, f"{name}:/v1/completions:400": 1, f"{name}:/v1/completions:413": 1,
+                f"{name}:/v1/completions:200": 1, f"{name}:/metrics:200": 1}
+    assert {k: v for k, v in delta.items() if v} == expected, delta
+    server.wait_idle()
 
 
 @check
@@ -1271,7 +1294,8 @@ def main():
               logprobs_completions, logprobs_chat, echo_and_prompt_logprobs,
               errors_follow_openai_schema, disconnect_mid_stream_frees_blocks,
               forced_preemption(make_small, model, main_server), overload_503(make_busy, model),
-              metrics_parse_as_prometheus, malformed_and_smuggled_requests_get_json_errors,
+              metrics_parse_as_prometheus, response_counts_match_what_the_client_saw,
+              malformed_and_smuggled_requests_get_json_errors,
               api_key_on_every_route_but_health, models_reveal_no_filesystem_path,
               integers_out_of_range_name_their_field, chat_content_cannot_forge_special_tokens,
               chat_template_fields_and_tokenize_messages, odd_requests_do_not_fail_their_batch,
