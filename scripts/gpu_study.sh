@@ -25,6 +25,8 @@
 #             attention kernels' (default and balanced) throughput, memory, occupancy and stall sections
 #   kernels:  ncu over one eager decode step per precision (--kernels-batches, 1): every kernel's
 #             time alone and DRAM bytes read, grouped by scripts/gpu/kernel_breakdown.py (kernels.json)
+#   soak:     scripts/soak.py on the 7B fp16 checkpoint (SOAK_STREAMS, SOAK_MINUTES per round, SOAK_MEMORY_BUDGET;
+#             SOAK_DETACH=1: in its own session, collected by a following call with --only soakwait) into $OUT/soak.json
 #   servercheck: benchmarks/gpu/check_server_determinism.py over the 7B checkpoints: the same request
 #             sequentially, in copies sent together and amid load, default and --deterministic servers
 # --deterministic-too: the decode step and the sweep run a second time with --deterministic
@@ -115,7 +117,8 @@ rm -rf "$WORK"
 mkdir -p "$WORK/logs" "$CKPT"
 STEPS=$WORK/steps.jsonl
 : >"$STEPS"
-limit() { local left=$(( BUDGET_S - ($(date +%s) - START) - 25 )); [ $left -lt 5 ] && left=5; [ $1 -lt $left ] && echo $1 || echo $left; }
+# 60 s kept back for results.json and packing the logs (a big sweep folder takes half a minute).
+limit() { local left=$(( BUDGET_S - ($(date +%s) - START) - 60 )); [ $left -lt 5 ] && left=5; [ $1 -lt $left ] && echo $1 || echo $left; }
 left_s() { echo $(( BUDGET_S - ($(date +%s) - START) )); }
 log() { echo "[$(( $(date +%s) - START ))s] $*" | tee -a "$LOG"; }
 # step NAME RC SECONDS [NOTE]: one line of results.json's "steps"
@@ -166,7 +169,7 @@ if [ $DRY_RUN -eq 1 ]; then  # tests this script here: tiny checkpoints, CPU ser
 fi
 IFS=, read -r -a PREC_LIST <<<"$PRECISIONS"
 GEN_PID=""
-if want sweep || want decode || want kernels; then
+if want sweep || want decode || want kernels || want soak; then
   log "== 7B checkpoints (${PRECISIONS}; $([ "$LAYERS" -gt 0 ] && echo "$LAYERS" || echo 28) layers; in the background)"
   (
     layers=(); [ "$LAYERS" -gt 0 ] && layers=(--num-layers "$LAYERS")
@@ -518,6 +521,43 @@ if want sweep; then
   for f in "$WORK"/sweep/logs/serve-*.log; do
     [ -f "$f" ] && { echo "-- $(basename "$f"):"; grep -E "GPU|weights|KV cache|capacity|graphs|start-up|error|Error" "$f" | head -12; }
   done 2>/dev/null | tee -a "$LOG"
+fi
+
+# ---------------------------------------------------------------- soak (scripts/soak.py on the GPU)
+# 1,000 streams per round (SOAK_STREAMS) for SOAK_MINUTES (4) per round, two rounds, on the 7B fp16
+# checkpoint held to SOAK_MEMORY_BUDGET (17GB: ~0.85 GiB of KV cache, so it preempts) with
+# --max-num-seqs 256; controls compared between rounds only (the default kernels are not
+# batch-invariant). SOAK_DETACH=1 starts it in its own session (it outlives this call, in
+# $SOAK_DIR) and returns; a following call with --only soakwait waits for it and brings back
+# its result: a soak longer than one call's 10 minutes runs over two.
+SOAK_DIR=/tmp/crosspoint-soak-detached
+if want soak; then
+  log "== soak: ${SOAK_STREAMS:-1000} streams, 2 rounds of ${SOAK_MINUTES:-4} min"
+  rm -rf "$SOAK_DIR"; mkdir -p "$SOAK_DIR"
+  soak_cmd=(python3 "$ROOT/scripts/soak.py" --crosspoint "$BUNDLE_DIR/bin/crosspoint" --device "$SWEEP_DEVICE" --model "$CKPT/fp16"
+            --result "$SOAK_DIR/soak.json" --minutes "${SOAK_MINUTES:-4}" --streams "${SOAK_STREAMS:-1000}"
+            --quiet-controls-only --serve-arg --memory-budget --serve-arg "${SOAK_MEMORY_BUDGET:-17GB}"
+            --serve-arg --max-num-seqs --serve-arg 256 --note "H200 device call")
+  if [ "${SOAK_DETACH:-0}" = 1 ]; then
+    setsid nohup "${soak_cmd[@]}" >"$SOAK_DIR/soak.log" 2>&1 < /dev/null &
+    step soak 0 0 "detached: pid $!, results in $SOAK_DIR (collect with --only soakwait)"
+    sleep $(limit 540)
+  else
+    t=$(now)
+    timeout $(limit 560) "${soak_cmd[@]}" >"$SOAK_DIR/soak.log" 2>&1
+    rc=$?
+    step soak $rc $(( $(now) - t )) "$(tail -1 "$SOAK_DIR/soak.log")"
+  fi
+  cp "$SOAK_DIR"/soak.log "$WORK/logs/" 2>/dev/null
+  [ -f "$SOAK_DIR/soak.json" ] && cp "$SOAK_DIR/soak.json" "$OUT/soak.json"
+fi
+if want soakwait; then
+  t=$(now)
+  while [ ! -f "$SOAK_DIR/soak.json" ] && pgrep -f "scripts/soak.py" >/dev/null && [ "$(left_s)" -gt 70 ]; do sleep 5; done
+  [ -f "$SOAK_DIR/soak.json" ] && cp "$SOAK_DIR/soak.json" "$OUT/soak.json"
+  cp "$SOAK_DIR"/soak.log "$WORK/logs/" 2>/dev/null
+  tail -30 "$SOAK_DIR/soak.log" | tee -a "$LOG"
+  step soakwait $([ -f "$OUT/soak.json" ] && echo 0 || echo 1) $(( $(now) - t )) "$(tail -1 "$SOAK_DIR/soak.log" 2>/dev/null)"
 fi
 
 if want quantpeer && [ -f "$BUNDLE_DIR/tools/torch_peer.py" ] && [ "$(left_s)" -gt 120 ]; then

@@ -210,7 +210,7 @@ def main():
     parser.add_argument("--device", default="cpu", help="serve --device (default cpu)")
     parser.add_argument("--model", default="default", help="serve --model (default: the default model)")
     parser.add_argument("--serve-arg", action="append", default=[],
-                        help="extra argument for serve (repeatable; later ones win over the soak's defaults)")
+                        help="extra argument for serve (repeatable); a flag given here replaces the soak's default for it")
     parser.add_argument("--quiet-controls-only", action="store_true",
                         help="compare only control requests sent between rounds (servers without batch invariance)")
     parser.add_argument("--stream-timeout", type=float, default=1800,
@@ -225,11 +225,12 @@ def main():
     header_timeout_s = 10
     port = free_port()
     # A KV cache far smaller than the streams need (preemption), a queue that takes them all.
-    defaults = ["--max-num-seqs", "128", "--max-waiting", "4096", "--max-model-len", "256"]
+    defaults = {"--max-num-seqs": "128", "--max-waiting": "4096", "--max-model-len": "256"}
     if args.device == "cpu":
-        defaults += ["--kv-cache-memory", "128MiB"]
+        defaults["--kv-cache-memory"] = "128MiB"
+    kept = [item for flag, value in defaults.items() if flag not in args.serve_arg for item in (flag, value)]
     serve_cmd = [args.crosspoint, "serve", "--model", args.model, "--device", args.device, "--port", str(port),
-                 "--served-model-name", "soak", "--header-timeout", str(header_timeout_s)] + defaults + args.serve_arg
+                 "--served-model-name", "soak", "--header-timeout", str(header_timeout_s)] + kept + args.serve_arg
     work = Path(tempfile.mkdtemp(prefix="crosspoint-soak-"))
     server_log = open(work / "server.log", "wb")
     log(f"starting: {' '.join(serve_cmd)} (log {work / 'server.log'})")

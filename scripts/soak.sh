@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
-# Soak of `crosspoint serve` on the CPU with the default model: `crosspoint bench serve`
-# rounds for --minutes (default 10) mixed with misbehaving clients (mid-stream disconnects,
-# malformed JSON, oversize bodies, slow headers), the server's RSS, open fds and threads
-# sampled every few seconds. Fails when the server dies, a request hangs, RSS grows past the
-# bound after warm-up, or fds/threads leak; writes a JSON result (scripts/soak.py says what).
+# Soak of `crosspoint serve` on the CPU with the default model: two identical rounds of 1,000
+# concurrent streams (30 % closed mid-stream by the client, greedy and sampled, completions and
+# chat) for --minutes each (default 10) against a KV cache small enough to preempt, beside
+# misbehaving clients and greedy control requests; every counter reconciled against the
+# server's /metrics, RSS / fds / threads checked round over round (scripts/soak.py says what).
 #
-# usage: scripts/soak.sh [--minutes M] [--result FILE] [other scripts/soak.py options]
+# usage: scripts/soak.sh [--minutes M] [--streams N] [--result FILE] [other scripts/soak.py options]
 #   default result: benchmarks/results/cpu_<date>_soak.json
 # CROSSPOINT_JOBS limits the build's parallelism.
 set -euo pipefail
