@@ -45,8 +45,17 @@ int run_eval(int argc, char** argv) {
   app.add_option("--max-tokens", max_tokens, "tokens per sample (longer ones are cut)");
   app.add_option("--skip", skip, "conversations to skip at the start of the dataset");
   app.add_option("--threads", threads, "worker threads (default: all cores)");
+  std::string kv_cache_dtype = "auto";
+  app.add_option("--kv-cache-dtype", kv_cache_dtype,
+                 "the model's KV cache: auto (f32) or fp8 (e4m3 with the checkpoint's k/v scales, else 1); the "
+                 "reference always runs with f32, so --reference the same model measures what fp8 KV costs")
+      ->capture_default_str();
   app.add_flag("--json", json_out, "print one JSON object instead of a table");
   if (int code = parse_or_exit_code(app, argc, argv); code >= 0) return code;
+  if (kv_cache_dtype != "auto" && kv_cache_dtype != "fp8" && kv_cache_dtype != "fp8_e4m3")
+    return report_error("eval",
+                        invalid_argument("--kv-cache-dtype " + kv_cache_dtype + ": expected auto, fp8 or fp8_e4m3"));
+  const DType kv_dtype = kv_cache_dtype == "auto" ? DType::kF32 : DType::kF8E4M3;
   if (threads > 0) set_global_num_threads(threads);
 
   auto model = load_any(model_arg);
@@ -68,7 +77,7 @@ int run_eval(int argc, char** argv) {
   ProgressBar progress("eval", samples.value().size());
   size_t done = 0;
   for (const auto& tokens : samples.value()) {
-    const Status s = evaluate_sequence(*model.value(), reference.get(), tokens, totals);
+    const Status s = evaluate_sequence(*model.value(), reference.get(), tokens, totals, kv_dtype);
     if (!s.is_ok()) return report_error("eval", s);
     progress.update(++done);
   }
@@ -77,6 +86,7 @@ int run_eval(int argc, char** argv) {
   if (json_out) {
     nlohmann::json j = {{"model", model_arg},
                         {"weight_format", model.value()->weight_format_name()},
+                        {"kv_cache_dtype", kv_dtype == DType::kF32 ? "f32" : "fp8_e4m3"},
                         {"num_samples", samples.value().size()},
                         {"num_predicted_tokens", totals.num_predicted},
                         {"perplexity", totals.perplexity()},
@@ -89,7 +99,8 @@ int run_eval(int argc, char** argv) {
     std::printf("%s\n", j.dump(2).c_str());
     return 0;
   }
-  std::printf("model            %s (%s)\n", model_arg.c_str(), model.value()->weight_format_name().c_str());
+  std::printf("model            %s (%s, KV cache %s)\n", model_arg.c_str(), model.value()->weight_format_name().c_str(),
+              kv_dtype == DType::kF32 ? "f32" : "fp8 e4m3");
   std::printf("samples          %zu (%lld predicted tokens)\n", samples.value().size(),
               static_cast<long long>(totals.num_predicted));
   std::printf("perplexity       %.4f\n", totals.perplexity());

@@ -44,7 +44,8 @@ struct GenerateOptions {
   bool stats = false;
   bool print_ids = false;
   std::string device = "auto";  // auto (cuda when a GPU is visible) | cpu | cuda
-  bool deterministic = false;   // cuda: the batch-invariant kernels of serve --deterministic
+  std::string kv_cache_dtype = "auto";
+  bool deterministic = false;  // cuda: the batch-invariant kernels of serve --deterministic
 };
 
 struct GenerateStats {
@@ -98,6 +99,7 @@ Status generate(const GenerateOptions& o, GenerateStats& stats) {
       static_cast<int32_t>((runner_options.max_model_len + runner_options.block_size - 1) / runner_options.block_size);
   runner_options.enforce_eager = true;  // one sequence: no graphs to capture for it
   runner_options.deterministic = o.deterministic;
+  runner_options.kv_cache_dtype = o.kv_cache_dtype;
   const Stopwatch upload_clock;
   CROSSPOINT_ASSIGN_OR_RETURN(DeviceRunner runner, make_device_runner(runner_options, *model));
   stats.load_s += upload_clock.elapsed_seconds();
@@ -190,6 +192,7 @@ int run_generate(int argc, char** argv) {
   app.add_option("--seed", o.seed, "random seed for sampling (the tokens a server request with this seed gets)");
   app.add_option("--threads", o.threads, "CPU threads (default: CROSSPOINT_NUM_THREADS or all cores)");
   app.add_flag("--stats", o.stats, "print load time, prefill and decode tok/s, weight size to stderr");
+  app.add_option("--kv-cache-dtype", o.kv_cache_dtype, kKvCacheDtypeHelp)->capture_default_str();
   app.add_option("--device", o.device, "auto (cuda when a GPU is visible, else cpu), cpu or cuda")
       ->capture_default_str();
   app.add_flag("--deterministic", o.deterministic,

@@ -38,6 +38,7 @@ struct ServeOptions {
   int max_num_seqs = 256;
   int max_num_batched_tokens = 2048;
   std::string kv_cache_memory = "1GiB";
+  std::string kv_cache_dtype = "auto";
   int block_size = 16;
   int max_waiting = 1024;
   int threads = 0;
@@ -121,6 +122,7 @@ int serve(const ServeOptions& o) {
   runner_options.max_model_len = max_model_len;
   runner_options.block_size = o.block_size;
   runner_options.kv_cache_memory = o.kv_cache_memory;
+  runner_options.kv_cache_dtype = o.kv_cache_dtype;
   runner_options.gpu_memory_utilization = o.gpu_memory_utilization;
   runner_options.memory_budget = o.memory_budget;
   // On by default where a cached prefix gives the bits a recomputation would: on the CPU, and
@@ -226,6 +228,7 @@ int run_serve(int argc, char** argv) {
   app.add_option("--max-num-batched-tokens", o.max_num_batched_tokens,
                  "tokens per engine step (prefill chunks + decodes)");
   app.add_option("--kv-cache-memory", o.kv_cache_memory, "cpu: memory for the paged KV cache (e.g. 1GiB, 512MiB)");
+  app.add_option("--kv-cache-dtype", o.kv_cache_dtype, kKvCacheDtypeHelp)->capture_default_str();
   app.add_option("--device", o.device, "auto (cuda when a GPU is visible, else cpu), cpu or cuda")
       ->capture_default_str();
   app.add_option("--gpu-memory-utilization", o.gpu_memory_utilization,

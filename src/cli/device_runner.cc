@@ -38,8 +38,17 @@ std::string determinism_note(const std::string& device, bool deterministic) {
                          "what else is in the batch (--deterministic makes them batch-invariant)";
 }
 
+// --kv-cache-dtype as the CPU cache's element type.
+Result<DType> cpu_kv_dtype(const std::string& text) {
+  if (text == "auto") return DType::kF32;
+  if (text == "fp8" || text == "fp8_e4m3") return DType::kF8E4M3;
+  return invalid_argument("--kv-cache-dtype " + text + ": expected auto, fp8 or fp8_e4m3");
+}
+
 Result<DeviceRunner> make_cpu_runner(const DeviceRunnerOptions& o, const Model& m) {
   DeviceRunner out;
+  CROSSPOINT_ASSIGN_OR_RETURN(const DType kv_dtype, cpu_kv_dtype(o.kv_cache_dtype));
+  const size_t kv_bytes_per_token = m.kv_bytes_per_token(kv_dtype);
   std::string kv_option = "--kv-cache-memory " + o.kv_cache_memory;
   if (o.num_kv_blocks > 0) {
     out.num_blocks = o.num_kv_blocks;
@@ -51,12 +60,12 @@ Result<DeviceRunner> make_cpu_runner(const DeviceRunnerOptions& o, const Model& 
       return resource_exhausted(
           fmt::format("--memory-budget {}: the weights alone take {:.3f} GiB", o.memory_budget, weights / kGiB));
     }
-    out.num_blocks = BlockManager::num_blocks_for_budget(budget - weights, m.kv_bytes_per_token(), o.block_size);
+    out.num_blocks = BlockManager::num_blocks_for_budget(budget - weights, kv_bytes_per_token, o.block_size);
     kv_option = "--memory-budget " + o.memory_budget;
     log_info("memory budget {}: weights {:.3f} GiB, the rest for the KV cache", o.memory_budget, weights / kGiB);
   } else {
     CROSSPOINT_ASSIGN_OR_RETURN(const size_t kv_bytes, parse_bytes(o.kv_cache_memory));
-    out.num_blocks = BlockManager::num_blocks_for_budget(kv_bytes, m.kv_bytes_per_token(), o.block_size);
+    out.num_blocks = BlockManager::num_blocks_for_budget(kv_bytes, kv_bytes_per_token, o.block_size);
   }
   const int64_t kv_tokens = static_cast<int64_t>(out.num_blocks) * o.block_size;
   // Checked before the cache is allocated (a cache of zero blocks is a programmer error there).
@@ -66,11 +75,15 @@ Result<DeviceRunner> make_cpu_runner(const DeviceRunnerOptions& o, const Model& 
                             " tokens) cannot hold one sequence of --max-model-len " + std::to_string(o.max_model_len) +
                             " tokens: raise " + option + " or lower --max-model-len");
   }
-  log_info("KV cache: {:.3f} GiB (f32) = {} tokens in {} blocks of {}",
-           static_cast<double>(kv_tokens) * m.kv_bytes_per_token() / kGiB, kv_tokens, out.num_blocks, o.block_size);
+  log_info("KV cache: {:.3f} GiB ({}) = {} tokens in {} blocks of {}{}",
+           static_cast<double>(kv_tokens) * kv_bytes_per_token / kGiB, kv_dtype == DType::kF32 ? "f32" : "fp8 e4m3",
+           kv_tokens, out.num_blocks, o.block_size,
+           kv_dtype == DType::kF32 ? ""
+           : m.has_kv_scales()     ? "; k/v scales from the checkpoint"
+                                   : "; the checkpoint has no k/v scales: 1.0, as vLLM's default");
   const Model* model = &m;
   out.runner = std::make_unique<CpuModelRunner>(
-      m.kv_cache_shape(out.num_blocks, o.block_size), m.vocab_size(),
+      m.kv_cache_shape(out.num_blocks, o.block_size, kv_dtype), m.vocab_size(),
       [model](const ForwardBatch& batch, CpuKvCache& kv, float* logits) { return model->forward(batch, kv, logits); });
   return out;
 }
@@ -186,6 +199,10 @@ Result<DeviceRunner> make_device_runner(const DeviceRunnerOptions& o, const Mode
   if (o.block_size < 1 || o.block_size > 1024 || o.max_num_seqs < 1 || o.max_num_batched_tokens < 1) {
     return invalid_argument("--block-size (1..1024), --max-num-seqs and --max-num-batched-tokens must be positive");
   }
+  CROSSPOINT_ASSIGN_OR_RETURN(const DType kv_dtype, cpu_kv_dtype(o.kv_cache_dtype));  // checks the spelling
+  if (o.device == "cuda" && kv_dtype != DType::kF32)
+    return unsupported("--kv-cache-dtype " + o.kv_cache_dtype +
+                       ": the GPU's KV cache is fp16 only so far (--kv-cache-dtype auto, or --device cpu)");
   log_info("{}", determinism_note(o.device, o.deterministic));
   if (o.device == "cuda") {
 #ifdef CROSSPOINT_HAVE_CUDA

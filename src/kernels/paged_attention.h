@@ -1,11 +1,11 @@
 // Attention over a paged KV cache, for prefill chunks and decodes in one flat batch.
 //
 // Cache layout (per layer, K and V alike): [num_blocks, block_size, num_kv_heads, head_dim]
-// f32. Sequence s holds seq_context_len[s] tokens (cached + new); token position p lives in
-// physical block block_tables[s * max_blocks_per_seq + p / block_size], slot p % block_size.
-// Its new tokens are query rows seq_token_start[s] .. seq_token_start[s+1]; new token j of
-// n_new sits at position seq_context_len[s] - n_new + j and attends causally to positions
-// 0 ..= that one. GQA: query head h reads KV head h / (num_heads / num_kv_heads).
+// f32, or e4m3 bytes with a per-tensor scale (PagedKvLayout::key_cache_fp8). Sequence s holds seq_context_len[s] tokens
+// (cached + new); token position p lives in physical block block_tables[s * max_blocks_per_seq + p / block_size], slot
+// p % block_size. Its new tokens are query rows seq_token_start[s] .. seq_token_start[s+1]; new token j of n_new sits
+// at position seq_context_len[s] - n_new + j and attends causally to positions 0 ..= that one. GQA: query head h reads
+// KV head h / (num_heads / num_kv_heads).
 #pragma once
 
 #include <cstdint>
@@ -26,6 +26,13 @@ struct PagedKvLayout {
   const int32_t* seq_token_start = nullptr;  // [num_seqs + 1] new-token ranges, ascending
   const int32_t* seq_context_len = nullptr;  // [num_seqs] tokens in cache after this step
   int32_t num_seqs = 0;
+  // An fp8 cache (--kv-cache-dtype fp8) instead: the same layout in e4m3 bytes, with one scale
+  // per tensor as vLLM keeps it: stored = e4m3(x / scale), read = e4m3 * scale. Exactly one of
+  // the two pairs is set.
+  uint8_t* key_cache_fp8 = nullptr;
+  uint8_t* value_cache_fp8 = nullptr;
+  float k_scale = 1.0f;
+  float v_scale = 1.0f;
 };
 
 // Checks the tables against each other: starts ascending from 0, every context at least as
@@ -33,7 +40,7 @@ struct PagedKvLayout {
 // num_tokens is seq_token_start[num_seqs].
 Status validate_paged_kv_layout(const PagedKvLayout& layout, int32_t num_tokens);
 
-// Stores K and V of the new tokens into their cache slots.
+// Stores K and V of the new tokens into their cache slots (quantised to e4m3 for an fp8 cache).
 struct KvCacheWriteArgs {
   const float* key = nullptr;    // [num_tokens, num_kv_heads, head_dim] f32, rows key_row_stride apart
   const float* value = nullptr;  // [num_tokens, num_kv_heads, head_dim] f32, rows value_row_stride apart

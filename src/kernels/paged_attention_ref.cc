@@ -2,6 +2,7 @@
 #include <string>
 #include <vector>
 
+#include "kernels/fp8.h"
 #include "kernels/paged_attention.h"
 #include "kernels/softmax.h"
 
@@ -10,9 +11,13 @@ namespace crosspoint {
 Status validate_paged_kv_layout(const PagedKvLayout& l, int32_t num_tokens) {
   if (l.block_size <= 0 || l.num_kv_heads <= 0 || l.head_dim <= 0 || l.num_blocks <= 0 || l.num_seqs < 0)
     return invalid_argument("paged kv: block_size, num_kv_heads, head_dim and num_blocks must be positive");
-  if (!l.key_cache || !l.value_cache || !l.seq_token_start ||
-      (l.num_seqs > 0 && (!l.seq_context_len || !l.block_tables)))
-    return invalid_argument("paged kv: null cache or table pointer");
+  const bool f32 = l.key_cache != nullptr && l.value_cache != nullptr;
+  const bool fp8 = l.key_cache_fp8 != nullptr && l.value_cache_fp8 != nullptr;
+  if (f32 == fp8) return invalid_argument("paged kv: give the f32 cache pair or the fp8 pair, exactly one");
+  if (fp8 && !(l.k_scale > 0 && l.v_scale > 0 && std::isfinite(l.k_scale) && std::isfinite(l.v_scale)))
+    return invalid_argument("paged kv: the fp8 cache's k_scale and v_scale must be positive and finite");
+  if (!l.seq_token_start || (l.num_seqs > 0 && (!l.seq_context_len || !l.block_tables)))
+    return invalid_argument("paged kv: null table pointer");
   if (l.seq_token_start[0] != 0) return invalid_argument("paged kv: seq_token_start[0] must be 0");
   for (int32_t s = 0; s < l.num_seqs; ++s) {
     const int32_t num_new = l.seq_token_start[s + 1] - l.seq_token_start[s];
@@ -47,6 +52,14 @@ int64_t cache_offset(const PagedKvLayout& l, int32_t s, int32_t position, int32_
   return (slot * l.num_kv_heads + kv_head) * l.head_dim;
 }
 
+// One cached K or V element, dequantised for an fp8 cache.
+float key_at(const PagedKvLayout& l, int64_t offset) {
+  return l.key_cache != nullptr ? l.key_cache[offset] : e4m3_to_f32(l.key_cache_fp8[offset]) * l.k_scale;
+}
+float value_at(const PagedKvLayout& l, int64_t offset) {
+  return l.value_cache != nullptr ? l.value_cache[offset] : e4m3_to_f32(l.value_cache_fp8[offset]) * l.v_scale;
+}
+
 }  // namespace
 
 Status paged_attention_ref(const PagedAttentionArgs& a) {
@@ -67,9 +80,9 @@ Status paged_attention_ref(const PagedAttentionArgs& a) {
         const float* q = a.query + t * q_stride + int64_t{h} * l.head_dim;
         std::vector<float> scores(visible);
         for (int32_t p = 0; p < visible; ++p) {
-          const float* k = l.key_cache + cache_offset(l, s, p, h / group);
+          const int64_t k = cache_offset(l, s, p, h / group);
           double dot = 0.0;
-          for (int32_t d = 0; d < l.head_dim; ++d) dot += static_cast<double>(q[d]) * k[d];
+          for (int32_t d = 0; d < l.head_dim; ++d) dot += static_cast<double>(q[d]) * key_at(l, k + d);
           scores[p] = static_cast<float>(dot * a.scale);
         }
         CROSSPOINT_RETURN_IF_ERROR(softmax_ref(scores.data(), 1, visible));
@@ -77,7 +90,7 @@ Status paged_attention_ref(const PagedAttentionArgs& a) {
         for (int32_t d = 0; d < l.head_dim; ++d) {
           double sum = 0.0;
           for (int32_t p = 0; p < visible; ++p)
-            sum += scores[p] * static_cast<double>(l.value_cache[cache_offset(l, s, p, h / group) + d]);
+            sum += scores[p] * static_cast<double>(value_at(l, cache_offset(l, s, p, h / group) + d));
           out[d] = static_cast<float>(sum);
         }
       }

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 
 #include "kernels/embedding.h"
 #include "kernels/paged_attention.h"
@@ -37,6 +38,29 @@ Result<std::unique_ptr<Model>> Model::load(const std::string& model_dir, const M
   }
   return model;
 }
+
+namespace {
+
+// An fp8 KV cache scale stored as a one-element float tensor; positive and finite.
+Result<float> kv_scale_value(const TensorInfo& t) {
+  if (t.num_elements() != 1) return corrupt(t.file + ": tensor " + t.name + " must hold one element");
+  float value = 0;
+  if (t.dtype == DType::kF32) {
+    std::memcpy(&value, t.data, sizeof value);
+  } else if (t.dtype == DType::kF16 || t.dtype == DType::kBF16) {
+    uint16_t half = 0;
+    std::memcpy(&half, t.data, sizeof half);
+    value = t.dtype == DType::kF16 ? f16_to_f32(half) : bf16_to_f32(half);
+  } else {
+    return corrupt(t.file + ": tensor " + t.name + " must be f32, f16 or bf16, not " +
+                   std::string(dtype_name(t.dtype)));
+  }
+  if (!(value > 0) || !std::isfinite(value))
+    return corrupt(t.file + ": tensor " + t.name + " = " + std::to_string(value) + " is not a positive finite scale");
+  return value;
+}
+
+}  // namespace
 
 Status Model::load_weights(const ModelLoadOptions& options) {
   const ModelConfig& c = config_;
@@ -75,6 +99,15 @@ Status Model::load_weights(const ModelLoadOptions& options) {
     CROSSPOINT_ASSIGN_OR_RETURN(layer.gate_proj, linear(p + "mlp.gate_proj", d, c.intermediate_size, false));
     CROSSPOINT_ASSIGN_OR_RETURN(layer.up_proj, linear(p + "mlp.up_proj", d, c.intermediate_size, false));
     CROSSPOINT_ASSIGN_OR_RETURN(layer.down_proj, linear(p + "mlp.down_proj", c.intermediate_size, d, false));
+    const TensorInfo* k_scale = tensors_->find(p + "self_attn.k_scale");
+    const TensorInfo* v_scale = tensors_->find(p + "self_attn.v_scale");
+    if ((k_scale == nullptr) != (v_scale == nullptr))
+      return corrupt(dir_ + ": layer " + std::to_string(i) + " has one of self_attn.k_scale and v_scale, not both");
+    if (k_scale != nullptr) {
+      CROSSPOINT_ASSIGN_OR_RETURN(layer.k_scale, kv_scale_value(*k_scale));
+      CROSSPOINT_ASSIGN_OR_RETURN(layer.v_scale, kv_scale_value(*v_scale));
+      has_kv_scales_ = true;
+    }
   }
 
   // Tied checkpoints may omit lm_head.weight (HF reuses the embedding), or carry a copy.
@@ -102,7 +135,13 @@ KvCacheShape Model::kv_cache_shape(int32_t num_blocks, int32_t block_size) const
   return shape;
 }
 
-size_t Model::kv_bytes_per_token() const { return kv_cache_shape(1).bytes_per_token(DType::kF32); }
+KvCacheShape Model::kv_cache_shape(int32_t num_blocks, int32_t block_size, DType kv_dtype) const {
+  KvCacheShape shape = kv_cache_shape(num_blocks, block_size);
+  shape.dtype = kv_dtype;
+  return shape;
+}
+
+size_t Model::kv_bytes_per_token(DType kv_dtype) const { return kv_cache_shape(1).bytes_per_token(kv_dtype); }
 
 size_t Model::weight_bytes_per_token() const {
   const int64_t d = config_.hidden_size;
@@ -154,11 +193,16 @@ Status validate_batch(const ForwardBatch& b, const ModelConfig& c, const CpuKvCa
   return Status::ok();
 }
 
-PagedKvLayout make_layout(const ForwardBatch& b, CpuKvCache& cache, int32_t layer_idx) {
+PagedKvLayout make_layout(const ForwardBatch& b, CpuKvCache& cache, int32_t layer_idx,
+                          const DecoderLayerWeights& weights) {
   const KvCacheShape& s = cache.shape();
   PagedKvLayout layout;
   layout.key_cache = cache.keys(layer_idx);
   layout.value_cache = cache.values(layer_idx);
+  layout.key_cache_fp8 = cache.keys_fp8(layer_idx);
+  layout.value_cache_fp8 = cache.values_fp8(layer_idx);
+  layout.k_scale = weights.k_scale;
+  layout.v_scale = weights.v_scale;
   layout.num_blocks = s.num_blocks;
   layout.block_size = s.block_size;
   layout.num_kv_heads = s.num_kv_heads;
@@ -201,7 +245,7 @@ Status Model::run_layer(int32_t layer_idx, const ForwardBatch& batch, CpuKvCache
   CROSSPOINT_RETURN_IF_ERROR(
       rope({k.data(), 0, T, Hkv, D, batch.positions.data(), rope_inv_freq_.data(), rope_attention_scaling_}));
 
-  const PagedKvLayout layout = make_layout(batch, kv_cache, layer_idx);
+  const PagedKvLayout layout = make_layout(batch, kv_cache, layer_idx, layers_[layer_idx]);
   CROSSPOINT_RETURN_IF_ERROR(kv_cache_write({k.data(), v.data(), 0, 0, layout}));
   CROSSPOINT_RETURN_IF_ERROR(paged_attention(
       {q.data(), 0, attn.data(), static_cast<int32_t>(H), 1.0f / std::sqrt(static_cast<float>(D)), layout}));

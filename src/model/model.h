@@ -40,6 +40,10 @@ struct DecoderLayerWeights {
   std::unique_ptr<LinearWeight> gate_proj;          // d -> intermediate
   std::unique_ptr<LinearWeight> up_proj;            // d -> intermediate
   std::unique_ptr<LinearWeight> down_proj;          // intermediate -> d
+  // An fp8 KV cache's per-tensor scales: self_attn.k_scale / v_scale when the checkpoint has
+  // them (compressed-tensors' kv_cache_scheme), else 1 as vLLM defaults them.
+  float k_scale = 1.0f;
+  float v_scale = 1.0f;
 };
 
 class Model {
@@ -57,8 +61,12 @@ class Model {
   int32_t vocab_size() const { return static_cast<int32_t>(config_.vocab_size); }
   // The cache shape this model needs for num_blocks blocks of block_size tokens.
   KvCacheShape kv_cache_shape(int32_t num_blocks, int32_t block_size = 16) const;
-  // K and V of one token across all layers in the CPU cache (f32).
-  size_t kv_bytes_per_token() const;
+  // The cache shape with its element type: kF32, or kF8E4M3 for --kv-cache-dtype fp8.
+  KvCacheShape kv_cache_shape(int32_t num_blocks, int32_t block_size, DType kv_dtype) const;
+  // K and V of one token across all layers in the CPU cache (f32, or e4m3 for an fp8 cache).
+  size_t kv_bytes_per_token(DType kv_dtype = DType::kF32) const;
+  // Whether the checkpoint carried the fp8 KV cache's scales (self_attn.k_scale / v_scale).
+  bool has_kv_scales() const { return has_kv_scales_; }
   // Bytes of weights read per decode step: every linear (incl. lm_head) and norm, plus one
   // embedding row; the roofline's W.
   size_t weight_bytes_per_token() const;
@@ -92,6 +100,7 @@ class Model {
   std::unique_ptr<LinearWeight> lm_head_;  // d -> vocab (the embedding table when tied)
   std::vector<float> rope_inv_freq_;       // [head_dim / 2] f32
   float rope_attention_scaling_ = 1.0f;
+  bool has_kv_scales_ = false;
 };
 
 }  // namespace crosspoint

@@ -27,13 +27,13 @@ int32_t greedy_token(const float* logits, int64_t vocab) {
 }
 
 Status evaluate_sequence(const Model& model, const Model* reference, const std::vector<int32_t>& tokens,
-                         EvalTotals& totals) {
+                         EvalTotals& totals, DType kv_dtype) {
   if (tokens.size() < 2) return invalid_argument("eval: a sequence needs at least 2 tokens");
   const int64_t vocab = model.vocab_size();
   if (reference && reference->vocab_size() != vocab)
     return invalid_argument("eval: the reference model's vocab_size differs from the model's");
   std::vector<float> logits, ref_logits;  // [num_tokens, vocab] f32
-  CROSSPOINT_RETURN_IF_ERROR(forward_sequences(model, {tokens}, /*all_positions=*/true, logits));
+  CROSSPOINT_RETURN_IF_ERROR(forward_sequences(model, {tokens}, /*all_positions=*/true, logits, kv_dtype));
   if (reference) CROSSPOINT_RETURN_IF_ERROR(forward_sequences(*reference, {tokens}, true, ref_logits));
   for (size_t i = 0; i + 1 < tokens.size(); ++i) {
     const float* row = logits.data() + i * vocab;

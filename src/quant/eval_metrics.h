@@ -25,9 +25,10 @@ struct EvalTotals {
   double agreement() const;  // NaN without a reference
 };
 
-// Adds one sequence's statistics (reference may be null).
+// Adds one sequence's statistics (reference may be null). kv_dtype is the model's KV cache
+// (kF8E4M3: an fp8 cache); the reference always runs with an f32 cache.
 Status evaluate_sequence(const Model& model, const Model* reference, const std::vector<int32_t>& tokens,
-                         EvalTotals& totals);
+                         EvalTotals& totals, DType kv_dtype = DType::kF32);
 
 // -log softmax(logits)[target] in double, for one row of `vocab` logits.
 double token_nll(const float* logits, int64_t vocab, int32_t target);

@@ -7,7 +7,7 @@
 namespace crosspoint {
 
 Status forward_sequences(const Model& model, const std::vector<std::vector<int32_t>>& sequences, bool all_positions,
-                         std::vector<float>& logits) {
+                         std::vector<float>& logits, DType kv_dtype) {
   constexpr int32_t kBlockSize = 16;
   if (sequences.empty()) return invalid_argument("forward_sequences: no sequences");
   int32_t max_blocks = 0, total_blocks = 0;
@@ -27,7 +27,7 @@ Status forward_sequences(const Model& model, const std::vector<std::vector<int32
     for (int32_t b = 0; b < blocks; ++b) table_row.push_back(next_block++);
     batch.add_sequence(seq, /*num_cached=*/0, table_row, all_positions ? LogitsWanted::kAll : LogitsWanted::kLast);
   }
-  CpuKvCache cache(model.kv_cache_shape(total_blocks, kBlockSize));
+  CpuKvCache cache(model.kv_cache_shape(total_blocks, kBlockSize, kv_dtype));
   const ForwardBatch view = batch.view();
   logits.assign(view.logits_token_idx.size() * static_cast<size_t>(model.vocab_size()), 0.0f);
   return model.forward(view, cache, logits.data());

@@ -13,7 +13,8 @@ namespace crosspoint {
 
 // logits: [num_logits, vocab] f32 where the logits are, per sequence in order, those of
 // every token (all_positions) or of its last token only.
+// kv_dtype: the private cache's element type (kF32, or kF8E4M3 to measure an fp8 KV cache).
 Status forward_sequences(const Model& model, const std::vector<std::vector<int32_t>>& sequences, bool all_positions,
-                         std::vector<float>& logits);
+                         std::vector<float>& logits, DType kv_dtype = DType::kF32);
 
 }  // namespace crosspoint

@@ -2,6 +2,7 @@
 #include <numeric>
 #include <random>
 
+#include "kernels/fp8.h"
 #include "kernels/paged_attention.h"
 #include "kernel_test_util.h"
 
@@ -113,6 +114,76 @@ TEST(PagedAttentionTest, KvCacheWriteStoresAtPositionSlots) {
       EXPECT_EQ(b.key_cache[(size_t(block) * 4 + t) * 6 + i], b.new_keys[t * 6 + i]);
       EXPECT_EQ(b.value_cache[(size_t(block) * 4 + t) * 6 + i], b.new_values[t * 6 + i]);
     }
+}
+
+// The batch's cache as e4m3 bytes with per-tensor scales (the f32 pair cleared).
+struct Fp8Cache {
+  std::vector<uint8_t> keys, values;
+  float k_scale, v_scale;
+  Fp8Cache(const Batch& b, float ks, float vs) : k_scale(ks), v_scale(vs) {
+    for (float x : b.key_cache) keys.push_back(f32_to_e4m3(x / ks));
+    for (float x : b.value_cache) values.push_back(f32_to_e4m3(x / vs));
+  }
+  PagedKvLayout layout(Batch& b) {
+    PagedKvLayout l = b.layout();
+    l.key_cache = l.value_cache = nullptr;
+    l.key_cache_fp8 = keys.data();
+    l.value_cache_fp8 = values.data();
+    l.k_scale = k_scale;
+    l.v_scale = v_scale;
+    return l;
+  }
+};
+
+TEST(PagedAttentionTest, Fp8CacheWritesE4m3OfTheScaledValues) {
+  Batch b({{2, 6}}, 2, 2, 3, 4, 5);
+  Fp8Cache cache(b, 0.5f, 0.25f);
+  ASSERT_TRUE(kv_cache_write({b.new_keys.data(), b.new_values.data(), 0, 0, cache.layout(b)}).is_ok());
+  const int32_t block = b.block_tables[1];  // positions 4 and 5: logical block 1, slots 0 and 1
+  for (int t = 0; t < 2; ++t)
+    for (int i = 0; i < 6; ++i) {
+      EXPECT_EQ(cache.keys[(size_t(block) * 4 + t) * 6 + i], f32_to_e4m3(b.new_keys[t * 6 + i] / 0.5f));
+      EXPECT_EQ(cache.values[(size_t(block) * 4 + t) * 6 + i], f32_to_e4m3(b.new_values[t * 6 + i] / 0.25f));
+    }
+}
+
+TEST(PagedAttentionTest, Fp8CacheFastMatchesReferenceAndStaysNearF32) {
+  for (int32_t head_dim : {5, 16, 33}) {
+    Batch b({{7, 7}, {1, 1}, {3, 20}, {1, 16}, {1, 17}, {11, 40}}, 6, 2, head_dim, 4, 200 + head_dim);
+    ASSERT_TRUE(kv_cache_write({b.new_keys.data(), b.new_values.data(), 0, 0, b.layout()}).is_ok());
+    std::vector<float> exact(size_t(b.num_tokens()) * 6 * head_dim), fast(exact.size()), ref(exact.size());
+    ASSERT_TRUE(paged_attention_ref(b.attention(exact.data())).is_ok());
+    Fp8Cache cache(b, 0.125f, 0.0625f);  // values in [-1, 1] land in e4m3's normal range
+    PagedAttentionArgs args = b.attention(fast.data());
+    args.layout = cache.layout(b);
+    ASSERT_TRUE(paged_attention(args).is_ok());
+    args.output = ref.data();
+    ASSERT_TRUE(paged_attention_ref(args).is_ok());
+    // The same dequantised values in both: only the summation order differs.
+    EXPECT_LE(max_abs_diff(fast, ref), 2e-6f) << "head_dim " << head_dim;
+    // e4m3 keeps 3 mantissa bits (relative error <= 1/16 per element): the outputs, weighted
+    // means of values in [-1, 1], move by a few hundredths, and not by nothing.
+    const float error = max_abs_diff(fast, exact);
+    EXPECT_LE(error, 0.08f) << "head_dim " << head_dim;
+    EXPECT_GT(error, 0.0f) << "head_dim " << head_dim;
+  }
+}
+
+TEST(PagedAttentionTest, Fp8LayoutErrors) {
+  Batch b({{1, 3}}, 2, 1, 4, 4, 1);
+  Fp8Cache cache(b, 1.0f, 1.0f);
+  std::vector<float> out(2 * 4);
+  PagedAttentionArgs args = b.attention(out.data());
+  args.layout.key_cache_fp8 = cache.keys.data();  // both pairs set
+  args.layout.value_cache_fp8 = cache.values.data();
+  Status both = paged_attention(args);
+  EXPECT_EQ(both.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(both.message().find("exactly one"), std::string::npos) << both.message();
+  args.layout = cache.layout(b);
+  args.layout.v_scale = 0.0f;
+  Status scale = paged_attention(args);
+  EXPECT_EQ(scale.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(scale.message().find("positive and finite"), std::string::npos) << scale.message();
 }
 
 TEST(PagedAttentionTest, BadTablesAreErrors) {

@@ -1206,6 +1206,29 @@ def sigterm_lets_requests_in_flight_finish_and_exits_zero(server, model):
         pass  # closed with the process: also no 200
 
 
+def fp8_kv_cache(make_server, model):
+    @check
+    def fp8_kv_cache_quarters_the_bytes_and_serves(unused_server, unused_model):
+        # The same --kv-cache-memory holds four times the tokens in e4m3 as in f32, and the
+        # server answers from it; a bad spelling is one clear line.
+        server = make_server("--kv-cache-memory", "64MiB", "--kv-cache-dtype", "fp8", "--max-model-len", "2048")
+        try:
+            client = server.client()
+            out = client.completions.create(model=model, prompt=PROMPTS[0], max_tokens=8, temperature=0)
+            assert out.usage.completion_tokens == 8, out.usage
+            assert server.metrics()["crosspoint:num_kv_blocks"] == (64 << 20) // (46080 // 4 * 16), server.metrics()
+        finally:
+            assert server.stop() == 0
+        log = "".join(server.stderr_lines)
+        assert "(fp8 e4m3)" in log and "1.0, as vLLM's default" in log, log[-2000:]
+        try:
+            make_server("--kv-cache-dtype", "fp4")
+            raise AssertionError("a server with --kv-cache-dtype fp4 started")
+        except RuntimeError as e:
+            assert "--kv-cache-dtype fp4: expected auto, fp8 or fp8_e4m3" in str(e), str(e)[-600:]
+    return fp8_kv_cache_quarters_the_bytes_and_serves
+
+
 def shutdown_timeout(make_server, model):
     @check
     def shutdown_timeout_ends_requests_with_errors(unused_server, unused_model):
@@ -1308,6 +1331,7 @@ def main():
         checks.insert(1, greedy_equals_generate(args.crosspoint, args.model))
         checks.insert(-2, prefix_cache_serves_a_repeated_prompt)
         checks.insert(-2, cache_salt_separates_cached_prefixes)
+        checks.insert(-2, fp8_kv_cache(make_limited, model))
     only = os.environ.get("CROSSPOINT_SERVER_CHECKS")  # comma-separated names, for running a few
     if only:
         checks = [fn for fn in checks if fn.__name__ in only.split(",")]

@@ -4,6 +4,7 @@
 
 #include "common/thread_pool.h"
 #include "kernels/cpu/simd.h"
+#include "kernels/fp8.h"
 #include "kernels/paged_attention.h"
 #include "kernels/softmax.h"
 
@@ -22,6 +23,19 @@ void axpy(float alpha, const float* x, float* y, int64_t n, bool vector) {
   for (int64_t i = 0; i < n; ++i) y[i] += alpha * x[i];
 }
 
+// e4m3(x / scale), as the reference stores it: the IEEE division, then round to nearest even.
+void quantize_row(const float* x, float scale, uint8_t* out, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) out[i] = f32_to_e4m3(x[i] / scale);
+}
+
+// An fp8 cache row as f32 (into `buffer`), or the f32 cache row itself.
+const float* cache_row(const float* f32_cache, const uint8_t* fp8_cache, float scale, int64_t offset, int64_t n,
+                       float* buffer) {
+  if (f32_cache != nullptr) return f32_cache + offset;
+  for (int64_t i = 0; i < n; ++i) buffer[i] = e4m3_to_f32(fp8_cache[offset + i]) * scale;
+  return buffer;
+}
+
 }  // namespace
 
 Status kv_cache_write(const KvCacheWriteArgs& a) {
@@ -38,8 +52,13 @@ Status kv_cache_write(const KvCacheWriteArgs& a) {
       const int32_t position = l.seq_context_len[s] - num_new + j;
       const int32_t block = l.block_tables[int64_t{s} * l.max_blocks_per_seq + position / l.block_size];
       const int64_t slot = int64_t{block} * l.block_size + position % l.block_size;
-      std::memcpy(l.key_cache + slot * row, a.key + t * k_stride, row * sizeof(float));
-      std::memcpy(l.value_cache + slot * row, a.value + t * v_stride, row * sizeof(float));
+      if (l.key_cache != nullptr) {
+        std::memcpy(l.key_cache + slot * row, a.key + t * k_stride, row * sizeof(float));
+        std::memcpy(l.value_cache + slot * row, a.value + t * v_stride, row * sizeof(float));
+      } else {
+        quantize_row(a.key + t * k_stride, l.k_scale, l.key_cache_fp8 + slot * row, row);
+        quantize_row(a.value + t * v_stride, l.v_scale, l.value_cache_fp8 + slot * row, row);
+      }
     }
   }
   return Status::ok();
@@ -64,7 +83,8 @@ Status paged_attention(const PagedAttentionArgs& a) {
 
   const size_t num_items = static_cast<size_t>(num_tokens) * a.num_heads;
   global_thread_pool().parallel_for(num_items, [&](size_t i0, size_t i1) {
-    std::vector<float> scores;  // [visible] f32
+    std::vector<float> scores;                // [visible] f32
+    std::vector<float> row_buffer(head_dim);  // an fp8 cache row, dequantised
     for (size_t item = i0; item < i1; ++item) {
       const int32_t t = static_cast<int32_t>(item / a.num_heads);
       const int32_t h = static_cast<int32_t>(item % a.num_heads);
@@ -77,14 +97,18 @@ Status paged_attention(const PagedAttentionArgs& a) {
       scores.resize(visible);
       for (int32_t p = 0; p < visible; ++p) {
         const int64_t slot = int64_t{table[p / l.block_size]} * l.block_size + p % l.block_size;
-        scores[p] = dot(q, l.key_cache + slot * kv_row + head_offset, head_dim, vector) * a.scale;
+        const float* k = cache_row(l.key_cache, l.key_cache_fp8, l.k_scale, slot * kv_row + head_offset, head_dim,
+                                   row_buffer.data());
+        scores[p] = dot(q, k, head_dim, vector) * a.scale;
       }
       softmax_row(scores.data(), visible);
       float* out = a.output + (int64_t{t} * a.num_heads + h) * head_dim;
       std::fill(out, out + head_dim, 0.0f);
       for (int32_t p = 0; p < visible; ++p) {
         const int64_t slot = int64_t{table[p / l.block_size]} * l.block_size + p % l.block_size;
-        axpy(scores[p], l.value_cache + slot * kv_row + head_offset, out, head_dim, vector);
+        const float* v = cache_row(l.value_cache, l.value_cache_fp8, l.v_scale, slot * kv_row + head_offset, head_dim,
+                                   row_buffer.data());
+        axpy(scores[p], v, out, head_dim, vector);
       }
     }
   });
