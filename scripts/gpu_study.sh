@@ -525,7 +525,7 @@ fi
 
 # ---------------------------------------------------------------- soak (scripts/soak.py on the GPU)
 # 1,000 streams per round (SOAK_STREAMS) for SOAK_MINUTES (4) per round, two rounds, on the 7B fp16
-# checkpoint held to SOAK_MEMORY_BUDGET (17GB: ~0.85 GiB of KV cache, so it preempts) with
+# checkpoint held to SOAK_MEMORY_BUDGET (18GB: ~1.2 GiB, ~22k tokens of KV cache, so it preempts) with
 # --max-num-seqs 256; controls compared between rounds only (the default kernels are not
 # batch-invariant). SOAK_DETACH=1 starts it in its own session (it outlives this call, in
 # $SOAK_DIR) and returns; a following call with --only soakwait waits for it and brings back
@@ -536,7 +536,7 @@ if want soak; then
   rm -rf "$SOAK_DIR"; mkdir -p "$SOAK_DIR"
   soak_cmd=(python3 "$ROOT/scripts/soak.py" --crosspoint "$BUNDLE_DIR/bin/crosspoint" --device "$SWEEP_DEVICE" --model "$CKPT/fp16"
             --result "$SOAK_DIR/soak.json" --minutes "${SOAK_MINUTES:-4}" --streams "${SOAK_STREAMS:-1000}"
-            --quiet-controls-only --serve-arg --memory-budget --serve-arg "${SOAK_MEMORY_BUDGET:-17GB}"
+            --quiet-controls-only --serve-arg --memory-budget --serve-arg "${SOAK_MEMORY_BUDGET:-18GB}"
             --serve-arg --max-num-seqs --serve-arg 256 --note "H200 device call")
   if [ "${SOAK_DETACH:-0}" = 1 ]; then
     setsid nohup "${soak_cmd[@]}" >"$SOAK_DIR/soak.log" 2>&1 < /dev/null &
