@@ -536,8 +536,8 @@ if want soak; then
   rm -rf "$SOAK_DIR"; mkdir -p "$SOAK_DIR"
   soak_cmd=(python3 "$ROOT/scripts/soak.py" --crosspoint "$BUNDLE_DIR/bin/crosspoint" --device "$SWEEP_DEVICE" --model "$CKPT/fp16"
             --result "$SOAK_DIR/soak.json" --minutes "${SOAK_MINUTES:-4}" --streams "${SOAK_STREAMS:-1000}"
-            --quiet-controls-only --serve-arg --memory-budget --serve-arg "${SOAK_MEMORY_BUDGET:-18GB}"
-            --serve-arg --max-num-seqs --serve-arg 256 --note "H200 device call")
+            --quiet-controls-only --serve-arg=--memory-budget "--serve-arg=${SOAK_MEMORY_BUDGET:-18GB}"
+            --serve-arg=--max-num-seqs --serve-arg=256 --note "H200 device call")
   if [ "${SOAK_DETACH:-0}" = 1 ]; then
     setsid nohup "${soak_cmd[@]}" >"$SOAK_DIR/soak.log" 2>&1 < /dev/null &
     step soak 0 0 "detached: pid $!, results in $SOAK_DIR (collect with --only soakwait)"
