@@ -18,7 +18,12 @@ Result<Precision> precision_of(const StudyResults& study, const CellMeasurement&
 
 Result<DecodeCost> cost_of(const StudyResults& study, const CellMeasurement& cell, Precision precision,
                            const AnalysisOptions& options) {
-  if (options.model_shape) return decode_cost_from_shape(*options.model_shape, precision, options.kv_bytes_per_element);
+  if (options.model_shape) {
+    const PrecisionSetup* setup = study.find_precision(cell.precision);
+    const double kv_bytes = setup != nullptr && setup->kv_bytes_per_element > 0 ? setup->kv_bytes_per_element
+                                                                                : options.kv_bytes_per_element;
+    return decode_cost_from_shape(*options.model_shape, precision, kv_bytes);
+  }
   const double num_params = options.model_num_params > 0 ? options.model_num_params : study.model_num_params;
   if (num_params <= 0)
     return invalid_argument("no model size: give a config.json (--config) or a parameter count (--model-params)");

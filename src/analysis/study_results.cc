@@ -43,6 +43,7 @@ Result<PrecisionSetup> parse_setup(const nlohmann::json& object, const std::stri
   CROSSPOINT_ASSIGN_OR_RETURN(double kv_gib, optional_number(object, "kv_cache_gib", where));
   setup.kv_cache_bytes = kv_gib * kBytesPerGib;
   CROSSPOINT_ASSIGN_OR_RETURN(setup.engine_init_s, optional_number(object, "engine_init_s", where));
+  CROSSPOINT_ASSIGN_OR_RETURN(setup.kv_bytes_per_element, optional_number(object, "kv_bytes_per_element", where));
   return setup;
 }
 

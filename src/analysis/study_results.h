@@ -20,6 +20,9 @@ struct PrecisionSetup {
   double kv_cache_tokens = 0;  // KV capacity in tokens; 0 = unknown
   double kv_cache_bytes = 0;   // KV memory, bytes; 0 = unknown
   double engine_init_s = 0;    // start-up time, seconds; 0 = unknown
+  // Bytes of one cached K or V element when this setup's KV cache differs from the study's
+  // (1 for an fp8 cache); 0 = the analysis' default.
+  double kv_bytes_per_element = 0;
 };
 
 struct StudyResults {

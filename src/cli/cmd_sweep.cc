@@ -5,6 +5,7 @@
 // written. Finished cells are kept, so running the same command again resumes.
 #include <cstdio>
 #include <filesystem>
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -92,6 +93,11 @@ int run_sweep(int argc, char** argv) {
   app.add_option("--eval-max-tokens", o.eval_max_tokens, "tokens per eval sample")->capture_default_str();
   app.add_option("--kv-cache-memory", o.kv_cache_memory, "serve --kv-cache-memory")->capture_default_str();
   app.add_option("--max-model-len", o.max_model_len, "serve --max-model-len")->capture_default_str();
+  std::string kv_dtypes_text = "auto";
+  app.add_option("--kv-cache-dtypes", kv_dtypes_text,
+                 "comma-separated KV cache dtypes to serve every precision with: auto (the device's own) and/or fp8 "
+                 "(serve --kv-cache-dtype fp8; cells labelled e.g. w4a16+kv-fp8; CPU only so far)")
+      ->capture_default_str();
   app.add_flag("--report-only", o.report_only,
                "write study.json and the report from the finished cells in --out, measuring nothing (a sweep cut "
                "short, or a report redone by a newer crosspoint); give the sweep's own options, --device cpu or cuda "
@@ -124,6 +130,12 @@ int run_sweep(int argc, char** argv) {
   auto precisions = sweep::parse_precision_list(precisions_text);
   if (!precisions.is_ok()) return report_error("sweep", precisions.status());
   o.precisions = precisions.value();
+  o.kv_cache_dtypes.clear();
+  for (size_t start = 0; start <= kv_dtypes_text.size();) {
+    const size_t comma = std::min(kv_dtypes_text.find(',', start), kv_dtypes_text.size());
+    o.kv_cache_dtypes.push_back(kv_dtypes_text.substr(start, comma - start));
+    start = comma + 1;
+  }
   auto levels = sweep::parse_concurrency_list(concurrency_text);
   if (!levels.is_ok()) return report_error("sweep", levels.status());
   o.concurrency = levels.value();

@@ -178,6 +178,15 @@ Status validate_sweep_options(const SweepOptions& o) {
     return invalid_argument("crosspoint executable not found: '" + o.crosspoint_exe + "'");
   }
   if (o.precisions.empty()) return invalid_argument("--precisions: empty list");
+  if (o.kv_cache_dtypes.empty()) return invalid_argument("--kv-cache-dtypes: empty list");
+  for (size_t i = 0; i < o.kv_cache_dtypes.size(); ++i) {
+    const std::string& kv = o.kv_cache_dtypes[i];
+    if (kv != "auto" && kv != "fp8") return invalid_argument("--kv-cache-dtypes: '" + kv + "' (auto or fp8)");
+    if (std::find(o.kv_cache_dtypes.begin(), o.kv_cache_dtypes.begin() + i, kv) != o.kv_cache_dtypes.begin() + i)
+      return invalid_argument("--kv-cache-dtypes: '" + kv + "' given twice");
+    if (kv == "fp8" && o.device == "cuda")
+      return invalid_argument("--kv-cache-dtypes fp8: the GPU's KV cache is fp16 only so far (--device cpu)");
+  }
   if (o.concurrency.empty()) return invalid_argument("--concurrency: empty list");
   if (o.num_prompts < 1) return invalid_argument("--num-prompts must be at least 1");
   for (const auto& [level, count] : o.num_prompts_by_level) {

@@ -46,6 +46,9 @@ struct SweepOptions {
   // serve --memory-budget on every server (both devices; replaces the two above): a smaller
   // GPU's capacity, named in the report's title. Empty = off.
   std::string memory_budget;
+  // KV cache dtypes every precision is served with (serve --kv-cache-dtype): {"auto"}, or with
+  // "fp8" as a second axis ("w4a16+kv-fp8" beside "w4a16"; CPU only so far).
+  std::vector<std::string> kv_cache_dtypes = {"auto"};
   int max_model_len = 2048;             // serve --max-model-len (prompt + output)
   int max_num_seqs = 0;                 // serve --max-num-seqs; 0 = serve's default
   int threads = 0;                      // serve/eval/quantize --threads; 0 = all cores

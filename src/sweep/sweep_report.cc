@@ -17,6 +17,7 @@
 #include "analysis/study_report.h"
 #include "sweep/served_model.h"
 #include "sweep/speed_tie.h"
+#include "sweep/served_label.h"
 #include "sweep/sweep_runner.h"
 
 namespace crosspoint::sweep {
@@ -432,7 +433,9 @@ Result<nlohmann::json> build_study_json(const SweepOptions& o, const std::string
   nlohmann::json cells = nlohmann::json::array();
   double input_sum = 0, output_sum = 0, num_requests = 0;
   for (const std::string& p : o.precisions) {
-    nlohmann::json setup = {{"label", p}, {"precision", p}};
+    nlohmann::json setup = {{"label", p}, {"precision", weight_precision_of(p)}};
+    // The roofline's KV bytes: e4m3 for an fp8 cache, else the device's own (analysis options).
+    if (kv_cache_dtype_of(p) == "fp8") setup["kv_bytes_per_element"] = 1;
     if (auto s = read_json(o.out_dir + "/servers/" + p + ".json")) {
       const ServerStartup startup = server_startup_from_json(*s);
       if (startup.weights_gib) setup["weights_gib"] = *startup.weights_gib;

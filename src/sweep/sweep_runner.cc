@@ -25,6 +25,7 @@
 #include "sweep/machine_load.h"
 #include "sweep/measured_ceilings.h"
 #include "sweep/sample_growth.h"
+#include "sweep/served_label.h"
 #include "sweep/harness_quality.h"
 #include "sweep/served_model.h"
 #include "sweep/sweep_report.h"
@@ -91,7 +92,9 @@ class SweepRun {
  private:
   Status measure_hardware();
   Status quantize_if_missing(const std::string& precision);
-  std::string model_dir_for(const std::string& precision) const {
+  // The checkpoint a label serves: its weight precision's (labels with +kv-fp8 share it).
+  std::string model_dir_for(const std::string& label) const {
+    const std::string precision = weight_precision_of(label);
     if (precision == "fp16") return fp16_dir_;
     auto given = o_.precision_models.find(precision);
     return given != o_.precision_models.end() ? given->second : quantized_checkpoint_dir(o_, fp16_dir_, precision);
@@ -134,6 +137,7 @@ class SweepRun {
             {"eval_samples", o_.eval_samples},
             {"kv_cache_memory", o_.kv_cache_memory},
             {"memory_budget", o_.memory_budget},
+            {"kv_cache_dtypes", o_.kv_cache_dtypes},
             {"max_model_len", o_.max_model_len},
             {"max_num_seqs", o_.max_num_seqs},
             {"threads", o_.threads},
@@ -211,7 +215,8 @@ Status SweepRun::measure_hardware() {
   return Status::ok();
 }
 
-Status SweepRun::quantize_if_missing(const std::string& precision) {
+Status SweepRun::quantize_if_missing(const std::string& label) {
+  const std::string precision = weight_precision_of(label);
   if (precision == "fp16") return Status::ok();
   const std::string dir = model_dir_for(precision);
   if (o_.precision_models.count(precision)) {
@@ -341,7 +346,7 @@ Status SweepRun::run_cells(const std::string& precision, const std::vector<std::
   const std::string startup_path = o_.out_dir + "/servers/" + precision + ".json";
   if (missing.empty() && read_json_file(startup_path)) return Status::ok();
 
-  const std::vector<std::string> serve_argv = serve_command(o_, model_dir_for(precision));
+  const std::vector<std::string> serve_argv = serve_command(o_, model_dir_for(precision), kv_cache_dtype_of(precision));
   const std::string server_log = logs_dir_ + "/serve-" + precision + ".log";
   CROSSPOINT_ASSIGN_OR_RETURN(ServedModel server,
                               ServedModel::start(serve_argv, server_log, o_.server_start_timeout_s));
@@ -517,6 +522,8 @@ Status SweepRun::evaluate_quality(const std::string& precision) {
                                    "--json"};
   if (!o_.dataset_path.empty() && o_.dataset == "sharegpt") argv.insert(argv.end(), {"--dataset", o_.dataset_path});
   if (o_.threads > 0) argv.insert(argv.end(), {"--threads", std::to_string(o_.threads)});
+  if (kv_cache_dtype_of(precision) != "auto")
+    argv.insert(argv.end(), {"--kv-cache-dtype", kv_cache_dtype_of(precision)});
   const std::string tmp = path + ".tmp";
   CROSSPOINT_RETURN_IF_ERROR(
       run_to_completion(argv, logs_dir_ + "/eval-" + precision + ".log", "crosspoint eval of " + precision, tmp));
@@ -681,10 +688,12 @@ Result<SweepSummary> SweepRun::run() {
 
 }  // namespace
 
-std::vector<std::string> serve_command(const SweepOptions& o, const std::string& model_dir) {
+std::vector<std::string> serve_command(const SweepOptions& o, const std::string& model_dir,
+                                       const std::string& kv_cache_dtype) {
   std::vector<std::string> argv = {o.crosspoint_exe,      "serve", "--model",         model_dir,
                                    "--served-model-name", "sweep", "--max-model-len", std::to_string(o.max_model_len)};
   if (o.max_num_seqs > 0) argv.insert(argv.end(), {"--max-num-seqs", std::to_string(o.max_num_seqs)});
+  if (kv_cache_dtype != "auto") argv.insert(argv.end(), {"--kv-cache-dtype", kv_cache_dtype});
   if (o.device == "cuda") {
     // The GPU server sizes its KV cache from the memory fraction (or the budget); CPU threads do not apply.
     char fraction[32];
@@ -757,11 +766,15 @@ Result<SweepSummary> run_sweep(const SweepOptions& options) {
     if (options.device == "auto")
       return invalid_argument("--report-only needs --device cpu or cuda: the cells' device");
     CROSSPOINT_ASSIGN_OR_RETURN(std::string fp16_dir, resolve_model_dir(options.model));
-    SweepRun run(options, fp16_dir);
+    SweepOptions labelled = options;
+    labelled.precisions = served_labels(options.precisions, options.kv_cache_dtypes);
+    SweepRun run(labelled, fp16_dir);
     return run.report_only();
   }
   // auto -> cuda or cpu once, here: every child (serve, hwinfo) gets the device explicitly.
   SweepOptions resolved = options;
+  // From here on every precision is a served label: each weight precision with each KV dtype.
+  resolved.precisions = served_labels(options.precisions, options.kv_cache_dtypes);
   std::string why_device;
   CROSSPOINT_ASSIGN_OR_RETURN(resolved.device, analysis::resolve_device(options.device, &why_device));
   if (resolved.time_budget_s < 0) resolved.time_budget_s = resolved.device == "cuda" ? 0 : kDefaultCpuTimeBudgetS;

@@ -103,6 +103,26 @@ TEST(CrossoverExplanation, ThroughputLeadFromTheBatchWhenTheKvCacheBindsTheOther
   EXPECT_TRUE(attention);
 }
 
+TEST(CrossoverExplanation, AnFp8KvSetupCountsOneBytePerCachedElement) {
+  // The same cell served with the study's f32 cache and with an fp8 one (a sweep's +kv-fp8
+  // label): the roofline's KV bytes are a quarter.
+  StudyResults study;
+  study.precisions = {{"fp16", Precision::kFp16, 15.2e9, 100000, 0, 0, 0},
+                      {"fp16+kv-fp8", Precision::kFp16, 15.2e9, 400000, 0, 0, 1}};
+  study.cells = {cell("fp16", 10, 9, 1100, 10, 400, 0.05, 0), cell("fp16+kv-fp8", 10, 9, 1100, 10, 400, 0.05, 0)};
+  AnalysisOptions options;
+  options.hardware = find_datasheet("L4").value();
+  options.kv_bytes_per_element = 4;
+  auto shape = load_model_shape(std::string(CROSSPOINT_FIXTURES_DIR) + "/analysis/qwen2_5_7b_config.json");
+  ASSERT_TRUE(shape.is_ok());
+  options.model_shape = *shape;
+  auto analysis = analyze_study(study, options);
+  ASSERT_TRUE(analysis.is_ok()) << analysis.status().to_string();
+  ASSERT_EQ(analysis->roofline.size(), 2u);
+  EXPECT_GT(analysis->roofline[0].kv_bytes_per_step, 0);
+  EXPECT_DOUBLE_EQ(analysis->roofline[1].kv_bytes_per_step, analysis->roofline[0].kv_bytes_per_step / 4);
+}
+
 TEST(CrossoverExplanation, NoCrossoverNoExplanation) {
   StudyResults study;
   study.model_num_params = 7.6e9;

@@ -100,6 +100,11 @@ TEST(ServeCommand, CpuKeepsKvMemoryAndThreadsCudaPassesTheMemoryFraction) {
             (std::vector<std::string>{"/x/crosspoint", "serve", "--model", "/m", "--served-model-name", "sweep",
                                       "--max-model-len", "4096", "--device", "cpu", "--memory-budget", "24GB",
                                       "--threads", "2"}));
+  // A +kv-fp8 label's server gets --kv-cache-dtype fp8.
+  EXPECT_EQ(serve_command(o, "/m", "fp8"),
+            (std::vector<std::string>{"/x/crosspoint", "serve", "--model", "/m", "--served-model-name", "sweep",
+                                      "--max-model-len", "4096", "--kv-cache-dtype", "fp8", "--device", "cpu",
+                                      "--memory-budget", "24GB", "--threads", "2"}));
   // --max-num-seqs reaches every server only when set.
   o.max_num_seqs = 1024;
   EXPECT_EQ(serve_command(o, "/m"),
