@@ -59,8 +59,9 @@ struct PagedAttentionArgs {
   PagedKvLayout layout;
 };
 
-// Fast version: one work item per (token, query head) spread over the thread pool; scores
-// over the whole visible context, softmax, then a weighted sum of V rows (AVX2 dots/axpys).
+// Fast version: one work item per (token, KV head) spread over the thread pool, each cached
+// row read once for the query heads that share it; scores over the whole visible context,
+// softmax, then a weighted sum of V rows (AVX2 dots/axpys).
 Status paged_attention(const PagedAttentionArgs& args);
 // Plain reference: gathers each sequence's K/V contiguously, then textbook softmax(QKᵀ)V.
 Status paged_attention_ref(const PagedAttentionArgs& args);

@@ -88,39 +88,50 @@ Status paged_attention(const PagedAttentionArgs& a) {
   const int64_t kv_row = int64_t{l.num_kv_heads} * head_dim;  // elements per cached token
   const bool vector = simd::cpu_has_avx2();
 
-  // token index -> sequence, so work items can be any (token, head) pair.
+  // token index -> sequence, so work items can be any (token, KV head) pair.
   std::vector<int32_t> token_seq(num_tokens);  // [num_tokens]
   for (int32_t s = 0; s < l.num_seqs; ++s)
     for (int32_t t = l.seq_token_start[s]; t < l.seq_token_start[s + 1]; ++t) token_seq[t] = s;
 
-  const size_t num_items = static_cast<size_t>(num_tokens) * a.num_heads;
+  // One work item per (token, KV head): each cached row is read (and for an fp8 cache
+  // dequantised) once for the `group` query heads that share it. Per query head the order of
+  // every sum is the same as one head at a time.
+  const size_t num_items = static_cast<size_t>(num_tokens) * l.num_kv_heads;
   global_thread_pool().parallel_for(num_items, [&](size_t i0, size_t i1) {
-    std::vector<float> scores;                // [visible] f32
+    std::vector<float> scores;                // [group, visible] f32
     std::vector<float> row_buffer(head_dim);  // an fp8 cache row, dequantised
     for (size_t item = i0; item < i1; ++item) {
-      const int32_t t = static_cast<int32_t>(item / a.num_heads);
-      const int32_t h = static_cast<int32_t>(item % a.num_heads);
+      const int32_t t = static_cast<int32_t>(item / l.num_kv_heads);
+      const int32_t kv_head = static_cast<int32_t>(item % l.num_kv_heads);
       const int32_t s = token_seq[t];
       const int32_t num_new = l.seq_token_start[s + 1] - l.seq_token_start[s];
       const int32_t visible = l.seq_context_len[s] - num_new + (t - l.seq_token_start[s]) + 1;
       const int32_t* table = l.block_tables + int64_t{s} * l.max_blocks_per_seq;
-      const int64_t head_offset = int64_t{h / group} * head_dim;
-      const float* q = a.query + t * q_stride + int64_t{h} * head_dim;
-      scores.resize(visible);
+      const int64_t head_offset = int64_t{kv_head} * head_dim;
+      const int32_t first_head = kv_head * group;
+      scores.resize(static_cast<size_t>(group) * visible);
       for (int32_t p = 0; p < visible; ++p) {
         const int64_t slot = int64_t{table[p / l.block_size]} * l.block_size + p % l.block_size;
         const float* k = cache_row(l.key_cache, l.key_cache_fp8, l.k_scale, slot * kv_row + head_offset, head_dim,
                                    row_buffer.data());
-        scores[p] = dot(q, k, head_dim, vector) * a.scale;
+        for (int32_t g = 0; g < group; ++g) {
+          const float* q = a.query + t * q_stride + int64_t{first_head + g} * head_dim;
+          scores[static_cast<size_t>(g) * visible + p] = dot(q, k, head_dim, vector) * a.scale;
+        }
       }
-      softmax_row(scores.data(), visible);
-      float* out = a.output + (int64_t{t} * a.num_heads + h) * head_dim;
-      std::fill(out, out + head_dim, 0.0f);
+      for (int32_t g = 0; g < group; ++g) {
+        softmax_row(scores.data() + static_cast<size_t>(g) * visible, visible);
+        float* out = a.output + (int64_t{t} * a.num_heads + first_head + g) * head_dim;
+        std::fill(out, out + head_dim, 0.0f);
+      }
       for (int32_t p = 0; p < visible; ++p) {
         const int64_t slot = int64_t{table[p / l.block_size]} * l.block_size + p % l.block_size;
         const float* v = cache_row(l.value_cache, l.value_cache_fp8, l.v_scale, slot * kv_row + head_offset, head_dim,
                                    row_buffer.data());
-        axpy(scores[p], v, out, head_dim, vector);
+        for (int32_t g = 0; g < group; ++g) {
+          float* out = a.output + (int64_t{t} * a.num_heads + first_head + g) * head_dim;
+          axpy(scores[static_cast<size_t>(g) * visible + p], v, out, head_dim, vector);
+        }
       }
     }
   });
