@@ -11,6 +11,7 @@
 
 #include "cli/calibration_text.h"
 #include "cli/cli_util.h"
+#include "cli/device_runner.h"
 #include "cli/commands.h"
 #include "common/clock.h"
 #include "common/paths.h"
@@ -52,10 +53,9 @@ int run_eval(int argc, char** argv) {
       ->capture_default_str();
   app.add_flag("--json", json_out, "print one JSON object instead of a table");
   if (int code = parse_or_exit_code(app, argc, argv); code >= 0) return code;
-  if (kv_cache_dtype != "auto" && kv_cache_dtype != "fp8" && kv_cache_dtype != "fp8_e4m3")
-    return report_error("eval",
-                        invalid_argument("--kv-cache-dtype " + kv_cache_dtype + ": expected auto, fp8 or fp8_e4m3"));
-  const DType kv_dtype = kv_cache_dtype == "auto" ? DType::kF32 : DType::kF8E4M3;
+  const auto parsed_kv_dtype = cpu_kv_dtype(kv_cache_dtype);
+  if (!parsed_kv_dtype.is_ok()) return report_error("eval", parsed_kv_dtype.status());
+  const DType kv_dtype = parsed_kv_dtype.value();
   if (threads > 0) set_global_num_threads(threads);
 
   auto model = load_any(model_arg);

@@ -16,6 +16,13 @@
 #endif
 
 namespace crosspoint::cli {
+
+Result<DType> cpu_kv_dtype(const std::string& text) {
+  if (text == "auto") return DType::kF32;
+  if (text == "fp8" || text == "fp8_e4m3") return DType::kF8E4M3;
+  return invalid_argument("--kv-cache-dtype " + text + ": expected auto, fp8 or fp8_e4m3");
+}
+
 namespace {
 
 constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
@@ -36,13 +43,6 @@ std::string determinism_note(const std::string& device, bool deterministic) {
                          "docs/serving.md)"
                        : "determinism: outputs are bit-identical run to run for the same batch; they may change with "
                          "what else is in the batch (--deterministic makes them batch-invariant)";
-}
-
-// --kv-cache-dtype as the CPU cache's element type.
-Result<DType> cpu_kv_dtype(const std::string& text) {
-  if (text == "auto") return DType::kF32;
-  if (text == "fp8" || text == "fp8_e4m3") return DType::kF8E4M3;
-  return invalid_argument("--kv-cache-dtype " + text + ": expected auto, fp8 or fp8_e4m3");
 }
 
 Result<DeviceRunner> make_cpu_runner(const DeviceRunnerOptions& o, const Model& m) {

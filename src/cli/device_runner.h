@@ -38,6 +38,10 @@ struct DeviceRunnerOptions {
   std::string kv_cache_dtype = "auto";
 };
 
+// --kv-cache-dtype as the CPU cache's element type: auto -> kF32, fp8 / fp8_e4m3 -> kF8E4M3;
+// anything else is an error naming the option.
+Result<DType> cpu_kv_dtype(const std::string& text);
+
 // --kv-cache-dtype's help text, shared by the commands that take it.
 inline constexpr const char* kKvCacheDtypeHelp =
     "auto (f32 on the CPU, fp16 on the GPU) or fp8 (= fp8_e4m3: e4m3 with the checkpoint's self_attn.k_scale / "

@@ -63,6 +63,10 @@ inline float e4m3_to_f32(uint8_t q) {
   return (q & 0x80u) ? -magnitude : magnitude;
 }
 
+// e4m3_to_f32 of all 256 codes, for kernels that decode many elements (a lookup is cheaper
+// than the bit arithmetic and ldexp per element).
+const float* e4m3_to_f32_table();
+
 struct Fp8QuantizeArgs {
   const float* x = nullptr;  // [num_rows, num_cols] f32, rows x_row_stride apart (0: num_cols)
   int64_t x_row_stride = 0;

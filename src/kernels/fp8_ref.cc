@@ -7,6 +7,15 @@
 
 namespace crosspoint {
 
+const float* e4m3_to_f32_table() {
+  static const std::vector<float> table = [] {
+    std::vector<float> t(256);
+    for (int q = 0; q < 256; ++q) t[q] = e4m3_to_f32(static_cast<uint8_t>(q));
+    return t;
+  }();
+  return table.data();
+}
+
 Status validate_fp8_quantize_args(const Fp8QuantizeArgs& a) {
   if (a.num_rows < 0 || a.num_cols <= 0)
     return invalid_argument("fp8_quantize_per_token: sizes must be positive (rows " + std::to_string(a.num_rows) +

@@ -16,11 +16,6 @@ void HttpResponseCounts::add(std::string_view path, int status) {
   ++counts_[{std::string(response_handler_label(path)), status}];
 }
 
-uint64_t HttpResponseCounts::count(std::string_view handler, int status) const {
-  auto it = counts_.find({std::string(handler), status});
-  return it == counts_.end() ? 0 : it->second;
-}
-
 std::string HttpResponseCounts::prometheus_text() const {
   if (counts_.empty()) return "";
   std::string out =

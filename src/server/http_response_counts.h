@@ -17,7 +17,6 @@ class HttpResponseCounts {
   // A route the server serves keeps its path as the handler label; anything else is "other",
   // so hostile paths cannot grow the label set.
   void add(std::string_view path, int status);
-  uint64_t count(std::string_view handler, int status) const;
   // The counter family in the text exposition format (empty when nothing was sent yet).
   std::string prometheus_text() const;
 

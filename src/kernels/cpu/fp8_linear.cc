@@ -104,16 +104,6 @@ CROSSPOINT_AVX2_TARGET float row_amax_avx2(const float* row, int64_t n) {
   return amax;
 }
 
-// e4m3 byte -> f32 for all 256 codes (cheaper than e4m3_to_f32 per element).
-const float* e4m3_table() {
-  static const auto table = [] {
-    std::vector<float> t(256);
-    for (int q = 0; q < 256; ++q) t[q] = e4m3_to_f32(static_cast<uint8_t>(q));
-    return t;
-  }();
-  return table.data();
-}
-
 }  // namespace
 
 Status fp8_quantize_per_token(const Fp8QuantizeArgs& a) {
@@ -147,7 +137,7 @@ Status fp8_linear(const Fp8LinearArgs& a) {
   std::vector<float> act_scale(static_cast<size_t>(a.num_rows));  // [num_rows]
   std::vector<float> xf(static_cast<size_t>(a.num_rows * K));     // [num_rows, K] f32
   CROSSPOINT_RETURN_IF_ERROR(fp8_quantize_per_token({a.x, a.x_row_stride, xq.data(), act_scale.data(), a.num_rows, K}));
-  const float* table = e4m3_table();
+  const float* table = e4m3_to_f32_table();
   for (size_t i = 0; i < xq.size(); ++i) xf[i] = table[xq[i]];
   const Fp8Problem problem{a, xf.data(), act_scale.data()};
   const int64_t num_tiles = (a.out_features + kTileN - 1) / kTileN;

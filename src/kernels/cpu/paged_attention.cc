@@ -1,5 +1,4 @@
 #include <algorithm>
-#include <array>
 #include <cstring>
 #include <vector>
 
@@ -29,21 +28,11 @@ void quantize_row(const float* x, float scale, uint8_t* out, int64_t n) {
   for (int64_t i = 0; i < n; ++i) out[i] = f32_to_e4m3(x[i] / scale);
 }
 
-// Every e4m3 byte's value: a lookup instead of e4m3_to_f32's ldexp per cached element.
-const std::array<float, 256>& e4m3_table() {
-  static const std::array<float, 256> table = [] {
-    std::array<float, 256> t{};
-    for (int i = 0; i < 256; ++i) t[i] = e4m3_to_f32(static_cast<uint8_t>(i));
-    return t;
-  }();
-  return table;
-}
-
 // An fp8 cache row as f32 (into `buffer`), or the f32 cache row itself.
 const float* cache_row(const float* f32_cache, const uint8_t* fp8_cache, float scale, int64_t offset, int64_t n,
                        float* buffer) {
   if (f32_cache != nullptr) return f32_cache + offset;
-  const std::array<float, 256>& table = e4m3_table();
+  const float* table = e4m3_to_f32_table();
   for (int64_t i = 0; i < n; ++i) buffer[i] = table[fp8_cache[offset + i]] * scale;
   return buffer;
 }
