@@ -19,6 +19,8 @@
 #   decode:   bench_decode_step over the 7B checkpoints (decode step at batch 1..128, context 512,
 #             prefill 2,048, per-kernel breakdown, roofline), then bench_gemm (the linears alone) and
 #             bench_attention unless DECODE_MICRO=0
+#   kvattn:   bench_attention --fp8: the default attention kernels on an e4m3 KV cache beside fp16
+#             (decode batch 1-256 x context 512-4096, prefill), against the read ceiling (needs ceilings or hwinfo)
 #   quantpeer: torch_peer.py --part quant (graph-replayed fp8/int4 decode at batch 1/8/32/64)
 #   profile:  ncu over bench_gemm --profile-shapes (PROFILE_KERNELS regex, PROFILE_ROWS list of M, PROFILE_COUNT, PROFILE_S)
 #   attnprofile: ncu over bench_attention --shape (ATTN_SHAPES, default 64:512,128:2048): the decode
@@ -44,8 +46,10 @@
 #
 # Options: --only tests,check,sweep,peers (default; also sanitize,hwinfo,ceilings,decode,quantpeer; peers only
 #          when >= 150 s are left)   --peer-modes fp16,fp8,int4   --decode-batches 1,8,32,64,128
-#          --precisions fp16,w8a8-fp8,w4a16   --concurrency 1,10,100   --num-prompts 100,200,200
-#          --dataset sharegpt|random (random: 218 input / 220 output tokens, the study's means)
+#          --precisions fp16,w8a8-fp8,w4a16   --kv-cache-dtypes auto,fp8   --concurrency 1,10,100   --num-prompts 100,200,200
+#          --dataset sharegpt|random|prefix_repetition (random: 218 input / 220 output tokens, the study's means;
+#          prefix_repetition: NUM_PREFIXES (8) prefixes of PREFIX_LEN (1024) tokens, SUFFIX_LEN (128) + PREFIX_OUTPUT_LEN (128))
+#          --prefix-caching off,on (the sweep's prefix-caching axis)
 #          --layers N (7B shape with N layers: a quicker sweep)   --enforce-eager   --bisect N
 #          --gpu-memory-utilization F   --ceilings FILE (reuse; skips ceilings.py)
 #          --resume-sweep DIR (a sweep folder from an earlier call, e.g. unpacked from its logs.tar.xz into
@@ -66,6 +70,8 @@ START=$(date +%s)
 BUDGET_S=${BUDGET_S:-560}
 ONLY="tests,check,sweep,peers"
 PRECISIONS="fp16,w8a8-fp8,w4a16"
+KV_DTYPES="auto"  # --kv-cache-dtypes auto,fp8: the sweep's KV-cache axis
+PREFIX_CACHING="default"  # --prefix-caching off,on: the sweep's prefix-caching axis
 CONCURRENCY="1,10,100"
 NUM_PROMPTS="100,200,200"
 DATASET="sharegpt"
@@ -85,6 +91,8 @@ while [ $# -gt 0 ]; do
   case $1 in
     --only) ONLY=$2; shift ;;
     --precisions) PRECISIONS=$2; shift ;;
+    --kv-cache-dtypes) KV_DTYPES=$2; shift ;;
+    --prefix-caching) PREFIX_CACHING=$2; shift ;;
     --concurrency) CONCURRENCY=$2; shift ;;
     --num-prompts) NUM_PROMPTS=$2; shift ;;
     --dataset) DATASET=$2; shift ;;
@@ -196,8 +204,9 @@ if want sweep || want decode || want kernels || want soak; then
 fi
 
 # ---------------------------------------------------------------- 2. tests
-# test_analysis runs only its GPU measurement tests: the rest ran in CI.
-if want tests; then
+# test_analysis runs only its GPU measurement tests: the rest ran in CI. With a detached soak
+# they run after it has started (beside it: they check correctness, not speed).
+run_tests() {
   for t_bin in test_kernels_cuda test_model_cuda test_determinism test_analysis; do
     [ -x "$BUNDLE_DIR/bin/$t_bin" ] || { log "$t_bin: not in the bundle"; continue; }
     filter=(); [ $t_bin = test_analysis ] && filter=(--gtest_filter='GpuMeasurement*')
@@ -209,7 +218,9 @@ if want tests; then
     grep -E "^\[  PASSED  \]|^\[  FAILED  \]|^\[  SKIPPED \] [0-9]+ test|Failure$" "$WORK/logs/$t_bin.log" | head -20 | tee -a "$LOG"
     step "$t_bin" $rc $(( $(now) - t )) "$(grep -c '^\[       OK' "$WORK/logs/$t_bin.log") ok"
   done
-fi
+}
+SOAK_FIRST=0; want soak && [ "${SOAK_DETACH:-0}" = 1 ] && SOAK_FIRST=1
+want tests && [ $SOAK_FIRST -eq 0 ] && run_tests
 
 # ---------------------------------------------------------------- 2b. compute-sanitizer
 # sanitize TOOL SECONDS FILTER [BINARY]: compute-sanitizer TOOL over the tests in FILTER of
@@ -295,6 +306,44 @@ if [ -n "$GEN_PID" ]; then
   written=$(for p in $(printf '%s\n' fp16 "${PREC_LIST[@]}" | sort -u); do [ -f "$CKPT/$p/config.json" ] && echo "$p"; done | wc -l)
   step checkpoints $([ "$written" -ge "$wanted" ] && echo 0 || echo 1) $(( $(now) - t )) \
     "$written of $wanted present; waited $(( $(now) - t )) s after the tests"
+fi
+
+# ---------------------------------------------------------------- soak (scripts/soak.py on the GPU)
+# 1,000 streams per round (SOAK_STREAMS) for SOAK_MINUTES (4) per round, two rounds, on the 7B fp16
+# checkpoint held to SOAK_MEMORY_BUDGET (18GB: ~1.2 GiB, ~22k tokens of KV cache, so it preempts) with
+# --max-num-seqs 256; controls compared between rounds only (the default kernels are not
+# batch-invariant). SOAK_DETACH=1 starts it in its own session (it outlives this call, in
+# $SOAK_DIR) and returns; a following call with --only soakwait waits for it and brings back
+# its result: a soak longer than one call's 10 minutes runs over two.
+SOAK_DIR=/tmp/crosspoint-soak-detached
+if want soak; then
+  log "== soak: ${SOAK_STREAMS:-1000} streams, 2 rounds of ${SOAK_MINUTES:-4} min"
+  rm -rf "$SOAK_DIR"; mkdir -p "$SOAK_DIR"
+  soak_cmd=(python3 "$ROOT/scripts/soak.py" --crosspoint "$BUNDLE_DIR/bin/crosspoint" --device "$SWEEP_DEVICE" --model "$CKPT/fp16"
+            --result "$SOAK_DIR/soak.json" --minutes "${SOAK_MINUTES:-4}" --streams "${SOAK_STREAMS:-1000}"
+            --quiet-controls-only --serve-arg=--memory-budget "--serve-arg=${SOAK_MEMORY_BUDGET:-18GB}"
+            --serve-arg=--max-num-seqs --serve-arg=256 --note "H200 device call")
+  if [ "${SOAK_DETACH:-0}" = 1 ]; then
+    setsid nohup "${soak_cmd[@]}" >"$SOAK_DIR/soak.log" 2>&1 < /dev/null &
+    step soak 0 0 "detached: pid $!, results in $SOAK_DIR (collect with --only soakwait)"
+    want tests && run_tests
+    sleep $(limit 540)
+  else
+    t=$(now)
+    timeout $(limit 560) "${soak_cmd[@]}" >"$SOAK_DIR/soak.log" 2>&1
+    rc=$?
+    step soak $rc $(( $(now) - t )) "$(tail -1 "$SOAK_DIR/soak.log")"
+  fi
+  cp "$SOAK_DIR"/soak.log "$WORK/logs/" 2>/dev/null
+  [ -f "$SOAK_DIR/soak.json" ] && cp "$SOAK_DIR/soak.json" "$OUT/soak.json"
+fi
+if want soakwait; then
+  t=$(now)
+  while [ ! -f "$SOAK_DIR/soak.json" ] && pgrep -f "scripts/soak.py" >/dev/null && [ "$(left_s)" -gt 70 ]; do sleep 5; done
+  [ -f "$SOAK_DIR/soak.json" ] && cp "$SOAK_DIR/soak.json" "$OUT/soak.json"
+  cp "$SOAK_DIR"/soak.log "$WORK/logs/" 2>/dev/null
+  tail -30 "$SOAK_DIR/soak.log" | tee -a "$LOG"
+  step soakwait $([ -f "$OUT/soak.json" ] && echo 0 || echo 1) $(( $(now) - t )) "$(tail -1 "$SOAK_DIR/soak.log" 2>/dev/null)"
 fi
 
 # ---------------------------------------------------------------- 3. ceilings
@@ -464,6 +513,18 @@ if want decode && [ "${DECODE_MICRO:-1}" = 1 ] && [ -x "$BUNDLE_DIR/bin/bench_ge
   fi
 fi
 
+# The fp8 KV cache's attention beside fp16's (bench_attention --fp8), against the measured read ceiling.
+if want kvattn && [ -x "$BUNDLE_DIR/bin/bench_attention" ] && [ -n "$CEIL_FOR_GEMM" ]; then
+  read -r BW _ _ < <(python3 "$ROOT/scripts/gpu/read_ceilings.py" "$CEIL_FOR_GEMM")
+  log "== bench_attention --fp8 (e4m3 KV cache beside fp16; read ceiling $BW GB/s)"
+  t=$(now)
+  timeout $(limit 150) "$BUNDLE_DIR/bin/bench_attention" --fp8 --bw-gbps "$BW" --reps 20 --out "$WORK/bench_attention_fp8.json" \
+    >"$WORK/logs/bench_attention_fp8.log" 2>&1
+  rc=$?
+  grep -E "^(decode|prefill) |FAILED|ratio" "$WORK/logs/bench_attention_fp8.log" | tail -24 | tee -a "$LOG"
+  step bench_attention_fp8 $rc $(( $(now) - t )) "bw $BW GB/s"
+fi
+
 # ---------------------------------------------------------------- 5. torch peers (before the sweep: the issue's side-by-side figures)
 if want peers && [ -f "$BUNDLE_DIR/tools/torch_peer.py" ]; then
   IFS=, read -r -a PEER_MODE_LIST <<<"$PEER_MODES"
@@ -481,10 +542,14 @@ if want sweep; then
   log "== crosspoint sweep --device $SWEEP_DEVICE ($PRECISIONS x $CONCURRENCY, $NUM_PROMPTS prompts, $DATASET)"
   sweep_args=(--device "$SWEEP_DEVICE" --model "$CKPT/fp16" --precisions "$PRECISIONS" --concurrency "$CONCURRENCY"
               --num-prompts "$NUM_PROMPTS" --eval-samples 0 --max-model-len 4096 --max-bisect-runs "$BISECT"
-              --gpu-memory-utilization "$GPU_MEM" --ignore-eos --out "$WORK/sweep" --server-start-timeout 240)
+              --gpu-memory-utilization "$GPU_MEM" --ignore-eos --out "$WORK/sweep" --server-start-timeout 240
+              --kv-cache-dtypes "$KV_DTYPES" --prefix-caching "$PREFIX_CACHING")
   for p in "${PREC_LIST[@]}"; do [ "$p" = fp16 ] || sweep_args+=(--precision-model "$p=$CKPT/$p"); done
   if [ "$DATASET" = random ]; then
     sweep_args+=(--dataset random --random-input-len 218 --output-len 220)
+  elif [ "$DATASET" = prefix_repetition ]; then  # a shared system prompt or document before each question
+    sweep_args+=(--dataset prefix_repetition --prefix-len "${PREFIX_LEN:-1024}" --suffix-len "${SUFFIX_LEN:-128}"
+                 --num-prefixes "${NUM_PREFIXES:-8}" --output-len "${PREFIX_OUTPUT_LEN:-128}")
   else
     sweep_args+=(--dataset sharegpt --dataset-path "$BUNDLE_DIR/datasets/sharegpt_sample.json" --output-len 0)
   fi
@@ -521,43 +586,6 @@ if want sweep; then
   for f in "$WORK"/sweep/logs/serve-*.log; do
     [ -f "$f" ] && { echo "-- $(basename "$f"):"; grep -E "GPU|weights|KV cache|capacity|graphs|start-up|error|Error" "$f" | head -12; }
   done 2>/dev/null | tee -a "$LOG"
-fi
-
-# ---------------------------------------------------------------- soak (scripts/soak.py on the GPU)
-# 1,000 streams per round (SOAK_STREAMS) for SOAK_MINUTES (4) per round, two rounds, on the 7B fp16
-# checkpoint held to SOAK_MEMORY_BUDGET (18GB: ~1.2 GiB, ~22k tokens of KV cache, so it preempts) with
-# --max-num-seqs 256; controls compared between rounds only (the default kernels are not
-# batch-invariant). SOAK_DETACH=1 starts it in its own session (it outlives this call, in
-# $SOAK_DIR) and returns; a following call with --only soakwait waits for it and brings back
-# its result: a soak longer than one call's 10 minutes runs over two.
-SOAK_DIR=/tmp/crosspoint-soak-detached
-if want soak; then
-  log "== soak: ${SOAK_STREAMS:-1000} streams, 2 rounds of ${SOAK_MINUTES:-4} min"
-  rm -rf "$SOAK_DIR"; mkdir -p "$SOAK_DIR"
-  soak_cmd=(python3 "$ROOT/scripts/soak.py" --crosspoint "$BUNDLE_DIR/bin/crosspoint" --device "$SWEEP_DEVICE" --model "$CKPT/fp16"
-            --result "$SOAK_DIR/soak.json" --minutes "${SOAK_MINUTES:-4}" --streams "${SOAK_STREAMS:-1000}"
-            --quiet-controls-only --serve-arg=--memory-budget "--serve-arg=${SOAK_MEMORY_BUDGET:-18GB}"
-            --serve-arg=--max-num-seqs --serve-arg=256 --note "H200 device call")
-  if [ "${SOAK_DETACH:-0}" = 1 ]; then
-    setsid nohup "${soak_cmd[@]}" >"$SOAK_DIR/soak.log" 2>&1 < /dev/null &
-    step soak 0 0 "detached: pid $!, results in $SOAK_DIR (collect with --only soakwait)"
-    sleep $(limit 540)
-  else
-    t=$(now)
-    timeout $(limit 560) "${soak_cmd[@]}" >"$SOAK_DIR/soak.log" 2>&1
-    rc=$?
-    step soak $rc $(( $(now) - t )) "$(tail -1 "$SOAK_DIR/soak.log")"
-  fi
-  cp "$SOAK_DIR"/soak.log "$WORK/logs/" 2>/dev/null
-  [ -f "$SOAK_DIR/soak.json" ] && cp "$SOAK_DIR/soak.json" "$OUT/soak.json"
-fi
-if want soakwait; then
-  t=$(now)
-  while [ ! -f "$SOAK_DIR/soak.json" ] && pgrep -f "scripts/soak.py" >/dev/null && [ "$(left_s)" -gt 70 ]; do sleep 5; done
-  [ -f "$SOAK_DIR/soak.json" ] && cp "$SOAK_DIR/soak.json" "$OUT/soak.json"
-  cp "$SOAK_DIR"/soak.log "$WORK/logs/" 2>/dev/null
-  tail -30 "$SOAK_DIR/soak.log" | tee -a "$LOG"
-  step soakwait $([ -f "$OUT/soak.json" ] && echo 0 || echo 1) $(( $(now) - t )) "$(tail -1 "$SOAK_DIR/soak.log" 2>/dev/null)"
 fi
 
 if want quantpeer && [ -f "$BUNDLE_DIR/tools/torch_peer.py" ] && [ "$(left_s)" -gt 120 ]; then

@@ -14,8 +14,10 @@
 // must read, GB/s, and the share of the --bw-gbps ceiling. Before timing, each shape's output
 // is checked against the split-kernel-only path (a "FAILED check" line if they differ).
 //
+// --fp8 times the default kernels on an e4m3 cache beside the fp16 one (decode and prefill).
+//
 //   bench_attention --bw-gbps 4226 [--reps 20] [--out bench_attention.json]
-//                   [--small-batch | --decode-only | --shape SEQS:CTX ...]
+//                   [--small-batch | --decode-only | --fp8 | --shape SEQS:CTX ...]
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -68,7 +70,26 @@ struct AttentionShape {
   int num_seqs, num_new, context_len;
   CudaAttentionKernels kernels = CudaAttentionKernels::kDefault;
   int host_bound = 0;  // max_context_len the launch is sized for (a graph's bound); 0 = context_len
+  bool fp8 = false;    // an e4m3 cache (--kv-cache-dtype fp8) instead of fp16
 };
+
+// The fp8 cache's scales: every e4m3 code (|x| <= 448) becomes |x| <= 1, as the fp16 data.
+constexpr float kFp8Scale = 1.0f / 448.0f;
+
+// Points the launch at K and V copy `c` of the caches (fp16 elements or e4m3 bytes).
+void set_caches(cuda::CudaPagedAttentionArgs& a, uint8_t* caches, size_t cache_elems, int c, bool fp8) {
+  const size_t elem_bytes = fp8 ? 1 : 2;
+  uint8_t* key = caches + 2 * cache_elems * elem_bytes * c;
+  uint8_t* value = key + cache_elems * elem_bytes;
+  if (fp8) {
+    a.key_cache_fp8 = key;
+    a.value_cache_fp8 = value;
+    a.k_scale = a.v_scale = kFp8Scale;
+  } else {
+    a.key_cache = reinterpret_cast<const uint16_t*>(key);
+    a.value_cache = reinterpret_cast<const uint16_t*>(value);
+  }
+}
 
 nlohmann::json bench_attention_shape(const AttentionShape& shape, double bw_gbps, cudaStream_t s, int reps) {
   const int num_tokens = shape.num_seqs * shape.num_new;
@@ -76,8 +97,10 @@ nlohmann::json bench_attention_shape(const AttentionShape& shape, double bw_gbps
   const int num_blocks = shape.num_seqs * blocks_per_seq;
   const size_t cache_elems = static_cast<size_t>(num_blocks) * kBlockSize * kKvHeads * kHeadDim;  // per K or V
   // Bytes a call must read: each sequence's K and V rows once per KV head.
-  const double kv_bytes = 2.0 * shape.num_seqs * shape.context_len * kKvHeads * kHeadDim * 2;
-  const int copies = std::clamp(static_cast<int>(kMinStreamBytes / (4.0 * cache_elems)) + 1, 1, kMaxCopies);
+  const size_t elem_bytes = shape.fp8 ? 1 : 2;
+  const double kv_bytes = 2.0 * shape.num_seqs * shape.context_len * kKvHeads * kHeadDim * elem_bytes;
+  const int copies =
+      std::clamp(static_cast<int>(kMinStreamBytes / (2.0 * elem_bytes * cache_elems)) + 1, 1, kMaxCopies);
 
   std::vector<int32_t> tables(static_cast<size_t>(num_blocks));
   std::iota(tables.begin(), tables.end(), 0);
@@ -86,14 +109,15 @@ nlohmann::json bench_attention_shape(const AttentionShape& shape, double bw_gbps
   for (int i = 0; i <= shape.num_seqs; ++i) starts[i] = i * shape.num_new;
 
   const int64_t qkv_stride = static_cast<int64_t>(kHeads + 2 * kKvHeads) * kHeadDim;
-  uint16_t *query, *output, *caches;
+  uint16_t *query, *output;
+  uint8_t* caches;
   int32_t *tables_dev, *starts_dev, *contexts_dev;
   void* workspace = nullptr;
   const int bound = shape.host_bound > 0 ? shape.host_bound : shape.context_len;
   const size_t workspace_bytes = cuda::cuda_paged_attention_workspace_bytes(num_tokens, kHeads, kHeadDim, bound);
   BENCH_CUDA(cudaMalloc(&query, static_cast<size_t>(num_tokens) * qkv_stride * 2));
   BENCH_CUDA(cudaMalloc(&output, static_cast<size_t>(num_tokens) * kHeads * kHeadDim * 2));
-  BENCH_CUDA(cudaMalloc(&caches, 2 * cache_elems * copies * 2));
+  BENCH_CUDA(cudaMalloc(&caches, 2 * cache_elems * copies * elem_bytes));
   BENCH_CUDA(cudaMalloc(&tables_dev, tables.size() * 4));
   BENCH_CUDA(cudaMalloc(&starts_dev, starts.size() * 4));
   BENCH_CUDA(cudaMalloc(&contexts_dev, contexts.size() * 4));
@@ -105,7 +129,8 @@ nlohmann::json bench_attention_shape(const AttentionShape& shape, double bw_gbps
   BENCH_CUDA(cudaMemcpy(starts_dev, starts.data(), starts.size() * 4, cudaMemcpyHostToDevice));
   BENCH_CUDA(cudaMemcpy(contexts_dev, contexts.data(), contexts.size() * 4, cudaMemcpyHostToDevice));
   fill_f16(query, static_cast<size_t>(num_tokens) * qkv_stride, -2.f, 2.f, 11, s);
-  fill_f16(caches, 2 * cache_elems * copies, -1.f, 1.f, 12, s);
+  if (shape.fp8) fill_e4m3(caches, 2 * cache_elems * copies, 12, s);
+  else fill_f16(reinterpret_cast<uint16_t*>(caches), 2 * cache_elems * copies, -1.f, 1.f, 12, s);
 
   cuda::CudaPagedAttentionArgs a;
   a.query = query;
@@ -135,8 +160,7 @@ nlohmann::json bench_attention_shape(const AttentionShape& shape, double bw_gbps
     const size_t out_count = static_cast<size_t>(num_tokens) * kHeads * kHeadDim;
     std::vector<uint16_t> out_default(out_count), out_other(out_count);
     cuda::CudaPagedAttentionArgs layer = a;
-    layer.key_cache = caches;
-    layer.value_cache = caches + cache_elems;
+    set_caches(layer, caches, cache_elems, 0, shape.fp8);
     BENCH_CHECK(cuda::cuda_paged_attention_with(layer, shape.kernels, s));
     BENCH_CUDA(cudaMemcpyAsync(out_default.data(), output, out_count * 2, cudaMemcpyDeviceToHost, s));
     {
@@ -158,8 +182,7 @@ nlohmann::json bench_attention_shape(const AttentionShape& shape, double bw_gbps
                         [&]() -> Status {
                           for (int c = 0; c < copies; ++c) {
                             cuda::CudaPagedAttentionArgs layer = a;
-                            layer.key_cache = caches + 2 * cache_elems * c;
-                            layer.value_cache = layer.key_cache + cache_elems;
+                            set_caches(layer, caches, cache_elems, c, shape.fp8);
                             CROSSPOINT_RETURN_IF_ERROR(cuda::cuda_paged_attention_with(layer, shape.kernels, s));
                           }
                           return Status::ok();
@@ -174,9 +197,9 @@ nlohmann::json bench_attention_shape(const AttentionShape& shape, double bw_gbps
   const double us = ms * 1e3;
   const double gbps = kv_bytes / us / 1e3;
   std::printf(
-      "%-26s %-14s seqs %4d new %5d ctx %5d  %10.2f us  KV %8.2f MB  %7.0f GB/s  %5.1f%% bw  %7.2f TF/s  (%d copies, "
-      "workspace %.1f MB)\n",
-      shape.name.c_str(), kernels_name(shape.kernels), shape.num_seqs, shape.num_new, shape.context_len, us,
+      "%-26s %-14s %s seqs %4d new %5d ctx %5d  %10.2f us  KV %8.2f MB  %7.0f GB/s  %5.1f%% bw  %7.2f TF/s  (%d "
+      "copies, workspace %.1f MB)\n",
+      shape.name.c_str(), kernels_name(shape.kernels), shape.fp8 ? "e4m3" : "fp16", shape.num_seqs, shape.num_new, shape.context_len, us,
       kv_bytes / 1e6, gbps, 100 * gbps / bw_gbps, flops / us / 1e6, copies, workspace_bytes / 1e6);
   cudaFree(query);
   cudaFree(output);
@@ -187,6 +210,7 @@ nlohmann::json bench_attention_shape(const AttentionShape& shape, double bw_gbps
   cudaFree(workspace);
   return {{"name", shape.name},
           {"kernels", kernels_name(shape.kernels)},
+          {"kv_dtype", shape.fp8 ? "fp8_e4m3" : "fp16"},
           {"host_bound", bound},
           {"num_seqs", shape.num_seqs},
           {"num_new", shape.num_new},
@@ -390,6 +414,37 @@ nlohmann::json bench_decode_table(double bw_gbps, cudaStream_t s, int reps) {
   return out;
 }
 
+// The fp8 cache beside the fp16 one on the default kernels: decode at batch 1-256 x context
+// 512-4096 and prefill, us per call, the fp8 / fp16 time and each one's share of the read
+// ceiling (an e4m3 call reads half the bytes).
+nlohmann::json bench_fp8_table(double bw_gbps, cudaStream_t s, int reps) {
+  std::printf("\n== fp8 (e4m3) KV cache beside fp16, default kernels ==\n");
+  nlohmann::json out = nlohmann::json::array();
+  std::vector<std::pair<AttentionShape, std::pair<double, double>>> rows;
+  std::vector<AttentionShape> shapes;
+  for (int batch : {1, 8, 32, 64, 128, 256})
+    for (int context : {512, 2048, 4096}) shapes.push_back({"decode", batch, 1, context});
+  shapes.push_back({"prefill", 1, 2048, 2048});
+  shapes.push_back({"prefill", 16, 256, 256});
+  for (AttentionShape shape : shapes) {
+    const nlohmann::json fp16 = bench_attention_shape(shape, bw_gbps, s, reps);
+    shape.fp8 = true;
+    const nlohmann::json fp8 = bench_attention_shape(shape, bw_gbps, s, reps);
+    out.push_back(fp16);
+    out.push_back(fp8);
+    rows.push_back({shape, {fp16["us"].get<double>(), fp8["us"].get<double>()}});
+  }
+  std::printf("\n%-8s %5s %5s %6s | %10s %10s | %6s | %7s %7s\n", "kind", "seqs", "new", "ctx", "fp16 us", "e4m3 us",
+              "ratio", "fp16 bw", "e4m3 bw");
+  for (const auto& [shape, us] : rows) {
+    const double bytes16 = 2.0 * shape.num_seqs * shape.context_len * kKvHeads * kHeadDim * 2;
+    std::printf("%-8s %5d %5d %6d | %10.2f %10.2f | %6.3f | %6.1f%% %6.1f%%\n", shape.name.c_str(), shape.num_seqs,
+                shape.num_new, shape.context_len, us.first, us.second, us.second / us.first,
+                100 * bytes16 / us.first / 1e3 / bw_gbps, 100 * bytes16 / 2 / us.second / 1e3 / bw_gbps);
+  }
+  return out;
+}
+
 }  // namespace
 }  // namespace crosspoint::bench
 
@@ -400,6 +455,7 @@ int main(int argc, char** argv) {
   std::string out_path = "bench_attention.json";
   bool small_batch_only = false;                 // --small-batch: only the batch 1-32 section and the decoder ops
   bool decode_only = false;                      // --decode-only: only the decode table (split and decode kernels)
+  bool fp8_only = false;                         // --fp8: only the fp8-against-fp16 table
   std::vector<std::pair<int, int>> only_shapes;  // --shape SEQS:CTX (repeatable): only these decode shapes
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
@@ -409,6 +465,7 @@ int main(int argc, char** argv) {
     else if (a == "--out") out_path = next();
     else if (a == "--small-batch") small_batch_only = true;
     else if (a == "--decode-only") decode_only = true;
+    else if (a == "--fp8") fp8_only = true;
     else if (a == "--shape") {
       const std::string v = next();
       const size_t colon = v.find(':');
@@ -420,7 +477,7 @@ int main(int argc, char** argv) {
     } else {
       std::fprintf(stderr,
                    "usage: bench_attention [--bw-gbps X] [--reps N] [--out FILE] [--small-batch | --decode-only | "
-                   "--shape SEQS:CTX ...]\n");
+                   "--fp8 | --shape SEQS:CTX ...]\n");
       return 2;
     }
   }
@@ -441,6 +498,12 @@ int main(int argc, char** argv) {
                                                  CudaAttentionKernels::kPartitionedDecode,
                                                  CudaAttentionKernels::kBalancedDecode, CudaAttentionKernels::kDefault};
   result["decode"] = nlohmann::json::array();
+  if (fp8_only) {
+    result["fp8"] = bench_fp8_table(bw_gbps, s, reps);
+    std::ofstream(out_path) << result.dump(1) << "\n";
+    std::printf("wrote %s\n", out_path.c_str());
+    return 0;
+  }
   if (!only_shapes.empty()) {  // a few decode shapes, e.g. under a profiler
     for (const auto& [seqs, context] : only_shapes)
       for (CudaAttentionKernels k : decode_kernels)

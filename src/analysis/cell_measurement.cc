@@ -154,6 +154,7 @@ Result<CellMeasurement> parse_cell_measurement(const nlohmann::json& result, con
       {"peak_running_batch", &cell.peak_running_batch},
       {"mean_kv_cache_usage", &cell.mean_kv_cache_usage},
       {"max_kv_cache_usage", &cell.max_kv_cache_usage},
+      {"prefix_cache_hit_rate", &cell.prefix_cache_hit_rate},
       {"mean_context_tokens", &cell.mean_context_tokens},
       {"kv_cache_tokens", &cell.kv_cache_tokens},
       {"max_model_len", &cell.max_model_len},
@@ -248,7 +249,8 @@ CellMeasurement merge_group(const std::vector<const CellMeasurement*>& runs) {
         &CellMeasurement::p99_itl_ms, &CellMeasurement::median_ttft_ms, &CellMeasurement::p99_ttft_ms,
         &CellMeasurement::median_e2el_ms, &CellMeasurement::p99_e2el_ms, &CellMeasurement::output_throughput_tok_s,
         &CellMeasurement::request_goodput_req_s, &CellMeasurement::mean_running_batch,
-        &CellMeasurement::mean_context_tokens, &CellMeasurement::mean_kv_cache_usage}) {
+        &CellMeasurement::mean_context_tokens, &CellMeasurement::mean_kv_cache_usage,
+        &CellMeasurement::prefix_cache_hit_rate}) {
     out.*field = mean_of_present(collect(field));
   }
   out.peak_running_batch = max_of_present(collect(&CellMeasurement::peak_running_batch));

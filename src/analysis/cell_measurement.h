@@ -43,6 +43,9 @@ struct CellMeasurement {
   std::optional<int64_t> num_preemptions;
   std::optional<double> mean_kv_cache_usage;  // KV-cache usage averaged over the samples, fraction
   std::optional<double> max_kv_cache_usage;   // highest KV-cache usage sampled, fraction of the capacity
+  // Prompt tokens served from the prefix cache over the run / prompt tokens looked up (the
+  // server's vllm:prefix_cache_hits / queries counters), when the server exports them.
+  std::optional<double> prefix_cache_hit_rate;
   std::optional<double> kv_cache_tokens;      // KV capacity reported by the server at start-up
   std::optional<double> max_model_len;
   std::optional<double> weight_bytes_loaded;  // the server's "weights loaded" figure, bytes

@@ -42,7 +42,8 @@ int run_sweep(int argc, char** argv) {
   app.add_option("--num-prompts", num_prompts_text,
                  "requests per cell: one number, or one per --concurrency level in its order (e.g. 20,100,200)")
       ->capture_default_str();
-  app.add_option("--dataset", o.dataset, "sharegpt or random")->capture_default_str();
+  app.add_option("--dataset", o.dataset, "sharegpt, random or prefix_repetition (shared prefixes: --prefix-len, --suffix-len, --num-prefixes)")
+      ->capture_default_str();
   app.add_option("--dataset-path", o.dataset_path, "ShareGPT JSON file (default: the copy in the cache)");
   app.add_option("--output-len", o.output_len,
                  "output tokens per request (bench --sharegpt-output-len); 0 = the dataset's reply lengths")
@@ -96,7 +97,19 @@ int run_sweep(int argc, char** argv) {
   std::string kv_dtypes_text = "auto";
   app.add_option("--kv-cache-dtypes", kv_dtypes_text,
                  "comma-separated KV cache dtypes to serve every precision with: auto (the device's own) and/or fp8 "
-                 "(serve --kv-cache-dtype fp8; cells labelled e.g. w4a16+kv-fp8; CPU only so far)")
+                 "(serve --kv-cache-dtype fp8; cells labelled e.g. w4a16+kv-fp8)")
+      ->capture_default_str();
+  std::string prefix_caching_text = "default";
+  app.add_option("--prefix-caching", prefix_caching_text,
+                 "comma-separated prefix caching modes to serve every precision with: on (serve "
+                 "--enable-prefix-caching) and/or off (--no-enable-prefix-caching), cells labelled e.g. "
+                 "w4a16+prefix-cache; default: the server's own, no axis. Pair it with --dataset prefix_repetition")
+      ->capture_default_str();
+  app.add_option("--prefix-len", o.prefix_len, "--dataset prefix_repetition: tokens of each shared prefix")
+      ->capture_default_str();
+  app.add_option("--suffix-len", o.suffix_len, "--dataset prefix_repetition: tokens of each prompt's own suffix")
+      ->capture_default_str();
+  app.add_option("--num-prefixes", o.num_prefixes, "--dataset prefix_repetition: distinct prefixes the prompts share")
       ->capture_default_str();
   app.add_flag("--report-only", o.report_only,
                "write study.json and the report from the finished cells in --out, measuring nothing (a sweep cut "
@@ -134,6 +147,12 @@ int run_sweep(int argc, char** argv) {
   for (size_t start = 0; start <= kv_dtypes_text.size();) {
     const size_t comma = std::min(kv_dtypes_text.find(',', start), kv_dtypes_text.size());
     o.kv_cache_dtypes.push_back(kv_dtypes_text.substr(start, comma - start));
+    start = comma + 1;
+  }
+  o.prefix_caching.clear();
+  for (size_t start = 0; start <= prefix_caching_text.size();) {
+    const size_t comma = std::min(prefix_caching_text.find(',', start), prefix_caching_text.size());
+    o.prefix_caching.push_back(prefix_caching_text.substr(start, comma - start));
     start = comma + 1;
   }
   auto levels = sweep::parse_concurrency_list(concurrency_text);

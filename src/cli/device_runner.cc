@@ -103,6 +103,8 @@ Result<DeviceRunner> make_cuda_runner(const DeviceRunnerOptions& o, const Model&
   options.num_kv_blocks = o.num_kv_blocks;
   options.reserve_bytes = o.enforce_eager ? 0 : kGraphReserveBytes;
   options.batch_invariant = o.deterministic;
+  CROSSPOINT_ASSIGN_OR_RETURN(const DType kv_dtype, cpu_kv_dtype(o.kv_cache_dtype));
+  options.kv_fp8 = kv_dtype == DType::kF8E4M3;
   CROSSPOINT_ASSIGN_OR_RETURN(auto model, cuda::CudaModel::create(m, options));
   const cuda::CudaMemoryReport mem = model->memory();
   log_info("GPU: {} ({:.1f} GiB); weights on the GPU {:.3f} GiB ({}), converted and uploaded in {:.2f} s", mem.gpu_name,
@@ -116,11 +118,14 @@ Result<DeviceRunner> make_cuda_runner(const DeviceRunnerOptions& o, const Model&
   const std::string kv_option = o.memory_budget.empty()
                                     ? fmt::format("--gpu-memory-utilization {}", o.gpu_memory_utilization)
                                     : "--memory-budget " + o.memory_budget;
-  log_info("KV cache: {:.3f} GiB (fp16) = {} tokens in {} blocks of {} ({}{})", mem.kv_bytes / kGiB, mem.kv_tokens,
-           mem.num_kv_blocks, o.block_size, kv_option,
+  log_info("KV cache: {:.3f} GiB ({}) = {} tokens in {} blocks of {} ({}{}){}", mem.kv_bytes / kGiB,
+           options.kv_fp8 ? "fp8 e4m3" : "fp16", mem.kv_tokens, mem.num_kv_blocks, o.block_size, kv_option,
            o.enforce_eager ? ", eager"
                            : fmt::format("; {:.2f} GiB kept for CUDA graphs, {} tokens with --enforce-eager",
-                                         mem.reserve_bytes / kGiB, eager_tokens));
+                                         mem.reserve_bytes / kGiB, eager_tokens),
+           !options.kv_fp8       ? ""
+           : m.has_kv_scales() ? "; k/v scales from the checkpoint"
+                               : "; the checkpoint has no k/v scales: 1.0, as vLLM's default");
   if (mem.kv_tokens < o.max_model_len) {
     return invalid_argument("the KV cache (" + kv_option + " = " + std::to_string(mem.kv_tokens) +
                             " tokens) cannot hold one sequence of --max-model-len " + std::to_string(o.max_model_len) +
@@ -199,10 +204,7 @@ Result<DeviceRunner> make_device_runner(const DeviceRunnerOptions& o, const Mode
   if (o.block_size < 1 || o.block_size > 1024 || o.max_num_seqs < 1 || o.max_num_batched_tokens < 1) {
     return invalid_argument("--block-size (1..1024), --max-num-seqs and --max-num-batched-tokens must be positive");
   }
-  CROSSPOINT_ASSIGN_OR_RETURN(const DType kv_dtype, cpu_kv_dtype(o.kv_cache_dtype));  // checks the spelling
-  if (o.device == "cuda" && kv_dtype != DType::kF32)
-    return unsupported("--kv-cache-dtype " + o.kv_cache_dtype +
-                       ": the GPU's KV cache is fp16 only so far (--kv-cache-dtype auto, or --device cpu)");
+  CROSSPOINT_RETURN_IF_ERROR(cpu_kv_dtype(o.kv_cache_dtype).status());  // checks the spelling
   log_info("{}", determinism_note(o.device, o.deterministic));
   if (o.device == "cuda") {
 #ifdef CROSSPOINT_HAVE_CUDA

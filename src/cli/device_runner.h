@@ -34,7 +34,7 @@ struct DeviceRunnerOptions {
   bool deterministic = false;          // cuda: the batch-invariant kernels
   bool enable_prefix_caching = false;  // the scheduler reuses cached prompt blocks (serve decides the default)
   // auto: the device's own (f32 on the CPU, fp16 on the GPU); fp8 (or fp8_e4m3): e4m3 with the
-  // checkpoint's per-layer k/v scales, else 1 (CPU only so far).
+  // checkpoint's per-layer k/v scales, else 1.
   std::string kv_cache_dtype = "auto";
 };
 
@@ -45,7 +45,7 @@ Result<DType> cpu_kv_dtype(const std::string& text);
 // --kv-cache-dtype's help text, shared by the commands that take it.
 inline constexpr const char* kKvCacheDtypeHelp =
     "auto (f32 on the CPU, fp16 on the GPU) or fp8 (= fp8_e4m3: e4m3 with the checkpoint's self_attn.k_scale / "
-    "v_scale, else 1 as vLLM; half the bytes of fp16, a quarter of f32; CPU only so far)";
+    "v_scale, else 1 as vLLM; half the bytes of fp16, a quarter of f32)";
 
 // Prompt positions whose logprobs one step computes at most, on either device: the scheduler cuts
 // prefill chunks of requests that want prompt logprobs to fit, which bounds the logits of a step

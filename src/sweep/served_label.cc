@@ -6,28 +6,53 @@ namespace crosspoint::sweep {
 
 namespace {
 
-bool has_fp8_kv_suffix(const std::string& label) {
-  const size_t n = std::strlen(kFp8KvSuffix);
-  return label.size() > n && label.compare(label.size() - n, n, kFp8KvSuffix) == 0;
+// Removes `suffix` from the end of `label` when it is there.
+bool strip_suffix(std::string& label, const char* suffix) {
+  const size_t n = std::strlen(suffix);
+  if (label.size() <= n || label.compare(label.size() - n, n, suffix) != 0) return false;
+  label.resize(label.size() - n);
+  return true;
 }
 
 }  // namespace
 
-std::string served_label(const std::string& precision, const std::string& kv_cache_dtype) {
-  return kv_cache_dtype == "auto" ? precision : precision + kFp8KvSuffix;
+std::string served_label(const std::string& precision, const std::string& kv_cache_dtype,
+                         const std::string& prefix_caching) {
+  std::string label = precision;
+  if (kv_cache_dtype == "fp8") label += kFp8KvSuffix;
+  if (prefix_caching == "on") label += kPrefixCacheSuffix;
+  if (prefix_caching == "off") label += kNoPrefixCacheSuffix;
+  return label;
 }
 
-std::string weight_precision_of(const std::string& label) {
-  return has_fp8_kv_suffix(label) ? label.substr(0, label.size() - std::strlen(kFp8KvSuffix)) : label;
+ServedSetup served_setup_of(const std::string& label) {
+  ServedSetup setup;
+  std::string rest = label;
+  if (strip_suffix(rest, kPrefixCacheSuffix)) setup.prefix_caching = "on";
+  else if (strip_suffix(rest, kNoPrefixCacheSuffix)) setup.prefix_caching = "off";
+  if (strip_suffix(rest, kFp8KvSuffix)) setup.kv_cache_dtype = "fp8";
+  setup.precision = rest;
+  return setup;
 }
 
-std::string kv_cache_dtype_of(const std::string& label) { return has_fp8_kv_suffix(label) ? "fp8" : "auto"; }
+std::string weight_precision_of(const std::string& label) { return served_setup_of(label).precision; }
+
+std::string kv_cache_dtype_of(const std::string& label) { return served_setup_of(label).kv_cache_dtype; }
+
+std::string prefix_caching_of(const std::string& label) { return served_setup_of(label).prefix_caching; }
+
+std::string quality_label_of(const std::string& label) {
+  const ServedSetup s = served_setup_of(label);
+  return served_label(s.precision, s.kv_cache_dtype);
+}
 
 std::vector<std::string> served_labels(const std::vector<std::string>& precisions,
-                                       const std::vector<std::string>& kv_cache_dtypes) {
+                                       const std::vector<std::string>& kv_cache_dtypes,
+                                       const std::vector<std::string>& prefix_caching) {
   std::vector<std::string> labels;
-  for (const std::string& kv : kv_cache_dtypes)
-    for (const std::string& p : precisions) labels.push_back(served_label(p, kv));
+  for (const std::string& caching : prefix_caching)
+    for (const std::string& kv : kv_cache_dtypes)
+      for (const std::string& p : precisions) labels.push_back(served_label(p, kv, caching));
   return labels;
 }
 

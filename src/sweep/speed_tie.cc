@@ -5,6 +5,8 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "sweep/served_label.h"
+
 namespace crosspoint::sweep {
 namespace {
 
@@ -41,7 +43,8 @@ SpeedTieChoice choose_on_a_speed_tie(const std::vector<analysis::LevelWinner>& l
     if (!contains(tie.contenders, p)) tie.behind.push_back(p);
   }
   // Quality cost against FP16: 0 for fp16 itself, else the perplexity increase.
-  auto quality_cost = [&](const std::string& p) -> std::optional<double> {
+  auto quality_cost = [&](const std::string& label) -> std::optional<double> {
+    const std::string p = quality_label_of(label);  // prefix caching leaves the outputs as they are
     if (p == "fp16") return 0.0;
     for (const QualityResult& q : qualities) {
       if (q.precision == p && q.reference_perplexity > 0) return 100.0 * (q.perplexity / q.reference_perplexity - 1.0);

@@ -184,8 +184,6 @@ Status validate_sweep_options(const SweepOptions& o) {
     if (kv != "auto" && kv != "fp8") return invalid_argument("--kv-cache-dtypes: '" + kv + "' (auto or fp8)");
     if (std::find(o.kv_cache_dtypes.begin(), o.kv_cache_dtypes.begin() + i, kv) != o.kv_cache_dtypes.begin() + i)
       return invalid_argument("--kv-cache-dtypes: '" + kv + "' given twice");
-    if (kv == "fp8" && o.device == "cuda")
-      return invalid_argument("--kv-cache-dtypes fp8: the GPU's KV cache is fp16 only so far (--device cpu)");
   }
   if (o.concurrency.empty()) return invalid_argument("--concurrency: empty list");
   if (o.num_prompts < 1) return invalid_argument("--num-prompts must be at least 1");
@@ -196,8 +194,18 @@ Status validate_sweep_options(const SweepOptions& o) {
       return invalid_argument("--num-prompts: concurrency " + std::to_string(level) + " is not in --concurrency");
     }
   }
-  if (o.dataset != "sharegpt" && o.dataset != "random") {
-    return invalid_argument("--dataset: '" + o.dataset + "' (sharegpt or random)");
+  if (o.dataset != "sharegpt" && o.dataset != "random" && o.dataset != "prefix_repetition") {
+    return invalid_argument("--dataset: '" + o.dataset + "' (sharegpt, random or prefix_repetition)");
+  }
+  if (o.prefix_len < 1 || o.suffix_len < 1 || o.num_prefixes < 1)
+    return invalid_argument("--prefix-len, --suffix-len and --num-prefixes must be positive");
+  if (o.prefix_caching.empty()) return invalid_argument("--prefix-caching: empty list");
+  for (size_t i = 0; i < o.prefix_caching.size(); ++i) {
+    const std::string& mode = o.prefix_caching[i];
+    if (mode != "on" && mode != "off" && mode != "default")
+      return invalid_argument("--prefix-caching: '" + mode + "' (on or off)");
+    if (std::find(o.prefix_caching.begin(), o.prefix_caching.begin() + i, mode) != o.prefix_caching.begin() + i)
+      return invalid_argument("--prefix-caching: '" + mode + "' given twice");
   }
   if (!o.dataset_path.empty() && !fs::is_regular_file(o.dataset_path)) {
     return not_found("--dataset-path: " + o.dataset_path + ": no such file");

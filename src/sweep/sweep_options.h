@@ -20,7 +20,7 @@ struct SweepOptions {
   std::vector<int> concurrency;             // client concurrency levels, increasing
   int num_prompts = 8;                      // requests per cell (levels without an entry below)
   std::map<int, int> num_prompts_by_level;  // concurrency -> requests, from "--num-prompts 20,100,200"
-  std::string dataset = "sharegpt";         // bench --dataset-name
+  std::string dataset = "sharegpt";         // bench --dataset-name: sharegpt, random or prefix_repetition
   std::string dataset_path;                 // ShareGPT file; empty = the cache's copy
   int output_len = 16;          // fixed output tokens per request (bench --sharegpt-output-len); 0 = the dataset's
   std::string device = "auto";  // auto | cpu | cuda; auto = cuda when a GPU is visible (run_sweep resolves it)
@@ -47,8 +47,16 @@ struct SweepOptions {
   // GPU's capacity, named in the report's title. Empty = off.
   std::string memory_budget;
   // KV cache dtypes every precision is served with (serve --kv-cache-dtype): {"auto"}, or with
-  // "fp8" as a second axis ("w4a16+kv-fp8" beside "w4a16"; CPU only so far).
+  // "fp8" as a second axis ("w4a16+kv-fp8" beside "w4a16").
   std::vector<std::string> kv_cache_dtypes = {"auto"};
+  // Prefix caching modes every precision is served with: {"default"} (the server's own), or
+  // "on" / "off" as an axis ("w4a16+prefix-cache" beside "w4a16+no-prefix-cache").
+  std::vector<std::string> prefix_caching = {"default"};
+  // --dataset prefix_repetition: N shared prefixes x suffixes (bench's --prefix-repetition-*);
+  // the output length is --output-len (0: bench's default).
+  int prefix_len = 256;
+  int suffix_len = 256;
+  int num_prefixes = 10;
   int max_model_len = 2048;             // serve --max-model-len (prompt + output)
   int max_num_seqs = 0;                 // serve --max-num-seqs; 0 = serve's default
   int threads = 0;                      // serve/eval/quantize --threads; 0 = all cores

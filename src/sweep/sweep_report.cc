@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <set>
 #include <sstream>
 
 #include <fmt/format.h>
@@ -17,6 +18,7 @@
 #include "analysis/study_report.h"
 #include "sweep/served_model.h"
 #include "sweep/speed_tie.h"
+#include "sweep/axis_effects.h"
 #include "sweep/served_label.h"
 #include "sweep/sweep_runner.h"
 
@@ -376,6 +378,36 @@ void add_quality_and_startup(Fragments& f, const analysis::StudyResults& study,
   }
 }
 
+// What the fp8 KV cache and prefix caching changed (axis_effects), when the sweep made either
+// an axis.
+void add_axis_effects(Fragments& f, const SweepOptions& o, const analysis::StudyResults& study,
+                      const std::vector<std::pair<std::string, ServerStartup>>& startups,
+                      const std::vector<QualityResult>& qualities) {
+  AxisEffectsInputs in;
+  in.labels = o.precisions;
+  in.cells = study.cells;
+  for (const auto& [label, s] : startups) {
+    if (s.kv_cache_tokens) in.kv_cache_tokens[label] = *s.kv_cache_tokens;
+  }
+  for (const QualityResult& q : qualities) {
+    if (q.reference_perplexity > 0) in.perplexity_delta_pct[q.precision] = 100.0 * (q.perplexity / q.reference_perplexity - 1.0);
+  }
+  const AxisEffects effects = axis_effects(in);
+  if (effects.empty()) return;
+  f.heading("What the KV cache's precision and prefix caching changed");
+  f.paragraph(
+      "Each pair below is the same weights served two ways in this sweep, at the concurrencies both were measured "
+      "at (before → after, change in %).");
+  for (const AxisEffectPart& part : effects.parts) {
+    f.paragraph(part.title + "." + (part.facts.empty() ? "" : " " + fmt::format("{}", fmt::join(part.facts, " "))));
+    if (!part.table.rows.empty()) f.table(part.table);
+  }
+  if (!effects.crossover_lines.empty()) {
+    f.paragraph("Where the weight precisions cross over, for each way of serving them:");
+    f.bullets(effects.crossover_lines);
+  }
+}
+
 // Inserts the fragment before the first section heading after the findings (or at the end).
 void insert_before(std::string& document, const std::string& marker, const std::string& fragment) {
   const size_t at = document.find(marker);
@@ -505,6 +537,7 @@ SweepSections render_sweep_sections(const SweepOptions& o, const analysis::Study
   Fragments f;
   add_recommendation(f, o, study, a, qualities, startups, !harness.empty());
   add_quality_and_startup(f, study, startups, qualities, harness);
+  add_axis_effects(f, o, study, startups, qualities);
   return {f.md, f.html};
 }
 
@@ -522,13 +555,15 @@ Status write_sweep_report(const SweepOptions& o, const std::string& fp16_dir, co
 
   std::vector<std::pair<std::string, ServerStartup>> startups;
   std::vector<QualityResult> qualities;
+  std::set<std::string> quality_labels;
   for (const std::string& p : o.precisions) {
     if (auto s = read_json(o.out_dir + "/servers/" + p + ".json"))
       startups.emplace_back(p, server_startup_from_json(*s));
-    auto q = read_json(o.out_dir + "/quality/" + p + ".json");
+    if (!quality_labels.insert(quality_label_of(p)).second) continue;  // one row per weights and KV cache
+    auto q = read_json(o.out_dir + "/quality/" + quality_label_of(p) + ".json");
     if (!q || !q->is_object()) continue;
     QualityResult r;
-    r.precision = p;
+    r.precision = quality_label_of(p);
     r.perplexity = q->value("perplexity", 0.0);
     r.reference_perplexity = q->value("reference_perplexity", 0.0);
     r.greedy_agreement = q->value("greedy_agreement", 0.0);

@@ -138,6 +138,10 @@ class SweepRun {
             {"kv_cache_memory", o_.kv_cache_memory},
             {"memory_budget", o_.memory_budget},
             {"kv_cache_dtypes", o_.kv_cache_dtypes},
+            {"prefix_caching", o_.prefix_caching},
+            {"prefix_len", o_.prefix_len},
+            {"suffix_len", o_.suffix_len},
+            {"num_prefixes", o_.num_prefixes},
             {"max_model_len", o_.max_model_len},
             {"max_num_seqs", o_.max_num_seqs},
             {"threads", o_.threads},
@@ -290,9 +294,16 @@ Status SweepRun::bench_cell(const std::string& precision, int concurrency, int r
   if (o_.dataset == "random" && o_.random_input_len > 0) {
     argv.insert(argv.end(), {"--random-input-len", std::to_string(o_.random_input_len)});
   }
+  if (o_.dataset == "prefix_repetition") {
+    argv.insert(argv.end(), {"--prefix-repetition-prefix-len", std::to_string(o_.prefix_len),
+                             "--prefix-repetition-suffix-len", std::to_string(o_.suffix_len),
+                             "--prefix-repetition-num-prefixes", std::to_string(o_.num_prefixes)});
+  }
   if (o_.output_len > 0) {
     if (o_.dataset == "sharegpt") {
       argv.insert(argv.end(), {"--sharegpt-output-len", std::to_string(o_.output_len)});
+    } else if (o_.dataset == "prefix_repetition") {
+      argv.insert(argv.end(), {"--prefix-repetition-output-len", std::to_string(o_.output_len)});
     } else {
       argv.insert(argv.end(), {"--random-output-len", std::to_string(o_.output_len)});
     }
@@ -346,7 +357,8 @@ Status SweepRun::run_cells(const std::string& precision, const std::vector<std::
   const std::string startup_path = o_.out_dir + "/servers/" + precision + ".json";
   if (missing.empty() && read_json_file(startup_path)) return Status::ok();
 
-  const std::vector<std::string> serve_argv = serve_command(o_, model_dir_for(precision), kv_cache_dtype_of(precision));
+  const std::vector<std::string> serve_argv =
+      serve_command(o_, model_dir_for(precision), kv_cache_dtype_of(precision), prefix_caching_of(precision));
   const std::string server_log = logs_dir_ + "/serve-" + precision + ".log";
   CROSSPOINT_ASSIGN_OR_RETURN(ServedModel server,
                               ServedModel::start(serve_argv, server_log, o_.server_start_timeout_s));
@@ -509,7 +521,9 @@ Status SweepRun::write_budget_file() {
   return write_text_atomically(o_.out_dir + "/budget.json", budget.dump(2));
 }
 
-Status SweepRun::evaluate_quality(const std::string& precision) {
+// One evaluation per weights and KV cache (quality_label_of): prefix caching does not change them.
+Status SweepRun::evaluate_quality(const std::string& label) {
+  const std::string precision = quality_label_of(label);
   if (precision == "fp16" || o_.eval_samples == 0) return Status::ok();
   const std::string path = o_.out_dir + "/quality/" + precision + ".json";
   if (read_json_file(path)) return Status::ok();
@@ -689,11 +703,13 @@ Result<SweepSummary> SweepRun::run() {
 }  // namespace
 
 std::vector<std::string> serve_command(const SweepOptions& o, const std::string& model_dir,
-                                       const std::string& kv_cache_dtype) {
+                                       const std::string& kv_cache_dtype, const std::string& prefix_caching) {
   std::vector<std::string> argv = {o.crosspoint_exe,      "serve", "--model",         model_dir,
                                    "--served-model-name", "sweep", "--max-model-len", std::to_string(o.max_model_len)};
   if (o.max_num_seqs > 0) argv.insert(argv.end(), {"--max-num-seqs", std::to_string(o.max_num_seqs)});
   if (kv_cache_dtype != "auto") argv.insert(argv.end(), {"--kv-cache-dtype", kv_cache_dtype});
+  if (prefix_caching == "on") argv.push_back("--enable-prefix-caching");
+  if (prefix_caching == "off") argv.push_back("--no-enable-prefix-caching");
   if (o.device == "cuda") {
     // The GPU server sizes its KV cache from the memory fraction (or the budget); CPU threads do not apply.
     char fraction[32];
@@ -767,14 +783,14 @@ Result<SweepSummary> run_sweep(const SweepOptions& options) {
       return invalid_argument("--report-only needs --device cpu or cuda: the cells' device");
     CROSSPOINT_ASSIGN_OR_RETURN(std::string fp16_dir, resolve_model_dir(options.model));
     SweepOptions labelled = options;
-    labelled.precisions = served_labels(options.precisions, options.kv_cache_dtypes);
+    labelled.precisions = served_labels(options.precisions, options.kv_cache_dtypes, options.prefix_caching);
     SweepRun run(labelled, fp16_dir);
     return run.report_only();
   }
   // auto -> cuda or cpu once, here: every child (serve, hwinfo) gets the device explicitly.
   SweepOptions resolved = options;
   // From here on every precision is a served label: each weight precision with each KV dtype.
-  resolved.precisions = served_labels(options.precisions, options.kv_cache_dtypes);
+  resolved.precisions = served_labels(options.precisions, options.kv_cache_dtypes, options.prefix_caching);
   std::string why_device;
   CROSSPOINT_ASSIGN_OR_RETURN(resolved.device, analysis::resolve_device(options.device, &why_device));
   if (resolved.time_budget_s < 0) resolved.time_budget_s = resolved.device == "cuda" ? 0 : kDefaultCpuTimeBudgetS;

@@ -17,6 +17,7 @@
 
 #include "common/dtype.h"
 #include "kernels/cuda/decoder_ops.h"
+#include "kernels/fp8.h"
 #include "kernels_cuda/reference.h"
 
 namespace crosspoint::cuda {
@@ -69,6 +70,15 @@ TEST(DecoderOpsArgs, BadShapesAndNullPointersAreStatusErrors) {
   st = rope_kv_write(rope, nullptr);
   EXPECT_NE(st.message().find("qkv_stride"), std::string::npos) << st.message();
   rope.qkv_stride = 32;
+  rope.key_cache_fp8 = reinterpret_cast<uint8_t*>(16);  // both cache pairs
+  rope.value_cache_fp8 = reinterpret_cast<uint8_t*>(16);
+  st = rope_kv_write(rope, nullptr);
+  EXPECT_NE(st.message().find("exactly one cache pair"), std::string::npos) << st.message();
+  rope.key_cache = rope.value_cache = nullptr;
+  rope.k_scale = -1.f;
+  st = rope_kv_write(rope, nullptr);
+  EXPECT_NE(st.message().find("k_scale and v_scale"), std::string::npos) << st.message();
+  rope.k_scale = 1.f;
   rope.slot_mapping = nullptr;
   EXPECT_EQ(rope_kv_write(rope, nullptr).code(), StatusCode::kInvalidArgument);
 }
@@ -159,18 +169,23 @@ struct RopeCase {
   std::vector<int32_t> positions = {0, 1, 17, 4000, 131071};
   std::vector<int32_t> slots = {3, -1, 16, 95, 40};  // -1: a padding row, stored nowhere
   float attention_scaling = 1.0f;                    // YaRN's factor on cos and sin
+  bool fp8 = false;                                  // an e4m3 cache with kRopeKScale / kRopeVScale
 };
+
+constexpr float kRopeKScale = 0.02f;   // rotated k up to ~5 -> codes up to ~250
+constexpr float kRopeVScale = 0.007f;  // v up to 2.5 -> codes up to ~360
 
 std::string describe(const RopeCase& c) {
   return "H=" + std::to_string(c.num_heads) + " Hkv=" + std::to_string(c.num_kv_heads) +
          " D=" + std::to_string(c.head_dim) + (c.with_bias ? " bias" : "") + " pad=" + std::to_string(c.qkv_row_pad) +
          " offset=" + std::to_string(c.qkv_offset) + " T=" + std::to_string(c.positions.size()) +
-         " scaling=" + std::to_string(c.attention_scaling);
+         " scaling=" + std::to_string(c.attention_scaling) + (c.fp8 ? " fp8" : "");
 }
 
 // Runs rope_kv_write on random rows and checks q (rotated in place), the stored k (rotated)
 // and v (copied) against fp64 rotations of the same fp32 angles, every untouched cache slot
-// and every non-q column of qkv bit for bit.
+// and every non-q column of qkv bit for bit. An fp8 cache's v bytes must be the CPU cache's
+// f32_to_e4m3(v / v_scale) exactly; its k within half an e4m3 step of the exact rotation.
 void check_rope(const RopeCase& c, uint32_t seed) {
   SCOPED_TRACE(describe(c));
   std::mt19937 rng(seed);
@@ -189,9 +204,12 @@ void check_rope(const RopeCase& c, uint32_t seed) {
   const size_t cache_count = static_cast<size_t>(num_blocks) * block_size * c.num_kv_heads * c.head_dim;
   const auto key_init = testing::random_f16(rng, cache_count, -1.f, 1.f);
   const auto value_init = testing::random_f16(rng, cache_count, -1.f, 1.f);
+  const auto key_init_fp8 = testing::random_e4m3(rng, cache_count);
+  const auto value_init_fp8 = testing::random_e4m3(rng, cache_count);
   std::vector<uint16_t> qkv_padded(c.qkv_offset, 0x7E00);  // NaN before the rows: never read
   qkv_padded.insert(qkv_padded.end(), qkv.begin(), qkv.end());
   DeviceBuffer<uint16_t> qkv_dev(qkv_padded), bias_dev(bias), key_dev(key_init), value_dev(value_init);
+  DeviceBuffer<uint8_t> key_fp8_dev(key_init_fp8), value_fp8_dev(value_init_fp8);
   DeviceBuffer<int32_t> pos_dev(positions), slot_dev(slots);
   DeviceBuffer<float> freq_dev(inv_freq);
   RopeKvWriteArgs a;
@@ -201,8 +219,15 @@ void check_rope(const RopeCase& c, uint32_t seed) {
   a.positions = pos_dev.get();
   a.inv_freq = freq_dev.get();
   a.slot_mapping = slot_dev.get();
-  a.key_cache = key_dev.get();
-  a.value_cache = value_dev.get();
+  if (c.fp8) {
+    a.key_cache_fp8 = key_fp8_dev.get();
+    a.value_cache_fp8 = value_fp8_dev.get();
+    a.k_scale = kRopeKScale;
+    a.v_scale = kRopeVScale;
+  } else {
+    a.key_cache = key_dev.get();
+    a.value_cache = value_dev.get();
+  }
   a.num_tokens = t_count;
   a.num_heads = c.num_heads;
   a.num_kv_heads = c.num_kv_heads;
@@ -216,7 +241,10 @@ void check_rope(const RopeCase& c, uint32_t seed) {
   const std::vector<uint16_t> got_qkv(got_padded.begin() + c.qkv_offset, got_padded.end());
   const auto got_key = key_dev.download();
   const auto got_value = value_dev.download();
+  const auto got_key_fp8 = key_fp8_dev.download();
+  const auto got_value_fp8 = value_fp8_dev.download();
   auto expected_key = key_init, expected_value = value_init;  // exact parts (v, untouched slots)
+  auto expected_key_fp8 = key_init_fp8, expected_value_fp8 = value_init_fp8;
 
   for (int t = 0; t < t_count; ++t) {
     const size_t row = static_cast<size_t>(t) * qkv_stride;
@@ -232,7 +260,7 @@ void check_rope(const RopeCase& c, uint32_t seed) {
         const double x1 = biased(col), x2 = biased(col + half);
         const double want1 = x1 * cs - x2 * sn, want2 = x2 * cs + x1 * sn;
         // One fp16 rounding of a value bounded by |x1| + |x2| (the result may cancel).
-        const double tol = kUlp16 * c.attention_scaling * (std::fabs(x1) + std::fabs(x2)) + 1e-6;
+        double tol = kUlp16 * c.attention_scaling * (std::fabs(x1) + std::fabs(x2)) + 1e-6;
         double got1, got2;
         if (head < c.num_heads) {
           got1 = h2f(got_qkv[row + col]);
@@ -240,10 +268,19 @@ void check_rope(const RopeCase& c, uint32_t seed) {
         } else {
           if (slots[t] < 0) continue;
           const size_t k = (static_cast<size_t>(slots[t]) * c.num_kv_heads + (head - c.num_heads)) * c.head_dim + i;
-          got1 = h2f(got_key[k]);
-          got2 = h2f(got_key[k + half]);
-          expected_key[k] = got_key[k];  // checked here against the tolerance
-          expected_key[k + half] = got_key[k + half];
+          if (c.fp8) {
+            got1 = static_cast<double>(e4m3_to_f32(got_key_fp8[k])) * kRopeKScale;
+            got2 = static_cast<double>(e4m3_to_f32(got_key_fp8[k + half])) * kRopeKScale;
+            // Half an e4m3 step: 2^-4 relative for normals, 2^-10 scale in the subnormal range.
+            tol = (std::fabs(want1) + std::fabs(want2)) / 16 + kRopeKScale / 1024 + 1e-5;
+            expected_key_fp8[k] = got_key_fp8[k];  // checked here against the tolerance
+            expected_key_fp8[k + half] = got_key_fp8[k + half];
+          } else {
+            got1 = h2f(got_key[k]);
+            got2 = h2f(got_key[k + half]);
+            expected_key[k] = got_key[k];  // checked here against the tolerance
+            expected_key[k + half] = got_key[k + half];
+          }
         }
         ASSERT_LE(std::fabs(got1 - want1), tol) << "t=" << t << " head=" << head << " i=" << i;
         ASSERT_LE(std::fabs(got2 - want2), tol) << "t=" << t << " head=" << head << " i=" << i;
@@ -251,9 +288,11 @@ void check_rope(const RopeCase& c, uint32_t seed) {
     }
     if (slots[t] >= 0) {
       const int v_start = (c.num_heads + c.num_kv_heads) * c.head_dim;
-      for (int i = 0; i < c.num_kv_heads * c.head_dim; ++i)
-        expected_value[static_cast<size_t>(slots[t]) * c.num_kv_heads * c.head_dim + i] =
-            crosspoint::f32_to_f16(biased(v_start + i));
+      for (int i = 0; i < c.num_kv_heads * c.head_dim; ++i) {
+        const size_t at = static_cast<size_t>(slots[t]) * c.num_kv_heads * c.head_dim + i;
+        if (c.fp8) expected_value_fp8[at] = f32_to_e4m3(biased(v_start + i) / kRopeVScale);
+        else expected_value[at] = crosspoint::f32_to_f16(biased(v_start + i));
+      }
     }
     // k and v columns of qkv and the stride gap are left as they were.
     for (int64_t col = static_cast<int64_t>(c.num_heads) * c.head_dim; col < qkv_stride; ++col)
@@ -262,6 +301,8 @@ void check_rope(const RopeCase& c, uint32_t seed) {
   for (int i = 0; i < c.qkv_offset; ++i) ASSERT_EQ(got_padded[i], 0x7E00) << "written before qkv";
   EXPECT_EQ(got_key, expected_key) << "a slot not in slot_mapping changed";
   EXPECT_EQ(got_value, expected_value);
+  EXPECT_EQ(got_key_fp8, expected_key_fp8) << "a slot not in slot_mapping changed";
+  EXPECT_EQ(got_value_fp8, expected_value_fp8);
 }
 
 TEST(RopeKvWrite, RotatesQAndStoresKvInTheirSlots) {
@@ -274,6 +315,18 @@ TEST(RopeKvWrite, RotatesQAndStoresKvInTheirSlots) {
   RopeCase yarn{14, 2, 64, true};
   yarn.attention_scaling = 1.1386294f;  // YaRN's 0.1 ln(4) + 1 (Qwen2.5's factor 4)
   check_rope(yarn, seed++);
+}
+
+// The fp8 cache on each access width: 8-, 2- and 1-byte stores, with and without bias, a
+// padding row.
+TEST(RopeKvWrite, StoresE4m3InAnFp8Cache) {
+  CROSSPOINT_SKIP_WITHOUT_GPU();
+  uint32_t seed = 150;
+  for (RopeCase c : {RopeCase{28, 4, 128, true, /*qkv_row_pad=*/8}, RopeCase{14, 2, 64, false},
+                     RopeCase{3, 1, 10, true}, RopeCase{16, 4, 128, true, /*qkv_row_pad=*/8, /*qkv_offset=*/1}}) {
+    c.fp8 = true;
+    check_rope(c, seed++);
+  }
 }
 
 // 16-byte rows (the 8-value kernel) at decode batches 1, 2, 3 and 8 with padding rows

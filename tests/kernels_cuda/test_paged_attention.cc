@@ -13,6 +13,10 @@
 // on re-poisoned outputs and partials (the merge counters left as the first launch left them) and must give the same
 // bits; after every launch the workspace's counters must be back at zero.
 //
+// fp8 cases hold the cache as e4m3 bytes with per-tensor scales that are not powers of two
+// (the kernels fold k_scale into the softmax scale and v_scale into the output); the
+// reference reads the same bytes as e4m3 * scale, so the tolerance is the fp16 one.
+//
 // Tolerance: outputs are convex combinations of V values in [-1, 1] computed in fp32 and rounded
 // to fp16 once: |error| <= 2^-11 |ref| (the rounding) + 3e-5 (fp32 dot products, exp2f and sums
 // over up to 4,100 positions: ~sqrt(4100) * 6e-8 relative to max |v| = 1, with margin). The
@@ -27,6 +31,7 @@
 #include <string>
 
 #include "common/dtype.h"
+#include "kernels/fp8.h"
 #include "kernels/cuda/paged_attention.h"
 #include "kernels_cuda/reference.h"
 
@@ -47,7 +52,18 @@ struct AttentionCase {
   int padding_rows = 0;         // rows past seq_token_start[num_seqs] (a graph bucket's padding)
   int context_bound_extra = 0;  // host max_context_len = real max + this
   bool use_workspace = true;
+  bool fp8 = false;  // an e4m3 cache with kFp8KScale / kFp8VScale
 };
+
+constexpr float kFp8KScale = 0.0125f;  // K in [-1, 1] -> codes up to 80
+constexpr float kFp8VScale = 0.0037f;  // V in [-1, 1] -> codes up to ~270
+
+// The fp8 twin of a case: same shapes, "fp8 " before its name.
+AttentionCase fp8_case(AttentionCase c) {
+  c.name = "fp8 " + c.name;
+  c.fp8 = true;
+  return c;
+}
 
 float h2f(uint16_t bits) { return crosspoint::f16_to_f32(bits); }
 
@@ -57,7 +73,14 @@ struct AttentionProblem {
   int64_t query_stride = 0, output_stride = 0;
   std::vector<int32_t> block_tables, seq_token_start, seq_context_len;
   std::vector<uint16_t> query, key_cache, value_cache;
+  std::vector<uint8_t> key_cache_fp8, value_cache_fp8;  // fp8 cases: e4m3(x / scale) of the fp16 values
 };
+
+std::vector<uint8_t> quantize_e4m3(const std::vector<uint16_t>& values, float scale) {
+  std::vector<uint8_t> out(values.size());
+  for (size_t i = 0; i < values.size(); ++i) out[i] = f32_to_e4m3(crosspoint::f16_to_f32(values[i]) / scale);
+  return out;
+}
 
 AttentionProblem make_problem(const AttentionCase& c, std::mt19937& rng) {
   AttentionProblem p;
@@ -93,6 +116,10 @@ AttentionProblem make_problem(const AttentionCase& c, std::mt19937& rng) {
   const size_t cache_count = static_cast<size_t>(p.num_blocks) * c.block_size * c.num_kv_heads * c.head_dim;
   p.key_cache = testing::random_f16(rng, cache_count, -1.f, 1.f);
   p.value_cache = testing::random_f16(rng, cache_count, -1.f, 1.f);
+  if (c.fp8) {
+    p.key_cache_fp8 = quantize_e4m3(p.key_cache, kFp8KScale);
+    p.value_cache_fp8 = quantize_e4m3(p.value_cache, kFp8VScale);
+  }
   return p;
 }
 
@@ -116,8 +143,11 @@ AttentionRef attention_ref(const AttentionCase& c, const AttentionProblem& p, fl
       const int block = p.block_tables[s * p.max_blocks_per_seq + pos / c.block_size];
       const size_t slot = static_cast<size_t>(block) * c.block_size + pos % c.block_size;
       for (size_t i = 0; i < row; ++i) {
-        keys[pos * row + i] = h2f(p.key_cache[slot * row + i]);
-        values[pos * row + i] = h2f(p.value_cache[slot * row + i]);
+        keys[pos * row + i] = c.fp8 ? static_cast<double>(e4m3_to_f32(p.key_cache_fp8[slot * row + i])) * kFp8KScale
+                                    : h2f(p.key_cache[slot * row + i]);
+        values[pos * row + i] = c.fp8
+                                    ? static_cast<double>(e4m3_to_f32(p.value_cache_fp8[slot * row + i])) * kFp8VScale
+                                    : h2f(p.value_cache[slot * row + i]);
       }
     }
     for (int j = 0; j < num_new; ++j) {
@@ -244,6 +274,7 @@ double expect_matches(const AttentionCase& c, const AttentionProblem& p, const A
 void run_path(const AttentionCase& c, const AttentionProblem& p, const AttentionRef& want, float scale, Path path) {
   SCOPED_TRACE(c.name + " (" + path_name(path) + ")");
   DeviceBuffer<uint16_t> query(p.query), key(p.key_cache), value(p.value_cache);
+  DeviceBuffer<uint8_t> key_fp8(p.key_cache_fp8), value_fp8(p.value_cache_fp8);
   DeviceBuffer<uint16_t> output(static_cast<size_t>(p.num_tokens) * p.output_stride);
   DeviceBuffer<int32_t> tables(p.block_tables), starts(p.seq_token_start), contexts(p.seq_context_len);
   output.poison();
@@ -253,8 +284,15 @@ void run_path(const AttentionCase& c, const AttentionProblem& p, const Attention
   a.query_stride = p.query_stride;
   a.output = output.get();
   a.output_stride = p.output_stride;
-  a.key_cache = key.get();
-  a.value_cache = value.get();
+  if (c.fp8) {
+    a.key_cache_fp8 = key_fp8.get();
+    a.value_cache_fp8 = value_fp8.get();
+    a.k_scale = kFp8KScale;
+    a.v_scale = kFp8VScale;
+  } else {
+    a.key_cache = key.get();
+    a.value_cache = value.get();
+  }
   a.block_tables = tables.get();
   a.seq_token_start = starts.get();
   a.seq_context_len = contexts.get();
@@ -582,6 +620,33 @@ TEST(CudaPagedAttention, GenericHeadDimsAndWideGroups) {
   run_case({"D128 32:1 (decode kernel does not apply)", 32, 1, 128, 16, {{1, 700}, {1, 3}}}, 218);
 }
 
+// The e4m3 cache on every kernel instance: decode batches across block and tile boundaries and
+// a long split context (D 128 and 64, GQA 1:1 to 16:1), the balanced and partitioned decode
+// kernels' merges, prefill chunks with and without a cached prefix, a mixed batch with
+// padding, and the split kernel's generic head dims (96, 256).
+TEST(CudaPagedAttention, Fp8CacheOnEveryKernel) {
+  CROSSPOINT_SKIP_WITHOUT_GPU();
+  run_case(fp8_case({"decode 7:1 D128", 28, 4, 128, 16, {{1, 1}, {1, 15}, {1, 16}, {1, 17}, {1, 33}, {1, 1000}}}),
+           801);
+  run_case(fp8_case({"decode 1:1 D64 ctx 4100", 8, 8, 64, 16, {{1, 4100}}}), 802);
+  run_case(fp8_case({"B=3 16:1 D128 bound 4096", 32, 2, 128, 16, {{1, 17}, {1, 513}, {1, 2100}}, 0, 4096 - 2100}),
+           803);
+  AttentionCase batch{"B=40 7:1 D128 bound 4096", 28, 4, 128, 16, {}, /*padding_rows=*/2};
+  for (int i = 0; i < 40; ++i) batch.seqs.push_back({1, 1 + (i * 397) % 3000});
+  batch.context_bound_extra = 4096 - 2956;
+  run_case(fp8_case(batch), 804);
+  run_case(fp8_case({"prefill 77 7:1 D64", 14, 2, 64, 16, {{77, 77}}}), 805);
+  run_case(fp8_case({"chunked prefill 100 after 600 cached", 14, 2, 128, 16, {{100, 700}}}), 806);
+  run_case(fp8_case({"mixed 7:1 D128", 28, 4, 128, 16, {{33, 33}, {1, 300}, {20, 200}, {0, 10}, {1, 1}, {5, 16}}, 3,
+                     100}),
+           807);
+  AttentionCase no_workspace = fp8_case({"mixed 7:1 D128 no workspace", 28, 4, 128, 16, {{40, 90}, {1, 300}, {3, 3}}});
+  no_workspace.use_workspace = false;
+  run_case(no_workspace, 808);
+  run_case(fp8_case({"D96 4:1", 8, 2, 96, 16, {{1, 70}, {9, 40}, {40, 50}}}), 809);
+  run_case(fp8_case({"D256 16:1 (two head chunks)", 16, 1, 256, 16, {{1, 129}, {3, 3}}}), 810);
+}
+
 // ---- host-only checks (run on CPU-only CI too) -----------------------------------------------
 
 CudaPagedAttentionArgs valid_host_args() {
@@ -630,7 +695,16 @@ TEST(CudaPagedAttentionArgs, RefusesBadArgumentsWithAStatus) {
   expect_refused(a, "output_stride");
   a = valid_host_args();
   a.key_cache = nullptr;
-  expect_refused(a, "null");
+  expect_refused(a, "exactly one cache pair");
+  a = valid_host_args();
+  a.key_cache_fp8 = a.value_cache_fp8 = reinterpret_cast<const uint8_t*>(256);  // both pairs
+  expect_refused(a, "exactly one cache pair");
+  a.key_cache = a.value_cache = nullptr;  // the fp8 pair alone, with a bad scale
+  a.v_scale = 0.f;
+  expect_refused(a, "k_scale and v_scale");
+  a.v_scale = 1.f;
+  a.key_cache_fp8 = reinterpret_cast<const uint8_t*>(264);
+  expect_refused(a, "aligned");
   a = valid_host_args();
   a.query = reinterpret_cast<const uint16_t*>(258);
   expect_refused(a, "aligned");

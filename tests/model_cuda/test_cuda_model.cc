@@ -71,10 +71,10 @@ class CudaModelVsCpuTest : public ::testing::TestWithParam<TinyPrecision> {};
 
 // Prefill of two sequences, decodes, then a third sequence prefilled in two chunks (the
 // second continuing the cached prefix) beside decodes, with logits for every token of the
-// chunk: the same ForwardBatch sequence through both models and their own caches.
-TEST_P(CudaModelVsCpuTest, LogitsMatchTheCpuModel) {
-  SKIP_WITHOUT_GPU();
-  const TinyPrecision precision = GetParam();
+// chunk: the same ForwardBatch sequence through both models and their own caches (fp8 e4m3
+// on both with kv_fp8: the GPU's K and V come from fp16 activations, so an element may round
+// to a neighbouring e4m3 value, as W8A8's activations do: its tolerance, 8e-2).
+void expect_logits_match_cpu(TinyPrecision precision, bool kv_fp8) {
   auto cpu = load_tiny_model(precision);
   ASSERT_NE(cpu, nullptr);
   constexpr int32_t kBlocks = 48, kMaxBlocksPerSeq = 8, kBlockSize = 16;
@@ -84,13 +84,14 @@ TEST_P(CudaModelVsCpuTest, LogitsMatchTheCpuModel) {
   options.max_num_logits = 64;
   options.max_model_len = kMaxBlocksPerSeq * kBlockSize;
   options.num_kv_blocks = kBlocks;
+  options.kv_fp8 = kv_fp8;
   auto gpu = cuda::CudaModel::create(*cpu, options);
   ASSERT_TRUE(gpu.is_ok()) << gpu.status().to_string();
   EXPECT_EQ((*gpu)->num_kv_blocks(), kBlocks);
-  CpuKvCache cpu_cache(cpu->kv_cache_shape(kBlocks, kBlockSize));
+  CpuKvCache cpu_cache(cpu->kv_cache_shape(kBlocks, kBlockSize, kv_fp8 ? DType::kF8E4M3 : DType::kF32));
   testing::BatchBuilder builder(3, kMaxBlocksPerSeq, kBlockSize);
   const int32_t V = cpu->vocab_size();
-  const float tol = tolerance_for(precision);
+  const float tol = kv_fp8 ? std::max(tolerance_for(precision), 8e-2f) : tolerance_for(precision);
 
   auto step = [&](const std::vector<testing::SeqChunk>& chunks, bool all_logits, const std::string& what) {
     const ForwardBatch batch = builder.build(chunks, all_logits);
@@ -118,6 +119,16 @@ TEST_P(CudaModelVsCpuTest, LogitsMatchTheCpuModel) {
   step({{0, {first[1]}}, {1, {second[0]}}, {2, {second.back()}}}, false, "three decodes");
 }
 
+TEST_P(CudaModelVsCpuTest, LogitsMatchTheCpuModel) {
+  SKIP_WITHOUT_GPU();
+  expect_logits_match_cpu(GetParam(), /*kv_fp8=*/false);
+}
+
+TEST_P(CudaModelVsCpuTest, Fp8KvCacheLogitsMatchTheCpuFp8Cache) {
+  SKIP_WITHOUT_GPU();
+  expect_logits_match_cpu(GetParam(), /*kv_fp8=*/true);
+}
+
 INSTANTIATE_TEST_SUITE_P(Precisions, CudaModelVsCpuTest,
                          ::testing::Values(TinyPrecision::kFp16, TinyPrecision::kFp8, TinyPrecision::kW4A16Rtn,
                                            TinyPrecision::kW4A16GptqActOrder, TinyPrecision::kQwen3Fp16),
@@ -143,6 +154,18 @@ TEST(CudaModelTest, ReportsMemoryAndRefusesATooSmallFraction) {
   EXPECT_GT(mem.num_kv_blocks, 0);
   EXPECT_EQ(mem.kv_tokens, mem.num_kv_blocks * 16);
   EXPECT_LE(mem.used_before_kv_bytes + mem.kv_bytes, mem.total_bytes / 2 + (1u << 20));
+  // An fp8 cache: one byte per element, so about twice the tokens in the same memory.
+  const int64_t fp16_tokens = mem.kv_tokens;
+  gpu->reset();  // its memory back before the next model measures what is free
+  options.kv_fp8 = true;
+  auto fp8 = cuda::CudaModel::create(*cpu, options);
+  ASSERT_TRUE(fp8.is_ok()) << fp8.status().to_string();
+  const cuda::CudaMemoryReport& fp8_mem = (*fp8)->memory();
+  EXPECT_EQ(fp8_mem.kv_bytes_per_token, 2u * 2 * 2 * 64);
+  EXPECT_EQ(fp8_mem.kv_bytes, static_cast<size_t>(fp8_mem.kv_tokens) * fp8_mem.kv_bytes_per_token);
+  EXPECT_GT(fp8_mem.kv_tokens, fp16_tokens * 19 / 10);
+  fp8->reset();
+  options.kv_fp8 = false;
   options.gpu_memory_utilization = 0.0001;
   auto refused = cuda::CudaModel::create(*cpu, options);
   ASSERT_FALSE(refused.is_ok());

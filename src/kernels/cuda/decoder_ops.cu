@@ -2,9 +2,11 @@
 // out. Row kernels take 16-byte vectors when every row, stride and pointer allows it, else a
 // scalar twin of the same kernel (a template flag), so odd widths stay correct.
 #include <cuda_fp16.h>
+#include <cuda_fp8.h>
 
 #include <algorithm>
 #include <cfloat>
+#include <cmath>
 #include <climits>
 #include <cstdint>
 #include <string>
@@ -237,13 +239,32 @@ __device__ __forceinline__ void store_halves(uint16_t* dst, const float (&in)[kW
   }
 }
 
+// kWidth values as e4m3(x / scale) bytes (round to nearest even, saturating to +-448: the CPU
+// cache's f32_to_e4m3 after the same IEEE division), one 8-, 2- or 1-byte store.
+template <int kWidth>
+__device__ __forceinline__ void store_e4m3(uint8_t* dst, const float (&in)[kWidth], float scale) {
+  uint8_t q[kWidth];
+#pragma unroll
+  for (int j = 0; j < kWidth; ++j) q[j] = __nv_cvt_float_to_fp8(in[j] / scale, __NV_SATFINITE, __NV_E4M3);
+  if constexpr (kWidth == 8) {
+    uint2 raw;
+    memcpy(&raw, q, 8);
+    *reinterpret_cast<uint2*>(dst) = raw;
+  } else if constexpr (kWidth == 2) {
+    *reinterpret_cast<uint16_t*>(dst) = static_cast<uint16_t>(q[0] | (q[1] << 8));
+  } else {
+    *dst = q[0];
+  }
+}
+
 // One thread per work item of a token: either kWidth consecutive rotation pairs (i .. i+kWidth-1
 // paired with i+D/2 ..) of one q or k head, or kWidth consecutive v values. grid (T,
 // ceil(items / kRopeThreads)) with items = (H + Hkv) * D/2 / kWidth + Hkv * D / kWidth, so a
 // decode token is spread over several blocks and every thread issues its loads (x1, x2, bias,
 // inv_freq) at once: one memory round trip, then the stores. Bias is added in fp32 before the
 // rotation, the angle is position * inv_freq[i] in fp32 with precise sincosf, and each result
-// is rounded to fp16 once (the same arithmetic as the CPU reference).
+// is rounded to fp16 once (the same arithmetic as the CPU reference); an fp8 cache gets
+// e4m3(x / scale) of the fp32 value instead.
 template <int kWidth>
 __global__ void __launch_bounds__(kRopeThreads) rope_kv_write_kernel(RopeKvWriteArgs a) {
   wait_for_prior_kernels();
@@ -279,7 +300,8 @@ __global__ void __launch_bounds__(kRopeThreads) rope_kv_write_kernel(RopeKvWrite
       asm volatile("" : "+f"(v[j]));
     }
     if (!store_slot()) return;
-    store_halves<kWidth>(a.value_cache + cache_row() + v_offset, v);
+    if (a.value_cache_fp8 != nullptr) store_e4m3<kWidth>(a.value_cache_fp8 + cache_row() + v_offset, v, a.v_scale);
+    else store_halves<kWidth>(a.value_cache + cache_row() + v_offset, v);
     return;
   }
 
@@ -307,6 +329,12 @@ __global__ void __launch_bounds__(kRopeThreads) rope_kv_write_kernel(RopeKvWrite
     cos_f *= a.attention_scaling;
     y1[j] = u1 * cos_f - u2 * sin_f;
     y2[j] = u2 * cos_f + u1 * sin_f;
+  }
+  if (head >= a.num_heads && a.key_cache_fp8 != nullptr) {
+    uint8_t* dst = a.key_cache_fp8 + cache_row() + (head - a.num_heads) * a.head_dim + i0;
+    store_e4m3<kWidth>(dst, y1, a.k_scale);
+    store_e4m3<kWidth>(dst + half, y2, a.k_scale);
+    return;
   }
   uint16_t* dst = head < a.num_heads ? row + col : a.key_cache + cache_row() + (head - a.num_heads) * a.head_dim + i0;
   store_halves<kWidth>(dst, y1);
@@ -509,13 +537,23 @@ Status rope_kv_write(const RopeKvWriteArgs& a, cudaStream_t stream) {
   if (a.qkv_stride < row_width)
     return bad(op, "qkv_stride " + std::to_string(a.qkv_stride) + " < (H + 2 Hkv) * D = " + std::to_string(row_width));
   if (a.num_tokens == 0) return Status::ok();
-  if (!a.qkv || !a.positions || !a.inv_freq || !a.slot_mapping || !a.key_cache || !a.value_cache)
-    return bad(op, "null qkv, positions, inv_freq, slot_mapping, key_cache or value_cache");
-  // The widest access every q/k half-head, v row, stride and pointer allows.
+  if (!a.qkv || !a.positions || !a.inv_freq || !a.slot_mapping)
+    return bad(op, "null qkv, positions, inv_freq or slot_mapping");
+  const bool fp16_cache = a.key_cache != nullptr && a.value_cache != nullptr;
+  const bool fp8_cache = a.key_cache_fp8 != nullptr && a.value_cache_fp8 != nullptr;
+  if (fp16_cache == fp8_cache || (a.key_cache && a.key_cache_fp8) || (a.value_cache && a.value_cache_fp8))
+    return bad(op, "exactly one cache pair must be set: key_cache and value_cache (fp16) or key_cache_fp8 and "
+                   "value_cache_fp8");
+  if (fp8_cache && !(a.k_scale > 0.f && a.v_scale > 0.f && std::isfinite(a.k_scale) && std::isfinite(a.v_scale)))
+    return bad(op, "the fp8 cache's k_scale and v_scale must be positive and finite");
+  // The widest access every q/k half-head, v row, stride and pointer allows (e4m3 stores are
+  // half as wide as the fp16 ones).
   const int half = a.head_dim / 2;
   auto all_aligned = [&](int bytes) {
-    return aligned(a.qkv, bytes) && aligned(a.key_cache, bytes) && aligned(a.value_cache, bytes) &&
-           (a.bias == nullptr || aligned(a.bias, bytes)) && a.qkv_stride * 2 % bytes == 0;
+    const bool caches = fp8_cache ? aligned(a.key_cache_fp8, bytes / 2) && aligned(a.value_cache_fp8, bytes / 2)
+                                  : aligned(a.key_cache, bytes) && aligned(a.value_cache, bytes);
+    return caches && aligned(a.qkv, bytes) && (a.bias == nullptr || aligned(a.bias, bytes)) &&
+           a.qkv_stride * 2 % bytes == 0;
   };
   const int width = half % 8 == 0 && all_aligned(16) ? 8 : half % 2 == 0 && all_aligned(4) ? 2 : 1;
   const int items = (a.num_heads + a.num_kv_heads) * (half / width) + a.num_kv_heads * a.head_dim / width;

@@ -47,7 +47,9 @@ Status add_rms_norm(float* residual, const uint16_t* delta, int64_t delta_stride
 //   q: rotated in place (HF "rotate half" RoPE at positions[t], inv_freq [D/2] f32 device).
 //   k: rotated, then stored with v in the paged cache at slot_mapping[t]
 //      (= physical_block * block_size + offset; -1 means "don't store": padding rows).
-//   key_cache / value_cache: one layer's [num_blocks, block_size, Hkv, D] fp16.
+//   key_cache / value_cache: one layer's [num_blocks, block_size, Hkv, D] fp16; or, for an fp8
+//   cache, key_cache_fp8 / value_cache_fp8 in e4m3 bytes, stored as e4m3(x / k_scale or
+//   v_scale) from the fp32 value (exactly one pair is set).
 struct RopeKvWriteArgs {
   uint16_t* qkv = nullptr;
   int64_t qkv_stride = 0;
@@ -57,6 +59,10 @@ struct RopeKvWriteArgs {
   const int32_t* slot_mapping = nullptr;  // [T] device
   uint16_t* key_cache = nullptr;
   uint16_t* value_cache = nullptr;
+  uint8_t* key_cache_fp8 = nullptr;
+  uint8_t* value_cache_fp8 = nullptr;
+  float k_scale = 1.0f;
+  float v_scale = 1.0f;
   int num_tokens = 0;
   int num_heads = 0;
   int num_kv_heads = 0;

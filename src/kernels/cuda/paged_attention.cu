@@ -106,9 +106,10 @@ __device__ __forceinline__ float reduce_scatter_8(const float (&v)[8], int lane_
   return sum;
 }
 
-// kThreadsPerRow threads cover one K/V row of D fp16 (8 each; lanes past D idle):
+// kThreadsPerRow threads cover one K/V row of D elements (8 each; lanes past D idle):
 // 16 for D = 128, 8 for D = 64, 32 for the generic path (any multiple of 8 up to 256).
-template <int kThreadsPerRow>
+// kFp8: the cache holds e4m3 bytes (Params::kv_fp8).
+template <int kThreadsPerRow, bool kFp8>
 __global__ void __launch_bounds__(kThreads) paged_attention_split_kernel(Params p) {
   wait_for_prior_kernels();
   allow_dependent_launch();
@@ -178,7 +179,7 @@ __global__ void __launch_bounds__(kThreads) paged_attention_split_kernel(Params 
           const int position = tile + i * kRowGroups + row_group;
           v_early[i] = make_uint4(0, 0, 0, 0);
           if (position < end && dim_valid)
-            v_early[i] = *reinterpret_cast<const uint4*>(p.value_cache + row_offset(position));
+            v_early[i] = load_cache8<kFp8>(p.value_cache, row_offset(position));
         }
       }
       // Scores of this tile: s_scores[h][r] = q_h . k_(tile + r) (log2 units), -inf past `end`.
@@ -190,7 +191,7 @@ __global__ void __launch_bounds__(kThreads) paged_attention_split_kernel(Params 
           const int position = tile + (b + i) * kRowGroups + row_group;
           k_raw[i] = make_uint4(0, 0, 0, 0);
           if (position < end && dim_valid)
-            k_raw[i] = *reinterpret_cast<const uint4*>(p.key_cache + row_offset(position));
+            k_raw[i] = load_cache8<kFp8>(p.key_cache, row_offset(position));
         }
 #pragma unroll
         for (int i = 0; i < kBatch; ++i) {
@@ -260,7 +261,7 @@ __global__ void __launch_bounds__(kThreads) paged_attention_split_kernel(Params 
             const int position = tile + (b + i) * kRowGroups + row_group;
             v_raw[i] = make_uint4(0, 0, 0, 0);
             if (position < end && dim_valid)
-              v_raw[i] = *reinterpret_cast<const uint4*>(p.value_cache + row_offset(position));
+              v_raw[i] = load_cache8<kFp8>(p.value_cache, row_offset(position));
           }
         }
 #pragma unroll
@@ -295,7 +296,7 @@ __global__ void __launch_bounds__(kThreads) paged_attention_split_kernel(Params 
       float sum = 0.f;
 #pragma unroll
       for (int g = 0; g < kRowGroups; ++g) sum += reduce[(g * kHeadsPerCta + h) * kRowFloats + d];
-      const float value = sum / s_l[h];
+      const float value = sum / s_l[h] * p.v_scale;
       const int head = head_begin + h;
       if (p.num_splits == 1) {
         p.output[t * p.output_stride + head * p.head_dim + d] = __half_as_ushort(__float2half_rn(value));
@@ -400,13 +401,20 @@ Status check_args(const CudaPagedAttentionArgs& a) {
     return bad("query_stride " + std::to_string(a.query_stride) + " must be >= H * D and a multiple of 8");
   if (a.output_stride < row_width) return bad("output_stride " + std::to_string(a.output_stride) + " < H * D");
   if (a.num_tokens == 0) return Status::ok();
-  if (!a.query || !a.output || !a.key_cache || !a.value_cache || !a.block_tables || !a.seq_token_start ||
-      !a.seq_context_len)
-    return bad("null query, output, cache or table pointer");
+  const bool fp16_cache = a.key_cache != nullptr && a.value_cache != nullptr;
+  const bool fp8_cache = a.key_cache_fp8 != nullptr && a.value_cache_fp8 != nullptr;
+  if (!a.query || !a.output || !a.block_tables || !a.seq_token_start || !a.seq_context_len)
+    return bad("null query, output or table pointer");
+  if (fp16_cache == fp8_cache || (a.key_cache && a.key_cache_fp8) || (a.value_cache && a.value_cache_fp8))
+    return bad("exactly one cache pair must be set: key_cache and value_cache (fp16) or key_cache_fp8 and value_cache_fp8");
+  if (fp8_cache && !(a.k_scale > 0.f && a.v_scale > 0.f && std::isfinite(a.k_scale) && std::isfinite(a.v_scale)))
+    return bad("the fp8 cache's k_scale and v_scale must be positive and finite");
   if (a.num_seqs == 0) return bad("num_tokens > 0 but num_seqs == 0");
   auto aligned16 = [](const void* ptr) { return reinterpret_cast<uintptr_t>(ptr) % 16 == 0; };
-  if (!aligned16(a.query) || !aligned16(a.key_cache) || !aligned16(a.value_cache))
-    return bad("query, key_cache and value_cache must be 16-byte aligned");
+  const void* key = fp8_cache ? static_cast<const void*>(a.key_cache_fp8) : a.key_cache;
+  const void* value = fp8_cache ? static_cast<const void*>(a.value_cache_fp8) : a.value_cache;
+  if (!aligned16(a.query) || !aligned16(key) || !aligned16(value))
+    return bad("query and the caches must be 16-byte aligned");
   return Status::ok();
 }
 
@@ -453,19 +461,13 @@ Status launch_split(const CudaPagedAttentionArgs& a, Params p, cudaStream_t stre
   const int grid_z = static_cast<int>(std::min<int64_t>(p.num_splits, (kUnsplitCtas + row_ctas - 1) / row_ctas));
   const dim3 grid(a.num_tokens, ctas_per_row, std::max(grid_z, 1));
   if (grid.y > 65535) return bad("num_kv_heads x head chunks exceeds the grid limit");
-  if (a.head_dim == 128) {
-    CROSSPOINT_CUDA_RETURN_IF_ERROR(
-        launch_programmatic(paged_attention_split_kernel<16>, grid, dim3(kThreads), 0, stream, p),
-        "paged_attention_split_kernel launch");
-  } else if (a.head_dim == 64) {
-    CROSSPOINT_CUDA_RETURN_IF_ERROR(
-        launch_programmatic(paged_attention_split_kernel<8>, grid, dim3(kThreads), 0, stream, p),
-        "paged_attention_split_kernel launch");
-  } else {
-    CROSSPOINT_CUDA_RETURN_IF_ERROR(
-        launch_programmatic(paged_attention_split_kernel<32>, grid, dim3(kThreads), 0, stream, p),
-        "paged_attention_split_kernel launch");
-  }
+  const auto kernel = [&] {
+    if (a.head_dim == 128) return p.kv_fp8 ? paged_attention_split_kernel<16, true> : paged_attention_split_kernel<16, false>;
+    if (a.head_dim == 64) return p.kv_fp8 ? paged_attention_split_kernel<8, true> : paged_attention_split_kernel<8, false>;
+    return p.kv_fp8 ? paged_attention_split_kernel<32, true> : paged_attention_split_kernel<32, false>;
+  }();
+  CROSSPOINT_CUDA_RETURN_IF_ERROR(launch_programmatic(kernel, grid, dim3(kThreads), 0, stream, p),
+                                  "paged_attention_split_kernel launch");
   CROSSPOINT_RETURN_IF_ERROR(last_launch_status("paged_attention_split_kernel launch"));
   if (p.num_splits > 1) {
     CROSSPOINT_CUDA_RETURN_IF_ERROR(launch_programmatic(paged_attention_merge_kernel, dim3(a.num_tokens, a.num_heads),
@@ -532,8 +534,10 @@ Status cuda_paged_attention_with(const CudaPagedAttentionArgs& a, CudaAttentionK
   p.query_stride = a.query_stride;
   p.output = a.output;
   p.output_stride = a.output_stride;
-  p.key_cache = a.key_cache;
-  p.value_cache = a.value_cache;
+  p.kv_fp8 = a.key_cache_fp8 != nullptr;
+  p.key_cache = p.kv_fp8 ? static_cast<const void*>(a.key_cache_fp8) : a.key_cache;
+  p.value_cache = p.kv_fp8 ? static_cast<const void*>(a.value_cache_fp8) : a.value_cache;
+  p.v_scale = p.kv_fp8 ? a.v_scale : 1.0f;
   p.block_tables = a.block_tables;
   p.seq_token_start = a.seq_token_start;
   p.seq_context_len = a.seq_context_len;
@@ -544,7 +548,7 @@ Status cuda_paged_attention_with(const CudaPagedAttentionArgs& a, CudaAttentionK
   p.head_dim = a.head_dim;
   p.block_size = a.block_size;
   p.group_size = a.num_heads / a.num_kv_heads;
-  p.scale_log2 = a.scale * kLog2e;
+  p.scale_log2 = a.scale * kLog2e * (p.kv_fp8 ? a.k_scale : 1.0f);  // q . (k_scale e4m3) = k_scale (q . e4m3)
   // Prefill sequences (>= kTensorCoreMinRows new rows) go to the tensor-core prefill kernel
   // when it supports this head_dim and the output rows allow its 4-byte stores.
   if (a.batch_invariant && kernels == CudaAttentionKernels::kDefault) kernels = CudaAttentionKernels::kDecodeOnly;

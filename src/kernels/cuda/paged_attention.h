@@ -1,4 +1,4 @@
-// Attention over the paged fp16 KV cache for one flat batch of prefill chunks and decodes
+// Attention over the paged fp16 (or e4m3) KV cache for one flat batch of prefill chunks and decodes
 // (the GPU twin of kernels/paged_attention.h; same tables, same causal rule):
 //   sequence s owns query rows seq_token_start[s] .. seq_token_start[s+1] (n_new rows) and
 //   seq_context_len[s] cached tokens after this step; new row j sits at position
@@ -24,6 +24,12 @@ struct CudaPagedAttentionArgs {
   int64_t output_stride = 0;
   const uint16_t* key_cache = nullptr;       // one layer's [num_blocks, block_size, Hkv, D] fp16
   const uint16_t* value_cache = nullptr;     // same layout
+  // Or an fp8 cache (--kv-cache-dtype fp8): the same layout in e4m3 bytes, read as
+  // e4m3 * k_scale / v_scale (vLLM's per-tensor scales). Exactly one pair is set.
+  const uint8_t* key_cache_fp8 = nullptr;
+  const uint8_t* value_cache_fp8 = nullptr;
+  float k_scale = 1.0f;
+  float v_scale = 1.0f;
   const int32_t* block_tables = nullptr;     // [num_seqs, max_blocks_per_seq] device
   const int32_t* seq_token_start = nullptr;  // [num_seqs + 1] device
   const int32_t* seq_context_len = nullptr;  // [num_seqs] device

@@ -39,6 +39,10 @@
 //   C (16 x 8, fp32)       c0, c1: (row group, cols 2 quad, +1)  c2, c3: (row group + 8, same cols)
 //   Here rows are query heads of the group, S columns positions, O columns dims.
 //
+// An e4m3 cache (Params::kv_fp8) travels the ring as bytes (rows padded to D + 16 bytes); each
+// warp widens its 16 positions of K and V into its own fp16 tile (exact) just before its
+// ldmatrix reads, so the fragments and the math are the fp16 kernel's.
+//
 // Ring depth kStages: 3 (2 where the GPU refuses that much shared memory: D 128 takes
 // 104,448 bytes with 3 stages, 2 CTAs per SM).
 #include <cuda_fp16.h>
@@ -66,15 +70,27 @@ constexpr int kWarps = 4;
 constexpr int kThreads = kWarps * 32;
 constexpr int kTile = kWarps * 16;          // positions per pipeline stage, 16 per warp
 constexpr int kPad = 8;                     // fp16 padding per shared-memory row (16 bytes)
+constexpr int kPadFp8 = 16;                 // e4m3 padding per ring row (bytes), keeping rows 16-byte aligned
 constexpr int kMaxGroup = kMaxDecodeGroup;  // query heads per KV head: the 16 rows of the mma tile
 
-template <int kHeadDim>
-__host__ __device__ constexpr int stage_elems() {
-  return 2 * kTile * (kHeadDim + kPad);
-}  // K then V, fp16
-template <int kHeadDim, int kStages>
+// Bytes of one ring row of the cache (K or V): fp16 rows padded by kPad elements, e4m3 rows by
+// kPadFp8 bytes.
+template <int kHeadDim, bool kFp8>
+__host__ __device__ constexpr int ring_row_bytes() {
+  return kFp8 ? kHeadDim + kPadFp8 : (kHeadDim + kPad) * 2;
+}
+template <int kHeadDim, bool kFp8>
+__host__ __device__ constexpr int stage_bytes() {
+  return 2 * kTile * ring_row_bytes<kHeadDim, kFp8>();
+}  // K then V
+// The e4m3 kernel's per-warp fp16 tiles (16 positions of K, then of V), after the ring.
+template <int kHeadDim, bool kFp8>
+__host__ __device__ constexpr int widened_bytes() {
+  return kFp8 ? kWarps * 2 * 16 * (kHeadDim + kPad) * 2 : 0;
+}
+template <int kHeadDim, int kStages, bool kFp8>
 constexpr size_t shared_bytes() {
-  return static_cast<size_t>(kStages) * stage_elems<kHeadDim>() * 2;
+  return static_cast<size_t>(kStages) * stage_bytes<kHeadDim, kFp8>() + widened_bytes<kHeadDim, kFp8>();
 }
 
 // Four 8x8 fp16 matrices, transposed on the way: lanes 8j .. 8j+7 give the row addresses of
@@ -88,24 +104,40 @@ __device__ __forceinline__ void ldmatrix_x4_trans(uint32_t (&r)[4], const uint16
 }
 
 // Issues the copies of positions tile0 .. tile0 + 63 of K and V into one stage
-// ([position][dim], row stride kHeadDim + kPad); positions at or past `end` copy `begin`.
-template <int kHeadDim>
+// ([position][dim], rows ring_row_bytes apart); positions at or past `end` copy `begin`.
+template <int kHeadDim, bool kFp8>
 __device__ __forceinline__ void load_tile(const Params& p, const int32_t* table, int64_t kv_head_offset, int tile0,
-                                          int begin, int end, uint16_t* stage) {
-  constexpr int kVecPerRow = kHeadDim / 8;
+                                          int begin, int end, uint8_t* stage) {
+  constexpr int kElemBytes = kFp8 ? 1 : 2;
+  constexpr int kVecPerRow = kHeadDim * kElemBytes / 16;
   constexpr int kRowsPerPass = kThreads / kVecPerRow;
-  constexpr int kRowStride = kHeadDim + kPad;
-  const int col = (threadIdx.x % kVecPerRow) * 8;
-  uint16_t* k_dst = stage + col;
-  uint16_t* v_dst = stage + kTile * kRowStride + col;
+  constexpr int kRowBytes = ring_row_bytes<kHeadDim, kFp8>();
+  const int col = (threadIdx.x % kVecPerRow) * (16 / kElemBytes);  // in elements
+  uint8_t* k_dst = stage + col * kElemBytes;
+  uint8_t* v_dst = k_dst + kTile * kRowBytes;
+  const char* key = static_cast<const char*>(p.key_cache);
+  const char* value = static_cast<const char*>(p.value_cache);
   static_assert(kTile % kRowsPerPass == 0, "whole passes");
 #pragma unroll
   for (int pass = 0; pass < kTile / kRowsPerPass; ++pass) {
     const int r = threadIdx.x / kVecPerRow + pass * kRowsPerPass;
     const int position = tile0 + r < end ? tile0 + r : begin;
-    const int64_t offset = cache_row_offset(p, table, position) + kv_head_offset + col;
-    cp_async_16(k_dst + r * kRowStride, p.key_cache + offset);
-    cp_async_16(v_dst + r * kRowStride, p.value_cache + offset);
+    const int64_t offset = (cache_row_offset(p, table, position) + kv_head_offset + col) * kElemBytes;
+    cp_async_16(k_dst + r * kRowBytes, key + offset);
+    cp_async_16(v_dst + r * kRowBytes, value + offset);
+  }
+}
+
+// One warp widens 16 e4m3 ring rows (kHeadDim + kPadFp8 bytes apart) into fp16 rows
+// (kHeadDim + kPad elements apart).
+template <int kHeadDim>
+__device__ __forceinline__ void widen_warp_rows(const uint8_t* src, uint16_t* dst, int lane) {
+  constexpr int kChunks = kHeadDim / 8;  // 8 elements each
+#pragma unroll
+  for (int c = lane; c < 16 * kChunks; c += 32) {
+    const int r = c / kChunks, col = (c % kChunks) * 8;
+    *reinterpret_cast<uint4*>(dst + r * (kHeadDim + kPad) + col) =
+        load_cache8<true>(src, r * (kHeadDim + kPadFp8) + col);
   }
 }
 
@@ -113,9 +145,11 @@ __device__ __forceinline__ void load_tile(const Params& p, const int32_t* table,
 // over positions [begin, end) (end > begin) and leaves each warp's unnormalised output and
 // (m, l) in shared memory for combine_warps. Starts and ends with every thread in step: the
 // caller's shared memory may be reused only after this returns.
-template <int kHeadDim, int kStages>
+template <int kHeadDim, int kStages, bool kFp8>
 __device__ __forceinline__ void attend_range(const Params& p, int t, const int32_t* table, int kv_head, int begin,
                                              int end, uint16_t* smem) {
+  constexpr int kStageBytes = stage_bytes<kHeadDim, kFp8>();
+  uint8_t* ring = reinterpret_cast<uint8_t*>(smem);
   constexpr int kDimSteps = kHeadDim / 16;  // k-steps of Q K^T
   constexpr int kDimTiles = kHeadDim / 8;   // n-tiles of P V (output columns)
   constexpr int kRowStride = kHeadDim + kPad;
@@ -128,7 +162,7 @@ __device__ __forceinline__ void attend_range(const Params& p, int t, const int32
 #pragma unroll
   for (int i = 0; i < kStages - 1; ++i) {
     if (i < num_tiles)
-      load_tile<kHeadDim>(p, table, kv_head_offset, begin + i * kTile, begin, end, smem + i * stage_elems<kHeadDim>());
+      load_tile<kHeadDim, kFp8>(p, table, kv_head_offset, begin + i * kTile, begin, end, ring + i * kStageBytes);
     cp_async_commit();
   }
 
@@ -169,14 +203,28 @@ __device__ __forceinline__ void attend_range(const Params& p, int t, const int32
     {
       const int next = i + kStages - 1;
       if (next < num_tiles)
-        load_tile<kHeadDim>(p, table, kv_head_offset, begin + next * kTile, begin, end,
-                            smem + (next % kStages) * stage_elems<kHeadDim>());
+        load_tile<kHeadDim, kFp8>(p, table, kv_head_offset, begin + next * kTile, begin, end,
+                                  ring + (next % kStages) * kStageBytes);
       cp_async_commit();
     }
     const int warp_pos0 = begin + i * kTile + warp * 16;  // this warp's first position
     if (warp_pos0 >= end) continue;                       // all 16 masked: nothing to add
-    const uint16_t* k_tile = smem + (i % kStages) * stage_elems<kHeadDim>() + warp * 16 * kRowStride;
-    const uint16_t* v_tile = k_tile + kTile * kRowStride;
+    const uint16_t* k_tile;  // this warp's 16 positions, fp16 rows kRowStride apart
+    const uint16_t* v_tile;
+    if constexpr (kFp8) {
+      constexpr int kRowBytes = ring_row_bytes<kHeadDim, true>();
+      const uint8_t* stage = ring + (i % kStages) * kStageBytes + warp * 16 * kRowBytes;
+      uint16_t* widened = reinterpret_cast<uint16_t*>(ring + kStages * kStageBytes) + warp * 2 * 16 * kRowStride;
+      __syncwarp();  // the previous tile's ldmatrix reads of `widened` are done
+      widen_warp_rows<kHeadDim>(stage, widened, lane);
+      widen_warp_rows<kHeadDim>(stage + kTile * kRowBytes, widened + 16 * kRowStride, lane);
+      __syncwarp();
+      k_tile = widened;
+      v_tile = widened + 16 * kRowStride;
+    } else {
+      k_tile = reinterpret_cast<const uint16_t*>(ring + (i % kStages) * kStageBytes) + warp * 16 * kRowStride;
+      v_tile = k_tile + kTile * kRowStride;
+    }
 
     // S = Q K^T: 16 heads x 16 positions (two n-tiles of 8).
     float sc[2][4] = {{0.f, 0.f, 0.f, 0.f}, {0.f, 0.f, 0.f, 0.f}};
@@ -266,7 +314,7 @@ __device__ __forceinline__ void combine_warps(const Params& p, const uint16_t* s
       l_sum += weight * s_ml[(w * kMaxGroup + r) * 2 + 1];
       value += weight * s_o[(w * kMaxGroup + r) * kHeadDim + d];
     }
-    emit(r, d, value / l_sum, m_max, l_sum);
+    emit(r, d, value / l_sum * p.v_scale, m_max, l_sum);
   }
   __syncthreads();
 }
@@ -335,9 +383,9 @@ __device__ __forceinline__ void merge_pieces(const Params& p, int pieces, Partia
 // positions), grid.z = num_splits from the host's context bound; partitions past the row's
 // length exit. With one partition the CTA writes fp16; otherwise each writes its partial to
 // [t][head][split] and the last of the (row, KV head) to finish merges them (its counter).
-template <int kHeadDim, int kStages>
+template <int kHeadDim, int kStages, bool kFp8>
 __global__ void __launch_bounds__(kThreads, 2) decode_tensor_core_kernel(Params p) {
-  extern __shared__ __align__(16) uint16_t smem[];  // kStages x {K, V} [kTile][kRowStride] fp16
+  extern __shared__ __align__(16) uint16_t smem[];  // the ring (kStages x {K, V}), then any widened tiles
   wait_for_prior_kernels();
   allow_dependent_launch();
   const int t = blockIdx.x, kv_head = blockIdx.y, split = blockIdx.z;
@@ -348,7 +396,7 @@ __global__ void __launch_bounds__(kThreads, 2) decode_tensor_core_kernel(Params 
   const int end = split == p.num_splits - 1 ? visible : min(visible, begin + p.partition_tokens);
   const int num_active = min(p.num_splits, (visible + p.partition_tokens - 1) / p.partition_tokens);
   const int32_t* table = p.block_tables + static_cast<int64_t>(s) * p.max_blocks_per_seq;
-  attend_range<kHeadDim, kStages>(p, t, table, kv_head, begin, end, smem);
+  attend_range<kHeadDim, kStages, kFp8>(p, t, table, kv_head, begin, end, smem);
   const int first_head = kv_head * p.group_size;
   uint16_t* out = p.output + static_cast<int64_t>(t) * p.output_stride + first_head * kHeadDim;
   if (num_active == 1) {
@@ -395,7 +443,7 @@ __device__ __forceinline__ int sequence_tiles(const Params& p, int s) {
 // range boundaries leaves a normalised partial and (m, l) per piece in the CTA's slot (0 for
 // its first pair, 1 for its last), and the CTA that finishes the pair's last piece merges
 // them (tickets on counter[owner of the pair's last tile], reset to 0 by the merger).
-template <int kHeadDim, int kStages>
+template <int kHeadDim, int kStages, bool kFp8>
 __global__ void __launch_bounds__(kThreads, 2) decode_balanced_kernel(Params p) {
   extern __shared__ __align__(16) uint16_t smem[];
   // The plan, before waiting for the previous kernel (the step's inputs are not a kernel's
@@ -483,7 +531,7 @@ __global__ void __launch_bounds__(kThreads, 2) decode_balanced_kernel(Params p) 
     const int take = min(tiles - local, range_end - cur);
     const int begin = local * kTile, end = min(visible, (local + take) * kTile);
     const int32_t* table = p.block_tables + static_cast<int64_t>(s) * p.max_blocks_per_seq;
-    attend_range<kHeadDim, kStages>(p, t, table, h, begin, end, smem);
+    attend_range<kHeadDim, kStages, kFp8>(p, t, table, h, begin, end, smem);
     const int first_head = h * group_size;
     uint16_t* out = p.output + static_cast<int64_t>(t) * p.output_stride + first_head * kHeadDim;
     if (take == tiles) {
@@ -532,15 +580,15 @@ __global__ void __launch_bounds__(kThreads, 2) decode_balanced_kernel(Params p) 
 
 // Whether this instance's kernels may have their dynamic shared memory here (once per process):
 // false on GPUs with less than 104 KB per block (sm_86/89) for the 3-stage ring at D 128.
-template <int kHeadDim, int kStages>
+template <int kHeadDim, int kStages, bool kFp8>
 bool shared_memory_allowed() {
   static const bool allowed = [] {
-    const int bytes = static_cast<int>(shared_bytes<kHeadDim, kStages>());
-    cudaError_t err = cudaFuncSetAttribute(decode_tensor_core_kernel<kHeadDim, kStages>,
+    const int bytes = static_cast<int>(shared_bytes<kHeadDim, kStages, kFp8>());
+    cudaError_t err = cudaFuncSetAttribute(decode_tensor_core_kernel<kHeadDim, kStages, kFp8>,
                                            cudaFuncAttributeMaxDynamicSharedMemorySize, bytes);
     if (err == cudaSuccess)
-      err = cudaFuncSetAttribute(decode_balanced_kernel<kHeadDim, kStages>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                 bytes);
+      err = cudaFuncSetAttribute(decode_balanced_kernel<kHeadDim, kStages, kFp8>,
+                                 cudaFuncAttributeMaxDynamicSharedMemorySize, bytes);
     if (err != cudaSuccess) (void)cudaGetLastError();  // not sticky: clear it for the launch checks
     return err == cudaSuccess;
   }();
@@ -548,14 +596,14 @@ bool shared_memory_allowed() {
 }
 
 // CTAs of the balanced kernel resident at once on this device (one wave), at most kMaxDecodeCtas.
-template <int kHeadDim, int kStages>
+template <int kHeadDim, int kStages, bool kFp8>
 int balanced_ctas() {
   static const int ctas = [] {
     int device = 0, sms = 0, per_sm = 0;
     if (cudaGetDevice(&device) != cudaSuccess ||
         cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device) != cudaSuccess ||
-        cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, decode_balanced_kernel<kHeadDim, kStages>, kThreads,
-                                                      shared_bytes<kHeadDim, kStages>()) != cudaSuccess) {
+        cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, decode_balanced_kernel<kHeadDim, kStages, kFp8>,
+                                                      kThreads, shared_bytes<kHeadDim, kStages, kFp8>()) != cudaSuccess) {
       (void)cudaGetLastError();
       return 0;
     }
@@ -564,29 +612,30 @@ int balanced_ctas() {
   return ctas;
 }
 
-template <int kHeadDim, int kStages>
+template <int kHeadDim, int kStages, bool kFp8>
 Status launch(const Params& p, int num_tokens, bool balanced, cudaStream_t stream) {
-  constexpr size_t kSmemBytes = shared_bytes<kHeadDim, kStages>();
+  constexpr size_t kSmemBytes = shared_bytes<kHeadDim, kStages, kFp8>();
   static_assert(kWarps * kMaxGroup * (kHeadDim + 2) * 4 <= kSmemBytes, "the warp combine fits in the ring");
   static_assert(kMaxGroup * kMaxDecodePieces * 4 <= kSmemBytes, "the merge weights fit in the ring");
   static_assert(kMaxDecodeSplits <= kMaxDecodePieces, "a partitioned row's weights fit too");
   if constexpr (kStages > 2) {
-    if (!shared_memory_allowed<kHeadDim, kStages>()) return launch<kHeadDim, 2>(p, num_tokens, balanced, stream);
+    if (!shared_memory_allowed<kHeadDim, kStages, kFp8>())
+      return launch<kHeadDim, 2, kFp8>(p, num_tokens, balanced, stream);
   }
-  if (!shared_memory_allowed<kHeadDim, kStages>())
+  if (!shared_memory_allowed<kHeadDim, kStages, kFp8>())
     return internal_error("cuda_paged_attention: the decode kernel's " + std::to_string(kSmemBytes) +
                           " bytes of shared memory are refused on this GPU");
-  const int ctas = balanced ? balanced_ctas<kHeadDim, kStages>() : 0;
+  const int ctas = balanced ? balanced_ctas<kHeadDim, kStages, kFp8>() : 0;
   const bool fits = static_cast<size_t>(p.num_seqs + 1) * sizeof(int) <= kSmemBytes;
   if (ctas > 0 && fits && p.partial_out != nullptr) {
-    CROSSPOINT_CUDA_RETURN_IF_ERROR(launch_programmatic(decode_balanced_kernel<kHeadDim, kStages>, dim3(ctas),
+    CROSSPOINT_CUDA_RETURN_IF_ERROR(launch_programmatic(decode_balanced_kernel<kHeadDim, kStages, kFp8>, dim3(ctas),
                                                         dim3(kThreads), kSmemBytes, stream, p),
                                     "decode_balanced_kernel launch");
     return last_launch_status("paged_attention decode_balanced_kernel launch");
   }
   const dim3 grid(num_tokens, p.num_kv_heads, p.num_splits);
   CROSSPOINT_CUDA_RETURN_IF_ERROR(
-      launch_programmatic(decode_tensor_core_kernel<kHeadDim, kStages>, grid, dim3(kThreads), kSmemBytes, stream, p),
+      launch_programmatic(decode_tensor_core_kernel<kHeadDim, kStages, kFp8>, grid, dim3(kThreads), kSmemBytes, stream, p),
       "decode_tensor_core_kernel launch");
   return last_launch_status("paged_attention decode_tensor_core_kernel launch");
 }
@@ -603,8 +652,12 @@ Status launch_decode_tensor_core(const Params& p, int num_tokens, bool balanced,
                             std::to_string(p.num_splits) + " splits) out of range");
   if (p.num_splits > 1 && static_cast<int64_t>(num_tokens) * p.num_kv_heads > kDecodeSplitCounters)
     return invalid_argument("cuda_paged_attention: decode split over more (row, KV head) pairs than counters");
-  if (p.head_dim == 128) return launch<128, 3>(p, num_tokens, balanced, stream);
-  if (p.head_dim == 64) return launch<64, 3>(p, num_tokens, balanced, stream);
+  if (p.head_dim == 128)
+    return p.kv_fp8 ? launch<128, 3, true>(p, num_tokens, balanced, stream)
+                    : launch<128, 3, false>(p, num_tokens, balanced, stream);
+  if (p.head_dim == 64)
+    return p.kv_fp8 ? launch<64, 3, true>(p, num_tokens, balanced, stream)
+                    : launch<64, 3, false>(p, num_tokens, balanced, stream);
   return invalid_argument("cuda_paged_attention: tensor-core decode needs head_dim 64 or 128, got " +
                           std::to_string(p.head_dim));
 }

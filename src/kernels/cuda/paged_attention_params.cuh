@@ -8,6 +8,7 @@
 // device data, so each row is written by exactly one of them.
 #pragma once
 
+#include <cuda_fp8.h>
 #include <cuda_runtime.h>
 
 #include <cstddef>
@@ -37,8 +38,10 @@ struct Params {
   int64_t query_stride;
   uint16_t* output;  // [T, H, D] fp16, rows output_stride apart
   int64_t output_stride;
-  const uint16_t* key_cache;       // [num_blocks, block_size, Hkv, D] fp16
-  const uint16_t* value_cache;     // same layout
+  const void* key_cache;           // [num_blocks, block_size, Hkv, D] fp16, or e4m3 bytes (kv_fp8)
+  const void* value_cache;         // same layout and type
+  bool kv_fp8;                     // e4m3 cache: k_scale is folded into scale_log2, v_scale scales the output
+  float v_scale;                   // 1 for an fp16 cache
   const int32_t* block_tables;     // [num_seqs, max_blocks_per_seq]
   const int32_t* seq_token_start;  // [num_seqs + 1]
   const int32_t* seq_context_len;  // [num_seqs]
@@ -81,6 +84,27 @@ __device__ __forceinline__ int num_new_rows(const Params& p, int s) {
 // Positions 0 .. visible-1 that new row j of sequence s attends to (the header's causal rule).
 __device__ __forceinline__ int visible_length(const Params& p, int s, int j) {
   return p.seq_context_len[s] - num_new_rows(p, s) + j + 1;
+}
+
+// Two e4m3 bytes (the lower one first) widened to an fp16 pair in the same order. Exact: every
+// e4m3 value is an fp16 value.
+__device__ __forceinline__ uint32_t widen_e4m3x2(uint32_t two_bytes) {
+  const __half2_raw h = __nv_cvt_fp8x2_to_halfraw2(static_cast<__nv_fp8x2_storage_t>(two_bytes), __NV_E4M3);
+  return static_cast<uint32_t>(h.x) | (static_cast<uint32_t>(h.y) << 16);
+}
+
+// Eight consecutive cache elements from element `offset` of K or V, as eight fp16 in a uint4:
+// an fp16 cache's 16 bytes as stored, an e4m3 cache's 8 bytes widened (its scales are applied
+// outside: Params::kv_fp8).
+template <bool kFp8>
+__device__ __forceinline__ uint4 load_cache8(const void* cache, int64_t offset) {
+  if constexpr (kFp8) {
+    const uint2 raw = *reinterpret_cast<const uint2*>(static_cast<const uint8_t*>(cache) + offset);
+    return make_uint4(widen_e4m3x2(raw.x & 0xffffu), widen_e4m3x2(raw.x >> 16), widen_e4m3x2(raw.y & 0xffffu),
+                      widen_e4m3x2(raw.y >> 16));
+  } else {
+    return *reinterpret_cast<const uint4*>(static_cast<const uint16_t*>(cache) + offset);
+  }
 }
 
 // Physical cache row of (sequence table, position): offset of its [Hkv, D] slice, in elements.

@@ -41,10 +41,10 @@ __device__ __forceinline__ void ldmatrix_x2_trans(uint32_t& r0, uint32_t& r1, co
 }
 
 // Positions kv0 .. kv0 + 63 of one cache (K or V) into shared memory [position][dim] (row
-// stride kHeadDim + kPad), zeros from `limit` on. All of a thread's 16-byte loads are issued
-// before any store, so they are in flight together.
-template <int kHeadDim>
-__device__ __forceinline__ void load_kv_tile(const uint16_t* cache, const Params& p, const int32_t* table, int kv0,
+// stride kHeadDim + kPad) as fp16, zeros from `limit` on; an e4m3 cache (kFp8) is widened on
+// the way. All of a thread's loads are issued before any store, so they are in flight together.
+template <int kHeadDim, bool kFp8>
+__device__ __forceinline__ void load_kv_tile(const void* cache, const Params& p, const int32_t* table, int kv0,
                                              int limit, int64_t kv_head_offset, uint16_t* smem) {
   constexpr int kVecPerRow = kHeadDim / 8;
   constexpr int kLoads = kKvTile * kVecPerRow / kThreads;
@@ -56,7 +56,7 @@ __device__ __forceinline__ void load_kv_tile(const uint16_t* cache, const Params
     const int r = v / kVecPerRow, c = (v % kVecPerRow) * 8;
     vec[i] = make_uint4(0, 0, 0, 0);
     if (kv0 + r < limit)
-      vec[i] = *reinterpret_cast<const uint4*>(cache + cache_row_offset(p, table, kv0 + r) + kv_head_offset + c);
+      vec[i] = load_cache8<kFp8>(cache, cache_row_offset(p, table, kv0 + r) + kv_head_offset + c);
   }
 #pragma unroll
   for (int i = 0; i < kLoads; ++i) {
@@ -65,7 +65,7 @@ __device__ __forceinline__ void load_kv_tile(const uint16_t* cache, const Params
   }
 }
 
-template <int kHeadDim>
+template <int kHeadDim, bool kFp8>
 __global__ void __launch_bounds__(kThreads) prefill_tensor_core_kernel(Params p, int num_query_tiles) {
   wait_for_prior_kernels();
   allow_dependent_launch();
@@ -124,8 +124,8 @@ __global__ void __launch_bounds__(kThreads) prefill_tensor_core_kernel(Params p,
 
     for (int kv0 = 0; kv0 < tile_visible; kv0 += kKvTile) {
       __syncthreads();  // the previous step's shared-memory reads are done
-      load_kv_tile<kHeadDim>(p.key_cache, p, table, kv0, tile_visible, kv_head_offset, s_k);
-      load_kv_tile<kHeadDim>(p.value_cache, p, table, kv0, tile_visible, kv_head_offset, s_v);
+      load_kv_tile<kHeadDim, kFp8>(p.key_cache, p, table, kv0, tile_visible, kv_head_offset, s_k);
+      load_kv_tile<kHeadDim, kFp8>(p.value_cache, p, table, kv0, tile_visible, kv_head_offset, s_v);
       __syncthreads();
 
       // S = Q K^T for this warp's 16 rows x 64 positions.
@@ -184,7 +184,7 @@ __global__ void __launch_bounds__(kThreads) prefill_tensor_core_kernel(Params p,
       l_a += __shfl_xor_sync(0xffffffffu, l_a, offset);
       l_b += __shfl_xor_sync(0xffffffffu, l_b, offset);
     }
-    const float inv_a = 1.f / l_a, inv_b = 1.f / l_b;
+    const float inv_a = 1.f / l_a * p.v_scale, inv_b = 1.f / l_b * p.v_scale;
     if (row_a < num_new) {
       uint16_t* out = p.output + static_cast<int64_t>(first_row + row_a) * p.output_stride + head * kHeadDim + quad * 2;
 #pragma unroll
@@ -211,18 +211,16 @@ Status launch_prefill_tensor_core(const Params& p, int max_query_len, cudaStream
     return invalid_argument("cuda_paged_attention: prefill grid too large (num_seqs " + std::to_string(p.num_seqs) +
                             " x query tiles " + std::to_string(num_query_tiles) + ")");
   const dim3 grid(static_cast<unsigned>(grid_x), p.num_heads);
-  if (p.head_dim == 128) {
-    CROSSPOINT_CUDA_RETURN_IF_ERROR(
-        launch_programmatic(prefill_tensor_core_kernel<128>, dim3(grid), dim3(kThreads), 0, stream, p, num_query_tiles),
-        "prefill_tensor_core_kernel launch");
-  } else if (p.head_dim == 64) {
-    CROSSPOINT_CUDA_RETURN_IF_ERROR(
-        launch_programmatic(prefill_tensor_core_kernel<64>, dim3(grid), dim3(kThreads), 0, stream, p, num_query_tiles),
-        "prefill_tensor_core_kernel launch");
-  } else {
+  if (p.head_dim != 128 && p.head_dim != 64)
     return invalid_argument("cuda_paged_attention: tensor-core prefill needs head_dim 64 or 128, got " +
                             std::to_string(p.head_dim));
-  }
+  const auto kernel = p.head_dim == 128 ? (p.kv_fp8 ? prefill_tensor_core_kernel<128, true>
+                                                    : prefill_tensor_core_kernel<128, false>)
+                                        : (p.kv_fp8 ? prefill_tensor_core_kernel<64, true>
+                                                    : prefill_tensor_core_kernel<64, false>);
+  CROSSPOINT_CUDA_RETURN_IF_ERROR(
+      launch_programmatic(kernel, dim3(grid), dim3(kThreads), 0, stream, p, num_query_tiles),
+      "prefill_tensor_core_kernel launch");
   return last_launch_status("paged_attention prefill_tensor_core_kernel launch");
 }
 

@@ -73,7 +73,8 @@ Result<std::unique_ptr<CudaModel>> CudaModel::create(const Model& model, const C
   m->memory_.activation_bytes = free_before > free_after ? free_before - free_after : 0;
   m->memory_.used_before_kv_bytes = total - free_after;
   m->memory_.reserve_bytes = o.reserve_bytes;
-  const size_t bytes_per_token = static_cast<size_t>(c.num_hidden_layers) * 2 * c.num_key_value_heads * c.head_dim * 2;
+  const size_t bytes_per_token =
+      static_cast<size_t>(c.num_hidden_layers) * 2 * c.num_key_value_heads * c.head_dim * m->kv_element_bytes();
   m->memory_.kv_bytes_per_token = bytes_per_token;
 
   int64_t num_blocks = o.num_kv_blocks;
@@ -143,6 +144,8 @@ Status CudaModel::upload_weights(const Model& model) {
     const DecoderLayerWeights& w = model.layers()[i];
     const std::string p = "model.layers." + std::to_string(i) + ".";
     Layer& l = layers_[i];
+    l.k_scale = w.k_scale;
+    l.v_scale = w.v_scale;
     CROSSPOINT_ASSIGN_OR_RETURN(l.input_norm, upload_fp16(*w.input_norm, p + "input_layernorm.weight"));
     CROSSPOINT_ASSIGN_OR_RETURN(l.post_attention_norm,
                                 upload_fp16(*w.post_attention_norm, p + "post_attention_layernorm.weight"));
@@ -251,7 +254,7 @@ Status CudaModel::allocate_kv_cache(int64_t num_blocks) {
   kv_cache_.reset();
   const ModelConfig& c = config_;
   const size_t bytes = static_cast<size_t>(num_blocks) * options_.block_size * c.num_hidden_layers * 2 *
-                       c.num_key_value_heads * c.head_dim * 2;
+                       c.num_key_value_heads * c.head_dim * kv_element_bytes();
   CROSSPOINT_ASSIGN_OR_RETURN(kv_cache_, DeviceBuffer::allocate(bytes, "KV cache"));
   // Zeroed so that padding rows of graph buckets read finite values.
   CROSSPOINT_CUDA_RETURN_IF_ERROR(cudaMemset(kv_cache_.as(), 0, bytes), "cudaMemset KV cache");
@@ -259,16 +262,16 @@ Status CudaModel::allocate_kv_cache(int64_t num_blocks) {
   return Status::ok();
 }
 
-uint16_t* CudaModel::key_cache(int32_t layer_idx) const {
-  const size_t per =
-      static_cast<size_t>(num_kv_blocks_) * options_.block_size * config_.num_key_value_heads * config_.head_dim;
-  return kv_cache_.as<uint16_t>() + (static_cast<size_t>(layer_idx) * 2) * per;
+void* CudaModel::key_cache(int32_t layer_idx) const {
+  const size_t per = static_cast<size_t>(num_kv_blocks_) * options_.block_size * config_.num_key_value_heads *
+                     config_.head_dim * kv_element_bytes();
+  return kv_cache_.as<uint8_t>() + (static_cast<size_t>(layer_idx) * 2) * per;
 }
 
-uint16_t* CudaModel::value_cache(int32_t layer_idx) const {
-  const size_t per =
-      static_cast<size_t>(num_kv_blocks_) * options_.block_size * config_.num_key_value_heads * config_.head_dim;
-  return kv_cache_.as<uint16_t>() + (static_cast<size_t>(layer_idx) * 2 + 1) * per;
+void* CudaModel::value_cache(int32_t layer_idx) const {
+  const size_t per = static_cast<size_t>(num_kv_blocks_) * options_.block_size * config_.num_key_value_heads *
+                     config_.head_dim * kv_element_bytes();
+  return kv_cache_.as<uint8_t>() + (static_cast<size_t>(layer_idx) * 2 + 1) * per;
 }
 
 // One step at the largest shape the engine may send (max_num_tokens tokens in sequences of
@@ -359,8 +362,15 @@ Status CudaModel::run_layer(int32_t layer_idx, const CudaForwardBatch& b) {
   rope.inv_freq = rope_inv_freq_.as<float>();
   rope.attention_scaling = rope_attention_scaling_;
   rope.slot_mapping = b.slot_mapping;
-  rope.key_cache = key_cache(layer_idx);
-  rope.value_cache = value_cache(layer_idx);
+  if (options_.kv_fp8) {
+    rope.key_cache_fp8 = static_cast<uint8_t*>(key_cache(layer_idx));
+    rope.value_cache_fp8 = static_cast<uint8_t*>(value_cache(layer_idx));
+    rope.k_scale = l.k_scale;
+    rope.v_scale = l.v_scale;
+  } else {
+    rope.key_cache = static_cast<uint16_t*>(key_cache(layer_idx));
+    rope.value_cache = static_cast<uint16_t*>(value_cache(layer_idx));
+  }
   rope.num_tokens = T;
   rope.num_heads = H;
   rope.num_kv_heads = Hkv;
@@ -375,8 +385,15 @@ Status CudaModel::run_layer(int32_t layer_idx, const CudaForwardBatch& b) {
   attn.query_stride = qkv_width;
   attn.output = attn_.as<uint16_t>();
   attn.output_stride = static_cast<int64_t>(H) * D;
-  attn.key_cache = key_cache(layer_idx);
-  attn.value_cache = value_cache(layer_idx);
+  if (options_.kv_fp8) {
+    attn.key_cache_fp8 = static_cast<const uint8_t*>(key_cache(layer_idx));
+    attn.value_cache_fp8 = static_cast<const uint8_t*>(value_cache(layer_idx));
+    attn.k_scale = l.k_scale;
+    attn.v_scale = l.v_scale;
+  } else {
+    attn.key_cache = static_cast<const uint16_t*>(key_cache(layer_idx));
+    attn.value_cache = static_cast<const uint16_t*>(value_cache(layer_idx));
+  }
   attn.block_tables = b.block_tables;
   attn.seq_token_start = b.seq_token_start;
   attn.seq_context_len = b.seq_context_len;

@@ -2,8 +2,9 @@
 // config and per-layer weight formats), it uploads the weights once (fp16 dense, W8A8-FP8 or
 // W4A16 per layer, q|k|v and gate|up fused; embedding, norms and lm_head fp16), preallocates
 // every activation buffer for the engine's limits, measures the peak of a profile step, and
-// gives the rest of --gpu-memory-utilization to an fp16 paged KV cache:
-//   per layer, K and V: [num_blocks, block_size, num_kv_heads, head_dim] fp16
+// gives the rest of --gpu-memory-utilization to a paged KV cache:
+//   per layer, K and V: [num_blocks, block_size, num_kv_heads, head_dim] fp16, or e4m3 bytes
+//   with the layer's per-tensor k/v scales (--kv-cache-dtype fp8)
 // forward() runs the sequence of kernels/cuda/decoder_ops.h on one stream with no allocation
 // and no synchronisation, so it can be captured in a CUDA graph.
 #pragma once
@@ -43,6 +44,9 @@ struct CudaModelOptions {
   // serve --deterministic: linears on fixed slabs of kBatchInvariantRows rows and attention in
   // one partition per row, so a row's logits do not depend on the rest of the batch.
   bool batch_invariant = false;
+  // --kv-cache-dtype fp8: e4m3 K/V (half the bytes per token) with each layer's k_scale /
+  // v_scale from the checkpoint (DecoderLayerWeights), else fp16.
+  bool kv_fp8 = false;
 };
 
 // What the startup log prints.
@@ -56,7 +60,7 @@ struct CudaMemoryReport {
   size_t kv_bytes = 0;
   int64_t num_kv_blocks = 0;
   int64_t kv_tokens = 0;
-  size_t kv_bytes_per_token = 0;  // fp16 K and V across all layers
+  size_t kv_bytes_per_token = 0;  // K and V (fp16 or e4m3) across all layers
   double upload_s = 0;            // weight conversion and upload
   double profile_s = 0;           // buffers and the profile step
 };
@@ -125,6 +129,7 @@ class CudaModel {
     CudaLinear o_proj;                 // H D -> d
     CudaLinear gate_up;                // d -> 2 I (gate first)
     CudaLinear down_proj;              // I -> d
+    float k_scale = 1.0f, v_scale = 1.0f;  // the fp8 KV cache's per-tensor scales
   };
 
   CudaModel() = default;
@@ -134,8 +139,10 @@ class CudaModel {
   Status allocate_kv_cache(int64_t num_blocks);
   Status profile_step();
   Status run_layer(int32_t layer_idx, const CudaForwardBatch& b);
-  uint16_t* key_cache(int32_t layer_idx) const;
-  uint16_t* value_cache(int32_t layer_idx) const;
+  // One layer's K or V cache: fp16 elements, or e4m3 bytes with options_.kv_fp8.
+  void* key_cache(int32_t layer_idx) const;
+  void* value_cache(int32_t layer_idx) const;
+  size_t kv_element_bytes() const { return options_.kv_fp8 ? 1 : 2; }
   void mark(StepOp op) {
     if (profiler_ != nullptr) profiler_->mark(op);
   }
