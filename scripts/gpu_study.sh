@@ -57,7 +57,7 @@
 #          sweep longer than one call runs over several)
 #          --cpu-dry-run (here, without a GPU: tiny checkpoints, CPU servers; tests the flow)
 # Environment: BUDGET_S, MEMORY_BUDGET (sweep --memory-budget, e.g. 24GB: a smaller GPU's capacity), MAX_NUM_SEQS
-#          (sweep --max-num-seqs), TEST_LIMIT_S, ATTN_SHAPES, DECODE_VARIANT_ARGS (decode: bench_decode_step again with
+#          (sweep --max-num-seqs), TEST_LIMIT_S, TEST_BINARIES (which test binaries, in order), ATTN_SHAPES, DECODE_VARIANT_ARGS (decode: bench_decode_step again with
 #          these flags, e.g. --tight-attention-bound, into decode_step_variant.json), PROFILE_KERNELS, PROFILE_ROWS, PROFILE_COUNT, PROFILE_S, TEST_KERNELS_FILTER (a gtest filter for test_kernels_cuda), SANITIZE_{MEMCHECK,RACECHECK}_{S,FILTER}, DECODE_MICRO=0,
 #          BENCH_GEMM_ARGS, BENCH_ATTENTION_ARGS, PEER_MIN_LEFT_S, CKPT_DIR.
 # $OUT gets: results.json, run.log, report.md, report.html, study.json, logs.tar.xz (every log,
@@ -207,7 +207,7 @@ fi
 # test_analysis runs only its GPU measurement tests: the rest ran in CI. With a detached soak
 # they run after it has started (beside it: they check correctness, not speed).
 run_tests() {
-  for t_bin in test_kernels_cuda test_model_cuda test_determinism test_analysis; do
+  for t_bin in ${TEST_BINARIES:-test_kernels_cuda test_model_cuda test_determinism test_analysis}; do
     [ -x "$BUNDLE_DIR/bin/$t_bin" ] || { log "$t_bin: not in the bundle"; continue; }
     filter=(); [ $t_bin = test_analysis ] && filter=(--gtest_filter='GpuMeasurement*')
     [ $t_bin = test_kernels_cuda ] && [ -n "${TEST_KERNELS_FILTER:-}" ] && filter=(--gtest_filter="$TEST_KERNELS_FILTER")
