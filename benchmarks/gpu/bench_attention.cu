@@ -199,8 +199,9 @@ nlohmann::json bench_attention_shape(const AttentionShape& shape, double bw_gbps
   std::printf(
       "%-26s %-14s %s seqs %4d new %5d ctx %5d  %10.2f us  KV %8.2f MB  %7.0f GB/s  %5.1f%% bw  %7.2f TF/s  (%d "
       "copies, workspace %.1f MB)\n",
-      shape.name.c_str(), kernels_name(shape.kernels), shape.fp8 ? "e4m3" : "fp16", shape.num_seqs, shape.num_new, shape.context_len, us,
-      kv_bytes / 1e6, gbps, 100 * gbps / bw_gbps, flops / us / 1e6, copies, workspace_bytes / 1e6);
+      shape.name.c_str(), kernels_name(shape.kernels), shape.fp8 ? "e4m3" : "fp16", shape.num_seqs, shape.num_new,
+      shape.context_len, us, kv_bytes / 1e6, gbps, 100 * gbps / bw_gbps, flops / us / 1e6, copies,
+      workspace_bytes / 1e6);
   cudaFree(query);
   cudaFree(output);
   cudaFree(caches);

@@ -243,14 +243,13 @@ CellMeasurement merge_group(const std::vector<const CellMeasurement*>& runs) {
     if (run->num_preemptions) preemptions = preemptions.value_or(0) + *run->num_preemptions;
   }
   out.num_preemptions = preemptions;
-  for (auto field :
-       {&CellMeasurement::mean_tpot_ms, &CellMeasurement::mean_itl_ms, &CellMeasurement::mean_ttft_ms,
-        &CellMeasurement::median_tpot_ms, &CellMeasurement::p99_tpot_ms, &CellMeasurement::median_itl_ms,
-        &CellMeasurement::p99_itl_ms, &CellMeasurement::median_ttft_ms, &CellMeasurement::p99_ttft_ms,
-        &CellMeasurement::median_e2el_ms, &CellMeasurement::p99_e2el_ms, &CellMeasurement::output_throughput_tok_s,
-        &CellMeasurement::request_goodput_req_s, &CellMeasurement::mean_running_batch,
-        &CellMeasurement::mean_context_tokens, &CellMeasurement::mean_kv_cache_usage,
-        &CellMeasurement::prefix_cache_hit_rate}) {
+  for (auto field : {&CellMeasurement::mean_tpot_ms, &CellMeasurement::mean_itl_ms, &CellMeasurement::mean_ttft_ms,
+                     &CellMeasurement::median_tpot_ms, &CellMeasurement::p99_tpot_ms, &CellMeasurement::median_itl_ms,
+                     &CellMeasurement::p99_itl_ms, &CellMeasurement::median_ttft_ms, &CellMeasurement::p99_ttft_ms,
+                     &CellMeasurement::median_e2el_ms, &CellMeasurement::p99_e2el_ms,
+                     &CellMeasurement::output_throughput_tok_s, &CellMeasurement::request_goodput_req_s,
+                     &CellMeasurement::mean_running_batch, &CellMeasurement::mean_context_tokens,
+                     &CellMeasurement::mean_kv_cache_usage, &CellMeasurement::prefix_cache_hit_rate}) {
     out.*field = mean_of_present(collect(field));
   }
   out.peak_running_batch = max_of_present(collect(&CellMeasurement::peak_running_batch));

@@ -46,7 +46,7 @@ struct CellMeasurement {
   // Prompt tokens served from the prefix cache over the run / prompt tokens looked up (the
   // server's vllm:prefix_cache_hits / queries counters), when the server exports them.
   std::optional<double> prefix_cache_hit_rate;
-  std::optional<double> kv_cache_tokens;      // KV capacity reported by the server at start-up
+  std::optional<double> kv_cache_tokens;  // KV capacity reported by the server at start-up
   std::optional<double> max_model_len;
   std::optional<double> weight_bytes_loaded;  // the server's "weights loaded" figure, bytes
 

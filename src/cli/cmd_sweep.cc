@@ -42,7 +42,8 @@ int run_sweep(int argc, char** argv) {
   app.add_option("--num-prompts", num_prompts_text,
                  "requests per cell: one number, or one per --concurrency level in its order (e.g. 20,100,200)")
       ->capture_default_str();
-  app.add_option("--dataset", o.dataset, "sharegpt, random or prefix_repetition (shared prefixes: --prefix-len, --suffix-len, --num-prefixes)")
+  app.add_option("--dataset", o.dataset,
+                 "sharegpt, random or prefix_repetition (shared prefixes: --prefix-len, --suffix-len, --num-prefixes)")
       ->capture_default_str();
   app.add_option("--dataset-path", o.dataset_path, "ShareGPT JSON file (default: the copy in the cache)");
   app.add_option("--output-len", o.output_len,

@@ -123,7 +123,7 @@ Result<DeviceRunner> make_cuda_runner(const DeviceRunnerOptions& o, const Model&
            o.enforce_eager ? ", eager"
                            : fmt::format("; {:.2f} GiB kept for CUDA graphs, {} tokens with --enforce-eager",
                                          mem.reserve_bytes / kGiB, eager_tokens),
-           !options.kv_fp8       ? ""
+           !options.kv_fp8     ? ""
            : m.has_kv_scales() ? "; k/v scales from the checkpoint"
                                : "; the checkpoint has no k/v scales: 1.0, as vLLM's default");
   if (mem.kv_tokens < o.max_model_len) {

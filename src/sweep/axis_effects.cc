@@ -82,10 +82,11 @@ AxisEffectPart pair_part(const AxisEffectsInputs& in, const AxisPair& pair) {
       part.facts.push_back(fmt::format("KV capacity: {:.0f} → {:.0f} tokens ({:.2f}x).", base_kv->second,
                                        variant_kv->second, variant_kv->second / base_kv->second));
     }
-    const std::optional<double> base_q = perplexity_delta(in, pair.base), variant_q = perplexity_delta(in, pair.variant);
+    const std::optional<double> base_q = perplexity_delta(in, pair.base),
+                                variant_q = perplexity_delta(in, pair.variant);
     if (base_q && variant_q) {
-      part.facts.push_back(fmt::format("Perplexity against fp16 (crosspoint eval): {:+.2f} % → {:+.2f} %.", *base_q,
-                                       *variant_q));
+      part.facts.push_back(
+          fmt::format("Perplexity against fp16 (crosspoint eval): {:+.2f} % → {:+.2f} %.", *base_q, *variant_q));
     }
   }
   std::set<double> levels;
@@ -172,10 +173,9 @@ AxisEffects axis_effects(const AxisEffectsInputs& in) {
     for (const CellMeasurement& c : in.cells) {
       if (std::find(labels.begin(), labels.end(), c.precision) != labels.end()) cells.push_back(c);
     }
-    out.crossover_lines.push_back(
-        fmt::format("With {}: median TPOT {}; output throughput {}.", description,
-                    crossover_text(cells, Metric::kMedianTpot, in.tie_tolerance),
-                    crossover_text(cells, Metric::kOutputThroughput, in.tie_tolerance)));
+    out.crossover_lines.push_back(fmt::format("With {}: median TPOT {}; output throughput {}.", description,
+                                              crossover_text(cells, Metric::kMedianTpot, in.tie_tolerance),
+                                              crossover_text(cells, Metric::kOutputThroughput, in.tie_tolerance)));
   }
   return out;
 }

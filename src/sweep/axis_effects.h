@@ -26,8 +26,8 @@ struct AxisPair {
 std::vector<AxisPair> axis_pairs(const std::vector<std::string>& labels);
 
 struct AxisEffectsInputs {
-  std::vector<std::string> labels;               // served labels, the sweep's order
-  std::vector<analysis::CellMeasurement> cells;  // repeated runs merged
+  std::vector<std::string> labels;                     // served labels, the sweep's order
+  std::vector<analysis::CellMeasurement> cells;        // repeated runs merged
   std::map<std::string, double> kv_cache_tokens;       // label -> KV capacity at start-up
   std::map<std::string, double> perplexity_delta_pct;  // quality label -> perplexity change against fp16, %
   double tie_tolerance = 0.02;                         // the report's own

@@ -390,7 +390,8 @@ void add_axis_effects(Fragments& f, const SweepOptions& o, const analysis::Study
     if (s.kv_cache_tokens) in.kv_cache_tokens[label] = *s.kv_cache_tokens;
   }
   for (const QualityResult& q : qualities) {
-    if (q.reference_perplexity > 0) in.perplexity_delta_pct[q.precision] = 100.0 * (q.perplexity / q.reference_perplexity - 1.0);
+    if (q.reference_perplexity > 0)
+      in.perplexity_delta_pct[q.precision] = 100.0 * (q.perplexity / q.reference_perplexity - 1.0);
   }
   const AxisEffects effects = axis_effects(in);
   if (effects.empty()) return;

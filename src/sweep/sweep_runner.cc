@@ -295,9 +295,9 @@ Status SweepRun::bench_cell(const std::string& precision, int concurrency, int r
     argv.insert(argv.end(), {"--random-input-len", std::to_string(o_.random_input_len)});
   }
   if (o_.dataset == "prefix_repetition") {
-    argv.insert(argv.end(), {"--prefix-repetition-prefix-len", std::to_string(o_.prefix_len),
-                             "--prefix-repetition-suffix-len", std::to_string(o_.suffix_len),
-                             "--prefix-repetition-num-prefixes", std::to_string(o_.num_prefixes)});
+    argv.insert(argv.end(),
+                {"--prefix-repetition-prefix-len", std::to_string(o_.prefix_len), "--prefix-repetition-suffix-len",
+                 std::to_string(o_.suffix_len), "--prefix-repetition-num-prefixes", std::to_string(o_.num_prefixes)});
   }
   if (o_.output_len > 0) {
     if (o_.dataset == "sharegpt") {

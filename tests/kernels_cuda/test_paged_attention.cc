@@ -145,9 +145,8 @@ AttentionRef attention_ref(const AttentionCase& c, const AttentionProblem& p, fl
       for (size_t i = 0; i < row; ++i) {
         keys[pos * row + i] = c.fp8 ? static_cast<double>(e4m3_to_f32(p.key_cache_fp8[slot * row + i])) * kFp8KScale
                                     : h2f(p.key_cache[slot * row + i]);
-        values[pos * row + i] = c.fp8
-                                    ? static_cast<double>(e4m3_to_f32(p.value_cache_fp8[slot * row + i])) * kFp8VScale
-                                    : h2f(p.value_cache[slot * row + i]);
+        values[pos * row + i] = c.fp8 ? static_cast<double>(e4m3_to_f32(p.value_cache_fp8[slot * row + i])) * kFp8VScale
+                                      : h2f(p.value_cache[slot * row + i]);
       }
     }
     for (int j = 0; j < num_new; ++j) {
@@ -626,20 +625,18 @@ TEST(CudaPagedAttention, GenericHeadDimsAndWideGroups) {
 // padding, and the split kernel's generic head dims (96, 256).
 TEST(CudaPagedAttention, Fp8CacheOnEveryKernel) {
   CROSSPOINT_SKIP_WITHOUT_GPU();
-  run_case(fp8_case({"decode 7:1 D128", 28, 4, 128, 16, {{1, 1}, {1, 15}, {1, 16}, {1, 17}, {1, 33}, {1, 1000}}}),
-           801);
+  run_case(fp8_case({"decode 7:1 D128", 28, 4, 128, 16, {{1, 1}, {1, 15}, {1, 16}, {1, 17}, {1, 33}, {1, 1000}}}), 801);
   run_case(fp8_case({"decode 1:1 D64 ctx 4100", 8, 8, 64, 16, {{1, 4100}}}), 802);
-  run_case(fp8_case({"B=3 16:1 D128 bound 4096", 32, 2, 128, 16, {{1, 17}, {1, 513}, {1, 2100}}, 0, 4096 - 2100}),
-           803);
+  run_case(fp8_case({"B=3 16:1 D128 bound 4096", 32, 2, 128, 16, {{1, 17}, {1, 513}, {1, 2100}}, 0, 4096 - 2100}), 803);
   AttentionCase batch{"B=40 7:1 D128 bound 4096", 28, 4, 128, 16, {}, /*padding_rows=*/2};
   for (int i = 0; i < 40; ++i) batch.seqs.push_back({1, 1 + (i * 397) % 3000});
   batch.context_bound_extra = 4096 - 2956;
   run_case(fp8_case(batch), 804);
   run_case(fp8_case({"prefill 77 7:1 D64", 14, 2, 64, 16, {{77, 77}}}), 805);
   run_case(fp8_case({"chunked prefill 100 after 600 cached", 14, 2, 128, 16, {{100, 700}}}), 806);
-  run_case(fp8_case({"mixed 7:1 D128", 28, 4, 128, 16, {{33, 33}, {1, 300}, {20, 200}, {0, 10}, {1, 1}, {5, 16}}, 3,
-                     100}),
-           807);
+  run_case(
+      fp8_case({"mixed 7:1 D128", 28, 4, 128, 16, {{33, 33}, {1, 300}, {20, 200}, {0, 10}, {1, 1}, {5, 16}}, 3, 100}),
+      807);
   AttentionCase no_workspace = fp8_case({"mixed 7:1 D128 no workspace", 28, 4, 128, 16, {{40, 90}, {1, 300}, {3, 3}}});
   no_workspace.use_workspace = false;
   run_case(no_workspace, 808);

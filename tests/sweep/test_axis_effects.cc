@@ -57,8 +57,7 @@ TEST(ServedLabel, PrefixCachingModesAreCheckedWithTheOptions) {
 }
 
 TEST(AxisEffects, PairsDifferInExactlyOneAxis) {
-  const std::vector<AxisPair> pairs =
-      axis_pairs(served_labels({"fp16", "w4a16"}, {"auto", "fp8"}, {"off", "on"}));
+  const std::vector<AxisPair> pairs = axis_pairs(served_labels({"fp16", "w4a16"}, {"auto", "fp8"}, {"off", "on"}));
   // Four KV pairs (2 weights x 2 caching modes) and four caching pairs (2 weights x 2 KV dtypes).
   ASSERT_EQ(pairs.size(), 8u);
   int kv = 0, prefix = 0;

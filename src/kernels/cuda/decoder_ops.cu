@@ -542,8 +542,9 @@ Status rope_kv_write(const RopeKvWriteArgs& a, cudaStream_t stream) {
   const bool fp16_cache = a.key_cache != nullptr && a.value_cache != nullptr;
   const bool fp8_cache = a.key_cache_fp8 != nullptr && a.value_cache_fp8 != nullptr;
   if (fp16_cache == fp8_cache || (a.key_cache && a.key_cache_fp8) || (a.value_cache && a.value_cache_fp8))
-    return bad(op, "exactly one cache pair must be set: key_cache and value_cache (fp16) or key_cache_fp8 and "
-                   "value_cache_fp8");
+    return bad(op,
+               "exactly one cache pair must be set: key_cache and value_cache (fp16) or key_cache_fp8 and "
+               "value_cache_fp8");
   if (fp8_cache && !(a.k_scale > 0.f && a.v_scale > 0.f && std::isfinite(a.k_scale) && std::isfinite(a.v_scale)))
     return bad(op, "the fp8 cache's k_scale and v_scale must be positive and finite");
   // The widest access every q/k half-head, v row, stride and pointer allows (e4m3 stores are

@@ -178,8 +178,7 @@ __global__ void __launch_bounds__(kThreads) paged_attention_split_kernel(Params 
         for (int i = 0; i < kRowsPerThread; ++i) {
           const int position = tile + i * kRowGroups + row_group;
           v_early[i] = make_uint4(0, 0, 0, 0);
-          if (position < end && dim_valid)
-            v_early[i] = load_cache8<kFp8>(p.value_cache, row_offset(position));
+          if (position < end && dim_valid) v_early[i] = load_cache8<kFp8>(p.value_cache, row_offset(position));
         }
       }
       // Scores of this tile: s_scores[h][r] = q_h . k_(tile + r) (log2 units), -inf past `end`.
@@ -190,8 +189,7 @@ __global__ void __launch_bounds__(kThreads) paged_attention_split_kernel(Params 
         for (int i = 0; i < kBatch; ++i) {
           const int position = tile + (b + i) * kRowGroups + row_group;
           k_raw[i] = make_uint4(0, 0, 0, 0);
-          if (position < end && dim_valid)
-            k_raw[i] = load_cache8<kFp8>(p.key_cache, row_offset(position));
+          if (position < end && dim_valid) k_raw[i] = load_cache8<kFp8>(p.key_cache, row_offset(position));
         }
 #pragma unroll
         for (int i = 0; i < kBatch; ++i) {
@@ -260,8 +258,7 @@ __global__ void __launch_bounds__(kThreads) paged_attention_split_kernel(Params 
           } else {
             const int position = tile + (b + i) * kRowGroups + row_group;
             v_raw[i] = make_uint4(0, 0, 0, 0);
-            if (position < end && dim_valid)
-              v_raw[i] = load_cache8<kFp8>(p.value_cache, row_offset(position));
+            if (position < end && dim_valid) v_raw[i] = load_cache8<kFp8>(p.value_cache, row_offset(position));
           }
         }
 #pragma unroll
@@ -406,7 +403,8 @@ Status check_args(const CudaPagedAttentionArgs& a) {
   if (!a.query || !a.output || !a.block_tables || !a.seq_token_start || !a.seq_context_len)
     return bad("null query, output or table pointer");
   if (fp16_cache == fp8_cache || (a.key_cache && a.key_cache_fp8) || (a.value_cache && a.value_cache_fp8))
-    return bad("exactly one cache pair must be set: key_cache and value_cache (fp16) or key_cache_fp8 and value_cache_fp8");
+    return bad(
+        "exactly one cache pair must be set: key_cache and value_cache (fp16) or key_cache_fp8 and value_cache_fp8");
   if (fp8_cache && !(a.k_scale > 0.f && a.v_scale > 0.f && std::isfinite(a.k_scale) && std::isfinite(a.v_scale)))
     return bad("the fp8 cache's k_scale and v_scale must be positive and finite");
   if (a.num_seqs == 0) return bad("num_tokens > 0 but num_seqs == 0");
@@ -462,8 +460,10 @@ Status launch_split(const CudaPagedAttentionArgs& a, Params p, cudaStream_t stre
   const dim3 grid(a.num_tokens, ctas_per_row, std::max(grid_z, 1));
   if (grid.y > 65535) return bad("num_kv_heads x head chunks exceeds the grid limit");
   const auto kernel = [&] {
-    if (a.head_dim == 128) return p.kv_fp8 ? paged_attention_split_kernel<16, true> : paged_attention_split_kernel<16, false>;
-    if (a.head_dim == 64) return p.kv_fp8 ? paged_attention_split_kernel<8, true> : paged_attention_split_kernel<8, false>;
+    if (a.head_dim == 128)
+      return p.kv_fp8 ? paged_attention_split_kernel<16, true> : paged_attention_split_kernel<16, false>;
+    if (a.head_dim == 64)
+      return p.kv_fp8 ? paged_attention_split_kernel<8, true> : paged_attention_split_kernel<8, false>;
     return p.kv_fp8 ? paged_attention_split_kernel<32, true> : paged_attention_split_kernel<32, false>;
   }();
   CROSSPOINT_CUDA_RETURN_IF_ERROR(launch_programmatic(kernel, grid, dim3(kThreads), 0, stream, p),

@@ -22,8 +22,8 @@ struct CudaPagedAttentionArgs {
   int64_t query_stride = 0;
   uint16_t* output = nullptr;  // [T, H, D] fp16, rows output_stride elements apart
   int64_t output_stride = 0;
-  const uint16_t* key_cache = nullptr;       // one layer's [num_blocks, block_size, Hkv, D] fp16
-  const uint16_t* value_cache = nullptr;     // same layout
+  const uint16_t* key_cache = nullptr;    // one layer's [num_blocks, block_size, Hkv, D] fp16
+  const uint16_t* value_cache = nullptr;  // same layout
   // Or an fp8 cache (--kv-cache-dtype fp8): the same layout in e4m3 bytes, read as
   // e4m3 * k_scale / v_scale (vLLM's per-tensor scales). Exactly one pair is set.
   const uint8_t* key_cache_fp8 = nullptr;

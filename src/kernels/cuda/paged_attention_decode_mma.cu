@@ -209,7 +209,7 @@ __device__ __forceinline__ void attend_range(const Params& p, int t, const int32
     }
     const int warp_pos0 = begin + i * kTile + warp * 16;  // this warp's first position
     if (warp_pos0 >= end) continue;                       // all 16 masked: nothing to add
-    const uint16_t* k_tile;  // this warp's 16 positions, fp16 rows kRowStride apart
+    const uint16_t* k_tile;                               // this warp's 16 positions, fp16 rows kRowStride apart
     const uint16_t* v_tile;
     if constexpr (kFp8) {
       constexpr int kRowBytes = ring_row_bytes<kHeadDim, true>();
@@ -603,7 +603,8 @@ int balanced_ctas() {
     if (cudaGetDevice(&device) != cudaSuccess ||
         cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device) != cudaSuccess ||
         cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, decode_balanced_kernel<kHeadDim, kStages, kFp8>,
-                                                      kThreads, shared_bytes<kHeadDim, kStages, kFp8>()) != cudaSuccess) {
+                                                      kThreads,
+                                                      shared_bytes<kHeadDim, kStages, kFp8>()) != cudaSuccess) {
       (void)cudaGetLastError();
       return 0;
     }
@@ -634,9 +635,9 @@ Status launch(const Params& p, int num_tokens, bool balanced, cudaStream_t strea
     return last_launch_status("paged_attention decode_balanced_kernel launch");
   }
   const dim3 grid(num_tokens, p.num_kv_heads, p.num_splits);
-  CROSSPOINT_CUDA_RETURN_IF_ERROR(
-      launch_programmatic(decode_tensor_core_kernel<kHeadDim, kStages, kFp8>, grid, dim3(kThreads), kSmemBytes, stream, p),
-      "decode_tensor_core_kernel launch");
+  CROSSPOINT_CUDA_RETURN_IF_ERROR(launch_programmatic(decode_tensor_core_kernel<kHeadDim, kStages, kFp8>, grid,
+                                                      dim3(kThreads), kSmemBytes, stream, p),
+                                  "decode_tensor_core_kernel launch");
   return last_launch_status("paged_attention decode_tensor_core_kernel launch");
 }
 

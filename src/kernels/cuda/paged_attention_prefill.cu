@@ -55,8 +55,7 @@ __device__ __forceinline__ void load_kv_tile(const void* cache, const Params& p,
     const int v = threadIdx.x + i * kThreads;
     const int r = v / kVecPerRow, c = (v % kVecPerRow) * 8;
     vec[i] = make_uint4(0, 0, 0, 0);
-    if (kv0 + r < limit)
-      vec[i] = load_cache8<kFp8>(cache, cache_row_offset(p, table, kv0 + r) + kv_head_offset + c);
+    if (kv0 + r < limit) vec[i] = load_cache8<kFp8>(cache, cache_row_offset(p, table, kv0 + r) + kv_head_offset + c);
   }
 #pragma unroll
   for (int i = 0; i < kLoads; ++i) {
@@ -214,10 +213,9 @@ Status launch_prefill_tensor_core(const Params& p, int max_query_len, cudaStream
   if (p.head_dim != 128 && p.head_dim != 64)
     return invalid_argument("cuda_paged_attention: tensor-core prefill needs head_dim 64 or 128, got " +
                             std::to_string(p.head_dim));
-  const auto kernel = p.head_dim == 128 ? (p.kv_fp8 ? prefill_tensor_core_kernel<128, true>
-                                                    : prefill_tensor_core_kernel<128, false>)
-                                        : (p.kv_fp8 ? prefill_tensor_core_kernel<64, true>
-                                                    : prefill_tensor_core_kernel<64, false>);
+  const auto kernel = p.head_dim == 128
+                          ? (p.kv_fp8 ? prefill_tensor_core_kernel<128, true> : prefill_tensor_core_kernel<128, false>)
+                          : (p.kv_fp8 ? prefill_tensor_core_kernel<64, true> : prefill_tensor_core_kernel<64, false>);
   CROSSPOINT_CUDA_RETURN_IF_ERROR(
       launch_programmatic(kernel, dim3(grid), dim3(kThreads), 0, stream, p, num_query_tiles),
       "prefill_tensor_core_kernel launch");

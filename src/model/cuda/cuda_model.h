@@ -122,13 +122,13 @@ class CudaModel {
 
  private:
   struct Layer {
-    DeviceBuffer input_norm;           // [d] fp16
-    DeviceBuffer post_attention_norm;  // [d] fp16
-    DeviceBuffer q_norm, k_norm;       // [D] fp16 each (Qwen3's per-head q/k norms), else empty
-    CudaLinear qkv;                    // d -> (H + 2 Hkv) D, with the q|k|v bias when the model has one
-    CudaLinear o_proj;                 // H D -> d
-    CudaLinear gate_up;                // d -> 2 I (gate first)
-    CudaLinear down_proj;              // I -> d
+    DeviceBuffer input_norm;               // [d] fp16
+    DeviceBuffer post_attention_norm;      // [d] fp16
+    DeviceBuffer q_norm, k_norm;           // [D] fp16 each (Qwen3's per-head q/k norms), else empty
+    CudaLinear qkv;                        // d -> (H + 2 Hkv) D, with the q|k|v bias when the model has one
+    CudaLinear o_proj;                     // H D -> d
+    CudaLinear gate_up;                    // d -> 2 I (gate first)
+    CudaLinear down_proj;                  // I -> d
     float k_scale = 1.0f, v_scale = 1.0f;  // the fp8 KV cache's per-tensor scales
   };
 
