@@ -27,7 +27,7 @@
 #             attention kernels' (default and balanced) throughput, memory, occupancy and stall sections
 #   kernels:  ncu over one eager decode step per precision (--kernels-batches, 1): every kernel's
 #             time alone and DRAM bytes read, grouped by scripts/gpu/kernel_breakdown.py (kernels.json)
-#   soak:     scripts/soak.py on the 7B fp16 checkpoint (SOAK_STREAMS, SOAK_MINUTES per round, SOAK_MEMORY_BUDGET;
+#   soak:     scripts/soak.py on the 7B fp16 checkpoint (SOAK_STREAMS, SOAK_MINUTES per round, SOAK_KV_BLOCKS;
 #             SOAK_DETACH=1: in its own session, collected by a following call with --only soakwait) into $OUT/soak.json
 #   servercheck: benchmarks/gpu/check_server_determinism.py over the 7B checkpoints: the same request
 #             sequentially, in copies sent together and amid load, default and --deterministic servers
@@ -310,8 +310,9 @@ fi
 
 # ---------------------------------------------------------------- soak (scripts/soak.py on the GPU)
 # 1,000 streams per round (SOAK_STREAMS) for SOAK_MINUTES (4) per round, two rounds, on the 7B fp16
-# checkpoint held to SOAK_MEMORY_BUDGET (18GB: ~1.2 GiB, ~22k tokens of KV cache, so it preempts) with
-# --max-num-seqs 256; controls compared between rounds only (the default kernels are not
+# checkpoint with a KV cache of SOAK_KV_BLOCKS (256) blocks: 4,096 tokens, where 256 sequences of up
+# to 256 tokens want ~6,000 (two runs on 2026-12-02 sized it by memory budget and peaked at 55 % and
+# 94.5 % without a preemption), with --max-num-seqs 256; controls compared between rounds only (the default kernels are not
 # batch-invariant). SOAK_DETACH=1 starts it in its own session (it outlives this call, in
 # $SOAK_DIR) and returns; a following call with --only soakwait waits for it and brings back
 # its result: a soak longer than one call's 10 minutes runs over two.
@@ -321,7 +322,7 @@ if want soak; then
   rm -rf "$SOAK_DIR"; mkdir -p "$SOAK_DIR"
   soak_cmd=(python3 "$ROOT/scripts/soak.py" --crosspoint "$BUNDLE_DIR/bin/crosspoint" --device "$SWEEP_DEVICE" --model "$CKPT/fp16"
             --result "$SOAK_DIR/soak.json" --minutes "${SOAK_MINUTES:-4}" --streams "${SOAK_STREAMS:-1000}"
-            --quiet-controls-only --serve-arg=--memory-budget "--serve-arg=${SOAK_MEMORY_BUDGET:-18GB}"
+            --quiet-controls-only --serve-arg=--num-gpu-blocks-override "--serve-arg=${SOAK_KV_BLOCKS:-256}"
             --serve-arg=--max-num-seqs --serve-arg=256 --note "H200 device call")
   if [ "${SOAK_DETACH:-0}" = 1 ]; then
     setsid nohup "${soak_cmd[@]}" >"$SOAK_DIR/soak.log" 2>&1 < /dev/null &

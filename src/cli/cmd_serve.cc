@@ -46,6 +46,7 @@ struct ServeOptions {
   std::string device = "auto";           // auto (cuda when a GPU is visible) | cpu | cuda
   double gpu_memory_utilization = 0.9;   // cuda: fraction of the GPU's memory this process may use
   std::string memory_budget;             // both: bytes for weights + activations + KV cache (empty: off)
+  int32_t num_kv_blocks = 0;             // --num-gpu-blocks-override: exactly this many KV blocks (0: off)
   bool enable_prefix_caching = false;    // --enable-prefix-caching given
   bool disable_prefix_caching = false;   // --no-enable-prefix-caching given
   bool enforce_eager = false;            // cuda: no CUDA graphs
@@ -125,6 +126,7 @@ int serve(const ServeOptions& o) {
   runner_options.kv_cache_dtype = o.kv_cache_dtype;
   runner_options.gpu_memory_utilization = o.gpu_memory_utilization;
   runner_options.memory_budget = o.memory_budget;
+  runner_options.num_kv_blocks = o.num_kv_blocks;
   // On by default where a cached prefix gives the bits a recomputation would: on the CPU, and
   // on the GPU in --deterministic mode (chunk-invariant kernels). The GPU's default kernels
   // compute a prompt's tail differently from the whole prompt, so there the same request sent
@@ -234,6 +236,10 @@ int run_serve(int argc, char** argv) {
   app.add_option("--gpu-memory-utilization", o.gpu_memory_utilization,
                  "cuda: fraction of the GPU's total memory for weights, activations and the KV cache")
       ->check(CLI::Range(0.01, 1.0));
+  app.add_option("--num-gpu-blocks-override", o.num_kv_blocks,
+                 "exactly this many KV blocks of --block-size tokens, on either device, instead of what the memory "
+                 "options leave (vLLM's name; tests and soaks that must exhaust the cache)")
+      ->check(CLI::Range(1, 1 << 30));
   app.add_option("--memory-budget", o.memory_budget,
                  "bytes this server may hold for weights, activations and the KV cache (e.g. 24GB: a smaller GPU's "
                  "capacity on a larger one); replaces --gpu-memory-utilization and --kv-cache-memory")

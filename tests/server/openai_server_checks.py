@@ -1226,6 +1226,14 @@ def fp8_kv_cache(make_server, model):
             raise AssertionError("a server with --kv-cache-dtype fp4 started")
         except RuntimeError as e:
             assert "--kv-cache-dtype fp4: expected auto, fp8 or fp8_e4m3" in str(e), str(e)[-600:]
+        # --num-gpu-blocks-override sets the block count outright, whatever the memory options say.
+        server = make_server("--num-gpu-blocks-override", "24", "--kv-cache-dtype", "fp8", "--max-model-len", "256")
+        try:
+            out = server.client().completions.create(model=model, prompt=PROMPTS[0], max_tokens=8, temperature=0)
+            assert out.usage.completion_tokens == 8, out.usage
+            assert server.metrics()["crosspoint:num_kv_blocks"] == 24, server.metrics()
+        finally:
+            assert server.stop() == 0
     return fp8_kv_cache_quarters_the_bytes_and_serves
 
 
