@@ -17,6 +17,20 @@
 #include "sweep/sweep_runner.h"
 
 namespace crosspoint::cli {
+namespace {
+
+// "auto,fp8" -> {"auto", "fp8"}; empty items kept (the options' checks name them).
+std::vector<std::string> split_commas(const std::string& text) {
+  std::vector<std::string> items;
+  for (size_t start = 0; start <= text.size();) {
+    const size_t comma = std::min(text.find(',', start), text.size());
+    items.push_back(text.substr(start, comma - start));
+    start = comma + 1;
+  }
+  return items;
+}
+
+}  // namespace
 
 int run_sweep(int argc, char** argv) {
   CLI::App app(
@@ -144,18 +158,8 @@ int run_sweep(int argc, char** argv) {
   auto precisions = sweep::parse_precision_list(precisions_text);
   if (!precisions.is_ok()) return report_error("sweep", precisions.status());
   o.precisions = precisions.value();
-  o.kv_cache_dtypes.clear();
-  for (size_t start = 0; start <= kv_dtypes_text.size();) {
-    const size_t comma = std::min(kv_dtypes_text.find(',', start), kv_dtypes_text.size());
-    o.kv_cache_dtypes.push_back(kv_dtypes_text.substr(start, comma - start));
-    start = comma + 1;
-  }
-  o.prefix_caching.clear();
-  for (size_t start = 0; start <= prefix_caching_text.size();) {
-    const size_t comma = std::min(prefix_caching_text.find(',', start), prefix_caching_text.size());
-    o.prefix_caching.push_back(prefix_caching_text.substr(start, comma - start));
-    start = comma + 1;
-  }
+  o.kv_cache_dtypes = split_commas(kv_dtypes_text);
+  o.prefix_caching = split_commas(prefix_caching_text);
   auto levels = sweep::parse_concurrency_list(concurrency_text);
   if (!levels.is_ok()) return report_error("sweep", levels.status());
   o.concurrency = levels.value();

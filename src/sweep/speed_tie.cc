@@ -47,7 +47,7 @@ SpeedTieChoice choose_on_a_speed_tie(const std::vector<analysis::LevelWinner>& l
     const std::string p = quality_label_of(label);  // prefix caching leaves the outputs as they are
     if (p == "fp16") return 0.0;
     for (const QualityResult& q : qualities) {
-      if (q.precision == p && q.reference_perplexity > 0) return 100.0 * (q.perplexity / q.reference_perplexity - 1.0);
+      if (q.precision == p && q.perplexity_change_pct()) return q.perplexity_change_pct();
     }
     return std::nullopt;
   };

@@ -268,7 +268,7 @@ void add_recommendation(Fragments& f, const SweepOptions& o, const analysis::Stu
     }
   }
   for (const QualityResult& q : qualities) {
-    const double delta = q.reference_perplexity > 0 ? 100.0 * (q.perplexity / q.reference_perplexity - 1.0) : 0;
+    const double delta = q.perplexity_change_pct().value_or(0);
     items.push_back(fmt::format(
         "Quality — {}: perplexity {:.3f} vs {:.3f} for fp16 ({:+.2f} %), greedy agreement with "
         "fp16 {:.1f} % over {} tokens.",
@@ -365,7 +365,7 @@ void add_quality_and_startup(Fragments& f, const analysis::StudyResults& study,
     q.header = {"precision", "perplexity", "fp16 perplexity", "Δ perplexity", "greedy agreement", "tokens"};
     q.right_align = {false, true, true, true, true, true};
     for (const QualityResult& r : qualities) {
-      const double delta = r.reference_perplexity > 0 ? 100.0 * (r.perplexity / r.reference_perplexity - 1.0) : 0;
+      const double delta = r.perplexity_change_pct().value_or(0);
       q.rows.push_back({r.precision, fmt::format("{:.3f}", r.perplexity), fmt::format("{:.3f}", r.reference_perplexity),
                         fmt::format("{:+.2f} %", delta), fmt::format("{:.1f} %", 100.0 * r.greedy_agreement),
                         std::to_string(r.num_predicted_tokens)});
@@ -390,8 +390,7 @@ void add_axis_effects(Fragments& f, const SweepOptions& o, const analysis::Study
     if (s.kv_cache_tokens) in.kv_cache_tokens[label] = *s.kv_cache_tokens;
   }
   for (const QualityResult& q : qualities) {
-    if (q.reference_perplexity > 0)
-      in.perplexity_delta_pct[q.precision] = 100.0 * (q.perplexity / q.reference_perplexity - 1.0);
+    if (const auto delta = q.perplexity_change_pct()) in.perplexity_delta_pct[q.precision] = *delta;
   }
   const AxisEffects effects = axis_effects(in);
   if (effects.empty()) return;

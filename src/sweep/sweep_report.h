@@ -36,6 +36,11 @@ struct QualityResult {
   double reference_perplexity = 0;  // FP16 on the same tokens
   double greedy_agreement = 0;      // 0..1: the quantised model's argmax equals FP16's
   int64_t num_predicted_tokens = 0;
+  // Perplexity against FP16's on the same tokens, in % (+1.5 = 1.5 % higher); nullopt without a reference.
+  std::optional<double> perplexity_change_pct() const {
+    if (!(reference_perplexity > 0)) return std::nullopt;
+    return 100.0 * (perplexity / reference_perplexity - 1.0);
+  }
 };
 
 // The serving mode the report's source line names: batch-invariant (--deterministic, and always
