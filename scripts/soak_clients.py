@@ -187,6 +187,7 @@ def control_outputs(port, model, timeout=900):
     import http.client
     out = []
     for prompt in CONTROL_PROMPTS:
+        start = time.monotonic()
         try:
             connection = http.client.HTTPConnection("127.0.0.1", port, timeout=timeout)
             connection.request("POST", "/v1/completions",
@@ -196,9 +197,9 @@ def control_outputs(port, model, timeout=900):
             data = response.read()
             connection.close()
         except OSError as e:
-            return out, f"{prompt!r}: {e!r}"
+            return out, f"{prompt!r}: {e!r} after {time.monotonic() - start:.1f} s"
         if response.status != 200:
-            return out, f"{prompt!r}: HTTP {response.status}: {data[:200]!r}"
+            return out, f"{prompt!r}: HTTP {response.status} after {time.monotonic() - start:.1f} s: {data[:200]!r}"
         out.append(json.loads(data)["choices"][0]["text"])
     return out, None
 

@@ -1,6 +1,7 @@
 #include "analysis/study_report.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <cmath>
@@ -193,6 +194,17 @@ std::string format_with_interval(double value, const std::optional<Interval>& in
   return with_interval(value, interval, decimals);
 }
 
+std::string tied_names(const LevelWinner& w) {
+  std::vector<std::string> names = w.contenders;
+  if (names.size() < 2) {
+    names.clear();
+    for (const std::string* name : {&w.leader, &w.runner_up}) {
+      if (!name->empty()) names.push_back(*name);
+    }
+  }
+  return names.size() < 2 ? std::string() : fmt::format("{}", fmt::join(names, ", "));
+}
+
 std::string describe_level(const LevelWinner& w, Metric metric) {
   const int decimals = decimals_for(metric);
   const std::string unit(metric_unit(metric));
@@ -209,7 +221,8 @@ std::string describe_level(const LevelWinner& w, Metric metric) {
                        value(w.leader, w.best_value, w.best_interval),
                        value(w.runner_up, w.runner_up_value, w.runner_up_interval));
   } else if (w.tie) {
-    text = fmt::format("tie at {:g} ({:.1f} %)", w.concurrency, w.margin * 100);
+    const std::string names = tied_names(w);
+    text = fmt::format("tie at {:g} ({:.1f} %{})", w.concurrency, w.margin * 100, names.empty() ? "" : ": " + names);
   } else if (have_intervals) {
     text = fmt::format("{} at {:g} ({} vs {}, by {:.1f} %)", w.winner, w.concurrency,
                        value(w.winner, w.best_value, w.best_interval),

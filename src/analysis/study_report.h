@@ -21,9 +21,13 @@ struct ReportFiles {
 
 // One level of a metric in words, with the two best values and their intervals:
 // "w4a16 at 4 (w4a16 2.19 ms [2.15, 2.24] vs fp16 2.40 ms [2.31, 2.52], by 9.6 %)",
-// "not separable at 8 at this sample size (intervals overlap: ...)", "tie at 1 (1.2 %)";
-// " [measured under interference]" appended when either cell was.
+// "not separable at 8 at this sample size (intervals overlap: ...)", "tie at 1 (1.2 %: w4a16,
+// w4a16+kv-fp8)"; " [measured under interference]" appended when either cell was.
 std::string describe_level(const LevelWinner& level, Metric metric);
+
+// The precisions a tied level cannot tell apart, best first (its contenders, else the two best):
+// "w4a16, w4a16+kv-fp8"; empty when fewer than two are known.
+std::string tied_names(const LevelWinner& level);
 
 // "2.19 [2.15, 2.24]" (or the value alone without an interval).
 std::string format_with_interval(double value, const std::optional<Interval>& interval, int decimals);

@@ -6,6 +6,7 @@
 #include <event2/http.h>
 #include <event2/listener.h>
 
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 
 #include <algorithm>
@@ -228,8 +229,10 @@ struct Connection {
   bufferevent* bev = nullptr;  // evhttp's; we hold a reference to learn when evhttp freed it
   event* close_event = nullptr;
   enum class Phase { kHead, kBody } phase = Phase::kHead;
-  std::string head;  // the current request head so far
+  std::string head;    // the current request head so far
+  std::string target;  // the route of the request whose body is being read (for its refusal's count)
   uint64_t body_left = 0;
+  uint64_t body_total = 0;
   double phase_start_s = 0;   // first byte of the head, or end of the head (body)
   double idle_since_s = 0;    // the last time the connection had nothing in progress
   int busy = 0;               // requests handed to the server and not answered yet
@@ -396,6 +399,7 @@ struct HttpGuard::Impl {
         bytes.remove_prefix(n);
         if (c.body_left == 0) {
           c.phase = Connection::Phase::kHead;
+          c.target.clear();
           c.idle_since_s = now;
           c.accepted_end = c.stream_end - bytes.size();
         }
@@ -433,9 +437,10 @@ struct HttpGuard::Impl {
       c.head.resize(end);
       RequestHead head;
       if (auto error = check_request_head(c.head, limits, &head)) return refuse(c, *error);
-      c.head.clear();
       if (c.over_cap) return answer_over_cap(c, head);
-      c.body_left = head.content_length;
+      c.target = request_line_path(c.head);
+      c.head.clear();
+      c.body_left = c.body_total = head.content_length;
       c.phase = c.body_left > 0 ? Connection::Phase::kBody : Connection::Phase::kHead;
       if (c.body_left == 0) c.accepted_end = c.stream_end - bytes.size();
       c.phase_start_s = now;
@@ -461,7 +466,8 @@ struct HttpGuard::Impl {
 
   void refuse(Connection& c, const ApiError& error) {
     log_debug("http: refused a request ({}): {}", error.http_status, error.message);
-    if (on_response) on_response(request_line_path(c.head), error.http_status);
+    if (on_response)
+      on_response(c.head.empty() ? std::string_view(c.target) : request_line_path(c.head), error.http_status);
     close_with(c, http_error_response(error));
   }
 
@@ -537,11 +543,15 @@ struct HttpGuard::Impl {
       }
       if (c->busy > 0) continue;
       if (c->phase == Connection::Phase::kBody) {
-        if (now - c->phase_start_s > limits.body_timeout_s) {
+        if (now - c->phase_start_s > limits.body_timeout_s && !server_owes_a_read(*c)) {
+          log_timeout(*c, fmt::format("the body did not arrive within {} ({} of {} bytes)",
+                                      seconds(limits.body_timeout_s), c->body_total - c->body_left, c->body_total));
           refuse(*c, {408, "the request body did not arrive within " + seconds(limits.body_timeout_s), ""});
         }
       } else if (!c->head.empty()) {
-        if (now - c->phase_start_s > limits.header_timeout_s) {
+        if (now - c->phase_start_s > limits.header_timeout_s && !server_owes_a_read(*c)) {
+          log_timeout(*c, fmt::format("the head did not arrive within {} ({} bytes)", seconds(limits.header_timeout_s),
+                                      c->head.size()));
           refuse(*c, {408, "the request head did not arrive within " + seconds(limits.header_timeout_s), ""});
         }
       } else if (now - c->idle_since_s > limits.idle_timeout_s) {
@@ -555,6 +565,31 @@ struct HttpGuard::Impl {
       by_bev.erase(c->bev);
       destroy(c);
     }
+  }
+
+  // A client is late only for bytes it has not sent: bytes waiting in the socket, or a
+  // connection the server is not reading (evhttp paused it), are the server's delay.
+  static bool server_owes_a_read(const Connection& c) {
+    if ((bufferevent_get_enabled(c.bev) & EV_READ) == 0) return true;
+    const evutil_socket_t fd = bufferevent_getfd(c.bev);
+    int waiting = 0;
+    return fd >= 0 && ::ioctl(fd, FIONREAD, &waiting) == 0 && waiting > 0;
+  }
+
+  // One line per timeout, at most one every 10 s (a slow-client flood would fill the log).
+  double last_timeout_log_s = -1e9;
+  uint64_t timeouts_unlogged = 0;
+  void log_timeout(const Connection& c, const std::string& what) {
+    const double now = now_s();
+    if (now - last_timeout_log_s < 10.0) {
+      ++timeouts_unlogged;
+      return;
+    }
+    const std::string route = c.head.empty() ? c.target : std::string(request_line_path(c.head));
+    log_info("http: 408 for {}: {}{}", route.empty() ? "a request" : route, what,
+             timeouts_unlogged > 0 ? fmt::format(" ({} more timeouts since the last line)", timeouts_unlogged) : "");
+    last_timeout_log_s = now;
+    timeouts_unlogged = 0;
   }
 
   static std::string seconds(double s) { return fmt_seconds(s) + " s"; }

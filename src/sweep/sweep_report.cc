@@ -116,14 +116,16 @@ std::string describe_metric(const analysis::StudyAnalysis& a, Metric metric) {
     for (const auto& w : m->winners) {
       if (w.not_separable) {
         unseparated.push_back(fmt::format("{:g}", w.concurrency));
-      } else if (w.tie) {
-        ties.push_back(fmt::format("{:g}", w.concurrency));
+      } else if (w.tie) {  // named: a tie between two ways of serving one weight precision is a finding
+        const std::string names = analysis::tied_names(w);
+        ties.push_back(fmt::format("{:g}{}", w.concurrency, names.empty() ? "" : " (" + names + ")"));
       } else {
         clear.push_back(&w);
       }
     }
     if (clear.empty()) {
-      if (unseparated.empty()) return name + ": a tie (within 2 %) at every measured concurrency.";
+      if (unseparated.empty())
+        return fmt::format("{}: a tie (within 2 %) at every measured concurrency: {}.", name, fmt::join(ties, ", "));
       std::string levels_text;
       for (const auto& w : m->winners) levels_text += " " + analysis::describe_level(w, metric) + ";";
       levels_text.back() = '.';

@@ -1035,9 +1035,13 @@ def timeouts(make_server, model, step_delay_arg):
                 pass
             sock.close()
             expect_json_error(raw, 408)
-            # Half a body: 408.
+            # Half a body: 408, counted under its route (the soak reconciles the server's counts
+            # with its clients' by route and status).
+            counted = "crosspoint:http_responses_total:/v1/completions:408"
+            before = server.metrics().get(counted, 0)
             expect_json_error(raw_exchange(server.port, b"POST /v1/completions HTTP/1.1\r\n" + AUTH +
                                            b"Content-Length: 100\r\n\r\n{\"prompt\""), 408)
+            assert server.metrics().get(counted, 0) - before == 1
             # A keep-alive connection is closed once idle.
             conn = http.client.HTTPConnection("127.0.0.1", server.port, timeout=15)
             conn.request("GET", "/health")

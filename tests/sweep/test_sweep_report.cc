@@ -84,6 +84,42 @@ TEST(SweepReport, NoCrossoverSentenceNamesTiesApart) {
       << s.markdown;
 }
 
+// A tie is named by the precisions it cannot tell apart: the H200 grid of 2026-12-03 had output
+// throughput tied at every level, each time between two KV dtypes of one weight precision (w4a16
+// at 1, w8a8-fp8 at 512): without the names the report read as if the weights did not matter.
+TEST(SweepReport, TiesNameThePrecisionsTheyCannotTellApart) {
+  StudyFixture f = load_l4_study();
+  analysis::MetricAnalysis* throughput = nullptr;
+  for (auto& m : f.analysis.metrics) {
+    if (m.metric == analysis::Metric::kOutputThroughput) throughput = &m;
+  }
+  ASSERT_NE(throughput, nullptr);
+  throughput->crossovers.clear();
+  throughput->winners.resize(2);
+  const std::vector<std::pair<std::string, std::string>> pairs = {{"w4a16", "w4a16+kv-fp8"},
+                                                                  {"w8a8-fp8", "w8a8-fp8+kv-fp8"}};
+  for (size_t i = 0; i < 2; ++i) {
+    analysis::LevelWinner& w = throughput->winners[i];
+    w.concurrency = i == 0 ? 1 : 512;
+    w.winner.clear();
+    w.leader = pairs[i].first;
+    w.runner_up = pairs[i].second;
+    w.contenders = {pairs[i].first, pairs[i].second};
+    w.margin = 0.001;
+    w.tie = true;
+    w.not_separable = false;
+  }
+  SweepOptions o;
+  o.precisions = {"fp16", "w8a8-fp8", "w4a16"};
+  const SweepSections s = render_sweep_sections(o, f.study, f.analysis, {}, {});
+  EXPECT_NE(s.markdown.find("a tie (within 2 %) at every measured concurrency: 1 (w4a16, w4a16+kv-fp8), 512 "
+                            "(w8a8-fp8, w8a8-fp8+kv-fp8)."),
+            std::string::npos)
+      << s.markdown;
+  EXPECT_EQ(analysis::describe_level(throughput->winners[1], analysis::Metric::kOutputThroughput),
+            "tie at 512 (0.1 %: w8a8-fp8, w8a8-fp8+kv-fp8)");
+}
+
 TEST(SweepReport, SloPicksThePrecisionThatHoldsItLongest) {
   const StudyFixture f = load_l4_study();
   SweepOptions o;
