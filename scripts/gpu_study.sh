@@ -317,6 +317,12 @@ fi
 # $SOAK_DIR) and returns; a following call with --only soakwait waits for it and brings back
 # its result: a soak longer than one call's 10 minutes runs over two.
 SOAK_DIR=/tmp/crosspoint-soak-detached
+# The soak's server log (its last 3,000 lines: warnings, timeouts, shutdown) into the logs.
+soak_server_log() {
+  local f
+  f=$(ls -t /tmp/crosspoint-soak-*/server.log 2>/dev/null | head -1)
+  [ -n "$f" ] && tail -3000 "$f" >"$WORK/logs/soak-server.log"
+}
 if want soak; then
   log "== soak: ${SOAK_STREAMS:-1000} streams, 2 rounds of ${SOAK_MINUTES:-4} min"
   rm -rf "$SOAK_DIR"; mkdir -p "$SOAK_DIR"
@@ -336,6 +342,7 @@ if want soak; then
     step soak $rc $(( $(now) - t )) "$(tail -1 "$SOAK_DIR/soak.log")"
   fi
   cp "$SOAK_DIR"/soak.log "$WORK/logs/" 2>/dev/null
+  soak_server_log
   [ -f "$SOAK_DIR/soak.json" ] && cp "$SOAK_DIR/soak.json" "$OUT/soak.json"
 fi
 if want soakwait; then
@@ -343,6 +350,7 @@ if want soakwait; then
   while [ ! -f "$SOAK_DIR/soak.json" ] && pgrep -f "scripts/soak.py" >/dev/null && [ "$(left_s)" -gt 70 ]; do sleep 5; done
   [ -f "$SOAK_DIR/soak.json" ] && cp "$SOAK_DIR/soak.json" "$OUT/soak.json"
   cp "$SOAK_DIR"/soak.log "$WORK/logs/" 2>/dev/null
+  soak_server_log
   tail -30 "$SOAK_DIR/soak.log" | tee -a "$LOG"
   step soakwait $([ -f "$OUT/soak.json" ] && echo 0 || echo 1) $(( $(now) - t )) "$(tail -1 "$SOAK_DIR/soak.log" 2>/dev/null)"
 fi
