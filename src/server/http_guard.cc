@@ -283,7 +283,12 @@ struct HttpGuard::Impl {
   }
 
   bufferevent* make(event_base* b) {
-    bufferevent* bev = bufferevent_socket_new(b, -1, 0);  // evhttp closes the socket
+    // The socket closes with the bufferevent's last reference (ours, dropped in check_timeouts
+    // once evhttp has freed its connection), not when evhttp frees it: libevent 2.1 leaves the
+    // read event of a bufferevent we still hold registered, and had evhttp closed the socket, a
+    // new connection given the same descriptor would have its bytes read (and lost) by that
+    // stale event: a body "late" by the body timeout under connection churn.
+    bufferevent* bev = bufferevent_socket_new(b, -1, BEV_OPT_CLOSE_ON_FREE);
     if (bev == nullptr) return nullptr;
     auto* c = new Connection;
     c->guard = this;
