@@ -1097,9 +1097,9 @@ def chat_role_chunk_waits_for_the_first_token(make_server, model):
 def connection_churn(make_server, model):
     # Hundreds of short connections a second, a third of the streams closed by their client
     # mid-stream, each request's head and body written apart (as http.client does): not one
-    # byte may go astray. Before the guard's bufferevents closed their own sockets, a freed
-    # connection's stale read event took the bytes of the next connection given its descriptor
-    # (2 % of requests here, and a control request of the H200 soak) and the body timeout fired.
+    # byte may go astray. A freed connection whose socket evhttp closed while the guard still
+    # held its bufferevent would take the bytes of the next connection given that descriptor,
+    # and the body timeout would fire (docs/testing.md, "Soak").
     @check
     def churning_connections_lose_no_bytes(unused_server, unused_model):
         import asyncio

@@ -84,9 +84,9 @@ TEST(SweepReport, NoCrossoverSentenceNamesTiesApart) {
       << s.markdown;
 }
 
-// A tie is named by the precisions it cannot tell apart: the H200 grid of 2026-12-03 had output
-// throughput tied at every level, each time between two KV dtypes of one weight precision (w4a16
-// at 1, w8a8-fp8 at 512): without the names the report read as if the weights did not matter.
+// A tie is named by the precisions it cannot tell apart: a grid of weights x KV dtypes can tie
+// output throughput at every level, each time between the two KV dtypes of one weight precision
+// (w4a16 at 1, w8a8-fp8 at 512); unnamed, that read as if the weights did not matter.
 TEST(SweepReport, TiesNameThePrecisionsTheyCannotTellApart) {
   StudyFixture f = load_l4_study();
   analysis::MetricAnalysis* throughput = nullptr;
