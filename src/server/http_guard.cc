@@ -548,13 +548,13 @@ struct HttpGuard::Impl {
       }
       if (c->busy > 0) continue;
       if (c->phase == Connection::Phase::kBody) {
-        if (now - c->phase_start_s > limits.body_timeout_s && !server_owes_a_read(*c)) {
+        if (now - c->phase_start_s > limits.body_timeout_s) {
           log_timeout(*c, fmt::format("the body did not arrive within {} ({} of {} bytes)",
                                       seconds(limits.body_timeout_s), c->body_total - c->body_left, c->body_total));
           refuse(*c, {408, "the request body did not arrive within " + seconds(limits.body_timeout_s), ""});
         }
       } else if (!c->head.empty()) {
-        if (now - c->phase_start_s > limits.header_timeout_s && !server_owes_a_read(*c)) {
+        if (now - c->phase_start_s > limits.header_timeout_s) {
           log_timeout(*c, fmt::format("the head did not arrive within {} ({} bytes)", seconds(limits.header_timeout_s),
                                       c->head.size()));
           refuse(*c, {408, "the request head did not arrive within " + seconds(limits.header_timeout_s), ""});
@@ -572,15 +572,6 @@ struct HttpGuard::Impl {
     }
   }
 
-  // A client is late only for bytes it has not sent: bytes waiting in the socket, or a
-  // connection the server is not reading (evhttp paused it), are the server's delay.
-  static bool server_owes_a_read(const Connection& c) {
-    if ((bufferevent_get_enabled(c.bev) & EV_READ) == 0) return true;
-    const evutil_socket_t fd = bufferevent_getfd(c.bev);
-    int waiting = 0;
-    return fd >= 0 && ::ioctl(fd, FIONREAD, &waiting) == 0 && waiting > 0;
-  }
-
   // One line per timeout, at most one every 10 s (a slow-client flood would fill the log).
   double last_timeout_log_s = -1e9;
   uint64_t timeouts_unlogged = 0;
@@ -591,7 +582,14 @@ struct HttpGuard::Impl {
       return;
     }
     const std::string route = c.head.empty() ? c.target : std::string(request_line_path(c.head));
-    log_info("http: 408 for {}: {}{}", route.empty() ? "a request" : route, what,
+    // Bytes the client sent that the server never read, and whether it was reading: a lost
+    // read event would show here, not as a slow client.
+    int unread = 0;
+    const evutil_socket_t fd = bufferevent_getfd(c.bev);
+    if (fd >= 0 && ::ioctl(fd, FIONREAD, &unread) != 0) unread = -1;
+    const bool reading = (bufferevent_get_enabled(c.bev) & EV_READ) != 0;
+    log_info("http: 408 for {}: {}; {} bytes unread in the socket, reading {}{}", route.empty() ? "a request" : route,
+             what, unread, reading ? "on" : "off",
              timeouts_unlogged > 0 ? fmt::format(" ({} more timeouts since the last line)", timeouts_unlogged) : "");
     last_timeout_log_s = now;
     timeouts_unlogged = 0;
