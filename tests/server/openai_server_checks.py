@@ -9,10 +9,12 @@ or against `crosspoint serve` with the default model, whose greedy outputs must 
 Each check prints one line; the exit code is the number of failed checks.
 """
 import argparse
+import asyncio
 import concurrent.futures
 import http.client
 import json
 import os
+import random
 import resource
 import select
 import signal
@@ -1102,8 +1104,6 @@ def connection_churn(make_server, model):
     # and the body timeout would fire (docs/testing.md, "Soak").
     @check
     def churning_connections_lose_no_bytes(unused_server, unused_model):
-        import asyncio
-        import random
         server = make_server("--body-timeout", "1", "--header-timeout", "1", "--max-num-seqs", "64",
                              "--max-waiting", "4096")
         statuses = {}
