@@ -60,6 +60,36 @@ def process_sample(pid):
     return {"rss_mib": round(rss_kib / 1024, 1), "fds": len(os.listdir(f"/proc/{pid}/fd")), "threads": threads}
 
 
+TCP_STATES = {"01": "ESTABLISHED", "02": "SYN_SENT", "03": "SYN_RECV", "04": "FIN_WAIT1", "05": "FIN_WAIT2",
+              "06": "TIME_WAIT", "07": "CLOSE", "08": "CLOSE_WAIT", "09": "LAST_ACK", "0A": "LISTEN", "0B": "CLOSING"}
+
+
+def descriptors(pid):
+    """fd -> what it is: a path, or for a TCP socket its state, ports and queued bytes."""
+    sockets = {}
+    for table in ("tcp", "tcp6"):
+        try:
+            lines = Path(f"/proc/{pid}/net/{table}").read_text().splitlines()[1:]
+        except OSError:
+            continue
+        for line in lines:
+            f = line.split()
+            queues = f[4].split(":")
+            sockets[f[9]] = (f"TCP {TCP_STATES.get(f[3], f[3])} port {int(f[1].rsplit(':', 1)[1], 16)} -> "
+                             f"{int(f[2].rsplit(':', 1)[1], 16)}, {int(queues[0], 16)} bytes to send, "
+                             f"{int(queues[1], 16)} unread")
+    out = {}
+    for fd in os.listdir(f"/proc/{pid}/fd"):
+        try:
+            target = os.readlink(f"/proc/{pid}/fd/{fd}")
+        except OSError:
+            continue
+        if target.startswith("socket:["):
+            target = sockets.get(target[8:-1], target)
+        out[int(fd)] = target
+    return out
+
+
 def load_average():
     return float(Path("/proc/loadavg").read_text().split()[0])
 
@@ -191,8 +221,10 @@ def wait_quiet(server, port, baseline, timeout_s=120):
     last sample and gauges."""
     deadline = time.monotonic() + timeout_s
     while True:
-        m = metrics(port)
+        # Sampled before the /metrics request: the server may not have seen that connection
+        # close yet when the request returns.
         sample = process_sample(server.pid)
+        m = metrics(port)
         quiet = (m.get("vllm:num_requests_running") == 0 and m.get("vllm:num_requests_waiting") == 0 and
                  m.get("vllm:kv_cache_usage_perc") == 0 and sample["fds"] <= baseline["fds"] and
                  sample["threads"] <= baseline["threads"])
@@ -261,6 +293,7 @@ def main():
         sys.exit(f"soak: a control request before the load failed: {error}")
     time.sleep(2)
     baseline = process_sample(server.pid)
+    baseline_descriptors = descriptors(server.pid)
     log(f"ready after {time.monotonic() - start:.1f} s: {baseline}; control outputs recorded")
     sampler = Sampler(server, port, args.sample_seconds, time.monotonic())
     sampler.start()
@@ -306,6 +339,9 @@ def main():
             round_failures.append(f"not quiet within 120 s of the round's end: {after_sample}, running "
                                   f"{after.get('vllm:num_requests_running')}, waiting "
                                   f"{after.get('vllm:num_requests_waiting')}, KV {after.get('vllm:kv_cache_usage_perc')}")
+        if after_sample["fds"] > baseline["fds"]:
+            extra = {fd: what for fd, what in descriptors(server.pid).items() if fd not in baseline_descriptors}
+            round_failures.append(f"descriptors beyond the start-up ones: {extra}")
         preemptions = delta(after, before, "vllm:num_preemptions_total")
         if preemptions <= 0:
             round_failures.append("no preemption: the KV cache was never exhausted")

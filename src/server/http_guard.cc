@@ -233,8 +233,9 @@ struct Connection {
   std::string target;  // the route of the request whose body is being read (for its refusal's count)
   uint64_t body_left = 0;
   uint64_t body_total = 0;
-  double phase_start_s = 0;   // first byte of the head, or end of the head (body)
-  double idle_since_s = 0;    // the last time the connection had nothing in progress
+  double phase_start_s = 0;  // first byte of the head, or end of the head (body)
+  double idle_since_s = 0;   // the last time the connection had nothing in progress
+  double opened_s = 0;
   int busy = 0;               // requests handed to the server and not answered yet
   bool over_cap = false;      // over max_connections: one request, /health or 503
   bool closing = false;       // refused or timed out: the close is scheduled
@@ -250,7 +251,10 @@ struct Connection {
   // answer a malformed one with its own HTML page before the guard had the whole head. The
   // input buffer holds stream bytes [stream_end - held.size() - length, stream_end - held.size()).
   std::string held;
-  bool in_input = false;   // inside on_input (the input buffer's end may be written)
+  bool in_input = false;  // inside on_input (the input buffer's end may be written)
+  // The server's callback for when evhttp frees the connection (evhttp's close callback is the guard's).
+  void (*server_close_cb)(void*) = nullptr;
+  void* server_close_arg = nullptr;
   bool rewriting = false;  // on_input sees our own re-add of the kept bytes
 };
 
@@ -268,6 +272,51 @@ struct HttpGuard::Impl {
   ~Impl() {
     for (auto& [serial, c] : connections) destroy(c);
     if (resume_event != nullptr) event_free(resume_event);
+    if (reap_event != nullptr) event_free(reap_event);
+  }
+
+  // ---- releasing what evhttp freed -------------------------------------------------------------
+  // The socket closes when the guard drops its reference, so a connection evhttp freed is
+  // released in the same loop pass where it can be: reap_event runs right after the callback
+  // in which evhttp freed it (its close callback, or a reply's completion before a close). A
+  // connection freed without either (a client that left before its first request) waits for
+  // the sweep in check_timeouts.
+  event* reap_event = nullptr;
+  std::vector<uint64_t> maybe_freed;
+
+  void reap_soon(const Connection& c) {
+    maybe_freed.push_back(c.serial);
+    if (reap_event == nullptr) reap_event = event_new(base, -1, 0, &Impl::on_reap, this);
+    event_active(reap_event, 0, 0);
+  }
+
+  static void on_reap(evutil_socket_t, short, void* arg) {
+    Impl* self = static_cast<Impl*>(arg);
+    std::vector<uint64_t> serials;
+    serials.swap(self->maybe_freed);
+    for (uint64_t serial : serials) {
+      auto it = self->connections.find(serial);
+      if (it != self->connections.end() && self->release_if_freed(it->second)) self->connections.erase(it);
+    }
+  }
+
+  // Whether evhttp freed c's connection; if so c is destroyed (and its socket closed), and the
+  // caller removes it from `connections`.
+  bool release_if_freed(Connection* c) {
+    bufferevent_event_cb event_cb = nullptr;
+    bufferevent_getcb(c->bev, nullptr, nullptr, &event_cb, nullptr);
+    if (event_cb != nullptr) return false;  // bufferevent_free clears the callbacks
+    c->freed = true;
+    by_bev.erase(c->bev);
+    destroy(c);
+    return true;
+  }
+
+  // evhttp's close callback: the connection is being freed.
+  static void on_evhttp_close(evhttp_connection*, void* arg) {
+    auto* c = static_cast<Connection*>(arg);
+    if (c->server_close_cb != nullptr) c->server_close_cb(c->server_close_arg);
+    c->guard->reap_soon(*c);
   }
 
   void destroy(Connection* c) {
@@ -294,7 +343,7 @@ struct HttpGuard::Impl {
     c->guard = this;
     c->serial = next_serial++;
     c->bev = bev;
-    c->idle_since_s = now_s();
+    c->idle_since_s = c->opened_s = now_s();
     bufferevent_incref(bev);
     c->close_event = event_new(b, -1, 0, &Impl::on_close_event, c);
     evbuffer_add_cb(bufferevent_get_input(bev), &Impl::on_input, c);
@@ -523,19 +572,19 @@ struct HttpGuard::Impl {
     // evhttp frees an incoming connection on end-of-file (its pending request, if any, is
     // detached first, as when the client leaves).
     bufferevent_trigger_event(c->bev, BEV_EVENT_EOF | BEV_EVENT_READING, 0);
+    c->guard->reap_soon(*c);
   }
 
   void check_timeouts() {
     const double now = now_s();
-    std::vector<uint64_t> gone;
-    for (auto& [serial, c] : connections) {
-      bufferevent_event_cb event_cb = nullptr;
-      bufferevent_getcb(c->bev, nullptr, nullptr, &event_cb, nullptr);
-      if (event_cb == nullptr) {  // evhttp freed the connection (bufferevent_free clears the callbacks)
-        c->freed = true;
-        gone.push_back(serial);
-        continue;
+    for (auto it = connections.begin(); it != connections.end();) {
+      if (release_if_freed(it->second)) {
+        it = connections.erase(it);
+      } else {
+        ++it;
       }
+    }
+    for (auto& [serial, c] : connections) {
       if (c->closing) {
         if (c->linger_until_s > 0) {
           drop_unaccepted(*c);
@@ -564,12 +613,26 @@ struct HttpGuard::Impl {
         close_with(*c, "");
       }
     }
-    for (uint64_t serial : gone) {
-      Connection* c = connections[serial];
-      connections.erase(serial);
-      by_bev.erase(c->bev);
-      destroy(c);
-    }
+  }
+
+  // One connection's state in a line, for logs.
+  static std::string describe(const Connection& c, double now) {
+    const evutil_socket_t fd = bufferevent_getfd(c.bev);
+    int unread = 0;
+    if (fd >= 0 && ::ioctl(fd, FIONREAD, &unread) != 0) unread = -1;
+    bufferevent_data_cb read_cb = nullptr, write_cb = nullptr;
+    bufferevent_getcb(c.bev, &read_cb, &write_cb, nullptr, nullptr);
+    const short enabled = bufferevent_get_enabled(c.bev);
+    std::string phase = c.phase == Connection::Phase::kBody
+                            ? fmt::format("body {} of {} bytes", c.body_total - c.body_left, c.body_total)
+                            : (c.head.empty() ? "between requests" : fmt::format("head {} bytes", c.head.size()));
+    return fmt::format(
+        "connection {} (fd {}) open {:.0f} s: {}; {} request(s) in progress; {}{}; reading {}, writing {}; "
+        "{} bytes unread in the socket, {} in the input buffer, {} in the output buffer; evhttp's read callback {}",
+        c.serial, static_cast<int>(fd), now - c.opened_s, phase, c.busy, c.closing ? "closing" : "open",
+        c.linger_until_s > 0 ? " (lingering)" : "", (enabled & EV_READ) != 0 ? "on" : "off",
+        (enabled & EV_WRITE) != 0 ? "on" : "off", unread, evbuffer_get_length(bufferevent_get_input(c.bev)),
+        evbuffer_get_length(bufferevent_get_output(c.bev)), read_cb != nullptr ? "set" : "taken");
   }
 
   // One line per timeout, at most one every 10 s (a slow-client flood would fill the log).
@@ -703,6 +766,14 @@ void HttpGuard::request_started(evhttp_request* req) {
   if (Connection* c = impl_->of_request(req)) {
     ++c->busy;
     evhttp_request_set_on_complete_cb(req, &Impl::on_request_complete, impl_.get());
+    evhttp_connection_set_closecb(evhttp_request_get_connection(req), &Impl::on_evhttp_close, c);
+  }
+}
+
+void HttpGuard::on_connection_close(evhttp_request* req, void (*callback)(void*), void* arg) {
+  if (Connection* c = impl_->of_request(req)) {
+    c->server_close_cb = callback;
+    c->server_close_arg = arg;
   }
 }
 
@@ -738,6 +809,17 @@ void HttpGuard::forget_listener() {
 }
 
 size_t HttpGuard::open_connections() const { return impl_->open(); }
+
+std::vector<std::string> HttpGuard::describe_open_connections(size_t max) const {
+  std::vector<const Connection*> open;
+  for (const auto& [serial, c] : impl_->connections)
+    if (!c->freed) open.push_back(c);
+  std::sort(open.begin(), open.end(), [](const Connection* a, const Connection* b) { return a->serial < b->serial; });
+  std::vector<std::string> lines;
+  const double now = now_s();
+  for (size_t i = 0; i < open.size() && i < max; ++i) lines.push_back(Impl::describe(*open[i], now));
+  return lines;
+}
 
 const HttpLimits& HttpGuard::limits() const { return impl_->limits; }
 

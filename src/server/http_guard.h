@@ -30,6 +30,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "server/api_error.h"
 
@@ -99,12 +100,18 @@ class HttpGuard {
 
   // evhttp hands a request to the server: the connection is busy until its reply is sent.
   void request_started(evhttp_request* req);
+  // callback(arg) runs when evhttp frees the connection of req (the client left, a write
+  // failed, or the server freed it); replaces the one set before, and nullptr clears it.
+  // evhttp's own close callback is the guard's: set this one instead. Call after request_started.
+  void on_connection_close(evhttp_request* req, void (*callback)(void*), void* arg);
   // Closes timed-out connections; call about every 250 ms.
   void check_timeouts();
   // Shutdown: closes the connections that have no request in progress.
   void close_idle();
 
   size_t open_connections() const;
+  // The state of the oldest `max` open connections, a line each (for logs).
+  std::vector<std::string> describe_open_connections(size_t max) const;
   const HttpLimits& limits() const;
 
   struct Impl;

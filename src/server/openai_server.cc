@@ -218,7 +218,7 @@ struct OpenAiServer::Impl {
 
   void handle(evhttp_request* req) {
     disable_nagle(req);
-    if (guard != nullptr) guard->request_started(req);
+    guard->request_started(req);
     const evhttp_uri* uri = evhttp_request_get_evhttp_uri(req);
     const char* raw_path = uri != nullptr ? evhttp_uri_get_path(uri) : nullptr;
     const std::string path = raw_path != nullptr ? raw_path : "";
@@ -268,7 +268,7 @@ struct OpenAiServer::Impl {
                     : path == "/tokenize"            ? Route::kTokenize
                                                      : Route::kDetokenize;
     live[stream.get()] = stream;
-    evhttp_connection_set_closecb(evhttp_request_get_connection(req), &Impl::on_close, stream.get());
+    guard->on_connection_close(req, &Impl::on_close, stream.get());
     job->stream = std::move(stream);
     {
       std::lock_guard<std::mutex> lock(prepare_mutex);
@@ -521,7 +521,7 @@ struct OpenAiServer::Impl {
   }
 
   // ---- client went away ---------------------------------------------------------------------
-  static void on_close(evhttp_connection* /*evcon*/, void* arg) {
+  static void on_close(void* arg) {
     Stream* raw = static_cast<Stream*>(arg);
     Impl* self = raw->server;
     auto it = self->live.find(raw);
@@ -568,9 +568,7 @@ struct OpenAiServer::Impl {
 
   // Detach a stream from its connection before its last reply is sent.
   void release(Stream& stream) {
-    if (stream.req != nullptr) {
-      evhttp_connection_set_closecb(evhttp_request_get_connection(stream.req), nullptr, nullptr);
-    }
+    if (stream.req != nullptr) guard->on_connection_close(stream.req, nullptr, nullptr);
     live.erase(&stream);
   }
 
@@ -777,6 +775,10 @@ struct OpenAiServer::Impl {
       guard->forget_listener();
       evhttp_del_accept_socket(http, socket);  // stop accepting
       socket = nullptr;
+    }
+    if (const size_t n = guard->open_connections(); n > 0) {
+      log_info("shutdown: {} connections open; the oldest:", n);
+      for (const std::string& line : guard->describe_open_connections(8)) log_info("  {}", line);
     }
     guard->close_idle();
     const double timeout = config.shutdown_timeout_s;
