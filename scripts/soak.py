@@ -252,7 +252,9 @@ def main():
     parser.add_argument("--quiet-controls-only", action="store_true",
                         help="compare only control requests sent between rounds (servers without batch invariance)")
     parser.add_argument("--stream-timeout", type=float, default=1800,
-                        help="seconds a stream may go without progress before it counts as hung (default 1800)")
+                        help="seconds any of the soak's requests (streams, control requests, mid-stream misbehaving clients) "
+                             "may go without progress before it counts as hung (default 1800: on a slow machine a request "
+                             "can wait that long behind the ~1,000 queued streams)")
     parser.add_argument("--note", default="", help="a note stored in the result (e.g. what else ran on the machine)")
     args = parser.parse_args()
 
@@ -304,13 +306,14 @@ def main():
             break
         before = metrics(port)
         tally = soak_clients.Tally()
-        misbehavers = soak_clients.Misbehavers(port, "soak", header_timeout_s, seed=7)  # identical rounds
+        misbehavers = soak_clients.Misbehavers(port, "soak", header_timeout_s, args.stream_timeout,
+                                               seed=7)  # identical rounds
         amid = []
         stop_controls = threading.Event()
 
         def controls_amid_load():
             while not stop_controls.wait(30):
-                amid.append(soak_clients.control_outputs(port, "soak"))
+                amid.append(soak_clients.control_outputs(port, "soak", timeout=args.stream_timeout))
 
         control_thread = threading.Thread(target=controls_amid_load)
         log(f"round {round_index + 1}: {args.streams} streams for {args.minutes} min")
@@ -324,12 +327,13 @@ def main():
         load_s = time.monotonic() - round_start
         stop_controls.set()
         control_thread.join()
-        misbehavers.finish(timeout=header_timeout_s + 120)
+        # A mid-stream client started just before the end may still wait behind the whole queue.
+        misbehavers.finish(timeout=args.stream_timeout + 60)
         if server.poll() is not None:
             failures.append(f"round {round_index + 1}: the server died with exit status {server.returncode}")
             break
         quiet, after_sample, after = wait_quiet(server, port, baseline)
-        controls_after, error_after = soak_clients.control_outputs(port, "soak")
+        controls_after, error_after = soak_clients.control_outputs(port, "soak", timeout=args.stream_timeout)
         after = metrics(port)  # after the controls: they are counted below
         controls_sent = len(controls_after) + sum(len(outputs) for outputs, _ in amid)
         table, round_failures = reconcile(tally, misbehavers, controls_sent, before, after)

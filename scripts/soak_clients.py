@@ -181,7 +181,7 @@ CONTROL_PROMPTS = ["The history of the lighthouse begins", "Three things every s
                    "In the quiet harbour town,", "Dear keeper, the storm last night"]
 
 
-def control_outputs(port, model, timeout=900):
+def control_outputs(port, model, timeout=1800):
     """The greedy completion of each control prompt, one request at a time (non-streaming):
     (the texts of those answered, in order; the first error or None). Stops at the first error."""
     import http.client
@@ -246,13 +246,13 @@ def connect(port):
     return socket.create_connection(("127.0.0.1", port), timeout=10)
 
 
-def disconnect_mid_stream(port, model):
+def disconnect_mid_stream(port, model, timeout_s):
     body = json.dumps({"model": model, "prompt": "Tell me a long story about a lighthouse.", "max_tokens": 96,
                        "ignore_eos": True, "stream": True, "temperature": random.choice([0.0, 0.8])}).encode()
     with connect(port) as s:
         s.sendall(b"POST /v1/completions HTTP/1.1\r\nHost: soak\r\nContent-Type: application/json\r\n"
                   b"Content-Length: %d\r\n\r\n" % len(body) + body)
-        deadline = time.monotonic() + 600
+        deadline = time.monotonic() + timeout_s
         data = b""
         events_to_read = random.randint(1, 4)
         while data.count(b"data: ") < events_to_read and b"[DONE]" not in data:
@@ -260,7 +260,7 @@ def disconnect_mid_stream(port, model):
             try:
                 chunk = s.recv(4096)
             except socket.timeout:
-                return "disconnect mid-stream: no stream events within 600 s (hang)"
+                return f"disconnect mid-stream: no stream events within {timeout_s:g} s (hang)"
             if not chunk:
                 return f"disconnect mid-stream: the server closed before streaming: {data[:120]!r}"
             data += chunk
@@ -320,8 +320,9 @@ class Misbehavers:
     made the server answer, for the reconciliation with its counters."""
     KINDS = {"disconnect_mid_stream": None, "malformed_json": 400, "oversize_body": 413, "slow_headers": 408}
 
-    def __init__(self, port, model, header_timeout_s, seed):
+    def __init__(self, port, model, header_timeout_s, stream_timeout_s, seed):
         self.port, self.model, self.header_timeout_s = port, model, header_timeout_s
+        self.stream_timeout_s = stream_timeout_s  # a mid-stream client may wait that long in the queue
         self.rng = random.Random(seed)
         self.counts = {kind: 0 for kind in self.KINDS}
         self.failures = []
@@ -350,7 +351,10 @@ class Misbehavers:
         while not self.stop.is_set():
             kind = self.rng.choice(["disconnect_mid_stream", "malformed_json", "oversize_body"])
             try:
-                failure = globals()[kind](self.port, self.model)
+                if kind == "disconnect_mid_stream":
+                    failure = disconnect_mid_stream(self.port, self.model, self.stream_timeout_s)
+                else:
+                    failure = globals()[kind](self.port, self.model)
             except OSError as e:
                 failure = f"{kind}: {e!r}"
             self.record(kind, failure)
