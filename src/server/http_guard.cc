@@ -233,9 +233,9 @@ struct Connection {
   std::string target;  // the route of the request whose body is being read (for its refusal's count)
   uint64_t body_left = 0;
   uint64_t body_total = 0;
-  double phase_start_s = 0;  // first byte of the head, or end of the head (body)
-  double idle_since_s = 0;   // the last time the connection had nothing in progress
-  double opened_s = 0;
+  double phase_start_s = 0;   // first byte of the head, or end of the head (body)
+  double idle_since_s = 0;    // the last time the connection had nothing in progress
+  double opened_s = 0;        // accepted
   int busy = 0;               // requests handed to the server and not answered yet
   bool over_cap = false;      // over max_connections: one request, /health or 503
   bool closing = false;       // refused or timed out: the close is scheduled
@@ -251,11 +251,11 @@ struct Connection {
   // answer a malformed one with its own HTML page before the guard had the whole head. The
   // input buffer holds stream bytes [stream_end - held.size() - length, stream_end - held.size()).
   std::string held;
-  bool in_input = false;  // inside on_input (the input buffer's end may be written)
+  bool in_input = false;   // inside on_input (the input buffer's end may be written)
+  bool rewriting = false;  // on_input sees our own re-add of the kept bytes
   // The server's callback for when evhttp frees the connection (evhttp's close callback is the guard's).
   void (*server_close_cb)(void*) = nullptr;
   void* server_close_arg = nullptr;
-  bool rewriting = false;  // on_input sees our own re-add of the kept bytes
 };
 
 }  // namespace
@@ -277,10 +277,11 @@ struct HttpGuard::Impl {
 
   // ---- releasing what evhttp freed -------------------------------------------------------------
   // The socket closes when the guard drops its reference, so a connection evhttp freed is
-  // released in the same loop pass where it can be: reap_event runs right after the callback
-  // in which evhttp freed it (its close callback, or a reply's completion before a close). A
-  // connection freed without either (a client that left before its first request) waits for
-  // the sweep in check_timeouts.
+  // released in the same loop pass where the guard can tell: reap_event runs right after
+  // evhttp's close callback (the guard's from the connection's first request on) or the
+  // guard's own end-of-file to evhttp. A connection whose request never reached the server
+  // and that evhttp freed on its own (the client left first, also during a refusal's linger)
+  // waits for the sweep in check_timeouts.
   event* reap_event = nullptr;
   std::vector<uint64_t> maybe_freed;
 
