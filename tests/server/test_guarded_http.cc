@@ -84,7 +84,8 @@ TEST(GuardedHttp, FreedConnectionsAreReleasedWithoutTheSweep) {
     auto e = h.exchange(request, false);
     EXPECT_EQ(e.failure, "") << request;
     EXPECT_EQ(status_line(e.answer).substr(0, 9), "HTTP/1.1 ") << request;
-    EXPECT_EQ(GuardedHttpHarness::open_descriptors(), before) << request;
+    // At most: something else in the process may close a descriptor meanwhile (seen under ASan).
+    EXPECT_LE(GuardedHttpHarness::open_descriptors(), before) << request;
   }
 }
 
