@@ -131,7 +131,7 @@ class GuardedHttpHarness {
     setsockopt(client.fd, SOL_SOCKET, SO_LINGER, &abort_close, sizeof(abort_close));
     ::close(client.fd);
     // evhttp frees the connection when it sees the close, and the guard releases it then (or
-    // at its sweep, check_timeouts, for a connection freed before its first request).
+    // at its sweep, check_timeouts, for one whose request never reached the handler).
     const double close_deadline = now_s() + kDeadlineSeconds;
     const auto sweep = [&] {
       if (sweep_) listener.guard->check_timeouts();
