@@ -616,13 +616,19 @@ struct HttpGuard::Impl {
     }
   }
 
-  // One connection's state in a line, for logs.
-  static std::string describe(const Connection& c, double now) {
+  // Bytes the client sent that sit in the socket unread (-1 when the socket cannot tell).
+  static int unread_in_socket(const Connection& c) {
     const evutil_socket_t fd = bufferevent_getfd(c.bev);
     int unread = 0;
     if (fd >= 0 && ::ioctl(fd, FIONREAD, &unread) != 0) unread = -1;
-    bufferevent_data_cb read_cb = nullptr, write_cb = nullptr;
-    bufferevent_getcb(c.bev, &read_cb, &write_cb, nullptr, nullptr);
+    return unread;
+  }
+
+  // One connection's state in a line, for logs.
+  static std::string describe(const Connection& c, double now) {
+    const evutil_socket_t fd = bufferevent_getfd(c.bev);
+    bufferevent_data_cb read_cb = nullptr;
+    bufferevent_getcb(c.bev, &read_cb, nullptr, nullptr, nullptr);
     const short enabled = bufferevent_get_enabled(c.bev);
     std::string phase = c.phase == Connection::Phase::kBody
                             ? fmt::format("body {} of {} bytes", c.body_total - c.body_left, c.body_total)
@@ -632,8 +638,9 @@ struct HttpGuard::Impl {
         "{} bytes unread in the socket, {} in the input buffer, {} in the output buffer; evhttp's read callback {}",
         c.serial, static_cast<int>(fd), now - c.opened_s, phase, c.busy, c.closing ? "closing" : "open",
         c.linger_until_s > 0 ? " (lingering)" : "", (enabled & EV_READ) != 0 ? "on" : "off",
-        (enabled & EV_WRITE) != 0 ? "on" : "off", unread, evbuffer_get_length(bufferevent_get_input(c.bev)),
-        evbuffer_get_length(bufferevent_get_output(c.bev)), read_cb != nullptr ? "set" : "taken");
+        (enabled & EV_WRITE) != 0 ? "on" : "off", unread_in_socket(c),
+        evbuffer_get_length(bufferevent_get_input(c.bev)), evbuffer_get_length(bufferevent_get_output(c.bev)),
+        read_cb != nullptr ? "set" : "taken");
   }
 
   // One line per timeout, at most one every 10 s (a slow-client flood would fill the log).
@@ -648,9 +655,7 @@ struct HttpGuard::Impl {
     const std::string route = c.head.empty() ? c.target : std::string(request_line_path(c.head));
     // Bytes the client sent that the server never read, and whether it was reading: a lost
     // read event would show here, not as a slow client.
-    int unread = 0;
-    const evutil_socket_t fd = bufferevent_getfd(c.bev);
-    if (fd >= 0 && ::ioctl(fd, FIONREAD, &unread) != 0) unread = -1;
+    const int unread = unread_in_socket(c);
     const bool reading = (bufferevent_get_enabled(c.bev) & EV_READ) != 0;
     log_info("http: 408 for {}: {}; {} bytes unread in the socket, reading {}{}", route.empty() ? "a request" : route,
              what, unread, reading ? "on" : "off",
