@@ -29,6 +29,12 @@
 #             time alone and DRAM bytes read, grouped by scripts/gpu/kernel_breakdown.py (kernels.json)
 #   soak:     scripts/soak.py on the 7B fp16 checkpoint (SOAK_STREAMS, SOAK_MINUTES per round, SOAK_KV_BLOCKS;
 #             SOAK_DETACH=1: in its own session, collected by a following call with --only soakwait) into $OUT/soak.json
+#   stash:    copy the carried .gguf_parts/* (the default model's GGUF in parts, scripts/gpu/split_gguf.sh)
+#             into /tmp/crosspoint-gguf-parts, which a warm machine keeps for the next call; needs no bundle
+#   gpuvscpu: benchmarks/gpu/check_gpu_vs_cpu.py on the default model's real weights (the stashed parts
+#             joined and checked against their sha256): serve --device cuda against --device cpu per
+#             precision (fp16, W8A8-FP8, W4A16 RTN and GPTQ act-order, group 64) and KV dtype, into
+#             $OUT/gpu_vs_cpu.json
 #   servercheck: benchmarks/gpu/check_server_determinism.py over the 7B checkpoints: the same request
 #             sequentially, in copies sent together and amid load, default and --deterministic servers
 # --deterministic-too: the decode step and the sweep run a second time with --deterministic
@@ -148,6 +154,15 @@ finish() {
   log "done in $(( $(date +%s) - START )) s; \$OUT: $(ls "$OUT" | tr '\n' ' ')"
 }
 trap 'finish "$ONLY $PRECISIONS"' EXIT
+
+# ---------------------------------------------------------------- 0. stash GGUF parts
+GGUF_PARTS=/tmp/crosspoint-gguf-parts
+if want stash; then
+  mkdir -p "$GGUF_PARTS"
+  cp "$ROOT"/.gguf_parts/* "$GGUF_PARTS"/ 2>>"$LOG"
+  step stash $? 0 "$(ls "$GGUF_PARTS" | tr '\n' ' ')"
+  [ "$ONLY" = stash ] && exit 0
+fi
 
 # ---------------------------------------------------------------- 1. unpack and environment
 log "== unpack the bundle"
@@ -483,6 +498,27 @@ if want kernels && [ -x "$BUNDLE_DIR/bin/bench_decode_step" ]; then
       --out "$WORK/kernels.json" >"$WORK/logs/kernels.log" 2>&1 || rc=${rc/#0/3}
     tee -a "$LOG" <"$WORK/logs/kernels.log"
     step kernels $rc $(( $(now) - t )) "$(grep -c '^## ' "$WORK/logs/kernels.log") steps"
+  fi
+fi
+if want gpuvscpu; then
+  log "== GPU against CPU on the default model's real weights"
+  t=$(now)
+  gguf=/tmp/crosspoint-gguf/SmolLM2-135M-Instruct.Q4_1.gguf
+  mkdir -p "$(dirname "$gguf")"
+  [ -d "$ROOT/.gguf_parts" ] && cp "$ROOT"/.gguf_parts/* "$GGUF_PARTS"/ 2>/dev/null
+  cat "$GGUF_PARTS"/part-* >"$gguf" 2>>"$LOG"
+  if ! (cd "$GGUF_PARTS" && sed "s|  .*|  $gguf|" sha256 | sha256sum -c --quiet -) >>"$LOG" 2>&1; then
+    step gpu_vs_cpu 1 $(( $(now) - t )) "the GGUF parts in $GGUF_PARTS are missing or do not join to the file split here"
+  else
+    timeout $(limit 420) python3 "$ROOT/benchmarks/gpu/check_gpu_vs_cpu.py" --crosspoint "$BUNDLE_DIR/bin/crosspoint" \
+      --gguf "$gguf" --work "$WORK/gpuvscpu" --out "$OUT/gpu_vs_cpu.json" \
+      --calib-dataset "$BUNDLE_DIR/datasets/sharegpt_sample.json" \
+      --commit "$(python3 -c "import json; print(json.load(open('$BUNDLE_DIR/manifest.json'))['commit'])")" \
+      >"$WORK/logs/gpu_vs_cpu.log" 2>&1
+    rc=$?
+    tee -a "$LOG" <"$WORK/logs/gpu_vs_cpu.log" | tail -12
+    cp -r "$WORK/gpuvscpu/logs" "$WORK/logs/gpuvscpu" 2>/dev/null
+    step gpu_vs_cpu $rc $(( $(now) - t )) "$(grep -c PASS "$WORK/logs/gpu_vs_cpu.log") cells passed, $(grep -c FAIL "$WORK/logs/gpu_vs_cpu.log") failed"
   fi
 fi
 if want servercheck; then

@@ -12,6 +12,27 @@ export CCACHE_NOHASHDIR=1
 log() { printf '[setup %s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
 die() { printf '[setup] error: %s\n' "$*" >&2; exit 1; }
 
+# stage NAME COMMAND...: runs COMMAND (a command or a function), then logs its seconds and
+# appends "NAME<TAB>SECONDS" to $CROSSPOINT_STAGE_LOG when that is set (.ci/run prints them).
+# With $CROSSPOINT_TIME_LIMIT_S and $CROSSPOINT_START_S set, a run whose total has passed the
+# limit stops after the stage with a message naming it, before the hard limit is reached.
+stage() {
+  local name="$1" start
+  shift
+  start=$(date +%s)
+  "$@"
+  local seconds=$(($(date +%s) - start))
+  log "stage '$name': ${seconds} s"
+  [ -n "${CROSSPOINT_STAGE_LOG:-}" ] && printf '%s\t%s\n' "$name" "$seconds" >>"$CROSSPOINT_STAGE_LOG"
+  if [ -n "${CROSSPOINT_TIME_LIMIT_S:-}" ] && [ -n "${CROSSPOINT_START_S:-}" ]; then
+    local total=$(($(date +%s) - CROSSPOINT_START_S))
+    if [ "$total" -gt "$CROSSPOINT_TIME_LIMIT_S" ]; then
+      die "the run has taken ${total} s after stage '$name', over its budget of ${CROSSPOINT_TIME_LIMIT_S} s: a change made it slower (each stage's seconds: ${CROSSPOINT_STAGE_LOG:-the log above})"
+    fi
+  fi
+  return 0
+}
+
 DEBIAN_PACKAGES=(
   build-essential cmake ninja-build pkg-config ccache git
   libgtest-dev libgmock-dev googletest libbenchmark-dev

@@ -13,10 +13,10 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/lib.sh
 
-install_debian_packages
-install_python_env
-fetch_assets
-fetch_minja
-build_release
-convert_default_model
+stage "set-up: Debian packages" install_debian_packages
+stage "set-up: Python environment" install_python_env
+stage "set-up: assets" fetch_assets
+stage "set-up: minja and chat templates" fetch_minja
+stage "set-up: Release build" build_release
+stage "set-up: default model" convert_default_model
 log "setup complete: binary build/crosspoint, cache $CACHE"

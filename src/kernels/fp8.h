@@ -1,8 +1,12 @@
 // FP8 (float8_e4m3fn) W8A8 linear, as compressed-tensors "FP8-dynamic" checkpoints run it:
 // weights e4m3 with one fp32 scale per output channel, activations quantised per token at
-// run time.
-//   act_scale[t] = max(max_k |x[t, k]| / 448, 1 / (448 * 512))                 fp32
-//   xq[t, k]     = e4m3(x[t, k] / act_scale[t])   IEEE fp32 division, round to nearest
+// run time. The activation dtype flow is the GPU's (and vLLM's, which quantises activations
+// held in the model's 16-bit dtype): each activation is first rounded to fp16, saturated to
+// +-65504, since the GPU holds it in fp16; e4m3's 3-bit mantissa would otherwise turn the
+// CPU's extra f32 bits into a different code for about one element in a hundred.
+//   h[t, k]      = fp16(clamp(x[t, k], -65504, 65504))                        round to nearest even
+//   act_scale[t] = max(max_k |h[t, k]| / 448, 1 / (448 * 512))                 fp32
+//   xq[t, k]     = e4m3(h[t, k] / act_scale[t])   IEEE fp32 division, round to nearest
 //                                                  even, saturated to +-448
 //   y[t, n]      = act_scale[t] * weight_scale[n] * sum_k xq[t, k] * wq[n, k]  (+ bias[n])
 // The sum runs in fp32 (every e4m3 x e4m3 product is exact in fp32).
@@ -15,6 +19,7 @@
 #include <cstdint>
 #include <cstring>
 
+#include "common/dtype.h"
 #include "common/status.h"
 
 namespace crosspoint {
@@ -48,6 +53,15 @@ inline uint8_t f32_to_e4m3(float f) {
   return sign | static_cast<uint8_t>(code);
 }
 
+// The fp16 value an activation has on the GPU: x rounded to nearest even, saturated to
+// +-65504 (a CPU f32 activation beyond fp16's range stays finite); NaN stays NaN.
+inline constexpr float kF16Max = 65504.0f;
+inline float round_to_f16_saturated(float x) {
+  if (x > kF16Max) x = kF16Max;
+  if (x < -kF16Max) x = -kF16Max;
+  return f16_to_f32(f32_to_f16(x));
+}
+
 // e4m3 byte -> f32 (exact). 0x7F / 0xFF decode to NaN.
 inline float e4m3_to_f32(uint8_t q) {
   const uint32_t exponent = (q >> 3) & 0xFu;
@@ -76,8 +90,8 @@ struct Fp8QuantizeArgs {
   int64_t num_cols = 0;
 };
 
-// Per-token dynamic quantisation (formula at the top). Reference and fast (multithreaded
-// over rows, AVX2 amax) versions; both are bit-exact with each other.
+// Per-token dynamic quantisation (formula at the top, fp16 rounding included). Reference and
+// fast (multithreaded over rows, AVX2) versions; both are bit-exact with each other.
 Status fp8_quantize_per_token_ref(const Fp8QuantizeArgs& args);
 Status fp8_quantize_per_token(const Fp8QuantizeArgs& args);
 

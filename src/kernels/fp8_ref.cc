@@ -32,11 +32,13 @@ Status fp8_quantize_per_token_ref(const Fp8QuantizeArgs& a) {
   const int64_t stride = a.x_row_stride ? a.x_row_stride : a.num_cols;
   for (int64_t t = 0; t < a.num_rows; ++t) {
     const float* row = a.x + t * stride;
+    std::vector<float> h(static_cast<size_t>(a.num_cols));
+    for (int64_t k = 0; k < a.num_cols; ++k) h[k] = round_to_f16_saturated(row[k]);
     float amax = 0.0f;
-    for (int64_t k = 0; k < a.num_cols; ++k) amax = std::max(amax, std::fabs(row[k]));
+    for (int64_t k = 0; k < a.num_cols; ++k) amax = std::max(amax, std::fabs(h[k]));
     const float scale = std::max(amax / kE4M3Max, kFp8MinActScale);
     a.scale[t] = scale;
-    for (int64_t k = 0; k < a.num_cols; ++k) a.xq[t * a.num_cols + k] = f32_to_e4m3(row[k] / scale);
+    for (int64_t k = 0; k < a.num_cols; ++k) a.xq[t * a.num_cols + k] = f32_to_e4m3(h[k] / scale);
   }
   return Status::ok();
 }

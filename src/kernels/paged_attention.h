@@ -27,7 +27,8 @@ struct PagedKvLayout {
   const int32_t* seq_context_len = nullptr;  // [num_seqs] tokens in cache after this step
   int32_t num_seqs = 0;
   // An fp8 cache (--kv-cache-dtype fp8) instead: the same layout in e4m3 bytes, with one scale
-  // per tensor as vLLM keeps it: stored = e4m3(x / scale), read = e4m3 * scale. Exactly one of
+  // per tensor as vLLM keeps it: stored = e4m3(fp16(x) / scale), read = e4m3 * scale (x first
+  // rounded to the fp16 value the GPU and vLLM hold: round_to_f16_saturated of kernels/fp8.h). Exactly one of
   // the two pairs is set.
   uint8_t* key_cache_fp8 = nullptr;
   uint8_t* value_cache_fp8 = nullptr;

@@ -142,9 +142,28 @@ TEST(PagedAttentionTest, Fp8CacheWritesE4m3OfTheScaledValues) {
   const int32_t block = b.block_tables[1];  // positions 4 and 5: logical block 1, slots 0 and 1
   for (int t = 0; t < 2; ++t)
     for (int i = 0; i < 6; ++i) {
-      EXPECT_EQ(cache.keys[(size_t(block) * 4 + t) * 6 + i], f32_to_e4m3(b.new_keys[t * 6 + i] / 0.5f));
-      EXPECT_EQ(cache.values[(size_t(block) * 4 + t) * 6 + i], f32_to_e4m3(b.new_values[t * 6 + i] / 0.25f));
+      EXPECT_EQ(cache.keys[(size_t(block) * 4 + t) * 6 + i],
+                f32_to_e4m3(round_to_f16_saturated(b.new_keys[t * 6 + i]) / 0.5f));
+      EXPECT_EQ(cache.values[(size_t(block) * 4 + t) * 6 + i],
+                f32_to_e4m3(round_to_f16_saturated(b.new_values[t * 6 + i]) / 0.25f));
     }
+}
+
+// The GPU writes K and V from fp16 values: 1.0625 + 2^-14 is above the e4m3 midpoint of 1 and
+// 1.125 in f32 (code 0x39) but exactly on it in fp16, where the tie goes to the even code 1.0
+// (0x38). The CPU cache stores the GPU's code.
+TEST(PagedAttentionTest, Fp8CacheQuantisesTheFp16Value) {
+  Batch b({{1, 1}}, 1, 1, 4, 4, 9);
+  const float above_midpoint = 1.0625f + 1.0f / 16384.0f;
+  ASSERT_EQ(f32_to_e4m3(above_midpoint), 0x39);
+  for (auto* v : {&b.new_keys, &b.new_values}) std::fill(v->begin(), v->end(), above_midpoint);
+  b.new_values[1] = 1e6f;  // beyond fp16: saturated to 65504, then e4m3's 448
+  Fp8Cache cache(b, 1.0f, 1.0f);
+  ASSERT_TRUE(kv_cache_write({b.new_keys.data(), b.new_values.data(), 0, 0, cache.layout(b)}).is_ok());
+  const size_t slot = size_t(b.block_tables[0]) * 4;
+  for (int i = 0; i < 4; ++i) EXPECT_EQ(cache.keys[slot * 4 + i], 0x38) << i;
+  EXPECT_EQ(cache.values[slot * 4 + 0], 0x38);
+  EXPECT_EQ(cache.values[slot * 4 + 1], 0x7E);
 }
 
 TEST(PagedAttentionTest, Fp8CacheFastMatchesReferenceAndStaysNearF32) {

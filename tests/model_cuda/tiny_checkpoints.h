@@ -3,7 +3,9 @@
 // CPU's weights) and its W8A8-FP8, W4A16-RTN and W4A16-GPTQ act-order versions, made by the
 // project's own quantiser (crosspoint quantize as a library call); and a dense Qwen3 one (per-head
 // q/k norms instead of the q/k/v bias).
-//   hidden 256, 4 heads of 64, 2 KV heads, intermediate 512, 2 layers, vocab 512, q/k/v bias.
+//   hidden 256, 4 heads of 64, 2 KV heads, intermediate 512, 2 layers, vocab 512, q/k/v bias;
+// one more W8A8-FP8 one in SmolLM2-135M's widths (hidden 576, 9 heads / 3 KV heads of 64,
+// intermediate 1536), whose K = 576 is not a multiple of 128.
 #pragma once
 
 #include <cmath>
@@ -19,14 +21,21 @@
 
 namespace crosspoint::cuda_testing {
 
-inline constexpr int64_t kHidden = 256, kHeads = 4, kKvHeads = 2, kHeadDim = 64, kInter = 512, kLayers = 2,
-                         kVocab = 512, kMaxPositions = 512;
+inline constexpr int64_t kHeadDim = 64, kLayers = 2, kVocab = 512, kMaxPositions = 512;
 
-inline std::string tiny_config_json(const std::string& extra = "") {
-  return std::string(R"({"architectures": ["Qwen2ForCausalLM"], "model_type": "qwen2", "hidden_size": 256,
-  "intermediate_size": 512, "num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 2,
-  "vocab_size": 512, "max_position_embeddings": 512, "rms_norm_eps": 1e-06, "rope_theta": 10000.0,
-  "tie_word_embeddings": false, "torch_dtype": "bfloat16", "bos_token_id": 1, "eos_token_id": 2)") +
+struct TinyShape {
+  int64_t hidden, heads, kv_heads, inter;
+};
+inline constexpr TinyShape kTinyShape{256, 4, 2, 512};
+inline constexpr TinyShape kSmolLm2Shape{576, 9, 3, 1536};
+
+inline std::string tiny_config_json(const std::string& extra = "", const TinyShape& shape = kTinyShape) {
+  return std::string(R"({"architectures": ["Qwen2ForCausalLM"], "model_type": "qwen2", "hidden_size": )") +
+         std::to_string(shape.hidden) + R"(, "intermediate_size": )" + std::to_string(shape.inter) +
+         R"(, "num_hidden_layers": 2, "num_attention_heads": )" + std::to_string(shape.heads) +
+         R"(, "num_key_value_heads": )" + std::to_string(shape.kv_heads) +
+         R"(, "vocab_size": 512, "max_position_embeddings": 512, "rms_norm_eps": 1e-06, "rope_theta": 10000.0,
+  "tie_word_embeddings": false, "torch_dtype": "bfloat16", "bos_token_id": 1, "eos_token_id": 2)" +
          extra + "}";
 }
 
@@ -53,40 +62,42 @@ inline std::string tiny_qwen3_config_json() {
 
 // Weights scaled so activations keep unit size through the layers (std 1/sqrt(fan_in)).
 // qwen3: Qwen3's layout (q/k norms of [head_dim], no q/k/v bias).
-inline void write_dense_checkpoint(const std::filesystem::path& dir, uint32_t seed, bool qwen3 = false) {
+inline void write_dense_checkpoint(const std::filesystem::path& dir, uint32_t seed, bool qwen3 = false,
+                                   const TinyShape& shape = kTinyShape) {
   std::filesystem::create_directories(dir);
-  std::ofstream(dir / "config.json") << (qwen3 ? tiny_qwen3_config_json() : tiny_config_json());
+  std::ofstream(dir / "config.json") << (qwen3 ? tiny_qwen3_config_json() : tiny_config_json("", shape));
+  const int64_t hidden = shape.hidden, heads = shape.heads, kv_heads = shape.kv_heads, inter = shape.inter;
   std::mt19937 rng(seed);
-  const float in_d = 1.0f / std::sqrt(static_cast<float>(kHidden)), in_i = 1.0f / std::sqrt(static_cast<float>(kInter));
+  const float in_d = 1.0f / std::sqrt(static_cast<float>(hidden)), in_i = 1.0f / std::sqrt(static_cast<float>(inter));
   std::vector<TensorToWrite> t;
-  t.push_back(random_bf16("model.embed_tokens.weight", {kVocab, kHidden}, rng, 1.0f));
-  t.push_back(random_bf16("model.norm.weight", {kHidden}, rng, 0.1f, 1.0f));
-  t.push_back(random_bf16("lm_head.weight", {kVocab, kHidden}, rng, 2.0f * in_d));
+  t.push_back(random_bf16("model.embed_tokens.weight", {kVocab, hidden}, rng, 1.0f));
+  t.push_back(random_bf16("model.norm.weight", {hidden}, rng, 0.1f, 1.0f));
+  t.push_back(random_bf16("lm_head.weight", {kVocab, hidden}, rng, 2.0f * in_d));
   for (int64_t l = 0; l < kLayers; ++l) {
     const std::string p = "model.layers." + std::to_string(l) + ".";
-    t.push_back(random_bf16(p + "input_layernorm.weight", {kHidden}, rng, 0.1f, 1.0f));
-    t.push_back(random_bf16(p + "post_attention_layernorm.weight", {kHidden}, rng, 0.1f, 1.0f));
-    t.push_back(random_bf16(p + "self_attn.q_proj.weight", {kHeads * kHeadDim, kHidden}, rng, in_d));
-    t.push_back(random_bf16(p + "self_attn.k_proj.weight", {kKvHeads * kHeadDim, kHidden}, rng, in_d));
-    t.push_back(random_bf16(p + "self_attn.v_proj.weight", {kKvHeads * kHeadDim, kHidden}, rng, in_d));
+    t.push_back(random_bf16(p + "input_layernorm.weight", {hidden}, rng, 0.1f, 1.0f));
+    t.push_back(random_bf16(p + "post_attention_layernorm.weight", {hidden}, rng, 0.1f, 1.0f));
+    t.push_back(random_bf16(p + "self_attn.q_proj.weight", {heads * kHeadDim, hidden}, rng, in_d));
+    t.push_back(random_bf16(p + "self_attn.k_proj.weight", {kv_heads * kHeadDim, hidden}, rng, in_d));
+    t.push_back(random_bf16(p + "self_attn.v_proj.weight", {kv_heads * kHeadDim, hidden}, rng, in_d));
     if (qwen3) {
       t.push_back(random_bf16(p + "self_attn.q_norm.weight", {kHeadDim}, rng, 0.2f, 1.0f));
       t.push_back(random_bf16(p + "self_attn.k_norm.weight", {kHeadDim}, rng, 0.2f, 1.0f));
     } else {
-      t.push_back(random_bf16(p + "self_attn.q_proj.bias", {kHeads * kHeadDim}, rng, 0.2f));
-      t.push_back(random_bf16(p + "self_attn.k_proj.bias", {kKvHeads * kHeadDim}, rng, 0.2f));
-      t.push_back(random_bf16(p + "self_attn.v_proj.bias", {kKvHeads * kHeadDim}, rng, 0.2f));
+      t.push_back(random_bf16(p + "self_attn.q_proj.bias", {heads * kHeadDim}, rng, 0.2f));
+      t.push_back(random_bf16(p + "self_attn.k_proj.bias", {kv_heads * kHeadDim}, rng, 0.2f));
+      t.push_back(random_bf16(p + "self_attn.v_proj.bias", {kv_heads * kHeadDim}, rng, 0.2f));
     }
-    t.push_back(random_bf16(p + "self_attn.o_proj.weight", {kHidden, kHeads * kHeadDim}, rng, in_d));
-    t.push_back(random_bf16(p + "mlp.gate_proj.weight", {kInter, kHidden}, rng, in_d));
-    t.push_back(random_bf16(p + "mlp.up_proj.weight", {kInter, kHidden}, rng, in_d));
-    t.push_back(random_bf16(p + "mlp.down_proj.weight", {kHidden, kInter}, rng, in_i));
+    t.push_back(random_bf16(p + "self_attn.o_proj.weight", {hidden, heads * kHeadDim}, rng, in_d));
+    t.push_back(random_bf16(p + "mlp.gate_proj.weight", {inter, hidden}, rng, in_d));
+    t.push_back(random_bf16(p + "mlp.up_proj.weight", {inter, hidden}, rng, in_d));
+    t.push_back(random_bf16(p + "mlp.down_proj.weight", {hidden, inter}, rng, in_i));
   }
   const Status s = write_safetensors((dir / "model.safetensors").string(), t);
   CROSSPOINT_CHECK(s.is_ok(), "write_dense_checkpoint: writing the safetensors file failed");
 }
 
-enum class TinyPrecision { kFp16, kFp8, kW4A16Rtn, kW4A16GptqActOrder, kQwen3Fp16 };
+enum class TinyPrecision { kFp16, kFp8, kW4A16Rtn, kW4A16GptqActOrder, kQwen3Fp16, kSmolLm2ShapeFp8 };
 
 inline const char* precision_name(TinyPrecision p) {
   switch (p) {
@@ -95,6 +106,7 @@ inline const char* precision_name(TinyPrecision p) {
     case TinyPrecision::kW4A16Rtn: return "w4a16_rtn";
     case TinyPrecision::kW4A16GptqActOrder: return "w4a16_gptq_act_order";
     case TinyPrecision::kQwen3Fp16: return "qwen3_fp16";
+    case TinyPrecision::kSmolLm2ShapeFp8: return "smollm2_shape_w8a8_fp8";
   }
   return "?";
 }
@@ -119,11 +131,15 @@ class TinyCheckpoints {
     }
     const std::filesystem::path out = root_ / precision_name(precision);
     if (std::filesystem::exists(out / "model.safetensors")) return out.string();
+    const std::filesystem::path smol_dense = root_ / "smollm2_shape_fp16";
+    const bool smol = precision == TinyPrecision::kSmolLm2ShapeFp8;
+    if (smol && !std::filesystem::exists(smol_dense / "model.safetensors"))
+      write_dense_checkpoint(smol_dense, 20261203, false, kSmolLm2Shape);
     QuantizeModelOptions o;
-    o.model_dir = dense.string();
+    o.model_dir = (smol ? smol_dense : dense).string();
     o.out_dir = out.string();
     o.overwrite = true;
-    o.scheme = precision == TinyPrecision::kFp8 ? QuantizeScheme::kW8A8Fp8 : QuantizeScheme::kW4A16;
+    o.scheme = precision == TinyPrecision::kFp8 || smol ? QuantizeScheme::kW8A8Fp8 : QuantizeScheme::kW4A16;
     o.int4.group_size = 128;
     if (precision == TinyPrecision::kW4A16Rtn) o.int4_method = Int4Method::kRtn;
     if (precision == TinyPrecision::kW4A16GptqActOrder) {

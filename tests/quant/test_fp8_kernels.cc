@@ -99,6 +99,24 @@ TEST(Fp8QuantizeTest, FastIsBitExactWithReferenceOnStridedRows) {
   EXPECT_EQ(s1, s2);
 }
 
+// The GPU quantises fp16 activations: 1.0625 + 2^-14 lies above the e4m3 midpoint of 1 and
+// 1.125 in f32 but on it in fp16, where the tie goes to the even code (1.0). 448 in the row
+// makes the scale exactly 1.
+TEST(Fp8QuantizeTest, QuantisesTheFp16ValueOfEachActivation) {
+  const float above_midpoint = 1.0625f + 1.0f / 16384.0f;
+  ASSERT_EQ(f32_to_e4m3(above_midpoint), 0x39);
+  std::vector<float> x(24, above_midpoint);
+  x[0] = 448.0f;
+  for (bool fast : {false, true}) {
+    std::vector<uint8_t> xq(x.size());
+    float scale = 0.0f;
+    const Fp8QuantizeArgs args{x.data(), 0, xq.data(), &scale, 1, static_cast<int64_t>(x.size())};
+    ASSERT_TRUE((fast ? fp8_quantize_per_token(args) : fp8_quantize_per_token_ref(args)).is_ok());
+    EXPECT_EQ(scale, 1.0f);
+    for (size_t k = 1; k < x.size(); ++k) EXPECT_EQ(xq[k], 0x38) << "k " << k << " fast " << fast;
+  }
+}
+
 struct Fp8LinearCase {
   int64_t rows, in, out;
   bool bias;

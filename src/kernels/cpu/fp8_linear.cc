@@ -1,6 +1,6 @@
-// Fast FP8 linear. Activations are quantised per token (bit-exact with the reference), then
-// decoded back to f32 once per token; the weight bytes stream through an AVX2 micro-kernel
-// that turns 8 e4m3 bytes into 8 f32 with a bit shuffle: placing the 7 magnitude bits of an
+// Fast FP8 linear. Activations are rounded to fp16 and quantised per token (bit-exact with the
+// reference), then decoded back to f32 once per token; the weight bytes stream through an AVX2
+// micro-kernel that turns 8 e4m3 bytes into 8 f32 with a bit shuffle: placing the 7 magnitude bits of an
 // e4m3 byte at bit 7 of an f16 gives the same value times 2^-8 (exponent bias 15 vs 7, the
 // same 3 mantissa bits, subnormals included), so cvtph does the rest and the 2^8 is folded
 // into the output scale. Tiles of kTileN weight rows are split over the global thread pool.
@@ -104,6 +104,18 @@ CROSSPOINT_AVX2_TARGET float row_amax_avx2(const float* row, int64_t n) {
   return amax;
 }
 
+// round_to_f16_saturated of n values, 8 at a time through F16C (the same rounding to
+// nearest even; the operand order of max/min keeps a NaN a NaN, as the scalar clamp does).
+CROSSPOINT_AVX2_TARGET void round_row_to_f16_avx2(const float* x, float* h, int64_t n) {
+  const __m256 hi = _mm256_set1_ps(kF16Max), lo = _mm256_set1_ps(-kF16Max);
+  int64_t k = 0;
+  for (; k + 8 <= n; k += 8) {
+    const __m256 clamped = _mm256_min_ps(hi, _mm256_max_ps(lo, _mm256_loadu_ps(x + k)));
+    _mm256_storeu_ps(h + k, _mm256_cvtph_ps(_mm256_cvtps_ph(clamped, _MM_FROUND_TO_NEAREST_INT)));
+  }
+  for (; k < n; ++k) h[k] = round_to_f16_saturated(x[k]);
+}
+
 }  // namespace
 
 Status fp8_quantize_per_token(const Fp8QuantizeArgs& a) {
@@ -111,18 +123,21 @@ Status fp8_quantize_per_token(const Fp8QuantizeArgs& a) {
   const int64_t stride = a.x_row_stride ? a.x_row_stride : a.num_cols;
   const bool vector = simd::cpu_has_avx2();
   global_thread_pool().parallel_for(static_cast<size_t>(a.num_rows), [&](size_t t_begin, size_t t_end) {
+    std::vector<float> h(static_cast<size_t>(a.num_cols));  // the row as the GPU holds it (fp16)
     for (int64_t t = static_cast<int64_t>(t_begin); t < static_cast<int64_t>(t_end); ++t) {
       const float* row = a.x + t * stride;
       float amax = 0.0f;
       if (vector) {
-        amax = row_amax_avx2(row, a.num_cols);
+        round_row_to_f16_avx2(row, h.data(), a.num_cols);
+        amax = row_amax_avx2(h.data(), a.num_cols);
       } else {
-        for (int64_t k = 0; k < a.num_cols; ++k) amax = std::max(amax, std::fabs(row[k]));
+        for (int64_t k = 0; k < a.num_cols; ++k) h[k] = round_to_f16_saturated(row[k]);
+        for (int64_t k = 0; k < a.num_cols; ++k) amax = std::max(amax, std::fabs(h[k]));
       }
       const float scale = std::max(amax / kE4M3Max, kFp8MinActScale);
       a.scale[t] = scale;
       uint8_t* out = a.xq + t * a.num_cols;
-      for (int64_t k = 0; k < a.num_cols; ++k) out[k] = f32_to_e4m3(row[k] / scale);
+      for (int64_t k = 0; k < a.num_cols; ++k) out[k] = f32_to_e4m3(h[k] / scale);
     }
   });
   return Status::ok();

@@ -23,9 +23,10 @@ void axpy(float alpha, const float* x, float* y, int64_t n, bool vector) {
   for (int64_t i = 0; i < n; ++i) y[i] += alpha * x[i];
 }
 
-// e4m3(x / scale), as the reference stores it: the IEEE division, then round to nearest even.
+// e4m3(fp16(x) / scale): the value rounded as the GPU holds it, the IEEE division, then round to
+// nearest even.
 void quantize_row(const float* x, float scale, uint8_t* out, int64_t n) {
-  for (int64_t i = 0; i < n; ++i) out[i] = f32_to_e4m3(x[i] / scale);
+  for (int64_t i = 0; i < n; ++i) out[i] = f32_to_e4m3(round_to_f16_saturated(x[i]) / scale);
 }
 
 // An fp8 cache row as f32 (into `buffer`), or the f32 cache row itself.

@@ -239,13 +239,18 @@ __device__ __forceinline__ void store_halves(uint16_t* dst, const float (&in)[kW
   }
 }
 
-// kWidth values as e4m3(x / scale) bytes (round to nearest even, saturating to +-448: the CPU
-// cache's f32_to_e4m3 after the same IEEE division), one 8-, 2- or 1-byte store.
+// kWidth values as e4m3(fp16(x) / scale) bytes: each value first rounded to the fp16 an fp16
+// cache would hold (saturated to +-65504, NaN kept), as vLLM quantises its fp16 K and V; then
+// round to nearest even, saturating to +-448: the CPU cache's f32_to_e4m3 of
+// round_to_f16_saturated after the same IEEE division. One 8-, 2- or 1-byte store.
 template <int kWidth>
 __device__ __forceinline__ void store_e4m3(uint8_t* dst, const float (&in)[kWidth], float scale) {
   uint8_t q[kWidth];
 #pragma unroll
-  for (int j = 0; j < kWidth; ++j) q[j] = __nv_cvt_float_to_fp8(in[j] / scale, __NV_SATFINITE, __NV_E4M3);
+  for (int j = 0; j < kWidth; ++j) {
+    const float x = in[j] > 65504.f ? 65504.f : (in[j] < -65504.f ? -65504.f : in[j]);
+    q[j] = __nv_cvt_float_to_fp8(__fdiv_rn(__half2float(__float2half_rn(x)), scale), __NV_SATFINITE, __NV_E4M3);
+  }
   if constexpr (kWidth == 8) {
     uint2 raw;
     memcpy(&raw, q, 8);
@@ -264,7 +269,7 @@ __device__ __forceinline__ void store_e4m3(uint8_t* dst, const float (&in)[kWidt
 // inv_freq) at once: one memory round trip, then the stores. Bias is added in fp32 before the
 // rotation, the angle is position * inv_freq[i] in fp32 with precise sincosf, and each result
 // is rounded to fp16 once (the same arithmetic as the CPU reference); an fp8 cache gets
-// e4m3(x / scale) of the fp32 value instead.
+// e4m3(fp16 value / scale) (store_e4m3).
 template <int kWidth>
 __global__ void __launch_bounds__(kRopeThreads) rope_kv_write_kernel(RopeKvWriteArgs a) {
   wait_for_prior_kernels();

@@ -1,0 +1,209 @@
+#!/usr/bin/env python3
+"""GPU against CPU on real weights: the same checkpoint served by `crosspoint serve --device cuda`
+and `--device cpu`, per precision and KV-cache dtype, compared as a client sees them.
+
+From the default model's GGUF (SmolLM2-135M-Instruct, Q4_1) it writes, with the given crosspoint:
+  fp16              crosspoint convert (the GGUF's weights dequantised to fp16)
+  w8a8-fp8          crosspoint quantize --scheme w8a8-fp8 (compressed-tensors FP8-dynamic)
+  w4a16-rtn-g64     crosspoint quantize --scheme w4a16 --method rtn --group-size 64
+  w4a16-gptq-g64-act  crosspoint quantize --scheme w4a16 --method gptq --group-size 64 --desc-act
+(group 64: SmolLM2's hidden size 576 is not a multiple of 128). For each one and each KV dtype
+(auto, fp8) both servers get:
+  echo      the prompt logprobs of TEXT (completions, echo + logprobs, max_tokens 0):
+            mean and max |logprob_a - logprob_b| over its tokens
+  greedy    PROMPTS, 48 greedy tokens each: replies identical, and the mean share of tokens
+            before the first difference
+A cell passes when the mean |delta logprob| is at most --tolerance (0.005). For scale, each
+precision is also compared with fp16 on the second device alone. Standard library only.
+
+usage: check_gpu_vs_cpu.py --crosspoint BIN --gguf FILE --work DIR --out FILE.json
+       [--devices cuda,cpu] [--kv-cache-dtypes auto,fp8] [--precisions ...] [--calib-dataset FILE]
+--devices cpu,cpu runs the same flow on a machine without a GPU (every delta 0).
+"""
+import argparse
+import datetime
+import json
+import os
+import subprocess
+import sys
+import time
+import urllib.request
+
+TEXT = (
+    "The lighthouse stood at the edge of the bay for more than a century. Every evening the keeper climbed "
+    "the spiral stairs, wound the clockwork that turned the lens, and wrote the weather in a leather book. "
+    "Ships passing in the night saw its beam sweep across the water once every twelve seconds.\n\n"
+    "def fibonacci(n):\n    a, b = 0, 1\n    for _ in range(n):\n        a, b = b, a + b\n    return a\n\n"
+    "In 1969, three astronauts flew to the Moon; two of them walked on its surface while the third orbited "
+    "above. The mission lasted eight days, and the samples they brought back are still studied today. "
+    "Water boils at 100 degrees Celsius at sea level, but at lower temperatures on high mountains, because "
+    "the air pressure there is lower. A kilometre is 1,000 metres; a mile is about 1.609 kilometres."
+)
+PROMPTS = [
+    "Write a short poem about the sea.",
+    "Explain what a hash table is in two sentences.",
+    "List three fruits that are red.",
+    "What is the capital of France? Answer and then describe the city.",
+    "Translate 'good morning' into Spanish, French and German.",
+    "Give me a recipe for a simple tomato soup.",
+]
+MAX_TOKENS = 48
+
+
+def log(msg):
+    print(f"[check_gpu_vs_cpu {time.strftime('%H:%M:%S')}] {msg}", flush=True)
+
+
+def post(port, body, timeout=600):
+    req = urllib.request.Request(f"http://127.0.0.1:{port}/v1/completions", data=json.dumps(body).encode(),
+                                 headers={"Content-Type": "application/json"})
+    with urllib.request.urlopen(req, timeout=timeout) as r:
+        return json.loads(r.read())["choices"][0]
+
+
+def wait_ready(port, proc, timeout=600):
+    start = time.time()
+    while time.time() - start < timeout:
+        if proc.poll() is not None:
+            return False
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=2) as r:
+                if r.status == 200:
+                    return True
+        except OSError:
+            time.sleep(0.3)
+    return False
+
+
+def run(cmd, log_path):
+    with open(log_path, "w") as f:
+        subprocess.run(cmd, check=True, stdout=f, stderr=subprocess.STDOUT)
+
+
+def make_checkpoints(args, precisions):
+    dirs = {}
+    fp16 = os.path.join(args.work, "fp16")
+    logs = os.path.join(args.work, "logs")
+    os.makedirs(logs, exist_ok=True)
+    if not os.path.exists(os.path.join(fp16, "config.json")):
+        run([args.crosspoint, "convert", "--gguf", args.gguf, "--out", fp16], os.path.join(logs, "convert.log"))
+    quant = {
+        "w8a8-fp8": ["--scheme", "w8a8-fp8"],
+        "w4a16-rtn-g64": ["--scheme", "w4a16", "--method", "rtn", "--group-size", "64"],
+        "w4a16-gptq-g64-act": ["--scheme", "w4a16", "--method", "gptq", "--group-size", "64", "--desc-act",
+                               "--calib-samples", str(args.calib_samples)]
+                              + (["--calib-dataset", args.calib_dataset] if args.calib_dataset else []),
+    }
+    for p in precisions:
+        if p == "fp16":
+            dirs[p] = fp16
+            continue
+        out = os.path.join(args.work, p)
+        if not os.path.exists(os.path.join(out, "config.json")):
+            start = time.time()
+            run([args.crosspoint, "quantize", "--model", fp16, "--out", out, "--force"] + quant[p],
+                os.path.join(logs, f"quantize_{p}.log"))
+            log(f"quantised {p} in {time.time() - start:.1f} s")
+        dirs[p] = out
+    return dirs
+
+
+def serve_and_query(args, model, device, kv_dtype, port, log_path):
+    cmd = [args.crosspoint, "serve", "--model", model, "--device", device, "--port", str(port),
+           "--kv-cache-dtype", kv_dtype, "--max-model-len", "1024"]
+    if device == "cuda":
+        cmd += ["--gpu-memory-utilization", "0.3"]
+    with open(log_path, "w") as logf:
+        proc = subprocess.Popen(cmd, stdout=logf, stderr=subprocess.STDOUT)
+        try:
+            if not wait_ready(port, proc):
+                raise RuntimeError(f"{device} server did not start (log: {log_path})")
+            echo = post(port, {"prompt": TEXT, "echo": True, "logprobs": 0, "max_tokens": 0, "temperature": 0})
+            replies = []
+            for prompt in PROMPTS:
+                c = post(port, {"prompt": prompt, "max_tokens": MAX_TOKENS, "temperature": 0, "logprobs": 0,
+                                "ignore_eos": True})
+                replies.append({"text": c["text"], "tokens": c["logprobs"]["tokens"]})
+            return {"prompt_tokens": echo["logprobs"]["tokens"],
+                    "prompt_logprobs": echo["logprobs"]["token_logprobs"], "replies": replies}
+        finally:
+            proc.terminate()
+            try:
+                proc.wait(timeout=60)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+
+
+def compare(a, b):
+    if a["prompt_tokens"] != b["prompt_tokens"]:
+        raise RuntimeError("the two servers tokenised the text differently")
+    deltas = [abs(x - y) for x, y in zip(a["prompt_logprobs"], b["prompt_logprobs"])
+              if x is not None and y is not None]
+    shared, identical = [], 0
+    for ra, rb in zip(a["replies"], b["replies"]):
+        n = 0
+        while n < min(len(ra["tokens"]), len(rb["tokens"])) and ra["tokens"][n] == rb["tokens"][n]:
+            n += 1
+        shared.append(n / max(len(ra["tokens"]), 1))
+        identical += ra["tokens"] == rb["tokens"]
+    return {"tokens_compared": len(deltas), "mean_abs_delta_logprob": sum(deltas) / len(deltas),
+            "max_abs_delta_logprob": max(deltas), "greedy_identical": identical, "greedy_total": len(a["replies"]),
+            "greedy_shared_prefix_mean": sum(shared) / len(shared)}
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--crosspoint", required=True)
+    ap.add_argument("--gguf", required=True)
+    ap.add_argument("--work", required=True, help="folder for the checkpoints and server logs")
+    ap.add_argument("--out", required=True)
+    ap.add_argument("--devices", default="cuda,cpu")
+    ap.add_argument("--precisions", default="fp16,w8a8-fp8,w4a16-rtn-g64,w4a16-gptq-g64-act")
+    ap.add_argument("--kv-cache-dtypes", default="auto,fp8")
+    ap.add_argument("--calib-dataset", default="")
+    ap.add_argument("--calib-samples", type=int, default=32)
+    ap.add_argument("--tolerance", type=float, default=0.005)
+    ap.add_argument("--port", type=int, default=8431)
+    ap.add_argument("--commit", default="", help="the commit the binary was built from (recorded)")
+    args = ap.parse_args()
+    devices = args.devices.split(",")
+    precisions = args.precisions.split(",")
+    dirs = make_checkpoints(args, precisions)
+    cells, answers = [], {}
+    for p in precisions:
+        for kv in args.kv_cache_dtypes.split(","):
+            got = {}
+            for i, device in enumerate(devices):
+                start = time.time()
+                got[i] = serve_and_query(args, dirs[p], device, kv, args.port + i,
+                                         os.path.join(args.work, "logs", f"serve_{p}_{kv}_{i}_{device}.log"))
+                log(f"{p} kv={kv} on {device}: {time.time() - start:.1f} s")
+            answers[(p, kv)] = got
+            cell = {"precision": p, "kv_cache_dtype": kv, "devices": devices, **compare(got[0], got[1])}
+            cell["passed"] = cell["mean_abs_delta_logprob"] <= args.tolerance
+            log(f"{p} kv={kv}: mean |d logprob| {cell['mean_abs_delta_logprob']:.5f} max "
+                f"{cell['max_abs_delta_logprob']:.4f}, greedy identical {cell['greedy_identical']}/"
+                f"{cell['greedy_total']} {'PASS' if cell['passed'] else 'FAIL'}")
+            cells.append(cell)
+    # The scale of those differences: each precision against fp16 on the second device alone.
+    versus_fp16 = []
+    for (p, kv), got in answers.items():
+        if p != "fp16" and ("fp16", "auto") in answers:
+            versus_fp16.append({"precision": p, "kv_cache_dtype": kv, "device": devices[1],
+                                **compare(answers[("fp16", "auto")][1], got[1])})
+    result = {"date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+              "commit": args.commit, "command": " ".join(sys.argv), "gguf": os.path.basename(args.gguf),
+              "tolerance": args.tolerance, "versus_fp16_on_one_device": versus_fp16,
+              "text_tokens": cells[0]["tokens_compared"] + 1 if cells else 0, "cells": cells,
+              "passed": all(c["passed"] for c in cells)}
+    with open(args.out, "w") as f:
+        json.dump(result, f, indent=1)
+    print(f"{'precision':<20} {'kv':<5} {'mean|d|':>9} {'max|d|':>8} {'greedy':>7}")
+    for c in cells:
+        print(f"{c['precision']:<20} {c['kv_cache_dtype']:<5} {c['mean_abs_delta_logprob']:>9.5f} "
+              f"{c['max_abs_delta_logprob']:>8.4f} {c['greedy_identical']:>3}/{c['greedy_total']}")
+    return 0 if result["passed"] else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
