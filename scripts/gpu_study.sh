@@ -518,7 +518,7 @@ if want gpuvscpu; then
     rc=$?
     tee -a "$LOG" <"$WORK/logs/gpu_vs_cpu.log" | tail -12
     cp -r "$WORK/gpuvscpu/logs" "$WORK/logs/gpuvscpu" 2>/dev/null
-    step gpu_vs_cpu $rc $(( $(now) - t )) "$(grep -c PASS "$WORK/logs/gpu_vs_cpu.log") cells passed, $(grep -c FAIL "$WORK/logs/gpu_vs_cpu.log") failed"
+    step gpu_vs_cpu $rc $(( $(now) - t )) "$(grep -v "^\[" "$WORK/logs/gpu_vs_cpu.log" | grep -c " PASS$") cells passed, $(grep -v "^\[" "$WORK/logs/gpu_vs_cpu.log" | grep -c " FAIL$") failed"
   fi
 fi
 if want servercheck; then

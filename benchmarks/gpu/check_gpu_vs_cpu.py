@@ -8,16 +8,20 @@ From the default model's GGUF (SmolLM2-135M-Instruct, Q4_1) it writes, with the 
   w4a16-rtn-g64     crosspoint quantize --scheme w4a16 --method rtn --group-size 64
   w4a16-gptq-g64-act  crosspoint quantize --scheme w4a16 --method gptq --group-size 64 --desc-act
 (group 64: SmolLM2's hidden size 576 is not a multiple of 128). For each one and each KV dtype
-(auto, fp8) both servers get:
+(auto, fp8) each server of --devices gets (cuda; cpu, the CPU in f32; cpu:float16, the CPU with
+--dtype float16, i.e. in the GPU's dtype flow: every activation rounded to fp16 where the GPU
+holds it):
   echo      the prompt logprobs of TEXT (completions, echo + logprobs, max_tokens 0):
             mean and max |logprob_a - logprob_b| over its tokens
   greedy    PROMPTS, 48 greedy tokens each: replies identical, and the mean share of tokens
             before the first difference
-A cell passes when the mean |delta logprob| is at most --tolerance (0.005). For scale, each
-precision is also compared with fp16 on the second device alone. Standard library only.
+The first device is compared with each other one. A cell passes when its mean |delta logprob|
+against the last device (the reference: cpu:float16 by default) is at most --tolerance (0.005).
+For scale, each precision is also compared with fp16 on the last device alone. Standard
+library only.
 
 usage: check_gpu_vs_cpu.py --crosspoint BIN --gguf FILE --work DIR --out FILE.json
-       [--devices cuda,cpu] [--kv-cache-dtypes auto,fp8] [--precisions ...] [--calib-dataset FILE]
+       [--devices cuda,cpu,cpu:float16] [--kv-cache-dtypes auto,fp8] [--precisions ...] [--calib-dataset FILE]
 --devices cpu,cpu runs the same flow on a machine without a GPU (every delta 0).
 """
 import argparse
@@ -108,9 +112,10 @@ def make_checkpoints(args, precisions):
     return dirs
 
 
-def serve_and_query(args, model, device, kv_dtype, port, log_path):
+def serve_and_query(args, model, device_spec, kv_dtype, port, log_path):
+    device, _, dtype = device_spec.partition(":")
     cmd = [args.crosspoint, "serve", "--model", model, "--device", device, "--port", str(port),
-           "--kv-cache-dtype", kv_dtype, "--max-model-len", "1024"]
+           "--kv-cache-dtype", kv_dtype, "--max-model-len", "1024", "--dtype", dtype or "auto"]
     if device == "cuda":
         cmd += ["--gpu-memory-utilization", "0.3"]
     with open(log_path, "w") as logf:
@@ -157,7 +162,7 @@ def main():
     ap.add_argument("--gguf", required=True)
     ap.add_argument("--work", required=True, help="folder for the checkpoints and server logs")
     ap.add_argument("--out", required=True)
-    ap.add_argument("--devices", default="cuda,cpu")
+    ap.add_argument("--devices", default="cuda,cpu,cpu:float16")
     ap.add_argument("--precisions", default="fp16,w8a8-fp8,w4a16-rtn-g64,w4a16-gptq-g64-act")
     ap.add_argument("--kv-cache-dtypes", default="auto,fp8")
     ap.add_argument("--calib-dataset", default="")
@@ -175,33 +180,36 @@ def main():
             got = {}
             for i, device in enumerate(devices):
                 start = time.time()
-                got[i] = serve_and_query(args, dirs[p], device, kv, args.port + i,
-                                         os.path.join(args.work, "logs", f"serve_{p}_{kv}_{i}_{device}.log"))
+                got[i] = serve_and_query(args, dirs[p], device, kv, args.port + i, os.path.join(
+                    args.work, "logs", f"serve_{p}_{kv}_{i}_{device.replace(':', '_')}.log"))
                 log(f"{p} kv={kv} on {device}: {time.time() - start:.1f} s")
             answers[(p, kv)] = got
-            cell = {"precision": p, "kv_cache_dtype": kv, "devices": devices, **compare(got[0], got[1])}
-            cell["passed"] = cell["mean_abs_delta_logprob"] <= args.tolerance
-            log(f"{p} kv={kv}: mean |d logprob| {cell['mean_abs_delta_logprob']:.5f} max "
-                f"{cell['max_abs_delta_logprob']:.4f}, greedy identical {cell['greedy_identical']}/"
-                f"{cell['greedy_total']} {'PASS' if cell['passed'] else 'FAIL'}")
-            cells.append(cell)
-    # The scale of those differences: each precision against fp16 on the second device alone.
-    versus_fp16 = []
+            for i in range(1, len(devices)):
+                cell = {"precision": p, "kv_cache_dtype": kv, "devices": [devices[0], devices[i]],
+                        "judged": i == len(devices) - 1, **compare(got[0], got[i])}
+                cell["passed"] = cell["mean_abs_delta_logprob"] <= args.tolerance
+                log(f"{p} kv={kv} {devices[0]} vs {devices[i]}: mean |d logprob| {cell['mean_abs_delta_logprob']:.5f} "
+                    f"max {cell['max_abs_delta_logprob']:.4f}, greedy identical {cell['greedy_identical']}/"
+                    f"{cell['greedy_total']}" + (f" {'PASS' if cell['passed'] else 'FAIL'}" if cell["judged"] else ""))
+                cells.append(cell)
+    # The scale of those differences: each precision against fp16 on the reference device alone.
+    versus_fp16, last = [], len(devices) - 1
     for (p, kv), got in answers.items():
-        if p != "fp16" and ("fp16", "auto") in answers:
-            versus_fp16.append({"precision": p, "kv_cache_dtype": kv, "device": devices[1],
-                                **compare(answers[("fp16", "auto")][1], got[1])})
+        if (p, kv) != ("fp16", "auto") and ("fp16", "auto") in answers:
+            versus_fp16.append({"precision": p, "kv_cache_dtype": kv, "device": devices[last],
+                                **compare(answers[("fp16", "auto")][last], got[last])})
     result = {"date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
               "commit": args.commit, "command": " ".join(sys.argv), "gguf": os.path.basename(args.gguf),
               "tolerance": args.tolerance, "versus_fp16_on_one_device": versus_fp16,
               "text_tokens": cells[0]["tokens_compared"] + 1 if cells else 0, "cells": cells,
-              "passed": all(c["passed"] for c in cells)}
+              "passed": all(c["passed"] for c in cells if c["judged"])}
     with open(args.out, "w") as f:
         json.dump(result, f, indent=1)
-    print(f"{'precision':<20} {'kv':<5} {'mean|d|':>9} {'max|d|':>8} {'greedy':>7}")
+    print(f"{'precision':<20} {'kv':<5} {'against':<12} {'mean|d|':>9} {'max|d|':>8} {'greedy':>7}")
     for c in cells:
-        print(f"{c['precision']:<20} {c['kv_cache_dtype']:<5} {c['mean_abs_delta_logprob']:>9.5f} "
-              f"{c['max_abs_delta_logprob']:>8.4f} {c['greedy_identical']:>3}/{c['greedy_total']}")
+        print(f"{c['precision']:<20} {c['kv_cache_dtype']:<5} {c['devices'][1]:<12} {c['mean_abs_delta_logprob']:>9.5f} "
+              f"{c['max_abs_delta_logprob']:>8.4f} {c['greedy_identical']:>3}/{c['greedy_total']}"
+              + (" PASS" if c["judged"] and c["passed"] else " FAIL" if c["judged"] else ""))
     return 0 if result["passed"] else 1
 
 

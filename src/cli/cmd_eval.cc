@@ -25,10 +25,11 @@
 namespace crosspoint::cli {
 namespace {
 
-Result<std::unique_ptr<Model>> load_any(const std::string& arg) {
+Result<std::unique_ptr<Model>> load_any(const std::string& arg, bool fp16_activations) {
   CROSSPOINT_ASSIGN_OR_RETURN(std::string dir, resolve_model_dir(arg));
   ModelLoadOptions options;
   options.linear_formats = quantized_linear_weight_formats();
+  options.fp16_activations = fp16_activations;
   return Model::load(dir, options);
 }
 
@@ -51,18 +52,25 @@ int run_eval(int argc, char** argv) {
                  "the model's KV cache: auto (f32) or fp8 (e4m3 with the checkpoint's k/v scales, else 1); the "
                  "reference always runs with f32, so --reference the same model measures what fp8 KV costs")
       ->capture_default_str();
+  std::string dtype = "auto";
+  app.add_option("--dtype", dtype,
+                 "activation dtype of both models: auto or float32 (f32), or float16 (= half: rounded to fp16 where "
+                 "the GPU holds them, the quality the GPU serves)")
+      ->capture_default_str();
   app.add_flag("--json", json_out, "print one JSON object instead of a table");
   if (int code = parse_or_exit_code(app, argc, argv); code >= 0) return code;
   const auto parsed_kv_dtype = cpu_kv_dtype(kv_cache_dtype);
   if (!parsed_kv_dtype.is_ok()) return report_error("eval", parsed_kv_dtype.status());
   const DType kv_dtype = parsed_kv_dtype.value();
+  const auto fp16_activations = fp16_activations_for_dtype(dtype, "cpu");
+  if (!fp16_activations.is_ok()) return report_error("eval", fp16_activations.status());
   if (threads > 0) set_global_num_threads(threads);
 
-  auto model = load_any(model_arg);
+  auto model = load_any(model_arg, fp16_activations.value());
   if (!model.is_ok()) return report_error("eval", model.status());
   std::unique_ptr<Model> reference;
   if (!reference_arg.empty()) {
-    auto r = load_any(reference_arg);
+    auto r = load_any(reference_arg, fp16_activations.value());
     if (!r.is_ok()) return report_error("eval", r.status());
     reference = std::move(r).value();
   }
@@ -87,6 +95,7 @@ int run_eval(int argc, char** argv) {
     nlohmann::json j = {{"model", model_arg},
                         {"weight_format", model.value()->weight_format_name()},
                         {"kv_cache_dtype", kv_dtype == DType::kF32 ? "f32" : "fp8_e4m3"},
+                        {"activation_dtype", fp16_activations.value() ? "float16" : "float32"},
                         {"num_samples", samples.value().size()},
                         {"num_predicted_tokens", totals.num_predicted},
                         {"perplexity", totals.perplexity()},

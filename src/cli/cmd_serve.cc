@@ -39,6 +39,7 @@ struct ServeOptions {
   int max_num_batched_tokens = 2048;
   std::string kv_cache_memory = "1GiB";
   std::string kv_cache_dtype = "auto";
+  std::string dtype = "auto";
   int block_size = 16;
   int max_waiting = 1024;
   int threads = 0;
@@ -93,6 +94,11 @@ int serve(const ServeOptions& o) {
   Stopwatch load_timer;
   ModelLoadOptions load_options;
   load_options.linear_formats = quantized_linear_weight_formats();  // W8A8-FP8 and W4A16 checkpoints too
+  auto fp16_activations = fp16_activations_for_dtype(o.dtype, device.value());
+  if (!fp16_activations.is_ok()) return report_error("serve", fp16_activations.status());
+  load_options.fp16_activations = fp16_activations.value();
+  if (load_options.fp16_activations)
+    log_info("--dtype {}: activations rounded to fp16 where the GPU holds them", o.dtype);
   auto model = Model::load(dir.value(), load_options);
   if (!model.is_ok()) return report_error("serve", model.status());
   const double load_s = load_timer.elapsed_seconds();
@@ -231,6 +237,7 @@ int run_serve(int argc, char** argv) {
                  "tokens per engine step (prefill chunks + decodes)");
   app.add_option("--kv-cache-memory", o.kv_cache_memory, "cpu: memory for the paged KV cache (e.g. 1GiB, 512MiB)");
   app.add_option("--kv-cache-dtype", o.kv_cache_dtype, kKvCacheDtypeHelp)->capture_default_str();
+  app.add_option("--dtype", o.dtype, kDtypeHelp)->capture_default_str();
   app.add_option("--device", o.device, "auto (cuda when a GPU is visible, else cpu), cpu or cuda")
       ->capture_default_str();
   app.add_option("--gpu-memory-utilization", o.gpu_memory_utilization,

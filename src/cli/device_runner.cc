@@ -23,6 +23,18 @@ Result<DType> cpu_kv_dtype(const std::string& text) {
   return invalid_argument("--kv-cache-dtype " + text + ": expected auto, fp8 or fp8_e4m3");
 }
 
+Result<bool> fp16_activations_for_dtype(const std::string& dtype, const std::string& device) {
+  if (dtype == "float16" || dtype == "half") return device != "cuda";
+  if (dtype == "auto") return false;
+  if (dtype == "float32" || dtype == "float") {
+    if (device == "cuda") return invalid_argument("--dtype " + dtype + ": the GPU model holds activations in fp16");
+    return false;
+  }
+  if (dtype == "bfloat16")
+    return unsupported("--dtype bfloat16: activations run in fp16 on the GPU and f32 on the CPU");
+  return invalid_argument("--dtype " + dtype + ": expected auto, float16, half, float32 or float");
+}
+
 namespace {
 
 constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;

@@ -42,6 +42,14 @@ struct DeviceRunnerOptions {
 // anything else is an error naming the option.
 Result<DType> cpu_kv_dtype(const std::string& text);
 
+// --dtype (vLLM's name) as the CPU model's activation flow: auto, float32 or float -> f32
+// (false); float16 or half -> activations rounded to fp16 where the GPU holds them (true; the
+// GPU's own flow). On cuda only auto, float16 and half are accepted; bfloat16 is refused on both.
+Result<bool> fp16_activations_for_dtype(const std::string& dtype, const std::string& device);
+inline constexpr const char* kDtypeHelp =
+    "activation dtype: auto (f32 on the CPU, fp16 on the GPU), float16 (= half: on the CPU, every activation "
+    "rounded to fp16 where the GPU holds it, the GPU's numbers computed on the CPU) or float32 (CPU only)";
+
 // --kv-cache-dtype's help text, shared by the commands that take it.
 inline constexpr const char* kKvCacheDtypeHelp =
     "auto (f32 on the CPU, fp16 on the GPU) or fp8 (= fp8_e4m3: e4m3 with the checkpoint's self_attn.k_scale / "

@@ -2,7 +2,7 @@
 // weights e4m3 with one fp32 scale per output channel, activations quantised per token at
 // run time. The activation dtype flow is the GPU's (and vLLM's, which quantises activations
 // held in the model's 16-bit dtype): each activation is first rounded to fp16, saturated to
-// +-65504, since the GPU holds it in fp16; e4m3's 3-bit mantissa would otherwise turn the
+// +-65504 (kernels/f16_rounding.h), since the GPU holds it in fp16; e4m3's 3-bit mantissa would otherwise turn the
 // CPU's extra f32 bits into a different code for about one element in a hundred.
 //   h[t, k]      = fp16(clamp(x[t, k], -65504, 65504))                        round to nearest even
 //   act_scale[t] = max(max_k |h[t, k]| / 448, 1 / (448 * 512))                 fp32
@@ -19,8 +19,8 @@
 #include <cstdint>
 #include <cstring>
 
-#include "common/dtype.h"
 #include "common/status.h"
+#include "kernels/f16_rounding.h"
 
 namespace crosspoint {
 
@@ -51,15 +51,6 @@ inline uint8_t f32_to_e4m3(float f) {
   uint32_t code = rounded - (120u << 3);
   if (code > 0x7Eu) code = 0x7Eu;  // 448 < |x| < 464 cannot reach here, but be safe
   return sign | static_cast<uint8_t>(code);
-}
-
-// The fp16 value an activation has on the GPU: x rounded to nearest even, saturated to
-// +-65504 (a CPU f32 activation beyond fp16's range stays finite); NaN stays NaN.
-inline constexpr float kF16Max = 65504.0f;
-inline float round_to_f16_saturated(float x) {
-  if (x > kF16Max) x = kF16Max;
-  if (x < -kF16Max) x = -kF16Max;
-  return f16_to_f32(f32_to_f16(x));
 }
 
 // e4m3 byte -> f32 (exact). 0x7F / 0xFF decode to NaN.

@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "kernels/embedding.h"
+#include "kernels/f16_rounding.h"
 #include "kernels/paged_attention.h"
 #include "kernels/residual_add.h"
 #include "kernels/rms_norm.h"
@@ -16,6 +17,7 @@ namespace crosspoint {
 Result<std::unique_ptr<Model>> Model::load(const std::string& model_dir, const ModelLoadOptions& options) {
   std::unique_ptr<Model> model(new Model());
   model->dir_ = model_dir;
+  model->fp16_activations_ = options.fp16_activations;
   CROSSPOINT_ASSIGN_OR_RETURN(model->config_, load_model_config(model_dir));
   CROSSPOINT_ASSIGN_OR_RETURN(model->tensors_, SafetensorsModel::open_dir(model_dir));
   CROSSPOINT_RETURN_IF_ERROR(model->load_weights(options));
@@ -217,6 +219,15 @@ PagedKvLayout make_layout(const ForwardBatch& b, CpuKvCache& cache, int32_t laye
 
 }  // namespace
 
+namespace {
+
+// Rounds an activation the GPU holds in fp16 to that value, with ModelLoadOptions::fp16_activations.
+void round_like_the_gpu(bool fp16_activations, std::vector<float>& x, int64_t n) {
+  if (fp16_activations) round_to_f16(x.data(), x.data(), n);
+}
+
+}  // namespace
+
 Status Model::run_layer(int32_t layer_idx, const ForwardBatch& batch, CpuKvCache& kv_cache, float* hidden) const {
   const ModelConfig& c = config_;
   const DecoderLayerWeights& w = layers_[layer_idx];
@@ -230,34 +241,50 @@ Status Model::run_layer(int32_t layer_idx, const ForwardBatch& batch, CpuKvCache
   std::vector<float> gate(T * inter);  // [T, intermediate]
   std::vector<float> up(T * inter);    // [T, intermediate]
 
+  const bool f16 = fp16_activations_;
   CROSSPOINT_RETURN_IF_ERROR(
       rms_norm({hidden, w.input_norm->data, w.input_norm->dtype, x.data(), T, d, static_cast<float>(c.rms_norm_eps)}));
+  round_like_the_gpu(f16, x, T * d);
   CROSSPOINT_RETURN_IF_ERROR(w.q_proj->forward(x.data(), T, 0, q.data()));
   CROSSPOINT_RETURN_IF_ERROR(w.k_proj->forward(x.data(), T, 0, k.data()));
   CROSSPOINT_RETURN_IF_ERROR(w.v_proj->forward(x.data(), T, 0, v.data()));
+  round_like_the_gpu(f16, q, T * H * D);
+  round_like_the_gpu(f16, k, T * Hkv * D);
+  round_like_the_gpu(f16, v, T * Hkv * D);
   if (w.q_norm != nullptr) {  // Qwen3: each head's q and k RMS-normalised before RoPE
     const float eps = static_cast<float>(c.rms_norm_eps);
     CROSSPOINT_RETURN_IF_ERROR(rms_norm({q.data(), w.q_norm->data, w.q_norm->dtype, q.data(), T * H, D, eps}));
     CROSSPOINT_RETURN_IF_ERROR(rms_norm({k.data(), w.k_norm->data, w.k_norm->dtype, k.data(), T * Hkv, D, eps}));
+    round_like_the_gpu(f16, q, T * H * D);
+    round_like_the_gpu(f16, k, T * Hkv * D);
   }
   CROSSPOINT_RETURN_IF_ERROR(
       rope({q.data(), 0, T, H, D, batch.positions.data(), rope_inv_freq_.data(), rope_attention_scaling_}));
   CROSSPOINT_RETURN_IF_ERROR(
       rope({k.data(), 0, T, Hkv, D, batch.positions.data(), rope_inv_freq_.data(), rope_attention_scaling_}));
+  round_like_the_gpu(f16, q, T * H * D);
+  round_like_the_gpu(f16, k, T * Hkv * D);
 
   const PagedKvLayout layout = make_layout(batch, kv_cache, layer_idx, layers_[layer_idx]);
   CROSSPOINT_RETURN_IF_ERROR(kv_cache_write({k.data(), v.data(), 0, 0, layout}));
   CROSSPOINT_RETURN_IF_ERROR(paged_attention(
       {q.data(), 0, attn.data(), static_cast<int32_t>(H), 1.0f / std::sqrt(static_cast<float>(D)), layout}));
+  round_like_the_gpu(f16, attn, T * H * D);
   CROSSPOINT_RETURN_IF_ERROR(w.o_proj->forward(attn.data(), T, 0, x.data()));
+  round_like_the_gpu(f16, x, T * d);
   CROSSPOINT_RETURN_IF_ERROR(residual_add(hidden, x.data(), T * d));
 
   CROSSPOINT_RETURN_IF_ERROR(rms_norm({hidden, w.post_attention_norm->data, w.post_attention_norm->dtype, x.data(), T,
                                        d, static_cast<float>(c.rms_norm_eps)}));
+  round_like_the_gpu(f16, x, T * d);
   CROSSPOINT_RETURN_IF_ERROR(w.gate_proj->forward(x.data(), T, 0, gate.data()));
   CROSSPOINT_RETURN_IF_ERROR(w.up_proj->forward(x.data(), T, 0, up.data()));
+  round_like_the_gpu(f16, gate, T * inter);
+  round_like_the_gpu(f16, up, T * inter);
   CROSSPOINT_RETURN_IF_ERROR(silu_mul({gate.data(), up.data(), gate.data(), T * inter}));
+  round_like_the_gpu(f16, gate, T * inter);
   CROSSPOINT_RETURN_IF_ERROR(w.down_proj->forward(gate.data(), T, 0, x.data()));
+  round_like_the_gpu(f16, x, T * d);
   return residual_add(hidden, x.data(), T * d);
 }
 
@@ -279,7 +306,10 @@ Status Model::forward(const ForwardBatch& batch, CpuKvCache& kv_cache, float* lo
     std::copy_n(hidden.data() + batch.logits_token_idx[i] * d, d, selected.data() + i * d);
   CROSSPOINT_RETURN_IF_ERROR(rms_norm({selected.data(), final_norm_->data, final_norm_->dtype, selected.data(),
                                        num_logits, d, static_cast<float>(config_.rms_norm_eps)}));
-  return lm_head_->forward(selected.data(), num_logits, 0, logits);
+  round_like_the_gpu(fp16_activations_, selected, num_logits * d);
+  CROSSPOINT_RETURN_IF_ERROR(lm_head_->forward(selected.data(), num_logits, 0, logits));
+  if (fp16_activations_) round_to_f16(logits, logits, num_logits * config_.vocab_size);
+  return Status::ok();
 }
 
 }  // namespace crosspoint

@@ -26,6 +26,10 @@ namespace crosspoint {
 struct ModelLoadOptions {
   // Extra weight formats (quantised schemes) tried before the built-in dense one.
   std::vector<std::shared_ptr<const LinearWeightFormat>> linear_formats;
+  // Round every activation to fp16 where the GPU model stores it (norm outputs, q/k/v, attention
+  // output, each linear's output, SiLU·mul, logits; the residual stays f32 as on the GPU): the
+  // GPU's dtype flow computed on the CPU (--dtype float16), a reference for GPU results.
+  bool fp16_activations = false;
 };
 
 struct DecoderLayerWeights {
@@ -67,6 +71,7 @@ class Model {
   size_t kv_bytes_per_token(DType kv_dtype = DType::kF32) const;
   // Whether the checkpoint carried the fp8 KV cache's scales (self_attn.k_scale / v_scale).
   bool has_kv_scales() const { return has_kv_scales_; }
+  bool fp16_activations() const { return fp16_activations_; }
   // Bytes of weights read per decode step: every linear (incl. lm_head) and norm, plus one
   // embedding row; the roofline's W.
   size_t weight_bytes_per_token() const;
@@ -101,6 +106,7 @@ class Model {
   std::vector<float> rope_inv_freq_;       // [head_dim / 2] f32
   float rope_attention_scaling_ = 1.0f;
   bool has_kv_scales_ = false;
+  bool fp16_activations_ = false;  // ModelLoadOptions::fp16_activations
 };
 
 }  // namespace crosspoint

@@ -1,8 +1,10 @@
-// Embedding, RMSNorm, RoPE, SiLU·mul, residual add, softmax: fast vs reference at awkward
-// sizes, plus values worked out by hand.
+// Embedding, RMSNorm, RoPE, SiLU·mul, residual add, softmax, fp16 rounding: fast vs reference
+// at awkward sizes, plus values worked out by hand.
 #include <cmath>
+#include <cstring>
 
 #include "kernels/embedding.h"
+#include "kernels/f16_rounding.h"
 #include "kernels/residual_add.h"
 #include "kernels/rms_norm.h"
 #include "kernels/rope.h"
@@ -16,6 +18,36 @@ namespace {
 using testing::max_abs_diff;
 using testing::random_floats;
 using testing::store_as;
+
+TEST(F16RoundingTest, FastIsBitExactWithReferenceAndSaturates) {
+  auto x = random_floats(1003, 21);
+  for (size_t i = 0; i < x.size(); i += 7) x[i] *= std::ldexp(1.0f, static_cast<int>(i % 40) - 20);
+  x[3] = 1e6f;      // beyond fp16: 65504
+  x[4] = -7e4f;     // -65504
+  x[5] = 65519.0f;  // rounds to 65504 (fp16 would round 65520 up to inf)
+  x[6] = std::nanf("");
+  x[8] = 1e-6f;                   // an fp16 subnormal
+  x[9] = 1.0f + 1.0f / 2048.0f;   // a tie: to the even 1.0
+  x[10] = 1.0f + 3.0f / 2048.0f;  // a tie: to the even 1 + 2^-9
+  std::vector<float> fast(x.size()), ref(x.size());
+  round_to_f16(x.data(), fast.data(), static_cast<int64_t>(x.size()));
+  round_to_f16_ref(x.data(), ref.data(), static_cast<int64_t>(x.size()));
+  EXPECT_EQ(std::memcmp(fast.data(), ref.data(), fast.size() * sizeof(float)), 0);
+  EXPECT_EQ(ref[3], 65504.0f);
+  EXPECT_EQ(ref[4], -65504.0f);
+  EXPECT_EQ(ref[5], 65504.0f);
+  EXPECT_TRUE(std::isnan(ref[6]));
+  EXPECT_EQ(ref[8], std::ldexp(17.0f, -24));  // 1e-6 / 2^-24 = 16.78: 17 steps of 2^-24
+  EXPECT_EQ(ref[9], 1.0f);
+  EXPECT_EQ(ref[10], 1.0f + 1.0f / 512.0f);
+  for (size_t i = 0; i < x.size(); ++i) {
+    if (!std::isnan(x[i]) && std::fabs(x[i]) < 60000.0f && std::fabs(x[i]) > 1e-4f) {
+      ASSERT_LE(std::fabs(ref[i] - x[i]), std::fabs(x[i]) / 2048.0f) << i;  // half an fp16 ulp
+    }
+  }
+  round_to_f16(x.data(), x.data(), static_cast<int64_t>(x.size()));  // in place
+  EXPECT_EQ(std::memcmp(x.data(), ref.data(), x.size() * sizeof(float)), 0);
+}
 
 TEST(EmbeddingTest, GathersRowsInEveryDtype) {
   for (DType dtype : {DType::kF32, DType::kF16, DType::kBF16}) {

@@ -27,13 +27,14 @@
 namespace crosspoint::cuda_testing {
 
 // The tiny checkpoint of `precision` as a CPU model (quantised linears loaded as such), or
-// nullptr after a failed expectation.
-inline std::unique_ptr<Model> load_tiny_model(TinyPrecision precision) {
+// nullptr after a failed expectation; fp16_activations: in the GPU's dtype flow.
+inline std::unique_ptr<Model> load_tiny_model(TinyPrecision precision, bool fp16_activations = false) {
   auto dir = TinyCheckpoints::get().dir(precision);
   EXPECT_TRUE(dir.is_ok()) << dir.status().to_string();
   if (!dir.is_ok()) return nullptr;
   ModelLoadOptions options;
   options.linear_formats = quantized_linear_weight_formats();
+  options.fp16_activations = fp16_activations;
   auto model = Model::load(*dir, options);
   EXPECT_TRUE(model.is_ok()) << model.status().to_string();
   return model.is_ok() ? std::move(model).value() : nullptr;

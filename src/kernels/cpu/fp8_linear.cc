@@ -104,18 +104,6 @@ CROSSPOINT_AVX2_TARGET float row_amax_avx2(const float* row, int64_t n) {
   return amax;
 }
 
-// round_to_f16_saturated of n values, 8 at a time through F16C (the same rounding to
-// nearest even; the operand order of max/min keeps a NaN a NaN, as the scalar clamp does).
-CROSSPOINT_AVX2_TARGET void round_row_to_f16_avx2(const float* x, float* h, int64_t n) {
-  const __m256 hi = _mm256_set1_ps(kF16Max), lo = _mm256_set1_ps(-kF16Max);
-  int64_t k = 0;
-  for (; k + 8 <= n; k += 8) {
-    const __m256 clamped = _mm256_min_ps(hi, _mm256_max_ps(lo, _mm256_loadu_ps(x + k)));
-    _mm256_storeu_ps(h + k, _mm256_cvtph_ps(_mm256_cvtps_ph(clamped, _MM_FROUND_TO_NEAREST_INT)));
-  }
-  for (; k < n; ++k) h[k] = round_to_f16_saturated(x[k]);
-}
-
 }  // namespace
 
 Status fp8_quantize_per_token(const Fp8QuantizeArgs& a) {
@@ -127,11 +115,10 @@ Status fp8_quantize_per_token(const Fp8QuantizeArgs& a) {
     for (int64_t t = static_cast<int64_t>(t_begin); t < static_cast<int64_t>(t_end); ++t) {
       const float* row = a.x + t * stride;
       float amax = 0.0f;
+      round_to_f16(row, h.data(), a.num_cols);
       if (vector) {
-        round_row_to_f16_avx2(row, h.data(), a.num_cols);
         amax = row_amax_avx2(h.data(), a.num_cols);
       } else {
-        for (int64_t k = 0; k < a.num_cols; ++k) h[k] = round_to_f16_saturated(row[k]);
         for (int64_t k = 0; k < a.num_cols; ++k) amax = std::max(amax, std::fabs(h[k]));
       }
       const float scale = std::max(amax / kE4M3Max, kFp8MinActScale);
