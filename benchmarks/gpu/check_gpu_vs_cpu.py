@@ -17,8 +17,8 @@ holds it):
             before the first difference
 The first device is compared with each other one. A cell passes when its mean |delta logprob|
 against the last device (the reference: cpu:float16 by default) is at most --tolerance (0.005).
-For scale, each precision is also compared with fp16 on the last device alone. Standard
-library only.
+For scale, each precision is also compared with fp16 on each device alone, and the
+text's perplexity is reported per device. Standard library only.
 
 usage: check_gpu_vs_cpu.py --crosspoint BIN --gguf FILE --work DIR --out FILE.json
        [--devices cuda,cpu,cpu:float16] [--kv-cache-dtypes auto,fp8] [--precisions ...] [--calib-dataset FILE]
@@ -27,6 +27,7 @@ usage: check_gpu_vs_cpu.py --crosspoint BIN --gguf FILE --work DIR --out FILE.js
 import argparse
 import datetime
 import json
+import math
 import os
 import subprocess
 import sys
@@ -192,15 +193,20 @@ def main():
                     f"max {cell['max_abs_delta_logprob']:.4f}, greedy identical {cell['greedy_identical']}/"
                     f"{cell['greedy_total']}" + (f" {'PASS' if cell['passed'] else 'FAIL'}" if cell["judged"] else ""))
                 cells.append(cell)
-    # The scale of those differences: each precision against fp16 on the reference device alone.
-    versus_fp16, last = [], len(devices) - 1
+    # The scale of those differences: each precision against fp16 (auto KV) on each device alone, and
+    # the text's perplexity per device: what the quality a sweep reports would be on that device.
+    versus_fp16, perplexity = [], []
     for (p, kv), got in answers.items():
-        if (p, kv) != ("fp16", "auto") and ("fp16", "auto") in answers:
-            versus_fp16.append({"precision": p, "kv_cache_dtype": kv, "device": devices[last],
-                                **compare(answers[("fp16", "auto")][last], got[last])})
+        for i, device in enumerate(devices):
+            lps = [x for x in got[i]["prompt_logprobs"] if x is not None]
+            perplexity.append({"precision": p, "kv_cache_dtype": kv, "device": device,
+                               "perplexity": math.exp(-sum(lps) / len(lps))})
+            if (p, kv) != ("fp16", "auto") and ("fp16", "auto") in answers:
+                versus_fp16.append({"precision": p, "kv_cache_dtype": kv, "device": device,
+                                    **compare(answers[("fp16", "auto")][i], got[i])})
     result = {"date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
               "commit": args.commit, "command": " ".join(sys.argv), "gguf": os.path.basename(args.gguf),
-              "tolerance": args.tolerance, "versus_fp16_on_one_device": versus_fp16,
+              "tolerance": args.tolerance, "versus_fp16_on_one_device": versus_fp16, "perplexity": perplexity,
               "text_tokens": cells[0]["tokens_compared"] + 1 if cells else 0, "cells": cells,
               "passed": all(c["passed"] for c in cells if c["judged"])}
     with open(args.out, "w") as f:
@@ -210,6 +216,11 @@ def main():
         print(f"{c['precision']:<20} {c['kv_cache_dtype']:<5} {c['devices'][1]:<12} {c['mean_abs_delta_logprob']:>9.5f} "
               f"{c['max_abs_delta_logprob']:>8.4f} {c['greedy_identical']:>3}/{c['greedy_total']}"
               + (" PASS" if c["judged"] and c["passed"] else " FAIL" if c["judged"] else ""))
+    print(f"\n{'precision':<20} {'kv':<5} " + " ".join(f"{'ppl ' + d:>16}" for d in devices) + "   |d| vs fp16 per device")
+    for (p, kv) in answers:
+        ppl = [e["perplexity"] for e in perplexity if (e["precision"], e["kv_cache_dtype"]) == (p, kv)]
+        vs = [e["mean_abs_delta_logprob"] for e in versus_fp16 if (e["precision"], e["kv_cache_dtype"]) == (p, kv)]
+        print(f"{p:<20} {kv:<5} " + " ".join(f"{x:>16.4f}" for x in ppl) + "   " + " ".join(f"{x:.4f}" for x in vs))
     return 0 if result["passed"] else 1
 
 

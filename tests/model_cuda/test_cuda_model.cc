@@ -160,6 +160,35 @@ TEST_P(CudaModelVsCpuTest, Fp8KvCacheLogitsMatchTheCpuInTheGpuDtypeFlow) {
   expect_logits_match_cpu(GetParam(), /*kv_fp8=*/true, /*gpu_flow=*/true);
 }
 
+// One token of one sequence, nothing cached: attention returns v, so every difference comes from
+// the linears, norms and SiLU·mul of a single row (the first place a precision's path can differ).
+TEST_P(CudaModelVsCpuTest, OneTokenMatchesTheCpuInTheGpuDtypeFlow) {
+  SKIP_WITHOUT_GPU();
+  auto cpu = load_tiny_model(GetParam(), /*fp16_activations=*/true);
+  ASSERT_NE(cpu, nullptr);
+  cuda::CudaModelOptions options;
+  options.max_num_tokens = 8;
+  options.max_num_seqs = 1;
+  options.max_num_logits = 8;
+  options.max_model_len = 64;
+  options.num_kv_blocks = 8;
+  auto gpu = cuda::CudaModel::create(*cpu, options);
+  ASSERT_TRUE(gpu.is_ok()) << gpu.status().to_string();
+  CpuKvCache cpu_cache(cpu->kv_cache_shape(8, 16));
+  const int32_t V = cpu->vocab_size();
+  for (int32_t token : {5, 77, 300}) {
+    testing::BatchBuilder builder(1, 4, 16);  // position 0 each time: the cache slot is rewritten
+    const ForwardBatch batch = builder.build({{0, {token}}}, false);
+    std::vector<float> cpu_logits(V), gpu_logits(V, NAN);
+    ASSERT_TRUE(cpu->forward(batch, cpu_cache, cpu_logits.data()).is_ok());
+    ASSERT_TRUE((*gpu)->forward_host(batch, gpu_logits.data()).is_ok());
+    float worst = 0.0f;
+    compare_rows(cpu_logits, gpu_logits, V, kGpuFlowTolerance, "token " + std::to_string(token), &worst);
+    std::printf("[ logits   ] %s one token %d: worst max |gpu - cpu| %.5f of the logit scale\n",
+                cuda_testing::precision_name(GetParam()), token, worst);
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Precisions, CudaModelVsCpuTest,
                          ::testing::Values(TinyPrecision::kFp16, TinyPrecision::kFp8, TinyPrecision::kW4A16Rtn,
                                            TinyPrecision::kW4A16GptqActOrder, TinyPrecision::kQwen3Fp16,
