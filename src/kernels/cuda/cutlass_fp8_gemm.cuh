@@ -1,0 +1,92 @@
+// The CUTLASS kernel type behind cutlass_fp8_gemm (cutlass_fp8_gemm.h), one instantiation per
+// tile in its own cutlass_fp8_gemm_<tile>.cu so that they compile in parallel. Only those
+// files include this header: CUTLASS's templates take about a minute of nvcc each.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+#include "common/status.h"
+#include "cute/tensor.hpp"
+#include "cutlass/cutlass.h"
+#include "cutlass/epilogue/collective/collective_builder.hpp"
+#include "cutlass/epilogue/fusion/sm90_callbacks_tma_warpspecialized.hpp"
+#include "cutlass/gemm/collective/collective_builder.hpp"
+#include "cutlass/gemm/device/gemm_universal_adapter.h"
+#include "cutlass/gemm/kernel/gemm_universal.hpp"
+#include "kernels/cuda/cutlass_fp8_kernels.h"
+#include "kernels/cuda/programmatic_launch.cuh"
+
+namespace crosspoint::cuda::cutlass_fp8 {
+
+// CUTLASS's D[n, m] = w_scale[n] * (x_scale[m] * acc[n, m]): n is GEMM-M (channels), m GEMM-N.
+template <int kTileChannels, int kTileTokens, int kTileK, typename Out>
+struct SwappedGemm {
+  using Element = cutlass::float_e4m3_t;
+  using TileShape = cute::Shape<cute::Int<kTileChannels>, cute::Int<kTileTokens>, cute::Int<kTileK>>;
+  using ClusterShape = cute::Shape<cute::_1, cute::_1, cute::_1>;
+  using WScale = cutlass::epilogue::fusion::Sm90ColBroadcast<0, TileShape, float>;  // one per channel (GEMM row)
+  using XScale = cutlass::epilogue::fusion::Sm90RowBroadcast<0, TileShape, float>;  // one per token (GEMM column)
+  using TimesXScale = cutlass::epilogue::fusion::Sm90EVT<
+      cutlass::epilogue::fusion::Sm90Compute<cutlass::multiplies, float, float, cutlass::FloatRoundStyle::round_to_nearest>,
+      XScale, cutlass::epilogue::fusion::Sm90AccFetch>;
+  using Fusion = cutlass::epilogue::fusion::Sm90EVT<
+      cutlass::epilogue::fusion::Sm90Compute<cutlass::multiplies, Out, float, cutlass::FloatRoundStyle::round_to_nearest>,
+      WScale, TimesXScale>;
+  // D[n, m] column-major: channel n contiguous, i.e. y[m][n] row-major.
+  using LayoutD = cutlass::layout::ColumnMajor;
+  static constexpr int kAlignD = 128 / cutlass::sizeof_bits<Out>::value;
+  using Epilogue = typename cutlass::epilogue::collective::CollectiveBuilder<
+      cutlass::arch::Sm90, cutlass::arch::OpClassTensorOp, TileShape, ClusterShape,
+      cutlass::epilogue::collective::EpilogueTileAuto, float, float, void, LayoutD, kAlignD, Out, LayoutD, kAlignD,
+      cutlass::epilogue::TmaWarpSpecialized, Fusion>::CollectiveOp;
+  using Mainloop = typename cutlass::gemm::collective::CollectiveBuilder<
+      cutlass::arch::Sm90, cutlass::arch::OpClassTensorOp, Element, cutlass::layout::RowMajor, 16, Element,
+      cutlass::layout::ColumnMajor, 16, float, TileShape, ClusterShape,
+      cutlass::gemm::collective::StageCountAutoCarveout<static_cast<int>(sizeof(typename Epilogue::SharedStorage))>,
+      cutlass::gemm::KernelTmaWarpSpecialized>::CollectiveOp;
+  using Kernel = cutlass::gemm::kernel::GemmUniversal<cute::Shape<int, int, int, int>, Mainloop, Epilogue>;
+  using Gemm = cutlass::gemm::device::GemmUniversalAdapter<Kernel>;
+};
+
+template <typename G>
+Status run(const Args& a, cudaStream_t stream) {
+  using Kernel = typename G::Kernel;
+  using Out = typename G::Kernel::ElementD;
+  const int k_slice = a.k / a.k_splits;
+  // Each K slice is one batch entry: its A and B start k_slice elements further along K.
+  typename Kernel::StrideA stride_w{};
+  cute::get<0>(stride_w) = a.w_stride;
+  cute::get<2>(stride_w) = k_slice;
+  typename Kernel::StrideB stride_x{};
+  cute::get<0>(stride_x) = a.xq_stride;
+  cute::get<2>(stride_x) = k_slice;
+  typename Kernel::StrideD stride_y{};
+  cute::get<1>(stride_y) = a.out_stride;
+  cute::get<2>(stride_y) = a.out_split_stride;
+  typename G::Gemm::Arguments args{
+      cutlass::gemm::GemmUniversalMode::kGemm,
+      {a.n, a.m, k_slice, a.k_splits},
+      {reinterpret_cast<const typename G::Element*>(a.wq), stride_w, reinterpret_cast<const typename G::Element*>(a.xq),
+       stride_x},
+      {{}, nullptr, stride_y, static_cast<Out*>(a.out), stride_y}};
+  args.epilogue.thread = {{a.w_scale}, {{a.x_scale}, {}, {}}, {}};
+  typename G::Gemm gemm;
+  if (gemm.can_implement(args) != cutlass::Status::kSuccess) {
+    return unsupported("cutlass_fp8_gemm: CUTLASS cannot run m = " + std::to_string(a.m) + ", n = " +
+                       std::to_string(a.n) + ", k = " + std::to_string(a.k) + " with " + std::to_string(a.k_splits) +
+                       " K slices (strides or alignment)");
+  }
+  if (gemm.initialize(args, nullptr, stream) != cutlass::Status::kSuccess) {
+    return internal_error("cutlass_fp8_gemm: CUTLASS initialize failed");
+  }
+  const cutlass::Status status = gemm.run(stream, nullptr, programmatic_launch_enabled());
+  if (status != cutlass::Status::kSuccess) {
+    return internal_error(std::string("cutlass_fp8_gemm: launch failed: ") + cutlassGetStatusString(status) + ", " +
+                          cudaGetErrorString(cudaGetLastError()));
+  }
+  return Status::ok();
+}
+
+}  // namespace crosspoint::cuda::cutlass_fp8

@@ -1,0 +1,19 @@
+// cutlass_fp8_gemm's 128-channel x 128-token tile (from 65 rows), K in steps of 128 bytes,
+// fp16 out; never split along K.
+#include "kernels/cuda/cutlass_fp8_kernels.h"
+
+#if defined(CROSSPOINT_CUTLASS_SM90)
+#include "kernels/cuda/cutlass_fp8_gemm.cuh"
+#endif
+
+namespace crosspoint::cuda::cutlass_fp8 {
+
+Status gemm_128x128(const Args& args, cudaStream_t stream) {
+#if defined(CROSSPOINT_CUTLASS_SM90)
+  return run<SwappedGemm<128, 128, 128, cutlass::half_t>>(args, stream);
+#else
+  return unsupported("cutlass_fp8_gemm: this build has no sm_90a kernels (CMAKE_CUDA_ARCHITECTURES without 90a)");
+#endif
+}
+
+}  // namespace crosspoint::cuda::cutlass_fp8
