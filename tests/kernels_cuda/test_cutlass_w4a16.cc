@@ -70,8 +70,8 @@ TEST(CutlassW4A16Plan, TileByRowsAndSplitsOfWholeGroups) {
   EXPECT_EQ(cutlass_w4a16_plan(2048, 3584, 3584, 128, 132).tile, CutlassW4A16Tile::k128x128);
   EXPECT_EQ(cutlass_w4a16_plan(16, 3584, 3584, 128, 132).k_splits, 2);   // o_proj: 56 tiles
   EXPECT_EQ(cutlass_w4a16_plan(16, 37888, 3584, 128, 132).k_splits, 1);  // gate_up fills the SMs
-  EXPECT_EQ(cutlass_w4a16_plan(8, 64, 3584, 128, 132, 4).k_splits, 1);   // 896 rows are not whole groups of 128
-  EXPECT_EQ(cutlass_w4a16_plan(8, 64, 3584, 64, 132, 4).k_splits, 4);    // but whole groups of 64
+  EXPECT_EQ(cutlass_w4a16_plan(8, 64, 3584, 128, 132, 8).k_splits, 1);   // 448 rows are not whole groups of 128
+  EXPECT_EQ(cutlass_w4a16_plan(8, 64, 3584, 64, 132, 8).k_splits, 8);    // but whole groups of 64
 }
 
 TEST(CutlassW4A16Gemm, RefusesBadArgumentsNamingThem) {
