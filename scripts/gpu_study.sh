@@ -29,7 +29,7 @@
 #             time alone and DRAM bytes read, grouped by scripts/gpu/kernel_breakdown.py (kernels.json)
 #   soak:     scripts/soak.py on the 7B fp16 checkpoint (SOAK_STREAMS, SOAK_MINUTES per round, SOAK_KV_BLOCKS;
 #             SOAK_DETACH=1: in its own session, collected by a following call with --only soakwait) into $OUT/soak.json
-#   stash:    copy the carried .gguf_parts/* (the default model's GGUF in parts, scripts/gpu/split_gguf.sh)
+#   stash:    copy the carried files under .gguf_parts/ (the default model's GGUF in parts, scripts/gpu/split_gguf.sh)
 #             into /tmp/crosspoint-gguf-parts, which a warm machine keeps for the next call; needs no bundle
 #   gpuvscpu: benchmarks/gpu/check_gpu_vs_cpu.py on the default model's real weights (the stashed parts
 #             joined and checked against their sha256): serve --device cuda against --device cpu per
@@ -159,7 +159,7 @@ trap 'finish "$ONLY $PRECISIONS"' EXIT
 GGUF_PARTS=/tmp/crosspoint-gguf-parts
 if want stash; then
   mkdir -p "$GGUF_PARTS"
-  cp "$ROOT"/.gguf_parts/* "$GGUF_PARTS"/ 2>>"$LOG"
+  find "$ROOT/.gguf_parts" -type f -exec cp {} "$GGUF_PARTS"/ \; 2>>"$LOG"
   step stash $? 0 "$(ls "$GGUF_PARTS" | tr '\n' ' ')"
   [ "$ONLY" = stash ] && exit 0
 fi
@@ -505,7 +505,8 @@ if want gpuvscpu; then
   t=$(now)
   gguf=/tmp/crosspoint-gguf/SmolLM2-135M-Instruct.Q4_1.gguf
   mkdir -p "$(dirname "$gguf")"
-  [ -d "$ROOT/.gguf_parts" ] && cp "$ROOT"/.gguf_parts/* "$GGUF_PARTS"/ 2>/dev/null
+  mkdir -p "$GGUF_PARTS"
+  [ -d "$ROOT/.gguf_parts" ] && find "$ROOT/.gguf_parts" -type f -exec cp {} "$GGUF_PARTS"/ \; 2>/dev/null
   cat "$GGUF_PARTS"/part-* >"$gguf" 2>>"$LOG"
   if ! (cd "$GGUF_PARTS" && sed "s|  .*|  $gguf|" sha256 | sha256sum -c --quiet -) >>"$LOG" 2>&1; then
     step gpu_vs_cpu 1 $(( $(now) - t )) "the GGUF parts in $GGUF_PARTS are missing or do not join to the file split here"
