@@ -19,6 +19,7 @@
 #   decode:   bench_decode_step over the 7B checkpoints (decode step at batch 1..128, context 512,
 #             prefill 2,048, per-kernel breakdown, roofline), then bench_gemm (the linears alone) and
 #             bench_attention unless DECODE_MICRO=0
+#   gemm:     bench_gemm and bench_attention alone (the kernels of decode without the 7B checkpoints)
 #   kvattn:   bench_attention --fp8: the default attention kernels on an e4m3 KV cache beside fp16
 #             (decode batch 1-256 x context 512-4096, prefill), against the read ceiling (needs ceilings or hwinfo)
 #   quantpeer: torch_peer.py --part quant (graph-replayed fp8/int4 decode at batch 1/8/32/64)
@@ -65,7 +66,7 @@
 # Environment: BUDGET_S, MEMORY_BUDGET (sweep --memory-budget, e.g. 24GB: a smaller GPU's capacity), MAX_NUM_SEQS
 #          (sweep --max-num-seqs), TEST_LIMIT_S, TEST_BINARIES (which test binaries, in order), ATTN_SHAPES, DECODE_VARIANT_ARGS (decode: bench_decode_step again with
 #          these flags, e.g. --tight-attention-bound, into decode_step_variant.json), PROFILE_KERNELS, PROFILE_ROWS, PROFILE_COUNT, PROFILE_S, TEST_KERNELS_FILTER (a gtest filter for test_kernels_cuda), SANITIZE_{MEMCHECK,RACECHECK}_{S,FILTER}, DECODE_MICRO=0,
-#          BENCH_GEMM_ARGS, BENCH_ATTENTION_ARGS, PEER_MIN_LEFT_S, CKPT_DIR.
+#          BENCH_GEMM_ARGS, BENCH_GEMM_S, BENCH_ATTENTION_ARGS, PEER_MIN_LEFT_S, CKPT_DIR.
 # $OUT gets: results.json, run.log, report.md, report.html, study.json, logs.tar.xz (every log,
 # the sweep's cells, servers and figures, the check's JSON).
 set -uo pipefail
@@ -535,7 +536,7 @@ if want servercheck; then
   step server_determinism $rc $(( $(now) - t )) "$(tail -1 "$WORK/logs/server_determinism.log" | cut -c1-150)"
 fi
 CEIL_FOR_GEMM=${CEILINGS:-$HWINFO}
-if want decode && [ "${DECODE_MICRO:-1}" = 1 ] && [ -x "$BUNDLE_DIR/bin/bench_gemm" ] && [ -n "$CEIL_FOR_GEMM" ]; then
+if { want decode || want gemm; } && [ "${DECODE_MICRO:-1}" = 1 ] && [ -x "$BUNDLE_DIR/bin/bench_gemm" ] && [ -n "$CEIL_FOR_GEMM" ]; then
   log "== bench_gemm (linears alone; ceilings of $CEIL_FOR_GEMM)"
   t=$(now)
   # Read bandwidth, fp16 and fp8 GEMM rates: crosspoint hwinfo --json's "ceilings", or ceilings.py's
@@ -543,7 +544,7 @@ if want decode && [ "${DECODE_MICRO:-1}" = 1 ] && [ -x "$BUNDLE_DIR/bin/bench_ge
   read -r BW F16 F8 < <(python3 "$ROOT/scripts/gpu/read_ceilings.py" "$CEIL_FOR_GEMM")
   [ -n "$F8" ] || { step bench_gemm 1 0 "could not read the ceilings from $CEIL_FOR_GEMM"; BW=""; }
   # BENCH_GEMM_ARGS / BENCH_ATTENTION_ARGS: extra arguments (e.g. --gemv16-only, --small-batch).
-  [ -n "$BW" ] && timeout $(limit 150) "$BUNDLE_DIR/bin/bench_gemm" --bw-gbps "$BW" --fp16-tflops "$F16" --fp8-tflops "$F8" \
+  [ -n "$BW" ] && timeout $(limit "${BENCH_GEMM_S:-150}") "$BUNDLE_DIR/bin/bench_gemm" --bw-gbps "$BW" --fp16-tflops "$F16" --fp8-tflops "$F8" \
     ${BENCH_GEMM_ARGS:-} --out "$WORK/bench_gemm.json" >"$WORK/logs/bench_gemm.log" 2>&1
   rc=$?
   grep -E "^\|" "$WORK/logs/bench_gemm.log" | tail -40 | tee -a "$LOG"

@@ -85,9 +85,9 @@ Status cutlass_fp8_gemm(const uint8_t* xq, int64_t xq_stride, const float* x_sca
     return invalid_argument("cutlass_fp8_gemm: bad sizes m " + std::to_string(m) + ", n " + std::to_string(n) +
                             ", k " + std::to_string(k));
   }
-  if (k % 16 != 0 || xq_stride % 16 != 0 || w_stride % 16 != 0 || y_stride % 8 != 0) {
+  if (k % 16 != 0 || xq_stride % 16 != 0 || w_stride % 16 != 0 || n % 8 != 0 || y_stride % 8 != 0) {
     return invalid_argument("cutlass_fp8_gemm: k (" + std::to_string(k) + ") and the xq/w strides must be multiples of " +
-                            "16 bytes and y's stride a multiple of 8 elements (TMA)");
+                            "16 bytes, n (" + std::to_string(n) + ") and y's stride multiples of 8 elements (TMA)");
   }
   const TileShape t = tile_shape(plan.tile);
   if (!k_splits_fit(k, plan.k_splits, t) || (plan.k_splits > 1 && plan.tile == CutlassFp8Tile::k128x128)) {
@@ -113,7 +113,9 @@ Status cutlass_fp8_gemm(const uint8_t* xq, int64_t xq_stride, const float* x_sca
                          w_scale,
                          split ? static_cast<void*>(workspace) : static_cast<void*>(y),
                          split ? n : y_stride,
-                         static_cast<int64_t>(m) * n,
+                         // Between K slices; TMA wants every stride a multiple of 16 bytes even
+                         // where there is one slice.
+                         split ? static_cast<int64_t>(m) * n : y_stride * m,
                          m,
                          n,
                          k,

@@ -14,7 +14,8 @@
 // slice order and rounds to fp16. No atomics: the same bits every run.
 //
 // Needs compute capability 9.0 and a binary built for sm_90a (cutlass_fp8_available());
-// K, the strides and the pointers 16-byte aligned as TMA wants (refused with a Status).
+// K, the strides and the pointers 16-byte aligned and N a multiple of 8, as TMA wants
+// (refused with a Status).
 #pragma once
 
 #include <cuda_runtime.h>

@@ -114,7 +114,7 @@ Status cutlass_w4a16_gemm(const uint16_t* x, int64_t x_stride, const uint8_t* we
                                  scales,
                                  split ? static_cast<void*>(workspace) : static_cast<void*>(y),
                                  split ? n : y_stride,
-                                 static_cast<int64_t>(m) * n,
+                                 split ? static_cast<int64_t>(m) * n : y_stride * m,  // 16-byte multiples for TMA
                                  m,
                                  n,
                                  k,
