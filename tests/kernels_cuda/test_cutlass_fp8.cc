@@ -112,5 +112,25 @@ TEST(CutlassFp8Gemm, MatchesReferenceOnEveryTileAndSplit) {
   }
 }
 
+// CUTLASS's own can_implement on the host, for every plan the engine and the tests make: a
+// configuration CUTLASS refuses is found here, not on the GPU.
+TEST(CutlassFp8Gemm, CutlassTakesEveryPlannedShape) {
+  if (cutlass_fp8_gemm_check(16, 64, 512, 512, 512, 64, {}).code() == StatusCode::kUnsupported &&
+      !cutlass_fp8_available()) {
+    // A build without the sm_90a kernels answers unsupported for everything.
+    GTEST_SKIP() << "no sm_90a kernels in this build";
+  }
+  for (int m : {1, 4, 16, 17, 33, 64, 65, 130, 256, 2048}) {
+    for (auto [n, k] : {std::pair{4608, 3584}, {3584, 3584}, {37888, 3584}, {3584, 18944}, {72, 2560}, {136, 4096}}) {
+      for (int splits : {0, 1, 2, 4}) {
+        const CutlassFp8Plan plan = cutlass_fp8_plan(m, n, k, 132, splits);
+        const Status st = cutlass_fp8_gemm_check(m, n, k, k, k, n + 8, plan);
+        EXPECT_TRUE(st.is_ok()) << "m=" << m << " n=" << n << " k=" << k << " tile " << cutlass_fp8_tile_name(plan.tile)
+                                << " k_splits " << plan.k_splits << ": " << st.to_string();
+      }
+    }
+  }
+}
+
 }  // namespace
 }  // namespace crosspoint::cuda

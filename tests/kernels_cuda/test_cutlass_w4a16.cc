@@ -135,5 +135,24 @@ TEST(CutlassW4A16Gemm, MatchesReferenceOnEveryTileAndSplit) {
   }
 }
 
+// CUTLASS's own can_implement on the host for every plan the engine and the tests make.
+TEST(CutlassW4A16Gemm, CutlassTakesEveryPlannedShape) {
+  if (!cutlass_w4a16_gemm_check(16, 64, 512, 128, 512, 64, {}).is_ok() && !cutlass_w4a16_available()) {
+    GTEST_SKIP() << "no sm_90a kernels in this build";
+  }
+  for (int m : {1, 4, 16, 17, 33, 64, 65, 130, 256, 2048}) {
+    for (auto [n, k, g] : {std::tuple{4608, 3584, 128}, {3584, 3584, 128}, {37888, 3584, 128}, {3584, 18944, 128},
+                           {192, 768, 64}, {256, 512, -1}}) {
+      for (int splits : {0, 1, 2, 4}) {
+        const CutlassW4A16Plan plan = cutlass_w4a16_plan(m, n, k, g, 132, splits);
+        const Status st = cutlass_w4a16_gemm_check(m, n, k, g, k + 8, n + 8, plan);
+        EXPECT_TRUE(st.is_ok()) << "m=" << m << " n=" << n << " k=" << k << " tile "
+                                << cutlass_w4a16_tile_name(plan.tile) << " k_splits " << plan.k_splits << ": "
+                                << st.to_string();
+      }
+    }
+  }
+}
+
 }  // namespace
 }  // namespace crosspoint::cuda

@@ -46,6 +46,11 @@ size_t cutlass_fp8_workspace_bytes(const CutlassFp8Plan& plan, int m, int n);
 // Whether this device and binary run the kernels (compute capability 9.0, sm_90a image).
 bool cutlass_fp8_available();
 
+// Whether cutlass_fp8_gemm takes these sizes and strides: the launcher's refusals and CUTLASS's
+// own can_implement, without a GPU (host; unsupported in a build without the sm_90a kernels).
+Status cutlass_fp8_gemm_check(int m, int n, int k, int64_t xq_stride, int64_t w_stride, int64_t y_stride,
+                              const CutlassFp8Plan& plan);
+
 //   xq [M, K] e4m3 (row stride xq_stride bytes), x_scale [M] fp32 (per token),
 //   wq [N, K] e4m3 (row stride w_stride bytes), w_scale [N] fp32 (per channel),
 //   y [M, N] fp16 (row stride y_stride elements);

@@ -24,6 +24,7 @@ struct Args {
   int64_t out_stride;     // elements between token rows of out
   int64_t out_split_stride;  // elements between K slices of out (partials)
   int m, n, k, k_splits;  // k % k_splits == 0, (k / k_splits) % 16 == 0
+  bool check_only = false;  // only ask CUTLASS whether it can run these sizes (host; no GPU needed)
 };
 
 // One declaration per instantiation (defined in cutlass_fp8_gemm_<tile>.cu).

@@ -52,6 +52,11 @@ CutlassW4A16Plan cutlass_w4a16_plan(int m, int n, int k, int group_size, int num
 size_t cutlass_w4a16_workspace_bytes(const CutlassW4A16Plan& plan, int m, int n);
 bool cutlass_w4a16_available();
 
+// Whether cutlass_w4a16_gemm takes these sizes: the launcher's refusals and CUTLASS's own
+// can_implement, without a GPU (host; unsupported in a build without the sm_90a kernels).
+Status cutlass_w4a16_gemm_check(int m, int n, int k, int group_size, int64_t x_stride, int64_t y_stride,
+                                const CutlassW4A16Plan& plan);
+
 //   x        [M, K] fp16, row stride x_stride elements (multiple of 8), permuted when k_perm
 //   weight   device copy of CutlassW4A16Weight::weight
 //   scales   device copy of CutlassW4A16Weight::scales

@@ -20,6 +20,7 @@ struct Args {
   int64_t out_stride;        // elements between token rows of out
   int64_t out_split_stride;  // elements between K slices of out
   int m, n, k, group_size, k_splits;  // each K slice a whole number of groups and of 64-deep k-blocks
+  bool check_only = false;  // only ask CUTLASS whether it can run these sizes (host; no GPU needed)
 };
 
 Status gemm_64x16(const Args& args, bool fp32_partials, cudaStream_t stream);
