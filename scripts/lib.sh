@@ -166,16 +166,14 @@ PY
   log "minja and the chat templates: $out"
 }
 
-# CUTLASS's C++ headers (NVIDIA, BSD-3-Clause): the Hopper GEMM templates of the W8A8-FP8 and
-# W4A16 kernels (docs/cuda.md). PyPI's nvidia-cutlass wheel carries them under
-# cutlass_library/source; only include/ and tools/util/include/ are kept, in $CACHE/third_party.
+# CUTLASS's C++ headers (NVIDIA, BSD-3-Clause): the Hopper GEMM templates of the W8A8-FP8
+# kernels (docs/cuda.md). PyPI's nvidia-cutlass wheel carries them under
+# cutlass_library/source/include; only those and the licence are kept, in $CACHE/third_party.
 CUTLASS_WHEEL_VERSION=4.2.0.0
 CUTLASS_WHEEL_SHA256=f9599ada45c7bcb6bf53f7d3f0a7d154183e53451c01bfa59eecd37dd4a693f6
 fetch_cutlass() {
   local out="$CACHE/third_party/nvidia-cutlass-$CUTLASS_WHEEL_VERSION"
-  if [ -s "$out/include/cutlass/cutlass.h" ] && [ -s "$out/tools/util/include/cutlass/util/packed_stride.hpp" ]; then
-    return 0
-  fi
+  [ -s "$out/include/cutlass/cutlass.h" ] && [ -s "$out/include/cute/tensor.hpp" ] && return 0
   local dir="$DOWNLOADS/nvidia-cutlass" wheel="nvidia_cutlass-$CUTLASS_WHEEL_VERSION-py3-none-any.whl"
   mkdir -p "$dir"
   if [ ! -s "$dir/$wheel" ]; then
@@ -187,11 +185,9 @@ fetch_cutlass() {
     || die "$dir/$wheel does not have the expected sha256: delete it and run again"
   local tmp="$out.part"
   rm -rf "$tmp" && mkdir -p "$tmp"
-  unzip -q "$dir/$wheel" 'cutlass_library/source/include/*' 'cutlass_library/source/tools/util/include/*' \
-    'nvidia_cutlass-*.dist-info/licenses/LICENSE.txt' -d "$tmp" || die "$wheel lacks CUTLASS's headers"
-  mkdir -p "$tmp/tools/util"
+  unzip -q "$dir/$wheel" 'cutlass_library/source/include/*' 'nvidia_cutlass-*.dist-info/licenses/LICENSE.txt' -d "$tmp" \
+    || die "$wheel lacks CUTLASS's headers"
   mv "$tmp/cutlass_library/source/include" "$tmp/include"
-  mv "$tmp/cutlass_library/source/tools/util/include" "$tmp/tools/util/include"
   mv "$tmp"/nvidia_cutlass-*.dist-info/licenses/LICENSE.txt "$tmp/LICENSE.txt"
   rm -rf "$tmp/cutlass_library" "$tmp"/nvidia_cutlass-*.dist-info "$out" && mv "$tmp" "$out"
   log "CUTLASS headers: $out"

@@ -25,7 +25,6 @@
 #include "kernels/cuda/cublaslt_gemm.h"
 #include "kernels/cuda/cuda_status.h"
 #include "kernels/cuda/cutlass_fp8_gemm.h"
-#include "kernels/cuda/cutlass_w4a16_gemm.h"
 #include "kernels/cuda/device_info.h"
 #include "kernels/cuda/fp8_quant.h"
 #include "kernels/cuda/gemv.h"
@@ -108,8 +107,7 @@ struct Buffers {
   uint8_t* xq = nullptr;     // [kMaxM, kMaxK] e4m3
   float* x_scale = nullptr;  // [kMaxM] fp32
   uint16_t* y = nullptr;     // [kMaxM, kMaxN] fp16
-  float* scratch = nullptr;  // [kMaxM, kMaxN] fp32 (fp8 epilogue path, CUTLASS K-split partials)
-  size_t scratch_bytes = 0;
+  float* scratch = nullptr;  // [kMaxM, kMaxN] fp32 (fp8 epilogue path)
 };
 
 Buffers make_buffers(cudaStream_t s) {
@@ -121,7 +119,6 @@ Buffers make_buffers(cudaStream_t s) {
   BENCH_CUDA(cudaMalloc(&b.x_scale, Buffers::kMaxM * 4));
   BENCH_CUDA(cudaMalloc(&b.y, ys * 2));
   BENCH_CUDA(cudaMalloc(&b.scratch, ys * 4));
-  b.scratch_bytes = ys * 4;
   fill_f16(b.x, xs, -1.f, 1.f, 77, s);
   fill_e4m3(b.xq, xs, 78, s);
   fill_f32(b.x_scale, Buffers::kMaxM, 1e-3f, 1e-2f, 79, s);
@@ -135,9 +132,8 @@ Buffers make_buffers(cudaStream_t s) {
 // fp8 with the per-token quantisation inside the GEMV (fp8_gemv_from_fp16, no quant launch).
 // W4A16: the three kernels of w4a16_gemm.h (w4a16_gemv, w4a16_large = kLargeTile, w4a16_wgmma
 // = kWgmma, only on compute capability 9.0) and w4a16_gemm, what the engine calls.
-// cutlass: cutlass_fp8_gemm / cutlass_w4a16_gemm as planned (fp8 after the per-token
-// quantisation); cutlass_ks1/2/4: the same tile with the K split forced (1 = none). The int4
-// CUTLASS kernels read the same random bytes as ours (timing only: the layouts differ).
+// cutlass: cutlass_fp8_gemm (after the per-token quantisation), what fp8_linear takes up to
+// kFp8CutlassMaxRows on Hopper; timed to 256 rows beside cuBLASLt.
 enum class Variant {
   kAuto,
   kCublasLt,
@@ -150,10 +146,7 @@ enum class Variant {
   kW4A16Large,
   kW4A16Engine,
   kW4A16Wgmma,
-  kCutlass,
-  kCutlassKs1,
-  kCutlassKs2,
-  kCutlassKs4
+  kCutlass
 };
 const char* variant_name(Variant v) {
   switch (v) {
@@ -169,18 +162,9 @@ const char* variant_name(Variant v) {
     case Variant::kW4A16Engine: return "w4a16_gemm";
     case Variant::kW4A16Wgmma: return "w4a16_wgmma";
     case Variant::kCutlass: return "cutlass";
-    case Variant::kCutlassKs1: return "cutlass_ks1";
-    case Variant::kCutlassKs2: return "cutlass_ks2";
-    case Variant::kCutlassKs4: return "cutlass_ks4";
   }
   return "?";
 }
-bool is_cutlass(Variant v) {
-  return v == Variant::kCutlass || v == Variant::kCutlassKs1 || v == Variant::kCutlassKs2 || v == Variant::kCutlassKs4;
-}
-const std::vector<Variant> kCutlassVariants = {Variant::kCutlass, Variant::kCutlassKs1, Variant::kCutlassKs2,
-                                               Variant::kCutlassKs4};
-
 // Which variants run at batch rows m (GEMVs and W4A16 tunings only where they apply).
 bool variant_applies(Variant v, int m) {
   if (v == Variant::kGemv || v == Variant::kGemvWholeRow || v == Variant::kFp8Fused || v == Variant::kGemvCudaCores)
@@ -188,12 +172,8 @@ bool variant_applies(Variant v, int m) {
   if (v == Variant::kW4A16Large) return m >= 8;
   if (v == Variant::kW4A16Wgmma) return m >= 8 && cuda::w4a16_wgmma_supported();
   if (v == Variant::kW4A16Gemv) return m <= cuda::kW4A16GemvKernelMaxRows;
-  if (is_cutlass(v)) return m >= 4 && cuda::cutlass_fp8_available();
+  if (v == Variant::kCutlass) return cuda::cutlass_fp8_available();
   return true;
-}
-
-int forced_k_splits(Variant v) {
-  return v == Variant::kCutlassKs1 ? 1 : v == Variant::kCutlassKs2 ? 2 : v == Variant::kCutlassKs4 ? 4 : 0;
 }
 
 Status run_linear(CublasLtContext& ctx, const Buffers& b, const Linear& lin, Variant v, int m, bool with_quant,
@@ -221,12 +201,9 @@ Status run_linear(CublasLtContext& ctx, const Buffers& b, const Linear& lin, Var
         CROSSPOINT_RETURN_IF_ERROR(cuda::fp8_quantize_per_token(b.x, k, b.xq, k, b.x_scale, m, k, s));
         if (v == Variant::kFp8Quant) return Status::ok();
       }
-      if (is_cutlass(v)) {
-        const cuda::CutlassFp8Plan plan =
-            cuda::cutlass_fp8_plan(m, n, k, cuda::cuda_device_info().num_sms, forced_k_splits(v));
+      if (v == Variant::kCutlass) {
         return cuda::cutlass_fp8_gemm(b.xq, k, b.x_scale, static_cast<const uint8_t*>(lin.weight), k,
-                                      static_cast<const float*>(lin.scales), b.y, n, m, n, k, plan, b.scratch,
-                                      b.scratch_bytes, s);
+                                      static_cast<const float*>(lin.scales), b.y, n, m, n, k, s);
       }
       if (v == Variant::kAuto) {
         return cuda::fp8_linear(ctx, b.xq, k, b.x_scale, static_cast<const uint8_t*>(lin.weight), k,
@@ -240,13 +217,6 @@ Status run_linear(CublasLtContext& ctx, const Buffers& b, const Linear& lin, Var
       return cuda::fp8_gemm_cublaslt(ctx, b.xq, k, b.x_scale, static_cast<const uint8_t*>(lin.weight), k,
                                      static_cast<const float*>(lin.scales), b.y, n, m, n, k, b.scratch, s);
     case Precision::kInt4:
-      if (is_cutlass(v)) {
-        const cuda::CutlassW4A16Plan plan =
-            cuda::cutlass_w4a16_plan(m, n, k, kGroupSize, cuda::cuda_device_info().num_sms, forced_k_splits(v));
-        return cuda::cutlass_w4a16_gemm(b.x, k, static_cast<const uint8_t*>(lin.weight),
-                                        static_cast<const uint16_t*>(lin.scales), b.y, n, m, n, k, kGroupSize, plan,
-                                        b.scratch, b.scratch_bytes, s);
-      }
       if (v == Variant::kW4A16Engine) {
         return cuda::w4a16_gemm(b.x, k, static_cast<const uint32_t*>(lin.weight),
                                 static_cast<const uint32_t*>(lin.scales), b.y, n, m, n, k, kGroupSize, s);
@@ -311,7 +281,7 @@ nlohmann::json bench_layer_gemms(const Ceilings& c, CublasLtContext& ctx, const 
                                 : std::vector<Variant>{Variant::kCublasLt, Variant::kGemv, Variant::kGemvWholeRow};
       if (p == Precision::kFp8)
         variants.insert(variants.end(), {Variant::kGemvCudaCores, Variant::kFp8Fused, Variant::kFp8Quant});
-      if (p != Precision::kFp16) variants.insert(variants.end(), kCutlassVariants.begin(), kCutlassVariants.end());
+      if (p == Precision::kFp8) variants.push_back(Variant::kCutlass);
       for (int m : kBatchSizes) {
         for (Variant v : variants) {
           if (!variant_applies(v, m)) continue;
@@ -384,7 +354,6 @@ void print_layer_table(const std::vector<LayerTableEntry>& entries) {
 constexpr int kPrefillRows = 2048;
 bool runs_at_prefill(Precision p, Variant v) {
   if (p == Precision::kFp16) return v == Variant::kCublasLt;
-  if (v == Variant::kCutlass) return cuda::cutlass_fp8_available();
   if (p == Precision::kFp8) return v == Variant::kAuto || v == Variant::kCublasLt;
   if (v == Variant::kW4A16Wgmma) return cuda::w4a16_wgmma_supported();
   return v == Variant::kW4A16Engine || v == Variant::kW4A16Large;
@@ -442,7 +411,7 @@ nlohmann::json bench_decode_step(const Ceilings& c, CublasLtContext& ctx, const 
               ? kW4A16Variants
               : std::vector<Variant>{Variant::kAuto, Variant::kCublasLt, Variant::kGemv, Variant::kGemvWholeRow};
       if (p == Precision::kFp8) variants.insert(variants.end(), {Variant::kGemvCudaCores, Variant::kFp8Fused});
-      if (p != Precision::kFp16) variants.insert(variants.end(), kCutlassVariants.begin(), kCutlassVariants.end());
+      if (p == Precision::kFp8) variants.push_back(Variant::kCutlass);
       for (Variant v : variants) {
         // GEMVs in the step at M <= 2 (fp8's tensor-core GEMV, as cheap at M = 4, also there).
         const bool gemv_form = v == Variant::kGemv || v == Variant::kGemvWholeRow || v == Variant::kGemvCudaCores;
@@ -485,7 +454,6 @@ nlohmann::json bench_decode_step(const Ceilings& c, CublasLtContext& ctx, const 
     // The prefill line: the 28 layers' linears on one 2,048-row chunk.
     std::vector<Variant> prefill_variants =
         p == Precision::kInt4 ? kW4A16Variants : std::vector<Variant>{Variant::kAuto, Variant::kCublasLt};
-    prefill_variants.push_back(Variant::kCutlass);
     for (Variant v : prefill_variants) {
       if (!runs_at_prefill(p, v)) continue;
       const int m = kPrefillRows;

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "kernels/cuda/cublaslt_gemm.h"
+#include "kernels/cuda/cutlass_fp8_gemm.h"
 #include "kernels/cuda/fp8_quant.h"
 #include "kernels/cuda/gemv.h"
 #include "kernels/cuda/linear.h"
@@ -222,7 +223,9 @@ TEST(Fp8MmaGemv, SecondTokenTileEqualsTheFirstBitwise) {
   }
 }
 
-TEST(Fp8Linear, TakesTheTensorCoreGemvUpToItsRowLimit) {
+// Where fp8_linear's rows go: CUTLASS's GEMM up to kFp8CutlassMaxRows on Hopper, else the
+// tensor-core GEMV up to its row limit (bitwise the kernel it names).
+TEST(Fp8Linear, TakesCutlassOnHopperElseTheTensorCoreGemvUpToItsRowLimit) {
   SKIP_WITHOUT_FP8_MMA();
   auto ctx = CublasLtContext::create();
   ASSERT_TRUE(ctx.is_ok()) << ctx.status().to_string();
@@ -237,12 +240,20 @@ TEST(Fp8Linear, TakesTheTensorCoreGemvUpToItsRowLimit) {
     ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
     const std::vector<uint16_t> y = unpad(p, d.y.download(), "fp8_linear m=" + std::to_string(m));
     EXPECT_LT(testing::relative_error_f16(y, p.ref), kTolerance) << "fp8_linear m=" << m;
-    if (m <= kFp8GemvMaxRows) { EXPECT_EQ(y, run_fp8(p, d, 0)) << "fp8_linear is not fp8_gemv at m=" << m; }
+    if (cutlass_fp8_available()) {
+      ASSERT_TRUE(cutlass_fp8_gemm(d.xq.get(), p.x_stride, d.x_scale.get(), d.wq.get(), p.w_stride, d.w_scale.get(),
+                                   d.y.get(), p.y_stride, m, p.n, p.k, nullptr)
+                      .is_ok());
+      EXPECT_EQ(y, unpad(p, d.y.download(), "cutlass m=" + std::to_string(m))) << "fp8_linear is not CUTLASS at m=" << m;
+    } else if (m <= kFp8GemvMaxRows) {
+      EXPECT_EQ(y, run_fp8(p, d, 0)) << "fp8_linear is not fp8_gemv at m=" << m;
+    }
   }
 }
 
-// From fp16 activations at 9..16 rows: the per-token quantisation, then the GEMV (bitwise).
-TEST(Fp8Linear, FromFp16AboveTheFusedRowsQuantisesThenTakesTheGemv) {
+// From fp16 activations above the fused rows: the per-token quantisation, then what fp8_linear
+// takes (bitwise).
+TEST(Fp8Linear, FromFp16AboveTheFusedRowsQuantisesThenDispatches) {
   SKIP_WITHOUT_FP8_MMA();
   auto ctx = CublasLtContext::create();
   ASSERT_TRUE(ctx.is_ok()) << ctx.status().to_string();
@@ -262,7 +273,8 @@ TEST(Fp8Linear, FromFp16AboveTheFusedRowsQuantisesThenTakesTheGemv) {
                                      n, m, n, k, scratch.get(), nullptr);
     ASSERT_TRUE(st.is_ok()) << st.to_string();
     ASSERT_TRUE(fp8_quantize_per_token(x_dev.get(), k, xq_direct.get(), k, xs_direct.get(), m, k, nullptr).is_ok());
-    st = fp8_gemv(xq_direct.get(), k, xs_direct.get(), wq_dev.get(), k, ws.get(), y_direct.get(), n, m, n, k, nullptr);
+    st = fp8_linear(**ctx, xq_direct.get(), k, xs_direct.get(), wq_dev.get(), k, ws.get(), y_direct.get(), n, m, n, k,
+                    scratch.get(), nullptr);
     ASSERT_TRUE(st.is_ok()) << st.to_string();
     ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
     const std::vector<uint16_t> got = y.download();

@@ -1,6 +1,6 @@
 // The CUTLASS kernel type behind cutlass_fp8_gemm (cutlass_fp8_gemm.h), one instantiation per
 // tile in its own cutlass_fp8_gemm_<tile>.cu so that they compile in parallel. Only those
-// files include this header: CUTLASS's templates take about a minute of nvcc each.
+// files include this header: each instantiation takes about a minute of nvcc.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -21,8 +21,9 @@
 namespace crosspoint::cuda::cutlass_fp8 {
 
 // CUTLASS's D[n, m] = w_scale[n] * (x_scale[m] * acc[n, m]): n is GEMM-M (channels), m GEMM-N.
-template <int kTileChannels, int kTileTokens, int kTileK, typename Out>
+template <int kTileChannels, int kTileTokens, int kTileK>
 struct SwappedGemm {
+  using Out = cutlass::half_t;
   using Element = cutlass::float_e4m3_t;
   using TileShape = cute::Shape<cute::Int<kTileChannels>, cute::Int<kTileTokens>, cute::Int<kTileK>>;
   using ClusterShape = cute::Shape<cute::_1, cute::_1, cute::_1>;
@@ -53,33 +54,27 @@ struct SwappedGemm {
 template <typename G>
 Status run(const Args& a, cudaStream_t stream) {
   using Kernel = typename G::Kernel;
-  using Out = typename G::Kernel::ElementD;
-  const int k_slice = a.k / a.k_splits;
-  // Each K slice is one batch entry: its A and B start k_slice elements further along K.
   typename Kernel::StrideA stride_w{};
   cute::get<0>(stride_w) = a.w_stride;
-  cute::get<2>(stride_w) = k_slice;
   typename Kernel::StrideB stride_x{};
   cute::get<0>(stride_x) = a.xq_stride;
-  cute::get<2>(stride_x) = k_slice;
   typename Kernel::StrideD stride_y{};
-  cute::get<1>(stride_y) = a.out_stride;
-  cute::get<2>(stride_y) = a.out_split_stride;
+  cute::get<1>(stride_y) = a.y_stride;
+  cute::get<2>(stride_y) = a.y_stride * (a.m > 0 ? a.m : 1);  // one batch; TMA wants 16-byte multiples anyway
   typename G::Gemm::Arguments args{
       cutlass::gemm::GemmUniversalMode::kGemm,
-      {a.n, a.m, k_slice, a.k_splits},
+      {a.n, a.m, a.k, 1},
       {reinterpret_cast<const typename G::Element*>(a.wq), stride_w, reinterpret_cast<const typename G::Element*>(a.xq),
        stride_x},
-      {{}, nullptr, stride_y, static_cast<Out*>(a.out), stride_y}};
+      {{}, nullptr, stride_y, reinterpret_cast<typename G::Out*>(a.y), stride_y}};
   args.epilogue.thread = {{a.w_scale}, {{a.x_scale}, {}, {}}, {}};
-  // Sums leave the tensor cores for fp32 registers once per k-block: the fewest promotions
-  // the mainloop allows (a whole number of its 32-deep MMAs per k-block).
+  // Sums leave the tensor cores for fp32 registers once per k-block: the fewest promotions the
+  // mainloop allows (a whole number of its 32-deep MMAs per k-block).
   args.mainloop.mma_promotion_interval = cute::size<2>(typename G::TileShape{}) / 32;
   typename G::Gemm gemm;
   if (gemm.can_implement(args) != cutlass::Status::kSuccess) {
     return unsupported("cutlass_fp8_gemm: CUTLASS cannot run m = " + std::to_string(a.m) + ", n = " +
-                       std::to_string(a.n) + ", k = " + std::to_string(a.k) + " with " + std::to_string(a.k_splits) +
-                       " K slices (strides or alignment)");
+                       std::to_string(a.n) + ", k = " + std::to_string(a.k) + " (strides or alignment)");
   }
   if (a.check_only) return Status::ok();
   if (gemm.initialize(args, nullptr, stream) != cutlass::Status::kSuccess) {

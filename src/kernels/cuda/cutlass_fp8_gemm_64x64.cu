@@ -1,5 +1,4 @@
-// cutlass_fp8_gemm's 64-channel x 64-token tile, K in steps of 256 bytes; fp16 out, or fp32
-// partial sums for a K split.
+// cutlass_fp8_gemm's 64-channel x 64-token tile, K in steps of 256 bytes.
 #include "kernels/cuda/cutlass_fp8_kernels.h"
 
 #if defined(CROSSPOINT_CUTLASS_SM90)
@@ -8,10 +7,9 @@
 
 namespace crosspoint::cuda::cutlass_fp8 {
 
-Status gemm_64x64(const Args& args, bool fp32_partials, cudaStream_t stream) {
+Status gemm_64x64(const Args& args, cudaStream_t stream) {
 #if defined(CROSSPOINT_CUTLASS_SM90)
-  if (fp32_partials) return run<SwappedGemm<64, 64, 256, float>>(args, stream);
-  return run<SwappedGemm<64, 64, 256, cutlass::half_t>>(args, stream);
+  return run<SwappedGemm<64, 64, 256>>(args, stream);
 #else
   return unsupported("cutlass_fp8_gemm: this build has no sm_90a kernels (CMAKE_CUDA_ARCHITECTURES without 90a)");
 #endif

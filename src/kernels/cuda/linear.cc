@@ -1,5 +1,6 @@
 #include "kernels/cuda/linear.h"
 
+#include "kernels/cuda/cutlass_fp8_gemm.h"
 #include "kernels/cuda/fp8_quant.h"
 #include "kernels/cuda/gemv.h"
 
@@ -15,6 +16,9 @@ Status fp16_linear(CublasLtContext& ctx, const uint16_t* x, int64_t x_stride, co
 Status fp8_linear(CublasLtContext& ctx, const uint8_t* xq, int64_t xq_stride, const float* x_scale, const uint8_t* wq,
                   int64_t w_stride, const float* w_scale, uint16_t* y, int64_t y_stride, int m, int n, int k,
                   float* scratch, cudaStream_t stream) {
+  const bool cutlass_fits = m >= 1 && m <= kFp8CutlassMaxRows && cutlass_fp8_available() && k % 16 == 0 &&
+                            xq_stride % 16 == 0 && w_stride % 16 == 0 && n % 8 == 0 && y_stride % 8 == 0;
+  if (cutlass_fits) return cutlass_fp8_gemm(xq, xq_stride, x_scale, wq, w_stride, w_scale, y, y_stride, m, n, k, stream);
   const bool gemv_fits = m >= 1 && m <= fp8_gemv_max_rows() && k % 16 == 0 && xq_stride % 16 == 0 && w_stride % 16 == 0;
   if (gemv_fits) return fp8_gemv(xq, xq_stride, x_scale, wq, w_stride, w_scale, y, y_stride, m, n, k, stream);
   return fp8_gemm_cublaslt(ctx, xq, xq_stride, x_scale, wq, w_stride, w_scale, y, y_stride, m, n, k, scratch, stream);

@@ -4,9 +4,11 @@
 //   fp16   M <= kFp16GemvMaxRows (1)   fp16_gemv on CUDA cores; above, cuBLASLt (its tensor-core
 //                                      GEMM streamed the 7B linears faster than a hand one at 2..16)
 //   fp8    M <= kFp8FusedMaxRows (2)   fp8_gemv_from_fp16: the per-token quantisation inside the GEMV
-//          M <= fp8_gemv_max_rows()    fp8_quantize_per_token + fp8_gemv: 16 rows on tensor cores
-//                                      (sm_89+; its cost is flat to M = 8, two MMAs per fragment
-//                                      to 16), 2 on CUDA cores
+//          M <= kFp8CutlassMaxRows (64) on Hopper (cutlass_fp8_available)
+//                                      fp8_quantize_per_token + cutlass_fp8_gemm (TMA + wgmma,
+//                                      operands swapped): as fast at 64 rows as the GEMV at 1
+//          M <= fp8_gemv_max_rows()    elsewhere fp8_quantize_per_token + fp8_gemv: 16 rows on tensor
+//                                      cores (sm_89+), 2 on CUDA cores
 //          above                       fp8_quantize_per_token + cuBLASLt
 #pragma once
 
@@ -24,6 +26,8 @@ inline constexpr int kFp16GemvMaxRows = 1;
 inline constexpr int kFp8GemvMaxRows = kMmaGemvMaxRows;
 static_assert(kFp8GemvMaxRows <= kMmaGemvMaxRows, "fp8_gemv takes at most kMmaGemvMaxRows rows");
 inline constexpr int kFp8CudaCoreGemvMaxRows = 2;
+// Rows up to which cutlass_fp8_gemm runs where it is available (above, cuBLASLt was faster).
+inline constexpr int kFp8CutlassMaxRows = 64;
 // The fused GEMV while its shared e4m3 copy of x (M * K bytes) stays this small, so that two
 // blocks fit on an SM.
 inline constexpr int kFp8FusedMaxRows = 2;

@@ -1,5 +1,4 @@
-// cutlass_fp8_gemm's 128-channel x 128-token tile (from 65 rows), K in steps of 128 bytes,
-// fp16 out; never split along K.
+// cutlass_fp8_gemm's 64-channel x 128-token tile, K in steps of 256 bytes.
 #include "kernels/cuda/cutlass_fp8_kernels.h"
 
 #if defined(CROSSPOINT_CUTLASS_SM90)
@@ -8,9 +7,9 @@
 
 namespace crosspoint::cuda::cutlass_fp8 {
 
-Status gemm_128x128(const Args& args, cudaStream_t stream) {
+Status gemm_64x128(const Args& args, cudaStream_t stream) {
 #if defined(CROSSPOINT_CUTLASS_SM90)
-  return run<SwappedGemm<128, 128, 128, cutlass::half_t>>(args, stream);
+  return run<SwappedGemm<64, 128, 256>>(args, stream);
 #else
   return unsupported("cutlass_fp8_gemm: this build has no sm_90a kernels (CMAKE_CUDA_ARCHITECTURES without 90a)");
 #endif
