@@ -6,7 +6,9 @@
 
 #include <random>
 
+#include "kernels/cuda/cublaslt_gemm.h"
 #include "kernels/cuda/cutlass_fp8_gemm.h"
+#include "kernels/cuda/linear.h"
 #include "kernels_cuda/reference.h"
 
 namespace crosspoint::cuda {
@@ -118,6 +120,33 @@ TEST(CutlassFp8Gemm, RowsOfOneTileAreIndependent) {
   std::vector<uint16_t> first = all.download();
   first.resize(static_cast<size_t>(5) * n);
   EXPECT_EQ(some.download(), first);
+}
+
+// fp8_linear (what the engine calls) takes CUTLASS from 1 to kFp8CutlassMaxRows rows on Hopper,
+// bit for bit, and cuBLASLt above.
+TEST(CutlassFp8Gemm, Fp8LinearTakesItUpToItsRowLimit) {
+  CROSSPOINT_SKIP_WITHOUT_GPU();
+  if (!cutlass_fp8_available()) GTEST_SKIP() << "needs compute capability 9.0 and an sm_90a build";
+  auto ctx = CublasLtContext::create();
+  ASSERT_TRUE(ctx.is_ok()) << ctx.status().to_string();
+  std::mt19937 rng(13);
+  const int n = 136, k = 1024;
+  for (int m : {1, 2, 9, 64, kFp8CutlassMaxRows, kFp8CutlassMaxRows + 1}) {
+    const Problem p = make_problem(rng, m, n, k);
+    DeviceBuffer<uint8_t> xq(p.xq), wq(p.wq);
+    DeviceBuffer<float> xs(p.x_scale), ws(p.w_scale), scratch(static_cast<size_t>(m) * n);
+    DeviceBuffer<uint16_t> via_linear(static_cast<size_t>(m) * n), direct(static_cast<size_t>(m) * n);
+    ASSERT_TRUE(fp8_linear(**ctx, xq.get(), k, xs.get(), wq.get(), k, ws.get(), via_linear.get(), n, m, n, k,
+                           scratch.get(), nullptr)
+                    .is_ok());
+    ASSERT_TRUE(cutlass_fp8_gemm(xq.get(), k, xs.get(), wq.get(), k, ws.get(), direct.get(), n, m, n, k, nullptr).is_ok());
+    ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+    const std::vector<uint16_t> got = via_linear.download();
+    EXPECT_LT(testing::relative_error_f16(got, p.ref), 2e-3) << "m=" << m;
+    if (m <= kFp8CutlassMaxRows) {
+      EXPECT_EQ(got, direct.download()) << "fp8_linear did not take CUTLASS at m=" << m;
+    }
+  }
 }
 
 }  // namespace

@@ -9,6 +9,7 @@
 
 #include "common/dtype.h"
 #include "kernels/cuda/cublaslt_gemm.h"
+#include "kernels/cuda/cutlass_fp8_gemm.h"
 #include "kernels/cuda/fp8_quant.h"
 #include "kernels/cuda/gemv.h"
 #include "kernels/cuda/linear.h"
@@ -213,7 +214,7 @@ TEST(Fp8LinearFromFp16, FusedAtSmallMQuantisedAbove) {
     y.poison();
     xq.poison(0x7F);
     const bool fused = fp8_linear_fuses_quantisation(x.get(), k, k, m, k);
-    EXPECT_EQ(fused, m <= kFp8FusedMaxRows) << "m=" << m;
+    EXPECT_EQ(fused, m <= kFp8FusedMaxRows && !cutlass_fp8_available()) << "m=" << m;  // CUTLASS wins where it runs
     const Status st = fp8_linear_from_fp16(**ctx, x.get(), k, xq.get(), k, xs.get(), wq.get(), k, ws.get(), y.get(), n,
                                            m, n, k, scratch.get(), nullptr);
     ASSERT_TRUE(st.is_ok()) << st.to_string();

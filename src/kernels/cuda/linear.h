@@ -3,12 +3,14 @@
 // hand GEMV only where it beat cuBLASLt):
 //   fp16   M <= kFp16GemvMaxRows (1)   fp16_gemv on CUDA cores; above, cuBLASLt (its tensor-core
 //                                      GEMM streamed the 7B linears faster than a hand one at 2..16)
-//   fp8    M <= kFp8FusedMaxRows (2)   fp8_gemv_from_fp16: the per-token quantisation inside the GEMV
-//          M <= kFp8CutlassMaxRows (64) on Hopper (cutlass_fp8_available)
+//   fp8    M <= kFp8CutlassMaxRows (128) on Hopper (cutlass_fp8_available)
 //                                      fp8_quantize_per_token + cutlass_fp8_gemm (TMA + wgmma,
-//                                      operands swapped): as fast at 64 rows as the GEMV at 1
-//          M <= fp8_gemv_max_rows()    elsewhere fp8_quantize_per_token + fp8_gemv: 16 rows on tensor
-//                                      cores (sm_89+), 2 on CUDA cores
+//                                      operands swapped): faster than the fused GEMV even at
+//                                      M = 1, than cuBLASLt to 128 rows
+//          elsewhere, M <= kFp8FusedMaxRows (2)
+//                                      fp8_gemv_from_fp16: the per-token quantisation inside the GEMV
+//          M <= fp8_gemv_max_rows()    fp8_quantize_per_token + fp8_gemv: 16 rows on tensor cores
+//                                      (sm_89+), 2 on CUDA cores
 //          above                       fp8_quantize_per_token + cuBLASLt
 #pragma once
 
@@ -27,7 +29,7 @@ inline constexpr int kFp8GemvMaxRows = kMmaGemvMaxRows;
 static_assert(kFp8GemvMaxRows <= kMmaGemvMaxRows, "fp8_gemv takes at most kMmaGemvMaxRows rows");
 inline constexpr int kFp8CudaCoreGemvMaxRows = 2;
 // Rows up to which cutlass_fp8_gemm runs where it is available (above, cuBLASLt was faster).
-inline constexpr int kFp8CutlassMaxRows = 64;
+inline constexpr int kFp8CutlassMaxRows = 128;
 // The fused GEMV while its shared e4m3 copy of x (M * K bytes) stays this small, so that two
 // blocks fit on an SM.
 inline constexpr int kFp8FusedMaxRows = 2;
@@ -56,7 +58,8 @@ Status fp8_linear_from_fp16(CublasLtContext& ctx, const uint16_t* x, int64_t x_s
                             float* x_scale, const uint8_t* wq, int64_t w_stride, const float* w_scale, uint16_t* y,
                             int64_t y_stride, int m, int n, int k, float* scratch, cudaStream_t stream);
 
-// Whether fp8_linear_from_fp16 takes the fused kernel for these sizes (host only).
+// Whether fp8_linear_from_fp16 takes the fused kernel for these sizes (host only; never where
+// CUTLASS takes the rows).
 bool fp8_linear_fuses_quantisation(const uint16_t* x, int64_t x_stride, int64_t w_stride, int m, int k);
 
 }  // namespace crosspoint::cuda
