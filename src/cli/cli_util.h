@@ -10,6 +10,8 @@
 
 namespace crosspoint::cli {
 
+inline constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;  // bytes, for the logs' GiB figures
+
 // Parses argv into app. Returns -1 to continue, or the exit code to return now
 // (0 after --help, 2 after a usage error, which CLI11 has already printed).
 inline int parse_or_exit_code(CLI::App& app, int argc, char** argv) {

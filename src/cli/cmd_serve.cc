@@ -26,7 +26,6 @@
 namespace crosspoint::cli {
 namespace {
 
-constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
 
 struct ServeOptions {
   std::string model = "default";

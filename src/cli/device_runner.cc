@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "cli/cli_util.h"
 #include "common/log.h"
 #include "runner/cpu_model_runner.h"
 #include "scheduler/block_manager.h"
@@ -36,8 +37,6 @@ Result<bool> fp16_activations_for_dtype(const std::string& dtype, const std::str
 }
 
 namespace {
-
-constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
 
 // Device memory kept free after the KV cache for the decode graphs captured afterwards.
 constexpr size_t kGraphReserveBytes = size_t{256} << 20;

@@ -3,7 +3,7 @@
 // micro-kernel that turns 8 e4m3 bytes into 8 f32 with a bit shuffle: placing the 7 magnitude bits of an
 // e4m3 byte at bit 7 of an f16 gives the same value times 2^-8 (exponent bias 15 vs 7, the
 // same 3 mantissa bits, subnormals included), so cvtph does the rest and the 2^8 is folded
-// into the output scale. Tiles of kTileN weight rows are split over the global thread pool.
+// into the output scale. Tiles of kFp8TileN weight rows are split over the global thread pool.
 #include <algorithm>
 #include <cmath>
 #include <vector>
@@ -15,7 +15,7 @@
 namespace crosspoint {
 namespace {
 
-constexpr int64_t kTileN = 16;           // weight rows per work item
+constexpr int64_t kFp8TileN = 16;           // weight rows per work item
 constexpr float kF16ShiftUndo = 256.0f;  // 2^8: the f16 trick yields value * 2^-8
 
 // e4m3 byte -> its value * 2^-8, the scalar twin of load8_e4m3.
@@ -142,12 +142,12 @@ Status fp8_linear(const Fp8LinearArgs& a) {
   const float* table = e4m3_to_f32_table();
   for (size_t i = 0; i < xq.size(); ++i) xf[i] = table[xq[i]];
   const Fp8Problem problem{a, xf.data(), act_scale.data()};
-  const int64_t num_tiles = (a.out_features + kTileN - 1) / kTileN;
+  const int64_t num_tiles = (a.out_features + kFp8TileN - 1) / kFp8TileN;
   global_thread_pool().parallel_for(static_cast<size_t>(num_tiles), [&](size_t t_begin, size_t t_end) {
-    const int64_t n_begin = static_cast<int64_t>(t_begin) * kTileN;
-    const int64_t n_end = std::min(a.out_features, static_cast<int64_t>(t_end) * kTileN);
+    const int64_t n_begin = static_cast<int64_t>(t_begin) * kFp8TileN;
+    const int64_t n_end = std::min(a.out_features, static_cast<int64_t>(t_end) * kFp8TileN);
     if (!vector) return tile_scalar(problem, n_begin, n_end);
-    for (int64_t n0 = n_begin; n0 < n_end; n0 += kTileN) tile_avx2(problem, n0, std::min(n_end, n0 + kTileN));
+    for (int64_t n0 = n_begin; n0 < n_end; n0 += kFp8TileN) tile_avx2(problem, n0, std::min(n_end, n0 + kFp8TileN));
   });
   return Status::ok();
 }
