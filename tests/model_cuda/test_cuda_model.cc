@@ -21,7 +21,7 @@
 //   order still leave ulp differences upstream of each quantisation, and e4m3 turns them into
 //   whole steps. The CPU alone shows the same: its f32 and fp16 flows differ by 0.12 mean
 //   |delta logprob| for W8A8-FP8 on the real default model, as much as GPU and CPU (0.15),
-//   against 0.0034 for fp16 (docs/quantization.md, "One dtype flow"). Where e4m3 quantises an
+//   against 0.0034 for fp16 (docs/quantization.md, "GPU against CPU"). Where e4m3 quantises an
 //   activation, this flow keeps kE4m3LogitTolerance.
 // Greedy tokens must match unless the CPU's top two logits are closer than the tolerance (a
 // tie at that precision).
