@@ -11,10 +11,6 @@ function(crosspoint_library)
   endif()
   if(sources)
     add_library(${ARG_NAME} STATIC ${sources})
-    # Unity batches of the C++ sources (not the .cu files): a build spends most of its time
-    # parsing the same headers (fmt, nlohmann/json, CLI11); a library's files therefore keep
-    # their file-local names distinct.
-    set_target_properties(${ARG_NAME} PROPERTIES UNITY_BUILD ${CROSSPOINT_UNITY_BUILD})
     target_include_directories(${ARG_NAME} PUBLIC ${PROJECT_SOURCE_DIR}/src)
     target_link_libraries(${ARG_NAME} PUBLIC ${ARG_DEPS})
     if(CROSSPOINT_HAVE_CUDA)
@@ -40,10 +36,6 @@ function(crosspoint_test)
   endif()
   add_executable(${ARG_NAME} ${sources})
   target_link_libraries(${ARG_NAME} PRIVATE ${ARG_DEPS} GTest::gtest GTest::gtest_main GTest::gmock)
-  # GoogleTest and the JSON library are in nearly every test file: parsed once per binary.
-  if(CROSSPOINT_TEST_PCH)
-    target_precompile_headers(${ARG_NAME} PRIVATE <gtest/gtest.h> <nlohmann/json.hpp> <string> <vector>)
-  endif()
   target_include_directories(${ARG_NAME} PRIVATE ${PROJECT_SOURCE_DIR}/src ${PROJECT_SOURCE_DIR}/tests)
   target_compile_definitions(${ARG_NAME} PRIVATE
     CROSSPOINT_FIXTURES_DIR="${PROJECT_SOURCE_DIR}/tests/fixtures"
