@@ -11,7 +11,8 @@
 #   TARGET...         fuzz_safetensors, fuzz_gguf, ... (default: every tests/fuzz/fuzz_*.cc)
 # Each run works in build-fuzz/fuzz-runs/<target>/ (corpus/, log.txt, and the input of any
 # finding as crash-*, leak-*, timeout-* or oom-*); the committed corpus is never changed.
-# Exits 1 when any target found something. CROSSPOINT_JOBS limits the build's parallelism.
+# Exits 1 when any target found something. CROSSPOINT_JOBS limits the build's parallelism and
+# how many targets run at once (one core each).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/lib.sh
@@ -45,14 +46,14 @@ configure_and_build build-fuzz -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCROSSPOINT_CU
 [ -z "${TMPDIR:-}" ] && [ -w /dev/shm ] && export TMPDIR=/dev/shm
 limit_args=(-max_total_time="$seconds")
 [ -n "$runs" ] && limit_args=(-runs="$runs")
-summary=() failed=0
-for target in "${targets[@]}"; do
-  work="build-fuzz/fuzz-runs/$target"
+# fuzz_one TARGET: one target's run on a copy of its corpus; writes its summary line, and
+# "failed" when it found something, into build-fuzz/fuzz-runs/TARGET/.
+fuzz_one() {
+  local target="$1" work="build-fuzz/fuzz-runs/$1" start_ms status=0 elapsed_ms execs rate coverage findings
   rm -rf "$work" && mkdir -p "$work/corpus"
   cp tests/fuzz/corpus/"$target"/* "$work/corpus/"
   log "fuzzing $target (${runs:+$runs runs}${seconds:+$seconds s})"
   start_ms=$(($(date +%s%N) / 1000000))
-  status=0
   # detect_leaks: libFuzzer's own leak check after each input that allocated more than it freed.
   ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
     "build-fuzz/tests/fuzz/$target" "${limit_args[@]}" -timeout="$timeout" -rss_limit_mb="$rss_limit_mb" \
@@ -64,13 +65,24 @@ for target in "${targets[@]}"; do
   findings=$(find "$work" -maxdepth 1 \( -name 'crash-*' -o -name 'leak-*' -o -name 'timeout-*' -o -name 'oom-*' \) |
     wc -l)
   if [ "$status" -ne 0 ] || [ "$findings" -ne 0 ]; then
-    failed=1
     tail -n 40 "$work/log.txt" >&2
     log "$target: FOUND SOMETHING (exit $status): $(ls "$work" | grep -E '^(crash|leak|timeout|oom)-' | tr '\n' ' ')"
+    touch "$work/failed"
   fi
-  summary+=("$(printf '%-24s %12s %6d.%d %10s  %-22s %s' "$target" "${execs:-?}" $((elapsed_ms / 1000)) \
-    $((elapsed_ms % 1000 / 100)) "${rate:-?}" \
-    "${coverage:-?}" "$findings")")
+  printf '%-24s %12s %6d.%d %10s  %-22s %s\n' "$target" "${execs:-?}" $((elapsed_ms / 1000)) \
+    $((elapsed_ms % 1000 / 100)) "${rate:-?}" "${coverage:-?}" "$findings" >"$work/summary.txt"
+}
+
+# Each fuzzer is one process on one core: $JOBS of them at a time.
+for target in "${targets[@]}"; do
+  while [ "$(jobs -rp | wc -l)" -ge "$JOBS" ]; do wait -n || true; done
+  fuzz_one "$target" &
+done
+wait
+summary=() failed=0
+for target in "${targets[@]}"; do
+  summary+=("$(cat "build-fuzz/fuzz-runs/$target/summary.txt" 2>/dev/null || echo "$target: no summary")")
+  [ -e "build-fuzz/fuzz-runs/$target/failed" ] || [ ! -s "build-fuzz/fuzz-runs/$target/summary.txt" ] && failed=1
 done
 
 printf '\n%-24s %12s %8s %10s  %-22s %s\n' target executions seconds exec/s coverage findings

@@ -213,14 +213,25 @@ configure_and_build() {
 # client, child processes): scripts/test.sh repeats them shuffled and runs them under TSan.
 THREADED_TEST_BINARIES=(test_engine test_scheduler test_server test_bench test_sweep test_determinism)
 
-# run_threaded_tests BUILD_DIR "GTEST_ARGS": each threaded binary once with those arguments.
+# run_threaded_tests BUILD_DIR "GTEST_ARGS": each threaded binary once with those arguments,
+# $JOBS binaries at a time (the slow ones, test_bench and test_determinism, spend much of their
+# time on one core); a failing binary's output is printed whole.
 run_threaded_tests() {
-  local dir="$1" args="$2" binary
-  for binary in "${THREADED_TEST_BINARIES[@]}"; do
-    log "  $dir/tests/$binary $args"
-    # shellcheck disable=SC2086
-    "$dir/tests/$binary" $args --gtest_brief=1 || die "$dir/tests/$binary $args failed"
-  done
+  local dir="$1" args="$2" binary logs
+  logs=$(mktemp -d)
+  log "  $dir/tests/{${THREADED_TEST_BINARIES[*]}} $args, $JOBS at a time"
+  # shellcheck disable=SC2016
+  printf '%s\n' "${THREADED_TEST_BINARIES[@]}" | xargs -P "$JOBS" -I{} sh -c \
+    '"$1/tests/$0" $2 --gtest_brief=1 >"$3/$0.log" 2>&1 || echo "$0" >>"$3/failed"' {} "$dir" "$args" "$logs"
+  if [ -s "$logs/failed" ]; then
+    while read -r binary; do
+      cat "$logs/$binary.log" >&2
+      log "$dir/tests/$binary $args failed"
+    done <"$logs/failed"
+    rm -rf "$logs"
+    die "threaded test binaries failed in $dir (output above)"
+  fi
+  rm -rf "$logs"
 }
 
 build_release() { configure_and_build build -DCMAKE_BUILD_TYPE=Release; }
