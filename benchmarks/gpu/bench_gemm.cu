@@ -279,9 +279,10 @@ nlohmann::json bench_layer_gemms(const Ceilings& c, CublasLtContext& ctx, const 
       std::vector<Variant> variants =
           p == Precision::kInt4 ? kW4A16Variants
                                 : std::vector<Variant>{Variant::kCublasLt, Variant::kGemv, Variant::kGemvWholeRow};
-      if (p == Precision::kFp8)
-        variants.insert(variants.end(), {Variant::kGemvCudaCores, Variant::kFp8Fused, Variant::kFp8Quant});
-      if (p == Precision::kFp8) variants.push_back(Variant::kCutlass);
+      if (p == Precision::kFp8) {
+        variants.insert(variants.end(),
+                        {Variant::kGemvCudaCores, Variant::kFp8Fused, Variant::kFp8Quant, Variant::kCutlass});
+      }
       for (int m : kBatchSizes) {
         for (Variant v : variants) {
           if (!variant_applies(v, m)) continue;
@@ -410,8 +411,8 @@ nlohmann::json bench_decode_step(const Ceilings& c, CublasLtContext& ctx, const 
           p == Precision::kInt4
               ? kW4A16Variants
               : std::vector<Variant>{Variant::kAuto, Variant::kCublasLt, Variant::kGemv, Variant::kGemvWholeRow};
-      if (p == Precision::kFp8) variants.insert(variants.end(), {Variant::kGemvCudaCores, Variant::kFp8Fused});
-      if (p == Precision::kFp8) variants.push_back(Variant::kCutlass);
+      if (p == Precision::kFp8)
+        variants.insert(variants.end(), {Variant::kGemvCudaCores, Variant::kFp8Fused, Variant::kCutlass});
       for (Variant v : variants) {
         // GEMVs in the step at M <= 2 (fp8's tensor-core GEMV, as cheap at M = 4, also there).
         const bool gemv_form = v == Variant::kGemv || v == Variant::kGemvWholeRow || v == Variant::kGemvCudaCores;

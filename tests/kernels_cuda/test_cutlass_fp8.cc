@@ -36,7 +36,8 @@ TEST(CutlassFp8Gemm, RefusesBadArgumentsNamingThem) {
 // CUTLASS's can_implement on the host, for every tile at the model's shapes and the tests': a
 // configuration CUTLASS refuses is found here, not on the GPU.
 TEST(CutlassFp8Gemm, CutlassTakesEveryShapeTheEngineGives) {
-  if (!cutlass_fp8_available() && cutlass_fp8_gemm_check(16, 64, 512, 512, 512, 64).code() == StatusCode::kUnsupported) {
+  if (!cutlass_fp8_available() &&
+      cutlass_fp8_gemm_check(16, 64, 512, 512, 512, 64).code() == StatusCode::kUnsupported) {
     GTEST_SKIP() << "no sm_90a kernels in this build";
   }
   for (int m : {1, 4, 16, 17, 33, 64, 65, 130, 256, 2048}) {
@@ -55,8 +56,11 @@ struct Problem {
 };
 
 Problem make_problem(std::mt19937& rng, int m, int n, int k) {
-  Problem p{testing::random_e4m3(rng, static_cast<size_t>(m) * k), testing::random_e4m3(rng, static_cast<size_t>(n) * k),
-            {}, {}, {}};
+  Problem p{testing::random_e4m3(rng, static_cast<size_t>(m) * k),
+            testing::random_e4m3(rng, static_cast<size_t>(n) * k),
+            {},
+            {},
+            {}};
   std::uniform_real_distribution<float> scale(1e-4f, 1e-3f);
   p.x_scale.resize(m);
   p.w_scale.resize(n);
@@ -66,7 +70,8 @@ Problem make_problem(std::mt19937& rng, int m, int n, int k) {
       m, n, k, [&](int i, int kk) { return testing::e4m3_to_f32(p.xq[static_cast<size_t>(i) * k + kk]); },
       [&](int j, int kk) { return testing::e4m3_to_f32(p.wq[static_cast<size_t>(j) * k + kk]); });
   for (int i = 0; i < m; ++i)
-    for (int j = 0; j < n; ++j) p.ref[static_cast<size_t>(i) * n + j] *= static_cast<double>(p.x_scale[i]) * p.w_scale[j];
+    for (int j = 0; j < n; ++j)
+      p.ref[static_cast<size_t>(i) * n + j] *= static_cast<double>(p.x_scale[i]) * p.w_scale[j];
   return p;
 }
 
@@ -139,13 +144,12 @@ TEST(CutlassFp8Gemm, Fp8LinearTakesItUpToItsRowLimit) {
     ASSERT_TRUE(fp8_linear(**ctx, xq.get(), k, xs.get(), wq.get(), k, ws.get(), via_linear.get(), n, m, n, k,
                            scratch.get(), nullptr)
                     .is_ok());
-    ASSERT_TRUE(cutlass_fp8_gemm(xq.get(), k, xs.get(), wq.get(), k, ws.get(), direct.get(), n, m, n, k, nullptr).is_ok());
+    ASSERT_TRUE(
+        cutlass_fp8_gemm(xq.get(), k, xs.get(), wq.get(), k, ws.get(), direct.get(), n, m, n, k, nullptr).is_ok());
     ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
     const std::vector<uint16_t> got = via_linear.download();
     EXPECT_LT(testing::relative_error_f16(got, p.ref), 2e-3) << "m=" << m;
-    if (m <= kFp8CutlassMaxRows) {
-      EXPECT_EQ(got, direct.download()) << "fp8_linear did not take CUTLASS at m=" << m;
-    }
+    if (m <= kFp8CutlassMaxRows) { EXPECT_EQ(got, direct.download()) << "fp8_linear did not take CUTLASS at m=" << m; }
   }
 }
 

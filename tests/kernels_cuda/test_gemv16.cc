@@ -244,7 +244,8 @@ TEST(Fp8Linear, TakesCutlassOnHopperElseTheTensorCoreGemvUpToItsRowLimit) {
       ASSERT_TRUE(cutlass_fp8_gemm(d.xq.get(), p.x_stride, d.x_scale.get(), d.wq.get(), p.w_stride, d.w_scale.get(),
                                    d.y.get(), p.y_stride, m, p.n, p.k, nullptr)
                       .is_ok());
-      EXPECT_EQ(y, unpad(p, d.y.download(), "cutlass m=" + std::to_string(m))) << "fp8_linear is not CUTLASS at m=" << m;
+      EXPECT_EQ(y, unpad(p, d.y.download(), "cutlass m=" + std::to_string(m)))
+          << "fp8_linear is not CUTLASS at m=" << m;
     } else if (m <= kFp8GemvMaxRows) {
       EXPECT_EQ(y, run_fp8(p, d, 0)) << "fp8_linear is not fp8_gemv at m=" << m;
     }

@@ -113,8 +113,8 @@ void expect_logits_match_cpu(TinyPrecision precision, bool kv_fp8, bool gpu_flow
   testing::BatchBuilder builder(3, kMaxBlocksPerSeq, kBlockSize);
   const int32_t V = cpu->vocab_size();
   const float tol = quantises_activations(precision, kv_fp8) ? kE4m3LogitTolerance
-                    : gpu_flow                                 ? kGpuFlowTolerance
-                                                               : kLogitTolerance;
+                    : gpu_flow                               ? kGpuFlowTolerance
+                                                             : kLogitTolerance;
   float worst_ratio = 0.0f;
 
   auto step = [&](const std::vector<testing::SeqChunk>& chunks, bool all_logits, const std::string& what) {

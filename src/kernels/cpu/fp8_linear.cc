@@ -15,7 +15,7 @@
 namespace crosspoint {
 namespace {
 
-constexpr int64_t kFp8TileN = 16;           // weight rows per work item
+constexpr int64_t kFp8TileN = 16;        // weight rows per work item
 constexpr float kF16ShiftUndo = 256.0f;  // 2^8: the f16 trick yields value * 2^-8
 
 // e4m3 byte -> its value * 2^-8, the scalar twin of load8_e4m3.

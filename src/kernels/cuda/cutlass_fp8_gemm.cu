@@ -1,5 +1,6 @@
 #include "kernels/cuda/cutlass_fp8_gemm.h"
 
+#include <cstdint>
 #include <string>
 
 #include "kernels/cuda/cutlass_fp8_kernels.h"
@@ -7,6 +8,8 @@
 
 namespace crosspoint::cuda {
 namespace {
+
+bool aligned16(const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; }
 
 // The launcher's refusals, then the tile's entry point (with args.check_only, CUTLASS's own
 // can_implement alone).
@@ -16,8 +19,12 @@ Status validate_and_run(const cutlass_fp8::Args& a, cudaStream_t stream) {
                             ", k " + std::to_string(a.k));
   }
   if (a.k % 16 != 0 || a.xq_stride % 16 != 0 || a.w_stride % 16 != 0 || a.n % 8 != 0 || a.y_stride % 8 != 0) {
-    return invalid_argument("cutlass_fp8_gemm: k (" + std::to_string(a.k) + ") and the xq/w strides must be multiples " +
-                            "of 16 bytes, n (" + std::to_string(a.n) + ") and y's stride multiples of 8 elements (TMA)");
+    return invalid_argument("cutlass_fp8_gemm: k (" + std::to_string(a.k) +
+                            ") and the xq/w strides must be multiples " + "of 16 bytes, n (" + std::to_string(a.n) +
+                            ") and y's stride multiples of 8 elements (TMA)");
+  }
+  if (!a.check_only && (!aligned16(a.xq) || !aligned16(a.wq) || !aligned16(a.y))) {
+    return invalid_argument("cutlass_fp8_gemm: xq, wq and y must be 16-byte aligned (TMA)");
   }
   if (a.m == 0 && !a.check_only) return Status::ok();
   switch (cutlass_fp8_tile_for(a.m)) {
@@ -63,9 +70,8 @@ Status cutlass_fp8_gemm_check(int m, int n, int k, int64_t xq_stride, int64_t w_
   return validate_and_run(args, nullptr);
 }
 
-Status cutlass_fp8_gemm(const uint8_t* xq, int64_t xq_stride, const float* x_scale, const uint8_t* wq,
-                        int64_t w_stride, const float* w_scale, uint16_t* y, int64_t y_stride, int m, int n, int k,
-                        cudaStream_t stream) {
+Status cutlass_fp8_gemm(const uint8_t* xq, int64_t xq_stride, const float* x_scale, const uint8_t* wq, int64_t w_stride,
+                        const float* w_scale, uint16_t* y, int64_t y_stride, int m, int n, int k, cudaStream_t stream) {
   if (!cutlass_fp8_available()) {
     CROSSPOINT_RETURN_IF_ERROR(cutlass_fp8_gemm_check(m, n, k, xq_stride, w_stride, y_stride));
     return unsupported("cutlass_fp8_gemm: needs a compute capability 9.0 GPU and a build for sm_90a");

@@ -6,6 +6,7 @@
 #include <cuda_runtime.h>
 
 #include <cstdint>
+#include <string>
 
 #include "common/status.h"
 #include "cute/tensor.hpp"
@@ -30,10 +31,12 @@ struct SwappedGemm {
   using WScale = cutlass::epilogue::fusion::Sm90ColBroadcast<0, TileShape, float>;  // one per channel (GEMM row)
   using XScale = cutlass::epilogue::fusion::Sm90RowBroadcast<0, TileShape, float>;  // one per token (GEMM column)
   using TimesXScale = cutlass::epilogue::fusion::Sm90EVT<
-      cutlass::epilogue::fusion::Sm90Compute<cutlass::multiplies, float, float, cutlass::FloatRoundStyle::round_to_nearest>,
+      cutlass::epilogue::fusion::Sm90Compute<cutlass::multiplies, float, float,
+                                             cutlass::FloatRoundStyle::round_to_nearest>,
       XScale, cutlass::epilogue::fusion::Sm90AccFetch>;
   using Fusion = cutlass::epilogue::fusion::Sm90EVT<
-      cutlass::epilogue::fusion::Sm90Compute<cutlass::multiplies, Out, float, cutlass::FloatRoundStyle::round_to_nearest>,
+      cutlass::epilogue::fusion::Sm90Compute<cutlass::multiplies, Out, float,
+                                             cutlass::FloatRoundStyle::round_to_nearest>,
       WScale, TimesXScale>;
   // D[n, m] column-major: channel n contiguous, i.e. y[m][n] row-major.
   using LayoutD = cutlass::layout::ColumnMajor;
@@ -61,20 +64,19 @@ Status run(const Args& a, cudaStream_t stream) {
   typename Kernel::StrideD stride_y{};
   cute::get<1>(stride_y) = a.y_stride;
   cute::get<2>(stride_y) = a.y_stride * (a.m > 0 ? a.m : 1);  // one batch; TMA wants 16-byte multiples anyway
-  typename G::Gemm::Arguments args{
-      cutlass::gemm::GemmUniversalMode::kGemm,
-      {a.n, a.m, a.k, 1},
-      {reinterpret_cast<const typename G::Element*>(a.wq), stride_w, reinterpret_cast<const typename G::Element*>(a.xq),
-       stride_x},
-      {{}, nullptr, stride_y, reinterpret_cast<typename G::Out*>(a.y), stride_y}};
+  typename G::Gemm::Arguments args{cutlass::gemm::GemmUniversalMode::kGemm,
+                                   {a.n, a.m, a.k, 1},
+                                   {reinterpret_cast<const typename G::Element*>(a.wq), stride_w,
+                                    reinterpret_cast<const typename G::Element*>(a.xq), stride_x},
+                                   {{}, nullptr, stride_y, reinterpret_cast<typename G::Out*>(a.y), stride_y}};
   args.epilogue.thread = {{a.w_scale}, {{a.x_scale}, {}, {}}, {}};
   // Sums leave the tensor cores for fp32 registers once per k-block: the fewest promotions the
   // mainloop allows (a whole number of its 32-deep MMAs per k-block).
   args.mainloop.mma_promotion_interval = cute::size<2>(typename G::TileShape{}) / 32;
   typename G::Gemm gemm;
   if (gemm.can_implement(args) != cutlass::Status::kSuccess) {
-    return unsupported("cutlass_fp8_gemm: CUTLASS cannot run m = " + std::to_string(a.m) + ", n = " +
-                       std::to_string(a.n) + ", k = " + std::to_string(a.k) + " (strides or alignment)");
+    return unsupported("cutlass_fp8_gemm: CUTLASS cannot run m = " + std::to_string(a.m) +
+                       ", n = " + std::to_string(a.n) + ", k = " + std::to_string(a.k) + " (strides or alignment)");
   }
   if (a.check_only) return Status::ok();
   if (gemm.initialize(args, nullptr, stream) != cutlass::Status::kSuccess) {

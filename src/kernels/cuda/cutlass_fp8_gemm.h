@@ -10,8 +10,8 @@
 // one CTA's, in one order, whatever the batch.
 //
 // Needs compute capability 9.0 and a binary built for sm_90a (cutlass_fp8_available()); K and
-// the xq / w strides multiples of 16 bytes, N and y's stride multiples of 8 elements, as TMA
-// wants (refused with a Status).
+// the xq / w strides multiples of 16 bytes, N and y's stride multiples of 8 elements, xq, wq
+// and y 16-byte aligned, as TMA wants (refused with a Status).
 #pragma once
 
 #include <cuda_runtime.h>
@@ -38,8 +38,7 @@ Status cutlass_fp8_gemm_check(int m, int n, int k, int64_t xq_stride, int64_t w_
 //   xq [M, K] e4m3 (row stride xq_stride bytes), x_scale [M] fp32 (per token),
 //   wq [N, K] e4m3 (row stride w_stride bytes), w_scale [N] fp32 (per channel),
 //   y [M, N] fp16 (row stride y_stride elements).
-Status cutlass_fp8_gemm(const uint8_t* xq, int64_t xq_stride, const float* x_scale, const uint8_t* wq,
-                        int64_t w_stride, const float* w_scale, uint16_t* y, int64_t y_stride, int m, int n, int k,
-                        cudaStream_t stream);
+Status cutlass_fp8_gemm(const uint8_t* xq, int64_t xq_stride, const float* x_scale, const uint8_t* wq, int64_t w_stride,
+                        const float* w_scale, uint16_t* y, int64_t y_stride, int m, int n, int k, cudaStream_t stream);
 
 }  // namespace crosspoint::cuda

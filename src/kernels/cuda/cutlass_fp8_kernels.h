@@ -13,7 +13,7 @@
 namespace crosspoint::cuda::cutlass_fp8 {
 
 struct Args {
-  const uint8_t* xq;     // [M, K] e4m3, row stride xq_stride bytes
+  const uint8_t* xq;  // [M, K] e4m3, row stride xq_stride bytes
   int64_t xq_stride;
   const float* x_scale;  // [M]
   const uint8_t* wq;     // [N, K] e4m3, row stride w_stride bytes
