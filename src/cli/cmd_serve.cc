@@ -26,7 +26,6 @@
 namespace crosspoint::cli {
 namespace {
 
-
 struct ServeOptions {
   std::string model = "default";
   std::string host = "127.0.0.1";
