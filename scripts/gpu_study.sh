@@ -66,6 +66,7 @@
 # Environment: BUDGET_S, MEMORY_BUDGET (sweep --memory-budget, e.g. 24GB: a smaller GPU's capacity), MAX_NUM_SEQS
 #          (sweep --max-num-seqs), TEST_LIMIT_S, TEST_BINARIES (which test binaries, in order), ATTN_SHAPES, DECODE_VARIANT_ARGS (decode: bench_decode_step again with
 #          these flags, e.g. --tight-attention-bound, into decode_step_variant.json), PROFILE_KERNELS, PROFILE_ROWS, PROFILE_COUNT, PROFILE_S, TEST_KERNELS_FILTER (a gtest filter for test_kernels_cuda), SANITIZE_{MEMCHECK,RACECHECK}_{S,FILTER}, DECODE_MICRO=0,
+#          ATTENTION_MICRO=0 (gemm/decode: bench_gemm without bench_attention),
 #          BENCH_GEMM_ARGS, BENCH_GEMM_S, BENCH_ATTENTION_ARGS, PEER_MIN_LEFT_S, CKPT_DIR.
 # $OUT gets: results.json, run.log, report.md, report.html, study.json, logs.tar.xz (every log,
 # the sweep's cells, servers and figures, the check's JSON).
@@ -549,7 +550,7 @@ if { want decode || want gemm; } && [ "${DECODE_MICRO:-1}" = 1 ] && [ -x "$BUNDL
   rc=$?
   grep -E "^\|" "$WORK/logs/bench_gemm.log" | tail -40 | tee -a "$LOG"
   step bench_gemm $rc $(( $(now) - t )) "bw $BW GB/s"
-  if [ -n "$BW" ] && [ -x "$BUNDLE_DIR/bin/bench_attention" ]; then
+  if [ -n "$BW" ] && [ -x "$BUNDLE_DIR/bin/bench_attention" ] && [ "${ATTENTION_MICRO:-1}" = 1 ]; then
     log "== bench_attention (paged attention and decoder ops alone)"
     t=$(now)
     timeout $(limit 120) "$BUNDLE_DIR/bin/bench_attention" --bw-gbps "$BW" --reps 20 ${BENCH_ATTENTION_ARGS:-} --out "$WORK/bench_attention.json" \

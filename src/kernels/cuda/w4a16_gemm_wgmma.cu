@@ -18,7 +18,8 @@
 // word group of a chunk into 4 k16 A fragments (double-buffered across chunks) and issues the
 // chunk's 4 wgmmas first, then passes the next chunk's cp.async wait and barrier and issues the
 // ring refill while two chunks' wgmmas are in flight, then waits for the older one (wait<1>),
-// so the barrier never stalls the tensor cores. K is split across blocks when the tiles cannot
+// so the barrier never stalls the tensor cores. The k loop is unrolled over one turn of the ring
+// (an even kStages), so every shared-memory offset and descriptor in it is a constant. K is split across blocks when the tiles cannot
 // fill the GPU (w4a16_wgmma_plan), at most 8 ways: the blocks of one tile form a thread-block
 // cluster and add their partial sums through distributed shared memory in rank order, so the
 // result does not depend on which block finishes first.
@@ -47,6 +48,7 @@ using w4a16_internal::cp_async_wait;
 using w4a16_internal::dequant_word;
 using wgmma_internal::cp_async_16_or_zero;
 using wgmma_internal::fence_proxy_async_shared;
+using wgmma_internal::keep_registers_until_here;
 using wgmma_internal::pin_register;
 using wgmma_internal::sw128_kmajor_desc;
 using wgmma_internal::wgmma_commit;
@@ -231,12 +233,21 @@ __global__ void __launch_bounds__(kBlockThreads, kMinBlocksPerSm)
   // registers. Ring: chunk i + kStages - 2 goes into chunk i - 2's slot, free after the barrier
   // of step i because every warpgroup passed its wait<1> of step i - 1 before it. cp.async groups: kStages - 2 from the
   // prologue plus one per step, so chunk i + 1 has landed when at most kStages - 4 are pending.
-  auto step = [&](int i, uint32_t(&a)[4][4]) {
+  // The wgmmas read their A registers until they complete, but the assembler sees them dead
+  // once the wgmma is issued: a real (never executed) use of chunk i - 1's registers after the
+  // wait<1> that completes them keeps it from handing them to chunk i + 1's dequantisation.
+  const uint32_t never = m < 0 ? 1u : 0u;  // always 0 (m >= 1 here), unknown to the compiler
+  auto keep_fragments = [&](uint32_t(&a)[4][4]) {
+#pragma unroll
+    for (int j = 0; j < 4; ++j) keep_registers_until_here(a[j], never, x_tiles_addr);
+  };
+  // Step i of the k loop in ring slot st = i % kStages, with the A registers a (and a_prev, those
+  // of step i - 1).
+  auto step = [&](int i, int st, uint32_t(&a)[4][4], uint32_t(&a_prev)[4][4]) {
     // The warpgroup's channels exist: group_active, recomputed from special registers and
     // kernel parameters; held across the k loop it cost a spill at 128 tokens (every
     // register counts there).
     if (nb0 + 4 * (threadIdx.x / 128) < n / 16) {
-      const int st = i % kStages;
       const uint4 word = weights[st * kBlockNBlocks * 32 + warp * 32 + lane];
       const uint32_t scale_bits = scales[st * kBlockNBlocks * 8 + warp * 8 + lane / 4];
       dequant_chunk(word, scale_bits, a);
@@ -246,19 +257,37 @@ __global__ void __launch_bounds__(kBlockThreads, kMinBlocksPerSm)
       cp_async_wait<kStages - 4>();
       fence_proxy_async_shared();
       __syncthreads();
-      if (i + kStages - 2 < num_chunks) load_stage((i + kStages - 2) % kStages, kc_begin + i + kStages - 2);
+      if (i + kStages - 2 < num_chunks) load_stage((st + kStages - 2) % kStages, kc_begin + i + kStages - 2);
       cp_async_commit();
     }
     wgmma_wait<1>();
+    keep_fragments(a_prev);
   };
   cp_async_wait<kStages - 3>();  // chunk 0 has landed
   fence_proxy_async_shared();
   __syncthreads();
-  for (int i = 0; i < num_chunks; i += 2) {
-    step(i, a_even);
-    if (i + 1 < num_chunks) step(i + 1, a_odd);
+  if constexpr (kStages % 2 == 0) {
+    // One turn of the ring per iteration: slot u is a constant, and so is which A registers.
+    for (int i0 = 0; i0 < num_chunks; i0 += kStages) {
+#pragma unroll
+      for (int u = 0; u < kStages; ++u) {
+        if (i0 + u >= num_chunks) break;
+        if (u % 2 == 0) {
+          step(i0 + u, u, a_even, a_odd);
+        } else {
+          step(i0 + u, u, a_odd, a_even);
+        }
+      }
+    }
+  } else {
+    for (int i = 0; i < num_chunks; i += 2) {
+      step(i, i % kStages, a_even, a_odd);
+      if (i + 1 < num_chunks) step(i + 1, (i + 1) % kStages, a_odd, a_even);
+    }
   }
   wgmma_wait<0>();
+  keep_fragments(a_even);
+  keep_fragments(a_odd);
 #pragma unroll
   for (int i = 0; i < kTokens / 2; ++i) pin_register(acc[i]);
   cp_async_wait<0>();
@@ -467,17 +496,17 @@ Status w4a16_gemm_wgmma(const uint16_t* x, int64_t x_stride, const uint32_t* pac
                        std::to_string(d.major) + "." + std::to_string(d.minor));
   }
   if (m <= 0) return Status::ok();
-  // Stages: as deep as the blocks per SM (set by the registers: kTokens / 2 accumulators a
-  // thread) leave shared memory for.
+  // Stages and blocks per SM as measured best on the H200 (docs/cuda-log.md): a deeper ring at
+  // two blocks per SM rather than a shallower one at three.
   switch (w4a16_wgmma_token_tile(m)) {
     case 16:
-      return launch_wgmma<16, 8, 3>(x, x_stride, packed_weight, packed_scales, y, y_stride, m, n, k, group_size,
-                                    options, stream);
+      return launch_wgmma<16, 12, 2>(x, x_stride, packed_weight, packed_scales, y, y_stride, m, n, k, group_size,
+                                     options, stream);
     case 32:
-      return launch_wgmma<32, 8, 3>(x, x_stride, packed_weight, packed_scales, y, y_stride, m, n, k, group_size,
-                                    options, stream);
+      return launch_wgmma<32, 12, 2>(x, x_stride, packed_weight, packed_scales, y, y_stride, m, n, k, group_size,
+                                     options, stream);
     case 64:
-      return launch_wgmma<64, 6, 2>(x, x_stride, packed_weight, packed_scales, y, y_stride, m, n, k, group_size,
+      return launch_wgmma<64, 8, 2>(x, x_stride, packed_weight, packed_scales, y, y_stride, m, n, k, group_size,
                                     options, stream);
     case 128:
       return launch_wgmma<128, 5, 2>(x, x_stride, packed_weight, packed_scales, y, y_stride, m, n, k, group_size,

@@ -36,6 +36,17 @@ __device__ __forceinline__ void wgmma_wait() {
 // compiler moves no access to it across a wgmma fence or wait (it sees a read and a write).
 __device__ __forceinline__ void pin_register(float& r) { asm volatile("" : "+f"(r)::"memory"); }
 __device__ __forceinline__ void pin_register(uint32_t& r) { asm volatile("" : "+r"(r)::"memory"); }
+// A real use of four registers that the assembler cannot drop: a shared-memory store that runs
+// only when `never` is nonzero (callers pass a value that is always 0 but unknown at compile
+// time). Keeps the registers of an in-flight wgmma's A operand from being reused before the
+// point of this call: ptxas does not treat them as live until the wgmma completes, and
+// register-only pins (pin_register) do not reach it.
+__device__ __forceinline__ void keep_registers_until_here(const uint32_t (&r)[4], uint32_t never, uint32_t smem_addr) {
+  asm volatile(
+      "{\n.reg .pred p;\nsetp.ne.b32 p, %4, 0;\n@p st.shared.v4.b32 [%5], {%0, %1, %2, %3};\n}\n" ::"r"(r[0]),
+      "r"(r[1]), "r"(r[2]), "r"(r[3]), "r"(never), "r"(smem_addr)
+      : "memory");
+}
 
 // Makes this thread's generic-proxy writes to shared memory (cp.async included) visible to
 // the async proxy, through which wgmma reads its shared-memory operand.
