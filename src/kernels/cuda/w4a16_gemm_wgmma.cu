@@ -19,10 +19,10 @@
 // chunk's 4 wgmmas first, then passes the next chunk's cp.async wait and barrier and issues the
 // ring refill while two chunks' wgmmas are in flight, then waits for the older one (wait<1>),
 // so the barrier never stalls the tensor cores. The k loop is unrolled over one turn of the ring
-// (an even kStages), so every shared-memory offset and descriptor in it is a constant. K is split across blocks when the tiles cannot
-// fill the GPU (w4a16_wgmma_plan), at most 8 ways: the blocks of one tile form a thread-block
-// cluster and add their partial sums through distributed shared memory in rank order, so the
-// result does not depend on which block finishes first.
+// (an even kStages), so every shared-memory offset and descriptor in it is a constant. K is split
+// across blocks when the tiles cannot fill the GPU (w4a16_wgmma_plan), at most 8 ways: the blocks
+// of one tile form a thread-block cluster and add their partial sums through distributed shared
+// memory in rank order, so the result does not depend on which block finishes first.
 #include <cooperative_groups.h>
 #include <cuda_fp16.h>
 

@@ -42,10 +42,9 @@ __device__ __forceinline__ void pin_register(uint32_t& r) { asm volatile("" : "+
 // point of this call: ptxas does not treat them as live until the wgmma completes, and
 // register-only pins (pin_register) do not reach it.
 __device__ __forceinline__ void keep_registers_until_here(const uint32_t (&r)[4], uint32_t never, uint32_t smem_addr) {
-  asm volatile(
-      "{\n.reg .pred p;\nsetp.ne.b32 p, %4, 0;\n@p st.shared.v4.b32 [%5], {%0, %1, %2, %3};\n}\n" ::"r"(r[0]),
-      "r"(r[1]), "r"(r[2]), "r"(r[3]), "r"(never), "r"(smem_addr)
-      : "memory");
+  asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %4, 0;\n@p st.shared.v4.b32 [%5], {%0, %1, %2, %3};\n}\n" ::"r"(r[0]),
+               "r"(r[1]), "r"(r[2]), "r"(r[3]), "r"(never), "r"(smem_addr)
+               : "memory");
 }
 
 // Makes this thread's generic-proxy writes to shared memory (cp.async included) visible to
