@@ -29,20 +29,25 @@ export PATH="$VENV/bin:$PATH"
 
 if [ "$quick" = 1 ]; then
   [ -f build/build.ninja ] || scripts/setup.sh
-  # A test binary is stale when building it would relink it: its code or a library's changed.
+  # The stale test binaries are those the incremental build relinks: their code or a
+  # library's changed. (A dry run cannot tell: with CMake's globs it stops at "Re-running CMake".)
   mapfile -t binaries < <(ninja -C build -t targets all | sed -n 's/^\(tests\/[A-Za-z0-9_/]*test_[A-Za-z0-9_]*\): CXX_EXECUTABLE_LINKER.*/\1/p' | sort -u)
+  declare -A before
+  targets=()
+  for binary in "${binaries[@]}"; do
+    before[$binary]=$(stat -c %y "build/$binary" 2>/dev/null || echo missing)
+    targets+=("$(basename "$binary")")
+  done
+  cmake --build build -j "$JOBS" --target crosspoint "${targets[@]}" || die "build failed"
   stale=()
   for binary in "${binaries[@]}"; do
-    ninja -C build -n "$binary" | grep -q 'Linking' && stale+=("$binary")
+    if [ "$(stat -c %y "build/$binary" 2>/dev/null || echo missing)" != "${before[$binary]}" ]; then stale+=("$binary"); fi
   done
   if [ ${#stale[@]} -eq 0 ]; then
     log "quick: every test binary is up to date with the sources; nothing to run (scripts/test.sh runs everything)"
     exit 0
   fi
-  log "quick: rebuilding and running ${stale[*]}"
-  targets=()
-  for binary in "${stale[@]}"; do targets+=("$(basename "$binary")"); done
-  cmake --build build -j "$JOBS" --target crosspoint "${targets[@]}" || die "build failed"
+  log "quick: running the relinked ${stale[*]}"
   for binary in "${stale[@]}"; do
     log "  build/$binary"
     "build/$binary" --gtest_brief=1 || die "build/$binary failed"
