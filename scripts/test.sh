@@ -32,16 +32,17 @@ if [ "$quick" = 1 ]; then
   # The stale test binaries are those the incremental build relinks: their code or a
   # library's changed. (A dry run cannot tell: with CMake's globs it stops at "Re-running CMake".)
   mapfile -t binaries < <(ninja -C build -t targets all | sed -n 's/^\(tests\/[A-Za-z0-9_/]*test_[A-Za-z0-9_]*\): CXX_EXECUTABLE_LINKER.*/\1/p' | sort -u)
+  link_time() { stat -c %y "build/$1" 2>/dev/null || echo missing; }
   declare -A before
   targets=()
   for binary in "${binaries[@]}"; do
-    before[$binary]=$(stat -c %y "build/$binary" 2>/dev/null || echo missing)
+    before[$binary]=$(link_time "$binary")
     targets+=("$(basename "$binary")")
   done
   cmake --build build -j "$JOBS" --target crosspoint "${targets[@]}" || die "build failed"
   stale=()
   for binary in "${binaries[@]}"; do
-    if [ "$(stat -c %y "build/$binary" 2>/dev/null || echo missing)" != "${before[$binary]}" ]; then stale+=("$binary"); fi
+    if [ "$(link_time "$binary")" != "${before[$binary]}" ]; then stale+=("$binary"); fi
   done
   if [ ${#stale[@]} -eq 0 ]; then
     log "quick: every test binary is up to date with the sources; nothing to run (scripts/test.sh runs everything)"
