@@ -73,9 +73,10 @@ struct Options {
   int32_t eager_reps = 20;
   int32_t prefill_reps = 5;
   bool tight_attention_bound = false;
-  bool deterministic = false;  // the batch-invariant kernels of serve --deterministic
-  bool profile_step = false;   // one eager step per batch between cudaProfilerStart and Stop (for ncu)
-  std::string tables_from;     // print the tables of this results JSON and exit (no GPU needed)
+  bool deterministic = false;      // the batch-invariant kernels of serve --deterministic
+  bool fp8_input_unfused = false;  // W8A8 linears quantise their own input (CudaModelOptions::fuse_fp8_input)
+  bool profile_step = false;       // one eager step per batch between cudaProfilerStart and Stop (for ncu)
+  std::string tables_from;         // print the tables of this results JSON and exit (no GPU needed)
 };
 
 struct TimingStats {
@@ -300,6 +301,7 @@ Result<json> bench_model(const std::string& dir, const Options& o, const Ceiling
   mo.num_kv_blocks =
       std::max<int64_t>(int64_t{max_batch} * decode_blocks, (o.prefill_tokens + mo.block_size - 1) / mo.block_size);
   mo.batch_invariant = o.deterministic;
+  mo.fuse_fp8_input = !o.fp8_input_unfused;
   Stopwatch create_timer;
   CROSSPOINT_ASSIGN_OR_RETURN(std::unique_ptr<cuda::CudaModel> gpu, cuda::CudaModel::create(*model, mo));
   const double create_s = create_timer.elapsed_seconds();
@@ -490,6 +492,9 @@ int run(int argc, char** argv) {
   app.add_option("--eager-reps", o.eager_reps, "timed eager decode steps per batch");
   app.add_option("--prefill-reps", o.prefill_reps, "timed prefill steps");
   app.add_flag("--deterministic", o.deterministic, "the batch-invariant kernels of serve --deterministic");
+  app.add_flag("--fp8-input-unfused", o.fp8_input_unfused,
+               "W8A8 linears quantise their input in a launch of their own, as before the norms and silu_mul "
+               "wrote it quantised (the fusion's side-by-side baseline)");
   app.add_flag("--profile-step", o.profile_step,
                "run one more eager decode step per batch between cudaProfilerStart/Stop, for "
                "ncu --profile-from-start off (scripts/gpu/kernel_breakdown.py reads its CSV)");
@@ -558,14 +563,16 @@ int run(int argc, char** argv) {
         {"eager_reps", o.eager_reps},
         {"prefill_reps", o.prefill_reps},
         {"tight_attention_bound", o.tight_attention_bound},
-        {"deterministic", o.deterministic}}},
+        {"deterministic", o.deterministic},
+        {"fp8_input_unfused", o.fp8_input_unfused}}},
       {"method",
        {{"graph", "forward + greedy argmax captured once, median/p10/p90 of timed replays after 3 warm-up replays"},
         {"eager", "the same launches from the host, inputs already on the device"},
         {"breakdown",
          "one profiled eager step with a cudaEvent after every op (eager with events): 'eager' as "
-         "launched, 'queued' with the stream held until the step was enqueued; W8A8 linears include "
-         "their fp8 activation quantisation, act-order W4A16 linears their column permutation"},
+         "launched, 'queued' with the stream held until the step was enqueued; a W8A8 linear includes "
+         "its fp8 activation quantisation unless the norm or silu_mul before it wrote its input quantised "
+         "(then that op includes it), act-order W4A16 linears their column permutation"},
         {"kv_cache", "zeros as allocated, except the slots the timed steps write"},
         {"decode_bytes", "weights once + B x (context + 1) x K/V bytes per token + B embedding rows"},
         {"prefill_flops", "T x linear FLOPs + one lm_head row + causal attention T(T+1)/2 x per-pair FLOPs"}}},

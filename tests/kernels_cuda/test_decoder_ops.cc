@@ -17,6 +17,7 @@
 
 #include "common/dtype.h"
 #include "kernels/cuda/decoder_ops.h"
+#include "kernels/cuda/fp8_quant.h"
 #include "kernels/fp8.h"
 #include "kernels_cuda/reference.h"
 
@@ -42,6 +43,11 @@ TEST(DecoderOpsArgs, BadShapesAndNullPointersAreStatusErrors) {
   EXPECT_EQ(add_rms_norm(pf, nullptr, 0, nullptr, 1e-6f, p16, 8, 1, 8, nullptr).code(), StatusCode::kInvalidArgument);
   EXPECT_EQ(silu_mul(p16, 15, p16, 8, 1, 8, nullptr).code(), StatusCode::kInvalidArgument);
   EXPECT_EQ(silu_mul(nullptr, 16, p16, 8, 1, 8, nullptr).code(), StatusCode::kInvalidArgument);
+  uint8_t* p8 = reinterpret_cast<uint8_t*>(16);
+  EXPECT_EQ(add_rms_norm(pf, nullptr, 0, p16, 1e-6f, p16, 8, 1, 8, nullptr, Fp8Rows{p8, 8, nullptr}).code(),
+            StatusCode::kInvalidArgument);  // fp8 rows without scales
+  EXPECT_EQ(silu_mul(p16, 16, p16, 8, 1, 8, nullptr, Fp8Rows{p8, 7, pf}).code(),
+            StatusCode::kInvalidArgument);  // fp8 rows shorter than I
   EXPECT_EQ(gather_rows(p16, 3, pi, p16, 1, 4, nullptr).code(), StatusCode::kInvalidArgument);
   EXPECT_EQ(argmax_rows(p16, 9, pi, 1, 10, nullptr).code(), StatusCode::kInvalidArgument);
   EXPECT_EQ(argmax_rows(nullptr, 10, pi, 1, 10, nullptr).code(), StatusCode::kInvalidArgument);
@@ -376,6 +382,95 @@ TEST(SiluMul, MatchesReference) {
           ASSERT_LE(std::fabs(y - want), kUlp16 * std::fabs(want) + 1e-6) << "I=" << inter << " t=" << t << " i=" << i;
         }
         for (int64_t i = inter; i < out_stride; ++i) ASSERT_EQ(got[static_cast<size_t>(t) * out_stride + i], 0xFFFF);
+      }
+    }
+  }
+}
+
+// ---- Fp8Rows: the row ops quantising their output for a W8A8 linear ---------------------------
+
+// The e4m3 rows and scales an op wrote through Fp8Rows, and fp8_quantize_per_token's of the
+// fp16 rows the same op wrote without them: must be the same bits.
+void expect_same_fp8_rows(const DeviceBuffer<uint8_t>& fused_q, const DeviceBuffer<float>& fused_scale,
+                          const DeviceBuffer<uint16_t>& plain_out, int64_t out_stride, int t_count, int width,
+                          int64_t q_stride, const std::string& what) {
+  DeviceBuffer<uint8_t> want_q(static_cast<size_t>(t_count) * q_stride);
+  DeviceBuffer<float> want_scale(t_count);
+  want_q.poison();
+  ASSERT_TRUE(fp8_quantize_per_token(plain_out.get(), out_stride, want_q.get(), q_stride, want_scale.get(), t_count,
+                                     width, nullptr)
+                  .is_ok());
+  const auto got_q = fused_q.download(), ref_q = want_q.download();
+  const auto got_s = fused_scale.download(), ref_s = want_scale.download();
+  for (int t = 0; t < t_count; ++t) {
+    ASSERT_EQ(got_s[t], ref_s[t]) << what << " t=" << t;
+    ASSERT_GT(got_s[t], 0.f) << what << " t=" << t;
+    for (int i = 0; i < width; ++i)
+      ASSERT_EQ(got_q[static_cast<size_t>(t) * q_stride + i], ref_q[static_cast<size_t>(t) * q_stride + i])
+          << what << " t=" << t << " i=" << i;
+    for (int64_t i = width; i < q_stride; ++i)  // the stride gap stays untouched
+      ASSERT_EQ(got_q[static_cast<size_t>(t) * q_stride + i], 0xFF) << what << " t=" << t;
+  }
+}
+
+TEST(AddRmsNormFp8Rows, SameBitsAsQuantisingTheOutput) {
+  CROSSPOINT_SKIP_WITHOUT_GPU();
+  std::mt19937 rng(106);
+  std::uniform_real_distribution<float> unit(-2.f, 2.f);
+  // 3584 and 8192 quantise inside the register kernels (4 and 8 vectors a thread); 7 (scalar),
+  // 12288 (vector loop) and an odd q_stride take the separate quantisation launch.
+  for (int d : {7, 100, 3584, 8192, 12288}) {
+    for (int64_t q_pad : {4, 3}) {
+      for (int t_count : {1, 5}) {
+        const int64_t out_stride = d + (d % 4 == 0 ? 8 : 3), q_stride = d + q_pad;
+        std::vector<float> residual(static_cast<size_t>(t_count) * d);
+        for (auto& v : residual) v = unit(rng);
+        const auto delta = testing::random_f16(rng, static_cast<size_t>(t_count) * d, -1.f, 1.f);
+        const auto weight = testing::random_f16(rng, d, 0.5f, 1.5f);
+        DeviceBuffer<float> residual_fused(residual), residual_plain(residual), scale(t_count);
+        DeviceBuffer<uint16_t> delta_dev(delta), weight_dev(weight);
+        DeviceBuffer<uint16_t> out_fused(static_cast<size_t>(t_count) * out_stride),
+            out_plain(static_cast<size_t>(t_count) * out_stride);
+        DeviceBuffer<uint8_t> q(static_cast<size_t>(t_count) * q_stride);
+        q.poison();
+        ASSERT_TRUE(add_rms_norm(residual_fused.get(), delta_dev.get(), d, weight_dev.get(), 1e-6f, out_fused.get(),
+                                 out_stride, t_count, d, nullptr, Fp8Rows{q.get(), q_stride, scale.get()})
+                        .is_ok());
+        ASSERT_TRUE(add_rms_norm(residual_plain.get(), delta_dev.get(), d, weight_dev.get(), 1e-6f, out_plain.get(),
+                                 out_stride, t_count, d, nullptr)
+                        .is_ok());
+        const std::string what = "d=" + std::to_string(d) + " q_stride=" + std::to_string(q_stride);
+        ASSERT_EQ(out_fused.download(), out_plain.download()) << what;  // the fp16 output is unchanged
+        ASSERT_EQ(residual_fused.download(), residual_plain.download()) << what;
+        expect_same_fp8_rows(q, scale, out_plain, out_stride, t_count, d, q_stride, what);
+      }
+    }
+  }
+}
+
+TEST(SiluMulFp8Rows, SameBitsAsQuantisingTheOutput) {
+  CROSSPOINT_SKIP_WITHOUT_GPU();
+  std::mt19937 rng(107);
+  // On Hopper 16 (most blocks of the row's cluster without a vector), 1000, 18944 (Qwen2.5-7B)
+  // and 24576 quantise in the row's cluster; 7 (scalar), 40000 (wider than a cluster holds) and
+  // an odd q_stride take silu_mul and then the quantisation launch.
+  for (int inter : {7, 16, 1000, 18944, 24576, 40000}) {
+    for (int64_t q_pad : {8, 3}) {
+      for (int t_count : {1, 3}) {
+        const int64_t in_stride = 2 * inter + (inter % 8 == 0 ? 8 : 1);
+        const int64_t out_stride = inter + (inter % 8 == 0 ? 16 : 3), q_stride = inter + q_pad;
+        const auto gate_up = testing::random_f16(rng, static_cast<size_t>(t_count) * in_stride, -8.f, 8.f);
+        DeviceBuffer<uint16_t> in(gate_up), out_fused(static_cast<size_t>(t_count) * out_stride),
+            out_plain(static_cast<size_t>(t_count) * out_stride);
+        DeviceBuffer<uint8_t> q(static_cast<size_t>(t_count) * q_stride);
+        DeviceBuffer<float> scale(t_count);
+        q.poison();
+        ASSERT_TRUE(silu_mul(in.get(), in_stride, out_fused.get(), out_stride, t_count, inter, nullptr,
+                             Fp8Rows{q.get(), q_stride, scale.get()})
+                        .is_ok());
+        ASSERT_TRUE(silu_mul(in.get(), in_stride, out_plain.get(), out_stride, t_count, inter, nullptr).is_ok());
+        expect_same_fp8_rows(q, scale, out_plain, out_stride, t_count, inter, q_stride,
+                             "I=" + std::to_string(inter) + " q_stride=" + std::to_string(q_stride));
       }
     }
   }

@@ -29,6 +29,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <cstdio>
 #include <string>
 
@@ -193,6 +194,43 @@ TEST_P(CudaModelVsCpuTest, OneTokenMatchesTheCpuInTheGpuDtypeFlow) {
     compare_rows(cpu_logits, gpu_logits, V, tol, "token " + std::to_string(token), &worst);
     std::printf("[ logits   ] %s one token %d: worst max |gpu - cpu| %.5f of the logit scale\n",
                 cuda_testing::precision_name(GetParam()), token, worst);
+  }
+}
+
+// The norms and silu_mul writing a W8A8 linear's input already quantised (fuse_fp8_input) give
+// the logits of the linears quantising it themselves, bit for bit, at prefill, decode and in
+// batch-invariant slabs (other precisions: the same path either way).
+TEST_P(CudaModelVsCpuTest, FusedFp8InputGivesTheSameLogitsBitForBit) {
+  SKIP_WITHOUT_GPU();
+  auto cpu = load_tiny_model(GetParam(), /*fp16_activations=*/false);
+  ASSERT_NE(cpu, nullptr);
+  for (bool batch_invariant : {false, true}) {
+    cuda::CudaModelOptions options;
+    options.max_num_tokens = 96;
+    options.max_num_seqs = 4;
+    options.max_num_logits = 64;
+    options.max_model_len = 128;
+    options.num_kv_blocks = 32;
+    options.batch_invariant = batch_invariant;
+    auto fused = cuda::CudaModel::create(*cpu, options);
+    options.fuse_fp8_input = false;
+    auto unfused = cuda::CudaModel::create(*cpu, options);
+    ASSERT_TRUE(fused.is_ok() && unfused.is_ok());
+    testing::BatchBuilder builder(2, 8, 16);
+    const int32_t V = cpu->vocab_size();
+    std::vector<int32_t> prompt0, prompt1;
+    for (int32_t i = 0; i < 37; ++i) prompt0.push_back((i * 31 + 5) % V);
+    for (int32_t i = 0; i < 5; ++i) prompt1.push_back((i * 17 + 9) % V);
+    std::vector<std::vector<testing::SeqChunk>> steps = {{{0, prompt0}, {1, prompt1}}};
+    for (int32_t d = 0; d < 3; ++d) steps.push_back({{0, {(d * 7 + 1) % V}}, {1, {(d * 11 + 2) % V}}});
+    for (size_t i = 0; i < steps.size(); ++i) {
+      const ForwardBatch batch = builder.build(steps[i], /*all_logits=*/i == 0);
+      std::vector<float> a(batch.logits_token_idx.size() * V, NAN), b(a.size(), NAN);
+      ASSERT_TRUE((*fused)->forward_host(batch, a.data()).is_ok());
+      ASSERT_TRUE((*unfused)->forward_host(batch, b.data()).is_ok());
+      ASSERT_EQ(0, std::memcmp(a.data(), b.data(), a.size() * sizeof(float)))
+          << cuda_testing::precision_name(GetParam()) << " step " << i << " batch_invariant " << batch_invariant;
+    }
   }
 }
 

@@ -1,6 +1,7 @@
 // The element-wise and row-wise decoder steps of decoder_ops.h. All math in fp32, fp16 in and
 // out. Row kernels take 16-byte vectors when every row, stride and pointer allows it, else a
 // scalar twin of the same kernel (a template flag), so odd widths stay correct.
+#include <cooperative_groups.h>
 #include <cuda_fp16.h>
 #include <cuda_fp8.h>
 
@@ -12,8 +13,11 @@
 #include <string>
 
 #include "kernels/cuda/cuda_status.h"
-#include "kernels/cuda/programmatic_launch.cuh"
 #include "kernels/cuda/decoder_ops.h"
+#include "kernels/cuda/device_info.h"
+#include "kernels/cuda/fp8_quant.h"
+#include "kernels/cuda/fp8_row_quant.cuh"
+#include "kernels/cuda/programmatic_launch.cuh"
 
 namespace crosspoint::cuda {
 namespace {
@@ -142,11 +146,12 @@ __global__ void __launch_bounds__(kRowThreads)
 // it; then residual and delta) and keeps the row in registers, so a row costs one
 // memory round trip, the block sum and the stores, where the loop kernel above pays a round
 // trip per iteration of each pass. Same per-thread summation order, hence the same bits.
-template <int kVecPerThread>
+// kFp8: the fp16 row, still in registers, is also quantised to fp8 (Fp8Rows).
+template <int kVecPerThread, bool kFp8>
 __global__ void __launch_bounds__(kRowThreads)
     add_rms_norm_registers_kernel(float* __restrict__ residual, const uint16_t* __restrict__ delta,
                                   int64_t delta_stride, const uint16_t* __restrict__ weight, float eps,
-                                  uint16_t* __restrict__ out, int64_t out_stride, int hidden_size) {
+                                  uint16_t* __restrict__ out, int64_t out_stride, int hidden_size, Fp8Rows fp8) {
   const int num_vec = hidden_size / 4;  // float4 residual / 8-byte fp16 vectors per row
   uint2 w[kVecPerThread];               // weight[4 i .. 4 i + 3] fp16
 #pragma unroll
@@ -184,6 +189,8 @@ __global__ void __launch_bounds__(kRowThreads)
     sum_sq += r[j].x * r[j].x + r[j].y * r[j].y + r[j].z * r[j].z + r[j].w * r[j].w;
   }
   const float inv_rms = rsqrtf(block_sum(sum_sq) / static_cast<float>(hidden_size) + eps);
+  uint2 packed[kVecPerThread];  // the fp16 output
+  float amax = 0.f;
 #pragma unroll
   for (int j = 0; j < kVecPerThread; ++j) {
     const int i = threadIdx.x + j * kRowThreads;
@@ -192,10 +199,20 @@ __global__ void __launch_bounds__(kRowThreads)
     const float2 whi = __half22float2(*reinterpret_cast<const __half2*>(&w[j].y));
     const __half2 lo = __floats2half2_rn(r[j].x * inv_rms * wlo.x, r[j].y * inv_rms * wlo.y);
     const __half2 hi = __floats2half2_rn(r[j].z * inv_rms * whi.x, r[j].w * inv_rms * whi.y);
-    uint2 packed;
-    packed.x = *reinterpret_cast<const uint32_t*>(&lo);
-    packed.y = *reinterpret_cast<const uint32_t*>(&hi);
-    o4[i] = packed;
+    packed[j].x = *reinterpret_cast<const uint32_t*>(&lo);
+    packed[j].y = *reinterpret_cast<const uint32_t*>(&hi);
+    o4[i] = packed[j];
+    if constexpr (kFp8) amax = fp8_amax4(packed[j], amax);
+  }
+  if constexpr (kFp8) {
+    const float s = fp8_block_row_scale<kRowThreads>(amax, fp8.scale + t);
+    uint32_t* q4 = reinterpret_cast<uint32_t*>(fp8.q + t * fp8.q_stride);
+#pragma unroll
+    for (int j = 0; j < kVecPerThread; ++j) {
+      const int i = threadIdx.x + j * kRowThreads;
+      if (i >= num_vec) break;
+      q4[i] = fp8_quantize4(packed[j], s);
+    }
   }
 }
 
@@ -385,6 +402,81 @@ __global__ void __launch_bounds__(kEltThreads)
   }
 }
 
+// silu_mul with the result quantised to fp8 (Fp8Rows) instead of stored, on Hopper: a cluster
+// of kSiluFp8Blocks blocks per row, each holding its slice of the row's fp16 results in
+// registers (16-byte vectors); the blocks' amaxes meet in distributed shared memory, so the row
+// costs one launch and one read of gate_up while its SiLU and conversions spread over 8 SMs (one
+// block per row was 3x slower than silu_mul and a separate quantisation at batch 1).
+constexpr int kSiluFp8Blocks = 8;  // the portable cluster size
+constexpr int kSiluFp8VecPerThread = 2;
+constexpr int kSiluFp8RowMax = kSiluFp8Blocks * kRowThreads * 8 * kSiluFp8VecPerThread;  // 32768 values
+
+__global__ void __launch_bounds__(kRowThreads)
+    silu_mul_fp8_kernel(const uint16_t* __restrict__ gate_up, int64_t in_stride, int intermediate_size, Fp8Rows fp8) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  wait_for_prior_kernels();
+  allow_dependent_launch();
+  cooperative_groups::cluster_group cluster = cooperative_groups::this_cluster();
+  const int rank = static_cast<int>(cluster.block_rank());
+  const int64_t t = blockIdx.y;
+  const uint4* gate = reinterpret_cast<const uint4*>(gate_up + t * in_stride);
+  const uint4* up = reinterpret_cast<const uint4*>(gate_up + t * in_stride + intermediate_size);
+  const int num_vec = intermediate_size / 8;
+  const int per_block = (num_vec + kSiluFp8Blocks - 1) / kSiluFp8Blocks;
+  const int first = rank * per_block, last = min(num_vec, first + per_block);
+  uint4 gv[kSiluFp8VecPerThread], uv[kSiluFp8VecPerThread];
+#pragma unroll
+  for (int j = 0; j < kSiluFp8VecPerThread; ++j) {  // every load in flight before the math
+    const int i = first + threadIdx.x + j * kRowThreads;
+    if (i < last) gv[j] = gate[i], uv[j] = up[i];
+  }
+  uint4 result[kSiluFp8VecPerThread];
+  float amax = 0.f;
+#pragma unroll
+  for (int j = 0; j < kSiluFp8VecPerThread; ++j) {
+    const int i = first + threadIdx.x + j * kRowThreads;
+    if (i >= last) break;
+    const __half2* g2 = reinterpret_cast<const __half2*>(&gv[j]);
+    const __half2* u2 = reinterpret_cast<const __half2*>(&uv[j]);
+    __half2* r2 = reinterpret_cast<__half2*>(&result[j]);
+#pragma unroll
+    for (int h = 0; h < 4; ++h) {
+      const float2 g = __half22float2(g2[h]), u = __half22float2(u2[h]);
+      r2[h] = __floats2half2_rn(silu_times(g.x, u.x), silu_times(g.y, u.y));
+    }
+    amax = fp8_amax8(result[j], amax);
+  }
+  // Block amax, then the cluster's: every block reads the others' from their shared memory.
+#pragma unroll
+  for (int offset = 16; offset > 0; offset /= 2) amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, offset));
+  __shared__ float warp_amax[kRowThreads / 32];
+  __shared__ float block_amax;
+  if (threadIdx.x % 32 == 0) warp_amax[threadIdx.x / 32] = amax;
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    float a = 0.f;
+    for (int w = 0; w < kRowThreads / 32; ++w) a = fmaxf(a, warp_amax[w]);
+    block_amax = a;
+  }
+  cluster.sync();
+  float row_amax = 0.f;
+#pragma unroll
+  for (int r = 0; r < kSiluFp8Blocks; ++r) row_amax = fmaxf(row_amax, *cluster.map_shared_rank(&block_amax, r));
+  const float s = fp8_row_scale(row_amax);
+  if (rank == 0 && threadIdx.x == 0) fp8.scale[t] = s;
+  uint2* q = reinterpret_cast<uint2*>(fp8.q + t * fp8.q_stride);
+#pragma unroll
+  for (int j = 0; j < kSiluFp8VecPerThread; ++j) {
+    const int i = first + threadIdx.x + j * kRowThreads;
+    if (i >= last) break;
+    q[i] = fp8_quantize8(result[j], s);
+  }
+  cluster.sync();  // no block leaves while another may still read its block_amax
+#else
+  __trap();  // launched only on compute capability 9.0+
+#endif
+}
+
 // ---- gather_rows ---------------------------------------------------------------------------
 
 template <bool kVec>
@@ -490,7 +582,8 @@ Status embedding_gather(const uint16_t* table, const int32_t* token_ids, float* 
 }
 
 Status add_rms_norm(float* residual, const uint16_t* delta, int64_t delta_stride, const uint16_t* weight, float eps,
-                    uint16_t* out, int64_t out_stride, int num_tokens, int hidden_size, cudaStream_t stream) {
+                    uint16_t* out, int64_t out_stride, int num_tokens, int hidden_size, cudaStream_t stream,
+                    const Fp8Rows& fp8) {
   constexpr const char* op = "add_rms_norm";
   if (num_tokens < 0 || hidden_size <= 0)
     return bad(op,
@@ -501,30 +594,37 @@ Status add_rms_norm(float* residual, const uint16_t* delta, int64_t delta_stride
   if (delta && delta_stride < hidden_size)
     return bad(op, "delta_stride " + std::to_string(delta_stride) + " < hidden_size");
   if (!(eps >= 0.f)) return bad(op, "eps must be >= 0");
+  if (fp8.wanted() && (!fp8.scale || fp8.q_stride < hidden_size))
+    return bad(op, "fp8 rows without scales or too short");
   const bool vec = hidden_size % 4 == 0 && aligned(residual, 16) && aligned(weight, 8) && aligned(out, 8) &&
                    out_stride % 4 == 0 && (!delta || (aligned(delta, 8) && delta_stride % 4 == 0));
+  const bool registers = vec && hidden_size <= 4 * kRowThreads * 8;  // the row fits the register kernel
+  // The register kernel quantises the row it holds when the e4m3 rows take 4-byte stores.
+  const bool fp8_in_kernel = fp8.wanted() && registers && aligned(fp8.q, 4) && fp8.q_stride % 4 == 0;
+  auto launch_registers = [&](auto kernel) {
+    return launch_programmatic(kernel, dim3(num_tokens), dim3(kRowThreads), 0, stream, residual, delta, delta_stride,
+                               weight, eps, out, out_stride, hidden_size, fp8);
+  };
   if (vec && hidden_size <= 4 * kRowThreads * 4) {
-    CROSSPOINT_CUDA_RETURN_IF_ERROR(
-        launch_programmatic(add_rms_norm_registers_kernel<4>, dim3(num_tokens), dim3(kRowThreads), 0, stream, residual,
-                            delta, delta_stride, weight, eps, out, out_stride, hidden_size),
-        "add_rms_norm_registers_kernel launch");
-  } else if (vec && hidden_size <= 4 * kRowThreads * 8) {
-    CROSSPOINT_CUDA_RETURN_IF_ERROR(
-        launch_programmatic(add_rms_norm_registers_kernel<8>, dim3(num_tokens), dim3(kRowThreads), 0, stream, residual,
-                            delta, delta_stride, weight, eps, out, out_stride, hidden_size),
-        "add_rms_norm_registers_kernel launch");
-  } else if (vec) {
-    CROSSPOINT_CUDA_RETURN_IF_ERROR(
-        launch_programmatic(add_rms_norm_kernel<true>, dim3(num_tokens), dim3(kRowThreads), 0, stream, residual, delta,
-                            delta_stride, weight, eps, out, out_stride, hidden_size),
-        "add_rms_norm_kernel launch");
+    CROSSPOINT_CUDA_RETURN_IF_ERROR(fp8_in_kernel ? launch_registers(add_rms_norm_registers_kernel<4, true>)
+                                                  : launch_registers(add_rms_norm_registers_kernel<4, false>),
+                                    "add_rms_norm_registers_kernel launch");
+  } else if (registers) {
+    CROSSPOINT_CUDA_RETURN_IF_ERROR(fp8_in_kernel ? launch_registers(add_rms_norm_registers_kernel<8, true>)
+                                                  : launch_registers(add_rms_norm_registers_kernel<8, false>),
+                                    "add_rms_norm_registers_kernel launch");
   } else {
     CROSSPOINT_CUDA_RETURN_IF_ERROR(
-        launch_programmatic(add_rms_norm_kernel<false>, dim3(num_tokens), dim3(kRowThreads), 0, stream, residual, delta,
-                            delta_stride, weight, eps, out, out_stride, hidden_size),
+        vec ? launch_programmatic(add_rms_norm_kernel<true>, dim3(num_tokens), dim3(kRowThreads), 0, stream, residual,
+                                  delta, delta_stride, weight, eps, out, out_stride, hidden_size)
+            : launch_programmatic(add_rms_norm_kernel<false>, dim3(num_tokens), dim3(kRowThreads), 0, stream, residual,
+                                  delta, delta_stride, weight, eps, out, out_stride, hidden_size),
         "add_rms_norm_kernel launch");
   }
-  return last_launch_status("add_rms_norm launch");
+  CROSSPOINT_RETURN_IF_ERROR(last_launch_status("add_rms_norm launch"));
+  if (fp8.wanted() && !fp8_in_kernel)
+    return fp8_quantize_per_token(out, out_stride, fp8.q, fp8.q_stride, fp8.scale, num_tokens, hidden_size, stream);
+  return Status::ok();
 }
 
 Status rope_kv_write(const RopeKvWriteArgs& a, cudaStream_t stream) {
@@ -577,7 +677,7 @@ Status rope_kv_write(const RopeKvWriteArgs& a, cudaStream_t stream) {
 }
 
 Status silu_mul(const uint16_t* gate_up, int64_t in_stride, uint16_t* out, int64_t out_stride, int num_tokens,
-                int intermediate_size, cudaStream_t stream) {
+                int intermediate_size, cudaStream_t stream, const Fp8Rows& fp8) {
   constexpr const char* op = "silu_mul";
   if (num_tokens < 0 || intermediate_size <= 0)
     return bad(op, "bad shape num_tokens=" + std::to_string(num_tokens) +
@@ -586,8 +686,18 @@ Status silu_mul(const uint16_t* gate_up, int64_t in_stride, uint16_t* out, int64
   if (!gate_up || !out) return bad(op, "null gate_up or out");
   if (in_stride < 2 * static_cast<int64_t>(intermediate_size) || out_stride < intermediate_size)
     return bad(op, "in_stride must be >= 2 I and out_stride >= I");
-  const bool vec = intermediate_size % 8 == 0 && in_stride % 8 == 0 && out_stride % 8 == 0 && aligned(gate_up, 16) &&
-                   aligned(out, 16);
+  if (fp8.wanted() && (!fp8.scale || fp8.q_stride < intermediate_size))
+    return bad(op, "fp8 rows without scales or too short");
+  const bool vec_in = intermediate_size % 8 == 0 && in_stride % 8 == 0 && aligned(gate_up, 16);
+  if (fp8.wanted() && vec_in && intermediate_size <= kSiluFp8RowMax && aligned(fp8.q, 8) && fp8.q_stride % 8 == 0 &&
+      num_tokens <= 65535 && cuda_device_info().major >= 9) {  // rows on grid y
+    CROSSPOINT_CUDA_RETURN_IF_ERROR(
+        launch_programmatic_clusters(silu_mul_fp8_kernel, dim3(kSiluFp8Blocks, num_tokens), dim3(kRowThreads),
+                                     kSiluFp8Blocks, 0, stream, gate_up, in_stride, intermediate_size, fp8),
+        "silu_mul_fp8_kernel launch");
+    return last_launch_status("silu_mul launch");
+  }
+  const bool vec = vec_in && out_stride % 8 == 0 && aligned(out, 16);
   if (vec) {
     const dim3 grid(num_tokens, (intermediate_size / 8 + kEltThreads - 1) / kEltThreads);
     CROSSPOINT_CUDA_RETURN_IF_ERROR(launch_programmatic(silu_mul_kernel<true>, dim3(grid), dim3(kEltThreads), 0, stream,
@@ -599,7 +709,11 @@ Status silu_mul(const uint16_t* gate_up, int64_t in_stride, uint16_t* out, int64
                                                         stream, gate_up, in_stride, out, out_stride, intermediate_size),
                                     "silu_mul_kernel launch");
   }
-  return last_launch_status("silu_mul launch");
+  CROSSPOINT_RETURN_IF_ERROR(last_launch_status("silu_mul launch"));
+  if (fp8.wanted())
+    return fp8_quantize_per_token(out, out_stride, fp8.q, fp8.q_stride, fp8.scale, num_tokens, intermediate_size,
+                                  stream);
+  return Status::ok();
 }
 
 Status gather_rows(const uint16_t* in, int64_t in_stride, const int32_t* rows, uint16_t* out, int num_rows, int width,

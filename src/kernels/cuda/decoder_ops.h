@@ -26,6 +26,17 @@
 
 namespace crosspoint::cuda {
 
+// Where a row step also writes its fp16 output quantised per token to e4m3 for the W8A8 linear
+// that reads it next: fp8_quant.h's formula on the fp16 values, the same bits as
+// fp8_quantize_per_token on the output, without its launch and its second read of the rows.
+//   q [T, d] e4m3 (row stride q_stride bytes)   scale [T] f32
+struct Fp8Rows {
+  uint8_t* q = nullptr;
+  int64_t q_stride = 0;
+  float* scale = nullptr;
+  bool wanted() const { return q != nullptr; }
+};
+
 // residual[t, :] = float(table[token_ids[t], :]).
 //   table      [vocab, d] fp16     token_ids [T] int32 in [0, vocab) (device)
 //   residual   [T, d] f32
@@ -37,9 +48,11 @@ Status embedding_gather(const uint16_t* table, const int32_t* token_ids, float* 
 //   residual [T, d] f32 (in/out)   delta [T, d] fp16 (row stride delta_stride) or nullptr
 //   weight   [d] fp16              out   [T, d] fp16 (row stride out_stride)
 // weight is a model weight: it may be read before the programmatic wait
-// (programmatic_launch.cuh), so no kernel of the same step may write it.
+// (programmatic_launch.cuh), so no kernel of the same step may write it. With fp8 wanted, out
+// is also written to fp8 (Fp8Rows).
 Status add_rms_norm(float* residual, const uint16_t* delta, int64_t delta_stride, const uint16_t* weight, float eps,
-                    uint16_t* out, int64_t out_stride, int num_tokens, int hidden_size, cudaStream_t stream);
+                    uint16_t* out, int64_t out_stride, int num_tokens, int hidden_size, cudaStream_t stream,
+                    const Fp8Rows& fp8 = {});
 
 // Positional and cache step of attention, in one pass over the fused qkv rows:
 //   qkv[t] = [q (H*D) | k (Hkv*D) | v (Hkv*D)] fp16, row stride qkv_stride elements.
@@ -75,8 +88,10 @@ Status rope_kv_write(const RopeKvWriteArgs& args, cudaStream_t stream);
 
 // out[t, i] = silu(gate_up[t, i]) * gate_up[t, I + i], i < I (gate and up fused, gate first).
 //   gate_up [T, 2I] fp16 (row stride in_stride)   out [T, I] fp16 (row stride out_stride)
+// With fp8 wanted the result goes to fp8 (Fp8Rows) and out is only scratch: on Hopper, rows that
+// fit one cluster's registers never reach it, so its contents are unspecified afterwards.
 Status silu_mul(const uint16_t* gate_up, int64_t in_stride, uint16_t* out, int64_t out_stride, int num_tokens,
-                int intermediate_size, cudaStream_t stream);
+                int intermediate_size, cudaStream_t stream, const Fp8Rows& fp8 = {});
 
 // out[r, :] = in[rows[r], :]   in [*, width] fp16 (row stride in_stride), rows [R] int32 device,
 // out [R, width] fp16 dense.

@@ -40,6 +40,28 @@ cudaError_t launch_programmatic(void (*kernel)(KernelArgs...), dim3 grid, dim3 b
   return cudaLaunchKernelEx(&config, kernel, std::forward<Args>(args)...);
 }
 
+// launch_programmatic in thread-block clusters of cluster_size blocks along x (sm_90+; grid.x a
+// multiple of cluster_size).
+template <typename... KernelArgs, typename... Args>
+cudaError_t launch_programmatic_clusters(void (*kernel)(KernelArgs...), dim3 grid, dim3 block, int cluster_size,
+                                         size_t shared_bytes, cudaStream_t stream, Args&&... args) {
+  cudaLaunchAttribute attribute[2];
+  attribute[0].id = cudaLaunchAttributeClusterDimension;
+  attribute[0].val.clusterDim.x = static_cast<unsigned>(cluster_size);
+  attribute[0].val.clusterDim.y = 1;
+  attribute[0].val.clusterDim.z = 1;
+  attribute[1].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  attribute[1].val.programmaticStreamSerializationAllowed = 1;
+  cudaLaunchConfig_t config{};
+  config.gridDim = grid;
+  config.blockDim = block;
+  config.dynamicSmemBytes = shared_bytes;
+  config.stream = stream;
+  config.attrs = attribute;
+  config.numAttrs = programmatic_launch_enabled() ? 2 : 1;
+  return cudaLaunchKernelEx(&config, kernel, std::forward<Args>(args)...);
+}
+
 __device__ __forceinline__ void wait_for_prior_kernels() {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   asm volatile("griddepcontrol.wait;\n" ::: "memory");

@@ -233,4 +233,22 @@ Status run_cuda_linear(const CudaLinear& l, const CudaLinearScratch& s, const ui
   });
 }
 
+bool cuda_linear_takes_fp8_rows(const CudaLinear& l, const CudaLinearScratch& s, const uint16_t* x, int m) {
+  if (l.format != CudaLinearFormat::kFp8 || s.xq == nullptr || m <= 0) return false;
+  const int64_t K = l.in_features;
+  const int rows = s.slab_rows > 0 ? s.slab_rows : m;  // what each launch of run_cuda_linear sees
+  return !fp8_linear_fuses_quantisation(x, K, K, rows, static_cast<int>(K));
+}
+
+Status run_cuda_linear_fp8(const CudaLinear& l, const CudaLinearScratch& s, int m, uint16_t* y, cudaStream_t stream) {
+  if (l.format != CudaLinearFormat::kFp8 || s.xq == nullptr || s.x_scale == nullptr)
+    return internal_error(l.name + ": run_cuda_linear_fp8 on a linear without fp8 scratch");
+  const int64_t K = l.in_features, N = l.out_features;
+  return for_each_row_slab(m, s.slab_rows, [&](int first, int rows) {
+    return fp8_linear(*s.cublas, s.xq + first * K, K, s.x_scale + first, l.weight.as<uint8_t>(), K,
+                      l.weight_scale.as<float>(), y + first * N, N, rows, static_cast<int>(N), static_cast<int>(K),
+                      s.fp8_epilogue, stream);
+  });
+}
+
 }  // namespace crosspoint::cuda

@@ -3,7 +3,8 @@
 //   fp16    weight [N, K] fp16 (f32/bf16 checkpoints converted on the host)
 //   w8a8    weight [N, K] e4m3 + weight_scale [N] f32; activations quantised per token
 //           (fp8_linear_from_fp16: fused into the GEMV at small M, else
-//           fp8_quantize_per_token before fp8_linear)
+//           fp8_quantize_per_token before fp8_linear; or by the step before, which writes
+//           them quantised: run_cuda_linear_fp8)
 //   w4a16   GPTQ int4 re-laid-out by w4a16_repack (weight, scales, and k_perm for
 //           act-order, whose activations go through w4a16_permute_columns first)
 // Outputs are fp16 [M, N]. The optional bias is fp16 [N]; run_cuda_linear does not add it
@@ -89,6 +90,17 @@ Result<W4A16PackedWeight> assemble_fused_gptq(const std::vector<LinearPart>& par
 // scratch.slab_rows > 0 both hold M rounded up to a multiple of it.
 Status run_cuda_linear(const CudaLinear& linear, const CudaLinearScratch& scratch, const uint16_t* x, int m,
                        uint16_t* y, cudaStream_t stream);
+
+// Whether `linear` at m rows of fp16 input x would quantise x per token before its GEMM (a W8A8
+// linear outside the fused GEMV), so that the step producing x may write it already quantised
+// (decoder_ops.h's Fp8Rows into scratch.xq / scratch.x_scale) for run_cuda_linear_fp8.
+bool cuda_linear_takes_fp8_rows(const CudaLinear& linear, const CudaLinearScratch& scratch, const uint16_t* x, int m);
+
+// y[M, N] = x · Wᵀ for a W8A8 linear whose input the step before quantised: scratch.xq [M, K]
+// e4m3 (row stride K) and scratch.x_scale [M]; y as run_cuda_linear. Only where
+// cuda_linear_takes_fp8_rows.
+Status run_cuda_linear_fp8(const CudaLinear& linear, const CudaLinearScratch& scratch, int m, uint16_t* y,
+                           cudaStream_t stream);
 
 // n elements of f32/f16/bf16 data as fp16 bits, converted on the host (threaded).
 std::vector<uint16_t> to_fp16(const void* data, DType dtype, int64_t n);

@@ -344,11 +344,23 @@ Status CudaModel::run_layer(int32_t layer_idx, const CudaForwardBatch& b) {
   uint16_t* x = x_.as<uint16_t>();
   uint16_t* delta = delta_.as<uint16_t>();
 
+  // A W8A8 linear's input, quantised by the step that writes it (none: the linear quantises it).
+  auto fp8_input = [&](const CudaLinear& next, const uint16_t* input) {
+    return options_.fuse_fp8_input && cuda_linear_takes_fp8_rows(next, scratch_, input, T)
+               ? Fp8Rows{scratch_.xq, next.in_features, scratch_.x_scale}
+               : Fp8Rows{};
+  };
+  auto linear = [&](const CudaLinear& lin, const Fp8Rows& fp8, const uint16_t* input, uint16_t* out) {
+    return fp8.wanted() ? run_cuda_linear_fp8(lin, scratch_, T, out, stream_)
+                        : run_cuda_linear(lin, scratch_, input, T, out, stream_);
+  };
+
   // The previous layer's down_proj output joins the residual here (none before layer 0).
+  const Fp8Rows qkv_fp8 = fp8_input(l.qkv, x);
   CROSSPOINT_RETURN_IF_ERROR(add_rms_norm(residual_.as<float>(), layer_idx == 0 ? nullptr : delta, d,
-                                          l.input_norm.as<uint16_t>(), eps, x, d, T, d, stream_));
+                                          l.input_norm.as<uint16_t>(), eps, x, d, T, d, stream_, qkv_fp8));
   mark(StepOp::kInputNorm);
-  CROSSPOINT_RETURN_IF_ERROR(run_cuda_linear(l.qkv, scratch_, x, T, qkv_.as<uint16_t>(), stream_));
+  CROSSPOINT_RETURN_IF_ERROR(linear(l.qkv, qkv_fp8, x, qkv_.as<uint16_t>()));
   mark(StepOp::kQkvProj);
   if (!l.q_norm.empty())  // Qwen3; profiled as part of rope_kv_write
     CROSSPOINT_RETURN_IF_ERROR(qk_head_rms_norm(qkv_.as<uint16_t>(), qkv_width, T, H, Hkv, D, l.q_norm.as<uint16_t>(),
@@ -415,14 +427,16 @@ Status CudaModel::run_layer(int32_t layer_idx, const CudaForwardBatch& b) {
 
   CROSSPOINT_RETURN_IF_ERROR(run_cuda_linear(l.o_proj, scratch_, attn_.as<uint16_t>(), T, delta, stream_));
   mark(StepOp::kOProj);
-  CROSSPOINT_RETURN_IF_ERROR(
-      add_rms_norm(residual_.as<float>(), delta, d, l.post_attention_norm.as<uint16_t>(), eps, x, d, T, d, stream_));
+  const Fp8Rows gate_up_fp8 = fp8_input(l.gate_up, x);
+  CROSSPOINT_RETURN_IF_ERROR(add_rms_norm(residual_.as<float>(), delta, d, l.post_attention_norm.as<uint16_t>(), eps, x,
+                                          d, T, d, stream_, gate_up_fp8));
   mark(StepOp::kPostAttentionNorm);
-  CROSSPOINT_RETURN_IF_ERROR(run_cuda_linear(l.gate_up, scratch_, x, T, gate_up_.as<uint16_t>(), stream_));
+  CROSSPOINT_RETURN_IF_ERROR(linear(l.gate_up, gate_up_fp8, x, gate_up_.as<uint16_t>()));
   mark(StepOp::kGateUpProj);
-  CROSSPOINT_RETURN_IF_ERROR(silu_mul(gate_up_.as<uint16_t>(), 2 * I, act_.as<uint16_t>(), I, T, I, stream_));
+  const Fp8Rows down_fp8 = fp8_input(l.down_proj, act_.as<uint16_t>());
+  CROSSPOINT_RETURN_IF_ERROR(silu_mul(gate_up_.as<uint16_t>(), 2 * I, act_.as<uint16_t>(), I, T, I, stream_, down_fp8));
   mark(StepOp::kSiluMul);
-  CROSSPOINT_RETURN_IF_ERROR(run_cuda_linear(l.down_proj, scratch_, act_.as<uint16_t>(), T, delta, stream_));
+  CROSSPOINT_RETURN_IF_ERROR(linear(l.down_proj, down_fp8, act_.as<uint16_t>(), delta));
   mark(StepOp::kDownProj);
   return Status::ok();
 }

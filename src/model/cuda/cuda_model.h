@@ -47,6 +47,10 @@ struct CudaModelOptions {
   // --kv-cache-dtype fp8: e4m3 K/V (half the bytes per token) with each layer's k_scale /
   // v_scale from the checkpoint (DecoderLayerWeights), else fp16.
   bool kv_fp8 = false;
+  // W8A8-FP8 linears after a norm or silu_mul take their input quantised by that step (its
+  // Fp8Rows output, the same bits) instead of quantising it in a launch of their own. false:
+  // the separate launch (bench_decode_step --fp8-input-unfused measures the difference).
+  bool fuse_fp8_input = true;
 };
 
 // What the startup log prints.
