@@ -30,6 +30,9 @@ namespace crosspoint::cuda {
 // CUDA devices visible to this process (0 when there is no driver or no GPU).
 int cuda_device_count();
 
+// Tokens per step up to which CudaModelOptions::fuse_fp8_input applies.
+inline constexpr int kFp8InputFusedMaxTokens = 128;
+
 struct CudaModelOptions {
   int32_t max_num_tokens = 2048;        // tokens per step (max_num_batched_tokens)
   int32_t max_num_seqs = 256;           // sequences per step
@@ -48,7 +51,8 @@ struct CudaModelOptions {
   // v_scale from the checkpoint (DecoderLayerWeights), else fp16.
   bool kv_fp8 = false;
   // W8A8-FP8 linears after a norm or silu_mul take their input quantised by that step (its
-  // Fp8Rows output, the same bits) instead of quantising it in a launch of their own. false:
+  // Fp8Rows output, the same bits) instead of quantising it in a launch of their own, in steps
+  // of up to kFp8InputFusedMaxTokens tokens. false:
   // the separate launch (bench_decode_step --fp8-input-unfused measures the difference).
   bool fuse_fp8_input = true;
 };
