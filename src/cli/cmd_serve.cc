@@ -20,6 +20,7 @@
 #include "quant/gptq_linear_weight.h"
 #include "server/http_guard.h"
 #include "server/openai_server.h"
+#include "server/generation_defaults.h"
 #include "tokenizer/chat_template.h"
 #include "tokenizer/tokenizer.h"
 
@@ -41,16 +42,18 @@ struct ServeOptions {
   int block_size = 16;
   int max_waiting = 1024;
   int threads = 0;
-  double mean_tokens_per_request = 438;  // ShareGPT V3 mean prompt + output (docs/STUDY.md)
-  std::string device = "auto";           // auto (cuda when a GPU is visible) | cpu | cuda
-  double gpu_memory_utilization = 0.9;   // cuda: fraction of the GPU's memory this process may use
-  std::string memory_budget;             // both: bytes for weights + activations + KV cache (empty: off)
-  int32_t num_kv_blocks = 0;             // --num-gpu-blocks-override: exactly this many KV blocks (0: off)
-  bool enable_prefix_caching = false;    // --enable-prefix-caching given
-  bool disable_prefix_caching = false;   // --no-enable-prefix-caching given
-  bool enforce_eager = false;            // cuda: no CUDA graphs
-  bool sample_on_host = false;           // cuda: sampled rows drawn by the host sampler (default: on the GPU)
-  bool deterministic = false;            // batch-invariant: a request's output independent of the rest of the batch
+  double mean_tokens_per_request = 438;    // ShareGPT V3 mean prompt + output (docs/STUDY.md)
+  std::string device = "auto";             // auto (cuda when a GPU is visible) | cpu | cuda
+  double gpu_memory_utilization = 0.9;     // cuda: fraction of the GPU's memory this process may use
+  std::string memory_budget;               // both: bytes for weights + activations + KV cache (empty: off)
+  int32_t num_kv_blocks = 0;               // --num-gpu-blocks-override: exactly this many KV blocks (0: off)
+  bool enable_prefix_caching = false;      // --enable-prefix-caching given
+  bool disable_prefix_caching = false;     // --no-enable-prefix-caching given
+  bool enforce_eager = false;              // cuda: no CUDA graphs
+  bool sample_on_host = false;             // cuda: sampled rows drawn by the host sampler (default: on the GPU)
+  bool deterministic = false;              // batch-invariant: a request's output independent of the rest of the batch
+  std::string generation_config = "auto";  // vLLM's --generation-config: auto | vllm | DIR
+  std::string override_generation_config;  // vLLM's --override-generation-config: a JSON object
   // HTTP limits (docs/serving.md, "Limits, authentication and shutdown").
   int max_connections = 4096;
   double header_timeout_s = 10;
@@ -89,6 +92,17 @@ int serve(const ServeOptions& o) {
   log_info("device: {} ({})", device.value(), why_device);
   auto dir = resolve_model_dir(o.model);
   if (!dir.is_ok()) return report_error("serve", dir.status());
+  auto generation_defaults = load_generation_defaults(o.generation_config, dir.value(), o.override_generation_config);
+  if (!generation_defaults.is_ok()) return report_error("serve", generation_defaults.status());
+  if (generation_defaults.value().empty())
+    log_info(
+        "sampling defaults: vLLM's neutral ones (--generation-config {}{})", o.generation_config,
+        generation_defaults.value().source.empty() ? "" : "; " + generation_defaults.value().source + " sets none");
+  else
+    log_info(
+        "sampling defaults of requests that leave them unset: {} (from {}; --generation-config vllm for "
+        "the neutral ones)",
+        generation_defaults.value().describe(), generation_defaults.value().source);
   Stopwatch load_timer;
   ModelLoadOptions load_options;
   load_options.linear_formats = quantized_linear_weight_formats();  // W8A8-FP8 and W4A16 checkpoints too
@@ -176,6 +190,7 @@ int serve(const ServeOptions& o) {
   server_config.max_body_bytes = static_cast<size_t>(o.max_body_bytes);
   server_config.max_header_bytes = static_cast<size_t>(o.max_header_bytes);
   server_config.shutdown_timeout_s = o.shutdown_timeout_s;
+  server_config.generation_defaults = generation_defaults.value();
   ensure_descriptors(o.max_connections);
   ChatTemplate chat_template = chat_template_for_model_dir(dir.value());
   if (!chat_template.error.empty())
@@ -210,6 +225,12 @@ int run_serve(int argc, char** argv) {
   app.add_option("--host", o.host, "address to listen on");
   app.add_option("--port", o.port, "port to listen on")->check(CLI::Range(0, 65535));
   app.add_option("--served-model-name", o.served_model_name, "model name clients use (default: the --model value)");
+  app.add_option("--generation-config", o.generation_config,
+                 "sampling defaults for requests that leave them unset, as vLLM: 'auto' (the model's "
+                 "generation_config.json: temperature, top_k, top_p, min_p, repetition_penalty, max_new_tokens), "
+                 "'vllm' (the neutral ones), or a directory holding a generation_config.json");
+  app.add_option("--override-generation-config", o.override_generation_config,
+                 "a JSON object of those keys applied over --generation-config, e.g. '{\"temperature\": 0.5}'");
   app.add_option("--max-model-len", o.max_model_len, "prompt + output tokens per request (default: the model's)");
   app.add_option("--api-key", o.api_key, "require 'Authorization: Bearer KEY' on every route but /health");
   app.add_option("--max-connections", o.max_connections,

@@ -272,7 +272,10 @@ std::optional<ApiError> read_max_tokens(const json& body, ApiEndpoint endpoint, 
                        "max_tokens");
   }
   if (!max_tokens && endpoint == ApiEndpoint::kCompletions) max_tokens = 16;
-  out->max_tokens = max_tokens;
+  if (max_tokens) {  // else chat keeps the generation config's, if any
+    out->max_tokens = max_tokens;
+    out->max_tokens_is_default = false;
+  }
   return std::nullopt;
 }
 
@@ -380,12 +383,27 @@ std::optional<ApiError> read_chat_prompt(const json& body, std::vector<ChatMessa
   return read_chat_template_kwargs(body, options);
 }
 
-std::optional<ApiError> parse_openai_request(const std::string& body_text, ApiEndpoint endpoint, OpenAiRequest* out) {
+// The server's defaults, before the body's fields overwrite them.
+void apply_generation_defaults(const GenerationDefaults& d, ApiEndpoint endpoint, OpenAiRequest* out) {
+  if (d.temperature) out->sampling.temperature = *d.temperature;
+  if (d.top_p) out->sampling.top_p = *d.top_p;
+  if (d.top_k) out->sampling.top_k = *d.top_k <= 0 ? 0 : *d.top_k;
+  if (d.min_p) out->sampling.min_p = *d.min_p;
+  if (d.repetition_penalty) out->sampling.repetition_penalty = *d.repetition_penalty;
+  if (d.max_tokens && endpoint == ApiEndpoint::kChatCompletions) {
+    out->max_tokens = *d.max_tokens;
+    out->max_tokens_is_default = true;
+  }
+}
+
+std::optional<ApiError> parse_openai_request(const std::string& body_text, ApiEndpoint endpoint, OpenAiRequest* out,
+                                             const GenerationDefaults& defaults) {
   const json body = json::parse(body_text, nullptr, /*allow_exceptions=*/false);
   if (body.is_discarded()) return bad_request("the request body is not valid JSON");
   if (!body.is_object()) return bad_request("the request body must be a JSON object");
   OpenAiRequest request;
   request.endpoint = endpoint;
+  apply_generation_defaults(defaults, endpoint, &request);
   if (auto e = check_request_fields(body, endpoint, &request.unknown_fields)) return e;
   auto model = body.find("model");
   if (model != body.end() && !model->is_null()) {

@@ -13,6 +13,7 @@
 
 #include "scheduler/request_sampling_params.h"
 #include "server/api_error.h"
+#include "server/generation_defaults.h"
 #include "server/request_fields.h"
 #include "tokenizer/chat_template.h"
 
@@ -28,9 +29,11 @@ struct OpenAiRequest {
   // Chat: the conversation.
   std::vector<ChatMessage> messages;
   ChatRenderOptions chat_options;  // add_generation_prompt, continue_final_message, chat_template_kwargs
-  // max_tokens / max_completion_tokens; absent = 16 for completions, the rest of the
-  // context for chat (decided once the prompt length is known).
+  // max_tokens / max_completion_tokens; absent = 16 for completions, the generation config's
+  // max_new_tokens or else the rest of the context for chat (decided once the prompt length is
+  // known).
   std::optional<int64_t> max_tokens;
+  bool max_tokens_is_default = false;  // from the generation config: capped by the context left, never refused
   // sampling.num_prompt_logprobs is set by prompt_logprobs, or by echo with logprobs (the larger).
   RequestSamplingParams sampling;
   bool has_seed = false;
@@ -60,7 +63,10 @@ inline constexpr double kMaxLogitBias = 100.0;
 uint64_t choice_seed(uint64_t seed, int32_t index);
 
 // Parses body for endpoint. On failure returns the ApiError (400) and leaves out unspecified.
-std::optional<ApiError> parse_openai_request(const std::string& body, ApiEndpoint endpoint, OpenAiRequest* out);
+// defaults: the server's sampling defaults (--generation-config), used where the body leaves a
+// field unset or null; none: vLLM's neutral ones.
+std::optional<ApiError> parse_openai_request(const std::string& body, ApiEndpoint endpoint, OpenAiRequest* out,
+                                             const GenerationDefaults& defaults = {});
 
 // The chat prompt of a body: messages (roles system, user, assistant; "developer" read as
 // system; content a string or text parts), add_generation_prompt, continue_final_message and

@@ -339,13 +339,14 @@ struct OpenAiServer::Impl {
     const ApiEndpoint endpoint =
         route == Route::kCompletions ? ApiEndpoint::kCompletions : ApiEndpoint::kChatCompletions;
     OpenAiRequest& request = p.request;
-    if ((p.error = parse_openai_request(body, endpoint, &request))) return p;
+    if ((p.error = parse_openai_request(body, endpoint, &request, config.generation_defaults))) return p;
     if ((p.error = check_model(request.model))) return p;
     EngineRequest& engine_request = p.engine_request;
     if ((p.error = prompt_ids(request, &engine_request.prompt_token_ids))) return p;
     const int64_t prompt_len = static_cast<int64_t>(engine_request.prompt_token_ids.size());
     const int64_t max_model_len = engine.config().scheduler.max_model_len;
-    const int64_t max_tokens = request.max_tokens ? *request.max_tokens : max_model_len - prompt_len;
+    int64_t max_tokens = request.max_tokens ? *request.max_tokens : max_model_len - prompt_len;
+    if (request.max_tokens_is_default) max_tokens = std::min(max_tokens, max_model_len - prompt_len);  // as vLLM
     if (max_tokens > max_model_len) {  // keeps the int32 below honest; the engine says the rest
       p.error = bad_request("'max_tokens' or 'max_completion_tokens' is too large: " + std::to_string(max_tokens) +
                                 ". This model's maximum context length is " + std::to_string(max_model_len) +

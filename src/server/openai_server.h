@@ -16,6 +16,7 @@
 
 #include "common/status.h"
 #include "engine/engine.h"
+#include "server/generation_defaults.h"
 #include "tokenizer/chat_template.h"
 #include "tokenizer/tokenizer.h"
 
@@ -23,17 +24,18 @@ namespace crosspoint {
 
 struct ServerConfig {
   std::string host = "127.0.0.1";
-  int port = 8000;                      // 0 = any free port (see OpenAiServer::port())
-  std::string served_model_name;        // what clients put in "model"
-  std::string model_root;               // the model directory: /v1/models reports its base name only
-  std::string api_key;                  // when set, every route but /health requires "Authorization: Bearer <key>"
-  size_t max_body_bytes = 8u << 20;     // larger request bodies get 413 (before they are read)
-  size_t max_header_bytes = 64u << 10;  // larger request heads get 431
-  double header_timeout_s = 10;         // a request head must arrive within this (408)
-  double body_timeout_s = 60;           // a request body must arrive within this (408)
-  double idle_timeout_s = 60;           // a connection with no request in progress is closed after this
-  int max_connections = 4096;           // more get 503 (one /health request each is still answered)
-  double shutdown_timeout_s = 30;       // SIGTERM/SIGINT: how long requests in flight may finish (0 = none)
+  int port = 8000;                         // 0 = any free port (see OpenAiServer::port())
+  std::string served_model_name;           // what clients put in "model"
+  std::string model_root;                  // the model directory: /v1/models reports its base name only
+  std::string api_key;                     // when set, every route but /health requires "Authorization: Bearer <key>"
+  size_t max_body_bytes = 8u << 20;        // larger request bodies get 413 (before they are read)
+  size_t max_header_bytes = 64u << 10;     // larger request heads get 431
+  double header_timeout_s = 10;            // a request head must arrive within this (408)
+  double body_timeout_s = 60;              // a request body must arrive within this (408)
+  double idle_timeout_s = 60;              // a connection with no request in progress is closed after this
+  int max_connections = 4096;              // more get 503 (one /health request each is still answered)
+  double shutdown_timeout_s = 30;          // SIGTERM/SIGINT: how long requests in flight may finish (0 = none)
+  GenerationDefaults generation_defaults;  // --generation-config: sampling defaults of requests that set none
 };
 
 class OpenAiServer {
