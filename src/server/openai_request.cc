@@ -23,6 +23,15 @@ std::optional<ApiError> read_bool(const json& body, const char* key, bool* out) 
   return std::nullopt;
 }
 
+// A boolean that stays unset when absent or null.
+std::optional<ApiError> read_optional_bool(const json& body, const char* key, std::optional<bool>* out) {
+  bool value = false;
+  if (auto it = body.find(key); it == body.end() || it->is_null()) return std::nullopt;
+  if (auto e = read_bool(body, key, &value)) return e;
+  *out = value;
+  return std::nullopt;
+}
+
 std::optional<ApiError> read_int(const json& body, const char* key, std::optional<int64_t>* out) {
   auto it = body.find(key);
   if (it == body.end() || it->is_null()) return std::nullopt;
@@ -415,6 +424,7 @@ std::optional<ApiError> parse_openai_request(const std::string& body_text, ApiEn
   } else {
     if (auto e = read_chat_prompt(body, &request.messages, &request.chat_options)) return e;
   }
+  if (auto e = read_optional_bool(body, "add_special_tokens", &request.add_special_tokens)) return e;
   if (auto e = read_bool(body, "stream", &request.stream)) return e;
   if (auto e = read_echo(body, endpoint, &request)) return e;
   if (auto e = read_max_tokens(body, endpoint, &request)) return e;

@@ -29,6 +29,11 @@ struct OpenAiRequest {
   // Chat: the conversation.
   std::vector<ChatMessage> messages;
   ChatRenderOptions chat_options;  // add_generation_prompt, continue_final_message, chat_template_kwargs
+  // vLLM's add_special_tokens: the tokenizer's post-processor tokens (e.g. Llama 3's BOS) around a
+  // text prompt. Absent: true for completions, false for chat (its template writes them); never
+  // added to a prompt given as token ids.
+  std::optional<bool> add_special_tokens;
+  bool adds_special_tokens() const { return add_special_tokens.value_or(endpoint == ApiEndpoint::kCompletions); }
   // max_tokens / max_completion_tokens; absent = 16 for completions, the generation config's
   // max_new_tokens or else the rest of the context for chat (decided once the prompt length is
   // known).

@@ -324,6 +324,7 @@ struct OpenAiServer::Impl {
       } else {
         ids = tokenizer.encode(request.prompt, true);
       }
+      if (request.adds_special_tokens()) ids = tokenizer.with_special_tokens(std::move(ids));
       nlohmann::json out = {
           {"tokens", ids}, {"count", ids.size()}, {"max_model_len", engine.config().scheduler.max_model_len}};
       p.reply = out.dump();
@@ -495,10 +496,12 @@ struct OpenAiServer::Impl {
       auto encoded = encode_chat(tokenizer, chat_template, request.messages, request.chat_options);
       if (!encoded.is_ok()) return bad_request(encoded.status().message(), "messages");
       *ids = std::move(encoded.value());
+      if (request.adds_special_tokens()) *ids = tokenizer.with_special_tokens(std::move(*ids));
     } else if (request.prompt_is_token_ids) {
       *ids = request.prompt_token_ids;
     } else {
       *ids = tokenizer.encode(request.prompt_text, true);
+      if (request.adds_special_tokens()) *ids = tokenizer.with_special_tokens(std::move(*ids));
     }
     if (ids->empty()) return bad_request("the prompt encodes to no tokens", "prompt");
     // Ids the tokenizer knows but the model does not (a tokenizer larger than the model's

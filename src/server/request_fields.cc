@@ -111,8 +111,9 @@ constexpr std::array kFields = {
     RequestField{"function_call", false, true, FieldUse::kRefused, null_or_none_or_auto,
                  "refused unless \"none\" or \"auto\""},
     // Prompt construction.
-    RequestField{"add_special_tokens", true, true, FieldUse::kRefused, null_or_false,
-                 "refused unless false: crosspoint adds no special tokens to a prompt"},
+    RequestField{"add_special_tokens", true, true, FieldUse::kHonoured, nullptr,
+                 "default true (completions: the tokenizer's post-processor tokens, e.g. Llama 3's BOS, around a "
+                 "text prompt) or false (chat: its template writes them); never added to token ids"},
     RequestField{"truncate_prompt_tokens", true, true, FieldUse::kRefused, null_only, "refused unless null"},
     RequestField{"chat_template", false, true, FieldUse::kRefused, null_only,
                  "refused unless null: the model's template is used"},

@@ -21,6 +21,10 @@ std::optional<ApiError> parse_tokenize_request(const std::string& body_text, Tok
   }
   auto model = body.find("model");
   if (model != body.end() && model->is_string()) out->model = model->get<std::string>();
+  if (auto add = body.find("add_special_tokens"); add != body.end() && !add->is_null()) {
+    if (!add->is_boolean()) return bad_request("'add_special_tokens' must be a boolean", "add_special_tokens");
+    out->add_special_tokens = add->get<bool>();
+  }
   return std::nullopt;
 }
 

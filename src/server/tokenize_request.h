@@ -20,6 +20,9 @@ struct TokenizeRequest {
   std::vector<ChatMessage> messages;
   ChatRenderOptions chat_options;
   std::string model;  // empty when the request names none (or not as a string)
+  // vLLM's add_special_tokens: absent, true for a prompt and false for messages.
+  std::optional<bool> add_special_tokens;
+  bool adds_special_tokens() const { return add_special_tokens.value_or(!chat); }
 };
 
 struct DetokenizeRequest {

@@ -79,29 +79,57 @@ bool decoder_is_byte_level(const nlohmann::json& decoder) {
 
 namespace {
 
-// Special tokens a post-processor adds to one sequence: TemplateProcessing's "single"
-// SpecialToken entries (also inside a Sequence of processors); the BERT/RoBERTa processors'
-// two; ByteLevel and anything else none.
-int32_t post_processor_special_tokens(const nlohmann::json& processor) {
-  if (!processor.is_object()) return 0;
+// The special tokens a post-processor puts before and after one sequence: TemplateProcessing's
+// "single" SpecialToken pieces around its Sequence piece (ids from its special_tokens map), the
+// BERT / RoBERTa processors' cls and sep, a Sequence of processors in order; ByteLevel and
+// anything else none. Unknown names or malformed entries are an error naming them.
+Status post_processor_special_tokens(const nlohmann::json& processor, const std::string& where,
+                                     std::vector<int32_t>* prefix, std::vector<int32_t>* suffix) {
+  if (!processor.is_object()) return Status::ok();
   const auto type = processor.find("type");
-  if (type == processor.end() || !type->is_string()) return 0;
+  if (type == processor.end() || !type->is_string()) return Status::ok();
   if (*type == "TemplateProcessing") {
-    int32_t count = 0;
     const auto single = processor.find("single");
-    if (single != processor.end() && single->is_array())
-      for (const auto& piece : *single) count += piece.is_object() && piece.contains("SpecialToken") ? 1 : 0;
-    return count;
+    if (single == processor.end() || !single->is_array()) return Status::ok();
+    const nlohmann::json specials = processor.value("special_tokens", nlohmann::json::object());
+    bool after = false;
+    for (const auto& piece : *single) {
+      if (!piece.is_object()) continue;
+      if (piece.contains("Sequence")) {
+        after = true;
+        continue;
+      }
+      const auto special = piece.find("SpecialToken");
+      if (special == piece.end()) continue;
+      const std::string name = special->value("id", "");
+      const auto entry = specials.find(name);
+      if (entry == specials.end() || !entry->contains("ids") || !(*entry)["ids"].is_array())
+        return corrupt(fmt::format("{}: post_processor names special token '{}' without its ids", where, name));
+      for (const auto& id : (*entry)["ids"]) {
+        if (!id.is_number_integer()) return corrupt(fmt::format("{}: special token '{}' has a bad id", where, name));
+        (after ? suffix : prefix)->push_back(id.get<int32_t>());
+      }
+    }
+    return Status::ok();
   }
-  if (*type == "BertProcessing" || *type == "RobertaProcessing") return 2;
+  if (*type == "BertProcessing" || *type == "RobertaProcessing") {
+    auto id_of = [&](const char* key, std::vector<int32_t>* out) -> Status {
+      const auto pair = processor.find(key);
+      if (pair == processor.end() || !pair->is_array() || pair->size() != 2 || !(*pair)[1].is_number_integer())
+        return corrupt(
+            fmt::format("{}: {} post_processor without its '{}' token", where, type->get<std::string>(), key));
+      out->push_back((*pair)[1].get<int32_t>());
+      return Status::ok();
+    };
+    CROSSPOINT_RETURN_IF_ERROR(id_of("cls", prefix));
+    return id_of("sep", suffix);
+  }
   if (*type == "Sequence") {
-    int32_t count = 0;
     const auto list = processor.find("processors");
     if (list != processor.end() && list->is_array())
-      for (const auto& p : *list) count += post_processor_special_tokens(p);
-    return count;
+      for (const auto& p : *list) CROSSPOINT_RETURN_IF_ERROR(post_processor_special_tokens(p, where, prefix, suffix));
   }
-  return 0;
+  return Status::ok();
 }
 
 }  // namespace
@@ -160,8 +188,9 @@ Result<std::unique_ptr<BpeTokenizer>> BpeTokenizer::create(const nlohmann::json&
   for (const auto& token : tokenizer->added_vocabulary_.tokens())
     tokenizer->token_bytes_[token.id] = decoded_token_bytes(token.content);
   tokenizer->resolve_bos_eos(config);
-  tokenizer->num_added_special_tokens_ =
-      post_processor_special_tokens(tokenizer_json.value("post_processor", nlohmann::json()));
+  CROSSPOINT_RETURN_IF_ERROR(post_processor_special_tokens(tokenizer_json.value("post_processor", nlohmann::json()),
+                                                           where, &tokenizer->special_prefix_,
+                                                           &tokenizer->special_suffix_));
   return tokenizer;
 }
 
@@ -262,5 +291,11 @@ std::optional<int32_t> BpeTokenizer::token_id(std::string_view token) const {
 }
 
 bool BpeTokenizer::is_special(int32_t id) const { return special_ids_.count(id) != 0; }
+
+std::vector<int32_t> BpeTokenizer::with_special_tokens(std::vector<int32_t> ids) const {
+  ids.insert(ids.begin(), special_prefix_.begin(), special_prefix_.end());
+  ids.insert(ids.end(), special_suffix_.begin(), special_suffix_.end());
+  return ids;
+}
 
 }  // namespace crosspoint

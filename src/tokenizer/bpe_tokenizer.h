@@ -36,7 +36,10 @@ class BpeTokenizer final : public Tokenizer {
   int32_t vocab_size() const override { return static_cast<int32_t>(token_bytes_.size()); }
   std::optional<int32_t> bos_token_id() const override { return bos_token_id_; }
   std::vector<int32_t> eos_token_ids() const override { return eos_token_ids_; }
-  int32_t num_added_special_tokens() const override { return num_added_special_tokens_; }
+  int32_t num_added_special_tokens() const override {
+    return static_cast<int32_t>(special_prefix_.size() + special_suffix_.size());
+  }
+  std::vector<int32_t> with_special_tokens(std::vector<int32_t> ids) const override;
 
  private:
   BpeTokenizer() = default;
@@ -52,7 +55,8 @@ class BpeTokenizer final : public Tokenizer {
   std::unordered_set<int32_t> special_ids_;
   std::optional<int32_t> bos_token_id_;
   std::vector<int32_t> eos_token_ids_;
-  int32_t num_added_special_tokens_ = 0;
+  // The post-processor's special tokens before and after one sequence.
+  std::vector<int32_t> special_prefix_, special_suffix_;
 };
 
 }  // namespace crosspoint

@@ -54,6 +54,9 @@ class Tokenizer {
   // TemplateProcessing single template's special tokens, e.g. Llama 3's <|begin_of_text|>);
   // encode() never adds them. What vLLM's benchmarks count on top of the text's tokens.
   virtual int32_t num_added_special_tokens() const { return 0; }
+  // ids as HF's tokenizer(text, add_special_tokens=True) returns them: with the special tokens
+  // its post-processor puts around one sequence (what vLLM's completions do by default).
+  virtual std::vector<int32_t> with_special_tokens(std::vector<int32_t> ids) const { return ids; }
   // Ids that end generation (e.g. <|im_end|> and <|endoftext|>).
   virtual std::vector<int32_t> eos_token_ids() const = 0;
 };

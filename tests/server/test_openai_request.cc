@@ -228,3 +228,26 @@ TEST(PrometheusMetrics, HistogramsAreCumulativeWithInf) {
 
 }  // namespace
 }  // namespace crosspoint
+
+namespace crosspoint {
+namespace {
+
+TEST(OpenAiRequest, AddSpecialTokensDefaultsAsVllm) {
+  OpenAiRequest r;
+  ASSERT_FALSE(parse_openai_request(R"({"prompt":"hi"})", ApiEndpoint::kCompletions, &r));
+  EXPECT_TRUE(r.adds_special_tokens());  // completions: the tokenizer's BOS and the like
+  ASSERT_FALSE(parse_openai_request(R"({"prompt":"hi","add_special_tokens":false})", ApiEndpoint::kCompletions, &r));
+  EXPECT_FALSE(r.adds_special_tokens());
+  ASSERT_FALSE(
+      parse_openai_request(R"({"messages":[{"role":"user","content":"hi"}]})", ApiEndpoint::kChatCompletions, &r));
+  EXPECT_FALSE(r.adds_special_tokens());  // chat: the template writes them
+  ASSERT_FALSE(parse_openai_request(R"({"messages":[{"role":"user","content":"hi"}],"add_special_tokens":true})",
+                                    ApiEndpoint::kChatCompletions, &r));
+  EXPECT_TRUE(r.adds_special_tokens());
+  auto e = parse_openai_request(R"({"prompt":"hi","add_special_tokens":1})", ApiEndpoint::kCompletions, &r);
+  ASSERT_TRUE(e.has_value());
+  EXPECT_EQ(e->param, "add_special_tokens");
+}
+
+}  // namespace
+}  // namespace crosspoint
