@@ -54,6 +54,7 @@ struct ServeOptions {
   bool deterministic = false;              // batch-invariant: a request's output independent of the rest of the batch
   std::string generation_config = "auto";  // vLLM's --generation-config: auto | vllm | DIR
   std::string override_generation_config;  // vLLM's --override-generation-config: a JSON object
+  std::string chat_template;               // vLLM's --chat-template: a file or the template itself
   // HTTP limits (docs/serving.md, "Limits, authentication and shutdown").
   int max_connections = 4096;
   double header_timeout_s = 10;
@@ -192,12 +193,20 @@ int serve(const ServeOptions& o) {
   server_config.shutdown_timeout_s = o.shutdown_timeout_s;
   server_config.generation_defaults = generation_defaults.value();
   ensure_descriptors(o.max_connections);
-  ChatTemplate chat_template = chat_template_for_model_dir(dir.value());
+  ChatTemplate chat_template;
+  if (!o.chat_template.empty()) {
+    auto given = chat_template_from_spec(o.chat_template, dir.value());
+    if (!given.is_ok()) return report_error("serve", given.status());
+    chat_template = std::move(given.value());
+  } else {
+    chat_template = chat_template_for_model_dir(dir.value());
+  }
   if (!chat_template.error.empty())
     log_warning("chat template: {}; chat requests will be refused (completions work)", chat_template.error);
   else
-    log_info("chat template: {}", chat_template.jinja ? "the model's own (" + chat_template.origin + ")"
-                                                      : std::string("none in the model, ChatML"));
+    log_info("chat template: {}", !o.chat_template.empty() ? chat_template.origin
+                                  : chat_template.jinja    ? "the model's own (" + chat_template.origin + ")"
+                                                           : std::string("none in the model, ChatML"));
   OpenAiServer server(server_config, engine, *tokenizer.value(), std::move(chat_template));
   if (Status s = server.bind(); !s.is_ok()) return report_error("serve", s);
   log_info(
@@ -229,6 +238,9 @@ int run_serve(int argc, char** argv) {
                  "sampling defaults for requests that leave them unset, as vLLM: 'auto' (the model's "
                  "generation_config.json: temperature, top_k, top_p, min_p, repetition_penalty, max_new_tokens), "
                  "'vllm' (the neutral ones), or a directory holding a generation_config.json");
+  app.add_option("--chat-template", o.chat_template,
+                 "the chat template instead of the model's, as vLLM: a Jinja file, or the template itself in "
+                 "one line (when no such file opens)");
   app.add_option("--override-generation-config", o.override_generation_config,
                  "a JSON object of those keys applied over --generation-config, e.g. '{\"temperature\": 0.5}'");
   app.add_option("--max-model-len", o.max_model_len, "prompt + output tokens per request (default: the model's)");

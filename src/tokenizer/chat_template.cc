@@ -41,6 +41,59 @@ Result<ChatTemplate> chat_template_from_source(const std::string& source, const 
   return chat_template;
 }
 
+namespace {
+
+// Python's unicode_escape, for the escapes a one-line template on a command line uses.
+std::string decode_escapes(const std::string& s) {
+  std::string out;
+  for (size_t i = 0; i < s.size(); ++i) {
+    if (s[i] == '\\' && i + 1 < s.size()) {
+      const char c = s[i + 1];
+      const char* decoded = c == 'n'    ? "\n"
+                            : c == 't'  ? "\t"
+                            : c == 'r'  ? "\r"
+                            : c == '\\' ? "\\"
+                            : c == '"'  ? "\""
+                            : c == '\'' ? "'"
+                                        : nullptr;
+      if (decoded != nullptr) {
+        out += decoded;
+        ++i;
+        continue;
+      }
+    }
+    out += s[i];
+  }
+  return out;
+}
+
+}  // namespace
+
+Result<ChatTemplate> chat_template_from_spec(const std::string& spec, const std::string& dir) {
+  std::string source, origin;
+  if (auto file = read_text_file(spec); file.is_ok()) {
+    source = std::move(file.value());
+    origin = "--chat-template " + spec;
+  } else if (spec.find_first_of("{}\n") != std::string::npos) {
+    source = decode_escapes(spec);
+    origin = "--chat-template (the template given inline)";
+  } else {
+    return not_found("--chat-template " + spec + ": looks like a file path, but it could not be opened");
+  }
+  nlohmann::json config = nlohmann::json::object();
+  if (auto text = read_text_file((std::filesystem::path(dir) / "tokenizer_config.json").string()); text.is_ok()) {
+    config = nlohmann::json::parse(*text, nullptr, /*allow_exceptions=*/false);
+    if (config.is_discarded() || !config.is_object()) config = nlohmann::json::object();
+  }
+  auto compiled =
+      JinjaTemplate::compile(source, special_token_text(config, "bos_token"), special_token_text(config, "eos_token"));
+  if (!compiled.is_ok()) return invalid_argument(origin + ": " + compiled.status().message());
+  ChatTemplate chat_template;
+  chat_template.jinja = std::move(compiled.value());
+  chat_template.origin = std::move(origin);
+  return chat_template;
+}
+
 ChatTemplate chat_template_for_model_dir(const std::string& dir) {
   const std::filesystem::path root(dir);
   nlohmann::json config = nlohmann::json::object();

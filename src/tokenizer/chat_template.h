@@ -36,6 +36,13 @@ struct ChatTemplate {
 // tokenizer_config.json (a string or an {"content": ...} object).
 ChatTemplate chat_template_for_model_dir(const std::string& dir);
 
+// vLLM's --chat-template SPEC in place of the model's: the file SPEC names, or, when no such file
+// opens and SPEC holds '{', '}' or a newline, SPEC itself as the template (its \n, \t, \\, \"
+// and \' escapes decoded). bos_token and eos_token still come from dir's tokenizer_config.json.
+// A SPEC that looks like a path but does not open, or a template that does not compile, is an
+// error naming it.
+Result<ChatTemplate> chat_template_from_spec(const std::string& spec, const std::string& dir);
+
 // A template from its Jinja source (tests, the toy server).
 Result<ChatTemplate> chat_template_from_source(const std::string& source, const std::string& bos_token = "",
                                                const std::string& eos_token = "");

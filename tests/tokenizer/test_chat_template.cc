@@ -241,5 +241,37 @@ TEST(ChatTemplate, ContentCannotProduceSpecialTokens) {
   EXPECT_EQ(encode_chat(t, *trimming, padded).value(), t.encode(apply_chat_template(*trimming, padded).value(), true));
 }
 
+// vLLM's --chat-template: a file, or the template inline with its escapes decoded; the model's
+// bos_token still comes from its tokenizer_config.json.
+TEST(ChatTemplate, GivenAsAFileOrInlineAsVllmReadsIt) {
+  const std::filesystem::path dir = std::filesystem::path(::testing::TempDir()) / "chat_template_spec";
+  std::filesystem::create_directories(dir);
+  std::ofstream(dir / "tokenizer_config.json") << R"({"bos_token": "<B>"})";
+  const std::string source = "{{ bos_token }}{% for m in messages %}[{{ m['role'] }}] {{ m['content'] }}\n{% endfor %}";
+  std::ofstream(dir / "t.jinja") << source;
+  const std::vector<ChatMessage> messages = {{"user", "hi"}};
+  ChatRenderOptions options;
+  options.add_generation_prompt = false;
+
+  auto from_file = chat_template_from_spec((dir / "t.jinja").string(), dir.string());
+  ASSERT_TRUE(from_file.is_ok()) << from_file.status().to_string();
+  EXPECT_EQ(apply_chat_template(*from_file, messages, options).value(), "<B>[user] hi\n");
+  EXPECT_NE(from_file->origin.find("t.jinja"), std::string::npos);
+
+  // One line on a command line: "\n" typed as backslash-n becomes a newline, as unicode_escape does.
+  auto inline_template = chat_template_from_spec(
+      "{{ bos_token }}{% for m in messages %}[{{ m['role'] }}] {{ m['content'] }}\\n{% endfor %}", dir.string());
+  ASSERT_TRUE(inline_template.is_ok()) << inline_template.status().to_string();
+  EXPECT_EQ(apply_chat_template(*inline_template, messages, options).value(), "<B>[user] hi\n");
+
+  auto missing = chat_template_from_spec((dir / "absent.jinja").string(), dir.string());
+  ASSERT_FALSE(missing.is_ok());
+  EXPECT_NE(missing.status().message().find("looks like a file path"), std::string::npos);
+  auto broken = chat_template_from_spec("{% for m in messages %}", dir.string());
+  ASSERT_FALSE(broken.is_ok());
+  EXPECT_NE(broken.status().message().find("--chat-template"), std::string::npos);
+  std::filesystem::remove_all(dir);
+}
+
 }  // namespace
 }  // namespace crosspoint
