@@ -95,6 +95,27 @@ class FieldReader {
   std::string source_;
 };
 
+// compressed-tensors' kv_cache_scheme: what llm-compressor writes for an FP8 KV cache with one
+// static e4m3 scale per layer for K and for V (self_attn.k_scale / v_scale); other schemes refused.
+Status check_kv_cache_scheme(const json& scheme, const std::string& source) {
+  const FieldReader reader(scheme, source + ": quantization_config.kv_cache_scheme");
+  if (!scheme.is_object()) return {StatusCode::kUnsupported, reader.source() + ": expected an object"};
+  auto expect = [&](const char* field, const json& want, bool required) -> Status {
+    const json* value = reader.find(field);
+    if (value == nullptr && !required) return Status::ok();
+    if (value == nullptr || *value != want)
+      return reader.error(StatusCode::kUnsupported, field,
+                          "is " + (value ? value->dump() : std::string("missing")) + ", only " + want.dump() +
+                              " is supported (an FP8 KV cache with static per-tensor scales)");
+    return Status::ok();
+  };
+  CROSSPOINT_RETURN_IF_ERROR(expect("num_bits", 8, true));
+  CROSSPOINT_RETURN_IF_ERROR(expect("type", "float", true));
+  CROSSPOINT_RETURN_IF_ERROR(expect("strategy", "tensor", true));
+  CROSSPOINT_RETURN_IF_ERROR(expect("dynamic", false, false));
+  return expect("symmetric", true, false);
+}
+
 Result<Architecture> parse_architecture(const FieldReader& reader, ModelConfig* config) {
   std::string name;
   if (const json* architectures = reader.find("architectures")) {
@@ -303,6 +324,9 @@ Result<ModelConfig> parse_model_config(const std::string& json_text, const std::
       return reader.error(StatusCode::kInvalidArgument, "quantization_config", "expected an object");
     }
     config.quantization_config_json = quant->dump();
+    const auto scheme = quant->find("kv_cache_scheme");
+    config.kv_cache_scheme = scheme != quant->end() && !scheme->is_null();
+    if (config.kv_cache_scheme) CROSSPOINT_RETURN_IF_ERROR(check_kv_cache_scheme(*scheme, reader.source()));
   }
   return config;
 }

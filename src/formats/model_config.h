@@ -55,6 +55,10 @@ struct ModelConfig {
   // Raw "quantization_config" object as JSON text, empty when absent; parsed by the
   // quantisation loaders (GPTQ, compressed-tensors).
   std::string quantization_config_json;
+  // quantization_config.kv_cache_scheme is set (compressed-tensors' FP8 KV cache with static
+  // per-tensor scales, the only scheme accepted): every layer must carry self_attn.k_scale and
+  // v_scale (checked by the model loader). Without config_groups the weights are dense.
+  bool kv_cache_scheme = false;
 };
 
 // Reads DIR/config.json. Unknown architectures, missing or non-positive sizes, heads that

@@ -57,11 +57,15 @@ std::shared_ptr<const LinearWeightFormat> dense_linear_weight_format() {
 
 Result<std::shared_ptr<const LinearWeightFormat>> select_linear_weight_format(
     const ModelConfig& config, const std::vector<std::shared_ptr<const LinearWeightFormat>>& formats) {
+  const auto q = nlohmann::json::parse(config.quantization_config_json, nullptr, false);
+  // compressed-tensors with a KV cache scheme and no config_groups: only the KV cache is quantised.
+  if (config.kv_cache_scheme && q.is_object() &&
+      (!q.contains("config_groups") || q["config_groups"].is_null() || q["config_groups"].empty()))
+    return dense_linear_weight_format();
   for (const auto& format : formats)
     if (format->matches(config)) return format;
   if (config.quantization_config_json.empty()) return dense_linear_weight_format();
   std::string method = "unknown";
-  const auto q = nlohmann::json::parse(config.quantization_config_json, nullptr, false);
   if (q.is_object()) {
     if (q.contains("quant_method") && q["quant_method"].is_string()) method = q["quant_method"].get<std::string>();
     else if (q.contains("format") && q["format"].is_string()) method = q["format"].get<std::string>();

@@ -112,6 +112,15 @@ Status Model::load_weights(const ModelLoadOptions& options) {
     }
   }
 
+  if (c.kv_cache_scheme) {  // compressed-tensors' FP8 KV cache: its scales, every layer
+    for (size_t i = 0; i < layers_.size(); ++i) {
+      const std::string p = "model.layers." + std::to_string(i) + ".self_attn.";
+      if (tensors_->find(p + "k_scale") == nullptr)
+        return corrupt(dir_ + ": quantization_config.kv_cache_scheme is set but layer " + std::to_string(i) +
+                       " has no self_attn.k_scale / v_scale");
+    }
+  }
+
   // Tied checkpoints may omit lm_head.weight (HF reuses the embedding), or carry a copy.
   LinearWeightRequest head;
   head.tensors = tensors_.get();

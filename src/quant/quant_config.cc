@@ -98,8 +98,7 @@ Result<QuantConfig> parse_compressed_tensors(const json& q, const std::string& w
   if (q.contains("ignore") && q["ignore"].is_array())
     for (const auto& name : q["ignore"])
       if (name.is_string()) config.fp8.ignore.push_back(name.get<std::string>());
-  if (q.contains("kv_cache_scheme") && !q["kv_cache_scheme"].is_null())
-    return unsupported(where + ".kv_cache_scheme is set: FP8 KV cache is not supported");
+  // kv_cache_scheme (an FP8 KV cache's static scales) is checked with config.json (ModelConfig).
   return config;
 }
 

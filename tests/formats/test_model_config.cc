@@ -82,6 +82,39 @@ TEST(ModelConfig, DefaultsWhenOptionalFieldsAreAbsent) {
   EXPECT_FALSE(config->bos_token_id.has_value());
 }
 
+// compressed-tensors' kv_cache_scheme: static per-tensor e4m3 scales (llm-compressor's FP8 KV
+// cache) accepted, anything else refused naming the field.
+TEST(ModelConfig, KvCacheSchemeOfStaticFp8ScalesOnly) {
+  auto with_scheme = [](const std::string& scheme) {
+    return parse_model_config(R"({"architectures":["LlamaForCausalLM"],"hidden_size":64,
+        "intermediate_size":128,"num_hidden_layers":2,"num_attention_heads":4,"vocab_size":100,
+        "max_position_embeddings":512,"quantization_config":{"quant_method":"compressed-tensors",
+        "kv_cache_scheme":)" + scheme +
+                                  "}}",
+                              "kv.json");
+  };
+  auto accepted = with_scheme(R"({"num_bits":8,"type":"float","symmetric":true,"group_size":null,
+      "strategy":"tensor","block_structure":null,"dynamic":false,"actorder":null,"observer":"minmax"})");
+  ASSERT_TRUE(accepted.is_ok()) << accepted.status().to_string();
+  EXPECT_TRUE(accepted->kv_cache_scheme);
+  for (const auto& [scheme, field] : std::vector<std::pair<std::string, std::string>>{
+           {R"({"num_bits":8,"type":"float","strategy":"channel"})", "strategy"},
+           {R"({"num_bits":8,"type":"float","strategy":"tensor","dynamic":true})", "dynamic"},
+           {R"({"num_bits":8,"type":"int","strategy":"tensor"})", "type"},
+           {R"({"num_bits":4,"type":"float","strategy":"tensor"})", "num_bits"},
+           {R"({"num_bits":8,"type":"float","strategy":"tensor","symmetric":false})", "symmetric"},
+           {R"("fp8")", "expected an object"}}) {
+    auto refused = with_scheme(scheme);
+    ASSERT_FALSE(refused.is_ok()) << scheme;
+    EXPECT_EQ(refused.status().code(), StatusCode::kUnsupported) << scheme;
+    EXPECT_NE(refused.status().message().find(field), std::string::npos) << refused.status().message();
+    EXPECT_NE(refused.status().message().find("kv_cache_scheme"), std::string::npos) << refused.status().message();
+  }
+  auto none = with_scheme("null");
+  ASSERT_TRUE(none.is_ok());
+  EXPECT_FALSE(none->kv_cache_scheme);
+}
+
 TEST(ModelConfig, ReadsNewerRopeParametersObject) {
   auto config = parse_model_config(R"({"architectures":["Qwen2ForCausalLM"],"hidden_size":64,
       "intermediate_size":128,"num_hidden_layers":2,"num_attention_heads":4,"vocab_size":100,

@@ -57,8 +57,10 @@ INSTANTIATE_TEST_SUITE_P(TinyCheckpoints, Fp8KvCache,
                          ::testing::Values("qwen2_tied_f32", "llama_untied_f32", "qwen2_untied_bf16", "llama_tied_f16",
                                            "qwen3_untied_f32"));
 
-// A copy of a fixture whose index adds kv_scales.safetensors holding `scales` (name -> value).
-std::string with_scales(const std::string& fixture, const std::map<std::string, float>& scales) {
+// A copy of a fixture whose index adds kv_scales.safetensors holding `scales` (name -> value);
+// with kv_cache_scheme, its config.json also says the checkpoint has an FP8 KV cache.
+std::string with_scales(const std::string& fixture, const std::map<std::string, float>& scales,
+                        bool kv_cache_scheme = false) {
   const fs::path dir = fs::temp_directory_path() / ("crosspoint_kv_scales_" + std::to_string(getpid()));
   fs::remove_all(dir);
   fs::create_directories(dir);
@@ -76,6 +78,16 @@ std::string with_scales(const std::string& fixture, const std::map<std::string, 
     weight_map[name] = "kv_scales.safetensors";
   }
   EXPECT_TRUE(write_safetensors((dir / "kv_scales.safetensors").string(), extra).is_ok());
+  if (kv_cache_scheme) {
+    std::ifstream in(dir / "config.json");
+    nlohmann::json config = nlohmann::json::parse(in);
+    in.close();
+    config["quantization_config"] = {
+        {"quant_method", "compressed-tensors"},
+        {"kv_cache_scheme",
+         {{"num_bits", 8}, {"type", "float"}, {"strategy", "tensor"}, {"dynamic", false}, {"symmetric", true}}}};
+    std::ofstream(dir / "config.json") << config.dump();
+  }
   std::ofstream((dir / "model.safetensors.index.json").string()) << nlohmann::json{{"weight_map", weight_map}}.dump();
   return dir.string();
 }
@@ -98,6 +110,25 @@ TEST(Fp8KvCacheScales, ReadFromTheCheckpointWhenPresent) {
   EXPECT_FALSE((*plain)->has_kv_scales());
   EXPECT_EQ((*plain)->layers()[0].k_scale, 1.0f);
   fs::remove_all(dir);
+}
+
+TEST(Fp8KvCacheScales, AKvCacheSchemeNeedsEveryLayersScales) {
+  const std::map<std::string, float> both_layers = {{"model.layers.0.self_attn.k_scale", 0.5f},
+                                                    {"model.layers.0.self_attn.v_scale", 0.25f},
+                                                    {"model.layers.1.self_attn.k_scale", 2.0f},
+                                                    {"model.layers.1.self_attn.v_scale", 4.0f}};
+  auto model = Model::load(with_scales("llama_untied_f32", both_layers, /*kv_cache_scheme=*/true));
+  ASSERT_TRUE(model.is_ok()) << model.status().to_string();
+  EXPECT_TRUE((*model)->config().kv_cache_scheme);
+  EXPECT_EQ((*model)->layers()[1].v_scale, 4.0f);
+  const std::string one_layer = with_scales(
+      "llama_untied_f32", {{"model.layers.0.self_attn.k_scale", 0.5f}, {"model.layers.0.self_attn.v_scale", 0.25f}},
+      /*kv_cache_scheme=*/true);
+  auto missing = Model::load(one_layer);
+  ASSERT_FALSE(missing.is_ok());
+  EXPECT_NE(missing.status().message().find("kv_cache_scheme is set but layer 1"), std::string::npos)
+      << missing.status().message();
+  fs::remove_all(one_layer);
 }
 
 TEST(Fp8KvCacheScales, HalfAPairOrABadValueIsRefused) {
