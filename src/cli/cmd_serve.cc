@@ -11,6 +11,7 @@
 #include "cli/cli_util.h"
 #include "cli/commands.h"
 #include "cli/device_runner.h"
+#include "cli/vllm_serve_flags.h"
 #include "common/clock.h"
 #include "common/log.h"
 #include "common/paths.h"
@@ -55,6 +56,7 @@ struct ServeOptions {
   std::string generation_config = "auto";  // vLLM's --generation-config: auto | vllm | DIR
   std::string override_generation_config;  // vLLM's --override-generation-config: a JSON object
   std::string chat_template;               // vLLM's --chat-template: a file or the template itself
+  VllmServeFlags vllm;                     // the other `vllm serve` flags (vllm_serve_flags.h)
   // HTTP limits (docs/serving.md, "Limits, authentication and shutdown").
   int max_connections = 4096;
   double header_timeout_s = 10;
@@ -84,8 +86,22 @@ void ensure_descriptors(int max_connections) {
   }
 }
 
+// --quantization names the checkpoint's own method (vLLM's names), or nothing.
+Status check_quantization_flag(const std::string& method, const std::string& weight_format) {
+  if (method.empty()) return Status::ok();
+  const bool fp8 = weight_format.rfind("w8a8-fp8", 0) == 0, int4 = weight_format.rfind("w4a16", 0) == 0;
+  if ((fp8 && (method == "fp8" || method == "compressed-tensors")) ||
+      (int4 && (method == "gptq" || method == "gptq_marlin")))
+    return Status::ok();
+  return unsupported("--quantization " + method + ": the checkpoint is " + weight_format +
+                     "; crosspoint does not quantise at load (`crosspoint quantize` writes a quantised checkpoint)");
+}
+
 int serve(const ServeOptions& o) {
   Stopwatch startup;
+  if (Status s = check_vllm_serve_flags(o.vllm); !s.is_ok()) return report_error("serve", s);
+  for (const auto& [flag, value] : o.vllm.given_without_effect)
+    log_info("{}{}: vLLM's flag, without effect in crosspoint serve", flag, value.empty() ? "" : " " + value);
   if (o.threads > 0) set_global_num_threads(o.threads);
   std::string why_device;
   auto device = analysis::resolve_device(o.device, &why_device);
@@ -115,9 +131,12 @@ int serve(const ServeOptions& o) {
   auto model = Model::load(dir.value(), load_options);
   if (!model.is_ok()) return report_error("serve", model.status());
   const double load_s = load_timer.elapsed_seconds();
-  auto tokenizer = Tokenizer::from_model_dir(dir.value());
+  const std::string tokenizer_dir = o.vllm.tokenizer.empty() ? dir.value() : o.vllm.tokenizer;
+  auto tokenizer = Tokenizer::from_model_dir(tokenizer_dir);
   if (!tokenizer.is_ok()) return report_error("serve", tokenizer.status());
   const Model& m = *model.value();
+  if (Status s = check_quantization_flag(o.vllm.quantization, m.weight_format_name()); !s.is_ok())
+    return report_error("serve", s);
   log_info("model {} ({}): weights {:.3f} GiB, loaded in {:.2f} s", dir.value(), m.weight_format_name(),
            m.weight_bytes_total() / kGiB, load_s);
 
@@ -192,6 +211,7 @@ int serve(const ServeOptions& o) {
   server_config.max_header_bytes = static_cast<size_t>(o.max_header_bytes);
   server_config.shutdown_timeout_s = o.shutdown_timeout_s;
   server_config.generation_defaults = generation_defaults.value();
+  server_config.seed = o.vllm.seed;
   ensure_descriptors(o.max_connections);
   ChatTemplate chat_template;
   if (!o.chat_template.empty()) {
@@ -199,7 +219,7 @@ int serve(const ServeOptions& o) {
     if (!given.is_ok()) return report_error("serve", given.status());
     chat_template = std::move(given.value());
   } else {
-    chat_template = chat_template_for_model_dir(dir.value());
+    chat_template = chat_template_for_model_dir(tokenizer_dir);
   }
   if (!chat_template.error.empty())
     log_warning("chat template: {}; chat requests will be refused (completions work)", chat_template.error);
@@ -302,7 +322,20 @@ int run_serve(int argc, char** argv) {
   app.add_option("--threads", o.threads, "CPU threads for the model (default: all)");
   app.add_option("--mean-tokens-per-request", o.mean_tokens_per_request,
                  "mean prompt + output tokens of the expected workload, for the capacity line");
-  if (int code = parse_or_exit_code(app, argc, argv); code >= 0) return code;
+  add_vllm_serve_flags(app, o.vllm);
+  std::vector<std::string> args = expand_vllm_short_flags(argc, argv);
+  std::vector<char*> arg_pointers;
+  for (std::string& a : args) arg_pointers.push_back(a.data());
+  if (int code = parse_or_exit_code(app, static_cast<int>(arg_pointers.size()), arg_pointers.data()); code >= 0)
+    return code;
+  if (!o.vllm.positional_model.empty()) {
+    if (app.count("--model") > 0 && o.model != o.vllm.positional_model) {
+      std::fprintf(stderr, "crosspoint serve: the model is given twice: %s and --model %s\n",
+                   o.vllm.positional_model.c_str(), o.model.c_str());
+      return 2;
+    }
+    o.model = o.vllm.positional_model;
+  }
   return serve(o);
 }
 

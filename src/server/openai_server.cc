@@ -13,6 +13,7 @@
 #include <sys/socket.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <chrono>
 #include <cmath>
@@ -134,6 +135,17 @@ struct OpenAiServer::Impl {
   const Tokenizer& tokenizer;
   ChatTemplate chat_template;
   int64_t started_unix_s = unix_now_s();
+  mutable std::atomic<uint64_t> unseeded_requests{0};  // requests prepared without a seed
+
+  // The seed of a request that gave none: with --seed, splitmix64 of it and the request's place
+  // among such requests (the prepare thread takes them in arrival order); else the clock.
+  uint64_t unseeded_request_seed() const {
+    if (!config.seed) return std::chrono::steady_clock::now().time_since_epoch().count();
+    uint64_t z = *config.seed + 0x9E3779B97F4A7C15ull * (unseeded_requests.fetch_add(1) + 1);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+  }
 
   event_base* base = nullptr;
   evhttp* http = nullptr;
@@ -365,7 +377,7 @@ struct OpenAiServer::Impl {
           request.prompt_is_token_ids ? tokenizer.decode(engine_request.prompt_token_ids, false) : request.prompt_text;
     }
     engine_request.sampling = request.sampling;
-    if (!request.has_seed) engine_request.sampling.seed = std::chrono::steady_clock::now().time_since_epoch().count();
+    if (!request.has_seed) engine_request.sampling.seed = unseeded_request_seed();
     engine_request.stop_token_ids = request.stop_token_ids;
     engine_request.ignore_eos = request.ignore_eos;
     engine_request.cache_salt = request.cache_salt;

@@ -12,6 +12,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "common/status.h"
@@ -36,6 +37,9 @@ struct ServerConfig {
   int max_connections = 4096;              // more get 503 (one /health request each is still answered)
   double shutdown_timeout_s = 30;          // SIGTERM/SIGINT: how long requests in flight may finish (0 = none)
   GenerationDefaults generation_defaults;  // --generation-config: sampling defaults of requests that set none
+  // --seed: requests without a seed get one derived from it and their arrival number; unset:
+  // from the clock.
+  std::optional<uint64_t> seed;
 };
 
 class OpenAiServer {
