@@ -79,12 +79,14 @@ std::string describe_crossovers(const StudyAnalysis& analysis) {
   std::string range;
   for (const HeadlineMetric& m : analysis.headline) {
     if (range.empty()) range = range_text(m);
+    std::vector<std::string> flips;
     for (const Crossover& c : m.crossovers) {
-      const std::string name =
-          m.metric == Metric::kGoodput ? "goodput within the SLO" : std::string(metric_name(m.metric));
-      parts.push_back(fmt::format("{}: {} → {} between {:g} and {:g}", name, c.winner_below, c.winner_above,
-                                  c.concurrency_below, c.concurrency_above));
+      flips.push_back(fmt::format("{} → {} between {:g} and {:g}", c.winner_below, c.winner_above, c.concurrency_below,
+                                  c.concurrency_above));
     }
+    const std::string name =
+        m.metric == Metric::kGoodput ? "goodput within the SLO" : std::string(metric_name(m.metric));
+    if (!flips.empty()) parts.push_back(fmt::format("{}: {}", name, fmt::join(flips, ", ")));
   }
   if (parts.empty()) return range.empty() ? "no levels to compare" : "no crossover in " + range;
   return fmt::format("{}", fmt::join(parts, "; "));

@@ -13,6 +13,7 @@
 #include "analysis/study_analysis.h"
 #include "analysis/first_screen.h"
 #include "analysis/verdict.h"
+#include "kv_grid_fixture.h"
 #include "study_fixture.h"
 
 namespace crosspoint::analysis {
@@ -34,33 +35,6 @@ StudyAnalysis analyze_or_die(const StudyResults& study, std::optional<ServiceLev
   auto analysis = analyze_study(study, options);
   EXPECT_TRUE(analysis.is_ok()) << analysis.status().to_string();
   return analysis.is_ok() ? analysis.value() : StudyAnalysis{};
-}
-
-// The H200 sweep of 2026-12-03 (fp16 / W8A8-FP8 / W4A16 weights x fp16 / fp8 KV cache at 1,
-// 64, 512) from its committed results file: the cells' headline numbers.
-StudyResults kv_grid_study() {
-  const std::string path =
-      std::string(CROSSPOINT_FIXTURES_DIR) + "/../../benchmarks/results/h200_2026-12-03_kv_grid.json";
-  std::ifstream in(path);
-  std::stringstream text;
-  text << in.rdbuf();
-  const nlohmann::json results = nlohmann::json::parse(text.str(), nullptr, false);
-  EXPECT_FALSE(results.is_discarded()) << path;
-  StudyResults study;
-  for (const std::string label : {"fp16", "w8a8-fp8", "w4a16", "fp16+kv-fp8", "w8a8-fp8+kv-fp8", "w4a16+kv-fp8"}) {
-    PrecisionSetup setup;
-    setup.label = label;
-    setup.precision = parse_precision(label.substr(0, label.find('+'))).value();
-    study.precisions.push_back(setup);
-  }
-  for (const auto& row : results["results"]["sweep_cells"]) {
-    const std::string name = row["cell"].get<std::string>();
-    auto cell = parse_cell_measurement(row, path, name.substr(0, name.rfind("-c")));
-    EXPECT_TRUE(cell.is_ok()) << cell.status().to_string();
-    if (cell.is_ok()) study.cells.push_back(cell.value());
-  }
-  EXPECT_EQ(study.cells.size(), 18u);
-  return study;
 }
 
 CellMeasurement cell(const std::string& label, double concurrency, double median_tpot_ms, double throughput) {
@@ -94,7 +68,7 @@ TEST(Verdict, SeedStudyNamesItsCrossoverAndItsSloCapacity) {
 }
 
 TEST(Verdict, KvGridComparesWeightPrecisionsNotTwins) {
-  const StudyResults study = kv_grid_study();
+  const StudyResults study = testing::kv_grid_study();
   const StudyAnalysis analysis = analyze_or_die(study);
   // Label against label, the two best at 1 are W4A16 with either KV cache (2.17 and 2.18 ms): a
   // tie, which the 2026-12-03 report's headline repeated as "median TPOT: tie at 1".
@@ -107,8 +81,7 @@ TEST(Verdict, KvGridComparesWeightPrecisionsNotTwins) {
   EXPECT_EQ(answer_to(verdict, "Lowest latency"),
             "w4a16 at 1 (by 40 %); w8a8-fp8 at 64 (by 11 %); fp16 at 512 (by 13 %)");
   EXPECT_NE(answer_to(verdict, "Where the answer changes")
-                .find("median TPOT: w4a16 → w8a8-fp8 between 1 and 64; median TPOT: w8a8-fp8 → fp16 between 64 and "
-                      "512"),
+                .find("median TPOT: w4a16 → w8a8-fp8 between 1 and 64, w8a8-fp8 → fp16 between 64 and 512;"),
             std::string::npos)
       << answer_to(verdict, "Where the answer changes");
   // Throughput at 512: W8A8-FP8 14,035 tok/s ahead of fp16+kv-fp8's 11,117 (2,918 / 14,035 = 21 %).
