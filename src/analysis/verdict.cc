@@ -93,21 +93,36 @@ std::string describe_crossovers(const StudyAnalysis& analysis) {
 }
 
 std::string describe_slo_capacity(const SloAnalysis& slo) {
-  std::vector<std::string> parts;
+  // Labels with the same outcome and no goodput of their own share one entry: "fp16, w4a16 up to 64 (...)".
+  std::vector<std::pair<std::vector<std::string>, std::string>> groups;  // labels, what follows them
   for (const SloCapacity& c : slo.capacity) {
+    std::string outcome;
     if (!c.max_concurrency && !c.first_failing) {
-      parts.push_back(c.label + ": no data for the SLO");
-      continue;
+      outcome = ": no data for the SLO";
+    } else {
+      std::vector<std::string> details;
+      if (c.max_concurrency && c.goodput_req_s)
+        details.push_back(fmt::format("goodput {:.3g} req/s", *c.goodput_req_s));
+      if (c.first_failing) details.push_back(fmt::format("misses at {:g}", *c.first_failing));
+      if (!c.no_data_levels.empty()) details.push_back("no data at " + levels_text(c.no_data_levels));
+      outcome = c.max_concurrency ? fmt::format(" up to {:g}", *c.max_concurrency) : " at no level";
+      if (!details.empty()) outcome += fmt::format(" ({})", fmt::join(details, "; "));
     }
-    std::vector<std::string> details;
-    if (c.max_concurrency && c.goodput_req_s) details.push_back(fmt::format("goodput {:.3g} req/s", *c.goodput_req_s));
-    if (c.first_failing) details.push_back(fmt::format("misses at {:g}", *c.first_failing));
-    if (!c.no_data_levels.empty()) details.push_back("no data at " + levels_text(c.no_data_levels));
-    const std::string head =
-        c.max_concurrency ? fmt::format("{} up to {:g}", c.label, *c.max_concurrency) : c.label + " at no level";
-    parts.push_back(details.empty() ? head : fmt::format("{} ({})", head, fmt::join(details, "; ")));
+    const bool has_goodput = c.max_concurrency && c.goodput_req_s;
+    auto same = std::find_if(groups.begin(), groups.end(), [&](const auto& g) { return g.second == outcome; });
+    if (same != groups.end() && !has_goodput) {
+      same->first.push_back(c.label);
+    } else {
+      groups.push_back({{c.label}, outcome});
+    }
   }
-  return parts.empty() ? "no cells" : fmt::format("{}", fmt::join(parts, ", "));
+  std::vector<std::string> parts;
+  for (const auto& [labels, outcome] : groups) {
+    const std::string names = labels.size() > 2 && groups.size() == 1 ? "all " + std::to_string(labels.size())
+                                                                      : fmt::format("{}", fmt::join(labels, ", "));
+    parts.push_back(names + outcome);
+  }
+  return parts.empty() ? "no cells" : fmt::format("{}", fmt::join(parts, "; "));
 }
 
 std::string describe_certainty(const StudyAnalysis& analysis) {
