@@ -1,5 +1,6 @@
 #include "analysis/headline.h"
 
+#include <algorithm>
 #include <map>
 #include <utility>
 
@@ -16,13 +17,24 @@ std::string weight_group_of(const StudyResults& study, const std::string& label)
 
 HeadlineMetric headline_metric(const StudyResults& study, const std::vector<CellMeasurement>& cells, Metric metric,
                                double tie_tolerance) {
+  // One weight precision served several ways (a prefix-caching study of fp16): the ways are
+  // what there is to compare.
+  std::vector<std::string> groups;
+  for (const CellMeasurement& cell : cells) {
+    const std::string group = weight_group_of(study, cell.precision);
+    if (std::find(groups.begin(), groups.end(), group) == groups.end()) groups.push_back(group);
+  }
+  const bool one_weight_precision = groups.size() < 2;
+  auto group_of = [&](const std::string& label) {
+    return one_weight_precision ? label : weight_group_of(study, label);
+  };
   // (group, level) -> the best cell of that weight precision there.
   std::map<std::pair<std::string, double>, const CellMeasurement*> best;
   std::vector<std::pair<std::string, double>> order;  // first appearance, so labels keep the study's order
   for (const CellMeasurement& cell : cells) {
     const auto value = metric_value(cell, metric);
     if (!value) continue;
-    const std::pair<std::string, double> key{weight_group_of(study, cell.precision), cell.concurrency};
+    const std::pair<std::string, double> key{group_of(cell.precision), cell.concurrency};
     auto it = best.find(key);
     if (it == best.end()) {
       best[key] = &cell;

@@ -26,7 +26,8 @@ struct HeadlineMetric {
 std::string weight_group_of(const StudyResults& study, const std::string& label);
 
 // The metric compared across weight precisions (winners_by_concurrency and find_crossovers on
-// the best label of each weight precision per level). Without axis twins it equals those.
+// the best label of each weight precision per level). Without axis twins it equals those; with
+// a single weight precision the labels themselves are compared.
 HeadlineMetric headline_metric(const StudyResults& study, const std::vector<CellMeasurement>& cells, Metric metric,
                                double tie_tolerance);
 

@@ -107,6 +107,13 @@ TEST(Verdict, TwinsTieButTheWeightPrecisionLeads) {
   EXPECT_EQ(answer_to(verdict, "Lowest latency"), "w4a16 at 1 (by 50 %); tie at 8");
   EXPECT_EQ(answer_to(verdict, "Where the answer changes"), "no crossover in 1–8");
   EXPECT_EQ(answer_to(verdict, "Quality cost"), "w4a16 +3.25 % perplexity (91 % greedy agreement)");
+  // One weight precision served two ways: the ways are compared (1: 10 vs 10.05 ms, a tie).
+  StudyResults one_weight = study;
+  one_weight.cells.erase(std::remove_if(one_weight.cells.begin(), one_weight.cells.end(),
+                                        [](const CellMeasurement& c) { return c.precision == "fp16"; }),
+                         one_weight.cells.end());
+  EXPECT_EQ(answer_to(build_verdict(analyze_or_die(one_weight), {}), "Lowest latency"),
+            "w4a16 at 8 (by 9.5 %); tie at 1");
   // Without axis twins the headline equals the label-against-label winners.
   StudyResults plain = study;
   plain.cells.erase(std::remove_if(plain.cells.begin(), plain.cells.end(),
