@@ -52,6 +52,9 @@ LinePlot median_tpot_band_plot(const StudyResults& study, const StudyAnalysis& a
     }
     if (!s.points.empty()) plot.series.push_back(std::move(s));
   }
+  const bool any_interval =
+      std::any_of(plot.series.begin(), plot.series.end(), [](const PlotSeries& s) { return !s.error_bars.empty(); });
+  if (!any_interval) plot.title = "Median TPOT by concurrency (no per-request data: no intervals)";
   for (const HeadlineMetric& m : analysis.headline) {
     if (m.metric != Metric::kMedianTpot) continue;
     for (const Crossover& c : m.crossovers) {

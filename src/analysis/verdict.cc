@@ -131,17 +131,22 @@ std::string describe_certainty(const StudyAnalysis& analysis) {
   bool any_interval = false;
   for (const HeadlineMetric& m : analysis.headline) {
     if (m.metric == Metric::kGoodput) continue;  // goodput has no interval
+    std::vector<double> metric_ties, metric_undecided;
     for (const LevelWinner& w : m.winners) {
       ++compared;
       any_interval = any_interval || (w.best_interval && w.runner_up_interval);
       if (w.not_separable) {
-        undecided.push_back(fmt::format("{} at {:g}", metric_name(m.metric), w.concurrency));
+        metric_undecided.push_back(w.concurrency);
       } else if (w.tie) {
-        ties.push_back(fmt::format("{} at {:g}", metric_name(m.metric), w.concurrency));
+        metric_ties.push_back(w.concurrency);
       } else {
         ++decided;
       }
     }
+    // "output throughput at 8, 16": one entry per metric.
+    if (!metric_undecided.empty())
+      undecided.push_back(fmt::format("{} at {}", metric_name(m.metric), levels_text(metric_undecided)));
+    if (!metric_ties.empty()) ties.push_back(fmt::format("{} at {}", metric_name(m.metric), levels_text(metric_ties)));
   }
   std::string text = any_interval
                          ? fmt::format("decided at {} of {} compared levels (95 % intervals apart)", decided, compared)
@@ -149,9 +154,9 @@ std::string describe_certainty(const StudyAnalysis& analysis) {
                                "decided at {} of {} compared levels by a margin over {:g} % alone (no per-request "
                                "data, so no intervals)",
                                decided, compared, analysis.tie_tolerance * 100);
-  if (!undecided.empty()) text += fmt::format("; undecided: {}", fmt::join(undecided, ", "));
+  if (!undecided.empty()) text += fmt::format("; undecided: {}", fmt::join(undecided, "; "));
   if (!ties.empty())
-    text += fmt::format("; tie within {:g} %: {}", analysis.tie_tolerance * 100, fmt::join(ties, ", "));
+    text += fmt::format("; tie within {:g} %: {}", analysis.tie_tolerance * 100, fmt::join(ties, "; "));
   size_t interfered = 0;
   for (const CellMeasurement& c : analysis.cells) interfered += c.interfered ? 1 : 0;
   if (interfered > 0)

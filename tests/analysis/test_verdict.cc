@@ -107,6 +107,10 @@ TEST(Verdict, TwinsTieButTheWeightPrecisionLeads) {
   EXPECT_EQ(answer_to(verdict, "Lowest latency"), "w4a16 at 1 (by 50 %); tie at 8");
   EXPECT_EQ(answer_to(verdict, "Where the answer changes"), "no crossover in 1–8");
   EXPECT_EQ(answer_to(verdict, "Quality cost"), "w4a16 +3.25 % perplexity (91 % greedy agreement)");
+  // Throughput: w4a16 90 vs 60 tok/s at 1, fp16 400 vs 398 at 8 (a tie).
+  EXPECT_EQ(answer_to(verdict, "How sure"),
+            "decided at 2 of 4 compared levels by a margin over 2 % alone (no per-request data, so no intervals); tie "
+            "within 2 %: median TPOT at 8; output throughput at 8");
   // One weight precision served two ways: the ways are compared (1: 10 vs 10.05 ms, a tie).
   StudyResults one_weight = study;
   one_weight.cells.erase(std::remove_if(one_weight.cells.begin(), one_weight.cells.end(),
