@@ -151,6 +151,7 @@ Result<CellMeasurement> parse_cell_measurement(const nlohmann::json& result, con
       {"request_goodput:", &cell.request_goodput_req_s},
       {"mean_running_batch", &cell.mean_running_batch},
       {"steady_mean_running", &cell.steady_running_batch},
+      {"mean_running_while_busy", &cell.busy_running_batch},
       {"peak_running_batch", &cell.peak_running_batch},
       {"mean_kv_cache_usage", &cell.mean_kv_cache_usage},
       {"max_kv_cache_usage", &cell.max_kv_cache_usage},
@@ -243,13 +244,14 @@ CellMeasurement merge_group(const std::vector<const CellMeasurement*>& runs) {
     if (run->num_preemptions) preemptions = preemptions.value_or(0) + *run->num_preemptions;
   }
   out.num_preemptions = preemptions;
-  for (auto field : {&CellMeasurement::mean_tpot_ms, &CellMeasurement::mean_itl_ms, &CellMeasurement::mean_ttft_ms,
-                     &CellMeasurement::median_tpot_ms, &CellMeasurement::p99_tpot_ms, &CellMeasurement::median_itl_ms,
-                     &CellMeasurement::p99_itl_ms, &CellMeasurement::median_ttft_ms, &CellMeasurement::p99_ttft_ms,
-                     &CellMeasurement::median_e2el_ms, &CellMeasurement::p99_e2el_ms,
-                     &CellMeasurement::output_throughput_tok_s, &CellMeasurement::request_goodput_req_s,
-                     &CellMeasurement::mean_running_batch, &CellMeasurement::mean_context_tokens,
-                     &CellMeasurement::mean_kv_cache_usage, &CellMeasurement::prefix_cache_hit_rate}) {
+  for (auto field :
+       {&CellMeasurement::mean_tpot_ms, &CellMeasurement::mean_itl_ms, &CellMeasurement::mean_ttft_ms,
+        &CellMeasurement::median_tpot_ms, &CellMeasurement::p99_tpot_ms, &CellMeasurement::median_itl_ms,
+        &CellMeasurement::p99_itl_ms, &CellMeasurement::median_ttft_ms, &CellMeasurement::p99_ttft_ms,
+        &CellMeasurement::median_e2el_ms, &CellMeasurement::p99_e2el_ms, &CellMeasurement::output_throughput_tok_s,
+        &CellMeasurement::request_goodput_req_s, &CellMeasurement::mean_running_batch,
+        &CellMeasurement::busy_running_batch, &CellMeasurement::mean_context_tokens,
+        &CellMeasurement::mean_kv_cache_usage, &CellMeasurement::prefix_cache_hit_rate}) {
     out.*field = mean_of_present(collect(field));
   }
   out.peak_running_batch = max_of_present(collect(&CellMeasurement::peak_running_batch));

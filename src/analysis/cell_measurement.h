@@ -33,6 +33,9 @@ struct CellMeasurement {
 
   // Server-side samples over the run (crosspoint bench extension keys, see docs/analysis.md).
   std::optional<double> mean_running_batch;  // sequences per decode step, time-averaged
+  // The same over the samples with a request running ("mean_running_while_busy"): the batch
+  // of the decode steps, which the roofline uses (the whole-run mean counts idle gaps).
+  std::optional<double> busy_running_batch;
   // The same inside the steady-state window (client holding all its slots; docs/bench.md).
   std::optional<double> steady_running_batch;
   std::optional<double> peak_running_batch;

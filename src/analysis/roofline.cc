@@ -9,8 +9,20 @@ RooflineCell analyze_cell(const CellMeasurement& cell, Precision precision, cons
   RooflineCell out;
   out.precision = cell.precision;
   out.concurrency = cell.concurrency;
-  out.batch_measured = cell.mean_running_batch.has_value();
-  out.batch = cell.mean_running_batch.value_or(std::max(1.0, cell.concurrency));
+  // The decode steps' batch: the server's samples while a request ran; else the whole-run
+  // mean, which counts idle gaps, never below 1 when requests completed.
+  out.batch_measured = cell.busy_running_batch.has_value() || cell.mean_running_batch.has_value();
+  if (cell.busy_running_batch) {
+    out.batch = *cell.busy_running_batch;
+  } else if (cell.mean_running_batch) {
+    out.batch = *cell.mean_running_batch;
+    if (out.batch < 1 && cell.num_completed > 0) {
+      out.batch = 1;
+      out.batch_raised_to_one = true;
+    }
+  } else {
+    out.batch = std::max(1.0, cell.concurrency);
+  }
   out.mean_context_tokens = cell.mean_context_tokens.value_or(0);
 
   out.weight_bytes_per_step = cost.weight_bytes_per_step;

@@ -13,10 +13,13 @@
 namespace crosspoint::analysis {
 
 struct RooflineCell {
-  std::string precision;           // label of the cell
-  double concurrency = 0;          // client-side cap
-  double batch = 0;                // sequences per decode step used below, B
-  bool batch_measured = false;     // false: B assumed = concurrency (no server samples)
+  std::string precision;        // label of the cell
+  double concurrency = 0;       // client-side cap
+  double batch = 0;             // sequences per decode step used below, B
+  bool batch_measured = false;  // false: B assumed = concurrency (no server samples)
+  // B is the whole-run mean (no decode-step samples) raised to 1: requests ran, so every
+  // decode step had at least one sequence.
+  bool batch_raised_to_one = false;
   double mean_context_tokens = 0;  // per running sequence; 0 = unknown, KV left out
 
   double weight_bytes_per_step = 0;  // streamed once per step

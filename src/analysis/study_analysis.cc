@@ -67,6 +67,9 @@ Result<StudyAnalysis> analyze_study(const StudyResults& study, const AnalysisOpt
   out.bootstrap = options.bootstrap;
   out.cells = merge_repeated_runs(study.cells);
   for (CellMeasurement& cell : out.cells) estimate_intervals(cell, options.bootstrap, options.interference);
+  out.tie_tolerance = options.tie_tolerance;
+  const ServiceLevelObjective slo = options.slo && !options.slo->empty() ? *options.slo : default_slo();
+  apply_slo_goodput(out.cells, slo);
   // Attention's bytes need the running sequences' context; a bench that did not record it
   // still sampled the KV cache's usage, and usage x capacity / batch is the mean context.
   for (CellMeasurement& cell : out.cells) {
@@ -110,6 +113,11 @@ Result<StudyAnalysis> analyze_study(const StudyResults& study, const AnalysisOpt
           entry.metric, first_concurrency_lead_lost(cells, entry.metric, out.low_load_leader, options.tie_tolerance));
     }
   }
+  for (Metric metric : {Metric::kMedianTpot, Metric::kP99Tpot, Metric::kOutputThroughput, Metric::kGoodput}) {
+    HeadlineMetric headline = headline_metric(study, cells, metric, options.tie_tolerance);
+    if (!headline.winners.empty()) out.headline.push_back(std::move(headline));
+  }
+  out.slo = analyze_slo(cells, slo);
   for (const std::string& label : labels) {
     const CapacityInput input = capacity_input(study, cells, label, options);
     if (input.kv_cache_tokens > 0) out.capacity.push_back({label, plan_capacity(input)});

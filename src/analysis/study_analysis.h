@@ -15,8 +15,10 @@
 #include "analysis/decode_cost.h"
 #include "analysis/interference.h"
 #include "analysis/hardware_table.h"
+#include "analysis/headline.h"
 #include "analysis/model_shape.h"
 #include "analysis/roofline.h"
+#include "analysis/slo.h"
 #include "analysis/study_results.h"
 
 namespace crosspoint::analysis {
@@ -31,6 +33,8 @@ struct AnalysisOptions {
   int64_t kv_block_size = 1;              // paged-KV block for the capacity planner (1: no rounding, as the study)
   BootstrapOptions bootstrap;             // the intervals (fixed seed: reproducible reports)
   InterferenceThresholds interference;    // the busy-machine guard's thresholds
+  // The SLO for capacity and goodput; unset: default_slo() (named as the default in the report).
+  std::optional<ServiceLevelObjective> slo;
 };
 
 struct MetricAnalysis {
@@ -58,6 +62,11 @@ struct StudyAnalysis {
   // first concurrency where low_load_leader stops clearly winning, per metric (the tail test)
   std::vector<std::pair<Metric, std::optional<double>>> lead_lost_at;
   std::vector<PrecisionCapacity> capacity;
+  double tie_tolerance = 0.02;  // the one the winners were named with
+  // The headline's metrics compared across weight precisions (headline.h): median TPOT, p99
+  // TPOT, output throughput and goodput within the SLO, those the cells recorded.
+  std::vector<HeadlineMetric> headline;
+  SloAnalysis slo;  // capacity under the SLO; cells' goodput is the SLO's where requests were kept
 };
 
 // Fails (naming the cell) when a cell's precision label cannot be parsed and has no setup,

@@ -11,6 +11,7 @@
 #include <optional>
 
 #include "analysis/crossover_explanation.h"
+#include "analysis/first_screen.h"
 #include "analysis/html_page.h"
 #include "analysis/markdown_table.h"
 #include "analysis/svg_plot.h"
@@ -244,7 +245,7 @@ void add_measurement_quality(ReportBuilder& r, const StudyResults& study, const 
   const bool any_machine =
       std::any_of(study.cells.begin(), study.cells.end(), [](const CellMeasurement& c) { return !c.machine.empty(); });
   if (!any_requests && !any_machine) return;
-  r.heading("Measurement quality");
+  r.heading("Measurement quality: how sure the numbers are");
   if (any_requests) {
     r.paragraph(fmt::format(
         "Intervals: 95 % percentile bootstrap over requests ({} resamples, seed {}; ITL resamples whole requests); "
@@ -278,6 +279,35 @@ void add_measurement_quality(ReportBuilder& r, const StudyResults& study, const 
   }
 }
 
+// Per label: the most load within the SLO, the goodput there and where it first missed; then
+// goodput per level and where the most goodput changes hands.
+void add_slo_capacity(ReportBuilder& r, const StudyResults& study, const StudyAnalysis& analysis) {
+  const SloAnalysis& slo = analysis.slo;
+  if (slo.capacity.empty()) return;
+  r.heading("Capacity under the SLO: how much load each precision carries within it");
+  r.paragraph(fmt::format(
+      "SLO: {}{}. A level meets it when that percentile of its requests does; capacity is the highest measured "
+      "concurrency up to which every level met it (the true limit lies below the first level that missed). "
+      "Goodput: requests per second that met every limit (vLLM's --goodput), from the per-request records.",
+      describe_slo(slo.slo),
+      slo.slo.is_default ? " (the default: the seed study's \"TTFT < 1 s\"; --slo sets another)" : ""));
+  TextTable t;
+  t.header = {"precision", "capacity (concurrency)", "goodput there (req/s)", "first level missing it", "there"};
+  t.right_align = {false, true, true, true, true};
+  for (const SloCapacity& c : slo.capacity) {
+    t.rows.push_back({c.label, c.max_concurrency ? fmt::format("{:g}", *c.max_concurrency) : "none measured",
+                      c.goodput_req_s ? number(*c.goodput_req_s, 3) : "-",
+                      c.first_failing ? fmt::format("{:g}", *c.first_failing) : "none",
+                      c.failing_value_ms ? fmt::format("{} {:.1f} ms", c.failing_metric, *c.failing_value_ms) : "-"});
+  }
+  r.table(t);
+  r.table(metric_pivot(study, "goodput within the SLO (req/s)", Metric::kGoodput));
+  for (const HeadlineMetric& m : analysis.headline) {
+    if (m.metric == Metric::kGoodput)
+      r.paragraph("Most goodput, across weight precisions: " + summarize_headline(m) + ".");
+  }
+}
+
 std::vector<std::string> findings(const StudyAnalysis& analysis) {
   std::vector<std::string> out;
   for (const MetricAnalysis& m : analysis.metrics) {
@@ -300,7 +330,8 @@ std::vector<std::string> findings(const StudyAnalysis& analysis) {
 
 }  // namespace
 
-ReportFiles render_study_report(const StudyResults& original, const StudyAnalysis& analysis) {
+ReportFiles render_study_report(const StudyResults& original, const StudyAnalysis& analysis,
+                                const ReportExtras& extras) {
   // Repeated runs merged, with intervals and interference verdicts: what the tables show.
   StudyResults merged = original;
   if (!analysis.cells.empty()) merged.cells = analysis.cells;
@@ -309,14 +340,21 @@ ReportFiles render_study_report(const StudyResults& original, const StudyAnalysi
   ReportBuilder r;
   const std::string title = study.title.empty() ? "crosspoint study report" : study.title;
   const HardwareCeilings& hw = analysis.hardware;
-  const std::string meta =
-      fmt::format("{} on {} ({:.0f} GB/s, {:.0f} TFLOP/s fp16, critical intensity {:.0f} FLOP/byte). Source: {}",
-                  study.model_name.empty() ? "model" : study.model_name, hw.name, hw.bandwidth_gb_s, hw.fp16_tflops,
-                  critical_intensity(hw.fp16_tflops, hw.bandwidth_gb_s), study.source.empty() ? "-" : study.source);
-  r.raw("# " + title + "\n\n" + meta + "\n",
-        "<h1>" + xml_escape(title) + "</h1>\n<p class=\"meta\">" + xml_escape(meta) + "</p>\n");
+  const std::vector<double> levels = concurrencies_of(study);
+  const std::string meta = fmt::format(
+      "{} on {}: {:.0f} GB/s, {}; {} cells, {} ways of serving, concurrency {:g}–{:g}. Source and method below.",
+      study.model_name.empty() ? "model" : study.model_name, hw.name, hw.bandwidth_gb_s, describe_fp16_rate(hw),
+      study.cells.size(), labels_of(study).size(), levels.empty() ? 0.0 : levels.front(),
+      levels.empty() ? 0.0 : levels.back());
+  FirstScreen first = render_first_screen(title, meta, build_verdict(analysis, extras.quality), study, analysis);
+  r.raw(first.markdown, first.html);
+  for (auto& figure : first.figures) files.figures.push_back(std::move(figure));
 
-  r.heading("Findings");
+  r.heading("Who wins each metric at each level, by how much, how sure");
+  r.paragraph(
+      "Every label against every other (the first screen compares weight precisions, each served its best way). "
+      "Values with 95 % intervals; a level is a tie within the tolerance or not separable when the intervals "
+      "overlap.");
   std::vector<std::string> items = findings(analysis);
   if (!analysis.low_load_leader.empty()) {
     std::optional<double> median_lost, tail_lost;
@@ -334,9 +372,9 @@ ReportFiles render_study_report(const StudyResults& original, const StudyAnalysi
     }
   }
   r.bullets(items);
-  add_measurement_quality(r, study, analysis);
+  add_slo_capacity(r, study, analysis);
 
-  r.heading("Latency by precision and concurrency");
+  r.heading("Latency: which precision answers fastest at each concurrency");
   const bool any_interval = std::any_of(study.cells.begin(), study.cells.end(),
                                         [](const CellMeasurement& c) { return c.median_tpot_ci.has_value(); });
   if (any_interval) {
@@ -362,7 +400,7 @@ ReportFiles render_study_report(const StudyResults& original, const StudyAnalysi
              {"tpot_median_p99.svg", render_line_plot(median_vs_p99)}},
             &files);
 
-  r.heading("Throughput and batch");
+  r.heading("Throughput and batch: how many tokens per second, at what batch");
   r.table(metric_pivot(study, "output tok/s", Metric::kOutputThroughput));
   r.table(
       measurement_pivot(study, "mean running batch", [](const CellMeasurement& c) { return c.mean_running_batch; }, 1));
@@ -402,7 +440,7 @@ ReportFiles render_study_report(const StudyResults& original, const StudyAnalysi
   }
   r.figures({{"throughput.svg", render_grouped_bars(bars)}, {"batch.svg", render_line_plot(batch_plot)}}, &files);
 
-  r.heading("Roofline");
+  r.heading("Roofline: how close each cell came to the hardware's limits");
   r.bullets(analysis.cost_descriptions);
   TextTable roof;
   roof.header = {"precision", "conc",     "batch B",     "GB/step", "GFLOP/token",  "FLOP/byte",
@@ -410,9 +448,9 @@ ReportFiles render_study_report(const StudyResults& original, const StudyAnalysi
   roof.right_align = {false, true, true, true, true, true, true, true, true, true, true, true};
   for (const RooflineCell& c : analysis.roofline) {
     roof.rows.push_back({c.precision, fmt::format("{:g}", c.concurrency),
-                         number(c.batch, 1) + (c.batch_measured ? "" : "*"), number(c.bytes_per_step / 1e9, 2),
-                         number(c.flops_per_token / 1e9, 2), number(c.arithmetic_intensity, 1),
-                         number(c.critical_intensity, 0), number(c.bound_tpot_ms, 1),
+                         number(c.batch, 1) + (c.batch_measured ? "" : "*") + (c.batch_raised_to_one ? " ↑" : ""),
+                         number(c.bytes_per_step / 1e9, 2), number(c.flops_per_token / 1e9, 2),
+                         number(c.arithmetic_intensity, 1), number(c.critical_intensity, 0), number(c.bound_tpot_ms, 1),
                          c.measured_tpot_ms > 0 ? number(c.measured_tpot_ms, 2) : "-",
                          c.measured_tpot_ms > 0 ? number(c.bandwidth_utilisation * 100, 1) + " %" : "-",
                          c.compute_utilisation > 0 ? number(c.compute_utilisation * 100, 2) + " %" : "-",
@@ -422,7 +460,9 @@ ReportFiles render_study_report(const StudyResults& original, const StudyAnalysi
   r.paragraph(
       "Bound = the larger of bytes/bandwidth and FLOPs/peak for one decode step; BW util = memory bound / "
       "measured median TPOT; overhead = measured - bound (dequantisation, kernel launches, scheduling). "
-      "* = batch assumed equal to the concurrency (no server samples). GB/step counts the KV cache's reads at the "
+      "B = the mean batch of the decode steps (the server's samples while a request ran); * = assumed equal to the "
+      "concurrency (no server samples); ↑ = the whole-run mean (which counts idle gaps) raised to 1, as requests "
+      "ran. GB/step counts the KV cache's reads at the "
       "running sequences' mean context where it is known (estimated as the KV cache's mean usage x its capacity / "
       "the mean batch when the bench did not record it).");
   r.table(
@@ -464,7 +504,7 @@ ReportFiles render_study_report(const StudyResults& original, const StudyAnalysi
   }
 
   if (!analysis.capacity.empty()) {
-    r.heading("Capacity");
+    r.heading("Capacity: how many requests fit in the KV cache");
     if (!study.memory_budget.empty())
       r.paragraph("Every server held to a memory budget of " + study.memory_budget +
                   " for weights, activations and the KV cache (serve --memory-budget): the KV tokens are what the "
@@ -487,6 +527,12 @@ ReportFiles render_study_report(const StudyResults& original, const StudyAnalysi
     r.table(cap);
   }
 
+  add_measurement_quality(r, study, analysis);
+  r.heading("Source");
+  r.paragraph(fmt::format("{}. Ceilings: {} ({}); critical intensity {:.0f} FLOP/byte at that rate.",
+                          study.source.empty() ? "-" : study.source, hw.name,
+                          hw.source.empty() ? "no source given" : hw.source,
+                          critical_intensity(hw.fp16_tflops > 0 ? hw.fp16_tflops : hw.fp32_tflops, hw.bandwidth_gb_s)));
   files.markdown = r.md();
   files.html = render_html_page(title, r.html());
   return files;

@@ -9,6 +9,7 @@
 
 #include "analysis/study_analysis.h"
 #include "analysis/study_results.h"
+#include "analysis/verdict.h"
 #include "common/status.h"
 
 namespace crosspoint::analysis {
@@ -32,7 +33,16 @@ std::string tied_names(const LevelWinner& level);
 // "2.19 [2.15, 2.24]" (or the value alone without an interval).
 std::string format_with_interval(double value, const std::optional<Interval>& interval, int decimals);
 
-ReportFiles render_study_report(const StudyResults& study, const StudyAnalysis& analysis);
+// What the report knows beyond the cells: the quality of each quantised precision (the
+// verdict's quality line; crosspoint sweep measures it).
+struct ReportExtras {
+  std::vector<QualityCost> quality;
+};
+
+// The first screen (first_screen.h: title, a one-line setting, the verdict, two figures), then
+// the detailed sections, each under a heading that says what it answers.
+ReportFiles render_study_report(const StudyResults& study, const StudyAnalysis& analysis,
+                                const ReportExtras& extras = {});
 
 // Writes report.md, report.html and the figures into dir (created if missing).
 Status write_report(const std::string& dir, const ReportFiles& files);

@@ -136,6 +136,45 @@ void fit_range(std::vector<double> values, bool log, double* lo, double* hi, boo
   }
 }
 
+// The intervals of a series as one closed translucent polygon: uppers left to right, lowers back.
+std::string draw_band(const PlotSeries& s, const PlotFrame& f, const char* colour) {
+  std::vector<std::tuple<double, double, double>> bars;
+  for (const auto& [x, lo, hi] : s.error_bars) {
+    if (std::isfinite(lo) && std::isfinite(hi) && !(f.log_x && x <= 0) && !(f.log_y && lo <= 0))
+      bars.emplace_back(x, lo, hi);
+  }
+  if (bars.empty()) return "";
+  std::sort(bars.begin(), bars.end());
+  std::string points;
+  if (bars.size() == 1) {  // one level: a narrow box keeps the interval visible
+    const auto& [x, lo, hi] = bars.front();
+    points = fmt::format("{0:.2f},{1:.2f} {2:.2f},{1:.2f} {2:.2f},{3:.2f} {0:.2f},{3:.2f}", f.map_x(x) - 4, f.map_y(hi),
+                         f.map_x(x) + 4, f.map_y(lo));
+  } else {
+    for (const auto& [x, lo, hi] : bars) points += fmt::format("{:.2f},{:.2f} ", f.map_x(x), f.map_y(hi));
+    for (auto it = bars.rbegin(); it != bars.rend(); ++it)
+      points += fmt::format("{:.2f},{:.2f} ", f.map_x(std::get<0>(*it)), f.map_y(std::get<1>(*it)));
+    points.pop_back();
+  }
+  return fmt::format(
+      "<polygon class=\"band\" data-series=\"{}\" data-levels=\"{}\" points=\"{}\" fill=\"{}\" fill-opacity=\"0.18\" "
+      "stroke=\"none\"/>\n",
+      xml_escape(s.name), bars.size(), points, colour);
+}
+
+// A shaded x range from x_lower to x_upper, its label at the bottom.
+std::string draw_span(const PlotSpan& span, const PlotFrame& f) {
+  const double x0 = std::max(f.left, f.map_x(span.x_lower));
+  const double x1 = std::min(f.width - f.right, f.map_x(span.x_upper));
+  if (!(x1 > x0)) return "";
+  const double top = f.top, bottom = f.height - f.bottom;
+  return fmt::format(
+      "<g class=\"x-span\" data-lower=\"{:g}\" data-upper=\"{:g}\"><rect x=\"{:.2f}\" y=\"{:.2f}\" width=\"{:.2f}\" "
+      "height=\"{:.2f}\" fill=\"#888\" fill-opacity=\"0.12\" stroke=\"#888\" stroke-dasharray=\"4 3\"/>"
+      "<text x=\"{:.2f}\" y=\"{:.2f}\" text-anchor=\"middle\" font-size=\"11\" fill=\"#333\">{}</text></g>\n",
+      span.x_lower, span.x_upper, x0, top, x1 - x0, bottom - top, (x0 + x1) / 2, bottom - 6, xml_escape(span.label));
+}
+
 }  // namespace
 
 const char* series_colour(size_t index) { return kPalette[index % (sizeof kPalette / sizeof kPalette[0])]; }
@@ -175,6 +214,7 @@ PlotFrame line_plot_frame(const LinePlot& plot) {
 std::string render_line_plot(const LinePlot& plot) {
   const PlotFrame f = line_plot_frame(plot);
   std::string out = svg_open(plot.width, plot.height, plot.title) + draw_axes(f, plot.x_label, plot.y_label);
+  for (const PlotSpan& span : plot.spans) out += draw_span(span, f);
   std::vector<std::string> names;
   std::vector<bool> dashed;
   std::vector<size_t> colours;
@@ -185,7 +225,7 @@ std::string render_line_plot(const LinePlot& plot) {
     dashed.push_back(s.dashed);
     colours.push_back(colour);
     auto points = s.points;
-    std::sort(points.begin(), points.end());
+    if (!plot.connect_in_order) std::sort(points.begin(), points.end());
     std::string path;
     for (const auto& [x, y] : points) {
       if (!std::isfinite(y) || (plot.log_x && x <= 0) || (plot.log_y && y <= 0)) continue;
@@ -195,7 +235,9 @@ std::string render_line_plot(const LinePlot& plot) {
       out += fmt::format("<polyline points=\"{}\" fill=\"none\" stroke=\"{}\" stroke-width=\"2.5\"{}/>\n", path,
                          series_colour(colour), s.dashed ? " stroke-dasharray=\"5 3\"" : "");
     }
+    if (s.band) out += draw_band(s, f, series_colour(colour));
     for (const auto& [x, lo, hi] : s.error_bars) {
+      if (s.band) break;
       if (!std::isfinite(lo) || !std::isfinite(hi) || (plot.log_x && x <= 0) || (plot.log_y && lo <= 0)) continue;
       const double px = f.map_x(x), top = f.map_y(hi), bottom = f.map_y(lo);
       out += fmt::format(
@@ -205,6 +247,13 @@ std::string render_line_plot(const LinePlot& plot) {
           "x2=\"{:.2f}\" y2=\"{:.2f}\"/></g>\n",
           xml_escape(s.name), x, lo, hi, series_colour(colour), px, top, px, bottom, px - 4, top, px + 4, top, px - 4,
           bottom, px + 4, bottom);
+    }
+    for (size_t p = 0; p < s.points.size() && p < s.point_labels.size(); ++p) {
+      const auto& [x, y] = s.points[p];
+      if (!std::isfinite(y) || (plot.log_x && x <= 0) || (plot.log_y && y <= 0)) continue;
+      out += fmt::format(
+          "<text class=\"point-label\" x=\"{:.2f}\" y=\"{:.2f}\" font-size=\"10\" fill=\"#333\">{}</text>\n",
+          f.map_x(x) + 6, f.map_y(y) - 6, xml_escape(s.point_labels[p]));
     }
     for (const auto& [x, y] : points) {
       if (!std::isfinite(y) || (plot.log_x && x <= 0) || (plot.log_y && y <= 0)) continue;

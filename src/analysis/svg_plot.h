@@ -29,6 +29,16 @@ struct PlotSeries {
   int colour_index = -1;  // palette entry; -1 = the series' position
   // Optional vertical error bars (x, lower, upper), drawn as class="error-bar" lines.
   std::vector<std::tuple<double, double, double>> error_bars = {};
+  // Draw error_bars as one translucent band (class="band") through the intervals instead.
+  bool band = false;
+  // Optional text beside each point, in the order of points ("c=16").
+  std::vector<std::string> point_labels = {};
+};
+
+// A shaded range of x with a label (class="x-span"): where a crossover lies.
+struct PlotSpan {
+  double x_lower = 0, x_upper = 0;
+  std::string label;
 };
 
 struct LinePlot {
@@ -37,7 +47,9 @@ struct LinePlot {
   std::string y_label;
   bool log_x = true;  // concurrency axes are logarithmic
   bool log_y = false;
+  bool connect_in_order = false;  // join points in the order given (a path through levels), not by x
   std::vector<PlotSeries> series;
+  std::vector<PlotSpan> spans;
   double width = 520, height = 380;
 };
 

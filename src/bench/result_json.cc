@@ -149,6 +149,7 @@ std::string result_to_json_text(const BenchResult& r) {
     server["num_samples"] = s.num_samples;
     server["mean_running"] = s.mean_running;
     server["max_running"] = s.max_running;
+    server["mean_running_while_busy"] = optional_number(s.mean_running_while_busy);
     server["mean_waiting"] = s.mean_waiting;
     server["max_waiting"] = s.max_waiting;
     server["mean_kv_cache_usage"] = optional_number(s.mean_kv_cache_usage);

@@ -98,6 +98,12 @@ ServerMetricsSummary summarize_server_metrics(const std::vector<ServerMetricsSam
       last_queries = s->prefix_cache_queries, last_hits = s->prefix_cache_hits;
     }
   }
+  double busy_sum = 0;
+  int num_busy = 0;
+  for (const ServerMetricsSample* s : usable) {
+    if (*s->num_running > 0) busy_sum += *s->num_running, ++num_busy;
+  }
+  if (num_busy > 0) summary.mean_running_while_busy = busy_sum / num_busy;
   summary.mean_running /= static_cast<double>(usable.size());
   summary.mean_waiting /= static_cast<double>(usable.size());
   if (kv_count > 0) summary.mean_kv_cache_usage = kv_sum / kv_count;

@@ -32,6 +32,8 @@ struct ServerMetricsSummary {
   bool available = false;  // the server answered /metrics with something we understood
   int num_samples = 0;
   double mean_running = 0, max_running = 0;
+  // Mean of the samples with a request running: the batch of the decode steps, never below 1.
+  std::optional<double> mean_running_while_busy;
   double mean_waiting = 0, max_waiting = 0;
   std::optional<double> mean_kv_cache_usage, max_kv_cache_usage;
   std::optional<double> num_preemptions;  // counter at the last sample minus at the first

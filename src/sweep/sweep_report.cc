@@ -187,20 +187,6 @@ std::string describe_metric(const analysis::StudyAnalysis& a, Metric metric) {
   return text + ".";
 }
 
-// The highest measured concurrency at which the precision meets the SLO (median TTFT and
-// median TPOT within it), or nullopt.
-std::optional<double> highest_level_within_slo(const SweepOptions& o, const analysis::StudyResults& study,
-                                               const std::string& precision) {
-  std::optional<double> best;
-  for (const CellMeasurement& cell : study.cells) {
-    if (cell.precision != precision) continue;
-    const bool ttft_ok = !o.slo_ttft_ms || (cell.median_ttft_ms && *cell.median_ttft_ms <= *o.slo_ttft_ms);
-    const bool tpot_ok = !o.slo_tpot_ms || (cell.median_tpot_ms && *cell.median_tpot_ms <= *o.slo_tpot_ms);
-    if (ttft_ok && tpot_ok && (!best || cell.concurrency > *best)) best = cell.concurrency;
-  }
-  return best;
-}
-
 // What the sample could decide within the time budget, from budget.json.
 std::string sample_sentence(const nlohmann::json& budget) {
   const double time_budget = budget.value("time_budget_s", 0.0);
@@ -242,31 +228,20 @@ void add_recommendation(Fragments& f, const SweepOptions& o, const analysis::Stu
   items.push_back("Latency — " + describe_metric(a, Metric::kMedianTpot));
   items.push_back("Tail latency — " + describe_metric(a, Metric::kP99Tpot));
   items.push_back("Throughput — " + describe_metric(a, Metric::kOutputThroughput));
-  if (o.slo_ttft_ms || o.slo_tpot_ms) {
-    std::string slo_text;
-    if (o.slo_ttft_ms) slo_text += fmt::format("median TTFT ≤ {:g} ms", *o.slo_ttft_ms);
-    if (o.slo_tpot_ms)
-      slo_text += fmt::format("{}median TPOT ≤ {:g} ms", slo_text.empty() ? "" : " and ", *o.slo_tpot_ms);
-    std::string best_precision;
-    double best_level = 0;
+  if (o.slo_ttft_ms || o.slo_tpot_ms) {  // the capacity under --slo (analysis/slo.h), in a sentence
+    const std::string slo_text = analysis::describe_slo(a.slo.slo);
     std::string per_precision;
-    for (const std::string& p : o.precisions) {
-      auto level = highest_level_within_slo(o, study, p);
-      per_precision += fmt::format("{}{}: {}", per_precision.empty() ? "" : ", ", p,
-                                   level ? fmt::format("up to {:g}", *level) : std::string("never"));
-      if (level && *level > best_level) {
-        best_level = *level;
-        best_precision = p;
-      }
+    for (const analysis::SloCapacity& c : a.slo.capacity) {
+      per_precision += fmt::format("{}{}: {}", per_precision.empty() ? "" : ", ", c.label,
+                                   c.max_concurrency ? fmt::format("up to {:g}", *c.max_concurrency) : "never");
     }
-    if (best_precision.empty()) {
+    if (a.slo.most_load.empty()) {
       items.push_back("SLO (" + slo_text + "): no precision met it at any measured concurrency (" + per_precision +
                       ").");
     } else {
-      items.push_back(
-          fmt::format("SLO ({}): serve {} — it meets the SLO up to concurrency {:g}, the highest of the "
-                      "precisions ({}).",
-                      slo_text, best_precision, best_level, per_precision));
+      items.push_back(fmt::format(
+          "SLO ({}): serve {} — it meets the SLO up to concurrency {:g}, the highest of the precisions ({}).", slo_text,
+          fmt::join(a.slo.most_load, " or "), *a.slo.most_load_concurrency, per_precision));
     }
   }
   for (const QualityResult& q : qualities) {
@@ -521,6 +496,14 @@ Result<nlohmann::json> build_study_json(const SweepOptions& o, const std::string
   return study;
 }
 
+std::optional<analysis::ServiceLevelObjective> slo_of(const SweepOptions& o) {
+  if (!o.slo_ttft_ms && !o.slo_tpot_ms) return std::nullopt;
+  analysis::ServiceLevelObjective slo;
+  slo.ttft_ms = o.slo_ttft_ms;
+  slo.tpot_ms = o.slo_tpot_ms;
+  return slo;
+}
+
 std::string determinism_mode(const SweepOptions& o) {
   if (o.device != "cuda") return "servers bit-reproducible and batch-invariant (cpu)";
   return o.deterministic ? "batch-invariant servers (--deterministic)"
@@ -553,6 +536,7 @@ Status write_sweep_report(const SweepOptions& o, const std::string& fp16_dir, co
   options.kv_bytes_per_element = o.device == "cuda" ? 2 : 4;
   options.bisection_resolution = o.bisect_resolution;
   options.kv_block_size = 16;  // crosspoint serve's --block-size default
+  options.slo = slo_of(o);
   CROSSPOINT_ASSIGN_OR_RETURN(analysis::StudyAnalysis result, analysis::analyze_study(study, options));
 
   std::vector<std::pair<std::string, ServerStartup>> startups;
@@ -580,7 +564,12 @@ Status write_sweep_report(const SweepOptions& o, const std::string& fp16_dir, co
     CROSSPOINT_ASSIGN_OR_RETURN(std::vector<HarnessScore> scores, harness_scores_from_json(*file, path));
     harness.emplace_back(p, std::move(scores));
   }
-  analysis::ReportFiles files = analysis::render_study_report(study, result);
+  analysis::ReportExtras extras;
+  for (const QualityResult& q : qualities) {
+    if (const auto delta = q.perplexity_change_pct())
+      extras.quality.push_back({q.precision, *delta, q.greedy_agreement});
+  }
+  analysis::ReportFiles files = analysis::render_study_report(study, result, extras);
   const SweepSections sections = render_sweep_sections(o, study, result, startups, qualities, harness);
   insert_before(files.markdown, "## Latency", sections.markdown);
   insert_before(files.html, "<h2>Latency", sections.html);

@@ -43,6 +43,9 @@ struct QualityResult {
   }
 };
 
+// The SLO of --slo for the analysis (p99 of each limit), or nullopt: the analysis' default.
+std::optional<analysis::ServiceLevelObjective> slo_of(const SweepOptions& options);
+
 // The serving mode the report's source line names: batch-invariant (--deterministic, and always
 // on the CPU) or reproducible run to run only.
 std::string determinism_mode(const SweepOptions& options);

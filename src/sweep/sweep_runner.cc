@@ -565,7 +565,13 @@ std::vector<int> SweepRun::plan_bisection_levels() const {
   auto cells = load_merged_cells();
   if (!cells.is_ok()) return {};
   std::set<int> probes;
-  for (analysis::Metric metric : kBisectedMetrics) {
+  std::vector<analysis::Metric> metrics(std::begin(kBisectedMetrics), std::end(kBisectedMetrics));
+  // With --slo the search also locates where the most goodput within it changes hands.
+  if (const auto slo = slo_of(o_)) {
+    analysis::apply_slo_goodput(cells.value(), *slo);
+    metrics.push_back(analysis::Metric::kGoodput);
+  }
+  for (analysis::Metric metric : metrics) {
     for (double level : analysis::plan_crossover_probes(cells.value(), metric, o_.bisect_resolution, 0.02)) {
       const int rounded = static_cast<int>(level + 0.5);
       if (!levels_.count(rounded)) probes.insert(rounded);

@@ -174,12 +174,12 @@ TEST(StudyReport, ReproducesTheStudysFiguresAndIsSelfContained) {
         "| w8a8-fp8 | 83.9 % | 78.6 % | 44.0 % |", "| w4a16 | 67.9 % | 62.8 % | 25.1 % |", "24.97", "233.5"}) {
     EXPECT_NE(report.markdown.find(text), std::string::npos) << text;
   }
-  EXPECT_EQ(report.figures.size(), 5u);
+  EXPECT_EQ(report.figures.size(), 7u);  // the first screen's two and five below
   for (const auto& [name, svg] : report.figures) EXPECT_TRUE(is_well_formed_xml(svg)) << name;
   // Self-contained: every figure inline, nothing loaded from elsewhere.
   size_t num_svgs = 0;
   for (size_t at = report.html.find("<svg"); at != std::string::npos; at = report.html.find("<svg", at + 1)) ++num_svgs;
-  EXPECT_EQ(num_svgs, 5u);
+  EXPECT_EQ(num_svgs, 7u);
   for (const char* fetch : {"src=", "href=", "@import", "url("})
     EXPECT_EQ(report.html.find(fetch), std::string::npos) << fetch;
   const size_t body = report.html.find("<body>");

@@ -136,6 +136,24 @@ TEST(RooflineFromShape, KvAtMeanContextAddsBytesAndAttentionFlops) {
   EXPECT_NEAR(roof.memory_bound_tpot_ms, roof.bytes_per_step / 300e9 * 1e3, 1e-9);
 }
 
+TEST(RooflineBatch, DecodeStepsNotTheWholeRunMean) {
+  const DecodeCost cost = decode_cost_from_params(1e9, Precision::kFp16);
+  CellMeasurement cell;
+  cell.precision = "fp16";
+  cell.concurrency = 1;
+  cell.num_completed = 8;
+  cell.mean_running_batch = 0.2;  // a concurrency-1 run sampled mostly between requests
+  const RooflineCell raised = analyze_cell(cell, Precision::kFp16, cost, find_datasheet("L4").value());
+  EXPECT_DOUBLE_EQ(raised.batch, 1.0);
+  EXPECT_TRUE(raised.batch_raised_to_one);
+  cell.busy_running_batch = 1.0;  // the bench's samples while a request ran
+  const RooflineCell busy = analyze_cell(cell, Precision::kFp16, cost, find_datasheet("L4").value());
+  EXPECT_DOUBLE_EQ(busy.batch, 1.0);
+  EXPECT_FALSE(busy.batch_raised_to_one);
+  cell.busy_running_batch = 3.5;
+  EXPECT_DOUBLE_EQ(analyze_cell(cell, Precision::kFp16, cost, find_datasheet("L4").value()).batch, 3.5);
+}
+
 TEST(RooflineBounds, LargeBatchBecomesComputeBound) {
   // 1 G params fp16 on an L4: the ridge (403 FLOP/byte) is at batch ~403.
   const DecodeCost cost = decode_cost_from_params(1e9, Precision::kFp16);

@@ -59,6 +59,19 @@ TEST(ServerMetrics, Summary) {
   EXPECT_FALSE(summarize_server_metrics({}).available);
 }
 
+TEST(ServerMetrics, DecodeStepBatchLeavesOutIdleSamples) {
+  // Concurrency 1 with gaps between requests: four samples idle, one running.
+  std::vector<ServerMetricsSample> samples(5);
+  for (int i = 0; i < 5; ++i) samples[i].num_running = i == 2 ? 1 : 0;
+  const ServerMetricsSummary s = summarize_server_metrics(samples);
+  EXPECT_DOUBLE_EQ(s.mean_running, 0.2);
+  ASSERT_TRUE(s.mean_running_while_busy.has_value());
+  EXPECT_DOUBLE_EQ(*s.mean_running_while_busy, 1.0);
+  std::vector<ServerMetricsSample> idle(2);
+  idle[0].num_running = idle[1].num_running = 0;
+  EXPECT_FALSE(summarize_server_metrics(idle).mean_running_while_busy.has_value());
+}
+
 TEST(ServerMetrics, PrefixCacheHitRateOverTheRun) {
   const auto values = parse_prometheus_text(
       "vllm:num_requests_running{model_name=\"m\"} 3\n"

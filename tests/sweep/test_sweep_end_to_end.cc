@@ -131,6 +131,8 @@ TEST(SweepEndToEnd, DefaultModelTinySweepThenResume) {
   const CommandResult dom = run_shell(chromium + " --dump-dom file://" + (out / "report.html").string());
   EXPECT_GE(count(dom.output, "<svg"), 3u);
   EXPECT_NE(dom.output.find("Recommendation"), std::string::npos);
+  EXPECT_NE(dom.output.find("<dt>Lowest latency (median TPOT)</dt>"), std::string::npos);  // the first screen
+  EXPECT_NE(md.find("- **Load within the SLO (p99 TTFT ≤ 5000 ms and p99 TPOT ≤ 500 ms):** "), std::string::npos) << md;
 
   // Resume: every cell is kept, none is rerun, and the run is much faster.
   const auto cell_time = fs::last_write_time(out / "cells/fp16-c1.json");
