@@ -215,7 +215,7 @@ int serve(const ServeOptions& o) {
   ensure_descriptors(o.max_connections);
   ChatTemplate chat_template;
   if (!o.chat_template.empty()) {
-    auto given = chat_template_from_spec(o.chat_template, dir.value());
+    auto given = chat_template_from_spec(o.chat_template, tokenizer_dir);
     if (!given.is_ok()) return report_error("serve", given.status());
     chat_template = std::move(given.value());
   } else {
