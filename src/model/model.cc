@@ -109,15 +109,9 @@ Status Model::load_weights(const ModelLoadOptions& options) {
       CROSSPOINT_ASSIGN_OR_RETURN(layer.k_scale, kv_scale_value(*k_scale));
       CROSSPOINT_ASSIGN_OR_RETURN(layer.v_scale, kv_scale_value(*v_scale));
       has_kv_scales_ = true;
-    }
-  }
-
-  if (c.kv_cache_scheme) {  // compressed-tensors' FP8 KV cache: its scales, every layer
-    for (size_t i = 0; i < layers_.size(); ++i) {
-      const std::string p = "model.layers." + std::to_string(i) + ".self_attn.";
-      if (tensors_->find(p + "k_scale") == nullptr)
-        return corrupt(dir_ + ": quantization_config.kv_cache_scheme is set but layer " + std::to_string(i) +
-                       " has no self_attn.k_scale / v_scale");
+    } else if (c.kv_cache_scheme) {  // compressed-tensors' FP8 KV cache: its scales in every layer
+      return corrupt(dir_ + ": quantization_config.kv_cache_scheme is set but layer " + std::to_string(i) +
+                     " has no self_attn.k_scale / v_scale");
     }
   }
 

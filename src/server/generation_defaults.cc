@@ -2,12 +2,12 @@
 
 #include <algorithm>
 #include <filesystem>
-#include <fstream>
 #include <limits>
-#include <sstream>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
+
+#include "common/mapped_file.h"
 
 namespace crosspoint {
 namespace {
@@ -50,11 +50,8 @@ Status apply_keys(const json& config, const std::string& where, GenerationDefaul
 }
 
 Result<json> read_json_object(const std::filesystem::path& path) {
-  std::ifstream in(path);
-  if (!in) return io_error(path.string() + ": cannot open");
-  std::stringstream text;
-  text << in.rdbuf();
-  json config = json::parse(text.str(), nullptr, /*allow_exceptions=*/false);
+  CROSSPOINT_ASSIGN_OR_RETURN(std::string text, read_text_file(path.string()));
+  json config = json::parse(text, nullptr, /*allow_exceptions=*/false);
   if (config.is_discarded()) return invalid_argument(path.string() + ": not valid JSON");
   if (!config.is_object()) return invalid_argument(path.string() + ": must be a JSON object");
   return config;

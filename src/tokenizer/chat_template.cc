@@ -67,6 +67,16 @@ std::string decode_escapes(const std::string& s) {
   return out;
 }
 
+// DIR/tokenizer_config.json as an object: empty when there is none, an error when it is not one.
+Result<nlohmann::json> tokenizer_config_of(const std::string& dir) {
+  auto text = read_text_file((std::filesystem::path(dir) / "tokenizer_config.json").string());
+  if (!text.is_ok()) return nlohmann::json::object();
+  nlohmann::json config = nlohmann::json::parse(*text, nullptr, /*allow_exceptions=*/false);
+  if (config.is_discarded() || !config.is_object())
+    return invalid_argument("tokenizer_config.json is not a JSON object");
+  return config;
+}
+
 }  // namespace
 
 Result<ChatTemplate> chat_template_from_spec(const std::string& spec, const std::string& dir) {
@@ -80,28 +90,19 @@ Result<ChatTemplate> chat_template_from_spec(const std::string& spec, const std:
   } else {
     return not_found("--chat-template " + spec + ": looks like a file path, but it could not be opened");
   }
-  nlohmann::json config = nlohmann::json::object();
-  if (auto text = read_text_file((std::filesystem::path(dir) / "tokenizer_config.json").string()); text.is_ok()) {
-    config = nlohmann::json::parse(*text, nullptr, /*allow_exceptions=*/false);
-    if (config.is_discarded() || !config.is_object()) config = nlohmann::json::object();
-  }
-  auto compiled =
-      JinjaTemplate::compile(source, special_token_text(config, "bos_token"), special_token_text(config, "eos_token"));
-  if (!compiled.is_ok()) return invalid_argument(origin + ": " + compiled.status().message());
-  ChatTemplate chat_template;
-  chat_template.jinja = std::move(compiled.value());
-  chat_template.origin = std::move(origin);
+  CROSSPOINT_ASSIGN_OR_RETURN(nlohmann::json config, tokenizer_config_of(dir));
+  auto chat_template = chat_template_from_source(source, special_token_text(config, "bos_token"),
+                                                 special_token_text(config, "eos_token"));
+  if (!chat_template.is_ok()) return invalid_argument(origin + ": " + chat_template.status().message());
+  chat_template->origin = std::move(origin);
   return chat_template;
 }
 
 ChatTemplate chat_template_for_model_dir(const std::string& dir) {
   const std::filesystem::path root(dir);
-  nlohmann::json config = nlohmann::json::object();
-  if (auto text = read_text_file((root / "tokenizer_config.json").string()); text.is_ok()) {
-    config = nlohmann::json::parse(*text, nullptr, /*allow_exceptions=*/false);
-    if (config.is_discarded() || !config.is_object())
-      return with_error("tokenizer_config.json", "tokenizer_config.json is not a JSON object");
-  }
+  auto read_config = tokenizer_config_of(dir);
+  if (!read_config.is_ok()) return with_error("tokenizer_config.json", read_config.status().message());
+  const nlohmann::json& config = read_config.value();
   const std::string bos = special_token_text(config, "bos_token");
   const std::string eos = special_token_text(config, "eos_token");
   std::string source, origin;
