@@ -685,12 +685,18 @@ def disconnect_mid_stream_frees_blocks(server, model):
     assert server.metrics()["vllm:num_requests_running"] >= 1
     for stream in streams:
         stream.response.close()
-    # A non-streaming client that gives up before its response is noticed too.
+    streamed = server.wait_idle()
+    assert streamed["vllm:request_success_total:abort"] >= before.get("vllm:request_success_total:abort", 0) + 4, streamed
+    # A non-streaming client that gives up before its response is noticed too. It closes only
+    # once the server runs its request: a loaded machine may not have read it after a fixed sleep.
     conn = http.client.HTTPConnection("127.0.0.1", server.port, timeout=60)
     conn.request("POST", "/v1/completions", json.dumps({
         "model": model, "prompt": PROMPTS[5], "max_tokens": 400, "temperature": 0, "ignore_eos": True}),
         headers={"Authorization": f"Bearer {API_KEY}", "Content-Type": "application/json"})
-    time.sleep(0.2)
+    deadline = time.time() + 30
+    while server.metrics()["vllm:num_requests_running"] == 0:
+        assert time.time() < deadline, "the non-streaming request never started"
+        time.sleep(0.01)
     conn.close()
     m = server.wait_idle()
     assert m["vllm:request_success_total:abort"] >= before.get("vllm:request_success_total:abort", 0) + 5, m
