@@ -4,7 +4,9 @@
 // untouched, the same bits on every run, and each row's bits independent of the other rows.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <random>
+#include <string>
 
 #include "kernels/cuda/cublaslt_gemm.h"
 #include "kernels/cuda/cutlass_fp8_gemm.h"
@@ -45,6 +47,27 @@ TEST(CutlassFp8Gemm, CutlassTakesEveryShapeTheEngineGives) {
       const Status st = cutlass_fp8_gemm_check(m, n, k, k, k, n + 8);
       EXPECT_TRUE(st.is_ok()) << "m=" << m << " n=" << n << " k=" << k << " tile "
                               << cutlass_fp8_tile_name(cutlass_fp8_tile_for(m)) << ": " << st.to_string();
+    }
+  }
+}
+
+// Every instantiated kernel takes the model's shapes (CUTLASS's can_implement, on the host) and
+// says how much workspace it needs: none but stream-K's.
+TEST(CutlassFp8Gemm, EveryKernelTakesTheModelShapesAndNamesItsWorkspace) {
+  if (!cutlass_fp8_available() &&
+      cutlass_fp8_gemm_check(16, 64, 512, 512, 512, 64).code() == StatusCode::kUnsupported) {
+    GTEST_SKIP() << "no sm_90a kernels in this build";
+  }
+  for (CutlassFp8Tile tile : kAllCutlassFp8Tiles) {
+    for (int m : {1, 16, 64, 130, 2048}) {
+      for (auto [n, k] : {std::pair{4608, 3584}, {3584, 3584}, {37888, 3584}, {3584, 18944}}) {
+        Result<size_t> bytes = cutlass_fp8_workspace_bytes(tile, m, n, k);
+        ASSERT_TRUE(bytes.is_ok()) << cutlass_fp8_tile_name(tile) << " m=" << m << " n=" << n << " k=" << k << ": "
+                                   << bytes.status().to_string();
+        const bool stream_k = std::string(cutlass_fp8_tile_name(tile)).rfind("streamk", 0) == 0;
+        if (!stream_k) EXPECT_EQ(*bytes, 0u) << cutlass_fp8_tile_name(tile);
+        EXPECT_LT(*bytes, size_t{64} << 20) << cutlass_fp8_tile_name(tile) << " m=" << m;
+      }
     }
   }
 }
@@ -105,6 +128,47 @@ TEST(CutlassFp8Gemm, MatchesReferenceOnEveryTile) {
           << "m=" << m << " n=" << n << " k=" << k << " tile " << cutlass_fp8_tile_name(cutlass_fp8_tile_for(m));
       ASSERT_TRUE(launch().is_ok());
       EXPECT_EQ(y.download(), got) << "a second run gave other bits: m=" << m << " n=" << n << " k=" << k;
+    }
+  }
+}
+
+// Every kernel, including the persistent ones with their workspace, against the reference at
+// sizes that leave partial tiles and k-blocks; each twice, for the same bits.
+TEST(CutlassFp8Gemm, EveryKernelMatchesReference) {
+  CROSSPOINT_SKIP_WITHOUT_GPU();
+  if (!cutlass_fp8_available()) GTEST_SKIP() << "needs compute capability 9.0 and an sm_90a build";
+  std::mt19937 rng(14);
+  for (int m : {5, 33, 130}) {
+    for (auto [n, k] : {std::pair{200, 1024}, {136, 4096}, {3584, 2048}}) {
+      const Problem p = make_problem(rng, m, n, k);
+      const int64_t y_stride = n + 8;
+      DeviceBuffer<uint8_t> xq(p.xq), wq(p.wq);
+      DeviceBuffer<float> xs(p.x_scale), ws(p.w_scale);
+      for (CutlassFp8Tile tile : kAllCutlassFp8Tiles) {
+        Result<size_t> bytes = cutlass_fp8_workspace_bytes(tile, m, n, k);
+        ASSERT_TRUE(bytes.is_ok()) << bytes.status().to_string();
+        DeviceBuffer<uint8_t> workspace(std::max<size_t>(*bytes, 16));
+        DeviceBuffer<uint16_t> y(static_cast<size_t>(m) * y_stride);
+        y.poison();
+        auto launch = [&]() {
+          return cutlass_fp8_gemm_with(tile, xq.get(), k, xs.get(), wq.get(), k, ws.get(), y.get(), y_stride, m, n, k,
+                                       workspace.get(), *bytes, nullptr);
+        };
+        const Status st = launch();
+        ASSERT_TRUE(st.is_ok()) << cutlass_fp8_tile_name(tile) << ": " << st.to_string();
+        ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+        const std::vector<uint16_t> got = y.download();
+        std::vector<uint16_t> packed(static_cast<size_t>(m) * n);
+        for (int i = 0; i < m; ++i) {
+          for (int j = 0; j < n; ++j) packed[static_cast<size_t>(i) * n + j] = got[i * y_stride + j];
+          for (int j = n; j < y_stride; ++j)
+            ASSERT_EQ(got[i * y_stride + j], 0xFFFF) << cutlass_fp8_tile_name(tile) << " wrote padding, row " << i;
+        }
+        EXPECT_LT(testing::relative_error_f16(packed, p.ref), 2e-3)
+            << cutlass_fp8_tile_name(tile) << " m=" << m << " n=" << n << " k=" << k;
+        ASSERT_TRUE(launch().is_ok());
+        EXPECT_EQ(y.download(), got) << cutlass_fp8_tile_name(tile) << " gave other bits on a second run";
+      }
     }
   }
 }

@@ -22,9 +22,32 @@
 
 namespace crosspoint::cuda {
 
-// Output channels x tokens of one CTA's tile, by the rows of the call.
-enum class CutlassFp8Tile { k64x16, k64x32, k64x64, k64x128 };
+// The instantiated kernels: output channels x tokens of one CTA's tile and how the tiles are
+// scheduled (cutlass_fp8_kernels.h).
+enum class CutlassFp8Tile {
+  k64x16,
+  k64x32,
+  k64x64,
+  k64x128,
+  kPingpong64x16,
+  kPingpong64x32,
+  kPingpong64x64,
+  kPingpong64x128,
+  kStreamK128x16,
+  kStreamK128x32,
+  kStreamK128x64,
+  kStreamK128x128,
+  kStreamK128x256,
+};
+inline constexpr CutlassFp8Tile kAllCutlassFp8Tiles[] = {
+    CutlassFp8Tile::k64x16,         CutlassFp8Tile::k64x32,          CutlassFp8Tile::k64x64,
+    CutlassFp8Tile::k64x128,        CutlassFp8Tile::kPingpong64x16,  CutlassFp8Tile::kPingpong64x32,
+    CutlassFp8Tile::kPingpong64x64, CutlassFp8Tile::kPingpong64x128, CutlassFp8Tile::kStreamK128x16,
+    CutlassFp8Tile::kStreamK128x32, CutlassFp8Tile::kStreamK128x64,  CutlassFp8Tile::kStreamK128x128,
+    CutlassFp8Tile::kStreamK128x256};
 const char* cutlass_fp8_tile_name(CutlassFp8Tile tile);
+// Tokens of the tile's narrow side.
+int cutlass_fp8_tile_tokens(CutlassFp8Tile tile);
 // 16, 32, 64 rows: the smallest tile that holds them; more: 128-token tiles, several along M.
 CutlassFp8Tile cutlass_fp8_tile_for(int m);
 
@@ -40,5 +63,14 @@ Status cutlass_fp8_gemm_check(int m, int n, int k, int64_t xq_stride, int64_t w_
 //   y [M, N] fp16 (row stride y_stride elements).
 Status cutlass_fp8_gemm(const uint8_t* xq, int64_t xq_stride, const float* x_scale, const uint8_t* wq, int64_t w_stride,
                         const float* w_scale, uint16_t* y, int64_t y_stride, int m, int n, int k, cudaStream_t stream);
+
+// The same on a given kernel (tests and benchmarks compare them). The stream-K kernels need a
+// device workspace of cutlass_fp8_workspace_bytes(tile, m, n, k) bytes (the others none);
+// splits > 1 asks stream-K for that fixed K split instead of its own plan.
+Result<size_t> cutlass_fp8_workspace_bytes(CutlassFp8Tile tile, int m, int n, int k, int splits = 0);
+Status cutlass_fp8_gemm_with(CutlassFp8Tile tile, const uint8_t* xq, int64_t xq_stride, const float* x_scale,
+                             const uint8_t* wq, int64_t w_stride, const float* w_scale, uint16_t* y, int64_t y_stride,
+                             int m, int n, int k, void* workspace, size_t workspace_bytes, cudaStream_t stream,
+                             int splits = 0);
 
 }  // namespace crosspoint::cuda
