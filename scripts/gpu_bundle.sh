@@ -41,7 +41,7 @@ SYSTEM_LIBS='^(linux-vdso\.so|ld-linux-x86-64\.so|libc\.so|libm\.so|libpthread\.
 
 log "configure $BUILD (Release, CUDA sm_90a)"
 cmake -S . -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CXX_COMPILER_LAUNCHER=ccache \
-  -DCMAKE_CUDA_COMPILER_LAUNCHER=ccache -DCMAKE_CUDA_ARCHITECTURES=90a -DCROSSPOINT_CUDA=ON >/dev/null \
+  -DCMAKE_CUDA_COMPILER_LAUNCHER=ccache -DCMAKE_CUDA_ARCHITECTURES=90a -DCROSSPOINT_CUDA=ON -DCROSSPOINT_CUTLASS_CANDIDATES=ON >/dev/null \
   || die "cmake configure failed (is nvcc at /usr/local/cuda/bin?)"
 WANTED=(crosspoint test_kernels_cuda test_model_cuda test_determinism test_analysis bench_gemm bench_attention bench_decode_step)
 AVAILABLE=$(ninja -C "$BUILD" -t targets all 2>/dev/null | sed -n 's/^\([A-Za-z0-9_]*\): phony$/\1/p; s/^\([A-Za-z0-9_]*\): .*/\1/p' | sort -u)

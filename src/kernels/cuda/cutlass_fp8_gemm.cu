@@ -68,6 +68,17 @@ const char* cutlass_fp8_tile_name(CutlassFp8Tile tile) {
   return "?";
 }
 
+bool cutlass_fp8_tile_built(CutlassFp8Tile tile) {
+#if defined(CROSSPOINT_CUTLASS_SM90) && defined(CROSSPOINT_CUTLASS_CANDIDATES)
+  return true;
+#elif defined(CROSSPOINT_CUTLASS_SM90)
+  return tile == CutlassFp8Tile::k64x16 || tile == CutlassFp8Tile::k64x32 || tile == CutlassFp8Tile::k64x64 ||
+         tile == CutlassFp8Tile::k64x128;
+#else
+  return false;
+#endif
+}
+
 int cutlass_fp8_tile_tokens(CutlassFp8Tile tile) {
   switch (tile) {
     case CutlassFp8Tile::k64x16:

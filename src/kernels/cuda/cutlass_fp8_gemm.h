@@ -46,6 +46,9 @@ inline constexpr CutlassFp8Tile kAllCutlassFp8Tiles[] = {
     CutlassFp8Tile::kStreamK128x32, CutlassFp8Tile::kStreamK128x64,  CutlassFp8Tile::kStreamK128x128,
     CutlassFp8Tile::kStreamK128x256};
 const char* cutlass_fp8_tile_name(CutlassFp8Tile tile);
+// Whether this binary instantiates the kernel: the dispatch's always (with the sm_90a kernels),
+// the others only in a build with -DCROSSPOINT_CUTLASS_CANDIDATES=ON.
+bool cutlass_fp8_tile_built(CutlassFp8Tile tile);
 // Tokens of the tile's narrow side.
 int cutlass_fp8_tile_tokens(CutlassFp8Tile tile);
 // 16, 32, 64 rows: the smallest tile that holds them; more: 128-token tiles, several along M.

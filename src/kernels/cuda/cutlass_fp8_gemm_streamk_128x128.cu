@@ -2,7 +2,7 @@
 // cooperative CTAs with CUTLASS's stream-K schedule.
 #include "kernels/cuda/cutlass_fp8_kernels.h"
 
-#if defined(CROSSPOINT_CUTLASS_SM90)
+#if defined(CROSSPOINT_CUTLASS_SM90) && defined(CROSSPOINT_CUTLASS_CANDIDATES)
 // CUTLASS 4.2's stream-K scheduler does not compile with grid dependency control (a const
 // member function binds a member to a non-const reference), so these launch without it.
 #undef CUTLASS_ENABLE_GDC_FOR_SM90
@@ -12,10 +12,11 @@
 namespace crosspoint::cuda::cutlass_fp8 {
 
 Status gemm_streamk_128x128(const Args& args, cudaStream_t stream) {
-#if defined(CROSSPOINT_CUTLASS_SM90)
+#if defined(CROSSPOINT_CUTLASS_SM90) && defined(CROSSPOINT_CUTLASS_CANDIDATES)
   return run<SwappedGemm<128, 128, 128, Schedule::kStreamK>>(args, stream);
 #else
-  return unsupported("cutlass_fp8_gemm: this build has no sm_90a kernels (CMAKE_CUDA_ARCHITECTURES without 90a)");
+  return unsupported(
+      "cutlass_fp8_gemm: this kernel is a candidate, built only with -DCROSSPOINT_CUTLASS_CANDIDATES=ON");
 #endif
 }
 
