@@ -205,28 +205,6 @@ std::vector<double> schedule(const BenchOptions& o, int n) {
   return arrival_times_s(n, o.request_rate, o.burstiness, o.seed);
 }
 
-// "Name: value" headers of every request: the API key (--api-key, else $OPENAI_API_KEY) as a
-// bearer token, then each --header, which replaces a header of the same name, as vLLM's
-// headers |= extra_headers. x-request-id is the client's own (vLLM's request ids win too).
-std::vector<std::string> request_headers(const BenchOptions& o) {
-  std::vector<std::pair<std::string, std::string>> headers;
-  const char* env_key = std::getenv("OPENAI_API_KEY");
-  const std::string api_key = !o.api_key.empty() ? o.api_key : (env_key ? env_key : "");
-  if (!api_key.empty()) headers.emplace_back("Authorization", "Bearer " + api_key);
-  auto lower = [](std::string text) {
-    for (char& c : text) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-    return text;
-  };
-  for (const auto& [name, value] : o.headers) {
-    if (lower(name) == "x-request-id") continue;
-    std::erase_if(headers, [&](const auto& h) { return lower(h.first) == lower(name); });
-    headers.emplace_back(name, value);
-  }
-  std::vector<std::string> lines;
-  for (const auto& [name, value] : headers) lines.push_back(name + ": " + value);
-  return lines;
-}
-
 // Turn idx of a conversation: every earlier turn's user message and the server's answer to it,
 // then this turn's user message. Sets the record's prompt_len to the tokens of all of them.
 std::string build_turn_body(const RequestBodyOptions& options, const Workload& w, std::vector<RequestRecord>& records,
@@ -249,6 +227,28 @@ std::string build_turn_body(const RequestBodyOptions& options, const Workload& w
 }
 
 }  // namespace
+
+// The API key (--api-key, else $OPENAI_API_KEY) as a
+// bearer token, then each --header, which replaces a header of the same name, as vLLM's
+// headers |= extra_headers. x-request-id is the client's own (vLLM's request ids win too).
+std::vector<std::string> request_headers(const BenchOptions& o) {
+  std::vector<std::pair<std::string, std::string>> headers;
+  const char* env_key = std::getenv("OPENAI_API_KEY");
+  const std::string api_key = !o.api_key.empty() ? o.api_key : (env_key ? env_key : "");
+  if (!api_key.empty()) headers.emplace_back("Authorization", "Bearer " + api_key);
+  auto lower = [](std::string text) {
+    for (char& c : text) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    return text;
+  };
+  for (const auto& [name, value] : o.headers) {
+    if (lower(name) == "x-request-id") continue;
+    std::erase_if(headers, [&](const auto& h) { return lower(h.first) == lower(name); });
+    headers.emplace_back(name, value);
+  }
+  std::vector<std::string> lines;
+  for (const auto& [name, value] : headers) lines.push_back(name + ": " + value);
+  return lines;
+}
 
 Result<BenchResult> run_bench_serve(const BenchOptions& o, const Tokenizer& tokenizer) {
   CROSSPOINT_RETURN_IF_ERROR(validate_options(o));

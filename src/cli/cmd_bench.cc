@@ -12,6 +12,7 @@
 #include "bench/bench_options.h"
 #include "bench/bench_serve.h"
 #include "bench/save_result.h"
+#include "bench/served_models.h"
 #include "bench/vllm_bench_flags.h"
 #include "cli/bench_vllm_flags.h"
 #include "cli/cli_util.h"
@@ -84,8 +85,9 @@ int run_bench(int argc, char** argv) {
   serve->add_option("--port", port, "Server port when --base-url is not given")->capture_default_str();
   serve->add_option("--endpoint", endpoint,
                     "API route: /v1/completions or /v1/chat/completions (default: the backend's)");
-  serve->add_option("--model", o.model, "Model name: the result's model_id and every request's \"model\" field")
-      ->required();
+  serve->add_option("--model", o.model,
+                    "Model name: the result's model_id and every request's \"model\" field (default: the first "
+                    "model the server's /v1/models lists)");
   serve->add_option("--served-model-name", o.served_model_name,
                     "The \"model\" field of every request when it differs from --model");
   serve->add_option("--tokenizer", o.tokenizer_dir,
@@ -283,6 +285,14 @@ int run_bench(int argc, char** argv) {
   auto goodput = bench::parse_goodput(goodput_items);
   if (!goodput) return report_error("bench", goodput.status());
   o.goodput = *goodput;
+  if (o.model.empty()) {
+    // As vLLM: the first model the server lists; its id goes in the requests, its root in the result.
+    auto served = bench::first_served_model(o.base_url, bench::request_headers(o));
+    if (!served) return report_error("bench", served.status());
+    log_info("bench: no --model; the server's first model is {} (root {})", served->id, served->root);
+    o.model = served->root;
+    if (o.served_model_name.empty()) o.served_model_name = served->id;
+  }
   o.tokenizer_dir = pick_tokenizer_dir(o.tokenizer_dir, o.model);
   if (!o.temperature && !o.sampling.temperature && o.extra_body_json.find("\"temperature\"") == std::string::npos)
     log_warning(

@@ -162,6 +162,10 @@ async def handle(reader, writer):
                 else:
                     await write_response(writer, 200, "OK", metrics_text(), "text/plain; version=0.0.4")
                 continue
+            if method == "GET" and path == "/v1/models":
+                models = {"object": "list", "data": [{"id": "fake-served", "object": "model", "root": "org/fake-root"}]}
+                await write_response(writer, 200, "OK", json.dumps(models).encode())
+                continue
             if method == "GET" and path == "/stats":
                 await write_response(writer, 200, "OK", json.dumps(STATE).encode())
                 continue

@@ -494,6 +494,17 @@ def scenario_vllm_flags(binary, workdir):
                              "version", "tp", "request_rate"], f"metadata after num_prompts: {keys[:10]}")
         expect(r["version"] == "0.3.3" and r["tp"] == "1" and r["backend"] == "openai-chat", "metadata values")
         expect(r["completed"] == 6 and r["model_id"] == "org/Model-X", "completed / model_id")
+    # No --model: the server's first model (as vLLM): its id in the requests, its root in the result.
+    with FakeServer() as server:
+        proc = subprocess.run([binary, "bench", "serve", "--base-url", server.url, "--tokenizer", TOKENIZER,
+                               "--random-input-len", "8", "--random-output-len", "2", "--num-prompts", "3",
+                               "--save-result", "--result-filename", "nomodel.json", "--disable-tqdm"],
+                              cwd=rundir, capture_output=True, text=True, timeout=240)
+        expect(proc.returncode == 0, "bench without --model failed" + show(proc))
+        bodies = [json.loads(b) for b in server.stats()["bodies"]]
+    expect(len(bodies) == 3 and all(b["model"] == "fake-served" for b in bodies), "requests carry /v1/models' id")
+    with open(os.path.join(rundir, "nomodel.json")) as f:
+        expect(json.load(f)["model_id"] == "org/fake-root", "model_id is /v1/models' root")
     print("vllm flags ok")
 
 

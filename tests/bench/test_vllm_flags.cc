@@ -7,6 +7,7 @@
 
 #include "bench/arrivals.h"
 #include "bench/request_body.h"
+#include "bench/served_models.h"
 #include "bench/vllm_bench_flags.h"
 
 namespace crosspoint::bench {
@@ -154,6 +155,16 @@ TEST(VllmRampUp, PoissonGapsSpeedUp) {
     }
     for (int i = 1; i < n; ++i) ASSERT_GE(times[i], times[i - 1]);
   }
+}
+
+TEST(VllmBenchFlags, FirstServedModel) {
+  auto m = parse_first_model(R"({"object":"list","data":[{"id":"served","root":"org/model"},{"id":"b"}]})");
+  ASSERT_TRUE(m.is_ok());
+  EXPECT_EQ(m->id, "served");
+  EXPECT_EQ(m->root, "org/model");
+  EXPECT_EQ(parse_first_model(R"({"data":[{"id":"only"}]})")->root, "only");
+  EXPECT_FALSE(parse_first_model(R"({"data":[]})").is_ok());
+  EXPECT_FALSE(parse_first_model("nope").is_ok());
 }
 
 }  // namespace
