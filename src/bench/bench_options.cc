@@ -5,6 +5,8 @@
 #include <filesystem>
 #include <sstream>
 
+#include <nlohmann/json.hpp>
+
 #include "common/paths.h"
 
 namespace crosspoint::bench {
@@ -83,28 +85,34 @@ Result<std::vector<std::string>> parse_percentile_metrics(const std::string& tex
 
 std::string default_sharegpt_path() { return cache_dir() + "/datasets/ShareGPT_V3_complete_subset.json"; }
 
-Status validate_options(const BenchOptions& o) {
-  if (o.base_url.rfind("http://", 0) != 0 && o.base_url.rfind("https://", 0) != 0) {
-    return invalid_argument("--base-url: '" + o.base_url + "' must start with http:// or https://");
+namespace {
+
+Status validate_ramp_up(const BenchOptions& o) {
+  if (o.ramp_up_strategy.empty()) {
+    if (o.ramp_up_start_rps || o.ramp_up_end_rps)
+      return invalid_argument("--ramp-up-start-rps/--ramp-up-end-rps: need --ramp-up-strategy linear|exponential");
+    return Status::ok();
   }
-  if (o.endpoint != "/v1/completions" && o.endpoint != "/v1/chat/completions") {
-    return invalid_argument("--endpoint: '" + o.endpoint + "' must be /v1/completions or /v1/chat/completions");
-  }
-  if (o.model.empty()) return invalid_argument("--model: the served model name is required");
-  if (o.num_prompts < 1) return invalid_argument("--num-prompts: must be >= 1");
-  if (o.max_concurrency && *o.max_concurrency < 1) return invalid_argument("--max-concurrency: must be >= 1");
-  if (!(o.request_rate > 0)) return invalid_argument("--request-rate: must be > 0 (or inf)");
-  if (!o.request_rate_given && !o.max_concurrency) {
+  if (o.ramp_up_strategy != "linear" && o.ramp_up_strategy != "exponential")
+    return invalid_argument("--ramp-up-strategy: '" + o.ramp_up_strategy + "' is not linear or exponential");
+  // vLLM's checks (serve.py), in its order.
+  if (!std::isinf(o.request_rate))
     return invalid_argument(
-        "give --request-rate R and/or --max-concurrency C: with neither, every request would be sent at "
-        "once with no limit (pass --request-rate inf explicitly if that is what you want)");
-  }
-  if (!(o.burstiness > 0)) return invalid_argument("--burstiness: must be > 0");
-  if (o.num_warmups < 0) return invalid_argument("--num-warmups: must be >= 0");
-  if (o.result_file.empty()) return invalid_argument("--result-file: required");
-  if (!(o.request_timeout_s > 0)) return invalid_argument("--request-timeout: must be > 0 s");
-  if (o.metrics_interval_s < 0) return invalid_argument("--metrics-interval: must be >= 0 s");
-  if (o.temperature && *o.temperature < 0) return invalid_argument("--temperature: must be >= 0");
+        "--ramp-up-strategy: do not give --request-rate as well; the ramp-up start and end RPS set the rate");
+  if (!o.ramp_up_start_rps || !o.ramp_up_end_rps)
+    return invalid_argument("--ramp-up-strategy: give both --ramp-up-start-rps and --ramp-up-end-rps");
+  if (*o.ramp_up_start_rps < 0 || *o.ramp_up_end_rps < 0)
+    return invalid_argument("--ramp-up-start-rps/--ramp-up-end-rps: must be >= 0");
+  if (*o.ramp_up_start_rps > *o.ramp_up_end_rps)
+    return invalid_argument("--ramp-up-start-rps: must not exceed --ramp-up-end-rps");
+  // vLLM lets a linear ramp start at 0 and then fails on its first request (a rate of 0 has no
+  // arrival time); both strategies need a start above 0 here.
+  if (*o.ramp_up_start_rps == 0)
+    return invalid_argument("--ramp-up-start-rps: must be > 0 (the first request's rate is the start rate)");
+  return Status::ok();
+}
+
+Status validate_dataset(const BenchOptions& o) {
   if (o.dataset_name == "sharegpt_multi_turn") {
     if (o.endpoint != "/v1/chat/completions")
       return invalid_argument(
@@ -113,6 +121,9 @@ Status validate_options(const BenchOptions& o) {
     if (o.multi_turn_max_turns < 2) return invalid_argument("--multi-turn-max-turns: must be >= 2");
     if (o.multi_turn_max_context < 16) return invalid_argument("--multi-turn-max-context: must be >= 16 tokens");
   }
+  if (o.dataset_name != "custom" && (o.disable_shuffle || o.no_oversample))
+    return unsupported(std::string(o.disable_shuffle ? "--disable-shuffle" : "--no-oversample") +
+                       ": crosspoint applies it to the custom dataset only");
   if (o.dataset_name == "sharegpt" || o.dataset_name == "sharegpt_multi_turn") {
     const std::string path = o.dataset_path.empty() ? default_sharegpt_path() : o.dataset_path;
     if (!std::filesystem::is_regular_file(path)) {
@@ -124,21 +135,84 @@ Status validate_options(const BenchOptions& o) {
     }
     if (o.sharegpt_output_len && *o.sharegpt_output_len < 1)
       return invalid_argument("--sharegpt-output-len: must be >= 1");
-  } else if (o.dataset_name == "random") {
+    return Status::ok();
+  }
+  if (o.dataset_name == "random" || o.dataset_name == "prefix_repetition") {
+    if (!o.dataset_path.empty())
+      return invalid_argument("--dataset-path: the " + o.dataset_name +
+                              " dataset is synthetic and reads no file (as vLLM, it refuses " + o.dataset_path +
+                              "); pick --dataset-name sharegpt, custom, sonnet or burstgpt for a file");
+  }
+  if (o.dataset_name == "random") {
     if (o.random_input_len < 1) return invalid_argument("--random-input-len: must be >= 1");
     if (o.random_output_len < 1) return invalid_argument("--random-output-len: must be >= 1");
     if (!(o.random_range_ratio >= 0 && o.random_range_ratio < 1)) {
       return invalid_argument("--random-range-ratio: must be in [0, 1)");
     }
-  } else if (o.dataset_name == "prefix_repetition") {
+    return Status::ok();
+  }
+  if (o.dataset_name == "prefix_repetition") {
     if (o.prefix_repetition_prefix_len < 1) return invalid_argument("--prefix-repetition-prefix-len: must be >= 1");
     if (o.prefix_repetition_suffix_len < 0) return invalid_argument("--prefix-repetition-suffix-len: must be >= 0");
     if (o.prefix_repetition_num_prefixes < 1) return invalid_argument("--prefix-repetition-num-prefixes: must be >= 1");
     if (o.prefix_repetition_output_len < 1) return invalid_argument("--prefix-repetition-output-len: must be >= 1");
-  } else {
-    return invalid_argument("--dataset-name: '" + o.dataset_name +
-                            "' is not sharegpt, sharegpt_multi_turn, random or prefix_repetition");
+    return Status::ok();
   }
+  if (o.dataset_name == "custom" || o.dataset_name == "sonnet" || o.dataset_name == "burstgpt") {
+    if (o.dataset_path.empty())
+      return invalid_argument("--dataset-name " + o.dataset_name + ": give the file with --dataset-path" +
+                              (o.dataset_name == "custom" ? " (JSONL, one {\"prompt\": ...} per line)"
+                               : o.dataset_name == "sonnet"
+                                   ? " (vLLM's benchmarks/sonnet.txt, one poem line per line)"
+                                   : " (the BurstGPT CSV, e.g. BurstGPT_without_fails_2.csv)"));
+    if (!std::filesystem::is_regular_file(o.dataset_path))
+      return not_found(o.dataset_name + " dataset: " + o.dataset_path + " does not exist");
+    if (o.dataset_name == "custom" && o.custom_output_len < 1)
+      return invalid_argument("--custom-output-len: must be >= 1");
+    if (o.dataset_name == "sonnet") {
+      if (o.sonnet_output_len < 1) return invalid_argument("--sonnet-output-len: must be >= 1");
+      if (o.sonnet_prefix_len < 0) return invalid_argument("--sonnet-prefix-len: must be >= 0");
+      if (o.sonnet_input_len <= o.sonnet_prefix_len)
+        return invalid_argument("--sonnet-input-len: must exceed --sonnet-prefix-len");
+    }
+    return Status::ok();
+  }
+  if (o.dataset_name == "hf" || o.dataset_name == "random-mm" || o.dataset_name == "random-rerank" ||
+      o.dataset_name == "spec_bench" || o.dataset_name == "txt-slices" || o.dataset_name == "speed_bench" ||
+      o.dataset_name == "custom_audio" || o.dataset_name == "custom_image")
+    return unsupported("--dataset-name " + o.dataset_name +
+                       ": crosspoint bench serve has no such dataset (it has random, sharegpt, "
+                       "sharegpt_multi_turn, prefix_repetition, custom, sonnet and burstgpt)");
+  return invalid_argument("--dataset-name: '" + o.dataset_name +
+                          "' is not random, sharegpt, sharegpt_multi_turn, prefix_repetition, custom, sonnet or "
+                          "burstgpt");
+}
+
+}  // namespace
+
+Status validate_options(const BenchOptions& o) {
+  if (o.base_url.rfind("http://", 0) != 0 && o.base_url.rfind("https://", 0) != 0) {
+    return invalid_argument("--base-url: '" + o.base_url + "' must start with http:// or https://");
+  }
+  if (o.endpoint != "/v1/completions" && o.endpoint != "/v1/chat/completions") {
+    return invalid_argument("--endpoint: '" + o.endpoint + "' must be /v1/completions or /v1/chat/completions");
+  }
+  if (o.model.empty()) return invalid_argument("--model: the served model name is required");
+  if (o.num_prompts < 1) return invalid_argument("--num-prompts: must be >= 1");
+  if (o.max_concurrency && *o.max_concurrency < 1) return invalid_argument("--max-concurrency: must be >= 1");
+  if (!(o.request_rate > 0)) return invalid_argument("--request-rate: must be > 0 (or inf)");
+  if (!(o.burstiness > 0)) return invalid_argument("--burstiness: must be > 0");
+  CROSSPOINT_RETURN_IF_ERROR(validate_ramp_up(o));
+  if (o.num_warmups < 0) return invalid_argument("--num-warmups: must be >= 0");
+  if (!(o.request_timeout_s > 0)) return invalid_argument("--request-timeout: must be > 0 s");
+  if (o.metrics_interval_s < 0) return invalid_argument("--metrics-interval: must be >= 0 s");
+  if (o.temperature && *o.temperature < 0) return invalid_argument("--temperature: must be >= 0");
+  if (!o.extra_body_json.empty()) {
+    const auto body = nlohmann::json::parse(o.extra_body_json, nullptr, /*allow_exceptions=*/false);
+    if (body.is_discarded() || !body.is_object())
+      return invalid_argument("--extra-body: '" + o.extra_body_json + "' is not a JSON object");
+  }
+  CROSSPOINT_RETURN_IF_ERROR(validate_dataset(o));
   if (o.tokenizer_dir.empty()) {
     return invalid_argument(
         "--tokenizer: no tokenizer directory (give --tokenizer DIR with tokenizer.json; "

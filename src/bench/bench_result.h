@@ -4,6 +4,7 @@
 
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "bench/load_client.h"
@@ -18,16 +19,20 @@ namespace crosspoint::bench {
 
 struct BenchResult {
   std::string date;           // local time "YYYYmmdd-HHMMSS", as vLLM
-  std::string endpoint_type;  // "openai" (/v1/completions) or "openai-chat"
+  std::string endpoint_type;  // the backend: "openai", "vllm" (/v1/completions) or "openai-chat"
   std::string label;          // user label; empty = endpoint_type
   std::string model_id;       // --model
   std::string tokenizer_id;   // --tokenizer
   std::string base_url;
   std::string endpoint;
   int num_prompts = 0;
-  double request_rate = 0;  // req/s, may be inf
+  std::vector<std::pair<std::string, std::string>> metadata;  // --metadata KEY=VALUE, in order
+  double request_rate = 0;                                    // req/s, may be inf
   double burstiness = 1;
   std::optional<int> max_concurrency;
+  std::string ramp_up_strategy;  // empty: no ramp-up
+  int ramp_up_start_rps = 0;
+  int ramp_up_end_rps = 0;
   std::vector<std::string> percentile_metrics;  // subset of ttft, tpot, itl, e2el
   std::vector<double> percentiles;              // e.g. 50, 90, 99
   GoodputSlos goodput;
@@ -45,6 +50,11 @@ struct BenchResult {
 // vLLM's result keys (with the detailed per-request lists) followed by crosspoint's
 // additions. Pretty-printed JSON text.
 std::string result_to_json_text(const BenchResult& result);
+
+// The same keys as one line of JSON, as vLLM's --save-result writes it: without detailed, the
+// per-request lists vLLM drops without --save-detailed (input_lens, output_lens, start_times,
+// ttfts, itls, generated_texts, errors) and crosspoint's own per-request lists are left out.
+std::string result_to_json_line(const BenchResult& result, bool detailed);
 
 // vLLM's console block, plus failures and crosspoint's additions.
 std::string format_summary_table(const BenchResult& result);

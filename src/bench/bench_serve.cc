@@ -1,5 +1,6 @@
 #include "bench/bench_serve.h"
 
+#include <cctype>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -9,15 +10,21 @@
 #include <memory>
 #include <random>
 
+#include <nlohmann/json.hpp>
+
 #include "bench/arrivals.h"
+#include "bench/burstgpt_dataset.h"
+#include "bench/custom_dataset.h"
 #include "bench/load_client.h"
 #include "bench/multi_turn_dataset.h"
 #include "bench/output_tokens.h"
 #include "bench/random_dataset.h"
 #include "bench/request_body.h"
 #include "bench/sharegpt_dataset.h"
+#include "bench/sonnet_dataset.h"
 #include "common/log.h"
 #include "common/progress_bar.h"
+#include "tokenizer/chat_template.h"
 #include "tokenizer/tokenizer.h"
 
 namespace crosspoint::bench {
@@ -70,6 +77,13 @@ Result<Workload> sample_multi_turn_workload(const BenchOptions& o, const Tokeniz
   return w;
 }
 
+// The chat template the custom and sonnet datasets wrap prompts in: that of the tokenizer's
+// directory (or the directory of its tokenizer.json); ChatML when it has none.
+ChatTemplate bench_chat_template(const std::string& tokenizer_dir) {
+  const std::filesystem::path path(tokenizer_dir);
+  return chat_template_for_model_dir(std::filesystem::is_directory(path) ? path.string() : path.parent_path().string());
+}
+
 Result<std::vector<SampleRequest>> sample_dataset(const BenchOptions& o, const Tokenizer& tokenizer,
                                                   DatasetSummary& summary) {
   if (o.dataset_name == "random") {
@@ -93,6 +107,45 @@ Result<std::vector<SampleRequest>> sample_dataset(const BenchOptions& o, const T
     s.seed = o.seed;
     std::vector<SampleRequest> samples = sample_prefix_repetition(tokenizer, s);
     summary = summarize_dataset("prefix_repetition", "", samples);
+    return samples;
+  }
+  if (o.dataset_name == "custom" || o.dataset_name == "sonnet") {
+    const ChatTemplate chat_template = bench_chat_template(o.tokenizer_dir);
+    if (!chat_template.error.empty())
+      return invalid_argument("--tokenizer " + o.tokenizer_dir + ": its chat template: " + chat_template.error);
+    if (o.dataset_name == "custom") {
+      CROSSPOINT_ASSIGN_OR_RETURN(std::vector<std::string> prompts, load_custom_prompts(o.dataset_path));
+      log_info("bench: {} prompts in {}", prompts.size(), o.dataset_path);
+      CustomSampling s;
+      s.num_requests = o.num_prompts;
+      s.output_len = o.custom_output_len;
+      s.skip_chat_template = o.skip_chat_template;
+      s.disable_shuffle = o.disable_shuffle;
+      s.no_oversample = o.no_oversample;
+      s.seed = o.seed;
+      CROSSPOINT_ASSIGN_OR_RETURN(std::vector<SampleRequest> samples,
+                                  sample_custom(std::move(prompts), tokenizer, chat_template, s));
+      summary = summarize_dataset("custom", o.dataset_path, samples);
+      return samples;
+    }
+    CROSSPOINT_ASSIGN_OR_RETURN(std::vector<std::string> lines, load_poem_lines(o.dataset_path));
+    SonnetSampling s;
+    s.num_requests = o.num_prompts;
+    s.input_len = o.sonnet_input_len;
+    s.output_len = o.sonnet_output_len;
+    s.prefix_len = o.sonnet_prefix_len;
+    s.send_formatted = o.endpoint != "/v1/chat/completions";
+    s.seed = o.seed;
+    CROSSPOINT_ASSIGN_OR_RETURN(std::vector<SampleRequest> samples, sample_sonnet(lines, tokenizer, chat_template, s));
+    summary = summarize_dataset("sonnet", o.dataset_path, samples);
+    return samples;
+  }
+  if (o.dataset_name == "burstgpt") {
+    CROSSPOINT_ASSIGN_OR_RETURN(std::vector<BurstGptRow> rows, load_burstgpt_rows(o.dataset_path));
+    log_info("bench: {} GPT-4 rows with a response in {}", rows.size(), o.dataset_path);
+    std::vector<SampleRequest> samples = sample_burstgpt(rows, tokenizer, o.num_prompts, o.seed);
+    summary = summarize_dataset("burstgpt", o.dataset_path, samples);
+    summary.num_entries_in_file = static_cast<int>(rows.size());
     return samples;
   }
   const std::string path = o.dataset_path.empty() ? default_sharegpt_path() : o.dataset_path;
@@ -143,6 +196,15 @@ uint64_t request_id_key(uint64_t seed) {
   return key != 0 ? key : 1;
 }
 
+// The arrival schedule of n requests (or conversations): vLLM's ramp-up when one is set, else
+// the fixed-rate process.
+std::vector<double> schedule(const BenchOptions& o, int n) {
+  if (!o.ramp_up_strategy.empty())
+    return ramp_up_arrival_times_s(n, o.ramp_up_strategy, *o.ramp_up_start_rps, *o.ramp_up_end_rps, o.burstiness,
+                                   o.seed);
+  return arrival_times_s(n, o.request_rate, o.burstiness, o.seed);
+}
+
 // Turn idx of a conversation: every earlier turn's user message and the server's answer to it,
 // then this turn's user message. Sets the record's prompt_len to the tokens of all of them.
 std::string build_turn_body(const RequestBodyOptions& options, const Workload& w, std::vector<RequestRecord>& records,
@@ -166,6 +228,28 @@ std::string build_turn_body(const RequestBodyOptions& options, const Workload& w
 
 }  // namespace
 
+// The API key (--api-key, else $OPENAI_API_KEY) as a
+// bearer token, then each --header, which replaces a header of the same name, as vLLM's
+// headers |= extra_headers. x-request-id is the client's own (vLLM's request ids win too).
+std::vector<std::string> request_headers(const BenchOptions& o) {
+  std::vector<std::pair<std::string, std::string>> headers;
+  const char* env_key = std::getenv("OPENAI_API_KEY");
+  const std::string api_key = !o.api_key.empty() ? o.api_key : (env_key ? env_key : "");
+  if (!api_key.empty()) headers.emplace_back("Authorization", "Bearer " + api_key);
+  auto lower = [](std::string text) {
+    for (char& c : text) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    return text;
+  };
+  for (const auto& [name, value] : o.headers) {
+    if (lower(name) == "x-request-id") continue;
+    std::erase_if(headers, [&](const auto& h) { return lower(h.first) == lower(name); });
+    headers.emplace_back(name, value);
+  }
+  std::vector<std::string> lines;
+  for (const auto& [name, value] : headers) lines.push_back(name + ": " + value);
+  return lines;
+}
+
 Result<BenchResult> run_bench_serve(const BenchOptions& o, const Tokenizer& tokenizer) {
   CROSSPOINT_RETURN_IF_ERROR(validate_options(o));
   BenchResult result;
@@ -182,10 +266,16 @@ Result<BenchResult> run_bench_serve(const BenchOptions& o, const Tokenizer& toke
 
   RequestBodyOptions body_options;
   body_options.endpoint = o.endpoint;
-  body_options.model = o.model;
-  body_options.temperature = o.temperature;
+  body_options.model = o.served_model_name.empty() ? o.model : o.served_model_name;
   // Current vLLM forces ignore_eos for the synthetic datasets so every request runs its length.
   body_options.ignore_eos = o.ignore_eos || o.dataset_name == "random" || o.dataset_name == "prefix_repetition";
+  if (o.endpoint == "/v1/completions") body_options.logprobs = o.logprobs;
+  const SamplingFlags& f = o.sampling;
+  const nlohmann::ordered_json extra =
+      o.extra_body_json.empty() ? nlohmann::ordered_json::object() : nlohmann::ordered_json::parse(o.extra_body_json);
+  body_options.extra_body =
+      sampling_extra_body(f.top_p, f.top_k, f.min_p, f.temperature ? f.temperature : o.temperature, f.frequency_penalty,
+                          f.presence_penalty, f.repetition_penalty, extra);
   std::vector<std::string> bodies;
   bodies.reserve(samples.size());
   for (size_t i = 0; i < samples.size(); ++i) {
@@ -195,9 +285,7 @@ Result<BenchResult> run_bench_serve(const BenchOptions& o, const Tokenizer& toke
 
   LoadClientConfig client;
   client.url = trim_trailing_slash(o.base_url) + o.endpoint;
-  const char* env_key = std::getenv("OPENAI_API_KEY");
-  const std::string api_key = !o.api_key.empty() ? o.api_key : (env_key ? env_key : "");
-  if (!api_key.empty()) client.headers.push_back("Authorization: Bearer " + api_key);
+  client.headers = request_headers(o);
   client.max_concurrency = o.max_concurrency;
   client.request_timeout_s = o.request_timeout_s;
   client.request_id_key = request_id_key(o.seed);  // warm-ups and the run: one key, distinct indices
@@ -211,8 +299,10 @@ Result<BenchResult> run_bench_serve(const BenchOptions& o, const Tokenizer& toke
       warmups[i].expected_output_len = samples[0].expected_output_len;
     }
     std::vector<std::string> warmup_bodies(o.num_warmups, bodies[0]);
-    CROSSPOINT_ASSIGN_OR_RETURN(LoadRunResult warm,
-                                run_load(client, warmup_bodies, std::vector<double>(o.num_warmups, 0.0), warmups));
+    LoadClientConfig warmup_client = client;
+    if (!o.request_id_prefix.empty()) warmup_client.request_id_key = 0;  // vLLM's warm-ups carry no id
+    CROSSPOINT_ASSIGN_OR_RETURN(
+        LoadRunResult warm, run_load(warmup_client, warmup_bodies, std::vector<double>(o.num_warmups, 0.0), warmups));
     int num_failed = 0;
     for (const auto& w : warmups) num_failed += w.success ? 0 : 1;
     if (num_failed > 0)
@@ -222,6 +312,7 @@ Result<BenchResult> run_bench_serve(const BenchOptions& o, const Tokenizer& toke
 
   std::vector<RequestRecord> records(samples.size());
   client.first_request_index = static_cast<size_t>(std::max(o.num_warmups, 0));
+  if (!o.request_id_prefix.empty()) client.request_id_prefix = o.request_id_prefix;
   for (size_t i = 0; i < samples.size(); ++i) {
     records[i].request_idx = static_cast<int>(i);
     records[i].prompt_len = samples[i].prompt_len;
@@ -234,15 +325,14 @@ Result<BenchResult> run_bench_serve(const BenchOptions& o, const Tokenizer& toke
   std::vector<double> arrivals(samples.size(), 0.0);
   if (multi_turn) {
     // Conversations arrive by the arrival process; later turns follow their previous turn.
-    const std::vector<double> starts =
-        arrival_times_s(workload.num_conversations, o.request_rate, o.burstiness, o.seed);
+    const std::vector<double> starts = schedule(o, workload.num_conversations);
     for (size_t i = 0; i < samples.size(); ++i) {
       if (workload.follows[i] < 0) arrivals[i] = starts[workload.conversation_of[i]];
     }
     client.follows = workload.follows;
     client.make_body = [&](size_t idx) { return build_turn_body(body_options, workload, records, idx, tokenizer); };
   } else {
-    arrivals = arrival_times_s(static_cast<int>(samples.size()), o.request_rate, o.burstiness, o.seed);
+    arrivals = schedule(o, static_cast<int>(samples.size()));
   }
   if (o.metrics_interval_s > 0) client.metrics_url = trim_trailing_slash(o.base_url) + "/metrics";
   client.metrics_interval_s = o.metrics_interval_s;
@@ -253,8 +343,11 @@ Result<BenchResult> run_bench_serve(const BenchOptions& o, const Tokenizer& toke
     client.on_progress = [raw_bar](int done, int failed) { raw_bar->update(done, failed); };
   }
   log_info("bench: sending to {} (request rate {}, burstiness {}, max concurrency {})", client.url,
-           std::isinf(o.request_rate) ? "inf" : fmt::format("{}", o.request_rate), o.burstiness,
-           o.max_concurrency ? std::to_string(*o.max_concurrency) : "none");
+           !o.ramp_up_strategy.empty()  ? fmt::format("{} ramp-up from {} to {} req/s", o.ramp_up_strategy,
+                                                      *o.ramp_up_start_rps, *o.ramp_up_end_rps)
+           : std::isinf(o.request_rate) ? std::string("inf")
+                                        : fmt::format("{}", o.request_rate),
+           o.burstiness, o.max_concurrency ? std::to_string(*o.max_concurrency) : "none");
   CROSSPOINT_ASSIGN_OR_RETURN(result.load, run_load(client, bodies, arrivals, records));
   if (bar) bar->finish();
 
@@ -262,7 +355,13 @@ Result<BenchResult> run_bench_serve(const BenchOptions& o, const Tokenizer& toke
     if (r.success) resolve_output_len(r, tokenizer);
   }
   result.date = date_string();
-  result.endpoint_type = o.endpoint == "/v1/chat/completions" ? "openai-chat" : "openai";
+  result.endpoint_type = o.backend;
+  result.metadata = o.metadata;
+  if (!o.ramp_up_strategy.empty()) {
+    result.ramp_up_strategy = o.ramp_up_strategy;
+    result.ramp_up_start_rps = *o.ramp_up_start_rps;
+    result.ramp_up_end_rps = *o.ramp_up_end_rps;
+  }
   result.label = o.label;
   result.model_id = o.model;
   result.tokenizer_id = o.tokenizer_dir;

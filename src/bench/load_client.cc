@@ -271,7 +271,10 @@ void EventLoop::start_request(size_t idx) {
   t->headers = curl_slist_append(t->headers, "Accept: text/event-stream");
   t->headers = curl_slist_append(t->headers, "Expect:");  // no 100-continue round trip
   for (const std::string& h : config_.headers) t->headers = curl_slist_append(t->headers, h.c_str());
-  if (config_.request_id_key != 0) {
+  if (config_.request_id_prefix) {
+    const std::string id_header = "x-request-id: " + *config_.request_id_prefix + std::to_string(idx);
+    t->headers = curl_slist_append(t->headers, id_header.c_str());
+  } else if (config_.request_id_key != 0) {
     const std::string id_header =
         "x-request-id: " + request_uuid(config_.request_id_key, config_.first_request_index + idx);
     t->headers = curl_slist_append(t->headers, id_header.c_str());

@@ -25,7 +25,10 @@ struct LoadClientConfig {
   // x-request-id of request i: request_uuid(request_id_key, i), a UUID (servers such as
   // llama-cpp-python's refuse other ids); 0 = no header.
   uint64_t request_id_key = 0;
-  size_t first_request_index = 0;      // request i of a run gets the id of index first_request_index + i
+  size_t first_request_index = 0;  // request i of a run gets the id of index first_request_index + i
+  // vLLM's --request-id-prefix: when set, request i's x-request-id is this prefix followed by i
+  // (in place of the UUID).
+  std::optional<std::string> request_id_prefix;
   std::optional<int> max_concurrency;  // unset = no limit
   double request_timeout_s = 6 * 3600.0;
   std::string metrics_url;  // Prometheus endpoint; empty = no sampling

@@ -29,9 +29,7 @@ OrderedJson optional_number(const std::optional<double>& value) {
   return value ? OrderedJson(*value) : OrderedJson(nullptr);
 }
 
-}  // namespace
-
-std::string result_to_json_text(const BenchResult& r) {
+OrderedJson result_to_json(const BenchResult& r) {
   const BenchMetrics& m = r.metrics;
   OrderedJson j;
   j["date"] = r.date;
@@ -41,9 +39,15 @@ std::string result_to_json_text(const BenchResult& r) {
   j["model_id"] = r.model_id;
   j["tokenizer_id"] = r.tokenizer_id;
   j["num_prompts"] = r.num_prompts;
+  for (const auto& [key, value] : r.metadata) j[key] = value;
   j["request_rate"] = number_or_inf(r.request_rate);
   j["burstiness"] = number_or_inf(r.burstiness);
   j["max_concurrency"] = r.max_concurrency ? OrderedJson(*r.max_concurrency) : OrderedJson(nullptr);
+  if (!r.ramp_up_strategy.empty()) {
+    j["ramp_up_strategy"] = r.ramp_up_strategy;
+    j["ramp_up_start_rps"] = r.ramp_up_start_rps;
+    j["ramp_up_end_rps"] = r.ramp_up_end_rps;
+  }
   j["duration"] = r.duration_s;
   j["completed"] = m.completed;
   j["failed"] = m.failed;
@@ -193,7 +197,29 @@ std::string result_to_json_text(const BenchResult& r) {
                   {"num_oversampled", r.dataset.num_oversampled},
                   {"num_entries_in_file", r.dataset.num_entries_in_file},
                   {"file_truncated", r.dataset.file_truncated}};
-  return j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace);
+  return j;
+}
+
+}  // namespace
+
+std::string result_to_json_text(const BenchResult& r) {
+  return result_to_json(r).dump(2, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
+std::string result_to_json_line(const BenchResult& r, bool detailed) {
+  OrderedJson j = result_to_json(r);
+  if (!detailed) {
+    for (const char* key : {"input_lens", "output_lens", "start_times", "ttfts", "itls", "generated_texts", "errors",
+                            "scheduled_arrival_times", "arrival_times", "tpots", "request_is_good", "http_statuses",
+                            "output_len_sources", "expected_output_lens"})
+      j.erase(key);
+    if (j.contains("multi_turn")) {
+      j["multi_turn"].erase("conversation_idxs");
+      j["multi_turn"].erase("turn_idxs");
+    }
+    if (j.contains("server_metrics")) j["server_metrics"].erase("samples");
+  }
+  return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
 }  // namespace crosspoint::bench

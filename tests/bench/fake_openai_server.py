@@ -19,7 +19,8 @@ import sys
 import time
 
 STATE = {"in_flight": 0, "max_in_flight": 0, "num_requests": 0, "num_completed": 0, "preemptions": 0,
-         "start_times": [], "request_ids": []}
+         "start_times": [], "request_ids": [], "bodies": [], "headers": [], "paths": []}
+MAX_RECORDED = 200  # request bodies and headers kept for /stats (the first ones)
 
 
 def parse_args():
@@ -161,6 +162,10 @@ async def handle(reader, writer):
                 else:
                     await write_response(writer, 200, "OK", metrics_text(), "text/plain; version=0.0.4")
                 continue
+            if method == "GET" and path == "/v1/models":
+                models = {"object": "list", "data": [{"id": "fake-served", "object": "model", "root": "org/fake-root"}]}
+                await write_response(writer, 200, "OK", json.dumps(models).encode())
+                continue
             if method == "GET" and path == "/stats":
                 await write_response(writer, 200, "OK", json.dumps(STATE).encode())
                 continue
@@ -170,6 +175,10 @@ async def handle(reader, writer):
             STATE["num_requests"] += 1
             request_number = STATE["num_requests"]
             STATE["request_ids"].append(headers.get("x-request-id"))
+            if len(STATE["bodies"]) < MAX_RECORDED:
+                STATE["bodies"].append(raw.decode("utf-8", "replace"))
+                STATE["headers"].append(headers)
+                STATE["paths"].append(path)
             STATE["start_times"].append(time.monotonic())
             if ARGS.die_after and request_number >= ARGS.die_after:
                 asyncio.get_running_loop().call_later(ARGS.die_delay_ms / 1000, os._exit, 3)

@@ -9,6 +9,7 @@ import argparse
 import json
 import os
 import re
+import shlex
 import signal
 import subprocess
 import sys
@@ -19,7 +20,7 @@ import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-from check_result import CheckFailed, check_keys, expect, recompute  # noqa: E402
+from check_result import VLLM_KEYS, CheckFailed, check_keys, expect, recompute  # noqa: E402
 
 FIXTURES = os.path.join(HERE, "..", "fixtures", "bench")
 TOKENIZER = os.path.join(FIXTURES, "tiny_tokenizer")
@@ -265,7 +266,20 @@ def scenario_bad_options(binary, workdir):
     with FakeServer() as server:
         base = ["--dataset-name", "random", "--num-prompts", "3"]
         cases = [
-            (base, "--request-rate R and/or --max-concurrency"),
+            (base + ["--ramp-up-strategy", "linear", "--ramp-up-start-rps", "1", "--ramp-up-end-rps", "5",
+                     "--request-rate", "5"], "do not give --request-rate"),
+            (base + ["--ramp-up-strategy", "linear", "--ramp-up-start-rps", "9", "--ramp-up-end-rps", "5"],
+             "--ramp-up-start-rps: must not exceed"),
+            (base + ["--backend", "openai-chat", "--endpoint", "/v1/completions"], "--backend openai-chat"),
+            (base + ["--backend", "openai-audio"], "--backend openai-audio"),
+            (base + ["--header", "no-equals"], "--header: 'no-equals' is not KEY=VALUE"),
+            (base + ["--metadata", "x"], "--metadata: 'x' is not KEY=VALUE"),
+            (base + ["--extra-body", "{oops"], "--extra-body"),
+            (base + ["--lora-modules", "a", "b"], "--lora-modules a b: crosspoint bench serve has no such feature"),
+            (base + ["--ready-check-timeout-sec", "600"], "--ready-check-timeout-sec 600"),
+            (base + ["--dataset-path", SHAREGPT], "reads no file"),
+            (["--dataset-name", "hf", "--dataset-path", "lmarena-ai/VisionArena-Chat"], "--dataset-name hf"),
+            (["--dataset-name", "custom", "--num-prompts", "3"], "--dataset-path"),
             (base + ["--request-rate", "5", "--goodput", "ttft=5"], "--goodput"),
             (base + ["--request-rate", "5", "--goodput", "latency:5"], "unknown metric"),
             (base + ["--request-rate", "5", "--goodput", "ttft:-1"], ">= 0"),
@@ -285,6 +299,277 @@ def scenario_bad_options(binary, workdir):
             expect(r is None, f"{args}: no result file expected")
         expect(server.stats()["num_requests"] == 0, "a request was sent despite bad options")
     print("bad options ok")
+
+
+EXAMPLES = os.path.join(FIXTURES, "vllm_bench_serve_examples.txt")
+CUSTOM = os.path.join(FIXTURES, "custom_prompts.jsonl")
+SONNETS = os.path.join(FIXTURES, "sonnets_small.txt")
+BURSTGPT = os.path.join(FIXTURES, "burstgpt_small.csv")
+SAMPLING_FLAGS = {"--top-p": ("top_p", float), "--top-k": ("top_k", int), "--min-p": ("min_p", float),
+                  "--temperature": ("temperature", float), "--frequency-penalty": ("frequency_penalty", float),
+                  "--presence-penalty": ("presence_penalty", float),
+                  "--repetition-penalty": ("repetition_penalty", float)}
+# vLLM's default result file name: {label}-{rate}qps[-concurrency{N}]-{model basename}-{date}.json
+DATE = r"\d{8}-\d{6}"
+
+
+def load_examples():
+    """(expectation words, argv) per block of the fixture of vLLM's documented command lines."""
+    blocks, current = [], []
+    with open(EXAMPLES) as f:
+        for line in f:
+            line = line.rstrip("\n")
+            if line.startswith("#"):
+                continue
+            if not line.strip():
+                if current:
+                    blocks.append(current)
+                current = []
+                continue
+            current.append(line)
+    if current:
+        blocks.append(current)
+    examples = []
+    for block in blocks:
+        text = " ".join(l.rstrip().rstrip("\\").strip() for l in block[1:])
+        text = text.replace("<your data path>/ShareGPT_V3_unfiltered_cleaned_split.json", SHAREGPT)
+        text = text.replace("<path-to-your-data-jsonl>", CUSTOM)
+        examples.append((block[0].split(), shlex.split(text)))
+    return examples
+
+
+def flag_values(argv):
+    """--flag value / --flag=value pairs of an argv (the last occurrence wins; switches -> True)."""
+    values = {}
+    i = 0
+    while i < len(argv):
+        a = argv[i]
+        if a.startswith("--"):
+            if "=" in a:
+                k, v = a.split("=", 1)
+                values[k] = v
+            elif i + 1 < len(argv) and not argv[i + 1].startswith("--"):
+                values[a] = argv[i + 1]
+                i += 1
+            else:
+                values[a] = True
+        i += 1
+    return values
+
+
+def check_sampling_in_bodies(bodies, flags, what):
+    for body in bodies:
+        for flag, (key, cast) in SAMPLING_FLAGS.items():
+            if flag in flags:
+                expect(key in body and body[key] == cast(flags[flag]) and type(body[key]) is cast,
+                       f"{what}: body {key} = {body.get(key)!r}, flag {flag} {flags[flag]}")
+            elif key != "repetition_penalty":  # vLLM's completions body always has repetition_penalty 1.0
+                expect(key not in body, f"{what}: {key} sent though {flag} was not given")
+
+
+def files_under(directory):
+    return sorted(os.path.relpath(os.path.join(d, f), directory) for d, _, fs in os.walk(directory) for f in fs)
+
+
+def scenario_vllm_command_lines(binary, workdir):
+    """vLLM's documented `vllm bench serve` command lines run unchanged (placeholders filled in,
+    --base-url and --tokenizer appended): requests, bodies, the result file's name and keys."""
+    examples = load_examples()
+    expect(len(examples) >= 4, f"only {len(examples)} examples in {EXAMPLES}")
+    for n, (expectation, argv) in enumerate(examples):
+        expect(argv[:3] == ["vllm", "bench", "serve"], f"example {n} is not a vllm bench serve line: {argv[:3]}")
+        rundir = os.path.join(workdir, f"example{n}")
+        os.makedirs(rundir)
+        with FakeServer() as server:
+            cmd = [binary, "bench", "serve", *argv[3:], "--base-url", server.url, "--tokenizer", TOKENIZER,
+                   "--disable-tqdm"]
+            proc = subprocess.run(cmd, cwd=rundir, capture_output=True, text=True, timeout=240)
+            stats = server.stats()
+        what = f"example {n} ({' '.join(argv[3:9])} ...)"
+        if expectation[0] == "refused":
+            expect(proc.returncode != 0 and expectation[1] in proc.stderr,
+                   f"{what}: should be refused naming {expectation[1]}" + show(proc))
+            expect(stats["num_requests"] == 0 and not files_under(rundir), f"{what}: refused yet it ran")
+            continue
+        expect(proc.returncode == 0, f"{what} failed" + show(proc))
+        flags = flag_values(argv[3:])
+        num_prompts = int(flags.get("--num-prompts", 1000))
+        expect(stats["num_requests"] == num_prompts, f"{what}: server saw {stats['num_requests']} requests")
+        bodies = [json.loads(b) for b in stats["bodies"]]
+        expect(all(p == flags["--endpoint"] for p in stats["paths"]), f"{what}: paths {set(stats['paths'])}")
+        expect(all(b["model"] == flags["--model"] and b["stream"] is True for b in bodies), f"{what}: model/stream")
+        if flags["--endpoint"] == "/v1/completions":
+            expect(all(b["repetition_penalty"] == 1.0 or "--repetition-penalty" in flags for b in bodies),
+                   f"{what}: repetition_penalty")
+        check_sampling_in_bodies(bodies, flags, what)
+        if flags.get("--dataset-name") == "custom":
+            expect(all(b["max_tokens"] == 256 for b in bodies), f"{what}: custom-output-len default 256")
+            prompts = [json.loads(l)["prompt"] for l in open(CUSTOM)]
+            expect(all(b["prompt"] in prompts for b in bodies), f"{what}: --skip-chat-template sends raw prompts")
+        if "--max-concurrency" in flags:
+            expect(stats["max_in_flight"] <= int(flags["--max-concurrency"]), f"{what}: concurrency")
+        expect("Serving Benchmark Result" in proc.stdout, f"{what}: no summary" + show(proc))
+        files = files_under(rundir)
+        if "--save-result" not in flags:
+            expect(files == [], f"{what}: no --save-result, yet files were written: {files}")
+            continue
+        expect(len(files) == 1, f"{what}: expected one result file, got {files}")
+        label = flags.get("--label", flags.get("--backend", "openai"))
+        concurrency = f"-concurrency{flags['--max-concurrency']}" if "--max-concurrency" in flags else ""
+        model = flags["--model"].split("/")[-1]
+        rate = "inf" if "--request-rate" not in flags else str(float(flags["--request-rate"]))
+        subdir = os.path.normpath(flags["--result-dir"]) + "/" if "--result-dir" in flags else ""
+        pattern = re.escape(f"{subdir}{label}-{rate}qps{concurrency}-{model}-") + DATE + r"\.json"
+        expect(re.fullmatch(pattern, files[0]), f"{what}: file {files[0]} does not match {pattern}")
+        with open(os.path.join(rundir, files[0])) as f:
+            text = f.read()
+        expect("\n" not in text.strip(), f"{what}: --save-result writes one line of JSON")
+        r = json.loads(text)
+        detailed = "--save-detailed" in flags
+        keys = [k for k in VLLM_KEYS if detailed or k not in DETAILED_KEYS]
+        expect(list(r)[:len(keys)] == keys, f"{what}: keys {list(r)[:len(keys)]} != vLLM's {keys}")
+        expect(r["backend"] == label and r["model_id"] == flags["--model"] and r["num_prompts"] == num_prompts,
+               f"{what}: backend/model_id/num_prompts")
+        if detailed:
+            expect(len(r["itls"]) == num_prompts and len(r["generated_texts"]) == num_prompts, f"{what}: lists")
+        else:
+            expect(not any(k in r for k in DETAILED_KEYS), f"{what}: per-request lists without --save-detailed")
+        for p in ("ttft", "tpot", "itl"):
+            expect(f"p99_{p}_ms" in r and f"mean_{p}_ms" in r, f"{what}: {p} statistics")
+    print(f"vllm command lines ok: {len(examples)} examples")
+
+
+DETAILED_KEYS = ["input_lens", "output_lens", "start_times", "ttfts", "itls", "generated_texts", "errors"]
+
+
+def scenario_vllm_flags(binary, workdir):
+    """--host/--port, --backend openai-chat, --served-model-name, sampling flags and --extra-body
+    in every body, --header (overriding the API key's Authorization), --request-id-prefix,
+    --metadata in the saved result, --append-result, underscores in flag names."""
+    rundir = os.path.join(workdir, "flags")
+    os.makedirs(rundir)
+    env = dict(os.environ, OPENAI_API_KEY="from-env")
+    with FakeServer() as server:
+        common = ["--host", "127.0.0.1", "--port", str(server.port), "--backend", "openai-chat",
+                  "--model", "org/Model-X", "--served_model_name", "served-x", "--tokenizer", TOKENIZER,
+                  "--dataset-name", "random", "--random-input-len", "8", "--random-output-len", "3",
+                  "--num-prompts", "6", "--num-warmups", "1", "--temperature", "0", "--top-k", "5",
+                  "--min-p=0.1", "--repetition-penalty", "1.2",
+                  "--extra-body", '{"top_k": 3, "chat_template_kwargs": {"enable_thinking": false}}',
+                  "--header", "x-trace=abc", "Authorization=Bearer from-header", "--request-id-prefix", "myrun-",
+                  "--save-result", "--append-result", "--result-filename", "runs.jsonl",
+                  "--metadata", "version=0.3.3", "tp=1", "--disable-tqdm"]
+        for _ in range(2):
+            proc = subprocess.run([binary, "bench", "serve", *common], cwd=rundir, env=env, capture_output=True,
+                                  text=True, timeout=240)
+            expect(proc.returncode == 0, "bench failed" + show(proc))
+        stats = server.stats()
+    expect(stats["num_requests"] == 14, f"server saw {stats['num_requests']} requests (2 x (6 + 1 warm-up))")
+    expect(set(stats["paths"]) == {"/v1/chat/completions"}, f"openai-chat goes to {set(stats['paths'])}")
+    expected_body_keys = ["model", "messages", "max_completion_tokens", "max_tokens", "stream", "stream_options",
+                          "ignore_eos", "top_k", "min_p", "temperature", "repetition_penalty", "chat_template_kwargs"]
+    for raw, headers in zip(stats["bodies"], stats["headers"]):
+        body = json.loads(raw)
+        expect(list(body) == expected_body_keys, f"body keys {list(body)} != {expected_body_keys}")
+        expect(body["model"] == "served-x", "--served-model-name is the request's model")
+        expect(body["top_k"] == 3 and body["min_p"] == 0.1 and body["temperature"] == 0.0 and
+               body["repetition_penalty"] == 1.2, f"sampling values {body}")
+        expect(body["chat_template_kwargs"] == {"enable_thinking": False}, "extra body merged")
+        expect(body["max_completion_tokens"] == 3 and body["ignore_eos"] is True, "lengths / ignore_eos")
+        expect(headers.get("x-trace") == "abc", f"--header x-trace missing: {headers}")
+        expect(headers.get("authorization") == "Bearer from-header", f"--header replaces the API key: {headers}")
+    # Warm-ups carry no id (as vLLM's); the run's requests prefix + index.
+    ids = stats["request_ids"]
+    expect(ids[:7].count(None) == 1 and sorted(i for i in ids[:7] if i) == [f"myrun-{i}" for i in range(6)],
+           f"request ids {ids[:7]}")
+    files = files_under(rundir)
+    expect(files == ["runs.jsonl"], f"files {files}")
+    with open(os.path.join(rundir, "runs.jsonl")) as f:
+        lines = f.read().split("\n")
+    expect(len(lines) == 2, f"--append-result: {len(lines)} lines, expected 2")
+    for line in lines:
+        r = json.loads(line)
+        keys = list(r)
+        expect(keys[:10] == ["date", "endpoint_type", "backend", "label", "model_id", "tokenizer_id", "num_prompts",
+                             "version", "tp", "request_rate"], f"metadata after num_prompts: {keys[:10]}")
+        expect(r["version"] == "0.3.3" and r["tp"] == "1" and r["backend"] == "openai-chat", "metadata values")
+        expect(r["completed"] == 6 and r["model_id"] == "org/Model-X", "completed / model_id")
+    # No --model: the server's first model (as vLLM): its id in the requests, its root in the result.
+    with FakeServer() as server:
+        proc = subprocess.run([binary, "bench", "serve", "--base-url", server.url, "--tokenizer", TOKENIZER,
+                               "--random-input-len", "8", "--random-output-len", "2", "--num-prompts", "3",
+                               "--save-result", "--result-filename", "nomodel.json", "--disable-tqdm"],
+                              cwd=rundir, capture_output=True, text=True, timeout=240)
+        expect(proc.returncode == 0, "bench without --model failed" + show(proc))
+        bodies = [json.loads(b) for b in server.stats()["bodies"]]
+    expect(len(bodies) == 3 and all(b["model"] == "fake-served" for b in bodies), "requests carry /v1/models' id")
+    with open(os.path.join(rundir, "nomodel.json")) as f:
+        expect(json.load(f)["model_id"] == "org/fake-root", "model_id is /v1/models' root")
+    print("vllm flags ok")
+
+
+def scenario_ramp_up(binary, workdir):
+    """--ramp-up-strategy linear with constant gaps: the schedule is vLLM's sum of 1 / r_i,
+    the result carries the ramp-up keys and vLLM's ramp-up file name."""
+    rundir = os.path.join(workdir, "ramp")
+    os.makedirs(rundir)
+    n, start, end = 60, 20, 200
+    with FakeServer() as server:
+        proc = subprocess.run([binary, "bench", "serve", "--base-url", server.url, "--model", "fake",
+                               "--tokenizer", TOKENIZER, "--random-input-len", "8", "--random-output-len", "2",
+                               "--num-prompts", str(n), "--ramp-up-strategy", "linear", "--ramp-up-start-rps",
+                               str(start), "--ramp-up-end-rps", str(end), "--burstiness", "inf", "--save-result",
+                               "--result-file", "full.json", "--disable-progress"],
+                              cwd=rundir, capture_output=True, text=True, timeout=240)
+        expect(proc.returncode == 0, "bench failed" + show(proc))
+        stats = server.stats()
+    expect(stats["num_requests"] == n, f"{stats['num_requests']} requests")
+    with open(os.path.join(rundir, "full.json")) as f:
+        r = json.load(f)
+    rates = [start + (end - start) * i / (n - 1) for i in range(n)]
+    expected = np.cumsum([1 / x for x in rates])
+    got = np.array(r["scheduled_arrival_times"])
+    expect(np.allclose(got, expected, rtol=1e-9, atol=1e-9), f"schedule {got[:4]} != {expected[:4]}")
+    # Requests left the client on that schedule (a few ms of lag at most on a loaded machine).
+    lag = np.array(r["arrival_times"]) - got
+    expect(lag.min() >= -1e-6 and np.median(lag) < 0.05, f"release lag {lag.min()}..{np.median(lag)}")
+    expect(r["ramp_up_strategy"] == "linear" and r["ramp_up_start_rps"] == start and r["ramp_up_end_rps"] == end,
+           "ramp-up keys")
+    keys = list(r)
+    expect(keys.index("ramp_up_strategy") == keys.index("max_concurrency") + 1, "ramp-up keys follow max_concurrency")
+    files = [f for f in files_under(rundir) if f != "full.json"]
+    pattern = f"openai-ramp-up-linear-{start}qps-{end}qps-fake-" + DATE + r"\.json"
+    expect(len(files) == 1 and re.fullmatch(pattern, files[0]), f"files {files} (expected {pattern})")
+    print(f"ramp-up ok: last arrival {got[-1]:.3f} s")
+
+
+def scenario_vllm_datasets(binary, workdir):
+    """custom, sonnet and burstgpt through the binary: what each request asks for."""
+    with FakeServer() as server:
+        proc, r = run_bench(binary, workdir, server.url, "--dataset-name", "custom", "--dataset-path", CUSTOM,
+                            "--num-prompts", "4", "--custom-output-len", "7", name="custom")
+        expect(proc.returncode == 0 and r is not None, "custom failed" + show(proc))
+        bodies = [json.loads(b) for b in server.stats()["bodies"]]
+        expect(len(bodies) == 4 and all(b["max_tokens"] == 7 for b in bodies), "custom: 4 requests of 7 tokens")
+        expect(all(b["prompt"].startswith("<|im_start|>user\n") for b in bodies), "custom: chat template applied")
+        proc, r = run_bench(binary, workdir, server.url, "--dataset-name", "sonnet", "--dataset-path", SONNETS,
+                            "--num-prompts", "5", "--sonnet-input-len", "320", "--sonnet-prefix-len", "120",
+                            "--sonnet-output-len", "6", "--backend", "openai-chat", name="sonnet")
+        expect(proc.returncode == 0 and r is not None, "sonnet failed" + show(proc))
+        bodies = [json.loads(b) for b in server.stats()["bodies"]][4:]
+        expect(len(bodies) == 5 and all(b["max_completion_tokens"] == 6 for b in bodies), "sonnet: 5 x 6 tokens")
+        expect(all(b["messages"][0]["content"].startswith("Pick as many lines as you can from these poem lines:\n"
+                                                          "FROM fairest creatures") for b in bodies),
+               "sonnet: the chat backend sends the raw prompt")
+        expect(all(n <= 320 for n in r["expected_output_lens"] and r["input_lens"] or [0]), "sonnet lengths")
+        proc, r = run_bench(binary, workdir, server.url, "--dataset-name", "burstgpt", "--dataset-path", BURSTGPT,
+                            "--num-prompts", "4", name="burstgpt")
+        expect(proc.returncode == 0 and r is not None, "burstgpt failed" + show(proc))
+        bodies = [json.loads(b) for b in server.stats()["bodies"]][9:]
+        # RandomState(0).permutation(6)[:4] -> GPT-4 rows 5, 2, 1, 3 of the fixture.
+        expect([b["max_tokens"] for b in bodies] == [64, 512, 9, 41], f"burstgpt max_tokens {bodies}")
+        expect(r["dataset"]["name"] == "burstgpt", "dataset name")
+    print("vllm datasets ok")
 
 
 class CrosspointServer:

@@ -56,6 +56,12 @@ TEST(BenchProcess, ThousandConcurrentStreams) {
 #endif
 }
 TEST(BenchProcess, BadOptionsFailBeforeAnyLoad) { run_scenario("bad_options"); }
+// vLLM's documented command lines (tests/fixtures/bench/vllm_bench_serve_examples.txt) run
+// unchanged: bodies, the result file's name and keys.
+TEST(BenchProcess, VllmDocumentedCommandLinesRun) { run_scenario("vllm_command_lines"); }
+TEST(BenchProcess, VllmFlagsReachTheWire) { run_scenario("vllm_flags"); }
+TEST(BenchProcess, RampUpSchedule) { run_scenario("ramp_up"); }
+TEST(BenchProcess, CustomSonnetBurstGptDatasets) { run_scenario("vllm_datasets"); }
 
 // crosspoint's own server and engine, in front of the toy model (fast, no weights).
 TEST(BenchProcess, AgainstCrosspointServerWithToyModel) {

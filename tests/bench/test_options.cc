@@ -1,6 +1,9 @@
 // Option checks that must fail before any load is sent.
 #include <gtest/gtest.h>
 
+#include <cmath>
+#include <limits>
+
 #include "bench/bench_options.h"
 #include "bench_test_util.h"
 
@@ -12,8 +15,6 @@ BenchOptions valid_options() {
   o.model = "m";
   o.dataset_name = "random";
   o.request_rate = 5;
-  o.request_rate_given = true;
-  o.result_file = "/tmp/r.json";
   o.tokenizer_dir = testing::fixture_path("tiny_tokenizer");
   return o;
 }
@@ -27,15 +28,71 @@ void expect_error(const BenchOptions& o, const std::string& needle) {
 TEST(BenchOptions, ValidOptionsPass) {
   EXPECT_TRUE(validate_options(valid_options()).is_ok());
   BenchOptions o = valid_options();
-  o.request_rate_given = false;
+  o.request_rate = std::numeric_limits<double>::infinity();
   o.max_concurrency = 4;  // concurrency alone is a closed loop: fine
   EXPECT_TRUE(validate_options(o).is_ok());
 }
 
-TEST(BenchOptions, NeitherRateNorConcurrencyIsAmbiguous) {
+// As vLLM: no rate and no concurrency is an infinite rate (every request at t = 0), no result
+// file is needed, and the defaults are vLLM's (random dataset, 1,000 prompts).
+TEST(BenchOptions, VllmDefaults) {
+  BenchOptions o;
+  EXPECT_EQ(o.dataset_name, "random");
+  EXPECT_EQ(o.num_prompts, 1000);
+  EXPECT_TRUE(std::isinf(o.request_rate));
+  EXPECT_FALSE(o.max_concurrency.has_value());
+  EXPECT_EQ(o.backend, "openai");
+  EXPECT_EQ(o.base_url, "http://127.0.0.1:8000");
+  EXPECT_EQ(o.custom_output_len, 256);
+  EXPECT_EQ(o.sonnet_input_len, 550);
+  EXPECT_EQ(o.sonnet_output_len, 150);
+  EXPECT_EQ(o.sonnet_prefix_len, 200);
+  o.model = "m";
+  o.tokenizer_dir = testing::fixture_path("tiny_tokenizer");
+  EXPECT_TRUE(validate_options(o).is_ok()) << validate_options(o).to_string();
+}
+
+TEST(BenchOptions, RampUpChecksAsVllm) {
   BenchOptions o = valid_options();
-  o.request_rate_given = false;
-  expect_error(o, "--request-rate R and/or --max-concurrency");
+  o.ramp_up_strategy = "linear";
+  o.ramp_up_start_rps = 1;
+  o.ramp_up_end_rps = 10;
+  expect_error(o, "do not give --request-rate");  // a fixed rate and a ramp-up exclude each other
+  o.request_rate = std::numeric_limits<double>::infinity();
+  EXPECT_TRUE(validate_options(o).is_ok()) << validate_options(o).to_string();
+  o.ramp_up_end_rps.reset();
+  expect_error(o, "give both --ramp-up-start-rps and --ramp-up-end-rps");
+  o.ramp_up_end_rps = 0;
+  expect_error(o, "must not exceed --ramp-up-end-rps");
+  o.ramp_up_start_rps = 0;
+  expect_error(o, "--ramp-up-start-rps: must be > 0");
+  o.ramp_up_strategy = "step";
+  expect_error(o, "not linear or exponential");
+  o = valid_options();
+  o.ramp_up_end_rps = 5;
+  expect_error(o, "need --ramp-up-strategy");
+}
+
+TEST(BenchOptions, DatasetFilesAndNames) {
+  BenchOptions o = valid_options();
+  o.dataset_path = testing::fixture_path("custom_prompts.jsonl");
+  expect_error(o, "reads no file");  // random with a file, as vLLM refuses it
+  for (const char* name : {"custom", "sonnet", "burstgpt"}) {
+    o = valid_options();
+    o.dataset_name = name;
+    expect_error(o, "--dataset-path");
+    o.dataset_path = "/nonexistent/file";
+    expect_error(o, "/nonexistent/file");
+  }
+  o = valid_options();
+  o.dataset_name = "hf";
+  expect_error(o, "--dataset-name hf: crosspoint bench serve has no such dataset");
+  o = valid_options();
+  o.disable_shuffle = true;
+  expect_error(o, "--disable-shuffle");
+  o = valid_options();
+  o.extra_body_json = "[1, 2]";
+  expect_error(o, "--extra-body");
 }
 
 TEST(BenchOptions, BadValues) {
@@ -52,7 +109,7 @@ TEST(BenchOptions, BadValues) {
   o.max_concurrency = 0;
   expect_error(o, "--max-concurrency");
   o = valid_options();
-  o.dataset_name = "sonnet";
+  o.dataset_name = "alpaca";
   expect_error(o, "--dataset-name");
   o = valid_options();
   o.tokenizer_dir = "";
