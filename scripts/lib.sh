@@ -37,6 +37,7 @@ DEBIAN_PACKAGES=(
   build-essential cmake ninja-build pkg-config ccache git
   libgtest-dev libgmock-dev googletest libbenchmark-dev
   nlohmann-json3-dev libpcre2-dev libicu-dev libcurl4-openssl-dev libcli11-dev libfmt-dev libevent-dev
+  libyaml-cpp-dev  # serve --config
   python3-venv unzip
   clang libclang-rt-dev  # scripts/fuzz.sh: libFuzzer and the sanitizers' runtimes
   chromium  # renders the sweep's report.html in tests/sweep

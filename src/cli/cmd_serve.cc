@@ -11,6 +11,7 @@
 #include "cli/cli_util.h"
 #include "cli/commands.h"
 #include "cli/device_runner.h"
+#include "cli/vllm_config_file.h"
 #include "cli/vllm_serve_flags.h"
 #include "common/clock.h"
 #include "common/log.h"
@@ -323,13 +324,30 @@ int run_serve(int argc, char** argv) {
   app.add_option("--mean-tokens-per-request", o.mean_tokens_per_request,
                  "mean prompt + output tokens of the expected workload, for the capacity line");
   add_vllm_serve_flags(app, o.vllm);
-  std::vector<std::string> args = expand_vllm_short_flags(argc, argv);
+  std::string config_path;  // read before parsing (expand_vllm_config_file); here for --help
+  app.add_option("--config", config_path,
+                 "YAML file of flags, vLLM's format (`max-num-seqs: 64`, `enforce-eager: true`); the command line "
+                 "wins over it");
+  Result<ExpandedConfig> config = expand_vllm_config_file(expand_vllm_short_flags(argc, argv));
+  if (!config.is_ok()) return report_error("serve", config.status());
+  if (!config->path.empty()) {
+    for (const std::string& flag : config->from_file) {
+      if (app.get_option_no_throw(flag) == nullptr) {
+        std::fprintf(stderr, "crosspoint serve: --config %s: %s is not a flag of crosspoint serve (see --help)\n",
+                     config->path.c_str(), flag.substr(2).c_str());
+        return 2;
+      }
+    }
+    std::fprintf(stderr, "crosspoint serve: %zu flag(s) from %s\n", config->from_file.size(), config->path.c_str());
+  }
+  std::vector<std::string> args = config->args;
   std::vector<char*> arg_pointers;
   for (std::string& a : args) arg_pointers.push_back(a.data());
   if (int code = parse_or_exit_code(app, static_cast<int>(arg_pointers.size()), arg_pointers.data()); code >= 0)
     return code;
   if (!o.vllm.positional_model.empty()) {
-    if (app.count("--model") > 0 && o.model != o.vllm.positional_model) {
+    // The positional MODEL wins over a config file's `model:`, as in vLLM.
+    if (app.count("--model") > 0 && o.model != o.vllm.positional_model && config->from_file.count("--model") == 0) {
       std::fprintf(stderr, "crosspoint serve: the model is given twice: %s and --model %s\n",
                    o.vllm.positional_model.c_str(), o.model.c_str());
       return 2;

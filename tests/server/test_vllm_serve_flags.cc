@@ -75,5 +75,66 @@ TEST(VllmServeFlags, FeaturesCrosspointLacksAreRefusedNamingTheFlag) {
   EXPECT_NE(twice.find("the model is given twice"), std::string::npos) << twice;
 }
 
+// `--config FILE`, vLLM's YAML config (docs.vllm.ai, "Server Arguments"): its example file
+// parses, the command line wins over it (the positional MODEL over `model:`), switches and
+// mappings become what vLLM makes of them, and bad files are errors naming the file.
+std::string write_config(const std::string& name, const std::string& text) {
+  const std::filesystem::path dir = std::filesystem::temp_directory_path() / "crosspoint-vllm-config-test";
+  std::filesystem::create_directories(dir);
+  const std::string path = (dir / name).string();
+  FILE* f = std::fopen(path.c_str(), "w");
+  std::fputs(text.c_str(), f);
+  std::fclose(f);
+  return path;
+}
+
+TEST(VllmServeFlags, ConfigFileAsVllmReadsIt) {
+  SKIP_WITHOUT_BINARY();
+  const std::string example = write_config("example.yaml",
+                                           "model: /nonexistent/from-config\n"
+                                           "host: \"127.0.0.1\"\n"
+                                           "port: 6379\n"
+                                           "uvicorn-log-level: \"info\"\n"
+                                           "trust_remote_code: true\n"
+                                           "enforce-eager: false\n");
+  {
+    const auto [output, status] = run_serve("--config " + example);
+    EXPECT_NE(status, 0);
+    EXPECT_NE(output.find("5 flag(s) from " + example), std::string::npos) << output;  // the false switch left out
+    EXPECT_NE(output.find("/nonexistent/from-config"), std::string::npos) << output;
+    EXPECT_NE(output.find("--uvicorn-log-level info: vLLM's flag, without effect"), std::string::npos) << output;
+    EXPECT_NE(output.find("--trust-remote-code: vLLM's flag, without effect"), std::string::npos) << output;
+  }
+  {  // the command line wins: its MODEL and its --uvicorn-log-level
+    const auto [output, status] =
+        run_serve(std::string(kMissingModel) + " --uvicorn-log-level debug --config=" + example);
+    EXPECT_NE(output.find(kMissingModel), std::string::npos) << output;
+    EXPECT_EQ(output.find("/nonexistent/from-config"), std::string::npos) << output;
+    EXPECT_NE(output.find("--uvicorn-log-level debug"), std::string::npos) << output;
+    EXPECT_EQ(output.find("--uvicorn-log-level info"), std::string::npos) << output;
+  }
+  {  // a mapping becomes its JSON, and a feature crosspoint lacks is refused by name
+    const auto [output, status] =
+        run_serve(std::string(kMissingModel) + " --config " +
+                  write_config("spec.yaml", "speculative-config:\n  method: ngram\n  num_speculative_tokens: 3\n"));
+    EXPECT_NE(status, 0);
+    EXPECT_NE(output.find(R"(--speculative-config {"method":"ngram","num_speculative_tokens":3})"), std::string::npos)
+        << output;
+  }
+  const std::vector<std::pair<std::string, std::string>> bad = {
+      {write_config("broken.yaml", "a: [1\n"), "not YAML"},
+      {write_config("list.yaml", "- model\n"), "must be a mapping"},
+      {write_config("unknown.yaml", "no-such-flag: 3\n"), "no-such-flag is not a flag of crosspoint serve"},
+      {"/nonexistent/config.yaml", "cannot read the file"},
+  };
+  for (const auto& [path, message] : bad) {
+    const auto [output, status] = run_serve(std::string(kMissingModel) + " --config " + path);
+    EXPECT_NE(status, 0) << path;
+    EXPECT_NE(output.find(message), std::string::npos) << path << "\n" << output;
+    EXPECT_NE(output.find(path), std::string::npos) << output;
+    EXPECT_EQ(output.find("model directory does not exist"), std::string::npos) << path;  // stopped first
+  }
+}
+
 }  // namespace
 }  // namespace crosspoint
