@@ -406,7 +406,7 @@ __global__ void __launch_bounds__(kEltThreads)
 // of kSiluFp8Blocks blocks per row, each holding its slice of the row's fp16 results in
 // registers (16-byte vectors); the blocks' amaxes meet in distributed shared memory, so the row
 // costs one launch and one read of gate_up while its SiLU and conversions spread over 8 SMs (in
-// one block per row they queue on one SM: docs/cuda-log.md).
+// one block per row they queue on one SM).
 constexpr int kSiluFp8Blocks = 8;  // the portable cluster size
 constexpr int kSiluFp8VecPerThread = 2;
 constexpr int kSiluFp8RowMax = kSiluFp8Blocks * kRowThreads * 8 * kSiluFp8VecPerThread;  // 32768 values

@@ -499,7 +499,7 @@ Status launch_decode(const CudaPagedAttentionArgs& a, Params p, bool balanced, c
 }
 
 // Where the balanced decode kernel measured faster than the partitioned one on the H200 (28
-// query / 4 KV heads, head_dim 128; docs/cuda-log.md, 2026-12-02): 10 to 100 rows once the
+// query / 4 KV heads, head_dim 128): 10 to 100 rows once the
 // context bound reaches 512, and 4 to 9 rows once it reaches 2,048; the partitioned kernel
 // keeps 1 to 3 rows, short bounds, and 128 rows or more.
 bool balanced_decode_pays(const CudaPagedAttentionArgs& a) {

@@ -496,7 +496,7 @@ Status w4a16_gemm_wgmma(const uint16_t* x, int64_t x_stride, const uint32_t* pac
                        std::to_string(d.major) + "." + std::to_string(d.minor));
   }
   if (m <= 0) return Status::ok();
-  // Stages and blocks per SM as measured best on the H200 (docs/cuda-log.md): a deeper ring at
+  // Stages and blocks per SM as measured best on the H200: a deeper ring at
   // two blocks per SM rather than a shallower one at three.
   switch (w4a16_wgmma_token_tile(m)) {
     case 16:

@@ -345,8 +345,8 @@ Status CudaModel::run_layer(int32_t layer_idx, const CudaForwardBatch& b) {
   uint16_t* delta = delta_.as<uint16_t>();
 
   // A W8A8 linear's input, quantised by the step that writes it (none: the linear quantises it).
-  // Up to kFp8InputFusedMaxTokens rows; above, the separate quantisation measured faster
-  // (docs/cuda-log.md). Either way the bits are the same, so batch invariance holds.
+  // Up to kFp8InputFusedMaxTokens rows; above, the separate quantisation measured faster.
+  // Either way the bits are the same, so batch invariance holds.
   auto fp8_input = [&](const CudaLinear& next, const uint16_t* input) {
     return options_.fuse_fp8_input && T <= kFp8InputFusedMaxTokens &&
                    cuda_linear_takes_fp8_rows(next, scratch_, input, T)
