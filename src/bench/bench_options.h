@@ -88,6 +88,7 @@ struct BenchOptions {
   // Client.
   double request_timeout_s = 6 * 3600.0;  // per request, as vLLM's session timeout
   double metrics_interval_s = 0.5;        // server /metrics sampling period; 0 = off
+  std::string gpu_energy = "auto";        // auto: NVML's energy counters when the server is local; off
   bool disable_progress = false;
   std::string label;  // "label" key of the result
 };

@@ -7,6 +7,7 @@
 #include <utility>
 #include <vector>
 
+#include "bench/gpu_energy.h"
 #include "bench/load_client.h"
 #include "bench/metrics.h"
 #include "bench/request_record.h"
@@ -45,6 +46,7 @@ struct BenchResult {
   SteadyStateWindow steady;      // with a concurrency cap: the window where the client held every slot
   int num_conversations = 0;     // multi-turn: conversations sent (num_prompts counts their requests)
   std::vector<TurnStats> turns;  // multi-turn: input tokens and TTFT by turn
+  GpuEnergySummary gpu_energy;   // the local GPUs' energy over the run (--gpu-energy)
 };
 
 // vLLM's result keys (with the detailed per-request lists) followed by crosspoint's

@@ -250,6 +250,49 @@ std::vector<std::string> request_headers(const BenchOptions& o) {
   return lines;
 }
 
+namespace {
+
+// The local GPUs' energy counters before the run (--gpu-energy auto, a server on this machine,
+// NVML present), or why they are not read.
+struct GpuEnergyProbe {
+  std::unique_ptr<GpuEnergyMeter> meter;
+  GpuEnergyReading before;
+  std::string note;
+};
+
+GpuEnergyProbe start_gpu_energy(const BenchOptions& o) {
+  GpuEnergyProbe probe;
+  if (o.gpu_energy == "off") {
+    probe.note = "not measured (--gpu-energy off)";
+  } else if (!is_local_url(o.base_url)) {
+    probe.note = "not measured: the server is not on this machine";
+  } else if (auto meter = GpuEnergyMeter::open(); !meter.is_ok()) {
+    probe.note = "not measured: " + meter.status().message();
+  } else if (auto reading = (*meter)->read(); !reading.is_ok()) {
+    probe.note = "not measured: " + reading.status().message();
+  } else {
+    probe.meter = std::move(*meter);
+    probe.before = std::move(*reading);
+  }
+  if (!probe.note.empty()) log_info("bench: GPU energy {}", probe.note);
+  return probe;
+}
+
+GpuEnergySummary finish_gpu_energy(const GpuEnergyProbe& probe, double duration_s, int completed,
+                                   int64_t output_tokens) {
+  GpuEnergySummary summary;
+  summary.note = probe.note;
+  if (probe.meter == nullptr) return summary;
+  auto after = probe.meter->read();
+  if (!after.is_ok()) {
+    summary.note = "not measured: " + after.status().message();
+    return summary;
+  }
+  return summarize_gpu_energy(probe.before, *after, duration_s, completed, output_tokens);
+}
+
+}  // namespace
+
 Result<BenchResult> run_bench_serve(const BenchOptions& o, const Tokenizer& tokenizer) {
   CROSSPOINT_RETURN_IF_ERROR(validate_options(o));
   BenchResult result;
@@ -348,6 +391,7 @@ Result<BenchResult> run_bench_serve(const BenchOptions& o, const Tokenizer& toke
            : std::isinf(o.request_rate) ? std::string("inf")
                                         : fmt::format("{}", o.request_rate),
            o.burstiness, o.max_concurrency ? std::to_string(*o.max_concurrency) : "none");
+  GpuEnergyProbe energy = start_gpu_energy(o);
   CROSSPOINT_ASSIGN_OR_RETURN(result.load, run_load(client, bodies, arrivals, records));
   if (bar) bar->finish();
 
@@ -377,6 +421,8 @@ Result<BenchResult> run_bench_serve(const BenchOptions& o, const Tokenizer& toke
   result.goodput = o.goodput;
   result.duration_s = result.load.duration_s;
   result.metrics = compute_metrics(records, result.duration_s, o.metric_percentiles, o.goodput);
+  result.gpu_energy =
+      finish_gpu_energy(energy, result.duration_s, result.metrics.completed, result.metrics.total_output_tokens);
   result.turns = summarize_turns(records);
   result.records = std::move(records);
   result.server = summarize_server_metrics(result.load.server_samples);

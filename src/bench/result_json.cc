@@ -187,6 +187,18 @@ OrderedJson result_to_json(const BenchResult& r) {
   }
   server["samples"] = std::move(samples);
   j["server_metrics"] = std::move(server);
+  const GpuEnergySummary& e = r.gpu_energy;
+  OrderedJson energy = {{"measured", e.measured}};
+  if (e.measured) {
+    energy["devices"] = e.devices;
+    energy["joules"] = e.joules;
+    energy["joules_per_request"] = e.joules_per_request;
+    energy["joules_per_output_token"] = e.joules_per_output_token;
+    energy["mean_watts"] = e.mean_watts;
+  } else {
+    energy["note"] = e.note;
+  }
+  j["gpu_energy"] = std::move(energy);
   j["steady_state"] = std::move(steady);
   j["dataset"] = {{"name", r.dataset.name},
                   {"path", r.dataset.path},

@@ -90,6 +90,13 @@ std::string format_summary_table(const BenchResult& r) {
     if (r.server.prefix_cache_hit_rate)
       row(out, "Prefix cache hit rate (%):", fixed2(100 * *r.server.prefix_cache_hit_rate));
   }
+  if (r.gpu_energy.measured) {
+    out += fmt::format("{:-^50}\n", "GPU energy (NVML, this machine's GPUs)");
+    row(out, "Energy (J):", fixed2(r.gpu_energy.joules));
+    row(out, "Mean power (W):", fixed2(r.gpu_energy.mean_watts));
+    row(out, "Energy per request (J):", fixed2(r.gpu_energy.joules_per_request));
+    row(out, "Energy per output token (mJ):", fixed2(1000 * r.gpu_energy.joules_per_output_token));
+  }
   if (r.steady.valid) {
     out += fmt::format("{:-^50}\n", "Steady state (client holds every slot)");
     row(out, "Window (s):", fmt::format("{:.2f} .. {:.2f}", r.steady.start_s, r.steady.end_s));

@@ -230,6 +230,12 @@ int run_bench(int argc, char** argv) {
       ->add_option("--metrics-interval", o.metrics_interval_s,
                    "Seconds between samples of the server's Prometheus /metrics; 0 turns sampling off")
       ->capture_default_str();
+  serve
+      ->add_option("--gpu-energy", o.gpu_energy,
+                   "auto: read the energy counters of this machine's NVIDIA GPUs (NVML) before and after the run "
+                   "when the server is on this machine, and report joules per request and per output token; off")
+      ->check(CLI::IsMember({"auto", "off"}))
+      ->capture_default_str();
   serve->add_option("--label", o.label, "Label stored in the result and used in its file name (default: the backend)");
   serve->add_flag("--disable-progress", o.disable_progress, "No progress bar on stderr");
   serve->add_flag("--disable-tqdm", disable_tqdm, "vLLM's name for --disable-progress");

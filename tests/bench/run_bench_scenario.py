@@ -56,7 +56,7 @@ class FakeServer:
         self.stop()
 
 
-def run_bench(binary, workdir, base_url, *extra, name="result", timeout=240):
+def run_bench(binary, workdir, base_url, *extra, name="result", timeout=240, env=None):
     """Runs the bench; --model defaults to "fake" and --tokenizer to the tiny fixture
     ("--tokenizer ''" in extra means: let the bench pick its default)."""
     result_file = os.path.join(workdir, name + ".json")
@@ -72,7 +72,7 @@ def run_bench(binary, workdir, base_url, *extra, name="result", timeout=240):
             del extra[at:at + 2]
     cmd = [binary, "bench", "serve", "--base-url", base_url, *defaults, "--result-file", result_file,
            "--disable-progress", *extra]
-    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env)
     result = None
     if os.path.exists(result_file):
         with open(result_file) as f:
@@ -664,6 +664,28 @@ def scenario_default_model(binary, workdir):
         check_against_crosspoint(r2, 4, 4)
     print(f"default model ok: ShareGPT mean input {r['dataset']['mean_input_tokens']:.1f}, "
           f"mean TPOT {r['mean_tpot_ms']:.1f} ms, mean running {r['server_metrics']['mean_running']:.2f}")
+
+
+def scenario_gpu_energy(binary, workdir):
+    """--gpu-energy: NVML's counters (the fake library: two GPUs at 250 W) read around the run
+    against a local server, the result's and the summary's figures; off and remote say why not."""
+    env = dict(os.environ, CROSSPOINT_NVML_LIBRARY=os.environ["CROSSPOINT_FAKE_NVML"])
+    with FakeServer("--token-delay-ms", "2") as server:
+        proc, r = run_bench(binary, workdir, server.url, "--dataset-name", "random", "--random-input-len", "16",
+                            "--random-output-len", "20", "--num-prompts", "24", "--max-concurrency", "4", env=env)
+        expect(proc.returncode == 0 and r is not None, "bench failed" + show(proc))
+        e = r["gpu_energy"]
+        expect(e["measured"] and e["devices"] == ["Fake GPU 0", "Fake GPU 1"], f"gpu_energy {e}")
+        watts = e["joules"] / r["duration"]
+        expect(0.8 * 500 <= watts <= 1.25 * 500, f"{watts:.1f} W over the run, the fake GPUs draw 500 W")
+        expect(abs(e["joules_per_output_token"] - e["joules"] / r["total_output_tokens"]) < 1e-9, f"per token {e}")
+        expect(abs(e["joules_per_request"] - e["joules"] / r["completed"]) < 1e-9, f"per request {e}")
+        expect("Energy per output token (mJ):" in proc.stdout, "summary lacks the energy lines" + show(proc))
+        proc, r = run_bench(binary, workdir, server.url, "--dataset-name", "random", "--random-input-len", "16",
+                            "--random-output-len", "4", "--num-prompts", "2", "--gpu-energy", "off", env=env)
+        expect(r is not None and not r["gpu_energy"]["measured"] and "off" in r["gpu_energy"]["note"],
+               f"--gpu-energy off: {r and r['gpu_energy']}")
+    print(f"gpu_energy ok: {e['joules']:.2f} J, {watts:.0f} W")
 
 
 SCENARIOS = {name[len("scenario_"):]: fn for name, fn in globals().items() if name.startswith("scenario_")}

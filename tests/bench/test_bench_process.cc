@@ -62,6 +62,10 @@ TEST(BenchProcess, VllmDocumentedCommandLinesRun) { run_scenario("vllm_command_l
 TEST(BenchProcess, VllmFlagsReachTheWire) { run_scenario("vllm_flags"); }
 TEST(BenchProcess, RampUpSchedule) { run_scenario("ramp_up"); }
 TEST(BenchProcess, CustomSonnetBurstGptDatasets) { run_scenario("vllm_datasets"); }
+// --gpu-energy through tests/bench/fake_nvml.c: joules, per request and per output token.
+TEST(BenchProcess, GpuEnergyFromNvml) {
+  run_scenario("gpu_energy", std::string("CROSSPOINT_FAKE_NVML=") + CROSSPOINT_FAKE_NVML + " ");
+}
 
 // crosspoint's own server and engine, in front of the toy model (fast, no weights).
 TEST(BenchProcess, AgainstCrosspointServerWithToyModel) {
