@@ -1254,13 +1254,16 @@ def sigterm_lets_requests_in_flight_finish_and_exits_zero(server, model):
     keep_alive.request("GET", "/health")
     keep_alive.getresponse().read()
     server.proc.send_signal(signal.SIGTERM)
-    time.sleep(0.3)
-    # New connections are refused; a new request on an open connection gets a 503 error.
+    # New connections are refused (once the server has seen the signal: polled, since a loaded
+    # machine may take a while); a new request on an open connection gets a 503 error.
     refused = False
-    try:
-        socket.create_connection(("127.0.0.1", server.port), timeout=5).close()
-    except ConnectionRefusedError:
-        refused = True
+    deadline = time.time() + 10
+    while not refused and time.time() < deadline:
+        try:
+            socket.create_connection(("127.0.0.1", server.port), timeout=5).close()
+            time.sleep(0.05)
+        except ConnectionRefusedError:
+            refused = True
     assert refused
     finish, tokens = None, 0
     for chunk in it:
