@@ -59,6 +59,14 @@ class Tokenizer {
   virtual std::vector<int32_t> with_special_tokens(std::vector<int32_t> ids) const { return ids; }
   // Ids that end generation (e.g. <|im_end|> and <|endoftext|>).
   virtual std::vector<int32_t> eos_token_ids() const = 0;
+
+  // SentencePiece-style (byte-fallback) decoders are not a concatenation of token_bytes: a
+  // stream decodes them in pieces, each a run of ids ending at one for which ends_piece is
+  // true (a run of <0xNN> tokens stays open), decode_piece giving exactly the text decode
+  // gives for them in that place (first: the piece starts the stream).
+  virtual bool decodes_in_pieces() const { return false; }
+  virtual bool ends_piece(int32_t /*id*/) const { return true; }
+  virtual std::string decode_piece(std::span<const int32_t> ids, bool /*first*/) const { return decode(ids); }
 };
 
 // Streams text as ids arrive without ever emitting a broken UTF-8 sequence: bytes of an
@@ -75,6 +83,9 @@ class IncrementalDecoder {
   const Tokenizer& tokenizer_;
   bool skip_special_;
   std::string pending_;
+  // decodes_in_pieces tokenizers: the open piece's ids, and whether none was decoded yet.
+  std::vector<int32_t> piece_;
+  bool first_piece_ = true;
 };
 
 }  // namespace crosspoint
