@@ -78,27 +78,31 @@ Status BpeModel::add_merges(const std::unordered_map<std::string, int32_t>& voca
 }
 
 void BpeModel::char_symbols(std::string_view word, std::vector<int32_t>& ids) const {
-  bool last_was_unk = false;
+  // As HF's BPE: an unknown character's unk is held and only added before the next
+  // character found in the vocabulary (or at the end), so with fuse_unk it fuses with later
+  // unknown characters across characters spelt as <0xNN> tokens, which go out at once.
+  bool unk_pending = false;
   for (size_t pos = 0; pos < word.size();) {
     const Utf8Char c = decode_utf8_char(word, pos);
     const std::string text(word.substr(pos, c.length));
     pos += c.length;
     if (const auto it = id_by_text_.find(text); it != id_by_text_.end()) {
+      if (unk_pending) ids.push_back(unk_id_);
+      unk_pending = false;
       ids.push_back(it->second);
-      last_was_unk = false;
       continue;
     }
     bool all_bytes = true;
     for (char byte : text) all_bytes = all_bytes && fallback_byte_id_[static_cast<uint8_t>(byte)] >= 0;
     if (all_bytes) {
       for (char byte : text) ids.push_back(fallback_byte_id_[static_cast<uint8_t>(byte)]);
-      last_was_unk = false;
       continue;
     }
     if (unk_id_ < 0) continue;  // no unk token: the character is dropped, as HF does
-    if (!(fuse_unk_ && last_was_unk)) ids.push_back(unk_id_);
-    last_was_unk = true;
+    if (unk_pending && !fuse_unk_) ids.push_back(unk_id_);
+    unk_pending = true;
   }
+  if (unk_pending) ids.push_back(unk_id_);
 }
 
 void BpeModel::encode_word(std::string_view word, std::vector<int32_t>& ids) const {
