@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <functional>
+#include <random>
 
 #include "tokenizer/bpe_tokenizer.h"
 
@@ -99,6 +100,21 @@ TEST(ByteFallback, UnknownCharactersBecomeByteTokensAndStreamsHoldTheirRun) {
   EXPECT_EQ(decoder.push(*e4), "");
   EXPECT_EQ(decoder.push(*bd), "");
   EXPECT_EQ(decoder.flush(), "\xEF\xBF\xBD\xEF\xBF\xBD");
+}
+
+// The stream equals decode on random id sequences heavy in byte tokens (and specials).
+TEST(ByteFallback, StreamEqualsDecodeOnRandomIds) {
+  std::mt19937 rng(11);
+  for (const char* file : {"byte_fallback_llama.tokenizer.json", "byte_fallback_metaspace.tokenizer.json"}) {
+    auto tokenizer = load(file);
+    ASSERT_NE(tokenizer, nullptr);
+    for (int round = 0; round < 500; ++round) {
+      std::vector<int32_t> ids(rng() % 16 + 1);
+      for (int32_t& id : ids) id = static_cast<int32_t>(rng() % 2 == 0 ? rng() % tokenizer->vocab_size() : rng() % 259);
+      for (bool skip : {false, true})
+        ASSERT_EQ(stream(*tokenizer, ids, skip), tokenizer->decode(ids, skip)) << file << " " << skip;
+    }
+  }
 }
 
 TEST(ByteFallback, RefusesWhatItCannotDecodeExactly) {
