@@ -1,6 +1,7 @@
-// Byte-level BPE tokenizer (GPT-2 byte mapping, ranked merges, a pre-tokenizer regex run by
-// PCRE2 with Unicode properties), loaded from a Hugging Face tokenizer.json or from GGUF
-// metadata. Encodes to exactly the ids Hugging Face `tokenizers` produces.
+// BPE tokenizer, loaded from a Hugging Face tokenizer.json or from GGUF metadata: byte-level
+// (GPT-2 byte mapping, ranked merges, a pre-tokenizer regex run by PCRE2 with Unicode
+// properties) or SentencePiece-style with byte fallback (Llama 2, Mistral; tokenizer.json
+// only). Encodes to exactly the ids Hugging Face `tokenizers` produces.
 #pragma once
 
 #include <cstdint>
@@ -39,8 +40,9 @@ class Tokenizer {
   virtual std::vector<int32_t> encode(std::string_view text, bool parse_special = true) const = 0;
   // The text cut as encode(text, true) cuts it before normalisation and BPE.
   virtual std::vector<AddedTokenPiece> split_at_added_tokens(std::string_view text) const = 0;
-  // Concatenated bytes of the tokens, byte-level decoded; invalid UTF-8 is replaced by
-  // U+FFFD as HF does. skip_special drops special tokens.
+  // The text of the tokens as HF's decoder makes it (byte-level: the concatenated bytes;
+  // byte fallback: the file's decoder chain); invalid UTF-8 is replaced by U+FFFD as HF
+  // does. skip_special drops special tokens.
   virtual std::string decode(std::span<const int32_t> ids, bool skip_special = false) const = 0;
   // The raw bytes one token stands for (may be part of a UTF-8 sequence).
   virtual std::string token_bytes(int32_t id) const = 0;
