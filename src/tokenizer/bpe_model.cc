@@ -6,6 +6,7 @@
 #include <queue>
 
 #include "tokenizer/byte_level.h"
+#include "tokenizer/utf8.h"
 
 namespace crosspoint {
 
@@ -32,6 +33,34 @@ Result<BpeModel> BpeModel::create(const std::unordered_map<std::string, int32_t>
       if (auto bytes = byte_level_to_bytes(text)) model.id_by_bytes_.emplace(std::move(*bytes), id);
     }
   }
+  CROSSPOINT_RETURN_IF_ERROR(model.add_merges(vocab, merges, where));
+  return model;
+}
+
+Result<BpeModel> BpeModel::create_char_level(const std::unordered_map<std::string, int32_t>& vocab,
+                                             const std::vector<std::pair<std::string, std::string>>& merges,
+                                             bool ignore_merges, bool byte_fallback, int32_t unk_id, bool fuse_unk,
+                                             const std::string& where) {
+  BpeModel model;
+  model.char_level_ = true;
+  model.ignore_merges_ = ignore_merges;
+  model.id_by_text_ = vocab;
+  if (ignore_merges) model.id_by_bytes_ = vocab;
+  model.unk_id_ = unk_id;
+  model.fuse_unk_ = fuse_unk;
+  model.byte_to_id_.fill(-1);
+  model.fallback_byte_id_.fill(-1);
+  for (int b = 0; b < 256 && byte_fallback; ++b) {
+    const auto it = vocab.find(fmt::format("<0x{:02X}>", b));
+    if (it != vocab.end()) model.fallback_byte_id_[b] = it->second;
+  }
+  CROSSPOINT_RETURN_IF_ERROR(model.add_merges(vocab, merges, where));
+  return model;
+}
+
+Status BpeModel::add_merges(const std::unordered_map<std::string, int32_t>& vocab,
+                            const std::vector<std::pair<std::string, std::string>>& merges, const std::string& where) {
+  BpeModel& model = *this;
   model.merges_.reserve(merges.size());
   for (size_t rank = 0; rank < merges.size(); ++rank) {
     const auto& [left, right] = merges[rank];
@@ -45,12 +74,40 @@ Result<BpeModel> BpeModel::create(const std::unordered_map<std::string, int32_t>
     model.merges_.insert_or_assign(pair_key(left_it->second, right_it->second),
                                    Merge{static_cast<int32_t>(rank), merged_it->second});
   }
-  return model;
+  return Status::ok();
+}
+
+void BpeModel::char_symbols(std::string_view word, std::vector<int32_t>& ids) const {
+  // As HF's BPE: an unknown character's unk is held and only added before the next
+  // character found in the vocabulary (or at the end), so with fuse_unk it fuses with later
+  // unknown characters across characters spelt as <0xNN> tokens, which go out at once.
+  bool unk_pending = false;
+  for (size_t pos = 0; pos < word.size();) {
+    const Utf8Char c = decode_utf8_char(word, pos);
+    const std::string text(word.substr(pos, c.length));
+    pos += c.length;
+    if (const auto it = id_by_text_.find(text); it != id_by_text_.end()) {
+      if (unk_pending) ids.push_back(unk_id_);
+      unk_pending = false;
+      ids.push_back(it->second);
+      continue;
+    }
+    bool all_bytes = true;
+    for (char byte : text) all_bytes = all_bytes && fallback_byte_id_[static_cast<uint8_t>(byte)] >= 0;
+    if (all_bytes) {
+      for (char byte : text) ids.push_back(fallback_byte_id_[static_cast<uint8_t>(byte)]);
+      continue;
+    }
+    if (unk_id_ < 0) continue;  // no unk token: the character is dropped, as HF does
+    if (unk_pending && !fuse_unk_) ids.push_back(unk_id_);
+    unk_pending = true;
+  }
+  if (unk_pending) ids.push_back(unk_id_);
 }
 
 void BpeModel::encode_word(std::string_view word, std::vector<int32_t>& ids) const {
   if (word.empty()) return;
-  if (word.size() == 1) {
+  if (word.size() == 1 && !char_level_) {
     const int32_t id = byte_to_id_[static_cast<uint8_t>(word[0])];
     if (id >= 0) ids.push_back(id);
     return;
@@ -90,9 +147,16 @@ void BpeModel::merge_word(std::string_view word, std::vector<int32_t>& ids) cons
   };
   std::vector<Symbol> symbols;
   symbols.reserve(word.size());
-  for (char c : word) {
-    const int32_t id = byte_to_id_[static_cast<uint8_t>(c)];
-    if (id < 0) continue;  // a byte without a token is dropped (HF without unk_token)
+  std::vector<int32_t> first_ids;
+  if (char_level_) {
+    char_symbols(word, first_ids);
+  } else {
+    for (char c : word) {
+      const int32_t id = byte_to_id_[static_cast<uint8_t>(c)];
+      if (id >= 0) first_ids.push_back(id);  // a byte without a token is dropped (HF without unk_token)
+    }
+  }
+  for (int32_t id : first_ids) {
     const int32_t index = static_cast<int32_t>(symbols.size());
     symbols.push_back({id, index - 1, index + 1});
   }

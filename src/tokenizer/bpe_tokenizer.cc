@@ -29,11 +29,9 @@ std::string decoded_token_bytes(const std::string& token) {
 }
 
 Status check_model_options(const nlohmann::json& model, const std::string& where) {
-  if (model.value("byte_fallback", false))
-    return unsupported(fmt::format("{}: model.byte_fallback is true (only byte-level BPE is supported)", where));
   for (const char* key : {"continuing_subword_prefix", "end_of_word_suffix"}) {
     if (model.contains(key) && model[key].is_string() && !model[key].get<std::string>().empty())
-      return unsupported(fmt::format("{}: model.{} is set (only byte-level BPE is supported)", where, key));
+      return unsupported(fmt::format("{}: model.{} is set (not supported)", where, key));
   }
   if (model.contains("dropout") && !model["dropout"].is_null() && model["dropout"].is_number() &&
       model["dropout"].get<double>() > 0.0)
@@ -158,21 +156,43 @@ Result<std::unique_ptr<BpeTokenizer>> BpeTokenizer::create(const nlohmann::json&
     max_id = std::max(max_id, id);
   }
   CROSSPOINT_ASSIGN_OR_RETURN(auto merges, parse_merges(model["merges"], where));
-  CROSSPOINT_ASSIGN_OR_RETURN(
-      BpeModel bpe, BpeModel::create(tokenizer->id_by_token_, merges, model.value("ignore_merges", false), where));
-  tokenizer->model_.emplace(std::move(bpe));
+  const bool ignore_merges = model.value("ignore_merges", false);
+  // A decoder that is not ByteLevel means a SentencePiece-style file: token texts are the
+  // characters themselves, spaces are "▁".
+  const bool byte_level = decoder_is_byte_level(tokenizer_json.value("decoder", nlohmann::json()));
+  if (byte_level) {
+    if (model.value("byte_fallback", false))
+      return unsupported(fmt::format("{}: model.byte_fallback is true with a ByteLevel decoder", where));
+    CROSSPOINT_ASSIGN_OR_RETURN(BpeModel bpe, BpeModel::create(tokenizer->id_by_token_, merges, ignore_merges, where));
+    tokenizer->model_.emplace(std::move(bpe));
+  } else {
+    int32_t unk_id = -1;
+    if (model.contains("unk_token") && model["unk_token"].is_string()) {
+      const auto it = tokenizer->id_by_token_.find(model["unk_token"].get<std::string>());
+      if (it == tokenizer->id_by_token_.end())
+        return corrupt(fmt::format("{}: model.unk_token \"{}\" is not in the vocabulary", where,
+                                   model["unk_token"].get<std::string>()));
+      unk_id = it->second;
+    }
+    CROSSPOINT_ASSIGN_OR_RETURN(
+        BpeModel bpe,
+        BpeModel::create_char_level(tokenizer->id_by_token_, merges, ignore_merges, model.value("byte_fallback", false),
+                                    unk_id, model.value("fuse_unk", false), where));
+    tokenizer->model_.emplace(std::move(bpe));
+  }
 
   CROSSPOINT_ASSIGN_OR_RETURN(tokenizer->normalizer_,
                               Normalizer::from_json(tokenizer_json.value("normalizer", nlohmann::json()), where));
-  bool has_byte_level = false;
-  CROSSPOINT_ASSIGN_OR_RETURN(
-      tokenizer->pre_tokenizer_,
-      PreTokenizer::from_json(tokenizer_json.value("pre_tokenizer", nlohmann::json()), where, &has_byte_level));
-  if (!has_byte_level)
-    return unsupported(
-        fmt::format("{}: pre_tokenizer has no ByteLevel step (only byte-level BPE is supported)", where));
-  if (!decoder_is_byte_level(tokenizer_json.value("decoder", nlohmann::json())))
-    return unsupported(fmt::format("{}: decoder is not ByteLevel (only byte-level BPE is supported)", where));
+  if (byte_level) {
+    bool has_byte_level = false;
+    CROSSPOINT_ASSIGN_OR_RETURN(
+        tokenizer->pre_tokenizer_,
+        PreTokenizer::from_json(tokenizer_json.value("pre_tokenizer", nlohmann::json()), where, &has_byte_level));
+    if (!has_byte_level)
+      return unsupported(fmt::format("{}: pre_tokenizer has no ByteLevel step but the decoder is ByteLevel", where));
+  } else {
+    CROSSPOINT_RETURN_IF_ERROR(tokenizer->load_piece_parts(tokenizer_json, where));
+  }
 
   CROSSPOINT_RETURN_IF_ERROR(tokenizer->load_added_tokens(tokenizer_json, where));
   for (const auto& [text, id] : tokenizer->id_by_token_) max_id = std::max(max_id, id);
@@ -184,14 +204,44 @@ Result<std::unique_ptr<BpeTokenizer>> BpeTokenizer::create(const nlohmann::json&
         fmt::format("{}: token id {} is far beyond the vocabulary's {} entries", where, max_id, num_entries));
 
   tokenizer->token_bytes_.assign(static_cast<size_t>(max_id + 1), std::string());
-  for (const auto& [text, id] : tokenizer->id_by_token_) tokenizer->token_bytes_[id] = decoded_token_bytes(text);
-  for (const auto& token : tokenizer->added_vocabulary_.tokens())
-    tokenizer->token_bytes_[token.id] = decoded_token_bytes(token.content);
+  if (tokenizer->piece_decoder_) {
+    // Each token's own text and what it decodes to in the middle of a text (a <0xNN>
+    // token: its byte).
+    tokenizer->token_text_.assign(static_cast<size_t>(max_id + 1), std::string());
+    for (const auto& [text, id] : tokenizer->id_by_token_) tokenizer->token_text_[id] = text;
+    for (const auto& token : tokenizer->added_vocabulary_.tokens()) tokenizer->token_text_[token.id] = token.content;
+    for (size_t id = 0; id < tokenizer->token_text_.size(); ++id) {
+      const std::string& text = tokenizer->token_text_[id];
+      const auto byte = fallback_byte(text);
+      tokenizer->token_bytes_[id] = byte && tokenizer->piece_decoder_->has_byte_fallback()
+                                        ? std::string(1, static_cast<char>(*byte))
+                                        : tokenizer->piece_decoder_->decode({text}, /*first=*/false);
+    }
+  } else {
+    for (const auto& [text, id] : tokenizer->id_by_token_) tokenizer->token_bytes_[id] = decoded_token_bytes(text);
+    for (const auto& token : tokenizer->added_vocabulary_.tokens())
+      tokenizer->token_bytes_[token.id] = decoded_token_bytes(token.content);
+  }
   tokenizer->resolve_bos_eos(config);
   CROSSPOINT_RETURN_IF_ERROR(post_processor_special_tokens(tokenizer_json.value("post_processor", nlohmann::json()),
                                                            where, &tokenizer->special_prefix_,
                                                            &tokenizer->special_suffix_));
   return tokenizer;
+}
+
+Status BpeTokenizer::load_piece_parts(const nlohmann::json& tokenizer_json, const std::string& where) {
+  const nlohmann::json pre_tokenizer = tokenizer_json.value("pre_tokenizer", nlohmann::json());
+  if (pre_tokenizer.is_object() && pre_tokenizer.value("type", "") == "Metaspace") {
+    CROSSPOINT_ASSIGN_OR_RETURN(auto metaspace, MetaspacePreTokenizer::from_json(pre_tokenizer, where));
+    metaspace_.emplace(std::move(metaspace));
+  } else if (!pre_tokenizer.is_null()) {
+    return unsupported(fmt::format("{}: pre_tokenizer {} with a non-ByteLevel decoder (supported: Metaspace or null)",
+                                   where, pre_tokenizer.value("type", "?")));
+  }
+  CROSSPOINT_ASSIGN_OR_RETURN(auto decoder,
+                              PieceDecoder::from_json(tokenizer_json.value("decoder", nlohmann::json()), where));
+  piece_decoder_.emplace(std::move(decoder));
+  return Status::ok();
 }
 
 Status BpeTokenizer::load_added_tokens(const nlohmann::json& tokenizer_json, const std::string& where) {
@@ -249,7 +299,13 @@ std::vector<int32_t> BpeTokenizer::encode(std::string_view text, bool parse_spec
       continue;
     }
     words.clear();
-    if (normalizer_.is_identity()) {
+    if (piece_decoder_) {
+      // HF's Metaspace "first" prepends only to the piece at the start of the input.
+      const bool at_start = segment.text.data() == valid.data();
+      std::string normalized = normalizer_.apply(segment.text);
+      if (metaspace_) metaspace_->split(normalized, at_start, words);
+      else if (!normalized.empty()) words.push_back(std::move(normalized));
+    } else if (normalizer_.is_identity()) {
       pre_tokenizer_.split(segment.text, words);
     } else {
       pre_tokenizer_.split(normalizer_.apply(segment.text), words);
@@ -270,6 +326,16 @@ std::vector<AddedTokenPiece> BpeTokenizer::split_at_added_tokens(std::string_vie
 }
 
 std::string BpeTokenizer::decode(std::span<const int32_t> ids, bool skip_special) const {
+  if (piece_decoder_) {
+    std::vector<std::string> texts;
+    texts.reserve(ids.size());
+    for (int32_t id : ids) {
+      if (id < 0 || id >= vocab_size()) continue;
+      if (skip_special && special_ids_.count(id) != 0) continue;
+      texts.push_back(token_text_[id]);
+    }
+    return piece_decoder_->decode(std::move(texts), /*first=*/true);
+  }
   std::string bytes;
   for (int32_t id : ids) {
     if (id < 0 || id >= vocab_size()) continue;  // unknown ids are dropped, as HF does
@@ -277,6 +343,19 @@ std::string BpeTokenizer::decode(std::span<const int32_t> ids, bool skip_special
     bytes += token_bytes_[id];
   }
   return replace_invalid_utf8(bytes);
+}
+
+bool BpeTokenizer::ends_piece(int32_t id) const {
+  if (!piece_decoder_ || !piece_decoder_->has_byte_fallback() || id < 0 || id >= vocab_size()) return true;
+  return !fallback_byte(token_text_[id]).has_value();
+}
+
+std::string BpeTokenizer::decode_piece(std::span<const int32_t> ids, bool first) const {
+  if (!piece_decoder_) return decode(ids);
+  std::vector<std::string> texts;
+  for (int32_t id : ids)
+    if (id >= 0 && id < vocab_size()) texts.push_back(token_text_[id]);
+  return piece_decoder_->decode(std::move(texts), first);
 }
 
 std::string BpeTokenizer::token_bytes(int32_t id) const {

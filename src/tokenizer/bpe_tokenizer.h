@@ -1,5 +1,7 @@
-// The Tokenizer implementation: added tokens -> normaliser -> pre-tokenizer -> byte-level
-// BPE, built from a parsed tokenizer.json (and optionally tokenizer_config.json).
+// The Tokenizer implementation: added tokens -> normaliser -> pre-tokenizer -> BPE, built from
+// a parsed tokenizer.json (and optionally tokenizer_config.json). Byte-level BPE (GPT-2,
+// Qwen2.5, SmolLM2, Llama 3) or SentencePiece-style BPE with byte fallback (Llama 2, Mistral,
+// TinyLlama: Metaspace or Prepend/Replace, <0xNN> tokens, a ByteFallback decoder chain).
 #pragma once
 
 #include <cstdint>
@@ -14,7 +16,9 @@
 
 #include "tokenizer/added_vocabulary.h"
 #include "tokenizer/bpe_model.h"
+#include "tokenizer/metaspace.h"
 #include "tokenizer/normalizer.h"
+#include "tokenizer/piece_decoder.h"
 #include "tokenizer/pre_tokenizer.h"
 #include "tokenizer/tokenizer.h"
 
@@ -40,14 +44,24 @@ class BpeTokenizer final : public Tokenizer {
     return static_cast<int32_t>(special_prefix_.size() + special_suffix_.size());
   }
   std::vector<int32_t> with_special_tokens(std::vector<int32_t> ids) const override;
+  bool decodes_in_pieces() const override { return piece_decoder_.has_value(); }
+  bool ends_piece(int32_t id) const override;
+  std::string decode_piece(std::span<const int32_t> ids, bool first) const override;
 
  private:
   BpeTokenizer() = default;
   Status load_added_tokens(const nlohmann::json& tokenizer_json, const std::string& where);
+  // The SentencePiece-style parts: a Metaspace pre-tokenizer (or none), the decoder chain.
+  Status load_piece_parts(const nlohmann::json& tokenizer_json, const std::string& where);
   void resolve_bos_eos(const nlohmann::json& config);
 
   Normalizer normalizer_;
   PreTokenizer pre_tokenizer_;
+  // SentencePiece-style (byte-fallback) files only: the Metaspace pre-tokenizer (none when
+  // pre_tokenizer is null), the decoder and each id's text as in the vocabulary.
+  std::optional<MetaspacePreTokenizer> metaspace_;
+  std::optional<PieceDecoder> piece_decoder_;
+  std::vector<std::string> token_text_;
   std::optional<BpeModel> model_;
   AddedVocabulary added_vocabulary_;
   std::unordered_map<std::string, int32_t> id_by_token_;  // token text as in the file -> id

@@ -1,6 +1,7 @@
-// Unicode normalisation as a tokenizer.json "normalizer" asks for (Qwen2.5: NFC), done by
-// ICU. Only the normalisation forms occur in the byte-level models we load; anything
-// else is reported as unsupported when the file is read.
+// The tokenizer.json "normalizer": Unicode normalisation (Qwen2.5: NFC, done by ICU) and the
+// SentencePiece-style steps of Llama 2 / Mistral v0.1 files (Prepend("▁"), Replace(" ", "▁")
+// with a literal pattern), alone or in a Sequence. Anything else is reported as unsupported
+// when the file is read.
 #pragma once
 
 #include <string>
@@ -17,15 +18,25 @@ enum class NormalizationForm { kNfc, kNfd, kNfkc, kNfkd };
 
 class Normalizer {
  public:
-  // null (no normalisation), {"type": "NFC"|"NFD"|"NFKC"|"NFKD"} or a "Sequence" of them.
+  // null (no normalisation), {"type": "NFC"|"NFD"|"NFKC"|"NFKD"}, {"type": "Prepend",
+  // "prepend": s}, {"type": "Replace", "pattern": {"String": s}, "content": t} or a
+  // "Sequence" of them.
   static Result<Normalizer> from_json(const nlohmann::json& spec, const std::string& where);
 
-  bool is_identity() const { return forms_.empty(); }
+  bool is_identity() const { return steps_.empty(); }
   // text must be valid UTF-8.
   std::string apply(std::string_view text) const;
 
  private:
-  std::vector<NormalizationForm> forms_;  // applied in order
+  struct Step {
+    enum class Kind { kForm, kPrepend, kReplace };
+    Kind kind = Kind::kForm;
+    NormalizationForm form = NormalizationForm::kNfc;  // kForm
+    std::string text;                                  // kPrepend: the prefix; kReplace: the literal pattern
+    std::string content;                               // kReplace: what replaces it
+  };
+  static Result<Step> parse_step(const nlohmann::json& spec, const std::string& where);
+  std::vector<Step> steps_;  // applied in order
 };
 
 }  // namespace crosspoint

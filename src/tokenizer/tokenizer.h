@@ -1,6 +1,7 @@
-// Byte-level BPE tokenizer (GPT-2 byte mapping, ranked merges, a pre-tokenizer regex run by
-// PCRE2 with Unicode properties), loaded from a Hugging Face tokenizer.json or from GGUF
-// metadata. Encodes to exactly the ids Hugging Face `tokenizers` produces.
+// BPE tokenizer, loaded from a Hugging Face tokenizer.json or from GGUF metadata: byte-level
+// (GPT-2 byte mapping, ranked merges, a pre-tokenizer regex run by PCRE2 with Unicode
+// properties) or SentencePiece-style with byte fallback (Llama 2, Mistral; tokenizer.json
+// only). Encodes to exactly the ids Hugging Face `tokenizers` produces.
 #pragma once
 
 #include <cstdint>
@@ -39,8 +40,9 @@ class Tokenizer {
   virtual std::vector<int32_t> encode(std::string_view text, bool parse_special = true) const = 0;
   // The text cut as encode(text, true) cuts it before normalisation and BPE.
   virtual std::vector<AddedTokenPiece> split_at_added_tokens(std::string_view text) const = 0;
-  // Concatenated bytes of the tokens, byte-level decoded; invalid UTF-8 is replaced by
-  // U+FFFD as HF does. skip_special drops special tokens.
+  // The text of the tokens as HF's decoder makes it (byte-level: the concatenated bytes;
+  // byte fallback: the file's decoder chain); invalid UTF-8 is replaced by U+FFFD as HF
+  // does. skip_special drops special tokens.
   virtual std::string decode(std::span<const int32_t> ids, bool skip_special = false) const = 0;
   // The raw bytes one token stands for (may be part of a UTF-8 sequence).
   virtual std::string token_bytes(int32_t id) const = 0;
@@ -59,6 +61,14 @@ class Tokenizer {
   virtual std::vector<int32_t> with_special_tokens(std::vector<int32_t> ids) const { return ids; }
   // Ids that end generation (e.g. <|im_end|> and <|endoftext|>).
   virtual std::vector<int32_t> eos_token_ids() const = 0;
+
+  // SentencePiece-style (byte-fallback) decoders are not a concatenation of token_bytes: a
+  // stream decodes them in pieces, each a run of ids ending at one for which ends_piece is
+  // true (a run of <0xNN> tokens stays open), decode_piece giving exactly the text decode
+  // gives for them in that place (first: the piece starts the stream).
+  virtual bool decodes_in_pieces() const { return false; }
+  virtual bool ends_piece(int32_t /*id*/) const { return true; }
+  virtual std::string decode_piece(std::span<const int32_t> ids, bool /*first*/) const { return decode(ids); }
 };
 
 // Streams text as ids arrive without ever emitting a broken UTF-8 sequence: bytes of an
@@ -75,6 +85,9 @@ class IncrementalDecoder {
   const Tokenizer& tokenizer_;
   bool skip_special_;
   std::string pending_;
+  // decodes_in_pieces tokenizers: the open piece's ids, and whether none was decoded yet.
+  std::vector<int32_t> piece_;
+  bool first_piece_ = true;
 };
 
 }  // namespace crosspoint
