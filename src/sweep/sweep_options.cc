@@ -1,5 +1,7 @@
 #include "sweep/sweep_options.h"
 
+#include "sweep/engine.h"
+
 #include <algorithm>
 #include <charconv>
 #include <cmath>
@@ -178,6 +180,22 @@ Status validate_sweep_options(const SweepOptions& o) {
     return invalid_argument("crosspoint executable not found: '" + o.crosspoint_exe + "'");
   }
   if (o.precisions.empty()) return invalid_argument("--precisions: empty list");
+  CROSSPOINT_RETURN_IF_ERROR(parse_engine(o.engine).status());
+  if (o.engine != "crosspoint" || !o.serve_cmd.empty()) {
+    // Other servers serve one model file per precision, with their own KV cache and prefix cache.
+    if (o.kv_cache_dtypes != std::vector<std::string>{"auto"} ||
+        o.prefix_caching != std::vector<std::string>{"default"}) {
+      return invalid_argument("--kv-cache-dtypes and --prefix-caching apply to --engine crosspoint only");
+    }
+  }
+  if (!o.serve_cmd.empty() && o.engine == "llama.cpp")
+    return invalid_argument("--serve-cmd and --engine llama.cpp: give one of them");
+  if (!o.serve_cmd.empty()) {
+    for (const std::string& precision : o.precisions) {
+      if (precision != "fp16" && !o.precision_models.count(precision))
+        return invalid_argument("--serve-cmd: " + precision + " needs --precision-model " + precision + "=PATH");
+    }
+  }
   if (o.kv_cache_dtypes.empty()) return invalid_argument("--kv-cache-dtypes: empty list");
   for (size_t i = 0; i < o.kv_cache_dtypes.size(); ++i) {
     const std::string& kv = o.kv_cache_dtypes[i];
