@@ -240,8 +240,9 @@ Status SweepRun::measure_hardware() {
 
 Status SweepRun::quantize_if_missing(const std::string& label) {
   const std::string precision = weight_precision_of(label);
-  if (precision == "fp16") return Status::ok();
+  // llama.cpp's F16 GGUF is made too: the model's release is Q4_1.
   if (engine_ == Engine::kLlamaCpp) return make_gguf_if_missing(precision);
+  if (precision == "fp16") return Status::ok();
   if (engine_ == Engine::kCommand) return Status::ok();  // --model and --precision-model, as given
   const std::string dir = model_dir_for(precision);
   if (o_.precision_models.count(precision)) {
