@@ -256,6 +256,12 @@ Status validate_sweep_options(const SweepOptions& o) {
     if (std::find(o.precisions.begin(), o.precisions.end(), precision) == o.precisions.end()) {
       return invalid_argument(option + ": " + precision + " is not in --precisions");
     }
+    // Other engines' model files are theirs: a GGUF for llama.cpp, anything for --serve-cmd.
+    if (o.engine == "llama.cpp" && o.serve_cmd.empty()) {
+      if (!fs::is_regular_file(dir)) return not_found(option + ": no such GGUF file");
+      continue;
+    }
+    if (!o.serve_cmd.empty()) continue;
     CROSSPOINT_ASSIGN_OR_RETURN(std::string method, checkpoint_quant_method(dir, option));
     const std::string want = precision == "w4a16" ? "gptq" : "compressed-tensors";
     if (method != want) {

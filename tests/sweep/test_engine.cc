@@ -114,6 +114,9 @@ TEST(Engine, OptionsCheckTheEngineAndTheTemplatesModels) {
   o.engine = "llama.cpp";
   o.kv_cache_dtypes = {"auto", "fp8"};
   EXPECT_NE(validate_sweep_options(o).message().find("--engine crosspoint only"), std::string::npos);
+  o.kv_cache_dtypes = {"auto"};
+  o.precision_models["w4a16"] = "/no/such/model-Q4_0.gguf";
+  EXPECT_NE(validate_sweep_options(o).message().find("no such GGUF file"), std::string::npos);
 }
 
 }  // namespace
