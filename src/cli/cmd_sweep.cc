@@ -49,6 +49,14 @@ int run_sweep(int argc, char** argv) {
   std::string precisions_text = "fp16,w8a8-fp8,w4a16", concurrency_text = "1,4,8", slo_text, num_prompts_text = "8";
   std::vector<std::string> precision_model_texts;
   std::vector<std::string> harness_results_texts;
+  app.add_option("--engine", o.engine,
+                 "server studied: crosspoint, or llama.cpp (llama-cpp-python's OpenAI server on F16/Q8_0/Q4_0 "
+                 "GGUFs)")
+      ->capture_default_str();
+  app.add_option("--serve-cmd", o.serve_cmd,
+                 "any OpenAI-compatible server: a /bin/sh command template with {model} {port} {host} {precision} "
+                 "(models from --model for fp16 and --precision-model); ready when GET /v1/models answers 200");
+  app.add_option("--python", o.python, "--engine llama.cpp: Python with llama_cpp (default: the cache's venv)");
   app.add_option("--model", o.model, "FP16 model directory, or 'default' (SmolLM2-135M-Instruct)")
       ->capture_default_str();
   app.add_option("--precisions", precisions_text, "comma-separated: fp16, w8a8-fp8, w4a16")->capture_default_str();

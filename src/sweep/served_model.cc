@@ -98,9 +98,40 @@ Result<ServedModel> ServedModel::start(std::vector<std::string> serve_argv, cons
   }
 }
 
+Result<ServedModel> ServedModel::start_external(const std::vector<std::string>& argv, const std::string& base_url,
+                                                const std::string& ready_path, const std::string& name,
+                                                const std::string& log_path, double timeout_s) {
+  { std::ofstream truncate(log_path, std::ios::trunc); }
+  const auto started = std::chrono::steady_clock::now();
+  CROSSPOINT_ASSIGN_OR_RETURN(ChildProcess child, ChildProcess::start(argv, log_path));
+  ServedModel served(std::move(child), log_path);
+  served.name_ = name;
+  served.external_ = true;
+  served.startup_.base_url = base_url;
+  const auto deadline = started + std::chrono::duration<double>(timeout_s);
+  while (true) {
+    if (!served.child_.running()) {
+      return internal_error(name + " exited with code " + std::to_string(served.child_.exit_code()) +
+                            " before it was ready (log " + log_path + "): " + log_tail(log_path, 4));
+    }
+    if (http_get_status(base_url, ready_path, 2.0) == 200) {
+      served.startup_.startup_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+      return served;
+    }
+    if (std::chrono::steady_clock::now() > deadline) {
+      served.child_.terminate(5);
+      return internal_error(name + " did not answer GET " + ready_path + " with 200 after " +
+                            std::to_string(static_cast<int>(timeout_s)) + " s (log " + log_path +
+                            "): " + log_tail(log_path, 4));
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  }
+}
+
 Status ServedModel::stop() {
   const int code = child_.terminate(30);
-  if (code != 0) {
+  // Other servers may exit on SIGTERM with a code of their own (uvicorn, a shell): stopped is enough.
+  if (code != 0 && !external_) {
     return internal_error("crosspoint serve exited with code " + std::to_string(code) + " on SIGTERM (log " +
                           log_path_ + "): " + log_tail(log_path_, 3));
   }

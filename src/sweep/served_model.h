@@ -16,6 +16,11 @@ class ServedModel {
  public:
   // serve_argv: the full command line (binary, "serve", flags) without --port/--host.
   static Result<ServedModel> start(std::vector<std::string> serve_argv, const std::string& log_path, double timeout_s);
+  // Another engine's server, already told its address (base_url, a port picked beforehand):
+  // ready once GET `ready_path` answers 200. `name` is what errors call it.
+  static Result<ServedModel> start_external(const std::vector<std::string>& argv, const std::string& base_url,
+                                            const std::string& ready_path, const std::string& name,
+                                            const std::string& log_path, double timeout_s);
   const ServerStartup& startup() const { return startup_; }
   const std::string& base_url() const { return startup_.base_url; }
   pid_t pid() const { return child_.pid(); }
@@ -24,6 +29,9 @@ class ServedModel {
 
  private:
   ServedModel(ChildProcess child, std::string log_path) : child_(std::move(child)), log_path_(std::move(log_path)) {}
+
+  std::string name_ = "crosspoint serve";
+  bool external_ = false;
 
   ChildProcess child_;
   std::string log_path_;

@@ -1,5 +1,7 @@
 #include "sweep/sweep_options.h"
 
+#include "sweep/engine.h"
+
 #include <algorithm>
 #include <charconv>
 #include <cmath>
@@ -178,6 +180,22 @@ Status validate_sweep_options(const SweepOptions& o) {
     return invalid_argument("crosspoint executable not found: '" + o.crosspoint_exe + "'");
   }
   if (o.precisions.empty()) return invalid_argument("--precisions: empty list");
+  CROSSPOINT_RETURN_IF_ERROR(parse_engine(o.engine).status());
+  if (o.engine != "crosspoint" || !o.serve_cmd.empty()) {
+    // Other servers serve one model file per precision, with their own KV cache and prefix cache.
+    if (o.kv_cache_dtypes != std::vector<std::string>{"auto"} ||
+        o.prefix_caching != std::vector<std::string>{"default"}) {
+      return invalid_argument("--kv-cache-dtypes and --prefix-caching apply to --engine crosspoint only");
+    }
+  }
+  if (!o.serve_cmd.empty() && o.engine == "llama.cpp")
+    return invalid_argument("--serve-cmd and --engine llama.cpp: give one of them");
+  if (!o.serve_cmd.empty()) {
+    for (const std::string& precision : o.precisions) {
+      if (precision != "fp16" && !o.precision_models.count(precision))
+        return invalid_argument("--serve-cmd: " + precision + " needs --precision-model " + precision + "=PATH");
+    }
+  }
   if (o.kv_cache_dtypes.empty()) return invalid_argument("--kv-cache-dtypes: empty list");
   for (size_t i = 0; i < o.kv_cache_dtypes.size(); ++i) {
     const std::string& kv = o.kv_cache_dtypes[i];
@@ -238,6 +256,12 @@ Status validate_sweep_options(const SweepOptions& o) {
     if (std::find(o.precisions.begin(), o.precisions.end(), precision) == o.precisions.end()) {
       return invalid_argument(option + ": " + precision + " is not in --precisions");
     }
+    // Other engines' model files are theirs: a GGUF for llama.cpp, anything for --serve-cmd.
+    if (o.engine == "llama.cpp" && o.serve_cmd.empty()) {
+      if (!fs::is_regular_file(dir)) return not_found(option + ": no such GGUF file");
+      continue;
+    }
+    if (!o.serve_cmd.empty()) continue;
     CROSSPOINT_ASSIGN_OR_RETURN(std::string method, checkpoint_quant_method(dir, option));
     const std::string want = precision == "w4a16" ? "gptq" : "compressed-tensors";
     if (method != want) {

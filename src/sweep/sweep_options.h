@@ -14,8 +14,13 @@
 namespace crosspoint::sweep {
 
 struct SweepOptions {
-  std::string crosspoint_exe;               // the binary run as child processes (quantize, serve, bench, eval, hwinfo)
-  std::string model = "default";            // FP16 model directory, or "default"
+  std::string crosspoint_exe;  // the binary run as child processes (quantize, serve, bench, eval, hwinfo)
+  // The server studied: "crosspoint", "llama.cpp" (llama-cpp-python's OpenAI server on GGUFs
+  // made from the default model's GGUF), or any server from serve_cmd (engine.h).
+  std::string engine = "crosspoint";
+  std::string serve_cmd;          // --serve-cmd template ({model} {port} {host} {precision}); empty = --engine's server
+  std::string python;             // llama.cpp: the Python with llama_cpp; empty = <cache>/venv/bin/python
+  std::string model = "default";  // FP16 model directory, or "default"
   std::vector<std::string> precisions;      // "fp16", "w8a8-fp8", "w4a16"; order kept
   std::vector<int> concurrency;             // client concurrency levels, increasing
   int num_prompts = 8;                      // requests per cell (levels without an entry below)

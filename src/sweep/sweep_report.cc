@@ -1,5 +1,7 @@
 #include "sweep/sweep_report.h"
 
+#include "sweep/engine.h"
+
 #include <algorithm>
 #include <cmath>
 #include <ctime>
@@ -425,8 +427,11 @@ Result<nlohmann::json> build_study_json(const SweepOptions& o, const std::string
     if (c.is_object() && c.contains("name") && c["name"].is_string()) hw_name = c["name"].get<std::string>();
     if (c.is_object() && c.contains("source") && c["source"].is_string()) hw_source = c["source"].get<std::string>();
   }
+  const Engine engine = engine_of(o.engine, o.serve_cmd);
   study["title"] = "crosspoint sweep: " + model_name + " on " + hw_name +
+                   (engine == Engine::kCrosspoint ? "" : ", served by " + engine_display_name(engine)) +
                    (o.memory_budget.empty() ? "" : ", memory budget " + o.memory_budget);
+  study["engine"] = engine_display_name(engine);
   if (!o.memory_budget.empty()) study["memory_budget"] = o.memory_budget;
   if (o.max_num_seqs > 0) study["max_num_seqs"] = o.max_num_seqs;
   std::string prompts = std::to_string(o.num_prompts);
@@ -572,6 +577,15 @@ Status write_sweep_report(const SweepOptions& o, const std::string& fp16_dir, co
   analysis::ReportFiles files = analysis::render_study_report(study, result, extras);
   const SweepSections sections = render_sweep_sections(o, study, result, startups, qualities, harness);
   insert_before(files.markdown, "## Latency", sections.markdown);
+  if (const auto lines = engine_report_lines(engine_of(o.engine, o.serve_cmd), o.precisions); !lines.empty()) {
+    std::string md = "## Engine\n\n", html = "<h2>Engine</h2>\n";
+    for (const std::string& line : lines) {
+      md += line + "\n\n";
+      html += "<p>" + line + "</p>\n";
+    }
+    insert_before(files.markdown, "## Latency", md);
+    insert_before(files.html, "<h2>Latency", html);
+  }
   insert_before(files.html, "<h2>Latency", sections.html);
   if (files.html.find(sections.html) == std::string::npos) insert_before(files.html, "</body>", sections.html);
   CROSSPOINT_RETURN_IF_ERROR(analysis::write_report(o.out_dir, files));

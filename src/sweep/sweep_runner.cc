@@ -22,6 +22,7 @@
 #include "common/paths.h"
 #include "common/progress_bar.h"
 #include "sweep/child_process.h"
+#include "sweep/engine.h"
 #include "sweep/machine_load.h"
 #include "sweep/measured_ceilings.h"
 #include "sweep/sample_growth.h"
@@ -83,7 +84,10 @@ Result<int64_t> w4a16_group_size(const std::string& model_dir) {
 class SweepRun {
  public:
   SweepRun(const SweepOptions& options, std::string fp16_dir)
-      : o_(options), fp16_dir_(std::move(fp16_dir)), logs_dir_(options.out_dir + "/logs") {}
+      : engine_(engine_of(options.engine, options.serve_cmd)),
+        o_(options),
+        fp16_dir_(std::move(fp16_dir)),
+        logs_dir_(options.out_dir + "/logs") {}
 
   Result<SweepSummary> run();
   // The study and the report from the cells already in --out; nothing is measured.
@@ -92,9 +96,23 @@ class SweepRun {
  private:
   Status measure_hardware();
   Status quantize_if_missing(const std::string& precision);
+  // llama.cpp: the precision's GGUF (llama_cpp_format_of) made from the default model's GGUF.
+  Status make_gguf_if_missing(const std::string& precision);
+  std::string llama_cpp_gguf_path(const std::string& precision) const {
+    return quantized_checkpoint_dir(o_, fp16_dir_, precision) + "-llama.cpp-" + llama_cpp_format_of(precision) +
+           ".gguf";
+  }
+  std::string python() const { return o_.python.empty() ? cache_dir() + "/venv/bin/python" : o_.python; }
+  // The server of a label, started: crosspoint serve, llama_cpp.server or the --serve-cmd template.
+  Result<ServedModel> start_server(const std::string& precision);
+  const Engine engine_;
   // The checkpoint a label serves: its weight precision's (labels with +kv-fp8 share it).
   std::string model_dir_for(const std::string& label) const {
     const std::string precision = weight_precision_of(label);
+    if (engine_ == Engine::kLlamaCpp) {
+      auto given = o_.precision_models.find(precision);
+      return given != o_.precision_models.end() ? given->second : llama_cpp_gguf_path(precision);
+    }
     if (precision == "fp16") return fp16_dir_;
     auto given = o_.precision_models.find(precision);
     return given != o_.precision_models.end() ? given->second : quantized_checkpoint_dir(o_, fp16_dir_, precision);
@@ -123,6 +141,7 @@ class SweepRun {
   Result<std::vector<analysis::CellMeasurement>> load_cells() const;
   nlohmann::json options_json() const {
     return {{"model", fp16_dir_},
+            {"engine", engine_display_name(engine_)},
             {"precisions", o_.precisions},
             {"concurrency", o_.concurrency},
             {"num_prompts", o_.num_prompts},
@@ -221,7 +240,10 @@ Status SweepRun::measure_hardware() {
 
 Status SweepRun::quantize_if_missing(const std::string& label) {
   const std::string precision = weight_precision_of(label);
+  // llama.cpp's F16 GGUF is made too: the model's release is Q4_1.
+  if (engine_ == Engine::kLlamaCpp) return make_gguf_if_missing(precision);
   if (precision == "fp16") return Status::ok();
+  if (engine_ == Engine::kCommand) return Status::ok();  // --model and --precision-model, as given
   const std::string dir = model_dir_for(precision);
   if (o_.precision_models.count(precision)) {
     log_info("sweep: {} checkpoint given with --precision-model: {}", precision, dir);
@@ -253,6 +275,70 @@ Status SweepRun::quantize_if_missing(const std::string& label) {
   return Status::ok();
 }
 
+Status SweepRun::make_gguf_if_missing(const std::string& precision) {
+  const std::string path = model_dir_for(precision);
+  if (o_.precision_models.count(precision)) {
+    log_info("sweep: {} GGUF given with --precision-model: {}", precision, path);
+    return Status::ok();
+  }
+  if (fs::is_regular_file(path)) {
+    log_info("sweep: {} ({}) GGUF from the cache: {}", precision, llama_cpp_format_of(precision), path);
+    return Status::ok();
+  }
+  if (o_.model != "default") {
+    return invalid_argument(
+        "--engine llama.cpp: GGUFs are made from the default model's GGUF only; give --model "
+        "default or --precision-model " +
+        precision + "=GGUF");
+  }
+  const std::string source = cache_dir() + "/gguf/SmolLM2-135M-Instruct.Q4_1.gguf";
+  if (!fs::is_regular_file(source)) return not_found(source + ": no such file (run scripts/setup.sh)");
+  const std::string tmp = path + ".partial";
+  std::error_code ec;
+  fs::create_directories(fs::path(path).parent_path(), ec);
+  if (ec) return io_error(path + ": cannot create the cache directory: " + ec.message());
+  const std::string format = llama_cpp_format_of(precision);
+  log_info("sweep: {} -> llama.cpp {} for {} ({})", source, format, precision, path);
+  // llama.cpp's own quantiser, through llama-cpp-python; allow_requantize, since the source is Q4_1.
+  const std::string script =
+      "import ctypes, sys, llama_cpp\n"
+      "p = llama_cpp.llama_model_quantize_default_params()\n"
+      "p.ftype = int(sys.argv[3])\n"
+      "p.allow_requantize = True\n"
+      "sys.exit(llama_cpp.llama_model_quantize(sys.argv[1].encode(), sys.argv[2].encode(), ctypes.byref(p)))\n";
+  const std::vector<std::string> argv = {python(), "-c", script,
+                                         source,   tmp,  std::to_string(llama_cpp_ftype_of(format))};
+  CROSSPOINT_RETURN_IF_ERROR(
+      run_to_completion(argv, logs_dir_ + "/quantize-" + precision + ".log", "llama_model_quantize to " + format));
+  fs::rename(tmp, path, ec);
+  if (ec) return io_error(path + ": rename of the GGUF failed: " + ec.message());
+  return Status::ok();
+}
+
+Result<ServedModel> SweepRun::start_server(const std::string& precision) {
+  const std::string server_log = logs_dir_ + "/serve-" + precision + ".log";
+  if (engine_ == Engine::kCrosspoint) {
+    const std::vector<std::string> serve_argv =
+        serve_command(o_, model_dir_for(precision), kv_cache_dtype_of(precision), prefix_caching_of(precision));
+    return ServedModel::start(serve_argv, server_log, o_.server_start_timeout_s);
+  }
+  const std::string host = "127.0.0.1";
+  const int port = pick_free_port();
+  if (port < 0) return io_error("no free loopback port for the " + engine_display_name(engine_) + " server");
+  std::vector<std::string> argv;
+  if (engine_ == Engine::kLlamaCpp) {
+    argv = llama_cpp_server_command(python(), model_dir_for(precision), host, port, o_.max_model_len, o_.threads);
+  } else {
+    CROSSPOINT_ASSIGN_OR_RETURN(
+        std::string command,
+        substitute_serve_template(o_.serve_cmd, model_dir_for(precision), port, host, weight_precision_of(precision)));
+    log_info("sweep: {}: {}", precision, command);
+    argv = shell_command(command);
+  }
+  return ServedModel::start_external(argv, "http://" + host + ":" + std::to_string(port), "/v1/models",
+                                     engine_display_name(engine_), server_log, o_.server_start_timeout_s);
+}
+
 Status SweepRun::bench_cell(const std::string& precision, int concurrency, int run, const ServedModel& server) {
   const std::string& base_url = server.base_url();
   const std::string path = cell_run_path(o_.out_dir, precision, concurrency, run);
@@ -282,13 +368,13 @@ Status SweepRun::bench_cell(const std::string& precision, int concurrency, int r
                                    std::to_string(o_.num_warmups),
                                    "--seed",
                                    std::to_string(run - 1),
-                                   "--metrics-interval",
-                                   "0.25",
                                    "--label",
                                    precision,
                                    "--disable-progress",
                                    "--result-file",
                                    tmp};
+  // Only crosspoint's server has the /metrics the bench samples (KV cache usage over the run).
+  if (engine_ == Engine::kCrosspoint) argv.insert(argv.end(), {"--metrics-interval", "0.25"});
   if (!o_.dataset_path.empty()) argv.insert(argv.end(), {"--dataset-path", o_.dataset_path});
   if (o_.ignore_eos) argv.push_back("--ignore-eos");
   if (o_.dataset == "random" && o_.random_input_len > 0) {
@@ -357,11 +443,7 @@ Status SweepRun::run_cells(const std::string& precision, const std::vector<std::
   const std::string startup_path = o_.out_dir + "/servers/" + precision + ".json";
   if (missing.empty() && read_json_file(startup_path)) return Status::ok();
 
-  const std::vector<std::string> serve_argv =
-      serve_command(o_, model_dir_for(precision), kv_cache_dtype_of(precision), prefix_caching_of(precision));
-  const std::string server_log = logs_dir_ + "/serve-" + precision + ".log";
-  CROSSPOINT_ASSIGN_OR_RETURN(ServedModel server,
-                              ServedModel::start(serve_argv, server_log, o_.server_start_timeout_s));
+  CROSSPOINT_ASSIGN_OR_RETURN(ServedModel server, start_server(precision));
   // The first start of this precision is its cold start; later ones (bisection) keep it.
   if (!read_json_file(startup_path)) {
     CROSSPOINT_RETURN_IF_ERROR(write_text_atomically(startup_path, server_startup_to_json(server.startup()).dump(2)));
@@ -525,6 +607,11 @@ Status SweepRun::write_budget_file() {
 Status SweepRun::evaluate_quality(const std::string& label) {
   const std::string precision = quality_label_of(label);
   if (precision == "fp16" || o_.eval_samples == 0) return Status::ok();
+  if (engine_ != Engine::kCrosspoint) {
+    log_info("sweep: quality of {} not measured: crosspoint eval runs crosspoint's engine, not {}", precision,
+             engine_display_name(engine_));
+    return Status::ok();
+  }
   const std::string path = o_.out_dir + "/quality/" + precision + ".json";
   if (read_json_file(path)) return Status::ok();
   log_info("sweep: quality of {} against fp16 (crosspoint eval, {} samples)", precision, o_.eval_samples);
