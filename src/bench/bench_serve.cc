@@ -241,8 +241,9 @@ std::vector<std::string> request_headers(const BenchOptions& o) {
     return text;
   };
   for (const auto& [name, value] : o.headers) {
-    if (lower(name) == "x-request-id") continue;
-    std::erase_if(headers, [&](const auto& h) { return lower(h.first) == lower(name); });
+    const std::string key = lower(name);  // a named copy: lambdas cannot capture structured bindings in C++17
+    if (key == "x-request-id") continue;
+    std::erase_if(headers, [&](const auto& h) { return lower(h.first) == key; });
     headers.emplace_back(name, value);
   }
   std::vector<std::string> lines;
