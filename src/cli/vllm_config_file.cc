@@ -2,9 +2,9 @@
 
 #include <yaml-cpp/yaml.h>
 
-#include <fstream>
 #include <nlohmann/json.hpp>
-#include <sstream>
+
+#include "common/mapped_file.h"
 
 namespace crosspoint {
 namespace {
@@ -85,13 +85,11 @@ Result<ExpandedConfig> expand_vllm_config_file(const std::vector<std::string>& a
     out.args = args;
     return out;
   }
-  std::ifstream file(out.path);
-  if (!file) return not_found("--config " + out.path + ": cannot read the file");
-  std::stringstream text;
-  text << file.rdbuf();
+  Result<std::string> text = read_text_file(out.path);
+  if (!text.is_ok()) return Status(text.status().code(), "--config " + text.status().message());
   YAML::Node root;
   try {
-    root = YAML::Load(text.str());
+    root = YAML::Load(*text);
   } catch (const YAML::Exception& e) { return invalid_argument("--config " + out.path + ": not YAML: " + e.what()); }
   if (root.IsNull()) root = YAML::Node(YAML::NodeType::Map);  // an empty file sets nothing
   if (!root.IsMap()) return invalid_argument("--config " + out.path + ": the file must be a mapping of flag: value");

@@ -125,7 +125,7 @@ TEST(VllmServeFlags, ConfigFileAsVllmReadsIt) {
       {write_config("broken.yaml", "a: [1\n"), "not YAML"},
       {write_config("list.yaml", "- model\n"), "must be a mapping"},
       {write_config("unknown.yaml", "no-such-flag: 3\n"), "no-such-flag is not a flag of crosspoint serve"},
-      {"/nonexistent/config.yaml", "cannot read the file"},
+      {"/nonexistent/config.yaml", "--config /nonexistent/config.yaml: no such file"},
   };
   for (const auto& [path, message] : bad) {
     const auto [output, status] = run_serve(std::string(kMissingModel) + " --config " + path);
