@@ -2,10 +2,10 @@
 
 #include <algorithm>
 #include <cmath>
-#include <fstream>
 
 #include "bench/custom_dataset.h"
 #include "bench/python_random.h"
+#include "common/mapped_file.h"
 #include "tokenizer/chat_template.h"
 #include "tokenizer/tokenizer.h"
 
@@ -21,17 +21,14 @@ int python_round(double value) { return static_cast<int>(std::nearbyint(value));
 }  // namespace
 
 Result<std::vector<std::string>> load_poem_lines(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return not_found("sonnet dataset: " + path + ": cannot open");
+  Result<std::string> text = read_text_file(path);
+  if (!text.is_ok()) return Status(text.status().code(), "sonnet dataset: " + text.status().message());
+  // Python's readlines(): each line keeps its '\n', a last line without one stays as it is.
   std::vector<std::string> lines;
-  std::string line;
-  while (std::getline(in, line)) lines.push_back(line + "\n");
-  // readlines() keeps a last line without '\n' as it is.
-  if (!lines.empty()) {
-    in.clear();
-    in.seekg(-1, std::ios::end);
-    char last = 0;
-    if (in.get(last) && last != '\n') lines.back().pop_back();
+  for (size_t start = 0; start < text->size();) {
+    const size_t end = std::min(text->find('\n', start), text->size() - 1) + 1;
+    lines.push_back(text->substr(start, end - start));
+    start = end;
   }
   if (lines.empty()) return invalid_argument("sonnet dataset: " + path + ": empty");
   return lines;
