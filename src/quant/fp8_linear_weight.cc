@@ -45,7 +45,9 @@ class Fp8Format final : public LinearWeightFormat {
  public:
   std::string name() const override { return "w8a8-fp8"; }
   bool matches(const ModelConfig& config) const override {
-    return quant_method_of(config.quantization_config_json) == "compressed-tensors";
+    // Every compressed-tensors format but W4A16's: its parser names what is not FP8.
+    return quant_method_of(config.quantization_config_json) == "compressed-tensors" &&
+           compressed_tensors_format_of(config.quantization_config_json) != "pack-quantized";
   }
   Result<std::unique_ptr<LinearWeight>> load(const LinearWeightRequest& r) const override {
     CROSSPOINT_ASSIGN_OR_RETURN(QuantConfig q, parse_quant_config(r.config->quantization_config_json));

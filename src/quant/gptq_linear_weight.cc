@@ -5,7 +5,9 @@
 #include "common/dtype.h"
 #include "kernels/w4a16_linear.h"
 #include "kernels/weight_dtype.h"
+#include "quant/awq_format.h"
 #include "quant/fp8_linear_weight.h"
+#include "quant/packed_int4_format.h"
 #include "quant/quant_config.h"
 #include "quant/tensor_checks.h"
 
@@ -62,6 +64,27 @@ std::vector<float> GptqLinearWeight::dequantize() const {
   return w;
 }
 
+Status sort_rows_by_g_idx(const SafetensorsModel& tensors, const std::string& g_idx_name,
+                          GptqLinearWeight::Parts& parts) {
+  if (tensors.find(g_idx_name) == nullptr) return Status::ok();
+  const int64_t K = parts.in_features, groups = K / parts.group_size;
+  CROSSPOINT_ASSIGN_OR_RETURN(const TensorInfo* g_idx_tensor, require_tensor(tensors, g_idx_name, DType::kI32, {K}));
+  std::vector<int32_t> g_idx(static_cast<size_t>(K));
+  std::memcpy(g_idx.data(), g_idx_tensor->data, g_idx.size() * sizeof(int32_t));
+  for (int64_t k = 0; k < K; ++k)
+    if (g_idx[k] < 0 || g_idx[k] >= groups)
+      return corrupt(g_idx_tensor->file + ": tensor " + g_idx_name + " holds group " + std::to_string(g_idx[k]) +
+                     " at row " + std::to_string(k) + ", outside [0, " + std::to_string(groups) + ")");
+  if (w4a16_g_idx_is_trivial(g_idx.data(), K, parts.group_size)) return Status::ok();
+  CROSSPOINT_ASSIGN_OR_RETURN(
+      W4A16SortedRows sorted,
+      w4a16_sort_rows_by_group(parts.qweight, g_idx.data(), K, parts.out_features, parts.group_size, g_idx_name));
+  parts.owned_qweight = std::move(sorted.qweight);
+  parts.qweight = parts.owned_qweight.data();
+  parts.k_perm = std::move(sorted.k_perm);
+  return Status::ok();
+}
+
 namespace {
 
 Result<std::unique_ptr<LinearWeight>> load_gptq(const LinearWeightRequest& r, const GptqConfig& c) {
@@ -108,21 +131,7 @@ Result<std::unique_ptr<LinearWeight>> load_gptq(const LinearWeightRequest& r, co
     qweight_words = aligned_copy.data();
   }
   parts.qweight = qweight_words;
-  if (const TensorInfo* g_idx_tensor = t.find(r.prefix + ".g_idx")) {
-    CROSSPOINT_ASSIGN_OR_RETURN(g_idx_tensor, require_tensor(t, r.prefix + ".g_idx", DType::kI32, {K}));
-    std::vector<int32_t> g_idx(static_cast<size_t>(K));
-    std::memcpy(g_idx.data(), g_idx_tensor->data, g_idx.size() * sizeof(int32_t));
-    for (int64_t k = 0; k < K; ++k)
-      if (g_idx[k] < 0 || g_idx[k] >= groups)
-        return corrupt(g_idx_tensor->file + ": tensor " + r.prefix + ".g_idx holds group " + std::to_string(g_idx[k]) +
-                       " at row " + std::to_string(k) + ", outside [0, " + std::to_string(groups) + ")");
-    if (!w4a16_g_idx_is_trivial(g_idx.data(), K, G)) {
-      CROSSPOINT_ASSIGN_OR_RETURN(W4A16SortedRows sorted,
-                                  w4a16_sort_rows_by_group(qweight_words, g_idx.data(), K, N, G, r.prefix + ".g_idx"));
-      parts.owned_qweight = std::move(sorted.qweight);
-      parts.k_perm = std::move(sorted.k_perm);
-    }
-  }
+  CROSSPOINT_RETURN_IF_ERROR(sort_rows_by_g_idx(t, r.prefix + ".g_idx", parts));
   if (parts.owned_qweight.empty() && !aligned_copy.empty()) parts.owned_qweight = std::move(aligned_copy);
   CROSSPOINT_ASSIGN_OR_RETURN(parts.bias, load_bias(r));
   return std::unique_ptr<LinearWeight>(new GptqLinearWeight(std::move(parts)));
@@ -150,7 +159,8 @@ std::shared_ptr<const LinearWeightFormat> gptq_linear_weight_format() {
 }
 
 std::vector<std::shared_ptr<const LinearWeightFormat>> quantized_linear_weight_formats() {
-  return {gptq_linear_weight_format(), fp8_linear_weight_format()};
+  return {gptq_linear_weight_format(), packed_int4_linear_weight_format(), awq_linear_weight_format(),
+          fp8_linear_weight_format()};
 }
 
 }  // namespace crosspoint

@@ -46,12 +46,18 @@ class GptqLinearWeight final : public LinearWeight {
   Parts p_;
 };
 
+// Act-order: when the checkpoint holds `g_idx_name` ([K] int32, the group of each input row)
+// and it is not k / group_size, sorts parts' qweight rows by group (a copy) and records
+// k_perm. parts must hold qweight, in/out features and the resolved group size.
+Status sort_rows_by_g_idx(const SafetensorsModel& tensors, const std::string& g_idx_name,
+                          GptqLinearWeight::Parts& parts);
+
 // The GPTQ format: matches quant_method "gptq"; load() validates the quantization_config
 // (4 bits, group size dividing K) and each layer's tensors.
 std::shared_ptr<const LinearWeightFormat> gptq_linear_weight_format();
 
-// Both quantised formats, for ModelLoadOptions::linear_formats: a checkpoint's
-// config.json decides which one (if any) applies.
+// Every quantised format (GPTQ, compressed-tensors W4A16 and FP8, AWQ), for ModelLoadOptions::linear_formats: a
+// checkpoint's config.json decides which one (if any) applies.
 std::vector<std::shared_ptr<const LinearWeightFormat>> quantized_linear_weight_formats();
 
 }  // namespace crosspoint

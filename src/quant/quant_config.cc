@@ -1,7 +1,9 @@
 #include "quant/quant_config.h"
 
 #include <nlohmann/json.hpp>
+#include <cctype>
 #include <cstdint>
+#include <optional>
 #include <regex>
 #include <type_traits>
 
@@ -72,49 +74,135 @@ Status check_float8_args(const json& args, const std::string& where, const std::
   return Status::ok();
 }
 
+// W4A16 weights of a pack-quantized group: 4-bit int, static, group (group_size > 0) or
+// channel (one group over all inputs), symmetric or not, any actorder.
+Result<GptqConfig> parse_int4_weight_args(const json& args, const std::string& where) {
+  if (!args.is_object()) return unsupported(where + " is missing");
+  GptqConfig g;
+  g.zero_point_minus_one = false;
+  CROSSPOINT_ASSIGN_OR_RETURN(g.bits, get_field<int64_t>(args, "num_bits", where, 4, true));
+  CROSSPOINT_ASSIGN_OR_RETURN(std::string type, get_field<std::string>(args, "type", where, "int", true));
+  if (g.bits != 4 || type != "int")
+    return unsupported(where + " is " + std::to_string(g.bits) + "-bit " + type +
+                       ": pack-quantized is supported for 4-bit int weights (W4A16)");
+  CROSSPOINT_ASSIGN_OR_RETURN(g.sym, get_field<bool>(args, "symmetric", where, true, false));
+  CROSSPOINT_ASSIGN_OR_RETURN(bool dynamic, get_field<bool>(args, "dynamic", where, false, false));
+  if (dynamic) return unsupported(where + ".dynamic is true: int4 weights must be static");
+  CROSSPOINT_ASSIGN_OR_RETURN(std::string strategy, get_field<std::string>(args, "strategy", where, "", true));
+  if (strategy == "group") {
+    CROSSPOINT_ASSIGN_OR_RETURN(g.group_size, get_field<int64_t>(args, "group_size", where, 0, true));
+    if (g.group_size <= 0)
+      return unsupported(where + ".group_size is " + std::to_string(g.group_size) + ": expected a positive size");
+  } else if (strategy == "channel") {
+    g.group_size = -1;
+  } else {
+    return unsupported(where + ".strategy is '" + strategy + "': expected 'group' or 'channel'");
+  }
+  CROSSPOINT_ASSIGN_OR_RETURN(std::string actorder, get_field<std::string>(args, "actorder", where, "", false));
+  if (!actorder.empty() && actorder != "group" && actorder != "dynamic" && actorder != "weight" && actorder != "static")
+    return unsupported(where + ".actorder is '" + actorder + "': expected 'group', 'weight' or null");
+  g.desc_act = actorder == "group" || actorder == "dynamic";  // weight_g_idx is stored then
+  return g;
+}
+
 Result<QuantConfig> parse_compressed_tensors(const json& q, const std::string& where) {
   QuantConfig config;
-  config.scheme = QuantScheme::kFp8Dynamic;
   CROSSPOINT_ASSIGN_OR_RETURN(std::string format, get_field<std::string>(q, "format", where, "", true));
-  if (format != "float-quantized")
-    return unsupported(where + ".format is '" + format + "': only 'float-quantized' (FP8) is supported");
+  if (format == "float-quantized") config.scheme = QuantScheme::kFp8Dynamic;
+  else if (format == "pack-quantized") config.scheme = QuantScheme::kPackedInt4;
+  else
+    return unsupported(where + ".format is '" + format +
+                       "': supported are 'float-quantized' (W8A8-FP8) and 'pack-quantized' (W4A16)");
   CROSSPOINT_ASSIGN_OR_RETURN(std::string status,
                               get_field<std::string>(q, "quantization_status", where, "compressed", false));
-  if (status != "compressed" && status != "frozen")
+  const bool frozen_ok = config.scheme == QuantScheme::kFp8Dynamic;  // FP8 weights are stored as is either way
+  if (status != "compressed" && !(frozen_ok && status == "frozen"))
     return unsupported(where + ".quantization_status is '" + status + "': expected 'compressed'");
   if (!q.contains("config_groups") || !q["config_groups"].is_object() || q["config_groups"].empty())
     return unsupported(where + ".config_groups is missing or empty");
+  std::optional<json> first_weights;
   for (const auto& [group_name, group] : q["config_groups"].items()) {
     const std::string gw = where + ".config_groups." + group_name;
     if (!group.is_object()) return unsupported(gw + " is not an object");
-    CROSSPOINT_RETURN_IF_ERROR(
-        check_float8_args(group.value("weights", json()), gw + ".weights", "channel", "tensor", false));
-    CROSSPOINT_RETURN_IF_ERROR(
-        check_float8_args(group.value("input_activations", json()), gw + ".input_activations", "token", "token", true));
+    const json weights = group.value("weights", json());
+    if (first_weights && weights != *first_weights)
+      return unsupported(gw + ".weights differs from the first group's: mixed schemes are not supported");
+    first_weights = weights;
     if (group.contains("output_activations") && !group["output_activations"].is_null())
       return unsupported(gw + ".output_activations is set: output quantisation is not supported");
-    config.fp8.per_channel_weight_scale = group["weights"]["strategy"] == "channel";
+    if (config.scheme == QuantScheme::kFp8Dynamic) {
+      CROSSPOINT_RETURN_IF_ERROR(check_float8_args(weights, gw + ".weights", "channel", "tensor", false));
+      CROSSPOINT_RETURN_IF_ERROR(check_float8_args(group.value("input_activations", json()), gw + ".input_activations",
+                                                   "token", "token", true));
+      config.fp8.per_channel_weight_scale = weights["strategy"] == "channel";
+    } else {
+      if (group.contains("input_activations") && !group["input_activations"].is_null())
+        return unsupported(gw + ".input_activations is set: pack-quantized is supported for W4A16 (weights only)");
+      CROSSPOINT_ASSIGN_OR_RETURN(config.gptq, parse_int4_weight_args(weights, gw + ".weights"));
+    }
+    if (group.contains("targets") && group["targets"].is_array())
+      for (const auto& target : group["targets"])
+        if (target.is_string()) config.targets.push_back(target.get<std::string>());
   }
   if (q.contains("ignore") && q["ignore"].is_array())
     for (const auto& name : q["ignore"])
-      if (name.is_string()) config.fp8.ignore.push_back(name.get<std::string>());
+      if (name.is_string()) config.ignore.push_back(name.get<std::string>());
   // kv_cache_scheme (an FP8 KV cache's static scales) is checked with config.json (ModelConfig).
+  return config;
+}
+
+// AutoAWQ's config: {"quant_method": "awq", "bits": 4, "group_size": 128, "zero_point": true,
+// "version": "gemm", "modules_to_not_convert": null}.
+Result<QuantConfig> parse_awq(const json& q, const std::string& where) {
+  QuantConfig config;
+  config.scheme = QuantScheme::kAwqInt4;
+  GptqConfig& g = config.gptq;
+  g.sym = false;
+  g.zero_point_minus_one = false;
+  CROSSPOINT_ASSIGN_OR_RETURN(g.bits, get_field<int64_t>(q, "bits", where, 4, false));
+  if (g.bits != 4) return unsupported(where + ".bits is " + std::to_string(g.bits) + ": only 4-bit AWQ is supported");
+  CROSSPOINT_ASSIGN_OR_RETURN(g.group_size, get_field<int64_t>(q, "group_size", where, 128, true));
+  if (g.group_size != -1 && g.group_size <= 0)
+    return unsupported(where + ".group_size is " + std::to_string(g.group_size) + ": expected -1 or a positive size");
+  CROSSPOINT_ASSIGN_OR_RETURN(bool zero_point, get_field<bool>(q, "zero_point", where, true, false));
+  if (!zero_point) return unsupported(where + ".zero_point is false: only AWQ with zero points is supported");
+  CROSSPOINT_ASSIGN_OR_RETURN(std::string version, get_field<std::string>(q, "version", where, "gemm", false));
+  for (char& c : version) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  if (version != "gemm")
+    return unsupported(where + ".version is '" + version + "': only AutoAWQ's 'gemm' layout is supported");
+  if (q.contains("modules_to_not_convert") && q["modules_to_not_convert"].is_array())
+    for (const auto& name : q["modules_to_not_convert"])
+      if (name.is_string()) config.ignore_containing.push_back(name.get<std::string>());
   return config;
 }
 
 }  // namespace
 
+namespace {
+
+// compressed-tensors' module matching: an exact name or "re:<regex>" matching the whole name.
+bool matches_module_pattern(const std::string& pattern, const std::string& name) {
+  if (pattern.rfind("re:", 0) != 0) return pattern == name;
+  try {
+    return std::regex_match(name, std::regex(pattern.substr(3)));
+  } catch (const std::regex_error&) {
+    return false;  // an unreadable pattern matches nothing
+  }
+}
+
+}  // namespace
+
 bool QuantConfig::is_ignored(const std::string& name) const {
-  for (const std::string& pattern : fp8.ignore) {
-    if (pattern.rfind("re:", 0) == 0) {
-      try {
-        if (std::regex_match(name, std::regex(pattern.substr(3)))) return true;
-      } catch (const std::regex_error&) {
-        continue;  // an unreadable pattern ignores nothing
-      }
-    } else if (pattern == name) {
-      return true;
-    }
+  for (const std::string& part : ignore_containing)
+    if (name.find(part) != std::string::npos) return true;
+  if (!targets.empty()) {
+    bool targeted = false;
+    for (const std::string& target : targets)
+      targeted = targeted || target == "Linear" || matches_module_pattern(target, name);
+    if (!targeted) return true;
+  }
+  for (const std::string& pattern : ignore) {
+    if (matches_module_pattern(pattern, name)) return true;
   }
   return false;
 }
@@ -127,7 +215,8 @@ Result<QuantConfig> parse_quant_config(const std::string& json_text, const std::
   CROSSPOINT_ASSIGN_OR_RETURN(std::string method, get_field<std::string>(q, "quant_method", where, "", true));
   if (method == "gptq") return parse_gptq(q, where);
   if (method == "compressed-tensors") return parse_compressed_tensors(q, where);
-  return unsupported(where + ".quant_method is '" + method + "': supported are 'gptq' and 'compressed-tensors'");
+  if (method == "awq") return parse_awq(q, where);
+  return unsupported(where + ".quant_method is '" + method + "': supported are 'gptq', 'awq' and 'compressed-tensors'");
 }
 
 std::string gptq_quantization_config_json(const GptqConfig& g, double damp_percent, bool true_sequential) {
@@ -144,7 +233,7 @@ std::string gptq_quantization_config_json(const GptqConfig& g, double damp_perce
   return q.dump(2);
 }
 
-std::string fp8_dynamic_quantization_config_json(const Fp8Config& f) {
+std::string fp8_dynamic_quantization_config_json(const Fp8Config& f, const std::vector<std::string>& ignore) {
   const json weights = {{"num_bits", 8},
                         {"type", "float"},
                         {"symmetric", true},
@@ -175,7 +264,7 @@ std::string fp8_dynamic_quantization_config_json(const Fp8Config& f) {
                 {"input_activations", inputs},
                 {"output_activations", nullptr},
                 {"format", "float-quantized"}}}}},
-            {"ignore", f.ignore},
+            {"ignore", ignore},
             {"kv_cache_scheme", nullptr}};
   return q.dump(2);
 }

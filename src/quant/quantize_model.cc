@@ -184,9 +184,7 @@ Status quantize_model(const QuantizeModelOptions& o) {
   if (!config_json.is_object()) return corrupt(o.model_dir + "/config.json is not a JSON object");
   std::string quant_json;
   if (o.scheme == QuantizeScheme::kW8A8Fp8) {
-    Fp8Config fp8;
-    fp8.ignore.push_back("lm_head");  // tied or not, the head stays dense
-    quant_json = fp8_dynamic_quantization_config_json(fp8);
+    quant_json = fp8_dynamic_quantization_config_json(Fp8Config{}, {"lm_head"});  // tied or not, the head stays dense
   } else {
     GptqConfig gptq;
     gptq.group_size = o.int4.group_size;

@@ -41,4 +41,11 @@ std::string quant_method_of(const std::string& text) {
   return q["quant_method"].get<std::string>();
 }
 
+std::string compressed_tensors_format_of(const std::string& text) {
+  if (text.empty()) return "";
+  const auto q = nlohmann::json::parse(text, nullptr, false);
+  if (!q.is_object() || !q.contains("format") || !q["format"].is_string()) return "";
+  return q["format"].get<std::string>();
+}
+
 }  // namespace crosspoint

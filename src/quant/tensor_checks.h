@@ -24,4 +24,7 @@ Result<std::vector<float>> load_bias(const LinearWeightRequest& request);
 // "gptq", "compressed-tensors", ... or "" when absent or unreadable.
 std::string quant_method_of(const std::string& quantization_config_json);
 
+// compressed-tensors' "format" ("float-quantized", "pack-quantized", ...) or "" when absent.
+std::string compressed_tensors_format_of(const std::string& quantization_config_json);
+
 }  // namespace crosspoint

@@ -40,8 +40,8 @@ bool parse_positive_int(const std::string& text, int& value) {
   return ec == std::errc() && ptr == text.data() + text.size() && value > 0;
 }
 
-// The quantization_config.quant_method of DIR/config.json ("" when there is none), or an
-// error naming the file.
+// The quantization_config of DIR/config.json as "quant_method" or "quant_method/format"
+// ("compressed-tensors/pack-quantized"), "" when there is none, or an error naming the file.
 Result<std::string> checkpoint_quant_method(const std::string& dir, const std::string& option) {
   const std::string path = dir + "/config.json";
   std::ifstream in(path, std::ios::binary);
@@ -53,7 +53,11 @@ Result<std::string> checkpoint_quant_method(const std::string& dir, const std::s
   auto q = config.find("quantization_config");
   if (q == config.end() || !q->is_object()) return std::string();
   auto method = q->find("quant_method");
-  return method != q->end() && method->is_string() ? method->get<std::string>() : std::string("?");
+  if (method == q->end() || !method->is_string()) return std::string("?");
+  auto format = q->find("format");
+  if (*method == "compressed-tensors" && format != q->end() && format->is_string())
+    return method->get<std::string>() + "/" + format->get<std::string>();
+  return method->get<std::string>();
 }
 
 }  // namespace
@@ -263,10 +267,13 @@ Status validate_sweep_options(const SweepOptions& o) {
     }
     if (!o.serve_cmd.empty()) continue;
     CROSSPOINT_ASSIGN_OR_RETURN(std::string method, checkpoint_quant_method(dir, option));
-    const std::string want = precision == "w4a16" ? "gptq" : "compressed-tensors";
-    if (method != want) {
-      return invalid_argument(option + ": config.json's quantization_config.quant_method is '" + method +
-                              "', expected '" + want + "'");
+    // The layouts each precision loads from (docs/formats.md, "Quantised checkpoints").
+    const bool w4a16_layout = method == "gptq" || method == "awq" || method == "compressed-tensors/pack-quantized";
+    const bool fp8_layout = method == "compressed-tensors/float-quantized";
+    if (precision == "w4a16" ? !w4a16_layout : !fp8_layout) {
+      return invalid_argument(option + ": config.json's quantization_config is '" + method + "', expected " +
+                              (precision == "w4a16" ? "'gptq', 'awq' or 'compressed-tensors/pack-quantized'"
+                                                    : "'compressed-tensors/float-quantized'"));
     }
   }
   if (o.random_input_len < 0) return invalid_argument("--random-input-len must be 0 (bench's default) or positive");

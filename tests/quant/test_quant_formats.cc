@@ -55,9 +55,7 @@ TEST(QuantConfigTest, OwnWritersRoundTrip) {
   ASSERT_TRUE(parsed.is_ok()) << parsed.status().to_string();
   EXPECT_EQ(parsed->gptq.group_size, 64);
   EXPECT_TRUE(parsed->gptq.desc_act);
-  Fp8Config f;
-  f.ignore = {"lm_head"};
-  auto parsed_fp8 = parse_quant_config(fp8_dynamic_quantization_config_json(f));
+  auto parsed_fp8 = parse_quant_config(fp8_dynamic_quantization_config_json(Fp8Config{}, {"lm_head"}));
   ASSERT_TRUE(parsed_fp8.is_ok()) << parsed_fp8.status().to_string();
   EXPECT_TRUE(parsed_fp8->is_ignored("lm_head"));
 }
@@ -75,11 +73,11 @@ TEST(QuantConfigTest, RefusesUnsupportedConfigsNamingTheField) {
   expect_refused(R"({"quant_method": "gptq", "bits": 4, "group_size": 0})", "group_size");
   expect_refused(R"({"quant_method": "gptq", "bits": 4, "group_size": 128, "checkpoint_format": "marlin"})",
                  "checkpoint_format");
-  expect_refused(R"({"quant_method": "awq", "bits": 4})", "quant_method");
+  expect_refused(R"({"quant_method": "bitsandbytes", "bits": 4})", "quant_method");
   expect_refused(fp8_config(", \"symmetric\": false"), "symmetric");
   expect_refused(fp8_config("", ", \"symmetric\": false"), "asymmetric");
   expect_refused(fp8_config(", \"num_bits\": 4"), "weights");
-  expect_refused(R"({"quant_method": "compressed-tensors", "format": "pack-quantized", "config_groups": {}})",
+  expect_refused(R"({"quant_method": "compressed-tensors", "format": "nvfp4-pack-quantized", "config_groups": {}})",
                  "format");
   // Non-integral or out-of-range numbers are refused, not cast (a cast of 6.7e69 to int64 is undefined).
   expect_refused(R"({"quant_method": "gptq", "bits": 6.66667e69, "group_size": 128})", "bits");

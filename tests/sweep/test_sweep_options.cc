@@ -147,7 +147,8 @@ TEST(SweepOptions, PrecisionModelIsPrecisionEqualsDirectoryOfTheRightFormat) {
   fs::create_directories(root / "gptq");
   fs::create_directories(root / "fp8");
   std::ofstream(root / "gptq" / "config.json") << R"({"quantization_config": {"quant_method": "gptq", "bits": 4}})";
-  std::ofstream(root / "fp8" / "config.json") << R"({"quantization_config": {"quant_method": "compressed-tensors"}})";
+  std::ofstream(root / "fp8" / "config.json")
+      << R"({"quantization_config": {"quant_method": "compressed-tensors", "format": "float-quantized"}})";
 
   SweepOptions o;
   o.crosspoint_exe = "/bin/sh";
@@ -177,8 +178,19 @@ TEST(SweepOptions, PrecisionModelIsPrecisionEqualsDirectoryOfTheRightFormat) {
   swapped.precision_models = {{"w4a16", (root / "fp8").string()}};
   Status s = validate_sweep_options(swapped);
   ASSERT_FALSE(s.is_ok());
-  EXPECT_NE(s.message().find("quant_method is 'compressed-tensors', expected 'gptq'"), std::string::npos)
+  EXPECT_NE(s.message().find("quantization_config is 'compressed-tensors/float-quantized', expected 'gptq', 'awq' or "
+                             "'compressed-tensors/pack-quantized'"),
+            std::string::npos)
       << s.message();
+  // AWQ and llm-compressor's W4A16 are W4A16 checkpoints too.
+  for (const std::string quant : {R"({"quant_method": "awq", "bits": 4})",
+                                  R"({"quant_method": "compressed-tensors", "format": "pack-quantized"})"}) {
+    fs::create_directories(root / "w4a16");
+    std::ofstream(root / "w4a16" / "config.json") << R"({"quantization_config": )" << quant << "}";
+    SweepOptions other = o;
+    other.precision_models["w4a16"] = (root / "w4a16").string();
+    EXPECT_TRUE(validate_sweep_options(other).is_ok()) << quant << ": " << validate_sweep_options(other).message();
+  }
   SweepOptions missing = o;
   missing.precision_models = {{"w4a16", (root / "none").string()}};
   s = validate_sweep_options(missing);
