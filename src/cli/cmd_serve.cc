@@ -146,6 +146,14 @@ int serve(const ServeOptions& o) {
     return report_error(
         "serve", invalid_argument("--max-model-len must be between 2 and 2^30, got " + std::to_string(max_model_len)));
   }
+  if (const int64_t window = m.config().sliding_window; window > 0) {
+    if (max_model_len > window)
+      return report_error("serve", invalid_argument("--max-model-len " + std::to_string(max_model_len) +
+                                                    " exceeds the model's sliding_window " + std::to_string(window) +
+                                                    ": sliding-window attention is not implemented, so sequences "
+                                                    "are served up to the window, where it equals full attention"));
+    log_info("model: sliding_window {}: sequences are served up to {} positions", window, window);
+  }
   if (o.max_connections < 1 || o.header_timeout_s <= 0 || o.body_timeout_s <= 0 || o.idle_timeout_s <= 0 ||
       o.max_body_bytes < 1 || o.max_header_bytes < 256 || o.shutdown_timeout_s < 0) {
     return report_error("serve", invalid_argument("--max-connections must be >= 1, the timeouts positive "

@@ -1,9 +1,10 @@
-// config.json for LlamaForCausalLM and Qwen2ForCausalLM. Every refusal is one line naming
+// config.json for Llama, Mistral, Qwen2 and Qwen3 causal LMs. Every refusal is one line naming
 // the file and the field, because a wrong config is the most common way to load garbage.
 #include "formats/model_config.h"
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <tuple>
 #include <filesystem>
@@ -127,20 +128,23 @@ Result<Architecture> parse_architecture(const FieldReader& reader, ModelConfig* 
   } else if (const json* model_type = reader.find("model_type"); model_type && model_type->is_string()) {
     // Older or hand-written configs: model_type alone.
     const std::string type = model_type->get<std::string>();
-    name = type == "llama"   ? "LlamaForCausalLM"
-           : type == "qwen2" ? "Qwen2ForCausalLM"
-           : type == "qwen3" ? "Qwen3ForCausalLM"
-                             : type;
+    name = type == "llama"     ? "LlamaForCausalLM"
+           : type == "mistral" ? "MistralForCausalLM"
+           : type == "qwen2"   ? "Qwen2ForCausalLM"
+           : type == "qwen3"   ? "Qwen3ForCausalLM"
+                               : type;
   } else {
     return reader.error(StatusCode::kInvalidArgument, "architectures", "missing (and no model_type)");
   }
   config->architecture_name = name;
   if (name == "LlamaForCausalLM") return Architecture::kLlama;
+  if (name == "MistralForCausalLM") return Architecture::kMistral;
   if (name == "Qwen2ForCausalLM") return Architecture::kQwen2;
   if (name == "Qwen3ForCausalLM") return Architecture::kQwen3;
-  return reader.error(
-      StatusCode::kUnsupported, "architectures",
-      "\"" + name + "\" is not supported (crosspoint reads LlamaForCausalLM, Qwen2ForCausalLM and Qwen3ForCausalLM)");
+  return reader.error(StatusCode::kUnsupported, "architectures",
+                      "\"" + name +
+                          "\" is not supported (crosspoint reads LlamaForCausalLM, MistralForCausalLM, "
+                          "Qwen2ForCausalLM and Qwen3ForCausalLM)");
 }
 
 // YaRN's fields as transformers reads them: factor (absent: max_position_embeddings /
@@ -301,6 +305,12 @@ Result<ModelConfig> parse_model_config(const std::string& json_text, const std::
     if (sliding) {
       return reader.error(StatusCode::kUnsupported, "use_sliding_window",
                           "sliding-window attention is not implemented");
+    }
+  } else if (config.architecture == Architecture::kMistral) {
+    // MistralAttention and MistralMLP have no biases; the window is null since Mistral 7B v0.2.
+    if (const json* window = reader.find("sliding_window"); window && !window->is_null()) {
+      CROSSPOINT_ASSIGN_OR_RETURN(config.sliding_window, reader.positive_int("sliding_window"));
+      config.max_position_embeddings = std::min(config.max_position_embeddings, config.sliding_window);
     }
   } else {
     CROSSPOINT_ASSIGN_OR_RETURN(config.attention_bias, reader.boolean("attention_bias", false));

@@ -10,7 +10,7 @@
 
 namespace crosspoint {
 
-enum class Architecture { kLlama, kQwen2, kQwen3 };
+enum class Architecture { kLlama, kQwen2, kQwen3, kMistral };
 
 // rope_scaling / rope_parameters: "llama3" (Llama 3.1+): the frequencies whose wavelength
 // exceeds original_max_position_embeddings / low_freq_factor are divided by factor, those below
@@ -34,7 +34,7 @@ struct RopeScaling {
 
 struct ModelConfig {
   Architecture architecture = Architecture::kLlama;
-  std::string architecture_name;  // "LlamaForCausalLM" / "Qwen2ForCausalLM" / "Qwen3ForCausalLM"
+  std::string architecture_name;  // "LlamaForCausalLM" / "MistralForCausalLM" / "Qwen2ForCausalLM" / ...
   int64_t hidden_size = 0;        // d
   int64_t intermediate_size = 0;  // MLP width
   int64_t num_hidden_layers = 0;
@@ -42,7 +42,10 @@ struct ModelConfig {
   int64_t num_key_value_heads = 0;  // GQA; equals num_attention_heads when absent
   int64_t head_dim = 0;             // "head_dim" if present, else hidden_size / num_attention_heads
   int64_t vocab_size = 0;
-  int64_t max_position_embeddings = 0;
+  int64_t max_position_embeddings = 0;  // capped at sliding_window when that is smaller
+  // Mistral's attention window (0: none). Within it sliding-window attention is full causal
+  // attention, so a config with a window serves up to that many positions, exactly.
+  int64_t sliding_window = 0;
   double rope_theta = 10000.0;
   RopeScaling rope_scaling;  // rope_type "default" (none) or "llama3"
   double rms_norm_eps = 1e-6;

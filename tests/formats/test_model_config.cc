@@ -124,6 +124,32 @@ TEST(ModelConfig, ReadsNewerRopeParametersObject) {
   EXPECT_EQ(config->rope_theta, 250000.0);
 }
 
+TEST(ModelConfig, MistralIsLlamaWithoutBiasesAndItsWindowCapsTheContext) {
+  const std::string base = R"({"architectures":["MistralForCausalLM"],"hidden_size":64,"intermediate_size":128,
+      "num_hidden_layers":2,"num_attention_heads":4,"num_key_value_heads":2,"head_dim":32,"vocab_size":100,
+      "max_position_embeddings":32768,"attention_bias":true,"sliding_window":)";
+  auto v02 = parse_model_config(base + "null}", "mistral/config.json");
+  ASSERT_TRUE(v02.is_ok()) << v02.status().to_string();
+  EXPECT_EQ(v02->architecture, Architecture::kMistral);
+  EXPECT_FALSE(v02->attention_bias);  // MistralAttention has none, whatever the file says
+  EXPECT_EQ(v02->head_dim, 32);
+  EXPECT_EQ(v02->sliding_window, 0);
+  EXPECT_EQ(v02->max_position_embeddings, 32768);
+  auto v01 = parse_model_config(base + "4096}", "mistral/config.json");
+  ASSERT_TRUE(v01.is_ok()) << v01.status().to_string();
+  EXPECT_EQ(v01->sliding_window, 4096);
+  EXPECT_EQ(v01->max_position_embeddings, 4096);
+  auto bad = parse_model_config(base + "0}", "mistral/config.json");
+  ASSERT_FALSE(bad.is_ok());
+  EXPECT_NE(bad.status().message().find("field 'sliding_window': must be positive"), std::string::npos)
+      << bad.status().message();
+  auto by_type = parse_model_config(R"({"model_type":"mistral","hidden_size":64,"intermediate_size":128,
+      "num_hidden_layers":2,"num_attention_heads":4,"vocab_size":100,"max_position_embeddings":64})",
+                                    "m.json");
+  ASSERT_TRUE(by_type.is_ok()) << by_type.status().to_string();
+  EXPECT_EQ(by_type->architecture_name, "MistralForCausalLM");
+}
+
 TEST(ModelConfig, LoadsTinyFixtureDirectory) {
   auto config = load_model_config(testing::fixture("tiny_llama"));
   ASSERT_TRUE(config.is_ok()) << config.status().to_string();
@@ -186,8 +212,8 @@ TEST(ModelConfig, YarnRopeScalingIsReadWithTransformersDefaults) {
 
 TEST(ModelConfig, RefusalsAreOneLineNamingFileAndField) {
   const std::vector<BadConfig> cases = {
-      {"unknown architecture", R"({"architectures":["MistralForCausalLM"]})", StatusCode::kUnsupported,
-       "field 'architectures': \"MistralForCausalLM\" is not supported"},
+      {"unknown architecture", R"({"architectures":["MixtralForCausalLM"]})", StatusCode::kUnsupported,
+       "field 'architectures': \"MixtralForCausalLM\" is not supported"},
       {"missing size", R"({"hidden_size":null})", StatusCode::kInvalidArgument, "field 'hidden_size': missing"},
       {"zero size", R"({"num_hidden_layers":0})", StatusCode::kInvalidArgument,
        "field 'num_hidden_layers': must be positive"},

@@ -122,7 +122,8 @@ TEST_P(ModelVsTransformers, MixedBatchEqualsOneAtATime) {
 
 INSTANTIATE_TEST_SUITE_P(TinyCheckpoints, ModelVsTransformers,
                          ::testing::Values("qwen2_tied_f32", "llama_untied_f32", "qwen2_untied_bf16", "llama_tied_f16",
-                                           "llama_rope_llama3_f32", "qwen3_untied_f32", "qwen2_rope_yarn_f32"));
+                                           "llama_rope_llama3_f32", "qwen3_untied_f32", "qwen2_rope_yarn_f32",
+                                           "mistral_headdim_f32"));
 
 }  // namespace
 }  // namespace crosspoint
