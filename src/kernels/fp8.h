@@ -10,6 +10,9 @@
 //                                                  even, saturated to +-448
 //   y[t, n]      = act_scale[t] * weight_scale[n] * sum_k xq[t, k] * wq[n, k]  (+ bias[n])
 // The sum runs in fp32 (every e4m3 x e4m3 product is exact in fp32).
+// Checkpoints with static activation scales (compressed-tensors input_activations
+// {strategy "tensor", dynamic false}: one calibrated `input_scale` per layer) use that scale
+// for every token in place of act_scale[t]; the rest is the same.
 //
 // E4M3FN: sign, 4 exponent bits (bias 7), 3 mantissa bits; no infinities; S.1111.111 is NaN;
 // largest finite 448 (0x7E), smallest normal 2^-6, smallest subnormal 2^-9.
@@ -79,6 +82,7 @@ struct Fp8QuantizeArgs {
   float* scale = nullptr;  // [num_rows] f32 per-token scale
   int64_t num_rows = 0;
   int64_t num_cols = 0;
+  float static_scale = 0.0f;  // > 0: every row's scale (a static activation scale), no amax
 };
 
 // Per-token dynamic quantisation (formula at the top, fp16 rounding included). Reference and
@@ -96,6 +100,7 @@ struct Fp8LinearArgs {
   int64_t num_rows = 0;
   int64_t in_features = 0;
   int64_t out_features = 0;
+  float input_scale = 0.0f;  // > 0: static per-tensor activation scale; 0: per token
 };
 
 // Plain reference: quantises x per token with the reference above, then one scalar dot

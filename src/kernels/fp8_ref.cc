@@ -24,6 +24,8 @@ Status validate_fp8_quantize_args(const Fp8QuantizeArgs& a) {
     return invalid_argument("fp8_quantize_per_token: null x, xq or scale");
   if (a.x_row_stride != 0 && a.x_row_stride < a.num_cols)
     return invalid_argument("fp8_quantize_per_token: x_row_stride smaller than num_cols");
+  if (!(a.static_scale >= 0.0f) || !std::isfinite(a.static_scale))
+    return invalid_argument("fp8_quantize_per_token: static_scale must be finite and >= 0");
   return Status::ok();
 }
 
@@ -36,7 +38,7 @@ Status fp8_quantize_per_token_ref(const Fp8QuantizeArgs& a) {
     for (int64_t k = 0; k < a.num_cols; ++k) h[k] = round_to_f16_saturated(row[k]);
     float amax = 0.0f;
     for (int64_t k = 0; k < a.num_cols; ++k) amax = std::max(amax, std::fabs(h[k]));
-    const float scale = std::max(amax / kE4M3Max, kFp8MinActScale);
+    const float scale = a.static_scale > 0.0f ? a.static_scale : std::max(amax / kE4M3Max, kFp8MinActScale);
     a.scale[t] = scale;
     for (int64_t k = 0; k < a.num_cols; ++k) a.xq[t * a.num_cols + k] = f32_to_e4m3(h[k] / scale);
   }
@@ -51,6 +53,8 @@ Status validate_fp8_linear_args(const Fp8LinearArgs& a) {
     return invalid_argument("fp8_linear: null x, weight, weight_scale or y");
   if (a.x_row_stride != 0 && a.x_row_stride < a.in_features)
     return invalid_argument("fp8_linear: x_row_stride smaller than in_features");
+  if (!(a.input_scale >= 0.0f) || !std::isfinite(a.input_scale))
+    return invalid_argument("fp8_linear: input_scale must be finite and >= 0");
   return Status::ok();
 }
 
@@ -60,7 +64,7 @@ Status fp8_linear_ref(const Fp8LinearArgs& a) {
   std::vector<uint8_t> xq(static_cast<size_t>(a.num_rows * K));   // [num_rows, K] e4m3
   std::vector<float> act_scale(static_cast<size_t>(a.num_rows));  // [num_rows]
   CROSSPOINT_RETURN_IF_ERROR(
-      fp8_quantize_per_token_ref({a.x, a.x_row_stride, xq.data(), act_scale.data(), a.num_rows, K}));
+      fp8_quantize_per_token_ref({a.x, a.x_row_stride, xq.data(), act_scale.data(), a.num_rows, K, a.input_scale}));
   for (int64_t t = 0; t < a.num_rows; ++t) {
     for (int64_t n = 0; n < a.out_features; ++n) {
       double sum = 0.0;

@@ -25,6 +25,7 @@ struct DenseWeightStorage {
 struct Fp8WeightStorage {
   const uint8_t* weight = nullptr;      // [N, K] e4m3
   const float* weight_scale = nullptr;  // [N] per output channel
+  float input_scale = 0.0f;             // > 0: static per-tensor activation scale; 0: per token
 };
 struct Int4GroupWeightStorage {
   const int32_t* qweight = nullptr;  // [K/8, N], 8 rows per word, low nibble first; row i is in group i / group_size

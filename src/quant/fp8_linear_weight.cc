@@ -1,5 +1,6 @@
 #include "quant/fp8_linear_weight.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "kernels/fp8.h"
@@ -10,12 +11,13 @@
 namespace crosspoint {
 
 Fp8LinearWeight::Fp8LinearWeight(const uint8_t* weight, std::vector<float> weight_scale, std::vector<float> bias,
-                                 int64_t out_features, int64_t in_features)
+                                 int64_t out_features, int64_t in_features, float input_scale)
     : weight_(weight),
       weight_scale_(std::move(weight_scale)),
       bias_(std::move(bias)),
       out_features_(out_features),
-      in_features_(in_features) {
+      in_features_(in_features),
+      input_scale_(input_scale) {
   CROSSPOINT_CHECK(static_cast<int64_t>(weight_scale_.size()) == out_features_,
                    "Fp8LinearWeight: one scale per output");
   CROSSPOINT_CHECK(bias_.empty() || static_cast<int64_t>(bias_.size()) == out_features_, "Fp8LinearWeight: bias size");
@@ -32,6 +34,7 @@ Status Fp8LinearWeight::forward(const float* x, int64_t num_rows, int64_t x_row_
   args.num_rows = num_rows;
   args.in_features = in_features_;
   args.out_features = out_features_;
+  args.input_scale = input_scale_;
   return fp8_linear(args);
 }
 
@@ -40,6 +43,39 @@ size_t Fp8LinearWeight::weight_bytes() const {
 }
 
 namespace {
+
+// One scale from a [1] or [] float tensor, finite and positive, or an error naming it.
+Result<float> read_input_scale(const SafetensorsModel& t, const std::string& name) {
+  CROSSPOINT_ASSIGN_OR_RETURN(const TensorInfo* tensor, t.require(name));
+  if (!is_float_weight_dtype(tensor->dtype) || tensor->num_elements() != 1)
+    return corrupt(tensor->file + ": tensor " + name + " has dtype " + std::string(dtype_name(tensor->dtype)) +
+                   " and shape " + shape_string(tensor->shape) + ", expected one f32, f16 or bf16 scale");
+  const float scale = load_weight(tensor->data, tensor->dtype, 0);
+  if (!std::isfinite(scale) || scale <= 0.0f)
+    return corrupt(tensor->file + ": tensor " + name + " holds " + std::to_string(scale) +
+                   ", expected a finite positive scale");
+  return scale;
+}
+
+// The static activation scale of `prefix`: the largest of the layers the GPU runs as one
+// linear with it (q/k/v_proj, gate/up_proj), so both devices quantise that input alike.
+Result<float> fused_input_scale(const SafetensorsModel& t, const std::string& prefix) {
+  static const std::vector<std::vector<std::string>> kFused = {{"q_proj", "k_proj", "v_proj"},
+                                                               {"gate_proj", "up_proj"}};
+  const size_t dot = prefix.rfind('.');
+  const std::string parent = dot == std::string::npos ? "" : prefix.substr(0, dot + 1);
+  const std::string leaf = prefix.substr(parent.size());
+  std::vector<std::string> names = {leaf};
+  for (const auto& group : kFused)
+    if (std::find(group.begin(), group.end(), leaf) != group.end()) names = group;
+  float scale = 0.0f;
+  for (const std::string& name : names) {
+    if (name != leaf && t.find(parent + name + ".input_scale") == nullptr) continue;
+    CROSSPOINT_ASSIGN_OR_RETURN(float s, read_input_scale(t, parent + name + ".input_scale"));
+    scale = std::max(scale, s);
+  }
+  return scale;
+}
 
 class Fp8Format final : public LinearWeightFormat {
  public:
@@ -74,9 +110,11 @@ class Fp8Format final : public LinearWeightFormat {
         return corrupt(scale->file + ": tensor " + scale_name + " holds " + std::to_string(scales[n]) + " at row " +
                        std::to_string(n) + ", expected a finite non-negative scale");
     }
+    float input_scale = 0.0f;
+    if (q.fp8.static_input_scale) { CROSSPOINT_ASSIGN_OR_RETURN(input_scale, fused_input_scale(t, r.prefix)); }
     CROSSPOINT_ASSIGN_OR_RETURN(std::vector<float> bias, load_bias(r));
-    return std::unique_ptr<LinearWeight>(
-        new Fp8LinearWeight(weight->data, std::move(scales), std::move(bias), r.out_features, r.in_features));
+    return std::unique_ptr<LinearWeight>(new Fp8LinearWeight(weight->data, std::move(scales), std::move(bias),
+                                                             r.out_features, r.in_features, input_scale));
   }
 };
 

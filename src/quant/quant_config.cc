@@ -132,9 +132,13 @@ Result<QuantConfig> parse_compressed_tensors(const json& q, const std::string& w
       return unsupported(gw + ".output_activations is set: output quantisation is not supported");
     if (config.scheme == QuantScheme::kFp8Dynamic) {
       CROSSPOINT_RETURN_IF_ERROR(check_float8_args(weights, gw + ".weights", "channel", "tensor", false));
-      CROSSPOINT_RETURN_IF_ERROR(check_float8_args(group.value("input_activations", json()), gw + ".input_activations",
-                                                   "token", "token", true));
+      const json inputs = group.value("input_activations", json());
+      const bool static_inputs = inputs.is_object() && inputs.value("dynamic", json(true)) == json(false);
+      CROSSPOINT_RETURN_IF_ERROR(static_inputs
+                                     ? check_float8_args(inputs, gw + ".input_activations", "tensor", "tensor", false)
+                                     : check_float8_args(inputs, gw + ".input_activations", "token", "token", true));
       config.fp8.per_channel_weight_scale = weights["strategy"] == "channel";
+      config.fp8.static_input_scale = static_inputs;
     } else {
       if (group.contains("input_activations") && !group["input_activations"].is_null())
         return unsupported(gw + ".input_activations is set: pack-quantized is supported for W4A16 (weights only)");

@@ -6,7 +6,8 @@
 //   compressed-tensors FP8-dynamic: quant_method "compressed-tensors", format
 //                                 "float-quantized", config groups with weights
 //                                 {8-bit float, channel (or tensor), symmetric, static} and
-//                                 input_activations {8-bit float, token, symmetric, dynamic}
+//                                 input_activations {8-bit float, symmetric, token and dynamic,
+//                                 or tensor and static (a calibrated input_scale per layer)}
 //   compressed-tensors W4A16:     format "pack-quantized" (llm-compressor's W4A16 presets),
 //                                 config groups with weights {4-bit int, group or channel,
 //                                 symmetric or not, static, actorder any} and no activations
@@ -43,6 +44,7 @@ struct GptqConfig {
 
 struct Fp8Config {
   bool per_channel_weight_scale = true;  // "channel": [N, 1]; false for "tensor": [1]
+  bool static_input_scale = false;       // input_activations {"tensor", static}: prefix.input_scale
 };
 
 struct QuantConfig {

@@ -65,6 +65,26 @@ TEST(Fp8Quantize, BitExactAgainstReference) {
   }
 }
 
+// A static activation scale: q = e4m3(x / s) for every row, s written as every row's scale.
+TEST(Fp8Quantize, StaticScaleBitExactAgainstReference) {
+  CROSSPOINT_SKIP_WITHOUT_GPU();
+  std::mt19937 rng(4);
+  const int m = 5, k = 333;
+  const float static_scale = 0.0137f;
+  auto x = testing::random_f16(rng, static_cast<size_t>(m) * k, -4.f, 4.f);
+  x[7] = crosspoint::f32_to_f16(60000.f);  // beyond 448 x scale: saturates
+  std::vector<uint8_t> q_ref(x.size());
+  for (size_t i = 0; i < x.size(); ++i) q_ref[i] = testing::e4m3_from_f32(crosspoint::f16_to_f32(x[i]) / static_scale);
+  DeviceBuffer<uint16_t> x_dev(x);
+  DeviceBuffer<uint8_t> q(x.size());
+  DeviceBuffer<float> s(m), scale_dev(std::vector<float>{static_scale});
+  q.poison(0x7F);
+  ASSERT_TRUE(fp8_quantize_static(x_dev.get(), k, q.get(), k, s.get(), scale_dev.get(), m, k, nullptr).is_ok());
+  EXPECT_EQ(q.download(), q_ref);
+  EXPECT_EQ(s.download(), std::vector<float>(m, static_scale));
+  EXPECT_EQ(q_ref[7], 0x7E);
+}
+
 struct Fp8Problem {
   int m, n, k;
   std::vector<uint8_t> xq, wq;

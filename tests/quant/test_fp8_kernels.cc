@@ -117,6 +117,25 @@ TEST(Fp8QuantizeTest, QuantisesTheFp16ValueOfEachActivation) {
   }
 }
 
+// A static activation scale (checkpoints with a calibrated input_scale): every row takes it,
+// values beyond 448 x scale saturate, and fast and reference agree bit for bit.
+TEST(Fp8QuantizeTest, StaticScaleIsEveryRowsScale) {
+  const int64_t rows = 3, cols = 40;
+  auto x = random_normal(rows * cols, 12, 2.0f);
+  x[1 * cols + 3] = 1e4f;  // beyond 448 x 0.5: saturates to 448
+  std::vector<uint8_t> q1(rows * cols), q2(rows * cols);
+  std::vector<float> s1(rows), s2(rows);
+  ASSERT_TRUE(fp8_quantize_per_token({x.data(), 0, q1.data(), s1.data(), rows, cols, 0.5f}).is_ok());
+  ASSERT_TRUE(fp8_quantize_per_token_ref({x.data(), 0, q2.data(), s2.data(), rows, cols, 0.5f}).is_ok());
+  EXPECT_EQ(q1, q2);
+  EXPECT_EQ(s1, std::vector<float>(rows, 0.5f));
+  EXPECT_EQ(q1[1 * cols + 3], 0x7E);
+  for (int64_t i = 0; i < rows * cols; ++i)
+    if (i != 1 * cols + 3) EXPECT_EQ(q1[i], f32_to_e4m3(round_to_f16_saturated(x[i]) / 0.5f)) << i;
+  EXPECT_EQ(fp8_quantize_per_token({x.data(), 0, q1.data(), s1.data(), rows, cols, -1.0f}).code(),
+            StatusCode::kInvalidArgument);
+}
+
 struct Fp8LinearCase {
   int64_t rows, in, out;
   bool bias;
@@ -187,6 +206,26 @@ TEST(Fp8LinearTest, RejectsBadArguments) {
   EXPECT_EQ(fp8_linear({x, 0, w, s, nullptr, y, 1, 0, 2}).code(), StatusCode::kInvalidArgument);
   EXPECT_EQ(fp8_linear({x, 0, w, nullptr, nullptr, y, 1, 2, 2}).code(), StatusCode::kInvalidArgument);
   EXPECT_EQ(fp8_linear({x, 1, w, s, nullptr, y, 1, 2, 2}).code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(fp8_linear({x, 0, w, s, nullptr, y, 1, 2, 2, NAN}).code(), StatusCode::kInvalidArgument);
+}
+
+TEST(Fp8LinearTest, StaticInputScaleMatchesReference) {
+  const int64_t rows = 5, in = 48, out = 24;
+  const auto x = random_normal(rows * in, 13);
+  const auto w_float = random_normal(out * in, 14, 0.05f);
+  std::vector<uint8_t> w(out * in);
+  std::vector<float> w_scale(out, 0.02f);
+  for (int64_t i = 0; i < out * in; ++i) w[i] = f32_to_e4m3(w_float[i] / 0.02f);
+  std::vector<float> y(rows * out), y_ref(rows * out), y_dynamic(rows * out);
+  Fp8LinearArgs args{x.data(), 0, w.data(), w_scale.data(), nullptr, y.data(), rows, in, out, 0.01f};
+  ASSERT_TRUE(fp8_linear(args).is_ok());
+  args.y = y_ref.data();
+  ASSERT_TRUE(fp8_linear_ref(args).is_ok());
+  EXPECT_LE(max_abs_diff(y, y_ref), 1e-4f);
+  args.y = y_dynamic.data();
+  args.input_scale = 0.0f;
+  ASSERT_TRUE(fp8_linear(args).is_ok());
+  EXPECT_GT(max_abs_diff(y, y_dynamic), 0.0f) << "the static scale changed nothing";
 }
 
 }  // namespace

@@ -1,8 +1,7 @@
 // The W4A16 layouts hub checkpoints ship besides GPTQ: compressed-tensors' pack-quantized
-// (llm-compressor) and AutoAWQ's GEMM layout. Peers: tiny checkpoints packed by
-// compressed-tensors and logits from transformers loading them (make_quantized_checkpoints.py);
-// the same codes written in all three layouts must dequantise to the same weight; and every
-// inconsistency is refused naming the field or tensor.
+// (llm-compressor) and AutoAWQ's GEMM layout. The same codes written in all three layouts must
+// dequantise to the same weight, and every inconsistency is refused naming the field or tensor.
+// Whole checkpoints against transformers: test_hub_checkpoints_vs_transformers.cc.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -11,8 +10,6 @@
 #include <random>
 
 #include "common/dtype.h"
-#include "model/model.h"
-#include "model/model_test_util.h"
 #include "quant/awq_format.h"
 #include "quant/gptq_linear_weight.h"
 #include "quant/packed_int4_format.h"
@@ -283,36 +280,6 @@ TEST(Int4CheckpointLayoutTest, RefusesInconsistentTensorsNamingThem) {
   EXPECT_NE(r.status().message().find("layer.qzeros has shape [4, 2], expected [2, 2]"), std::string::npos)
       << r.status().message();
 }
-
-// ---- tiny checkpoints against transformers ----
-
-// bf16 scales become fp16 in the GPTQ layout the kernels read (exact at these magnitudes), and
-// the CPU model computes in f32 as the reference does on the f32-dequantised weights: the
-// tolerance of the dense fixtures (test_model_vs_transformers.cc).
-constexpr float kLogitTolerance = 1e-3f;
-
-class Int4CheckpointVsTransformers : public ::testing::TestWithParam<const char*> {};
-
-TEST_P(Int4CheckpointVsTransformers, PrefillLogitsOfEveryPosition) {
-  ModelLoadOptions options;
-  options.linear_formats = quantized_linear_weight_formats();
-  auto model = Model::load(testing::model_fixture_dir(GetParam()), options);
-  ASSERT_TRUE(model.is_ok()) << model.status().to_string();
-  EXPECT_EQ((*model)->weight_format_name().rfind("w4a16-g", 0), 0u) << (*model)->weight_format_name();
-  const testing::TransformersReference ref = testing::load_reference(GetParam());
-  const int64_t n = static_cast<int64_t>(ref.token_ids.size()), V = ref.vocab_size;
-  CpuKvCache cache((*model)->kv_cache_shape(8, 4));
-  testing::BatchBuilder builder(1, 8, 4);
-  std::vector<float> logits(n * V);
-  ASSERT_TRUE((*model)->forward(builder.build({{0, ref.token_ids}}, true), cache, logits.data()).is_ok());
-  float worst = 0.0f;
-  for (int64_t i = 0; i < n * V; ++i) worst = std::max(worst, std::fabs(logits[i] - ref.logits[i]));
-  EXPECT_LE(worst, kLogitTolerance);
-}
-
-INSTANTIATE_TEST_SUITE_P(TinyCheckpoints, Int4CheckpointVsTransformers,
-                         ::testing::Values("qwen2_w4a16_packed_g64", "llama_w4a16_packed_asym_channel",
-                                           "qwen2_awq_gemm_g32"));
 
 }  // namespace
 }  // namespace crosspoint

@@ -150,6 +150,76 @@ TEST(Fp8FormatTest, LoadsAndRunsLikeTheReference) {
   EXPECT_LE(max_abs_diff(y, y_ref), 1e-4f * (1.0f + max_abs(y_ref)));
 }
 
+std::string fp8_static_config() {
+  return R"({"quant_method": "compressed-tensors", "format": "float-quantized", "quantization_status": "compressed",
+    "config_groups": {"group_0": {"targets": ["Linear"],
+      "weights": {"num_bits": 8, "type": "float", "strategy": "tensor", "dynamic": false},
+      "input_activations": {"num_bits": 8, "type": "float", "strategy": "tensor", "dynamic": false}}},
+    "ignore": ["lm_head"]})";
+}
+
+TEST(Fp8FormatTest, StaticInputScalesAreReadAndFusedLayersShareTheLargest) {
+  auto parsed = parse_quant_config(fp8_static_config());
+  ASSERT_TRUE(parsed.is_ok()) << parsed.status().to_string();
+  EXPECT_TRUE(parsed->fp8.static_input_scale);
+  EXPECT_FALSE(parsed->fp8.per_channel_weight_scale);
+  const int64_t K = 16, N = 8;
+  std::vector<uint8_t> w(N * K, 0x38);
+  auto one = [](float v) { return bytes_of(std::vector<float>{v}); };
+  std::vector<TensorToWrite> tensors;
+  const float input_scales[] = {0.25f, 0.5f, 0.125f};  // q, k, v: the GPU runs them as one linear
+  const char* names[] = {"q_proj", "k_proj", "v_proj"};
+  for (int i = 0; i < 3; ++i) {
+    const std::string p = std::string("model.layers.0.self_attn.") + names[i];
+    tensors.push_back({p + ".weight", DType::kF8E4M3, {N, K}, w});
+    tensors.push_back({p + ".weight_scale", DType::kF32, {1}, one(0.01f)});
+    tensors.push_back({p + ".input_scale", DType::kF32, {1}, one(input_scales[i])});
+  }
+  tensors.push_back({"model.layers.0.self_attn.o_proj.weight", DType::kF8E4M3, {N, K}, w});
+  tensors.push_back({"model.layers.0.self_attn.o_proj.weight_scale", DType::kF32, {1}, one(0.01f)});
+  tensors.push_back({"model.layers.0.self_attn.o_proj.input_scale",
+                     DType::kBF16,
+                     {},
+                     bytes_of(std::vector<uint16_t>{f32_to_bf16(0.75f)})});
+  TempCheckpoint ckpt(tensors);
+  ModelConfig config;
+  config.quantization_config_json = fp8_static_config();
+  for (const char* name : {"q_proj", "k_proj", "v_proj", "o_proj"}) {
+    LinearWeightRequest r = request_for(ckpt, config, K, N);
+    r.prefix = std::string("model.layers.0.self_attn.") + name;
+    auto layer = fp8_linear_weight_format()->load(r);
+    ASSERT_TRUE(layer.is_ok()) << layer.status().to_string();
+    EXPECT_EQ((*layer)->format_name(), "w8a8-fp8-static");
+    const auto storage = std::get<Fp8WeightStorage>((*layer)->view().storage);
+    EXPECT_EQ(storage.input_scale, std::string(name) == "o_proj" ? 0.75f : 0.5f) << name;
+  }
+}
+
+TEST(Fp8FormatTest, StaticInputScaleMissingOrBadIsRefusedNamingIt) {
+  const int64_t K = 16, N = 8;
+  std::vector<uint8_t> w(N * K, 0x38);
+  ModelConfig config;
+  config.quantization_config_json = fp8_static_config();
+  for (const auto& [scale, needle] : std::vector<std::pair<std::vector<float>, std::string>>{
+           {{}, "layer.input_scale"}, {{0.0f}, "expected a finite positive scale"}, {{1.0f, 2.0f}, "shape [2]"}}) {
+    std::vector<TensorToWrite> tensors = {{"layer.weight", DType::kF8E4M3, {N, K}, w},
+                                          {"layer.weight_scale", DType::kF32, {1}, bytes_of(std::vector<float>{1.0f})}};
+    if (!scale.empty())
+      tensors.push_back({"layer.input_scale", DType::kF32, {static_cast<int64_t>(scale.size())}, bytes_of(scale)});
+    TempCheckpoint ckpt(tensors);
+    auto r = fp8_linear_weight_format()->load(request_for(ckpt, config, K, N));
+    ASSERT_FALSE(r.is_ok()) << needle;
+    EXPECT_NE(r.status().message().find(needle), std::string::npos) << r.status().message();
+  }
+  // Static activations must be per tensor.
+  std::string token_static = fp8_static_config();
+  token_static.replace(token_static.rfind("\"tensor\""), 8, "\"token\"");
+  auto parsed = parse_quant_config(token_static);
+  ASSERT_FALSE(parsed.is_ok());
+  EXPECT_NE(parsed.status().message().find("input_activations.strategy is 'token'"), std::string::npos)
+      << parsed.status().message();
+}
+
 TEST(Fp8FormatTest, RefusesMissingScaleWrongDtypeAndShape) {
   const int64_t K = 16, N = 8;
   std::vector<uint8_t> w(N * K, 0x38);

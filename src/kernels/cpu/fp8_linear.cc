@@ -116,12 +116,14 @@ Status fp8_quantize_per_token(const Fp8QuantizeArgs& a) {
       const float* row = a.x + t * stride;
       float amax = 0.0f;
       round_to_f16(row, h.data(), a.num_cols);
-      if (vector) {
+      if (a.static_scale > 0.0f) {
+        // a static activation scale: no amax
+      } else if (vector) {
         amax = row_amax_avx2(h.data(), a.num_cols);
       } else {
         for (int64_t k = 0; k < a.num_cols; ++k) amax = std::max(amax, std::fabs(h[k]));
       }
-      const float scale = std::max(amax / kE4M3Max, kFp8MinActScale);
+      const float scale = a.static_scale > 0.0f ? a.static_scale : std::max(amax / kE4M3Max, kFp8MinActScale);
       a.scale[t] = scale;
       uint8_t* out = a.xq + t * a.num_cols;
       for (int64_t k = 0; k < a.num_cols; ++k) out[k] = f32_to_e4m3(h[k] / scale);
@@ -138,7 +140,8 @@ Status fp8_linear(const Fp8LinearArgs& a) {
   std::vector<uint8_t> xq(static_cast<size_t>(a.num_rows * K));   // [num_rows, K] e4m3
   std::vector<float> act_scale(static_cast<size_t>(a.num_rows));  // [num_rows]
   std::vector<float> xf(static_cast<size_t>(a.num_rows * K));     // [num_rows, K] f32
-  CROSSPOINT_RETURN_IF_ERROR(fp8_quantize_per_token({a.x, a.x_row_stride, xq.data(), act_scale.data(), a.num_rows, K}));
+  CROSSPOINT_RETURN_IF_ERROR(
+      fp8_quantize_per_token({a.x, a.x_row_stride, xq.data(), act_scale.data(), a.num_rows, K, a.input_scale}));
   const float* table = e4m3_to_f32_table();
   for (size_t i = 0; i < xq.size(); ++i) xf[i] = table[xq[i]];
   const Fp8Problem problem{a, xf.data(), act_scale.data()};

@@ -59,7 +59,36 @@ __global__ void __launch_bounds__(kThreads)
     out[i] = static_cast<uint8_t>(fp8_quantize_value(__half2float(row[i]), s));
 }
 
+// One block per row; no amax pass.
+__global__ void __launch_bounds__(kThreads)
+    fp8_quantize_static_kernel(const __half* __restrict__ x, int64_t x_stride, uint8_t* __restrict__ q,
+                               int64_t q_stride, float* __restrict__ scale, const float* __restrict__ static_scale,
+                               int k) {
+  wait_for_prior_kernels();
+  allow_dependent_launch();
+  const float s = *static_scale;
+  if (threadIdx.x == 0) scale[blockIdx.x] = s;
+  const __half* row = x + blockIdx.x * x_stride;
+  uint8_t* out = q + blockIdx.x * q_stride;
+  for (int i = threadIdx.x; i < k; i += kThreads)
+    out[i] = static_cast<uint8_t>(fp8_quantize_value(__half2float(row[i]), s));
+}
+
 }  // namespace
+
+Status fp8_quantize_static(const uint16_t* x, int64_t x_stride, uint8_t* q, int64_t q_stride, float* scale,
+                           const float* static_scale, int m, int k, cudaStream_t stream) {
+  if (m == 0) return Status::ok();
+  if (m < 0 || k <= 0)
+    return invalid_argument("fp8_quantize_static: bad shape m=" + std::to_string(m) + " k=" + std::to_string(k));
+  if (x_stride < k || q_stride < k) return invalid_argument("fp8_quantize_static: row stride smaller than k");
+  if (static_scale == nullptr) return invalid_argument("fp8_quantize_static: no scale");
+  CROSSPOINT_CUDA_RETURN_IF_ERROR(
+      launch_programmatic(fp8_quantize_static_kernel, dim3(m), dim3(kThreads), 0, stream,
+                          reinterpret_cast<const __half*>(x), x_stride, q, q_stride, scale, static_scale, k),
+      "fp8_quantize_static launch");
+  return last_launch_status("fp8_quantize_static launch");
+}
 
 Status fp8_quantize_per_token(const uint16_t* x, int64_t x_stride, uint8_t* q, int64_t q_stride, float* scale, int m,
                               int k, cudaStream_t stream) {

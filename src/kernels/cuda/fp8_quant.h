@@ -23,4 +23,10 @@ inline constexpr float kFp8MinScale = 1.0f / (448.0f * 512.0f);
 Status fp8_quantize_per_token(const uint16_t* x, int64_t x_stride, uint8_t* q, int64_t q_stride, float* scale, int m,
                               int k, cudaStream_t stream);
 
+// The same with a static activation scale (checkpoints with a calibrated input_scale):
+//   q[m, k] = e4m3(x[m, k] / *static_scale), scale[m] = *static_scale (so the GEMM's per-row
+//   epilogue runs unchanged). static_scale is one f32 on the device.
+Status fp8_quantize_static(const uint16_t* x, int64_t x_stride, uint8_t* q, int64_t q_stride, float* scale,
+                           const float* static_scale, int m, int k, cudaStream_t stream);
+
 }  // namespace crosspoint::cuda

@@ -75,6 +75,16 @@ Status upload_fp8_parts(const std::vector<LinearPart>& parts, CudaLinear& out) {
     row += static_cast<size_t>(N);
   }
   CROSSPOINT_ASSIGN_OR_RETURN(out.weight_scale, upload_bytes(scales.data(), scales.size() * 4, out.name + " scales"));
+  // Static activation scales: the parts were loaded with their fused maximum (fp8_linear_weight.h).
+  const float input_scale = storage_of<Fp8WeightStorage>(parts[0]).input_scale;
+  for (const LinearPart& p : parts)
+    if (storage_of<Fp8WeightStorage>(p).input_scale != input_scale)
+      return unsupported(out.name + ": " + p.prefix + " and " + parts[0].prefix +
+                         " have different static activation scales; fused linears need one");
+  if (input_scale > 0.0f) {
+    CROSSPOINT_ASSIGN_OR_RETURN(out.input_scale,
+                                upload_bytes(&input_scale, sizeof input_scale, out.name + " input_scale"));
+  }
   return Status::ok();
 }
 
@@ -207,6 +217,12 @@ Status run_linear_rows(const CudaLinear& l, const CudaLinearScratch& s, const ui
     case CudaLinearFormat::kFp16:
       return fp16_linear(*s.cublas, x, K, l.weight.as<uint16_t>(), K, y, N, m, N, K, stream);
     case CudaLinearFormat::kFp8:
+      if (!l.input_scale.empty()) {
+        CROSSPOINT_RETURN_IF_ERROR(
+            fp8_quantize_static(x, K, s.xq, K, s.x_scale, l.input_scale.as<float>(), m, K, stream));
+        return fp8_linear(*s.cublas, s.xq, K, s.x_scale, l.weight.as<uint8_t>(), K, l.weight_scale.as<float>(), y, N, m,
+                          N, K, s.fp8_epilogue, stream);
+      }
       // Small M: one fused kernel quantises x and runs the GEMV (s.xq / s.x_scale untouched).
       return fp8_linear_from_fp16(*s.cublas, x, K, s.xq, K, s.x_scale, l.weight.as<uint8_t>(), K,
                                   l.weight_scale.as<float>(), y, N, m, N, K, s.fp8_epilogue, stream);
@@ -234,7 +250,8 @@ Status run_cuda_linear(const CudaLinear& l, const CudaLinearScratch& s, const ui
 }
 
 bool cuda_linear_takes_fp8_rows(const CudaLinear& l, const CudaLinearScratch& s, const uint16_t* x, int m) {
-  if (l.format != CudaLinearFormat::kFp8 || s.xq == nullptr || m <= 0) return false;
+  // A static activation scale is applied by run_cuda_linear itself, not by a per-token producer.
+  if (l.format != CudaLinearFormat::kFp8 || !l.input_scale.empty() || s.xq == nullptr || m <= 0) return false;
   const int64_t K = l.in_features;
   const int rows = s.slab_rows > 0 ? s.slab_rows : m;  // what each launch of run_cuda_linear sees
   return !fp8_linear_fuses_quantisation(x, K, K, rows, static_cast<int>(K));

@@ -38,9 +38,12 @@ struct CudaLinear {
   DeviceBuffer weight;        // fp16 [N, K] | e4m3 [N, K] | uint32 W4A16 packed [N/16][K/64][32][4]
   DeviceBuffer weight_scale;  // w8a8: f32 [N] | w4a16: uint32 packed half2 scales | fp16: empty
   DeviceBuffer k_perm;        // w4a16 act-order: int32 [K], else empty
+  DeviceBuffer input_scale;   // w8a8 with a static activation scale: f32 [1], else empty (per token)
   DeviceBuffer bias;          // fp16 [N] or empty
 
-  size_t device_bytes() const { return weight.bytes() + weight_scale.bytes() + k_perm.bytes() + bias.bytes(); }
+  size_t device_bytes() const {
+    return weight.bytes() + weight_scale.bytes() + k_perm.bytes() + input_scale.bytes() + bias.bytes();
+  }
 };
 
 // Batch-invariant mode (serve --deterministic) runs every linear on slabs of this many rows, the

@@ -172,6 +172,7 @@ Status CudaModel::upload_weights(const Model& model) {
   if (!layers_.empty() && layers_[0].qkv.format == CudaLinearFormat::kW4A16)
     weight_format_name_ +=
         "-g" + std::to_string(layers_[0].qkv.group_size) + (layers_[0].qkv.k_perm.empty() ? "" : "-act");
+  if (!layers_.empty() && !layers_[0].qkv.input_scale.empty()) weight_format_name_ += "-static";  // as the CPU names it
   return Status::ok();
 }
 
