@@ -81,9 +81,13 @@ class Fp8Format final : public LinearWeightFormat {
  public:
   std::string name() const override { return "w8a8-fp8"; }
   bool matches(const ModelConfig& config) const override {
-    // Every compressed-tensors format but W4A16's: its parser names what is not FP8.
-    return quant_method_of(config.quantization_config_json) == "compressed-tensors" &&
-           compressed_tensors_format_of(config.quantization_config_json) != "pack-quantized";
+    // Every compressed-tensors format but W4A16's (its parser names what is not FP8), and vLLM's
+    // per-tensor "fp8"; block-wise FP8 has its own format.
+    const std::string& text = config.quantization_config_json;
+    const std::string method = quant_method_of(text);
+    if (is_block_fp8_config(text)) return false;
+    return method == "fp8" ||
+           (method == "compressed-tensors" && compressed_tensors_format_of(text) != "pack-quantized");
   }
   Result<std::unique_ptr<LinearWeight>> load(const LinearWeightRequest& r) const override {
     CROSSPOINT_ASSIGN_OR_RETURN(QuantConfig q, parse_quant_config(r.config->quantization_config_json));

@@ -6,6 +6,7 @@
 #include <optional>
 #include <regex>
 #include <type_traits>
+#include <utility>
 
 namespace crosspoint {
 namespace {
@@ -74,6 +75,67 @@ Status check_float8_args(const json& args, const std::string& where, const std::
   return Status::ok();
 }
 
+// A [block_n, block_k] pair of positive block sizes at `field`, or an error naming it.
+Result<std::pair<int64_t, int64_t>> block_sizes(const json& value, const std::string& field) {
+  if (!value.is_array() || value.size() != 2 || !value[0].is_number_integer() || !value[1].is_number_integer() ||
+      value[0].get<int64_t>() <= 0 || value[1].get<int64_t>() <= 0 || value[0].get<int64_t>() > (1 << 20) ||
+      value[1].get<int64_t>() > (1 << 20))
+    return unsupported(field + " is " + value.dump() + ": expected [block_n, block_k], two positive integers");
+  return std::pair<int64_t, int64_t>{value[0].get<int64_t>(), value[1].get<int64_t>()};
+}
+
+// compressed-tensors' FP8_BLOCK: weights {8-bit float, "block", block_structure [bn, bk]},
+// input_activations {8-bit float, "group", group_size bk, dynamic}.
+Result<Fp8Config> parse_fp8_block_args(const json& weights, const json& inputs, const std::string& gw) {
+  CROSSPOINT_RETURN_IF_ERROR(check_float8_args(weights, gw + ".weights", "block", "block", false));
+  CROSSPOINT_RETURN_IF_ERROR(check_float8_args(inputs, gw + ".input_activations", "group", "group", true));
+  Fp8Config f;
+  CROSSPOINT_ASSIGN_OR_RETURN(auto blocks,
+                              block_sizes(weights.value("block_structure", json()), gw + ".weights.block_structure"));
+  f.block_n = blocks.first;
+  f.block_k = blocks.second;
+  CROSSPOINT_ASSIGN_OR_RETURN(int64_t group,
+                              get_field<int64_t>(inputs, "group_size", gw + ".input_activations", 0, true));
+  if (group != f.block_k)
+    return unsupported(gw + ".input_activations.group_size is " + std::to_string(group) +
+                       ": expected the weight block's " + std::to_string(f.block_k));
+  return f;
+}
+
+// quant_method "fp8" (transformers' FineGrainedFP8Config and vLLM's Fp8Config):
+// {"activation_scheme": "dynamic", "weight_block_size": [128, 128], "fmt": "e4m3",
+// "modules_to_not_convert": [...]}; without weight_block_size, per-tensor weight scales.
+Result<QuantConfig> parse_fp8_method(const json& q, const std::string& where) {
+  QuantConfig config;
+  CROSSPOINT_ASSIGN_OR_RETURN(std::string fmt, get_field<std::string>(q, "fmt", where, "e4m3", false));
+  if (fmt != "e4m3") return unsupported(where + ".fmt is '" + fmt + "': only e4m3 is supported");
+  CROSSPOINT_ASSIGN_OR_RETURN(std::string scale_fmt, get_field<std::string>(q, "scale_fmt", where, "float", false));
+  if (scale_fmt != "float")
+    return unsupported(where + ".scale_fmt is '" + scale_fmt + "': only float32 block scales are supported");
+  CROSSPOINT_ASSIGN_OR_RETURN(std::string activations,
+                              get_field<std::string>(q, "activation_scheme", where, "dynamic", false));
+  if (activations != "dynamic" && activations != "static")
+    return unsupported(where + ".activation_scheme is '" + activations + "': expected 'dynamic' or 'static'");
+  if (q.contains("weight_block_size") && !q["weight_block_size"].is_null()) {
+    if (activations != "dynamic")
+      return unsupported(where + ".activation_scheme is 'static': block-wise FP8 quantises activations dynamically");
+    CROSSPOINT_ASSIGN_OR_RETURN(auto blocks, block_sizes(q["weight_block_size"], where + ".weight_block_size"));
+    config.scheme = QuantScheme::kFp8Block;
+    config.fp8.block_n = blocks.first;
+    config.fp8.block_k = blocks.second;
+    config.fp8.block_scale_name = "weight_scale_inv";
+  } else {
+    config.scheme = QuantScheme::kFp8Dynamic;
+    config.fp8.per_channel_weight_scale = false;
+    config.fp8.static_input_scale = activations == "static";
+  }
+  for (const char* key : {"modules_to_not_convert", "ignored_layers"})
+    if (q.contains(key) && q[key].is_array())
+      for (const auto& name : q[key])
+        if (name.is_string()) config.ignore_containing.push_back(name.get<std::string>());
+  return config;
+}
+
 // W4A16 weights of a pack-quantized group: 4-bit int, static, group (group_size > 0) or
 // channel (one group over all inputs), symmetric or not, any actorder.
 Result<GptqConfig> parse_int4_weight_args(const json& args, const std::string& where) {
@@ -130,7 +192,12 @@ Result<QuantConfig> parse_compressed_tensors(const json& q, const std::string& w
     first_weights = weights;
     if (group.contains("output_activations") && !group["output_activations"].is_null())
       return unsupported(gw + ".output_activations is set: output quantisation is not supported");
-    if (config.scheme == QuantScheme::kFp8Dynamic) {
+    if (config.scheme != QuantScheme::kPackedInt4 && weights.is_object() &&
+        weights.value("strategy", json()) == "block") {
+      CROSSPOINT_ASSIGN_OR_RETURN(config.fp8,
+                                  parse_fp8_block_args(weights, group.value("input_activations", json()), gw));
+      config.scheme = QuantScheme::kFp8Block;
+    } else if (config.scheme == QuantScheme::kFp8Dynamic) {
       CROSSPOINT_RETURN_IF_ERROR(check_float8_args(weights, gw + ".weights", "channel", "tensor", false));
       const json inputs = group.value("input_activations", json());
       const bool static_inputs = inputs.is_object() && inputs.value("dynamic", json(true)) == json(false);
@@ -220,7 +287,9 @@ Result<QuantConfig> parse_quant_config(const std::string& json_text, const std::
   if (method == "gptq") return parse_gptq(q, where);
   if (method == "compressed-tensors") return parse_compressed_tensors(q, where);
   if (method == "awq") return parse_awq(q, where);
-  return unsupported(where + ".quant_method is '" + method + "': supported are 'gptq', 'awq' and 'compressed-tensors'");
+  if (method == "fp8") return parse_fp8_method(q, where);
+  return unsupported(where + ".quant_method is '" + method +
+                     "': supported are 'gptq', 'awq', 'fp8' and 'compressed-tensors'");
 }
 
 std::string gptq_quantization_config_json(const GptqConfig& g, double damp_percent, bool true_sequential) {

@@ -13,6 +13,12 @@
 //                                 symmetric or not, static, actorder any} and no activations
 //   AWQ (AutoAWQ):                quant_method "awq", bits 4, group_size, zero_point true,
 //                                 version "gemm"
+//   Block-wise FP8:               quant_method "fp8" with weight_block_size [bn, bk] and
+//                                 activation_scheme "dynamic" (Qwen3 / DeepSeek *-FP8), or
+//                                 compressed-tensors weights {float 8, "block", block_structure}
+//                                 with input_activations {float 8, "group", group_size bk, dynamic}
+//   Per-tensor FP8 (vLLM "fp8"):  quant_method "fp8" without weight_block_size; activation_scheme
+//                                 "dynamic" (per token) or "static" (input_scale)
 // Layouts: ../shared/docs/reference/checkpoint-formats.md and docs/quantization.md.
 #pragma once
 
@@ -30,6 +36,7 @@ enum class QuantScheme {
   kFp8Dynamic,  // W8A8-FP8, compressed-tensors
   kPackedInt4,  // W4A16, compressed-tensors pack-quantized
   kAwqInt4,     // W4A16, AutoAWQ's GEMM layout
+  kFp8Block,    // W8A8-FP8 with 2-D weight blocks and per-token-group activations
 };
 
 // The parameters of every W4A16 scheme (GPTQ, pack-quantized, AWQ); the field names are GPTQ's.
@@ -45,6 +52,11 @@ struct GptqConfig {
 struct Fp8Config {
   bool per_channel_weight_scale = true;  // "channel": [N, 1]; false for "tensor": [1]
   bool static_input_scale = false;       // input_activations {"tensor", static}: prefix.input_scale
+  // kFp8Block: weight tiles of block_n x block_k and their scale tensor's name ("weight_scale"
+  // in compressed-tensors, "weight_scale_inv" in quant_method "fp8" checkpoints).
+  int64_t block_n = 0;
+  int64_t block_k = 0;
+  std::string block_scale_name = "weight_scale";
 };
 
 struct QuantConfig {

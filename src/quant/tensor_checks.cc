@@ -41,6 +41,20 @@ std::string quant_method_of(const std::string& text) {
   return q["quant_method"].get<std::string>();
 }
 
+bool is_block_fp8_config(const std::string& text) {
+  if (text.empty()) return false;
+  const auto q = nlohmann::json::parse(text, nullptr, false);
+  if (!q.is_object()) return false;
+  const auto method = q.value("quant_method", nlohmann::json());
+  if (method == "fp8") return q.contains("weight_block_size") && !q["weight_block_size"].is_null();
+  if (method != "compressed-tensors" || !q.contains("config_groups") || !q["config_groups"].is_object()) return false;
+  for (const auto& [name, group] : q["config_groups"].items())
+    if (group.is_object() && group.contains("weights") && group["weights"].is_object() &&
+        group["weights"].value("strategy", nlohmann::json()) == "block")
+      return true;
+  return false;
+}
+
 std::string compressed_tensors_format_of(const std::string& text) {
   if (text.empty()) return "";
   const auto q = nlohmann::json::parse(text, nullptr, false);

@@ -24,6 +24,10 @@ Result<std::vector<float>> load_bias(const LinearWeightRequest& request);
 // "gptq", "compressed-tensors", ... or "" when absent or unreadable.
 std::string quant_method_of(const std::string& quantization_config_json);
 
+// True for block-wise FP8 configs: quant_method "fp8" with a weight_block_size, or
+// compressed-tensors with a config group whose weights have strategy "block".
+bool is_block_fp8_config(const std::string& quantization_config_json);
+
 // compressed-tensors' "format" ("float-quantized", "pack-quantized", ...) or "" when absent.
 std::string compressed_tensors_format_of(const std::string& quantization_config_json);
 

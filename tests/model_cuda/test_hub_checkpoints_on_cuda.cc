@@ -1,7 +1,7 @@
 // Quantised checkpoints in hub layouts (made by compressed-tensors or to AutoAWQ's layout:
 // tests/fixtures/model/make_quantized_checkpoints.py) on the GPU against the CPU model in the
 // GPU's dtype flow: pack-quantized W4A16 and FP8 with static activation scales; asymmetric int4
-// is refused on the GPU with a message naming why. Skips without a GPU.
+// and block-wise FP8 are refused on the GPU with a message naming why. Skips without a GPU.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -86,6 +86,15 @@ TEST(HubCheckpointsOnCuda, AsymmetricInt4ZeroPointsAreRefused) {
     ASSERT_FALSE(gpu.is_ok()) << fixture;
     EXPECT_EQ(gpu.status().code(), StatusCode::kUnsupported) << gpu.status().to_string();
   }
+}
+
+TEST(HubCheckpointsOnCuda, BlockFp8IsRefusedNamingTheFormat) {
+  SKIP_WITHOUT_GPU();
+  auto cpu = load_cpu("qwen2_w8a8_fp8_block32");
+  ASSERT_NE(cpu, nullptr);
+  auto gpu = cuda::CudaModel::create(*cpu, small_options());
+  ASSERT_FALSE(gpu.is_ok());
+  EXPECT_NE(gpu.status().message().find("block-wise FP8"), std::string::npos) << gpu.status().to_string();
 }
 
 }  // namespace

@@ -48,7 +48,9 @@ INSTANTIATE_TEST_SUITE_P(TinyCheckpoints, HubCheckpointVsTransformers,
                          ::testing::Values(HubCheckpoint{"qwen2_w4a16_packed_g64", "w4a16-g64", 1e-3f},
                                            HubCheckpoint{"llama_w4a16_packed_asym_channel", "w4a16-g64", 1e-3f},
                                            HubCheckpoint{"qwen2_awq_gemm_g32", "w4a16-g32", 1e-3f},
-                                           HubCheckpoint{"llama_w8a8_fp8_static", "w8a8-fp8-static", 1e-3f}));
+                                           HubCheckpoint{"llama_w8a8_fp8_static", "w8a8-fp8-static", 1e-3f},
+                                           HubCheckpoint{"qwen2_w8a8_fp8_block32", "w8a8-fp8-block32x32", 1e-3f},
+                                           HubCheckpoint{"llama_w8a8_fp8_block32_ct", "w8a8-fp8-block32x32", 1e-3f}));
 
 }  // namespace
 }  // namespace crosspoint
