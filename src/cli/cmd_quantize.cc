@@ -1,6 +1,6 @@
 // crosspoint quantize: writes a W8A8-FP8 (compressed-tensors) or W4A16 (GPTQ int4) copy of a
 // dense checkpoint.
-//   crosspoint quantize --model DIR|default --scheme w8a8-fp8|w4a16 [--method gptq|rtn]
+//   crosspoint quantize --model DIR|default --scheme w8a8-fp8|w8a8-int8|w4a16 [--method gptq|rtn]
 //       [--group-size 128] [--desc-act] [--static-groups] [--damp 0.01] [--calib-dataset sharegpt|FILE]
 //       [--calib-samples 128] [--calib-max-tokens 256] [--out DIR] [--force] [--threads N]
 // --out defaults to CROSSPOINT_CACHE/models/<model name>-<scheme>[-<method>].
@@ -27,7 +27,11 @@ int run_quantize(int argc, char** argv) {
   double damp = 0.01;
   int calib_samples = 128, calib_max_tokens = 256, threads = 0;
   app.add_option("--model", model, "dense model directory or 'default'");
-  app.add_option("--scheme", scheme, "w8a8-fp8 or w4a16")->required()->check(CLI::IsMember({"w8a8-fp8", "w4a16"}));
+  app.add_option("--scheme", scheme,
+                 "w8a8-fp8 (FP8 weights per channel, dynamic per-token FP8 activations), w8a8-int8 (the same in "
+                 "int8, compressed-tensors' W8A8) or w4a16 (GPTQ int4)")
+      ->required()
+      ->check(CLI::IsMember({"w8a8-fp8", "w8a8-int8", "w4a16"}));
   app.add_option("--method", method, "w4a16 only: gptq or rtn")->check(CLI::IsMember({"gptq", "rtn"}));
   app.add_option("--group-size", group_size, "w4a16: input rows per scale (-1: one group)");
   app.add_flag("--desc-act", desc_act, "w4a16 gptq: act-order (columns by decreasing Hessian diagonal, g_idx)");
@@ -47,7 +51,9 @@ int run_quantize(int argc, char** argv) {
   if (!dir.is_ok()) return report_error("quantize", dir.status());
   QuantizeModelOptions o;
   o.model_dir = dir.value();
-  o.scheme = scheme == "w8a8-fp8" ? QuantizeScheme::kW8A8Fp8 : QuantizeScheme::kW4A16;
+  o.scheme = scheme == "w8a8-fp8"    ? QuantizeScheme::kW8A8Fp8
+             : scheme == "w8a8-int8" ? QuantizeScheme::kW8A8Int8
+                                     : QuantizeScheme::kW4A16;
   o.int4_method = method == "rtn" ? Int4Method::kRtn : Int4Method::kGptq;
   o.int4.group_size = group_size;
   o.int4.act_order = desc_act;

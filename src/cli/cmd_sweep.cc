@@ -59,7 +59,8 @@ int run_sweep(int argc, char** argv) {
   app.add_option("--python", o.python, "--engine llama.cpp: Python with llama_cpp (default: the cache's venv)");
   app.add_option("--model", o.model, "FP16 model directory, or 'default' (SmolLM2-135M-Instruct)")
       ->capture_default_str();
-  app.add_option("--precisions", precisions_text, "comma-separated: fp16, w8a8-fp8, w4a16")->capture_default_str();
+  app.add_option("--precisions", precisions_text, "comma-separated: fp16, w8a8-fp8, w8a8-int8, w4a16")
+      ->capture_default_str();
   app.add_option("--concurrency", concurrency_text, "comma-separated client concurrency levels")->capture_default_str();
   app.add_option("--num-prompts", num_prompts_text,
                  "requests per cell: one number, or one per --concurrency level in its order (e.g. 20,100,200)")

@@ -33,6 +33,11 @@ struct Fp8BlockWeightStorage {
   int64_t block_n = 0;
   int64_t block_k = 0;
 };
+struct Int8WeightStorage {
+  const int8_t* weight = nullptr;       // [N, K]
+  const float* weight_scale = nullptr;  // [N] per output channel
+  float input_scale = 0.0f;             // > 0: static per-tensor activation scale; 0: per token
+};
 struct Int4GroupWeightStorage {
   const int32_t* qweight = nullptr;  // [K/8, N], 8 rows per word, low nibble first; row i is in group i / group_size
   const uint16_t* scales = nullptr;  // [K/group_size, N] fp16
@@ -40,8 +45,8 @@ struct Int4GroupWeightStorage {
   const int32_t* k_perm = nullptr;   // [K]: stored row i is checkpoint row k_perm[i]; nullptr when in order
   int64_t group_size = 0;
 };
-using LinearWeightStorage =
-    std::variant<DenseWeightStorage, Fp8WeightStorage, Int4GroupWeightStorage, Fp8BlockWeightStorage>;
+using LinearWeightStorage = std::variant<DenseWeightStorage, Fp8WeightStorage, Int4GroupWeightStorage,
+                                         Fp8BlockWeightStorage, Int8WeightStorage>;
 
 struct LinearWeightView {
   LinearWeightStorage storage;

@@ -8,6 +8,7 @@
 #include "quant/awq_format.h"
 #include "quant/fp8_block_linear_weight.h"
 #include "quant/fp8_linear_weight.h"
+#include "quant/int8_linear_weight.h"
 #include "quant/packed_int4_format.h"
 #include "quant/quant_config.h"
 #include "quant/tensor_checks.h"
@@ -160,8 +161,8 @@ std::shared_ptr<const LinearWeightFormat> gptq_linear_weight_format() {
 }
 
 std::vector<std::shared_ptr<const LinearWeightFormat>> quantized_linear_weight_formats() {
-  return {gptq_linear_weight_format(), packed_int4_linear_weight_format(), awq_linear_weight_format(),
-          fp8_block_linear_weight_format(), fp8_linear_weight_format()};
+  return {gptq_linear_weight_format(),      packed_int4_linear_weight_format(), awq_linear_weight_format(),
+          fp8_block_linear_weight_format(), int8_linear_weight_format(),        fp8_linear_weight_format()};
 }
 
 }  // namespace crosspoint

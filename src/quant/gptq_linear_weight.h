@@ -56,7 +56,7 @@ Status sort_rows_by_g_idx(const SafetensorsModel& tensors, const std::string& g_
 // (4 bits, group size dividing K) and each layer's tensors.
 std::shared_ptr<const LinearWeightFormat> gptq_linear_weight_format();
 
-// Every quantised format (GPTQ, compressed-tensors W4A16 and FP8, AWQ, block-wise FP8), for
+// Every quantised format (GPTQ, compressed-tensors W4A16 and FP8, AWQ, block-wise FP8, W8A8-INT8), for
 // ModelLoadOptions::linear_formats: a checkpoint's config.json decides which one (if any) applies.
 std::vector<std::shared_ptr<const LinearWeightFormat>> quantized_linear_weight_formats();
 

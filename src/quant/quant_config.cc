@@ -54,17 +54,20 @@ Result<QuantConfig> parse_gptq(const json& q, const std::string& where) {
   return config;
 }
 
+// 8-bit args of type `want_type` ("float": e4m3, "int": int8), symmetric, with the given
+// dynamic flag and one of two strategies.
 Status check_float8_args(const json& args, const std::string& where, const std::string& want_strategy_a,
-                         const std::string& want_strategy_b, bool want_dynamic) {
-  if (!args.is_object())
-    return unsupported(where + " is missing (only FP8 W8A8 with dynamic activations is supported)");
+                         const std::string& want_strategy_b, bool want_dynamic,
+                         const std::string& want_type = "float") {
+  const std::string what = want_type == "float" ? "FP8" : "INT8";
+  if (!args.is_object()) return unsupported(where + " is missing (W8A8-" + what + " quantises activations)");
   CROSSPOINT_ASSIGN_OR_RETURN(int64_t bits, get_field<int64_t>(args, "num_bits", where, 8, true));
-  CROSSPOINT_ASSIGN_OR_RETURN(std::string type, get_field<std::string>(args, "type", where, "float", true));
-  if (bits != 8 || type != "float")
-    return unsupported(where + " is " + std::to_string(bits) + "-bit " + type +
-                       ": only 8-bit float (e4m3) is supported");
+  CROSSPOINT_ASSIGN_OR_RETURN(std::string type, get_field<std::string>(args, "type", where, want_type, true));
+  if (bits != 8 || type != want_type)
+    return unsupported(where + " is " + std::to_string(bits) + "-bit " + type + ": only 8-bit " +
+                       (want_type == "float" ? "float (e4m3)" : "int") + " is supported");
   CROSSPOINT_ASSIGN_OR_RETURN(bool symmetric, get_field<bool>(args, "symmetric", where, true, false));
-  if (!symmetric) return unsupported(where + ".symmetric is false: asymmetric FP8 is not supported");
+  if (!symmetric) return unsupported(where + ".symmetric is false: asymmetric " + what + " is not supported");
   CROSSPOINT_ASSIGN_OR_RETURN(bool dynamic, get_field<bool>(args, "dynamic", where, false, false));
   if (dynamic != want_dynamic)
     return unsupported(where + ".dynamic is " + (dynamic ? "true" : "false") + ": expected " +
@@ -172,12 +175,15 @@ Result<QuantConfig> parse_compressed_tensors(const json& q, const std::string& w
   CROSSPOINT_ASSIGN_OR_RETURN(std::string format, get_field<std::string>(q, "format", where, "", true));
   if (format == "float-quantized") config.scheme = QuantScheme::kFp8Dynamic;
   else if (format == "pack-quantized") config.scheme = QuantScheme::kPackedInt4;
+  else if (format == "int-quantized") config.scheme = QuantScheme::kInt8;
   else
     return unsupported(where + ".format is '" + format +
-                       "': supported are 'float-quantized' (W8A8-FP8) and 'pack-quantized' (W4A16)");
+                       "': supported are 'float-quantized' (W8A8-FP8), 'int-quantized' (W8A8-INT8) and "
+                       "'pack-quantized' (W4A16)");
   CROSSPOINT_ASSIGN_OR_RETURN(std::string status,
                               get_field<std::string>(q, "quantization_status", where, "compressed", false));
-  const bool frozen_ok = config.scheme == QuantScheme::kFp8Dynamic;  // FP8 weights are stored as is either way
+  // FP8 and INT8 weights are stored as is either way
+  const bool frozen_ok = config.scheme == QuantScheme::kFp8Dynamic || config.scheme == QuantScheme::kInt8;
   if (status != "compressed" && !(frozen_ok && status == "frozen"))
     return unsupported(where + ".quantization_status is '" + status + "': expected 'compressed'");
   if (!q.contains("config_groups") || !q["config_groups"].is_object() || q["config_groups"].empty())
@@ -192,11 +198,19 @@ Result<QuantConfig> parse_compressed_tensors(const json& q, const std::string& w
     first_weights = weights;
     if (group.contains("output_activations") && !group["output_activations"].is_null())
       return unsupported(gw + ".output_activations is set: output quantisation is not supported");
-    if (config.scheme != QuantScheme::kPackedInt4 && weights.is_object() &&
+    if (config.scheme == QuantScheme::kFp8Dynamic && weights.is_object() &&
         weights.value("strategy", json()) == "block") {
       CROSSPOINT_ASSIGN_OR_RETURN(config.fp8,
                                   parse_fp8_block_args(weights, group.value("input_activations", json()), gw));
       config.scheme = QuantScheme::kFp8Block;
+    } else if (config.scheme == QuantScheme::kInt8) {
+      CROSSPOINT_RETURN_IF_ERROR(check_float8_args(weights, gw + ".weights", "channel", "tensor", false, "int"));
+      const json inputs = group.value("input_activations", json());
+      const bool static_inputs = inputs.is_object() && inputs.value("dynamic", json(true)) == json(false);
+      CROSSPOINT_RETURN_IF_ERROR(
+          static_inputs ? check_float8_args(inputs, gw + ".input_activations", "tensor", "tensor", false, "int")
+                        : check_float8_args(inputs, gw + ".input_activations", "token", "token", true, "int"));
+      config.int8.static_input_scale = static_inputs;
     } else if (config.scheme == QuantScheme::kFp8Dynamic) {
       CROSSPOINT_RETURN_IF_ERROR(check_float8_args(weights, gw + ".weights", "channel", "tensor", false));
       const json inputs = group.value("input_activations", json());
@@ -337,6 +351,42 @@ std::string fp8_dynamic_quantization_config_json(const Fp8Config& f, const std::
                 {"input_activations", inputs},
                 {"output_activations", nullptr},
                 {"format", "float-quantized"}}}}},
+            {"ignore", ignore},
+            {"kv_cache_scheme", nullptr}};
+  return q.dump(2);
+}
+
+std::string int8_dynamic_quantization_config_json(const std::vector<std::string>& ignore) {
+  const json weights = {{"num_bits", 8},
+                        {"type", "int"},
+                        {"symmetric", true},
+                        {"dynamic", false},
+                        {"strategy", "channel"},
+                        {"group_size", nullptr},
+                        {"block_structure", nullptr},
+                        {"actorder", nullptr},
+                        {"observer", "minmax"},
+                        {"observer_kwargs", json::object()}};
+  const json inputs = {{"num_bits", 8},
+                       {"type", "int"},
+                       {"symmetric", true},
+                       {"dynamic", true},
+                       {"strategy", "token"},
+                       {"group_size", nullptr},
+                       {"block_structure", nullptr},
+                       {"actorder", nullptr},
+                       {"observer", nullptr},
+                       {"observer_kwargs", json::object()}};
+  json q = {{"quant_method", "compressed-tensors"},
+            {"format", "int-quantized"},
+            {"quantization_status", "compressed"},
+            {"config_groups",
+             {{"group_0",
+               {{"targets", {"Linear"}},
+                {"weights", weights},
+                {"input_activations", inputs},
+                {"output_activations", nullptr},
+                {"format", "int-quantized"}}}}},
             {"ignore", ignore},
             {"kv_cache_scheme", nullptr}};
   return q.dump(2);

@@ -17,6 +17,9 @@
 //                                 activation_scheme "dynamic" (Qwen3 / DeepSeek *-FP8), or
 //                                 compressed-tensors weights {float 8, "block", block_structure}
 //                                 with input_activations {float 8, "group", group_size bk, dynamic}
+//   compressed-tensors W8A8-INT8: format "int-quantized", weights {8-bit int, channel or tensor,
+//                                 symmetric, static}, input_activations {8-bit int, symmetric,
+//                                 token and dynamic, or tensor and static}
 //   Per-tensor FP8 (vLLM "fp8"):  quant_method "fp8" without weight_block_size; activation_scheme
 //                                 "dynamic" (per token) or "static" (input_scale)
 // Layouts: ../shared/docs/reference/checkpoint-formats.md and docs/quantization.md.
@@ -37,6 +40,7 @@ enum class QuantScheme {
   kPackedInt4,  // W4A16, compressed-tensors pack-quantized
   kAwqInt4,     // W4A16, AutoAWQ's GEMM layout
   kFp8Block,    // W8A8-FP8 with 2-D weight blocks and per-token-group activations
+  kInt8,        // W8A8-INT8, compressed-tensors int-quantized
 };
 
 // The parameters of every W4A16 scheme (GPTQ, pack-quantized, AWQ); the field names are GPTQ's.
@@ -59,10 +63,16 @@ struct Fp8Config {
   std::string block_scale_name = "weight_scale";
 };
 
+// kInt8: the activation side (weights are per channel or per tensor, read from the tensor).
+struct Int8Config {
+  bool static_input_scale = false;  // input_activations {"tensor", static}: prefix.input_scale
+};
+
 struct QuantConfig {
   QuantScheme scheme = QuantScheme::kNone;
   GptqConfig gptq;  // kGptqInt4, kPackedInt4, kAwqInt4
   Fp8Config fp8;
+  Int8Config int8;
   // compressed-tensors: module names (or "re:<regex>") kept unquantised, e.g. "lm_head".
   std::vector<std::string> ignore;
   // AWQ's modules_to_not_convert: a module stays dense when its name contains one of these.
@@ -83,5 +93,7 @@ Result<QuantConfig> parse_quant_config(const std::string& json_text, const std::
 // write), as JSON text.
 std::string gptq_quantization_config_json(const GptqConfig& config, double damp_percent, bool true_sequential);
 std::string fp8_dynamic_quantization_config_json(const Fp8Config& config, const std::vector<std::string>& ignore);
+// llm-compressor's W8A8 preset (int8 per-channel weights, dynamic per-token int8 activations).
+std::string int8_dynamic_quantization_config_json(const std::vector<std::string>& ignore);
 
 }  // namespace crosspoint

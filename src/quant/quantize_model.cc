@@ -14,6 +14,7 @@
 #include "kernels/weight_dtype.h"
 #include "model/model.h"
 #include "quant/fp8_quantizer.h"
+#include "quant/int8_quantizer.h"
 #include "quant/gptq_calibration.h"
 #include "quant/quant_config.h"
 #include "quant/sequence_forward.h"
@@ -150,6 +151,10 @@ Status quantize_model(const QuantizeModelOptions& o) {
       const Fp8Quantized q = quantize_fp8_per_channel(read_weight(*w).data(), N, K);
       out.push_back({prefix + ".weight", DType::kF8E4M3, {N, K}, q.weight});
       out.push_back({prefix + ".weight_scale", DType::kF32, {N, 1}, to_bytes(q.scale)});
+    } else if (o.scheme == QuantizeScheme::kW8A8Int8) {
+      const Int8Quantized q = quantize_int8_per_channel(read_weight(*w).data(), N, K);
+      out.push_back({prefix + ".weight", DType::kI8, {N, K}, to_bytes(q.weight)});
+      out.push_back({prefix + ".weight_scale", DType::kF32, {N, 1}, to_bytes(q.scale)});
     } else {
       if (o.int4_method == Int4Method::kRtn) {
         const std::vector<float> w_nk = read_weight(*w);
@@ -185,6 +190,8 @@ Status quantize_model(const QuantizeModelOptions& o) {
   std::string quant_json;
   if (o.scheme == QuantizeScheme::kW8A8Fp8) {
     quant_json = fp8_dynamic_quantization_config_json(Fp8Config{}, {"lm_head"});  // tied or not, the head stays dense
+  } else if (o.scheme == QuantizeScheme::kW8A8Int8) {
+    quant_json = int8_dynamic_quantization_config_json({"lm_head"});
   } else {
     GptqConfig gptq;
     gptq.group_size = o.int4.group_size;

@@ -1,6 +1,7 @@
 // `crosspoint quantize` as a library call: reads a dense Hugging Face checkpoint and writes
-// it as W8A8-FP8 (compressed-tensors FP8-dynamic) or W4A16 (GPTQ int4, v1 zero-minus-one
-// layout), with config.json's quantization_config and the tokenizer files copied. The
+// it as W8A8-FP8 (compressed-tensors FP8-dynamic), W8A8-INT8 (compressed-tensors W8A8:
+// int8 per-channel weights, dynamic per-token int8 activations) or W4A16 (GPTQ int4, v1
+// zero-minus-one layout), with config.json's quantization_config and the tokenizer files copied. The
 // embeddings, norms and lm_head are copied unchanged.
 #pragma once
 
@@ -13,7 +14,7 @@
 
 namespace crosspoint {
 
-enum class QuantizeScheme { kW8A8Fp8, kW4A16 };
+enum class QuantizeScheme { kW8A8Fp8, kW8A8Int8, kW4A16 };
 enum class Int4Method { kGptq, kRtn };
 
 struct QuantizeModelOptions {

@@ -18,6 +18,19 @@ std::string shape_string(const std::vector<int64_t>& shape);
 Result<const TensorInfo*> require_tensor(const SafetensorsModel& tensors, const std::string& name, DType dtype,
                                          const std::vector<int64_t>& shape);
 
+// A weight scale per output channel ([N, 1] or [N]) or per tensor ([1], broadcast), as f32
+// finite and >= 0, or an error naming the tensor.
+Result<std::vector<float>> read_output_channel_scales(const SafetensorsModel& tensors, const std::string& scale_name,
+                                                      int64_t out_features);
+
+// One scale from a [1] or [] float tensor, finite and positive, or an error naming it.
+Result<float> read_input_scale(const SafetensorsModel& tensors, const std::string& name);
+
+// The static activation scale of `prefix` (its ".input_scale"): the largest of the layers the
+// GPU runs as one linear with it (q/k/v_proj, gate/up_proj), so both devices quantise that
+// input alike, as vLLM does.
+Result<float> fused_input_scale(const SafetensorsModel& tensors, const std::string& prefix);
+
 // request.prefix + ".bias" as f32 when request.has_bias, else empty.
 Result<std::vector<float>> load_bias(const LinearWeightRequest& request);
 

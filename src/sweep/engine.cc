@@ -26,7 +26,7 @@ std::string engine_display_name(Engine engine) {
 
 std::string llama_cpp_format_of(const std::string& precision) {
   if (precision == "fp16") return "F16";
-  if (precision == "w8a8-fp8") return "Q8_0";
+  if (precision == "w8a8-fp8" || precision == "w8a8-int8") return "Q8_0";
   if (precision == "w4a16") return "Q4_0";
   return "";
 }

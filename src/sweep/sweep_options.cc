@@ -3,6 +3,7 @@
 #include "sweep/engine.h"
 
 #include <algorithm>
+#include <map>
 #include <charconv>
 #include <cmath>
 #include <filesystem>
@@ -116,8 +117,8 @@ Status parse_precision_model(const std::string& text, SweepOptions& options) {
   if (precision == "fp16") {
     return invalid_argument("--precision-model: fp16 is served from --model; give the FP16 directory there");
   }
-  if (precision != "w8a8-fp8" && precision != "w4a16") {
-    return invalid_argument("--precision-model: unknown precision '" + precision + "' (w8a8-fp8 or w4a16)");
+  if (precision != "w8a8-fp8" && precision != "w8a8-int8" && precision != "w4a16") {
+    return invalid_argument("--precision-model: unknown precision '" + precision + "' (w8a8-fp8, w8a8-int8 or w4a16)");
   }
   if (options.precision_models.count(precision)) {
     return invalid_argument("--precision-model: " + precision + " given twice");
@@ -127,11 +128,12 @@ Status parse_precision_model(const std::string& text, SweepOptions& options) {
 }
 
 Result<std::vector<std::string>> parse_precision_list(const std::string& text) {
-  static const std::vector<std::string> kKnown = {"fp16", "w8a8-fp8", "w4a16"};
+  static const std::vector<std::string> kKnown = {"fp16", "w8a8-fp8", "w8a8-int8", "w4a16"};
   std::vector<std::string> precisions;
   for (const std::string& item : split_commas(text)) {
     if (std::find(kKnown.begin(), kKnown.end(), item) == kKnown.end()) {
-      return invalid_argument("--precisions: unknown precision '" + item + "' (known: fp16, w8a8-fp8, w4a16)");
+      return invalid_argument("--precisions: unknown precision '" + item +
+                              "' (known: fp16, w8a8-fp8, w8a8-int8, w4a16)");
     }
     if (std::find(precisions.begin(), precisions.end(), item) != precisions.end()) {
       return invalid_argument("--precisions: '" + item + "' given twice");
@@ -268,12 +270,15 @@ Status validate_sweep_options(const SweepOptions& o) {
     if (!o.serve_cmd.empty()) continue;
     CROSSPOINT_ASSIGN_OR_RETURN(std::string method, checkpoint_quant_method(dir, option));
     // The layouts each precision loads from (docs/formats.md, "Quantised checkpoints").
-    const bool w4a16_layout = method == "gptq" || method == "awq" || method == "compressed-tensors/pack-quantized";
-    const bool fp8_layout = method == "compressed-tensors/float-quantized";
-    if (precision == "w4a16" ? !w4a16_layout : !fp8_layout) {
-      return invalid_argument(option + ": config.json's quantization_config is '" + method + "', expected " +
-                              (precision == "w4a16" ? "'gptq', 'awq' or 'compressed-tensors/pack-quantized'"
-                                                    : "'compressed-tensors/float-quantized'"));
+    static const std::map<std::string, std::vector<std::string>> kLayouts = {
+        {"w4a16", {"gptq", "awq", "compressed-tensors/pack-quantized"}},
+        {"w8a8-fp8", {"compressed-tensors/float-quantized", "fp8"}},
+        {"w8a8-int8", {"compressed-tensors/int-quantized"}}};
+    const std::vector<std::string>& layouts = kLayouts.at(precision);
+    if (std::find(layouts.begin(), layouts.end(), method) == layouts.end()) {
+      std::string expected;
+      for (const std::string& layout : layouts) expected += (expected.empty() ? "'" : ", '") + layout + "'";
+      return invalid_argument(option + ": config.json's quantization_config is '" + method + "', expected " + expected);
     }
   }
   if (o.random_input_len < 0) return invalid_argument("--random-input-len must be 0 (bench's default) or positive");

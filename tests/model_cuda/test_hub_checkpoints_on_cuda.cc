@@ -1,7 +1,7 @@
 // Quantised checkpoints in hub layouts (made by compressed-tensors or to AutoAWQ's layout:
 // tests/fixtures/model/make_quantized_checkpoints.py) on the GPU against the CPU model in the
 // GPU's dtype flow: pack-quantized W4A16 and FP8 with static activation scales; asymmetric int4
-// and block-wise FP8 are refused on the GPU with a message naming why. Skips without a GPU.
+// block-wise FP8 and W8A8-INT8 are refused on the GPU with a message naming why. Skips without a GPU.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -88,13 +88,16 @@ TEST(HubCheckpointsOnCuda, AsymmetricInt4ZeroPointsAreRefused) {
   }
 }
 
-TEST(HubCheckpointsOnCuda, BlockFp8IsRefusedNamingTheFormat) {
+TEST(HubCheckpointsOnCuda, BlockFp8AndInt8AreRefusedNamingTheFormat) {
   SKIP_WITHOUT_GPU();
-  auto cpu = load_cpu("qwen2_w8a8_fp8_block32");
-  ASSERT_NE(cpu, nullptr);
-  auto gpu = cuda::CudaModel::create(*cpu, small_options());
-  ASSERT_FALSE(gpu.is_ok());
-  EXPECT_NE(gpu.status().message().find("block-wise FP8"), std::string::npos) << gpu.status().to_string();
+  for (const auto& [fixture, needle] :
+       {std::pair{"qwen2_w8a8_fp8_block32", "block-wise FP8"}, std::pair{"qwen2_w8a8_int8", "W8A8-INT8"}}) {
+    auto cpu = load_cpu(fixture);
+    ASSERT_NE(cpu, nullptr);
+    auto gpu = cuda::CudaModel::create(*cpu, small_options());
+    ASSERT_FALSE(gpu.is_ok()) << fixture;
+    EXPECT_NE(gpu.status().message().find(needle), std::string::npos) << gpu.status().to_string();
+  }
 }
 
 }  // namespace

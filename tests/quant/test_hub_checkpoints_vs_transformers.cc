@@ -50,7 +50,8 @@ INSTANTIATE_TEST_SUITE_P(TinyCheckpoints, HubCheckpointVsTransformers,
                                            HubCheckpoint{"qwen2_awq_gemm_g32", "w4a16-g32", 1e-3f},
                                            HubCheckpoint{"llama_w8a8_fp8_static", "w8a8-fp8-static", 1e-3f},
                                            HubCheckpoint{"qwen2_w8a8_fp8_block32", "w8a8-fp8-block32x32", 1e-3f},
-                                           HubCheckpoint{"llama_w8a8_fp8_block32_ct", "w8a8-fp8-block32x32", 1e-3f}));
+                                           HubCheckpoint{"llama_w8a8_fp8_block32_ct", "w8a8-fp8-block32x32", 1e-3f},
+                                           HubCheckpoint{"qwen2_w8a8_int8", "w8a8-int8", 1e-3f}));
 
 }  // namespace
 }  // namespace crosspoint

@@ -94,8 +94,8 @@ TEST(Int4CheckpointConfigTest, RefusesWhatCannotBeServedNamingTheField) {
       R"({"quant_method": "compressed-tensors", "format": "pack-quantized", "quantization_status": "frozen",
       "config_groups": {"a": {"weights": {"num_bits": 4, "type": "int", "strategy": "channel"}}}})",
       "quantization_status");
-  expect_refused(R"({"quant_method": "compressed-tensors", "format": "int-quantized", "config_groups": {}})",
-                 ".format is 'int-quantized'");
+  expect_refused(R"({"quant_method": "compressed-tensors", "format": "nvfp4-pack-quantized", "config_groups": {}})",
+                 ".format is 'nvfp4-pack-quantized'");
   expect_refused(R"({"quant_method": "awq", "bits": 4, "group_size": 128, "version": "gemv"})", "version");
   expect_refused(R"({"quant_method": "awq", "bits": 4, "group_size": 128, "zero_point": false})", "zero_point");
   expect_refused(R"({"quant_method": "awq", "bits": 8, "group_size": 128})", "bits");

@@ -178,7 +178,7 @@ TEST(SweepOptions, PrecisionModelIsPrecisionEqualsDirectoryOfTheRightFormat) {
   swapped.precision_models = {{"w4a16", (root / "fp8").string()}};
   Status s = validate_sweep_options(swapped);
   ASSERT_FALSE(s.is_ok());
-  EXPECT_NE(s.message().find("quantization_config is 'compressed-tensors/float-quantized', expected 'gptq', 'awq' or "
+  EXPECT_NE(s.message().find("quantization_config is 'compressed-tensors/float-quantized', expected 'gptq', 'awq', "
                              "'compressed-tensors/pack-quantized'"),
             std::string::npos)
       << s.message();

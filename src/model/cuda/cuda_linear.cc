@@ -186,8 +186,9 @@ Result<CudaLinear> upload_fused_linear(const std::vector<LinearPart>& parts, boo
     out.out_features += static_cast<int32_t>(p.weight->out_features());
   }
   const LinearWeightStorage& first = parts[0].weight->view().storage;
-  if (std::holds_alternative<Fp8BlockWeightStorage>(first)) {
-    return unsupported(name + ": block-wise FP8 (" + parts[0].weight->format_name() +
+  if (std::holds_alternative<Fp8BlockWeightStorage>(first) || std::holds_alternative<Int8WeightStorage>(first)) {
+    const bool block = std::holds_alternative<Fp8BlockWeightStorage>(first);
+    return unsupported(name + ": " + (block ? "block-wise FP8 (" : "W8A8-INT8 (") + parts[0].weight->format_name() +
                        ") has no CUDA kernel yet; it runs on the CPU (--device cpu)");
   } else if (std::holds_alternative<DenseWeightStorage>(first)) {
     out.format = CudaLinearFormat::kFp16;
