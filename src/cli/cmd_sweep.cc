@@ -50,9 +50,12 @@ int run_sweep(int argc, char** argv) {
   std::vector<std::string> precision_model_texts;
   std::vector<std::string> harness_results_texts;
   app.add_option("--engine", o.engine,
-                 "server studied: crosspoint, or llama.cpp (llama-cpp-python's OpenAI server on F16/Q8_0/Q4_0 "
-                 "GGUFs)")
+                 "server studied: crosspoint, vllm (vllm serve), sglang (python -m sglang.launch_server) on the same "
+                 "checkpoints, or llama.cpp (llama-cpp-python's OpenAI server on F16/Q8_0/Q4_0 GGUFs)")
       ->capture_default_str();
+  app.add_option("--engine-exe", o.engine_exe,
+                 "--engine vllm: the vllm executable (default: vllm on PATH); --engine sglang: the Python with "
+                 "sglang (default: python3)");
   app.add_option("--serve-cmd", o.serve_cmd,
                  "any OpenAI-compatible server: a /bin/sh command template with {model} {port} {host} {precision} "
                  "(models from --model for fp16 and --precision-model); ready when GET /v1/models answers 200");

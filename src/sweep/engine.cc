@@ -11,13 +11,17 @@ namespace crosspoint::sweep {
 
 Result<Engine> parse_engine(const std::string& text) {
   if (text == "crosspoint") return Engine::kCrosspoint;
+  if (text == "vllm") return Engine::kVllm;
+  if (text == "sglang") return Engine::kSglang;
   if (text == "llama.cpp") return Engine::kLlamaCpp;
-  return invalid_argument("--engine: unknown engine '" + text + "' (crosspoint or llama.cpp)");
+  return invalid_argument("--engine: unknown engine '" + text + "' (crosspoint, vllm, sglang or llama.cpp)");
 }
 
 std::string engine_display_name(Engine engine) {
   switch (engine) {
     case Engine::kCrosspoint: return "crosspoint";
+    case Engine::kVllm: return "vLLM";
+    case Engine::kSglang: return "SGLang";
     case Engine::kLlamaCpp: return "llama.cpp (llama-cpp-python)";
     case Engine::kCommand: return "custom server (--serve-cmd)";
   }
@@ -57,6 +61,53 @@ std::vector<std::string> llama_cpp_server_command(const std::string& python, con
                                    "--chat_format",
                                    "chatml"};
   if (threads > 0) argv.insert(argv.end(), {"--n_threads", std::to_string(threads)});
+  return argv;
+}
+
+std::vector<std::string> vllm_server_command(const std::string& vllm, const std::string& model, const std::string& host,
+                                             int port, const EngineServeLimits& limits) {
+  std::vector<std::string> argv = {vllm,
+                                   "serve",
+                                   model,
+                                   "--host",
+                                   host,
+                                   "--port",
+                                   std::to_string(port),
+                                   "--served-model-name",
+                                   "sweep",
+                                   "--max-model-len",
+                                   std::to_string(limits.max_model_len),
+                                   "--gpu-memory-utilization",
+                                   std::to_string(limits.gpu_memory_utilization),
+                                   "--seed",
+                                   "0"};
+  if (limits.max_num_seqs > 0) argv.insert(argv.end(), {"--max-num-seqs", std::to_string(limits.max_num_seqs)});
+  if (limits.enforce_eager) argv.push_back("--enforce-eager");
+  return argv;
+}
+
+std::vector<std::string> sglang_server_command(const std::string& python, const std::string& model,
+                                               const std::string& host, int port, const EngineServeLimits& limits) {
+  std::vector<std::string> argv = {python,
+                                   "-m",
+                                   "sglang.launch_server",
+                                   "--model-path",
+                                   model,
+                                   "--host",
+                                   host,
+                                   "--port",
+                                   std::to_string(port),
+                                   "--served-model-name",
+                                   "sweep",
+                                   "--context-length",
+                                   std::to_string(limits.max_model_len),
+                                   "--mem-fraction-static",
+                                   std::to_string(limits.gpu_memory_utilization),
+                                   "--random-seed",
+                                   "0",
+                                   "--enable-metrics"};
+  if (limits.max_num_seqs > 0) argv.insert(argv.end(), {"--max-running-requests", std::to_string(limits.max_num_seqs)});
+  if (limits.enforce_eager) argv.push_back("--disable-cuda-graph");
   return argv;
 }
 
@@ -116,12 +167,25 @@ int pick_free_port() {
 
 Engine engine_of(const std::string& engine_option, const std::string& serve_cmd) {
   if (!serve_cmd.empty()) return Engine::kCommand;
-  return engine_option == "llama.cpp" ? Engine::kLlamaCpp : Engine::kCrosspoint;
+  auto engine = parse_engine(engine_option);
+  return engine.is_ok() ? *engine : Engine::kCrosspoint;
 }
 
 std::vector<std::string> engine_report_lines(Engine engine, const std::vector<std::string>& precisions) {
   std::vector<std::string> lines;
   if (engine == Engine::kCrosspoint) return lines;
+  if (engine == Engine::kVllm || engine == Engine::kSglang) {
+    const bool vllm = engine == Engine::kVllm;
+    lines.push_back(std::string("Served by ") + (vllm ? "vLLM (vllm serve" : "SGLang (python -m sglang.launch_server") +
+                    "), one server per precision on the same checkpoints crosspoint serves (compressed-tensors "
+                    "W8A8, GPTQ W4A16), benched by crosspoint bench serve exactly as crosspoint's own server is.");
+    lines.push_back(std::string("Measured from the engine itself: its /metrics (") +
+                    (vllm ? "vllm:num_requests_running, vllm:kv_cache_usage_perc, ..."
+                          : "sglang:num_running_reqs, sglang:token_usage, ...") +
+                    ") and the KV capacity its start-up log prints. Quality (crosspoint eval) runs crosspoint's own "
+                    "engine, so it was skipped for this engine.");
+    return lines;
+  }
   if (engine == Engine::kLlamaCpp) {
     lines.push_back(
         "Served by llama.cpp through llama-cpp-python's OpenAI server (python -m llama_cpp.server), one server "

@@ -1,7 +1,9 @@
-// The server a sweep studies: crosspoint's own (`crosspoint serve`), llama-cpp-python's
-// OpenAI server (`python -m llama_cpp.server`), or any OpenAI-compatible server started from a
-// --serve-cmd template. Other engines get their port picked beforehand and are ready once
-// GET /v1/models answers 200 (llama_cpp.server has no /health); they expose no /metrics.
+// The server a sweep studies: crosspoint's own (`crosspoint serve`), vLLM (`vllm serve`),
+// SGLang (`python -m sglang.launch_server`), llama-cpp-python's OpenAI server
+// (`python -m llama_cpp.server`), or any OpenAI-compatible server started from a --serve-cmd
+// template. Other engines get their port picked beforehand and are ready once GET /v1/models
+// answers 200 (llama_cpp.server has no /health); vLLM and SGLang expose /metrics under their own
+// names (bench's server_metrics.h reads both) and print their KV capacity at start-up.
 #pragma once
 
 #include <string>
@@ -11,9 +13,9 @@
 
 namespace crosspoint::sweep {
 
-enum class Engine { kCrosspoint, kLlamaCpp, kCommand };
+enum class Engine { kCrosspoint, kVllm, kSglang, kLlamaCpp, kCommand };
 
-// "crosspoint" | "llama.cpp"; an error naming --engine otherwise.
+// "crosspoint" | "vllm" | "sglang" | "llama.cpp"; an error naming --engine otherwise.
 Result<Engine> parse_engine(const std::string& text);
 // The name the report's title carries: "crosspoint", "llama.cpp (llama-cpp-python)", "custom server".
 std::string engine_display_name(Engine engine);
@@ -27,6 +29,23 @@ int llama_cpp_ftype_of(const std::string& format);
 // `python -m llama_cpp.server` serving `gguf` on host:port as model "sweep".
 std::vector<std::string> llama_cpp_server_command(const std::string& python, const std::string& gguf,
                                                   const std::string& host, int port, int n_ctx, int threads);
+
+// What vLLM and SGLang are started with beyond the model and address.
+struct EngineServeLimits {
+  int max_model_len = 2048;
+  double gpu_memory_utilization = 0.9;
+  int max_num_seqs = 0;  // 0: the engine's default
+  bool enforce_eager = false;
+};
+
+// `vllm serve MODEL` with vLLM's flags, serving the model as "sweep" (`vllm` is the
+// executable: the one on PATH, or --engine-exe).
+std::vector<std::string> vllm_server_command(const std::string& vllm, const std::string& model, const std::string& host,
+                                             int port, const EngineServeLimits& limits);
+// `python -m sglang.launch_server` with SGLang's flags (--enable-metrics for /metrics), serving
+// the model as "sweep".
+std::vector<std::string> sglang_server_command(const std::string& python, const std::string& model,
+                                               const std::string& host, int port, const EngineServeLimits& limits);
 
 // The --serve-cmd template with {model} {port} {host} {precision} replaced (every occurrence;
 // other braces kept). An error names an unknown {placeholder}.

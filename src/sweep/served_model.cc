@@ -115,6 +115,12 @@ Result<ServedModel> ServedModel::start_external(const std::vector<std::string>& 
                             " before it was ready (log " + log_path + "): " + log_tail(log_path, 4));
     }
     if (http_get_status(base_url, ready_path, 2.0) == 200) {
+      // What the engine printed about its weights and KV cache (vLLM's and SGLang's lines).
+      std::ifstream log(log_path, std::ios::binary);
+      std::stringstream text;
+      text << log.rdbuf();
+      served.startup_ = parse_server_startup(text.str());
+      served.startup_.base_url = base_url;
       served.startup_.startup_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
       return served;
     }

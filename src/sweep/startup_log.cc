@@ -16,6 +16,57 @@ std::optional<double> match_number(const std::string& line, const std::regex& pa
   } catch (...) { return std::nullopt; }
 }
 
+// A number written with thousands separators ("4,455,808").
+std::optional<double> match_grouped_number(const std::string& line, const std::regex& pattern) {
+  std::smatch m;
+  if (!std::regex_search(line, m, pattern)) return std::nullopt;
+  std::string digits;
+  for (char c : m[1].str())
+    if (c != ',') digits.push_back(c);
+  try {
+    return std::stod(digits);
+  } catch (...) { return std::nullopt; }
+}
+
+// vLLM's and SGLang's start-up lines (their formats in the comments).
+void parse_other_engine_line(const std::string& line, ServerStartup& s) {
+  // vLLM: "GPU KV cache size: 4,455,808 tokens", "Available KV cache memory: 12.34 GiB",
+  // "Model loading took 14.9908 GiB memory and 5.123 seconds".
+  static const std::regex kVllmKvTokens(R"(GPU KV cache size: ([0-9,]+) tokens)");
+  static const std::regex kVllmKvGib(R"(Available KV cache memory: ([0-9.]+) GiB)");
+  static const std::regex kVllmWeights(R"(Model loading took ([0-9.]+) GiB)");
+  static const std::regex kVllmLoadS(R"(Model loading took .* and ([0-9.]+) s)");
+  // SGLang: "KV Cache is allocated. #tokens: 383872, K size: 9.68 GB, V size: 9.68 GB" (or
+  // "KV size: 19.36 GB"; its GB are 2^30 bytes), "Load weight end. ... mem usage=28.79 GB.",
+  // "max_total_num_tokens=350257, ..., context_len=262144".
+  static const std::regex kSglangKvTokens(R"(KV Cache is allocated\. #tokens: ([0-9,]+))");
+  static const std::regex kSglangK(R"(K size: ([0-9.]+) GB)");
+  static const std::regex kSglangV(R"(V size: ([0-9.]+) GB)");
+  static const std::regex kSglangKv(R"(KV size: ([0-9.]+) GB)");
+  static const std::regex kSglangWeights(R"(Load weight end\..*mem usage=([0-9.]+) GB)");
+  static const std::regex kSglangContext(R"(context_len=([0-9]+))");
+  if (line.find("GPU KV cache size:") != std::string::npos) {
+    s.kv_cache_tokens = match_grouped_number(line, kVllmKvTokens);
+    s.capacity_lines += line + "\n";
+  } else if (line.find("Available KV cache memory:") != std::string::npos) {
+    s.kv_cache_gib = match_number(line, kVllmKvGib);
+    s.capacity_lines += line + "\n";
+  } else if (line.find("Model loading took") != std::string::npos) {
+    s.weights_gib = match_number(line, kVllmWeights);
+    s.load_s = match_number(line, kVllmLoadS);
+  } else if (line.find("KV Cache is allocated.") != std::string::npos) {
+    s.kv_cache_tokens = match_grouped_number(line, kSglangKvTokens);
+    const auto k = match_number(line, kSglangK), v = match_number(line, kSglangV);
+    s.kv_cache_gib = k && v ? std::optional<double>(*k + *v) : match_number(line, kSglangKv);
+    s.capacity_lines += line + "\n";
+  } else if (line.find("Load weight end.") != std::string::npos) {
+    s.weights_gib = match_number(line, kSglangWeights);
+  } else if (line.find("max_total_num_tokens=") != std::string::npos) {
+    s.max_model_len = match_number(line, kSglangContext);
+    s.capacity_lines += line + "\n";
+  }
+}
+
 }  // namespace
 
 ServerStartup parse_server_startup(const std::string& log_text) {
@@ -35,6 +86,7 @@ ServerStartup parse_server_startup(const std::string& log_text) {
   std::string line;
   std::optional<double> gpu_weights_gib, upload_s;
   while (std::getline(in, line)) {
+    parse_other_engine_line(line, s);
     // crosspoint serve --device cuda: "GPU: <name> (139.8 GiB); weights on the GPU 14.190 GiB (fp16),
     // converted and uploaded in 5.20 s", then the activation profile and the CUDA graph lines.
     if (line.find("GPU: ") != std::string::npos && line.find("weights on the GPU") != std::string::npos) {

@@ -194,8 +194,10 @@ Status validate_sweep_options(const SweepOptions& o) {
       return invalid_argument("--kv-cache-dtypes and --prefix-caching apply to --engine crosspoint only");
     }
   }
-  if (!o.serve_cmd.empty() && o.engine == "llama.cpp")
-    return invalid_argument("--serve-cmd and --engine llama.cpp: give one of them");
+  if (!o.serve_cmd.empty() && o.engine != "crosspoint")
+    return invalid_argument("--serve-cmd and --engine " + o.engine + ": give one of them");
+  if (!o.engine_exe.empty() && o.engine != "vllm" && o.engine != "sglang")
+    return invalid_argument("--engine-exe applies to --engine vllm and sglang");
   if (!o.serve_cmd.empty()) {
     for (const std::string& precision : o.precisions) {
       if (precision != "fp16" && !o.precision_models.count(precision))

@@ -510,6 +510,9 @@ std::optional<analysis::ServiceLevelObjective> slo_of(const SweepOptions& o) {
 }
 
 std::string determinism_mode(const SweepOptions& o) {
+  // Only crosspoint's own server makes these promises; another engine's are its own.
+  if (engine_of(o.engine, o.serve_cmd) != Engine::kCrosspoint)
+    return "the " + engine_display_name(engine_of(o.engine, o.serve_cmd)) + " servers' own determinism";
   if (o.device != "cuda") return "servers bit-reproducible and batch-invariant (cpu)";
   return o.deterministic ? "batch-invariant servers (--deterministic)"
                          : "servers bit-reproducible run to run, not batch-invariant (no --deterministic)";

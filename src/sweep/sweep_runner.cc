@@ -326,8 +326,15 @@ Result<ServedModel> SweepRun::start_server(const std::string& precision) {
   const int port = pick_free_port();
   if (port < 0) return io_error("no free loopback port for the " + engine_display_name(engine_) + " server");
   std::vector<std::string> argv;
+  const EngineServeLimits limits{o_.max_model_len, o_.gpu_memory_utilization, o_.max_num_seqs, o_.enforce_eager};
   if (engine_ == Engine::kLlamaCpp) {
     argv = llama_cpp_server_command(python(), model_dir_for(precision), host, port, o_.max_model_len, o_.threads);
+  } else if (engine_ == Engine::kVllm) {
+    argv = vllm_server_command(o_.engine_exe.empty() ? "vllm" : o_.engine_exe, model_dir_for(precision), host, port,
+                               limits);
+  } else if (engine_ == Engine::kSglang) {
+    argv = sglang_server_command(o_.engine_exe.empty() ? "python3" : o_.engine_exe, model_dir_for(precision), host,
+                                 port, limits);
   } else {
     CROSSPOINT_ASSIGN_OR_RETURN(
         std::string command,
@@ -373,8 +380,9 @@ Status SweepRun::bench_cell(const std::string& precision, int concurrency, int r
                                    "--disable-progress",
                                    "--result-file",
                                    tmp};
-  // Only crosspoint's server has the /metrics the bench samples (KV cache usage over the run).
-  if (engine_ == Engine::kCrosspoint) argv.insert(argv.end(), {"--metrics-interval", "0.25"});
+  // The servers with a /metrics the bench understands (KV cache usage and batch over the run).
+  if (engine_ == Engine::kCrosspoint || engine_ == Engine::kVllm || engine_ == Engine::kSglang)
+    argv.insert(argv.end(), {"--metrics-interval", "0.25"});
   if (!o_.dataset_path.empty()) argv.insert(argv.end(), {"--dataset-path", o_.dataset_path});
   if (o_.ignore_eos) argv.push_back("--ignore-eos");
   if (o_.dataset == "random" && o_.random_input_len > 0) {

@@ -13,7 +13,10 @@ namespace {
 TEST(Engine, ParsesKnownEnginesAndNamesTheOption) {
   EXPECT_EQ(parse_engine("crosspoint").value(), Engine::kCrosspoint);
   EXPECT_EQ(parse_engine("llama.cpp").value(), Engine::kLlamaCpp);
-  const auto bad = parse_engine("vllm");
+  EXPECT_EQ(parse_engine("vllm").value(), Engine::kVllm);
+  EXPECT_EQ(parse_engine("sglang").value(), Engine::kSglang);
+  EXPECT_EQ(engine_of("sglang", ""), Engine::kSglang);
+  const auto bad = parse_engine("tgi");
   ASSERT_FALSE(bad.is_ok());
   EXPECT_NE(bad.status().message().find("--engine"), std::string::npos);
   EXPECT_EQ(engine_of("crosspoint", ""), Engine::kCrosspoint);
@@ -100,14 +103,51 @@ TEST(Engine, ReportLinesNameTheFormatsAndWhatIsNotMeasured) {
   EXPECT_NE(text.find("quality"), std::string::npos);
 }
 
+// The flag names are vLLM's and SGLang's own (the stand-ins in engine_standins/ parse them with
+// argparse, as the engines do, in the sweep_engine_standins test).
+TEST(Engine, VllmAndSglangCommandLinesUseTheirFlags) {
+  const EngineServeLimits limits{1024, 0.5, 32, true};
+  const auto vllm = vllm_server_command("vllm", "/m", "127.0.0.1", 8123, limits);
+  const std::vector<std::string> want_vllm = {"vllm",      "serve",           "/m",   "--host",
+                                              "127.0.0.1", "--port",          "8123", "--served-model-name",
+                                              "sweep",     "--max-model-len", "1024", "--gpu-memory-utilization",
+                                              "0.500000",  "--seed",          "0",    "--max-num-seqs",
+                                              "32",        "--enforce-eager"};
+  EXPECT_EQ(vllm, want_vllm);
+  const auto sglang = sglang_server_command("python3", "/m", "127.0.0.1", 8123, EngineServeLimits{});
+  const std::vector<std::string> want_sglang = {"python3",
+                                                "-m",
+                                                "sglang.launch_server",
+                                                "--model-path",
+                                                "/m",
+                                                "--host",
+                                                "127.0.0.1",
+                                                "--port",
+                                                "8123",
+                                                "--served-model-name",
+                                                "sweep",
+                                                "--context-length",
+                                                "2048",
+                                                "--mem-fraction-static",
+                                                "0.900000",
+                                                "--random-seed",
+                                                "0",
+                                                "--enable-metrics"};
+  EXPECT_EQ(sglang, want_sglang);
+}
+
 TEST(Engine, OptionsCheckTheEngineAndTheTemplatesModels) {
   SweepOptions o;
   o.crosspoint_exe = "/bin/sh";
   o.precisions = {"fp16", "w4a16"};
   o.concurrency = {1};
-  o.engine = "vllm";
+  o.engine = "tgi";
   EXPECT_NE(validate_sweep_options(o).message().find("--engine"), std::string::npos);
   o.engine = "crosspoint";
+  o.engine_exe = "/usr/bin/vllm";
+  EXPECT_NE(validate_sweep_options(o).message().find("--engine-exe applies to --engine vllm and sglang"),
+            std::string::npos);
+  o.engine_exe.clear();
   o.serve_cmd = "srv --port {port}";
   EXPECT_NE(validate_sweep_options(o).message().find("--precision-model w4a16"), std::string::npos);
   o.serve_cmd.clear();

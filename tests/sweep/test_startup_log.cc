@@ -82,5 +82,31 @@ TEST(StartupLog, GpuServerCountsDeviceWeightsAndUploadTime) {
   }
 }
 
+// vLLM's and SGLang's own start-up lines (formats from their code: engine_standins/standin_server.py).
+TEST(StartupLog, ReadsVllmAndSglangCapacityLines) {
+  const ServerStartup vllm = parse_server_startup(
+      "INFO 12-05 [gpu_model_runner.py:1] Model loading took 14.9908 GiB memory and 5.123456 seconds\n"
+      "INFO 12-05 [gpu_worker.py:2] Available KV cache memory: 112.50 GiB\n"
+      "INFO 12-05 [kv_cache_utils.py:3] GPU KV cache size: 4,455,808 tokens\n"
+      "INFO 12-05 [kv_cache_utils.py:4] Maximum concurrency for 32,768 tokens per request: 135.98x\n");
+  EXPECT_EQ(vllm.weights_gib, 14.9908);
+  EXPECT_EQ(vllm.load_s, 5.123456);
+  EXPECT_EQ(vllm.kv_cache_gib, 112.5);
+  EXPECT_EQ(vllm.kv_cache_tokens, 4455808);
+  EXPECT_EQ(vllm.worst_case_concurrency, 135.98);
+  const ServerStartup sglang = parse_server_startup(
+      "[2026-03-11 13:53:21 TP0] Load weight end. type=Qwen2ForCausalLM, avail mem=32.02 GB, mem usage=28.79 GB.\n"
+      "[2026-03-11 13:53:23 TP0] KV Cache is allocated. #tokens: 383872, K size: 9.68 GB, V size: 9.68 GB\n"
+      "[2026-03-11 13:53:24 TP0] max_total_num_tokens=383872, chunked_prefill_size=8192, max_prefill_tokens=16384, "
+      "max_running_requests=256, context_len=32768\n");
+  EXPECT_EQ(sglang.weights_gib, 28.79);
+  EXPECT_EQ(sglang.kv_cache_tokens, 383872);
+  ASSERT_TRUE(sglang.kv_cache_gib.has_value());
+  EXPECT_NEAR(*sglang.kv_cache_gib, 19.36, 1e-9);
+  EXPECT_EQ(sglang.max_model_len, 32768);
+  EXPECT_EQ(parse_server_startup("[TP0] KV Cache is allocated. #tokens: 524288, KV size: 17.16 GB\n").kv_cache_gib,
+            17.16);
+}
+
 }  // namespace
 }  // namespace crosspoint::sweep

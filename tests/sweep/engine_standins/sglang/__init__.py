@@ -1,0 +1,1 @@
+"""A stand-in `sglang` package for tests (../standin_server.py)."""
