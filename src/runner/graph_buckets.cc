@@ -23,13 +23,6 @@ int32_t choose_graph_bucket(const std::vector<int32_t>& buckets, int32_t num_seq
   return -1;
 }
 
-std::vector<int32_t> graph_context_bounds(int32_t max_model_len) {
-  std::vector<int32_t> bounds;
-  for (int64_t bound = 1024; bound < max_model_len; bound *= 4) bounds.push_back(static_cast<int32_t>(bound));
-  if (max_model_len > 0) bounds.push_back(max_model_len);
-  return bounds;
-}
-
 int32_t choose_context_bound(const std::vector<int32_t>& bounds, int32_t max_context_len) {
   for (int32_t bound : bounds)
     if (bound >= max_context_len) return bound;

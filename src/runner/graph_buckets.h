@@ -22,13 +22,8 @@ std::vector<int32_t> graph_bucket_sizes(int32_t max_batch_size);
 // The smallest bucket >= num_seqs, or -1 when none is (the step runs eagerly).
 int32_t choose_graph_bucket(const std::vector<int32_t>& buckets, int32_t num_seqs);
 
-// The attention context bounds graphs are captured for: 1024, 4096, 16384, ... below
-// max_model_len, then max_model_len. A decode step uses the smallest bound that holds its
-// longest context, so the attention splits its work for contexts of that size rather than
-// for max_model_len.
-std::vector<int32_t> graph_context_bounds(int32_t max_model_len);
-
-// The smallest bound >= max_context_len, or -1 when none is.
+// The smallest of the attention context bounds graphs are captured for that is >=
+// max_context_len, or -1 when none is.
 int32_t choose_context_bound(const std::vector<int32_t>& bounds, int32_t max_context_len);
 
 // True when every scheduled sequence computes exactly one token (a pure decode step).

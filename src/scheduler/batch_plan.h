@@ -46,9 +46,6 @@ struct ScheduledSequence {
 struct BatchPlan {
   // Sequences of this step, in scheduling order (running ones first, then newly admitted).
   std::vector<ScheduledSequence> seqs;
-  // Sequences preempted while building this plan: their blocks are already freed and they
-  // wait again; they are not in seqs.
-  std::vector<int64_t> preempted_seq_ids;
   // Sum of num_new_tokens over seqs; never above max_num_batched_tokens.
   int32_t num_batched_tokens = 0;
   // Of num_batched_tokens, those that are prompt or recomputed tokens (not decodes).

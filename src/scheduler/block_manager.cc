@@ -95,14 +95,6 @@ void BlockManager::release(std::vector<int32_t>& block_table) {
   block_table.clear();
 }
 
-std::vector<int32_t> BlockManager::share(const std::vector<int32_t>& block_table) {
-  for (int32_t block_idx : block_table) {
-    CROSSPOINT_CHECK(ref_counts_[block_idx] > 0, "share of a free block " + std::to_string(block_idx));
-    ++ref_counts_[block_idx];
-  }
-  return block_table;
-}
-
 uint64_t BlockManager::chain_hash(uint64_t parent_hash, const int32_t* tokens) const {
   uint64_t h = mix(parent_hash ^ kChainSeed);
   for (int32_t i = 0; i < block_size_; ++i) h = mix(h ^ static_cast<uint32_t>(tokens[i]));

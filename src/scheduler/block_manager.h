@@ -55,9 +55,6 @@ class BlockManager {
   // Drops one reference to every block of block_table (a block returns to the free list
   // when its last owner lets go) and clears the table.
   void release(std::vector<int32_t>& block_table);
-  // A second table sharing every block of block_table (reference counts go up): a forked
-  // sequence reads the same prefix without a copy.
-  std::vector<int32_t> share(const std::vector<int32_t>& block_table);
 
   // Prefix caching. The registered blocks holding the longest run of tokens' whole blocks
   // from the start, at most max_blocks of them, registered under the same salt (empty

@@ -129,10 +129,7 @@ BatchPlan Scheduler::schedule() {
     ++i;
   }
   // Preempted sequences go back to the front of the queue, oldest first.
-  for (Sequence* seq : preempted) {
-    waiting_.push_front(seq);
-    plan.preempted_seq_ids.push_back(seq->seq_id);
-  }
+  for (Sequence* seq : preempted) waiting_.push_front(seq);
 
   // Waiting sequences, strictly in order: if the head does not fit, nobody behind it runs.
   // No admission in a step that had to preempt: memory is short.

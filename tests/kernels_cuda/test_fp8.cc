@@ -134,7 +134,7 @@ TEST(Fp8Gemv, MatchesReferenceForEveryKernelAndKSplit) {
   }
   EXPECT_EQ(fp8_gemv(nullptr, 40, nullptr, nullptr, 40, nullptr, nullptr, 8, 1, 8, 40, nullptr).code(),
             StatusCode::kUnsupported);
-  // Past every kernel's row limit (m = 9..16 is valid on tensor cores: test_gemv16.cc).
+  // Past every kernel's row limit (m = 9..16 is valid on tensor cores: test_fp8_gemv.cc).
   EXPECT_EQ(
       fp8_gemv(nullptr, 48, nullptr, nullptr, 48, nullptr, nullptr, 8, kMmaGemvMaxRows + 1, 8, 48, nullptr).code(),
       StatusCode::kInvalidArgument);

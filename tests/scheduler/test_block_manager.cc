@@ -40,23 +40,6 @@ TEST(BlockManager, GrowAndReleaseReturnEveryBlock) {
   EXPECT_DOUBLE_EQ(bm.usage(), 0.0);
 }
 
-TEST(BlockManager, SharedBlocksFreeWithTheirLastOwner) {
-  BlockManager bm(4, 2);
-  std::vector<int32_t> a;
-  bm.grow(a, 4);
-  std::vector<int32_t> b = bm.share(a);
-  EXPECT_EQ(b, a);
-  EXPECT_EQ(bm.ref_count(a[0]), 2);
-  bm.grow(b, 5);  // b gets a private third block
-  EXPECT_EQ(bm.num_free_blocks(), 1);
-  EXPECT_EQ(bm.ref_count(b[2]), 1);
-  bm.release(a);
-  EXPECT_EQ(bm.num_free_blocks(), 1);  // still held by b
-  EXPECT_EQ(bm.ref_count(b[0]), 1);
-  bm.release(b);
-  EXPECT_EQ(bm.num_free_blocks(), 4);
-}
-
 TEST(BlockManagerDeathTest, ReleasingAFreeBlockIsAProgrammerError) {
   BlockManager bm(2, 2);
   std::vector<int32_t> bogus = {1};

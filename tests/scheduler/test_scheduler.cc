@@ -96,7 +96,7 @@ SimResult simulate(const SchedulerConfig& config, const std::vector<SimRequest>&
     }
     EXPECT_EQ(sum, plan.num_batched_tokens);
     if (has_decode && has_prefill) result.saw_mixed_prefill_and_decode = true;
-    result.num_preemptions += static_cast<int64_t>(plan.preempted_seq_ids.size());
+    result.num_preemptions = scheduler.num_preemptions();
     result.prefill_tokens += plan.num_prefill_tokens;
     EXPECT_LE(static_cast<int32_t>(owned.size()), scheduler.block_manager().num_used_blocks());
     // Fake forward: write each new token into its slot, then read back the context.

@@ -24,7 +24,7 @@ Result<std::unique_ptr<CudaModelRunner>> CudaModelRunner::create(std::unique_ptr
   const StepInputCapacity& cap = runner->model_->capacity();
   runner->buckets_ = graph_bucket_sizes(std::min({cap.max_num_seqs, cap.max_num_tokens, cap.max_num_logits}));
   // One attention bound, max-model-len, for every decode graph and eager decode step: graphs
-  // per context bound (graph_context_bounds) failed to capture for the 7B model.
+  // per smaller context bound failed to capture for the 7B model.
   runner->context_bounds_ = {runner->model_->max_model_len()};
   // The runner's sampling buffers: greedy tokens on the device and their host copy, plus the
   // staging of the one way sampled rows are drawn.

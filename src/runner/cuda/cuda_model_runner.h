@@ -104,7 +104,7 @@ class CudaModelRunner : public Runner {
   ForwardBatchBuilder builder_;
   PaddedDecodeBatch padded_;
   std::vector<int32_t> buckets_;                                   // decode batch sizes (graph_bucket_sizes)
-  std::vector<int32_t> context_bounds_;                            // attention context bounds (graph_context_bounds)
+  std::vector<int32_t> context_bounds_;                            // attention context bounds graphs are captured for
   std::map<std::pair<int32_t, int32_t>, cudaGraphExec_t> graphs_;  // (bucket, context bound) -> graph
   CudaGraphReport graph_report_;
   std::vector<int32_t> row_seq_idx_;  // [num_rows] plan.seqs index of each logits row (-1: padding)
