@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Rewrites the H200 reports under docs/study-h200 with the current `crosspoint sweep
+"""Rewrites the H200 reports under benchmarks/results/study-h200 with the current `crosspoint sweep
 --report-only`, from the cells committed in benchmarks/results (scripts/gpu_study.sh's
 results.json: headline numbers and server samples, no per-request lists, so no intervals).
 
@@ -20,7 +20,7 @@ import sys
 import tempfile
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-STUDY = os.path.join(ROOT, "docs", "study-h200")
+STUDY = os.path.join(ROOT, "benchmarks", "results", "study-h200")
 RESULTS = os.path.join(ROOT, "benchmarks", "results")
 
 # report folder -> (results file, the key path to the call's object within it, or [] for the top)
