@@ -38,22 +38,31 @@ void Engine::stop() {
   }
 }
 
-Result<int64_t> Engine::submit(EngineRequest request, OutputSink sink) {
+std::optional<RequestRefusal> Engine::validate(const EngineRequest& request) const {
   if (config_.vocab_size > 0) {
     for (int32_t id : request.prompt_token_ids)
       if (id < 0 || id >= config_.vocab_size)
-        return invalid_argument("prompt token id " + std::to_string(id) + " is outside the model's vocabulary (" +
-                                std::to_string(config_.vocab_size) + " ids)");
+        return RequestRefusal{RefusedField::kPrompt, invalid_argument("prompt token id " + std::to_string(id) +
+                                                                      " is outside the model's vocabulary (" +
+                                                                      std::to_string(config_.vocab_size) + " ids)")};
   }
   if (request.sampling.num_logprobs > kMaxTopLogprobs)
-    return invalid_argument("at most " + std::to_string(kMaxTopLogprobs) + " top logprobs can be asked for, not " +
-                            std::to_string(request.sampling.num_logprobs));
+    return RequestRefusal{RefusedField::kLogprobs, invalid_argument("at most " + std::to_string(kMaxTopLogprobs) +
+                                                                    " top logprobs can be asked for, not " +
+                                                                    std::to_string(request.sampling.num_logprobs))};
   if (request.sampling.num_prompt_logprobs > kMaxTopLogprobs)
-    return invalid_argument("at most " + std::to_string(kMaxTopLogprobs) +
-                            " top prompt logprobs can be asked for, not " +
-                            std::to_string(request.sampling.num_prompt_logprobs));
-  CROSSPOINT_RETURN_IF_ERROR(Scheduler::check_fits(
-      config_.scheduler, static_cast<int64_t>(request.prompt_token_ids.size()), request.max_tokens));
+    return RequestRefusal{
+        RefusedField::kPromptLogprobs,
+        invalid_argument("at most " + std::to_string(kMaxTopLogprobs) + " top prompt logprobs can be asked for, not " +
+                         std::to_string(request.sampling.num_prompt_logprobs))};
+  const int64_t prompt_len = static_cast<int64_t>(request.prompt_token_ids.size());
+  if (Status s = Scheduler::check_fits(config_.scheduler, prompt_len, request.max_tokens); !s.is_ok())
+    return RequestRefusal{prompt_len == 0 ? RefusedField::kPrompt : RefusedField::kMaxTokens, s};
+  return std::nullopt;
+}
+
+Result<int64_t> Engine::submit(EngineRequest request, OutputSink sink) {
+  if (auto refusal = validate(request)) return refusal->status;
   int64_t request_id = 0;
   {
     std::lock_guard<std::mutex> lock(mutex_);

@@ -11,6 +11,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <thread>
 #include <vector>
 
@@ -45,9 +46,13 @@ class Engine {
   // Aborts every request (each sink gets its final update), then joins the loop thread.
   void stop();
 
-  // Queues a request; returns its id. Fails (without calling sink) when the request can
-  // never fit (invalid_argument / resource_exhausted naming the numbers), and with
-  // unavailable when the waiting queue is over max_waiting or after stop().
+  // What is wrong with a request whatever the engine's load, and which of its fields is at
+  // fault, or nothing. The server words this once, with the field as OpenAI's "param".
+  std::optional<RequestRefusal> validate(const EngineRequest& request) const;
+
+  // Queues a request; returns its id. Fails (without calling sink) with validate()'s status
+  // when the request can never run (invalid_argument / resource_exhausted naming the
+  // numbers), and with unavailable when the waiting queue is over max_waiting or after stop().
   Result<int64_t> submit(EngineRequest request, OutputSink sink);
   // Ends a request now; its blocks are freed before the next step and its sink gets a
   // final update with `reason` (abort; stop when the server found a stop string). Unknown

@@ -7,10 +7,22 @@
 #include <string>
 #include <vector>
 
+#include "common/status.h"
 #include "runner/token_logprobs.h"
 #include "scheduler/request_sampling_params.h"
 
 namespace crosspoint {
+
+// The request field a refusal is about (the server names it in its own terms: "prompt" or
+// "messages", "logprobs" or "top_logprobs", ...).
+enum class RefusedField { kPrompt, kMaxTokens, kLogprobs, kPromptLogprobs };
+
+// A request the engine can never run: why (invalid_argument or resource_exhausted) and which
+// field.
+struct RequestRefusal {
+  RefusedField field = RefusedField::kPrompt;
+  Status status;
+};
 
 struct EngineRequest {
   std::vector<int32_t> prompt_token_ids;

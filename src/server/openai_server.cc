@@ -436,6 +436,21 @@ struct OpenAiServer::Impl {
       choice.report_prompt_logprobs = request.sampling.num_prompt_logprobs >= 0 && !request.stream;
     }
 
+    // A request that can never run is the client's (400), named by its field; worded once here.
+    if (auto refusal = engine.validate(p.engine_request)) {
+      const bool chat = endpoint == ApiEndpoint::kChatCompletions;
+      const char* param = "max_tokens";
+      switch (refusal->field) {
+        case RefusedField::kPrompt: param = chat ? "messages" : "prompt"; break;
+        case RefusedField::kMaxTokens: param = "max_tokens"; break;
+        case RefusedField::kLogprobs: param = chat ? "top_logprobs" : "logprobs"; break;
+        case RefusedField::kPromptLogprobs: param = "prompt_logprobs"; break;
+      }
+      stream->done = true;
+      release(*stream);
+      stream->req = nullptr;
+      return send_error(req, {400, refusal->status.message(), param});
+    }
     // Each choice is its own engine sequence, drawn with the seed choice_seed(seed, i).
     for (int32_t i = 0; i < request.n; ++i) {
       EngineRequest engine_request = p.engine_request;
@@ -450,13 +465,13 @@ struct OpenAiServer::Impl {
       });
       if (!submitted.is_ok()) {
         const Status& s = submitted.status();
-        // Busy or stopping is the server's state (503); a request that can never fit is the client's (400).
-        const bool busy = s.code() == StatusCode::kUnavailable;
+        // validate() passed above, so this is the server's state: busy or stopping (503).
         abort_choices(*stream);  // the choices already submitted
         stream->done = true;
         release(*stream);
         stream->req = nullptr;
-        return send_error(req, {busy ? 503 : 400, s.message(), busy ? "" : "max_tokens"});
+        const bool busy = s.code() == StatusCode::kUnavailable;
+        return send_error(req, {busy ? 503 : 500, s.message(), ""});
       }
       stream->choices[i].engine_id = submitted.value();
     }

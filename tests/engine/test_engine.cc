@@ -323,6 +323,39 @@ TEST(Engine, RefusesPromptIdsOutsideTheModelVocabulary) {
   EXPECT_TRUE(collector.wait(1, 1));
 }
 
+TEST(Engine, RefusalsNameTheFieldAtFault) {
+  EngineConfig config = toy_config(8, 4, 2, 64);
+  config.vocab_size = 8;
+  Engine engine(config, testing::make_toy_runner(8, 4));
+  EngineRequest r;
+  r.prompt_token_ids = {1, 2};
+  r.max_tokens = 2;
+  EXPECT_FALSE(engine.validate(r).has_value());
+  const auto field_of = [&](const EngineRequest& request) {
+    auto refusal = engine.validate(request);
+    EXPECT_TRUE(refusal.has_value());
+    return refusal ? refusal->field : RefusedField::kPrompt;
+  };
+  EngineRequest bad = r;
+  bad.prompt_token_ids = {9};
+  EXPECT_EQ(field_of(bad), RefusedField::kPrompt);
+  bad.prompt_token_ids.clear();
+  EXPECT_EQ(field_of(bad), RefusedField::kPrompt);
+  bad = r;
+  bad.max_tokens = 300;
+  EXPECT_EQ(field_of(bad), RefusedField::kMaxTokens);
+  bad.max_tokens = 31;  // beyond the whole KV cache
+  EXPECT_EQ(field_of(bad), RefusedField::kMaxTokens);
+  EXPECT_EQ(engine.validate(bad)->status.code(), StatusCode::kResourceExhausted);
+  bad = r;
+  bad.sampling.num_logprobs = 21;
+  EXPECT_EQ(field_of(bad), RefusedField::kLogprobs);
+  bad = r;
+  bad.sampling.num_prompt_logprobs = 21;
+  EXPECT_EQ(field_of(bad), RefusedField::kPromptLogprobs);
+  EXPECT_EQ(engine.submit(bad, nullptr).status().message(), engine.validate(bad)->status.message());
+}
+
 TEST(Engine, SubmitsFromManyThreads) {
   Engine engine(toy_config(128, 8, 16, 64), testing::make_toy_runner(128, 8));
   engine.start();

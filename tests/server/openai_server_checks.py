@@ -529,6 +529,15 @@ def echo_and_prompt_logprobs(server, model):
             assert e.status_code == 400 and e.response.json()["error"]["param"] == param, (kwargs, e.message)
         else:
             raise AssertionError(f"{kwargs} accepted")
+    # Refusals the engine words (validate): the field at fault, in each endpoint's terms.
+    for kwargs, param in [(dict(prompt=[10 ** 6], max_tokens=1), "prompt"),
+                          (dict(prompt=prompt, max_tokens=10 ** 6), "max_tokens")]:
+        try:
+            client.completions.create(model=model, **kwargs)
+        except openai.APIStatusError as e:
+            assert e.status_code == 400 and e.response.json()["error"]["param"] == param, (kwargs, e.message)
+        else:
+            raise AssertionError(f"{kwargs} accepted")
     for extra, param in [({"echo": True}, "echo"), ({"prompt_logprobs": 1}, "prompt_logprobs")]:
         try:
             client.chat.completions.create(model=model, messages=[{"role": "user", "content": "Hi"}], extra_body=extra)
