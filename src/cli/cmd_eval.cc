@@ -18,6 +18,7 @@
 #include "common/progress_bar.h"
 #include "common/thread_pool.h"
 #include "model/model.h"
+#include "runner/kv_cache_dtype.h"
 #include "quant/eval_metrics.h"
 #include "quant/gptq_linear_weight.h"
 #include "tokenizer/tokenizer.h"
@@ -59,9 +60,9 @@ int run_eval(int argc, char** argv) {
       ->capture_default_str();
   app.add_flag("--json", json_out, "print one JSON object instead of a table");
   if (int code = parse_or_exit_code(app, argc, argv); code >= 0) return code;
-  const auto parsed_kv_dtype = cpu_kv_dtype(kv_cache_dtype);
+  const auto parsed_kv_dtype = resolve_kv_dtype(kv_cache_dtype, "cpu");
   if (!parsed_kv_dtype.is_ok()) return report_error("eval", parsed_kv_dtype.status());
-  const DType kv_dtype = parsed_kv_dtype.value();
+  const DType kv_dtype = parsed_kv_dtype->storage;
   const auto fp16_activations = fp16_activations_for_dtype(dtype, "cpu");
   if (!fp16_activations.is_ok()) return report_error("eval", fp16_activations.status());
   if (threads > 0) set_global_num_threads(threads);
@@ -94,7 +95,7 @@ int run_eval(int argc, char** argv) {
   if (json_out) {
     nlohmann::json j = {{"model", model_arg},
                         {"weight_format", model.value()->weight_format_name()},
-                        {"kv_cache_dtype", kv_dtype == DType::kF32 ? "f32" : "fp8_e4m3"},
+                        {"kv_cache_dtype", parsed_kv_dtype->name()},
                         {"activation_dtype", fp16_activations.value() ? "float16" : "float32"},
                         {"num_samples", samples.value().size()},
                         {"num_predicted_tokens", totals.num_predicted},

@@ -1,5 +1,7 @@
 #include "cli/device_runner.h"
 
+#include "runner/kv_cache_dtype.h"
+
 #include <algorithm>
 #include <cctype>
 #include <cmath>
@@ -17,12 +19,6 @@
 #endif
 
 namespace crosspoint::cli {
-
-Result<DType> cpu_kv_dtype(const std::string& text) {
-  if (text == "auto") return DType::kF32;
-  if (text == "fp8" || text == "fp8_e4m3") return DType::kF8E4M3;
-  return invalid_argument("--kv-cache-dtype " + text + ": expected auto, fp8 or fp8_e4m3");
-}
 
 Result<bool> fp16_activations_for_dtype(const std::string& dtype, const std::string& device) {
   if (dtype == "float16" || dtype == "half") return device != "cuda";
@@ -58,7 +54,8 @@ std::string determinism_note(const std::string& device, bool deterministic) {
 
 Result<DeviceRunner> make_cpu_runner(const DeviceRunnerOptions& o, const Model& m) {
   DeviceRunner out;
-  CROSSPOINT_ASSIGN_OR_RETURN(const DType kv_dtype, cpu_kv_dtype(o.kv_cache_dtype));
+  CROSSPOINT_ASSIGN_OR_RETURN(const KvCacheDtype kv, resolve_kv_dtype(o.kv_cache_dtype, "cpu"));
+  const DType kv_dtype = kv.storage;
   const size_t kv_bytes_per_token = m.kv_bytes_per_token(kv_dtype);
   std::string kv_option = "--kv-cache-memory " + o.kv_cache_memory;
   if (o.num_kv_blocks > 0) {
@@ -114,8 +111,8 @@ Result<DeviceRunner> make_cuda_runner(const DeviceRunnerOptions& o, const Model&
   options.num_kv_blocks = o.num_kv_blocks;
   options.reserve_bytes = o.enforce_eager ? 0 : kGraphReserveBytes;
   options.batch_invariant = o.deterministic;
-  CROSSPOINT_ASSIGN_OR_RETURN(const DType kv_dtype, cpu_kv_dtype(o.kv_cache_dtype));
-  options.kv_fp8 = kv_dtype == DType::kF8E4M3;
+  CROSSPOINT_ASSIGN_OR_RETURN(const KvCacheDtype kv, resolve_kv_dtype(o.kv_cache_dtype, "cuda"));
+  options.kv_fp8 = kv.fp8();
   CROSSPOINT_ASSIGN_OR_RETURN(auto model, cuda::CudaModel::create(m, options));
   const cuda::CudaMemoryReport mem = model->memory();
   log_info("GPU: {} ({:.1f} GiB); weights on the GPU {:.3f} GiB ({}), converted and uploaded in {:.2f} s", mem.gpu_name,
@@ -215,7 +212,7 @@ Result<DeviceRunner> make_device_runner(const DeviceRunnerOptions& o, const Mode
   if (o.block_size < 1 || o.block_size > 1024 || o.max_num_seqs < 1 || o.max_num_batched_tokens < 1) {
     return invalid_argument("--block-size (1..1024), --max-num-seqs and --max-num-batched-tokens must be positive");
   }
-  CROSSPOINT_RETURN_IF_ERROR(cpu_kv_dtype(o.kv_cache_dtype).status());  // checks the spelling
+  CROSSPOINT_RETURN_IF_ERROR(resolve_kv_dtype(o.kv_cache_dtype, o.device).status());
   log_info("{}", determinism_note(o.device, o.deterministic));
   if (o.device == "cuda") {
 #ifdef CROSSPOINT_HAVE_CUDA

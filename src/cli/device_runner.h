@@ -38,10 +38,6 @@ struct DeviceRunnerOptions {
   std::string kv_cache_dtype = "auto";
 };
 
-// --kv-cache-dtype as the CPU cache's element type: auto -> kF32, fp8 / fp8_e4m3 -> kF8E4M3;
-// anything else is an error naming the option.
-Result<DType> cpu_kv_dtype(const std::string& text);
-
 // --dtype (vLLM's name) as the CPU model's activation flow: auto, float32 or float -> f32
 // (false); float16 or half -> activations rounded to fp16 where the GPU holds them (true; the
 // GPU's own flow). On cuda only auto, float16 and half are accepted; bfloat16 is refused on both.
