@@ -37,12 +37,13 @@ Result<std::unique_ptr<Model>> load_any(const std::string& arg, bool fp16_activa
 }  // namespace
 
 int run_eval(int argc, char** argv) {
-  CLI::App app("Perplexity and greedy agreement with a reference model", "crosspoint eval");
+  CLI::App app("Perplexity, and greedy agreement and KL divergence against a reference model", "crosspoint eval");
   std::string model_arg = "default", reference_arg, dataset = "sharegpt";
   int num_samples = 32, max_tokens = 256, skip = 1000, threads = 0;
   bool json_out = false;
   app.add_option("--model", model_arg, "model directory (dense, W8A8-FP8 or W4A16) or 'default'");
-  app.add_option("--reference", reference_arg, "reference model directory for greedy agreement");
+  app.add_option("--reference", reference_arg,
+                 "reference model directory (FP16) for greedy agreement and KL divergence");
   app.add_option("--dataset", dataset, "sharegpt or a ShareGPT-format JSON file");
   app.add_option("--num-samples", num_samples, "number of text samples");
   app.add_option("--max-tokens", max_tokens, "tokens per sample (longer ones are cut)");
@@ -105,6 +106,9 @@ int run_eval(int argc, char** argv) {
       j["reference"] = reference_arg;
       j["reference_perplexity"] = totals.reference_perplexity();
       j["greedy_agreement"] = totals.agreement();
+      j["mean_kl_divergence"] = totals.mean_kl_divergence();
+      j["p99_kl_divergence"] = totals.kl_divergence_quantile(0.99);
+      j["max_kl_divergence"] = totals.kl_divergence_quantile(1.0);
     }
     std::printf("%s\n", j.dump(2).c_str());
     return 0;
@@ -117,6 +121,8 @@ int run_eval(int argc, char** argv) {
   if (reference) {
     std::printf("reference        %s: perplexity %.4f\n", reference_arg.c_str(), totals.reference_perplexity());
     std::printf("greedy agreement %.2f %%\n", 100.0 * totals.agreement());
+    std::printf("KL divergence    mean %.6f, p99 %.6f, max %.6f nats (reference || model)\n",
+                totals.mean_kl_divergence(), totals.kl_divergence_quantile(0.99), totals.kl_divergence_quantile(1.0));
   }
   std::printf("time             %.1f s\n", seconds);
   return 0;

@@ -250,8 +250,10 @@ void add_recommendation(Fragments& f, const SweepOptions& o, const analysis::Stu
     const double delta = q.perplexity_change_pct().value_or(0);
     items.push_back(fmt::format(
         "Quality — {}: perplexity {:.3f} vs {:.3f} for fp16 ({:+.2f} %), greedy agreement with "
-        "fp16 {:.1f} % over {} tokens.",
-        q.precision, q.perplexity, q.reference_perplexity, delta, 100.0 * q.greedy_agreement, q.num_predicted_tokens));
+        "fp16 {:.1f} %{} over {} tokens.",
+        q.precision, q.perplexity, q.reference_perplexity, delta, 100.0 * q.greedy_agreement,
+        q.mean_kl_divergence ? fmt::format(", mean KL divergence from fp16 {:.5f} nats", *q.mean_kl_divergence) : "",
+        q.num_predicted_tokens));
   }
   for (const auto& [precision, s] : startups) {
     if (s.weights_gib && s.kv_cache_tokens) {
@@ -341,12 +343,14 @@ void add_quality_and_startup(Fragments& f, const analysis::StudyResults& study,
   if (!qualities.empty()) {
     f.heading("Quality against FP16 (crosspoint eval)");
     analysis::TextTable q;
-    q.header = {"precision", "perplexity", "fp16 perplexity", "Δ perplexity", "greedy agreement", "tokens"};
-    q.right_align = {false, true, true, true, true, true};
+    q.header = {"precision",        "perplexity",         "fp16 perplexity", "Δ perplexity",
+                "greedy agreement", "mean KLD from fp16", "tokens"};
+    q.right_align = {false, true, true, true, true, true, true};
     for (const QualityResult& r : qualities) {
       const double delta = r.perplexity_change_pct().value_or(0);
       q.rows.push_back({r.precision, fmt::format("{:.3f}", r.perplexity), fmt::format("{:.3f}", r.reference_perplexity),
                         fmt::format("{:+.2f} %", delta), fmt::format("{:.1f} %", 100.0 * r.greedy_agreement),
+                        r.mean_kl_divergence ? fmt::format("{:.5f}", *r.mean_kl_divergence) : "-",
                         std::to_string(r.num_predicted_tokens)});
     }
     f.table(q);
@@ -561,6 +565,8 @@ Status write_sweep_report(const SweepOptions& o, const std::string& fp16_dir, co
     r.perplexity = q->value("perplexity", 0.0);
     r.reference_perplexity = q->value("reference_perplexity", 0.0);
     r.greedy_agreement = q->value("greedy_agreement", 0.0);
+    if (q->contains("mean_kl_divergence") && (*q)["mean_kl_divergence"].is_number())
+      r.mean_kl_divergence = (*q)["mean_kl_divergence"].get<double>();
     r.num_predicted_tokens = q->value("num_predicted_tokens", int64_t{0});
     qualities.push_back(r);
   }

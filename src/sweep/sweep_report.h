@@ -33,8 +33,9 @@ std::string ceilings_provenance(const std::string& hw_name, const std::string& s
 struct QualityResult {
   std::string precision;
   double perplexity = 0;
-  double reference_perplexity = 0;  // FP16 on the same tokens
-  double greedy_agreement = 0;      // 0..1: the quantised model's argmax equals FP16's
+  double reference_perplexity = 0;           // FP16 on the same tokens
+  double greedy_agreement = 0;               // 0..1: the quantised model's argmax equals FP16's
+  std::optional<double> mean_kl_divergence;  // nats, FP16's next-token distribution against this one's
   int64_t num_predicted_tokens = 0;
   // Perplexity against FP16's on the same tokens, in % (+1.5 = 1.5 % higher); nullopt without a reference.
   std::optional<double> perplexity_change_pct() const {
