@@ -149,6 +149,7 @@ TEST(SweepReport, QualityAndStartupTables) {
   q.perplexity = 11.0;
   q.reference_perplexity = 10.0;
   q.greedy_agreement = 0.9;
+  q.mean_kl_divergence = 0.0123;
   q.num_predicted_tokens = 500;
   ServerStartup startup;
   startup.load_s = 1.5;
@@ -156,8 +157,10 @@ TEST(SweepReport, QualityAndStartupTables) {
   startup.weights_gib = 5.5;
   startup.kv_cache_tokens = 102192;
   const SweepSections s = render_sweep_sections(o, f.study, f.analysis, {{"w4a16", startup}}, {q});
-  EXPECT_NE(s.markdown.find("| w4a16 | 11.000 | 10.000 | +10.00 % | 90.0 % | 500 |"), std::string::npos) << s.markdown;
+  EXPECT_NE(s.markdown.find("| w4a16 | 11.000 | 10.000 | +10.00 % | 90.0 % | 0.01230 | 500 |"), std::string::npos)
+      << s.markdown;
   EXPECT_NE(s.markdown.find("perplexity 11.000 vs 10.000 for fp16 (+10.00 %)"), std::string::npos);
+  EXPECT_NE(s.markdown.find("mean KL divergence from fp16 0.01230 nats"), std::string::npos);
   EXPECT_NE(s.markdown.find("| w4a16 | 1.50 | 9.25 | 5.500 |"), std::string::npos) << s.markdown;
   EXPECT_NE(s.html.find("<table"), std::string::npos);
 }
