@@ -60,6 +60,9 @@ int run_sweep(int argc, char** argv) {
                  "any OpenAI-compatible server: a /bin/sh command template with {model} {port} {host} {precision} "
                  "(models from --model for fp16 and --precision-model); ready when GET /v1/models answers 200");
   app.add_option("--python", o.python, "--engine llama.cpp: Python with llama_cpp (default: the cache's venv)");
+  app.add_option("--gguf", o.gguf,
+                 "--engine llama.cpp: a GGUF of --model (F16 best) that every format is made from by llama.cpp's "
+                 "quantiser (default: the default model's released Q4_1 GGUF)");
   app.add_option("--model", o.model, "FP16 model directory, or 'default' (SmolLM2-135M-Instruct)")
       ->capture_default_str();
   app.add_option("--precisions", precisions_text, "comma-separated: fp16, w8a8-fp8, w8a8-int8, w4a16")

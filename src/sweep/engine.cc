@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <cctype>
+#include <filesystem>
 
 namespace crosspoint::sweep {
 
@@ -171,7 +172,8 @@ Engine engine_of(const std::string& engine_option, const std::string& serve_cmd)
   return engine.is_ok() ? *engine : Engine::kCrosspoint;
 }
 
-std::vector<std::string> engine_report_lines(Engine engine, const std::vector<std::string>& precisions) {
+std::vector<std::string> engine_report_lines(Engine engine, const std::vector<std::string>& precisions,
+                                             const std::string& gguf) {
   std::vector<std::string> lines;
   if (engine == Engine::kCrosspoint) return lines;
   if (engine == Engine::kVllm || engine == Engine::kSglang) {
@@ -196,11 +198,17 @@ std::vector<std::string> engine_report_lines(Engine engine, const std::vector<st
       if (format.empty()) continue;
       formats += (formats.empty() ? "" : ", ") + p + " is llama.cpp " + format;
     }
+    const std::string source =
+        gguf.empty() ? "The GGUFs were made with llama_cpp.llama_model_quantize from the model's only released GGUF "
+                       "(Q4_1) with allow_requantize, so every format carries the Q4_1 release's rounding: the F16 "
+                       "row is not the original FP16 weights."
+                     : "The GGUFs were made with llama_cpp.llama_model_quantize from " +
+                           std::filesystem::path(gguf).filename().string() +
+                           " (--gguf, with allow_requantize): each format carries that file's rounding.";
     lines.push_back("Formats: " + formats +
                     " (Q8_0 is 8-bit integer blocks with an FP16 scale, not FP8; Q4_0 is 4-bit integer blocks, "
-                    "not GPTQ). The GGUFs were made with llama_cpp.llama_model_quantize from the model's only "
-                    "released GGUF (Q4_1) with allow_requantize, so every format carries the Q4_1 release's "
-                    "rounding: the F16 row is not the original FP16 weights.");
+                    "not GPTQ). " +
+                    source);
   } else {
     lines.push_back(
         "Served by a --serve-cmd server (any OpenAI-compatible server), one per precision, benched by "

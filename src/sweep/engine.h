@@ -68,6 +68,8 @@ Engine engine_of(const std::string& engine_option, const std::string& serve_cmd)
 
 // The report's lines on the engine: which server, which format stood for each precision, and
 // what was not measured there (no /metrics, no crosspoint eval). Empty for crosspoint.
-std::vector<std::string> engine_report_lines(Engine engine, const std::vector<std::string>& precisions);
+// gguf: llama.cpp's source GGUF (--gguf), empty for the default model's Q4_1 release.
+std::vector<std::string> engine_report_lines(Engine engine, const std::vector<std::string>& precisions,
+                                             const std::string& gguf = "");
 
 }  // namespace crosspoint::sweep

@@ -20,6 +20,9 @@ struct SweepOptions {
   std::string engine = "crosspoint";
   std::string serve_cmd;          // --serve-cmd template ({model} {port} {host} {precision}); empty = --engine's server
   std::string python;             // llama.cpp: the Python with llama_cpp; empty = <cache>/venv/bin/python
+  // llama.cpp: the GGUF of --model that every format is made from (F16 and the quantised
+  // ones, by llama.cpp's own quantiser); empty = the default model's released Q4_1 GGUF.
+  std::string gguf;
   std::string engine_exe;         // vllm: the vllm executable (default "vllm"); sglang: its Python ("python3")
   std::string model = "default";  // FP16 model directory, or "default"
   std::vector<std::string> precisions;      // "fp16", "w8a8-fp8", "w4a16"; order kept

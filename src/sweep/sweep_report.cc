@@ -586,7 +586,7 @@ Status write_sweep_report(const SweepOptions& o, const std::string& fp16_dir, co
   analysis::ReportFiles files = analysis::render_study_report(study, result, extras);
   const SweepSections sections = render_sweep_sections(o, study, result, startups, qualities, harness);
   insert_before(files.markdown, "## Latency", sections.markdown);
-  if (const auto lines = engine_report_lines(engine_of(o.engine, o.serve_cmd), o.precisions); !lines.empty()) {
+  if (const auto lines = engine_report_lines(engine_of(o.engine, o.serve_cmd), o.precisions, o.gguf); !lines.empty()) {
     std::string md = "## Engine\n\n", html = "<h2>Engine</h2>\n";
     for (const std::string& line : lines) {
       md += line + "\n\n";

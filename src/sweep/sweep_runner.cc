@@ -98,9 +98,11 @@ class SweepRun {
   Status quantize_if_missing(const std::string& precision);
   // llama.cpp: the precision's GGUF (llama_cpp_format_of) made from the default model's GGUF.
   Status make_gguf_if_missing(const std::string& precision);
+  // A --gguf source gets its own cache names (its file name), so two sources never share a file.
   std::string llama_cpp_gguf_path(const std::string& precision) const {
-    return quantized_checkpoint_dir(o_, fp16_dir_, precision) + "-llama.cpp-" + llama_cpp_format_of(precision) +
-           ".gguf";
+    const std::string source = o_.gguf.empty() ? "" : "-from-" + fs::path(o_.gguf).stem().string();
+    return quantized_checkpoint_dir(o_, fp16_dir_, precision) + source + "-llama.cpp-" +
+           llama_cpp_format_of(precision) + ".gguf";
   }
   std::string python() const { return o_.python.empty() ? cache_dir() + "/venv/bin/python" : o_.python; }
   // The server of a label, started: crosspoint serve, llama_cpp.server or the --serve-cmd template.
@@ -142,6 +144,7 @@ class SweepRun {
   nlohmann::json options_json() const {
     return {{"model", fp16_dir_},
             {"engine", engine_display_name(engine_)},
+            {"gguf", o_.gguf},
             {"precisions", o_.precisions},
             {"concurrency", o_.concurrency},
             {"num_prompts", o_.num_prompts},
@@ -285,13 +288,12 @@ Status SweepRun::make_gguf_if_missing(const std::string& precision) {
     log_info("sweep: {} ({}) GGUF from the cache: {}", precision, llama_cpp_format_of(precision), path);
     return Status::ok();
   }
-  if (o_.model != "default") {
-    return invalid_argument(
-        "--engine llama.cpp: GGUFs are made from the default model's GGUF only; give --model "
-        "default or --precision-model " +
-        precision + "=GGUF");
+  if (o_.model != "default" && o_.gguf.empty()) {
+    return invalid_argument("--engine llama.cpp with --model " + o_.model +
+                            ": give --gguf FILE (a GGUF of that model to make every format from) or "
+                            "--precision-model " + precision + "=GGUF");
   }
-  const std::string source = cache_dir() + "/gguf/SmolLM2-135M-Instruct.Q4_1.gguf";
+  const std::string source = o_.gguf.empty() ? cache_dir() + "/gguf/SmolLM2-135M-Instruct.Q4_1.gguf" : o_.gguf;
   if (!fs::is_regular_file(source)) return not_found(source + ": no such file (run scripts/setup.sh)");
   const std::string tmp = path + ".partial";
   std::error_code ec;

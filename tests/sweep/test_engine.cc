@@ -101,6 +101,10 @@ TEST(Engine, ReportLinesNameTheFormatsAndWhatIsNotMeasured) {
   EXPECT_NE(text.find("Q4_1"), std::string::npos);
   EXPECT_NE(text.find("/metrics"), std::string::npos);
   EXPECT_NE(text.find("quality"), std::string::npos);
+  text.clear();
+  for (const std::string& line : engine_report_lines(Engine::kLlamaCpp, {"fp16"}, "/models/mine-F16.gguf")) text += line;
+  EXPECT_NE(text.find("from mine-F16.gguf (--gguf"), std::string::npos) << text;
+  EXPECT_EQ(text.find("Q4_1"), std::string::npos) << text;
 }
 
 // The flag names are vLLM's and SGLang's own (the stand-ins in engine_standins/ parse them with
@@ -148,6 +152,12 @@ TEST(Engine, OptionsCheckTheEngineAndTheTemplatesModels) {
   EXPECT_NE(validate_sweep_options(o).message().find("--engine-exe applies to --engine vllm and sglang"),
             std::string::npos);
   o.engine_exe.clear();
+  o.gguf = "/no/such.gguf";
+  EXPECT_NE(validate_sweep_options(o).message().find("--gguf applies to --engine llama.cpp"), std::string::npos);
+  o.engine = "llama.cpp";
+  EXPECT_NE(validate_sweep_options(o).message().find("--gguf /no/such.gguf: no such file"), std::string::npos);
+  o.engine = "crosspoint";
+  o.gguf.clear();
   o.serve_cmd = "srv --port {port}";
   EXPECT_NE(validate_sweep_options(o).message().find("--precision-model w4a16"), std::string::npos);
   o.serve_cmd.clear();
