@@ -199,7 +199,8 @@ Status validate_sweep_options(const SweepOptions& o) {
   if (!o.engine_exe.empty() && o.engine != "vllm" && o.engine != "sglang")
     return invalid_argument("--engine-exe applies to --engine vllm and sglang");
   if (!o.gguf.empty()) {
-    if (o.engine != "llama.cpp" || !o.serve_cmd.empty()) return invalid_argument("--gguf applies to --engine llama.cpp");
+    if (o.engine != "llama.cpp" || !o.serve_cmd.empty())
+      return invalid_argument("--gguf applies to --engine llama.cpp");
     if (!fs::is_regular_file(o.gguf)) return not_found("--gguf " + o.gguf + ": no such file");
   }
   if (!o.serve_cmd.empty()) {

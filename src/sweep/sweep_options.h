@@ -18,16 +18,16 @@ struct SweepOptions {
   // The server studied: "crosspoint", "llama.cpp" (llama-cpp-python's OpenAI server on GGUFs
   // made from the default model's GGUF), or any server from serve_cmd (engine.h).
   std::string engine = "crosspoint";
-  std::string serve_cmd;          // --serve-cmd template ({model} {port} {host} {precision}); empty = --engine's server
-  std::string python;             // llama.cpp: the Python with llama_cpp; empty = <cache>/venv/bin/python
+  std::string serve_cmd;  // --serve-cmd template ({model} {port} {host} {precision}); empty = --engine's server
+  std::string python;     // llama.cpp: the Python with llama_cpp; empty = <cache>/venv/bin/python
   // llama.cpp: the GGUF of --model that every format is made from (F16 and the quantised
   // ones, by llama.cpp's own quantiser); empty = the default model's released Q4_1 GGUF.
   std::string gguf;
-  std::string engine_exe;         // vllm: the vllm executable (default "vllm"); sglang: its Python ("python3")
-  std::string model = "default";  // FP16 model directory, or "default"
-  std::vector<std::string> precisions;      // "fp16", "w8a8-fp8", "w4a16"; order kept
-  std::vector<int> concurrency;             // client concurrency levels, increasing
-  int num_prompts = 8;                      // requests per cell (levels without an entry below)
+  std::string engine_exe;               // vllm: the vllm executable (default "vllm"); sglang: its Python ("python3")
+  std::string model = "default";        // FP16 model directory, or "default"
+  std::vector<std::string> precisions;  // "fp16", "w8a8-fp8", "w4a16"; order kept
+  std::vector<int> concurrency;         // client concurrency levels, increasing
+  int num_prompts = 8;                  // requests per cell (levels without an entry below)
   std::map<int, int> num_prompts_by_level;  // concurrency -> requests, from "--num-prompts 20,100,200"
   std::string dataset = "sharegpt";         // bench --dataset-name: sharegpt, random or prefix_repetition
   std::string dataset_path;                 // ShareGPT file; empty = the cache's copy

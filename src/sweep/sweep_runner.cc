@@ -291,7 +291,8 @@ Status SweepRun::make_gguf_if_missing(const std::string& precision) {
   if (o_.model != "default" && o_.gguf.empty()) {
     return invalid_argument("--engine llama.cpp with --model " + o_.model +
                             ": give --gguf FILE (a GGUF of that model to make every format from) or "
-                            "--precision-model " + precision + "=GGUF");
+                            "--precision-model " +
+                            precision + "=GGUF");
   }
   const std::string source = o_.gguf.empty() ? cache_dir() + "/gguf/SmolLM2-135M-Instruct.Q4_1.gguf" : o_.gguf;
   if (!fs::is_regular_file(source)) return not_found(source + ": no such file (run scripts/setup.sh)");

@@ -102,7 +102,8 @@ TEST(Engine, ReportLinesNameTheFormatsAndWhatIsNotMeasured) {
   EXPECT_NE(text.find("/metrics"), std::string::npos);
   EXPECT_NE(text.find("quality"), std::string::npos);
   text.clear();
-  for (const std::string& line : engine_report_lines(Engine::kLlamaCpp, {"fp16"}, "/models/mine-F16.gguf")) text += line;
+  for (const std::string& line : engine_report_lines(Engine::kLlamaCpp, {"fp16"}, "/models/mine-F16.gguf"))
+    text += line;
   EXPECT_NE(text.find("from mine-F16.gguf (--gguf"), std::string::npos) << text;
   EXPECT_EQ(text.find("Q4_1"), std::string::npos) << text;
 }
