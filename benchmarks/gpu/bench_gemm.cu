@@ -33,6 +33,7 @@
 #include "kernels/cuda/gemv.h"
 #include "kernels/cuda/linear.h"
 #include "kernels/cuda/programmatic_launch.cuh"
+#include "kernels/cuda/w4a16_dequantize.h"
 #include "kernels/cuda/w4a16_gemm.h"
 #include "kernels/cuda/w4a16_gemv.h"
 
@@ -481,6 +482,98 @@ nlohmann::json bench_decode_step(const Ceilings& c, CublasLtContext& ctx, const 
   return out;
 }
 
+// W4A16 at many rows: the 28 layers' linears of Qwen2.5-7B (no lm_head) at M = 128 .. 2,048 on
+// w4a16_gemm, on the layer dequantised into one fp16 scratch then cuBLASLt (what run_cuda_linear
+// takes from kW4A16DequantMinRows rows), the dequantisation alone, and FP16 cuBLASLt beside them.
+nlohmann::json bench_w4a16_many_rows(const Ceilings& c, CublasLtContext& ctx, const Buffers& b, cudaStream_t s,
+                                     int reps) {
+  constexpr int kLayers = 28, kHidden = 3584, kInter = 18944, kQkv = 4608;
+  const PrefillBuffers prefill(b, s);
+  uint16_t* w_fp16 = nullptr;  // the largest layer (gate_up) as fp16
+  BENCH_CUDA(cudaMalloc(&w_fp16, static_cast<size_t>(2 * kInter) * kHidden * 2));
+  struct Cell {
+    std::string kernel;
+    int m;
+    double ms;
+  };
+  std::vector<Cell> cells;
+  nlohmann::json out = nlohmann::json::array();
+  for (Precision p : {Precision::kFp16, Precision::kInt4}) {
+    std::vector<Linear> lins;
+    double bytes = 0, params = 0;
+    for (int l = 0; l < kLayers; ++l) {
+      for (auto [n, k] : {std::pair{kQkv, kHidden}, {kHidden, kHidden}, {2 * kInter, kHidden}, {kHidden, kInter}}) {
+        lins.push_back(make_linear(p, n, k, 8000 + l * 4 + static_cast<int>(lins.size() % 4), s));
+        bytes += weight_bytes(p, n, k);
+        params += static_cast<double>(n) * k;
+      }
+    }
+    enum class Path { kFp16, kW4A16Gemm, kDequantCublasLt, kDequantOnly };
+    const std::vector<Path> paths = p == Precision::kFp16
+                                        ? std::vector<Path>{Path::kFp16}
+                                        : std::vector<Path>{Path::kW4A16Gemm, Path::kDequantCublasLt, Path::kDequantOnly};
+    for (Path path : paths) {
+      const char* name = path == Path::kFp16              ? "fp16 cublaslt"
+                         : path == Path::kW4A16Gemm       ? "w4a16 w4a16_gemm"
+                         : path == Path::kDequantCublasLt ? "w4a16 dequant+cublaslt"
+                                                          : "w4a16 dequant alone";
+      for (int m : {128, 256, 512, 1024, 2048}) {
+        const double ms = time_graph(
+            [&]() -> Status {
+              for (const Linear& lin : lins) {
+                const auto* packed = static_cast<const uint32_t*>(lin.weight);
+                const auto* scales = static_cast<const uint32_t*>(lin.scales);
+                switch (path) {
+                  case Path::kFp16:
+                    CROSSPOINT_RETURN_IF_ERROR(cuda::fp16_linear(ctx, prefill.b.x, lin.k,
+                                                                 static_cast<const uint16_t*>(lin.weight), lin.k,
+                                                                 prefill.b.y, lin.n, m, lin.n, lin.k, s));
+                    break;
+                  case Path::kW4A16Gemm:
+                    CROSSPOINT_RETURN_IF_ERROR(cuda::w4a16_gemm(prefill.b.x, lin.k, packed, scales, prefill.b.y, lin.n,
+                                                                m, lin.n, lin.k, kGroupSize, s));
+                    break;
+                  case Path::kDequantCublasLt:
+                  case Path::kDequantOnly:
+                    CROSSPOINT_RETURN_IF_ERROR(
+                        cuda::w4a16_dequantize(packed, scales, lin.n, lin.k, kGroupSize, w_fp16, lin.k, s));
+                    if (path == Path::kDequantCublasLt) {
+                      CROSSPOINT_RETURN_IF_ERROR(cuda::fp16_linear(ctx, prefill.b.x, lin.k, w_fp16, lin.k, prefill.b.y,
+                                                                   lin.n, m, lin.n, lin.k, s));
+                    }
+                    break;
+                }
+              }
+              return Status::ok();
+            },
+            s, reps);
+        // The dequantisation alone moves 0.5 + 2 bytes a weight and does no matmul.
+        const bool dequant_only = path == Path::kDequantOnly;
+        auto r = record(c, p, name, "layer linears, no lm_head", m, 0, 0, dequant_only ? params * 2.5 : bytes,
+                        dequant_only ? 0.0 : 2.0 * m * params, ms);
+        r["time_ms"] = ms;
+        out.push_back(r);
+        cells.push_back({name, m, ms});
+      }
+    }
+    for (Linear& lin : lins) free_linear(lin);
+  }
+  cudaFree(w_fp16);
+  std::printf("\n== W4A16 at many rows: 28 layers' linears, ms (x FP16 cuBLASLt) ==\n");
+  for (const char* kernel : {"fp16 cublaslt", "w4a16 w4a16_gemm", "w4a16 dequant+cublaslt", "w4a16 dequant alone"}) {
+    std::printf("%-24s", kernel);
+    for (const Cell& cell : cells) {
+      if (cell.kernel != kernel) continue;
+      double fp16 = 0;
+      for (const Cell& base : cells)
+        if (base.kernel == "fp16 cublaslt" && base.m == cell.m) fp16 = base.ms;
+      std::printf(" | M=%-4d %7.2f ms %5.2fx", cell.m, cell.ms, fp16 > 0 ? cell.ms / fp16 : 0.0);
+    }
+    std::printf("\n");
+  }
+  return out;
+}
+
 // The decode-step GEMVs beside cuBLASLt at M = 1 .. 16: the 28 layers' linears of Qwen2.5-7B
 // (fused qkv, o, fused gate_up, down; no lm_head) per precision and kernel, as the engine
 // runs them (fp8: the per-token quantisation first, or fused into the GEMV for "auto" at
@@ -845,6 +938,7 @@ int main(int argc, char** argv) {
   bool gemv_only = false;       // the GEMV table, the per-shape GEMVs and the decode step at M <= 16
   bool profile_shapes = false;  // only run_profile_shapes (for ncu)
   bool cutlass_tiles = false;   // only bench_cutlass_tiles
+  bool w4a16_many_rows = false;  // only bench_w4a16_many_rows
   std::vector<int> profile_rows = {1, 8};
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
@@ -859,6 +953,7 @@ int main(int argc, char** argv) {
     else if (a == "--gemv16-only") gemv16_only = true;
     else if (a == "--gemv-only") gemv_only = true;
     else if (a == "--cutlass-tiles") cutlass_tiles = true;
+    else if (a == "--w4a16-many-rows") w4a16_many_rows = true;
     else if (a == "--profile-shapes") {
       profile_shapes = true;
       if (i + 1 < argc && argv[i + 1][0] != '-') {  // optional list of M
@@ -872,7 +967,8 @@ int main(int argc, char** argv) {
       std::fprintf(
           stderr,
           "usage: bench_gemm [--bw-gbps X] [--fp16-tflops X] [--fp8-tflops X] [--reps N] [--decode-only] "
-          "[--gemv-splits] [--gemv16-only] [--gemv-only] [--cutlass-tiles] [--profile-shapes [M,M,...]] [--no-pdl] "
+          "[--gemv-splits] [--gemv16-only] [--gemv-only] [--cutlass-tiles] [--w4a16-many-rows] "
+          "[--profile-shapes [M,M,...]] [--no-pdl] "
           "[--out FILE]\n");
       return 2;
     }
@@ -902,9 +998,12 @@ int main(int argc, char** argv) {
       {"ceilings", {{"read_gbps", c.bw_gbps}, {"fp16_tflops", c.fp16_tflops}, {"fp8_tflops", c.fp8_tflops}}},
       {"fp8_scale_path", fp8_path},
       {"reps", reps}};
-  if (cutlass_tiles) {
-    std::printf("\n== W8A8-FP8 GEMMs on every CUTLASS kernel ==\n");
-    result["cutlass_tiles"] = bench_cutlass_tiles(c, **ctx, b, s, reps);
+  if (cutlass_tiles || w4a16_many_rows) {
+    if (cutlass_tiles) {
+      std::printf("\n== W8A8-FP8 GEMMs on every CUTLASS kernel ==\n");
+      result["cutlass_tiles"] = bench_cutlass_tiles(c, **ctx, b, s, reps);
+    }
+    if (w4a16_many_rows) result["w4a16_many_rows"] = bench_w4a16_many_rows(c, **ctx, b, s, reps);
     std::ofstream(out_path) << result.dump(1) << "\n";
     std::printf("wrote %s\n", out_path.c_str());
     return 0;
@@ -919,6 +1018,7 @@ int main(int argc, char** argv) {
     std::printf("\n== small-batch GEMVs per decode-step shape ==\n");
     result["gemv_shapes"] = bench_gemv_shapes(c, **ctx, b, s, reps);
   }
+  if (!gemv16_only && !gemv_only) result["w4a16_many_rows"] = bench_w4a16_many_rows(c, **ctx, b, s, reps);
   if (!skip_layers && !gemv16_only && !gemv_only) {
     std::printf("\n== layer GEMMs ==\n");
     result["layer_gemms"] = bench_layer_gemms(c, **ctx, b, s, reps);

@@ -35,6 +35,7 @@
 
 #include "engine/engine.h"
 #include "kernels/cuda/programmatic_launch.cuh"
+#include "kernels/cuda/w4a16_gemm.h"
 #include "model/cuda/cuda_model.h"
 #include "model/model.h"
 #include "model/model_test_util.h"
@@ -195,6 +196,40 @@ TEST_P(CudaModelVsCpuTest, OneTokenMatchesTheCpuInTheGpuDtypeFlow) {
     std::printf("[ logits   ] %s one token %d: worst max |gpu - cpu| %.5f of the logit scale\n",
                 cuda_testing::precision_name(GetParam()), token, worst);
   }
+}
+
+// A step of more rows than kW4A16DequantMinRows (two prompts, 520 tokens): W4A16 linears run
+// dequantised through cuBLASLt there, the other precisions on their many-row kernels.
+TEST_P(CudaModelVsCpuTest, ManyRowStepMatchesTheCpuInTheGpuDtypeFlow) {
+  SKIP_WITHOUT_GPU();
+  auto cpu = load_tiny_model(GetParam(), /*fp16_activations=*/true);
+  ASSERT_NE(cpu, nullptr);
+  constexpr int32_t kLen0 = 300, kLen1 = 220, kBlockSize = 16, kBlocksPerSeq = 20;
+  static_assert(kLen0 + kLen1 >= cuda::kW4A16DequantMinRows);
+  cuda::CudaModelOptions options;
+  options.max_num_tokens = kLen0 + kLen1;
+  options.max_num_seqs = 2;
+  options.max_num_logits = 64;
+  options.max_model_len = kBlocksPerSeq * kBlockSize;
+  options.num_kv_blocks = 2 * kBlocksPerSeq;
+  auto gpu = cuda::CudaModel::create(*cpu, options);
+  ASSERT_TRUE(gpu.is_ok()) << gpu.status().to_string();
+  CpuKvCache cpu_cache(cpu->kv_cache_shape(2 * kBlocksPerSeq, kBlockSize));
+  testing::BatchBuilder builder(2, kBlocksPerSeq, kBlockSize);
+  const int32_t V = cpu->vocab_size();
+  std::vector<int32_t> prompt0, prompt1;
+  for (int32_t i = 0; i < kLen0; ++i) prompt0.push_back((i * 31 + 5) % V);
+  for (int32_t i = 0; i < kLen1; ++i) prompt1.push_back((i * 17 + 9) % V);
+  const ForwardBatch batch = builder.build({{0, prompt0}, {1, prompt1}}, false);
+  std::vector<float> cpu_logits(batch.logits_token_idx.size() * V), gpu_logits(cpu_logits.size(), NAN);
+  ASSERT_TRUE(cpu->forward(batch, cpu_cache, cpu_logits.data()).is_ok());
+  const Status st = (*gpu)->forward_host(batch, gpu_logits.data());
+  ASSERT_TRUE(st.is_ok()) << st.to_string();
+  float worst = 0.0f;
+  const float tol = quantises_activations(GetParam(), false) ? kE4m3LogitTolerance : kGpuFlowTolerance;
+  compare_rows(cpu_logits, gpu_logits, V, tol, "520-token step", &worst);
+  std::printf("[ logits   ] %s 520-token step: worst max |gpu - cpu| %.5f of the logit scale\n",
+              cuda_testing::precision_name(GetParam()), worst);
 }
 
 // The norms and silu_mul writing a W8A8 linear's input already quantised (fuse_fp8_input) give

@@ -67,7 +67,13 @@ Result<W4A16PackedWeight> w4a16_repack(const int32_t* qweight, const uint16_t* s
 //   otherwise                    kLargeTile (w4a16_gemm_large.cu): mma.sync with a 2 x 4-warp
 //                                block of 32..128 rows x 128 columns, never split along K.
 // All three are deterministic: no reduction depends on which block finishes first.
+// From kW4A16DequantMinRows rows, run_cuda_linear (model/cuda/cuda_linear.h) does not call
+// w4a16_gemm: it dequantises the layer into an fp16 scratch (w4a16_dequantize.h) and runs
+// cuBLASLt's fp16 GEMM. There the GEMM is bound by the tensor cores, which the fp16 GEMM keeps
+// busier than the mixed-input kernels do, and the dequantisation (2.5 bytes a weight) costs
+// less than the difference.
 enum class W4A16Kernel { kGemv, kWgmma, kLargeTile };
+inline constexpr int kW4A16DequantMinRows = 512;
 W4A16Kernel w4a16_kernel_for(int m, int n, int k, bool wgmma_supported);
 
 // y[m, n] = sum_k x[m, k] * s[g(k), n] * (q[k, n] - 8), fp32 accumulation, fp16 out, on the

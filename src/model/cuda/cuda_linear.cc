@@ -8,6 +8,7 @@
 #include "kernels/cuda/cuda_status.h"
 #include "kernels/cuda/fp8_quant.h"
 #include "kernels/cuda/linear.h"
+#include "kernels/cuda/w4a16_dequantize.h"
 #include "kernels/cuda/w4a16_gemm.h"
 #include "kernels/weight_dtype.h"
 
@@ -235,6 +236,11 @@ Status run_linear_rows(const CudaLinear& l, const CudaLinearScratch& s, const ui
       if (!l.k_perm.empty()) {
         CROSSPOINT_RETURN_IF_ERROR(w4a16_permute_columns(x, l.k_perm.as<int32_t>(), s.x_perm, m, K, stream));
         input = s.x_perm;
+      }
+      if (m >= kW4A16DequantMinRows && s.w4a16_weight_fp16 != nullptr) {
+        CROSSPOINT_RETURN_IF_ERROR(w4a16_dequantize(l.weight.as<uint32_t>(), l.weight_scale.as<uint32_t>(), N, K,
+                                                    l.group_size, s.w4a16_weight_fp16, K, stream));
+        return fp16_linear(*s.cublas, input, K, s.w4a16_weight_fp16, K, y, N, m, N, K, stream);
       }
       return w4a16_gemm(input, K, l.weight.as<uint32_t>(), l.weight_scale.as<uint32_t>(), y, N, m, N, K, l.group_size,
                         stream);

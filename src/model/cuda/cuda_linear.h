@@ -6,7 +6,8 @@
 //           fp8_quantize_per_token before fp8_linear; or by the step before, which writes
 //           them quantised: run_cuda_linear_fp8)
 //   w4a16   GPTQ int4 re-laid-out by w4a16_repack (weight, scales, and k_perm for
-//           act-order, whose activations go through w4a16_permute_columns first)
+//           act-order, whose activations go through w4a16_permute_columns first); from
+//           kW4A16DequantMinRows rows dequantised into scratch and run as fp16 (cuBLASLt)
 // Outputs are fp16 [M, N]. The optional bias is fp16 [N]; run_cuda_linear does not add it
 // (the fused qkv bias is added by rope_kv_write).
 #pragma once
@@ -70,6 +71,9 @@ struct CudaLinearScratch {
   float* x_scale = nullptr;       // w8a8: [max_rows] f32
   float* fp8_epilogue = nullptr;  // w8a8 on the cuBLASLt epilogue path: [max_rows, max_N] f32, else nullptr
   uint16_t* x_perm = nullptr;     // w4a16 act-order: [max_rows, max_K] fp16
+  // w4a16 at >= kW4A16DequantMinRows rows: [max N * K] fp16, the layer dequantised for cuBLASLt;
+  // nullptr: those rows stay on w4a16_gemm.
+  uint16_t* w4a16_weight_fp16 = nullptr;
   int slab_rows = 0;              // > 0: batch-invariant mode, every linear in slabs of this many rows
 };
 

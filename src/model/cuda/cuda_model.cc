@@ -214,7 +214,7 @@ Status CudaModel::allocate_activations() {
                                     "cudaMemset");
 
   // Scratch of the quantised linears, sized for the widest layer that needs it.
-  int64_t fp8_max_k = 0, perm_max_k = 0, fp8_max_n = 0;
+  int64_t fp8_max_k = 0, perm_max_k = 0, fp8_max_n = 0, w4a16_max_weight = 0;
   bool fp8_epilogue = false;
   for (const Layer& l : layers_) {
     for (const CudaLinear* lin : {&l.qkv, &l.o_proj, &l.gate_up, &l.down_proj}) {
@@ -231,6 +231,8 @@ Status CudaModel::allocate_activations() {
       }
       if (lin->format == CudaLinearFormat::kW4A16 && !lin->k_perm.empty())
         perm_max_k = std::max<int64_t>(perm_max_k, lin->in_features);
+      if (lin->format == CudaLinearFormat::kW4A16)
+        w4a16_max_weight = std::max<int64_t>(w4a16_max_weight, int64_t{lin->in_features} * lin->out_features);
     }
   }
   CROSSPOINT_ASSIGN_OR_RETURN(xq_, DeviceBuffer::allocate(static_cast<size_t>(T) * fp8_max_k, "fp8 activations"));
@@ -242,11 +244,17 @@ Status CudaModel::allocate_activations() {
                                               "fp8 epilogue scratch"));
   }
   CROSSPOINT_ASSIGN_OR_RETURN(x_perm_, DeviceBuffer::allocate(fp16_bytes(T, perm_max_k), "act-order activations"));
+  // Only steps of kW4A16DequantMinRows rows use it; batch-invariant slabs never have that many.
+  if (!o.batch_invariant && T >= kW4A16DequantMinRows) {
+    CROSSPOINT_ASSIGN_OR_RETURN(w4a16_weight_fp16_,
+                                DeviceBuffer::allocate(fp16_bytes(1, w4a16_max_weight), "w4a16 weights as fp16"));
+  }
   scratch_.cublas = cublas_.get();
   scratch_.xq = xq_.as<uint8_t>();
   scratch_.x_scale = x_scale_.as<float>();
   scratch_.fp8_epilogue = fp8_epilogue_.as<float>();
   scratch_.x_perm = x_perm_.as<uint16_t>();
+  scratch_.w4a16_weight_fp16 = w4a16_weight_fp16_.as<uint16_t>();
   scratch_.slab_rows = o.batch_invariant ? kBatchInvariantRows : 0;
   return Status::ok();
 }

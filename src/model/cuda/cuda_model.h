@@ -195,6 +195,7 @@ class CudaModel {
   DeviceBuffer x_scale_;       // [T] f32 (w8a8 layers)
   DeviceBuffer fp8_epilogue_;  // [T, max N] f32 when cuBLASLt lacks outer-vector scales
   DeviceBuffer x_perm_;        // [T, max K] fp16 (act-order w4a16 layers)
+  DeviceBuffer w4a16_weight_fp16_;  // [max N * K] fp16: one w4a16 layer dequantised (many-row steps)
   CudaLinearScratch scratch_;
 
   StepProfiler* profiler_ = nullptr;  // not owned; nullptr = no per-op events
