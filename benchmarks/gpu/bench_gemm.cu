@@ -509,9 +509,9 @@ nlohmann::json bench_w4a16_many_rows(const Ceilings& c, CublasLtContext& ctx, co
       }
     }
     enum class Path { kFp16, kW4A16Gemm, kDequantCublasLt, kDequantOnly };
-    const std::vector<Path> paths = p == Precision::kFp16
-                                        ? std::vector<Path>{Path::kFp16}
-                                        : std::vector<Path>{Path::kW4A16Gemm, Path::kDequantCublasLt, Path::kDequantOnly};
+    const std::vector<Path> paths =
+        p == Precision::kFp16 ? std::vector<Path>{Path::kFp16}
+                              : std::vector<Path>{Path::kW4A16Gemm, Path::kDequantCublasLt, Path::kDequantOnly};
     for (Path path : paths) {
       const char* name = path == Path::kFp16              ? "fp16 cublaslt"
                          : path == Path::kW4A16Gemm       ? "w4a16 w4a16_gemm"
@@ -933,11 +933,11 @@ int main(int argc, char** argv) {
   std::string out_path = "bench_gemm.json";
   int reps = 15;
   bool skip_layers = false;
-  bool gemv_splits = false;     // also time the GEMVs at every forced K split
-  bool gemv16_only = false;     // only the decode-step GEMV table at M = 1 .. 16
-  bool gemv_only = false;       // the GEMV table, the per-shape GEMVs and the decode step at M <= 16
-  bool profile_shapes = false;  // only run_profile_shapes (for ncu)
-  bool cutlass_tiles = false;   // only bench_cutlass_tiles
+  bool gemv_splits = false;      // also time the GEMVs at every forced K split
+  bool gemv16_only = false;      // only the decode-step GEMV table at M = 1 .. 16
+  bool gemv_only = false;        // the GEMV table, the per-shape GEMVs and the decode step at M <= 16
+  bool profile_shapes = false;   // only run_profile_shapes (for ncu)
+  bool cutlass_tiles = false;    // only bench_cutlass_tiles
   bool w4a16_many_rows = false;  // only bench_w4a16_many_rows
   std::vector<int> profile_rows = {1, 8};
   for (int i = 1; i < argc; ++i) {
@@ -964,12 +964,11 @@ int main(int argc, char** argv) {
       }
     } else if (a == "--no-pdl") crosspoint::cuda::set_programmatic_launch_enabled(false);
     else {
-      std::fprintf(
-          stderr,
-          "usage: bench_gemm [--bw-gbps X] [--fp16-tflops X] [--fp8-tflops X] [--reps N] [--decode-only] "
-          "[--gemv-splits] [--gemv16-only] [--gemv-only] [--cutlass-tiles] [--w4a16-many-rows] "
-          "[--profile-shapes [M,M,...]] [--no-pdl] "
-          "[--out FILE]\n");
+      std::fprintf(stderr,
+                   "usage: bench_gemm [--bw-gbps X] [--fp16-tflops X] [--fp8-tflops X] [--reps N] [--decode-only] "
+                   "[--gemv-splits] [--gemv16-only] [--gemv-only] [--cutlass-tiles] [--w4a16-many-rows] "
+                   "[--profile-shapes [M,M,...]] [--no-pdl] "
+                   "[--out FILE]\n");
       return 2;
     }
   }

@@ -67,10 +67,10 @@ void check_dequantize(int n, int k, int group_size, bool act_order, int64_t stri
 TEST(W4A16Dequantize, BitExactAgainstTheGptqFormula) {
   CROSSPOINT_SKIP_WITHOUT_GPU();
   check_dequantize(48, 192, 64, false, 192, 1);
-  check_dequantize(80, 320, -1, false, 328, 2);      // one group over K, padded stride
-  check_dequantize(144, 512, 128, true, 512, 3);     // act-order: rows in the packed order
-  check_dequantize(16, 64, 64, false, 64, 4);        // one slab
-  check_dequantize(1040, 896, 128, false, 896, 5);   // more slabs than one block's warps, not a multiple of 8
+  check_dequantize(80, 320, -1, false, 328, 2);     // one group over K, padded stride
+  check_dequantize(144, 512, 128, true, 512, 3);    // act-order: rows in the packed order
+  check_dequantize(16, 64, 64, false, 64, 4);       // one slab
+  check_dequantize(1040, 896, 128, false, 896, 5);  // more slabs than one block's warps, not a multiple of 8
 }
 
 // The many-row path: dequantise, then the fp16 GEMM, against the double-precision matmul.

@@ -74,7 +74,7 @@ struct CudaLinearScratch {
   // w4a16 at >= kW4A16DequantMinRows rows: [max N * K] fp16, the layer dequantised for cuBLASLt;
   // nullptr: those rows stay on w4a16_gemm.
   uint16_t* w4a16_weight_fp16 = nullptr;
-  int slab_rows = 0;              // > 0: batch-invariant mode, every linear in slabs of this many rows
+  int slab_rows = 0;  // > 0: batch-invariant mode, every linear in slabs of this many rows
 };
 
 // One checkpoint linear to fuse: its tensor prefix and the model's loaded view of it.
