@@ -547,14 +547,6 @@ int main(int argc, char** argv) {
       result["prefill"].push_back(bench_attention_shape({name, 1, 2048, 2048, k}, bw_gbps, s, reps));
       result["prefill"].push_back(bench_attention_shape({name, 16, 256, 256, k}, bw_gbps, s, reps));
     }
-    // The tensor-core prefill kernel loading each context tile before its MMAs, beside the default.
-    crosspoint::cuda::set_prefill_attention_pipelined(false);
-    const char* unpipelined = "prefill (tensor cores, unpipelined)";
-    result["prefill"].push_back(
-        bench_attention_shape({unpipelined, 1, 2048, 2048, CudaAttentionKernels::kDefault}, bw_gbps, s, reps));
-    result["prefill"].push_back(
-        bench_attention_shape({unpipelined, 16, 256, 256, CudaAttentionKernels::kDefault}, bw_gbps, s, reps));
-    crosspoint::cuda::set_prefill_attention_pipelined(true);
   }
   std::printf("\n== decoder ops (d %d, I %d, vocab %d) ==\n", kHidden, kIntermediate, kVocab);
   result["decoder_ops"] = nlohmann::json::array();

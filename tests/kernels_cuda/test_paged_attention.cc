@@ -487,18 +487,6 @@ TEST(CudaPagedAttention, PrefillChunks) {
   run_case({"prefill 40 D96 (no tensor-core path)", 8, 2, 96, 16, {{40, 50}}}, 215);
 }
 
-// The prefill kernel that loads each context tile before using it (the cases above ran the
-// pipelined default), on fp16 and e4m3 caches.
-TEST(CudaPagedAttention, PrefillChunksUnpipelined) {
-  CROSSPOINT_SKIP_WITHOUT_GPU();
-  set_prefill_attention_pipelined(false);
-  run_case({"prefill 77 7:1 D64", 14, 2, 64, 16, {{77, 77}}}, 221);
-  run_case({"chunked prefill 100 after 600 cached", 14, 2, 128, 16, {{100, 700}}}, 222);
-  run_case({"prefill 16 and 15 rows (threshold)", 28, 4, 128, 16, {{16, 40}, {15, 15}, {64, 64}, {65, 70}}}, 223);
-  run_case(fp8_case({"prefill 77 7:1 D64", 14, 2, 64, 16, {{77, 77}}}), 224);
-  set_prefill_attention_pipelined(true);
-}
-
 TEST(CudaPagedAttention, MixedBatchWithPaddingAndEmptySequence) {
   CROSSPOINT_SKIP_WITHOUT_GPU();
   AttentionCase c{"mixed 7:1 D128",           28, 4, 128, 16, {{33, 33}, {1, 300}, {20, 200}, {0, 10}, {1, 1}, {5, 16}},

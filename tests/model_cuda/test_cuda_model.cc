@@ -198,13 +198,13 @@ TEST_P(CudaModelVsCpuTest, OneTokenMatchesTheCpuInTheGpuDtypeFlow) {
   }
 }
 
-// A step of more rows than kW4A16DequantMinRows (two prompts, 520 tokens): W4A16 linears run
+// A step of more rows than kW4A16DequantMinRows (two prompts, 1,024 tokens): W4A16 linears run
 // dequantised through cuBLASLt there, the other precisions on their many-row kernels.
 TEST_P(CudaModelVsCpuTest, ManyRowStepMatchesTheCpuInTheGpuDtypeFlow) {
   SKIP_WITHOUT_GPU();
   auto cpu = load_tiny_model(GetParam(), /*fp16_activations=*/true);
   ASSERT_NE(cpu, nullptr);
-  constexpr int32_t kLen0 = 300, kLen1 = 220, kBlockSize = 16, kBlocksPerSeq = 20;
+  constexpr int32_t kLen0 = 512, kLen1 = 512, kBlockSize = 16, kBlocksPerSeq = 32;
   static_assert(kLen0 + kLen1 >= cuda::kW4A16DequantMinRows);
   cuda::CudaModelOptions options;
   options.max_num_tokens = kLen0 + kLen1;
@@ -227,8 +227,8 @@ TEST_P(CudaModelVsCpuTest, ManyRowStepMatchesTheCpuInTheGpuDtypeFlow) {
   ASSERT_TRUE(st.is_ok()) << st.to_string();
   float worst = 0.0f;
   const float tol = quantises_activations(GetParam(), false) ? kE4m3LogitTolerance : kGpuFlowTolerance;
-  compare_rows(cpu_logits, gpu_logits, V, tol, "520-token step", &worst);
-  std::printf("[ logits   ] %s 520-token step: worst max |gpu - cpu| %.5f of the logit scale\n",
+  compare_rows(cpu_logits, gpu_logits, V, tol, "1,024-token step", &worst);
+  std::printf("[ logits   ] %s 1,024-token step: worst max |gpu - cpu| %.5f of the logit scale\n",
               cuda_testing::precision_name(GetParam()), worst);
 }
 

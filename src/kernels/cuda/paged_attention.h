@@ -91,10 +91,4 @@ Status cuda_paged_attention_with(const CudaPagedAttentionArgs& args, CudaAttenti
 // cuda_paged_attention_with(args, CudaAttentionKernels::kSplitOnly, stream).
 Status cuda_paged_attention_split_only(const CudaPagedAttentionArgs& args, cudaStream_t stream);
 
-// The tensor-core prefill kernel with its next context tile in flight during the current
-// one's MMAs (the default) or loading each tile before using it, for benchmarks and tests to
-// compare; process-wide, read at launch.
-bool prefill_attention_pipelined();
-void set_prefill_attention_pipelined(bool pipelined);
-
 }  // namespace crosspoint::cuda

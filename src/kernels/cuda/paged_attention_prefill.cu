@@ -4,7 +4,8 @@
 //   CTA = (sequence, tile of 64 new rows, query head); 4 warps, 16 query rows each.
 //   Q stays in registers as mma A fragments. The context [0, last visible position of the
 //   tile) is walked in tiles of 64 positions: K and V rows (found through the block table)
-//   go to shared memory (16 bytes of padding per row: conflict-free fragment reads), then
+//   go to shared memory in two stages, tile t + 1 copied (cp.async) while tile t is multiplied
+//   (16 bytes of padding per row: conflict-free fragment reads), then
 //     S = Q K^T        mma.sync m16n8k16 (fp16 in, fp32 accumulate), K read as B fragments
 //     causal mask, online softmax in fp32 (log2 domain, running max m and sum l per row)
 //     O = O * alpha + P V   P (fp16, straight from the S accumulators) as A fragments,
@@ -19,7 +20,6 @@
 #include <string>
 
 #include "kernels/cuda/cuda_status.h"
-#include "kernels/cuda/paged_attention.h"
 #include "kernels/cuda/programmatic_launch.cuh"
 #include "kernels/cuda/paged_attention_mma.cuh"
 #include "kernels/cuda/paged_attention_params.cuh"
@@ -110,141 +110,6 @@ __device__ __forceinline__ void stage_kv_tile(const void* cache, const Params& p
 
 template <int kHeadDim, bool kFp8>
 __global__ void __launch_bounds__(kThreads) prefill_tensor_core_kernel(Params p, int num_query_tiles) {
-  wait_for_prior_kernels();
-  allow_dependent_launch();
-  constexpr int kDimSteps = kHeadDim / 16;  // k-steps of Q K^T
-  constexpr int kDimTiles = kHeadDim / 8;   // n-tiles of P V (output columns)
-  constexpr int kPosTiles = kKvTile / 8;    // n-tiles of Q K^T
-  constexpr int kPosSteps = kKvTile / 16;   // k-steps of P V
-  constexpr int kRowStride = kHeadDim + kPad;
-  __shared__ __align__(16) uint16_t s_k[kKvTile * kRowStride];  // [position][dim] fp16
-  __shared__ __align__(16) uint16_t s_v[kKvTile * kRowStride];  // [position][dim] fp16
-
-  const int s = blockIdx.x / num_query_tiles;
-  const int head = blockIdx.y;
-  const int num_new = num_new_rows(p, s);
-  if (num_new < p.tensor_core_min_rows) return;  // the split kernel's rows
-  const int kv_head = head / p.group_size;
-  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-  const int group = lane / 4, quad = lane % 4;  // mma fragment coordinates
-  const int32_t* table = p.block_tables + static_cast<int64_t>(s) * p.max_blocks_per_seq;
-  const int first_row = p.seq_token_start[s];
-  const int cached = p.seq_context_len[s] - num_new;  // positions before the first new row
-  const int64_t kv_head_offset = static_cast<int64_t>(kv_head) * kHeadDim;
-
-  // Last query tiles (the longest causal ranges) first, so the heavy CTAs start early; the
-  // grid-stride keeps every tile covered even if num_new exceeds the host's max_query_len.
-  for (int tile = num_query_tiles - 1 - blockIdx.x % num_query_tiles; tile * kQueryTile < num_new;
-       tile += num_query_tiles) {
-    const int j0 = tile * kQueryTile;
-    const int last_j = min(j0 + kQueryTile, num_new) - 1;
-    const int tile_visible = cached + last_j + 1;  // positions any row of the tile attends to
-    // This thread's two rows (fragment rows group and group + 8 of its warp's 16). Rows past
-    // num_new borrow the last row's inputs (finite math) and are never stored.
-    const int row_a = j0 + warp * 16 + group, row_b = row_a + 8;
-    const int visible_a = cached + min(row_a, last_j) + 1, visible_b = cached + min(row_b, last_j) + 1;
-
-    uint32_t q[kDimSteps][4];  // A fragments of Q: rows a/b, dims ks*16 + quad*2 (+8)
-    {
-      const uint16_t* qa =
-          p.query + static_cast<int64_t>(first_row + min(row_a, last_j)) * p.query_stride + head * kHeadDim;
-      const uint16_t* qb =
-          p.query + static_cast<int64_t>(first_row + min(row_b, last_j)) * p.query_stride + head * kHeadDim;
-#pragma unroll
-      for (int ks = 0; ks < kDimSteps; ++ks) {
-        const int d = ks * 16 + quad * 2;
-        q[ks][0] = *reinterpret_cast<const uint32_t*>(qa + d);
-        q[ks][1] = *reinterpret_cast<const uint32_t*>(qb + d);
-        q[ks][2] = *reinterpret_cast<const uint32_t*>(qa + d + 8);
-        q[ks][3] = *reinterpret_cast<const uint32_t*>(qb + d + 8);
-      }
-    }
-    float o[kDimTiles][4];  // output accumulators: rows a (0, 1) and b (2, 3), dims dt*8 + quad*2 (+1)
-#pragma unroll
-    for (int dt = 0; dt < kDimTiles; ++dt) o[dt][0] = o[dt][1] = o[dt][2] = o[dt][3] = 0.f;
-    float m_a = -INFINITY, m_b = -INFINITY;  // running max (log2 units), same in the row's 4 lanes
-    float l_a = 0.f, l_b = 0.f;              // running sum, this lane's columns only (summed at the end)
-
-    for (int kv0 = 0; kv0 < tile_visible; kv0 += kKvTile) {
-      __syncthreads();  // the previous step's shared-memory reads are done
-      load_kv_tile<kHeadDim, kFp8>(p.key_cache, p, table, kv0, tile_visible, kv_head_offset, s_k);
-      load_kv_tile<kHeadDim, kFp8>(p.value_cache, p, table, kv0, tile_visible, kv_head_offset, s_v);
-      __syncthreads();
-
-      // S = Q K^T for this warp's 16 rows x 64 positions.
-      float sc[kPosTiles][4];
-#pragma unroll
-      for (int nt = 0; nt < kPosTiles; ++nt) {
-        sc[nt][0] = sc[nt][1] = sc[nt][2] = sc[nt][3] = 0.f;
-        const uint16_t* k_row = s_k + (nt * 8 + group) * kRowStride + quad * 2;  // B[k = dim][n = position]
-#pragma unroll
-        for (int ks = 0; ks < kDimSteps; ++ks) {
-          const uint32_t b0 = *reinterpret_cast<const uint32_t*>(k_row + ks * 16);
-          const uint32_t b1 = *reinterpret_cast<const uint32_t*>(k_row + ks * 16 + 8);
-          mma_16816(sc[nt], q[ks], b0, b1);
-        }
-      }
-
-      // Causal mask and scale, then the softmax step (finite: position 0 is visible to every
-      // row and the first step includes it).
-#pragma unroll
-      for (int nt = 0; nt < kPosTiles; ++nt) {
-#pragma unroll
-        for (int e = 0; e < 2; ++e) {
-          const int position = kv0 + nt * 8 + quad * 2 + e;
-          sc[nt][e] = position < visible_a ? sc[nt][e] * p.scale_log2 : -INFINITY;
-          sc[nt][2 + e] = position < visible_b ? sc[nt][2 + e] * p.scale_log2 : -INFINITY;
-        }
-      }
-      const SoftmaxRescale rescale = online_softmax_step(sc, m_a, m_b, l_a, l_b);
-#pragma unroll
-      for (int dt = 0; dt < kDimTiles; ++dt) {
-        o[dt][0] *= rescale.a;
-        o[dt][1] *= rescale.a;
-        o[dt][2] *= rescale.b;
-        o[dt][3] *= rescale.b;
-      }
-
-      // O += P V: the S accumulators of position tiles 2ps, 2ps+1 are the A fragment of k-step ps.
-#pragma unroll
-      for (int ps = 0; ps < kPosSteps; ++ps) {
-        const uint32_t a[4] = {pack_half2(sc[2 * ps][0], sc[2 * ps][1]), pack_half2(sc[2 * ps][2], sc[2 * ps][3]),
-                               pack_half2(sc[2 * ps + 1][0], sc[2 * ps + 1][1]),
-                               pack_half2(sc[2 * ps + 1][2], sc[2 * ps + 1][3])};
-        // Lanes 0-15 address positions ps*16 + (lane % 16); lanes 16-31 repeat them (unused by .x2).
-        const uint16_t* v_rows = s_v + (ps * 16 + (lane % 16)) * kRowStride;
-#pragma unroll
-        for (int dt = 0; dt < kDimTiles; ++dt) {
-          uint32_t b0, b1;
-          ldmatrix_x2_trans(b0, b1, v_rows + dt * 8);
-          mma_16816(o[dt], a, b0, b1);
-        }
-      }
-    }
-
-#pragma unroll
-    for (int offset = 1; offset < 4; offset *= 2) {
-      l_a += __shfl_xor_sync(0xffffffffu, l_a, offset);
-      l_b += __shfl_xor_sync(0xffffffffu, l_b, offset);
-    }
-    const float inv_a = 1.f / l_a * p.v_scale, inv_b = 1.f / l_b * p.v_scale;
-    if (row_a < num_new) {
-      uint16_t* out = p.output + static_cast<int64_t>(first_row + row_a) * p.output_stride + head * kHeadDim + quad * 2;
-#pragma unroll
-      for (int dt = 0; dt < kDimTiles; ++dt)
-        *reinterpret_cast<uint32_t*>(out + dt * 8) = pack_half2(o[dt][0] * inv_a, o[dt][1] * inv_a);
-    }
-    if (row_b < num_new) {
-      uint16_t* out = p.output + static_cast<int64_t>(first_row + row_b) * p.output_stride + head * kHeadDim + quad * 2;
-#pragma unroll
-      for (int dt = 0; dt < kDimTiles; ++dt)
-        *reinterpret_cast<uint32_t*>(out + dt * 8) = pack_half2(o[dt][2] * inv_b, o[dt][3] * inv_b);
-    }
-  }
-}
-
-template <int kHeadDim, bool kFp8>
-__global__ void __launch_bounds__(kThreads) prefill_pipelined_kernel(Params p, int num_query_tiles) {
   wait_for_prior_kernels();
   allow_dependent_launch();
   constexpr int kDimSteps = kHeadDim / 16;  // k-steps of Q K^T
@@ -413,35 +278,18 @@ Status launch_prefill_tensor_core(const Params& p, int max_query_len, cudaStream
   if (p.head_dim != 128 && p.head_dim != 64)
     return invalid_argument("cuda_paged_attention: tensor-core prefill needs head_dim 64 or 128, got " +
                             std::to_string(p.head_dim));
-  if (!prefill_attention_pipelined()) {
-    const auto kernel =
-        p.head_dim == 128 ? (p.kv_fp8 ? prefill_tensor_core_kernel<128, true> : prefill_tensor_core_kernel<128, false>)
-                          : (p.kv_fp8 ? prefill_tensor_core_kernel<64, true> : prefill_tensor_core_kernel<64, false>);
-    CROSSPOINT_CUDA_RETURN_IF_ERROR(
-        launch_programmatic(kernel, dim3(grid), dim3(kThreads), 0, stream, p, num_query_tiles),
-        "prefill_tensor_core_kernel launch");
-    return last_launch_status("paged_attention prefill_tensor_core_kernel launch");
-  }
   const auto kernel = p.head_dim == 128
-                          ? (p.kv_fp8 ? prefill_pipelined_kernel<128, true> : prefill_pipelined_kernel<128, false>)
-                          : (p.kv_fp8 ? prefill_pipelined_kernel<64, true> : prefill_pipelined_kernel<64, false>);
+                          ? (p.kv_fp8 ? prefill_tensor_core_kernel<128, true> : prefill_tensor_core_kernel<128, false>)
+                          : (p.kv_fp8 ? prefill_tensor_core_kernel<64, true> : prefill_tensor_core_kernel<64, false>);
   // Two stages of K and V tiles: 69,632 bytes at head_dim 128, over the 48 KB default.
   const size_t shared_bytes = size_t{2} * 2 * kKvTile * (p.head_dim + kPad) * sizeof(uint16_t);
   CROSSPOINT_CUDA_RETURN_IF_ERROR(
       cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(shared_bytes)),
-      "prefill_pipelined_kernel shared memory");
+      "prefill_tensor_core_kernel shared memory");
   CROSSPOINT_CUDA_RETURN_IF_ERROR(
       launch_programmatic(kernel, dim3(grid), dim3(kThreads), shared_bytes, stream, p, num_query_tiles),
-      "prefill_pipelined_kernel launch");
-  return last_launch_status("paged_attention prefill_pipelined_kernel launch");
+      "prefill_tensor_core_kernel launch");
+  return last_launch_status("paged_attention prefill_tensor_core_kernel launch");
 }
 
 }  // namespace crosspoint::cuda::attention_internal
-
-namespace crosspoint::cuda {
-namespace {
-bool g_prefill_pipelined = true;
-}  // namespace
-bool prefill_attention_pipelined() { return g_prefill_pipelined; }
-void set_prefill_attention_pipelined(bool pipelined) { g_prefill_pipelined = pipelined; }
-}  // namespace crosspoint::cuda

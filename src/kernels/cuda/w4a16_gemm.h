@@ -73,7 +73,7 @@ Result<W4A16PackedWeight> w4a16_repack(const int32_t* qweight, const uint16_t* s
 // busier than the mixed-input kernels do, and the dequantisation (2.5 bytes a weight) costs
 // less than the difference.
 enum class W4A16Kernel { kGemv, kWgmma, kLargeTile };
-inline constexpr int kW4A16DequantMinRows = 512;
+inline constexpr int kW4A16DequantMinRows = 1024;
 W4A16Kernel w4a16_kernel_for(int m, int n, int k, bool wgmma_supported);
 
 // y[m, n] = sum_k x[m, k] * s[g(k), n] * (q[k, n] - 8), fp32 accumulation, fp16 out, on the
