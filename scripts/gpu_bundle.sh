@@ -43,7 +43,7 @@ SYSTEM_LIBS='^(linux-vdso\.so|ld-linux-x86-64\.so|libc\.so|libm\.so|libpthread\.
 
 log "configure $BUILD (Release, CUDA sm_90a)"
 cmake -S . -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CXX_COMPILER_LAUNCHER=ccache \
-  -DCMAKE_CUDA_COMPILER_LAUNCHER=ccache -DCMAKE_CUDA_ARCHITECTURES=90a -DCROSSPOINT_CUDA=ON -DCROSSPOINT_CUTLASS_CANDIDATES=ON >/dev/null \
+  -DCMAKE_CUDA_COMPILER_LAUNCHER=ccache -DCMAKE_CUDA_ARCHITECTURES=90a -DCROSSPOINT_CUDA=ON >/dev/null \
   || die "cmake configure failed (is nvcc at /usr/local/cuda/bin?)"
 # BUNDLE_TARGETS: a shorter list for a call that needs fewer (the tree and the bundle travel
 # together, at most 64 MiB); crosspoint always comes first.

@@ -136,8 +136,8 @@ Buffers make_buffers(cudaStream_t s) {
 // fp8 with the per-token quantisation inside the GEMV (fp8_gemv_from_fp16, no quant launch).
 // W4A16: the three kernels of w4a16_gemm.h (w4a16_gemv, w4a16_large = kLargeTile, w4a16_wgmma
 // = kWgmma, only on compute capability 9.0) and w4a16_gemm, what the engine calls.
-// cutlass: cutlass_fp8_gemm (after the per-token quantisation), what fp8_linear takes up to
-// kFp8CutlassMaxRows on Hopper; timed to 256 rows beside cuBLASLt.
+// cutlass: cutlass_fp8_gemm (after the per-token quantisation) on the kernel cutlass_fp8_tile_for
+// names, what fp8_linear takes on Hopper; 64x128 where the table takes cuBLASLt instead.
 enum class Variant {
   kAuto,
   kCublasLt,
@@ -206,7 +206,9 @@ Status run_linear(CublasLtContext& ctx, const Buffers& b, const Linear& lin, Var
         if (v == Variant::kFp8Quant) return Status::ok();
       }
       if (v == Variant::kCutlass) {
-        return cuda::cutlass_fp8_gemm(b.xq, k, b.x_scale, static_cast<const uint8_t*>(lin.weight), k,
+        const cuda::CutlassFp8Tile tile =
+            cuda::cutlass_fp8_tile_for(m, n, cuda::cuda_device_info().num_sms).value_or(cuda::CutlassFp8Tile::k64x128);
+        return cuda::cutlass_fp8_gemm(tile, b.xq, k, b.x_scale, static_cast<const uint8_t*>(lin.weight), k,
                                       static_cast<const float*>(lin.scales), b.y, n, m, n, k, s);
       }
       if (v == Variant::kAuto) {
@@ -800,7 +802,7 @@ void run_profile_shapes(CublasLtContext& ctx, const Buffers& b, cudaStream_t s, 
 // step shape (fused qkv, o, fused gate_up, down) and rows, GEMM alone (inputs already e4m3);
 // each kernel's output is checked against the 64-channel tile's of the same rows first. The
 // table: per rows, every shape's fastest kernel and the 28 layers' total on that mix against
-// the dispatch's (cutlass_fp8_tile_for up to 128 rows, cuBLASLt above).
+// the dispatch's (cutlass_fp8_tile_for's kernel, else cuBLASLt).
 nlohmann::json bench_cutlass_tiles(const Ceilings& c, CublasLtContext& ctx, const Buffers& small, cudaStream_t s,
                                    int reps) {
   constexpr int kHidden = 3584, kInter = 18944, kQkv = 4608, kLayers = 28;
@@ -811,9 +813,7 @@ nlohmann::json bench_cutlass_tiles(const Ceilings& c, CublasLtContext& ctx, cons
                           {"gate_up 37888x3584", 2 * kInter, kHidden},
                           {"down 3584x18944", kHidden, kInter}};
   const int rows[] = {8, 16, 32, 64, 128, 256, 2048};
-  size_t workspace_bytes = 256u << 20;
-  void* workspace = nullptr;
-  BENCH_CUDA(cudaMalloc(&workspace, workspace_bytes));
+  const int num_sms = cuda::cuda_device_info().num_sms;
   uint16_t* reference = nullptr;
   BENCH_CUDA(cudaMalloc(&reference, static_cast<size_t>(kPrefillRows) * 2 * kInter * 2));
   float* scratch = nullptr;  // cuBLASLt's fp32 epilogue buffer at up to kPrefillRows rows
@@ -852,9 +852,9 @@ nlohmann::json bench_cutlass_tiles(const Ceilings& c, CublasLtContext& ctx, cons
       const double cublas_ms = time_kernel("cublaslt", cublas);
       best_ms = cublas_ms, best_name = "cublaslt";
       // The reference output: the 64-channel tile of these rows on the first copy.
-      BENCH_CHECK(cuda::cutlass_fp8_gemm(b.xq, shape.k, b.x_scale, static_cast<const uint8_t*>(lins[0].weight), shape.k,
-                                         static_cast<const float*>(lins[0].scales), reference, shape.n, m, shape.n,
-                                         shape.k, s));
+      BENCH_CHECK(cuda::cutlass_fp8_gemm(
+          cuda::CutlassFp8Tile::k64x64, b.xq, shape.k, b.x_scale, static_cast<const uint8_t*>(lins[0].weight), shape.k,
+          static_cast<const float*>(lins[0].scales), reference, shape.n, m, shape.n, shape.k, s));
       want.resize(ys);
       BENCH_CUDA(cudaMemcpyAsync(want.data(), reference, ys * 2, cudaMemcpyDeviceToHost, s));
       BENCH_CUDA(cudaStreamSynchronize(s));
@@ -862,9 +862,9 @@ nlohmann::json bench_cutlass_tiles(const Ceilings& c, CublasLtContext& ctx, cons
         const int tokens = cuda::cutlass_fp8_tile_tokens(tile);
         if (tokens > std::max(16, m) || tokens * 8 < m) continue;  // tiles a few times narrower than M at most
         auto run = [&](const Linear& lin) {
-          return cuda::cutlass_fp8_gemm_with(tile, b.xq, shape.k, b.x_scale, static_cast<const uint8_t*>(lin.weight),
-                                             shape.k, static_cast<const float*>(lin.scales), b.y, shape.n, m, shape.n,
-                                             shape.k, workspace, workspace_bytes, s);
+          return cuda::cutlass_fp8_gemm(tile, b.xq, shape.k, b.x_scale, static_cast<const uint8_t*>(lin.weight),
+                                        shape.k, static_cast<const float*>(lin.scales), b.y, shape.n, m, shape.n,
+                                        shape.k, s);
         };
         const Status first = run(lins[0]);
         if (!first.is_ok()) {
@@ -895,10 +895,10 @@ nlohmann::json bench_cutlass_tiles(const Ceilings& c, CublasLtContext& ctx, cons
               mismatches, ys, max_diff, max_ref);
           continue;
         }
-        if (m <= 128 && tile == cuda::cutlass_fp8_tile_for(m)) dispatch_ms = ms;
+        if (tile == cuda::cutlass_fp8_tile_for(m, shape.n, num_sms)) dispatch_ms = ms;
         if (ms < best_ms) best_ms = ms, best_name = name;
       }
-      if (m > 128) dispatch_ms = cublas_ms;
+      if (!cuda::cutlass_fp8_tile_for(m, shape.n, num_sms)) dispatch_ms = cublas_ms;
       best_total[m] += kLayers * best_ms;
       dispatch_total[m] += kLayers * dispatch_ms;
       best_kernel[{m, shape.name}] = best_name;
@@ -918,7 +918,6 @@ nlohmann::json bench_cutlass_tiles(const Ceilings& c, CublasLtContext& ctx, cons
     std::printf("\n");
     summary.push_back({{"m", m}, {"dispatch_ms", dispatch_total[m]}, {"best_mix_ms", best_total[m]}, {"best", mix}});
   }
-  cudaFree(workspace);
   cudaFree(reference);
   cudaFree(scratch);
   return {{"per_shape", out}, {"summary", summary}};

@@ -1,15 +1,17 @@
 // cutlass_fp8_gemm (CUTLASS's Hopper warp-specialised FP8 GEMM, operands swapped): its tiles,
-// refusals and CUTLASS's own can_implement on the host, and on an H200 every tile against a
+// table, refusals and CUTLASS's own can_implement on the host, and on Hopper every tile against a
 // double-precision matmul of the same e4m3 values, strided outputs with their padding
 // untouched, the same bits on every run, and each row's bits independent of the other rows.
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <optional>
 #include <random>
 #include <string>
 
 #include "kernels/cuda/cublaslt_gemm.h"
 #include "kernels/cuda/cutlass_fp8_gemm.h"
+#include "kernels/cuda/device_info.h"
 #include "kernels/cuda/linear.h"
 #include "kernels_cuda/reference.h"
 
@@ -18,61 +20,73 @@ namespace {
 
 using testing::DeviceBuffer;
 
-TEST(CutlassFp8Gemm, TileByRows) {
-  EXPECT_EQ(cutlass_fp8_tile_for(1), CutlassFp8Tile::k64x16);
-  EXPECT_EQ(cutlass_fp8_tile_for(16), CutlassFp8Tile::k64x16);
-  EXPECT_EQ(cutlass_fp8_tile_for(17), CutlassFp8Tile::k64x32);
-  EXPECT_EQ(cutlass_fp8_tile_for(64), CutlassFp8Tile::k64x64);
-  EXPECT_EQ(cutlass_fp8_tile_for(65), CutlassFp8Tile::k64x128);
-  EXPECT_EQ(cutlass_fp8_tile_for(2048), CutlassFp8Tile::k64x128);
+constexpr int kH200Sms = 132;
+
+// The dispatch's kernel for these rows and channels on this GPU (or on an H200's 132 SMs
+// without one), which every linear shape in the tests has up to 256 rows.
+CutlassFp8Tile dispatched(int m, int n) {
+  const int sms = cutlass_fp8_available() ? cuda_device_info().num_sms : kH200Sms;
+  const std::optional<CutlassFp8Tile> tile = cutlass_fp8_tile_for(m, n, sms);
+  return tile.value_or(CutlassFp8Tile::k64x128);
+}
+
+// The table the H100 measured for Qwen2.5-7B's linears (docs/cuda.md), on 132 SMs.
+TEST(CutlassFp8Gemm, TileByShape) {
+  const int qkv = 4608, o = 3584, gate_up = 37888, down = 3584;
+  using T = CutlassFp8Tile;
+  for (int n : {qkv, o, down}) {
+    EXPECT_EQ(cutlass_fp8_tile_for(1, n, kH200Sms), T::k64x16) << n;
+    EXPECT_EQ(cutlass_fp8_tile_for(16, n, kH200Sms), T::k64x16) << n;
+    EXPECT_EQ(cutlass_fp8_tile_for(17, n, kH200Sms), T::k64x32) << n;
+    EXPECT_EQ(cutlass_fp8_tile_for(64, n, kH200Sms), T::k64x64) << n;
+  }
+  EXPECT_EQ(cutlass_fp8_tile_for(8, gate_up, kH200Sms), T::kPingpong64x16);  // 592 channel tiles
+  EXPECT_EQ(cutlass_fp8_tile_for(32, gate_up, kH200Sms), T::kPingpong64x32);
+  EXPECT_EQ(cutlass_fp8_tile_for(64, gate_up, kH200Sms), T::kPingpong64x64);
+  // 65-128 rows: 64-token tiles on ping-pong CTAs, but qkv's 144 of them spill just past 132
+  // SMs while its 72 128-token tiles fit.
+  for (int n : {o, gate_up, down}) EXPECT_EQ(cutlass_fp8_tile_for(128, n, kH200Sms), T::kPingpong64x64) << n;
+  EXPECT_EQ(cutlass_fp8_tile_for(65, qkv, kH200Sms), T::k64x128);
+  EXPECT_EQ(cutlass_fp8_tile_for(128, qkv, kH200Sms), T::k64x128);
+  // 129-256 rows: 64x128 while its tiles fit one wave (o, down: 112), else cuBLASLt.
+  EXPECT_EQ(cutlass_fp8_tile_for(256, o, kH200Sms), T::k64x128);
+  EXPECT_EQ(cutlass_fp8_tile_for(129, down, kH200Sms), T::k64x128);
+  EXPECT_EQ(cutlass_fp8_tile_for(129, qkv, kH200Sms), std::nullopt);
+  EXPECT_EQ(cutlass_fp8_tile_for(256, gate_up, kH200Sms), std::nullopt);
+  EXPECT_EQ(cutlass_fp8_tile_for(257, o, kH200Sms), std::nullopt);
+  EXPECT_EQ(cutlass_fp8_tile_for(0, o, kH200Sms), std::nullopt);
+  // The default model's narrow linears stay on CUTLASS to 256 rows.
+  EXPECT_EQ(cutlass_fp8_tile_for(200, 576, kH200Sms), T::k64x128);
+  EXPECT_EQ(cutlass_fp8_tile_for(100, 576, kH200Sms), T::kPingpong64x64);
 }
 
 TEST(CutlassFp8Gemm, RefusesBadArgumentsNamingThem) {
-  const Status k40 = cutlass_fp8_gemm(nullptr, 48, nullptr, nullptr, 48, nullptr, nullptr, 64, 4, 64, 40, nullptr);
+  const Status k40 = cutlass_fp8_gemm(CutlassFp8Tile::k64x16, nullptr, 48, nullptr, nullptr, 48, nullptr, nullptr, 64,
+                                      4, 64, 40, nullptr);
   EXPECT_EQ(k40.code(), StatusCode::kInvalidArgument);  // K not a multiple of 16 bytes
   EXPECT_NE(k40.message().find("k (40)"), std::string::npos) << k40.to_string();
-  EXPECT_EQ(cutlass_fp8_gemm(nullptr, 64, nullptr, nullptr, 64, nullptr, nullptr, 68, 4, 68, 64, nullptr).code(),
+  EXPECT_EQ(cutlass_fp8_gemm(CutlassFp8Tile::k64x16, nullptr, 64, nullptr, nullptr, 64, nullptr, nullptr, 68, 4, 68, 64,
+                             nullptr)
+                .code(),
             StatusCode::kInvalidArgument);  // N not a multiple of 8
 }
 
-// CUTLASS's can_implement on the host, for every tile at the model's shapes and the tests': a
-// configuration CUTLASS refuses is found here, not on the GPU.
-TEST(CutlassFp8Gemm, CutlassTakesEveryShapeTheEngineGives) {
-  if (!cutlass_fp8_available() &&
-      cutlass_fp8_gemm_check(16, 64, 512, 512, 512, 64).code() == StatusCode::kUnsupported) {
-    GTEST_SKIP() << "no sm_90a kernels in this build";
-  }
-  for (int m : {1, 4, 16, 17, 33, 64, 65, 130, 256, 2048}) {
-    for (auto [n, k] : {std::pair{4608, 3584}, {3584, 3584}, {37888, 3584}, {3584, 18944}, {72, 2560}, {136, 4096}}) {
-      const Status st = cutlass_fp8_gemm_check(m, n, k, k, k, n + 8);
-      EXPECT_TRUE(st.is_ok()) << "m=" << m << " n=" << n << " k=" << k << " tile "
-                              << cutlass_fp8_tile_name(cutlass_fp8_tile_for(m)) << ": " << st.to_string();
-    }
-  }
+bool no_sm90a_kernels() {
+  return !cutlass_fp8_available() &&
+         cutlass_fp8_gemm_check(CutlassFp8Tile::k64x16, 16, 64, 512, 512, 512, 64).code() == StatusCode::kUnsupported;
 }
 
-// Every kernel this build instantiates takes the model's shapes (CUTLASS's can_implement, on the host) and
-// says how much workspace it needs: none but stream-K's.
-TEST(CutlassFp8Gemm, EveryKernelTakesTheModelShapesAndNamesItsWorkspace) {
-  if (!cutlass_fp8_available() &&
-      cutlass_fp8_gemm_check(16, 64, 512, 512, 512, 64).code() == StatusCode::kUnsupported) {
-    GTEST_SKIP() << "no sm_90a kernels in this build";
-  }
+// CUTLASS's can_implement on the host, for every kernel at the model's shapes and the tests'
+// (neither schedule asks for a workspace): a configuration CUTLASS refuses is found here, not
+// on the GPU.
+TEST(CutlassFp8Gemm, EveryKernelTakesEveryShapeTheEngineGives) {
+  if (no_sm90a_kernels()) GTEST_SKIP() << "no sm_90a kernels in this build";
   for (CutlassFp8Tile tile : kAllCutlassFp8Tiles) {
-    if (!cutlass_fp8_tile_built(tile)) {  // a candidate this build left out says so
-      const Result<size_t> absent = cutlass_fp8_workspace_bytes(tile, 16, 3584, 3584);
-      EXPECT_EQ(absent.status().code(), StatusCode::kUnsupported) << cutlass_fp8_tile_name(tile);
-      EXPECT_NE(absent.status().message().find("CROSSPOINT_CUTLASS_CANDIDATES"), std::string::npos);
-      continue;
-    }
-    for (int m : {1, 16, 64, 130, 2048}) {
-      for (auto [n, k] : {std::pair{4608, 3584}, {3584, 3584}, {37888, 3584}, {3584, 18944}}) {
-        Result<size_t> bytes = cutlass_fp8_workspace_bytes(tile, m, n, k);
-        ASSERT_TRUE(bytes.is_ok()) << cutlass_fp8_tile_name(tile) << " m=" << m << " n=" << n << " k=" << k << ": "
-                                   << bytes.status().to_string();
-        const bool stream_k = std::string(cutlass_fp8_tile_name(tile)).rfind("streamk", 0) == 0;
-        if (!stream_k) EXPECT_EQ(*bytes, 0u) << cutlass_fp8_tile_name(tile);
-        EXPECT_LT(*bytes, size_t{64} << 20) << cutlass_fp8_tile_name(tile) << " m=" << m;
+    for (int m : {1, 4, 16, 17, 33, 64, 65, 130, 256}) {
+      for (auto [n, k] : {std::pair{4608, 3584}, {3584, 3584}, {37888, 3584}, {3584, 18944}, {72, 2560}, {136, 4096}}) {
+        const Status st = cutlass_fp8_gemm_check(tile, m, n, k, k, k, n + 8);
+        EXPECT_TRUE(st.is_ok()) << "m=" << m << " n=" << n << " k=" << k << " tile " << cutlass_fp8_tile_name(tile)
+                                << ": " << st.to_string();
       }
     }
   }
@@ -104,9 +118,10 @@ Problem make_problem(std::mt19937& rng, int m, int n, int k) {
   return p;
 }
 
-// Rows across every tile's boundary (several 128-token tiles too), channel counts that leave
-// partial tiles, K that leaves a partial k-block; y written with a row stride wider than N.
-TEST(CutlassFp8Gemm, MatchesReferenceOnEveryTile) {
+// The dispatch's kernels at rows across every tile's boundary (several 128-token tiles too),
+// channel counts that leave partial tiles, K that leaves a partial k-block; y written with a
+// row stride wider than N.
+TEST(CutlassFp8Gemm, MatchesReferenceOnTheDispatchedTile) {
   CROSSPOINT_SKIP_WITHOUT_GPU();
   if (!cutlass_fp8_available()) GTEST_SKIP() << "needs compute capability 9.0 and an sm_90a build";
   std::mt19937 rng(11);
@@ -119,7 +134,8 @@ TEST(CutlassFp8Gemm, MatchesReferenceOnEveryTile) {
       DeviceBuffer<uint16_t> y(static_cast<size_t>(m) * y_stride);
       y.poison();
       auto launch = [&]() {
-        return cutlass_fp8_gemm(xq.get(), k, xs.get(), wq.get(), k, ws.get(), y.get(), y_stride, m, n, k, nullptr);
+        return cutlass_fp8_gemm(dispatched(m, n), xq.get(), k, xs.get(), wq.get(), k, ws.get(), y.get(), y_stride, m, n,
+                                k, nullptr);
       };
       const Status st = launch();
       ASSERT_TRUE(st.is_ok()) << st.to_string();
@@ -131,15 +147,15 @@ TEST(CutlassFp8Gemm, MatchesReferenceOnEveryTile) {
         for (int j = n; j < y_stride; ++j) ASSERT_EQ(got[i * y_stride + j], 0xFFFF) << "padding written, row " << i;
       }
       EXPECT_LT(testing::relative_error_f16(packed, p.ref), 2e-3)
-          << "m=" << m << " n=" << n << " k=" << k << " tile " << cutlass_fp8_tile_name(cutlass_fp8_tile_for(m));
+          << "m=" << m << " n=" << n << " k=" << k << " tile " << cutlass_fp8_tile_name(dispatched(m, n));
       ASSERT_TRUE(launch().is_ok());
       EXPECT_EQ(y.download(), got) << "a second run gave other bits: m=" << m << " n=" << n << " k=" << k;
     }
   }
 }
 
-// Every kernel, including the persistent ones with their workspace, against the reference at
-// sizes that leave partial tiles and k-blocks; each twice, for the same bits.
+// Every kernel, the persistent ping-pong ones included, against the reference at sizes that
+// leave partial tiles and k-blocks; each twice, for the same bits.
 TEST(CutlassFp8Gemm, EveryKernelMatchesReference) {
   CROSSPOINT_SKIP_WITHOUT_GPU();
   if (!cutlass_fp8_available()) GTEST_SKIP() << "needs compute capability 9.0 and an sm_90a build";
@@ -151,15 +167,11 @@ TEST(CutlassFp8Gemm, EveryKernelMatchesReference) {
       DeviceBuffer<uint8_t> xq(p.xq), wq(p.wq);
       DeviceBuffer<float> xs(p.x_scale), ws(p.w_scale);
       for (CutlassFp8Tile tile : kAllCutlassFp8Tiles) {
-        if (!cutlass_fp8_tile_built(tile)) continue;
-        Result<size_t> bytes = cutlass_fp8_workspace_bytes(tile, m, n, k);
-        ASSERT_TRUE(bytes.is_ok()) << bytes.status().to_string();
-        DeviceBuffer<uint8_t> workspace(std::max<size_t>(*bytes, 16));
         DeviceBuffer<uint16_t> y(static_cast<size_t>(m) * y_stride);
         y.poison();
         auto launch = [&]() {
-          return cutlass_fp8_gemm_with(tile, xq.get(), k, xs.get(), wq.get(), k, ws.get(), y.get(), y_stride, m, n, k,
-                                       workspace.get(), *bytes, nullptr);
+          return cutlass_fp8_gemm(tile, xq.get(), k, xs.get(), wq.get(), k, ws.get(), y.get(), y_stride, m, n, k,
+                                  nullptr);
         };
         const Status st = launch();
         ASSERT_TRUE(st.is_ok()) << cutlass_fp8_tile_name(tile) << ": " << st.to_string();
@@ -191,23 +203,37 @@ TEST(CutlassFp8Gemm, RowsOfOneTileAreIndependent) {
   DeviceBuffer<uint8_t> xq(p.xq), wq(p.wq);
   DeviceBuffer<float> xs(p.x_scale), ws(p.w_scale);
   DeviceBuffer<uint16_t> all(static_cast<size_t>(16) * n), some(static_cast<size_t>(5) * n);
-  ASSERT_TRUE(cutlass_fp8_gemm(xq.get(), k, xs.get(), wq.get(), k, ws.get(), all.get(), n, 16, n, k, nullptr).is_ok());
-  ASSERT_TRUE(cutlass_fp8_gemm(xq.get(), k, xs.get(), wq.get(), k, ws.get(), some.get(), n, 5, n, k, nullptr).is_ok());
+  const CutlassFp8Tile tile = CutlassFp8Tile::k64x16;
+  ASSERT_TRUE(
+      cutlass_fp8_gemm(tile, xq.get(), k, xs.get(), wq.get(), k, ws.get(), all.get(), n, 16, n, k, nullptr).is_ok());
+  ASSERT_TRUE(
+      cutlass_fp8_gemm(tile, xq.get(), k, xs.get(), wq.get(), k, ws.get(), some.get(), n, 5, n, k, nullptr).is_ok());
   std::vector<uint16_t> first = all.download();
   first.resize(static_cast<size_t>(5) * n);
   EXPECT_EQ(some.download(), first);
 }
 
-// fp8_linear (what the engine calls) takes CUTLASS from 1 to kFp8CutlassMaxRows rows on Hopper,
-// bit for bit, and cuBLASLt above.
-TEST(CutlassFp8Gemm, Fp8LinearTakesItUpToItsRowLimit) {
+// fp8_linear (what the engine calls) takes the kernel cutlass_fp8_tile_for names on Hopper, bit
+// for bit, and cuBLASLt where it names none: above kFp8CutlassMaxRows rows, and at 129-256
+// rows of a linear whose 128-token tiles would not fit one wave.
+TEST(CutlassFp8Gemm, Fp8LinearTakesTheKernelTheTableNames) {
   CROSSPOINT_SKIP_WITHOUT_GPU();
   if (!cutlass_fp8_available()) GTEST_SKIP() << "needs compute capability 9.0 and an sm_90a build";
   auto ctx = CublasLtContext::create();
   ASSERT_TRUE(ctx.is_ok()) << ctx.status().to_string();
   std::mt19937 rng(13);
-  const int n = 136, k = 1024;
-  for (int m : {1, 2, 9, 64, kFp8CutlassMaxRows, kFp8CutlassMaxRows + 1}) {
+  const int sms = cuda_device_info().num_sms, k = 1024;
+  const int wide = 64 * sms + 8;  // more 64-channel tiles than SMs
+  for (auto [m, n] : {std::pair{1, 136},
+                      {2, 136},
+                      {9, 136},
+                      {64, 136},
+                      {9, wide},
+                      {100, 136},
+                      {100, wide},
+                      {kFp8CutlassMaxRows, 136},
+                      {kFp8CutlassMaxRows, wide},
+                      {kFp8CutlassMaxRows + 1, 136}}) {
     const Problem p = make_problem(rng, m, n, k);
     DeviceBuffer<uint8_t> xq(p.xq), wq(p.wq);
     DeviceBuffer<float> xs(p.x_scale), ws(p.w_scale), scratch(static_cast<size_t>(m) * n);
@@ -215,12 +241,18 @@ TEST(CutlassFp8Gemm, Fp8LinearTakesItUpToItsRowLimit) {
     ASSERT_TRUE(fp8_linear(**ctx, xq.get(), k, xs.get(), wq.get(), k, ws.get(), via_linear.get(), n, m, n, k,
                            scratch.get(), nullptr)
                     .is_ok());
-    ASSERT_TRUE(
-        cutlass_fp8_gemm(xq.get(), k, xs.get(), wq.get(), k, ws.get(), direct.get(), n, m, n, k, nullptr).is_ok());
+    const std::optional<CutlassFp8Tile> tile = cutlass_fp8_tile_for(m, n, sms);
+    EXPECT_EQ(tile.has_value(), m <= 128 || (m <= kFp8CutlassMaxRows && n == 136)) << "m=" << m << " n=" << n;
+    ASSERT_TRUE(cutlass_fp8_gemm(tile.value_or(CutlassFp8Tile::k64x128), xq.get(), k, xs.get(), wq.get(), k, ws.get(),
+                                 direct.get(), n, m, n, k, nullptr)
+                    .is_ok());
     ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
     const std::vector<uint16_t> got = via_linear.download();
-    EXPECT_LT(testing::relative_error_f16(got, p.ref), 2e-3) << "m=" << m;
-    if (m <= kFp8CutlassMaxRows) { EXPECT_EQ(got, direct.download()) << "fp8_linear did not take CUTLASS at m=" << m; }
+    EXPECT_LT(testing::relative_error_f16(got, p.ref), 2e-3) << "m=" << m << " n=" << n;
+    if (tile) {
+      EXPECT_EQ(got, direct.download()) << "fp8_linear did not take " << cutlass_fp8_tile_name(*tile) << " at m=" << m
+                                        << " n=" << n;
+    }
   }
 }
 

@@ -7,12 +7,14 @@
 #include <gtest/gtest.h>
 
 #include <cstdio>
+#include <optional>
 #include <string>
 #include <tuple>
 #include <vector>
 
 #include "kernels/cuda/cublaslt_gemm.h"
 #include "kernels/cuda/cutlass_fp8_gemm.h"
+#include "kernels/cuda/device_info.h"
 #include "kernels/cuda/fp8_quant.h"
 #include "kernels/cuda/gemv.h"
 #include "kernels/cuda/linear.h"
@@ -240,9 +242,11 @@ TEST(Fp8Linear, TakesCutlassOnHopperElseTheTensorCoreGemvUpToItsRowLimit) {
     ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
     const std::vector<uint16_t> y = unpad(p, d.y.download(), "fp8_linear m=" + std::to_string(m));
     EXPECT_LT(testing::relative_error_f16(y, p.ref), kTolerance) << "fp8_linear m=" << m;
-    if (cutlass_fp8_available() && cutlass_fp8_gemm_check(m, p.n, p.k, p.x_stride, p.w_stride, p.y_stride).is_ok()) {
-      ASSERT_TRUE(cutlass_fp8_gemm(d.xq.get(), p.x_stride, d.x_scale.get(), d.wq.get(), p.w_stride, d.w_scale.get(),
-                                   d.y.get(), p.y_stride, m, p.n, p.k, nullptr)
+    const std::optional<CutlassFp8Tile> tile =
+        cutlass_fp8_available() ? cutlass_fp8_tile_for(m, p.n, cuda_device_info().num_sms) : std::nullopt;
+    if (tile && cutlass_fp8_gemm_check(*tile, m, p.n, p.k, p.x_stride, p.w_stride, p.y_stride).is_ok()) {
+      ASSERT_TRUE(cutlass_fp8_gemm(*tile, d.xq.get(), p.x_stride, d.x_scale.get(), d.wq.get(), p.w_stride,
+                                   d.w_scale.get(), d.y.get(), p.y_stride, m, p.n, p.k, nullptr)
                       .is_ok());
       EXPECT_EQ(y, unpad(p, d.y.download(), "cutlass m=" + std::to_string(m)))
           << "fp8_linear is not CUTLASS at m=" << m;

@@ -1,6 +1,7 @@
 #include "kernels/cuda/cutlass_fp8_gemm.h"
 
 #include <cstdint>
+#include <optional>
 #include <string>
 
 #include "kernels/cuda/cutlass_fp8_kernels.h"
@@ -37,12 +38,6 @@ Status validate_and_run(CutlassFp8Tile tile, const cutlass_fp8::Args& a, cudaStr
     case CutlassFp8Tile::kPingpong64x16: return cutlass_fp8::gemm_pingpong_64x16(args, stream);
     case CutlassFp8Tile::kPingpong64x32: return cutlass_fp8::gemm_pingpong_64x32(args, stream);
     case CutlassFp8Tile::kPingpong64x64: return cutlass_fp8::gemm_pingpong_64x64(args, stream);
-    case CutlassFp8Tile::kPingpong64x128: return cutlass_fp8::gemm_pingpong_64x128(args, stream);
-    case CutlassFp8Tile::kStreamK128x16: return cutlass_fp8::gemm_streamk_128x16(args, stream);
-    case CutlassFp8Tile::kStreamK128x32: return cutlass_fp8::gemm_streamk_128x32(args, stream);
-    case CutlassFp8Tile::kStreamK128x64: return cutlass_fp8::gemm_streamk_128x64(args, stream);
-    case CutlassFp8Tile::kStreamK128x128: return cutlass_fp8::gemm_streamk_128x128(args, stream);
-    case CutlassFp8Tile::kStreamK128x256: return cutlass_fp8::gemm_streamk_128x256(args, stream);
   }
   return internal_error("cutlass_fp8_gemm: unknown tile");
 }
@@ -58,51 +53,39 @@ const char* cutlass_fp8_tile_name(CutlassFp8Tile tile) {
     case CutlassFp8Tile::kPingpong64x16: return "pingpong_64x16";
     case CutlassFp8Tile::kPingpong64x32: return "pingpong_64x32";
     case CutlassFp8Tile::kPingpong64x64: return "pingpong_64x64";
-    case CutlassFp8Tile::kPingpong64x128: return "pingpong_64x128";
-    case CutlassFp8Tile::kStreamK128x16: return "streamk_128x16";
-    case CutlassFp8Tile::kStreamK128x32: return "streamk_128x32";
-    case CutlassFp8Tile::kStreamK128x64: return "streamk_128x64";
-    case CutlassFp8Tile::kStreamK128x128: return "streamk_128x128";
-    case CutlassFp8Tile::kStreamK128x256: return "streamk_128x256";
   }
   return "?";
-}
-
-bool cutlass_fp8_tile_built(CutlassFp8Tile tile) {
-#if defined(CROSSPOINT_CUTLASS_SM90) && defined(CROSSPOINT_CUTLASS_CANDIDATES)
-  return true;
-#elif defined(CROSSPOINT_CUTLASS_SM90)
-  return tile == CutlassFp8Tile::k64x16 || tile == CutlassFp8Tile::k64x32 || tile == CutlassFp8Tile::k64x64 ||
-         tile == CutlassFp8Tile::k64x128;
-#else
-  return false;
-#endif
 }
 
 int cutlass_fp8_tile_tokens(CutlassFp8Tile tile) {
   switch (tile) {
     case CutlassFp8Tile::k64x16:
-    case CutlassFp8Tile::kPingpong64x16:
-    case CutlassFp8Tile::kStreamK128x16: return 16;
+    case CutlassFp8Tile::kPingpong64x16: return 16;
     case CutlassFp8Tile::k64x32:
-    case CutlassFp8Tile::kPingpong64x32:
-    case CutlassFp8Tile::kStreamK128x32: return 32;
+    case CutlassFp8Tile::kPingpong64x32: return 32;
     case CutlassFp8Tile::k64x64:
-    case CutlassFp8Tile::kPingpong64x64:
-    case CutlassFp8Tile::kStreamK128x64: return 64;
-    case CutlassFp8Tile::k64x128:
-    case CutlassFp8Tile::kPingpong64x128:
-    case CutlassFp8Tile::kStreamK128x128: return 128;
-    case CutlassFp8Tile::kStreamK128x256: return 256;
+    case CutlassFp8Tile::kPingpong64x64: return 64;
+    case CutlassFp8Tile::k64x128: return 128;
   }
   return 0;
 }
 
-CutlassFp8Tile cutlass_fp8_tile_for(int m) {
-  return m <= 16   ? CutlassFp8Tile::k64x16
-         : m <= 32 ? CutlassFp8Tile::k64x32
-         : m <= 64 ? CutlassFp8Tile::k64x64
-                   : CutlassFp8Tile::k64x128;
+std::optional<CutlassFp8Tile> cutlass_fp8_tile_for(int m, int n, int num_sms) {
+  if (m < 1 || m > kFp8CutlassMaxRows) return std::nullopt;
+  const int64_t channel_tiles = (n + 63) / 64;
+  const auto tiles = [&](int tokens) { return channel_tiles * ((m + tokens - 1) / tokens); };
+  if (m <= 64) {
+    const bool pingpong = channel_tiles > num_sms;
+    if (m <= 16) return pingpong ? CutlassFp8Tile::kPingpong64x16 : CutlassFp8Tile::k64x16;
+    if (m <= 32) return pingpong ? CutlassFp8Tile::kPingpong64x32 : CutlassFp8Tile::k64x32;
+    return pingpong ? CutlassFp8Tile::kPingpong64x64 : CutlassFp8Tile::k64x64;
+  }
+  if (m <= 128) {
+    const bool spills = tiles(64) > num_sms && tiles(64) <= 2 * num_sms && tiles(128) <= num_sms;
+    return spills ? CutlassFp8Tile::k64x128 : CutlassFp8Tile::kPingpong64x64;
+  }
+  if (tiles(128) <= num_sms) return CutlassFp8Tile::k64x128;
+  return std::nullopt;
 }
 
 bool cutlass_fp8_available() {
@@ -114,43 +97,21 @@ bool cutlass_fp8_available() {
 #endif
 }
 
-Status cutlass_fp8_gemm_check(int m, int n, int k, int64_t xq_stride, int64_t w_stride, int64_t y_stride) {
+Status cutlass_fp8_gemm_check(CutlassFp8Tile tile, int m, int n, int k, int64_t xq_stride, int64_t w_stride,
+                              int64_t y_stride) {
   cutlass_fp8::Args args{nullptr, xq_stride, nullptr, nullptr, w_stride, nullptr, nullptr, y_stride, m, n, k};
   args.check_only = true;
-  return validate_and_run(cutlass_fp8_tile_for(m), args, nullptr);
+  return validate_and_run(tile, args, nullptr);
 }
 
-Result<size_t> cutlass_fp8_workspace_bytes(CutlassFp8Tile tile, int m, int n, int k, int splits) {
-  size_t bytes = 0;
-  cutlass_fp8::Args args{nullptr, k, nullptr, nullptr, k, nullptr, nullptr, n, m, n, k};
-  args.check_only = true;
-  args.workspace_bytes_needed = &bytes;
-  args.splits = splits;
-  CROSSPOINT_RETURN_IF_ERROR(validate_and_run(tile, args, nullptr));
-  return bytes;
-}
-
-Status cutlass_fp8_gemm_with(CutlassFp8Tile tile, const uint8_t* xq, int64_t xq_stride, const float* x_scale,
-                             const uint8_t* wq, int64_t w_stride, const float* w_scale, uint16_t* y, int64_t y_stride,
-                             int m, int n, int k, void* workspace, size_t workspace_bytes, cudaStream_t stream,
-                             int splits) {
-  if (!cutlass_fp8_available())
-    return unsupported("cutlass_fp8_gemm: needs a compute capability 9.0 GPU and a build for sm_90a");
-  cutlass_fp8::Args args{xq, xq_stride, x_scale, wq, w_stride, w_scale, y, y_stride, m, n, k};
-  args.workspace = workspace;
-  args.workspace_bytes = workspace_bytes;
-  args.splits = splits;
-  return validate_and_run(tile, args, stream);
-}
-
-Status cutlass_fp8_gemm(const uint8_t* xq, int64_t xq_stride, const float* x_scale, const uint8_t* wq, int64_t w_stride,
-                        const float* w_scale, uint16_t* y, int64_t y_stride, int m, int n, int k, cudaStream_t stream) {
+Status cutlass_fp8_gemm(CutlassFp8Tile tile, const uint8_t* xq, int64_t xq_stride, const float* x_scale,
+                        const uint8_t* wq, int64_t w_stride, const float* w_scale, uint16_t* y, int64_t y_stride, int m,
+                        int n, int k, cudaStream_t stream) {
   if (!cutlass_fp8_available()) {
-    CROSSPOINT_RETURN_IF_ERROR(cutlass_fp8_gemm_check(m, n, k, xq_stride, w_stride, y_stride));
+    CROSSPOINT_RETURN_IF_ERROR(cutlass_fp8_gemm_check(tile, m, n, k, xq_stride, w_stride, y_stride));
     return unsupported("cutlass_fp8_gemm: needs a compute capability 9.0 GPU and a build for sm_90a");
   }
-  return validate_and_run(cutlass_fp8_tile_for(m),
-                          {xq, xq_stride, x_scale, wq, w_stride, w_scale, y, y_stride, m, n, k}, stream);
+  return validate_and_run(tile, {xq, xq_stride, x_scale, wq, w_stride, w_scale, y, y_stride, m, n, k}, stream);
 }
 
 }  // namespace crosspoint::cuda

@@ -23,29 +23,19 @@ namespace crosspoint::cuda::cutlass_fp8 {
 
 // CUTLASS's D[n, m] = w_scale[n] * (x_scale[m] * acc[n, m]): n is GEMM-M (channels), m GEMM-N.
 // How CUTLASS schedules the tiles: one consumer warpgroup per CTA, a CTA per tile (kSingle);
-// persistent CTAs whose two consumer warpgroups take turns on 64-channel tiles, one's epilogue
-// under the other's mainloop (kPingpong); persistent CTAs of two warpgroups on a 128-channel
-// tile, the K loop of a tile shared by several CTAs where tiles alone leave SMs idle, their
-// partial sums added in a fixed order (kStreamK).
-enum class Schedule { kSingle, kPingpong, kStreamK };
+// persistent CTAs whose two consumer warpgroups take turns on tiles, one's epilogue under the
+// other's mainloop (kPingpong). Neither splits K.
+enum class Schedule { kSingle, kPingpong };
 
 template <Schedule kSchedule>
 struct ScheduleTypes {
   using Mainloop = cutlass::gemm::KernelTmaWarpSpecialized;
   using Epilogue = cutlass::epilogue::TmaWarpSpecialized;
-  using TileScheduler = void;
 };
 template <>
 struct ScheduleTypes<Schedule::kPingpong> {
   using Mainloop = cutlass::gemm::KernelTmaWarpSpecializedPingpong;
   using Epilogue = cutlass::epilogue::TmaWarpSpecialized;
-  using TileScheduler = void;
-};
-template <>
-struct ScheduleTypes<Schedule::kStreamK> {
-  using Mainloop = cutlass::gemm::KernelTmaWarpSpecializedCooperative;
-  using Epilogue = cutlass::epilogue::TmaWarpSpecializedCooperative;
-  using TileScheduler = cutlass::gemm::StreamKScheduler;
 };
 
 template <int kTileChannels, int kTileTokens, int kTileK, Schedule kSchedule = Schedule::kSingle>
@@ -77,8 +67,7 @@ struct SwappedGemm {
       cutlass::layout::ColumnMajor, 16, float, TileShape, ClusterShape,
       cutlass::gemm::collective::StageCountAutoCarveout<static_cast<int>(sizeof(typename Epilogue::SharedStorage))>,
       typename ScheduleTypes<kSchedule>::Mainloop>::CollectiveOp;
-  using Kernel = cutlass::gemm::kernel::GemmUniversal<cute::Shape<int, int, int, int>, Mainloop, Epilogue,
-                                                      typename ScheduleTypes<kSchedule>::TileScheduler>;
+  using Kernel = cutlass::gemm::kernel::GemmUniversal<cute::Shape<int, int, int, int>, Mainloop, Epilogue>;
   using Gemm = cutlass::gemm::device::GemmUniversalAdapter<Kernel>;
 };
 
@@ -101,25 +90,17 @@ Status run(const Args& a, cudaStream_t stream) {
   // Sums leave the tensor cores for fp32 registers once per k-block: the fewest promotions the
   // mainloop allows (a whole number of its 32-deep MMAs per k-block).
   args.mainloop.mma_promotion_interval = cute::size<2>(typename G::TileShape{}) / 32;
-  if constexpr (G::kScheduleKind != Schedule::kSingle) args.hw_info.sm_count = a.num_sms;
-  if constexpr (G::kScheduleKind == Schedule::kStreamK) {
-    using Scheduler = typename G::Kernel::TileScheduler;
-    args.scheduler.reduction_mode = Scheduler::ReductionMode::Deterministic;  // the same sums every run
-    if (a.splits > 1) args.scheduler.splits = a.splits;
-  }
+  if constexpr (G::kScheduleKind == Schedule::kPingpong) args.hw_info.sm_count = a.num_sms;
   typename G::Gemm gemm;
   if (gemm.can_implement(args) != cutlass::Status::kSuccess) {
     return unsupported("cutlass_fp8_gemm: CUTLASS cannot run m = " + std::to_string(a.m) +
                        ", n = " + std::to_string(a.n) + ", k = " + std::to_string(a.k) + " (strides or alignment)");
   }
-  const size_t workspace_bytes = G::Gemm::get_workspace_size(args);
-  if (a.workspace_bytes_needed != nullptr) *a.workspace_bytes_needed = workspace_bytes;
-  if (a.check_only) return Status::ok();
-  if (workspace_bytes > a.workspace_bytes) {
-    return invalid_argument("cutlass_fp8_gemm: this kernel needs a workspace of " + std::to_string(workspace_bytes) +
-                            " bytes, given " + std::to_string(a.workspace_bytes));
+  if (G::Gemm::get_workspace_size(args) != 0) {  // neither schedule splits K, so neither needs one
+    return internal_error("cutlass_fp8_gemm: the kernel asks for a workspace this launcher does not give");
   }
-  if (gemm.initialize(args, a.workspace, stream) != cutlass::Status::kSuccess) {
+  if (a.check_only) return Status::ok();
+  if (gemm.initialize(args, nullptr, stream) != cutlass::Status::kSuccess) {
     return internal_error("cutlass_fp8_gemm: CUTLASS initialize failed");
   }
 #if defined(CUTLASS_ENABLE_GDC_FOR_SM90)

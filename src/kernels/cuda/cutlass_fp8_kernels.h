@@ -22,12 +22,8 @@ struct Args {
   uint16_t* y;           // [M, N] fp16, row stride y_stride elements
   int64_t y_stride;
   int m, n, k;
-  bool check_only = false;    // only ask CUTLASS whether it can run these sizes (host; no GPU needed)
-  void* workspace = nullptr;  // the persistent kernels' scratch (stream-K's partial sums)
-  size_t workspace_bytes = 0;
-  size_t* workspace_bytes_needed = nullptr;  // where to report the workspace these sizes need
-  int num_sms = 0;                           // SMs the persistent kernels spread over
-  int splits = 0;                            // stream-K: a fixed K split instead of CUTLASS's plan when > 1
+  bool check_only = false;  // only ask CUTLASS whether it can run these sizes (host; no GPU needed)
+  int num_sms = 0;          // SMs the persistent (ping-pong) kernels spread over
 };
 
 Status gemm_64x16(const Args& args, cudaStream_t stream);
@@ -37,11 +33,5 @@ Status gemm_64x128(const Args& args, cudaStream_t stream);
 Status gemm_pingpong_64x16(const Args& args, cudaStream_t stream);
 Status gemm_pingpong_64x32(const Args& args, cudaStream_t stream);
 Status gemm_pingpong_64x64(const Args& args, cudaStream_t stream);
-Status gemm_pingpong_64x128(const Args& args, cudaStream_t stream);
-Status gemm_streamk_128x16(const Args& args, cudaStream_t stream);
-Status gemm_streamk_128x32(const Args& args, cudaStream_t stream);
-Status gemm_streamk_128x64(const Args& args, cudaStream_t stream);
-Status gemm_streamk_128x128(const Args& args, cudaStream_t stream);
-Status gemm_streamk_128x256(const Args& args, cudaStream_t stream);
 
 }  // namespace crosspoint::cuda::cutlass_fp8

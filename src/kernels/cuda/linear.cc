@@ -1,6 +1,9 @@
 #include "kernels/cuda/linear.h"
 
+#include <optional>
+
 #include "kernels/cuda/cutlass_fp8_gemm.h"
+#include "kernels/cuda/device_info.h"
 #include "kernels/cuda/fp8_quant.h"
 #include "kernels/cuda/gemv.h"
 
@@ -9,11 +12,14 @@ namespace {
 
 bool aligned16(const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; }
 
-// Whether cutlass_fp8_gemm takes the call (its TMA layout rules; else the next kernel does).
-bool cutlass_fits(const uint8_t* xq, int64_t xq_stride, const uint8_t* wq, int64_t w_stride, const uint16_t* y,
-                  int64_t y_stride, int m, int n, int k) {
-  return m >= 1 && m <= kFp8CutlassMaxRows && cutlass_fp8_available() && k % 16 == 0 && xq_stride % 16 == 0 &&
-         w_stride % 16 == 0 && n % 8 == 0 && y_stride % 8 == 0 && aligned16(xq) && aligned16(wq) && aligned16(y);
+// The CUTLASS kernel that takes the call: the one cutlass_fp8_tile_for picks for this shape,
+// where its TMA layout rules hold (else the next kernel does).
+std::optional<CutlassFp8Tile> cutlass_tile(const uint8_t* xq, int64_t xq_stride, const uint8_t* wq, int64_t w_stride,
+                                           const uint16_t* y, int64_t y_stride, int m, int n, int k) {
+  const bool fits = cutlass_fp8_available() && k % 16 == 0 && xq_stride % 16 == 0 && w_stride % 16 == 0 && n % 8 == 0 &&
+                    y_stride % 8 == 0 && aligned16(xq) && aligned16(wq) && aligned16(y);
+  if (!fits) return std::nullopt;
+  return cutlass_fp8_tile_for(m, n, cuda_device_info().num_sms);
 }
 
 }  // namespace
@@ -28,8 +34,8 @@ Status fp16_linear(CublasLtContext& ctx, const uint16_t* x, int64_t x_stride, co
 Status fp8_linear(CublasLtContext& ctx, const uint8_t* xq, int64_t xq_stride, const float* x_scale, const uint8_t* wq,
                   int64_t w_stride, const float* w_scale, uint16_t* y, int64_t y_stride, int m, int n, int k,
                   float* scratch, cudaStream_t stream) {
-  if (cutlass_fits(xq, xq_stride, wq, w_stride, y, y_stride, m, n, k))
-    return cutlass_fp8_gemm(xq, xq_stride, x_scale, wq, w_stride, w_scale, y, y_stride, m, n, k, stream);
+  if (const std::optional<CutlassFp8Tile> tile = cutlass_tile(xq, xq_stride, wq, w_stride, y, y_stride, m, n, k))
+    return cutlass_fp8_gemm(*tile, xq, xq_stride, x_scale, wq, w_stride, w_scale, y, y_stride, m, n, k, stream);
   const bool gemv_fits = m >= 1 && m <= fp8_gemv_max_rows() && k % 16 == 0 && xq_stride % 16 == 0 && w_stride % 16 == 0;
   if (gemv_fits) return fp8_gemv(xq, xq_stride, x_scale, wq, w_stride, w_scale, y, y_stride, m, n, k, stream);
   return fp8_gemm_cublaslt(ctx, xq, xq_stride, x_scale, wq, w_stride, w_scale, y, y_stride, m, n, k, scratch, stream);
@@ -38,7 +44,8 @@ Status fp8_linear(CublasLtContext& ctx, const uint8_t* xq, int64_t xq_stride, co
 int fp8_gemv_max_rows() { return fp8_gemv_on_tensor_cores() ? kFp8GemvMaxRows : kFp8CudaCoreGemvMaxRows; }
 
 bool fp8_linear_fuses_quantisation(const uint16_t* x, int64_t x_stride, int64_t w_stride, int m, int k) {
-  return !(m <= kFp8CutlassMaxRows && cutlass_fp8_available()) && m >= 1 && m <= kFp8FusedMaxRows && k % 16 == 0 &&
+  // On Hopper, CUTLASS takes every linear of so few rows.
+  return !(m <= kFp8FusedMaxRows && cutlass_fp8_available()) && m >= 1 && m <= kFp8FusedMaxRows && k % 16 == 0 &&
          x_stride % 8 == 0 && w_stride % 16 == 0 && reinterpret_cast<uintptr_t>(x) % 16 == 0 &&
          static_cast<int64_t>(m) * k <= kFp8FusedMaxSharedBytes;
 }

@@ -3,10 +3,11 @@
 // hand GEMV only where it beat cuBLASLt):
 //   fp16   M <= kFp16GemvMaxRows (1)   fp16_gemv on CUDA cores; above, cuBLASLt (its tensor-core
 //                                      GEMM streamed the 7B linears faster than a hand one at 2..16)
-//   fp8    M <= kFp8CutlassMaxRows (128) on Hopper (cutlass_fp8_available)
+//   fp8    on Hopper (cutlass_fp8_available), where cutlass_fp8_tile_for names a kernel (every
+//          linear to 64 rows, most to 128, the narrow ones to 256)
 //                                      fp8_quantize_per_token + cutlass_fp8_gemm (TMA + wgmma,
 //                                      operands swapped): faster than the fused GEMV even at
-//                                      M = 1, than cuBLASLt to 128 rows
+//                                      M = 1, than cuBLASLt there
 //          elsewhere, M <= kFp8FusedMaxRows (2)
 //                                      fp8_gemv_from_fp16: the per-token quantisation inside the GEMV
 //          M <= fp8_gemv_max_rows()    fp8_quantize_per_token + fp8_gemv: 16 rows on tensor cores
@@ -28,8 +29,6 @@ inline constexpr int kFp16GemvMaxRows = 1;
 inline constexpr int kFp8GemvMaxRows = kMmaGemvMaxRows;
 static_assert(kFp8GemvMaxRows <= kMmaGemvMaxRows, "fp8_gemv takes at most kMmaGemvMaxRows rows");
 inline constexpr int kFp8CudaCoreGemvMaxRows = 2;
-// Rows up to which cutlass_fp8_gemm runs where it is available (above, cuBLASLt was faster).
-inline constexpr int kFp8CutlassMaxRows = 128;
 // The fused GEMV while its shared e4m3 copy of x (M * K bytes) stays this small, so that two
 // blocks fit on an SM.
 inline constexpr int kFp8FusedMaxRows = 2;
