@@ -3,7 +3,9 @@
 #include <filesystem>
 #include <fstream>
 
+#include "bench/pytorch_benchmark_format.h"
 #include "bench/vllm_bench_flags.h"
+#include "common/log.h"
 
 namespace crosspoint::bench {
 
@@ -33,8 +35,14 @@ Result<std::string> save_vllm_result(const BenchOptions& o, const BenchResult& r
   std::ofstream out(path, std::ios::binary | (append ? std::ios::app : std::ios::trunc));
   if (!out) return io_error("result file: " + path + ": cannot open for writing");
   if (non_empty) out << "\n";
-  out << result_to_json_line(r, o.save_detailed);
+  const std::string line = result_to_json_line(r, o.save_detailed);
+  out << line;
   if (!out) return io_error("result file: " + path + ": write failed");
+  if (pytorch_benchmark_format_requested()) {
+    CROSSPOINT_ASSIGN_OR_RETURN(const std::string pytorch_path,
+                                save_pytorch_benchmark_format(o, nlohmann::ordered_json::parse(line), path));
+    if (!pytorch_path.empty()) log_info("bench: {} records written to {}", kPytorchBenchmarkFormatEnv, pytorch_path);
+  }
   return path;
 }
 

@@ -16,7 +16,8 @@ std::string vllm_result_path(const BenchOptions& options, const BenchResult& res
 
 // Writes result_to_json_line(result, --save-detailed) to vllm_result_path, creating
 // --result-dir: replacing the file, or with --append-result appending it after a newline when
-// the file is not empty (one JSON object per line, as vLLM). Returns the path.
+// the file is not empty (one JSON object per line, as vLLM); with SAVE_TO_PYTORCH_BENCHMARK_FORMAT
+// set, also vLLM's second file (pytorch_benchmark_format.h). Returns the result's path.
 Result<std::string> save_vllm_result(const BenchOptions& options, const BenchResult& result);
 
 }  // namespace crosspoint::bench

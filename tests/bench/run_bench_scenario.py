@@ -505,7 +505,42 @@ def scenario_vllm_flags(binary, workdir):
     expect(len(bodies) == 3 and all(b["model"] == "fake-served" for b in bodies), "requests carry /v1/models' id")
     with open(os.path.join(rundir, "nomodel.json")) as f:
         expect(json.load(f)["model_id"] == "org/fake-root", "model_id is /v1/models' root")
+    expect(not any(f.endswith(".pytorch.json") for f in files_under(rundir)),
+           "no .pytorch.json without SAVE_TO_PYTORCH_BENCHMARK_FORMAT")
+    check_pytorch_benchmark_format(binary, rundir)
     print("vllm flags ok")
+
+
+def check_pytorch_benchmark_format(binary, rundir):
+    """SAVE_TO_PYTORCH_BENCHMARK_FORMAT set: vLLM's second file beside the result, one record per
+    headline metric, built as vllm/benchmarks/serve.py's save_to_pytorch_benchmark_format."""
+    metrics = ["median_ttft_ms", "mean_ttft_ms", "std_ttft_ms", "p99_ttft_ms", "mean_tpot_ms", "median_tpot_ms",
+               "std_tpot_ms", "p99_tpot_ms", "median_itl_ms", "mean_itl_ms", "std_itl_ms", "p99_itl_ms"]
+    env = dict(os.environ, SAVE_TO_PYTORCH_BENCHMARK_FORMAT="1")
+    with FakeServer() as server:
+        proc = subprocess.run([binary, "bench", "serve", "--base-url", server.url, "--model", "org/Model-Y",
+                               "--tokenizer", TOKENIZER, "--random-input-len", "8", "--random-output-len", "3",
+                               "--num-prompts", "4", "--header", "Authorization=Bearer secret", "--save-result",
+                               "--result-filename", "pt.run.json", "--metadata", "tensor_parallel_size=2",
+                               "--disable-tqdm"], cwd=rundir, env=env, capture_output=True, text=True, timeout=240)
+        expect(proc.returncode == 0, "bench with SAVE_TO_PYTORCH_BENCHMARK_FORMAT failed" + show(proc))
+    with open(os.path.join(rundir, "pt.run.json")) as f:
+        result = json.load(f)
+    with open(os.path.join(rundir, "pt.run.pytorch.json")) as f:
+        records = json.load(f)
+    expect([r["metric"]["name"] for r in records] == metrics, f"records {[r['metric']['name'] for r in records]}")
+    extra = {k: v for k, v in result.items() if k not in metrics and k not in ("ttfts", "itls", "generated_texts",
+                                                                                "errors")}
+    for r in records:
+        name = r["metric"]["name"]
+        expect(r["metric"]["benchmark_values"] == [result[name]], f"{name}: {r['metric']['benchmark_values']}")
+        expect(r["metric"]["extra_info"] == extra, f"{name}: extra_info differs from the result's other keys")
+        expect(r["model"] == {"name": "org/Model-Y"} and r["benchmark"]["name"] == "vLLM benchmark", "names")
+        args = r["benchmark"]["extra_info"]["args"]
+        expect(args["header"] == "<redacted>" and "secret" not in json.dumps(r), "the header's value is redacted")
+        expect(args["num_prompts"] == 4 and args["request_rate"] == "inf" and args["model"] == "org/Model-Y",
+               f"args {args}")
+        expect(args["tensor_parallel_size"] == "2", "tensor_parallel_size from --metadata, as vLLM")
 
 
 def scenario_ramp_up(binary, workdir):

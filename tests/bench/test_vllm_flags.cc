@@ -8,6 +8,7 @@
 #include "bench/arrivals.h"
 #include "bench/request_body.h"
 #include "bench/served_models.h"
+#include "bench/pytorch_benchmark_format.h"
 #include "bench/vllm_bench_flags.h"
 
 namespace crosspoint::bench {
@@ -93,6 +94,34 @@ TEST(VllmBenchFlags, DefaultResultFileName) {
 
 // The sampling flags that were given, then --extra-body, land in the body as vLLM merges them;
 // nothing that was not given is sent.
+// Python's os.path.splitext decides where ".pytorch.json" goes: the last dot of the last path
+// component, unless only dots lead up to it.
+TEST(VllmBenchFlags, PytorchBenchmarkFileBesideTheResult) {
+  EXPECT_EQ(pytorch_benchmark_path("openai-infqps-m-20261205-101010.json"),
+            "openai-infqps-m-20261205-101010.pytorch.json");
+  EXPECT_EQ(pytorch_benchmark_path("dir/run.jsonl"), "dir/run.pytorch.json");
+  EXPECT_EQ(pytorch_benchmark_path("dir.v2/run"), "dir.v2/run.pytorch.json");
+  EXPECT_EQ(pytorch_benchmark_path(".hidden"), ".hidden.pytorch.json");
+  EXPECT_EQ(pytorch_benchmark_path("a/..b.json"), "a/..b.pytorch.json");
+  EXPECT_EQ(pytorch_benchmark_path("a.b.json"), "a.b.pytorch.json");
+}
+
+// No headline metric (every request failed): no records, so no file, as vLLM.
+TEST(VllmBenchFlags, PytorchBenchmarkRecordsOnlyForHeadlineMetrics) {
+  BenchOptions o;
+  o.model = "m";
+  nlohmann::ordered_json result = {{"model_id", "m"}, {"completed", 0}, {"errors", {"refused"}}};
+  EXPECT_TRUE(pytorch_benchmark_records(o, result).empty());
+  result["p99_itl_ms"] = 4.5;
+  result["ttfts"] = {1.0, 2.0};
+  const nlohmann::ordered_json records = pytorch_benchmark_records(o, result);
+  ASSERT_EQ(records.size(), 1u);
+  EXPECT_EQ(records[0]["metric"]["name"], "p99_itl_ms");
+  EXPECT_EQ(records[0]["metric"]["benchmark_values"], nlohmann::ordered_json::array({4.5}));
+  EXPECT_EQ(records[0]["metric"]["extra_info"], (nlohmann::ordered_json{{"model_id", "m"}, {"completed", 0}}));
+  EXPECT_EQ(records[0]["benchmark"]["extra_info"]["args"]["request_rate"], "inf");
+}
+
 TEST(VllmBenchFlags, SamplingFlagsAndExtraBodyInTheRequest) {
   RequestBodyOptions options;
   options.endpoint = "/v1/completions";
