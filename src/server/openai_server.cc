@@ -36,6 +36,7 @@
 #include "server/api_error.h"
 #include "server/http_guard.h"
 #include "server/http_response_counts.h"
+#include "server/input_processor.h"
 #include "server/logprob_aligner.h"
 #include "server/logprobs_json.h"
 #include "server/openai_request.h"
@@ -43,16 +44,12 @@
 #include "server/prometheus_metrics.h"
 #include "server/prompt_logprobs_json.h"
 #include "server/stop_string_matcher.h"
-#include "server/tokenize_request.h"
 
 namespace crosspoint {
 
 namespace {
 
 int64_t unix_now_s() { return static_cast<int64_t>(std::time(nullptr)); }
-
-// One generation request in flight, owned by the event loop thread.
-enum class Route { kCompletions, kChatCompletions, kTokenize, kDetokenize };
 
 // One of a request's n choices: its own engine sequence, text and stop-string state.
 struct Choice {
@@ -111,20 +108,10 @@ struct QueuedOutput {
   RequestOutput output;
 };
 
-// What the preparation thread made of a request body: the error to answer with, the reply
-// of /tokenize and /detokenize, or the request for the engine.
-struct Prepared {
-  std::optional<ApiError> error;
-  std::string reply;
-  OpenAiRequest request;
-  EngineRequest engine_request;
-  std::string echo_text;  // completions with echo: the prompt as text
-};
-
 struct PrepareJob {
   std::shared_ptr<Stream> stream;
   std::string body;
-  Prepared result;
+  PreparedRequest result;
 };
 
 }  // namespace
@@ -133,19 +120,8 @@ struct OpenAiServer::Impl {
   ServerConfig config;
   Engine& engine;
   const Tokenizer& tokenizer;
-  ChatTemplate chat_template;
+  InputProcessor input;  // request bodies -> engine requests, on the preparation thread
   int64_t started_unix_s = unix_now_s();
-  mutable std::atomic<uint64_t> unseeded_requests{0};  // requests prepared without a seed
-
-  // The seed of a request that gave none: with --seed, splitmix64 of it and the request's place
-  // among such requests (the prepare thread takes them in arrival order); else the clock.
-  uint64_t unseeded_request_seed() const {
-    if (!config.seed) return std::chrono::steady_clock::now().time_since_epoch().count();
-    uint64_t z = *config.seed + 0x9E3779B97F4A7C15ull * (unseeded_requests.fetch_add(1) + 1);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    return z ^ (z >> 31);
-  }
 
   event_base* base = nullptr;
   evhttp* http = nullptr;
@@ -183,7 +159,12 @@ struct OpenAiServer::Impl {
   std::set<std::string> logged_unknown_fields;
 
   Impl(const ServerConfig& c, Engine& e, const Tokenizer& t, ChatTemplate ct)
-      : config(c), engine(e), tokenizer(t), chat_template(std::move(ct)) {}
+      : config(c),
+        engine(e),
+        tokenizer(t),
+        input({c.served_model_name, e.config().scheduler.max_model_len, e.config().vocab_size, c.generation_defaults,
+               c.seed},
+              t, std::move(ct)) {}
 
   // ---- replies -------------------------------------------------------------------------
   // The path of a request, for the response counts.
@@ -250,8 +231,8 @@ struct OpenAiServer::Impl {
                   prometheus_text(engine.metrics(), config.served_model_name) + response_counts.prometheus_text(),
                   "text/plain; version=0.0.4; charset=utf-8");
     }
-    const bool known_post =
-        path == "/v1/completions" || path == "/v1/chat/completions" || path == "/tokenize" || path == "/detokenize";
+    const std::optional<Route> route = post_route(path);
+    const bool known_post = route.has_value();
     const bool known_get = path == "/v1/models";
     if (!known_post && !known_get) return send_error(req, {404, "route " + path + " not found", ""});
     if (known_get) {
@@ -275,10 +256,7 @@ struct OpenAiServer::Impl {
     auto stream = std::make_shared<Stream>();
     stream->server = this;
     stream->req = req;
-    stream->route = path == "/v1/completions"        ? Route::kCompletions
-                    : path == "/v1/chat/completions" ? Route::kChatCompletions
-                    : path == "/tokenize"            ? Route::kTokenize
-                                                     : Route::kDetokenize;
+    stream->route = *route;
     live[stream.get()] = stream;
     guard->on_connection_close(req, &Impl::on_close, stream.get());
     job->stream = std::move(stream);
@@ -308,7 +286,7 @@ struct OpenAiServer::Impl {
         job = std::move(prepare_queue.front());
         prepare_queue.pop_front();
       }
-      job->result = prepare(job->stream->route, job->body);
+      job->result = input.prepare(job->stream->route, job->body);
       job->body.clear();
       {
         std::lock_guard<std::mutex> lock(prepare_mutex);
@@ -316,72 +294,6 @@ struct OpenAiServer::Impl {
       }
       event_active(prepared_event, 0, 0);
     }
-  }
-
-  // Runs on the preparation thread: reads only the body, the tokenizer and fixed configuration.
-  Prepared prepare(Route route, const std::string& body) const {
-    Prepared p;
-    if (route == Route::kTokenize) {
-      TokenizeRequest request;
-      if ((p.error = parse_tokenize_request(body, &request))) return p;
-      if ((p.error = check_model(request.model))) return p;
-      std::vector<int32_t> ids;
-      if (request.chat) {
-        auto encoded = encode_chat(tokenizer, chat_template, request.messages, request.chat_options);
-        if (!encoded.is_ok()) {
-          p.error = bad_request(encoded.status().message(), "messages");
-          return p;
-        }
-        ids = std::move(encoded.value());
-      } else {
-        ids = tokenizer.encode(request.prompt, true);
-      }
-      if (request.adds_special_tokens()) ids = tokenizer.with_special_tokens(std::move(ids));
-      nlohmann::json out = {
-          {"tokens", ids}, {"count", ids.size()}, {"max_model_len", engine.config().scheduler.max_model_len}};
-      p.reply = out.dump();
-      return p;
-    }
-    if (route == Route::kDetokenize) {
-      DetokenizeRequest request;
-      if ((p.error = parse_detokenize_request(body, tokenizer.vocab_size(), &request))) return p;
-      p.reply = nlohmann::json{{"prompt", tokenizer.decode(request.tokens)}}.dump(
-          -1, ' ', false, nlohmann::json::error_handler_t::replace);
-      return p;
-    }
-    const ApiEndpoint endpoint =
-        route == Route::kCompletions ? ApiEndpoint::kCompletions : ApiEndpoint::kChatCompletions;
-    OpenAiRequest& request = p.request;
-    if ((p.error = parse_openai_request(body, endpoint, &request, config.generation_defaults))) return p;
-    if ((p.error = check_model(request.model))) return p;
-    EngineRequest& engine_request = p.engine_request;
-    if ((p.error = prompt_ids(request, &engine_request.prompt_token_ids))) return p;
-    const int64_t prompt_len = static_cast<int64_t>(engine_request.prompt_token_ids.size());
-    const int64_t max_model_len = engine.config().scheduler.max_model_len;
-    int64_t max_tokens = request.max_tokens ? *request.max_tokens : max_model_len - prompt_len;
-    if (request.max_tokens_is_default) max_tokens = std::min(max_tokens, max_model_len - prompt_len);  // as vLLM
-    if (max_tokens > max_model_len) {  // keeps the int32 below honest; the engine says the rest
-      p.error = bad_request("'max_tokens' or 'max_completion_tokens' is too large: " + std::to_string(max_tokens) +
-                                ". This model's maximum context length is " + std::to_string(max_model_len) +
-                                " tokens and your request has " + std::to_string(prompt_len) + " input tokens (" +
-                                std::to_string(max_tokens) + " > " + std::to_string(max_model_len) + " - " +
-                                std::to_string(prompt_len) + ").",
-                            "max_tokens");
-      return p;
-    }
-    if ((p.error = check_logit_bias(request))) return p;
-    // max_tokens 0 (echo only): one token is generated and dropped, as vLLM does.
-    engine_request.max_tokens = static_cast<int32_t>(std::max<int64_t>(max_tokens, 1));
-    if (request.echo) {
-      p.echo_text =
-          request.prompt_is_token_ids ? tokenizer.decode(engine_request.prompt_token_ids, false) : request.prompt_text;
-    }
-    engine_request.sampling = request.sampling;
-    if (!request.has_seed) engine_request.sampling.seed = unseeded_request_seed();
-    engine_request.stop_token_ids = request.stop_token_ids;
-    engine_request.ignore_eos = request.ignore_eos;
-    engine_request.cache_salt = request.cache_salt;
-    return p;
   }
 
   static void on_prepared(evutil_socket_t, short, void* arg) { static_cast<Impl*>(arg)->take_prepared(); }
@@ -397,7 +309,7 @@ struct OpenAiServer::Impl {
   }
 
   // Back on the loop: answer, or hand the request to the engine.
-  void finish_preparation(const std::shared_ptr<Stream>& stream, Prepared& p) {
+  void finish_preparation(const std::shared_ptr<Stream>& stream, PreparedRequest& p) {
     if (stream->req == nullptr || stream->done) return;  // the client left, or shutdown ended it
     evhttp_request* req = stream->req;
     if (p.error || stream->route == Route::kTokenize || stream->route == Route::kDetokenize) {
@@ -490,65 +402,6 @@ struct OpenAiServer::Impl {
     for (const Choice& choice : stream.choices) {
       if (choice.engine_id >= 0) engine.abort(choice.engine_id, reason);
     }
-  }
-
-  std::optional<ApiError> check_model(const std::string& model) const {
-    if (!model.empty() && model != config.served_model_name) {
-      return ApiError{404, "The model `" + model + "` does not exist.", "model"};
-    }
-    return std::nullopt;
-  }
-
-  // The ids the model can produce: its logits' width, and no more than the tokenizer knows.
-  int32_t model_vocab_limit() const {
-    const int32_t model_vocab = engine.config().vocab_size;
-    return model_vocab > 0 ? std::min(model_vocab, tokenizer.vocab_size()) : tokenizer.vocab_size();
-  }
-
-  std::optional<ApiError> check_logit_bias(const OpenAiRequest& request) const {
-    const int32_t limit = model_vocab_limit();
-    for (const LogitBias& entry : request.sampling.logit_bias) {
-      if (entry.token_id >= limit)
-        return bad_request("'logit_bias' names token id " + std::to_string(entry.token_id) +
-                               ", outside the model's vocabulary (" + std::to_string(limit) + " ids)",
-                           "logit_bias");
-    }
-    return std::nullopt;
-  }
-
-  // Prompt token ids of a parsed request, or the error to send.
-  std::optional<ApiError> prompt_ids(const OpenAiRequest& request, std::vector<int32_t>* ids) const {
-    if (request.endpoint == ApiEndpoint::kChatCompletions) {
-      // Message contents are text: "<|im_start|>" typed by a user is not the special token.
-      auto encoded = encode_chat(tokenizer, chat_template, request.messages, request.chat_options);
-      if (!encoded.is_ok()) return bad_request(encoded.status().message(), "messages");
-      *ids = std::move(encoded.value());
-      if (request.adds_special_tokens()) *ids = tokenizer.with_special_tokens(std::move(*ids));
-    } else if (request.prompt_is_token_ids) {
-      *ids = request.prompt_token_ids;
-    } else {
-      *ids = tokenizer.encode(request.prompt_text, true);
-      if (request.adds_special_tokens()) *ids = tokenizer.with_special_tokens(std::move(*ids));
-    }
-    if (ids->empty()) return bad_request("the prompt encodes to no tokens", "prompt");
-    // Ids the tokenizer knows but the model does not (a tokenizer larger than the model's
-    // embedding) are the request's fault, never a failed batch.
-    const int32_t limit = model_vocab_limit();
-    for (int32_t id : *ids) {
-      if (id >= limit) {
-        return bad_request("token id " + std::to_string(id) + " of the prompt is outside the model's vocabulary (" +
-                               std::to_string(limit) + " ids)",
-                           request.endpoint == ApiEndpoint::kChatCompletions ? "messages" : "prompt");
-      }
-    }
-    const int64_t max_model_len = engine.config().scheduler.max_model_len;
-    if (static_cast<int64_t>(ids->size()) >= max_model_len) {
-      return bad_request("This model's maximum context length is " + std::to_string(max_model_len) +
-                             " tokens. However, your request has " + std::to_string(ids->size()) +
-                             " input tokens. Please reduce the length of the input messages.",
-                         request.endpoint == ApiEndpoint::kChatCompletions ? "messages" : "prompt");
-    }
-    return std::nullopt;
   }
 
   // ---- client went away ---------------------------------------------------------------------
