@@ -37,10 +37,10 @@
 #include "server/http_guard.h"
 #include "server/http_response_counts.h"
 #include "server/input_processor.h"
-#include "server/logprob_aligner.h"
 #include "server/logprobs_json.h"
 #include "server/openai_request.h"
 #include "server/openai_response.h"
+#include "server/output_processor.h"
 #include "server/prometheus_metrics.h"
 #include "server/prompt_logprobs_json.h"
 #include "server/stop_string_matcher.h"
@@ -50,34 +50,6 @@ namespace crosspoint {
 namespace {
 
 int64_t unix_now_s() { return static_cast<int64_t>(std::time(nullptr)); }
-
-// One of a request's n choices: its own engine sequence, text and stop-string state.
-struct Choice {
-  int32_t index = 0;
-  int64_t engine_id = -1;  // -1 until submitted (while the request is prepared)
-  bool finished = false;   // its last chunk is out (streaming) or its result is complete
-  std::unique_ptr<IncrementalDecoder> decoder;
-  std::unique_ptr<StopStringMatcher> stop;
-  std::string text;  // non-streaming: the whole completion so far
-  int64_t completion_tokens = 0;
-  ChoiceEnd end;
-  // logprobs (num_logprobs >= 0 asked for them): held until their text is emitted.
-  LogprobAligner logprob_aligner;
-  std::vector<TokenLogprobs> logprobs;  // non-streaming: every token's so far
-  int64_t emitted_chars = 0;            // streaming: characters sent so far (completions' text_offset)
-  // Completions' echo: echo_text (the prompt) goes out ahead of the first text, with the prompt
-  // tokens' logprobs ahead of the first logprobs; echo_only (max_tokens 0) drops the one token
-  // the engine generates.
-  bool echo = false;
-  bool echo_only = false;
-  bool echoed = false;
-  std::string echo_text;
-  int32_t first_prompt_token = -1;
-  // Prompt logprobs (num_prompt_logprobs >= 0): the choice's prompt_logprobs, non-streaming only.
-  int32_t num_prompt_logprobs = -1;
-  bool report_prompt_logprobs = false;
-  std::vector<TokenLogprobs> prompt_logprobs;
-};
 
 struct Stream {
   OpenAiServer::Impl* server = nullptr;
@@ -469,13 +441,6 @@ struct OpenAiServer::Impl {
     if (!shutdown_finished) maybe_finish_shutdown();
   }
 
-  // The logprobs of token i of an update (asked for by the request), or its id with an unknown
-  // logprob should the runner not have computed them.
-  static TokenLogprobs token_logprobs(const RequestOutput& out, size_t i) {
-    if (i < out.new_logprobs.size()) return out.new_logprobs[i];
-    return {{out.new_token_ids[i], std::numeric_limits<double>::quiet_NaN()}, {}};
-  }
-
   // The "logprobs" value of a response or chunk carrying `tokens`; null when not asked for.
   nlohmann::json logprobs_json(const Stream& stream, std::span<const TokenLogprobs> tokens,
                                int64_t initial_text_offset) const {
@@ -484,111 +449,29 @@ struct OpenAiServer::Impl {
     return completion_logprobs_json(tokenizer, tokens, initial_text_offset);
   }
 
-  // The echoed prompt's logprobs: the first prompt token's unknown (null, as in vLLM), then each
-  // later one's with the request's number of top logprobs.
-  std::vector<TokenLogprobs> echoed_prompt_logprobs(const Stream& stream, const Choice& choice) const {
-    std::vector<TokenLogprobs> out;
-    out.push_back({{choice.first_prompt_token, std::numeric_limits<double>::quiet_NaN()}, {}});
-    for (const TokenLogprobs& t : choice.prompt_logprobs) {
-      out.push_back(t);
-      if (out.back().top.size() > static_cast<size_t>(stream.num_logprobs)) out.back().top.resize(stream.num_logprobs);
-    }
-    return out;
-  }
-
   void apply_output(Stream& stream, Choice& choice, const RequestOutput& out) {
     if (stream.done || choice.finished) return;  // after a stop string, or after the client left
-    choice.completion_tokens = out.num_output_tokens;
-    if (!out.prompt_logprobs.empty()) choice.prompt_logprobs = out.prompt_logprobs;
-    const bool wants_logprobs = stream.num_logprobs >= 0;
-    std::string delta;
-    std::vector<TokenLogprobs> delta_logprobs;  // of the tokens whose text is in delta
-    auto emit = [&](std::string text) {
-      if (wants_logprobs) {
-        for (TokenLogprobs& lp : choice.logprob_aligner.emitted(text.size())) delta_logprobs.push_back(std::move(lp));
-      }
-      delta += text;
-    };
-    ChoiceEnd end;
-    bool finished = false;
-    for (size_t i = 0; i < out.new_token_ids.size() && !finished; ++i) {
-      if (wants_logprobs) choice.logprob_aligner.push_token(token_logprobs(out, i));
-      // The token that ended the request by EOS or stop_token_ids is not part of the text (its
-      // logprobs are, as in vLLM: they go out with the final chunk).
-      const bool is_stop_token =
-          out.finished && out.finish_reason == FinishReason::kStop && i + 1 == out.new_token_ids.size();
-      if (is_stop_token) break;
-      const std::string text = choice.decoder->push(out.new_token_ids[i]);
-      if (wants_logprobs) choice.logprob_aligner.decoded(text.size());
-      auto piece = choice.stop->push(text);
-      emit(std::move(piece.text));
-      if (piece.stopped) {
-        finished = true;
-        end.finish_reason = "stop";
-        end.stop_string = piece.matched_stop;
-        engine.abort(choice.engine_id, FinishReason::kStop);  // nothing more is wanted
-      }
+    ChoiceDelta d = process_output(choice, out, stream.num_logprobs);
+    if (d.stop_string_matched) engine.abort(choice.engine_id, FinishReason::kStop);  // nothing more is wanted
+    if (d.error && stream.req != nullptr) {
+      abort_choices(stream);
+      return finish_with_error(stream, *d.error);
     }
-    if (!finished && out.finished) {
-      const std::string text = choice.decoder->flush();
-      if (wants_logprobs) choice.logprob_aligner.decoded(text.size());
-      auto piece = choice.stop->push(text);
-      emit(std::move(piece.text));
-      if (piece.stopped) {
-        end.stop_string = piece.matched_stop;
-      } else {
-        emit(choice.stop->flush());
-      }
-      finished = true;
-      const char* reason = finish_reason_name(out.finish_reason);
-      end.finish_reason = piece.stopped ? "stop" : (reason != nullptr ? reason : "abort");
-      end.stop_token_id = out.stop_token_id;
-      if (out.finish_reason == FinishReason::kError && stream.req != nullptr) {
-        abort_choices(stream);
-        return finish_with_error(stream, {500, "the engine failed while generating this request", ""});
-      }
-      // An abort the client did not cause (the engine stopped): an error, never a normal
-      // finish with whatever text there was.
-      if (out.finish_reason == FinishReason::kAbort && stream.req != nullptr) {
-        abort_choices(stream);
-        return finish_with_error(stream, {503, "the request was aborted: the server is shutting down", ""});
-      }
-    }
-    if (finished && wants_logprobs) {
-      for (TokenLogprobs& lp : choice.logprob_aligner.flush()) delta_logprobs.push_back(std::move(lp));
-    }
-    if (finished) {
-      choice.finished = true;
-      choice.end = end;
-      ++stream.num_finished_choices;
-    }
+    if (d.finished) ++stream.num_finished_choices;
     const bool all_finished = stream.num_finished_choices == static_cast<int32_t>(stream.choices.size());
     if (stream.req == nullptr) return;
-    if (choice.echo_only) {  // the prompt alone: the generated token is dropped
-      delta.clear();
-      delta_logprobs.clear();
-    }
-    if (choice.echo && !choice.echoed) {  // the prompt goes first, with the first update (as in vLLM)
-      choice.echoed = true;
-      delta = choice.echo_text + delta;
-      if (wants_logprobs) {
-        std::vector<TokenLogprobs> with_prompt = echoed_prompt_logprobs(stream, choice);
-        for (TokenLogprobs& lp : delta_logprobs) with_prompt.push_back(std::move(lp));
-        delta_logprobs = std::move(with_prompt);
-      }
-    }
     if (stream.streaming) {
-      const nlohmann::json logprobs = logprobs_json(stream, delta_logprobs, choice.emitted_chars);
-      if (wants_logprobs) choice.emitted_chars += utf8_length(delta);
+      const nlohmann::json logprobs = logprobs_json(stream, d.logprobs, choice.emitted_chars);
+      if (stream.num_logprobs >= 0) choice.emitted_chars += utf8_length(d.text);
       // Chat: one role chunk per choice, with the request's first output (after the prefill), as
       // vLLM sends them: clients that time the first chunk (vLLM's benchmark) measure TTFT.
       if (!stream.roles_sent && stream.header.endpoint == ApiEndpoint::kChatCompletions) {
         for (const Choice& c : stream.choices) send_event(stream.req, chat_role_chunk_json(stream.header, c.index));
         stream.roles_sent = true;
       }
-      if (!delta.empty() && !finished)
-        send_event(stream.req, chunk_json(stream.header, choice.index, delta, nullptr, logprobs));
-      if (finished) send_event(stream.req, chunk_json(stream.header, choice.index, delta, &end, logprobs));
+      if (!d.text.empty() && !d.finished)
+        send_event(stream.req, chunk_json(stream.header, choice.index, d.text, nullptr, logprobs));
+      if (d.finished) send_event(stream.req, chunk_json(stream.header, choice.index, d.text, &choice.end, logprobs));
       if (all_finished) {
         if (stream.include_usage) send_event(stream.req, usage_chunk_json(stream.header, stream.usage()));
         send_event(stream.req, "[DONE]");
@@ -600,8 +483,8 @@ struct OpenAiServer::Impl {
       }
       return;
     }
-    choice.text += delta;
-    for (TokenLogprobs& lp : delta_logprobs) choice.logprobs.push_back(std::move(lp));
+    choice.text += d.text;
+    for (TokenLogprobs& lp : d.logprobs) choice.logprobs.push_back(std::move(lp));
     if (all_finished) {
       stream.done = true;
       evhttp_request* req = stream.req;
