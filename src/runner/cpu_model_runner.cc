@@ -32,10 +32,10 @@ Result<StepOutput> CpuModelRunner::execute(const BatchPlan& plan) {
     const float* row_logits = logits_.data() + row * vocab_size_;
     const int32_t token = sample_scheduled_token(row_logits, vocab_size_, s);
     output.sampled_token_ids[seq_idx] = token;
-    if (s.sampling.wants_logprobs()) {
+    if (s.sampling().wants_logprobs()) {
       if (output.logprobs.empty()) output.logprobs.resize(plan.seqs.size());
       output.logprobs[seq_idx] =
-          compute_token_logprobs({row_logits, static_cast<size_t>(vocab_size_)}, token, s.sampling.num_logprobs);
+          compute_token_logprobs({row_logits, static_cast<size_t>(vocab_size_)}, token, s.sampling().num_logprobs);
     }
   }
   prompt_logprobs(plan, output);
@@ -56,7 +56,7 @@ void CpuModelRunner::prompt_logprobs(const BatchPlan& plan, StepOutput& output) 
       for (size_t t = begin; t < end; ++t) {
         const float* row_logits = logits_.data() + (static_cast<size_t>(r.first_row) + t) * vocab_size_;
         out[t] = compute_token_logprobs({row_logits, static_cast<size_t>(vocab_size_)}, s.prompt_logprob_targets[t],
-                                        s.sampling.num_prompt_logprobs);
+                                        s.sampling().num_prompt_logprobs);
       }
     });
   }

@@ -39,7 +39,7 @@ int32_t sample_request_token(const float* logits, int32_t vocab_size, const Requ
 }
 
 int32_t sample_scheduled_token(const float* logits, int32_t vocab_size, const ScheduledSequence& seq) {
-  return sample_request_token(logits, vocab_size, seq.sampling, seq.output_token_idx, seq.prompt_token_ids,
+  return sample_request_token(logits, vocab_size, seq.sampling(), seq.output_token_idx, seq.prompt_token_ids,
                               seq.output_token_ids);
 }
 

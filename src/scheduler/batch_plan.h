@@ -27,7 +27,10 @@ struct ScheduledSequence {
   // Index, among the sequence's generated tokens, of the token sampled this step (drives
   // the per-request random stream so recomputation draws the same token).
   int32_t output_token_idx = 0;
-  RequestSamplingParams sampling;
+  // The request's sampling parameters: a view of the scheduler's copy, valid until
+  // Scheduler::on_step_done for this plan (never copied per step); defaults when unset.
+  const RequestSamplingParams* sampling_params = &kDefaultRequestSamplingParams;
+  const RequestSamplingParams& sampling() const { return *sampling_params; }
   // The sequence's prompt and the tokens it generated before this step, for the penalties.
   // Views of the scheduler's copy: valid until Scheduler::on_step_done for this plan.
   std::span<const int32_t> prompt_token_ids;

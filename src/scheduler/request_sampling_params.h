@@ -53,4 +53,8 @@ struct RequestSamplingParams {
   bool processes_logits() const { return !logit_bias.empty() || has_penalties(); }
 };
 
+// The defaults (temperature 1, nothing filtered, no logprobs): what a sequence scheduled
+// without a request sees.
+inline const RequestSamplingParams kDefaultRequestSamplingParams{};
+
 }  // namespace crosspoint

@@ -55,7 +55,7 @@ ScheduledSequence Scheduler::make_scheduled(const Sequence& seq, int32_t num_new
   s.block_table = seq.block_table;
   s.sample = seq.num_computed_tokens + num_new_tokens == seq.num_tokens();
   s.output_token_idx = seq.num_output_tokens();
-  s.sampling = seq.sampling;
+  s.sampling_params = &seq.sampling;
   const std::span<const int32_t> all(seq.token_ids);
   s.prompt_token_ids = all.first(seq.num_prompt_tokens);
   s.output_token_ids = all.subspan(seq.num_prompt_tokens);

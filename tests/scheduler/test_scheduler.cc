@@ -337,6 +337,33 @@ TEST(Scheduler, ChunkedPrefillSplitsALongPromptAcrossSteps) {
   EXPECT_EQ(p3.seqs[1].output_token_idx, 0);
 }
 
+// Each scheduled sequence sees its own request's sampling parameters, the scheduler's one copy
+// (the same object every step; a logit_bias list is never copied per step).
+TEST(Scheduler, ScheduledSequencesViewTheirRequestsSamplingParams) {
+  SchedulerConfig config{
+      .max_num_seqs = 4, .max_num_batched_tokens = 32, .max_model_len = 64, .num_blocks = 16, .block_size = 4};
+  Scheduler scheduler(config);
+  RequestSamplingParams a, b;
+  a.temperature = 0.5f;
+  a.logit_bias = {{3, 1.5f}, {9, -2.0f}};
+  b.seed = 77;
+  ASSERT_TRUE(scheduler.add(1, std::vector<int32_t>(3, 5), 4, a).is_ok());
+  ASSERT_TRUE(scheduler.add(2, std::vector<int32_t>(5, 6), 4, b).is_ok());
+  BatchPlan p1 = scheduler.schedule();
+  ASSERT_EQ(p1.seqs.size(), 2u);
+  EXPECT_EQ(p1.seqs[0].sampling().temperature, 0.5f);
+  ASSERT_EQ(p1.seqs[0].sampling().logit_bias.size(), 2u);
+  EXPECT_EQ(p1.seqs[0].sampling().logit_bias[1].token_id, 9);
+  EXPECT_EQ(p1.seqs[1].sampling().seed, 77u);
+  const RequestSamplingParams* first = p1.seqs[0].sampling_params;
+  scheduler.on_step_done(p1, {11, 12});
+  BatchPlan p2 = scheduler.schedule();
+  ASSERT_EQ(p2.seqs.size(), 2u);
+  EXPECT_EQ(p2.seqs[0].sampling_params, first);
+  EXPECT_NE(p2.seqs[1].sampling_params, first);
+  EXPECT_EQ(&ScheduledSequence{}.sampling(), &kDefaultRequestSamplingParams);
+}
+
 TEST(Scheduler, PromptLogprobTargetsFollowEachPromptPosition) {
   SchedulerConfig config{
       .max_num_seqs = 4, .max_num_batched_tokens = 4, .max_model_len = 64, .num_blocks = 16, .block_size = 4};

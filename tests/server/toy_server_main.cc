@@ -53,16 +53,16 @@ class ToyPagedRunner : public Runner {
         std::vector<float> row(logits);
         if (target >= static_cast<int32_t>(row.size())) row.resize(target + 1, -std::numeric_limits<float>::infinity());
         out.prompt_logprobs.resize(plan.seqs.size());
-        out.prompt_logprobs[i].push_back(compute_token_logprobs(row, target, s.sampling.num_prompt_logprobs));
+        out.prompt_logprobs[i].push_back(compute_token_logprobs(row, target, s.sampling().num_prompt_logprobs));
       }
       if (!s.sample) continue;
       std::vector<int32_t> context(s.context_len());
       for (int32_t pos = 0; pos < s.context_len(); ++pos) context[pos] = slot(s, pos);
       testing::toy_reference_logits(context, logits.data());
       out.sampled_token_ids[i] = sample_scheduled_token(logits.data(), testing::kToyVocabSize, s);
-      if (s.sampling.wants_logprobs()) {
+      if (s.sampling().wants_logprobs()) {
         out.logprobs.resize(plan.seqs.size());
-        out.logprobs[i] = compute_token_logprobs(logits, out.sampled_token_ids[i], s.sampling.num_logprobs);
+        out.logprobs[i] = compute_token_logprobs(logits, out.sampled_token_ids[i], s.sampling().num_logprobs);
       }
     }
     return out;

@@ -223,32 +223,32 @@ Status CudaModelRunner::draw_tokens(const BatchPlan& plan, const std::vector<int
     const int32_t s = row_seq_idx[r];
     if (s < 0 || !plan.seqs[s].sample) continue;
     const ScheduledSequence& seq = plan.seqs[s];
-    const bool host_sampled = drawn_on_host(seq.sampling);
+    const bool host_sampled = drawn_on_host(seq.sampling());
     // Rows drawn on the host, and rows that want logprobs however they are drawn, are copied out
     // (before sample_rows below, on the same stream).
-    if (host_sampled || seq.sampling.wants_logprobs()) {
+    if (host_sampled || seq.sampling().wants_logprobs()) {
       CROSSPOINT_RETURN_IF_ERROR(ensure_logits_host());
       const size_t offset = static_cast<size_t>(r) * V;
       CROSSPOINT_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(logits_host_.as<uint16_t>() + offset, m.logits() + offset,
                                                       static_cast<size_t>(V) * 2, cudaMemcpyDeviceToHost, stream),
                                       "copy logits row");
-      if (seq.sampling.wants_logprobs()) logprob_rows_.push_back(r);
+      if (seq.sampling().wants_logprobs()) logprob_rows_.push_back(r);
     }
     if (host_sampled) {
       sampled_rows_.push_back(r);
       continue;
     }
-    if (seq.sampling.is_greedy()) {
+    if (seq.sampling().is_greedy()) {
       any_greedy = true;
       continue;
     }
-    const SamplingParams kernel = kernel_sampling_params(seq.sampling);
+    const SamplingParams kernel = kernel_sampling_params(seq.sampling());
     SampledRowParams& p = params[num_sampled++];
     p.logits_row = r;
     p.temperature = kernel.temperature;
     p.top_k = kernel.top_k;
     p.top_p = kernel.top_p;
-    p.uniform = token_uniform(seq.sampling, seq.output_token_idx);
+    p.uniform = token_uniform(seq.sampling(), seq.output_token_idx);
   }
   output.sampling_ms = sampling_timer.elapsed_ms();
   if (any_greedy && !argmax_done) CROSSPOINT_RETURN_IF_ERROR(argmax_rows(m.logits(), V, tokens(), num_rows, V, stream));
@@ -269,7 +269,7 @@ Status CudaModelRunner::draw_tokens(const BatchPlan& plan, const std::vector<int
   for (int32_t r = 0; r < num_rows; ++r) {
     const int32_t s = row_seq_idx[r];
     if (s < 0 || !plan.seqs[s].sample) continue;
-    if (!drawn_on_host(plan.seqs[s].sampling)) output.sampled_token_ids[s] = tokens_host_.as<int32_t>()[r];
+    if (!drawn_on_host(plan.seqs[s].sampling())) output.sampled_token_ids[s] = tokens_host_.as<int32_t>()[r];
   }
   if (!sampled_rows_.empty()) {
     Stopwatch host_timer;
@@ -298,7 +298,7 @@ void CudaModelRunner::logprobs_on_host(const BatchPlan& plan, const std::vector<
       for (int v = 0; v < V; ++v) row[v] = f16_to_f32(half_row[v]);  // exact; widened to double inside
       const int32_t s = row_seq_idx[r];
       const ScheduledSequence& seq = plan.seqs[s];
-      output.logprobs[s] = compute_token_logprobs(row, output.sampled_token_ids[s], seq.sampling.num_logprobs);
+      output.logprobs[s] = compute_token_logprobs(row, output.sampled_token_ids[s], seq.sampling().num_logprobs);
     }
   });
 }
@@ -328,7 +328,7 @@ Status CudaModelRunner::prompt_logprobs(const BatchPlan& plan, StepOutput& outpu
       for (size_t t = begin; t < end; ++t) {
         const uint16_t* half_row = logits + (static_cast<size_t>(r.first_row) + t) * V;
         for (int v = 0; v < V; ++v) row[v] = f16_to_f32(half_row[v]);  // exact
-        out[t] = compute_token_logprobs(row, seq.prompt_logprob_targets[t], seq.sampling.num_prompt_logprobs);
+        out[t] = compute_token_logprobs(row, seq.prompt_logprob_targets[t], seq.sampling().num_prompt_logprobs);
       }
     });
   }
