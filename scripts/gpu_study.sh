@@ -230,7 +230,7 @@ run_tests() {
     [ $t_bin = test_kernels_cuda ] && [ -n "${TEST_KERNELS_FILTER:-}" ] && filter=(--gtest_filter="$TEST_KERNELS_FILTER")
     log "== $t_bin ${filter[*]}"
     t=$(now)
-    timeout $(limit ${TEST_LIMIT_S:-150}) "$BUNDLE_DIR/bin/$t_bin" "${filter[@]}" >"$WORK/logs/$t_bin.log" 2>&1
+    timeout $(limit ${TEST_LIMIT_S:-240}) "$BUNDLE_DIR/bin/$t_bin" "${filter[@]}" >"$WORK/logs/$t_bin.log" 2>&1
     rc=$?
     grep -E "^\[  PASSED  \]|^\[  FAILED  \]|^\[  SKIPPED \] [0-9]+ test|Failure$" "$WORK/logs/$t_bin.log" | head -20 | tee -a "$LOG"
     step "$t_bin" $rc $(( $(now) - t )) "$(grep -c '^\[       OK' "$WORK/logs/$t_bin.log") ok"
