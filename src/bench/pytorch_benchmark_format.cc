@@ -6,6 +6,8 @@
 #include <filesystem>
 #include <fstream>
 
+#include "bench/vllm_bench_flags.h"
+
 namespace crosspoint::bench {
 namespace {
 
@@ -67,8 +69,8 @@ OrderedJson vllm_args_namespace(const BenchOptions& o) {
   args["ignore_eos"] = o.ignore_eos;
   args["percentile_metrics"] = join(o.percentile_metrics);
   std::vector<std::string> percentiles;
-  for (double p : o.metric_percentiles)
-    percentiles.push_back(p == std::floor(p) ? std::to_string(int(p)) : std::to_string(p));
+  for (double p : o.metric_percentiles)  // as typed: "99", "99.9"
+    percentiles.push_back(p == std::floor(p) ? std::to_string(static_cast<int>(p)) : python_float_text(p));
   args["metric_percentiles"] = join(percentiles);
   args["num_warmups"] = o.num_warmups;
   args["save_result"] = o.save_result;
