@@ -6,20 +6,13 @@
 #include <nlohmann/json.hpp>
 
 #include "server/input_processor.h"
+#include "server/fixture_tokenizer.h"
 
 namespace crosspoint {
 namespace {
 
 class InputProcessorTest : public ::testing::Test {
  protected:
-  static void SetUpTestSuite() {
-    auto t =
-        Tokenizer::from_tokenizer_json(std::string(CROSSPOINT_FIXTURES_DIR) + "/bench/tiny_tokenizer/tokenizer.json");
-    ASSERT_TRUE(t.is_ok()) << t.status().to_string();
-    tokenizer_ = std::move(t).value().release();
-  }
-  static void TearDownTestSuite() { delete tokenizer_; }
-
   static InputProcessor make(int64_t max_model_len = 64, std::optional<uint64_t> seed = std::nullopt,
                              int32_t model_vocab = 0) {
     auto chat = chat_template_from_source(
@@ -31,12 +24,9 @@ class InputProcessorTest : public ::testing::Test {
     limits.max_model_len = max_model_len;
     limits.model_vocab_size = model_vocab;
     limits.seed = seed;
-    return InputProcessor(limits, *tokenizer_, std::move(chat).value());
+    return InputProcessor(limits, testing::fixture_tokenizer(), std::move(chat).value());
   }
-
-  static Tokenizer* tokenizer_;
 };
-Tokenizer* InputProcessorTest::tokenizer_ = nullptr;
 
 TEST_F(InputProcessorTest, RoutesByPath) {
   EXPECT_EQ(post_route("/v1/completions"), Route::kCompletions);
@@ -51,7 +41,7 @@ TEST_F(InputProcessorTest, CompletionBecomesTheEngineRequest) {
   const InputProcessor input = make();
   const PreparedRequest p = input.prepare(Route::kCompletions, R"({"model":"served","prompt":"hello world"})");
   ASSERT_FALSE(p.error) << p.error->message;
-  const std::vector<int32_t> ids = tokenizer_->encode("hello world", true);
+  const std::vector<int32_t> ids = testing::fixture_tokenizer().encode("hello world", true);
   EXPECT_EQ(p.engine_request.prompt_token_ids, ids);
   EXPECT_EQ(p.engine_request.max_tokens, 16);  // the completions API's default
   EXPECT_TRUE(p.reply.empty());
@@ -61,7 +51,7 @@ TEST_F(InputProcessorTest, ChatGoesThroughTheTemplate) {
   const InputProcessor input = make();
   const PreparedRequest p = input.prepare(Route::kChatCompletions, R"({"messages":[{"role":"user","content":"hi"}]})");
   ASSERT_FALSE(p.error) << p.error->message;
-  const std::vector<int32_t> ids = tokenizer_->encode("user: hi\nassistant: ", false);
+  const std::vector<int32_t> ids = testing::fixture_tokenizer().encode("user: hi\nassistant: ", false);
   EXPECT_EQ(p.engine_request.prompt_token_ids, ids);
   // No max_tokens: vLLM's default for chat, the rest of the context.
   EXPECT_EQ(p.engine_request.max_tokens, 64 - static_cast<int32_t>(ids.size()));
@@ -89,13 +79,13 @@ TEST_F(InputProcessorTest, TokenizeAndDetokenizeReply) {
   const PreparedRequest t = input.prepare(Route::kTokenize, R"({"prompt":"hello"})");
   ASSERT_FALSE(t.error);
   const nlohmann::json reply = nlohmann::json::parse(t.reply);
-  const std::vector<int32_t> ids = tokenizer_->encode("hello", true);
+  const std::vector<int32_t> ids = testing::fixture_tokenizer().encode("hello", true);
   EXPECT_EQ(reply["tokens"].get<std::vector<int32_t>>(), ids);
   EXPECT_EQ(reply["count"], ids.size());
   EXPECT_EQ(reply["max_model_len"], 32);
   const PreparedRequest d = input.prepare(Route::kDetokenize, nlohmann::json{{"tokens", ids}}.dump());
   ASSERT_FALSE(d.error);
-  EXPECT_EQ(nlohmann::json::parse(d.reply)["prompt"], tokenizer_->decode(ids));
+  EXPECT_EQ(nlohmann::json::parse(d.reply)["prompt"], testing::fixture_tokenizer().decode(ids));
 }
 
 // --seed: requests without a seed get a fixed sequence (the same from a fresh processor), one

@@ -12,6 +12,7 @@
 #include "server/logprobs_json.h"
 #include "server/openai_request.h"
 #include "server/openai_response.h"
+#include "server/fixture_tokenizer.h"
 #include "server/prompt_logprobs_json.h"
 #include "tokenizer/tokenizer.h"
 
@@ -127,14 +128,8 @@ TEST(LogprobAligner, WhatIsHeldAtTheEndGoesWithTheFinalChunk) {
 
 class LogprobsJson : public ::testing::Test {
  protected:
-  void SetUp() override {
-    auto t =
-        Tokenizer::from_tokenizer_json(std::string(CROSSPOINT_FIXTURES_DIR) + "/bench/tiny_tokenizer/tokenizer.json");
-    ASSERT_TRUE(t.is_ok()) << t.status().to_string();
-    tokenizer_ = std::move(t).value();
-  }
   int32_t id(const std::string& token) const { return *tokenizer_->token_id(token); }
-  std::unique_ptr<Tokenizer> tokenizer_;
+  const Tokenizer* tokenizer_ = &testing::fixture_tokenizer();  // loaded once per binary
 };
 
 TEST_F(LogprobsJson, CompletionsShapeAsVllm) {

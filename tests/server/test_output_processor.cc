@@ -6,23 +6,16 @@
 #include <cmath>
 
 #include "server/output_processor.h"
+#include "server/fixture_tokenizer.h"
 
 namespace crosspoint {
 namespace {
 
 class OutputProcessorTest : public ::testing::Test {
  protected:
-  static void SetUpTestSuite() {
-    auto t =
-        Tokenizer::from_tokenizer_json(std::string(CROSSPOINT_FIXTURES_DIR) + "/bench/tiny_tokenizer/tokenizer.json");
-    ASSERT_TRUE(t.is_ok()) << t.status().to_string();
-    tokenizer_ = std::move(t).value().release();
-  }
-  static void TearDownTestSuite() { delete tokenizer_; }
-
   static Choice make_choice(std::vector<std::string> stop = {}) {
     Choice c;
-    c.decoder = std::make_unique<IncrementalDecoder>(*tokenizer_);
+    c.decoder = std::make_unique<IncrementalDecoder>(testing::fixture_tokenizer());
     c.stop = std::make_unique<StopStringMatcher>(std::move(stop));
     return c;
   }
@@ -40,13 +33,10 @@ class OutputProcessorTest : public ::testing::Test {
     }
     return out;
   }
-
-  static Tokenizer* tokenizer_;
 };
-Tokenizer* OutputProcessorTest::tokenizer_ = nullptr;
 
 TEST_F(OutputProcessorTest, UpdatesAddUpToTheDecodedText) {
-  const std::vector<int32_t> ids = tokenizer_->encode("hello world, again", false);
+  const std::vector<int32_t> ids = testing::fixture_tokenizer().encode("hello world, again", false);
   ASSERT_GE(ids.size(), 3u);
   Choice choice = make_choice();
   std::string text;
@@ -58,7 +48,7 @@ TEST_F(OutputProcessorTest, UpdatesAddUpToTheDecodedText) {
     text += d.text;
     num_logprobs += d.logprobs.size();
   }
-  EXPECT_EQ(text, tokenizer_->decode(ids));
+  EXPECT_EQ(text, testing::fixture_tokenizer().decode(ids));
   EXPECT_EQ(num_logprobs, ids.size());  // every token's, each sent with its text
   EXPECT_TRUE(choice.finished);
   EXPECT_EQ(choice.end.finish_reason, "length");
@@ -67,7 +57,7 @@ TEST_F(OutputProcessorTest, UpdatesAddUpToTheDecodedText) {
 }
 
 TEST_F(OutputProcessorTest, StopStringEndsTheChoiceBeforeIt) {
-  const std::vector<int32_t> ids = tokenizer_->encode("hello world, again", false);
+  const std::vector<int32_t> ids = testing::fixture_tokenizer().encode("hello world, again", false);
   Choice choice = make_choice({"world"});
   std::string text;
   bool matched = false;
@@ -87,7 +77,7 @@ TEST_F(OutputProcessorTest, StopStringEndsTheChoiceBeforeIt) {
 }
 
 TEST_F(OutputProcessorTest, TheStopTokenIsNotText) {
-  const std::vector<int32_t> ids = tokenizer_->encode("hello world", false);
+  const std::vector<int32_t> ids = testing::fixture_tokenizer().encode("hello world", false);
   std::vector<RequestOutput> us = updates(ids, FinishReason::kStop);
   us.back().stop_token_id = ids.back();
   Choice choice = make_choice();
@@ -98,7 +88,7 @@ TEST_F(OutputProcessorTest, TheStopTokenIsNotText) {
     text += d.text;
     num_logprobs += d.logprobs.size();
   }
-  EXPECT_EQ(text, tokenizer_->decode(std::vector<int32_t>(ids.begin(), ids.end() - 1)));
+  EXPECT_EQ(text, testing::fixture_tokenizer().decode(std::vector<int32_t>(ids.begin(), ids.end() - 1)));
   EXPECT_EQ(num_logprobs, ids.size());  // its logprobs go out with the final chunk, as vLLM
   EXPECT_EQ(choice.end.finish_reason, "stop");
   EXPECT_EQ(choice.end.stop_token_id, ids.back());
@@ -117,7 +107,7 @@ TEST_F(OutputProcessorTest, EngineFailureAndShutdownAreErrors) {
 }
 
 TEST_F(OutputProcessorTest, EchoGoesFirstOnceAndEchoOnlyDropsTheToken) {
-  const std::vector<int32_t> ids = tokenizer_->encode("hello world", false);
+  const std::vector<int32_t> ids = testing::fixture_tokenizer().encode("hello world", false);
   Choice echo = make_choice();
   echo.echo = true;
   echo.echo_text = "prompt:";

@@ -45,8 +45,8 @@ int fp8_gemv_max_rows() { return fp8_gemv_on_tensor_cores() ? kFp8GemvMaxRows : 
 
 bool fp8_linear_fuses_quantisation(const uint16_t* x, int64_t x_stride, int64_t w_stride, int m, int k) {
   // On Hopper, CUTLASS takes every linear of so few rows.
-  return !(m <= kFp8FusedMaxRows && cutlass_fp8_available()) && m >= 1 && m <= kFp8FusedMaxRows && k % 16 == 0 &&
-         x_stride % 8 == 0 && w_stride % 16 == 0 && reinterpret_cast<uintptr_t>(x) % 16 == 0 &&
+  return !cutlass_fp8_available() && m >= 1 && m <= kFp8FusedMaxRows && k % 16 == 0 && x_stride % 8 == 0 &&
+         w_stride % 16 == 0 && reinterpret_cast<uintptr_t>(x) % 16 == 0 &&
          static_cast<int64_t>(m) * k <= kFp8FusedMaxSharedBytes;
 }
 
