@@ -430,6 +430,18 @@ TEST(W4A16WgmmaPlan, TokenTilesGridAndSplits) {
   EXPECT_EQ(w4a16_wgmma_token_tile(128), 128);
   EXPECT_EQ(w4a16_wgmma_token_tile(129), 256);
   EXPECT_EQ(w4a16_wgmma_token_tile(2048), 256);
+  // Wide blocks (4 warpgroups, 256 channels) above 64 rows, on token tiles of 64 or 128 rows.
+  EXPECT_EQ(w4a16_wgmma_warp_groups_for(64), 2);
+  EXPECT_EQ(w4a16_wgmma_warp_groups_for(65), kW4A16WgmmaWideWarpGroups);
+  EXPECT_EQ(w4a16_wgmma_warp_groups_for(2048), kW4A16WgmmaWideWarpGroups);
+  EXPECT_EQ(w4a16_wgmma_token_tile(40, kW4A16WgmmaWideWarpGroups), 64);
+  EXPECT_EQ(w4a16_wgmma_token_tile(100, kW4A16WgmmaWideWarpGroups), 128);
+  EXPECT_EQ(w4a16_wgmma_token_tile(300, kW4A16WgmmaWideWarpGroups), 128);
+  const W4A16WgmmaPlan wide =
+      w4a16_wgmma_plan(300, 37888, 3584, 132, 1, kW4A16WgmmaSplitCostChunks, nullptr, kW4A16WgmmaWideWarpGroups);
+  EXPECT_EQ(wide.block_cols, 256);
+  EXPECT_EQ(wide.grid_n, 148);
+  EXPECT_EQ(wide.grid_m, 3);
   const W4A16WgmmaPlan p = w4a16_wgmma_plan(300, 4608 + 64, 192, 132, 1, kW4A16WgmmaSplitCostChunks);
   EXPECT_EQ(p.token_tile, 256);
   EXPECT_EQ(p.block_cols, 128);
@@ -557,6 +569,38 @@ TEST(W4A16GemmWgmma, MatchesReferenceOverMNK) {
       const auto ys = run_large(p, 1, kernel_launch(W4A16Kernel::kWgmma));
       ASSERT_EQ(ys.size(), 1u);
       expect_close(ys[0], p.ref, describe("kWgmma", m, n, k, g, p.x_stride, p.y_stride));
+    }
+  }
+}
+
+// Both blocks (2 warpgroups, and the wide 4) on both sides of their dispatch boundary, whole
+// and split K, N covering part of a wide block.
+TEST(W4A16GemmWgmma, BothBlockWidthsMatchReference) {
+  CROSSPOINT_SKIP_WITHOUT_WGMMA();
+  struct Case {
+    int m, n, k, g, splits;
+  };
+  const Case cases[] = {{40, 320, 1024, 128, 0}, {64, 4608, 640, 64, 0},  {100, 320, 3584, 128, 0},
+                        {128, 576, 1024, -1, 3}, {200, 192, 768, 128, 0}, {300, 4608, 256, 64, 0},
+                        {65, 128, 3584, 128, 8}};
+  uint32_t seed = 2100;
+  for (const auto& c : cases) {
+    const LargeProblem p = make_large_problem(seed++, c.m, c.n, c.k, c.g, 8, 1);
+    for (int warp_groups : {2, kW4A16WgmmaWideWarpGroups}) {
+      const auto ys =
+          run_large(p, 2,
+                    [&](const uint16_t* x, int64_t xs, const uint32_t* w, const uint32_t* s, uint16_t* y, int64_t ys_,
+                        int m, int n, int k, int g) {
+                      W4A16WgmmaOptions options;
+                      options.warp_groups = warp_groups;
+                      options.k_splits = c.splits;
+                      return w4a16_gemm_wgmma(x, xs, w, s, y, ys_, m, n, k, g == -1 ? k : g, options, nullptr);
+                    });
+      ASSERT_EQ(ys.size(), 2u);
+      const std::string what = describe("kWgmma", c.m, c.n, c.k, c.g, p.x_stride, p.y_stride) + " warp groups " +
+                               std::to_string(warp_groups) + " k_splits " + std::to_string(c.splits);
+      expect_close(ys[0], p.ref, what);
+      EXPECT_EQ(ys[0], ys[1]) << what;
     }
   }
 }

@@ -16,6 +16,7 @@
 // FlashAttention does), an error of at most 2^-11 of sum(p |v|) / l per output.
 #include <cuda_fp16.h>
 
+#include <atomic>
 #include <climits>
 #include <string>
 
@@ -283,9 +284,15 @@ Status launch_prefill_tensor_core(const Params& p, int max_query_len, cudaStream
                           : (p.kv_fp8 ? prefill_tensor_core_kernel<64, true> : prefill_tensor_core_kernel<64, false>);
   // Two stages of K and V tiles: 69,632 bytes at head_dim 128, over the 48 KB default.
   const size_t shared_bytes = size_t{2} * 2 * kKvTile * (p.head_dim + kPad) * sizeof(uint16_t);
-  CROSSPOINT_CUDA_RETURN_IF_ERROR(
-      cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(shared_bytes)),
-      "prefill_tensor_core_kernel shared memory");
+  // The limit is raised once per kernel (a driver call), not at every prefill launch.
+  static std::atomic<bool> limit_raised[4];
+  std::atomic<bool>& raised = limit_raised[(p.head_dim == 128 ? 2 : 0) + (p.kv_fp8 ? 1 : 0)];
+  if (!raised.load(std::memory_order_acquire)) {
+    CROSSPOINT_CUDA_RETURN_IF_ERROR(
+        cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(shared_bytes)),
+        "prefill_tensor_core_kernel shared memory");
+    raised.store(true, std::memory_order_release);
+  }
   CROSSPOINT_CUDA_RETURN_IF_ERROR(
       launch_programmatic(kernel, dim3(grid), dim3(kThreads), shared_bytes, stream, p, num_query_tiles),
       "prefill_tensor_core_kernel launch");

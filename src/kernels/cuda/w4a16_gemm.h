@@ -111,16 +111,25 @@ Status w4a16_gemm_large(const uint16_t* x, int64_t x_stride, const uint32_t* pac
 // ---- kWgmma (w4a16_gemm_wgmma.cu) ----
 // Block: 2 warpgroups x 64 output channels x a token tile of w4a16_wgmma_token_tile(M) rows:
 // 16, 32, 64, 128 up to that many rows, else 256; a grid dimension over token tiles above that.
+// Above kW4A16WgmmaWideMinRows rows the block is wide instead: kW4A16WgmmaWideWarpGroups
+// warpgroups (256 channels) over a token tile of at most 128 rows, one block per SM, so each
+// activation tile copied into shared memory feeds twice the channels (at 128 rows the copies of
+// the activations, not the weights, are most of what a block reads).
 // Limits beyond w4a16_gemm's: N % 64 == 0, a compute capability 9.0 device, a binary built for
 // sm_90a (CMAKE_CUDA_ARCHITECTURES 90a; a plain sm_90 build traps).
-int w4a16_wgmma_token_tile(int m);
+inline constexpr int kW4A16WgmmaWideWarpGroups = 4;
+inline constexpr int kW4A16WgmmaWideMinRows = 64;  // wide blocks from 65 rows
+int w4a16_wgmma_warp_groups_for(int m);
+// Token rows per block for M rows on blocks of warp_groups warpgroups (2, or the wide blocks' 4:
+// 64 or 128 rows).
+int w4a16_wgmma_token_tile(int m, int warp_groups = 2);
 struct W4A16WgmmaPlan {
-  int token_tile = 0;  // rows of M per block: w4a16_wgmma_token_tile(M)
-  int block_cols = 0;  // columns of N per block: 128
+  int token_tile = 0;  // rows of M per block: w4a16_wgmma_token_tile(M, warp groups)
+  int block_cols = 0;  // columns of N per block: 64 per warpgroup
   int grid_n = 0;      // blocks along N (the last may cover only part, in steps of 64)
   int grid_m = 0;      // blocks along M
   int k_splits = 1;    // blocks along K of tiles 0 .. full_tiles - 1 (> 1: a cluster adds them up)
-  int full_tiles = 0;  // tiles (n fastest, then m) split k_splits ways; the rest, the tail, tail_splits ways
+  int full_tiles = 0;  // tiles (m fastest, then n) split k_splits ways; the rest, the tail, tail_splits ways
   int tail_splits = 1;
 };
 // Cost, in 64-deep chunks of one block's work, charged per split block for the cluster
@@ -133,8 +142,9 @@ inline constexpr double kW4A16WgmmaSplitCostChunks = 16.0;
 // cluster_tiles_per_wave[s] (s = 1 .. 8), when given: tiles split s ways (one cluster of s blocks
 // each) resident at once, as the runtime reports; else num_sms * blocks_per_sm / s.
 W4A16WgmmaPlan w4a16_wgmma_plan(int m, int n, int k, int num_sms, int blocks_per_sm, double split_cost_chunks,
-                                const int* cluster_tiles_per_wave = nullptr);
+                                const int* cluster_tiles_per_wave = nullptr, int warp_groups = 2);
 struct W4A16WgmmaOptions {
+  int warp_groups = 0;  // 0: w4a16_wgmma_warp_groups_for(M); 2 or 4: that block (benchmarks, tests)
   double split_cost_chunks = kW4A16WgmmaSplitCostChunks;
   int k_splits = 0;    // 0: as planned; > 0: this many K splits (at most 8 and K/64), for tests
   int tail_tiles = 0;  // with k_splits > 0: the last this many tiles get tail_splits instead (tests)

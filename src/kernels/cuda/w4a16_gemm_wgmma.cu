@@ -11,18 +11,17 @@
 // so warp w of a warpgroup dequantises n16 block nb0 + 4 g + w as the GEMV does (wgmma.cuh has
 // the fragment maps).
 //
-// Block: 2 warpgroups side by side along N (128 output channels), all rows of a token tile of
-// kTokens (16, 32, 64, 128 or 256, chosen by M; a grid dimension over token tiles above that,
-// e.g. prefill). Weights, scales and the activation tile of each 64-deep k chunk stream through
-// a kStages-deep cp.async ring (one wait + barrier per chunk); a warp dequantises its 16-byte
-// word group of a chunk into 4 k16 A fragments (double-buffered across chunks) and issues the
-// chunk's 4 wgmmas first, then passes the next chunk's cp.async wait and barrier and issues the
-// ring refill while two chunks' wgmmas are in flight, then waits for the older one (wait<1>),
-// so the barrier never stalls the tensor cores. The k loop is unrolled over one turn of the ring
-// (an even kStages), so every shared-memory offset and descriptor in it is a constant. K is split
-// across blocks when the tiles cannot fill the GPU (w4a16_wgmma_plan), at most 8 ways: the blocks
-// of one tile form a thread-block cluster and add their partial sums through distributed shared
-// memory in rank order, so the result does not depend on which block finishes first.
+// Block: kWarpGroups warpgroups side by side along N (2: 128 output channels; the wide block's
+// 4: 256), all rows of a token tile of kTokens (16, 32, 64, 128 or 256, chosen by M; a grid
+// dimension over token tiles above that, e.g. prefill). Weights, scales and the activation tile of each 64-deep k chunk
+// stream through a kStages-deep cp.async ring (one wait + barrier per chunk); a warp dequantises its 16-byte word group
+// of a chunk into 4 k16 A fragments (double-buffered across chunks) and issues the chunk's 4 wgmmas first, then passes
+// the next chunk's cp.async wait and barrier and issues the ring refill while two chunks' wgmmas are in flight, then
+// waits for the older one (wait<1>), so the barrier never stalls the tensor cores. The k loop is unrolled over one turn
+// of the ring (an even kStages), so every shared-memory offset and descriptor in it is a constant. K is split across
+// blocks when the tiles cannot fill the GPU (w4a16_wgmma_plan), at most 8 ways: the blocks of one tile form a
+// thread-block cluster and add their partial sums through distributed shared memory in rank order, so the result does
+// not depend on which block finishes first.
 #include <cooperative_groups.h>
 #include <cuda_fp16.h>
 
@@ -59,11 +58,13 @@ using wgmma_internal::wgmma_wait;
 constexpr int kChunkK = 64;  // input rows per packed chunk (4 k16 steps)
 // K splits per tile at most: a cluster of 8 is the portable maximum.
 constexpr int kMaxClusterSplits = 8;
-// Block shape: 2 warpgroups side by side along N, 64 output channels each.
-constexpr int kWarpGroups = 2;
-constexpr int kBlockThreads = kWarpGroups * 128;  // 256
-constexpr int kBlockNBlocks = kWarpGroups * 4;    // n16 blocks per block: one per warp
-constexpr int kBlockCols = kBlockNBlocks * 16;    // 128 output channels
+// Block shape: kWarpGroups warpgroups side by side along N, 64 output channels each.
+template <int kWarpGroups>
+struct WgmmaBlock {
+  static constexpr int kThreads = kWarpGroups * 128;
+  static constexpr int kNBlocks = kWarpGroups * 4;  // n16 blocks per block: one per warp
+  static constexpr int kCols = kNBlocks * 16;       // output channels
+};
 // K stays below this: the kernel's scale-group index kc / chunks_per_group is computed in
 // float, exact while the chunk index kc < 2^21.
 constexpr int kMaxK = kChunkK << 21;        // 2^27
@@ -74,39 +75,44 @@ constexpr int kTileRowBytes = kChunkK * 2;  // one token's 64 fp16 of a chunk: 1
 //   x_tiles  [kStages][kTokens][64] fp16, 128-byte swizzled rows (wgmma.cuh)
 //   weights  [kStages][kBlockNBlocks][32 lanes] uint4 packed int4 words
 //   scales   [kStages][kBlockNBlocks][8] half2 (s[c], s[c+8]) of the chunk's group
-template <int kTokens, int kStages>
+template <int kTokens, int kStages, int kWarpGroups>
 struct WgmmaSmem {
   static_assert(kStages >= 3, "the ring keeps the chunk being multiplied and the one before it busy");
+  static constexpr int kBlockNBlocks = WgmmaBlock<kWarpGroups>::kNBlocks;
   static constexpr int kTileBytes = kTokens * kTileRowBytes;
   static constexpr int kWeightBytes = kBlockNBlocks * 32 * 16;
   static constexpr int kScaleBytes = kBlockNBlocks * 8 * 4;
   static constexpr int kWeightOffset = kStages * kTileBytes;
   static constexpr int kScaleOffset = kWeightOffset + kStages * kWeightBytes;
   static constexpr int kBytes = kScaleOffset + kStages * kScaleBytes + 1024;  // + slack to align the base to 1024
+  // A split-K block parks its fp32 D fragments in the ring once it is done with it.
+  static_assert(kTokens / 2 * WgmmaBlock<kWarpGroups>::kThreads * 4 <= kBytes - 1024, "split-K sums fit in the ring");
 };
 
-// Where the blocks of one launch work: tiles first_tile .. (128 channels x kTokens tokens each,
-// n fastest), `splits` consecutive blocks per tile, each a slice of K. With splits > 1 the
+// Where the blocks of one launch work: tiles first_tile .. (64 kWarpGroups channels x kTokens tokens each,
+// m fastest: the token tiles of one channel tile run side by side and read its weights from
+// DRAM once between them), `splits` consecutive blocks per tile, each a slice of K. With splits > 1 the
 // launch has clusters of `splits` blocks, one per tile, whose partial sums meet in distributed
 // shared memory.
 struct WgmmaWork {
-  int grid_n;  // tiles along N
+  int grid_m;  // tiles along M
   int first_tile;
   int splits;  // blocks (and cluster size) per tile: 1 .. kMaxClusterSplits
 };
 
-// grid = tiles x splits blocks (WgmmaWork), clusters of `splits`; block = 256 threads. N is a
+// grid = tiles x splits blocks (WgmmaWork), clusters of `splits`; block = 128 kWarpGroups threads. N is a
 // multiple of 64, so each warpgroup's 64 channels are all in range or all beyond N (then it
 // only helps copy). Token rows at or beyond M are zero-filled in shared memory and their D
 // columns never stored (a D column depends only on its own B column).
-template <int kTokens, int kStages, int kMinBlocksPerSm>
-__global__ void __launch_bounds__(kBlockThreads, kMinBlocksPerSm)
+template <int kTokens, int kStages, int kWarpGroups, int kMinBlocksPerSm>
+__global__ void __launch_bounds__(WgmmaBlock<kWarpGroups>::kThreads, kMinBlocksPerSm)
     w4a16_gemm_wgmma_kernel(const uint16_t* __restrict__ x, int64_t x_stride, const uint4* __restrict__ packed_weight,
                             const uint32_t* __restrict__ packed_scales, uint16_t* __restrict__ y, int64_t y_stride,
                             int m, int n, int k, int group_size, WgmmaWork work) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-  using Smem = WgmmaSmem<kTokens, kStages>;
-  constexpr int kThreads = kBlockThreads;
+  using Smem = WgmmaSmem<kTokens, kStages, kWarpGroups>;
+  constexpr int kThreads = WgmmaBlock<kWarpGroups>::kThreads;
+  constexpr int kBlockNBlocks = WgmmaBlock<kWarpGroups>::kNBlocks;
   static_assert(kBlockNBlocks * 32 == kThreads, "one 16-byte weight copy per thread and chunk");
   extern __shared__ unsigned char smem_raw[];
   const uint32_t raw_addr = static_cast<uint32_t>(__cvta_generic_to_shared(smem_raw));
@@ -125,8 +131,8 @@ __global__ void __launch_bounds__(kBlockThreads, kMinBlocksPerSm)
   const int splits = work.splits;
   const int tile = work.first_tile + static_cast<int>(blockIdx.x) / splits;
   const int split = static_cast<int>(blockIdx.x) % splits;  // = the block's rank in its cluster
-  const int nb0 = (tile % work.grid_n) * kBlockNBlocks;
-  const int m0 = (tile / work.grid_n) * kTokens;
+  const int nb0 = (tile / work.grid_m) * kBlockNBlocks;
+  const int m0 = (tile % work.grid_m) * kTokens;
   const int rows = min(kTokens, m - m0);                          // valid token rows of this tile
   const bool group_active = nb0 + 4 * warp_group < num_n_blocks;  // warpgroup-uniform
   const int kc_begin = static_cast<int>(static_cast<int64_t>(num_k_chunks) * split / splits);
@@ -356,17 +362,17 @@ __global__ void __launch_bounds__(kBlockThreads, kMinBlocksPerSm)
 #endif
 }
 
-// A launch of `blocks` blocks of kBlockThreads in clusters of `cluster` consecutive blocks (no
+// A launch of `blocks` blocks of `threads` in clusters of `cluster` consecutive blocks (no
 // cluster attribute for 1); `attribute` must outlive the launch.
-cudaLaunchConfig_t cluster_launch_config(unsigned blocks, int cluster, size_t shared_bytes, cudaStream_t stream,
-                                         cudaLaunchAttribute& attribute) {
+cudaLaunchConfig_t cluster_launch_config(unsigned blocks, int threads, int cluster, size_t shared_bytes,
+                                         cudaStream_t stream, cudaLaunchAttribute& attribute) {
   attribute.id = cudaLaunchAttributeClusterDimension;
   attribute.val.clusterDim.x = static_cast<unsigned>(cluster);
   attribute.val.clusterDim.y = 1;
   attribute.val.clusterDim.z = 1;
   cudaLaunchConfig_t config{};
   config.gridDim = dim3(blocks);
-  config.blockDim = dim3(kBlockThreads);
+  config.blockDim = dim3(threads);
   config.dynamicSmemBytes = shared_bytes;
   config.stream = stream;
   config.attrs = &attribute;
@@ -374,13 +380,13 @@ cudaLaunchConfig_t cluster_launch_config(unsigned blocks, int cluster, size_t sh
   return config;
 }
 
-template <int kTokens, int kStages, int kMinBlocksPerSm>
+template <int kTokens, int kStages, int kWarpGroups, int kMinBlocksPerSm>
 Status launch_wgmma(const uint16_t* x, int64_t x_stride, const uint32_t* packed_weight, const uint32_t* packed_scales,
                     uint16_t* y, int64_t y_stride, int m, int n, int k, int group_size,
                     const W4A16WgmmaOptions& options, cudaStream_t stream) {
-  constexpr auto kKernel = w4a16_gemm_wgmma_kernel<kTokens, kStages, kMinBlocksPerSm>;
-  constexpr int kSmemBytes = WgmmaSmem<kTokens, kStages>::kBytes;
-  constexpr int kThreads = kBlockThreads;
+  constexpr auto kKernel = w4a16_gemm_wgmma_kernel<kTokens, kStages, kWarpGroups, kMinBlocksPerSm>;
+  constexpr int kSmemBytes = WgmmaSmem<kTokens, kStages, kWarpGroups>::kBytes;
+  constexpr int kThreads = WgmmaBlock<kWarpGroups>::kThreads;
   static const int blocks_per_sm = resident_blocks_per_sm(kKernel, kThreads, kSmemBytes);  // once per instantiation
   if (blocks_per_sm <= 0) {
     return internal_error("w4a16_gemm_wgmma: kernel with " + std::to_string(kSmemBytes) +
@@ -395,7 +401,7 @@ Status launch_wgmma(const uint16_t* x, int64_t x_stride, const uint32_t* packed_
     for (int s = 2; s <= kMaxClusterSplits; ++s) {
       cudaLaunchAttribute cluster_dim;
       const cudaLaunchConfig_t config =
-          cluster_launch_config(static_cast<unsigned>(s) * 64, s, kSmemBytes, nullptr, cluster_dim);
+          cluster_launch_config(static_cast<unsigned>(s) * 64, kThreads, s, kSmemBytes, nullptr, cluster_dim);
       int clusters = 0;
       if (cudaOccupancyMaxActiveClusters(&clusters, kKernel, &config) != cudaSuccess || clusters <= 0) {
         cudaGetLastError();
@@ -406,7 +412,7 @@ Status launch_wgmma(const uint16_t* x, int64_t x_stride, const uint32_t* packed_
     return tiles;
   }();
   W4A16WgmmaPlan plan = w4a16_wgmma_plan(m, n, k, cuda_device_info().num_sms, blocks_per_sm, options.split_cost_chunks,
-                                         cluster_tiles_per_wave.data());
+                                         cluster_tiles_per_wave.data(), kWarpGroups);
   const int tiles = plan.grid_n * plan.grid_m;
   const int max_splits = std::min(kMaxClusterSplits, k / kChunkK);
   if (options.k_splits > 0) {  // forced: every tile split alike, or (tail_splits > 0) the last tail_tiles otherwise
@@ -418,9 +424,9 @@ Status launch_wgmma(const uint16_t* x, int64_t x_stride, const uint32_t* packed_
   auto launch_tiles = [&](int first_tile, int num_tiles, int splits) -> Status {
     if (num_tiles <= 0) return Status::ok();
     cudaLaunchAttribute cluster_dim;
-    const cudaLaunchConfig_t config =
-        cluster_launch_config(static_cast<unsigned>(num_tiles * splits), splits, kSmemBytes, stream, cluster_dim);
-    const WgmmaWork work{plan.grid_n, first_tile, splits};
+    const cudaLaunchConfig_t config = cluster_launch_config(static_cast<unsigned>(num_tiles * splits), kThreads, splits,
+                                                            kSmemBytes, stream, cluster_dim);
+    const WgmmaWork work{plan.grid_m, first_tile, splits};
     CROSSPOINT_CUDA_RETURN_IF_ERROR(
         cudaLaunchKernelEx(&config, kKernel, x, x_stride, reinterpret_cast<const uint4*>(packed_weight), packed_scales,
                            y, y_stride, m, n, k, group_size, work),
@@ -434,13 +440,18 @@ Status launch_wgmma(const uint16_t* x, int64_t x_stride, const uint32_t* packed_
 
 }  // namespace
 
-int w4a16_wgmma_token_tile(int m) { return m <= 16 ? 16 : m <= 32 ? 32 : m <= 64 ? 64 : m <= 128 ? 128 : 256; }
+int w4a16_wgmma_token_tile(int m, int warp_groups) {
+  const int tile = m <= 16 ? 16 : m <= 32 ? 32 : m <= 64 ? 64 : m <= 128 ? 128 : 256;
+  return warp_groups == kW4A16WgmmaWideWarpGroups ? std::clamp(tile, 64, 128) : tile;
+}
+
+int w4a16_wgmma_warp_groups_for(int m) { return m > kW4A16WgmmaWideMinRows ? kW4A16WgmmaWideWarpGroups : 2; }
 
 W4A16WgmmaPlan w4a16_wgmma_plan(int m, int n, int k, int num_sms, int blocks_per_sm, double split_cost_chunks,
-                                const int* cluster_tiles_per_wave) {
+                                const int* cluster_tiles_per_wave, int warp_groups) {
   W4A16WgmmaPlan plan;
-  plan.token_tile = w4a16_wgmma_token_tile(m);
-  plan.block_cols = kBlockCols;
+  plan.token_tile = w4a16_wgmma_token_tile(m, warp_groups);
+  plan.block_cols = 64 * warp_groups;
   plan.grid_n = (n + plan.block_cols - 1) / plan.block_cols;
   plan.grid_m = (m + plan.token_tile - 1) / plan.token_tile;
   const int64_t tiles = static_cast<int64_t>(plan.grid_n) * plan.grid_m;
@@ -496,24 +507,38 @@ Status w4a16_gemm_wgmma(const uint16_t* x, int64_t x_stride, const uint32_t* pac
                        std::to_string(d.major) + "." + std::to_string(d.minor));
   }
   if (m <= 0) return Status::ok();
-  // Stages and blocks per SM as measured best on the H200: a deeper ring at
-  // two blocks per SM rather than a shallower one at three.
-  switch (w4a16_wgmma_token_tile(m)) {
+  const int warp_groups = options.warp_groups > 0 ? options.warp_groups : w4a16_wgmma_warp_groups_for(m);
+  if (warp_groups != 2 && warp_groups != kW4A16WgmmaWideWarpGroups) {
+    return invalid_argument("w4a16_gemm_wgmma: warp_groups = " + std::to_string(warp_groups) + " (2 or " +
+                            std::to_string(kW4A16WgmmaWideWarpGroups) + ")");
+  }
+  // Stages and blocks per SM as measured best on the H200: a deeper ring at two blocks per SM
+  // rather than a shallower one at three; the wide blocks fill one SM each with the deepest ring
+  // that fits (an even depth, so the k loop is unrolled over it).
+  if (warp_groups == kW4A16WgmmaWideWarpGroups) {
+    if (w4a16_wgmma_token_tile(m, warp_groups) == 64) {
+      return launch_wgmma<64, 12, kW4A16WgmmaWideWarpGroups, 1>(x, x_stride, packed_weight, packed_scales, y, y_stride,
+                                                                m, n, k, group_size, options, stream);
+    }
+    return launch_wgmma<128, 8, kW4A16WgmmaWideWarpGroups, 1>(x, x_stride, packed_weight, packed_scales, y, y_stride, m,
+                                                              n, k, group_size, options, stream);
+  }
+  switch (w4a16_wgmma_token_tile(m, 2)) {
     case 16:
-      return launch_wgmma<16, 12, 2>(x, x_stride, packed_weight, packed_scales, y, y_stride, m, n, k, group_size,
-                                     options, stream);
+      return launch_wgmma<16, 12, 2, 2>(x, x_stride, packed_weight, packed_scales, y, y_stride, m, n, k, group_size,
+                                        options, stream);
     case 32:
-      return launch_wgmma<32, 12, 2>(x, x_stride, packed_weight, packed_scales, y, y_stride, m, n, k, group_size,
-                                     options, stream);
+      return launch_wgmma<32, 12, 2, 2>(x, x_stride, packed_weight, packed_scales, y, y_stride, m, n, k, group_size,
+                                        options, stream);
     case 64:
-      return launch_wgmma<64, 8, 2>(x, x_stride, packed_weight, packed_scales, y, y_stride, m, n, k, group_size,
-                                    options, stream);
+      return launch_wgmma<64, 8, 2, 2>(x, x_stride, packed_weight, packed_scales, y, y_stride, m, n, k, group_size,
+                                       options, stream);
     case 128:
-      return launch_wgmma<128, 5, 2>(x, x_stride, packed_weight, packed_scales, y, y_stride, m, n, k, group_size,
-                                     options, stream);
+      return launch_wgmma<128, 5, 2, 2>(x, x_stride, packed_weight, packed_scales, y, y_stride, m, n, k, group_size,
+                                        options, stream);
     default:
-      return launch_wgmma<256, 5, 1>(x, x_stride, packed_weight, packed_scales, y, y_stride, m, n, k, group_size,
-                                     options, stream);
+      return launch_wgmma<256, 5, 2, 1>(x, x_stride, packed_weight, packed_scales, y, y_stride, m, n, k, group_size,
+                                        options, stream);
   }
 }
 
