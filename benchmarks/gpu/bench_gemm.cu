@@ -177,7 +177,7 @@ bool variant_applies(Variant v, int m) {
     return m <= 4;
   if (v == Variant::kW4A16Large) return m >= 8;
   if (v == Variant::kW4A16Wgmma) return m >= 8 && cuda::w4a16_wgmma_supported();
-  if (v == Variant::kW4A16WgmmaWide) return m > 32 && cuda::w4a16_wgmma_supported();
+  if (v == Variant::kW4A16WgmmaWide) return m > 64 && cuda::w4a16_wgmma_supported();
   if (v == Variant::kW4A16Gemv) return m <= cuda::kW4A16GemvKernelMaxRows;
   if (v == Variant::kCutlass) return cuda::cutlass_fp8_available();
   return true;

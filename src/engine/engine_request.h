@@ -7,22 +7,12 @@
 #include <string>
 #include <vector>
 
-#include "common/status.h"
-#include "runner/token_logprobs.h"
-#include "scheduler/request_sampling_params.h"
+#include "request/finish_reason.h"
+#include "request/logprobs.h"
+#include "request/refusal.h"
+#include "request/sampling_params.h"
 
 namespace crosspoint {
-
-// The request field a refusal is about (the server names it in its own terms: "prompt" or
-// "messages", "logprobs" or "top_logprobs", ...).
-enum class RefusedField { kPrompt, kMaxTokens, kLogprobs, kPromptLogprobs };
-
-// A request the engine can never run: why (invalid_argument or resource_exhausted) and which
-// field.
-struct RequestRefusal {
-  RefusedField field = RefusedField::kPrompt;
-  Status status;
-};
 
 struct EngineRequest {
   std::vector<int32_t> prompt_token_ids;
@@ -37,11 +27,6 @@ struct EngineRequest {
   // (empty = no salt).
   std::string cache_salt;
 };
-
-enum class FinishReason { kNone, kStop, kLength, kAbort, kError };
-
-// "stop", "length", "abort", "error"; nullptr for kNone.
-const char* finish_reason_name(FinishReason reason);
 
 // One update of one request: the tokens produced since the last update.
 struct RequestOutput {

@@ -13,7 +13,7 @@
 #include <cstdint>
 #include <span>
 
-#include "scheduler/request_sampling_params.h"
+#include "request/sampling_params.h"
 
 namespace crosspoint {
 

@@ -11,7 +11,7 @@
 
 #include "kernels/sampling.h"
 #include "scheduler/batch_plan.h"
-#include "scheduler/request_sampling_params.h"
+#include "request/sampling_params.h"
 
 namespace crosspoint {
 

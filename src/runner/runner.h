@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "common/status.h"
-#include "runner/token_logprobs.h"
+#include "request/logprobs.h"
 #include "scheduler/batch_plan.h"
 
 namespace crosspoint {

@@ -6,25 +6,10 @@
 
 #include <cstdint>
 #include <span>
-#include <vector>
+
+#include "request/logprobs.h"
 
 namespace crosspoint {
-
-struct TokenLogprob {
-  int32_t token_id = -1;
-  double logprob = 0.0;  // -inf for a token whose logit is -inf
-};
-
-struct TokenLogprobs {
-  TokenLogprob chosen;
-  std::vector<TokenLogprob> top;  // most likely first; size min(num_top, vocab)
-  // Tokens at least as likely as the chosen one, itself included (vLLM's `rank`: 1 = the most
-  // likely); 0 when its logit is NaN.
-  int64_t chosen_rank = 0;
-};
-
-// Most top logprobs a request may ask for (vLLM's default max_logprobs).
-inline constexpr int32_t kMaxTopLogprobs = 20;
 
 // logits: [vocab] of the position the chosen token was drawn for. A logit of -inf gives a
 // logprob of -inf; when every logit is -inf (or some are +inf) the limit of the softmax is used

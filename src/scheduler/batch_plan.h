@@ -8,7 +8,7 @@
 #include <span>
 #include <vector>
 
-#include "scheduler/request_sampling_params.h"
+#include "request/sampling_params.h"
 
 namespace crosspoint {
 

@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "scheduler/request_sampling_params.h"
+#include "request/sampling_params.h"
 
 namespace crosspoint {
 

@@ -11,7 +11,7 @@
 #include <deque>
 #include <vector>
 
-#include "runner/token_logprobs.h"
+#include "request/logprobs.h"
 
 namespace crosspoint {
 

@@ -8,7 +8,7 @@
 #include <nlohmann/json.hpp>
 #include <span>
 
-#include "runner/token_logprobs.h"
+#include "request/logprobs.h"
 #include "tokenizer/tokenizer.h"
 
 namespace crosspoint {

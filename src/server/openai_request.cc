@@ -6,7 +6,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "runner/token_logprobs.h"
+#include "request/logprobs.h"
 
 namespace crosspoint {
 namespace {

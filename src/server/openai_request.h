@@ -11,7 +11,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "scheduler/request_sampling_params.h"
+#include "request/sampling_params.h"
 #include "server/api_error.h"
 #include "server/generation_defaults.h"
 #include "server/request_fields.h"

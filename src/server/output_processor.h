@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "engine/engine_request.h"
-#include "runner/token_logprobs.h"
+#include "request/logprobs.h"
 #include "server/api_error.h"
 #include "server/logprob_aligner.h"
 #include "server/openai_response.h"

@@ -430,11 +430,11 @@ TEST(W4A16WgmmaPlan, TokenTilesGridAndSplits) {
   EXPECT_EQ(w4a16_wgmma_token_tile(128), 128);
   EXPECT_EQ(w4a16_wgmma_token_tile(129), 256);
   EXPECT_EQ(w4a16_wgmma_token_tile(2048), 256);
-  // Wide blocks (4 warpgroups, 256 channels) above 64 rows, on token tiles of 64 or 128 rows.
+  // Wide blocks (4 warpgroups, 256 channels) above 64 rows, on token tiles of 128 rows.
   EXPECT_EQ(w4a16_wgmma_warp_groups_for(64), 2);
   EXPECT_EQ(w4a16_wgmma_warp_groups_for(65), kW4A16WgmmaWideWarpGroups);
   EXPECT_EQ(w4a16_wgmma_warp_groups_for(2048), kW4A16WgmmaWideWarpGroups);
-  EXPECT_EQ(w4a16_wgmma_token_tile(40, kW4A16WgmmaWideWarpGroups), 64);
+  EXPECT_EQ(w4a16_wgmma_token_tile(40, kW4A16WgmmaWideWarpGroups), 128);
   EXPECT_EQ(w4a16_wgmma_token_tile(100, kW4A16WgmmaWideWarpGroups), 128);
   EXPECT_EQ(w4a16_wgmma_token_tile(300, kW4A16WgmmaWideWarpGroups), 128);
   const W4A16WgmmaPlan wide =

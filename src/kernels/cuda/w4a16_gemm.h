@@ -121,7 +121,7 @@ inline constexpr int kW4A16WgmmaWideWarpGroups = 4;
 inline constexpr int kW4A16WgmmaWideMinRows = 64;  // wide blocks from 65 rows
 int w4a16_wgmma_warp_groups_for(int m);
 // Token rows per block for M rows on blocks of warp_groups warpgroups (2, or the wide blocks' 4:
-// 64 or 128 rows).
+// always 128 rows).
 int w4a16_wgmma_token_tile(int m, int warp_groups = 2);
 struct W4A16WgmmaPlan {
   int token_tile = 0;  // rows of M per block: w4a16_wgmma_token_tile(M, warp groups)

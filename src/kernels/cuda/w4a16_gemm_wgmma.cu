@@ -442,7 +442,7 @@ Status launch_wgmma(const uint16_t* x, int64_t x_stride, const uint32_t* packed_
 
 int w4a16_wgmma_token_tile(int m, int warp_groups) {
   const int tile = m <= 16 ? 16 : m <= 32 ? 32 : m <= 64 ? 64 : m <= 128 ? 128 : 256;
-  return warp_groups == kW4A16WgmmaWideWarpGroups ? std::clamp(tile, 64, 128) : tile;
+  return warp_groups == kW4A16WgmmaWideWarpGroups ? 128 : tile;
 }
 
 int w4a16_wgmma_warp_groups_for(int m) { return m > kW4A16WgmmaWideMinRows ? kW4A16WgmmaWideWarpGroups : 2; }
@@ -516,10 +516,6 @@ Status w4a16_gemm_wgmma(const uint16_t* x, int64_t x_stride, const uint32_t* pac
   // rather than a shallower one at three; the wide blocks fill one SM each with the deepest ring
   // that fits (an even depth, so the k loop is unrolled over it).
   if (warp_groups == kW4A16WgmmaWideWarpGroups) {
-    if (w4a16_wgmma_token_tile(m, warp_groups) == 64) {
-      return launch_wgmma<64, 12, kW4A16WgmmaWideWarpGroups, 1>(x, x_stride, packed_weight, packed_scales, y, y_stride,
-                                                                m, n, k, group_size, options, stream);
-    }
     return launch_wgmma<128, 8, kW4A16WgmmaWideWarpGroups, 1>(x, x_stride, packed_weight, packed_scales, y, y_stride, m,
                                                               n, k, group_size, options, stream);
   }

@@ -1,5 +1,6 @@
-// How the next token of one request is drawn from the model's logits. Plain data carried
-// by each sequence so the runner can sample every sequence of a batch independently.
+// How the next token of one request is drawn from the model's logits. Plain data set by the
+// server, kept by the scheduler with each sequence and read by the runner, so every sequence of
+// a batch is sampled independently.
 #pragma once
 
 #include <cstdint>
@@ -25,7 +26,7 @@ struct RequestSamplingParams {
   // the rest of the batch or on a preemption.
   uint64_t seed = 0;
   // OpenAI logprobs of each generated token: -1 = none; n >= 0 = the chosen token's logprob
-  // plus the n most likely tokens' (runner/token_logprobs.h). Does not change the tokens.
+  // plus the n most likely tokens' (request/logprobs.h). Does not change the tokens.
   int32_t num_logprobs = -1;
   // Drop the tokens whose probability (after temperature) is below min_p times the most
   // likely token's; 0 = off.

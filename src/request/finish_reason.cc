@@ -1,4 +1,4 @@
-#include "engine/engine_request.h"
+#include "request/finish_reason.h"
 
 namespace crosspoint {
 
