@@ -63,7 +63,6 @@ template <int kWarpGroups>
 struct WgmmaBlock {
   static constexpr int kThreads = kWarpGroups * 128;
   static constexpr int kNBlocks = kWarpGroups * 4;  // n16 blocks per block: one per warp
-  static constexpr int kCols = kNBlocks * 16;       // output channels
 };
 // K stays below this: the kernel's scale-group index kc / chunks_per_group is computed in
 // float, exact while the chunk index kc < 2^21.
