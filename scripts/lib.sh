@@ -127,12 +127,14 @@ make_qwen_tokenizer() {
 # minja, the header-only Jinja engine (Google, MIT) that renders models' own chat templates,
 # and the real chat templates of current models (tests/fixtures/chat_templates) both come from
 # one PyPI source distribution: llama-cpp-python vendors llama.cpp, which vendors minja and
-# keeps the templates in models/templates. Only those files are kept, in $CACHE/third_party.
+# keeps the templates in models/templates, and its tokenizer test vocabularies in models/. Only
+# those files are kept, in $CACHE/third_party.
 LLAMA_CPP_PYTHON_SDIST_VERSION=0.3.16
 LLAMA_CPP_PYTHON_SDIST_SHA256=34ed0f9bd9431af045bb63d9324ae620ad0536653740e9bb163a2e1fcb973be6
 fetch_minja() {
   local out="$CACHE/third_party/llama-cpp-python-$LLAMA_CPP_PYTHON_SDIST_VERSION"
-  if [ -s "$out/minja/minja.hpp" ] && [ -s "$out/templates/Qwen-Qwen3-0.6B.jinja" ]; then
+  if [ -s "$out/minja/minja.hpp" ] && [ -s "$out/templates/Qwen-Qwen3-0.6B.jinja" ] \
+    && [ -s "$out/vocab/ggml-vocab-phi-3.gguf.out" ]; then
     return 0
   fi
   local dir="$DOWNLOADS/llama-cpp-python" name="llama_cpp_python-$LLAMA_CPP_PYTHON_SDIST_VERSION"
@@ -156,15 +158,22 @@ PY
   echo "$LLAMA_CPP_PYTHON_SDIST_SHA256  $dir/$name.tar.gz" | sha256sum -c --quiet - \
     || die "$dir/$name.tar.gz does not have the expected sha256: delete it and run again"
   local tmp="$out.part"
-  rm -rf "$tmp" && mkdir -p "$tmp/minja" "$tmp/templates"
+  rm -rf "$tmp" && mkdir -p "$tmp/minja" "$tmp/templates" "$tmp/vocab"
+  # llama.cpp's tokenizer test vocabularies with their texts and expected ids (tests/tokenizer).
+  local vocab=() v
+  for v in llama-spm phi-3 qwen2 llama-bpe gpt-2; do
+    vocab+=("$name/vendor/llama.cpp/models/ggml-vocab-$v.gguf" "$name/vendor/llama.cpp/models/ggml-vocab-$v.gguf.inp"
+            "$name/vendor/llama.cpp/models/ggml-vocab-$v.gguf.out")
+  done
   tar -xzf "$dir/$name.tar.gz" -C "$tmp" "$name/vendor/llama.cpp/vendor/minja" \
-    "$name/vendor/llama.cpp/models/templates" "$name/vendor/llama.cpp/LICENSE" \
-    || die "$name.tar.gz lacks minja or the chat templates"
+    "$name/vendor/llama.cpp/models/templates" "$name/vendor/llama.cpp/LICENSE" "${vocab[@]}" \
+    || die "$name.tar.gz lacks minja, the chat templates or the test vocabularies"
   mv "$tmp/$name/vendor/llama.cpp/vendor/minja/"* "$tmp/minja/"
   mv "$tmp/$name/vendor/llama.cpp/models/templates/"* "$tmp/templates/"
+  mv "$tmp/$name/vendor/llama.cpp/models/ggml-vocab-"* "$tmp/vocab/"
   mv "$tmp/$name/vendor/llama.cpp/LICENSE" "$tmp/LICENSE.llama.cpp"
   rm -rf "$tmp/$name" "$out" && mv "$tmp" "$out"
-  log "minja and the chat templates: $out"
+  log "minja, the chat templates and the test vocabularies: $out"
 }
 
 # CUTLASS's C++ headers (NVIDIA, BSD-3-Clause): the Hopper GEMM templates of the W8A8-FP8

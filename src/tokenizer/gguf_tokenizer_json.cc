@@ -5,6 +5,7 @@
 #include <unordered_set>
 
 #include "formats/gguf.h"
+#include "tokenizer/gguf_spm_vocab.h"
 #include "tokenizer/pre_tokenizer.h"
 
 namespace crosspoint {
@@ -68,9 +69,11 @@ Result<PreTokenizerSpec> pre_tokenizer_for_llama_cpp_name(const std::string& nam
 Result<nlohmann::json> tokenizer_json_from_gguf(const GgufFile& gguf) {
   const std::string& where = gguf.path();
   CROSSPOINT_ASSIGN_OR_RETURN(std::string model_name, gguf.get_string("tokenizer.ggml.model"));
+  if (model_name == "llama") return spm_tokenizer_json_from_gguf(gguf);
   if (model_name != "gpt2")
     return unsupported(
-        fmt::format("{}: tokenizer.ggml.model \"{}\" (only \"gpt2\" byte-level BPE is supported)", where, model_name));
+        fmt::format("{}: tokenizer.ggml.model \"{}\" (supported: \"gpt2\" byte-level BPE, \"llama\" SentencePiece)",
+                    where, model_name));
   CROSSPOINT_ASSIGN_OR_RETURN(std::vector<std::string> tokens, gguf.get_string_array("tokenizer.ggml.tokens"));
   CROSSPOINT_ASSIGN_OR_RETURN(std::vector<std::string> merges, gguf.get_string_array("tokenizer.ggml.merges"));
   std::vector<int64_t> token_types(tokens.size(), 1);
@@ -150,8 +153,10 @@ Result<nlohmann::json> tokenizer_config_from_gguf(const GgufFile& gguf) {
   set_token("eos_token", "tokenizer.ggml.eos_token_id");
   set_token("pad_token", "tokenizer.ggml.padding_token_id");
   set_token("unk_token", "tokenizer.ggml.unknown_token_id");
+  // llama.cpp adds BOS to SentencePiece vocabularies unless the file says otherwise.
+  auto model_name = gguf.get_string("tokenizer.ggml.model");
   auto add_bos = gguf.get_bool("tokenizer.ggml.add_bos_token");
-  config["add_bos_token"] = add_bos.is_ok() ? *add_bos : false;
+  config["add_bos_token"] = add_bos.is_ok() ? *add_bos : (model_name.is_ok() && *model_name == "llama");
   config["add_prefix_space"] = false;
   config["clean_up_tokenization_spaces"] = false;
   config["model_max_length"] = 131072;

@@ -1,7 +1,8 @@
 // GGUF tokenizer metadata (tokenizer.ggml.*) as the Hugging Face files it stands for:
 // tokenizer.json (byte-level BPE with the pre-tokenizer that tokenizer.ggml.pre names in
-// llama.cpp) and tokenizer_config.json (bos/eos/pad/unk, chat_template). Tokenizer::from_gguf
-// and write_hf_tokenizer_files both use these, so the files written are what we run.
+// llama.cpp, or SentencePiece's byte-fallback BPE: gguf_spm_vocab.h) and tokenizer_config.json (bos/eos/pad/unk,
+// chat_template). Tokenizer::from_gguf and write_hf_tokenizer_files both use these, so the files written are what we
+// run.
 #pragma once
 
 #include <nlohmann/json.hpp>

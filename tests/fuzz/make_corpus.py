@@ -134,6 +134,27 @@ def gguf_tokenizer(pre, extra_types=True):
     return gguf_file(metadata, [])
 
 
+def gguf_spm_tokenizer():
+    """A SentencePiece ("llama") vocabulary: pieces with scores, byte pieces, no merges."""
+    byte_pieces = [f"<0x{b:02X}>" for b in (0x0A, 0x21, 0xC3, 0xA9, 0xF0, 0x9F)]  # others fall back to <unk>
+    words = ["\u2581", "a", "b", "\u2581a", "ab", "\u2581ab", "\u00e9", "\u2581\u00e9", "\u2581\u2581"]
+    pieces = ["<unk>", "<s>", "</s>"] + byte_pieces + words
+    scores = [0.0] * (3 + len(byte_pieces)) + [-float(i) for i in range(len(words))]
+    types = [2, 3, 3] + [6] * len(byte_pieces) + [1] * len(words)
+    metadata = [
+        ("general.architecture", STRING, "llama"),
+        ("tokenizer.ggml.model", STRING, "llama"),
+        ("tokenizer.ggml.tokens", ARRAY, (STRING, pieces)),
+        ("tokenizer.ggml.scores", ARRAY, (F32, scores)),
+        ("tokenizer.ggml.token_type", ARRAY, (I32, types)),
+        ("tokenizer.ggml.bos_token_id", U32, 1),
+        ("tokenizer.ggml.eos_token_id", U32, 2),
+        ("tokenizer.ggml.unknown_token_id", U32, 0),
+        ("tokenizer.ggml.add_space_prefix", BOOL, True),
+    ]
+    return gguf_file(metadata, [])
+
+
 # ---- safetensors ----------------------------------------------------------------------------------
 def safetensors_file(tensors, metadata=None):
     """tensors: [(name, dtype, shape, bytes)]."""
@@ -199,6 +220,7 @@ def main():
     write("fuzz_gguf_tokenizer", "qwen2.gguf", gguf_tokenizer("qwen2"))
     write("fuzz_gguf_tokenizer", "smollm.gguf", gguf_tokenizer("smollm", extra_types=False))
     write("fuzz_gguf_tokenizer", "llama_bpe.gguf", gguf_tokenizer("llama-bpe"))
+    write("fuzz_gguf_tokenizer", "spm.gguf", gguf_spm_tokenizer())
 
     write("fuzz_model_config", "tiny_llama.json", (formats / "tiny_llama" / "config.json").read_bytes())
     write("fuzz_model_config", "tiny_qwen2.json", (formats / "tiny_qwen2" / "config.json").read_bytes())
