@@ -150,7 +150,6 @@ enum class Variant {
   kW4A16Large,
   kW4A16Engine,
   kW4A16Wgmma,
-  kW4A16WgmmaWide,
   kCutlass
 };
 const char* variant_name(Variant v) {
@@ -166,7 +165,6 @@ const char* variant_name(Variant v) {
     case Variant::kW4A16Large: return "w4a16_large";
     case Variant::kW4A16Engine: return "w4a16_gemm";
     case Variant::kW4A16Wgmma: return "w4a16_wgmma";
-    case Variant::kW4A16WgmmaWide: return "w4a16_wgmma_wide";
     case Variant::kCutlass: return "cutlass";
   }
   return "?";
@@ -177,7 +175,6 @@ bool variant_applies(Variant v, int m) {
     return m <= 4;
   if (v == Variant::kW4A16Large) return m >= 8;
   if (v == Variant::kW4A16Wgmma) return m >= 8 && cuda::w4a16_wgmma_supported();
-  if (v == Variant::kW4A16WgmmaWide) return m > 64 && cuda::w4a16_wgmma_supported();
   if (v == Variant::kW4A16Gemv) return m <= cuda::kW4A16GemvKernelMaxRows;
   if (v == Variant::kCutlass) return cuda::cutlass_fp8_available();
   return true;
@@ -230,13 +227,6 @@ Status run_linear(CublasLtContext& ctx, const Buffers& b, const Linear& lin, Var
         return cuda::w4a16_gemm(b.x, k, static_cast<const uint32_t*>(lin.weight),
                                 static_cast<const uint32_t*>(lin.scales), b.y, n, m, n, k, kGroupSize, s);
       }
-      if (v == Variant::kW4A16Wgmma || v == Variant::kW4A16WgmmaWide) {  // the block forced: 2 or 4 warpgroups
-        cuda::W4A16WgmmaOptions options;
-        options.warp_groups = v == Variant::kW4A16Wgmma ? 2 : cuda::kW4A16WgmmaWideWarpGroups;
-        return cuda::w4a16_gemm_wgmma(b.x, k, static_cast<const uint32_t*>(lin.weight),
-                                      static_cast<const uint32_t*>(lin.scales), b.y, n, m, n, k, kGroupSize, options,
-                                      s);
-      }
       return cuda::w4a16_gemm_with(v == Variant::kW4A16Gemv    ? cuda::W4A16Kernel::kGemv
                                    : v == Variant::kW4A16Wgmma ? cuda::W4A16Kernel::kWgmma
                                                                : cuda::W4A16Kernel::kLargeTile,
@@ -256,7 +246,7 @@ const Shape kLayerShapes[] = {{"q/o 3584x3584", 3584, 3584},
                               {"down 3584x18944", 3584, 18944}};
 const int kBatchSizes[] = {1, 2, 4, 8, 16, 32, 64, 128, 256};
 const std::vector<Variant> kW4A16Variants = {Variant::kW4A16Engine, Variant::kW4A16Gemv, Variant::kW4A16Large,
-                                             Variant::kW4A16Wgmma, Variant::kW4A16WgmmaWide};
+                                             Variant::kW4A16Wgmma};
 
 nlohmann::json record(const Ceilings& c, Precision p, const char* kernel, const char* shape, int m, int n, int k,
                       double bytes, double flops, double ms) {
@@ -372,7 +362,7 @@ constexpr int kPrefillRows = 2048;
 bool runs_at_prefill(Precision p, Variant v) {
   if (p == Precision::kFp16) return v == Variant::kCublasLt;
   if (p == Precision::kFp8) return v == Variant::kAuto || v == Variant::kCublasLt;
-  if (v == Variant::kW4A16Wgmma || v == Variant::kW4A16WgmmaWide) return cuda::w4a16_wgmma_supported();
+  if (v == Variant::kW4A16Wgmma) return cuda::w4a16_wgmma_supported();
   return v == Variant::kW4A16Engine || v == Variant::kW4A16Large;
 }
 

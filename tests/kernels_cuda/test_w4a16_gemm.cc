@@ -426,10 +426,8 @@ TEST(W4A16WgmmaPlan, TokenTilesGridAndSplits) {
   EXPECT_EQ(w4a16_wgmma_token_tile(16), 16);
   EXPECT_EQ(w4a16_wgmma_token_tile(17), 32);
   EXPECT_EQ(w4a16_wgmma_token_tile(64), 64);
-  EXPECT_EQ(w4a16_wgmma_token_tile(100), 128);
-  EXPECT_EQ(w4a16_wgmma_token_tile(128), 128);
-  EXPECT_EQ(w4a16_wgmma_token_tile(129), 256);
-  EXPECT_EQ(w4a16_wgmma_token_tile(2048), 256);
+  EXPECT_EQ(w4a16_wgmma_token_tile(100), 64);  // 2 warpgroups forced above 64 rows: tiles of 64
+  EXPECT_EQ(w4a16_wgmma_token_tile(2048), 64);
   // Wide blocks (4 warpgroups, 256 channels) above 64 rows, on token tiles of 128 rows.
   EXPECT_EQ(w4a16_wgmma_warp_groups_for(64), 2);
   EXPECT_EQ(w4a16_wgmma_warp_groups_for(65), kW4A16WgmmaWideWarpGroups);
@@ -443,9 +441,9 @@ TEST(W4A16WgmmaPlan, TokenTilesGridAndSplits) {
   EXPECT_EQ(wide.grid_n, 148);
   EXPECT_EQ(wide.grid_m, 3);
   const W4A16WgmmaPlan p = w4a16_wgmma_plan(300, 4608 + 64, 192, 132, 1, kW4A16WgmmaSplitCostChunks);
-  EXPECT_EQ(p.token_tile, 256);
+  EXPECT_EQ(p.token_tile, 64);
   EXPECT_EQ(p.block_cols, 128);
-  EXPECT_EQ(p.grid_m, 2);
+  EXPECT_EQ(p.grid_m, 5);
   EXPECT_EQ(p.grid_n, 37);   // 36 full blocks and one of 64 columns
   EXPECT_EQ(p.k_splits, 1);  // 3 chunks: too few to split
   // 7B fused qkv at M = 16: 36 tiles on 132 SMs x 3 blocks, 56 chunks: split to fill the GPU.
@@ -463,22 +461,30 @@ TEST(W4A16WgmmaPlan, TokenTilesGridAndSplits) {
   }
 }
 
-// A last partial wave of whole tiles is split (the 7B gate_up at M = 128 and 256); everything
-// else keeps the uniform plan.
+// A last partial wave of whole tiles is split (the 7B gate_up at M = 64 on 2-warpgroup blocks,
+// at 128 and 256 on wide ones); everything else keeps the uniform plan.
 TEST(W4A16WgmmaPlan, SplitsOnlyTheTilesOfALastPartialWave) {
   constexpr double kCost = kW4A16WgmmaSplitCostChunks;
-  const W4A16WgmmaPlan gate_up = w4a16_wgmma_plan(128, 37888, 3584, 132, 2, kCost);  // 296 tiles, 264 slots
+  constexpr int kWide = kW4A16WgmmaWideWarpGroups;
+  const W4A16WgmmaPlan gate_up = w4a16_wgmma_plan(64, 37888, 3584, 132, 2, kCost);  // 296 tiles, 264 slots
   EXPECT_EQ(gate_up.grid_n * gate_up.grid_m, 296);
   EXPECT_EQ(gate_up.k_splits, 1);
   EXPECT_EQ(gate_up.full_tiles, 264);
   EXPECT_EQ(gate_up.tail_splits, 8);  // 32 tail tiles x 8 = 256 blocks <= one wave
-  const W4A16WgmmaPlan gate_up_256 = w4a16_wgmma_plan(256, 37888, 3584, 132, 1, kCost);  // two whole waves + 32 tiles
+  const W4A16WgmmaPlan gate_up_128 =
+      w4a16_wgmma_plan(128, 37888, 3584, 132, 1, kCost, nullptr, kWide);  // 148 tiles, 132 slots
+  EXPECT_EQ(gate_up_128.grid_n * gate_up_128.grid_m, 148);
+  EXPECT_EQ(gate_up_128.full_tiles, 132);
+  EXPECT_EQ(gate_up_128.tail_splits, 8);
+  const W4A16WgmmaPlan gate_up_256 =
+      w4a16_wgmma_plan(256, 37888, 3584, 132, 1, kCost, nullptr, kWide);  // two whole waves + 32 tiles
   EXPECT_EQ(gate_up_256.full_tiles, 264);
   EXPECT_EQ(gate_up_256.tail_splits, 4);
   const W4A16WgmmaPlan prefill =
-      w4a16_wgmma_plan(2048, 37888, 3584, 132, 1, kCost);  // 2,368 tiles: the tail is 124 of 132
+      w4a16_wgmma_plan(2048, 37888, 3584, 132, 1, kCost, nullptr, kWide);  // 2,368 tiles: the tail is 124 of 132
+  EXPECT_EQ(prefill.grid_n * prefill.grid_m, 2368);
   EXPECT_EQ(prefill.full_tiles, prefill.grid_n * prefill.grid_m);
-  const W4A16WgmmaPlan qkv = w4a16_wgmma_plan(128, 4608, 3584, 132, 2, kCost);  // fewer tiles than slots: uniform split
+  const W4A16WgmmaPlan qkv = w4a16_wgmma_plan(64, 4608, 3584, 132, 2, kCost);  // fewer tiles than slots: uniform split
   EXPECT_EQ(qkv.full_tiles, 36);
   EXPECT_EQ(qkv.tail_splits, qkv.k_splits);
   for (int m : {1, 17, 64, 128, 256, 300, 2048}) {
@@ -512,12 +518,12 @@ TEST(W4A16WgmmaPlan, FollowsTheResidentClustersPerSplit) {
   // Tiles resident at once, split s = 0 .. 8 ways (2 blocks per SM on 132 SMs; clusters of 7
   // and 8 pack 32 and 30 to a wave).
   const int tiles_per_wave[] = {264, 264, 132, 88, 64, 48, 40, 32, 30};
-  // 7B fused qkv at M = 128: 36 tiles, 56 chunks. Without the counts: 7 splits (36 x 7 = 252
+  // 7B fused qkv at M = 64: 36 tiles, 56 chunks. Without the counts: 7 splits (36 x 7 = 252
   // blocks <= 264); with them, 7 would take two waves: 6.
-  EXPECT_EQ(w4a16_wgmma_plan(128, 4608, 3584, 132, 2, kCost).k_splits, 7);
-  EXPECT_EQ(w4a16_wgmma_plan(128, 4608, 3584, 132, 2, kCost, tiles_per_wave).k_splits, 6);
-  // 7B gate_up at M = 128: 296 tiles; the 32 tail tiles fit as clusters of 7, not of 8.
-  const W4A16WgmmaPlan gate_up = w4a16_wgmma_plan(128, 37888, 3584, 132, 2, kCost, tiles_per_wave);
+  EXPECT_EQ(w4a16_wgmma_plan(64, 4608, 3584, 132, 2, kCost).k_splits, 7);
+  EXPECT_EQ(w4a16_wgmma_plan(64, 4608, 3584, 132, 2, kCost, tiles_per_wave).k_splits, 6);
+  // 7B gate_up at M = 64: 296 tiles; the 32 tail tiles fit as clusters of 7, not of 8.
+  const W4A16WgmmaPlan gate_up = w4a16_wgmma_plan(64, 37888, 3584, 132, 2, kCost, tiles_per_wave);
   EXPECT_EQ(gate_up.full_tiles, 264);
   EXPECT_EQ(gate_up.tail_splits, 7);
 }

@@ -110,7 +110,7 @@ Status w4a16_gemm_large(const uint16_t* x, int64_t x_stride, const uint32_t* pac
 
 // ---- kWgmma (w4a16_gemm_wgmma.cu) ----
 // Block: 2 warpgroups x 64 output channels x a token tile of w4a16_wgmma_token_tile(M) rows:
-// 16, 32, 64, 128 up to that many rows, else 256; a grid dimension over token tiles above that.
+// 16 or 32 up to that many rows, else 64; a grid dimension over token tiles above that.
 // Above kW4A16WgmmaWideMinRows rows the block is wide instead: kW4A16WgmmaWideWarpGroups
 // warpgroups (256 channels) over a token tile of at most 128 rows, one block per SM, so each
 // activation tile copied into shared memory feeds twice the channels (at 128 rows the copies of
@@ -144,7 +144,7 @@ inline constexpr double kW4A16WgmmaSplitCostChunks = 16.0;
 W4A16WgmmaPlan w4a16_wgmma_plan(int m, int n, int k, int num_sms, int blocks_per_sm, double split_cost_chunks,
                                 const int* cluster_tiles_per_wave = nullptr, int warp_groups = 2);
 struct W4A16WgmmaOptions {
-  int warp_groups = 0;  // 0: w4a16_wgmma_warp_groups_for(M); 2 or 4: that block (benchmarks, tests)
+  int warp_groups = 0;  // 0: w4a16_wgmma_warp_groups_for(M); 2 or 4: that block (tests)
   double split_cost_chunks = kW4A16WgmmaSplitCostChunks;
   int k_splits = 0;    // 0: as planned; > 0: this many K splits (at most 8 and K/64), for tests
   int tail_tiles = 0;  // with k_splits > 0: the last this many tiles get tail_splits instead (tests)

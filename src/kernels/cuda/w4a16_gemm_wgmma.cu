@@ -440,8 +440,8 @@ Status launch_wgmma(const uint16_t* x, int64_t x_stride, const uint32_t* packed_
 }  // namespace
 
 int w4a16_wgmma_token_tile(int m, int warp_groups) {
-  const int tile = m <= 16 ? 16 : m <= 32 ? 32 : m <= 64 ? 64 : m <= 128 ? 128 : 256;
-  return warp_groups == kW4A16WgmmaWideWarpGroups ? 128 : tile;
+  if (warp_groups == kW4A16WgmmaWideWarpGroups) return 128;
+  return m <= 16 ? 16 : m <= 32 ? 32 : 64;
 }
 
 int w4a16_wgmma_warp_groups_for(int m) { return m > kW4A16WgmmaWideMinRows ? kW4A16WgmmaWideWarpGroups : 2; }
@@ -525,15 +525,9 @@ Status w4a16_gemm_wgmma(const uint16_t* x, int64_t x_stride, const uint32_t* pac
     case 32:
       return launch_wgmma<32, 12, 2, 2>(x, x_stride, packed_weight, packed_scales, y, y_stride, m, n, k, group_size,
                                         options, stream);
-    case 64:
+    default:
       return launch_wgmma<64, 8, 2, 2>(x, x_stride, packed_weight, packed_scales, y, y_stride, m, n, k, group_size,
                                        options, stream);
-    case 128:
-      return launch_wgmma<128, 5, 2, 2>(x, x_stride, packed_weight, packed_scales, y, y_stride, m, n, k, group_size,
-                                        options, stream);
-    default:
-      return launch_wgmma<256, 5, 2, 1>(x, x_stride, packed_weight, packed_scales, y, y_stride, m, n, k, group_size,
-                                        options, stream);
   }
 }
 
