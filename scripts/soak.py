@@ -28,7 +28,6 @@ import json
 import os
 import platform
 import re
-import socket
 import subprocess
 import sys
 import tempfile
@@ -37,7 +36,9 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent / "harness"))
 import soak_clients  # noqa: E402
+from server_process import ServerError, ServerProcess, free_port  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
 GENERATION_ROUTES = ("/v1/completions", "/v1/chat/completions")
@@ -45,12 +46,6 @@ GENERATION_ROUTES = ("/v1/completions", "/v1/chat/completions")
 
 def log(message):
     print(f"[soak {time.strftime('%H:%M:%S')}] {message}", file=sys.stderr, flush=True)
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def process_sample(pid):
@@ -272,26 +267,17 @@ def main():
     serve_cmd = [args.crosspoint, "serve", "--model", args.model, "--device", args.device, "--port", str(port),
                  "--served-model-name", "soak", "--header-timeout", str(header_timeout_s)] + kept + args.serve_arg
     work = Path(tempfile.mkdtemp(prefix="crosspoint-soak-"))
-    server_log = open(work / "server.log", "wb")
     log(f"starting: {' '.join(serve_cmd)} (log {work / 'server.log'})")
-    server = subprocess.Popen(serve_cmd, stdout=server_log, stderr=subprocess.STDOUT)
     failures = []
     start = time.monotonic()
-    while True:
-        try:
-            if fetch(port, "GET", "/health")[0] == 200:
-                break
-        except OSError:
-            pass
-        if server.poll() is not None:
-            sys.exit(f"soak: the server exited with {server.returncode} during start-up; see {work / 'server.log'}")
-        if time.monotonic() - start > 300:
-            server.kill()
-            sys.exit("soak: the server did not answer /health within 300 s")
-        time.sleep(0.5)
+    try:
+        launched = ServerProcess(serve_cmd, port=port, log_path=work / "server.log", timeout=300, poll_s=0.5)
+    except ServerError as e:
+        sys.exit(f"soak: {e}")
+    server = launched.proc  # sampled by pid and polled below
     controls_before, error = soak_clients.control_outputs(port, "soak")  # also starts what a first request starts
     if error:
-        server.kill()
+        launched.kill()
         sys.exit(f"soak: a control request before the load failed: {error}")
     time.sleep(2)
     baseline = process_sample(server.pid)
@@ -377,17 +363,15 @@ def main():
         failures.append(f"RSS after round 2 is {rss[1]} MiB, after round 1 {rss[0]} MiB (bound {rss_bound} MiB)")
     exit_code = None
     if server.poll() is None:
-        server.terminate()
-        try:
-            exit_code = server.wait(timeout=120)
-        except subprocess.TimeoutExpired:
-            server.kill()
+        drain_start = time.monotonic()
+        exit_code = launched.stop(timeout=120)  # SIGTERM, killed after 120 s
+        if time.monotonic() - drain_start >= 120:
             failures.append("the server did not exit within 120 s of SIGTERM")
-        if exit_code not in (None, 0):
+        elif exit_code != 0:
             failures.append(f"the server exited {exit_code} on SIGTERM")
     else:
+        launched.stop()
         failures.append(f"the server died with exit status {server.returncode}; see {work / 'server.log'}")
-    server_log.close()
 
     cpu_model = next((line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text().splitlines()
                       if line.startswith("model name")), platform.processor())

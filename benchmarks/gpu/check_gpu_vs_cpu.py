@@ -34,6 +34,9 @@ import sys
 import time
 import urllib.request
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "scripts", "harness"))
+from server_process import ServerProcess  # noqa: E402
+
 TEXT = (
     "The lighthouse stood at the edge of the bay for more than a century. Every evening the keeper climbed "
     "the spiral stairs, wound the clockwork that turned the lens, and wrote the weather in a leather book. "
@@ -64,20 +67,6 @@ def post(port, body, timeout=600):
                                  headers={"Content-Type": "application/json"})
     with urllib.request.urlopen(req, timeout=timeout) as r:
         return json.loads(r.read())["choices"][0]
-
-
-def wait_ready(port, proc, timeout=600):
-    start = time.time()
-    while time.time() - start < timeout:
-        if proc.poll() is not None:
-            return False
-        try:
-            with urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=2) as r:
-                if r.status == 200:
-                    return True
-        except OSError:
-            time.sleep(0.3)
-    return False
 
 
 def run(cmd, log_path):
@@ -119,25 +108,15 @@ def serve_and_query(args, model, device_spec, kv_dtype, port, log_path):
            "--kv-cache-dtype", kv_dtype, "--max-model-len", "1024", "--dtype", dtype or "auto"]
     if device == "cuda":
         cmd += ["--gpu-memory-utilization", "0.3"]
-    with open(log_path, "w") as logf:
-        proc = subprocess.Popen(cmd, stdout=logf, stderr=subprocess.STDOUT)
-        try:
-            if not wait_ready(port, proc):
-                raise RuntimeError(f"{device} server did not start (log: {log_path})")
-            echo = post(port, {"prompt": TEXT, "echo": True, "logprobs": 0, "max_tokens": 0, "temperature": 0})
-            replies = []
-            for prompt in PROMPTS:
-                c = post(port, {"prompt": prompt, "max_tokens": MAX_TOKENS, "temperature": 0, "logprobs": 0,
-                                "ignore_eos": True})
-                replies.append({"text": c["text"], "tokens": c["logprobs"]["tokens"]})
-            return {"prompt_tokens": echo["logprobs"]["tokens"],
-                    "prompt_logprobs": echo["logprobs"]["token_logprobs"], "replies": replies}
-        finally:
-            proc.terminate()
-            try:
-                proc.wait(timeout=60)
-            except subprocess.TimeoutExpired:
-                proc.kill()
+    with ServerProcess(cmd, port=port, log_path=log_path, timeout=600, poll_s=0.3):
+        echo = post(port, {"prompt": TEXT, "echo": True, "logprobs": 0, "max_tokens": 0, "temperature": 0})
+        replies = []
+        for prompt in PROMPTS:
+            c = post(port, {"prompt": prompt, "max_tokens": MAX_TOKENS, "temperature": 0, "logprobs": 0,
+                            "ignore_eos": True})
+            replies.append({"text": c["text"], "tokens": c["logprobs"]["tokens"]})
+        return {"prompt_tokens": echo["logprobs"]["tokens"],
+                "prompt_logprobs": echo["logprobs"]["token_logprobs"], "replies": replies}
 
 
 def compare(a, b):

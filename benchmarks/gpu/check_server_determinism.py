@@ -10,16 +10,17 @@ sequential repeat gives one text; it is batch-invariant when the copies sent tog
 ones amid load give that same text too. Standard library only.
 
 usage: check_server_determinism.py --crosspoint BIN --model DIR [--model DIR ...] --out FILE.json
-       [--repeats 6] [--copies 4] [--max-tokens 48] [--port 8123]
+       [--repeats 6] [--copies 4] [--max-tokens 48] [--port 8123] [--device cuda|cpu]
 """
 import argparse
 import json
 import os
-import subprocess
 import sys
 import threading
-import time
 import urllib.request
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "scripts", "harness"))
+from server_process import ServerError, ServerProcess  # noqa: E402
 
 PROMPT = "Explain in detail how a paged KV cache lets a server batch requests of different lengths."
 OTHER = "Write a story about a lighthouse keeper number {} who collects clocks."
@@ -30,20 +31,6 @@ def post(port, body, timeout=300):
                                  headers={"Content-Type": "application/json"})
     with urllib.request.urlopen(req, timeout=timeout) as r:
         return json.loads(r.read())["choices"][0]["text"]
-
-
-def wait_ready(port, proc, timeout=300):
-    start = time.time()
-    while time.time() - start < timeout:
-        if proc.poll() is not None:
-            return False
-        try:
-            with urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=2) as r:
-                if r.status == 200:
-                    return True
-        except OSError:
-            time.sleep(0.5)
-    return False
 
 
 def concurrently(fn, args_list):
@@ -63,17 +50,18 @@ def concurrently(fn, args_list):
     return out
 
 
-def check_mode(args, model, deterministic, log):
-    cmd = [args.crosspoint, "serve", "--model", model, "--device", "cuda", "--port", str(args.port),
+def check_mode(args, model, deterministic):
+    cmd = [args.crosspoint, "serve", "--model", model, "--device", args.device, "--port", str(args.port),
            "--served-model-name", "m", "--max-model-len", "4096"]
     if deterministic:
         cmd.append("--deterministic")
-    proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT)
     result = {"model": model, "deterministic": deterministic}
     try:
-        if not wait_ready(args.port, proc):
-            result["error"] = "server did not become ready"
-            return result
+        server = ServerProcess(cmd, port=args.port, log_path=args.log, timeout=300, poll_s=0.5)
+    except ServerError as e:
+        result["error"] = f"server did not become ready: {e}"
+        return result
+    with server:
         for name, sampling in (("greedy", {"temperature": 0}), ("seeded", {"temperature": 0.8, "top_p": 0.9, "seed": 7})):
             body = {"model": "m", "prompt": PROMPT, "max_tokens": args.max_tokens, "ignore_eos": True, **sampling}
             seq = [post(args.port, body) for _ in range(args.repeats)]
@@ -93,12 +81,6 @@ def check_mode(args, model, deterministic, log):
             }
             print(f"{os.path.basename(model)} {'deterministic' if deterministic else 'default'} {name}: "
                   f"{result[name]}", flush=True)
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            proc.kill()
     return result
 
 
@@ -111,15 +93,15 @@ def main():
     ap.add_argument("--copies", type=int, default=4)
     ap.add_argument("--max-tokens", type=int, default=48)
     ap.add_argument("--port", type=int, default=8123)
+    ap.add_argument("--device", default="cuda", help="cuda, or cpu (to try the script without a GPU)")
     ap.add_argument("--log", default="/dev/null")
     args = ap.parse_args()
     results = []
-    with open(args.log, "a") as log:
-        for model in args.model:
-            for deterministic in (False, True):
-                results.append(check_mode(args, model, deterministic, log))
-                with open(args.out, "w") as f:
-                    json.dump({"prompt": PROMPT, "max_tokens": args.max_tokens, "results": results}, f, indent=1)
+    for model in args.model:
+        for deterministic in (False, True):
+            results.append(check_mode(args, model, deterministic))
+            with open(args.out, "w") as f:
+                json.dump({"prompt": PROMPT, "max_tokens": args.max_tokens, "results": results}, f, indent=1)
     return 0
 
 

@@ -16,12 +16,12 @@ or the model is missing; otherwise a missing piece fails.
 import argparse
 import json
 import os
-import socket
 import subprocess
 import sys
 import tempfile
-import time
-import urllib.request
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "scripts", "harness"))
+from server_process import ServerProcess, free_port  # noqa: E402
 
 CACHE = os.environ.get("CROSSPOINT_CACHE", os.path.join(os.path.expanduser("~"), ".cache", "crosspoint"))
 GGUF = os.path.join(CACHE, "gguf", "SmolLM2-135M-Instruct.Q4_1.gguf")
@@ -44,28 +44,12 @@ def missing(what):
     sys.exit(1)
 
 
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def start_server(port, log):
-    proc = subprocess.Popen([sys.executable, "-m", "llama_cpp.server", "--model", GGUF, "--model_alias", "smollm2",
-                             "--host", "127.0.0.1", "--port", str(port), "--n_ctx", str(CONTEXT), "--n_threads", "2",
-                             "--chat_format", "chatml"], stdout=log, stderr=subprocess.STDOUT)
-    deadline = time.time() + 120
-    while time.time() < deadline:
-        if proc.poll() is not None:
-            raise RuntimeError(f"llama_cpp.server exited with {proc.returncode}")
-        try:
-            with urllib.request.urlopen(f"http://127.0.0.1:{port}/v1/models", timeout=2) as r:
-                if r.status == 200:
-                    return proc
-        except OSError:
-            time.sleep(0.5)
-    proc.kill()
-    raise RuntimeError("llama_cpp.server did not answer /v1/models within 120 s")
+def start_server(port, log_path):
+    """llama-cpp-python's OpenAI server on the default model's GGUF, ready when /v1/models answers."""
+    return ServerProcess([sys.executable, "-m", "llama_cpp.server", "--model", GGUF, "--model_alias", "smollm2",
+                          "--host", "127.0.0.1", "--port", str(port), "--n_ctx", str(CONTEXT), "--n_threads", "2",
+                          "--chat_format", "chatml"], port=port, log_path=log_path, ready_path="/v1/models",
+                         timeout=120, poll_s=0.5)
 
 
 def bench(binary, port, workdir, name, *extra):
@@ -92,8 +76,8 @@ def main():
         if not os.path.exists(path):
             missing(f"{path} is missing")
     port = free_port()
-    with tempfile.TemporaryDirectory() as workdir, open(os.path.join(workdir, "server.log"), "w") as log:
-        server = start_server(port, log)
+    with tempfile.TemporaryDirectory() as workdir:
+        server = start_server(port, os.path.join(workdir, "server.log"))
         try:
             for endpoint in ("/v1/completions", "/v1/chat/completions"):
                 name = endpoint.strip("/").replace("/", "_")
@@ -126,8 +110,7 @@ def main():
                 print(f"ok   requests the server could not serve are failed records: {r['errors'][0][:120]}",
                       flush=True)
         finally:
-            server.terminate()
-            server.wait(timeout=20)
+            server.stop(timeout=20)
     if FAILURES:
         print(f"{len(FAILURES)} check(s) failed")
         return 1

@@ -10,7 +10,6 @@ import json
 import os
 import re
 import shlex
-import signal
 import subprocess
 import sys
 import tempfile
@@ -21,39 +20,25 @@ import numpy as np
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 from check_result import VLLM_KEYS, CheckFailed, check_keys, expect, recompute  # noqa: E402
+sys.path.insert(0, os.path.join(HERE, "..", "..", "scripts", "harness"))
+from server_process import ServerProcess  # noqa: E402
 
 FIXTURES = os.path.join(HERE, "..", "fixtures", "bench")
 TOKENIZER = os.path.join(FIXTURES, "tiny_tokenizer")
 SHAREGPT = os.path.join(FIXTURES, "sharegpt_small.json")
 
 
-class FakeServer:
+class FakeServer(ServerProcess):
+    """fake_openai_server.py, which announces its port ("PORT N")."""
+
     def __init__(self, *args):
-        self.proc = subprocess.Popen([sys.executable, os.path.join(HERE, "fake_openai_server.py"), *args],
-                                     stdout=subprocess.PIPE, text=True)
-        line = self.proc.stdout.readline()
-        expect(line.startswith("PORT "), f"fake server did not start: {line!r}")
-        self.port = int(line.split()[1])
-        self.url = f"http://127.0.0.1:{self.port}"
+        super().__init__([sys.executable, os.path.join(HERE, "fake_openai_server.py"), *args], announce="PORT",
+                         ready_path="/stats", timeout=30)
+        self.url = self.base_url
 
     def stats(self):
         with urllib.request.urlopen(self.url + "/stats", timeout=10) as response:
             return json.load(response)
-
-    def stop(self):
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-        try:
-            self.proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait()
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.stop()
 
 
 def run_bench(binary, workdir, base_url, *extra, name="result", timeout=240, env=None):
@@ -607,42 +592,12 @@ def scenario_vllm_datasets(binary, workdir):
     print("vllm datasets ok")
 
 
-class CrosspointServer:
-    """serving_toy_server (prints 'port N') or `crosspoint serve` (polled on /health)."""
+class CrosspointServer(ServerProcess):
+    """serving_toy_server (announces "port N") or `crosspoint serve` (given its port)."""
 
     def __init__(self, argv, port=None):
-        import threading
-        import time
-        self.proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        self.stderr = []
-        threading.Thread(target=lambda: self.stderr.extend(self.proc.stderr), daemon=True).start()
-        if port is None:
-            line = self.proc.stdout.readline()
-            expect(line.startswith("port "), f"server did not start: {line!r}")
-            port = int(line.split()[1])
-        self.url = f"http://127.0.0.1:{port}"
-        deadline = time.time() + 300
-        while True:
-            expect(self.proc.poll() is None, "server exited: " + "".join(self.stderr)[-2000:])
-            try:
-                with urllib.request.urlopen(self.url + "/health", timeout=5) as response:
-                    if response.status == 200:
-                        break
-            except OSError:
-                pass
-            expect(time.time() < deadline, "server not healthy after 300 s")
-            time.sleep(0.2)
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.proc.send_signal(signal.SIGTERM)
-        try:
-            self.proc.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait()
+        super().__init__(argv, port=port, announce=None if port else "port")
+        self.url = self.base_url
 
 
 def check_against_crosspoint(r, max_concurrency, num_prompts):

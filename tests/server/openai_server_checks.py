@@ -28,6 +28,9 @@ import traceback
 import openai
 from prometheus_client.parser import text_string_to_metric_families
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "scripts", "harness"))
+from server_process import ServerProcess  # noqa: E402
+
 API_KEY = "sk-test-key"
 FAILURES = []
 # Sizes per mode: the toy model is instant, the default model takes ~0.2 s a step on 2 cores.
@@ -50,48 +53,22 @@ def check(fn):
     return run
 
 
-class Server:
-    """A server process on 127.0.0.1 that prints 'port N' (toy) or is polled on /health."""
+class Server(ServerProcess):
+    """A server on 127.0.0.1 (scripts/harness/server_process.py): the toy server announces its
+    port ("port N"), `crosspoint serve` is given one; both are ready when /health answers."""
 
     def __init__(self, argv, port=None, preexec_fn=None):
-        self.proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                                     preexec_fn=preexec_fn)
-        self.stderr_lines = []
-        threading.Thread(target=self._drain_stderr, daemon=True).start()
-        if port is None:
-            line = self.proc.stdout.readline()
-            if not line.startswith("port "):
-                raise RuntimeError(f"server did not start: {line!r} {''.join(self.stderr_lines)}")
-            port = int(line.split()[1])
-        self.port = port
-        deadline = time.time() + 300
-        while time.time() < deadline:
-            if self.proc.poll() is not None:
-                raise RuntimeError(f"server exited: {''.join(self.stderr_lines)}")
-            try:
-                if self.request("GET", "/health")[0] == 200:
-                    break
-            except OSError:
-                pass
-            time.sleep(0.1)
-        self.base_url = f"http://127.0.0.1:{port}/v1"
-
-    def _drain_stderr(self):
-        for line in self.proc.stderr:
-            self.stderr_lines.append(line)
+        super().__init__(argv, port=port, announce=None if port else "port", preexec_fn=preexec_fn)
+        self.base_url += "/v1"
+        self.stderr_lines = self.log_lines
 
     def client(self, api_key=API_KEY, timeout=120):
         return openai.OpenAI(base_url=self.base_url, api_key=api_key, max_retries=0, timeout=timeout)
 
-    def request(self, method, path, body=None, headers=None):
-        conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=60)
+    def request(self, method, path, body=None, headers=None, timeout=60):
         hdrs = {"Authorization": f"Bearer {API_KEY}", "Content-Type": "application/json"}
         hdrs.update(headers or {})
-        conn.request(method, path, body=body, headers=hdrs)
-        resp = conn.getresponse()
-        data = resp.read()
-        conn.close()
-        return resp.status, data
+        return super().request(method, path, body=body, headers=hdrs, timeout=timeout)
 
     def metrics(self):
         status, data = self.request("GET", "/metrics")
@@ -121,10 +98,6 @@ class Server:
                 raise AssertionError(f"server not idle: {m}")
             time.sleep(0.05)
 
-    def stop(self):
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-        return self.proc.wait(timeout=60)
 
 
 PROMPTS = ["The capital of France is", "Once upon a time", "def fibonacci(n):", "1, 2, 3, 4,",
