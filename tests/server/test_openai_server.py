@@ -1,14 +1,17 @@
-"""End-to-end checks of the OpenAI-compatible server through the official `openai` SDK.
+"""End-to-end tests of the OpenAI-compatible server through the official `openai` SDK (pytest).
 
-Run against the toy-model server (tests/server/toy_server_main.cc; fast, no weights):
-    python openai_server_checks.py toy --server BIN --tokenizer TOKENIZER
-or against `crosspoint serve` with the default model, whose greedy outputs must equal
-`crosspoint generate`:
-    python openai_server_checks.py crosspoint --crosspoint BIN
-
-Each check prints one line; the exit code is the number of failed checks.
+MODE (environment CROSSPOINT_SERVER_MODE) picks the server every test runs against:
+  toy         tests/server/toy_server_main.cc in front of the toy model (fast, no weights):
+              CROSSPOINT_TOY_SERVER (the binary), CROSSPOINT_TOKENIZER (tokenizer.json or .gguf)
+  crosspoint  `crosspoint serve` with the default model, whose greedy outputs must equal
+              `crosspoint generate`: CROSSPOINT_BIN (the binary), CROSSPOINT_MODEL (default "default")
+Each test starts the servers it uses (a fresh main server per test process). CTest runs every
+test of each mode as its own entry (server.toy.NAME, server.default_model.NAME), listed by
+`python test_openai_server.py --list MODE`; by hand:
+    CROSSPOINT_SERVER_MODE=toy CROSSPOINT_TOY_SERVER=build/tests/serving_toy_server \
+    CROSSPOINT_TOKENIZER=tests/fixtures/bench/tiny_tokenizer/tokenizer.json \
+    python -m pytest tests/server/test_openai_server.py -k stop_strings
 """
-import argparse
 import asyncio
 import concurrent.futures
 import http.client
@@ -23,34 +26,31 @@ import subprocess
 import sys
 import threading
 import time
-import traceback
 
 import openai
+import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "scripts", "harness"))
-from server_process import ServerProcess  # noqa: E402
+from server_process import ServerProcess, free_port  # noqa: E402
 
+MODE = os.environ.get("CROSSPOINT_SERVER_MODE", "toy")
 API_KEY = "sk-test-key"
-FAILURES = []
 # Sizes per mode: the toy model is instant, the default model takes ~0.2 s a step on 2 cores.
 SIZES = {"distinct_specs": 64, "max_tokens": 10, "preempt_requests": 16, "preempt_max_tokens": 24,
          "busy_max_tokens": 20, "long_stream_tokens": 60, "drain_tokens": 200,
          "slow_server_args": ["--step-delay-ms", "20", "--max-num-seqs", "2"]}
+if MODE == "crosspoint":
+    SIZES.update(distinct_specs=16, max_tokens=4, preempt_requests=6, preempt_max_tokens=10, busy_max_tokens=4,
+                 long_stream_tokens=12, drain_tokens=12, slow_server_args=["--max-num-seqs", "1"])
 
 
-def check(fn):
-    def run(*args):
-        start = time.time()
-        try:
-            fn(*args)
-            print(f"ok   {fn.__name__} ({time.time() - start:.2f} s)", flush=True)
-        except Exception:  # noqa: BLE001 - report every failure and go on
-            FAILURES.append(fn.__name__)
-            print(f"FAIL {fn.__name__}", flush=True)
-            traceback.print_exc()
-    run.__name__ = fn.__name__
-    return run
+def only(mode):
+    """A test that applies to one mode's server only (the toy model's speed, or a real model's cache)."""
+    def mark(fn):
+        fn.only_mode = mode
+        return pytest.mark.skipif(MODE != mode, reason=f"{mode} server only")(fn)
+    return mark
 
 
 class Server(ServerProcess):
@@ -100,6 +100,84 @@ class Server(ServerProcess):
 
 
 
+# ---- servers --------------------------------------------------------------------------------
+
+def toy_server(*extra, preexec_fn=None):
+    return Server([os.environ["CROSSPOINT_TOY_SERVER"], "--tokenizer", os.environ["CROSSPOINT_TOKENIZER"], "--port", "0",
+                   "--api-key", API_KEY, "--step-delay-ms", "1", "--model-root", "/tmp/crosspoint-secret/toy-model",
+                   *extra], preexec_fn=preexec_fn)
+
+
+def crosspoint_server(*extra, preexec_fn=None):
+    port = free_port()
+    return Server([os.environ["CROSSPOINT_BIN"], "serve", "--device", "cpu", "--model", model_arg_value(), "--port",
+                   str(port), "--api-key", API_KEY, "--served-model-name", "default", "--threads", "2", *extra],
+                  port=port, preexec_fn=preexec_fn)
+
+
+def model_arg_value():
+    return os.environ.get("CROSSPOINT_MODEL", "default")
+
+
+def start(*extra, preexec_fn=None):
+    return (toy_server if MODE == "toy" else crosspoint_server)(*extra, preexec_fn=preexec_fn)
+
+
+@pytest.fixture(scope="module")
+def model():
+    return "toy" if MODE == "toy" else "default"
+
+
+@pytest.fixture(scope="module")
+def server(request):
+    main = start("--max-num-seqs", "64")
+    yield main
+    if request.session.testsfailed:
+        print("server log tail:\n" + main.log_tail(), file=sys.stderr)
+    main.stop()
+
+
+@pytest.fixture
+def make_small():
+    """A server whose KV cache holds less than its batch needs (preemption)."""
+    if MODE == "toy":
+        return lambda: start("--kv-blocks", "12", "--block-size", "4", "--max-num-seqs", "16", "--max-model-len", "48")
+    # SmolLM2-135M keeps 46,080 bytes of f32 K/V per token: 1.5 MiB is 34 tokens.
+    return lambda: start("--kv-cache-memory", "1.5MiB", "--block-size", "2", "--max-model-len", "32",
+                         "--max-num-seqs", "8")
+
+
+@pytest.fixture
+def make_busy():
+    """A server that runs one request and lets two wait."""
+    if MODE == "toy":
+        return lambda: start("--max-num-seqs", "1", "--max-waiting", "2", "--step-delay-ms", "5")
+    return lambda: start("--max-num-seqs", "1", "--max-waiting", "2")
+
+
+@pytest.fixture
+def make_limited():
+    """A server with the test's own limits (flags)."""
+    return start
+
+
+@pytest.fixture
+def step_delay():
+    """Flags that slow the engine's steps enough for the timeout tests (the real model is slow already)."""
+    return ["--step-delay-ms", "40"] if MODE == "toy" else []
+
+
+@pytest.fixture
+def crosspoint_bin():
+    return os.environ["CROSSPOINT_BIN"]
+
+
+@pytest.fixture
+def model_arg():
+    return model_arg_value()
+
+
+
 PROMPTS = ["The capital of France is", "Once upon a time", "def fibonacci(n):", "1, 2, 3, 4,",
            "The quick brown fox", "In the beginning", "Water boils at", "My favourite colour is"]
 
@@ -134,15 +212,13 @@ def run_completion(client, model, spec, stream):
 
 # ---- checks -------------------------------------------------------------------------------
 
-@check
-def models_and_health(server, model):
+def test_models_and_health(server, model):
     assert server.request("GET", "/health")[0] == 200
     models = server.client().models.list()
     assert [m.id for m in models.data] == [model], models
 
 
-@check
-def completion_stream_and_not_agree(server, model):
+def test_completion_stream_and_not_agree(server, model):
     client = server.client()
     r = client.completions.create(model=model, prompt=PROMPTS[0], max_tokens=12, temperature=0)
     choice = r.choices[0]
@@ -159,8 +235,7 @@ def completion_stream_and_not_agree(server, model):
     assert chunks[-2].choices[0].finish_reason == choice.finish_reason
 
 
-@check
-def chat_stream_and_not_agree(server, model):
+def test_chat_stream_and_not_agree(server, model):
     client = server.client()
     messages = [{"role": "user", "content": "What is 2 + 2?"}]
     r = client.chat.completions.create(model=model, messages=messages, max_tokens=10, temperature=0)
@@ -176,16 +251,14 @@ def chat_stream_and_not_agree(server, model):
     assert r2.usage.completion_tokens <= 3
 
 
-@check
-def seeded_sampling_is_reproducible(server, model):
+def test_seeded_sampling_is_reproducible(server, model):
     client = server.client()
     a = client.completions.create(model=model, prompt=PROMPTS[1], max_tokens=10, temperature=1.0, seed=7)
     b = client.completions.create(model=model, prompt=PROMPTS[1], max_tokens=10, temperature=1.0, seed=7)
     assert a.choices[0].text == b.choices[0].text
 
 
-@check
-def sampling_fields_are_honoured(server, model):
+def test_sampling_fields_are_honoured(server, model):
     client = server.client()
 
     def tokens(temperature=0, **kw):
@@ -238,8 +311,7 @@ def sampling_fields_are_honoured(server, model):
     server.wait_idle()
 
 
-@check
-def n_choices(server, model):
+def test_n_choices(server, model):
     client = server.client()
     spec = {"prompt": PROMPTS[1], "max_tokens": 8, "temperature": 1.0, "seed": 5, "logprobs": 0}
     r = client.completions.create(model=model, n=3, **spec)
@@ -281,8 +353,7 @@ def n_choices(server, model):
     server.wait_idle()
 
 
-@check
-def concurrent_streams_equal_sequential(server, model):
+def test_concurrent_streams_equal_sequential(server, model):
     client = server.client()
     distinct = request_specs(SIZES["distinct_specs"], SIZES["max_tokens"])
     sequential = [run_completion(client, model, s, stream=False) for s in distinct]
@@ -295,8 +366,7 @@ def concurrent_streams_equal_sequential(server, model):
     assert m["crosspoint:iteration_num_seqs_sum"] / m["crosspoint:iteration_num_seqs_count"] > 1.0
 
 
-@check
-def stop_strings(server, model):
+def test_stop_strings(server, model):
     client = server.client()
     full = client.completions.create(model=model, prompt=PROMPTS[2], max_tokens=16, temperature=0,
                                      extra_body={"ignore_eos": True})
@@ -349,8 +419,7 @@ def completion_logprobs(client, model, stream, **kwargs):
     return text, tokens, values, tops, n
 
 
-@check
-def logprobs_completions(server, model):
+def test_logprobs_completions(server, model):
     client = server.client()
     for kwargs in [dict(prompt=PROMPTS[0], max_tokens=8, temperature=0, logprobs=3, extra_body={"ignore_eos": True}),
                    dict(prompt=PROMPTS[1], max_tokens=8, temperature=1.0, seed=3, logprobs=0),
@@ -381,8 +450,7 @@ def logprobs_completions(server, model):
         assert chunk.choices[0].logprobs is None, chunk
 
 
-@check
-def logprobs_chat(server, model):
+def test_logprobs_chat(server, model):
     client = server.client()
     messages = [{"role": "user", "content": "What is 2 + 2?"}]
     kwargs = dict(model=model, messages=messages, max_tokens=8, temperature=0, logprobs=True, top_logprobs=2)
@@ -428,8 +496,7 @@ def echo_request(client, model, stream, **kwargs):
     return text, lp, usage, None
 
 
-@check
-def echo_and_prompt_logprobs(server, model):
+def test_echo_and_prompt_logprobs(server, model):
     """echo (with and without logprobs, max_tokens 0, streamed) and vLLM's prompt_logprobs."""
     client = server.client()
     prompt = PROMPTS[0]
@@ -521,8 +588,7 @@ def echo_and_prompt_logprobs(server, model):
     server.wait_idle()
 
 
-@check
-def errors_follow_openai_schema(server, model):
+def test_errors_follow_openai_schema(server, model):
     client = server.client()
 
     def expect(status, fn):
@@ -568,9 +634,11 @@ def errors_follow_openai_schema(server, model):
     server.wait_idle()
 
 
-@check
-def metrics_parse_as_prometheus(server, model):
-    m = server.metrics()
+def test_metrics_parse_as_prometheus(server, model):
+    # One request first: the token counters and the latency histograms have something to count.
+    server.client().completions.create(model=model, prompt=PROMPTS[0], max_tokens=4, temperature=0,
+                                       extra_body={"ignore_eos": True})
+    m = server.wait_idle()
     for name in ["vllm:num_requests_running", "vllm:num_requests_waiting", "vllm:kv_cache_usage_perc",
                  "vllm:num_preemptions_total", "vllm:prompt_tokens_total", "vllm:generation_tokens_total",
                  "vllm:time_to_first_token_seconds_count", "vllm:inter_token_latency_seconds_count",
@@ -580,8 +648,7 @@ def metrics_parse_as_prometheus(server, model):
     assert m["vllm:generation_tokens_total"] > 0 and m["vllm:time_to_first_token_seconds_count"] > 0
 
 
-@check
-def response_counts_match_what_the_client_saw(server, model):
+def test_response_counts_match_what_the_client_saw(server, model):
     # crosspoint:http_responses_total counts the guard's refusals and the handlers' answers
     # alike: one of each kind sent here moves its own counter by exactly one.
     name = "crosspoint:http_responses_total"
@@ -601,8 +668,8 @@ def response_counts_match_what_the_client_saw(server, model):
     server.wait_idle()
 
 
-@check
-def prefix_cache_serves_a_repeated_prompt(server, model):
+@only("crosspoint")
+def test_prefix_cache_serves_a_repeated_prompt(server, model):
     # The same 80-token-plus prompt twice, one after the other: the second finds the first's
     # whole blocks (the server runs with prefix caching on, its default) and answers the same.
     client = server.client()
@@ -620,8 +687,8 @@ def prefix_cache_serves_a_repeated_prompt(server, model):
     server.wait_idle()
 
 
-@check
-def cache_salt_separates_cached_prefixes(server, model):
+@only("crosspoint")
+def test_cache_salt_separates_cached_prefixes(server, model):
     # One prompt of several whole blocks under cache_salt "a", then "b", then "a" again, then
     # with no salt: only the second "a" finds cached blocks (vLLM's rule: the salt is mixed
     # into the first block's hash). A salt that is not a non-empty string gets a 400 naming it.
@@ -652,8 +719,7 @@ def cache_salt_separates_cached_prefixes(server, model):
     server.wait_idle()
 
 
-@check
-def disconnect_mid_stream_frees_blocks(server, model):
+def test_disconnect_mid_stream_frees_blocks(server, model):
     before = server.wait_idle()
     client = server.client()
     streams = []
@@ -684,71 +750,63 @@ def disconnect_mid_stream_frees_blocks(server, model):
     assert m["vllm:request_success_total:abort"] >= before.get("vllm:request_success_total:abort", 0) + 5, m
 
 
-def greedy_equals_generate(crosspoint_bin, model_arg):
-    @check
-    def greedy_outputs_equal_crosspoint_generate(server, model):
-        client = server.client()
-        for prompt in PROMPTS[:2]:
-            r = client.completions.create(model=model, prompt=prompt, max_tokens=8, temperature=0)
-            out = subprocess.run([crosspoint_bin, "generate", "--device", "cpu", "--model", model_arg, "--prompt", prompt,
-                                  "--max-tokens", "8", "--temperature", "0", "--threads", "2"],
-                                 capture_output=True, text=True, timeout=300)
-            assert out.returncode == 0, out.stderr
-            assert out.stdout.rstrip("\n") == r.choices[0].text.rstrip("\n"), (out.stdout, r.choices[0].text)
-        question = "What is the capital of France?"
-        r = client.chat.completions.create(model=model, messages=[{"role": "user", "content": question}],
-                                           max_tokens=8, temperature=0)
-        out = subprocess.run([crosspoint_bin, "generate", "--device", "cpu", "--model", model_arg, "--chat", "--prompt", question,
+@only("crosspoint")
+def test_greedy_outputs_equal_crosspoint_generate(server, model, crosspoint_bin, model_arg):
+    client = server.client()
+    for prompt in PROMPTS[:2]:
+        r = client.completions.create(model=model, prompt=prompt, max_tokens=8, temperature=0)
+        out = subprocess.run([crosspoint_bin, "generate", "--device", "cpu", "--model", model_arg, "--prompt", prompt,
                               "--max-tokens", "8", "--temperature", "0", "--threads", "2"],
                              capture_output=True, text=True, timeout=300)
         assert out.returncode == 0, out.stderr
-        assert out.stdout.rstrip("\n") == r.choices[0].message.content.rstrip("\n"), (out.stdout, r.choices[0])
-    return greedy_outputs_equal_crosspoint_generate
+        assert out.stdout.rstrip("\n") == r.choices[0].text.rstrip("\n"), (out.stdout, r.choices[0].text)
+    question = "What is the capital of France?"
+    r = client.chat.completions.create(model=model, messages=[{"role": "user", "content": question}],
+                                       max_tokens=8, temperature=0)
+    out = subprocess.run([crosspoint_bin, "generate", "--device", "cpu", "--model", model_arg, "--chat", "--prompt", question,
+                          "--max-tokens", "8", "--temperature", "0", "--threads", "2"],
+                         capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.rstrip("\n") == r.choices[0].message.content.rstrip("\n"), (out.stdout, r.choices[0])
 
 
-def forced_preemption(make_server, model, reference_server):
+def test_preemption_gives_identical_outputs(make_small, model, server):
     """A server with a KV budget too small for its batch gives the same outputs."""
-    @check
-    def preemption_gives_identical_outputs(unused_server, unused_model):
-        specs = request_specs(SIZES["preempt_requests"], SIZES["preempt_max_tokens"])
-        client = reference_server.client()
-        expected = [run_completion(client, model, s, stream=False) for s in specs]
-        small = make_server()
-        try:
-            small_client = small.client()
-            with concurrent.futures.ThreadPoolExecutor(len(specs)) as pool:
-                got = list(pool.map(lambda s: run_completion(small_client, model, s, stream=True), specs))
-            for i, (a, b) in enumerate(zip(expected, got)):
-                assert a == b, (i, a, b)
-            m = small.wait_idle()
-            assert m["vllm:num_preemptions_total"] > 0, m
-        finally:
-            assert small.stop() == 0
-    return preemption_gives_identical_outputs
+    specs = request_specs(SIZES["preempt_requests"], SIZES["preempt_max_tokens"])
+    client = server.client()
+    expected = [run_completion(client, model, s, stream=False) for s in specs]
+    small = make_small()
+    try:
+        small_client = small.client()
+        with concurrent.futures.ThreadPoolExecutor(len(specs)) as pool:
+            got = list(pool.map(lambda s: run_completion(small_client, model, s, stream=True), specs))
+        for i, (a, b) in enumerate(zip(expected, got)):
+            assert a == b, (i, a, b)
+        m = small.wait_idle()
+        assert m["vllm:num_preemptions_total"] > 0, m
+    finally:
+        assert small.stop() == 0
 
 
-def overload_503(make_server, model):
-    @check
-    def waiting_queue_over_limit_gives_503(unused_server, unused_model):
-        busy = make_server()
-        try:
-            client = busy.client()
+def test_waiting_queue_over_limit_gives_503(make_busy, model):
+    busy = make_busy()
+    try:
+        client = busy.client()
 
-            def one(i):
-                try:
-                    client.completions.create(model=model, prompt=PROMPTS[i % 8], max_tokens=SIZES["busy_max_tokens"],
-                                              temperature=0,
-                                              extra_body={"ignore_eos": True})
-                    return 200
-                except openai.APIStatusError as e:
-                    return e.status_code
-            with concurrent.futures.ThreadPoolExecutor(12) as pool:
-                statuses = list(pool.map(one, range(12)))
-            assert 503 in statuses and 200 in statuses, statuses
-            busy.wait_idle()
-        finally:
-            assert busy.stop() == 0
-    return waiting_queue_over_limit_gives_503
+        def one(i):
+            try:
+                client.completions.create(model=model, prompt=PROMPTS[i % 8], max_tokens=SIZES["busy_max_tokens"],
+                                          temperature=0,
+                                          extra_body={"ignore_eos": True})
+                return 200
+            except openai.APIStatusError as e:
+                return e.status_code
+        with concurrent.futures.ThreadPoolExecutor(12) as pool:
+            statuses = list(pool.map(one, range(12)))
+        assert 503 in statuses and 200 in statuses, statuses
+        busy.wait_idle()
+    finally:
+        assert busy.stop() == 0
 
 
 # ---- HTTP limits (docs/serving.md, "Limits, authentication and shutdown") ----------------------
@@ -788,8 +846,7 @@ def expect_json_error(raw, status):
 AUTH = f"Authorization: Bearer {API_KEY}\r\n".encode()
 
 
-@check
-def malformed_and_smuggled_requests_get_json_errors(server, model):
+def test_malformed_and_smuggled_requests_get_json_errors(server, model):
     body = b'{"prompt":"x"}'
     cases = [
         (400, b"POST /v1/completions HTTP/1.1\r\nHost: a\r\n" + AUTH + b"Content-Length: 14\r\nContent-Length: 14\r\n\r\n" + body),
@@ -827,8 +884,7 @@ def malformed_and_smuggled_requests_get_json_errors(server, model):
     server.wait_idle()
 
 
-@check
-def api_key_on_every_route_but_health(server, model):
+def test_api_key_on_every_route_but_health(server, model):
     for method, path, body in [("GET", "/v1/models", None), ("GET", "/metrics", None),
                                ("POST", "/tokenize", b'{"prompt":"hi"}'), ("POST", "/detokenize", b'{"tokens":[1]}'),
                                ("POST", "/v1/completions", b'{"prompt":"hi"}'), ("GET", "/v1/nothing", None)]:
@@ -851,8 +907,7 @@ def api_key_on_every_route_but_health(server, model):
     assert "100000000" in expect_json_error(raw, 413)
 
 
-@check
-def models_reveal_no_filesystem_path(server, model):
+def test_models_reveal_no_filesystem_path(server, model):
     status, data = server.request("GET", "/v1/models")
     assert status == 200, status
     for m in json.loads(data)["data"]:
@@ -860,8 +915,7 @@ def models_reveal_no_filesystem_path(server, model):
     assert b"/tmp/" not in data and os.path.expanduser("~").encode() not in data, data
 
 
-@check
-def integers_out_of_range_name_their_field(server, model):
+def test_integers_out_of_range_name_their_field(server, model):
     for field in ["max_tokens", "max_completion_tokens", "seed", "top_k"]:
         for value in [2 ** 63, 2 ** 64 - 1, 2 ** 70]:
             status, data = server.request("POST", "/v1/completions",
@@ -870,8 +924,7 @@ def integers_out_of_range_name_their_field(server, model):
             assert status == 400 and error["param"] == field and "-" not in error["message"], (field, value, data)
 
 
-@check
-def chat_content_cannot_forge_special_tokens(server, model):
+def test_chat_content_cannot_forge_special_tokens(server, model):
     client = server.client()
 
     def prompt_tokens(content):
@@ -892,8 +945,7 @@ def chat_content_cannot_forge_special_tokens(server, model):
         assert prompt_tokens(f"hi{text}system") - prompt_tokens("hisystem") > 1, text
 
 
-@check
-def chat_template_fields_and_tokenize_messages(server, model):
+def test_chat_template_fields_and_tokenize_messages(server, model):
     """/tokenize with messages gives the ids a chat request is prompted with; continue_final_message
     ends the prompt after the last message; chat_template_kwargs reach the template (unused
     variables change nothing); the refusals name their field."""
@@ -928,8 +980,7 @@ def chat_template_fields_and_tokenize_messages(server, model):
         assert status == 400 and json.loads(data)["error"]["param"] == param, (body, status, data)
 
 
-@check
-def odd_requests_do_not_fail_their_batch(server, model):
+def test_odd_requests_do_not_fail_their_batch(server, model):
     """Requests with extreme but accepted values (or refused ones) run beside ordinary ones,
     which get exactly the output they get alone."""
     client = server.client()
@@ -956,8 +1007,7 @@ def odd_requests_do_not_fail_their_batch(server, model):
     server.wait_idle()
 
 
-@check
-def big_tokenize_does_not_block_health(server, model):
+def test_big_tokenize_does_not_block_health(server, model):
     prompt = " ".join(f"word{i % 977} x{i % 13}," for i in range(600000))[: (8 << 20) - 64]
     body = json.dumps({"model": model, "prompt": prompt}).encode()
     done = threading.Event()
@@ -1005,228 +1055,214 @@ def big_tokenize_does_not_block_health(server, model):
     assert max(timed) < working / 3, (max(timed), working, len(timed))
 
 
-def timeouts(make_server, model, step_delay_arg):
-    @check
-    def slow_and_idle_clients_are_closed(unused_server, unused_model):
-        server = make_server("--header-timeout", "1", "--body-timeout", "1", "--idle-timeout", "1", *step_delay_arg)
+def test_slow_and_idle_clients_are_closed(make_limited, model, step_delay):
+    server = make_limited("--header-timeout", "1", "--body-timeout", "1", "--idle-timeout", "1", *step_delay)
+    try:
+        # Sends nothing: closed without a response.
+        assert raw_exchange(server.port, b"") == b""
+        # Half a head: 408.
+        expect_json_error(raw_exchange(server.port, b"GET /v1/models HTTP/1.1\r\nHost: x\r\n"), 408)
+        # Dribbling a head byte by byte does not extend the head timeout.
+        sock = socket.create_connection(("127.0.0.1", server.port), timeout=15)
+        start = time.time()
         try:
-            # Sends nothing: closed without a response.
-            assert raw_exchange(server.port, b"") == b""
-            # Half a head: 408.
-            expect_json_error(raw_exchange(server.port, b"GET /v1/models HTTP/1.1\r\nHost: x\r\n"), 408)
-            # Dribbling a head byte by byte does not extend the head timeout.
-            sock = socket.create_connection(("127.0.0.1", server.port), timeout=15)
-            start = time.time()
-            try:
-                for b in b"GET /v1/models HTTP/1.1\r\nX-Slow: " + b"a" * 200:
-                    if select.select([sock], [], [], 0)[0] or time.time() - start > 8:
-                        break  # the answer is there
-                    sock.sendall(bytes([b]))
-                    time.sleep(0.05)
-            except (BrokenPipeError, ConnectionResetError):
-                pass
-            raw = b""
-            try:
-                while chunk := sock.recv(65536):
-                    raw += chunk
-            except (ConnectionResetError, socket.timeout):
-                pass
-            sock.close()
-            expect_json_error(raw, 408)
-            # Half a body: 408, counted under its route (the soak reconciles the server's counts
-            # with its clients' by route and status).
-            counted = "crosspoint:http_responses_total:/v1/completions:408"
-            before = server.metrics().get(counted, 0)
-            expect_json_error(raw_exchange(server.port, b"POST /v1/completions HTTP/1.1\r\n" + AUTH +
-                                           b"Content-Length: 100\r\n\r\n{\"prompt\""), 408)
-            assert server.metrics().get(counted, 0) - before == 1
-            # A keep-alive connection is closed once idle.
-            conn = http.client.HTTPConnection("127.0.0.1", server.port, timeout=15)
-            conn.request("GET", "/health")
-            r = conn.getresponse()
-            r.read()
-            assert r.status == 200
-            assert conn.sock.recv(1) == b""  # the server closed it
-            conn.close()
-            # A stream longer than the idle timeout is not idle: it runs to its end.
-            client = server.client()
-            stream = client.completions.create(model=model, prompt="Hi", max_tokens=SIZES["long_stream_tokens"],
-                                               temperature=0, stream=True, extra_body={"ignore_eos": True})
-            finish = None
-            for chunk in stream:
-                if chunk.choices and chunk.choices[0].finish_reason:
-                    finish = chunk.choices[0].finish_reason
-            assert finish == "length", finish
-            assert server.request("GET", "/health")[0] == 200
-        finally:
-            assert server.stop() == 0
-    return slow_and_idle_clients_are_closed
+            for b in b"GET /v1/models HTTP/1.1\r\nX-Slow: " + b"a" * 200:
+                if select.select([sock], [], [], 0)[0] or time.time() - start > 8:
+                    break  # the answer is there
+                sock.sendall(bytes([b]))
+                time.sleep(0.05)
+        except (BrokenPipeError, ConnectionResetError):
+            pass
+        raw = b""
+        try:
+            while chunk := sock.recv(65536):
+                raw += chunk
+        except (ConnectionResetError, socket.timeout):
+            pass
+        sock.close()
+        expect_json_error(raw, 408)
+        # Half a body: 408, counted under its route (the soak reconciles the server's counts
+        # with its clients' by route and status).
+        counted = "crosspoint:http_responses_total:/v1/completions:408"
+        before = server.metrics().get(counted, 0)
+        expect_json_error(raw_exchange(server.port, b"POST /v1/completions HTTP/1.1\r\n" + AUTH +
+                                       b"Content-Length: 100\r\n\r\n{\"prompt\""), 408)
+        assert server.metrics().get(counted, 0) - before == 1
+        # A keep-alive connection is closed once idle.
+        conn = http.client.HTTPConnection("127.0.0.1", server.port, timeout=15)
+        conn.request("GET", "/health")
+        r = conn.getresponse()
+        r.read()
+        assert r.status == 200
+        assert conn.sock.recv(1) == b""  # the server closed it
+        conn.close()
+        # A stream longer than the idle timeout is not idle: it runs to its end.
+        client = server.client()
+        stream = client.completions.create(model=model, prompt="Hi", max_tokens=SIZES["long_stream_tokens"],
+                                           temperature=0, stream=True, extra_body={"ignore_eos": True})
+        finish = None
+        for chunk in stream:
+            if chunk.choices and chunk.choices[0].finish_reason:
+                finish = chunk.choices[0].finish_reason
+        assert finish == "length", finish
+        assert server.request("GET", "/health")[0] == 200
+    finally:
+        assert server.stop() == 0
 
 
-def chat_role_chunk_waits_for_the_first_token(make_server, model):
+@only("toy")
+def test_chat_role_chunk_comes_with_the_first_token(make_limited, model):
     # vLLM sends the role chunk with the first output, after the prefill; a client timing the
     # first chunk (vLLM's benchmark) then measures TTFT. With every engine step taking 300 ms,
     # no event may arrive before the first step is done.
-    @check
-    def chat_role_chunk_comes_with_the_first_token(unused_server, unused_model):
-        server = make_server("--step-delay-ms", "300")
-        try:
-            conn = http.client.HTTPConnection("127.0.0.1", server.port, timeout=30)
-            body = json.dumps({"model": model, "messages": [{"role": "user", "content": "Hi"}], "max_tokens": 2,
-                               "stream": True})
-            start = time.time()
-            conn.request("POST", "/v1/chat/completions", body=body,
-                         headers={"Content-Type": "application/json", "Authorization": "Bearer " + API_KEY})
-            r = conn.getresponse()
-            assert r.status == 200, r.status
-            first = r.readline()
-            first_s = time.time() - start
-            rest = r.read().decode()
-            conn.close()
-            assert first.startswith(b"data: "), first
-            assert json.loads(first[6:])["choices"][0]["delta"]["role"] == "assistant", first
-            assert first_s >= 0.25, f"the role chunk came {first_s:.3f} s after the request, before the first step"
-            assert rest.rstrip().endswith("data: [DONE]"), rest
-        finally:
-            assert server.stop() == 0
-    return chat_role_chunk_comes_with_the_first_token
+    server = make_limited("--step-delay-ms", "300")
+    try:
+        conn = http.client.HTTPConnection("127.0.0.1", server.port, timeout=30)
+        body = json.dumps({"model": model, "messages": [{"role": "user", "content": "Hi"}], "max_tokens": 2,
+                           "stream": True})
+        start = time.time()
+        conn.request("POST", "/v1/chat/completions", body=body,
+                     headers={"Content-Type": "application/json", "Authorization": "Bearer " + API_KEY})
+        r = conn.getresponse()
+        assert r.status == 200, r.status
+        first = r.readline()
+        first_s = time.time() - start
+        rest = r.read().decode()
+        conn.close()
+        assert first.startswith(b"data: "), first
+        assert json.loads(first[6:])["choices"][0]["delta"]["role"] == "assistant", first
+        assert first_s >= 0.25, f"the role chunk came {first_s:.3f} s after the request, before the first step"
+        assert rest.rstrip().endswith("data: [DONE]"), rest
+    finally:
+        assert server.stop() == 0
 
 
-def connection_churn(make_server, model):
+@only("toy")
+def test_churning_connections_lose_no_bytes(make_limited, model):
     # Hundreds of short connections a second, a third of the streams closed by their client
     # mid-stream, each request's head and body written apart (as http.client does): not one
     # byte may go astray. A freed connection whose socket evhttp closed while the guard still
     # held its bufferevent would take the bytes of the next connection given that descriptor,
     # and the body timeout would fire (docs/testing.md, "Soak").
-    @check
-    def churning_connections_lose_no_bytes(unused_server, unused_model):
-        server = make_server("--body-timeout", "1", "--header-timeout", "1", "--max-num-seqs", "64",
-                             "--max-waiting", "4096")
-        statuses = {}
+    server = make_limited("--body-timeout", "1", "--header-timeout", "1", "--max-num-seqs", "64",
+                         "--max-waiting", "4096")
+    statuses = {}
 
-        async def one(rng):
-            stream = rng.random() < 0.7
-            body = json.dumps({"model": model, "prompt": "hello " * rng.randint(1, 20),
-                               "max_tokens": rng.randint(2, 12), "stream": stream, "ignore_eos": True}).encode()
-            head = (b"POST /v1/completions HTTP/1.1\r\nHost: x\r\nConnection: close\r\n" + AUTH +
-                    b"Content-Type: application/json\r\nContent-Length: " + str(len(body)).encode() + b"\r\n\r\n")
-            reader, writer = await asyncio.wait_for(asyncio.open_connection("127.0.0.1", server.port), 10)
-            try:
-                writer.write(head)
-                await writer.drain()
-                await asyncio.sleep(rng.random() * 0.01)
-                writer.write(body)
-                await writer.drain()
-                status_line = await asyncio.wait_for(reader.readline(), 20)
-                status = int(status_line.split()[1]) if status_line else -1
-                if stream and rng.random() < 0.35:
-                    await reader.read(100)  # leaves mid-stream
-                else:
-                    await asyncio.wait_for(reader.read(), 20)
-                statuses[status] = statuses.get(status, 0) + 1
-            finally:
-                writer.close()
-
-        async def worker(i, end):
-            rng = random.Random(i)
-            while time.monotonic() < end:
-                await one(rng)
-
-        async def load():
-            end = time.monotonic() + 8
-            await asyncio.gather(*(worker(i, end) for i in range(96)))
-
+    async def one(rng):
+        stream = rng.random() < 0.7
+        body = json.dumps({"model": model, "prompt": "hello " * rng.randint(1, 20),
+                           "max_tokens": rng.randint(2, 12), "stream": stream, "ignore_eos": True}).encode()
+        head = (b"POST /v1/completions HTTP/1.1\r\nHost: x\r\nConnection: close\r\n" + AUTH +
+                b"Content-Type: application/json\r\nContent-Length: " + str(len(body)).encode() + b"\r\n\r\n")
+        reader, writer = await asyncio.wait_for(asyncio.open_connection("127.0.0.1", server.port), 10)
         try:
-            asyncio.run(load())
-            assert set(statuses) == {200} and statuses[200] > 500, statuses
+            writer.write(head)
+            await writer.drain()
+            await asyncio.sleep(rng.random() * 0.01)
+            writer.write(body)
+            await writer.drain()
+            status_line = await asyncio.wait_for(reader.readline(), 20)
+            status = int(status_line.split()[1]) if status_line else -1
+            if stream and rng.random() < 0.35:
+                await reader.read(100)  # leaves mid-stream
+            else:
+                await asyncio.wait_for(reader.read(), 20)
+            statuses[status] = statuses.get(status, 0) + 1
         finally:
-            assert server.stop() == 0
-    return churning_connections_lose_no_bytes
+            writer.close()
+
+    async def worker(i, end):
+        rng = random.Random(i)
+        while time.monotonic() < end:
+            await one(rng)
+
+    async def load():
+        end = time.monotonic() + 8
+        await asyncio.gather(*(worker(i, end) for i in range(96)))
+
+    try:
+        asyncio.run(load())
+        assert set(statuses) == {200} and statuses[200] > 500, statuses
+    finally:
+        assert server.stop() == 0
 
 
-def connection_cap(make_server, model):
-    @check
-    def connections_over_the_cap_get_503_and_health_answers(unused_server, unused_model):
-        server = make_server("--max-connections", "8")
+def test_connections_over_the_cap_get_503_and_health_answers(make_limited, model):
+    server = make_limited("--max-connections", "8")
+    hogs = []
+    try:
+        for _ in range(8):
+            hogs.append(socket.create_connection(("127.0.0.1", server.port), timeout=15))
+        time.sleep(0.5)  # accepted by the loop
+        conn = http.client.HTTPConnection("127.0.0.1", server.port, timeout=15)
+        conn.request("GET", "/health")
+        assert conn.getresponse().status == 200
+        conn.close()
+        raw = raw_exchange(server.port, b"GET /v1/models HTTP/1.1\r\n" + AUTH + b"\r\n")
+        assert "too many open connections" in expect_json_error(raw, 503)
+        # Far over the cap (the cap plus 64 that may still ask for /health): 503 at once.
+        for _ in range(64):
+            hogs.append(socket.create_connection(("127.0.0.1", server.port), timeout=15))
+        time.sleep(0.5)
+        expect_json_error(raw_exchange(server.port, b""), 503)
+        for h in hogs:
+            h.close()
         hogs = []
-        try:
-            for _ in range(8):
-                hogs.append(socket.create_connection(("127.0.0.1", server.port), timeout=15))
-            time.sleep(0.5)  # accepted by the loop
-            conn = http.client.HTTPConnection("127.0.0.1", server.port, timeout=15)
-            conn.request("GET", "/health")
-            assert conn.getresponse().status == 200
-            conn.close()
-            raw = raw_exchange(server.port, b"GET /v1/models HTTP/1.1\r\n" + AUTH + b"\r\n")
-            assert "too many open connections" in expect_json_error(raw, 503)
-            # Far over the cap (the cap plus 64 that may still ask for /health): 503 at once.
-            for _ in range(64):
-                hogs.append(socket.create_connection(("127.0.0.1", server.port), timeout=15))
-            time.sleep(0.5)
-            expect_json_error(raw_exchange(server.port, b""), 503)
-            for h in hogs:
-                h.close()
-            hogs = []
-            deadline = time.time() + 10
-            while True:  # closed connections are counted out within a fraction of a second
-                status, _ = server.request("GET", "/v1/models")
-                if status == 200 or time.time() > deadline:
-                    break
-                time.sleep(0.1)
-            assert status == 200, status
-        finally:
-            for h in hogs:
-                h.close()
-            assert server.stop() == 0
-    return connections_over_the_cap_get_503_and_health_answers
+        deadline = time.time() + 10
+        while True:  # closed connections are counted out within a fraction of a second
+            status, _ = server.request("GET", "/v1/models")
+            if status == 200 or time.time() > deadline:
+                break
+            time.sleep(0.1)
+        assert status == 200, status
+    finally:
+        for h in hogs:
+            h.close()
+        assert server.stop() == 0
 
 
-def accept_errors(make_server, model):
-    @check
-    def emfile_neither_spins_nor_floods_the_log(unused_server, unused_model):
-        server = make_server(preexec_fn=lambda: resource.setrlimit(resource.RLIMIT_NOFILE, (48, 48)))
+def test_emfile_neither_spins_nor_floods_the_log(make_limited, model):
+    server = make_limited(preexec_fn=lambda: resource.setrlimit(resource.RLIMIT_NOFILE, (48, 48)))
+    socks = []
+    try:
+        for _ in range(120):  # more than the server has descriptors for: accept() fails with EMFILE
+            try:
+                socks.append(socket.create_connection(("127.0.0.1", server.port), timeout=5))
+            except OSError:
+                break
+        with open(f"/proc/{server.proc.pid}/stat") as f:
+            before = sum(int(x) for x in f.read().rsplit(")", 1)[1].split()[11:13])
+        time.sleep(3)
+        with open(f"/proc/{server.proc.pid}/stat") as f:
+            after = sum(int(x) for x in f.read().rsplit(")", 1)[1].split()[11:13])
+        ticks = os.sysconf("SC_CLK_TCK")
+        # A loop retrying accept() would burn the 3 s; pausing it costs next to nothing.
+        assert (after - before) / ticks < 1.0, (after - before) / ticks
+        logged = [line for line in server.stderr_lines if "accept() failed" in line]
+        assert 1 <= len(logged) <= 2, logged
+        for s_ in socks:
+            s_.close()
         socks = []
-        try:
-            for _ in range(120):  # more than the server has descriptors for: accept() fails with EMFILE
-                try:
-                    socks.append(socket.create_connection(("127.0.0.1", server.port), timeout=5))
-                except OSError:
+        deadline = time.time() + 15
+        status = None
+        while time.time() < deadline:
+            try:
+                status = server.request("GET", "/health")[0]
+                if status == 200:
                     break
-            with open(f"/proc/{server.proc.pid}/stat") as f:
-                before = sum(int(x) for x in f.read().rsplit(")", 1)[1].split()[11:13])
-            time.sleep(3)
-            with open(f"/proc/{server.proc.pid}/stat") as f:
-                after = sum(int(x) for x in f.read().rsplit(")", 1)[1].split()[11:13])
-            ticks = os.sysconf("SC_CLK_TCK")
-            # A loop retrying accept() would burn the 3 s; pausing it costs next to nothing.
-            assert (after - before) / ticks < 1.0, (after - before) / ticks
-            logged = [line for line in server.stderr_lines if "accept() failed" in line]
-            assert 1 <= len(logged) <= 2, logged
-            for s_ in socks:
-                s_.close()
-            socks = []
-            deadline = time.time() + 15
-            status = None
-            while time.time() < deadline:
-                try:
-                    status = server.request("GET", "/health")[0]
-                    if status == 200:
-                        break
-                except OSError:
-                    pass
-                time.sleep(0.2)
-            assert status == 200, status
-        finally:
-            for s_ in socks:
-                s_.close()
-            assert server.stop() == 0
-    return emfile_neither_spins_nor_floods_the_log
+            except OSError:
+                pass
+            time.sleep(0.2)
+        assert status == 200, status
+    finally:
+        for s_ in socks:
+            s_.close()
+        assert server.stop() == 0
 
 
 # ---- shutdown -------------------------------------------------------------------------------
 
-@check
-def sigterm_lets_requests_in_flight_finish_and_exits_zero(server, model):
+def test_sigterm_lets_requests_in_flight_finish_and_exits_zero(server, model):
     client = server.client()
     stream = client.completions.create(model=model, prompt=PROMPTS[0], max_tokens=SIZES["drain_tokens"], temperature=0,
                                        stream=True, extra_body={"ignore_eos": True})
@@ -1263,154 +1299,79 @@ def sigterm_lets_requests_in_flight_finish_and_exits_zero(server, model):
         pass  # closed with the process: also no 200
 
 
-def fp8_kv_cache(make_server, model):
-    @check
-    def fp8_kv_cache_quarters_the_bytes_and_serves(unused_server, unused_model):
-        # The same --kv-cache-memory holds four times the tokens in e4m3 as in f32, and the
-        # server answers from it; a bad spelling is one clear line.
-        server = make_server("--kv-cache-memory", "64MiB", "--kv-cache-dtype", "fp8", "--max-model-len", "2048")
-        try:
-            client = server.client()
-            out = client.completions.create(model=model, prompt=PROMPTS[0], max_tokens=8, temperature=0)
-            assert out.usage.completion_tokens == 8, out.usage
-            assert server.metrics()["crosspoint:num_kv_blocks"] == (64 << 20) // (46080 // 4 * 16), server.metrics()
-        finally:
-            assert server.stop() == 0
-        log = "".join(server.stderr_lines)
-        assert "(fp8 e4m3)" in log and "1.0, as vLLM's default" in log, log[-2000:]
-        try:
-            make_server("--kv-cache-dtype", "fp4")
-            raise AssertionError("a server with --kv-cache-dtype fp4 started")
-        except RuntimeError as e:
-            assert "--kv-cache-dtype fp4: expected auto, fp8 or fp8_e4m3" in str(e), str(e)[-600:]
-        # --num-gpu-blocks-override sets the block count outright, whatever the memory options say.
-        server = make_server("--num-gpu-blocks-override", "24", "--kv-cache-dtype", "fp8", "--max-model-len", "256")
-        try:
-            out = server.client().completions.create(model=model, prompt=PROMPTS[0], max_tokens=8, temperature=0)
-            assert out.usage.completion_tokens == 8, out.usage
-            assert server.metrics()["crosspoint:num_kv_blocks"] == 24, server.metrics()
-        finally:
-            assert server.stop() == 0
-    return fp8_kv_cache_quarters_the_bytes_and_serves
-
-
-def shutdown_timeout(make_server, model):
-    @check
-    def shutdown_timeout_ends_requests_with_errors(unused_server, unused_model):
-        server = make_server("--shutdown-timeout", "1", *SIZES["slow_server_args"])
-        try:
-            client = server.client()
-            stream = client.completions.create(model=model, prompt=PROMPTS[0], max_tokens=400, temperature=0,
-                                               stream=True, extra_body={"ignore_eos": True})
-            it = iter(stream)
-            next(it)
-            results = {}
-
-            def plain(name):
-                status, data = server.request("POST", "/v1/completions", json.dumps({
-                    "model": model, "prompt": PROMPTS[1], "max_tokens": 400, "temperature": 0,
-                    "ignore_eos": True}).encode())
-                results[name] = (status, json.loads(data))
-            threads = [threading.Thread(target=plain, args=(n,)) for n in ("running", "queued")]
-            for t in threads:
-                t.start()
-            time.sleep(0.5)
-            server.proc.send_signal(signal.SIGTERM)
-            error = None
-            try:
-                for chunk in it:
-                    assert not (chunk.choices and chunk.choices[0].finish_reason), chunk  # no normal finish
-            except openai.APIError as e:
-                error = e
-            assert error is not None and "shutting down" in str(error), error
-            for t in threads:
-                t.join(60)
-            for name, (status, body) in results.items():
-                assert status == 503 and body["error"]["code"] == 503, (name, status, body)
-                assert "shutting down" in body["error"]["message"], body
-            assert server.proc.wait(timeout=60) == 0
-            log = "".join(server.stderr_lines)
-            assert "shutdown: ended 3 requests still in flight" in log, log[-2000:]
-        finally:
-            assert server.stop() == 0
-    return shutdown_timeout_ends_requests_with_errors
-
-
-def main():
-    parser = argparse.ArgumentParser()
-    parser.add_argument("mode", choices=["toy", "crosspoint"])
-    parser.add_argument("--server", help="serving_toy_server binary")
-    parser.add_argument("--tokenizer", help="tokenizer.json or .gguf for the toy server")
-    parser.add_argument("--crosspoint", help="crosspoint binary")
-    parser.add_argument("--model", default="default")
-    args = parser.parse_args()
-
-    if args.mode == "toy":
-        model = "toy"
-
-        def make(*extra, preexec_fn=None):
-            return Server([args.server, "--tokenizer", args.tokenizer, "--port", "0", "--api-key", API_KEY,
-                           "--step-delay-ms", "1", "--model-root", "/tmp/crosspoint-secret/toy-model", *extra],
-                          preexec_fn=preexec_fn)
-        main_server = make("--max-num-seqs", "64")
-        make_small = lambda: make("--kv-blocks", "12", "--block-size", "4", "--max-num-seqs", "16",  # noqa: E731
-                                  "--max-model-len", "48")
-        make_busy = lambda: make("--max-num-seqs", "1", "--max-waiting", "2", "--step-delay-ms", "5")  # noqa: E731
-        make_limited = make
-        step_delay = ["--step-delay-ms", "40"]
-    else:
-        model = "default"
-        port = 18000 + os.getpid() % 1000
-        SIZES.update(distinct_specs=16, max_tokens=4, preempt_requests=6, preempt_max_tokens=10, busy_max_tokens=4,
-                     long_stream_tokens=12, drain_tokens=12, slow_server_args=["--max-num-seqs", "1"])
-
-        def make_cp(port, *extra, preexec_fn=None):
-            return Server([args.crosspoint, "serve", "--device", "cpu", "--model", args.model, "--port", str(port), "--api-key",
-                           API_KEY, "--served-model-name", model, "--threads", "2", *extra], port=port,
-                          preexec_fn=preexec_fn)
-        main_server = make_cp(port, "--max-num-seqs", "64")
-        # SmolLM2-135M keeps 46,080 bytes of f32 K/V per token: 1.5 MiB is 34 tokens.
-        make_small = lambda: make_cp(port + 1, "--kv-cache-memory", "1.5MiB", "--block-size", "2",  # noqa: E731
-                                     "--max-model-len", "32", "--max-num-seqs", "8")
-        make_busy = lambda: make_cp(port + 2, "--max-num-seqs", "1", "--max-waiting", "2")  # noqa: E731
-        make_limited = lambda *extra, preexec_fn=None: make_cp(port + 3, *extra, preexec_fn=preexec_fn)  # noqa: E731
-        step_delay = []
-
-    checks = [models_and_health, completion_stream_and_not_agree, chat_stream_and_not_agree,
-              seeded_sampling_is_reproducible, sampling_fields_are_honoured, n_choices,
-              concurrent_streams_equal_sequential, stop_strings,
-              logprobs_completions, logprobs_chat, echo_and_prompt_logprobs,
-              errors_follow_openai_schema, disconnect_mid_stream_frees_blocks,
-              forced_preemption(make_small, model, main_server), overload_503(make_busy, model),
-              metrics_parse_as_prometheus, response_counts_match_what_the_client_saw,
-              malformed_and_smuggled_requests_get_json_errors,
-              api_key_on_every_route_but_health, models_reveal_no_filesystem_path,
-              integers_out_of_range_name_their_field, chat_content_cannot_forge_special_tokens,
-              chat_template_fields_and_tokenize_messages, odd_requests_do_not_fail_their_batch,
-              big_tokenize_does_not_block_health, timeouts(make_limited, model, step_delay),
-              connection_cap(make_limited, model), accept_errors(make_limited, model),
-              shutdown_timeout(make_limited, model), sigterm_lets_requests_in_flight_finish_and_exits_zero]
-    if args.mode == "toy":
-        checks.insert(-2, chat_role_chunk_waits_for_the_first_token(make_limited, model))
-        checks.insert(-2, connection_churn(make_limited, model))  # the toy answers fast enough to churn
-    if args.mode == "crosspoint":
-        checks.insert(1, greedy_equals_generate(args.crosspoint, args.model))
-        checks.insert(-2, prefix_cache_serves_a_repeated_prompt)
-        checks.insert(-2, cache_salt_separates_cached_prefixes)
-        checks.insert(-2, fp8_kv_cache(make_limited, model))
-    only = os.environ.get("CROSSPOINT_SERVER_CHECKS")  # comma-separated names, for running a few
-    if only:
-        checks = [fn for fn in checks if fn.__name__ in only.split(",")]
+@only("crosspoint")
+def test_fp8_kv_cache_quarters_the_bytes_and_serves(make_limited, model):
+    # The same --kv-cache-memory holds four times the tokens in e4m3 as in f32, and the
+    # server answers from it; a bad spelling is one clear line.
+    server = make_limited("--kv-cache-memory", "64MiB", "--kv-cache-dtype", "fp8", "--max-model-len", "2048")
     try:
-        for fn in checks:
-            fn(main_server, model)
+        client = server.client()
+        out = client.completions.create(model=model, prompt=PROMPTS[0], max_tokens=8, temperature=0)
+        assert out.usage.completion_tokens == 8, out.usage
+        assert server.metrics()["crosspoint:num_kv_blocks"] == (64 << 20) // (46080 // 4 * 16), server.metrics()
     finally:
-        main_server.stop()
-    if FAILURES:
-        print("server log tail:\n" + "".join(main_server.stderr_lines[-20:]))
-    print(f"{len(checks) - len(FAILURES)} of {len(checks)} checks passed")
-    return len(FAILURES)
+        assert server.stop() == 0
+    log = "".join(server.stderr_lines)
+    assert "(fp8 e4m3)" in log and "1.0, as vLLM's default" in log, log[-2000:]
+    try:
+        make_limited("--kv-cache-dtype", "fp4")
+        raise AssertionError("a server with --kv-cache-dtype fp4 started")
+    except RuntimeError as e:
+        assert "--kv-cache-dtype fp4: expected auto, fp8 or fp8_e4m3" in str(e), str(e)[-600:]
+    # --num-gpu-blocks-override sets the block count outright, whatever the memory options say.
+    server = make_limited("--num-gpu-blocks-override", "24", "--kv-cache-dtype", "fp8", "--max-model-len", "256")
+    try:
+        out = server.client().completions.create(model=model, prompt=PROMPTS[0], max_tokens=8, temperature=0)
+        assert out.usage.completion_tokens == 8, out.usage
+        assert server.metrics()["crosspoint:num_kv_blocks"] == 24, server.metrics()
+    finally:
+        assert server.stop() == 0
+
+
+def test_shutdown_timeout_ends_requests_with_errors(make_limited, model):
+    server = make_limited("--shutdown-timeout", "1", *SIZES["slow_server_args"])
+    try:
+        client = server.client()
+        stream = client.completions.create(model=model, prompt=PROMPTS[0], max_tokens=400, temperature=0,
+                                           stream=True, extra_body={"ignore_eos": True})
+        it = iter(stream)
+        next(it)
+        results = {}
+
+        def plain(name):
+            status, data = server.request("POST", "/v1/completions", json.dumps({
+                "model": model, "prompt": PROMPTS[1], "max_tokens": 400, "temperature": 0,
+                "ignore_eos": True}).encode())
+            results[name] = (status, json.loads(data))
+        threads = [threading.Thread(target=plain, args=(n,)) for n in ("running", "queued")]
+        for t in threads:
+            t.start()
+        time.sleep(0.5)
+        server.proc.send_signal(signal.SIGTERM)
+        error = None
+        try:
+            for chunk in it:
+                assert not (chunk.choices and chunk.choices[0].finish_reason), chunk  # no normal finish
+        except openai.APIError as e:
+            error = e
+        assert error is not None and "shutting down" in str(error), error
+        for t in threads:
+            t.join(60)
+        for name, (status, body) in results.items():
+            assert status == 503 and body["error"]["code"] == 503, (name, status, body)
+            assert "shutting down" in body["error"]["message"], body
+        assert server.proc.wait(timeout=60) == 0
+        log = "".join(server.stderr_lines)
+        assert "shutdown: ended 3 requests still in flight" in log, log[-2000:]
+    finally:
+        assert server.stop() == 0
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    # --list MODE: the tests that apply to MODE's server, one name a line (CTest registers each).
+    if len(sys.argv) == 3 and sys.argv[1] == "--list":
+        for name, fn in list(globals().items()):
+            if name.startswith("test_") and callable(fn) and getattr(fn, "only_mode", sys.argv[2]) == sys.argv[2]:
+                print(name)
+        sys.exit(0)
+    sys.exit("usage: test_openai_server.py --list toy|crosspoint (the tests run under pytest)")
