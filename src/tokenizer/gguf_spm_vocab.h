@@ -18,7 +18,7 @@ namespace crosspoint {
 class GgufFile;
 
 // Every (left, right) whose concatenation and both halves are pieces, highest-scored result
-// first; splits of one piece by their halves' scores, highest first (a stable order).
+// first; the splits of one piece by their halves' ids.
 std::vector<std::pair<std::string, std::string>> spm_merges_from_scores(const std::vector<std::string>& pieces,
                                                                         const std::vector<double>& scores);
 
