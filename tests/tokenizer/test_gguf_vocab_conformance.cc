@@ -9,7 +9,10 @@
 #include <fstream>
 #include <sstream>
 
+#include <unistd.h>
+
 #include "tokenizer/gguf_spm_vocab.h"
+#include "tokenizer/hf_tokenizer_writer.h"
 #include "tokenizer_test_util.h"
 
 namespace crosspoint {
@@ -93,6 +96,28 @@ TEST(LlamaCppVocab, SentencePieceDecodesWhatItEncodesAndAddsBos) {
   EXPECT_EQ((*tokenizer)->with_special_tokens((*tokenizer)->encode("Hello world")),
             (std::vector<int32_t>{1, 15043, 3186}));
   EXPECT_EQ((*tokenizer)->decode(std::vector<int32_t>{1, 15043, 3186, 2}, true), "Hello world");
+}
+
+// `crosspoint convert` writes the vocabulary as tokenizer.json + tokenizer_config.json; read back
+// from that directory it encodes as the GGUF does and adds the same BOS.
+TEST(LlamaCppVocab, SentencePieceFilesWrittenForConvertReadBackTheSame) {
+  auto gguf = GgufFile::open(vocab_dir() + "/ggml-vocab-llama-spm.gguf");
+  ASSERT_TRUE(gguf.is_ok()) << gguf.status().to_string();
+  const std::filesystem::path dir =
+      std::filesystem::temp_directory_path() / ("crosspoint_spm_vocab_" + std::to_string(::getpid()));
+  std::filesystem::remove_all(dir);
+  const Status written = write_hf_tokenizer_files(*gguf, dir.string());
+  ASSERT_TRUE(written.is_ok()) << written.to_string();
+  auto tokenizer = Tokenizer::from_model_dir(dir.string());
+  std::filesystem::remove_all(dir);
+  ASSERT_TRUE(tokenizer.is_ok()) << tokenizer.status().to_string();
+  for (const auto& c : read_cases("llama-spm")) {
+    SCOPED_TRACE(c.text);
+    EXPECT_EQ((*tokenizer)->encode(c.text), c.ids);
+  }
+  EXPECT_EQ((*tokenizer)->bos_token_id(), 1);
+  EXPECT_EQ((*tokenizer)->with_special_tokens((*tokenizer)->encode("Hello world")),
+            (std::vector<int32_t>{1, 15043, 3186}));
 }
 
 // Merges come from the scores: the best-scored whole piece first, and a piece's splits by
