@@ -21,7 +21,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 from check_result import VLLM_KEYS, CheckFailed, check_keys, expect, recompute  # noqa: E402
 sys.path.insert(0, os.path.join(HERE, "..", "..", "scripts", "harness"))
-from server_process import ServerProcess  # noqa: E402
+from server_process import ServerProcess, free_port  # noqa: E402
 
 FIXTURES = os.path.join(HERE, "..", "fixtures", "bench")
 TOKENIZER = os.path.join(FIXTURES, "tiny_tokenizer")
@@ -189,12 +189,7 @@ def scenario_timeout_and_unreachable(binary, workdir):
     expect(proc.returncode == 1 and r is not None, "all-failed run must write its result and exit 1" + show(proc))
     expect(r["failed"] == 4 and all("Timeout" in e for e in r["errors"]), f"timeout errors {r['errors']}")
     recompute(r)
-    # A port nobody listens on: bind then close to find one.
-    import socket
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
+    port = free_port()  # a port nobody listens on
     proc, r = run_bench(binary, workdir, f"http://127.0.0.1:{port}", "--dataset-name", "random",
                         "--random-input-len", "8", "--random-output-len", "4", "--num-prompts", "5",
                         "--request-rate", "inf", name="unreachable")
@@ -634,11 +629,7 @@ def scenario_toy_server(binary, workdir):
 
 def scenario_default_model(binary, workdir):
     """`crosspoint serve --model default`: a ShareGPT run and a random run."""
-    import socket
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
+    port = free_port()
     with CrosspointServer([binary, "serve", "--device", "cpu", "--model", "default", "--port", str(port)], port=port) as server:
         proc, r = run_bench(binary, workdir, server.url, "--model", "default", "--tokenizer", "",
                             "--dataset-name", "sharegpt", "--num-prompts", "4", "--sharegpt-output-len", "6",
