@@ -6,6 +6,9 @@ in the layout of one of the study's three checkpoints:
   w8a8-fp8   RedHatAI/Qwen2.5-7B-Instruct-FP8-dynamic: compressed-tensors "float-quantized", every
              decoder linear's weight in e4m3 [N, K] with a per-output-channel weight_scale [N, 1],
              dynamic per-token activations, lm_head ignored; the rest bfloat16
+  w8a8-int8  llm-compressor's W8A8 (INT8) preset: compressed-tensors "int-quantized", every decoder
+             linear's weight int8 [N, K] with a per-output-channel weight_scale [N, 1], dynamic
+             per-token activations, lm_head ignored; the rest bfloat16
   w4a16      Qwen/Qwen2.5-7B-Instruct-GPTQ-Int4: GPTQ v1, 4 bits, group 128, sym, desc_act false;
              qweight int32 [K/8, N], qzeros int32 [K/128, N/8] (0x77777777), scales fp16
              [K/128, N], g_idx int32 [K]; the rest float16
@@ -13,7 +16,8 @@ in the layout of one of the study's three checkpoints:
 Hub checkpoints cannot reach the GPU machine, and decode speed does not depend on the values.
 Every format is made from the same seeded random FP16 weights (normal(0, 0.02) linears and
 embeddings, norms 1, biases normal(0, 0.02)), quantised the way the real tools store them
-(fp8: weight_scale = absmax/448 per row; GPTQ: round-to-nearest with scale = 2*absmax/15 per group
+(fp8: weight_scale = absmax/448 per row; int8: absmax/127.5 per row, rint clamped to [-128, 127],
+compressed-tensors' rule; GPTQ: round-to-nearest with scale = 2*absmax/15 per group
 of 128 input rows and zero point 8), so the three are one model and activations stay finite.
 
 Runs on the GPU with torch (fast: the 7B in fp16 is ~15 GB, written as shards plus
@@ -104,7 +108,20 @@ FP8_CONFIG = {
     "sparsity_config": {},
 }
 
-BYTES_PER = {"F16": 2, "BF16": 2, "F32": 4, "F8_E4M3": 1, "I32": 4}
+# quantization_config of llm-compressor's W8A8 preset (compressed-tensors "int-quantized").
+INT8_CONFIG = dict(FP8_CONFIG, format="int-quantized", config_groups={
+    "group_0": {
+        "targets": ["Linear"],
+        "weights": dict(FP8_ARGS_COMMON, num_bits=8, type="int", strategy="channel", symmetric=True, dynamic=False,
+                        observer="minmax"),
+        "input_activations": dict(FP8_ARGS_COMMON, num_bits=8, type="int", strategy="token", symmetric=True,
+                                  dynamic=True, observer=None),
+        "output_activations": None,
+    }
+})
+INT8_DIVISOR = 127.5  # compressed-tensors' symmetric int8 range (q_max - q_min) / 2
+
+BYTES_PER = {"F16": 2, "BF16": 2, "F32": 4, "F8_E4M3": 1, "I8": 1, "I32": 4}
 
 
 # ----------------------------------------------------------------------------- the tensors
@@ -136,6 +153,9 @@ def plan(cfg, fmt, dense_dtype):
             elif fmt == "w8a8-fp8":
                 out.append((prefix + ".weight", "F8_E4M3", [n, k], ("fp8_weight", prefix)))
                 out.append((prefix + ".weight_scale", dense_dtype, [n, 1], ("fp8_scale", prefix)))
+            elif fmt == "w8a8-int8":
+                out.append((prefix + ".weight", "I8", [n, k], ("int8_weight", prefix)))
+                out.append((prefix + ".weight_scale", dense_dtype, [n, 1], ("int8_scale", prefix)))
             else:
                 if k % GPTQ_GROUP or n % 8:
                     sys.exit(f"{prefix}: K={k} is not a multiple of {GPTQ_GROUP} or N={n} of 8 (GPTQ layout)")
@@ -173,7 +193,7 @@ class TorchBackend:
         self.torch = torch
         self.device = torch.device(device)
         self.dtypes = {"F16": torch.float16, "BF16": torch.bfloat16, "F32": torch.float32,
-                       "F8_E4M3": torch.float8_e4m3fn, "I32": torch.int32}
+                       "F8_E4M3": torch.float8_e4m3fn, "I8": torch.int8, "I32": torch.int32}
 
     def normal(self, shape, seed):
         g = self.torch.Generator(device=self.device)
@@ -186,6 +206,11 @@ class TorchBackend:
     def fp8(self, w):  # w [N, K] f32 -> (e4m3 [N, K], scale f32 [N, 1])
         scale = (w.abs().amax(dim=1, keepdim=True) / E4M3_MAX).clamp_min(1e-12)
         q = (w / scale).clamp(-E4M3_MAX, E4M3_MAX).to(self.torch.float8_e4m3fn)
+        return q, scale
+
+    def int8(self, w):  # w [N, K] f32 -> (int8 [N, K], scale f32 [N, 1])
+        scale = (w.abs().amax(dim=1, keepdim=True) / INT8_DIVISOR).clamp_min(1e-12)
+        q = self.torch.round(w / scale).clamp(-128, 127).to(self.torch.int8)
         return q, scale
 
     def gptq(self, w):  # w [N, K] f32 -> (qweight [K/8, N] i32, scales [K/G, N] f16, q codes)
@@ -219,7 +244,7 @@ class NumpyBackend:
         import ml_dtypes
         self.np = np
         self.dtypes = {"F16": np.float16, "BF16": ml_dtypes.bfloat16, "F32": np.float32,
-                       "F8_E4M3": ml_dtypes.float8_e4m3fn, "I32": np.int32}
+                       "F8_E4M3": ml_dtypes.float8_e4m3fn, "I8": np.int8, "I32": np.int32}
 
     def normal(self, shape, seed):
         rng = self.np.random.default_rng(seed)
@@ -232,6 +257,12 @@ class NumpyBackend:
         np = self.np
         scale = np.maximum(np.abs(w).max(axis=1, keepdims=True) / E4M3_MAX, 1e-12).astype(np.float32)
         q = np.clip(w / scale, -E4M3_MAX, E4M3_MAX).astype(self.dtypes["F8_E4M3"])
+        return q, scale
+
+    def int8(self, w):
+        np = self.np
+        scale = np.maximum(np.abs(w).max(axis=1, keepdims=True) / INT8_DIVISOR, 1e-12).astype(np.float32)
+        q = np.clip(np.rint(w / scale), -128, 127).astype(np.int8)
         return q, scale
 
     def gptq(self, w):
@@ -283,6 +314,9 @@ class TensorSource:
             elif kind.startswith("fp8"):
                 q, scale = b.fp8(w)
                 self.cache[prefix] = {"fp8_weight": q, "fp8_scale": scale}
+            elif kind.startswith("int8"):
+                q, scale = b.int8(w)
+                self.cache[prefix] = {"int8_weight": q, "int8_scale": scale}
             else:
                 qweight, scales = b.gptq(w)
                 n, k = w.shape
@@ -345,12 +379,13 @@ def write_shards(out_dir, tensors, source, backend, shard_bytes):
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--out", required=True, help="output directory (written as OUT.partial, then renamed)")
-    ap.add_argument("--format", required=True, choices=["fp16", "w8a8-fp8", "w4a16"])
+    ap.add_argument("--format", required=True, choices=["fp16", "w8a8-fp8", "w8a8-int8", "w4a16"])
     ap.add_argument("--config", default="qwen2.5-7b",
                     help="qwen2.5-7b (default), tiny, or a config.json path whose shape to use")
     ap.add_argument("--num-layers", type=int, default=0, help="override num_hidden_layers (0: the config's)")
     ap.add_argument("--dtype", default="", choices=["", "float16", "bfloat16"],
-                    help="dtype of the unquantised tensors (default: float16, bfloat16 for w8a8-fp8 as RedHatAI's)")
+                    help="dtype of the unquantised tensors (default: float16, bfloat16 for w8a8-fp8 and w8a8-int8 "
+                         "as RedHatAI's and llm-compressor's)")
     ap.add_argument("--tokenizer-dir", default="", help="copy tokenizer.json, tokenizer_config.json, ... from here")
     ap.add_argument("--backend", default="auto", choices=["auto", "torch", "numpy"])
     ap.add_argument("--device", default="cuda", help="torch device (cuda, cpu)")
@@ -375,7 +410,7 @@ def main():
         shape = "Qwen2.5-7B-Instruct" if args.config == "qwen2.5-7b" else "tiny Qwen2"
         layers = f", {cfg['num_hidden_layers']} layers" if args.num_layers > 0 else ""
         cfg["_name_or_path"] = f"{shape} shape{layers}, random weights"
-    dtype = args.dtype or ("bfloat16" if args.format == "w8a8-fp8" else "float16")
+    dtype = args.dtype or ("bfloat16" if args.format in ("w8a8-fp8", "w8a8-int8") else "float16")
     cfg["torch_dtype"] = dtype
     if args.format == "w4a16":
         cfg["torch_dtype"] = "float16"  # GPTQ scales are fp16; Qwen's GPTQ-Int4 config says float16
@@ -383,6 +418,8 @@ def main():
         cfg["quantization_config"] = GPTQ_CONFIG
     elif args.format == "w8a8-fp8":
         cfg["quantization_config"] = FP8_CONFIG
+    elif args.format == "w8a8-int8":
+        cfg["quantization_config"] = INT8_CONFIG
     dense = "F16" if dtype == "float16" else "BF16"
 
     backend_name = "none" if args.config_only else args.backend

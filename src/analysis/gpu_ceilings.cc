@@ -28,6 +28,7 @@ HardwareCeilings GpuMeasurement::as_ceilings() const {
   c.bandwidth_gb_s = read_bandwidth_gb_s.median;
   c.fp16_tflops = fp16_gemm_tflops.median;
   c.fp8_tflops = fp8_gemm_tflops.median;
+  c.int8_tops = int8_gemm_tops.median;
   c.source = "measured by crosspoint hwinfo on " + gpu_name + " at " + measured_at_utc + ": " + method;
   return c;
 }
@@ -72,6 +73,8 @@ nlohmann::json gpu_measurement_to_json(const GpuMeasurement& m) {
           {"fp16_gemm_tflops", rate_json(m.fp16_gemm_tflops)},
           {"fp8_gemm_tflops", rate_json(m.fp8_gemm_tflops)},
           {"fp8_note", m.fp8_note},
+          {"int8_gemm_tops", rate_json(m.int8_gemm_tops)},
+          {"int8_note", m.int8_note},
           {"gemm_size", m.gemm_size},
           {"method", m.method}};
 }

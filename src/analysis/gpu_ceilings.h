@@ -1,7 +1,7 @@
 // Measured GPU ceilings for `crosspoint hwinfo --device cuda` and the sweep: the device's
 // properties, HBM bandwidth (a streaming read with 16-byte loads over a buffer much larger
 // than L2, a streaming write, a device-to-device copy) and dense GEMM rates through cuBLASLt
-// (fp16, and fp8 e4m3 on sm_89+). Every figure is the median of event-timed repetitions after
+// (fp16, int8, and fp8 e4m3 on sm_89+). Every figure is the median of event-timed repetitions after
 // a warm-up. The roofline's bandwidth ceiling is the streaming read: decode streams weights.
 //
 // The measurement lives in cuda/gpu_ceilings.cu; without CUDA compiled in, measure_gpu()
@@ -66,12 +66,14 @@ struct GpuMeasurement {
   GpuRate fp16_gemm_tflops;  // cuBLASLt fp16 in, fp16 out
   GpuRate fp8_gemm_tflops;   // cuBLASLt e4m3 in, fp16 out; 0 when not supported
   std::string fp8_note;      // why fp8 is 0 ("sm_80 has no fp8 tensor cores"), else ""
+  GpuRate int8_gemm_tops;    // cuBLASLt int8 in, int32 sums and out (TOP/s); 0 when it failed
+  std::string int8_note;     // why int8 is 0, else ""
   int64_t gemm_size = 0;
 
   std::string method;  // one line saying what was measured and how
 
   // As ceilings for the roofline: name = the GPU, bandwidth = the streaming read (median),
-  // fp16/fp8 = the GEMM medians; source says "measured by crosspoint hwinfo on <GPU> at <date>".
+  // fp16/fp8/int8 = the GEMM medians; source says "measured by crosspoint hwinfo on <GPU> at <date>".
   HardwareCeilings as_ceilings() const;
 };
 

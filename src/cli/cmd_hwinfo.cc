@@ -73,12 +73,14 @@ void print_gpu_measurement(const analysis::GpuMeasurement& m, const analysis::Ha
       {"copy bandwidth (r+w)", m.copy_bandwidth_gb_s.median, sheet_bw, "GB/s"},
       {"fp16 GEMM", m.fp16_gemm_tflops.median, datasheet != nullptr ? datasheet->fp16_tflops : 0, "TFLOP/s"},
       {"fp8 GEMM", m.fp8_gemm_tflops.median, datasheet != nullptr ? datasheet->fp8_tflops : 0, "TFLOP/s"},
+      {"int8 GEMM", m.int8_gemm_tops.median, datasheet != nullptr ? datasheet->int8_tops : 0, "TOP/s"},
   };
   for (const auto& row : rows) {
     std::printf("%-28s %-22s %-22s %s\n", row.label, value(row.measured, row.unit).c_str(),
                 value(row.peak, row.unit).c_str(), pct(row.measured, row.peak).c_str());
   }
   if (!m.fp8_note.empty()) std::printf("%-28s %s\n", "fp8 note", m.fp8_note.c_str());
+  if (!m.int8_note.empty()) std::printf("%-28s %s\n", "int8 note", m.int8_note.c_str());
   std::printf("\n");
 }
 

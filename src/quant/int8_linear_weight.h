@@ -5,8 +5,8 @@
 //   prefix.input_scale   one float: static activations only (input_activations {"tensor",
 //                        static}); fused q/k/v and gate/up take their largest, as vLLM does
 //   prefix.bias          float [N] when the layer has one
-// Layers named in quantization_config.ignore (lm_head) are loaded dense. No CUDA kernel yet:
-// the GPU model refuses these layers by name.
+// Layers named in quantization_config.ignore (lm_head) are loaded dense. On the GPU the same
+// weights run through int8_linear_from_fp16 (kernels/cuda/linear.h).
 #pragma once
 
 #include <memory>

@@ -100,6 +100,7 @@ GpuMeasurement h200_like() {
   m.copy_bandwidth_gb_s = {3900, 4000, 20};
   m.fp16_gemm_tflops = {722, 740, 20};
   m.fp8_gemm_tflops = {1371, 1400, 20};
+  m.int8_gemm_tops = {1290, 1320, 20};
   m.gemm_size = 8192;
   m.bandwidth_buffer_bytes = int64_t{4} << 30;
   m.method = "bandwidth = streaming read ...";
@@ -112,6 +113,7 @@ TEST(GpuMeasurement, CeilingsUseTheStreamingReadAndSayWhereTheyCameFrom) {
   EXPECT_EQ(c.bandwidth_gb_s, 4226);  // the read median, not the best run nor the copy
   EXPECT_EQ(c.fp16_tflops, 722);
   EXPECT_EQ(c.fp8_tflops, 1371);
+  EXPECT_EQ(c.int8_tops, 1290);
   EXPECT_DOUBLE_EQ(c.memory_gb, 150);
   EXPECT_EQ(c.source.rfind("measured by crosspoint hwinfo on NVIDIA H200 at 2026-11-30 04:50 UTC: ", 0), 0u)
       << c.source;
@@ -124,11 +126,13 @@ TEST(GpuMeasurement, CeilingsUseTheStreamingReadAndSayWhereTheyCameFrom) {
   ASSERT_TRUE(back.is_ok()) << back.status().to_string();
   EXPECT_EQ(back.value().bandwidth_gb_s, 4226);
   EXPECT_EQ(back.value().fp8_tflops, 1371);
+  EXPECT_EQ(back.value().int8_tops, 1290);
   const nlohmann::json& raw = hwinfo["measurement"];
   EXPECT_EQ(raw["compute_capability"], "9.0");
   EXPECT_EQ(raw["copy_bandwidth_gb_s"]["median"], 3900);
   EXPECT_EQ(raw["fp16_gemm_tflops"]["num_repeats"], 20);
   EXPECT_EQ(raw["gemm_size"], 8192);
+  EXPECT_EQ(raw["int8_gemm_tops"]["median"], 1290);
 }
 
 TEST(GpuMeasurement, WithoutAGpuTheErrorSaysWhy) {
@@ -149,9 +153,12 @@ TEST(GpuMeasurement, RatesArePositiveAndBelowTwiceTheDatasheet) {
   auto first = measure_gpu(GpuMeasureOptions::quick());
   ASSERT_TRUE(first.is_ok()) << first.status().to_string();
   const GpuMeasurement& m = first.value();
-  std::printf("%s: read %.0f GB/s, write %.0f GB/s, copy %.0f GB/s, fp16 %.1f TFLOP/s, fp8 %.1f TFLOP/s %s\n",
-              m.gpu_name.c_str(), m.read_bandwidth_gb_s.median, m.write_bandwidth_gb_s.median,
-              m.copy_bandwidth_gb_s.median, m.fp16_gemm_tflops.median, m.fp8_gemm_tflops.median, m.fp8_note.c_str());
+  std::printf(
+      "%s: read %.0f GB/s, write %.0f GB/s, copy %.0f GB/s, fp16 %.1f TFLOP/s, fp8 %.1f TFLOP/s %s, int8 %.1f TOP/s "
+      "%s\n",
+      m.gpu_name.c_str(), m.read_bandwidth_gb_s.median, m.write_bandwidth_gb_s.median, m.copy_bandwidth_gb_s.median,
+      m.fp16_gemm_tflops.median, m.fp8_gemm_tflops.median, m.fp8_note.c_str(), m.int8_gemm_tops.median,
+      m.int8_note.c_str());
   EXPECT_GT(m.num_sms, 0);
   EXPECT_GT(m.total_memory_bytes, 0);
   EXPECT_GT(m.bandwidth_buffer_bytes, 4 * m.l2_cache_bytes) << "the read must not fit in L2";
@@ -162,6 +169,7 @@ TEST(GpuMeasurement, RatesArePositiveAndBelowTwiceTheDatasheet) {
   EXPECT_GE(m.read_bandwidth_gb_s.best, m.read_bandwidth_gb_s.median);
   const int sm = m.compute_capability_major * 10 + m.compute_capability_minor;
   if (sm >= 89) { EXPECT_GT(m.fp8_gemm_tflops.median, 0) << m.fp8_note; }
+  EXPECT_GT(m.int8_gemm_tops.median, 0) << m.int8_note;
   auto sheet = datasheet_for_gpu_name(m.gpu_name);
   if (sheet.is_ok()) {
     const HardwareCeilings& d = sheet.value();
@@ -170,6 +178,7 @@ TEST(GpuMeasurement, RatesArePositiveAndBelowTwiceTheDatasheet) {
     EXPECT_LT(m.copy_bandwidth_gb_s.median, 2 * d.bandwidth_gb_s) << d.name;
     EXPECT_LT(m.fp16_gemm_tflops.median, 2 * d.fp16_tflops) << d.name;
     if (d.fp8_tflops > 0) { EXPECT_LT(m.fp8_gemm_tflops.median, 2 * d.fp8_tflops) << d.name; }
+    if (d.int8_tops > 0) { EXPECT_LT(m.int8_gemm_tops.median, 2 * d.int8_tops) << d.name; }
   } else {
     std::printf("%s is not in the datasheet table: only positivity checked\n", m.gpu_name.c_str());
   }

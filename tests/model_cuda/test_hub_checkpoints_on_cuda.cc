@@ -1,7 +1,8 @@
 // Quantised checkpoints in hub layouts (made by compressed-tensors or to AutoAWQ's layout:
 // tests/fixtures/model/make_quantized_checkpoints.py) on the GPU against the CPU model in the
-// GPU's dtype flow: pack-quantized W4A16 and FP8 with static activation scales; asymmetric int4
-// block-wise FP8 and W8A8-INT8 are refused on the GPU with a message naming why. Skips without a GPU.
+// GPU's dtype flow: pack-quantized W4A16, FP8 with static activation scales and W8A8-INT8
+// (llm-compressor's int-quantized); asymmetric int4 and block-wise FP8 are refused on the GPU with
+// a message naming why. Skips without a GPU.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -77,6 +78,13 @@ TEST(HubCheckpointsOnCuda, Fp8StaticActivationScalesMatchTheCpuInTheGpuDtypeFlow
   expect_prefill_matches_cpu("llama_w8a8_fp8_static", 8e-2f);
 }
 
+// int8 activations are rounded to a step of amax / 127, so, as with e4m3, a last-bit difference
+// upstream can move one code by a step: FP8's tolerance.
+TEST(HubCheckpointsOnCuda, Int8MatchesTheCpuInTheGpuDtypeFlow) {
+  SKIP_WITHOUT_GPU();
+  expect_prefill_matches_cpu("qwen2_w8a8_int8", 8e-2f);
+}
+
 TEST(HubCheckpointsOnCuda, AsymmetricInt4ZeroPointsAreRefused) {
   SKIP_WITHOUT_GPU();
   for (const char* fixture : {"llama_w4a16_packed_asym_channel", "qwen2_awq_gemm_g32"}) {
@@ -88,16 +96,13 @@ TEST(HubCheckpointsOnCuda, AsymmetricInt4ZeroPointsAreRefused) {
   }
 }
 
-TEST(HubCheckpointsOnCuda, BlockFp8AndInt8AreRefusedNamingTheFormat) {
+TEST(HubCheckpointsOnCuda, BlockFp8IsRefusedNamingTheFormat) {
   SKIP_WITHOUT_GPU();
-  for (const auto& [fixture, needle] :
-       {std::pair{"qwen2_w8a8_fp8_block32", "block-wise FP8"}, std::pair{"qwen2_w8a8_int8", "W8A8-INT8"}}) {
-    auto cpu = load_cpu(fixture);
-    ASSERT_NE(cpu, nullptr);
-    auto gpu = cuda::CudaModel::create(*cpu, small_options());
-    ASSERT_FALSE(gpu.is_ok()) << fixture;
-    EXPECT_NE(gpu.status().message().find(needle), std::string::npos) << gpu.status().to_string();
-  }
+  auto cpu = load_cpu("qwen2_w8a8_fp8_block32");
+  ASSERT_NE(cpu, nullptr);
+  auto gpu = cuda::CudaModel::create(*cpu, small_options());
+  ASSERT_FALSE(gpu.is_ok());
+  EXPECT_NE(gpu.status().message().find("block-wise FP8"), std::string::npos) << gpu.status().to_string();
 }
 
 }  // namespace

@@ -5,7 +5,8 @@ the layouts of shared/docs/reference/checkpoint-formats.md and loaded by crosspo
 - the three formats come from the same random weights: the GPTQ int4 tensors dequantised with the
   reference formula (q = (qweight[k/8][n] >> 4*(k%8)) & 0xF, z = ((qzeros >> 4*(n%8)) & 0xF) + 1,
   W[k][n] = scales[g_idx[k]][n] * (q - z)) are within half a quantisation step of the fp16 weights,
-  and the e4m3 weights times weight_scale within e4m3's relative step; configs carry the
+  the e4m3 weights times weight_scale within e4m3's relative step, the int8 ones within half a
+  step of absmax / 127.5; configs carry the
   quantization_config the loaders expect;
 - files are read by the safetensors library itself (fp16 and int4: numpy framework);
 - `crosspoint generate --max-tokens 4 --ids` loads each directory and prints 4 token ids.
@@ -47,7 +48,7 @@ def main():
     failures = []
     with tempfile.TemporaryDirectory(prefix="crosspoint_random_ckpt_") as tmp:
         dirs = {}
-        for fmt in ("fp16", "w8a8-fp8", "w4a16"):
+        for fmt in ("fp16", "w8a8-fp8", "w8a8-int8", "w4a16"):
             out = os.path.join(tmp, fmt)
             r = subprocess.run([sys.executable, GENERATOR, "--out", out, "--format", fmt, "--config", "tiny",
                                 "--backend", "numpy", "--tokenizer-dir", TOKENIZER], capture_output=True, text=True)
@@ -57,6 +58,7 @@ def main():
         dense = load_file(os.path.join(dirs["fp16"], "model.safetensors"))
         gptq = load_file(os.path.join(dirs["w4a16"], "model.safetensors"))
         fp8 = read_raw(os.path.join(dirs["w8a8-fp8"], "model.safetensors"))
+        int8 = read_raw(os.path.join(dirs["w8a8-int8"], "model.safetensors"))
         linears = [k[:-len(".weight")] for k in dense if k.startswith("model.layers.") and k.endswith("proj.weight")]
         assert len(linears) == 14, linears  # 2 layers x q k v o gate up down
         for prefix in linears:
@@ -88,13 +90,27 @@ def main():
             rel = np.abs(e4m3 * scale - w) / (np.abs(w).max(axis=1, keepdims=True))
             if rel.max() > 2 ** -4:
                 failures.append(f"{prefix}: e4m3 x scale off by {rel.max():.4f} of the row's absmax")
-        for fmt, method in (("w4a16", "gptq"), ("w8a8-fp8", "compressed-tensors")):
+            # INT8: weight int8 [N, K], weight_scale [N, 1] (bf16)
+            dt, shape, raw = int8[prefix + ".weight"]
+            assert dt == "I8" and shape == [n, k], (dt, shape)
+            codes = np.frombuffer(raw, dtype=np.int8).reshape(n, k).astype(np.float32)
+            dt, shape, raw = int8[prefix + ".weight_scale"]
+            assert dt == "BF16" and shape == [n, 1], (dt, shape)
+            scale = np.frombuffer(raw, dtype=ml_dtypes.bfloat16).reshape(n, 1).astype(np.float32)
+            # The bf16 scale moves the grid by up to 2^-8 relative, over up to 128 steps: half a step plus that.
+            steps = np.abs(codes * scale - w) / scale
+            if steps.max() > 0.5 + 128 * 2 ** -8 or np.abs(codes).max() < 100:
+                failures.append(f"{prefix}: int8 x scale off by {steps.max():.3f} steps, or codes not spread")
+        for fmt, method in (("w4a16", "gptq"), ("w8a8-fp8", "compressed-tensors"), ("w8a8-int8", "compressed-tensors")):
             cfg = json.load(open(os.path.join(dirs[fmt], "config.json")))
             if cfg.get("quantization_config", {}).get("quant_method") != method:
                 failures.append(f"{fmt}: quantization_config.quant_method is not {method}")
         fp8_cfg = json.load(open(os.path.join(dirs["w8a8-fp8"], "config.json")))["quantization_config"]
         if fp8_cfg["ignore"] != ["lm_head"] or "lm_head.weight" not in fp8 or fp8["lm_head.weight"][0] != "BF16":
             failures.append("w8a8-fp8: lm_head must stay bf16 and be ignored")
+        int8_cfg = json.load(open(os.path.join(dirs["w8a8-int8"], "config.json")))["quantization_config"]
+        if int8_cfg["format"] != "int-quantized" or "lm_head.weight" not in int8 or int8["lm_head.weight"][0] != "BF16":
+            failures.append("w8a8-int8: format must be int-quantized and lm_head stay bf16")
         for fmt, d in dirs.items():
             r = subprocess.run([args.crosspoint, "generate", "--device", "cpu", "--model", d, "--prompt", "hello world", "--max-tokens",
                                 "4", "--ids", "--threads", "1"], capture_output=True, text=True, timeout=120)

@@ -13,7 +13,8 @@
 // - GEMMs: y[M, N] = x[M, K] w[N, K]^T ("TN", the layout fp8 needs on Hopper), fp32
 //   accumulation, fp16 out, random inputs (not zeros), the heuristic's first algorithm with a
 //   32 MiB workspace. fp8: e4m3 in, unit tensor-wise scales (the tensor-core peak; the
-//   engine's per-token x per-channel scales cost little on top).
+//   engine's per-token x per-channel scales cost little on top). int8: int8 in, int32 sums and
+//   out (the engine applies its scales in a separate epilogue).
 #include <cublasLt.h>
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
@@ -226,24 +227,28 @@ struct GemmPlan {
 Result<GpuRate> time_gemm(cublasLtHandle_t handle, cudaDataType_t in_type, size_t in_elem_bytes, int64_t size,
                           const GpuMeasureOptions& o, cudaStream_t stream) {
   const size_t in_bytes = static_cast<size_t>(size) * size * in_elem_bytes;
+  const bool int8 = in_type == CUDA_R_8I;
+  const cudaDataType_t out_type = int8 ? CUDA_R_32I : CUDA_R_16F;
   DeviceBuffer x, w, y, workspace;
   CROSSPOINT_RETURN_IF_ERROR(x.allocate(in_bytes, "cudaMalloc GEMM x"));
   CROSSPOINT_RETURN_IF_ERROR(w.allocate(in_bytes, "cudaMalloc GEMM w"));
-  CROSSPOINT_RETURN_IF_ERROR(y.allocate(static_cast<size_t>(size) * size * 2, "cudaMalloc GEMM y"));
+  CROSSPOINT_RETURN_IF_ERROR(y.allocate(static_cast<size_t>(size) * size * (int8 ? 4 : 2), "cudaMalloc GEMM y"));
   const size_t workspace_bytes = size_t{32} << 20;
   CROSSPOINT_RETURN_IF_ERROR(workspace.allocate(workspace_bytes, "cudaMalloc cuBLASLt workspace"));
   const int64_t n = size * size;
   if (in_type == CUDA_R_16F) {
     fill_fp16_kernel<<<1024, kThreadsPerBlock, 0, stream>>>(static_cast<__half*>(x.ptr), n, 1);
     fill_fp16_kernel<<<1024, kThreadsPerBlock, 0, stream>>>(static_cast<__half*>(w.ptr), n, 1ull << 40);
-  } else {
+  } else {  // random bytes: e4m3 codes without NaN, or int8 values
     fill_e4m3_kernel<<<1024, kThreadsPerBlock, 0, stream>>>(static_cast<uint8_t*>(x.ptr), n, 1);
     fill_e4m3_kernel<<<1024, kThreadsPerBlock, 0, stream>>>(static_cast<uint8_t*>(w.ptr), n, 1ull << 40);
   }
   GPU_CEILINGS_CUDA(cudaGetLastError(), "GEMM input fill launch");
 
   GemmPlan plan;
-  GPU_CEILINGS_CUBLAS(cublasLtMatmulDescCreate(&plan.desc, CUBLAS_COMPUTE_32F, CUDA_R_32F), "matmul desc");
+  GPU_CEILINGS_CUBLAS(cublasLtMatmulDescCreate(&plan.desc, int8 ? CUBLAS_COMPUTE_32I : CUBLAS_COMPUTE_32F,
+                                               int8 ? CUDA_R_32I : CUDA_R_32F),
+                      "matmul desc");
   const cublasOperation_t trans_a = CUBLAS_OP_T, trans_b = CUBLAS_OP_N;
   GPU_CEILINGS_CUBLAS(cublasLtMatmulDescSetAttribute(plan.desc, CUBLASLT_MATMUL_DESC_TRANSA, &trans_a, sizeof trans_a),
                       "transa");
@@ -251,7 +256,7 @@ Result<GpuRate> time_gemm(cublasLtHandle_t handle, cudaDataType_t in_type, size_
                       "transb");
   GPU_CEILINGS_CUBLAS(cublasLtMatrixLayoutCreate(&plan.a, in_type, size, size, size), "layout a");
   GPU_CEILINGS_CUBLAS(cublasLtMatrixLayoutCreate(&plan.b, in_type, size, size, size), "layout b");
-  GPU_CEILINGS_CUBLAS(cublasLtMatrixLayoutCreate(&plan.c, CUDA_R_16F, size, size, size), "layout c");
+  GPU_CEILINGS_CUBLAS(cublasLtMatrixLayoutCreate(&plan.c, out_type, size, size, size), "layout c");
   GPU_CEILINGS_CUBLAS(cublasLtMatmulPreferenceCreate(&plan.pref), "preference");
   GPU_CEILINGS_CUBLAS(cublasLtMatmulPreferenceSetAttribute(plan.pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
                                                            &workspace_bytes, sizeof workspace_bytes),
@@ -263,9 +268,12 @@ Result<GpuRate> time_gemm(cublasLtHandle_t handle, cudaDataType_t in_type, size_
                       "algorithm heuristic");
   if (num_found == 0) return unsupported("gpu ceilings: cuBLASLt has no algorithm for this GEMM on this GPU");
   const float alpha = 1.0f, beta = 0.0f;
+  const int32_t int_alpha = 1, int_beta = 0;  // int8 GEMMs take int32 scalars
+  const void* alpha_ptr = int8 ? static_cast<const void*>(&int_alpha) : &alpha;
+  const void* beta_ptr = int8 ? static_cast<const void*>(&int_beta) : &beta;
   auto gemm = [&]() -> Status {
-    return cublas_check(cublasLtMatmul(handle, plan.desc, &alpha, w.ptr, plan.a, x.ptr, plan.b, &beta, y.ptr, plan.c,
-                                       y.ptr, plan.c, &heuristic.algo, workspace.ptr, workspace_bytes, stream),
+    return cublas_check(cublasLtMatmul(handle, plan.desc, alpha_ptr, w.ptr, plan.a, x.ptr, plan.b, beta_ptr, y.ptr,
+                                       plan.c, y.ptr, plan.c, &heuristic.algo, workspace.ptr, workspace_bytes, stream),
                         "matmul");
   };
   const double tflop = 2.0 * static_cast<double>(size) * size * size / 1e12;
@@ -348,13 +356,20 @@ Result<GpuMeasurement> measure_gpu(const GpuMeasureOptions& o) {
   } else {
     out.fp8_note = "sm_" + std::to_string(sm) + " has no fp8 tensor cores";
   }
+  auto int8 = time_gemm(lt.handle, CUDA_R_8I, 1, o.gemm_size, o, stream.stream);
+  if (int8.is_ok()) {
+    out.int8_gemm_tops = int8.value();
+  } else {
+    out.int8_note = "int8 GEMM failed: " + int8.status().message();
+    (void)cudaGetLastError();
+  }
   const double buffer_gib = static_cast<double>(out.bandwidth_buffer_bytes) / (1 << 30);
   char method[512];
   std::snprintf(
       method, sizeof(method),
       "bandwidth = streaming read of a %.2f GiB buffer with 16-byte loads (best grid of 4/8/16 blocks per SM), "
-      "median of %d event-timed runs; fp16/fp8 = cuBLASLt %lld^3 TN GEMMs (fp32 accumulate, fp16 out, "
-      "unit scales for fp8), median of %d runs",
+      "median of %d event-timed runs; fp16/fp8/int8 = cuBLASLt %lld^3 TN GEMMs (fp32 accumulate, fp16 out, "
+      "unit scales for fp8; int32 sums and out for int8), median of %d runs",
       buffer_gib, o.num_bandwidth_repeats, static_cast<long long>(o.gemm_size), o.num_gemm_repeats);
   out.method = method;
   return out;

@@ -1,4 +1,5 @@
-// cuBLASLt GEMM plans (fp16, fp8 with outer-vector scales, fp8 unit scales + epilogue).
+// cuBLASLt GEMM plans (fp16, fp8 with outer-vector scales, fp8 unit scales + epilogue, int8
+// into int32 + epilogue).
 #include <cuda_fp16.h>
 
 #include <string>
@@ -8,7 +9,7 @@
 
 namespace crosspoint::cuda {
 
-enum PlanKind { kPlanFp16 = 0, kPlanFp8OuterVec = 1, kPlanFp8Unit = 2 };
+enum PlanKind { kPlanFp16 = 0, kPlanFp8OuterVec = 1, kPlanFp8Unit = 2, kPlanInt8 = 3 };
 
 struct CublasLtContext::Plan {
   cublasLtMatmulDesc_t desc = nullptr;
@@ -43,11 +44,14 @@ Result<CublasLtContext::Plan*> CublasLtContext::plan(const PlanKey& key) {
   if (found != plans_.end()) return found->second.get();
   const auto [kind, m, n, k, w_ld, x_ld, y_ld] = key;
   auto plan = std::make_unique<Plan>();
-  const bool fp8 = kind != kPlanFp16;
-  const cudaDataType_t in_type = fp8 ? CUDA_R_8F_E4M3 : CUDA_R_16F;
-  const cudaDataType_t out_type = kind == kPlanFp8Unit ? CUDA_R_32F : CUDA_R_16F;
-  CROSSPOINT_CUBLAS_RETURN_IF_ERROR(cublasLtMatmulDescCreate(&plan->desc, CUBLAS_COMPUTE_32F, CUDA_R_32F),
-                                    "matmul desc");
+  const bool int8 = kind == kPlanInt8;
+  const cudaDataType_t in_type = int8 ? CUDA_R_8I : kind == kPlanFp16 ? CUDA_R_16F : CUDA_R_8F_E4M3;
+  const cudaDataType_t out_type = int8 ? CUDA_R_32I : kind == kPlanFp8Unit ? CUDA_R_32F : CUDA_R_16F;
+  // int8: exact int32 sums with int32 alpha and beta (IMMA kernels).
+  CROSSPOINT_CUBLAS_RETURN_IF_ERROR(
+      cublasLtMatmulDescCreate(&plan->desc, int8 ? CUBLAS_COMPUTE_32I : CUBLAS_COMPUTE_32F,
+                               int8 ? CUDA_R_32I : CUDA_R_32F),
+      "matmul desc");
   const cublasOperation_t trans_a = CUBLAS_OP_T, trans_b = CUBLAS_OP_N;
   CROSSPOINT_CUBLAS_RETURN_IF_ERROR(
       cublasLtMatmulDescSetAttribute(plan->desc, CUBLASLT_MATMUL_DESC_TRANSA, &trans_a, sizeof trans_a), "transa");
@@ -95,12 +99,16 @@ Result<CublasLtContext::Plan*> CublasLtContext::plan(const PlanKey& key) {
 
 namespace {
 
+// alpha = 1 and beta = 0 in the plan's scale type (int32 for int8 plans, else fp32).
 Status run_plan(CublasLtContext& ctx, CublasLtContext::Plan* plan, const void* a, const void* b, void* d,
-                cudaStream_t stream, const char* what) {
+                cudaStream_t stream, const char* what, bool int_scalars = false) {
   if (!plan->has_algo) return unsupported(std::string(what) + ": cuBLASLt has no algorithm for this shape");
   const float alpha = 1.0f, beta = 0.0f;
-  return cublas_status(cublasLtMatmul(ctx.handle(), plan->desc, &alpha, a, plan->a, b, plan->b, &beta, d, plan->c, d,
-                                      plan->d, &plan->algo, ctx.workspace(), ctx.workspace_bytes(), stream),
+  const int32_t int_alpha = 1, int_beta = 0;
+  const void* alpha_ptr = int_scalars ? static_cast<const void*>(&int_alpha) : &alpha;
+  const void* beta_ptr = int_scalars ? static_cast<const void*>(&int_beta) : &beta;
+  return cublas_status(cublasLtMatmul(ctx.handle(), plan->desc, alpha_ptr, a, plan->a, b, plan->b, beta_ptr, d, plan->c,
+                                      d, plan->d, &plan->algo, ctx.workspace(), ctx.workspace_bytes(), stream),
                        what);
 }
 
@@ -113,6 +121,18 @@ __global__ void fp8_scale_epilogue_kernel(const float* __restrict__ acc, const f
   for (int col = blockIdx.x * blockDim.x + threadIdx.x; col < n; col += gridDim.x * blockDim.x) {
     y[row * y_stride + col] =
         __half_as_ushort(__float2half_rn(acc[static_cast<int64_t>(row) * n + col] * s * w_scale[col]));
+  }
+}
+
+// y[m, n] = fp16((float(acc[m, n]) * x_scale[m]) * w_scale[n]); acc is the int8 GEMM [M, N] int32.
+__global__ void int8_scale_epilogue_kernel(const int32_t* __restrict__ acc, const float* __restrict__ x_scale,
+                                           const float* __restrict__ w_scale, uint16_t* __restrict__ y,
+                                           int64_t y_stride, int n) {
+  const int row = blockIdx.y;
+  const float s = x_scale[row];
+  for (int col = blockIdx.x * blockDim.x + threadIdx.x; col < n; col += gridDim.x * blockDim.x) {
+    const float sum = static_cast<float>(acc[static_cast<int64_t>(row) * n + col]);
+    y[row * y_stride + col] = __half_as_ushort(__float2half_rn(__fmul_rn(__fmul_rn(sum, s), w_scale[col])));
   }
 }
 
@@ -159,6 +179,24 @@ Status fp8_gemm_cublaslt(CublasLtContext& ctx, const uint8_t* xq, int64_t xq_str
   const dim3 grid((n + 255) / 256 < 8 ? (n + 255) / 256 : 8, m);
   fp8_scale_epilogue_kernel<<<grid, 256, 0, stream>>>(scratch, x_scale, w_scale, y, y_stride, n);
   return last_launch_status("fp8_scale_epilogue launch");
+}
+
+Status int8_gemm_cublaslt(CublasLtContext& ctx, const int8_t* xq, int64_t xq_stride, const float* x_scale,
+                          const int8_t* wq, int64_t w_stride, const float* w_scale, uint16_t* y, int64_t y_stride,
+                          int m, int n, int k, int32_t* scratch, cudaStream_t stream) {
+  if (m == 0) return Status::ok();
+  if (m < 0 || n <= 0 || k <= 0 || k % 4 != 0 || n % 4 != 0) {
+    return unsupported("int8_gemm_cublaslt: n = " + std::to_string(n) + " and k = " + std::to_string(k) +
+                       " must be positive multiples of 4 (cuBLASLt's int8 kernels)");
+  }
+  if (xq_stride % 4 != 0 || w_stride % 4 != 0)
+    return invalid_argument("int8_gemm_cublaslt: strides must be multiples of 4 bytes");
+  if (scratch == nullptr) return invalid_argument("int8_gemm_cublaslt: needs an [M, N] int32 scratch");
+  CROSSPOINT_ASSIGN_OR_RETURN(auto* plan, ctx.plan({kPlanInt8, m, n, k, w_stride, xq_stride, n}));
+  CROSSPOINT_RETURN_IF_ERROR(run_plan(ctx, plan, wq, xq, scratch, stream, "int8_gemm_cublaslt", /*int_scalars=*/true));
+  const dim3 grid((n + 255) / 256 < 8 ? (n + 255) / 256 : 8, m);
+  int8_scale_epilogue_kernel<<<grid, 256, 0, stream>>>(scratch, x_scale, w_scale, y, y_stride, n);
+  return last_launch_status("int8_scale_epilogue launch");
 }
 
 }  // namespace crosspoint::cuda

@@ -1,8 +1,9 @@
 // GEMMs through cuBLASLt for weights stored [N, K] row-major (HF nn.Linear layout):
 //   fp16:  y[M, N] = x[M, K] · w[N, K]^T
 //   fp8:   y[M, N] = x_scale[m] * w_scale[n] * (xq[M, K] · wq[N, K]^T)   (W8A8 e4m3)
+//   int8:  y[M, N] = (float(xq[M, K] · wq[N, K]^T) * x_scale[m]) * w_scale[n]   (W8A8-INT8)
 // In cuBLAS's column-major terms both compute D[N, M] = op(A)=W^T-as-stored · B=X ("TN"),
-// fp32 accumulation, fp16 output.
+// fp32 accumulation (int32 for int8), fp16 output.
 //
 // FP8 scales: on sm_90 with cuBLAS >= 12.9 the per-channel x per-token scales go into the
 // GEMM itself (CUBLASLT_MATMUL_MATRIX_SCALE_OUTER_VEC_32F on A and B). Where cuBLASLt finds
@@ -35,7 +36,7 @@ class CublasLtContext {
   CublasLtContext& operator=(const CublasLtContext&) = delete;
 
   struct Plan;
-  // kind 0 fp16, 1 fp8 with outer-vector scales, 2 fp8 unit scales into fp32.
+  // kind 0 fp16, 1 fp8 with outer-vector scales, 2 fp8 unit scales into fp32, 3 int8 into int32.
   using PlanKey = std::tuple<int, int, int, int, int64_t, int64_t, int64_t>;
   Result<Plan*> plan(const PlanKey& key);
 
@@ -70,5 +71,18 @@ inline size_t fp8_gemm_scratch_bytes(int m, int n) { return static_cast<size_t>(
 Status fp8_gemm_cublaslt(CublasLtContext& ctx, const uint8_t* xq, int64_t xq_stride, const float* x_scale,
                          const uint8_t* wq, int64_t w_stride, const float* w_scale, uint16_t* y, int64_t y_stride,
                          int m, int n, int k, float* scratch, cudaStream_t stream);
+
+// Bytes of the int32 scratch int8_gemm_cublaslt needs ([M, N] int32).
+inline size_t int8_gemm_scratch_bytes(int m, int n) { return static_cast<size_t>(m) * n * 4; }
+
+// W8A8-INT8: cuBLASLt's int8 tensor-core GEMM (exact int32 sums, sm_75 and later) into scratch
+// [M, N] int32, then an epilogue kernel y = fp16((float(sum) * x_scale[m]) * w_scale[n]), the
+// order kernels/int8.h specifies, so outputs equal the host reference's bit for bit.
+//   xq [M, K] int8 (row stride xq_stride bytes), x_scale [M] fp32 (per token),
+//   wq [N, K] int8 (row stride w_stride bytes), w_scale [N] fp32 (per channel), y [M, N] fp16.
+// N, K and the strides must be multiples of 4 (cuBLASLt's rule for int8 in the "TN" layout).
+Status int8_gemm_cublaslt(CublasLtContext& ctx, const int8_t* xq, int64_t xq_stride, const float* x_scale,
+                          const int8_t* wq, int64_t w_stride, const float* w_scale, uint16_t* y, int64_t y_stride,
+                          int m, int n, int k, int32_t* scratch, cudaStream_t stream);
 
 }  // namespace crosspoint::cuda

@@ -6,6 +6,7 @@
 #include "kernels/cuda/device_info.h"
 #include "kernels/cuda/fp8_quant.h"
 #include "kernels/cuda/gemv.h"
+#include "kernels/cuda/int8_quant.h"
 
 namespace crosspoint::cuda {
 namespace {
@@ -58,6 +59,16 @@ Status fp8_linear_from_fp16(CublasLtContext& ctx, const uint16_t* x, int64_t x_s
   }
   CROSSPOINT_RETURN_IF_ERROR(fp8_quantize_per_token(x, x_stride, xq, xq_stride, x_scale, m, k, stream));
   return fp8_linear(ctx, xq, xq_stride, x_scale, wq, w_stride, w_scale, y, y_stride, m, n, k, scratch, stream);
+}
+
+Status int8_linear_from_fp16(CublasLtContext& ctx, const uint16_t* x, int64_t x_stride, int8_t* xq, int64_t xq_stride,
+                             float* x_scale, const float* static_scale, const int8_t* wq, int64_t w_stride,
+                             const float* w_scale, uint16_t* y, int64_t y_stride, int m, int n, int k, int32_t* scratch,
+                             cudaStream_t stream) {
+  CROSSPOINT_RETURN_IF_ERROR(static_scale != nullptr
+                                 ? int8_quantize_static(x, x_stride, xq, xq_stride, x_scale, static_scale, m, k, stream)
+                                 : int8_quantize_per_token(x, x_stride, xq, xq_stride, x_scale, m, k, stream));
+  return int8_gemm_cublaslt(ctx, xq, xq_stride, x_scale, wq, w_stride, w_scale, y, y_stride, m, n, k, scratch, stream);
 }
 
 }  // namespace crosspoint::cuda

@@ -13,6 +13,8 @@
 //          M <= fp8_gemv_max_rows()    fp8_quantize_per_token + fp8_gemv: 16 rows on tensor cores
 //                                      (sm_89+), 2 on CUDA cores
 //          above                       fp8_quantize_per_token + cuBLASLt
+//   int8   every M                     int8_quantize_per_token (or _static) + cuBLASLt's int8 GEMM
+//                                      and the scale epilogue (int8_gemm_cublaslt)
 #pragma once
 
 #include <cuda_runtime.h>
@@ -60,5 +62,13 @@ Status fp8_linear_from_fp16(CublasLtContext& ctx, const uint16_t* x, int64_t x_s
 // Whether fp8_linear_from_fp16 takes the fused kernel for these sizes (host only; never where
 // CUTLASS takes the rows).
 bool fp8_linear_fuses_quantisation(const uint16_t* x, int64_t x_stride, int64_t w_stride, int m, int k);
+
+// W8A8-INT8 from fp16 activations x [M, K]: quantised per token (or with the device f32
+// static_scale when it is not null) into xq [M, K] int8 and x_scale [M], then
+// int8_gemm_cublaslt with wq [N, K] int8, w_scale [N] f32 and scratch [M, N] int32.
+Status int8_linear_from_fp16(CublasLtContext& ctx, const uint16_t* x, int64_t x_stride, int8_t* xq, int64_t xq_stride,
+                             float* x_scale, const float* static_scale, const int8_t* wq, int64_t w_stride,
+                             const float* w_scale, uint16_t* y, int64_t y_stride, int m, int n, int k, int32_t* scratch,
+                             cudaStream_t stream);
 
 }  // namespace crosspoint::cuda

@@ -89,6 +89,34 @@ Status upload_fp8_parts(const std::vector<LinearPart>& parts, CudaLinear& out) {
   return Status::ok();
 }
 
+Status upload_int8_parts(const std::vector<LinearPart>& parts, CudaLinear& out) {
+  const int64_t K = out.in_features;
+  CROSSPOINT_ASSIGN_OR_RETURN(out.weight, DeviceBuffer::allocate(static_cast<size_t>(out.out_features) * K, out.name));
+  std::vector<float> scales;  // [N] f32
+  size_t row = 0;
+  for (const LinearPart& p : parts) {
+    const int64_t N = p.weight->out_features();
+    const Int8WeightStorage w = storage_of<Int8WeightStorage>(p);
+    CROSSPOINT_CUDA_RETURN_IF_ERROR(
+        cudaMemcpy(out.weight.as<uint8_t>() + row * K, w.weight, static_cast<size_t>(N * K), cudaMemcpyHostToDevice),
+        "upload weight");
+    scales.insert(scales.end(), w.weight_scale, w.weight_scale + N);
+    row += static_cast<size_t>(N);
+  }
+  CROSSPOINT_ASSIGN_OR_RETURN(out.weight_scale, upload_bytes(scales.data(), scales.size() * 4, out.name + " scales"));
+  // Static activation scales: the parts were loaded with their fused maximum (int8_linear_weight.h).
+  const float input_scale = storage_of<Int8WeightStorage>(parts[0]).input_scale;
+  for (const LinearPart& p : parts)
+    if (storage_of<Int8WeightStorage>(p).input_scale != input_scale)
+      return unsupported(out.name + ": " + p.prefix + " and " + parts[0].prefix +
+                         " have different static activation scales; fused linears need one");
+  if (input_scale > 0.0f) {
+    CROSSPOINT_ASSIGN_OR_RETURN(out.input_scale,
+                                upload_bytes(&input_scale, sizeof input_scale, out.name + " input_scale"));
+  }
+  return Status::ok();
+}
+
 Status upload_int4_parts(const std::vector<LinearPart>& parts, CudaLinear& out) {
   CROSSPOINT_ASSIGN_OR_RETURN(W4A16PackedWeight packed, assemble_fused_gptq(parts, out.name));
   out.group_size = packed.group_size;
@@ -150,6 +178,7 @@ const char* cuda_linear_format_name(CudaLinearFormat format) {
   switch (format) {
     case CudaLinearFormat::kFp16: return "fp16";
     case CudaLinearFormat::kFp8: return "w8a8-fp8";
+    case CudaLinearFormat::kInt8: return "w8a8-int8";
     case CudaLinearFormat::kW4A16: return "w4a16";
   }
   return "?";
@@ -187,10 +216,12 @@ Result<CudaLinear> upload_fused_linear(const std::vector<LinearPart>& parts, boo
     out.out_features += static_cast<int32_t>(p.weight->out_features());
   }
   const LinearWeightStorage& first = parts[0].weight->view().storage;
-  if (std::holds_alternative<Fp8BlockWeightStorage>(first) || std::holds_alternative<Int8WeightStorage>(first)) {
-    const bool block = std::holds_alternative<Fp8BlockWeightStorage>(first);
-    return unsupported(name + ": " + (block ? "block-wise FP8 (" : "W8A8-INT8 (") + parts[0].weight->format_name() +
+  if (std::holds_alternative<Fp8BlockWeightStorage>(first)) {
+    return unsupported(name + ": block-wise FP8 (" + parts[0].weight->format_name() +
                        ") has no CUDA kernel yet; it runs on the CPU (--device cpu)");
+  } else if (std::holds_alternative<Int8WeightStorage>(first)) {
+    out.format = CudaLinearFormat::kInt8;
+    CROSSPOINT_RETURN_IF_ERROR(upload_int8_parts(parts, out));
   } else if (std::holds_alternative<DenseWeightStorage>(first)) {
     out.format = CudaLinearFormat::kFp16;
     CROSSPOINT_RETURN_IF_ERROR(upload_dense_parts(parts, out));
@@ -231,6 +262,10 @@ Status run_linear_rows(const CudaLinear& l, const CudaLinearScratch& s, const ui
       // Small M: one fused kernel quantises x and runs the GEMV (s.xq / s.x_scale untouched).
       return fp8_linear_from_fp16(*s.cublas, x, K, s.xq, K, s.x_scale, l.weight.as<uint8_t>(), K,
                                   l.weight_scale.as<float>(), y, N, m, N, K, s.fp8_epilogue, stream);
+    case CudaLinearFormat::kInt8:
+      return int8_linear_from_fp16(*s.cublas, x, K, reinterpret_cast<int8_t*>(s.xq), K, s.x_scale,
+                                   l.input_scale.empty() ? nullptr : l.input_scale.as<float>(), l.weight.as<int8_t>(),
+                                   K, l.weight_scale.as<float>(), y, N, m, N, K, s.int8_sums, stream);
     case CudaLinearFormat::kW4A16: {
       const uint16_t* input = x;
       if (!l.k_perm.empty()) {

@@ -5,6 +5,9 @@
 //           (fp8_linear_from_fp16: fused into the GEMV at small M, else
 //           fp8_quantize_per_token before fp8_linear; or by the step before, which writes
 //           them quantised: run_cuda_linear_fp8)
+//   int8    weight [N, K] int8 + weight_scale [N] f32 (W8A8-INT8); activations quantised to int8
+//           per token, or with input_scale when the checkpoint has a static one
+//           (int8_linear_from_fp16)
 //   w4a16   GPTQ int4 re-laid-out by w4a16_repack (weight, scales, and k_perm for
 //           act-order, whose activations go through w4a16_permute_columns first); from
 //           kW4A16DequantMinRows rows dequantised into scratch and run as fp16 (cuBLASLt)
@@ -26,7 +29,7 @@
 
 namespace crosspoint::cuda {
 
-enum class CudaLinearFormat { kFp16, kFp8, kW4A16 };
+enum class CudaLinearFormat { kFp16, kFp8, kInt8, kW4A16 };
 
 const char* cuda_linear_format_name(CudaLinearFormat format);
 
@@ -36,10 +39,10 @@ struct CudaLinear {
   int32_t in_features = 0;    // K
   int32_t out_features = 0;   // N (sum of the fused parts)
   int32_t group_size = 0;     // w4a16: G (K for one group)
-  DeviceBuffer weight;        // fp16 [N, K] | e4m3 [N, K] | uint32 W4A16 packed [N/16][K/64][32][4]
-  DeviceBuffer weight_scale;  // w8a8: f32 [N] | w4a16: uint32 packed half2 scales | fp16: empty
+  DeviceBuffer weight;        // fp16 [N, K] | e4m3 or int8 [N, K] | uint32 W4A16 packed [N/16][K/64][32][4]
+  DeviceBuffer weight_scale;  // w8a8 / int8: f32 [N] | w4a16: uint32 packed half2 scales | fp16: empty
   DeviceBuffer k_perm;        // w4a16 act-order: int32 [K], else empty
-  DeviceBuffer input_scale;   // w8a8 with a static activation scale: f32 [1], else empty (per token)
+  DeviceBuffer input_scale;   // w8a8 / int8 with a static activation scale: f32 [1], else empty (per token)
   DeviceBuffer bias;          // fp16 [N] or empty
 
   size_t device_bytes() const {
@@ -67,8 +70,9 @@ Status for_each_row_slab(int m, int slab_rows, Launch&& launch) {
 // Scratch shared by every linear of the model, sized for max_rows rows of the widest layer.
 struct CudaLinearScratch {
   CublasLtContext* cublas = nullptr;
-  uint8_t* xq = nullptr;          // w8a8: [max_rows, max_K] e4m3
-  float* x_scale = nullptr;       // w8a8: [max_rows] f32
+  uint8_t* xq = nullptr;          // w8a8 / int8: [max_rows, max_K] e4m3 or int8
+  float* x_scale = nullptr;       // w8a8 / int8: [max_rows] f32
+  int32_t* int8_sums = nullptr;   // int8: [max_rows, max_N] int32, the GEMM's sums before scaling
   float* fp8_epilogue = nullptr;  // w8a8 on the cuBLASLt epilogue path: [max_rows, max_N] f32, else nullptr
   uint16_t* x_perm = nullptr;     // w4a16 act-order: [max_rows, max_K] fp16
   // w4a16 at >= kW4A16DequantMinRows rows: [max N * K] fp16, the layer dequantised for cuBLASLt;

@@ -214,10 +214,14 @@ Status CudaModel::allocate_activations() {
                                     "cudaMemset");
 
   // Scratch of the quantised linears, sized for the widest layer that needs it.
-  int64_t fp8_max_k = 0, perm_max_k = 0, fp8_max_n = 0, w4a16_max_weight = 0;
+  int64_t fp8_max_k = 0 /* fp8 and int8 */, perm_max_k = 0, fp8_max_n = 0, w4a16_max_weight = 0, int8_max_n = 0;
   bool fp8_epilogue = false;
   for (const Layer& l : layers_) {
     for (const CudaLinear* lin : {&l.qkv, &l.o_proj, &l.gate_up, &l.down_proj}) {
+      if (lin->format == CudaLinearFormat::kInt8) {  // shares the fp8 activation buffers
+        fp8_max_k = std::max<int64_t>(fp8_max_k, lin->in_features);
+        int8_max_n = std::max<int64_t>(int8_max_n, lin->out_features);
+      }
       if (lin->format == CudaLinearFormat::kFp8) {
         fp8_max_k = std::max<int64_t>(fp8_max_k, lin->in_features);
         fp8_max_n = std::max<int64_t>(fp8_max_n, lin->out_features);
@@ -235,14 +239,17 @@ Status CudaModel::allocate_activations() {
         w4a16_max_weight = std::max<int64_t>(w4a16_max_weight, int64_t{lin->in_features} * lin->out_features);
     }
   }
-  CROSSPOINT_ASSIGN_OR_RETURN(xq_, DeviceBuffer::allocate(static_cast<size_t>(T) * fp8_max_k, "fp8 activations"));
+  CROSSPOINT_ASSIGN_OR_RETURN(xq_, DeviceBuffer::allocate(static_cast<size_t>(T) * fp8_max_k, "quantised activations"));
   CROSSPOINT_ASSIGN_OR_RETURN(
-      x_scale_, DeviceBuffer::allocate(fp8_max_k > 0 ? static_cast<size_t>(T) * 4 : 0, "fp8 activation scales"));
+      x_scale_, DeviceBuffer::allocate(fp8_max_k > 0 ? static_cast<size_t>(T) * 4 : 0, "activation scales"));
   if (fp8_epilogue) {
     CROSSPOINT_ASSIGN_OR_RETURN(
         fp8_epilogue_, DeviceBuffer::allocate(fp8_gemm_scratch_bytes(static_cast<int>(T), static_cast<int>(fp8_max_n)),
                                               "fp8 epilogue scratch"));
   }
+  CROSSPOINT_ASSIGN_OR_RETURN(
+      int8_sums_, DeviceBuffer::allocate(int8_gemm_scratch_bytes(static_cast<int>(T), static_cast<int>(int8_max_n)),
+                                         "int8 GEMM sums"));
   CROSSPOINT_ASSIGN_OR_RETURN(x_perm_, DeviceBuffer::allocate(fp16_bytes(T, perm_max_k), "act-order activations"));
   // Only steps of kW4A16DequantMinRows rows use it; batch-invariant slabs never have that many.
   if (!o.batch_invariant && T >= kW4A16DequantMinRows) {
@@ -253,6 +260,7 @@ Status CudaModel::allocate_activations() {
   scratch_.xq = xq_.as<uint8_t>();
   scratch_.x_scale = x_scale_.as<float>();
   scratch_.fp8_epilogue = fp8_epilogue_.as<float>();
+  scratch_.int8_sums = int8_sums_.as<int32_t>();
   scratch_.x_perm = x_perm_.as<uint16_t>();
   scratch_.w4a16_weight_fp16 = w4a16_weight_fp16_.as<uint16_t>();
   scratch_.slab_rows = o.batch_invariant ? kBatchInvariantRows : 0;

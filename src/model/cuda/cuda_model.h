@@ -191,9 +191,10 @@ class CudaModel {
   DeviceBuffer head_in_;   // [R, d] fp16 final-normed rows whose logits are wanted
   DeviceBuffer logits_;    // [R, vocab] fp16
   DeviceBuffer attention_workspace_;
-  DeviceBuffer xq_;                 // [T, max K] e4m3 (w8a8 layers)
-  DeviceBuffer x_scale_;            // [T] f32 (w8a8 layers)
+  DeviceBuffer xq_;                 // [T, max K] e4m3 or int8 (w8a8 and int8 layers)
+  DeviceBuffer x_scale_;            // [T] f32 (w8a8 and int8 layers)
   DeviceBuffer fp8_epilogue_;       // [T, max N] f32 when cuBLASLt lacks outer-vector scales
+  DeviceBuffer int8_sums_;          // [T, max N] int32 (W8A8-INT8 layers)
   DeviceBuffer x_perm_;             // [T, max K] fp16 (act-order w4a16 layers)
   DeviceBuffer w4a16_weight_fp16_;  // [max N * K] fp16: one w4a16 layer dequantised (many-row steps)
   CudaLinearScratch scratch_;
