@@ -4,8 +4,8 @@
 //     prefix.weight            F8_E4M3 [N, K]
 //     prefix.weight_scale_inv  f32/bf16 [ceil(N / bn), ceil(K / bk)]   the dequantisation scale
 //   compressed-tensors FP8_BLOCK: the same with prefix.weight_scale.
-// The head and modules_to_not_convert / ignore stay dense. No CUDA kernel yet: the GPU model
-// refuses these layers by name.
+// The head and modules_to_not_convert / ignore stay dense. On the GPU, 128 x 128 blocks run
+// through fp8_block_linear_from_fp16 (kernels/cuda/linear.h); other blocks are refused by name.
 #pragma once
 
 #include <memory>

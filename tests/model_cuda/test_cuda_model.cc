@@ -12,7 +12,8 @@
 //   ulp wherever the f32 and fp16 computations upstream drift apart, and such an ulp crosses an
 //   e4m3 rounding boundary (steps rel. 2^-3) for about one element in 2^7: each flip moves one
 //   product by an e4m3 step, far more than fp16 rounding does: 8e-2 (H200 runs measured up to
-//   5.1 % of the logit scale for W8A8-FP8).
+//   5.1 % of the logit scale for W8A8-FP8). W8A8-INT8 and block-wise FP8 quantise activations
+//   too (int8 steps of amax / 127, e4m3 per group of 128) and take the same tolerance.
 // - Against the CPU in the GPU's dtype flow (ModelLoadOptions::fp16_activations, every
 //   activation rounded to fp16 where the GPU stores it): without e4m3 the two agree to
 //   kGpuFlowTolerance (H200: 0.0010-0.0014 of the logit scale). With e4m3 the rounding to fp16
@@ -58,7 +59,8 @@ constexpr float kE4m3LogitTolerance = 8e-2f;
 constexpr float kGpuFlowTolerance = 5e-3f;
 
 bool quantises_activations(TinyPrecision p, bool kv_fp8) {
-  return kv_fp8 || p == TinyPrecision::kFp8 || p == TinyPrecision::kSmolLm2ShapeFp8;
+  return kv_fp8 || p == TinyPrecision::kFp8 || p == TinyPrecision::kSmolLm2ShapeFp8 || p == TinyPrecision::kW8A8Int8 ||
+         p == TinyPrecision::kFp8Block128;
 }
 
 int32_t argmax_of(const float* row, int32_t n) { return static_cast<int32_t>(std::max_element(row, row + n) - row); }
@@ -272,7 +274,8 @@ TEST_P(CudaModelVsCpuTest, FusedFp8InputGivesTheSameLogitsBitForBit) {
 INSTANTIATE_TEST_SUITE_P(Precisions, CudaModelVsCpuTest,
                          ::testing::Values(TinyPrecision::kFp16, TinyPrecision::kFp8, TinyPrecision::kW4A16Rtn,
                                            TinyPrecision::kW4A16GptqActOrder, TinyPrecision::kQwen3Fp16,
-                                           TinyPrecision::kSmolLm2ShapeFp8),
+                                           TinyPrecision::kSmolLm2ShapeFp8, TinyPrecision::kW8A8Int8,
+                                           TinyPrecision::kFp8Block128),
                          [](const ::testing::TestParamInfo<TinyPrecision>& info) {
                            return std::string(cuda_testing::precision_name(info.param));
                          });

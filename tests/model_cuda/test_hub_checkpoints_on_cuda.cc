@@ -1,8 +1,9 @@
 // Quantised checkpoints in hub layouts (made by compressed-tensors or to AutoAWQ's layout:
 // tests/fixtures/model/make_quantized_checkpoints.py) on the GPU against the CPU model in the
 // GPU's dtype flow: pack-quantized W4A16, FP8 with static activation scales and W8A8-INT8
-// (llm-compressor's int-quantized); asymmetric int4 and block-wise FP8 are refused on the GPU with
-// a message naming why. Skips without a GPU.
+// (llm-compressor's int-quantized); asymmetric int4 and block-wise FP8 with blocks other than
+// 128 x 128 (the fixture's 32 x 32) are refused on the GPU with a message naming why (128 x 128
+// blocks: test_cuda_model.cc). Skips without a GPU.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -96,7 +97,7 @@ TEST(HubCheckpointsOnCuda, AsymmetricInt4ZeroPointsAreRefused) {
   }
 }
 
-TEST(HubCheckpointsOnCuda, BlockFp8IsRefusedNamingTheFormat) {
+TEST(HubCheckpointsOnCuda, BlockFp8WithSmallBlocksIsRefusedNamingTheFormat) {
   SKIP_WITHOUT_GPU();
   auto cpu = load_cpu("qwen2_w8a8_fp8_block32");
   ASSERT_NE(cpu, nullptr);

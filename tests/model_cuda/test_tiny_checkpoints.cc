@@ -20,7 +20,8 @@ TEST(TinyCheckpointsTest, EveryPrecisionLoadsAndRunsOnTheCpu) {
   const std::pair<TinyPrecision, std::string> cases[] = {
       {TinyPrecision::kFp16, "bf16"},           {TinyPrecision::kFp8, "w8a8-fp8"},
       {TinyPrecision::kW4A16Rtn, "w4a16-g128"}, {TinyPrecision::kW4A16GptqActOrder, "w4a16-g128-act"},
-      {TinyPrecision::kQwen3Fp16, "bf16"},      {TinyPrecision::kSmolLm2ShapeFp8, "w8a8-fp8"}};
+      {TinyPrecision::kQwen3Fp16, "bf16"},      {TinyPrecision::kSmolLm2ShapeFp8, "w8a8-fp8"},
+      {TinyPrecision::kW8A8Int8, "w8a8-int8"},  {TinyPrecision::kFp8Block128, "w8a8-fp8-block128x128"}};
   for (const auto& [precision, format] : cases) {
     auto dir = TinyCheckpoints::get().dir(precision);
     ASSERT_TRUE(dir.is_ok()) << dir.status().to_string();

@@ -1,8 +1,10 @@
 // Tiny random Qwen2-shaped checkpoints for the CUDA model tests, written once per test
 // binary into a temp directory: a dense bf16 one (bf16 -> fp16 is exact, so the GPU sees the
 // CPU's weights) and its W8A8-FP8, W4A16-RTN and W4A16-GPTQ act-order versions, made by the
-// project's own quantiser (crosspoint quantize as a library call); and a dense Qwen3 one (per-head
-// q/k norms instead of the q/k/v bias).
+// project's own quantiser (crosspoint quantize as a library call), its W8A8-INT8 version (the
+// same), a block-wise FP8 one with 128 x 128 blocks (quant_method "fp8", written here as
+// transformers' FineGrainedFP8 stores it); and a dense Qwen3 one (per-head q/k norms instead of
+// the q/k/v bias).
 //   hidden 256, 4 heads of 64, 2 KV heads, intermediate 512, 2 layers, vocab 512, q/k/v bias;
 // one more W8A8-FP8 one in SmolLM2-135M's widths (hidden 576, 9 heads / 3 KV heads of 64,
 // intermediate 1536), whose K = 576 is not a multiple of 128.
@@ -17,6 +19,7 @@
 
 #include "common/dtype.h"
 #include "formats/safetensors.h"
+#include "kernels/fp8.h"
 #include "quant/quantize_model.h"
 
 namespace crosspoint::cuda_testing {
@@ -97,7 +100,68 @@ inline void write_dense_checkpoint(const std::filesystem::path& dir, uint32_t se
   CROSSPOINT_CHECK(s.is_ok(), "write_dense_checkpoint: writing the safetensors file failed");
 }
 
-enum class TinyPrecision { kFp16, kFp8, kW4A16Rtn, kW4A16GptqActOrder, kQwen3Fp16, kSmolLm2ShapeFp8 };
+// The dense checkpoint in dir with every decoder linear block-quantised: weight e4m3 [N, K] and
+// weight_scale_inv f32 [N / 128, K / 128] = the block's amax / 448 (every tiny width is a
+// multiple of 128), as transformers' FineGrainedFP8 quantiser writes them.
+inline void write_fp8_block_checkpoint(const std::filesystem::path& dense, const std::filesystem::path& out) {
+  constexpr int64_t kBlock = 128;
+  std::filesystem::create_directories(out);
+  std::ofstream(out / "config.json") << tiny_config_json(
+      R"(, "quantization_config": {"quant_method": "fp8", "fmt": "e4m3", "activation_scheme": "dynamic", )"
+      R"("weight_block_size": [128, 128]})");
+  auto model = SafetensorsModel::open_dir(dense.string());
+  CROSSPOINT_CHECK(model.is_ok(), "write_fp8_block_checkpoint: cannot open the dense checkpoint");
+  std::vector<TensorToWrite> t;
+  for (const std::string& name : model.value()->tensor_names()) {
+    const TensorInfo& info = *model.value()->find(name);
+    const bool linear = name.find(".layers.") != std::string::npos && name.size() > 12 &&
+                        name.compare(name.size() - 12, 12, "_proj.weight") == 0;
+    if (!linear) {
+      const auto* bytes = static_cast<const uint8_t*>(info.data);
+      t.push_back({name, info.dtype, info.shape, std::vector<uint8_t>(bytes, bytes + info.num_bytes)});
+      continue;
+    }
+    const int64_t N = info.shape[0], K = info.shape[1];
+    std::vector<float> w(static_cast<size_t>(N * K));
+    for (int64_t i = 0; i < N * K; ++i) {
+      uint16_t b;
+      std::memcpy(&b, static_cast<const uint8_t*>(info.data) + i * 2, 2);
+      w[i] = bf16_to_f32(b);
+    }
+    TensorToWrite q{name, DType::kF8E4M3, {N, K}, std::vector<uint8_t>(static_cast<size_t>(N * K))};
+    TensorToWrite s{name + "_scale_inv",
+                    DType::kF32,
+                    {N / kBlock, K / kBlock},
+                    std::vector<uint8_t>(static_cast<size_t>(N / kBlock * K / kBlock) * 4)};
+    for (int64_t bn = 0; bn < N / kBlock; ++bn) {
+      for (int64_t bk = 0; bk < K / kBlock; ++bk) {
+        float amax = 0.0f;
+        for (int64_t n = bn * kBlock; n < (bn + 1) * kBlock; ++n)
+          for (int64_t k = bk * kBlock; k < (bk + 1) * kBlock; ++k) amax = std::max(amax, std::fabs(w[n * K + k]));
+        const float scale = std::max(amax, 1e-12f) / kE4M3Max;
+        std::memcpy(s.bytes.data() + (bn * (K / kBlock) + bk) * 4, &scale, 4);
+        for (int64_t n = bn * kBlock; n < (bn + 1) * kBlock; ++n)
+          for (int64_t k = bk * kBlock; k < (bk + 1) * kBlock; ++k)
+            q.bytes[n * K + k] = f32_to_e4m3(w[n * K + k] / scale);
+      }
+    }
+    t.push_back(std::move(q));
+    t.push_back(std::move(s));
+  }
+  const Status st = write_safetensors((out / "model.safetensors").string(), t);
+  CROSSPOINT_CHECK(st.is_ok(), "write_fp8_block_checkpoint: writing the safetensors file failed");
+}
+
+enum class TinyPrecision {
+  kFp16,
+  kFp8,
+  kW4A16Rtn,
+  kW4A16GptqActOrder,
+  kQwen3Fp16,
+  kSmolLm2ShapeFp8,
+  kW8A8Int8,
+  kFp8Block128
+};
 
 inline const char* precision_name(TinyPrecision p) {
   switch (p) {
@@ -107,6 +171,8 @@ inline const char* precision_name(TinyPrecision p) {
     case TinyPrecision::kW4A16GptqActOrder: return "w4a16_gptq_act_order";
     case TinyPrecision::kQwen3Fp16: return "qwen3_fp16";
     case TinyPrecision::kSmolLm2ShapeFp8: return "smollm2_shape_w8a8_fp8";
+    case TinyPrecision::kW8A8Int8: return "w8a8_int8";
+    case TinyPrecision::kFp8Block128: return "w8a8_fp8_block128";
   }
   return "?";
 }
@@ -131,6 +197,10 @@ class TinyCheckpoints {
     }
     const std::filesystem::path out = root_ / precision_name(precision);
     if (std::filesystem::exists(out / "model.safetensors")) return out.string();
+    if (precision == TinyPrecision::kFp8Block128) {
+      write_fp8_block_checkpoint(dense, out);
+      return out.string();
+    }
     const std::filesystem::path smol_dense = root_ / "smollm2_shape_fp16";
     const bool smol = precision == TinyPrecision::kSmolLm2ShapeFp8;
     if (smol && !std::filesystem::exists(smol_dense / "model.safetensors"))
@@ -139,7 +209,9 @@ class TinyCheckpoints {
     o.model_dir = (smol ? smol_dense : dense).string();
     o.out_dir = out.string();
     o.overwrite = true;
-    o.scheme = precision == TinyPrecision::kFp8 || smol ? QuantizeScheme::kW8A8Fp8 : QuantizeScheme::kW4A16;
+    o.scheme = precision == TinyPrecision::kFp8 || smol ? QuantizeScheme::kW8A8Fp8
+               : precision == TinyPrecision::kW8A8Int8  ? QuantizeScheme::kW8A8Int8
+                                                        : QuantizeScheme::kW4A16;
     o.int4.group_size = 128;
     if (precision == TinyPrecision::kW4A16Rtn) o.int4_method = Int4Method::kRtn;
     if (precision == TinyPrecision::kW4A16GptqActOrder) {

@@ -1,5 +1,5 @@
-// cuBLASLt GEMM plans (fp16, fp8 with outer-vector scales, fp8 unit scales + epilogue, int8
-// into int32 + epilogue).
+// cuBLASLt GEMM plans (fp16, fp8 with outer-vector scales, fp8 unit scales + epilogue, fp8 with
+// 128 x 128 weight and 1 x 128 activation block scales, int8 into int32 + epilogue).
 #include <cuda_fp16.h>
 
 #include <string>
@@ -9,7 +9,7 @@
 
 namespace crosspoint::cuda {
 
-enum PlanKind { kPlanFp16 = 0, kPlanFp8OuterVec = 1, kPlanFp8Unit = 2, kPlanInt8 = 3 };
+enum PlanKind { kPlanFp16 = 0, kPlanFp8OuterVec = 1, kPlanFp8Unit = 2, kPlanInt8 = 3, kPlanFp8Block = 4 };
 
 struct CublasLtContext::Plan {
   cublasLtMatmulDesc_t desc = nullptr;
@@ -57,13 +57,18 @@ Result<CublasLtContext::Plan*> CublasLtContext::plan(const PlanKey& key) {
       cublasLtMatmulDescSetAttribute(plan->desc, CUBLASLT_MATMUL_DESC_TRANSA, &trans_a, sizeof trans_a), "transa");
   CROSSPOINT_CUBLAS_RETURN_IF_ERROR(
       cublasLtMatmulDescSetAttribute(plan->desc, CUBLASLT_MATMUL_DESC_TRANSB, &trans_b, sizeof trans_b), "transb");
-  if (kind == kPlanFp8OuterVec) {
-    const int32_t mode = CUBLASLT_MATMUL_MATRIX_SCALE_OUTER_VEC_32F;
+  if (kind == kPlanFp8OuterVec || kind == kPlanFp8Block) {
+    // A is the weight, B the activations: per channel and per token, or 128 x 128 weight blocks
+    // and 1 x 128 activation groups.
+    const int32_t a_mode = kind == kPlanFp8Block ? CUBLASLT_MATMUL_MATRIX_SCALE_BLK128x128_32F
+                                                 : CUBLASLT_MATMUL_MATRIX_SCALE_OUTER_VEC_32F;
+    const int32_t b_mode =
+        kind == kPlanFp8Block ? CUBLASLT_MATMUL_MATRIX_SCALE_VEC128_32F : CUBLASLT_MATMUL_MATRIX_SCALE_OUTER_VEC_32F;
     CROSSPOINT_CUBLAS_RETURN_IF_ERROR(
-        cublasLtMatmulDescSetAttribute(plan->desc, CUBLASLT_MATMUL_DESC_A_SCALE_MODE, &mode, sizeof mode),
+        cublasLtMatmulDescSetAttribute(plan->desc, CUBLASLT_MATMUL_DESC_A_SCALE_MODE, &a_mode, sizeof a_mode),
         "a scale mode");
     CROSSPOINT_CUBLAS_RETURN_IF_ERROR(
-        cublasLtMatmulDescSetAttribute(plan->desc, CUBLASLT_MATMUL_DESC_B_SCALE_MODE, &mode, sizeof mode),
+        cublasLtMatmulDescSetAttribute(plan->desc, CUBLASLT_MATMUL_DESC_B_SCALE_MODE, &b_mode, sizeof b_mode),
         "b scale mode");
     // The heuristic needs the pointers set to consider the scaled kernels; real ones are
     // set per call. Any non-null device-looking value works for the query.
@@ -197,6 +202,29 @@ Status int8_gemm_cublaslt(CublasLtContext& ctx, const int8_t* xq, int64_t xq_str
   const dim3 grid((n + 255) / 256 < 8 ? (n + 255) / 256 : 8, m);
   int8_scale_epilogue_kernel<<<grid, 256, 0, stream>>>(scratch, x_scale, w_scale, y, y_stride, n);
   return last_launch_status("int8_scale_epilogue launch");
+}
+
+bool fp8_block_gemm_available(CublasLtContext& ctx, int m, int n, int k) {
+  if (m <= 0 || n <= 0 || k <= 0 || k % 128 != 0 || n % 16 != 0) return false;
+  auto plan = ctx.plan({kPlanFp8Block, m, n, k, k, k, n});
+  return plan.is_ok() && plan.value()->has_algo;
+}
+
+Status fp8_block_gemm_cublaslt(CublasLtContext& ctx, const uint8_t* xq, const float* x_scale, const uint8_t* wq,
+                               const float* w_scale, uint16_t* y, int m, int n, int k, cudaStream_t stream) {
+  if (m == 0) return Status::ok();
+  if (m < 0 || n <= 0 || k <= 0 || k % 128 != 0 || n % 16 != 0) {
+    return unsupported("fp8_block_gemm_cublaslt: n = " + std::to_string(n) + " must be a multiple of 16 and k = " +
+                       std::to_string(k) + " of 128 (cuBLASLt's block-scaled FP8)");
+  }
+  CROSSPOINT_ASSIGN_OR_RETURN(auto* plan, ctx.plan({kPlanFp8Block, m, n, k, k, k, n}));
+  CROSSPOINT_CUBLAS_RETURN_IF_ERROR(
+      cublasLtMatmulDescSetAttribute(plan->desc, CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, &w_scale, sizeof w_scale),
+      "a scale");
+  CROSSPOINT_CUBLAS_RETURN_IF_ERROR(
+      cublasLtMatmulDescSetAttribute(plan->desc, CUBLASLT_MATMUL_DESC_B_SCALE_POINTER, &x_scale, sizeof x_scale),
+      "b scale");
+  return run_plan(ctx, plan, wq, xq, y, stream, "fp8_block_gemm_cublaslt");
 }
 
 }  // namespace crosspoint::cuda

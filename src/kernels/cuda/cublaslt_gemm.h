@@ -2,6 +2,7 @@
 //   fp16:  y[M, N] = x[M, K] · w[N, K]^T
 //   fp8:   y[M, N] = x_scale[m] * w_scale[n] * (xq[M, K] · wq[N, K]^T)   (W8A8 e4m3)
 //   int8:  y[M, N] = (float(xq[M, K] · wq[N, K]^T) * x_scale[m]) * w_scale[n]   (W8A8-INT8)
+//   fp8 block: y[m, n] = sum_g x_scale[g, m] * w_scale[n / 128, g] * (xq · wq^T over group g)
 // In cuBLAS's column-major terms both compute D[N, M] = op(A)=W^T-as-stored · B=X ("TN"),
 // fp32 accumulation (int32 for int8), fp16 output.
 //
@@ -36,7 +37,8 @@ class CublasLtContext {
   CublasLtContext& operator=(const CublasLtContext&) = delete;
 
   struct Plan;
-  // kind 0 fp16, 1 fp8 with outer-vector scales, 2 fp8 unit scales into fp32, 3 int8 into int32.
+  // kind 0 fp16, 1 fp8 with outer-vector scales, 2 fp8 unit scales into fp32, 3 int8 into int32,
+  // 4 fp8 with block scales.
   using PlanKey = std::tuple<int, int, int, int, int64_t, int64_t, int64_t>;
   Result<Plan*> plan(const PlanKey& key);
 
@@ -84,5 +86,18 @@ inline size_t int8_gemm_scratch_bytes(int m, int n) { return static_cast<size_t>
 Status int8_gemm_cublaslt(CublasLtContext& ctx, const int8_t* xq, int64_t xq_stride, const float* x_scale,
                           const int8_t* wq, int64_t w_stride, const float* w_scale, uint16_t* y, int64_t y_stride,
                           int m, int n, int k, int32_t* scratch, cudaStream_t stream);
+
+// Block-wise FP8 (Qwen3 / DeepSeek "-FP8", kernels/fp8_block.h) through cuBLASLt's block-scaled
+// FP8 GEMM (compute capability 9.0, cuBLAS 12.9 and later): 128 x 128 weight blocks, activations
+// quantised per token and group of 128 (fp8_block_quant.h). Dense, row strides = K (xq, wq) and N (y):
+//   xq [M, K] e4m3, x_scale [K / 128, M] fp32 (group-major: one group's tokens contiguous),
+//   wq [N, K] e4m3, w_scale [ceil(N / 128), fp8_block_weight_scale_row(K)] fp32 (a row per block
+//   of 128 channels, its K blocks contiguous, the row padded to 16 bytes as cuBLASLt wants),
+//   y [M, N] fp16. K a multiple of 128, N of 16.
+inline int64_t fp8_block_weight_scale_row(int64_t k) { return (k / 128 + 3) / 4 * 4; }
+Status fp8_block_gemm_cublaslt(CublasLtContext& ctx, const uint8_t* xq, const float* x_scale, const uint8_t* wq,
+                               const float* w_scale, uint16_t* y, int m, int n, int k, cudaStream_t stream);
+// Whether cuBLASLt has a block-scaled FP8 algorithm for these sizes on this GPU (asks once, cached).
+bool fp8_block_gemm_available(CublasLtContext& ctx, int m, int n, int k);
 
 }  // namespace crosspoint::cuda

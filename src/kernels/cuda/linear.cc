@@ -4,6 +4,7 @@
 
 #include "kernels/cuda/cutlass_fp8_gemm.h"
 #include "kernels/cuda/device_info.h"
+#include "kernels/cuda/fp8_block_quant.h"
 #include "kernels/cuda/fp8_quant.h"
 #include "kernels/cuda/gemv.h"
 #include "kernels/cuda/int8_quant.h"
@@ -69,6 +70,13 @@ Status int8_linear_from_fp16(CublasLtContext& ctx, const uint16_t* x, int64_t x_
                                  ? int8_quantize_static(x, x_stride, xq, xq_stride, x_scale, static_scale, m, k, stream)
                                  : int8_quantize_per_token(x, x_stride, xq, xq_stride, x_scale, m, k, stream));
   return int8_gemm_cublaslt(ctx, xq, xq_stride, x_scale, wq, w_stride, w_scale, y, y_stride, m, n, k, scratch, stream);
+}
+
+Status fp8_block_linear_from_fp16(CublasLtContext& ctx, const uint16_t* x, uint8_t* xq, float* x_scale,
+                                  const uint8_t* wq, const float* w_scale, uint16_t* y, int m, int n, int k,
+                                  cudaStream_t stream) {
+  CROSSPOINT_RETURN_IF_ERROR(fp8_quantize_per_token_group(x, k, xq, k, x_scale, m, k, stream));
+  return fp8_block_gemm_cublaslt(ctx, xq, x_scale, wq, w_scale, y, m, n, k, stream);
 }
 
 }  // namespace crosspoint::cuda

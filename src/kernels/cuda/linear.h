@@ -15,6 +15,8 @@
 //          above                       fp8_quantize_per_token + cuBLASLt
 //   int8   every M                     int8_quantize_per_token (or _static) + cuBLASLt's int8 GEMM
 //                                      and the scale epilogue (int8_gemm_cublaslt)
+//   fp8 block (128 x 128 weight scales), every M
+//                                      fp8_quantize_per_token_group + cuBLASLt's block-scaled GEMM
 #pragma once
 
 #include <cuda_runtime.h>
@@ -70,5 +72,12 @@ Status int8_linear_from_fp16(CublasLtContext& ctx, const uint16_t* x, int64_t x_
                              float* x_scale, const float* static_scale, const int8_t* wq, int64_t w_stride,
                              const float* w_scale, uint16_t* y, int64_t y_stride, int m, int n, int k, int32_t* scratch,
                              cudaStream_t stream);
+
+// Block-wise FP8 from fp16 activations x [M, K] (row stride K): quantised per token and group of
+// 128 into xq [M, K] and x_scale [K / 128, M], then fp8_block_gemm_cublaslt with wq [N, K] and
+// its block scales (layout in cublaslt_gemm.h); y [M, N] fp16.
+Status fp8_block_linear_from_fp16(CublasLtContext& ctx, const uint16_t* x, uint8_t* xq, float* x_scale,
+                                  const uint8_t* wq, const float* w_scale, uint16_t* y, int m, int n, int k,
+                                  cudaStream_t stream);
 
 }  // namespace crosspoint::cuda

@@ -6,6 +6,7 @@
 
 #include "common/thread_pool.h"
 #include "kernels/cuda/cuda_status.h"
+#include "kernels/cuda/fp8_block_quant.h"
 #include "kernels/cuda/fp8_quant.h"
 #include "kernels/cuda/linear.h"
 #include "kernels/cuda/w4a16_dequantize.h"
@@ -86,6 +87,23 @@ Status upload_fp8_parts(const std::vector<LinearPart>& parts, CudaLinear& out) {
     CROSSPOINT_ASSIGN_OR_RETURN(out.input_scale,
                                 upload_bytes(&input_scale, sizeof input_scale, out.name + " input_scale"));
   }
+  return Status::ok();
+}
+
+Status upload_fp8_block_parts(const std::vector<LinearPart>& parts, CudaLinear& out) {
+  const int64_t K = out.in_features;
+  CROSSPOINT_ASSIGN_OR_RETURN(std::vector<float> scales, assemble_fused_fp8_block_scales(parts, out.name));
+  CROSSPOINT_ASSIGN_OR_RETURN(out.weight, DeviceBuffer::allocate(static_cast<size_t>(out.out_features) * K, out.name));
+  size_t row = 0;
+  for (const LinearPart& p : parts) {
+    const int64_t N = p.weight->out_features();
+    const Fp8BlockWeightStorage w = storage_of<Fp8BlockWeightStorage>(p);
+    CROSSPOINT_CUDA_RETURN_IF_ERROR(
+        cudaMemcpy(out.weight.as<uint8_t>() + row * K, w.weight, static_cast<size_t>(N * K), cudaMemcpyHostToDevice),
+        "upload weight");
+    row += static_cast<size_t>(N);
+  }
+  CROSSPOINT_ASSIGN_OR_RETURN(out.weight_scale, upload_bytes(scales.data(), scales.size() * 4, out.name + " scales"));
   return Status::ok();
 }
 
@@ -174,10 +192,44 @@ Result<W4A16PackedWeight> assemble_fused_gptq(const std::vector<LinearPart>& par
   return packed;
 }
 
+Result<std::vector<float>> assemble_fused_fp8_block_scales(const std::vector<LinearPart>& parts,
+                                                           const std::string& name) {
+  CROSSPOINT_CHECK(!parts.empty(), "assemble_fused_fp8_block_scales: no parts");
+  const int64_t K = parts[0].weight->in_features();
+  int64_t N_total = 0;
+  for (const LinearPart& p : parts) N_total += p.weight->out_features();
+  if (K % kFp8BlockGroup != 0 || N_total % 16 != 0) {
+    return unsupported(name + ": block-wise FP8 on cuda needs in_features a multiple of 128 and out_features of 16 " +
+                       "(cuBLASLt's block-scaled GEMM); this layer is " + std::to_string(N_total) + " x " +
+                       std::to_string(K));
+  }
+  const int64_t row_floats = fp8_block_weight_scale_row(K), k_blocks = K / kFp8BlockGroup;
+  std::vector<float> scales;
+  for (size_t i = 0; i < parts.size(); ++i) {
+    const LinearPart& p = parts[i];
+    const int64_t N = p.weight->out_features();
+    const Fp8BlockWeightStorage w = storage_of<Fp8BlockWeightStorage>(p);
+    if (w.block_n != kFp8BlockGroup || w.block_k != kFp8BlockGroup) {
+      return unsupported(p.prefix + ": weight blocks of " + std::to_string(w.block_n) + " x " +
+                         std::to_string(w.block_k) + "; cuda runs block-wise FP8 with 128 x 128 blocks only");
+    }
+    if (i + 1 < parts.size() && N % kFp8BlockGroup != 0) {
+      return unsupported(name + ": " + p.prefix + " has " + std::to_string(N) +
+                         " outputs, not a multiple of 128: its last weight block would span two fused layers");
+    }
+    for (int64_t b = 0; b < (N + kFp8BlockGroup - 1) / kFp8BlockGroup; ++b) {
+      scales.insert(scales.end(), w.weight_scale + b * k_blocks, w.weight_scale + (b + 1) * k_blocks);
+      scales.resize(scales.size() + static_cast<size_t>(row_floats - k_blocks), 0.0f);
+    }
+  }
+  return scales;
+}
+
 const char* cuda_linear_format_name(CudaLinearFormat format) {
   switch (format) {
     case CudaLinearFormat::kFp16: return "fp16";
     case CudaLinearFormat::kFp8: return "w8a8-fp8";
+    case CudaLinearFormat::kFp8Block: return "w8a8-fp8-block";
     case CudaLinearFormat::kInt8: return "w8a8-int8";
     case CudaLinearFormat::kW4A16: return "w4a16";
   }
@@ -217,8 +269,8 @@ Result<CudaLinear> upload_fused_linear(const std::vector<LinearPart>& parts, boo
   }
   const LinearWeightStorage& first = parts[0].weight->view().storage;
   if (std::holds_alternative<Fp8BlockWeightStorage>(first)) {
-    return unsupported(name + ": block-wise FP8 (" + parts[0].weight->format_name() +
-                       ") has no CUDA kernel yet; it runs on the CPU (--device cpu)");
+    out.format = CudaLinearFormat::kFp8Block;
+    CROSSPOINT_RETURN_IF_ERROR(upload_fp8_block_parts(parts, out));
   } else if (std::holds_alternative<Int8WeightStorage>(first)) {
     out.format = CudaLinearFormat::kInt8;
     CROSSPOINT_RETURN_IF_ERROR(upload_int8_parts(parts, out));
@@ -262,6 +314,9 @@ Status run_linear_rows(const CudaLinear& l, const CudaLinearScratch& s, const ui
       // Small M: one fused kernel quantises x and runs the GEMV (s.xq / s.x_scale untouched).
       return fp8_linear_from_fp16(*s.cublas, x, K, s.xq, K, s.x_scale, l.weight.as<uint8_t>(), K,
                                   l.weight_scale.as<float>(), y, N, m, N, K, s.fp8_epilogue, stream);
+    case CudaLinearFormat::kFp8Block:
+      return fp8_block_linear_from_fp16(*s.cublas, x, s.xq, s.group_x_scale, l.weight.as<uint8_t>(),
+                                        l.weight_scale.as<float>(), y, m, N, K, stream);
     case CudaLinearFormat::kInt8:
       return int8_linear_from_fp16(*s.cublas, x, K, reinterpret_cast<int8_t*>(s.xq), K, s.x_scale,
                                    l.input_scale.empty() ? nullptr : l.input_scale.as<float>(), l.weight.as<int8_t>(),

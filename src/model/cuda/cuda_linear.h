@@ -8,6 +8,9 @@
 //   int8    weight [N, K] int8 + weight_scale [N] f32 (W8A8-INT8); activations quantised to int8
 //           per token, or with input_scale when the checkpoint has a static one
 //           (int8_linear_from_fp16)
+//   fp8-block weight [N, K] e4m3 + weight_scale f32, one per 128 x 128 block
+//           [ceil(N / 128), fp8_block_weight_scale_row(K)]; activations quantised per token
+//           and group of 128 (fp8_block_linear_from_fp16)
 //   w4a16   GPTQ int4 re-laid-out by w4a16_repack (weight, scales, and k_perm for
 //           act-order, whose activations go through w4a16_permute_columns first); from
 //           kW4A16DequantMinRows rows dequantised into scratch and run as fp16 (cuBLASLt)
@@ -29,7 +32,7 @@
 
 namespace crosspoint::cuda {
 
-enum class CudaLinearFormat { kFp16, kFp8, kInt8, kW4A16 };
+enum class CudaLinearFormat { kFp16, kFp8, kFp8Block, kInt8, kW4A16 };
 
 const char* cuda_linear_format_name(CudaLinearFormat format);
 
@@ -40,7 +43,7 @@ struct CudaLinear {
   int32_t out_features = 0;   // N (sum of the fused parts)
   int32_t group_size = 0;     // w4a16: G (K for one group)
   DeviceBuffer weight;        // fp16 [N, K] | e4m3 or int8 [N, K] | uint32 W4A16 packed [N/16][K/64][32][4]
-  DeviceBuffer weight_scale;  // w8a8 / int8: f32 [N] | w4a16: uint32 packed half2 scales | fp16: empty
+  DeviceBuffer weight_scale;  // w8a8 / int8: f32 [N] | fp8-block: f32 blocks | w4a16: packed half2 | fp16: empty
   DeviceBuffer k_perm;        // w4a16 act-order: int32 [K], else empty
   DeviceBuffer input_scale;   // w8a8 / int8 with a static activation scale: f32 [1], else empty (per token)
   DeviceBuffer bias;          // fp16 [N] or empty
@@ -70,11 +73,12 @@ Status for_each_row_slab(int m, int slab_rows, Launch&& launch) {
 // Scratch shared by every linear of the model, sized for max_rows rows of the widest layer.
 struct CudaLinearScratch {
   CublasLtContext* cublas = nullptr;
-  uint8_t* xq = nullptr;          // w8a8 / int8: [max_rows, max_K] e4m3 or int8
-  float* x_scale = nullptr;       // w8a8 / int8: [max_rows] f32
-  int32_t* int8_sums = nullptr;   // int8: [max_rows, max_N] int32, the GEMM's sums before scaling
-  float* fp8_epilogue = nullptr;  // w8a8 on the cuBLASLt epilogue path: [max_rows, max_N] f32, else nullptr
-  uint16_t* x_perm = nullptr;     // w4a16 act-order: [max_rows, max_K] fp16
+  uint8_t* xq = nullptr;           // w8a8 / int8: [max_rows, max_K] e4m3 or int8
+  float* x_scale = nullptr;        // w8a8 / int8: [max_rows] f32
+  int32_t* int8_sums = nullptr;    // int8: [max_rows, max_N] int32, the GEMM's sums before scaling
+  float* group_x_scale = nullptr;  // fp8-block: [max_K / 128, max_rows] f32
+  float* fp8_epilogue = nullptr;   // w8a8 on the cuBLASLt epilogue path: [max_rows, max_N] f32, else nullptr
+  uint16_t* x_perm = nullptr;      // w4a16 act-order: [max_rows, max_K] fp16
   // w4a16 at >= kW4A16DequantMinRows rows: [max N * K] fp16, the layer dequantised for cuBLASLt;
   // nullptr: those rows stay on w4a16_gemm.
   uint16_t* w4a16_weight_fp16 = nullptr;
@@ -96,6 +100,13 @@ Result<CudaLinear> upload_fused_linear(const std::vector<LinearPart>& parts, boo
 // concatenated along N (one group size, one row order, zero points all 8) and re-laid-out
 // by w4a16_repack.
 Result<W4A16PackedWeight> assemble_fused_gptq(const std::vector<LinearPart>& parts, const std::string& name);
+
+// The host half of a block-wise FP8 upload (no GPU needed; tests check it): the parts' 128 x 128
+// block scales, a row per 128 output channels in fused order, each row padded to
+// fp8_block_weight_scale_row(K) floats (cublaslt_gemm.h). Refuses other block sizes, K not a
+// multiple of 128, and parts other than the last whose outputs are not a multiple of 128.
+Result<std::vector<float>> assemble_fused_fp8_block_scales(const std::vector<LinearPart>& parts,
+                                                           const std::string& name);
 
 // y[M, N] = x[M, K] · Wᵀ. x dense fp16 [M, K] (row stride K), y dense fp16 [M, N]; with
 // scratch.slab_rows > 0 both hold M rounded up to a multiple of it.

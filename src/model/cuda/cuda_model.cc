@@ -172,6 +172,8 @@ Status CudaModel::upload_weights(const Model& model) {
   if (!layers_.empty() && layers_[0].qkv.format == CudaLinearFormat::kW4A16)
     weight_format_name_ +=
         "-g" + std::to_string(layers_[0].qkv.group_size) + (layers_[0].qkv.k_perm.empty() ? "" : "-act");
+  if (!layers_.empty() && layers_[0].qkv.format == CudaLinearFormat::kFp8Block)
+    weight_format_name_ += "128x128";  // the only blocks cuda runs; as the CPU names it
   if (!layers_.empty() && !layers_[0].qkv.input_scale.empty()) weight_format_name_ += "-static";  // as the CPU names it
   return Status::ok();
 }
@@ -214,13 +216,27 @@ Status CudaModel::allocate_activations() {
                                     "cudaMemset");
 
   // Scratch of the quantised linears, sized for the widest layer that needs it.
-  int64_t fp8_max_k = 0 /* fp8 and int8 */, perm_max_k = 0, fp8_max_n = 0, w4a16_max_weight = 0, int8_max_n = 0;
+  int64_t fp8_max_k = 0 /* fp8, fp8-block and int8 */, perm_max_k = 0, fp8_max_n = 0, w4a16_max_weight = 0,
+          int8_max_n = 0, block_max_k = 0;
   bool fp8_epilogue = false;
   for (const Layer& l : layers_) {
     for (const CudaLinear* lin : {&l.qkv, &l.o_proj, &l.gate_up, &l.down_proj}) {
       if (lin->format == CudaLinearFormat::kInt8) {  // shares the fp8 activation buffers
         fp8_max_k = std::max<int64_t>(fp8_max_k, lin->in_features);
         int8_max_n = std::max<int64_t>(int8_max_n, lin->out_features);
+      }
+      if (lin->format == CudaLinearFormat::kFp8Block) {
+        fp8_max_k = std::max<int64_t>(fp8_max_k, lin->in_features);
+        block_max_k = std::max<int64_t>(block_max_k, lin->in_features);
+        // Refused here, not at the first request: a GPU or cuBLAS without block-scaled FP8.
+        for (int m : {1, static_cast<int>(slab), static_cast<int>(T)}) {
+          if (m > T || (o.batch_invariant && m != slab)) continue;
+          if (!fp8_block_gemm_available(*cublas_, m, lin->out_features, lin->in_features))
+            return unsupported(lin->name + ": cuBLASLt has no block-scaled FP8 GEMM for " + std::to_string(m) + " x " +
+                               std::to_string(lin->out_features) + " x " + std::to_string(lin->in_features) +
+                               " on this GPU (it needs compute capability 9.0 and cuBLAS 12.9 or later); "
+                               "block-wise FP8 runs on the CPU (--device cpu)");
+        }
       }
       if (lin->format == CudaLinearFormat::kFp8) {
         fp8_max_k = std::max<int64_t>(fp8_max_k, lin->in_features);
@@ -247,6 +263,8 @@ Status CudaModel::allocate_activations() {
         fp8_epilogue_, DeviceBuffer::allocate(fp8_gemm_scratch_bytes(static_cast<int>(T), static_cast<int>(fp8_max_n)),
                                               "fp8 epilogue scratch"));
   }
+  CROSSPOINT_ASSIGN_OR_RETURN(group_x_scale_, DeviceBuffer::allocate(static_cast<size_t>(T) * (block_max_k / 128) * 4,
+                                                                     "activation group scales"));
   CROSSPOINT_ASSIGN_OR_RETURN(
       int8_sums_, DeviceBuffer::allocate(int8_gemm_scratch_bytes(static_cast<int>(T), static_cast<int>(int8_max_n)),
                                          "int8 GEMM sums"));
@@ -261,6 +279,7 @@ Status CudaModel::allocate_activations() {
   scratch_.x_scale = x_scale_.as<float>();
   scratch_.fp8_epilogue = fp8_epilogue_.as<float>();
   scratch_.int8_sums = int8_sums_.as<int32_t>();
+  scratch_.group_x_scale = group_x_scale_.as<float>();
   scratch_.x_perm = x_perm_.as<uint16_t>();
   scratch_.w4a16_weight_fp16 = w4a16_weight_fp16_.as<uint16_t>();
   scratch_.slab_rows = o.batch_invariant ? kBatchInvariantRows : 0;

@@ -195,6 +195,7 @@ class CudaModel {
   DeviceBuffer x_scale_;            // [T] f32 (w8a8 and int8 layers)
   DeviceBuffer fp8_epilogue_;       // [T, max N] f32 when cuBLASLt lacks outer-vector scales
   DeviceBuffer int8_sums_;          // [T, max N] int32 (W8A8-INT8 layers)
+  DeviceBuffer group_x_scale_;      // [max K / 128, T] f32 (block-wise FP8 layers)
   DeviceBuffer x_perm_;             // [T, max K] fp16 (act-order w4a16 layers)
   DeviceBuffer w4a16_weight_fp16_;  // [max N * K] fp16: one w4a16 layer dequantised (many-row steps)
   CudaLinearScratch scratch_;
