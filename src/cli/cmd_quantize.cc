@@ -1,8 +1,8 @@
-// crosspoint quantize: writes a W8A8-FP8 (compressed-tensors) or W4A16 (GPTQ int4) copy of a
-// dense checkpoint.
+// crosspoint quantize: writes a W8A8-FP8 or W8A8-INT8 (compressed-tensors) or W4A16 (GPTQ int4)
+// copy of a dense checkpoint; W8A8 weights are quantised on the GPU when one is visible.
 //   crosspoint quantize --model DIR|default --scheme w8a8-fp8|w8a8-int8|w4a16 [--method gptq|rtn]
 //       [--group-size 128] [--desc-act] [--static-groups] [--damp 0.01] [--calib-dataset sharegpt|FILE]
-//       [--calib-samples 128] [--calib-max-tokens 256] [--out DIR] [--force] [--threads N]
+//       [--calib-samples 128] [--calib-max-tokens 256] [--out DIR] [--force] [--threads N] [--device auto]
 // --out defaults to CROSSPOINT_CACHE/models/<model name>-<scheme>[-<method>].
 #include <cstdio>
 #include <filesystem>
@@ -13,15 +13,17 @@
 #include "cli/commands.h"
 #include "common/clock.h"
 #include "common/paths.h"
+#include "common/log.h"
 #include "common/thread_pool.h"
+#include "analysis/gpu_ceilings.h"
 #include "quant/quantize_model.h"
 #include "tokenizer/tokenizer.h"
 
 namespace crosspoint::cli {
 
 int run_quantize(int argc, char** argv) {
-  CLI::App app("Quantise a dense checkpoint to W8A8-FP8 or W4A16 (GPTQ int4)", "crosspoint quantize");
-  std::string model = "default", scheme, method = "gptq", calib_dataset = "sharegpt", out;
+  CLI::App app("Quantise a dense checkpoint to W8A8-FP8, W8A8-INT8 or W4A16 (GPTQ int4)", "crosspoint quantize");
+  std::string model = "default", scheme, method = "gptq", calib_dataset = "sharegpt", out, device = "auto";
   int64_t group_size = 128;
   bool desc_act = false, static_groups = false, force = false;
   double damp = 0.01;
@@ -44,6 +46,11 @@ int run_quantize(int argc, char** argv) {
   app.add_option("--out", out, "output directory");
   app.add_flag("--force", force, "overwrite an existing output directory");
   app.add_option("--threads", threads, "worker threads (default: all cores)");
+  app.add_option("--device", device,
+                 "where W8A8 weights are quantised: auto (cuda when a GPU is visible, else cpu), cpu or cuda (the same "
+                 "bytes either way; w4a16's GPTQ and RTN run on the CPU)")
+      ->check(CLI::IsMember({"auto", "cpu", "cuda"}))
+      ->capture_default_str();
   if (int code = parse_or_exit_code(app, argc, argv); code >= 0) return code;
   if (threads > 0) set_global_num_threads(threads);
 
@@ -60,6 +67,14 @@ int run_quantize(int argc, char** argv) {
   o.int4.static_groups = static_groups;
   o.int4.damp_percent = damp;
   o.overwrite = force;
+  const bool w8a8 = o.scheme != QuantizeScheme::kW4A16;
+  if (device == "auto") device = w8a8 && analysis::gpu_device_count() > 0 ? "cuda" : "cpu";
+  if (device == "cuda" && !w8a8) {
+    return report_error("quantize", unsupported("--device cuda: w4a16 (GPTQ or RTN) runs on the CPU only so far; use "
+                                                "--device cpu"));
+  }
+  o.device = device;
+  log_info("quantize: {} weights, quantised on {}", scheme, device);
   if (out.empty()) {
     const std::string name = std::filesystem::path(o.model_dir).filename().string();
     out = cache_dir() + "/models/" + name + "-" + scheme + (o.scheme == QuantizeScheme::kW4A16 ? "-" + method : "");

@@ -18,6 +18,9 @@
 #include "quant/gptq_calibration.h"
 #include "quant/quant_config.h"
 #include "quant/sequence_forward.h"
+#ifdef CROSSPOINT_HAVE_CUDA
+#include "quant/cuda/gpu_weight_quantizer.h"
+#endif
 
 namespace crosspoint {
 namespace fs = std::filesystem;
@@ -113,6 +116,16 @@ Result<std::map<std::string, Int4Quantized>> run_gptq(const QuantizeModelOptions
 }  // namespace
 
 Status quantize_model(const QuantizeModelOptions& o) {
+  if (o.device != "cpu" && o.device != "cuda")
+    return invalid_argument("quantize: device '" + o.device + "' is not cpu or cuda");
+  if (o.device == "cuda" && o.scheme == QuantizeScheme::kW4A16)
+    return unsupported("quantize --device cuda: W4A16 (GPTQ or RTN) runs on the CPU only so far; use --device cpu");
+#ifdef CROSSPOINT_HAVE_CUDA
+  std::unique_ptr<GpuWeightQuantizer> gpu;
+  if (o.device == "cuda") { CROSSPOINT_ASSIGN_OR_RETURN(gpu, GpuWeightQuantizer::create()); }
+#else
+  if (o.device == "cuda") return unsupported("quantize --device cuda: this build has no CUDA backend");
+#endif
   CROSSPOINT_ASSIGN_OR_RETURN(ModelConfig config, load_model_config(o.model_dir));
   if (!config.quantization_config_json.empty())
     return unsupported(o.model_dir + "/config.json already has a quantization_config; quantize a dense checkpoint");
@@ -147,6 +160,17 @@ Status quantize_model(const QuantizeModelOptions& o) {
       return corrupt(w->file + ": tensor " + w->name + " is not a 2-D float weight");
     const int64_t N = w->shape[0], K = w->shape[1];
     std::vector<TensorToWrite>& out = replaced[w->name];
+#ifdef CROSSPOINT_HAVE_CUDA
+    if (gpu != nullptr) {
+      const bool fp8 = o.scheme == QuantizeScheme::kW8A8Fp8;
+      CROSSPOINT_ASSIGN_OR_RETURN(GpuQuantizedWeight q, gpu->quantize(*w, fp8 ? cuda::WeightQuantScheme::kFp8E4M3
+                                                                              : cuda::WeightQuantScheme::kInt8));
+      out.push_back({prefix + ".weight", fp8 ? DType::kF8E4M3 : DType::kI8, {N, K}, std::move(q.weight)});
+      out.push_back({prefix + ".weight_scale", DType::kF32, {N, 1}, to_bytes(q.scale)});
+      progress.update(++done);
+      continue;
+    }
+#endif
     if (o.scheme == QuantizeScheme::kW8A8Fp8) {
       const Fp8Quantized q = quantize_fp8_per_channel(read_weight(*w).data(), N, K);
       out.push_back({prefix + ".weight", DType::kF8E4M3, {N, K}, q.weight});
@@ -172,6 +196,11 @@ Status quantize_model(const QuantizeModelOptions& o) {
     progress.update(++done);
   }
   progress.finish();
+#ifdef CROSSPOINT_HAVE_CUDA
+  if (gpu != nullptr)
+    log_info("quantize: weights quantised on the GPU, {:.1f} MiB of GPU memory at most",
+             static_cast<double>(gpu->peak_device_bytes()) / (1 << 20));
+#endif
 
   std::vector<TensorToWrite> all;
   for (const std::string& name : tensors->tensor_names()) {
