@@ -1,10 +1,11 @@
 // crosspoint eval: perplexity of a model on text, and greedy-token agreement with a
 // reference model (teacher-forced on the same tokens).
 //   crosspoint eval --model DIR|default [--reference DIR] [--dataset sharegpt|FILE]
-//       [--num-samples 32] [--max-tokens 256] [--skip 1000] [--threads N] [--json]
+//       [--num-samples 32] [--max-tokens 256] [--skip 1000] [--threads N] [--device auto|cpu|cuda] [--json]
 // Samples are ShareGPT conversations (prompt + reply) taken in file order after --skip
 // (quantize's calibration uses the first ones, so the default skips past them).
 #include <cstdio>
+#include <memory>
 #include <string>
 
 #include <nlohmann/json.hpp>
@@ -14,14 +15,20 @@
 #include "cli/device_runner.h"
 #include "cli/commands.h"
 #include "common/clock.h"
+#include "common/log.h"
 #include "common/paths.h"
 #include "common/progress_bar.h"
 #include "common/thread_pool.h"
+#include "analysis/gpu_ceilings.h"
 #include "model/model.h"
 #include "runner/kv_cache_dtype.h"
 #include "quant/eval_metrics.h"
 #include "quant/gptq_linear_weight.h"
+#include "quant/sequence_forward.h"
 #include "tokenizer/tokenizer.h"
+#ifdef CROSSPOINT_HAVE_CUDA
+#include "quant/cuda/cuda_sequence_forward.h"
+#endif
 
 namespace crosspoint::cli {
 namespace {
@@ -59,12 +66,21 @@ int run_eval(int argc, char** argv) {
                  "activation dtype of both models: auto or float32 (f32), or float16 (= half: rounded to fp16 where "
                  "the GPU holds them, the quality the GPU serves)")
       ->capture_default_str();
+  std::string device_arg = "auto";
+  app.add_option("--device", device_arg,
+                 "where both models run: auto (cuda when a GPU is visible, else cpu), cpu or cuda (the GPU's own "
+                 "kernels, fp16 activations and KV cache as it serves: the quality the GPU serves)")
+      ->check(CLI::IsMember({"auto", "cpu", "cuda"}))
+      ->capture_default_str();
   app.add_flag("--json", json_out, "print one JSON object instead of a table");
   if (int code = parse_or_exit_code(app, argc, argv); code >= 0) return code;
-  const auto parsed_kv_dtype = resolve_kv_dtype(kv_cache_dtype, "cpu");
+  const auto device_resolved = analysis::resolve_device(device_arg);
+  if (!device_resolved.is_ok()) return report_error("eval", device_resolved.status());
+  const std::string device = device_resolved.value();
+  const auto parsed_kv_dtype = resolve_kv_dtype(kv_cache_dtype, device);
   if (!parsed_kv_dtype.is_ok()) return report_error("eval", parsed_kv_dtype.status());
   const DType kv_dtype = parsed_kv_dtype->storage;
-  const auto fp16_activations = fp16_activations_for_dtype(dtype, "cpu");
+  const auto fp16_activations = fp16_activations_for_dtype(dtype, device);
   if (!fp16_activations.is_ok()) return report_error("eval", fp16_activations.status());
   if (threads > 0) set_global_num_threads(threads);
 
@@ -75,6 +91,8 @@ int run_eval(int argc, char** argv) {
     auto r = load_any(reference_arg, fp16_activations.value());
     if (!r.is_ok()) return report_error("eval", r.status());
     reference = std::move(r).value();
+    if (reference->vocab_size() != model.value()->vocab_size())
+      return report_error("eval", invalid_argument("the reference model's vocab_size differs from the model's"));
   }
   auto dir = resolve_model_dir(model_arg);
   auto tokenizer = Tokenizer::from_model_dir(dir.value());
@@ -84,10 +102,37 @@ int run_eval(int argc, char** argv) {
 
   const Stopwatch clock;
   EvalTotals totals;
+  // Both devices through one evaluator: the logits of every position of a sample.
+  SequenceLogits model_logits, reference_logits;
+  if (device == "cpu") {
+    model_logits = [&](const std::vector<int32_t>& t, std::vector<float>& out) {
+      return forward_sequences(*model.value(), {t}, /*all_positions=*/true, out, kv_dtype);
+    };
+    reference_logits = [&](const std::vector<int32_t>& t, std::vector<float>& out) {
+      return forward_sequences(*reference, {t}, /*all_positions=*/true, out);
+    };
+  } else {
+#ifdef CROSSPOINT_HAVE_CUDA
+    log_info("eval: both models on the GPU, sequences of up to {} tokens", max_tokens);
+    auto gpu_model = CudaSequenceForward::create(*model.value(), max_tokens, kv_dtype == DType::kF8E4M3);
+    if (!gpu_model.is_ok()) return report_error("eval", gpu_model.status());
+    std::shared_ptr<CudaSequenceForward> gpu(std::move(gpu_model).value());
+    model_logits = [gpu](const std::vector<int32_t>& t, std::vector<float>& out) { return gpu->logits(t, out); };
+    if (reference) {
+      auto gpu_ref = CudaSequenceForward::create(*reference, max_tokens, /*kv_fp8=*/false);
+      if (!gpu_ref.is_ok()) return report_error("eval", gpu_ref.status());
+      std::shared_ptr<CudaSequenceForward> ref(std::move(gpu_ref).value());
+      reference_logits = [ref](const std::vector<int32_t>& t, std::vector<float>& out) { return ref->logits(t, out); };
+    }
+#else
+    return report_error("eval", unsupported("--device cuda: this build has no CUDA backend"));
+#endif
+  }
   ProgressBar progress("eval", samples.value().size());
   size_t done = 0;
   for (const auto& tokens : samples.value()) {
-    const Status s = evaluate_sequence(*model.value(), reference.get(), tokens, totals, kv_dtype);
+    const Status s = evaluate_sequence(model_logits, reference ? &reference_logits : nullptr,
+                                       model.value()->vocab_size(), tokens, totals);
     if (!s.is_ok()) return report_error("eval", s);
     progress.update(++done);
   }
@@ -97,6 +142,7 @@ int run_eval(int argc, char** argv) {
     nlohmann::json j = {{"model", model_arg},
                         {"weight_format", model.value()->weight_format_name()},
                         {"kv_cache_dtype", parsed_kv_dtype->name()},
+                        {"device", device},
                         {"activation_dtype", fp16_activations.value() ? "float16" : "float32"},
                         {"num_samples", samples.value().size()},
                         {"num_predicted_tokens", totals.num_predicted},
@@ -113,8 +159,8 @@ int run_eval(int argc, char** argv) {
     std::printf("%s\n", j.dump(2).c_str());
     return 0;
   }
-  std::printf("model            %s (%s, KV cache %s)\n", model_arg.c_str(), model.value()->weight_format_name().c_str(),
-              kv_dtype == DType::kF32 ? "f32" : "fp8 e4m3");
+  std::printf("model            %s (%s, KV cache %s, on %s)\n", model_arg.c_str(),
+              model.value()->weight_format_name().c_str(), parsed_kv_dtype->name().c_str(), device.c_str());
   std::printf("samples          %zu (%lld predicted tokens)\n", samples.value().size(),
               static_cast<long long>(totals.num_predicted));
   std::printf("perplexity       %.4f\n", totals.perplexity());

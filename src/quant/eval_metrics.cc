@@ -68,13 +68,27 @@ int32_t greedy_token(const float* logits, int64_t vocab) {
 
 Status evaluate_sequence(const Model& model, const Model* reference, const std::vector<int32_t>& tokens,
                          EvalTotals& totals, DType kv_dtype) {
-  if (tokens.size() < 2) return invalid_argument("eval: a sequence needs at least 2 tokens");
-  const int64_t vocab = model.vocab_size();
-  if (reference && reference->vocab_size() != vocab)
+  if (reference && reference->vocab_size() != model.vocab_size())
     return invalid_argument("eval: the reference model's vocab_size differs from the model's");
+  const SequenceLogits model_logits = [&](const std::vector<int32_t>& t, std::vector<float>& out) {
+    return forward_sequences(model, {t}, /*all_positions=*/true, out, kv_dtype);
+  };
+  const SequenceLogits reference_logits = [&](const std::vector<int32_t>& t, std::vector<float>& out) {
+    return forward_sequences(*reference, {t}, /*all_positions=*/true, out);
+  };
+  return evaluate_sequence(model_logits, reference ? &reference_logits : nullptr, model.vocab_size(), tokens, totals);
+}
+
+Status evaluate_sequence(const SequenceLogits& model, const SequenceLogits* reference, int64_t vocab,
+                         const std::vector<int32_t>& tokens, EvalTotals& totals) {
+  if (tokens.size() < 2) return invalid_argument("eval: a sequence needs at least 2 tokens");
   std::vector<float> logits, ref_logits;  // [num_tokens, vocab] f32
-  CROSSPOINT_RETURN_IF_ERROR(forward_sequences(model, {tokens}, /*all_positions=*/true, logits, kv_dtype));
-  if (reference) CROSSPOINT_RETURN_IF_ERROR(forward_sequences(*reference, {tokens}, true, ref_logits));
+  CROSSPOINT_RETURN_IF_ERROR(model(tokens, logits));
+  if (reference) CROSSPOINT_RETURN_IF_ERROR((*reference)(tokens, ref_logits));
+  const size_t rows = tokens.size();
+  if (logits.size() != rows * static_cast<size_t>(vocab) ||
+      (reference && ref_logits.size() != rows * static_cast<size_t>(vocab)))
+    return internal_error("eval: a forward returned the wrong number of logits");
   for (size_t i = 0; i + 1 < tokens.size(); ++i) {
     const float* row = logits.data() + i * vocab;
     totals.nll_sum += token_nll(row, vocab, tokens[i + 1]);

@@ -9,6 +9,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <vector>
 
 #include "common/status.h"
@@ -36,6 +37,12 @@ struct EvalTotals {
 // (kF8E4M3: an fp8 cache); the reference always runs with an f32 cache.
 Status evaluate_sequence(const Model& model, const Model* reference, const std::vector<int32_t>& tokens,
                          EvalTotals& totals, DType kv_dtype = DType::kF32);
+
+// The logits of every position of one sequence, [tokens, vocab] f32, on whichever device runs it.
+using SequenceLogits = std::function<Status(const std::vector<int32_t>& tokens, std::vector<float>& logits)>;
+// The same statistics from two such functions (reference may be null): what --device cuda runs.
+Status evaluate_sequence(const SequenceLogits& model, const SequenceLogits* reference, int64_t vocab,
+                         const std::vector<int32_t>& tokens, EvalTotals& totals);
 
 // -log softmax(logits)[target] in double, for one row of `vocab` logits.
 double token_nll(const float* logits, int64_t vocab, int32_t target);

@@ -271,6 +271,8 @@ Status SweepRun::quantize_if_missing(const std::string& label) {
                              "--calib-max-tokens", "128", "--group-size", std::to_string(group_size)});
   }
   if (o_.threads > 0) argv.insert(argv.end(), {"--threads", std::to_string(o_.threads)});
+  // W8A8 weights on the sweep's device (the same bytes either way); GPTQ and RTN on the CPU.
+  argv.insert(argv.end(), {"--device", precision == "w4a16" ? "cpu" : serve_device()});
   CROSSPOINT_RETURN_IF_ERROR(run_to_completion(argv, logs_dir_ + "/quantize-" + precision + ".log",
                                                "crosspoint quantize --scheme " + precision));
   fs::rename(tmp, dir, ec);
@@ -631,6 +633,7 @@ Status SweepRun::evaluate_quality(const std::string& label) {
                                    "--reference",     fp16_dir_,
                                    "--num-samples",   std::to_string(o_.eval_samples),
                                    "--max-tokens",    std::to_string(o_.eval_max_tokens),
+                                   "--device",        serve_device(),
                                    "--json"};
   if (!o_.dataset_path.empty() && o_.dataset == "sharegpt") argv.insert(argv.end(), {"--dataset", o_.dataset_path});
   if (o_.threads > 0) argv.insert(argv.end(), {"--threads", std::to_string(o_.threads)});

@@ -1,0 +1,34 @@
+// `eval --device cuda`: whole token sequences through a CudaModel as one prefill each, every
+// position's logits back as f32 (quant/eval_metrics.h's SequenceLogits), the GPU twin of
+// quant/sequence_forward.h's forward_sequences. Built only with the CUDA backend.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "common/status.h"
+#include "model/cuda/cuda_model.h"
+#include "model/model.h"
+
+namespace crosspoint {
+
+class CudaSequenceForward {
+ public:
+  // Uploads `model` (which must outlive this) for sequences of up to max_tokens tokens; kv_fp8:
+  // an e4m3 KV cache, as serve --kv-cache-dtype fp8.
+  static Result<std::unique_ptr<CudaSequenceForward>> create(const Model& model, int32_t max_tokens, bool kv_fp8);
+
+  // logits: [tokens.size(), vocab] f32.
+  Status logits(const std::vector<int32_t>& tokens, std::vector<float>& out);
+
+  const cuda::CudaModel& model() const { return *model_; }
+
+ private:
+  explicit CudaSequenceForward(std::unique_ptr<cuda::CudaModel> model, int32_t max_tokens)
+      : model_(std::move(model)), max_tokens_(max_tokens) {}
+  std::unique_ptr<cuda::CudaModel> model_;
+  int32_t max_tokens_;
+};
+
+}  // namespace crosspoint
