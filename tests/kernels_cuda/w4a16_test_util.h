@@ -1,6 +1,7 @@
 // Shared by the W4A16 tests: a random GPTQ int4 linear in checkpoint layout and its
 // dequantise-then-matmul reference (double accumulation, the GPTQ formula of
-// checkpoint-formats.md: w = s[g_idx[k], n] * (q[k, n] - 8)).
+// checkpoint-formats.md: w = s[g_idx[k], n] * (q[k, n] - z), z = 8 or, for asymmetric weights,
+// a zero point per (group, column)).
 #pragma once
 
 #include <algorithm>
@@ -20,15 +21,18 @@ struct GptqLinear {
   std::vector<int32_t> qweight;  // [K/8, N]
   std::vector<uint16_t> scales;  // [num_groups, N] fp16
   std::vector<int32_t> g_idx;    // [K]
+  std::vector<uint8_t> zeros;    // [num_groups, N] 0..16, or empty: every zero point 8
 
+  int zero(int group, int col) const { return zeros.empty() ? 8 : zeros[static_cast<size_t>(group) * n + col]; }
   double weight(int row, int col) const {  // dequantised W[row][col]
     return crosspoint::f16_to_f32(scales[static_cast<size_t>(g_idx[row]) * n + col]) *
-           (static_cast<int>(q[static_cast<size_t>(row) * n + col]) - 8);
+           (static_cast<int>(q[static_cast<size_t>(row) * n + col]) - zero(g_idx[row], col));
   }
 };
 
 // group_size -1: one group over all of K. act_order shuffles g_idx (each group keeps G rows).
-inline GptqLinear make_gptq(std::mt19937& rng, int k, int n, int group_size, bool act_order) {
+// asymmetric: random zero points 0..16 per (group, column).
+inline GptqLinear make_gptq(std::mt19937& rng, int k, int n, int group_size, bool act_order, bool asymmetric = false) {
   GptqLinear lin;
   lin.k = k;
   lin.n = n;
@@ -49,6 +53,11 @@ inline GptqLinear make_gptq(std::mt19937& rng, int k, int n, int group_size, boo
   lin.g_idx.resize(k);
   for (int row = 0; row < k; ++row) lin.g_idx[row] = row / lin.group_size;
   if (act_order) std::shuffle(lin.g_idx.begin(), lin.g_idx.end(), rng);
+  if (asymmetric) {
+    std::uniform_int_distribution<int> zero(0, 16);
+    lin.zeros.resize(static_cast<size_t>(lin.num_groups) * n);
+    for (auto& z : lin.zeros) z = static_cast<uint8_t>(zero(rng));
+  }
   return lin;
 }
 

@@ -1,10 +1,12 @@
 // The host half of the CUDA W4A16 upload (runs without a GPU): the fused q|k|v and gate|up
-// GPTQ weights, after concatenation and w4a16_repack, decode (through the layout documented
-// in kernels/cuda/w4a16_gemm.h) to exactly the weights the CPU format dequantises per part.
+// GPTQ weights, after concatenation and w4a16_repack (and w4a16_pack_zeros for asymmetric
+// ones), decode (through the layout documented in kernels/cuda/w4a16_gemm.h) to exactly the
+// weights the CPU format dequantises per part.
 #include <gtest/gtest.h>
 
 #include "common/dtype.h"
 #include "model/cuda/cuda_linear.h"
+#include "model/model_test_util.h"
 #include "model_cuda/tiny_checkpoints.h"
 #include "quant/gptq_linear_weight.h"
 
@@ -35,7 +37,12 @@ std::vector<float> decode_packed(const cuda::W4A16PackedWeight& p) {
             const uint16_t s =
                 (col % 16) < 8 ? static_cast<uint16_t>(pair & 0xFFFF) : static_cast<uint16_t>(pair >> 16);
             const int k = p.k_perm.empty() ? row : p.k_perm[row];
-            w[static_cast<size_t>(k) * N + col] = f16_to_f32(s) * static_cast<float>(q - 8);
+            int z = 8;  // packed zeros hold 1024 + z as fp16: 0x6400 + z
+            if (!p.zeros.empty()) {
+              const uint32_t zp = p.zeros[(static_cast<size_t>(g) * (N / 16) + nb) * 8 + (col % 16) % 8];
+              z = static_cast<int>(((col % 16) < 8 ? zp & 0xFFFF : zp >> 16) - 0x6400u);
+            }
+            w[static_cast<size_t>(k) * N + col] = f16_to_f32(s) * static_cast<float>(q - z);
           }
         }
   return w;
@@ -83,6 +90,22 @@ TEST(GptqAssemblyTest, FusedLayersDecodeToTheCpuWeights) {
       expect_fused_matches_parts({{p + "mlp.down_proj", w.down_proj.get()}}, act_order);
     }
   }
+}
+
+// A compressed-tensors checkpoint with zero points (pack-quantized, asymmetric, one group per
+// channel): the zero points ride along into the packed layout.
+TEST(GptqAssemblyTest, AsymmetricLayersDecodeToTheCpuWeights) {
+  ModelLoadOptions options;
+  options.linear_formats = quantized_linear_weight_formats();
+  auto model = Model::load(testing::model_fixture_dir("llama_w4a16_packed_asym_channel"), options);
+  ASSERT_TRUE(model.is_ok()) << model.status().to_string();
+  const DecoderLayerWeights& w = (*model)->layers()[0];
+  auto packed = cuda::assemble_fused_gptq({{"q", w.q_proj.get()}, {"k", w.k_proj.get()}, {"v", w.v_proj.get()}}, "qkv");
+  ASSERT_TRUE(packed.is_ok()) << packed.status().to_string();
+  EXPECT_FALSE(packed->zeros.empty()) << "the fixture's zero points are not all 8";
+  expect_fused_matches_parts({{"q", w.q_proj.get()}, {"k", w.k_proj.get()}, {"v", w.v_proj.get()}}, false);
+  expect_fused_matches_parts({{"gate", w.gate_proj.get()}, {"up", w.up_proj.get()}}, false);
+  expect_fused_matches_parts({{"down", w.down_proj.get()}}, false);
 }
 
 }  // namespace

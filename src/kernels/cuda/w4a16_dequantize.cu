@@ -15,18 +15,19 @@ constexpr int kWarpsPerBlock = 8;
 constexpr int kSlabRows = 16, kSlabK = 64;
 constexpr int kSlabPitch = kSlabK + 8;  // halves per staged row: 144 bytes keep both phases conflict-free
 
-// (q_lo, q_hi) nibbles at bits 0 and 16 of `bits` as fp16 (q - 8) * scale: 1024 + q is exact in
-// fp16, so the subtraction is exact and the product is rounded once.
-__device__ __forceinline__ __half2 dequantize_pair(uint32_t bits, __half2 scale) {
+// (q_lo, q_hi) nibbles at bits 0 and 16 of `bits` as fp16 (q - z) * scale, with
+// zero_sub = 1024 + z (1032: symmetric): 1024 + q is exact in fp16, so the subtraction is exact
+// and the product is rounded once, as in the kernels' dequant_word(_zero).
+__device__ __forceinline__ __half2 dequantize_pair(uint32_t bits, __half2 scale, __half2 zero_sub) {
   const uint32_t biased = (bits & 0x000F000Fu) | 0x64006400u;
-  const __half2 q = __hsub2(*reinterpret_cast<const __half2*>(&biased), __float2half2_rn(1032.0f));
+  const __half2 q = __hsub2(*reinterpret_cast<const __half2*>(&biased), zero_sub);
   return __hmul2(q, scale);
 }
 
 __global__ void __launch_bounds__(kWarpsPerBlock * 32)
     w4a16_dequantize_kernel(const uint4* __restrict__ packed_weight, const uint32_t* __restrict__ packed_scales,
-                            __half* __restrict__ w, int64_t w_stride, int num_n_blocks, int num_k_chunks,
-                            int chunks_per_group) {
+                            const uint32_t* __restrict__ packed_zeros, __half* __restrict__ w, int64_t w_stride,
+                            int num_n_blocks, int num_k_chunks, int chunks_per_group) {
   __shared__ __align__(16) __half stage[kWarpsPerBlock][kSlabRows * kSlabPitch];
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   const int64_t slab = static_cast<int64_t>(blockIdx.x) * kWarpsPerBlock + warp;
@@ -37,16 +38,23 @@ __global__ void __launch_bounds__(kWarpsPerBlock * 32)
   const uint32_t scale_bits = packed_scales[(static_cast<int64_t>(group) * num_n_blocks + nb) * 8 + lane / 4];
   const __half2 scales = *reinterpret_cast<const __half2*>(&scale_bits);
   const __half2 scale_c = __low2half2(scales), scale_c8 = __high2half2(scales);
+  __half2 zero_c = __float2half2_rn(1032.0f), zero_c8 = zero_c;
+  if (packed_zeros != nullptr) {
+    const uint32_t zero_bits = packed_zeros[(static_cast<int64_t>(group) * num_n_blocks + nb) * 8 + lane / 4];
+    const __half2 zeros = *reinterpret_cast<const __half2*>(&zero_bits);
+    zero_c = __low2half2(zeros);
+    zero_c8 = __high2half2(zeros);
+  }
   const int c = lane / 4, k0 = (lane % 4) * 2;
   __half* s = stage[warp];
   const uint32_t word[4] = {words.x, words.y, words.z, words.w};
 #pragma unroll
   for (int j = 0; j < 4; ++j) {
     const int col = j * 16 + k0;
-    *reinterpret_cast<__half2*>(s + c * kSlabPitch + col) = dequantize_pair(word[j], scale_c);
-    *reinterpret_cast<__half2*>(s + c * kSlabPitch + col + 8) = dequantize_pair(word[j] >> 4, scale_c);
-    *reinterpret_cast<__half2*>(s + (c + 8) * kSlabPitch + col) = dequantize_pair(word[j] >> 8, scale_c8);
-    *reinterpret_cast<__half2*>(s + (c + 8) * kSlabPitch + col + 8) = dequantize_pair(word[j] >> 12, scale_c8);
+    *reinterpret_cast<__half2*>(s + c * kSlabPitch + col) = dequantize_pair(word[j], scale_c, zero_c);
+    *reinterpret_cast<__half2*>(s + c * kSlabPitch + col + 8) = dequantize_pair(word[j] >> 4, scale_c, zero_c);
+    *reinterpret_cast<__half2*>(s + (c + 8) * kSlabPitch + col) = dequantize_pair(word[j] >> 8, scale_c8, zero_c8);
+    *reinterpret_cast<__half2*>(s + (c + 8) * kSlabPitch + col + 8) = dequantize_pair(word[j] >> 12, scale_c8, zero_c8);
   }
   __syncwarp();
   // 16 rows x 8 vectors of 8 halves: four rows of 128 bytes per store instruction.
@@ -62,7 +70,7 @@ __global__ void __launch_bounds__(kWarpsPerBlock * 32)
 }  // namespace
 
 Status w4a16_dequantize(const uint32_t* packed_weight, const uint32_t* packed_scales, int n, int k, int group_size,
-                        uint16_t* w, int64_t w_stride, cudaStream_t stream) {
+                        uint16_t* w, int64_t w_stride, cudaStream_t stream, const uint32_t* packed_zeros) {
   if (k <= 0 || k % kSlabK != 0)
     return unsupported("w4a16_dequantize: k = " + std::to_string(k) + " is not a positive multiple of 64");
   if (n <= 0 || n % kSlabRows != 0)
@@ -81,8 +89,8 @@ Status w4a16_dequantize(const uint32_t* packed_weight, const uint32_t* packed_sc
   const int64_t blocks = (slabs + kWarpsPerBlock - 1) / kWarpsPerBlock;
   if (blocks > 0x7fffffff) return unsupported("w4a16_dequantize: weight too large for one launch");
   w4a16_dequantize_kernel<<<static_cast<unsigned>(blocks), kWarpsPerBlock * 32, 0, stream>>>(
-      reinterpret_cast<const uint4*>(packed_weight), packed_scales, reinterpret_cast<__half*>(w), w_stride,
-      num_n_blocks, num_k_chunks, chunks_per_group);
+      reinterpret_cast<const uint4*>(packed_weight), packed_scales, packed_zeros, reinterpret_cast<__half*>(w),
+      w_stride, num_n_blocks, num_k_chunks, chunks_per_group);
   return last_launch_status("w4a16_dequantize launch");
 }
 

@@ -40,6 +40,28 @@ __device__ __forceinline__ void dequant_word(uint32_t word, half2 out[4]) {
   out[3] = __hfma2(*reinterpret_cast<const half2*>(&hi1), sixteenth, minus72);
 }
 
+// The same with per-column zero points (asymmetric GPTQ, AWQ): out[] hold (q - z) exactly.
+// zero_pair is the packed zeros' half2 (1024 + z[c], 1024 + z[c + 8]) (w4a16_gemm.h): the low
+// nibbles subtract it, the high ones (1024 + 16 q) / 16 - (64 + z) with 960 - (1024 + z) = -(64 + z).
+// With z = 8 this is dequant_word's arithmetic exactly.
+__device__ __forceinline__ void dequant_word_zero(uint32_t word, uint32_t zero_pair, half2 out[4]) {
+  constexpr uint32_t kLo = 0x000F000F, kHi = 0x00F000F0, kMagic = 0x64006400;
+  const uint32_t lo0 = lop3_and_or(word, kLo, kMagic);
+  const uint32_t hi0 = lop3_and_or(word, kHi, kMagic);
+  const uint32_t shifted = word >> 8;
+  const uint32_t lo1 = lop3_and_or(shifted, kLo, kMagic);
+  const uint32_t hi1 = lop3_and_or(shifted, kHi, kMagic);
+  const uint32_t k1_16 = 0x2C002C00;  // half2(1/16, 1/16)
+  const uint32_t k960 = 0x63806380;   // half2(960, 960)
+  const half2 sixteenth = *reinterpret_cast<const half2*>(&k1_16);
+  const half2 zeros = *reinterpret_cast<const half2*>(&zero_pair);
+  const half2 hi_add = __hsub2(*reinterpret_cast<const half2*>(&k960), zeros);  // -(64 + z) per column
+  out[0] = __hsub2(*reinterpret_cast<const half2*>(&lo0), __low2half2(zeros));
+  out[1] = __hfma2(*reinterpret_cast<const half2*>(&hi0), sixteenth, __low2half2(hi_add));
+  out[2] = __hsub2(*reinterpret_cast<const half2*>(&lo1), __high2half2(zeros));
+  out[3] = __hfma2(*reinterpret_cast<const half2*>(&hi1), sixteenth, __high2half2(hi_add));
+}
+
 // acc[4] += A(16x16, row-major fragment a[4]) * B(16x8, col-major fragment b0, b1), fp32.
 __device__ __forceinline__ void mma_m16n8k16(float acc[4], const uint32_t a[4], uint32_t b0, uint32_t b1) {
   asm volatile(

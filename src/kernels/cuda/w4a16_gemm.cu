@@ -49,16 +49,18 @@ W4A16Kernel w4a16_kernel_for(int m, int n, int k, bool wgmma_supported) {
 }
 
 Status w4a16_gemm(const uint16_t* x, int64_t x_stride, const uint32_t* packed_weight, const uint32_t* packed_scales,
-                  uint16_t* y, int64_t y_stride, int m, int n, int k, int group_size, cudaStream_t stream) {
+                  uint16_t* y, int64_t y_stride, int m, int n, int k, int group_size, cudaStream_t stream,
+                  const uint32_t* packed_zeros) {
   // Shapes first: a bad call is refused without querying the device.
   CROSSPOINT_RETURN_IF_ERROR(check_shapes(x, x_stride, packed_weight, packed_scales, y, y_stride, m, n, k, group_size));
   const W4A16Kernel kernel = w4a16_kernel_for(m, n, k, m > kW4A16GemvMaxRows && w4a16_wgmma_supported());
-  return w4a16_gemm_with(kernel, x, x_stride, packed_weight, packed_scales, y, y_stride, m, n, k, group_size, stream);
+  return w4a16_gemm_with(kernel, x, x_stride, packed_weight, packed_scales, y, y_stride, m, n, k, group_size, stream,
+                         packed_zeros);
 }
 
 Status w4a16_gemm_with(W4A16Kernel kernel, const uint16_t* x, int64_t x_stride, const uint32_t* packed_weight,
                        const uint32_t* packed_scales, uint16_t* y, int64_t y_stride, int m, int n, int k,
-                       int group_size, cudaStream_t stream) {
+                       int group_size, cudaStream_t stream, const uint32_t* packed_zeros) {
   if (kernel == W4A16Kernel::kWgmma && n % 64 != 0)  // before the pointer checks: refused on any device
     return unsupported("w4a16_gemm: n = " + std::to_string(n) + " is not a multiple of 64, which kWgmma needs");
   CROSSPOINT_RETURN_IF_ERROR(check_shapes(x, x_stride, packed_weight, packed_scales, y, y_stride, m, n, k, group_size));
@@ -66,12 +68,14 @@ Status w4a16_gemm_with(W4A16Kernel kernel, const uint16_t* x, int64_t x_stride, 
   if (group_size == -1) group_size = k;
   switch (kernel) {
     case W4A16Kernel::kGemv:
-      return w4a16_gemv(x, x_stride, packed_weight, packed_scales, y, y_stride, m, n, k, group_size, stream);
+      return w4a16_gemv(x, x_stride, packed_weight, packed_scales, y, y_stride, m, n, k, group_size, stream,
+                        /*warps_per_block=*/0, packed_zeros);
     case W4A16Kernel::kWgmma:
       return w4a16_gemm_wgmma(x, x_stride, packed_weight, packed_scales, y, y_stride, m, n, k, group_size,
-                              W4A16WgmmaOptions{}, stream);
+                              W4A16WgmmaOptions{}, stream, packed_zeros);
     case W4A16Kernel::kLargeTile:
-      return w4a16_gemm_large(x, x_stride, packed_weight, packed_scales, y, y_stride, m, n, k, group_size, stream);
+      return w4a16_gemm_large(x, x_stride, packed_weight, packed_scales, y, y_stride, m, n, k, group_size, stream,
+                              packed_zeros);
   }
   return internal_error("w4a16_gemm: unknown kernel");
 }

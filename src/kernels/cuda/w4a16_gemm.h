@@ -1,5 +1,6 @@
-// W4A16 GEMM: y[M, N] fp16 = x[M, K] fp16 · W[K, N], W stored as GPTQ-style symmetric int4
-// (zero point 8) with one fp16 scale per (group of G input rows, output column).
+// W4A16 GEMM: y[M, N] fp16 = x[M, K] fp16 · W[K, N], W stored as GPTQ-style int4 with one fp16
+// scale per (group of G input rows, output column), symmetric (zero point 8) or with a zero
+// point 0..16 per (group, column) (asymmetric GPTQ, AWQ, compressed-tensors asymmetric).
 //
 // The GPTQ checkpoint layout (qweight [K/8, N] int32, scales [ceil(K/G), N] fp16, optional
 // g_idx [K]) is re-laid-out once at load time by w4a16_repack() into the order the kernel's
@@ -16,6 +17,8 @@
 //     so that (w & 0x000F000F) | 0x64006400 is already the fp16 pair (1024+b0, 1024+b1).
 //     One 16-byte load per lane fetches a whole 64(k) x 16(n) slab for the warp.
 //   packed_scales  uint32 [num_groups][N/16][8]: half2(s[g][nb*16+c], s[g][nb*16+c+8]).
+//   packed_zeros   asymmetric weights only, the same layout: half2(1024 + z[g][nb*16+c],
+//     1024 + z[g][nb*16+c+8]), the value the kernels subtract from (1024 + q) for q - z exactly.
 //
 // Act-order (desc_act) checkpoints: repack sorts the input rows by g_idx (stable), so each
 // group's rows become contiguous; the activations must then be permuted the same way with
@@ -42,6 +45,7 @@ struct W4A16PackedWeight {
   int group_size = 0;            // G (K when the checkpoint says -1)
   std::vector<uint32_t> weight;  // [N/16][K/64][32][4] int4 nibbles, layout above
   std::vector<uint32_t> scales;  // [ceil(K/G)][N/16][8] half2 pairs, layout above
+  std::vector<uint32_t> zeros;   // the same layout, 1024 + z; empty when every zero point is 8
   // Input-row order the packed weight expects: packed row i is checkpoint row k_perm[i].
   // Empty when g_idx is absent or already k/G (no permutation needed).
   std::vector<int32_t> k_perm;
@@ -54,6 +58,11 @@ struct W4A16PackedWeight {
 // group_size -1 means one group over all of K. `name` prefixes error messages.
 Result<W4A16PackedWeight> w4a16_repack(const int32_t* qweight, const uint16_t* scales, const int32_t* g_idx,
                                        int num_in_features, int num_out_features, int group_size, const char* name);
+
+// packed_zeros of zero points z [num_groups, N] (0..16, the value subtracted from q; the groups
+// in the packed rows' order), or an empty vector when every one is 8 (the symmetric kernels run).
+Result<std::vector<uint32_t>> w4a16_pack_zeros(const uint8_t* zeros, int num_groups, int num_out_features,
+                                               const char* name);
 
 // The kernels w4a16_gemm chooses from, by the rows M of the call (the one place the
 // thresholds are explained; measurements in docs/cuda.md):
@@ -76,20 +85,22 @@ enum class W4A16Kernel { kGemv, kWgmma, kLargeTile };
 inline constexpr int kW4A16DequantMinRows = 1024;
 W4A16Kernel w4a16_kernel_for(int m, int n, int k, bool wgmma_supported);
 
-// y[m, n] = sum_k x[m, k] * s[g(k), n] * (q[k, n] - 8), fp32 accumulation, fp16 out, on the
-// kernel w4a16_kernel_for picks.
+// y[m, n] = sum_k x[m, k] * s[g(k), n] * (q[k, n] - z[g(k), n]), fp32 accumulation, fp16 out, on
+// the kernel w4a16_kernel_for picks; z = 8 without packed_zeros.
 //   x              [M, K] fp16, row stride x_stride elements (multiple of 8), permuted when k_perm
 //   packed_weight  device copy of W4A16PackedWeight::weight
 //   packed_scales  device copy of W4A16PackedWeight::scales
 //   y              [M, N] fp16, row stride y_stride elements
+//   packed_zeros   device copy of W4A16PackedWeight::zeros, or nullptr (symmetric)
 Status w4a16_gemm(const uint16_t* x, int64_t x_stride, const uint32_t* packed_weight, const uint32_t* packed_scales,
-                  uint16_t* y, int64_t y_stride, int m, int n, int k, int group_size, cudaStream_t stream);
+                  uint16_t* y, int64_t y_stride, int m, int n, int k, int group_size, cudaStream_t stream,
+                  const uint32_t* packed_zeros = nullptr);
 
 // The same on a given kernel (tests and benchmarks compare them): shapes are checked as in
 // w4a16_gemm; kGemv refuses M above kW4A16GemvKernelMaxRows, kWgmma what it cannot run.
 Status w4a16_gemm_with(W4A16Kernel kernel, const uint16_t* x, int64_t x_stride, const uint32_t* packed_weight,
                        const uint32_t* packed_scales, uint16_t* y, int64_t y_stride, int m, int n, int k,
-                       int group_size, cudaStream_t stream);
+                       int group_size, cudaStream_t stream, const uint32_t* packed_zeros = nullptr);
 
 // ---- kLargeTile (w4a16_gemm_large.cu) ----
 // Launch plan (host only, so it is tested without a GPU).
@@ -106,7 +117,7 @@ W4A16LargePlan w4a16_large_plan(int m, int n);
 // w4a16_gemm_with, or with shapes that passed it).
 Status w4a16_gemm_large(const uint16_t* x, int64_t x_stride, const uint32_t* packed_weight,
                         const uint32_t* packed_scales, uint16_t* y, int64_t y_stride, int m, int n, int k,
-                        int group_size, cudaStream_t stream);
+                        int group_size, cudaStream_t stream, const uint32_t* packed_zeros = nullptr);
 
 // ---- kWgmma (w4a16_gemm_wgmma.cu) ----
 // Block: 2 warpgroups x 64 output channels x a token tile of w4a16_wgmma_token_tile(M) rows:
@@ -156,7 +167,8 @@ bool w4a16_wgmma_supported();
 // than compute capability 9.0 (Status kUnsupported); other shapes are not checked here.
 Status w4a16_gemm_wgmma(const uint16_t* x, int64_t x_stride, const uint32_t* packed_weight,
                         const uint32_t* packed_scales, uint16_t* y, int64_t y_stride, int m, int n, int k,
-                        int group_size, const W4A16WgmmaOptions& options, cudaStream_t stream);
+                        int group_size, const W4A16WgmmaOptions& options, cudaStream_t stream,
+                        const uint32_t* packed_zeros = nullptr);
 
 // x_out[m, i] = x[m, k_perm[i]]: the activation permutation act-order weights need.
 //   x [M, K] fp16 (row stride K), k_perm [K] int32 (device), x_out [M, K] fp16

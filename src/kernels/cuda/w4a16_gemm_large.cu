@@ -13,6 +13,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <string>
+#include <type_traits>
 
 #include "kernels/cuda/cuda_status.h"
 #include "kernels/cuda/device_info.h"
@@ -27,6 +28,7 @@ using w4a16_internal::cp_async_16;
 using w4a16_internal::cp_async_commit;
 using w4a16_internal::cp_async_wait;
 using w4a16_internal::dequant_word;
+using w4a16_internal::dequant_word_zero;
 using w4a16_internal::ldmatrix_x4;
 using w4a16_internal::mma_m16n8k16;
 
@@ -42,9 +44,16 @@ constexpr int kThreads = kWarpsM * kWarpsN * 32;       // 256
 constexpr int kBlockNBlocks = kWarpsN * kWarpNBlocks;  // n16 blocks per block
 constexpr int kBlockCols = kBlockNBlocks * 16;         // 128 columns
 
-// One pipeline stage: everything the block needs for one 64-deep k chunk.
-template <int kMTiles>
-struct LargeStage {
+// Zero points of a stage (asymmetric weights): half2 (1024 + z[c], 1024 + z[c+8]) as scales.
+struct LargeStageZeros {
+  uint32_t zeros[kBlockNBlocks][8];
+};
+struct NoZeros {};
+
+// One pipeline stage: everything the block needs for one 64-deep k chunk (symmetric weights:
+// the empty base adds nothing).
+template <int kMTiles, bool kZeros>
+struct LargeStage : std::conditional_t<kZeros, LargeStageZeros, NoZeros> {
   static constexpr int kRows = kWarpsM * kMTiles * 16;
   uint4 weight[kBlockNBlocks][32];    // packed int4: [n16 block][lane] 16 bytes (4 KB)
   uint32_t scales[kBlockNBlocks][8];  // half2 (s[c], s[c+8]) per n16 block and c = lane / 4
@@ -54,12 +63,12 @@ struct LargeStage {
 // grid = (ceil(N / 128), 1, ceil(M / (32 * kMTiles))). Rows of the staged activation tile at
 // or beyond m are never copied (stale shared memory); they only feed output rows that are
 // never stored, because an MMA's output row depends on its own A row alone.
-template <int kMTiles, int kStages, int kMinBlocksPerSm>
+template <int kMTiles, int kStages, int kMinBlocksPerSm, bool kZeros>
 __global__ void __launch_bounds__(kThreads, kMinBlocksPerSm)
     w4a16_gemm_large_kernel(const uint16_t* __restrict__ x, int64_t x_stride, const uint4* __restrict__ packed_weight,
-                            const uint32_t* __restrict__ packed_scales, uint16_t* __restrict__ y, int64_t y_stride,
-                            int m, int n, int k, int group_size) {
-  using StageT = LargeStage<kMTiles>;
+                            const uint32_t* __restrict__ packed_scales, const uint32_t* __restrict__ packed_zeros,
+                            uint16_t* __restrict__ y, int64_t y_stride, int m, int n, int k, int group_size) {
+  using StageT = LargeStage<kMTiles, kZeros>;
   constexpr int kBlockRows = StageT::kRows;
   extern __shared__ __align__(16) unsigned char smem_raw[];
   StageT* stages = reinterpret_cast<StageT*>(smem_raw);
@@ -94,6 +103,14 @@ __global__ void __launch_bounds__(kThreads, kMinBlocksPerSm)
     const int nb = min(nb0 + tid / 2 % kBlockNBlocks, num_n_blocks - 1);
     scale_src = packed_scales + static_cast<int64_t>(nb) * 8 + (tid % 2) * 4;
   }
+  // Zero points: the next 16 threads copy them the same way.
+  const bool copies_zeros = kZeros && tid >= kBlockNBlocks * 2 && tid < kBlockNBlocks * 4;
+  const uint32_t* zero_src = nullptr;
+  if constexpr (kZeros) {
+    const int zt = tid - kBlockNBlocks * 2;
+    const int nb = min(nb0 + max(zt, 0) / 2 % kBlockNBlocks, num_n_blocks - 1);
+    zero_src = packed_zeros + static_cast<int64_t>(nb) * 8 + (max(zt, 0) % 2) * 4;
+  }
   const int a_row = tid / 8, a_col = (tid % 8) * 8;
   const uint16_t* a_src = x + static_cast<int64_t>(m0 + a_row) * x_stride + a_col;
   const int64_t a_pass_stride = static_cast<int64_t>(kARowsPerPass) * x_stride;
@@ -111,6 +128,12 @@ __global__ void __launch_bounds__(kThreads, kMinBlocksPerSm)
     cp_async_16(&dst.weight[tid / 32][lane], weight_src + static_cast<int64_t>(kc) * 32);
     if (copies_scales) {
       cp_async_16(&dst.scales[tid / 2][(tid % 2) * 4], scale_src + static_cast<int64_t>(load_group) * num_n_blocks * 8);
+    }
+    if constexpr (kZeros) {
+      if (copies_zeros) {
+        const int zt = tid - kBlockNBlocks * 2;
+        cp_async_16(&dst.zeros[zt / 2][(zt % 2) * 4], zero_src + static_cast<int64_t>(load_group) * num_n_blocks * 8);
+      }
     }
     if (++load_chunk_in_group == chunks_per_group) {
       load_chunk_in_group = 0;
@@ -144,9 +167,11 @@ __global__ void __launch_bounds__(kThreads, kMinBlocksPerSm)
     const StageT& st = stages[i % kStages];
     uint4 w[kWarpNBlocks];
     half2 scale[kWarpNBlocks][2];  // [n16 block][n8 half] the group scale of column c (+8)
+    uint32_t zero_pair[kWarpNBlocks] = {};
 #pragma unroll
     for (int b = 0; b < kWarpNBlocks; ++b) {
       w[b] = st.weight[warp_n * kWarpNBlocks + b][lane];
+      if constexpr (kZeros) zero_pair[b] = st.zeros[warp_n * kWarpNBlocks + b][lane / 4];
       const uint32_t sp = st.scales[warp_n * kWarpNBlocks + b][lane / 4];
       const half2 pair = *reinterpret_cast<const half2*>(&sp);
       scale[b][0] = __low2half2(pair);
@@ -163,7 +188,11 @@ __global__ void __launch_bounds__(kThreads, kMinBlocksPerSm)
       for (int b = 0; b < kWarpNBlocks; ++b) {
         const uint32_t word = j == 0 ? w[b].x : j == 1 ? w[b].y : j == 2 ? w[b].z : w[b].w;
         half2 frag[4];
-        dequant_word(word, frag);
+        if constexpr (kZeros) {
+          dequant_word_zero(word, zero_pair[b], frag);
+        } else {
+          dequant_word(word, frag);
+        }
         frag[0] = __hmul2(frag[0], scale[b][0]);
         frag[1] = __hmul2(frag[1], scale[b][0]);
         frag[2] = __hmul2(frag[2], scale[b][1]);
@@ -216,11 +245,12 @@ __global__ void __launch_bounds__(kThreads, kMinBlocksPerSm)
         }
 }
 
-template <int kMTiles, int kStages, int kMinBlocksPerSm>
+template <int kMTiles, int kStages, int kMinBlocksPerSm, bool kZeros>
 Status launch_large(const uint16_t* x, int64_t x_stride, const uint32_t* packed_weight, const uint32_t* packed_scales,
-                    uint16_t* y, int64_t y_stride, int m, int n, int k, int group_size, cudaStream_t stream) {
-  constexpr auto kKernel = w4a16_gemm_large_kernel<kMTiles, kStages, kMinBlocksPerSm>;
-  constexpr size_t kSmemBytes = sizeof(LargeStage<kMTiles>) * kStages;
+                    const uint32_t* packed_zeros, uint16_t* y, int64_t y_stride, int m, int n, int k, int group_size,
+                    cudaStream_t stream) {
+  constexpr auto kKernel = w4a16_gemm_large_kernel<kMTiles, kStages, kMinBlocksPerSm, kZeros>;
+  constexpr size_t kSmemBytes = sizeof(LargeStage<kMTiles, kZeros>) * kStages;
   static const int blocks_per_sm = resident_blocks_per_sm(kKernel, kThreads, kSmemBytes);  // once per instantiation
   if (blocks_per_sm <= 0) {
     return internal_error("w4a16_gemm_large: kernel with " + std::to_string(kSmemBytes) +
@@ -229,7 +259,7 @@ Status launch_large(const uint16_t* x, int64_t x_stride, const uint32_t* packed_
   const W4A16LargePlan plan = w4a16_large_plan(m, n);
   const dim3 grid(plan.grid_n, 1, plan.grid_m);
   kKernel<<<grid, kThreads, kSmemBytes, stream>>>(x, x_stride, reinterpret_cast<const uint4*>(packed_weight),
-                                                  packed_scales, y, y_stride, m, n, k, group_size);
+                                                  packed_scales, packed_zeros, y, y_stride, m, n, k, group_size);
   return last_launch_status("w4a16_gemm_large launch");
 }
 
@@ -246,18 +276,37 @@ W4A16LargePlan w4a16_large_plan(int m, int n) {
   return plan;
 }
 
-Status w4a16_gemm_large(const uint16_t* x, int64_t x_stride, const uint32_t* packed_weight,
-                        const uint32_t* packed_scales, uint16_t* y, int64_t y_stride, int m, int n, int k,
-                        int group_size, cudaStream_t stream) {
+namespace {
+
+template <bool kZeros>
+Status launch_large_for_rows(const uint16_t* x, int64_t x_stride, const uint32_t* packed_weight,
+                             const uint32_t* packed_scales, const uint32_t* packed_zeros, uint16_t* y, int64_t y_stride,
+                             int m, int n, int k, int group_size, cudaStream_t stream) {
   // Stages: as deep as two blocks per SM allow; minimum blocks per SM as the registers allow.
   switch (w4a16_large_block_rows(m)) {
     case 32:
-      return launch_large<1, 8, 3>(x, x_stride, packed_weight, packed_scales, y, y_stride, m, n, k, group_size, stream);
+      return launch_large<1, 8, 3, kZeros>(x, x_stride, packed_weight, packed_scales, packed_zeros, y, y_stride, m, n,
+                                           k, group_size, stream);
     case 64:
-      return launch_large<2, 6, 2>(x, x_stride, packed_weight, packed_scales, y, y_stride, m, n, k, group_size, stream);
+      return launch_large<2, 6, 2, kZeros>(x, x_stride, packed_weight, packed_scales, packed_zeros, y, y_stride, m, n,
+                                           k, group_size, stream);
     default:
-      return launch_large<4, 4, 2>(x, x_stride, packed_weight, packed_scales, y, y_stride, m, n, k, group_size, stream);
+      return launch_large<4, 4, 2, kZeros>(x, x_stride, packed_weight, packed_scales, packed_zeros, y, y_stride, m, n,
+                                           k, group_size, stream);
   }
+}
+
+}  // namespace
+
+Status w4a16_gemm_large(const uint16_t* x, int64_t x_stride, const uint32_t* packed_weight,
+                        const uint32_t* packed_scales, uint16_t* y, int64_t y_stride, int m, int n, int k,
+                        int group_size, cudaStream_t stream, const uint32_t* packed_zeros) {
+  if (packed_zeros != nullptr) {
+    return launch_large_for_rows<true>(x, x_stride, packed_weight, packed_scales, packed_zeros, y, y_stride, m, n, k,
+                                       group_size, stream);
+  }
+  return launch_large_for_rows<false>(x, x_stride, packed_weight, packed_scales, nullptr, y, y_stride, m, n, k,
+                                      group_size, stream);
 }
 
 }  // namespace crosspoint::cuda

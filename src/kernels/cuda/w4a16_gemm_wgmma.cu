@@ -45,6 +45,7 @@ using w4a16_internal::cp_async_16;
 using w4a16_internal::cp_async_commit;
 using w4a16_internal::cp_async_wait;
 using w4a16_internal::dequant_word;
+using w4a16_internal::dequant_word_zero;
 using wgmma_internal::cp_async_16_or_zero;
 using wgmma_internal::fence_proxy_async_shared;
 using wgmma_internal::keep_registers_until_here;
@@ -74,7 +75,8 @@ constexpr int kTileRowBytes = kChunkK * 2;  // one token's 64 fp16 of a chunk: 1
 //   x_tiles  [kStages][kTokens][64] fp16, 128-byte swizzled rows (wgmma.cuh)
 //   weights  [kStages][kBlockNBlocks][32 lanes] uint4 packed int4 words
 //   scales   [kStages][kBlockNBlocks][8] half2 (s[c], s[c+8]) of the chunk's group
-template <int kTokens, int kStages, int kWarpGroups>
+//   zeros    [kStages][kBlockNBlocks][8] half2 (1024 + z[c], 1024 + z[c+8]), asymmetric weights only
+template <int kTokens, int kStages, int kWarpGroups, bool kZeros = false>
 struct WgmmaSmem {
   static_assert(kStages >= 3, "the ring keeps the chunk being multiplied and the one before it busy");
   static constexpr int kBlockNBlocks = WgmmaBlock<kWarpGroups>::kNBlocks;
@@ -83,7 +85,9 @@ struct WgmmaSmem {
   static constexpr int kScaleBytes = kBlockNBlocks * 8 * 4;
   static constexpr int kWeightOffset = kStages * kTileBytes;
   static constexpr int kScaleOffset = kWeightOffset + kStages * kWeightBytes;
-  static constexpr int kBytes = kScaleOffset + kStages * kScaleBytes + 1024;  // + slack to align the base to 1024
+  static constexpr int kZeroOffset = kScaleOffset + kStages * kScaleBytes;
+  static constexpr int kZeroBytes = kZeros ? kScaleBytes : 0;
+  static constexpr int kBytes = kZeroOffset + kStages * kZeroBytes + 1024;  // + slack to align the base to 1024
   // A split-K block parks its fp32 D fragments in the ring once it is done with it.
   static_assert(kTokens / 2 * WgmmaBlock<kWarpGroups>::kThreads * 4 <= kBytes - 1024, "split-K sums fit in the ring");
 };
@@ -103,13 +107,14 @@ struct WgmmaWork {
 // multiple of 64, so each warpgroup's 64 channels are all in range or all beyond N (then it
 // only helps copy). Token rows at or beyond M are zero-filled in shared memory and their D
 // columns never stored (a D column depends only on its own B column).
-template <int kTokens, int kStages, int kWarpGroups, int kMinBlocksPerSm>
+template <int kTokens, int kStages, int kWarpGroups, int kMinBlocksPerSm, bool kZeros>
 __global__ void __launch_bounds__(WgmmaBlock<kWarpGroups>::kThreads, kMinBlocksPerSm)
     w4a16_gemm_wgmma_kernel(const uint16_t* __restrict__ x, int64_t x_stride, const uint4* __restrict__ packed_weight,
-                            const uint32_t* __restrict__ packed_scales, uint16_t* __restrict__ y, int64_t y_stride,
-                            int m, int n, int k, int group_size, WgmmaWork work) {
+                            const uint32_t* __restrict__ packed_scales, const uint32_t* __restrict__ packed_zeros,
+                            uint16_t* __restrict__ y, int64_t y_stride, int m, int n, int k, int group_size,
+                            WgmmaWork work) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-  using Smem = WgmmaSmem<kTokens, kStages, kWarpGroups>;
+  using Smem = WgmmaSmem<kTokens, kStages, kWarpGroups, kZeros>;
   constexpr int kThreads = WgmmaBlock<kWarpGroups>::kThreads;
   constexpr int kBlockNBlocks = WgmmaBlock<kWarpGroups>::kNBlocks;
   static_assert(kBlockNBlocks * 32 == kThreads, "one 16-byte weight copy per thread and chunk");
@@ -120,6 +125,7 @@ __global__ void __launch_bounds__(WgmmaBlock<kWarpGroups>::kThreads, kMinBlocksP
   const uint32_t x_tiles_addr = raw_addr + align_pad;  // shared address of x_tiles[0], 1024-byte aligned
   uint4* weights = reinterpret_cast<uint4*>(smem + Smem::kWeightOffset);
   uint32_t* scales = reinterpret_cast<uint32_t*>(smem + Smem::kScaleOffset);
+  uint32_t* zeros = reinterpret_cast<uint32_t*>(smem + Smem::kZeroOffset);  // kZeros only
 
   const int tid = threadIdx.x;
   const int lane = tid % 32;
@@ -148,6 +154,13 @@ __global__ void __launch_bounds__(WgmmaBlock<kWarpGroups>::kThreads, kMinBlocksP
   const bool copies_scales = tid < kBlockNBlocks * 2;
   const uint32_t* scale_src =
       packed_scales + static_cast<int64_t>(min(nb0 + (tid / 2) % kBlockNBlocks, num_n_blocks - 1)) * 8 + (tid % 2) * 4;
+  // Zero points (kZeros): the next 2 kBlockNBlocks threads copy them the same way.
+  const bool copies_zeros = kZeros && tid >= kBlockNBlocks * 2 && tid < kBlockNBlocks * 4;
+  const int zt = copies_zeros ? tid - kBlockNBlocks * 2 : 0;
+  const uint32_t* zero_src =
+      kZeros ? packed_zeros + static_cast<int64_t>(min(nb0 + (zt / 2) % kBlockNBlocks, num_n_blocks - 1)) * 8 +
+                   (zt % 2) * 4
+             : nullptr;
   // Activations: 16-byte chunk c = tid % 8 of rows tid / 8 + kRowsPerPass p (pass p); the 128-byte swizzle
   // stores chunk c of row r at chunk c ^ (r % 8), and r % 8 is the same in every pass.
   constexpr int kRowsPerPass = kThreads / 8;
@@ -162,13 +175,17 @@ __global__ void __launch_bounds__(WgmmaBlock<kWarpGroups>::kThreads, kMinBlocksP
   // Issues the cp.async copies of chunk kc into stage st (all threads take part).
   auto load_stage = [&](int st, int kc) {
     cp_async_16(&weights[st * kBlockNBlocks * 32 + tid], weight_src + static_cast<int64_t>(kc) * 32);
-    if (copies_scales) {
+    if (copies_scales || copies_zeros) {
       // kc / chunks_per_group without the ~30-instruction integer division. Exact:
       // (kc + 0.5) / chunks_per_group is at least 0.5 / chunks_per_group from an integer, far
       // more than the float error (kc < 2^21 for any K below 2^27).
       const int group = static_cast<int>((static_cast<float>(kc) + 0.5f) * inv_chunks_per_group);
-      cp_async_16(&scales[st * kBlockNBlocks * 8 + tid * 4],
-                  scale_src + static_cast<int64_t>(group) * num_n_blocks * 8);
+      if (copies_scales) {
+        cp_async_16(&scales[st * kBlockNBlocks * 8 + tid * 4],
+                    scale_src + static_cast<int64_t>(group) * num_n_blocks * 8);
+      } else if constexpr (kZeros) {
+        cp_async_16(&zeros[st * kBlockNBlocks * 8 + zt * 4], zero_src + static_cast<int64_t>(group) * num_n_blocks * 8);
+      }
     }
     unsigned char* tile = smem + st * Smem::kTileBytes;
     // Few integer instructions per chunk: the row offsets come from x_row_offset and
@@ -191,7 +208,7 @@ __global__ void __launch_bounds__(WgmmaBlock<kWarpGroups>::kThreads, kMinBlocksP
   uint32_t a_even[4][4], a_odd[4][4];  // A fragments [k16 step][register] of even / odd chunks
 
   // Dequantises one chunk's packed words (this warp's n16 block x 64 k) into its 4 k16 A fragments.
-  auto dequant_chunk = [&](const uint4& word, uint32_t scale_bits, uint32_t(&a)[4][4]) {
+  auto dequant_chunk = [&](const uint4& word, uint32_t scale_bits, uint32_t zero_bits, uint32_t(&a)[4][4]) {
     const half2 scale_pair = *reinterpret_cast<const half2*>(&scale_bits);
     const half2 scale_lo = __low2half2(scale_pair);   // s[channel g]
     const half2 scale_hi = __high2half2(scale_pair);  // s[channel g + 8]
@@ -201,7 +218,11 @@ __global__ void __launch_bounds__(WgmmaBlock<kWarpGroups>::kThreads, kMinBlocksP
       // dequant_word: f[0] = (c, k0..+1), f[1] = (c, k0+8..+9), f[2] = (c+8, k0..+1), f[3] = (c+8, k0+8..+9),
       // with c = channel g (the A row) and k0 = 2t: A registers are f[0], f[2], f[1], f[3] (wgmma.cuh).
       half2 f[4];
-      dequant_word(words[j], f);
+      if constexpr (kZeros) {
+        dequant_word_zero(words[j], zero_bits, f);
+      } else {
+        dequant_word(words[j], f);
+      }
       const half2 r0 = __hmul2(f[0], scale_lo), r1 = __hmul2(f[2], scale_hi);
       const half2 r2 = __hmul2(f[1], scale_lo), r3 = __hmul2(f[3], scale_hi);
       a[j][0] = *reinterpret_cast<const uint32_t*>(&r0);
@@ -255,7 +276,8 @@ __global__ void __launch_bounds__(WgmmaBlock<kWarpGroups>::kThreads, kMinBlocksP
     if (nb0 + 4 * (threadIdx.x / 128) < n / 16) {
       const uint4 word = weights[st * kBlockNBlocks * 32 + warp * 32 + lane];
       const uint32_t scale_bits = scales[st * kBlockNBlocks * 8 + warp * 8 + lane / 4];
-      dequant_chunk(word, scale_bits, a);
+      const uint32_t zero_bits = kZeros ? zeros[st * kBlockNBlocks * 8 + warp * 8 + lane / 4] : 0u;
+      dequant_chunk(word, scale_bits, zero_bits, a);
       issue_chunk(st, a);
     }
     if (i + 1 < num_chunks) {  // block-uniform
@@ -379,12 +401,12 @@ cudaLaunchConfig_t cluster_launch_config(unsigned blocks, int threads, int clust
   return config;
 }
 
-template <int kTokens, int kStages, int kWarpGroups, int kMinBlocksPerSm>
+template <int kTokens, int kStages, int kWarpGroups, int kMinBlocksPerSm, bool kZeros>
 Status launch_wgmma(const uint16_t* x, int64_t x_stride, const uint32_t* packed_weight, const uint32_t* packed_scales,
-                    uint16_t* y, int64_t y_stride, int m, int n, int k, int group_size,
+                    const uint32_t* packed_zeros, uint16_t* y, int64_t y_stride, int m, int n, int k, int group_size,
                     const W4A16WgmmaOptions& options, cudaStream_t stream) {
-  constexpr auto kKernel = w4a16_gemm_wgmma_kernel<kTokens, kStages, kWarpGroups, kMinBlocksPerSm>;
-  constexpr int kSmemBytes = WgmmaSmem<kTokens, kStages, kWarpGroups>::kBytes;
+  constexpr auto kKernel = w4a16_gemm_wgmma_kernel<kTokens, kStages, kWarpGroups, kMinBlocksPerSm, kZeros>;
+  constexpr int kSmemBytes = WgmmaSmem<kTokens, kStages, kWarpGroups, kZeros>::kBytes;
   constexpr int kThreads = WgmmaBlock<kWarpGroups>::kThreads;
   static const int blocks_per_sm = resident_blocks_per_sm(kKernel, kThreads, kSmemBytes);  // once per instantiation
   if (blocks_per_sm <= 0) {
@@ -428,7 +450,7 @@ Status launch_wgmma(const uint16_t* x, int64_t x_stride, const uint32_t* packed_
     const WgmmaWork work{plan.grid_m, first_tile, splits};
     CROSSPOINT_CUDA_RETURN_IF_ERROR(
         cudaLaunchKernelEx(&config, kKernel, x, x_stride, reinterpret_cast<const uint4*>(packed_weight), packed_scales,
-                           y, y_stride, m, n, k, group_size, work),
+                           packed_zeros, y, y_stride, m, n, k, group_size, work),
         "w4a16_gemm_wgmma launch");
     return Status::ok();
   };
@@ -489,9 +511,38 @@ bool w4a16_wgmma_supported() {
   return d.major == 9 && d.minor == 0;
 }
 
+namespace {
+
+// Stages and blocks per SM as measured best on the H200: a deeper ring at two blocks per SM
+// rather than a shallower one at three; the wide blocks fill one SM each with the deepest ring
+// that fits (an even depth, so the k loop is unrolled over it).
+template <bool kZeros>
+Status launch_for_tile(int warp_groups, const uint16_t* x, int64_t x_stride, const uint32_t* packed_weight,
+                       const uint32_t* packed_scales, const uint32_t* packed_zeros, uint16_t* y, int64_t y_stride,
+                       int m, int n, int k, int group_size, const W4A16WgmmaOptions& options, cudaStream_t stream) {
+  if (warp_groups == kW4A16WgmmaWideWarpGroups) {
+    return launch_wgmma<128, 8, kW4A16WgmmaWideWarpGroups, 1, kZeros>(
+        x, x_stride, packed_weight, packed_scales, packed_zeros, y, y_stride, m, n, k, group_size, options, stream);
+  }
+  switch (w4a16_wgmma_token_tile(m, 2)) {
+    case 16:
+      return launch_wgmma<16, 12, 2, 2, kZeros>(x, x_stride, packed_weight, packed_scales, packed_zeros, y, y_stride, m,
+                                                n, k, group_size, options, stream);
+    case 32:
+      return launch_wgmma<32, 12, 2, 2, kZeros>(x, x_stride, packed_weight, packed_scales, packed_zeros, y, y_stride, m,
+                                                n, k, group_size, options, stream);
+    default:
+      return launch_wgmma<64, 8, 2, 2, kZeros>(x, x_stride, packed_weight, packed_scales, packed_zeros, y, y_stride, m,
+                                               n, k, group_size, options, stream);
+  }
+}
+
+}  // namespace
+
 Status w4a16_gemm_wgmma(const uint16_t* x, int64_t x_stride, const uint32_t* packed_weight,
                         const uint32_t* packed_scales, uint16_t* y, int64_t y_stride, int m, int n, int k,
-                        int group_size, const W4A16WgmmaOptions& options, cudaStream_t stream) {
+                        int group_size, const W4A16WgmmaOptions& options, cudaStream_t stream,
+                        const uint32_t* packed_zeros) {
   if (n % 64 != 0) {
     return unsupported("w4a16_gemm_wgmma: n = " + std::to_string(n) +
                        " is not a multiple of 64 (one warpgroup's channels)");
@@ -511,24 +562,12 @@ Status w4a16_gemm_wgmma(const uint16_t* x, int64_t x_stride, const uint32_t* pac
     return invalid_argument("w4a16_gemm_wgmma: warp_groups = " + std::to_string(warp_groups) + " (2 or " +
                             std::to_string(kW4A16WgmmaWideWarpGroups) + ")");
   }
-  // Stages and blocks per SM as measured best on the H200: a deeper ring at two blocks per SM
-  // rather than a shallower one at three; the wide blocks fill one SM each with the deepest ring
-  // that fits (an even depth, so the k loop is unrolled over it).
-  if (warp_groups == kW4A16WgmmaWideWarpGroups) {
-    return launch_wgmma<128, 8, kW4A16WgmmaWideWarpGroups, 1>(x, x_stride, packed_weight, packed_scales, y, y_stride, m,
-                                                              n, k, group_size, options, stream);
+  if (packed_zeros != nullptr) {
+    return launch_for_tile<true>(warp_groups, x, x_stride, packed_weight, packed_scales, packed_zeros, y, y_stride, m,
+                                 n, k, group_size, options, stream);
   }
-  switch (w4a16_wgmma_token_tile(m, 2)) {
-    case 16:
-      return launch_wgmma<16, 12, 2, 2>(x, x_stride, packed_weight, packed_scales, y, y_stride, m, n, k, group_size,
-                                        options, stream);
-    case 32:
-      return launch_wgmma<32, 12, 2, 2>(x, x_stride, packed_weight, packed_scales, y, y_stride, m, n, k, group_size,
-                                        options, stream);
-    default:
-      return launch_wgmma<64, 8, 2, 2>(x, x_stride, packed_weight, packed_scales, y, y_stride, m, n, k, group_size,
-                                       options, stream);
-  }
+  return launch_for_tile<false>(warp_groups, x, x_stride, packed_weight, packed_scales, nullptr, y, y_stride, m, n, k,
+                                group_size, options, stream);
 }
 
 }  // namespace crosspoint::cuda

@@ -17,6 +17,7 @@ namespace crosspoint::cuda {
 namespace {
 
 using w4a16_internal::dequant_word;
+using w4a16_internal::dequant_word_zero;
 using w4a16_internal::mma_m16n8k16;
 
 constexpr int kChunkK = 64;    // input rows per packed chunk: 4 mma k-steps, 512 B per n16 block
@@ -42,15 +43,21 @@ __device__ __forceinline__ uint4 load_streaming_16(const uint4* ptr) {
 // further); each pair is reloaded from `next_x` (a later chunk's) as soon as its MMA has read
 // it, so the activations run ahead in 8 registers a chunk. The MMAs sum the unscaled (q - 8)
 // products in fp32 (exact: |q - 8| <= 8 times an fp16 value); the group scale half2
-// (s[n = c], s[n = c + 8]) is applied once per chunk in fp32.
-__device__ __forceinline__ void multiply_chunk(uint4 weight, uint32_t scale, uint32_t* x_pairs, const uint32_t* next_x,
-                                               float* acc) {
+// (s[n = c], s[n = c + 8]) is applied once per chunk in fp32. kZeros: the group's zero pair
+// (asymmetric weights) instead of 8; the products (q - z) x are as exact.
+template <bool kZeros>
+__device__ __forceinline__ void multiply_chunk(uint4 weight, uint32_t scale, uint32_t zero_pair, uint32_t* x_pairs,
+                                               const uint32_t* next_x, float* acc) {
   float chunk_sum[4] = {};
   const uint32_t words[4] = {weight.x, weight.y, weight.z, weight.w};
 #pragma unroll
   for (int j = 0; j < 4; ++j) {
     half2 frag[4];
-    dequant_word(words[j], frag);
+    if constexpr (kZeros) {
+      dequant_word_zero(words[j], zero_pair, frag);
+    } else {
+      dequant_word(words[j], frag);
+    }
     const uint32_t* f = reinterpret_cast<const uint32_t*>(frag);
     // A fragment (rows = n, cols = k): a0 (n=c, k0..), a1 (n=c+8, k0..), a2 (n=c, k0+8..),
     // a3 (n=c+8, k0+8..).
@@ -76,11 +83,11 @@ constexpr int max_threads_for_depth() {
 // grid = N/16 blocks (block b owns output columns b*16 .. +15), blockDim = 32 * warps.
 // Warp w multiplies chunks w, w + warps, ... of its block's columns, for the m <= 8 tokens
 // that are the MMA's 8 columns.
-template <int kDepth, int kXDepth>
+template <int kDepth, int kXDepth, bool kZeros>
 __global__ void __launch_bounds__(max_threads_for_depth<kDepth, kXDepth>(), 1)
     w4a16_gemv_kernel(const uint16_t* __restrict__ x, int64_t x_stride, const uint4* __restrict__ packed_weight,
-                      const uint32_t* __restrict__ packed_scales, uint16_t* __restrict__ y, int64_t y_stride, int m,
-                      int n, int k, int group_size) {
+                      const uint32_t* __restrict__ packed_scales, const uint32_t* __restrict__ packed_zeros,
+                      uint16_t* __restrict__ y, int64_t y_stride, int m, int n, int k, int group_size) {
   extern __shared__ float4 warp_sums[];  // [warps][32 lanes] fp32 C fragments
   const int lane = threadIdx.x % 32;
   const int warp = threadIdx.x / 32;
@@ -106,11 +113,18 @@ __global__ void __launch_bounds__(max_threads_for_depth<kDepth, kXDepth>(), 1)
   const uint32_t group_magic = static_cast<uint32_t>((0x100000000ull + chunks_per_group - 1) / chunks_per_group);
   const int64_t scale_group_stride = static_cast<int64_t>(num_n_blocks) * 8;
   const uint32_t* scale_lane = packed_scales + nb * 8 + frag_row;
+  const uint32_t* zero_lane = kZeros ? packed_zeros + nb * 8 + frag_row : nullptr;  // the same layout
   uint32_t next_scale_chunk = static_cast<uint32_t>(first_chunk);
+  uint32_t next_zero_group = 0;  // kZeros: the group of the last next_scale()
   auto next_scale = [&]() {
     const uint32_t group = chunks_per_group == 1 ? next_scale_chunk : __umulhi(next_scale_chunk, group_magic);
     next_scale_chunk += static_cast<uint32_t>(chunk_step);
+    next_zero_group = group;
     return __ldg(scale_lane + group * scale_group_stride);
+  };
+  auto zero_of_last = [&]() -> uint32_t {
+    if constexpr (kZeros) return __ldg(zero_lane + next_zero_group * scale_group_stride);
+    return 0;
   };
   // B column c is token c; columns >= m read row m-1 (valid memory) and only feed C columns
   // that are never stored.
@@ -122,11 +136,14 @@ __global__ void __launch_bounds__(max_threads_for_depth<kDepth, kXDepth>(), 1)
   // (L2/L1-resident).
   uint4 weight[kDepth];    // packed words j = 0..3 of this lane, per chunk in flight
   uint32_t scale[kDepth];  // half2 (s[n = c], s[n = c + 8]) of that chunk's group
+  uint32_t zero[kDepth];   // kZeros: half2 (1024 + z[c], 1024 + z[c + 8]) of that group
 #pragma unroll
   for (int s = 0; s < kDepth; ++s) {
+    zero[s] = 0;
     if (s < num_chunks) {
       weight[s] = load_streaming_16(weight_lane + s * weight_step);
       scale[s] = next_scale();
+      zero[s] = zero_of_last();
     }
   }
   // Programmatic launch (programmatic_launch.cuh): only the weights and scales, which no
@@ -155,10 +172,11 @@ __global__ void __launch_bounds__(max_threads_for_depth<kDepth, kXDepth>(), 1)
       if (i < num_chunks) {
         // The last chunks reload the last activations (valid memory, never used).
         const uint32_t* next_x = x_row + min(i + kXDepth, num_chunks - 1) * x_step;
-        multiply_chunk(weight[s], scale[s], x_pairs[s % kXDepth], next_x, acc);
+        multiply_chunk<kZeros>(weight[s], scale[s], zero[s], x_pairs[s % kXDepth], next_x, acc);
         if (i + kDepth < num_chunks) {
           weight[s] = load_streaming_16(weight_lane + (i + kDepth) * weight_step);
           scale[s] = next_scale();
+          zero[s] = zero_of_last();
         }
       }
     }
@@ -183,12 +201,12 @@ __global__ void __launch_bounds__(max_threads_for_depth<kDepth, kXDepth>(), 1)
 
 // Warps one SM holds of w4a16_gemv_kernel<kDepth, kXDepth>, from its register count (the
 // only limit: shared memory is at most 16 KB a block).
-template <int kDepth, int kXDepth>
+template <int kDepth, int kXDepth, bool kZeros>
 int max_warps_per_sm() {
   static const int warps = [] {
     cudaFuncAttributes attr{};
     int regs = 64;
-    if (cudaFuncGetAttributes(&attr, w4a16_gemv_kernel<kDepth, kXDepth>) == cudaSuccess && attr.numRegs > 0)
+    if (cudaFuncGetAttributes(&attr, w4a16_gemv_kernel<kDepth, kXDepth, kZeros>) == cudaSuccess && attr.numRegs > 0)
       regs = attr.numRegs;
     const int regs_per_warp = (regs * 32 + 255) / 256 * 256;  // allocated per warp in 256s
     return std::clamp(65536 / regs_per_warp, 1, 64);
@@ -196,10 +214,10 @@ int max_warps_per_sm() {
   return warps;
 }
 
-template <int kDepth, int kXDepth>
+template <int kDepth, int kXDepth, bool kZeros>
 Status launch_gemv(const uint16_t* x, int64_t x_stride, const uint32_t* packed_weight, const uint32_t* packed_scales,
-                   uint16_t* y, int64_t y_stride, int m, int n, int k, int group_size, int warps_per_block,
-                   cudaStream_t stream);
+                   const uint32_t* packed_zeros, uint16_t* y, int64_t y_stride, int m, int n, int k, int group_size,
+                   int warps_per_block, cudaStream_t stream);
 
 }  // namespace
 
@@ -219,7 +237,7 @@ W4A16GemvShape w4a16_gemv_shape(int n, int k, int num_sms, int max_warps_per_sm)
 
 Status w4a16_gemv(const uint16_t* x, int64_t x_stride, const uint32_t* packed_weight, const uint32_t* packed_scales,
                   uint16_t* y, int64_t y_stride, int m, int n, int k, int group_size, cudaStream_t stream,
-                  int warps_per_block) {
+                  int warps_per_block, const uint32_t* packed_zeros) {
   if (m == 0) return Status::ok();
   if (m < 0 || m > kW4A16GemvKernelMaxRows) {
     return invalid_argument("w4a16_gemv: m = " + std::to_string(m) + " is outside 0.." +
@@ -244,26 +262,32 @@ Status w4a16_gemv(const uint16_t* x, int64_t x_stride, const uint32_t* packed_we
   if (x == nullptr || packed_weight == nullptr || packed_scales == nullptr || y == nullptr) {
     return invalid_argument("w4a16_gemv: null pointer argument");
   }
-  return launch_gemv<kWeightDepth, kActivationDepth>(x, x_stride, packed_weight, packed_scales, y, y_stride, m, n, k,
-                                                     group_size, warps_per_block, stream);
+  if (packed_zeros != nullptr) {
+    return launch_gemv<kWeightDepth, kActivationDepth, true>(x, x_stride, packed_weight, packed_scales, packed_zeros, y,
+                                                             y_stride, m, n, k, group_size, warps_per_block, stream);
+  }
+  return launch_gemv<kWeightDepth, kActivationDepth, false>(x, x_stride, packed_weight, packed_scales, nullptr, y,
+                                                            y_stride, m, n, k, group_size, warps_per_block, stream);
 }
 
 namespace {
 
 // Arguments already checked by w4a16_gemv. warps_per_block 0: w4a16_gemv_shape's choice.
-template <int kDepth, int kXDepth>
+template <int kDepth, int kXDepth, bool kZeros>
 Status launch_gemv(const uint16_t* x, int64_t x_stride, const uint32_t* packed_weight, const uint32_t* packed_scales,
-                   uint16_t* y, int64_t y_stride, int m, int n, int k, int group_size, int warps_per_block,
-                   cudaStream_t stream) {
+                   const uint32_t* packed_zeros, uint16_t* y, int64_t y_stride, int m, int n, int k, int group_size,
+                   int warps_per_block, cudaStream_t stream) {
   constexpr int kMaxBlockWarps = max_threads_for_depth<kDepth, kXDepth>() / 32;
-  W4A16GemvShape shape = w4a16_gemv_shape(n, k, cuda_device_info().num_sms, max_warps_per_sm<kDepth, kXDepth>());
+  W4A16GemvShape shape =
+      w4a16_gemv_shape(n, k, cuda_device_info().num_sms, max_warps_per_sm<kDepth, kXDepth, kZeros>());
   if (warps_per_block > 0) shape.warps_per_block = warps_per_block;
   shape.warps_per_block = std::min(shape.warps_per_block, kMaxBlockWarps);
   const size_t smem_bytes = static_cast<size_t>(shape.warps_per_block) * 32 * sizeof(float4);
   CROSSPOINT_CUDA_RETURN_IF_ERROR(
-      launch_programmatic(w4a16_gemv_kernel<kDepth, kXDepth>, dim3(shape.num_blocks), dim3(shape.warps_per_block * 32),
-                          smem_bytes, stream, x, x_stride, reinterpret_cast<const uint4*>(packed_weight), packed_scales,
-                          y, y_stride, m, n, k, group_size),
+      launch_programmatic(w4a16_gemv_kernel<kDepth, kXDepth, kZeros>, dim3(shape.num_blocks),
+                          dim3(shape.warps_per_block * 32), smem_bytes, stream, x, x_stride,
+                          reinterpret_cast<const uint4*>(packed_weight), packed_scales, packed_zeros, y, y_stride, m, n,
+                          k, group_size),
       "w4a16_gemv launch");
   return Status::ok();
 }

@@ -121,4 +121,32 @@ Result<W4A16PackedWeight> w4a16_repack(const int32_t* qweight, const uint16_t* s
   return packed;
 }
 
+Result<std::vector<uint32_t>> w4a16_pack_zeros(const uint8_t* zeros, int num_groups, int n, const char* name) {
+  const std::string tensor = name != nullptr ? name : "w4a16";
+  std::vector<uint32_t> packed;
+  if (zeros == nullptr ||
+      std::all_of(zeros, zeros + static_cast<size_t>(num_groups) * n, [](uint8_t z) { return z == 8; }))
+    return packed;
+  if (n <= 0 || n % 16 != 0)
+    return unsupported(tensor + ": out_features " + std::to_string(n) + " must be a positive multiple of 16");
+  // 1024 + z as fp16 bits: 1024 is 0x6400 and its ulp is 1, so z adds to the mantissa.
+  auto half_of = [&](uint8_t z) -> Result<uint32_t> {
+    if (z > 16) return corrupt(tensor + ": zero point " + std::to_string(z) + " is outside 0..16");
+    return 0x6400u + z;
+  };
+  const int num_n_blocks = n / 16;
+  packed.resize(static_cast<size_t>(num_groups) * num_n_blocks * 8);
+  for (int g = 0; g < num_groups; ++g) {
+    const uint8_t* z = zeros + static_cast<size_t>(g) * n;
+    for (int nb = 0; nb < num_n_blocks; ++nb) {
+      for (int c = 0; c < 8; ++c) {
+        CROSSPOINT_ASSIGN_OR_RETURN(uint32_t lo, half_of(z[nb * 16 + c]));
+        CROSSPOINT_ASSIGN_OR_RETURN(uint32_t hi, half_of(z[nb * 16 + c + 8]));
+        packed[(static_cast<size_t>(g) * num_n_blocks + nb) * 8 + c] = lo | hi << 16;
+      }
+    }
+  }
+  return packed;
+}
+
 }  // namespace crosspoint::cuda

@@ -145,6 +145,10 @@ Status upload_int4_parts(const std::vector<LinearPart>& parts, CudaLinear& out) 
     CROSSPOINT_ASSIGN_OR_RETURN(out.k_perm,
                                 upload_bytes(packed.k_perm.data(), packed.k_perm.size() * 4, out.name + " k_perm"));
   }
+  if (!packed.zeros.empty()) {
+    CROSSPOINT_ASSIGN_OR_RETURN(out.zeros,
+                                upload_bytes(packed.zeros.data(), packed.zeros.size() * 4, out.name + " zeros"));
+  }
   return Status::ok();
 }
 
@@ -159,6 +163,7 @@ Result<W4A16PackedWeight> assemble_fused_gptq(const std::vector<LinearPart>& par
   for (const LinearPart& p : parts) N_total += p.weight->out_features();
   std::vector<int32_t> qweight(static_cast<size_t>(K / 8) * N_total);   // [K/8, N_total]
   std::vector<uint16_t> scales(static_cast<size_t>(groups) * N_total);  // [groups, N_total] fp16
+  std::vector<uint8_t> zeros(static_cast<size_t>(groups) * N_total);    // [groups, N_total] 0..16
   const int32_t* k_perm = storage_of<Int4GroupWeightStorage>(parts[0]).k_perm;
   int64_t col = 0;
   for (const LinearPart& p : parts) {
@@ -167,11 +172,6 @@ Result<W4A16PackedWeight> assemble_fused_gptq(const std::vector<LinearPart>& par
     if (w.group_size != G)
       return unsupported(name + ": " + p.prefix + " has group size " + std::to_string(w.group_size) + ", " +
                          parts[0].prefix + " has " + std::to_string(G) + "; fused linears need one group size");
-    for (int64_t i = 0; i < groups * N; ++i)
-      if (w.zeros[i] != 8)
-        return unsupported(p.prefix +
-                           ".qzeros holds a zero point other than 8: the CUDA W4A16 kernel supports "
-                           "symmetric GPTQ only");
     const bool same_order =
         (w.k_perm == nullptr) == (k_perm == nullptr) && (k_perm == nullptr || std::equal(k_perm, k_perm + K, w.k_perm));
     if (!same_order)
@@ -179,8 +179,10 @@ Result<W4A16PackedWeight> assemble_fused_gptq(const std::vector<LinearPart>& par
                          ".g_idx: fused linears with different act-order permutations are not supported on cuda");
     for (int64_t r = 0; r < K / 8; ++r)
       std::memcpy(qweight.data() + r * N_total + col, w.qweight + r * N, static_cast<size_t>(N) * 4);
-    for (int64_t g = 0; g < groups; ++g)
+    for (int64_t g = 0; g < groups; ++g) {
       std::memcpy(scales.data() + g * N_total + col, w.scales + g * N, static_cast<size_t>(N) * 2);
+      std::memcpy(zeros.data() + g * N_total + col, w.zeros + g * N, static_cast<size_t>(N));
+    }
     col += N;
   }
   // The parsed rows are already sorted by group, so the repack needs no g_idx; the order they
@@ -189,6 +191,8 @@ Result<W4A16PackedWeight> assemble_fused_gptq(const std::vector<LinearPart>& par
                               w4a16_repack(qweight.data(), scales.data(), nullptr, static_cast<int>(K),
                                            static_cast<int>(N_total), static_cast<int>(G), name.c_str()));
   if (k_perm != nullptr) packed.k_perm.assign(k_perm, k_perm + K);
+  CROSSPOINT_ASSIGN_OR_RETURN(
+      packed.zeros, w4a16_pack_zeros(zeros.data(), static_cast<int>(groups), static_cast<int>(N_total), name.c_str()));
   return packed;
 }
 
@@ -327,13 +331,14 @@ Status run_linear_rows(const CudaLinear& l, const CudaLinearScratch& s, const ui
         CROSSPOINT_RETURN_IF_ERROR(w4a16_permute_columns(x, l.k_perm.as<int32_t>(), s.x_perm, m, K, stream));
         input = s.x_perm;
       }
+      const uint32_t* zeros = l.zeros.empty() ? nullptr : l.zeros.as<uint32_t>();
       if (m >= kW4A16DequantMinRows && s.w4a16_weight_fp16 != nullptr) {
         CROSSPOINT_RETURN_IF_ERROR(w4a16_dequantize(l.weight.as<uint32_t>(), l.weight_scale.as<uint32_t>(), N, K,
-                                                    l.group_size, s.w4a16_weight_fp16, K, stream));
+                                                    l.group_size, s.w4a16_weight_fp16, K, stream, zeros));
         return fp16_linear(*s.cublas, input, K, s.w4a16_weight_fp16, K, y, N, m, N, K, stream);
       }
       return w4a16_gemm(input, K, l.weight.as<uint32_t>(), l.weight_scale.as<uint32_t>(), y, N, m, N, K, l.group_size,
-                        stream);
+                        stream, zeros);
     }
   }
   return internal_error(l.name + ": unknown CUDA linear format");

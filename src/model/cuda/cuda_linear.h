@@ -11,7 +11,7 @@
 //   fp8-block weight [N, K] e4m3 + weight_scale f32, one per 128 x 128 block
 //           [ceil(N / 128), fp8_block_weight_scale_row(K)]; activations quantised per token
 //           and group of 128 (fp8_block_linear_from_fp16)
-//   w4a16   GPTQ int4 re-laid-out by w4a16_repack (weight, scales, and k_perm for
+//   w4a16   GPTQ int4 re-laid-out by w4a16_repack (weight, scales, zeros when asymmetric, k_perm for
 //           act-order, whose activations go through w4a16_permute_columns first); from
 //           kW4A16DequantMinRows rows dequantised into scratch and run as fp16 (cuBLASLt)
 // Outputs are fp16 [M, N]. The optional bias is fp16 [N]; run_cuda_linear does not add it
@@ -45,11 +45,12 @@ struct CudaLinear {
   DeviceBuffer weight;        // fp16 [N, K] | e4m3 or int8 [N, K] | uint32 W4A16 packed [N/16][K/64][32][4]
   DeviceBuffer weight_scale;  // w8a8 / int8: f32 [N] | fp8-block: f32 blocks | w4a16: packed half2 | fp16: empty
   DeviceBuffer k_perm;        // w4a16 act-order: int32 [K], else empty
+  DeviceBuffer zeros;         // w4a16 with zero points other than 8: packed half2 (1024 + z), else empty
   DeviceBuffer input_scale;   // w8a8 / int8 with a static activation scale: f32 [1], else empty (per token)
   DeviceBuffer bias;          // fp16 [N] or empty
 
   size_t device_bytes() const {
-    return weight.bytes() + weight_scale.bytes() + k_perm.bytes() + input_scale.bytes() + bias.bytes();
+    return weight.bytes() + weight_scale.bytes() + k_perm.bytes() + zeros.bytes() + input_scale.bytes() + bias.bytes();
   }
 };
 
@@ -97,8 +98,8 @@ struct LinearPart {
 Result<CudaLinear> upload_fused_linear(const std::vector<LinearPart>& parts, bool with_bias, const std::string& name);
 
 // The host half of a W4A16 upload (no GPU needed; tests check it): the parts' int4 storage
-// concatenated along N (one group size, one row order, zero points all 8) and re-laid-out
-// by w4a16_repack.
+// concatenated along N (one group size, one row order) and re-laid-out by w4a16_repack, with
+// the zero points packed by w4a16_pack_zeros (none when they are all 8).
 Result<W4A16PackedWeight> assemble_fused_gptq(const std::vector<LinearPart>& parts, const std::string& name);
 
 // The host half of a block-wise FP8 upload (no GPU needed; tests check it): the parts' 128 x 128
