@@ -23,6 +23,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/dtype.h"
+#include "gpu/bench_formats.h"
 #include "gpu/fill_random.h"
 #include "gpu/graph_timing.h"
 #include "kernels/cuda/cublaslt_gemm.h"
@@ -938,6 +939,7 @@ int main(int argc, char** argv) {
   bool profile_shapes = false;   // only run_profile_shapes (for ncu)
   bool cutlass_tiles = false;    // only bench_cutlass_tiles
   bool w4a16_many_rows = false;  // only bench_w4a16_many_rows
+  bool formats_only = false;     // only bench_formats
   std::vector<int> profile_rows = {1, 8};
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
@@ -953,6 +955,7 @@ int main(int argc, char** argv) {
     else if (a == "--gemv-only") gemv_only = true;
     else if (a == "--cutlass-tiles") cutlass_tiles = true;
     else if (a == "--w4a16-many-rows") w4a16_many_rows = true;
+    else if (a == "--formats-only") formats_only = true;
     else if (a == "--profile-shapes") {
       profile_shapes = true;
       if (i + 1 < argc && argv[i + 1][0] != '-') {  // optional list of M
@@ -963,11 +966,12 @@ int main(int argc, char** argv) {
       }
     } else if (a == "--no-pdl") crosspoint::cuda::set_programmatic_launch_enabled(false);
     else {
-      std::fprintf(stderr,
-                   "usage: bench_gemm [--bw-gbps X] [--fp16-tflops X] [--fp8-tflops X] [--reps N] [--decode-only] "
-                   "[--gemv-splits] [--gemv16-only] [--gemv-only] [--cutlass-tiles] [--w4a16-many-rows] "
-                   "[--profile-shapes [M,M,...]] [--no-pdl] "
-                   "[--out FILE]\n");
+      std::fprintf(
+          stderr,
+          "usage: bench_gemm [--bw-gbps X] [--fp16-tflops X] [--fp8-tflops X] [--reps N] [--decode-only] "
+          "[--gemv-splits] [--gemv16-only] [--gemv-only] [--cutlass-tiles] [--w4a16-many-rows] [--formats-only] "
+          "[--profile-shapes [M,M,...]] [--no-pdl] "
+          "[--out FILE]\n");
       return 2;
     }
   }
@@ -996,6 +1000,12 @@ int main(int argc, char** argv) {
       {"ceilings", {{"read_gbps", c.bw_gbps}, {"fp16_tflops", c.fp16_tflops}, {"fp8_tflops", c.fp8_tflops}}},
       {"fp8_scale_path", fp8_path},
       {"reps", reps}};
+  if (formats_only) {
+    result["formats"] = bench_formats(**ctx, c.bw_gbps, s, reps);
+    std::ofstream(out_path) << result.dump(1) << "\n";
+    std::printf("wrote %s\n", out_path.c_str());
+    return 0;
+  }
   if (cutlass_tiles || w4a16_many_rows) {
     if (cutlass_tiles) {
       std::printf("\n== W8A8-FP8 GEMMs on every CUTLASS kernel ==\n");
@@ -1017,6 +1027,7 @@ int main(int argc, char** argv) {
     result["gemv_shapes"] = bench_gemv_shapes(c, **ctx, b, s, reps);
   }
   if (!gemv16_only && !gemv_only) result["w4a16_many_rows"] = bench_w4a16_many_rows(c, **ctx, b, s, reps);
+  if (!gemv16_only && !gemv_only) result["formats"] = bench_formats(**ctx, c.bw_gbps, s, reps);
   if (!skip_layers && !gemv16_only && !gemv_only) {
     std::printf("\n== layer GEMMs ==\n");
     result["layer_gemms"] = bench_layer_gemms(c, **ctx, b, s, reps);
