@@ -186,6 +186,12 @@ Status fp8_gemm_cublaslt(CublasLtContext& ctx, const uint8_t* xq, int64_t xq_str
   return last_launch_status("fp8_scale_epilogue launch");
 }
 
+bool int8_gemm_available(CublasLtContext& ctx, int m, int n, int k) {
+  if (m <= 0 || n <= 0 || k <= 0 || k % 4 != 0 || n % 4 != 0) return false;
+  auto plan = ctx.plan({kPlanInt8, m, n, k, k, k, n});
+  return plan.is_ok() && plan.value()->has_algo;
+}
+
 Status int8_gemm_cublaslt(CublasLtContext& ctx, const int8_t* xq, int64_t xq_stride, const float* x_scale,
                           const int8_t* wq, int64_t w_stride, const float* w_scale, uint16_t* y, int64_t y_stride,
                           int m, int n, int k, int32_t* scratch, cudaStream_t stream) {

@@ -86,6 +86,8 @@ inline size_t int8_gemm_scratch_bytes(int m, int n) { return static_cast<size_t>
 Status int8_gemm_cublaslt(CublasLtContext& ctx, const int8_t* xq, int64_t xq_stride, const float* x_scale,
                           const int8_t* wq, int64_t w_stride, const float* w_scale, uint16_t* y, int64_t y_stride,
                           int m, int n, int k, int32_t* scratch, cudaStream_t stream);
+// Whether cuBLASLt has an int8 algorithm for these sizes (dense strides) on this GPU (asks once, cached).
+bool int8_gemm_available(CublasLtContext& ctx, int m, int n, int k);
 
 // Block-wise FP8 (Qwen3 / DeepSeek "-FP8", kernels/fp8_block.h) through cuBLASLt's block-scaled
 // FP8 GEMM (compute capability 9.0, cuBLAS 12.9 and later): 128 x 128 weight blocks, activations

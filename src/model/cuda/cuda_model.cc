@@ -224,6 +224,15 @@ Status CudaModel::allocate_activations() {
       if (lin->format == CudaLinearFormat::kInt8) {  // shares the fp8 activation buffers
         fp8_max_k = std::max<int64_t>(fp8_max_k, lin->in_features);
         int8_max_n = std::max<int64_t>(int8_max_n, lin->out_features);
+        // Refused here, not at the first request: a GPU or cuBLAS without the int8 GEMM.
+        for (int m : {1, static_cast<int>(slab), static_cast<int>(T)}) {
+          if (m > T || (o.batch_invariant && m != slab)) continue;
+          if (!int8_gemm_available(*cublas_, m, lin->out_features, lin->in_features))
+            return unsupported(lin->name + ": cuBLASLt has no int8 GEMM for " + std::to_string(m) + " x " +
+                               std::to_string(lin->out_features) + " x " + std::to_string(lin->in_features) +
+                               " on this GPU (N and K must be multiples of 4); W8A8-INT8 runs on the CPU "
+                               "(--device cpu)");
+        }
       }
       if (lin->format == CudaLinearFormat::kFp8Block) {
         fp8_max_k = std::max<int64_t>(fp8_max_k, lin->in_features);
