@@ -174,7 +174,8 @@ nlohmann::json bench_formats(cuda::CublasLtContext& ctx, double bw_gbps, cudaStr
       const int m = rows[i];
       bool available = true;
       if (f == Format::kFp8Block)
-        for (const FormatLinear& l : lins) available = available && cuda::fp8_block_gemm_available(ctx, m, l.n, l.k);
+        for (const FormatLinear& l : lins)
+          available = available && cuda::fp8_block_gemm_available(ctx, cuda::fp8_block_padded_rows(m), l.n, l.k);
       if (!available) {
         std::printf(" | M=%-4d %22s", m, "no cuBLASLt kernel");
         out.push_back({{"format", format_name(f)}, {"m", m}, {"available", false}});

@@ -211,7 +211,7 @@ Status int8_gemm_cublaslt(CublasLtContext& ctx, const int8_t* xq, int64_t xq_str
 }
 
 bool fp8_block_gemm_available(CublasLtContext& ctx, int m, int n, int k) {
-  if (m <= 0 || n <= 0 || k <= 0 || k % 128 != 0 || n % 16 != 0) return false;
+  if (m <= 0 || m % 4 != 0 || n <= 0 || k <= 0 || k % 128 != 0 || n % 16 != 0) return false;
   auto plan = ctx.plan({kPlanFp8Block, m, n, k, k, k, n});
   return plan.is_ok() && plan.value()->has_algo;
 }
@@ -219,9 +219,10 @@ bool fp8_block_gemm_available(CublasLtContext& ctx, int m, int n, int k) {
 Status fp8_block_gemm_cublaslt(CublasLtContext& ctx, const uint8_t* xq, const float* x_scale, const uint8_t* wq,
                                const float* w_scale, uint16_t* y, int m, int n, int k, cudaStream_t stream) {
   if (m == 0) return Status::ok();
-  if (m < 0 || n <= 0 || k <= 0 || k % 128 != 0 || n % 16 != 0) {
-    return unsupported("fp8_block_gemm_cublaslt: n = " + std::to_string(n) + " must be a multiple of 16 and k = " +
-                       std::to_string(k) + " of 128 (cuBLASLt's block-scaled FP8)");
+  if (m < 0 || m % 4 != 0 || n <= 0 || k <= 0 || k % 128 != 0 || n % 16 != 0) {
+    return unsupported("fp8_block_gemm_cublaslt: m = " + std::to_string(m) +
+                       " must be a multiple of 4, n = " + std::to_string(n) + " of 16 and k = " + std::to_string(k) +
+                       " of 128 (cuBLASLt's block-scaled FP8)");
   }
   CROSSPOINT_ASSIGN_OR_RETURN(auto* plan, ctx.plan({kPlanFp8Block, m, n, k, k, k, n}));
   CROSSPOINT_CUBLAS_RETURN_IF_ERROR(

@@ -95,7 +95,7 @@ bool int8_gemm_available(CublasLtContext& ctx, int m, int n, int k);
 //   xq [M, K] e4m3, x_scale [K / 128, M] fp32 (group-major: one group's tokens contiguous),
 //   wq [N, K] e4m3, w_scale [ceil(N / 128), fp8_block_weight_scale_row(K)] fp32 (a row per block
 //   of 128 channels, its K blocks contiguous, the row padded to 16 bytes as cuBLASLt wants),
-//   y [M, N] fp16. K a multiple of 128, N of 16.
+//   y [M, N] fp16. K a multiple of 128, N of 16, M of 4 (cuBLAS's rule for block scales).
 inline int64_t fp8_block_weight_scale_row(int64_t k) { return (k / 128 + 3) / 4 * 4; }
 Status fp8_block_gemm_cublaslt(CublasLtContext& ctx, const uint8_t* xq, const float* x_scale, const uint8_t* wq,
                                const float* w_scale, uint16_t* y, int m, int n, int k, cudaStream_t stream);

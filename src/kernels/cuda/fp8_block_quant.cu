@@ -19,7 +19,7 @@ constexpr float kAmaxFloor = 1e-10f;  // kernels/fp8_block.h's kFp8BlockAmaxFloo
 // grid = (ceil(groups / kWarpsPerBlock), m); warp w of block (bx, t) takes group bx * 4 + w of token t.
 __global__ void __launch_bounds__(kWarpsPerBlock * 32)
     fp8_quantize_per_token_group_kernel(const __half* __restrict__ x, int64_t x_stride, uint8_t* __restrict__ q,
-                                        int64_t q_stride, float* __restrict__ scale, int m, int groups) {
+                                        int64_t q_stride, float* __restrict__ scale, int64_t scale_stride, int groups) {
   wait_for_prior_kernels();
   allow_dependent_launch();
   const int lane = threadIdx.x % 32;
@@ -38,7 +38,7 @@ __global__ void __launch_bounds__(kWarpsPerBlock * 32)
 #pragma unroll
   for (int offset = 16; offset > 0; offset /= 2) amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, offset));
   const float s = __fdiv_rn(fmaxf(amax, kAmaxFloor), kFp8E4M3Max);
-  if (lane == 0) scale[static_cast<int64_t>(group) * m + token] = s;
+  if (lane == 0) scale[group * scale_stride + token] = s;
 #pragma unroll
   for (int j = 0; j < kValuesPerLane; ++j) out[lane + 32 * j] = static_cast<uint8_t>(fp8_quantize_value(v[j], s));
 }
@@ -46,7 +46,7 @@ __global__ void __launch_bounds__(kWarpsPerBlock * 32)
 }  // namespace
 
 Status fp8_quantize_per_token_group(const uint16_t* x, int64_t x_stride, uint8_t* q, int64_t q_stride, float* scale,
-                                    int m, int k, cudaStream_t stream) {
+                                    int64_t scale_stride, int m, int k, cudaStream_t stream) {
   if (m == 0) return Status::ok();
   if (m < 0 || k <= 0 || k % kFp8BlockGroup != 0) {
     return unsupported("fp8_quantize_per_token_group: k = " + std::to_string(k) + " is not a positive multiple of " +
@@ -54,11 +54,12 @@ Status fp8_quantize_per_token_group(const uint16_t* x, int64_t x_stride, uint8_t
   }
   if (x_stride < k || q_stride < k) return invalid_argument("fp8_quantize_per_token_group: row stride smaller than k");
   if (m > 65535) return invalid_argument("fp8_quantize_per_token_group: m = " + std::to_string(m) + " is over 65535");
+  if (scale_stride < m) return invalid_argument("fp8_quantize_per_token_group: scale_stride smaller than m");
   const int groups = k / kFp8BlockGroup;
   const dim3 grid((groups + kWarpsPerBlock - 1) / kWarpsPerBlock, m);
   CROSSPOINT_CUDA_RETURN_IF_ERROR(
       launch_programmatic(fp8_quantize_per_token_group_kernel, grid, dim3(kWarpsPerBlock * 32), 0, stream,
-                          reinterpret_cast<const __half*>(x), x_stride, q, q_stride, scale, m, groups),
+                          reinterpret_cast<const __half*>(x), x_stride, q, q_stride, scale, scale_stride, groups),
       "fp8_quantize_per_token_group launch");
   return last_launch_status("fp8_quantize_per_token_group launch");
 }

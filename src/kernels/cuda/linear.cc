@@ -75,8 +75,9 @@ Status int8_linear_from_fp16(CublasLtContext& ctx, const uint16_t* x, int64_t x_
 Status fp8_block_linear_from_fp16(CublasLtContext& ctx, const uint16_t* x, uint8_t* xq, float* x_scale,
                                   const uint8_t* wq, const float* w_scale, uint16_t* y, int m, int n, int k,
                                   cudaStream_t stream) {
-  CROSSPOINT_RETURN_IF_ERROR(fp8_quantize_per_token_group(x, k, xq, k, x_scale, m, k, stream));
-  return fp8_block_gemm_cublaslt(ctx, xq, x_scale, wq, w_scale, y, m, n, k, stream);
+  const int padded = fp8_block_padded_rows(m);
+  CROSSPOINT_RETURN_IF_ERROR(fp8_quantize_per_token_group(x, k, xq, k, x_scale, padded, m, k, stream));
+  return fp8_block_gemm_cublaslt(ctx, xq, x_scale, wq, w_scale, y, padded, n, k, stream);
 }
 
 }  // namespace crosspoint::cuda

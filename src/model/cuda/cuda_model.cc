@@ -183,7 +183,10 @@ Status CudaModel::allocate_activations() {
   const CudaModelOptions& o = options_;
   // Batch-invariant mode: every buffer a linear reads or writes holds whole slabs.
   const int64_t slab = o.batch_invariant ? kBatchInvariantRows : 1;
-  const int64_t T = (o.max_num_tokens + slab - 1) / slab * slab, R = (o.max_num_logits + slab - 1) / slab * slab;
+  // Rows of the activation buffers: whole slabs, and a multiple of 4 (block-wise FP8's GEMM runs
+  // on rows rounded up to one: fp8_block_padded_rows).
+  const int64_t T = ((o.max_num_tokens + slab - 1) / slab * slab + 3) / 4 * 4;
+  const int64_t R = (o.max_num_logits + slab - 1) / slab * slab;
   const int64_t d = c.hidden_size, D = c.head_dim;
   const int64_t H = c.num_attention_heads, Hkv = c.num_key_value_heads, I = c.intermediate_size, V = vocab_size_;
   const int64_t qkv_width = (H + 2 * Hkv) * D;
@@ -240,7 +243,7 @@ Status CudaModel::allocate_activations() {
         // Refused here, not at the first request: a GPU or cuBLAS without block-scaled FP8.
         for (int m : {1, static_cast<int>(slab), static_cast<int>(T)}) {
           if (m > T || (o.batch_invariant && m != slab)) continue;
-          if (!fp8_block_gemm_available(*cublas_, m, lin->out_features, lin->in_features))
+          if (!fp8_block_gemm_available(*cublas_, fp8_block_padded_rows(m), lin->out_features, lin->in_features))
             return unsupported(lin->name + ": cuBLASLt has no block-scaled FP8 GEMM for " + std::to_string(m) + " x " +
                                std::to_string(lin->out_features) + " x " + std::to_string(lin->in_features) +
                                " on this GPU (it needs compute capability 9.0 and cuBLAS 12.9 or later); "
