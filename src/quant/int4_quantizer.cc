@@ -176,19 +176,25 @@ Result<Int4Quantized> rtn_quantize_int4(const float* w_t, int64_t K, int64_t N, 
   const int64_t G = options.group_size == -1 ? K : options.group_size;
   CROSSPOINT_RETURN_IF_ERROR(check_shapes(K, N, G));
   Int4Quantized out = make_output(K, N, G);
-  for (int64_t g = 0; g < K / G; ++g) {
-    const GroupParams p = find_group_params(w_t, N, g * G, (g + 1) * G, options.sym);
-    store_group(out, g, p);
-    for (int64_t k = g * G; k < (g + 1) * G; ++k) {
-      out.g_idx[k] = static_cast<int32_t>(g);
-      for (int64_t n = 0; n < N; ++n) {
-        const uint8_t q = quantize_value(w_t[k * N + n], p.scale[n], p.zero[n]);
-        out.q[k * N + n] = q;
-        const double err = w_t[k * N + n] - p.scale[n] * (static_cast<float>(q) - p.zero[n]);
-        out.loss += err * err;
+  // Groups are independent: split over the pool; each group's loss is summed in group order
+  // afterwards, so the result does not depend on the thread count.
+  std::vector<double> group_loss(static_cast<size_t>(K / G), 0.0);
+  global_thread_pool().parallel_for(static_cast<size_t>(K / G), [&](size_t begin, size_t end) {
+    for (int64_t g = static_cast<int64_t>(begin); g < static_cast<int64_t>(end); ++g) {
+      const GroupParams p = find_group_params(w_t, N, g * G, (g + 1) * G, options.sym);
+      store_group(out, g, p);
+      for (int64_t k = g * G; k < (g + 1) * G; ++k) {
+        out.g_idx[k] = static_cast<int32_t>(g);
+        for (int64_t n = 0; n < N; ++n) {
+          const uint8_t q = quantize_value(w_t[k * N + n], p.scale[n], p.zero[n]);
+          out.q[k * N + n] = q;
+          const double err = w_t[k * N + n] - p.scale[n] * (static_cast<float>(q) - p.zero[n]);
+          group_loss[g] += err * err;
+        }
       }
     }
-  }
+  });
+  for (double loss : group_loss) out.loss += loss;
   return out;
 }
 

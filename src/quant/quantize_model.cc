@@ -9,6 +9,7 @@
 
 #include "common/log.h"
 #include "common/progress_bar.h"
+#include "common/thread_pool.h"
 #include "formats/model_config.h"
 #include "formats/safetensors.h"
 #include "kernels/weight_dtype.h"
@@ -183,8 +184,10 @@ Status quantize_model(const QuantizeModelOptions& o) {
       if (o.int4_method == Int4Method::kRtn) {
         const std::vector<float> w_nk = read_weight(*w);
         std::vector<float> w_t(static_cast<size_t>(K * N));  // [K, N]
-        for (int64_t n = 0; n < N; ++n)
-          for (int64_t k = 0; k < K; ++k) w_t[k * N + n] = w_nk[n * K + k];
+        global_thread_pool().parallel_for(static_cast<size_t>(K), [&](size_t begin, size_t end) {
+          for (int64_t k = static_cast<int64_t>(begin); k < static_cast<int64_t>(end); ++k)
+            for (int64_t n = 0; n < N; ++n) w_t[k * N + n] = w_nk[n * K + k];
+        });
         auto q = rtn_quantize_int4(w_t.data(), K, N, o.int4);
         if (!q.is_ok()) return Status(q.status().code(), w->name + ": " + q.status().message());
         int4[prefix] = std::move(q).value();
