@@ -92,20 +92,23 @@ TEST(GptqAssemblyTest, FusedLayersDecodeToTheCpuWeights) {
   }
 }
 
-// A compressed-tensors checkpoint with zero points (pack-quantized, asymmetric, one group per
-// channel): the zero points ride along into the packed layout.
+// Checkpoints with zero points: compressed-tensors pack-quantized (asymmetric, one group per
+// channel) and AutoAWQ's layout (groups of 32): the zero points ride along into the packed layout.
 TEST(GptqAssemblyTest, AsymmetricLayersDecodeToTheCpuWeights) {
-  ModelLoadOptions options;
-  options.linear_formats = quantized_linear_weight_formats();
-  auto model = Model::load(testing::model_fixture_dir("llama_w4a16_packed_asym_channel"), options);
-  ASSERT_TRUE(model.is_ok()) << model.status().to_string();
-  const DecoderLayerWeights& w = (*model)->layers()[0];
-  auto packed = cuda::assemble_fused_gptq({{"q", w.q_proj.get()}, {"k", w.k_proj.get()}, {"v", w.v_proj.get()}}, "qkv");
-  ASSERT_TRUE(packed.is_ok()) << packed.status().to_string();
-  EXPECT_FALSE(packed->zeros.empty()) << "the fixture's zero points are not all 8";
-  expect_fused_matches_parts({{"q", w.q_proj.get()}, {"k", w.k_proj.get()}, {"v", w.v_proj.get()}}, false);
-  expect_fused_matches_parts({{"gate", w.gate_proj.get()}, {"up", w.up_proj.get()}}, false);
-  expect_fused_matches_parts({{"down", w.down_proj.get()}}, false);
+  for (const char* fixture : {"llama_w4a16_packed_asym_channel", "qwen2_awq_gemm_g32"}) {
+    ModelLoadOptions options;
+    options.linear_formats = quantized_linear_weight_formats();
+    auto model = Model::load(testing::model_fixture_dir(fixture), options);
+    ASSERT_TRUE(model.is_ok()) << model.status().to_string();
+    const DecoderLayerWeights& w = (*model)->layers()[0];
+    auto packed =
+        cuda::assemble_fused_gptq({{"q", w.q_proj.get()}, {"k", w.k_proj.get()}, {"v", w.v_proj.get()}}, "qkv");
+    ASSERT_TRUE(packed.is_ok()) << fixture << ": " << packed.status().to_string();
+    EXPECT_FALSE(packed->zeros.empty()) << fixture << ": the zero points are not all 8";
+    expect_fused_matches_parts({{"q", w.q_proj.get()}, {"k", w.k_proj.get()}, {"v", w.v_proj.get()}}, false);
+    expect_fused_matches_parts({{"gate", w.gate_proj.get()}, {"up", w.up_proj.get()}}, false);
+    expect_fused_matches_parts({{"down", w.down_proj.get()}}, false);
+  }
 }
 
 }  // namespace

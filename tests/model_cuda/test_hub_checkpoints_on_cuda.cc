@@ -1,9 +1,10 @@
 // Quantised checkpoints in hub layouts (made by compressed-tensors or to AutoAWQ's layout:
 // tests/fixtures/model/make_quantized_checkpoints.py) on the GPU against the CPU model in the
-// GPU's dtype flow: pack-quantized W4A16 (symmetric, and asymmetric with zero points), FP8 with
-// static activation scales and W8A8-INT8 (llm-compressor's int-quantized); int4 groups of 32 and
-// block-wise FP8 with blocks other than 128 x 128 (the fixtures' 32) are refused on the GPU with
-// a message naming why (128 x 128 blocks: test_cuda_model.cc). Skips without a GPU.
+// GPU's dtype flow: pack-quantized W4A16 (symmetric, and asymmetric with zero points), AWQ (zero
+// points, groups of 32), FP8 with static activation scales and W8A8-INT8 (llm-compressor's
+// int-quantized); block-wise FP8 with blocks other than 128 x 128 (the fixture's 32 x 32) is
+// refused on the GPU with a message naming why (128 x 128 blocks: test_cuda_model.cc). Skips
+// without a GPU.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -91,15 +92,10 @@ TEST(HubCheckpointsOnCuda, AsymmetricPackQuantizedMatchesTheCpuInTheGpuDtypeFlow
   expect_prefill_matches_cpu("llama_w4a16_packed_asym_channel", 5e-3f);
 }
 
-// The AWQ fixture's groups of 32 rows: the kernels take groups of whole 64-row chunks.
-TEST(HubCheckpointsOnCuda, Int4GroupsOf32AreRefusedNamingTheGroupSize) {
+// AutoAWQ's layout with zero points and groups of 32 rows (two a 64-row chunk in the kernels).
+TEST(HubCheckpointsOnCuda, AwqInGroupsOf32MatchesTheCpuInTheGpuDtypeFlow) {
   SKIP_WITHOUT_GPU();
-  auto cpu = load_cpu("qwen2_awq_gemm_g32");
-  ASSERT_NE(cpu, nullptr);
-  auto gpu = cuda::CudaModel::create(*cpu, small_options());
-  ASSERT_FALSE(gpu.is_ok());
-  EXPECT_EQ(gpu.status().code(), StatusCode::kUnsupported) << gpu.status().to_string();
-  EXPECT_NE(gpu.status().message().find("group_size 32"), std::string::npos) << gpu.status().to_string();
+  expect_prefill_matches_cpu("qwen2_awq_gemm_g32", 5e-3f);
 }
 
 TEST(HubCheckpointsOnCuda, BlockFp8WithSmallBlocksIsRefusedNamingTheFormat) {

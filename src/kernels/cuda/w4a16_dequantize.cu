@@ -34,22 +34,23 @@ __global__ void __launch_bounds__(kWarpsPerBlock * 32)
   if (slab >= static_cast<int64_t>(num_n_blocks) * num_k_chunks) return;
   const int nb = static_cast<int>(slab / num_k_chunks), kc = static_cast<int>(slab % num_k_chunks);
   const uint4 words = packed_weight[slab * 32 + lane];
-  const int group = kc / chunks_per_group;
-  const uint32_t scale_bits = packed_scales[(static_cast<int64_t>(group) * num_n_blocks + nb) * 8 + lane / 4];
-  const __half2 scales = *reinterpret_cast<const __half2*>(&scale_bits);
-  const __half2 scale_c = __low2half2(scales), scale_c8 = __high2half2(scales);
-  __half2 zero_c = __float2half2_rn(1032.0f), zero_c8 = zero_c;
-  if (packed_zeros != nullptr) {
-    const uint32_t zero_bits = packed_zeros[(static_cast<int64_t>(group) * num_n_blocks + nb) * 8 + lane / 4];
-    const __half2 zeros = *reinterpret_cast<const __half2*>(&zero_bits);
-    zero_c = __low2half2(zeros);
-    zero_c8 = __high2half2(zeros);
-  }
   const int c = lane / 4, k0 = (lane % 4) * 2;
   __half* s = stage[warp];
   const uint32_t word[4] = {words.x, words.y, words.z, words.w};
 #pragma unroll
   for (int j = 0; j < 4; ++j) {
+    // Groups of 32 rows (chunks_per_group 0): k16 steps 0, 1 in group 2 kc, 2, 3 in 2 kc + 1.
+    const int group = chunks_per_group == 0 ? 2 * kc + j / 2 : kc / chunks_per_group;
+    const uint32_t scale_bits = packed_scales[(static_cast<int64_t>(group) * num_n_blocks + nb) * 8 + lane / 4];
+    const __half2 scales = *reinterpret_cast<const __half2*>(&scale_bits);
+    const __half2 scale_c = __low2half2(scales), scale_c8 = __high2half2(scales);
+    __half2 zero_c = __float2half2_rn(1032.0f), zero_c8 = zero_c;
+    if (packed_zeros != nullptr) {
+      const uint32_t zero_bits = packed_zeros[(static_cast<int64_t>(group) * num_n_blocks + nb) * 8 + lane / 4];
+      const __half2 zeros = *reinterpret_cast<const __half2*>(&zero_bits);
+      zero_c = __low2half2(zeros);
+      zero_c8 = __high2half2(zeros);
+    }
     const int col = j * 16 + k0;
     *reinterpret_cast<__half2*>(s + c * kSlabPitch + col) = dequantize_pair(word[j], scale_c, zero_c);
     *reinterpret_cast<__half2*>(s + c * kSlabPitch + col + 8) = dequantize_pair(word[j] >> 4, scale_c, zero_c);
@@ -76,15 +77,15 @@ Status w4a16_dequantize(const uint32_t* packed_weight, const uint32_t* packed_sc
   if (n <= 0 || n % kSlabRows != 0)
     return unsupported("w4a16_dequantize: n = " + std::to_string(n) + " is not a positive multiple of 16");
   if (group_size == -1) group_size = k;
-  if (group_size <= 0 || (group_size % kSlabK != 0 && group_size != k))
-    return unsupported("w4a16_dequantize: group_size " + std::to_string(group_size) + " is not a multiple of 64");
+  if (group_size != 32 && (group_size <= 0 || (group_size % kSlabK != 0 && group_size != k)))
+    return unsupported("w4a16_dequantize: group_size " + std::to_string(group_size) + " is not 32 or a multiple of 64");
   if (w_stride < k || w_stride % 8 != 0)
     return invalid_argument("w4a16_dequantize: w_stride must be a multiple of 8 and >= k");
   if (packed_weight == nullptr || packed_scales == nullptr || w == nullptr)
     return invalid_argument("w4a16_dequantize: null pointer argument");
   const int num_n_blocks = n / kSlabRows, num_k_chunks = k / kSlabK;
   // group_size == k with k not a multiple of 64 cannot reach here (k % 64 == 0 above).
-  const int chunks_per_group = group_size / kSlabK;
+  const int chunks_per_group = group_size / kSlabK;  // 0: groups of 32 rows, two a chunk
   const int64_t slabs = static_cast<int64_t>(num_n_blocks) * num_k_chunks;
   const int64_t blocks = (slabs + kWarpsPerBlock - 1) / kWarpsPerBlock;
   if (blocks > 0x7fffffff) return unsupported("w4a16_dequantize: weight too large for one launch");

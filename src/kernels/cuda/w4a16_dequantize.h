@@ -16,8 +16,8 @@ namespace crosspoint::cuda {
 // w [N, K] fp16, row stride w_stride elements (>= K, a multiple of 8), in the packed weight's
 // input-row order (act-order weights keep their sorted rows: the activations are permuted to
 // match, as for w4a16_gemm). The products are those the W4A16 kernels form before their MMAs,
-// bit for bit. Shapes as w4a16_gemm (K % 64 == 0, N % 16 == 0, group size -1 or a multiple of
-// 64); others are refused with a Status naming the field.
+// bit for bit. Shapes as w4a16_gemm (K % 64 == 0, N % 16 == 0, group size -1, 32 or a multiple
+// of 64); others are refused with a Status naming the field.
 // packed_zeros: W4A16PackedWeight::zeros on the device, or nullptr (symmetric).
 Status w4a16_dequantize(const uint32_t* packed_weight, const uint32_t* packed_scales, int n, int k, int group_size,
                         uint16_t* w, int64_t w_stride, cudaStream_t stream, const uint32_t* packed_zeros = nullptr);

@@ -30,8 +30,8 @@ Status check_shapes(const uint16_t* x, int64_t x_stride, const uint32_t* packed_
   if (n <= 0 || n % 16 != 0)
     return unsupported("w4a16_gemm: n = " + std::to_string(n) + " is not a positive multiple of 16");
   if (group_size == -1) group_size = k;
-  if (group_size <= 0 || (group_size % kChunkK != 0 && group_size != k))
-    return unsupported("w4a16_gemm: group_size " + std::to_string(group_size) + " is not a multiple of 64");
+  if (group_size != 32 && (group_size <= 0 || (group_size % kChunkK != 0 && group_size != k)))
+    return unsupported("w4a16_gemm: group_size " + std::to_string(group_size) + " is not 32 or a multiple of 64");
   if (x_stride < k || x_stride % 8 != 0)
     return invalid_argument("w4a16_gemm: x_stride must be a multiple of 8 and >= k");
   if (y_stride < n) return invalid_argument("w4a16_gemm: y_stride must be >= n");

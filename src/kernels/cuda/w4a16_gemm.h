@@ -25,7 +25,8 @@
 // w4a16_permute_columns() before the GEMM (x'[:, i] = x[:, k_perm[i]]).
 //
 // Limits: K % 64 == 0, N % 16 == 0, group size a multiple of 64 (or -1: one group over all
-// of K); other shapes are refused with a Status naming the field.
+// of K), or 32 (two groups in each 64-row chunk: every kernel has an instantiation that reads a
+// second scale, and zero point, per chunk); other shapes are refused with a Status naming the field.
 #pragma once
 
 #include <cuda_runtime.h>

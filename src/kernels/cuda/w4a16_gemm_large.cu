@@ -44,16 +44,27 @@ constexpr int kThreads = kWarpsM * kWarpsN * 32;       // 256
 constexpr int kBlockNBlocks = kWarpsN * kWarpNBlocks;  // n16 blocks per block
 constexpr int kBlockCols = kBlockNBlocks * 16;         // 128 columns
 
-// Zero points of a stage (asymmetric weights): half2 (1024 + z[c], 1024 + z[c+8]) as scales.
-struct LargeStageZeros {
-  uint32_t zeros[kBlockNBlocks][8];
+// The per-group values of a stage beyond the scales, each laid out as the scales: the zero
+// points (kZeros, half2 (1024 + z[c], 1024 + z[c+8])), and with groups of 32 rows (kHalfGroups)
+// the chunk's second group's scales and zero points. Slots in that order, absent ones skipped.
+template <bool kZeros, bool kHalfGroups>
+struct GroupSlots {
+  static constexpr int kCount = (kZeros ? 1 : 0) + (kHalfGroups ? 1 : 0) + (kZeros && kHalfGroups ? 1 : 0);
+  static constexpr int kZero = 0;
+  static constexpr int kScale2 = kZeros ? 1 : 0;
+  static constexpr int kZero2 = 2;
 };
-struct NoZeros {};
+template <int kCount>
+struct LargeStageExtra {
+  uint32_t extra[kCount][kBlockNBlocks][8];
+};
+template <>
+struct LargeStageExtra<0> {};
 
-// One pipeline stage: everything the block needs for one 64-deep k chunk (symmetric weights:
-// the empty base adds nothing).
-template <int kMTiles, bool kZeros>
-struct LargeStage : std::conditional_t<kZeros, LargeStageZeros, NoZeros> {
+// One pipeline stage: everything the block needs for one 64-deep k chunk (symmetric weights in
+// groups of 64 or more rows: the empty base adds nothing).
+template <int kMTiles, bool kZeros, bool kHalfGroups>
+struct LargeStage : LargeStageExtra<GroupSlots<kZeros, kHalfGroups>::kCount> {
   static constexpr int kRows = kWarpsM * kMTiles * 16;
   uint4 weight[kBlockNBlocks][32];    // packed int4: [n16 block][lane] 16 bytes (4 KB)
   uint32_t scales[kBlockNBlocks][8];  // half2 (s[c], s[c+8]) per n16 block and c = lane / 4
@@ -63,12 +74,13 @@ struct LargeStage : std::conditional_t<kZeros, LargeStageZeros, NoZeros> {
 // grid = (ceil(N / 128), 1, ceil(M / (32 * kMTiles))). Rows of the staged activation tile at
 // or beyond m are never copied (stale shared memory); they only feed output rows that are
 // never stored, because an MMA's output row depends on its own A row alone.
-template <int kMTiles, int kStages, int kMinBlocksPerSm, bool kZeros>
+template <int kMTiles, int kStages, int kMinBlocksPerSm, bool kZeros, bool kHalfGroups>
 __global__ void __launch_bounds__(kThreads, kMinBlocksPerSm)
     w4a16_gemm_large_kernel(const uint16_t* __restrict__ x, int64_t x_stride, const uint4* __restrict__ packed_weight,
                             const uint32_t* __restrict__ packed_scales, const uint32_t* __restrict__ packed_zeros,
                             uint16_t* __restrict__ y, int64_t y_stride, int m, int n, int k, int group_size) {
-  using StageT = LargeStage<kMTiles, kZeros>;
+  using StageT = LargeStage<kMTiles, kZeros, kHalfGroups>;
+  using Slots = GroupSlots<kZeros, kHalfGroups>;
   constexpr int kBlockRows = StageT::kRows;
   extern __shared__ __align__(16) unsigned char smem_raw[];
   StageT* stages = reinterpret_cast<StageT*>(smem_raw);
@@ -103,13 +115,18 @@ __global__ void __launch_bounds__(kThreads, kMinBlocksPerSm)
     const int nb = min(nb0 + tid / 2 % kBlockNBlocks, num_n_blocks - 1);
     scale_src = packed_scales + static_cast<int64_t>(nb) * 8 + (tid % 2) * 4;
   }
-  // Zero points: the next 16 threads copy them the same way.
-  const bool copies_zeros = kZeros && tid >= kBlockNBlocks * 2 && tid < kBlockNBlocks * 4;
-  const uint32_t* zero_src = nullptr;
-  if constexpr (kZeros) {
-    const int zt = tid - kBlockNBlocks * 2;
-    const int nb = min(nb0 + max(zt, 0) / 2 % kBlockNBlocks, num_n_blocks - 1);
-    zero_src = packed_zeros + static_cast<int64_t>(nb) * 8 + (max(zt, 0) % 2) * 4;
+  // The extra slots: slot e is copied by the next 16 threads after slot e - 1's, the same way.
+  static_assert(kBlockNBlocks * 2 * (1 + Slots::kCount) <= kThreads, "one 16-byte group copy per thread");
+  const int slot = tid / (kBlockNBlocks * 2) - 1;  // -1: the scales' threads (or none)
+  const bool copies_extra = slot >= 0 && slot < Slots::kCount;
+  const int et = tid % (kBlockNBlocks * 2);
+  const uint32_t* extra_src = nullptr;  // the slot's source at group 0
+  int extra_group_offset = 0;           // 1 for the second group's slots
+  if (copies_extra) {
+    const bool zeros = kZeros && (slot == Slots::kZero || (kHalfGroups && slot == Slots::kZero2));
+    extra_group_offset = kHalfGroups && slot >= Slots::kScale2 ? 1 : 0;  // the chunk's second group
+    const int nb = min(nb0 + et / 2 % kBlockNBlocks, num_n_blocks - 1);
+    extra_src = (zeros ? packed_zeros : packed_scales) + static_cast<int64_t>(nb) * 8 + (et % 2) * 4;
   }
   const int a_row = tid / 8, a_col = (tid % 8) * 8;
   const uint16_t* a_src = x + static_cast<int64_t>(m0 + a_row) * x_stride + a_col;
@@ -117,8 +134,10 @@ __global__ void __launch_bounds__(kThreads, kMinBlocksPerSm)
 
   // Chunks are loaded in order 0, 1, ...: the scale group of the next load advances with a
   // counter instead of a division per chunk. group_size is a multiple of 64 (or all of K,
-  // itself a multiple of 64), so groups hold whole chunks.
-  const int chunks_per_group = group_size / kChunkK;
+  // itself a multiple of 64), so groups hold whole chunks; or 32 (kHalfGroups): two groups a
+  // chunk, 2 kc and 2 kc + 1.
+  const int chunks_per_group = kHalfGroups ? 1 : group_size / kChunkK;
+  constexpr int kGroupsPerChunk = kHalfGroups ? 2 : 1;
   int load_group = 0;  // group of the next chunk loaded
   int load_chunk_in_group = 0;
 
@@ -129,15 +148,15 @@ __global__ void __launch_bounds__(kThreads, kMinBlocksPerSm)
     if (copies_scales) {
       cp_async_16(&dst.scales[tid / 2][(tid % 2) * 4], scale_src + static_cast<int64_t>(load_group) * num_n_blocks * 8);
     }
-    if constexpr (kZeros) {
-      if (copies_zeros) {
-        const int zt = tid - kBlockNBlocks * 2;
-        cp_async_16(&dst.zeros[zt / 2][(zt % 2) * 4], zero_src + static_cast<int64_t>(load_group) * num_n_blocks * 8);
+    if constexpr (Slots::kCount > 0) {
+      if (copies_extra) {
+        cp_async_16(&dst.extra[slot][et / 2][(et % 2) * 4],
+                    extra_src + static_cast<int64_t>(load_group + extra_group_offset) * num_n_blocks * 8);
       }
     }
     if (++load_chunk_in_group == chunks_per_group) {
       load_chunk_in_group = 0;
-      ++load_group;
+      load_group += kGroupsPerChunk;
     }
 #pragma unroll
     for (int it = 0; it < kAPasses; ++it) {
@@ -166,16 +185,24 @@ __global__ void __launch_bounds__(kThreads, kMinBlocksPerSm)
     if (!warp_has_rows) continue;
     const StageT& st = stages[i % kStages];
     uint4 w[kWarpNBlocks];
-    half2 scale[kWarpNBlocks][2];  // [n16 block][n8 half] the group scale of column c (+8)
-    uint32_t zero_pair[kWarpNBlocks] = {};
+    // [group of the chunk][n16 block][n8 half] the group scale of column c (+8), and the zero pairs
+    half2 scale[kGroupsPerChunk][kWarpNBlocks][2];
+    uint32_t zero_pair[kGroupsPerChunk][kWarpNBlocks] = {};
 #pragma unroll
     for (int b = 0; b < kWarpNBlocks; ++b) {
-      w[b] = st.weight[warp_n * kWarpNBlocks + b][lane];
-      if constexpr (kZeros) zero_pair[b] = st.zeros[warp_n * kWarpNBlocks + b][lane / 4];
-      const uint32_t sp = st.scales[warp_n * kWarpNBlocks + b][lane / 4];
-      const half2 pair = *reinterpret_cast<const half2*>(&sp);
-      scale[b][0] = __low2half2(pair);
-      scale[b][1] = __high2half2(pair);
+      const int block = warp_n * kWarpNBlocks + b;
+      w[b] = st.weight[block][lane];
+#pragma unroll
+      for (int h = 0; h < kGroupsPerChunk; ++h) {
+        uint32_t sp = st.scales[block][lane / 4];
+        if constexpr (kHalfGroups) {
+          if (h == 1) sp = st.extra[Slots::kScale2][block][lane / 4];
+        }
+        if constexpr (kZeros) zero_pair[h][b] = st.extra[h == 0 ? Slots::kZero : Slots::kZero2][block][lane / 4];
+        const half2 pair = *reinterpret_cast<const half2*>(&sp);
+        scale[h][b][0] = __low2half2(pair);
+        scale[h][b][1] = __high2half2(pair);
+      }
     }
     uint32_t a_frag[2][4];  // A fragments of the current and the next (k16 step, m16 tile), double-buffered
     ldmatrix_x4(a_frag[0], &st.a[warp_row0 + ld_row][ld_col]);
@@ -187,16 +214,17 @@ __global__ void __launch_bounds__(kThreads, kMinBlocksPerSm)
 #pragma unroll
       for (int b = 0; b < kWarpNBlocks; ++b) {
         const uint32_t word = j == 0 ? w[b].x : j == 1 ? w[b].y : j == 2 ? w[b].z : w[b].w;
+        const int h = kHalfGroups && j >= 2 ? 1 : 0;  // the group of this k16 step
         half2 frag[4];
         if constexpr (kZeros) {
-          dequant_word_zero(word, zero_pair[b], frag);
+          dequant_word_zero(word, zero_pair[h][b], frag);
         } else {
           dequant_word(word, frag);
         }
-        frag[0] = __hmul2(frag[0], scale[b][0]);
-        frag[1] = __hmul2(frag[1], scale[b][0]);
-        frag[2] = __hmul2(frag[2], scale[b][1]);
-        frag[3] = __hmul2(frag[3], scale[b][1]);
+        frag[0] = __hmul2(frag[0], scale[h][b][0]);
+        frag[1] = __hmul2(frag[1], scale[h][b][0]);
+        frag[2] = __hmul2(frag[2], scale[h][b][1]);
+        frag[3] = __hmul2(frag[3], scale[h][b][1]);
 #pragma unroll
         for (int r = 0; r < 4; ++r) b_frag[b][r] = *reinterpret_cast<const uint32_t*>(&frag[r]);
       }
@@ -245,12 +273,12 @@ __global__ void __launch_bounds__(kThreads, kMinBlocksPerSm)
         }
 }
 
-template <int kMTiles, int kStages, int kMinBlocksPerSm, bool kZeros>
+template <int kMTiles, int kStages, int kMinBlocksPerSm, bool kZeros, bool kHalfGroups>
 Status launch_large(const uint16_t* x, int64_t x_stride, const uint32_t* packed_weight, const uint32_t* packed_scales,
                     const uint32_t* packed_zeros, uint16_t* y, int64_t y_stride, int m, int n, int k, int group_size,
                     cudaStream_t stream) {
-  constexpr auto kKernel = w4a16_gemm_large_kernel<kMTiles, kStages, kMinBlocksPerSm, kZeros>;
-  constexpr size_t kSmemBytes = sizeof(LargeStage<kMTiles, kZeros>) * kStages;
+  constexpr auto kKernel = w4a16_gemm_large_kernel<kMTiles, kStages, kMinBlocksPerSm, kZeros, kHalfGroups>;
+  constexpr size_t kSmemBytes = sizeof(LargeStage<kMTiles, kZeros, kHalfGroups>) * kStages;
   static const int blocks_per_sm = resident_blocks_per_sm(kKernel, kThreads, kSmemBytes);  // once per instantiation
   if (blocks_per_sm <= 0) {
     return internal_error("w4a16_gemm_large: kernel with " + std::to_string(kSmemBytes) +
@@ -278,21 +306,21 @@ W4A16LargePlan w4a16_large_plan(int m, int n) {
 
 namespace {
 
-template <bool kZeros>
+template <bool kZeros, bool kHalfGroups>
 Status launch_large_for_rows(const uint16_t* x, int64_t x_stride, const uint32_t* packed_weight,
                              const uint32_t* packed_scales, const uint32_t* packed_zeros, uint16_t* y, int64_t y_stride,
                              int m, int n, int k, int group_size, cudaStream_t stream) {
   // Stages: as deep as two blocks per SM allow; minimum blocks per SM as the registers allow.
   switch (w4a16_large_block_rows(m)) {
     case 32:
-      return launch_large<1, 8, 3, kZeros>(x, x_stride, packed_weight, packed_scales, packed_zeros, y, y_stride, m, n,
-                                           k, group_size, stream);
+      return launch_large<1, 8, 3, kZeros, kHalfGroups>(x, x_stride, packed_weight, packed_scales, packed_zeros, y,
+                                                        y_stride, m, n, k, group_size, stream);
     case 64:
-      return launch_large<2, 6, 2, kZeros>(x, x_stride, packed_weight, packed_scales, packed_zeros, y, y_stride, m, n,
-                                           k, group_size, stream);
+      return launch_large<2, 6, 2, kZeros, kHalfGroups>(x, x_stride, packed_weight, packed_scales, packed_zeros, y,
+                                                        y_stride, m, n, k, group_size, stream);
     default:
-      return launch_large<4, 4, 2, kZeros>(x, x_stride, packed_weight, packed_scales, packed_zeros, y, y_stride, m, n,
-                                           k, group_size, stream);
+      return launch_large<4, 4, 2, kZeros, kHalfGroups>(x, x_stride, packed_weight, packed_scales, packed_zeros, y,
+                                                        y_stride, m, n, k, group_size, stream);
   }
 }
 
@@ -301,12 +329,18 @@ Status launch_large_for_rows(const uint16_t* x, int64_t x_stride, const uint32_t
 Status w4a16_gemm_large(const uint16_t* x, int64_t x_stride, const uint32_t* packed_weight,
                         const uint32_t* packed_scales, uint16_t* y, int64_t y_stride, int m, int n, int k,
                         int group_size, cudaStream_t stream, const uint32_t* packed_zeros) {
-  if (packed_zeros != nullptr) {
-    return launch_large_for_rows<true>(x, x_stride, packed_weight, packed_scales, packed_zeros, y, y_stride, m, n, k,
-                                       group_size, stream);
-  }
-  return launch_large_for_rows<false>(x, x_stride, packed_weight, packed_scales, nullptr, y, y_stride, m, n, k,
-                                      group_size, stream);
+  const bool zeros = packed_zeros != nullptr, half_groups = group_size == 32;
+  if (zeros && half_groups)
+    return launch_large_for_rows<true, true>(x, x_stride, packed_weight, packed_scales, packed_zeros, y, y_stride, m, n,
+                                             k, group_size, stream);
+  if (zeros)
+    return launch_large_for_rows<true, false>(x, x_stride, packed_weight, packed_scales, packed_zeros, y, y_stride, m,
+                                              n, k, group_size, stream);
+  if (half_groups)
+    return launch_large_for_rows<false, true>(x, x_stride, packed_weight, packed_scales, nullptr, y, y_stride, m, n, k,
+                                              group_size, stream);
+  return launch_large_for_rows<false, false>(x, x_stride, packed_weight, packed_scales, nullptr, y, y_stride, m, n, k,
+                                             group_size, stream);
 }
 
 }  // namespace crosspoint::cuda

@@ -75,8 +75,17 @@ constexpr int kTileRowBytes = kChunkK * 2;  // one token's 64 fp16 of a chunk: 1
 //   x_tiles  [kStages][kTokens][64] fp16, 128-byte swizzled rows (wgmma.cuh)
 //   weights  [kStages][kBlockNBlocks][32 lanes] uint4 packed int4 words
 //   scales   [kStages][kBlockNBlocks][8] half2 (s[c], s[c+8]) of the chunk's group
-//   zeros    [kStages][kBlockNBlocks][8] half2 (1024 + z[c], 1024 + z[c+8]), asymmetric weights only
-template <int kTokens, int kStages, int kWarpGroups, bool kZeros = false>
+//   extra    [slots][kStages][kBlockNBlocks][8], laid out as the scales, in this order where they
+//            exist: the zero points (kZeros: half2 (1024 + z[c], 1024 + z[c+8])), and with groups
+//            of 32 rows (kHalfGroups) the chunk's second group's scales and zero points
+template <bool kZeros, bool kHalfGroups>
+struct WgmmaSlots {
+  static constexpr int kCount = (kZeros ? 1 : 0) + (kHalfGroups ? 1 : 0) + (kZeros && kHalfGroups ? 1 : 0);
+  static constexpr int kZero = 0;
+  static constexpr int kScale2 = kZeros ? 1 : 0;
+  static constexpr int kZero2 = 2;
+};
+template <int kTokens, int kStages, int kWarpGroups, bool kZeros = false, bool kHalfGroups = false>
 struct WgmmaSmem {
   static_assert(kStages >= 3, "the ring keeps the chunk being multiplied and the one before it busy");
   static constexpr int kBlockNBlocks = WgmmaBlock<kWarpGroups>::kNBlocks;
@@ -85,9 +94,10 @@ struct WgmmaSmem {
   static constexpr int kScaleBytes = kBlockNBlocks * 8 * 4;
   static constexpr int kWeightOffset = kStages * kTileBytes;
   static constexpr int kScaleOffset = kWeightOffset + kStages * kWeightBytes;
-  static constexpr int kZeroOffset = kScaleOffset + kStages * kScaleBytes;
-  static constexpr int kZeroBytes = kZeros ? kScaleBytes : 0;
-  static constexpr int kBytes = kZeroOffset + kStages * kZeroBytes + 1024;  // + slack to align the base to 1024
+  static constexpr int kExtraOffset = kScaleOffset + kStages * kScaleBytes;
+  static constexpr int kSlotBytes = kStages * kScaleBytes;  // one extra slot, all stages
+  static constexpr int kBytes =
+      kExtraOffset + WgmmaSlots<kZeros, kHalfGroups>::kCount * kSlotBytes + 1024;  // + slack to align the base
   // A split-K block parks its fp32 D fragments in the ring once it is done with it.
   static_assert(kTokens / 2 * WgmmaBlock<kWarpGroups>::kThreads * 4 <= kBytes - 1024, "split-K sums fit in the ring");
 };
@@ -107,14 +117,15 @@ struct WgmmaWork {
 // multiple of 64, so each warpgroup's 64 channels are all in range or all beyond N (then it
 // only helps copy). Token rows at or beyond M are zero-filled in shared memory and their D
 // columns never stored (a D column depends only on its own B column).
-template <int kTokens, int kStages, int kWarpGroups, int kMinBlocksPerSm, bool kZeros>
+template <int kTokens, int kStages, int kWarpGroups, int kMinBlocksPerSm, bool kZeros, bool kHalfGroups>
 __global__ void __launch_bounds__(WgmmaBlock<kWarpGroups>::kThreads, kMinBlocksPerSm)
     w4a16_gemm_wgmma_kernel(const uint16_t* __restrict__ x, int64_t x_stride, const uint4* __restrict__ packed_weight,
                             const uint32_t* __restrict__ packed_scales, const uint32_t* __restrict__ packed_zeros,
                             uint16_t* __restrict__ y, int64_t y_stride, int m, int n, int k, int group_size,
                             WgmmaWork work) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-  using Smem = WgmmaSmem<kTokens, kStages, kWarpGroups, kZeros>;
+  using Smem = WgmmaSmem<kTokens, kStages, kWarpGroups, kZeros, kHalfGroups>;
+  using Slots = WgmmaSlots<kZeros, kHalfGroups>;
   constexpr int kThreads = WgmmaBlock<kWarpGroups>::kThreads;
   constexpr int kBlockNBlocks = WgmmaBlock<kWarpGroups>::kNBlocks;
   static_assert(kBlockNBlocks * 32 == kThreads, "one 16-byte weight copy per thread and chunk");
@@ -125,7 +136,8 @@ __global__ void __launch_bounds__(WgmmaBlock<kWarpGroups>::kThreads, kMinBlocksP
   const uint32_t x_tiles_addr = raw_addr + align_pad;  // shared address of x_tiles[0], 1024-byte aligned
   uint4* weights = reinterpret_cast<uint4*>(smem + Smem::kWeightOffset);
   uint32_t* scales = reinterpret_cast<uint32_t*>(smem + Smem::kScaleOffset);
-  uint32_t* zeros = reinterpret_cast<uint32_t*>(smem + Smem::kZeroOffset);  // kZeros only
+  // Extra slot e of stage st, n16 block b: extra[(e * kStages + st) * kBlockNBlocks * 8 + b * 8 + c].
+  uint32_t* extra = reinterpret_cast<uint32_t*>(smem + Smem::kExtraOffset);
 
   const int tid = threadIdx.x;
   const int lane = tid % 32;
@@ -143,8 +155,9 @@ __global__ void __launch_bounds__(WgmmaBlock<kWarpGroups>::kThreads, kMinBlocksP
   const int kc_begin = static_cast<int>(static_cast<int64_t>(num_k_chunks) * split / splits);
   const int kc_end = static_cast<int>(static_cast<int64_t>(num_k_chunks) * (split + 1) / splits);
   const int num_chunks = kc_end - kc_begin;
-  const int chunks_per_group = group_size / kChunkK;  // group_size: a multiple of 64, or K itself
-  const float inv_chunks_per_group = 1.0f / static_cast<float>(chunks_per_group);
+  // group_size: a multiple of 64, or K itself; or 32 (kHalfGroups: groups 2 kc and 2 kc + 1)
+  const int chunks_per_group = kHalfGroups ? 1 : group_size / kChunkK;
+  const float inv_chunks_per_group = kHalfGroups ? 0.f : 1.0f / static_cast<float>(chunks_per_group);
 
   // Per-thread copy sources, fixed for the k loop. Weights: one 16-byte piece per thread,
   // (n16 block tid / 32, lane); n16 blocks beyond N copy the last valid block (never used).
@@ -154,13 +167,17 @@ __global__ void __launch_bounds__(WgmmaBlock<kWarpGroups>::kThreads, kMinBlocksP
   const bool copies_scales = tid < kBlockNBlocks * 2;
   const uint32_t* scale_src =
       packed_scales + static_cast<int64_t>(min(nb0 + (tid / 2) % kBlockNBlocks, num_n_blocks - 1)) * 8 + (tid % 2) * 4;
-  // Zero points (kZeros): the next 2 kBlockNBlocks threads copy them the same way.
-  const bool copies_zeros = kZeros && tid >= kBlockNBlocks * 2 && tid < kBlockNBlocks * 4;
-  const int zt = copies_zeros ? tid - kBlockNBlocks * 2 : 0;
-  const uint32_t* zero_src =
-      kZeros ? packed_zeros + static_cast<int64_t>(min(nb0 + (zt / 2) % kBlockNBlocks, num_n_blocks - 1)) * 8 +
-                   (zt % 2) * 4
-             : nullptr;
+  // Extra slots: slot e is copied by the next 2 kBlockNBlocks threads after slot e - 1's, the same way.
+  static_assert(kBlockNBlocks * 2 * (1 + Slots::kCount) <= kThreads, "one 16-byte group copy per thread");
+  const int slot = tid / (kBlockNBlocks * 2) - 1;  // -1: the scales' threads (or none)
+  const bool copies_extra = Slots::kCount > 0 && slot >= 0 && slot < Slots::kCount;
+  const int et = tid % (kBlockNBlocks * 2);
+  const bool extra_is_zero = kZeros && (slot == Slots::kZero || (kHalfGroups && slot == Slots::kZero2));
+  const int extra_group_offset = kHalfGroups && slot >= Slots::kScale2 ? 1 : 0;  // the chunk's second group
+  const uint32_t* extra_src =
+      copies_extra ? (extra_is_zero ? packed_zeros : packed_scales) +
+                         static_cast<int64_t>(min(nb0 + (et / 2) % kBlockNBlocks, num_n_blocks - 1)) * 8 + (et % 2) * 4
+                   : nullptr;
   // Activations: 16-byte chunk c = tid % 8 of rows tid / 8 + kRowsPerPass p (pass p); the 128-byte swizzle
   // stores chunk c of row r at chunk c ^ (r % 8), and r % 8 is the same in every pass.
   constexpr int kRowsPerPass = kThreads / 8;
@@ -175,16 +192,17 @@ __global__ void __launch_bounds__(WgmmaBlock<kWarpGroups>::kThreads, kMinBlocksP
   // Issues the cp.async copies of chunk kc into stage st (all threads take part).
   auto load_stage = [&](int st, int kc) {
     cp_async_16(&weights[st * kBlockNBlocks * 32 + tid], weight_src + static_cast<int64_t>(kc) * 32);
-    if (copies_scales || copies_zeros) {
+    if (copies_scales || copies_extra) {
       // kc / chunks_per_group without the ~30-instruction integer division. Exact:
       // (kc + 0.5) / chunks_per_group is at least 0.5 / chunks_per_group from an integer, far
       // more than the float error (kc < 2^21 for any K below 2^27).
-      const int group = static_cast<int>((static_cast<float>(kc) + 0.5f) * inv_chunks_per_group);
+      const int group = kHalfGroups ? 2 * kc : static_cast<int>((static_cast<float>(kc) + 0.5f) * inv_chunks_per_group);
       if (copies_scales) {
         cp_async_16(&scales[st * kBlockNBlocks * 8 + tid * 4],
                     scale_src + static_cast<int64_t>(group) * num_n_blocks * 8);
-      } else if constexpr (kZeros) {
-        cp_async_16(&zeros[st * kBlockNBlocks * 8 + zt * 4], zero_src + static_cast<int64_t>(group) * num_n_blocks * 8);
+      } else if constexpr (Slots::kCount > 0) {
+        cp_async_16(&extra[(slot * kStages + st) * kBlockNBlocks * 8 + et * 4],
+                    extra_src + static_cast<int64_t>(group + extra_group_offset) * num_n_blocks * 8);
       }
     }
     unsigned char* tile = smem + st * Smem::kTileBytes;
@@ -207,14 +225,21 @@ __global__ void __launch_bounds__(WgmmaBlock<kWarpGroups>::kThreads, kMinBlocksP
   for (int i = 0; i < kTokens / 2; ++i) acc[i] = 0.f;
   uint32_t a_even[4][4], a_odd[4][4];  // A fragments [k16 step][register] of even / odd chunks
 
+  // Group values of the chunk: its scale and zero pair, and (kHalfGroups) those of its second group.
+  struct ChunkGroups {
+    uint32_t scale = 0, zero = 0, scale2 = 0, zero2 = 0;
+  };
   // Dequantises one chunk's packed words (this warp's n16 block x 64 k) into its 4 k16 A fragments.
-  auto dequant_chunk = [&](const uint4& word, uint32_t scale_bits, uint32_t zero_bits, uint32_t(&a)[4][4]) {
-    const half2 scale_pair = *reinterpret_cast<const half2*>(&scale_bits);
-    const half2 scale_lo = __low2half2(scale_pair);   // s[channel g]
-    const half2 scale_hi = __high2half2(scale_pair);  // s[channel g + 8]
+  auto dequant_chunk = [&](const uint4& word, const ChunkGroups& g, uint32_t(&a)[4][4]) {
     const uint32_t words[4] = {word.x, word.y, word.z, word.w};
 #pragma unroll
     for (int j = 0; j < 4; ++j) {
+      const bool second = kHalfGroups && j >= 2;  // k16 steps 2, 3 of a chunk in groups of 32
+      const uint32_t scale_bits = second ? g.scale2 : g.scale;
+      const uint32_t zero_bits = second ? g.zero2 : g.zero;
+      const half2 scale_pair = *reinterpret_cast<const half2*>(&scale_bits);
+      const half2 scale_lo = __low2half2(scale_pair);   // s[channel g]
+      const half2 scale_hi = __high2half2(scale_pair);  // s[channel g + 8]
       // dequant_word: f[0] = (c, k0..+1), f[1] = (c, k0+8..+9), f[2] = (c+8, k0..+1), f[3] = (c+8, k0+8..+9),
       // with c = channel g (the A row) and k0 = 2t: A registers are f[0], f[2], f[1], f[3] (wgmma.cuh).
       half2 f[4];
@@ -275,9 +300,15 @@ __global__ void __launch_bounds__(WgmmaBlock<kWarpGroups>::kThreads, kMinBlocksP
     // register counts there).
     if (nb0 + 4 * (threadIdx.x / 128) < n / 16) {
       const uint4 word = weights[st * kBlockNBlocks * 32 + warp * 32 + lane];
-      const uint32_t scale_bits = scales[st * kBlockNBlocks * 8 + warp * 8 + lane / 4];
-      const uint32_t zero_bits = kZeros ? zeros[st * kBlockNBlocks * 8 + warp * 8 + lane / 4] : 0u;
-      dequant_chunk(word, scale_bits, zero_bits, a);
+      const int group_index = st * kBlockNBlocks * 8 + warp * 8 + lane / 4;
+      ChunkGroups g;
+      g.scale = scales[group_index];
+      if constexpr (kZeros) g.zero = extra[Slots::kZero * kStages * kBlockNBlocks * 8 + group_index];
+      if constexpr (kHalfGroups) {
+        g.scale2 = extra[Slots::kScale2 * kStages * kBlockNBlocks * 8 + group_index];
+        if constexpr (kZeros) g.zero2 = extra[Slots::kZero2 * kStages * kBlockNBlocks * 8 + group_index];
+      }
+      dequant_chunk(word, g, a);
       issue_chunk(st, a);
     }
     if (i + 1 < num_chunks) {  // block-uniform
@@ -401,12 +432,12 @@ cudaLaunchConfig_t cluster_launch_config(unsigned blocks, int threads, int clust
   return config;
 }
 
-template <int kTokens, int kStages, int kWarpGroups, int kMinBlocksPerSm, bool kZeros>
+template <int kTokens, int kStages, int kWarpGroups, int kMinBlocksPerSm, bool kZeros, bool kHalfGroups>
 Status launch_wgmma(const uint16_t* x, int64_t x_stride, const uint32_t* packed_weight, const uint32_t* packed_scales,
                     const uint32_t* packed_zeros, uint16_t* y, int64_t y_stride, int m, int n, int k, int group_size,
                     const W4A16WgmmaOptions& options, cudaStream_t stream) {
-  constexpr auto kKernel = w4a16_gemm_wgmma_kernel<kTokens, kStages, kWarpGroups, kMinBlocksPerSm, kZeros>;
-  constexpr int kSmemBytes = WgmmaSmem<kTokens, kStages, kWarpGroups, kZeros>::kBytes;
+  constexpr auto kKernel = w4a16_gemm_wgmma_kernel<kTokens, kStages, kWarpGroups, kMinBlocksPerSm, kZeros, kHalfGroups>;
+  constexpr int kSmemBytes = WgmmaSmem<kTokens, kStages, kWarpGroups, kZeros, kHalfGroups>::kBytes;
   constexpr int kThreads = WgmmaBlock<kWarpGroups>::kThreads;
   static const int blocks_per_sm = resident_blocks_per_sm(kKernel, kThreads, kSmemBytes);  // once per instantiation
   if (blocks_per_sm <= 0) {
@@ -516,24 +547,24 @@ namespace {
 // Stages and blocks per SM as measured best on the H200: a deeper ring at two blocks per SM
 // rather than a shallower one at three; the wide blocks fill one SM each with the deepest ring
 // that fits (an even depth, so the k loop is unrolled over it).
-template <bool kZeros>
+template <bool kZeros, bool kHalfGroups>
 Status launch_for_tile(int warp_groups, const uint16_t* x, int64_t x_stride, const uint32_t* packed_weight,
                        const uint32_t* packed_scales, const uint32_t* packed_zeros, uint16_t* y, int64_t y_stride,
                        int m, int n, int k, int group_size, const W4A16WgmmaOptions& options, cudaStream_t stream) {
   if (warp_groups == kW4A16WgmmaWideWarpGroups) {
-    return launch_wgmma<128, 8, kW4A16WgmmaWideWarpGroups, 1, kZeros>(
+    return launch_wgmma<128, 8, kW4A16WgmmaWideWarpGroups, 1, kZeros, kHalfGroups>(
         x, x_stride, packed_weight, packed_scales, packed_zeros, y, y_stride, m, n, k, group_size, options, stream);
   }
   switch (w4a16_wgmma_token_tile(m, 2)) {
     case 16:
-      return launch_wgmma<16, 12, 2, 2, kZeros>(x, x_stride, packed_weight, packed_scales, packed_zeros, y, y_stride, m,
-                                                n, k, group_size, options, stream);
+      return launch_wgmma<16, 12, 2, 2, kZeros, kHalfGroups>(x, x_stride, packed_weight, packed_scales, packed_zeros, y,
+                                                             y_stride, m, n, k, group_size, options, stream);
     case 32:
-      return launch_wgmma<32, 12, 2, 2, kZeros>(x, x_stride, packed_weight, packed_scales, packed_zeros, y, y_stride, m,
-                                                n, k, group_size, options, stream);
+      return launch_wgmma<32, 12, 2, 2, kZeros, kHalfGroups>(x, x_stride, packed_weight, packed_scales, packed_zeros, y,
+                                                             y_stride, m, n, k, group_size, options, stream);
     default:
-      return launch_wgmma<64, 8, 2, 2, kZeros>(x, x_stride, packed_weight, packed_scales, packed_zeros, y, y_stride, m,
-                                               n, k, group_size, options, stream);
+      return launch_wgmma<64, 8, 2, 2, kZeros, kHalfGroups>(x, x_stride, packed_weight, packed_scales, packed_zeros, y,
+                                                            y_stride, m, n, k, group_size, options, stream);
   }
 }
 
@@ -562,12 +593,18 @@ Status w4a16_gemm_wgmma(const uint16_t* x, int64_t x_stride, const uint32_t* pac
     return invalid_argument("w4a16_gemm_wgmma: warp_groups = " + std::to_string(warp_groups) + " (2 or " +
                             std::to_string(kW4A16WgmmaWideWarpGroups) + ")");
   }
-  if (packed_zeros != nullptr) {
-    return launch_for_tile<true>(warp_groups, x, x_stride, packed_weight, packed_scales, packed_zeros, y, y_stride, m,
-                                 n, k, group_size, options, stream);
-  }
-  return launch_for_tile<false>(warp_groups, x, x_stride, packed_weight, packed_scales, nullptr, y, y_stride, m, n, k,
-                                group_size, options, stream);
+  const bool zeros = packed_zeros != nullptr, half_groups = group_size == 32;
+  if (zeros && half_groups)
+    return launch_for_tile<true, true>(warp_groups, x, x_stride, packed_weight, packed_scales, packed_zeros, y,
+                                       y_stride, m, n, k, group_size, options, stream);
+  if (zeros)
+    return launch_for_tile<true, false>(warp_groups, x, x_stride, packed_weight, packed_scales, packed_zeros, y,
+                                        y_stride, m, n, k, group_size, options, stream);
+  if (half_groups)
+    return launch_for_tile<false, true>(warp_groups, x, x_stride, packed_weight, packed_scales, nullptr, y, y_stride, m,
+                                        n, k, group_size, options, stream);
+  return launch_for_tile<false, false>(warp_groups, x, x_stride, packed_weight, packed_scales, nullptr, y, y_stride, m,
+                                       n, k, group_size, options, stream);
 }
 
 }  // namespace crosspoint::cuda

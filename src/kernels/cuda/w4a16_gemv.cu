@@ -44,17 +44,38 @@ __device__ __forceinline__ uint4 load_streaming_16(const uint4* ptr) {
 // it, so the activations run ahead in 8 registers a chunk. The MMAs sum the unscaled (q - 8)
 // products in fp32 (exact: |q - 8| <= 8 times an fp16 value); the group scale half2
 // (s[n = c], s[n = c + 8]) is applied once per chunk in fp32. kZeros: the group's zero pair
-// (asymmetric weights) instead of 8; the products (q - z) x are as exact.
-template <bool kZeros>
-__device__ __forceinline__ void multiply_chunk(uint4 weight, uint32_t scale, uint32_t zero_pair, uint32_t* x_pairs,
+// (asymmetric weights) instead of 8; the products (q - z) x are as exact. kHalfGroups (groups of
+// 32 rows): the chunk's second half (k16 steps 2, 3) has its own group, p.scale2 / p.zero2, and
+// the first half's sum is scaled before it starts.
+struct ChunkParams {
+  uint32_t scale = 0, zero = 0;    // half2 (s[c], s[c + 8]); kZeros: (1024 + z[c], 1024 + z[c + 8])
+  uint32_t scale2 = 0, zero2 = 0;  // kHalfGroups: the same of the chunk's second group
+};
+
+__device__ __forceinline__ void add_scaled(uint32_t scale, float* chunk_sum, float* acc) {
+  const float2 s = __half22float2(*reinterpret_cast<const half2*>(&scale));
+  acc[0] = fmaf(s.x, chunk_sum[0], acc[0]);  // C rows n = c: tokens 2t, 2t+1
+  acc[1] = fmaf(s.x, chunk_sum[1], acc[1]);
+  acc[2] = fmaf(s.y, chunk_sum[2], acc[2]);  // C rows n = c + 8
+  acc[3] = fmaf(s.y, chunk_sum[3], acc[3]);
+}
+
+template <bool kZeros, bool kHalfGroups>
+__device__ __forceinline__ void multiply_chunk(uint4 weight, const ChunkParams& p, uint32_t* x_pairs,
                                                const uint32_t* next_x, float* acc) {
   float chunk_sum[4] = {};
   const uint32_t words[4] = {weight.x, weight.y, weight.z, weight.w};
 #pragma unroll
   for (int j = 0; j < 4; ++j) {
+    if constexpr (kHalfGroups) {
+      if (j == 2) {  // the first group's rows are done
+        add_scaled(p.scale, chunk_sum, acc);
+        for (float& v : chunk_sum) v = 0.f;
+      }
+    }
     half2 frag[4];
     if constexpr (kZeros) {
-      dequant_word_zero(words[j], zero_pair, frag);
+      dequant_word_zero(words[j], kHalfGroups && j >= 2 ? p.zero2 : p.zero, frag);
     } else {
       dequant_word(words[j], frag);
     }
@@ -66,11 +87,7 @@ __device__ __forceinline__ void multiply_chunk(uint4 weight, uint32_t scale, uin
     x_pairs[2 * j] = __ldg(next_x + j * 8);
     x_pairs[2 * j + 1] = __ldg(next_x + j * 8 + 4);
   }
-  const float2 s = __half22float2(*reinterpret_cast<const half2*>(&scale));
-  acc[0] = fmaf(s.x, chunk_sum[0], acc[0]);  // C rows n = c: tokens 2t, 2t+1
-  acc[1] = fmaf(s.x, chunk_sum[1], acc[1]);
-  acc[2] = fmaf(s.y, chunk_sum[2], acc[2]);  // C rows n = c + 8
-  acc[3] = fmaf(s.y, chunk_sum[3], acc[3]);
+  add_scaled(kHalfGroups ? p.scale2 : p.scale, chunk_sum, acc);
 }
 
 // kDepth chunks of weights and kXDepth chunks of activations in flight per warp; deeper
@@ -83,7 +100,7 @@ constexpr int max_threads_for_depth() {
 // grid = N/16 blocks (block b owns output columns b*16 .. +15), blockDim = 32 * warps.
 // Warp w multiplies chunks w, w + warps, ... of its block's columns, for the m <= 8 tokens
 // that are the MMA's 8 columns.
-template <int kDepth, int kXDepth, bool kZeros>
+template <int kDepth, int kXDepth, bool kZeros, bool kHalfGroups>
 __global__ void __launch_bounds__(max_threads_for_depth<kDepth, kXDepth>(), 1)
     w4a16_gemv_kernel(const uint16_t* __restrict__ x, int64_t x_stride, const uint4* __restrict__ packed_weight,
                       const uint32_t* __restrict__ packed_scales, const uint32_t* __restrict__ packed_zeros,
@@ -108,23 +125,30 @@ __global__ void __launch_bounds__(max_threads_for_depth<kDepth, kXDepth>(), 1)
   const uint4* weight_lane = packed_weight + (static_cast<int64_t>(nb) * num_chunks_total + first_chunk) * 32 + lane;
   const int weight_step = chunk_step * 32;
   // Scales of the chunks in load order: group = chunk / chunks_per_group by a multiply-high
-  // with ceil(2^32 / chunks_per_group), exact while chunk * chunks_per_group < 2^32.
-  const uint32_t chunks_per_group = static_cast<uint32_t>(group_size / kChunkK);
+  // with ceil(2^32 / chunks_per_group), exact while chunk * chunks_per_group < 2^32; with
+  // groups of 32 rows, groups 2 chunk and 2 chunk + 1.
+  const uint32_t chunks_per_group = kHalfGroups ? 1u : static_cast<uint32_t>(group_size / kChunkK);
   const uint32_t group_magic = static_cast<uint32_t>((0x100000000ull + chunks_per_group - 1) / chunks_per_group);
   const int64_t scale_group_stride = static_cast<int64_t>(num_n_blocks) * 8;
   const uint32_t* scale_lane = packed_scales + nb * 8 + frag_row;
   const uint32_t* zero_lane = kZeros ? packed_zeros + nb * 8 + frag_row : nullptr;  // the same layout
   uint32_t next_scale_chunk = static_cast<uint32_t>(first_chunk);
-  uint32_t next_zero_group = 0;  // kZeros: the group of the last next_scale()
-  auto next_scale = [&]() {
-    const uint32_t group = chunks_per_group == 1 ? next_scale_chunk : __umulhi(next_scale_chunk, group_magic);
+  auto next_params = [&]() {
+    ChunkParams p;
+    uint32_t group;
+    if constexpr (kHalfGroups) {
+      group = 2 * next_scale_chunk;
+    } else {
+      group = chunks_per_group == 1 ? next_scale_chunk : __umulhi(next_scale_chunk, group_magic);
+    }
     next_scale_chunk += static_cast<uint32_t>(chunk_step);
-    next_zero_group = group;
-    return __ldg(scale_lane + group * scale_group_stride);
-  };
-  auto zero_of_last = [&]() -> uint32_t {
-    if constexpr (kZeros) return __ldg(zero_lane + next_zero_group * scale_group_stride);
-    return 0;
+    p.scale = __ldg(scale_lane + group * scale_group_stride);
+    if constexpr (kZeros) p.zero = __ldg(zero_lane + group * scale_group_stride);
+    if constexpr (kHalfGroups) {
+      p.scale2 = __ldg(scale_lane + (group + 1) * scale_group_stride);
+      if constexpr (kZeros) p.zero2 = __ldg(zero_lane + (group + 1) * scale_group_stride);
+    }
+    return p;
   };
   // B column c is token c; columns >= m read row m-1 (valid memory) and only feed C columns
   // that are never stored.
@@ -134,16 +158,13 @@ __global__ void __launch_bounds__(max_threads_for_depth<kDepth, kXDepth>(), 1)
 
   // Weights and scales kDepth chunks ahead (they come from HBM); activations kXDepth ahead
   // (L2/L1-resident).
-  uint4 weight[kDepth];    // packed words j = 0..3 of this lane, per chunk in flight
-  uint32_t scale[kDepth];  // half2 (s[n = c], s[n = c + 8]) of that chunk's group
-  uint32_t zero[kDepth];   // kZeros: half2 (1024 + z[c], 1024 + z[c + 8]) of that group
+  uint4 weight[kDepth];        // packed words j = 0..3 of this lane, per chunk in flight
+  ChunkParams params[kDepth];  // that chunk's group scale (and zero point, second group)
 #pragma unroll
   for (int s = 0; s < kDepth; ++s) {
-    zero[s] = 0;
     if (s < num_chunks) {
       weight[s] = load_streaming_16(weight_lane + s * weight_step);
-      scale[s] = next_scale();
-      zero[s] = zero_of_last();
+      params[s] = next_params();
     }
   }
   // Programmatic launch (programmatic_launch.cuh): only the weights and scales, which no
@@ -172,11 +193,10 @@ __global__ void __launch_bounds__(max_threads_for_depth<kDepth, kXDepth>(), 1)
       if (i < num_chunks) {
         // The last chunks reload the last activations (valid memory, never used).
         const uint32_t* next_x = x_row + min(i + kXDepth, num_chunks - 1) * x_step;
-        multiply_chunk<kZeros>(weight[s], scale[s], zero[s], x_pairs[s % kXDepth], next_x, acc);
+        multiply_chunk<kZeros, kHalfGroups>(weight[s], params[s], x_pairs[s % kXDepth], next_x, acc);
         if (i + kDepth < num_chunks) {
           weight[s] = load_streaming_16(weight_lane + (i + kDepth) * weight_step);
-          scale[s] = next_scale();
-          zero[s] = zero_of_last();
+          params[s] = next_params();
         }
       }
     }
@@ -201,12 +221,13 @@ __global__ void __launch_bounds__(max_threads_for_depth<kDepth, kXDepth>(), 1)
 
 // Warps one SM holds of w4a16_gemv_kernel<kDepth, kXDepth>, from its register count (the
 // only limit: shared memory is at most 16 KB a block).
-template <int kDepth, int kXDepth, bool kZeros>
+template <int kDepth, int kXDepth, bool kZeros, bool kHalfGroups>
 int max_warps_per_sm() {
   static const int warps = [] {
     cudaFuncAttributes attr{};
     int regs = 64;
-    if (cudaFuncGetAttributes(&attr, w4a16_gemv_kernel<kDepth, kXDepth, kZeros>) == cudaSuccess && attr.numRegs > 0)
+    if (cudaFuncGetAttributes(&attr, w4a16_gemv_kernel<kDepth, kXDepth, kZeros, kHalfGroups>) == cudaSuccess &&
+        attr.numRegs > 0)
       regs = attr.numRegs;
     const int regs_per_warp = (regs * 32 + 255) / 256 * 256;  // allocated per warp in 256s
     return std::clamp(65536 / regs_per_warp, 1, 64);
@@ -214,7 +235,7 @@ int max_warps_per_sm() {
   return warps;
 }
 
-template <int kDepth, int kXDepth, bool kZeros>
+template <int kDepth, int kXDepth, bool kZeros, bool kHalfGroups>
 Status launch_gemv(const uint16_t* x, int64_t x_stride, const uint32_t* packed_weight, const uint32_t* packed_scales,
                    const uint32_t* packed_zeros, uint16_t* y, int64_t y_stride, int m, int n, int k, int group_size,
                    int warps_per_block, cudaStream_t stream);
@@ -250,8 +271,8 @@ Status w4a16_gemv(const uint16_t* x, int64_t x_stride, const uint32_t* packed_we
   if (n <= 0 || n % 16 != 0)
     return unsupported("w4a16_gemv: n = " + std::to_string(n) + " is not a positive multiple of 16");
   if (group_size == -1) group_size = k;
-  if (group_size <= 0 || group_size % kChunkK != 0) {
-    return unsupported("w4a16_gemv: group_size " + std::to_string(group_size) + " is not a multiple of 64");
+  if (group_size != 32 && (group_size <= 0 || group_size % kChunkK != 0)) {
+    return unsupported("w4a16_gemv: group_size " + std::to_string(group_size) + " is not 32 or a multiple of 64");
   }
   if (x_stride < k || x_stride % 8 != 0)
     return invalid_argument("w4a16_gemv: x_stride must be a multiple of 8 and >= k");
@@ -262,29 +283,40 @@ Status w4a16_gemv(const uint16_t* x, int64_t x_stride, const uint32_t* packed_we
   if (x == nullptr || packed_weight == nullptr || packed_scales == nullptr || y == nullptr) {
     return invalid_argument("w4a16_gemv: null pointer argument");
   }
+  const bool half_groups = group_size == 32;
   if (packed_zeros != nullptr) {
-    return launch_gemv<kWeightDepth, kActivationDepth, true>(x, x_stride, packed_weight, packed_scales, packed_zeros, y,
-                                                             y_stride, m, n, k, group_size, warps_per_block, stream);
+    return half_groups
+               ? launch_gemv<kWeightDepth, kActivationDepth, true, true>(x, x_stride, packed_weight, packed_scales,
+                                                                         packed_zeros, y, y_stride, m, n, k, group_size,
+                                                                         warps_per_block, stream)
+               : launch_gemv<kWeightDepth, kActivationDepth, true, false>(x, x_stride, packed_weight, packed_scales,
+                                                                          packed_zeros, y, y_stride, m, n, k,
+                                                                          group_size, warps_per_block, stream);
   }
-  return launch_gemv<kWeightDepth, kActivationDepth, false>(x, x_stride, packed_weight, packed_scales, nullptr, y,
-                                                            y_stride, m, n, k, group_size, warps_per_block, stream);
+  return half_groups
+             ? launch_gemv<kWeightDepth, kActivationDepth, false, true>(x, x_stride, packed_weight, packed_scales,
+                                                                        nullptr, y, y_stride, m, n, k, group_size,
+                                                                        warps_per_block, stream)
+             : launch_gemv<kWeightDepth, kActivationDepth, false, false>(x, x_stride, packed_weight, packed_scales,
+                                                                         nullptr, y, y_stride, m, n, k, group_size,
+                                                                         warps_per_block, stream);
 }
 
 namespace {
 
 // Arguments already checked by w4a16_gemv. warps_per_block 0: w4a16_gemv_shape's choice.
-template <int kDepth, int kXDepth, bool kZeros>
+template <int kDepth, int kXDepth, bool kZeros, bool kHalfGroups>
 Status launch_gemv(const uint16_t* x, int64_t x_stride, const uint32_t* packed_weight, const uint32_t* packed_scales,
                    const uint32_t* packed_zeros, uint16_t* y, int64_t y_stride, int m, int n, int k, int group_size,
                    int warps_per_block, cudaStream_t stream) {
   constexpr int kMaxBlockWarps = max_threads_for_depth<kDepth, kXDepth>() / 32;
   W4A16GemvShape shape =
-      w4a16_gemv_shape(n, k, cuda_device_info().num_sms, max_warps_per_sm<kDepth, kXDepth, kZeros>());
+      w4a16_gemv_shape(n, k, cuda_device_info().num_sms, max_warps_per_sm<kDepth, kXDepth, kZeros, kHalfGroups>());
   if (warps_per_block > 0) shape.warps_per_block = warps_per_block;
   shape.warps_per_block = std::min(shape.warps_per_block, kMaxBlockWarps);
   const size_t smem_bytes = static_cast<size_t>(shape.warps_per_block) * 32 * sizeof(float4);
   CROSSPOINT_CUDA_RETURN_IF_ERROR(
-      launch_programmatic(w4a16_gemv_kernel<kDepth, kXDepth, kZeros>, dim3(shape.num_blocks),
+      launch_programmatic(w4a16_gemv_kernel<kDepth, kXDepth, kZeros, kHalfGroups>, dim3(shape.num_blocks),
                           dim3(shape.warps_per_block * 32), smem_bytes, stream, x, x_stride,
                           reinterpret_cast<const uint4*>(packed_weight), packed_scales, packed_zeros, y, y_stride, m, n,
                           k, group_size),

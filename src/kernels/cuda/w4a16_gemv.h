@@ -49,8 +49,8 @@ W4A16GemvShape w4a16_gemv_shape(int n, int k, int num_sms, int max_warps_per_sm)
 //   packed_scales  W4A16PackedWeight::scales on the device  [ceil(K/G)][N/16][8] half2
 //   packed_zeros   W4A16PackedWeight::zeros on the device (same layout), or nullptr (symmetric)
 //   y              [M, N] fp16, row stride y_stride elements (>= N)
-//   m              1 .. kW4A16GemvKernelMaxRows (0 is a no-op); K % 64 == 0 (K < 2^22), N % 16 == 0, G -1 or a
-//                  multiple of 64
+//   m              1 .. kW4A16GemvKernelMaxRows (0 is a no-op); K % 64 == 0 (K < 2^22), N % 16 == 0, G -1, 32
+//                  or a multiple of 64
 // warps_per_block 0 lets w4a16_gemv_shape() choose; 1..32 forces it (benchmarks).
 Status w4a16_gemv(const uint16_t* x, int64_t x_stride, const uint32_t* packed_weight, const uint32_t* packed_scales,
                   uint16_t* y, int64_t y_stride, int m, int n, int k, int group_size, cudaStream_t stream,

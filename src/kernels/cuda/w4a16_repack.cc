@@ -53,9 +53,9 @@ Result<W4A16PackedWeight> w4a16_repack(const int32_t* qweight, const uint16_t* s
                        " must be a positive multiple of 16 for the W4A16 kernel");
   }
   if (group_size == -1) group_size = k;
-  if (group_size <= 0 || (group_size % 64 != 0 && group_size != k)) {
+  if (group_size != 32 && (group_size <= 0 || (group_size % 64 != 0 && group_size != k))) {
     return unsupported(tensor + ": group_size " + std::to_string(group_size) +
-                       " must be -1 or a multiple of 64 for the W4A16 kernel");
+                       " must be -1, 32 or a multiple of 64 for the W4A16 kernel");
   }
   if (qweight == nullptr || scales == nullptr) {
     return invalid_argument(tensor + ": qweight and scales are required");

@@ -1,7 +1,9 @@
-// W4A16 with zero points (asymmetric GPTQ, AWQ, compressed-tensors asymmetric): the packed zero
-// layout (host), and every kernel (GEMV, mma.sync, wgmma at both block widths, the dequantise
-// path) against the dequantise-then-matmul reference w = s * (q - z) with zero points 0..16,
-// with and without act-order; the dequantised weight bit for bit against the formula.
+// W4A16's group parameters beyond the symmetric groups of 64+ rows: zero points (asymmetric
+// GPTQ, AWQ, compressed-tensors asymmetric) and groups of 32 rows (two a 64-row chunk). The
+// packed zero layout (host), and every kernel (GEMV, mma.sync, wgmma at both block widths, the
+// dequantise path) against the dequantise-then-matmul reference w = s * (q - z) with zero
+// points 0..16 or 8, groups of 32 to all of K, with and without act-order; the dequantised
+// weight bit for bit against the formula.
 #include <gtest/gtest.h>
 
 #include <memory>
@@ -50,9 +52,10 @@ struct AsymProblem {
   std::unique_ptr<DeviceBuffer<uint16_t>> x_dev, x_in;
 };
 
-AsymProblem make_problem(std::mt19937& rng, int m, int n, int k, int group_size, bool act_order) {
+AsymProblem make_problem(std::mt19937& rng, int m, int n, int k, int group_size, bool act_order,
+                         bool asymmetric = true) {
   AsymProblem p;
-  p.lin = make_gptq(rng, k, n, group_size, act_order, /*asymmetric=*/true);
+  p.lin = make_gptq(rng, k, n, group_size, act_order, asymmetric);
   p.x = testing::random_f16(rng, static_cast<size_t>(m) * k, -1.f, 1.f);
   const auto xf = testing::f16_to_f32(p.x);
   p.ref = testing::matmul_nt_ref(
@@ -60,11 +63,13 @@ AsymProblem make_problem(std::mt19937& rng, int m, int n, int k, int group_size,
       [&](int j, int kk) { return p.lin.weight(kk, j); });
   auto packed = w4a16_repack(p.lin.qweight.data(), p.lin.scales.data(), p.lin.g_idx.data(), k, n, group_size, "t");
   EXPECT_TRUE(packed.is_ok()) << packed.status().to_string();
-  auto zeros = w4a16_pack_zeros(p.lin.zeros.data(), p.lin.num_groups, n, "t");
-  EXPECT_TRUE(zeros.is_ok() && !zeros->empty());
   p.weight = std::make_unique<DeviceBuffer<uint32_t>>(packed->weight);
   p.scales = std::make_unique<DeviceBuffer<uint32_t>>(packed->scales);
-  p.zeros = std::make_unique<DeviceBuffer<uint32_t>>(*zeros);
+  if (asymmetric) {
+    auto zeros = w4a16_pack_zeros(p.lin.zeros.data(), p.lin.num_groups, n, "t");
+    EXPECT_TRUE(zeros.is_ok() && !zeros->empty());
+    p.zeros = std::make_unique<DeviceBuffer<uint32_t>>(*zeros);
+  }
   p.x_dev = std::make_unique<DeviceBuffer<uint16_t>>(p.x);
   p.x_in = std::make_unique<DeviceBuffer<uint16_t>>(p.x.size());
   const uint16_t* src = p.x_dev->get();
@@ -77,63 +82,75 @@ AsymProblem make_problem(std::mt19937& rng, int m, int n, int k, int group_size,
   return p;
 }
 
-TEST(W4A16Zeros, EveryKernelMatchesTheReference) {
+// Zero points, and groups of 32 with and without them, on every kernel.
+TEST(W4A16GroupParams, EveryKernelMatchesTheReference) {
   CROSSPOINT_SKIP_WITHOUT_GPU();
   std::mt19937 rng(51);
   for (W4A16Kernel kernel : {W4A16Kernel::kGemv, W4A16Kernel::kLargeTile, W4A16Kernel::kWgmma}) {
     if (kernel == W4A16Kernel::kWgmma && !w4a16_wgmma_supported()) continue;
-    for (auto [m, n, k, g, act] : {std::tuple{1, 320, 1024, 128, false},
-                                   {5, 64, 4096, 64, true},
-                                   {8, 256, 640, -1, false},
-                                   {16, 3584, 640, 128, false},
-                                   {70, 192, 2048, 128, true},
-                                   {130, 512, 1024, 128, false}}) {
+    for (auto [m, n, k, g, act, asym] : {std::tuple{1, 320, 1024, 128, false, true},
+                                         {5, 64, 4096, 64, true, true},
+                                         {8, 256, 640, -1, false, true},
+                                         {16, 3584, 640, 128, false, true},
+                                         {70, 192, 2048, 128, true, true},
+                                         {130, 512, 1024, 128, false, true},
+                                         {1, 320, 1024, 32, false, false},
+                                         {3, 64, 640, 32, true, true},
+                                         {8, 256, 4096, 32, false, false},
+                                         {16, 512, 640, 32, false, true},
+                                         {70, 192, 2048, 32, true, false},
+                                         {130, 512, 1024, 32, false, true}}) {
       if (kernel == W4A16Kernel::kGemv && m > kW4A16GemvKernelMaxRows) continue;
       if (kernel == W4A16Kernel::kWgmma && n % 64 != 0) continue;
-      AsymProblem p = make_problem(rng, m, n, k, g, act);
+      AsymProblem p = make_problem(rng, m, n, k, g, act, asym);
       DeviceBuffer<uint16_t> y(static_cast<size_t>(m) * n);
       for (int repeat = 0; repeat < 2; ++repeat) {
         y.poison();
         const Status st = w4a16_gemm_with(kernel, p.x_in->get(), k, p.weight->get(), p.scales->get(), y.get(), n, m, n,
-                                          k, g, nullptr, p.zeros->get());
+                                          k, g, nullptr, p.zeros ? p.zeros->get() : nullptr);
         ASSERT_TRUE(st.is_ok()) << st.to_string();
         EXPECT_LT(testing::relative_error_f16(y.download(), p.ref), 3e-3)
             << "kernel " << static_cast<int>(kernel) << " m=" << m << " n=" << n << " k=" << k << " g=" << g
-            << " act_order " << act;
+            << " act_order " << act << " zero points " << asym;
       }
     }
   }
 }
 
-TEST(W4A16Zeros, WideWgmmaBlocksAndTheEngineDispatchMatchTheReference) {
+TEST(W4A16GroupParams, WideWgmmaBlocksAndTheEngineDispatchMatchTheReference) {
   CROSSPOINT_SKIP_WITHOUT_GPU();
   std::mt19937 rng(52);
-  for (auto [m, n, k] : {std::tuple{100, 4608, 3584}, {256, 512, 18944}, {3, 4608, 3584}}) {
-    AsymProblem p = make_problem(rng, m, n, k, 128, false);
+  for (auto [m, n, k, g] : {std::tuple{100, 4608, 3584, 128},
+                            {256, 512, 18944, 128},
+                            {3, 4608, 3584, 128},
+                            {100, 4608, 3584, 32},
+                            {3, 512, 18944, 32}}) {
+    AsymProblem p = make_problem(rng, m, n, k, g, false);
     DeviceBuffer<uint16_t> y(static_cast<size_t>(m) * n);
     y.poison();
-    ASSERT_TRUE(w4a16_gemm(p.x_in->get(), k, p.weight->get(), p.scales->get(), y.get(), n, m, n, k, 128, nullptr,
-                           p.zeros->get())
-                    .is_ok());
-    EXPECT_LT(testing::relative_error_f16(y.download(), p.ref), 3e-3) << "m=" << m << " n=" << n << " k=" << k;
+    ASSERT_TRUE(
+        w4a16_gemm(p.x_in->get(), k, p.weight->get(), p.scales->get(), y.get(), n, m, n, k, g, nullptr, p.zeros->get())
+            .is_ok());
+    EXPECT_LT(testing::relative_error_f16(y.download(), p.ref), 3e-3)
+        << "m=" << m << " n=" << n << " k=" << k << " g=" << g;
     if (!w4a16_wgmma_supported()) continue;
     for (int warp_groups : {2, kW4A16WgmmaWideWarpGroups}) {
       W4A16WgmmaOptions options;
       options.warp_groups = warp_groups;
       y.poison();
-      ASSERT_TRUE(w4a16_gemm_wgmma(p.x_in->get(), k, p.weight->get(), p.scales->get(), y.get(), n, m, n, k, 128,
-                                   options, nullptr, p.zeros->get())
+      ASSERT_TRUE(w4a16_gemm_wgmma(p.x_in->get(), k, p.weight->get(), p.scales->get(), y.get(), n, m, n, k, g, options,
+                                   nullptr, p.zeros->get())
                       .is_ok());
       EXPECT_LT(testing::relative_error_f16(y.download(), p.ref), 3e-3)
-          << "warp_groups " << warp_groups << " m=" << m << " n=" << n << " k=" << k;
+          << "warp_groups " << warp_groups << " m=" << m << " n=" << n << " k=" << k << " g=" << g;
     }
   }
 }
 
-TEST(W4A16Zeros, DequantisedWeightsAreTheFormulaBitForBit) {
+TEST(W4A16GroupParams, DequantisedWeightsAreTheFormulaBitForBit) {
   CROSSPOINT_SKIP_WITHOUT_GPU();
   std::mt19937 rng(53);
-  for (auto [n, k, g, act] : {std::tuple{48, 320, 64, false}, {256, 1024, 128, true}}) {
+  for (auto [n, k, g, act] : {std::tuple{48, 320, 64, false}, {256, 1024, 128, true}, {64, 640, 32, true}}) {
     const GptqLinear lin = make_gptq(rng, k, n, g, act, /*asymmetric=*/true);
     auto packed = w4a16_repack(lin.qweight.data(), lin.scales.data(), lin.g_idx.data(), k, n, g, "t");
     ASSERT_TRUE(packed.is_ok());
