@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Builds the whole of crosspoint with CUDA (sm_90a only) HERE and packs what the GPU machine
-# lacks into .gpu_bundle/ (git-ignored), for scripts/gpu_study.sh to unpack there:
+# lacks into .gpu_bundle/ (git-ignored), for scripts/gpu_study.py to unpack there:
 #
 #   .gpu_bundle/crosspoint-gpu.tar.xz   crosspoint-gpu/
 #       bin/<name>         wrappers: set LD_LIBRARY_PATH (bundle lib/ + the machine's cuBLASLt), exec libexec/<name>
@@ -14,7 +14,7 @@
 #       manifest.json      commit, date, build root, binaries, libraries
 #   .gpu_bundle/README.txt              how to unpack it by hand
 #
-#   scripts/gpu_bundle.sh            # then: run(command="bash scripts/gpu_study.sh", carry=[".gpu_bundle"])
+#   scripts/gpu_bundle.sh            # then: run(command="python3 scripts/gpu_study.py", carry=[".gpu_bundle"])
 #
 # The binaries built here run there unchanged: same CUDA 13.0, and a newer glibc there. The
 # check at the end resolves every library of the unpacked binaries with only the bundle on
@@ -179,7 +179,7 @@ mv "$PACKED" "$BUNDLE/crosspoint-gpu.tar.xz"
 
 cat >"$BUNDLE/README.txt" <<'EOF'
 crosspoint-gpu.tar.xz: crosspoint built with CUDA (sm_90a) and the libraries the GPU machine lacks.
-Made by scripts/gpu_bundle.sh; used by scripts/gpu_study.sh. By hand, on the GPU machine:
+Made by scripts/gpu_bundle.sh; used by scripts/gpu_study.py. By hand, on the GPU machine:
 
   tar -C /tmp -xJf .gpu_bundle/crosspoint-gpu.tar.xz
   . /tmp/crosspoint-gpu/env.sh          # finds libcublasLt.so.13, puts bin/ on PATH

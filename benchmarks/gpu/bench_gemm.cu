@@ -782,7 +782,7 @@ nlohmann::json bench_gemv_splits(const Ceilings& c, const Buffers& b, cudaStream
 // --profile-shapes [ROWS]: each fused decode-step linear of Qwen2.5-7B (qkv, o, gate_up, down) once
 // per precision at each M of ROWS (comma-separated, at most 256; default 1,8) with the engine's
 // dispatch, eagerly and without timing: a short, fixed launch sequence for a profiler
-// (scripts/gpu_study.sh --only profile runs ncu over it).
+// (scripts/gpu_study.py --only profile runs ncu over it).
 void run_profile_shapes(CublasLtContext& ctx, const Buffers& b, cudaStream_t s, const std::vector<int>& rows) {
   constexpr int kHidden = 3584, kInter = 18944, kQkv = 4608;
   for (Precision p : {Precision::kFp16, Precision::kFp8, Precision::kInt4}) {

@@ -27,7 +27,7 @@ tiny config in tests). Layouts: shared/docs/reference/checkpoint-formats.md.
   python3 make_random_checkpoint.py --out /tmp/qwen7b-fp16 --format fp16 --tokenizer-dir DIR
   python3 make_random_checkpoint.py --out /tmp/tiny-gptq --format w4a16 --config tiny --backend numpy
 
-Prints one last line `RESULT {json}` (format, bytes, seconds, GB/s) for scripts/gpu_study.sh.
+Prints one last line `RESULT {json}` (format, bytes, seconds, GB/s) for scripts/gpu_study.py.
 """
 import argparse
 import json

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Old vs new decode step from one gpu_study.sh call with --baseline: the graph-replay median
+"""Old vs new decode step from one gpu_study.py call with --baseline: the graph-replay median
 of every (precision, batch) in decode_step_baseline.json (old, before), decode_step.json (new)
 and decode_step_baseline_after.json (old, after), and new / mean(old); with a
 decode_step_variant.json (DECODE_VARIANT_ARGS) also the variant and variant / new. Prints a

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Per-kernel breakdown of one decode step from Nsight Compute's CSV.
 
-scripts/gpu_study.sh's `kernels` step runs
+scripts/gpu_study.py's `kernels` step runs
   ncu --profile-from-start off --csv --page raw --metrics gpu__time_duration.sum,dram__bytes_read.sum,...
       bench_decode_step --model A --model B ... --batches 1 --profile-step
 which profiles exactly one eager decode step per (model, batch), in model order. This script

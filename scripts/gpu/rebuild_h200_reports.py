@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Rewrites the H200 reports under benchmarks/results/study-h200 with the current `crosspoint sweep
---report-only`, from the cells committed in benchmarks/results (scripts/gpu_study.sh's
+--report-only`, from the cells committed in benchmarks/results (scripts/gpu_study.py's
 results.json: headline numbers and server samples, no per-request lists, so no intervals).
 
 Each report's ceilings are its sweep's own: the folder's hwinfo.json where it was kept; else

@@ -4,8 +4,8 @@
 # the sha256 beside the first, so that it reaches the GPU machine over several calls of at most
 # 64 MiB each (the working tree, about 18 MiB, travels with each), one right after the other
 # while the machine is warm:
-#   run(command="bash scripts/gpu_study.sh --only stash", carry=[".gguf_parts/1"])   and so on, then
-#   run(command="bash scripts/gpu_study.sh --only gpuvscpu", carry=[".gpu_bundle", ".gguf_parts/N"])
+#   run(command="python3 scripts/gpu_study.py --only stash", carry=[".gguf_parts/1"])   and so on, then
+#   run(command="python3 scripts/gpu_study.py --only gpuvscpu", carry=[".gpu_bundle", ".gguf_parts/N"])
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 CACHE="${CROSSPOINT_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/crosspoint}"

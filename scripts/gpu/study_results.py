@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""scripts/gpu_study.sh's results.json: steps, checkpoints, ceilings, decode step, server
+"""scripts/gpu_study.py's results.json: steps, checkpoints, ceilings, decode step, server
 determinism, sweep cells (both modes) and peers, gathered from its work folder.
 
 usage: study_results.py OUT WORK STEPS_JSONL ROOT BUNDLE_DIR "ARGS"
@@ -18,9 +18,9 @@ for line in open(steps_path, errors="replace"):
     except ValueError:
         if line.strip():
             steps.append({"unparsed": line.strip()[:300]})
-res = {"what": "scripts/gpu_study.sh: crosspoint's study on the GPU in one call",
+res = {"what": "scripts/gpu_study.py: crosspoint's study on the GPU in one call",
        "date_utc": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
-       "command": "scripts/gpu_study.sh " + args, "steps": steps,
+       "command": "scripts/gpu_study.py " + args, "steps": steps,
        "bundle_manifest": load(os.path.join(bundle, "manifest.json"))}
 try:
     res["gpu"] = subprocess.run(["nvidia-smi", "--query-gpu=name,memory.total,driver_version", "--format=csv,noheader"],

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""A sweep folder rebuilt from scripts/gpu_study.sh's results.json, for
+"""A sweep folder rebuilt from scripts/gpu_study.py's results.json, for
 `crosspoint sweep --report-only`, when the call's logs.tar.xz (the sweep folder itself) did not
 come back whole. Each cell keeps the headline numbers results.json holds (counts, duration,
 throughput, TPOT/ITL/TTFT median and p99, the server's samples and, from results.json files

@@ -40,7 +40,7 @@ int run_sweep(int argc, char** argv) {
       "tokens, concurrency 1,4,8). The study's own settings:\n"
       "  crosspoint sweep --model DIR --precisions fp16,w8a8-fp8,w4a16 --concurrency 1,10,100 --num-prompts 1000 "
       "--output-len 0 --slo ttft:500,tpot:50 --eval-samples 32 --max-model-len 4096\n"
-      "On a GPU with ready checkpoints (scripts/gpu_study.sh):\n"
+      "On a GPU with ready checkpoints (scripts/gpu_study.py):\n"
       "  crosspoint sweep --device cuda --ceilings ceilings.json --model FP16DIR --precision-model w8a8-fp8=DIR "
       "--precision-model w4a16=DIR --concurrency 1,10,100 --num-prompts 20,100,200 --output-len 0 --ignore-eos "
       "--eval-samples 0 --max-model-len 4096",
