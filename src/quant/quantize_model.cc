@@ -79,21 +79,41 @@ std::vector<uint8_t> to_bytes(const std::vector<T>& v) {
   return bytes;
 }
 
-Status prepare_out_dir(const QuantizeModelOptions& o) {
+// The checkpoint is written into <out>.partial and only moved into --out once every file is
+// complete: a failed or cancelled run leaves --out as it was (and a .partial the next run
+// replaces).
+std::string partial_dir(const QuantizeModelOptions& o) { return o.out_dir + ".partial"; }
+
+Status check_out_dir(const QuantizeModelOptions& o) {
   std::error_code ec;
   if (fs::exists(o.out_dir, ec)) {
     if (!fs::is_directory(o.out_dir, ec))
       return invalid_argument("--out " + o.out_dir + " exists and is not a directory");
     if (!fs::is_empty(o.out_dir, ec) && !o.overwrite)
       return invalid_argument("--out " + o.out_dir + " already exists and is not empty; pass --force to overwrite it");
-    for (const auto& entry : fs::directory_iterator(o.out_dir, ec)) {
-      const std::string name = entry.path().filename().string();
-      if (name.rfind("model", 0) == 0 && (name.ends_with(".safetensors") || name.ends_with(".index.json")))
-        fs::remove(entry.path(), ec);
-    }
   }
+  fs::remove_all(partial_dir(o), ec);
+  fs::create_directories(partial_dir(o), ec);
+  if (ec) return io_error("--out " + o.out_dir + ": cannot create " + partial_dir(o) + ": " + ec.message());
+  return Status::ok();
+}
+
+// Moves the finished files of <out>.partial into --out: the old weights there (model*.safetensors,
+// the shard index) go first, other files of the same name are replaced, the rest stay.
+Status publish_out_dir(const QuantizeModelOptions& o) {
+  std::error_code ec;
   fs::create_directories(o.out_dir, ec);
   if (ec) return io_error("--out " + o.out_dir + ": " + ec.message());
+  for (const auto& entry : fs::directory_iterator(o.out_dir, ec)) {
+    const std::string name = entry.path().filename().string();
+    if (name.rfind("model", 0) == 0 && (name.ends_with(".safetensors") || name.ends_with(".index.json")))
+      fs::remove(entry.path(), ec);
+  }
+  for (const auto& entry : fs::directory_iterator(partial_dir(o), ec)) {
+    fs::rename(entry.path(), fs::path(o.out_dir) / entry.path().filename(), ec);
+    if (ec) return io_error("--out " + o.out_dir + ": moving " + entry.path().string() + " in: " + ec.message());
+  }
+  fs::remove_all(partial_dir(o), ec);
   return Status::ok();
 }
 
@@ -114,6 +134,8 @@ Result<std::map<std::string, Int4Quantized>> run_gptq(const QuantizeModelOptions
   return session.results();
 }
 
+Status write_quantized(const QuantizeModelOptions& o, const ModelConfig& config, const std::string& dir);
+
 }  // namespace
 
 Status quantize_model(const QuantizeModelOptions& o) {
@@ -121,10 +143,7 @@ Status quantize_model(const QuantizeModelOptions& o) {
     return invalid_argument("quantize: device '" + o.device + "' is not cpu or cuda");
   if (o.device == "cuda" && o.scheme == QuantizeScheme::kW4A16)
     return unsupported("quantize --device cuda: W4A16 (GPTQ or RTN) runs on the CPU only so far; use --device cpu");
-#ifdef CROSSPOINT_HAVE_CUDA
-  std::unique_ptr<GpuWeightQuantizer> gpu;
-  if (o.device == "cuda") { CROSSPOINT_ASSIGN_OR_RETURN(gpu, GpuWeightQuantizer::create()); }
-#else
+#ifndef CROSSPOINT_HAVE_CUDA
   if (o.device == "cuda") return unsupported("quantize --device cuda: this build has no CUDA backend");
 #endif
   CROSSPOINT_ASSIGN_OR_RETURN(ModelConfig config, load_model_config(o.model_dir));
@@ -143,7 +162,26 @@ Status quantize_model(const QuantizeModelOptions& o) {
       }
     }
   }
-  CROSSPOINT_RETURN_IF_ERROR(prepare_out_dir(o));
+  CROSSPOINT_RETURN_IF_ERROR(check_out_dir(o));
+  const Status written = write_quantized(o, config, partial_dir(o));
+  if (!written.is_ok()) {
+    std::error_code ec;
+    fs::remove_all(partial_dir(o), ec);
+    return written;
+  }
+  CROSSPOINT_RETURN_IF_ERROR(publish_out_dir(o));
+  log_info("quantize: wrote {}", o.out_dir);
+  return Status::ok();
+}
+
+namespace {
+
+// The checkpoint into `dir`.
+Status write_quantized(const QuantizeModelOptions& o, const ModelConfig& config, const std::string& dir) {
+#ifdef CROSSPOINT_HAVE_CUDA
+  std::unique_ptr<GpuWeightQuantizer> gpu;
+  if (o.device == "cuda") { CROSSPOINT_ASSIGN_OR_RETURN(gpu, GpuWeightQuantizer::create()); }
+#endif
   CROSSPOINT_ASSIGN_OR_RETURN(auto tensors, SafetensorsModel::open_dir(o.model_dir));
   const std::vector<std::string> prefixes = linear_prefixes(config);
 
@@ -214,7 +252,7 @@ Status quantize_model(const QuantizeModelOptions& o) {
       all.push_back(copy_tensor(*tensors->find(name)));
     }
   }
-  CROSSPOINT_RETURN_IF_ERROR(write_safetensors(o.out_dir + "/model.safetensors", all));
+  CROSSPOINT_RETURN_IF_ERROR(write_safetensors(dir + "/model.safetensors", all));
 
   CROSSPOINT_ASSIGN_OR_RETURN(std::string config_text, read_text(o.model_dir + "/config.json"));
   nlohmann::json config_json = nlohmann::json::parse(config_text, nullptr, false);
@@ -233,15 +271,15 @@ Status quantize_model(const QuantizeModelOptions& o) {
     quant_json = gptq_quantization_config_json(gptq, o.int4.damp_percent, true);
   }
   config_json["quantization_config"] = nlohmann::json::parse(quant_json);
-  CROSSPOINT_RETURN_IF_ERROR(write_text(o.out_dir + "/config.json", config_json.dump(2) + "\n"));
+  CROSSPOINT_RETURN_IF_ERROR(write_text(dir + "/config.json", config_json.dump(2) + "\n"));
   for (const std::string& name : tokenizer_file_names()) {
     std::error_code ec;
     const fs::path src = fs::path(o.model_dir) / name;
-    if (fs::exists(src, ec)) fs::copy_file(src, fs::path(o.out_dir) / name, fs::copy_options::overwrite_existing, ec);
+    if (fs::exists(src, ec)) fs::copy_file(src, fs::path(dir) / name, fs::copy_options::overwrite_existing, ec);
     if (ec) return io_error("copying " + src.string() + ": " + ec.message());
   }
-  log_info("quantize: wrote {}", o.out_dir);
   return Status::ok();
 }
 
+}  // namespace
 }  // namespace crosspoint

@@ -113,7 +113,7 @@ TEST(GpuQuantizeTest, AQuantisedCheckpointIsTheCpusByteForByte) {
     EXPECT_FALSE(files[0].empty());
     EXPECT_TRUE(files[0] == files[1]) << "the GPU's checkpoint differs from the CPU's";
   }
-  std::filesystem::remove_all(root.parent_path());
+  std::filesystem::remove_all(root);
 }
 
 TEST(GpuQuantizeTest, WithoutAGpuCudaIsRefusedAndNothingIsWritten) {
