@@ -38,6 +38,9 @@ Parts not in the default set (name them in --only):
             $OUT/gpu_vs_cpu.json
   servercheck: benchmarks/gpu/check_server_determinism.py over the 7B checkpoints: the same request
             sequentially, in copies sent together and amid load, default and --deterministic servers
+  quantize: crosspoint quantize of the 7B fp16 checkpoint to each of QUANT_SCHEMES (w8a8-fp8,w8a8-int8)
+            with --device cuda, then --device cpu, timed; the two outputs' safetensors compared byte
+            for byte (quantize.json)
 --deterministic-too: the decode step and the sweep run a second time with --deterministic
          (decode_step_deterministic.json, the sweep-deterministic folder), for the mode's cost.
 --baseline TAR: another bundle's crosspoint-gpu.tar.xz (carried, e.g. an older commit's); its
@@ -76,6 +79,7 @@ the sweep's cells, servers and figures, the check's JSON).
 from __future__ import annotations
 
 import collections
+import filecmp
 import glob
 import hashlib
 import json
@@ -1120,6 +1124,46 @@ class Study:
                        f"{WORK}/peer_quant.json"], log, self.limit(240), append=True)
         self.step("peer_quant", rc, now() - t, last_line(log, 150))
 
+    def quantize(self):
+        """crosspoint quantize --device cuda and --device cpu of the 7B fp16 checkpoint, timed and compared."""
+        fp16 = f"{self.ckpt}/fp16"
+        if not os.path.isfile(f"{fp16}/config.json"):
+            self.step("quantize", 1, 0, "no fp16 checkpoint")
+            return
+        results = {"model": fp16, "schemes": {}}
+        t = now()
+        read = subprocess.run(f"cat {fp16}/*.safetensors | wc -c", shell=True, stdout=subprocess.PIPE)
+        seconds = max(now() - t, 1e-3)
+        size = as_int(read.stdout.decode().strip()) or 0
+        results["read_fp16"] = {"bytes": size, "seconds": seconds, "note": "cat after writing: page cache"}
+        for scheme in comma_list(env("QUANT_SCHEMES", "w8a8-fp8,w8a8-int8")):
+            entry = {}
+            for device in ("cuda", "cpu"):
+                out_dir = f"{WORK}/quant-{scheme}-{device}"
+                log = f"{WORK}/logs/quantize-{scheme}-{device}.log"
+                self.log(f"== crosspoint quantize --scheme {scheme} --device {device}")
+                t0 = time.monotonic()
+                rc = self.run([f"{BUNDLE_DIR}/bin/crosspoint", "quantize", "--model", fp16, "--scheme", scheme,
+                               "--device", device, "--out", out_dir, "--force"], log, self.limit(200))
+                wall = time.monotonic() - t0
+                self.show(grep(log, r"GPU|written|wrote|error|Error|GB")[-6:])
+                self.step(f"quantize_{scheme}_{device}", rc, round(wall), last_line(log, 150))
+                entry[device] = {"rc": rc, "seconds": round(wall, 2), "log_tail": tail(log, 4)}
+                if rc != 0:
+                    break
+            if entry.get("cuda", {}).get("rc") == 0 and entry.get("cpu", {}).get("rc") == 0:
+                a, b = f"{WORK}/quant-{scheme}-cuda", f"{WORK}/quant-{scheme}-cpu"
+                files = sorted(f for f in os.listdir(a) if f.endswith(".safetensors"))
+                same = [f for f in files if os.path.isfile(f"{b}/{f}") and filecmp.cmp(f"{a}/{f}", f"{b}/{f}", False)]
+                entry["safetensors_files"] = len(files)
+                entry["identical_files"] = len(same)
+                self.write(f"quantize {scheme}: {len(same)} of {len(files)} safetensors files identical cuda vs cpu\n")
+            for device in ("cuda", "cpu"):
+                shutil.rmtree(f"{WORK}/quant-{scheme}-{device}", ignore_errors=True)
+            results["schemes"][scheme] = entry
+        with open(f"{self.out}/quantize.json", "w") as f:
+            json.dump(results, f, indent=1)
+
     # ------------------------------------------------------------ the call
 
     def finish(self):
@@ -1151,7 +1195,8 @@ class Study:
                 return 0
         if not self.unpack():
             return 1
-        if self.want("sweep") or self.want("decode") or self.want("kernels") or self.want("soak"):
+        if (self.want("sweep") or self.want("decode") or self.want("kernels") or self.want("soak")
+                or self.want("quantize")):
             self.checkpoints()
         # With a detached soak the tests run after it has started (beside it: they check correctness,
         # not speed).
@@ -1182,6 +1227,8 @@ class Study:
             self.decode()
         if self.want("kernels") and is_exec(f"{BUNDLE_DIR}/bin/bench_decode_step"):
             self.kernels()
+        if self.want("quantize"):
+            self.quantize()
         if self.want("gpuvscpu"):
             self.gpuvscpu()
         if self.want("servercheck"):

@@ -9,6 +9,9 @@ in the layout of one of the study's three checkpoints:
   w8a8-int8  llm-compressor's W8A8 (INT8) preset: compressed-tensors "int-quantized", every decoder
              linear's weight int8 [N, K] with a per-output-channel weight_scale [N, 1], dynamic
              per-token activations, lm_head ignored; the rest bfloat16
+  w8a8-fp8-block  the Qwen3 *-FP8 layout (quant_method "fp8", weight_block_size [128, 128]): e4m3
+             weights [N, K] with an f32 weight_scale_inv [ceil(N/128), ceil(K/128)] (absmax/448 per
+             block), dynamic per-token-group activations; the rest bfloat16
   w4a16      Qwen/Qwen2.5-7B-Instruct-GPTQ-Int4: GPTQ v1, 4 bits, group 128, sym, desc_act false;
              qweight int32 [K/8, N], qzeros int32 [K/128, N/8] (0x77777777), scales fp16
              [K/128, N], g_idx int32 [K]; the rest float16
@@ -119,7 +122,14 @@ INT8_CONFIG = dict(FP8_CONFIG, format="int-quantized", config_groups={
         "output_activations": None,
     }
 })
-INT8_DIVISOR = 127.5  # compressed-tensors' symmetric int8 range (q_max - q_min) / 2
+INT8_DIVISOR = 127.5
+
+# quantization_config of the block-wise FP8 checkpoints (Qwen3 / DeepSeek *-FP8, transformers'
+# FineGrainedFP8): e4m3 weights with one f32 scale per 128 x 128 block, "weight_scale_inv" = the
+# dequantisation multiplier; activations quantised per token and 128-column group at run time.
+FP8_BLOCK = 128
+FP8_BLOCK_CONFIG = {"quant_method": "fp8", "activation_scheme": "dynamic", "fmt": "e4m3",
+                    "weight_block_size": [FP8_BLOCK, FP8_BLOCK]}  # compressed-tensors' symmetric int8 range (q_max - q_min) / 2
 
 BYTES_PER = {"F16": 2, "BF16": 2, "F32": 4, "F8_E4M3": 1, "I8": 1, "I32": 4}
 
@@ -153,6 +163,10 @@ def plan(cfg, fmt, dense_dtype):
             elif fmt == "w8a8-fp8":
                 out.append((prefix + ".weight", "F8_E4M3", [n, k], ("fp8_weight", prefix)))
                 out.append((prefix + ".weight_scale", dense_dtype, [n, 1], ("fp8_scale", prefix)))
+            elif fmt == "w8a8-fp8-block":
+                out.append((prefix + ".weight", "F8_E4M3", [n, k], ("fp8b_weight", prefix)))
+                out.append((prefix + ".weight_scale_inv", "F32", [-(-n // FP8_BLOCK), -(-k // FP8_BLOCK)],
+                            ("fp8b_scale", prefix)))
             elif fmt == "w8a8-int8":
                 out.append((prefix + ".weight", "I8", [n, k], ("int8_weight", prefix)))
                 out.append((prefix + ".weight_scale", dense_dtype, [n, 1], ("int8_scale", prefix)))
@@ -208,6 +222,16 @@ class TorchBackend:
         q = (w / scale).clamp(-E4M3_MAX, E4M3_MAX).to(self.torch.float8_e4m3fn)
         return q, scale
 
+    def fp8_block(self, w):  # w [N, K] f32 -> (e4m3 [N, K], scale f32 [ceil(N/128), ceil(K/128)])
+        t, (n, k), b = self.torch, w.shape, FP8_BLOCK
+        nb, kb = -(-n // b), -(-k // b)
+        padded = t.zeros(nb * b, kb * b, device=self.device, dtype=t.float32)
+        padded[:n, :k] = w
+        scale = (padded.abs().reshape(nb, b, kb, b).amax(dim=(1, 3)) / E4M3_MAX).clamp_min(1e-12)
+        full = scale.repeat_interleave(b, dim=0).repeat_interleave(b, dim=1)[:n, :k]
+        q = (w / full).clamp(-E4M3_MAX, E4M3_MAX).to(t.float8_e4m3fn)
+        return q, scale
+
     def int8(self, w):  # w [N, K] f32 -> (int8 [N, K], scale f32 [N, 1])
         scale = (w.abs().amax(dim=1, keepdim=True) / INT8_DIVISOR).clamp_min(1e-12)
         q = self.torch.round(w / scale).clamp(-128, 127).to(self.torch.int8)
@@ -257,6 +281,16 @@ class NumpyBackend:
         np = self.np
         scale = np.maximum(np.abs(w).max(axis=1, keepdims=True) / E4M3_MAX, 1e-12).astype(np.float32)
         q = np.clip(w / scale, -E4M3_MAX, E4M3_MAX).astype(self.dtypes["F8_E4M3"])
+        return q, scale
+
+    def fp8_block(self, w):
+        np, (n, k), b = self.np, w.shape, FP8_BLOCK
+        nb, kb = -(-n // b), -(-k // b)
+        padded = np.zeros((nb * b, kb * b), dtype=np.float32)
+        padded[:n, :k] = w
+        scale = np.maximum(np.abs(padded).reshape(nb, b, kb, b).max(axis=(1, 3)) / E4M3_MAX, 1e-12).astype(np.float32)
+        full = np.repeat(np.repeat(scale, b, axis=0), b, axis=1)[:n, :k]
+        q = np.clip(w / full, -E4M3_MAX, E4M3_MAX).astype(self.dtypes["F8_E4M3"])
         return q, scale
 
     def int8(self, w):
@@ -311,6 +345,9 @@ class TensorSource:
             w = b.normal(self.shape_of(prefix), tensor_seed(self.seed, prefix + ".weight"))
             if kind == "dense":
                 self.cache[prefix] = {"dense": w}
+            elif kind.startswith("fp8b"):
+                q, scale = b.fp8_block(w)
+                self.cache[prefix] = {"fp8b_weight": q, "fp8b_scale": scale}
             elif kind.startswith("fp8"):
                 q, scale = b.fp8(w)
                 self.cache[prefix] = {"fp8_weight": q, "fp8_scale": scale}
@@ -379,12 +416,12 @@ def write_shards(out_dir, tensors, source, backend, shard_bytes):
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--out", required=True, help="output directory (written as OUT.partial, then renamed)")
-    ap.add_argument("--format", required=True, choices=["fp16", "w8a8-fp8", "w8a8-int8", "w4a16"])
+    ap.add_argument("--format", required=True, choices=["fp16", "w8a8-fp8", "w8a8-fp8-block", "w8a8-int8", "w4a16"])
     ap.add_argument("--config", default="qwen2.5-7b",
                     help="qwen2.5-7b (default), tiny, or a config.json path whose shape to use")
     ap.add_argument("--num-layers", type=int, default=0, help="override num_hidden_layers (0: the config's)")
     ap.add_argument("--dtype", default="", choices=["", "float16", "bfloat16"],
-                    help="dtype of the unquantised tensors (default: float16, bfloat16 for w8a8-fp8 and w8a8-int8 "
+                    help="dtype of the unquantised tensors (default: float16, bfloat16 for the w8a8 formats "
                          "as RedHatAI's and llm-compressor's)")
     ap.add_argument("--tokenizer-dir", default="", help="copy tokenizer.json, tokenizer_config.json, ... from here")
     ap.add_argument("--backend", default="auto", choices=["auto", "torch", "numpy"])
@@ -410,7 +447,7 @@ def main():
         shape = "Qwen2.5-7B-Instruct" if args.config == "qwen2.5-7b" else "tiny Qwen2"
         layers = f", {cfg['num_hidden_layers']} layers" if args.num_layers > 0 else ""
         cfg["_name_or_path"] = f"{shape} shape{layers}, random weights"
-    dtype = args.dtype or ("bfloat16" if args.format in ("w8a8-fp8", "w8a8-int8") else "float16")
+    dtype = args.dtype or ("bfloat16" if args.format in ("w8a8-fp8", "w8a8-fp8-block", "w8a8-int8") else "float16")
     cfg["torch_dtype"] = dtype
     if args.format == "w4a16":
         cfg["torch_dtype"] = "float16"  # GPTQ scales are fp16; Qwen's GPTQ-Int4 config says float16
@@ -418,6 +455,8 @@ def main():
         cfg["quantization_config"] = GPTQ_CONFIG
     elif args.format == "w8a8-fp8":
         cfg["quantization_config"] = FP8_CONFIG
+    elif args.format == "w8a8-fp8-block":
+        cfg["quantization_config"] = FP8_BLOCK_CONFIG
     elif args.format == "w8a8-int8":
         cfg["quantization_config"] = INT8_CONFIG
     dense = "F16" if dtype == "float16" else "BF16"

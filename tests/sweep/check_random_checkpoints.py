@@ -5,7 +5,8 @@ the layouts of shared/docs/reference/checkpoint-formats.md and loaded by crosspo
 - the three formats come from the same random weights: the GPTQ int4 tensors dequantised with the
   reference formula (q = (qweight[k/8][n] >> 4*(k%8)) & 0xF, z = ((qzeros >> 4*(n%8)) & 0xF) + 1,
   W[k][n] = scales[g_idx[k]][n] * (q - z)) are within half a quantisation step of the fp16 weights,
-  the e4m3 weights times weight_scale within e4m3's relative step, the int8 ones within half a
+  the e4m3 weights times weight_scale (per row, or per 128 x 128 block in the block-wise layout)
+  within e4m3's relative step, the int8 ones within half a
   step of absmax / 127.5; configs carry the
   quantization_config the loaders expect;
 - files are read by the safetensors library itself (fp16 and int4: numpy framework);
@@ -48,7 +49,7 @@ def main():
     failures = []
     with tempfile.TemporaryDirectory(prefix="crosspoint_random_ckpt_") as tmp:
         dirs = {}
-        for fmt in ("fp16", "w8a8-fp8", "w8a8-int8", "w4a16"):
+        for fmt in ("fp16", "w8a8-fp8", "w8a8-fp8-block", "w8a8-int8", "w4a16"):
             out = os.path.join(tmp, fmt)
             r = subprocess.run([sys.executable, GENERATOR, "--out", out, "--format", fmt, "--config", "tiny",
                                 "--backend", "numpy", "--tokenizer-dir", TOKENIZER], capture_output=True, text=True)
@@ -59,6 +60,7 @@ def main():
         gptq = load_file(os.path.join(dirs["w4a16"], "model.safetensors"))
         fp8 = read_raw(os.path.join(dirs["w8a8-fp8"], "model.safetensors"))
         int8 = read_raw(os.path.join(dirs["w8a8-int8"], "model.safetensors"))
+        fp8b = read_raw(os.path.join(dirs["w8a8-fp8-block"], "model.safetensors"))
         linears = [k[:-len(".weight")] for k in dense if k.startswith("model.layers.") and k.endswith("proj.weight")]
         assert len(linears) == 14, linears  # 2 layers x q k v o gate up down
         for prefix in linears:
@@ -90,6 +92,18 @@ def main():
             rel = np.abs(e4m3 * scale - w) / (np.abs(w).max(axis=1, keepdims=True))
             if rel.max() > 2 ** -4:
                 failures.append(f"{prefix}: e4m3 x scale off by {rel.max():.4f} of the row's absmax")
+            # Block FP8: weight e4m3 [N, K], weight_scale_inv f32 [ceil(N/128), ceil(K/128)]
+            dt, shape, raw = fp8b[prefix + ".weight"]
+            assert dt == "F8_E4M3" and shape == [n, k], (dt, shape)
+            e4m3 = np.frombuffer(raw, dtype=ml_dtypes.float8_e4m3fn).reshape(n, k).astype(np.float32)
+            nb, kb = -(-n // 128), -(-k // 128)
+            dt, shape, raw = fp8b[prefix + ".weight_scale_inv"]
+            assert dt == "F32" and shape == [nb, kb], (dt, shape)
+            block_scale = np.frombuffer(raw, dtype=np.float32).reshape(nb, kb)
+            full = np.repeat(np.repeat(block_scale, 128, axis=0), 128, axis=1)[:n, :k]
+            rel = np.abs(e4m3 * full - w) / (full * 448)  # of the block's absmax
+            if rel.max() > 2 ** -4:
+                failures.append(f"{prefix}: block e4m3 x weight_scale_inv off by {rel.max():.4f} of the block's absmax")
             # INT8: weight int8 [N, K], weight_scale [N, 1] (bf16)
             dt, shape, raw = int8[prefix + ".weight"]
             assert dt == "I8" and shape == [n, k], (dt, shape)
@@ -101,7 +115,8 @@ def main():
             steps = np.abs(codes * scale - w) / scale
             if steps.max() > 0.5 + 128 * 2 ** -8 or np.abs(codes).max() < 100:
                 failures.append(f"{prefix}: int8 x scale off by {steps.max():.3f} steps, or codes not spread")
-        for fmt, method in (("w4a16", "gptq"), ("w8a8-fp8", "compressed-tensors"), ("w8a8-int8", "compressed-tensors")):
+        for fmt, method in (("w4a16", "gptq"), ("w8a8-fp8", "compressed-tensors"), ("w8a8-fp8-block", "fp8"),
+                            ("w8a8-int8", "compressed-tensors")):
             cfg = json.load(open(os.path.join(dirs[fmt], "config.json")))
             if cfg.get("quantization_config", {}).get("quant_method") != method:
                 failures.append(f"{fmt}: quantization_config.quant_method is not {method}")
