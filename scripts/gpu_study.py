@@ -1227,8 +1227,6 @@ class Study:
             self.decode()
         if self.want("kernels") and is_exec(f"{BUNDLE_DIR}/bin/bench_decode_step"):
             self.kernels()
-        if self.want("quantize"):
-            self.quantize()
         if self.want("gpuvscpu"):
             self.gpuvscpu()
         if self.want("servercheck"):
@@ -1239,6 +1237,8 @@ class Study:
             self.gemm(ceil_for_gemm)
         if self.want("kvattn") and is_exec(f"{BUNDLE_DIR}/bin/bench_attention") and ceil_for_gemm:
             self.kvattn(ceil_for_gemm)
+        if self.want("quantize"):  # after the kernel benchmarks: their GPU quiet, the disk busy here
+            self.quantize()
         # The torch peers before the sweep: the side-by-side figures.
         if self.want("peers") and os.path.isfile(f"{BUNDLE_DIR}/tools/torch_peer.py"):
             self.peers()
