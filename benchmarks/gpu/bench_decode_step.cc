@@ -298,12 +298,15 @@ Result<json> bench_model(const std::string& dir, const Options& o, const Ceiling
   mo.max_num_tokens = std::max({2048, o.prefill_tokens, max_batch});
   mo.max_model_len = std::max({o.max_model_len, o.context + 1, o.prefill_tokens});
   const int32_t decode_blocks = (o.context + 1 + mo.block_size - 1) / mo.block_size;
-  mo.num_kv_blocks =
-      std::max<int64_t>(int64_t{max_batch} * decode_blocks, (o.prefill_tokens + mo.block_size - 1) / mo.block_size);
+  const int32_t num_kv_blocks =
+      std::max(max_batch * decode_blocks, (o.prefill_tokens + mo.block_size - 1) / mo.block_size);
   mo.batch_invariant = o.deterministic;
   mo.fuse_fp8_input = !o.fp8_input_unfused;
   Stopwatch create_timer;
   CROSSPOINT_ASSIGN_OR_RETURN(std::unique_ptr<cuda::CudaModel> gpu, cuda::CudaModel::create(*model, mo));
+  // What the runner would own: the KV cache and the step-input staging.
+  CROSSPOINT_ASSIGN_OR_RETURN(cuda::CudaKvCache kv, gpu->make_kv_cache(num_kv_blocks));
+  CROSSPOINT_ASSIGN_OR_RETURN(cuda::StepInputStaging inputs, gpu->make_step_inputs());
   const double create_s = create_timer.elapsed_seconds();
   model.reset();  // the host copy (mmap) is no longer needed
   size_t free_now = 0, free_min = 0;
@@ -334,9 +337,9 @@ Result<json> bench_model(const std::string& dir, const Options& o, const Ceiling
   out["memory"] = {{"gpu_name", mem.gpu_name},
                    {"total_bytes", mem.total_bytes},
                    {"weight_bytes", mem.weight_bytes},
-                   {"activation_bytes", mem.activation_bytes},
-                   {"kv_bytes", mem.kv_bytes},
-                   {"num_kv_blocks", mem.num_kv_blocks},
+                   {"activation_bytes", mem.activation_bytes + inputs.device_bytes()},  // with the staging
+                   {"kv_bytes", kv.bytes()},
+                   {"num_kv_blocks", kv.num_blocks()},
                    {"free_before_load_bytes", free_start}};
 
   // forward + greedy argmax over the logits rows, as the runner's graphs do; `profiler`
@@ -345,7 +348,7 @@ Result<json> bench_model(const std::string& dir, const Options& o, const Ceiling
       cuda::DeviceBuffer tokens,
       cuda::DeviceBuffer::allocate(static_cast<size_t>(gpu->capacity().max_num_logits) * 4, "sampled tokens"));
   auto step = [&](const cuda::CudaForwardBatch& device, cuda::StepProfiler* profiler) -> Status {
-    CROSSPOINT_RETURN_IF_ERROR(gpu->forward(device));
+    CROSSPOINT_RETURN_IF_ERROR(gpu->forward(device, kv));
     CROSSPOINT_RETURN_IF_ERROR(
         cuda::argmax_rows(gpu->logits(), V, tokens.as<int32_t>(), device.shape.num_logits, V, stream));
     if (profiler != nullptr) profiler->mark(cuda::StepOp::kArgmax);
@@ -377,7 +380,7 @@ Result<json> bench_model(const std::string& dir, const Options& o, const Ceiling
     std::fprintf(stderr, "[bench_decode_step] %s: decode B=%d\n", dir.c_str(), B);
     const HostForwardBatch host = make_batch(B, o.context, 1, gpu->block_size(), V);
     CROSSPOINT_ASSIGN_OR_RETURN(cuda::CudaForwardBatch device,
-                                gpu->upload_inputs(host.view(), gpu->capacity().max_blocks_per_seq, B));
+                                inputs.upload(host.view(), kv, gpu->capacity().max_blocks_per_seq, B, stream));
     device.shape.max_query_len = 1;
     if (!o.tight_attention_bound) device.shape.max_context_len = gpu->max_model_len();
     auto enqueue = [&] { return step(device, nullptr); };
@@ -429,7 +432,7 @@ Result<json> bench_model(const std::string& dir, const Options& o, const Ceiling
     std::fprintf(stderr, "[bench_decode_step] %s: prefill %d tokens\n", dir.c_str(), T);
     const HostForwardBatch host = make_batch(1, 0, T, gpu->block_size(), V);
     CROSSPOINT_ASSIGN_OR_RETURN(cuda::CudaForwardBatch device,
-                                gpu->upload_inputs(host.view(), host.view().max_blocks_per_seq, T));
+                                inputs.upload(host.view(), kv, host.view().max_blocks_per_seq, T, stream));
     auto enqueue = [&] { return step(device, nullptr); };
     json cell = {{"tokens", T}, {"num_seqs", 1}};
     Result<TimingStats> eager = time_launches(enqueue, stream, 1);  // warm-up

@@ -104,19 +104,24 @@ Result<DeviceRunner> make_cuda_runner(const DeviceRunnerOptions& o, const Model&
   options.max_num_logits = o.max_num_seqs + kPromptLogprobRowsPerStep;
   options.max_model_len = static_cast<int32_t>(o.max_model_len);
   options.block_size = o.block_size;
-  options.gpu_memory_utilization = o.gpu_memory_utilization;
-  if (!o.memory_budget.empty()) {
-    CROSSPOINT_ASSIGN_OR_RETURN(options.memory_budget_bytes, parse_bytes(o.memory_budget, "--memory-budget"));
-  }
-  options.num_kv_blocks = o.num_kv_blocks;
-  options.reserve_bytes = o.enforce_eager ? 0 : kGraphReserveBytes;
   options.batch_invariant = o.deterministic;
   CROSSPOINT_ASSIGN_OR_RETURN(const KvCacheDtype kv, resolve_kv_dtype(o.kv_cache_dtype, "cuda"));
   options.kv_fp8 = kv.fp8();
+  cuda::CudaRunnerOptions runner_options;
+  runner_options.enforce_eager = o.enforce_eager;
+  runner_options.sample_on_gpu = !o.sample_on_host;
+  runner_options.gpu_memory_utilization = o.gpu_memory_utilization;
+  if (!o.memory_budget.empty()) {
+    CROSSPOINT_ASSIGN_OR_RETURN(runner_options.memory_budget_bytes, parse_bytes(o.memory_budget, "--memory-budget"));
+  }
+  runner_options.num_kv_blocks = o.num_kv_blocks;
+  runner_options.reserve_bytes = o.enforce_eager ? 0 : kGraphReserveBytes;
   CROSSPOINT_ASSIGN_OR_RETURN(auto model, cuda::CudaModel::create(m, options));
-  const cuda::CudaMemoryReport mem = model->memory();
+  // The runner sizes and allocates the KV cache, then captures the graphs.
+  CROSSPOINT_ASSIGN_OR_RETURN(auto runner, cuda::CudaModelRunner::create(std::move(model), runner_options));
+  const cuda::CudaMemoryReport mem = runner->memory();
   log_info("GPU: {} ({:.1f} GiB); weights on the GPU {:.3f} GiB ({}), converted and uploaded in {:.2f} s", mem.gpu_name,
-           mem.total_bytes / kGiB, mem.weight_bytes / kGiB, model->weight_format_name(), mem.upload_s);
+           mem.total_bytes / kGiB, mem.weight_bytes / kGiB, runner->model().weight_format_name(), mem.upload_s);
   log_info(
       "activations and workspaces for {} tokens per step: {:.3f} GiB (measured by a profile step, {:.2f} s); "
       "{:.3f} GiB in use before the KV cache",
@@ -139,10 +144,6 @@ Result<DeviceRunner> make_cuda_runner(const DeviceRunnerOptions& o, const Model&
                             " tokens) cannot hold one sequence of --max-model-len " + std::to_string(o.max_model_len) +
                             " tokens: raise " + kv_option.substr(0, kv_option.find(' ')) + " or lower --max-model-len");
   }
-  cuda::CudaRunnerOptions runner_options;
-  runner_options.enforce_eager = o.enforce_eager;
-  runner_options.sample_on_gpu = !o.sample_on_host;
-  CROSSPOINT_ASSIGN_OR_RETURN(auto runner, cuda::CudaModelRunner::create(std::move(model), runner_options));
   const cuda::CudaGraphReport& graphs = runner->graph_report();
   if (o.enforce_eager) {
     log_info("CUDA graphs: off (--enforce-eager)");

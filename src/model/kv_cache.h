@@ -1,7 +1,8 @@
 // The paged KV cache: for every layer, K and V stored in fixed-size blocks of tokens. A
 // sequence's tokens are found through its block table (ForwardBatch::block_tables). The
 // block manager (scheduler/) decides which blocks a sequence owns; this class only holds
-// the memory.
+// the memory, and the runner owns it (CpuModelRunner; on the GPU, CudaModelRunner owns a
+// CudaKvCache of the same shape, model/cuda/cuda_kv_cache.h).
 #pragma once
 
 #include <cstddef>
@@ -18,7 +19,7 @@ struct KvCacheShape {
   int32_t block_size = 16;  // tokens per block
   int32_t num_kv_heads = 0;
   int32_t head_dim = 0;
-  DType dtype = DType::kF32;  // the CPU cache: kF32, or kF8E4M3 (--kv-cache-dtype fp8)
+  DType dtype = DType::kF32;  // CpuKvCache: kF32, CudaKvCache: kF16; either kF8E4M3 (--kv-cache-dtype fp8)
 
   // Bytes for K and V of one token across all layers, in `dtype`.
   size_t bytes_per_token(DType element) const {

@@ -91,11 +91,30 @@ class CpuStepModel : public StepModel {
 #ifdef CROSSPOINT_HAVE_CUDA
 class CudaStepModel : public StepModel {
  public:
-  explicit CudaStepModel(std::unique_ptr<cuda::CudaModel> model) : model_(std::move(model)) {}
-  Status forward(const ForwardBatch& batch, float* logits) override { return model_->forward_host(batch, logits); }
+  // nullptr after a failed expectation.
+  static std::unique_ptr<CudaStepModel> create(const Model& model, const cuda::CudaModelOptions& options) {
+    auto gpu = cuda::CudaModel::create(model, options);
+    EXPECT_TRUE(gpu.is_ok()) << gpu.status().to_string();
+    if (!gpu.is_ok()) return nullptr;
+    std::unique_ptr<CudaStepModel> m(new CudaStepModel());
+    m->model_ = std::move(gpu).value();
+    auto kv = m->model_->make_kv_cache(kNumBlocks);
+    auto inputs = m->model_->make_step_inputs();
+    EXPECT_TRUE(kv.is_ok() && inputs.is_ok());
+    if (!kv.is_ok() || !inputs.is_ok()) return nullptr;
+    m->kv_ = std::move(kv).value();
+    m->inputs_ = std::move(inputs).value();
+    return m;
+  }
+  Status forward(const ForwardBatch& batch, float* logits) override {
+    return model_->forward_host(batch, kv_, inputs_, logits);
+  }
 
  private:
+  CudaStepModel() = default;
   std::unique_ptr<cuda::CudaModel> model_;
+  cuda::CudaKvCache kv_;
+  cuda::StepInputStaging inputs_;
 };
 #endif
 
@@ -107,11 +126,8 @@ std::unique_ptr<StepModel> make_step_model(Device device, const Model& model, bo
   options.max_num_seqs = 4;
   options.max_num_logits = 64;
   options.max_model_len = kMaxBlocksPerSeq * kBlockSize;
-  options.num_kv_blocks = kNumBlocks;
   options.batch_invariant = batch_invariant;
-  auto gpu = cuda::CudaModel::create(model, options);
-  EXPECT_TRUE(gpu.is_ok()) << gpu.status().to_string();
-  if (gpu.is_ok()) return std::make_unique<CudaStepModel>(std::move(gpu).value());
+  return CudaStepModel::create(model, options);
 #endif
   return nullptr;
 }
@@ -249,13 +265,13 @@ std::unique_ptr<Runner> make_runner(Device device, const Model& model, int32_t n
   options.max_num_tokens = config.scheduler.max_num_batched_tokens;
   options.max_num_seqs = config.scheduler.max_num_seqs;
   options.max_model_len = config.scheduler.max_model_len;
-  options.num_kv_blocks = num_blocks;
   options.batch_invariant = true;
   auto gpu = cuda::CudaModel::create(model, options);
   EXPECT_TRUE(gpu.is_ok()) << gpu.status().to_string();
   if (!gpu.is_ok()) return nullptr;
   cuda::CudaRunnerOptions runner_options;
   runner_options.sample_on_gpu = true;  // as serve runs it; graphs on
+  runner_options.num_kv_blocks = num_blocks;
   auto runner = cuda::CudaModelRunner::create(std::move(gpu).value(), runner_options);
   EXPECT_TRUE(runner.is_ok()) << runner.status().to_string();
   if (runner.is_ok()) return std::move(runner).value();

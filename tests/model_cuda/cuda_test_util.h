@@ -1,5 +1,6 @@
 // What the CUDA model and runner tests share: the GPU skip, the tiny checkpoint loaded as a
-// CPU model, one set of engine limits, a CudaModelRunner sized for them, four concurrent requests of
+// CPU model, a CudaModel with a KV cache and step inputs of its own, one set of engine limits,
+// a CudaModelRunner sized for them, four concurrent requests of
 // different prompt lengths, and running requests through the real Engine to collect each
 // request's tokens.
 #pragma once
@@ -14,7 +15,9 @@
 #include <vector>
 
 #include "engine/engine.h"
+#include "model/cuda/cuda_kv_cache.h"
 #include "model/cuda/cuda_model.h"
+#include "model/cuda/step_input_staging.h"
 #include "model/model.h"
 #include "model_cuda/tiny_checkpoints.h"
 #include "quant/gptq_linear_weight.h"
@@ -40,6 +43,29 @@ inline std::unique_ptr<Model> load_tiny_model(TinyPrecision precision, bool fp16
   return model.is_ok() ? std::move(model).value() : nullptr;
 }
 
+// A CudaModel with the KV cache and step-input staging a runner would own, for tests that run
+// the model's steps themselves.
+struct CudaModelOnCache {
+  std::unique_ptr<cuda::CudaModel> model;
+  cuda::CudaKvCache kv;
+  cuda::StepInputStaging inputs;
+
+  // CudaModel::forward_host on this cache and staging.
+  Status forward_host(const ForwardBatch& batch, float* logits) {
+    return model->forward_host(batch, kv, inputs, logits);
+  }
+};
+
+// CudaModel::create, then a KV cache of num_kv_blocks blocks and the staging.
+inline Result<CudaModelOnCache> make_cuda_model(const Model& cpu, const cuda::CudaModelOptions& options,
+                                                int32_t num_kv_blocks) {
+  CudaModelOnCache m;
+  CROSSPOINT_ASSIGN_OR_RETURN(m.model, cuda::CudaModel::create(cpu, options));
+  CROSSPOINT_ASSIGN_OR_RETURN(m.kv, m.model->make_kv_cache(num_kv_blocks));
+  CROSSPOINT_ASSIGN_OR_RETURN(m.inputs, m.model->make_step_inputs());
+  return m;
+}
+
 inline constexpr int32_t kEngineBlocks = 64;  // KV blocks of 16 tokens, on both runners
 inline constexpr int32_t kOutputTokens = 16;  // tokens each request of tiny_requests() produces
 
@@ -63,11 +89,12 @@ inline std::unique_ptr<cuda::CudaModelRunner> make_cuda_runner(const Model& cpu,
   options.max_num_tokens = config.scheduler.max_num_batched_tokens;
   options.max_num_seqs = config.scheduler.max_num_seqs;
   options.max_model_len = config.scheduler.max_model_len;
-  options.num_kv_blocks = kEngineBlocks;
   auto model = cuda::CudaModel::create(cpu, options);
   EXPECT_TRUE(model.is_ok()) << model.status().to_string();
   if (!model.is_ok()) return nullptr;
-  auto runner = cuda::CudaModelRunner::create(std::move(model).value(), runner_options);
+  cuda::CudaRunnerOptions sized = runner_options;
+  sized.num_kv_blocks = kEngineBlocks;
+  auto runner = cuda::CudaModelRunner::create(std::move(model).value(), sized);
   EXPECT_TRUE(runner.is_ok()) << runner.status().to_string();
   return runner.is_ok() ? std::move(runner).value() : nullptr;
 }

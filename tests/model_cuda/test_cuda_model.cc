@@ -108,11 +108,11 @@ void expect_logits_match_cpu(TinyPrecision precision, bool kv_fp8, bool gpu_flow
   options.max_num_seqs = 4;
   options.max_num_logits = 64;
   options.max_model_len = kMaxBlocksPerSeq * kBlockSize;
-  options.num_kv_blocks = kBlocks;
   options.kv_fp8 = kv_fp8;
-  auto gpu = cuda::CudaModel::create(*cpu, options);
+  auto gpu = cuda_testing::make_cuda_model(*cpu, options, kBlocks);
   ASSERT_TRUE(gpu.is_ok()) << gpu.status().to_string();
-  EXPECT_EQ((*gpu)->num_kv_blocks(), kBlocks);
+  EXPECT_EQ(gpu->kv.num_blocks(), kBlocks);
+  EXPECT_EQ(gpu->kv.is_fp8(), kv_fp8);
   CpuKvCache cpu_cache(cpu->kv_cache_shape(kBlocks, kBlockSize, kv_fp8 ? DType::kF8E4M3 : DType::kF32));
   testing::BatchBuilder builder(3, kMaxBlocksPerSeq, kBlockSize);
   const int32_t V = cpu->vocab_size();
@@ -125,7 +125,7 @@ void expect_logits_match_cpu(TinyPrecision precision, bool kv_fp8, bool gpu_flow
     const ForwardBatch batch = builder.build(chunks, all_logits);
     std::vector<float> cpu_logits(batch.logits_token_idx.size() * V), gpu_logits(cpu_logits.size(), NAN);
     EXPECT_TRUE(cpu->forward(batch, cpu_cache, cpu_logits.data()).is_ok());
-    const Status s = (*gpu)->forward_host(batch, gpu_logits.data());
+    const Status s = gpu->forward_host(batch, gpu_logits.data());
     EXPECT_TRUE(s.is_ok()) << what << ": " << s.to_string();
     return compare_rows(cpu_logits, gpu_logits, V, tol, what, &worst_ratio);
   };
@@ -181,8 +181,7 @@ TEST_P(CudaModelVsCpuTest, OneTokenMatchesTheCpuInTheGpuDtypeFlow) {
   options.max_num_seqs = 1;
   options.max_num_logits = 8;
   options.max_model_len = 64;
-  options.num_kv_blocks = 8;
-  auto gpu = cuda::CudaModel::create(*cpu, options);
+  auto gpu = cuda_testing::make_cuda_model(*cpu, options, 8);
   ASSERT_TRUE(gpu.is_ok()) << gpu.status().to_string();
   CpuKvCache cpu_cache(cpu->kv_cache_shape(8, 16));
   const int32_t V = cpu->vocab_size();
@@ -191,7 +190,7 @@ TEST_P(CudaModelVsCpuTest, OneTokenMatchesTheCpuInTheGpuDtypeFlow) {
     const ForwardBatch batch = builder.build({{0, {token}}}, false);
     std::vector<float> cpu_logits(V), gpu_logits(V, NAN);
     ASSERT_TRUE(cpu->forward(batch, cpu_cache, cpu_logits.data()).is_ok());
-    ASSERT_TRUE((*gpu)->forward_host(batch, gpu_logits.data()).is_ok());
+    ASSERT_TRUE(gpu->forward_host(batch, gpu_logits.data()).is_ok());
     float worst = 0.0f;
     const float tol = quantises_activations(GetParam(), false) ? kE4m3LogitTolerance : kGpuFlowTolerance;
     compare_rows(cpu_logits, gpu_logits, V, tol, "token " + std::to_string(token), &worst);
@@ -213,8 +212,7 @@ TEST_P(CudaModelVsCpuTest, ManyRowStepMatchesTheCpuInTheGpuDtypeFlow) {
   options.max_num_seqs = 2;
   options.max_num_logits = 64;
   options.max_model_len = kBlocksPerSeq * kBlockSize;
-  options.num_kv_blocks = 2 * kBlocksPerSeq;
-  auto gpu = cuda::CudaModel::create(*cpu, options);
+  auto gpu = cuda_testing::make_cuda_model(*cpu, options, 2 * kBlocksPerSeq);
   ASSERT_TRUE(gpu.is_ok()) << gpu.status().to_string();
   CpuKvCache cpu_cache(cpu->kv_cache_shape(2 * kBlocksPerSeq, kBlockSize));
   testing::BatchBuilder builder(2, kBlocksPerSeq, kBlockSize);
@@ -225,7 +223,7 @@ TEST_P(CudaModelVsCpuTest, ManyRowStepMatchesTheCpuInTheGpuDtypeFlow) {
   const ForwardBatch batch = builder.build({{0, prompt0}, {1, prompt1}}, false);
   std::vector<float> cpu_logits(batch.logits_token_idx.size() * V), gpu_logits(cpu_logits.size(), NAN);
   ASSERT_TRUE(cpu->forward(batch, cpu_cache, cpu_logits.data()).is_ok());
-  const Status st = (*gpu)->forward_host(batch, gpu_logits.data());
+  const Status st = gpu->forward_host(batch, gpu_logits.data());
   ASSERT_TRUE(st.is_ok()) << st.to_string();
   float worst = 0.0f;
   const float tol = quantises_activations(GetParam(), false) ? kE4m3LogitTolerance : kGpuFlowTolerance;
@@ -247,11 +245,10 @@ TEST_P(CudaModelVsCpuTest, FusedFp8InputGivesTheSameLogitsBitForBit) {
     options.max_num_seqs = 4;
     options.max_num_logits = 64;
     options.max_model_len = 128;
-    options.num_kv_blocks = 32;
     options.batch_invariant = batch_invariant;
-    auto fused = cuda::CudaModel::create(*cpu, options);
+    auto fused = cuda_testing::make_cuda_model(*cpu, options, 32);
     options.fuse_fp8_input = false;
-    auto unfused = cuda::CudaModel::create(*cpu, options);
+    auto unfused = cuda_testing::make_cuda_model(*cpu, options, 32);
     ASSERT_TRUE(fused.is_ok() && unfused.is_ok());
     testing::BatchBuilder builder(2, 8, 16);
     const int32_t V = cpu->vocab_size();
@@ -263,8 +260,8 @@ TEST_P(CudaModelVsCpuTest, FusedFp8InputGivesTheSameLogitsBitForBit) {
     for (size_t i = 0; i < steps.size(); ++i) {
       const ForwardBatch batch = builder.build(steps[i], /*all_logits=*/i == 0);
       std::vector<float> a(batch.logits_token_idx.size() * V, NAN), b(a.size(), NAN);
-      ASSERT_TRUE((*fused)->forward_host(batch, a.data()).is_ok());
-      ASSERT_TRUE((*unfused)->forward_host(batch, b.data()).is_ok());
+      ASSERT_TRUE(fused->forward_host(batch, a.data()).is_ok());
+      ASSERT_TRUE(unfused->forward_host(batch, b.data()).is_ok());
       ASSERT_EQ(0, std::memcmp(a.data(), b.data(), a.size() * sizeof(float)))
           << cuda_testing::precision_name(GetParam()) << " step " << i << " batch_invariant " << batch_invariant;
     }
@@ -288,30 +285,41 @@ TEST(CudaModelTest, ReportsMemoryAndRefusesATooSmallFraction) {
   options.max_num_tokens = 64;
   options.max_num_seqs = 8;
   options.max_model_len = 256;
-  options.gpu_memory_utilization = 0.5;
-  auto gpu = cuda::CudaModel::create(*cpu, options);
+  // The model measures, the runner sizes its KV cache from that (no graphs: nothing after it).
+  cuda::CudaRunnerOptions runner_options;
+  runner_options.enforce_eager = true;
+  runner_options.gpu_memory_utilization = 0.5;
+  auto make_runner = [&]() -> Result<std::unique_ptr<cuda::CudaModelRunner>> {
+    CROSSPOINT_ASSIGN_OR_RETURN(std::unique_ptr<cuda::CudaModel> model, cuda::CudaModel::create(*cpu, options));
+    return cuda::CudaModelRunner::create(std::move(model), runner_options);
+  };
+  auto gpu = make_runner();
   ASSERT_TRUE(gpu.is_ok()) << gpu.status().to_string();
   const cuda::CudaMemoryReport& mem = (*gpu)->memory();
   EXPECT_FALSE(mem.gpu_name.empty());
   EXPECT_GT(mem.weight_bytes, 2u * 512 * 256 * 2);  // at least embedding + lm_head in fp16
   EXPECT_EQ(mem.kv_bytes_per_token, 2u * 2 * 2 * 64 * 2);
+  EXPECT_EQ((*gpu)->model().memory().kv_bytes_per_token, mem.kv_bytes_per_token);
   EXPECT_GT(mem.num_kv_blocks, 0);
   EXPECT_EQ(mem.kv_tokens, mem.num_kv_blocks * 16);
+  EXPECT_EQ((*gpu)->kv_cache().num_blocks(), mem.num_kv_blocks);
+  EXPECT_EQ(mem.kv_bytes, (*gpu)->kv_cache().bytes());
   EXPECT_LE(mem.used_before_kv_bytes + mem.kv_bytes, mem.total_bytes / 2 + (1u << 20));
   // An fp8 cache: one byte per element, so about twice the tokens in the same memory.
   const int64_t fp16_tokens = mem.kv_tokens;
   gpu->reset();  // its memory back before the next model measures what is free
   options.kv_fp8 = true;
-  auto fp8 = cuda::CudaModel::create(*cpu, options);
+  auto fp8 = make_runner();
   ASSERT_TRUE(fp8.is_ok()) << fp8.status().to_string();
   const cuda::CudaMemoryReport& fp8_mem = (*fp8)->memory();
   EXPECT_EQ(fp8_mem.kv_bytes_per_token, 2u * 2 * 2 * 64);
   EXPECT_EQ(fp8_mem.kv_bytes, static_cast<size_t>(fp8_mem.kv_tokens) * fp8_mem.kv_bytes_per_token);
   EXPECT_GT(fp8_mem.kv_tokens, fp16_tokens * 19 / 10);
+  EXPECT_TRUE((*fp8)->kv_cache().is_fp8());
   fp8->reset();
   options.kv_fp8 = false;
-  options.gpu_memory_utilization = 0.0001;
-  auto refused = cuda::CudaModel::create(*cpu, options);
+  runner_options.gpu_memory_utilization = 0.0001;
+  auto refused = make_runner();
   ASSERT_FALSE(refused.is_ok());
   EXPECT_NE(refused.status().message().find("--gpu-memory-utilization"), std::string::npos)
       << refused.status().to_string();

@@ -44,7 +44,6 @@ std::vector<Collected> run(const Model& cpu, bool enforce_eager, const std::vect
   options.max_num_seqs = config.scheduler.max_num_seqs;
   options.max_num_logits = config.scheduler.max_num_seqs + kPromptRows;
   options.max_model_len = config.scheduler.max_model_len;
-  options.num_kv_blocks = kEngineBlocks;
   // Batch-invariant kernels: asking for prompt logprobs cuts prefill chunks differently, which must
   // not change a token (the default kernels' rounding may follow the batch's shape).
   options.batch_invariant = true;
@@ -53,6 +52,7 @@ std::vector<Collected> run(const Model& cpu, bool enforce_eager, const std::vect
   if (!model.is_ok()) return {};
   cuda::CudaRunnerOptions runner_options;
   runner_options.enforce_eager = enforce_eager;
+  runner_options.num_kv_blocks = kEngineBlocks;
   auto runner = cuda::CudaModelRunner::create(std::move(model).value(), runner_options);
   EXPECT_TRUE(runner.is_ok()) << runner.status().to_string();
   if (!runner.is_ok()) return {};

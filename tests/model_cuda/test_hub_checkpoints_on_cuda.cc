@@ -34,7 +34,6 @@ cuda::CudaModelOptions small_options() {
   options.max_num_seqs = 2;
   options.max_num_logits = 32;
   options.max_model_len = 64;
-  options.num_kv_blocks = 8;
   return options;
 }
 
@@ -43,7 +42,7 @@ cuda::CudaModelOptions small_options() {
 void expect_prefill_matches_cpu(const char* fixture, float tolerance) {
   auto cpu = load_cpu(fixture);
   ASSERT_NE(cpu, nullptr);
-  auto gpu = cuda::CudaModel::create(*cpu, small_options());
+  auto gpu = cuda_testing::make_cuda_model(*cpu, small_options(), 8);
   ASSERT_TRUE(gpu.is_ok()) << gpu.status().to_string();
   const testing::TransformersReference ref = testing::load_reference(fixture);
   testing::BatchBuilder builder(1, 4, 16);
@@ -52,7 +51,7 @@ void expect_prefill_matches_cpu(const char* fixture, float tolerance) {
   CpuKvCache cache(cpu->kv_cache_shape(8, 16));
   std::vector<float> cpu_logits(rows * V), gpu_logits(rows * V, NAN);
   ASSERT_TRUE(cpu->forward(batch, cache, cpu_logits.data()).is_ok());
-  const Status s = (*gpu)->forward_host(batch, gpu_logits.data());
+  const Status s = gpu->forward_host(batch, gpu_logits.data());
   ASSERT_TRUE(s.is_ok()) << s.to_string();
   float worst_ratio = 0.0f;
   for (int64_t r = 0; r < rows; ++r) {

@@ -70,15 +70,15 @@ TEST(StepProfilerTest, MarkWithoutAStepIsReportedByFinish) {
   EXPECT_NE(again.status().message().find("no open step"), std::string::npos);
 }
 
-std::unique_ptr<cuda::CudaModel> make_gpu_model(const Model& cpu) {
+// nullptr after a failed expectation.
+std::unique_ptr<cuda_testing::CudaModelOnCache> make_gpu_model(const Model& cpu) {
   cuda::CudaModelOptions options;
   options.max_num_tokens = 64;
   options.max_num_seqs = 4;
   options.max_model_len = 128;
-  options.num_kv_blocks = 32;
-  auto gpu = cuda::CudaModel::create(cpu, options);
+  auto gpu = cuda_testing::make_cuda_model(cpu, options, 32);
   EXPECT_TRUE(gpu.is_ok()) << gpu.status().to_string();
-  return gpu.is_ok() ? std::move(gpu).value() : nullptr;
+  return gpu.is_ok() ? std::make_unique<cuda_testing::CudaModelOnCache>(std::move(gpu).value()) : nullptr;
 }
 
 class StepProfilerDeviceTest : public ::testing::TestWithParam<TinyPrecision> {};
@@ -92,7 +92,7 @@ TEST_P(StepProfilerDeviceTest, ProfiledForwardGivesTheSameLogits) {
   ASSERT_NE(cpu, nullptr);
   auto gpu = make_gpu_model(*cpu);
   ASSERT_NE(gpu, nullptr);
-  const int32_t V = gpu->vocab_size();
+  const int32_t V = gpu->model->vocab_size();
   std::vector<int32_t> prompt0, prompt1;
   for (int32_t i = 0; i < 29; ++i) prompt0.push_back((i * 31 + 5) % V);
   for (int32_t i = 0; i < 13; ++i) prompt1.push_back((i * 17 + 9) % V);
@@ -101,17 +101,17 @@ TEST_P(StepProfilerDeviceTest, ProfiledForwardGivesTheSameLogits) {
   for (const bool decode : {false, true}) {
     // A fresh builder hands out the same blocks each time: the decode step reads the K/V the
     // prefill iteration wrote.
-    testing::BatchBuilder steps(2, 8, gpu->block_size());
+    testing::BatchBuilder steps(2, 8, gpu->model->block_size());
     ForwardBatch batch = steps.build({{0, prompt0}, {1, prompt1}}, false);
     if (decode) batch = steps.build({{0, {7}}, {1, {11}}}, false);
     const size_t n = batch.logits_token_idx.size() * static_cast<size_t>(V);
     std::vector<float> plain(n), plain_again(n), profiled(n);
-    gpu->set_profiler(nullptr);
+    gpu->model->set_profiler(nullptr);
     ASSERT_TRUE(gpu->forward_host(batch, plain.data()).is_ok());
     ASSERT_TRUE(gpu->forward_host(batch, plain_again.data()).is_ok());
-    gpu->set_profiler(&profiler);
+    gpu->model->set_profiler(&profiler);
     const Status s = gpu->forward_host(batch, profiled.data());
-    gpu->set_profiler(nullptr);
+    gpu->model->set_profiler(nullptr);
     ASSERT_TRUE(s.is_ok()) << s.to_string();
     auto max_diff = [&](const std::vector<float>& a, const std::vector<float>& b) {
       float worst = 0;
@@ -170,26 +170,26 @@ TEST(StepProfilerCaptureTest, ForwardRefusesToProfileDuringCapture) {
   ASSERT_NE(cpu, nullptr);
   auto gpu = make_gpu_model(*cpu);
   ASSERT_NE(gpu, nullptr);
-  testing::BatchBuilder builder(1, 8, gpu->block_size());
+  testing::BatchBuilder builder(1, 8, gpu->model->block_size());
   const ForwardBatch batch = builder.build({{0, {1, 2, 3}}}, false);
-  auto device = gpu->upload_inputs(batch, batch.max_blocks_per_seq, batch.num_tokens());
+  auto device = gpu->inputs.upload(batch, gpu->kv, batch.max_blocks_per_seq, batch.num_tokens(), gpu->model->stream());
   ASSERT_TRUE(device.is_ok()) << device.status().to_string();
-  ASSERT_EQ(cudaStreamSynchronize(gpu->stream()), cudaSuccess);
+  ASSERT_EQ(cudaStreamSynchronize(gpu->model->stream()), cudaSuccess);
 
   cuda::StepProfiler profiler;
-  gpu->set_profiler(&profiler);
-  ASSERT_EQ(cudaStreamBeginCapture(gpu->stream(), cudaStreamCaptureModeThreadLocal), cudaSuccess);
-  const Status refused = gpu->forward(*device);
+  gpu->model->set_profiler(&profiler);
+  ASSERT_EQ(cudaStreamBeginCapture(gpu->model->stream(), cudaStreamCaptureModeThreadLocal), cudaSuccess);
+  const Status refused = gpu->model->forward(*device, gpu->kv);
   cudaGraph_t graph = nullptr;
-  EXPECT_EQ(cudaStreamEndCapture(gpu->stream(), &graph), cudaSuccess);
+  EXPECT_EQ(cudaStreamEndCapture(gpu->model->stream(), &graph), cudaSuccess);
   if (graph != nullptr) (void)cudaGraphDestroy(graph);
-  gpu->set_profiler(nullptr);
+  gpu->model->set_profiler(nullptr);
   ASSERT_FALSE(refused.is_ok());
   EXPECT_NE(refused.message().find("captured into a CUDA graph"), std::string::npos) << refused.to_string();
   EXPECT_FALSE(profiler.step_open());
 
   // Unprofiled, the same step still runs eagerly afterwards.
-  std::vector<float> logits(static_cast<size_t>(gpu->vocab_size()));
+  std::vector<float> logits(static_cast<size_t>(gpu->model->vocab_size()));
   EXPECT_TRUE(gpu->forward_host(batch, logits.data()).is_ok());
 }
 

@@ -12,7 +12,6 @@
 #include "kernels/cuda/paged_attention.h"
 #include "kernels/cuda/w4a16_gemm.h"
 #include "model/host_forward_batch.h"
-#include "model/kv_budget.h"
 
 namespace crosspoint::cuda {
 namespace {
@@ -72,30 +71,7 @@ Result<std::unique_ptr<CudaModel>> CudaModel::create(const Model& model, const C
   m->memory_.total_bytes = total;
   m->memory_.activation_bytes = free_before > free_after ? free_before - free_after : 0;
   m->memory_.used_before_kv_bytes = total - free_after;
-  m->memory_.reserve_bytes = o.reserve_bytes;
-  const size_t bytes_per_token =
-      static_cast<size_t>(c.num_hidden_layers) * 2 * c.num_key_value_heads * c.head_dim * m->kv_element_bytes();
-  m->memory_.kv_bytes_per_token = bytes_per_token;
-
-  int64_t num_blocks = o.num_kv_blocks;
-  if (num_blocks <= 0) {
-    KvBudgetInputs in;
-    in.total_bytes = total;
-    in.free_bytes = free_after;
-    in.gpu_memory_utilization = o.gpu_memory_utilization;
-    in.reserve_bytes = o.reserve_bytes;
-    in.bytes_per_block = bytes_per_token * o.block_size;
-    in.memory_budget_bytes = o.memory_budget_bytes;
-    in.own_bytes = m->memory_.weight_bytes + m->memory_.activation_bytes;
-    CROSSPOINT_ASSIGN_OR_RETURN(KvBudget budget, kv_budget_for_utilization(in));
-    num_blocks = budget.num_blocks;
-  }
-  // Block ids and slots are int32 on the device.
-  num_blocks = std::min<int64_t>(num_blocks, (int64_t{1} << 31) / o.block_size - 1);
-  CROSSPOINT_RETURN_IF_ERROR(m->allocate_kv_cache(num_blocks));
-  m->memory_.num_kv_blocks = num_blocks;
-  m->memory_.kv_tokens = num_blocks * o.block_size;
-  m->memory_.kv_bytes = m->kv_cache_.bytes();
+  m->memory_.kv_bytes_per_token = m->kv_bytes_per_token();
   return m;
 }
 
@@ -191,14 +167,10 @@ Status CudaModel::allocate_activations() {
   const int64_t H = c.num_attention_heads, Hkv = c.num_key_value_heads, I = c.intermediate_size, V = vocab_size_;
   const int64_t qkv_width = (H + 2 * Hkv) * D;
 
-  StepInputCapacity capacity;
-  capacity.max_num_tokens = o.max_num_tokens;
-  capacity.max_num_seqs = o.max_num_seqs;
-  capacity.max_num_logits = o.max_num_logits;
-  capacity.max_blocks_per_seq = (o.max_model_len + o.block_size - 1) / o.block_size;
-  layout_ = StepInputLayout::for_capacity(capacity);
-  CROSSPOINT_ASSIGN_OR_RETURN(inputs_host_, PinnedBuffer::allocate(layout_.total * 4, "step inputs (host)"));
-  CROSSPOINT_ASSIGN_OR_RETURN(inputs_, DeviceBuffer::allocate(layout_.total * 4, "step inputs"));
+  capacity_.max_num_tokens = o.max_num_tokens;
+  capacity_.max_num_seqs = o.max_num_seqs;
+  capacity_.max_num_logits = o.max_num_logits;
+  capacity_.max_blocks_per_seq = (o.max_model_len + o.block_size - 1) / o.block_size;
 
   CROSSPOINT_ASSIGN_OR_RETURN(residual_, DeviceBuffer::allocate(static_cast<size_t>(T) * d * 4, "residual"));
   CROSSPOINT_ASSIGN_OR_RETURN(x_, DeviceBuffer::allocate(fp16_bytes(T, d), "normed activations"));
@@ -298,28 +270,23 @@ Status CudaModel::allocate_activations() {
   return Status::ok();
 }
 
-Status CudaModel::allocate_kv_cache(int64_t num_blocks) {
-  kv_cache_.reset();
-  const ModelConfig& c = config_;
-  const size_t bytes = static_cast<size_t>(num_blocks) * options_.block_size * c.num_hidden_layers * 2 *
-                       c.num_key_value_heads * c.head_dim * kv_element_bytes();
-  CROSSPOINT_ASSIGN_OR_RETURN(kv_cache_, DeviceBuffer::allocate(bytes, "KV cache"));
-  // Zeroed so that padding rows of graph buckets read finite values.
-  CROSSPOINT_CUDA_RETURN_IF_ERROR(cudaMemset(kv_cache_.as(), 0, bytes), "cudaMemset KV cache");
-  num_kv_blocks_ = num_blocks;
-  return Status::ok();
+KvCacheShape CudaModel::kv_cache_shape(int32_t num_blocks) const {
+  KvCacheShape shape;
+  shape.num_layers = static_cast<int32_t>(config_.num_hidden_layers);
+  shape.num_blocks = num_blocks;
+  shape.block_size = options_.block_size;
+  shape.num_kv_heads = static_cast<int32_t>(config_.num_key_value_heads);
+  shape.head_dim = static_cast<int32_t>(config_.head_dim);
+  shape.dtype = options_.kv_fp8 ? DType::kF8E4M3 : DType::kF16;
+  return shape;
 }
 
-void* CudaModel::key_cache(int32_t layer_idx) const {
-  const size_t per = static_cast<size_t>(num_kv_blocks_) * options_.block_size * config_.num_key_value_heads *
-                     config_.head_dim * kv_element_bytes();
-  return kv_cache_.as<uint8_t>() + (static_cast<size_t>(layer_idx) * 2) * per;
+Result<CudaKvCache> CudaModel::make_kv_cache(int32_t num_blocks) const {
+  return CudaKvCache::allocate(kv_cache_shape(num_blocks));
 }
 
-void* CudaModel::value_cache(int32_t layer_idx) const {
-  const size_t per = static_cast<size_t>(num_kv_blocks_) * options_.block_size * config_.num_key_value_heads *
-                     config_.head_dim * kv_element_bytes();
-  return kv_cache_.as<uint8_t>() + (static_cast<size_t>(layer_idx) * 2 + 1) * per;
+Result<StepInputStaging> CudaModel::make_step_inputs() const {
+  return StepInputStaging::allocate(capacity_, vocab_size_);
 }
 
 // One step at the largest shape the engine may send (max_num_tokens tokens in sequences of
@@ -331,7 +298,9 @@ Status CudaModel::profile_step() {
   const int32_t seq_len = std::min(o.max_model_len, o.max_num_tokens);
   const int32_t num_seqs = std::min(o.max_num_seqs, (o.max_num_tokens + seq_len - 1) / seq_len);
   const int32_t blocks_per_seq = (seq_len + o.block_size - 1) / o.block_size;
-  CROSSPOINT_RETURN_IF_ERROR(allocate_kv_cache(static_cast<int64_t>(num_seqs) * blocks_per_seq));
+  // Both freed when this returns, before create() measures what is free.
+  CROSSPOINT_ASSIGN_OR_RETURN(CudaKvCache kv, make_kv_cache(num_seqs * blocks_per_seq));
+  CROSSPOINT_ASSIGN_OR_RETURN(StepInputStaging inputs, make_step_inputs());
   HostForwardBatch batch;
   batch.clear(blocks_per_seq);
   std::vector<int32_t> tokens, table_row(blocks_per_seq);
@@ -346,42 +315,15 @@ Status CudaModel::profile_step() {
   }
   const int32_t num_tokens = batch.num_tokens();
   for (int32_t r = 0; r < std::min(o.max_num_logits, num_tokens); ++r) batch.add_logits_row(num_tokens - 1 - r);
-  CROSSPOINT_ASSIGN_OR_RETURN(CudaForwardBatch device, upload_inputs(batch.view(), blocks_per_seq, num_tokens));
+  CROSSPOINT_ASSIGN_OR_RETURN(CudaForwardBatch device,
+                              inputs.upload(batch.view(), kv, blocks_per_seq, num_tokens, stream_));
   device.shape.max_context_len = o.max_model_len;  // the bound graphs use
-  CROSSPOINT_RETURN_IF_ERROR(forward(device));
+  CROSSPOINT_RETURN_IF_ERROR(forward(device, kv));
   CROSSPOINT_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream_), "profile step");
-  kv_cache_.reset();
-  num_kv_blocks_ = 0;
   return Status::ok();
 }
 
-Result<CudaForwardBatch> CudaModel::upload_inputs(const ForwardBatch& batch, int32_t block_table_stride,
-                                                  int32_t num_stored_tokens) {
-  int32_t* staging = inputs_host_.as<int32_t>();
-  CROSSPOINT_ASSIGN_OR_RETURN(PackedStepShape shape, pack_step_inputs(batch, layout_, vocab_size_, options_.block_size,
-                                                                      static_cast<int32_t>(num_kv_blocks_),
-                                                                      block_table_stride, num_stored_tokens, staging));
-  CROSSPOINT_CUDA_RETURN_IF_ERROR(
-      cudaMemcpyAsync(inputs_.as(), staging, shape.num_packed_int32 * 4, cudaMemcpyHostToDevice, stream_),
-      "copy step inputs");
-  return device_batch(shape);
-}
-
-CudaForwardBatch CudaModel::device_batch(const PackedStepShape& shape) const {
-  const int32_t* base = inputs_.as<int32_t>();
-  CudaForwardBatch b;
-  b.token_ids = base + layout_.token_ids;
-  b.positions = base + layout_.positions;
-  b.slot_mapping = base + layout_.slot_mapping;
-  b.seq_token_start = base + layout_.seq_token_start;
-  b.seq_context_len = base + layout_.seq_context_len;
-  b.logits_token_idx = base + layout_.logits_token_idx;
-  b.block_tables = base + layout_.block_tables;
-  b.shape = shape;
-  return b;
-}
-
-Status CudaModel::run_layer(int32_t layer_idx, const CudaForwardBatch& b) {
+Status CudaModel::run_layer(int32_t layer_idx, const CudaForwardBatch& b, const CudaKvCache& kv) {
   const ModelConfig& c = config_;
   const Layer& l = layers_[layer_idx];
   const int T = b.shape.num_tokens, d = static_cast<int>(c.hidden_size), I = static_cast<int>(c.intermediate_size);
@@ -426,20 +368,20 @@ Status CudaModel::run_layer(int32_t layer_idx, const CudaForwardBatch& b) {
   rope.attention_scaling = rope_attention_scaling_;
   rope.slot_mapping = b.slot_mapping;
   if (options_.kv_fp8) {
-    rope.key_cache_fp8 = static_cast<uint8_t*>(key_cache(layer_idx));
-    rope.value_cache_fp8 = static_cast<uint8_t*>(value_cache(layer_idx));
+    rope.key_cache_fp8 = static_cast<uint8_t*>(kv.key_cache(layer_idx));
+    rope.value_cache_fp8 = static_cast<uint8_t*>(kv.value_cache(layer_idx));
     rope.k_scale = l.k_scale;
     rope.v_scale = l.v_scale;
   } else {
-    rope.key_cache = static_cast<uint16_t*>(key_cache(layer_idx));
-    rope.value_cache = static_cast<uint16_t*>(value_cache(layer_idx));
+    rope.key_cache = static_cast<uint16_t*>(kv.key_cache(layer_idx));
+    rope.value_cache = static_cast<uint16_t*>(kv.value_cache(layer_idx));
   }
   rope.num_tokens = T;
   rope.num_heads = H;
   rope.num_kv_heads = Hkv;
   rope.head_dim = D;
   rope.block_size = options_.block_size;
-  rope.num_blocks = static_cast<int>(num_kv_blocks_);
+  rope.num_blocks = kv.num_blocks();
   CROSSPOINT_RETURN_IF_ERROR(rope_kv_write(rope, stream_));
   mark(StepOp::kRopeKvWrite);
 
@@ -449,13 +391,13 @@ Status CudaModel::run_layer(int32_t layer_idx, const CudaForwardBatch& b) {
   attn.output = attn_.as<uint16_t>();
   attn.output_stride = static_cast<int64_t>(H) * D;
   if (options_.kv_fp8) {
-    attn.key_cache_fp8 = static_cast<const uint8_t*>(key_cache(layer_idx));
-    attn.value_cache_fp8 = static_cast<const uint8_t*>(value_cache(layer_idx));
+    attn.key_cache_fp8 = static_cast<const uint8_t*>(kv.key_cache(layer_idx));
+    attn.value_cache_fp8 = static_cast<const uint8_t*>(kv.value_cache(layer_idx));
     attn.k_scale = l.k_scale;
     attn.v_scale = l.v_scale;
   } else {
-    attn.key_cache = static_cast<const uint16_t*>(key_cache(layer_idx));
-    attn.value_cache = static_cast<const uint16_t*>(value_cache(layer_idx));
+    attn.key_cache = static_cast<const uint16_t*>(kv.key_cache(layer_idx));
+    attn.value_cache = static_cast<const uint16_t*>(kv.value_cache(layer_idx));
   }
   attn.block_tables = b.block_tables;
   attn.seq_token_start = b.seq_token_start;
@@ -492,15 +434,21 @@ Status CudaModel::run_layer(int32_t layer_idx, const CudaForwardBatch& b) {
   return Status::ok();
 }
 
-Status CudaModel::forward(const CudaForwardBatch& b) {
+Status CudaModel::forward(const CudaForwardBatch& b, CudaKvCache& kv) {
   const int T = b.shape.num_tokens, R = b.shape.num_logits, d = static_cast<int>(config_.hidden_size);
   if (T == 0) return Status::ok();
-  if (kv_cache_.empty()) return internal_error("cuda model: forward before the KV cache exists");
+  if (kv.empty()) return internal_error("cuda model: forward without a KV cache");
+  const KvCacheShape want = kv_cache_shape(kv.num_blocks()), &have = kv.shape();
+  if (have.num_layers != want.num_layers || have.block_size != want.block_size ||
+      have.num_kv_heads != want.num_kv_heads || have.head_dim != want.head_dim || have.dtype != want.dtype)
+    return invalid_argument(
+        "cuda model: the KV cache was not made for this model (layers, block size, kv heads, "
+        "head_dim or dtype differ)");
   if (profiler_ != nullptr) CROSSPOINT_RETURN_IF_ERROR(profiler_->begin_step(stream_));
   CROSSPOINT_RETURN_IF_ERROR(
       embedding_gather(embed_tokens_.as<uint16_t>(), b.token_ids, residual_.as<float>(), T, d, vocab_size_, stream_));
   mark(StepOp::kEmbedding);
-  for (int32_t i = 0; i < static_cast<int32_t>(layers_.size()); ++i) CROSSPOINT_RETURN_IF_ERROR(run_layer(i, b));
+  for (int32_t i = 0; i < static_cast<int32_t>(layers_.size()); ++i) CROSSPOINT_RETURN_IF_ERROR(run_layer(i, b, kv));
   if (R == 0) return Status::ok();
   // Final norm over every row (the last down_proj joins the residual), then only the rows
   // whose logits are wanted go through the head.
@@ -520,10 +468,11 @@ Status CudaModel::forward(const CudaForwardBatch& b) {
   return Status::ok();
 }
 
-Status CudaModel::forward_host(const ForwardBatch& batch, float* logits_out) {
+Status CudaModel::forward_host(const ForwardBatch& batch, CudaKvCache& kv, StepInputStaging& inputs,
+                               float* logits_out) {
   CROSSPOINT_ASSIGN_OR_RETURN(CudaForwardBatch device,
-                              upload_inputs(batch, batch.max_blocks_per_seq, batch.num_tokens()));
-  CROSSPOINT_RETURN_IF_ERROR(forward(device));
+                              inputs.upload(batch, kv, batch.max_blocks_per_seq, batch.num_tokens(), stream_));
+  CROSSPOINT_RETURN_IF_ERROR(forward(device, kv));
   const size_t n = static_cast<size_t>(device.shape.num_logits) * vocab_size_;
   std::vector<uint16_t> half(n);
   if (n > 0)

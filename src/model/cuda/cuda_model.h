@@ -1,12 +1,16 @@
 // The Qwen2 / Llama decoder on one NVIDIA GPU. Built from a loaded crosspoint::Model (its
 // config and per-layer weight formats), it uploads the weights once (fp16 dense, W8A8-FP8 or
 // W4A16 per layer, q|k|v and gate|up fused; embedding, norms and lm_head fp16), preallocates
-// every activation buffer for the engine's limits, measures the peak of a profile step, and
-// gives the rest of --gpu-memory-utilization to a paged KV cache:
-//   per layer, K and V: [num_blocks, block_size, num_kv_heads, head_dim] fp16, or e4m3 bytes
-//   with the layer's per-tensor k/v scales (--kv-cache-dtype fp8)
-// forward() runs the sequence of kernels/cuda/decoder_ops.h on one stream with no allocation
-// and no synchronisation, so it can be captured in a CUDA graph.
+// every activation buffer for the engine's limits and measures the peak of a profile step
+// (on a temporary KV cache and step-input staging of its own, freed before it measures). It
+// reports what it uses and the KV bytes per token (memory()); the KV cache itself
+// (model/cuda/cuda_kv_cache.h: per layer, K and V [num_blocks, block_size, num_kv_heads,
+// head_dim] fp16, or e4m3 bytes with the layer's per-tensor k/v scales, --kv-cache-dtype fp8)
+// and the step-input staging (model/cuda/step_input_staging.h) belong to the caller: the
+// runner (runner/cuda/cuda_model_runner.h) sizes the cache under --gpu-memory-utilization and
+// owns both, as CpuModelRunner owns the CPU model's cache.
+// forward(batch, kv_cache) runs the sequence of kernels/cuda/decoder_ops.h on one stream with
+// no allocation and no synchronisation, so it can be captured in a CUDA graph.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -18,12 +22,15 @@
 
 #include "common/status.h"
 #include "kernels/cuda/cublaslt_gemm.h"
+#include "model/cuda/cuda_kv_cache.h"
 #include "model/cuda/cuda_linear.h"
 #include "model/cuda/device_buffer.h"
-#include "model/step_inputs.h"
+#include "model/cuda/step_input_staging.h"
 #include "model/cuda/step_profiler.h"
 #include "model/forward_batch.h"
+#include "model/kv_cache.h"
 #include "model/model.h"
+#include "model/step_inputs.h"
 
 namespace crosspoint::cuda {
 
@@ -34,15 +41,11 @@ int cuda_device_count();
 inline constexpr int kFp8InputFusedMaxTokens = 128;
 
 struct CudaModelOptions {
-  int32_t max_num_tokens = 2048;        // tokens per step (max_num_batched_tokens)
-  int32_t max_num_seqs = 256;           // sequences per step
-  int32_t max_num_logits = 0;           // logits rows per step; 0 = max_num_seqs
-  int32_t max_model_len = 0;            // 0 = config max_position_embeddings
-  int32_t block_size = 16;              // tokens per KV block
-  double gpu_memory_utilization = 0.9;  // fraction of the GPU's total memory this process may use
-  size_t memory_budget_bytes = 0;       // > 0: bytes for weights + activations + reserve + KV, not the fraction
-  int64_t num_kv_blocks = 0;            // > 0: exactly this many blocks, utilization ignored (tests, generate)
-  size_t reserve_bytes = 0;             // kept free after the KV cache (CUDA graphs are captured later)
+  int32_t max_num_tokens = 2048;  // tokens per step (max_num_batched_tokens)
+  int32_t max_num_seqs = 256;     // sequences per step
+  int32_t max_num_logits = 0;     // logits rows per step; 0 = max_num_seqs
+  int32_t max_model_len = 0;      // 0 = config max_position_embeddings
+  int32_t block_size = 16;        // tokens per KV block
   int device = 0;
   // serve --deterministic: linears on fixed slabs of kBatchInvariantRows rows and attention in
   // one partition per row, so a row's logits do not depend on the rest of the batch.
@@ -57,33 +60,21 @@ struct CudaModelOptions {
   bool fuse_fp8_input = true;
 };
 
-// What the startup log prints.
+// What the startup log prints. CudaModel::memory() fills what the model knows (the KV fields
+// zero); CudaModelRunner::memory() the whole of it, once the runner has sized its KV cache.
 struct CudaMemoryReport {
   std::string gpu_name;
   size_t total_bytes = 0;           // the GPU's memory
   size_t weight_bytes = 0;          // weights as uploaded
   size_t activation_bytes = 0;      // measured: activation buffers, workspaces and the profile step's growth
   size_t used_before_kv_bytes = 0;  // everything in use on the device before the KV cache
-  size_t reserve_bytes = 0;
-  size_t kv_bytes = 0;
-  int64_t num_kv_blocks = 0;
-  int64_t kv_tokens = 0;
-  size_t kv_bytes_per_token = 0;  // K and V (fp16 or e4m3) across all layers
-  double upload_s = 0;            // weight conversion and upload
-  double profile_s = 0;           // buffers and the profile step
-};
-
-// ForwardBatch on the device: pointers into the model's packed step-input buffer, plus the
-// host integers every launch is sized by (for a captured graph, the bucket's bounds).
-struct CudaForwardBatch {
-  const int32_t* token_ids = nullptr;         // [num_tokens]
-  const int32_t* positions = nullptr;         // [num_tokens]
-  const int32_t* slot_mapping = nullptr;      // [num_tokens], -1 = K/V not stored
-  const int32_t* seq_token_start = nullptr;   // [num_seqs + 1]
-  const int32_t* seq_context_len = nullptr;   // [num_seqs]
-  const int32_t* logits_token_idx = nullptr;  // [num_logits]
-  const int32_t* block_tables = nullptr;      // [num_seqs, block_table_stride]
-  PackedStepShape shape;
+  size_t reserve_bytes = 0;         // runner: kept free after the KV cache
+  size_t kv_bytes = 0;              // runner: the KV cache
+  int64_t num_kv_blocks = 0;        // runner
+  int64_t kv_tokens = 0;            // runner
+  size_t kv_bytes_per_token = 0;    // K and V (fp16 or e4m3) across all layers
+  double upload_s = 0;              // weight conversion and upload
+  double profile_s = 0;             // buffers and the profile step
 };
 
 class CudaModel {
@@ -93,21 +84,23 @@ class CudaModel {
   CudaModel(const CudaModel&) = delete;
   CudaModel& operator=(const CudaModel&) = delete;
 
-  // Checks and packs `batch` into the pinned staging buffer and copies it to the device on
-  // stream() (one cudaMemcpyAsync). The staging buffer is reused: the previous step must be
-  // finished (the runner synchronises at the end of each step).
-  Result<CudaForwardBatch> upload_inputs(const ForwardBatch& batch, int32_t block_table_stride,
-                                         int32_t num_stored_tokens);
-  // The device batch for a shape whose arrays are already on the device (graph replay).
-  CudaForwardBatch device_batch(const PackedStepShape& shape) const;
+  // The shape of a KV cache of num_blocks blocks for this model (its layers, kv heads,
+  // head_dim, block size; fp16, or e4m3 with kv_fp8), and one allocated (zeroed).
+  KvCacheShape kv_cache_shape(int32_t num_blocks) const;
+  Result<CudaKvCache> make_kv_cache(int32_t num_blocks) const;
+  // K and V of one token across all layers, in the cache's dtype.
+  size_t kv_bytes_per_token() const { return kv_cache_shape(1).bytes_per_token(); }
+  // Step-input staging sized for capacity() and this model's vocabulary.
+  Result<StepInputStaging> make_step_inputs() const;
 
-  // Writes K/V of the batch's tokens into the cache and the logits of its logits rows into
-  // logits() [num_logits, vocab] fp16. Launches only; no synchronisation.
-  Status forward(const CudaForwardBatch& batch);
+  // Writes K/V of the batch's tokens into kv (a cache of kv_cache_shape()) and the logits of
+  // its logits rows into logits() [num_logits, vocab] fp16. Launches only; no synchronisation.
+  // The batch's block ids must be below kv.num_blocks() (StepInputStaging::upload checks).
+  Status forward(const CudaForwardBatch& batch, CudaKvCache& kv);
 
-  // For tests and `generate`: upload, forward, and copy the logits out as f32
+  // For tests and eval: upload through `inputs`, forward on kv, and copy the logits out as f32
   // [num_logits, vocab]. Synchronises.
-  Status forward_host(const ForwardBatch& batch, float* logits);
+  Status forward_host(const ForwardBatch& batch, CudaKvCache& kv, StepInputStaging& inputs, float* logits);
 
   // Per-op timing of eager steps (benchmarks; model/cuda/step_profiler.h). With a profiler
   // set, forward() opens a step on it (refusing while the stream is being captured) and marks
@@ -119,8 +112,7 @@ class CudaModel {
   int32_t vocab_size() const { return vocab_size_; }
   int32_t block_size() const { return options_.block_size; }
   int32_t max_model_len() const { return options_.max_model_len; }
-  int64_t num_kv_blocks() const { return num_kv_blocks_; }
-  const StepInputCapacity& capacity() const { return layout_.capacity; }
+  const StepInputCapacity& capacity() const { return capacity_; }
   const CudaMemoryReport& memory() const { return memory_; }
   const CudaModelOptions& options() const { return options_; }
   std::string weight_format_name() const { return weight_format_name_; }
@@ -144,13 +136,8 @@ class CudaModel {
   Status init_device();
   Status upload_weights(const Model& model);
   Status allocate_activations();
-  Status allocate_kv_cache(int64_t num_blocks);
   Status profile_step();
-  Status run_layer(int32_t layer_idx, const CudaForwardBatch& b);
-  // One layer's K or V cache: fp16 elements, or e4m3 bytes with options_.kv_fp8.
-  void* key_cache(int32_t layer_idx) const;
-  void* value_cache(int32_t layer_idx) const;
-  size_t kv_element_bytes() const { return options_.kv_fp8 ? 1 : 2; }
+  Status run_layer(int32_t layer_idx, const CudaForwardBatch& b, const CudaKvCache& kv);
   void mark(StepOp op) {
     if (profiler_ != nullptr) profiler_->mark(op);
   }
@@ -171,14 +158,8 @@ class CudaModel {
   float rope_attention_scaling_ = 1.0f;  // YaRN's factor on cos and sin, else 1
   std::vector<Layer> layers_;
 
-  // KV cache: [num_layers][K | V][num_blocks, block_size, Hkv, D] fp16.
-  DeviceBuffer kv_cache_;
-  int64_t num_kv_blocks_ = 0;
-
-  // Step inputs: pinned staging and its device copy, one fixed layout.
-  StepInputLayout layout_;
-  PinnedBuffer inputs_host_;  // [layout_.total] int32
-  DeviceBuffer inputs_;       // [layout_.total] int32
+  // The step inputs the buffers below are sized for (the staging's too).
+  StepInputCapacity capacity_;
 
   // Activations, T = max_num_tokens rows, R = max_num_logits rows.
   DeviceBuffer residual_;  // [T, d] f32

@@ -15,10 +15,13 @@ Result<std::unique_ptr<CudaSequenceForward>> CudaSequenceForward::create(const M
   options.max_num_seqs = 1;
   options.max_num_logits = max_tokens;
   options.max_model_len = blocks * options.block_size;
-  options.num_kv_blocks = blocks;
   options.kv_fp8 = kv_fp8;
-  CROSSPOINT_ASSIGN_OR_RETURN(std::unique_ptr<cuda::CudaModel> cuda_model, cuda::CudaModel::create(model, options));
-  return std::unique_ptr<CudaSequenceForward>(new CudaSequenceForward(std::move(cuda_model), max_tokens));
+  std::unique_ptr<CudaSequenceForward> f(new CudaSequenceForward());
+  CROSSPOINT_ASSIGN_OR_RETURN(f->model_, cuda::CudaModel::create(model, options));
+  CROSSPOINT_ASSIGN_OR_RETURN(f->kv_cache_, f->model_->make_kv_cache(blocks));
+  CROSSPOINT_ASSIGN_OR_RETURN(f->inputs_, f->model_->make_step_inputs());
+  f->max_tokens_ = max_tokens;
+  return f;
 }
 
 Status CudaSequenceForward::logits(const std::vector<int32_t>& tokens, std::vector<float>& out) {
@@ -32,7 +35,7 @@ Status CudaSequenceForward::logits(const std::vector<int32_t>& tokens, std::vect
       build_sequence_batch({tokens}, /*all_positions=*/true, model_->block_size(), batch, &total_blocks));
   const ForwardBatch view = batch.view();
   out.assign(view.logits_token_idx.size() * static_cast<size_t>(model_->vocab_size()), 0.0f);
-  return model_->forward_host(view, out.data());
+  return model_->forward_host(view, kv_cache_, inputs_, out.data());
 }
 
 }  // namespace crosspoint

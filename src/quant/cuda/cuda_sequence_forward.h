@@ -1,6 +1,7 @@
 // `eval --device cuda`: whole token sequences through a CudaModel as one prefill each, every
 // position's logits back as f32 (quant/eval_metrics.h's SequenceLogits), the GPU twin of
-// quant/sequence_forward.h's forward_sequences. Built only with the CUDA backend.
+// quant/sequence_forward.h's forward_sequences. It owns the KV cache and step-input staging
+// the model runs on. Built only with the CUDA backend.
 #pragma once
 
 #include <cstdint>
@@ -8,7 +9,9 @@
 #include <vector>
 
 #include "common/status.h"
+#include "model/cuda/cuda_kv_cache.h"
 #include "model/cuda/cuda_model.h"
+#include "model/cuda/step_input_staging.h"
 #include "model/model.h"
 
 namespace crosspoint {
@@ -25,10 +28,11 @@ class CudaSequenceForward {
   const cuda::CudaModel& model() const { return *model_; }
 
  private:
-  explicit CudaSequenceForward(std::unique_ptr<cuda::CudaModel> model, int32_t max_tokens)
-      : model_(std::move(model)), max_tokens_(max_tokens) {}
+  CudaSequenceForward() = default;
   std::unique_ptr<cuda::CudaModel> model_;
-  int32_t max_tokens_;
+  cuda::CudaKvCache kv_cache_;  // one sequence of max_tokens
+  cuda::StepInputStaging inputs_;
+  int32_t max_tokens_ = 0;
 };
 
 }  // namespace crosspoint

@@ -12,6 +12,7 @@
 #include "kernels/cuda/sampling.h"
 #include "kernels/sampling.h"
 #include "model/host_forward_batch.h"
+#include "runner/kv_budget.h"
 #include "runner/request_sampler.h"
 #include "runner/token_logprobs.h"
 
@@ -21,6 +22,7 @@ Result<std::unique_ptr<CudaModelRunner>> CudaModelRunner::create(std::unique_ptr
                                                                  const CudaRunnerOptions& options) {
   CROSSPOINT_CHECK(model != nullptr, "CudaModelRunner: no model");
   std::unique_ptr<CudaModelRunner> runner(new CudaModelRunner(std::move(model), options));
+  CROSSPOINT_RETURN_IF_ERROR(runner->allocate_kv_cache());
   const StepInputCapacity& cap = runner->model_->capacity();
   runner->buckets_ = graph_bucket_sizes(std::min({cap.max_num_seqs, cap.max_num_tokens, cap.max_num_logits}));
   // One attention bound, max-model-len, for every decode graph and eager decode step: graphs
@@ -57,7 +59,49 @@ Result<std::unique_ptr<CudaModelRunner>> CudaModelRunner::create(std::unique_ptr
   return runner;
 }
 
-CudaModelRunner::~CudaModelRunner() { destroy_graphs(); }
+CudaModelRunner::~CudaModelRunner() {
+  destroy_graphs();
+  // Nothing in flight on the KV cache and staging when they are freed (before the model).
+  if (model_ != nullptr) (void)cudaStreamSynchronize(model_->stream());
+}
+
+Status CudaModelRunner::allocate_kv_cache() {
+  const CudaModel& m = *model_;
+  const CudaRunnerOptions& o = options_;
+  CROSSPOINT_CUDA_RETURN_IF_ERROR(cudaSetDevice(m.options().device), "cudaSetDevice");
+  CROSSPOINT_ASSIGN_OR_RETURN(inputs_, m.make_step_inputs());
+  // What is free now: after the model's weights, activations and profile step, and the staging
+  // (counted with the activations, the buffers every step uses).
+  size_t free = 0, total = 0;
+  CROSSPOINT_CUDA_RETURN_IF_ERROR(cudaMemGetInfo(&free, &total), "cudaMemGetInfo");
+  memory_ = m.memory();
+  const size_t free_after_model = memory_.total_bytes - memory_.used_before_kv_bytes;
+  memory_.activation_bytes += free_after_model > free ? free_after_model - free : 0;
+  memory_.used_before_kv_bytes = total - free;
+  memory_.reserve_bytes = o.reserve_bytes;
+
+  const int32_t block_size = m.block_size();
+  int64_t num_blocks = o.num_kv_blocks;
+  if (num_blocks <= 0) {
+    KvBudgetInputs in;
+    in.total_bytes = total;
+    in.free_bytes = free;
+    in.gpu_memory_utilization = o.gpu_memory_utilization;
+    in.reserve_bytes = o.reserve_bytes;
+    in.bytes_per_block = memory_.kv_bytes_per_token * block_size;
+    in.memory_budget_bytes = o.memory_budget_bytes;
+    in.own_bytes = memory_.weight_bytes + memory_.activation_bytes;
+    CROSSPOINT_ASSIGN_OR_RETURN(KvBudget budget, kv_budget_for_utilization(in));
+    num_blocks = budget.num_blocks;
+  }
+  // Block ids and slots are int32 on the device.
+  num_blocks = std::min<int64_t>(num_blocks, (int64_t{1} << 31) / block_size - 1);
+  CROSSPOINT_ASSIGN_OR_RETURN(kv_cache_, m.make_kv_cache(static_cast<int32_t>(num_blocks)));
+  memory_.num_kv_blocks = num_blocks;
+  memory_.kv_tokens = num_blocks * block_size;
+  memory_.kv_bytes = kv_cache_.bytes();
+  return Status::ok();
+}
 
 Status CudaModelRunner::ensure_logits_host() {
   if (!logits_host_.empty()) return Status::ok();
@@ -96,13 +140,13 @@ Status CudaModelRunner::capture_bucket(int32_t bucket, int32_t context_bound) {
   CROSSPOINT_ASSIGN_OR_RETURN(CudaForwardBatch device,
                               upload_padded_decode(single.view(), bucket, context_bound, /*num_stored_tokens=*/0));
   const int V = m.vocab_size();
-  CROSSPOINT_RETURN_IF_ERROR(m.forward(device));
+  CROSSPOINT_RETURN_IF_ERROR(m.forward(device, kv_cache_));
   CROSSPOINT_RETURN_IF_ERROR(argmax_rows(m.logits(), V, tokens(), bucket, V, m.stream()));
   CROSSPOINT_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(m.stream()), "graph warm-up step");
 
   CROSSPOINT_CUDA_RETURN_IF_ERROR(cudaStreamBeginCapture(m.stream(), cudaStreamCaptureModeThreadLocal),
                                   "cudaStreamBeginCapture");
-  Status launched = m.forward(device);
+  Status launched = m.forward(device, kv_cache_);
   if (launched.is_ok()) launched = argmax_rows(m.logits(), V, tokens(), bucket, V, m.stream());
   cudaGraph_t graph = nullptr;
   const cudaError_t end = cudaStreamEndCapture(m.stream(), &graph);
@@ -156,7 +200,7 @@ Result<StepOutput> CudaModelRunner::execute(const BatchPlan& plan) {
       CROSSPOINT_CUDA_RETURN_IF_ERROR(cudaGraphLaunch(graph->second, m.stream()), "cudaGraphLaunch");
       ++num_graph_steps_;
     } else {
-      Status status = m.forward(device);
+      Status status = m.forward(device, kv_cache_);
       if (!status.is_ok()) return Status(status.code(), "forward pass: " + status.message());
       CROSSPOINT_RETURN_IF_ERROR(argmax_rows(m.logits(), m.vocab_size(), tokens(), bucket, m.vocab_size(), m.stream()));
       ++num_eager_steps_;
@@ -166,9 +210,9 @@ Result<StepOutput> CudaModelRunner::execute(const BatchPlan& plan) {
     for (int32_t s = 0; s < static_cast<int32_t>(plan.seqs.size()); ++s) row_seq_idx_[s] = s;
     argmax_done = true;
   } else {
-    CROSSPOINT_ASSIGN_OR_RETURN(CudaForwardBatch device,
-                                m.upload_inputs(batch, batch.max_blocks_per_seq, batch.num_tokens()));
-    Status status = m.forward(device);
+    CROSSPOINT_ASSIGN_OR_RETURN(CudaForwardBatch device, inputs_.upload(batch, kv_cache_, batch.max_blocks_per_seq,
+                                                                        batch.num_tokens(), m.stream()));
+    Status status = m.forward(device, kv_cache_);
     if (!status.is_ok()) return Status(status.code(), "forward pass: " + status.message());
     // The sampled rows come first; the prompt logprob rows after them are read by prompt_logprobs().
     row_seq_idx_ = builder_.logits_seq_idx();
@@ -188,8 +232,9 @@ Result<StepOutput> CudaModelRunner::execute(const BatchPlan& plan) {
 Result<CudaForwardBatch> CudaModelRunner::upload_padded_decode(const ForwardBatch& batch, int32_t bucket,
                                                                int32_t context_bound, int32_t num_stored_tokens) {
   const ForwardBatch padded = padded_.build(batch, bucket);
-  CROSSPOINT_ASSIGN_OR_RETURN(CudaForwardBatch device,
-                              model_->upload_inputs(padded, model_->capacity().max_blocks_per_seq, num_stored_tokens));
+  CROSSPOINT_ASSIGN_OR_RETURN(
+      CudaForwardBatch device,
+      inputs_.upload(padded, kv_cache_, inputs_.capacity().max_blocks_per_seq, num_stored_tokens, model_->stream()));
   device.shape.max_query_len = 1;
   device.shape.max_context_len = context_bound;
   return device;

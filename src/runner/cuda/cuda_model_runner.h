@@ -1,5 +1,8 @@
 // The CUDA runner: BatchPlan -> ForwardBatch (ForwardBatchBuilder) -> packed step inputs (one
-// host-to-device copy) -> CudaModel::forward -> greedy rows by argmax_rows on the GPU. Rows that
+// host-to-device copy) -> CudaModel::forward -> greedy rows by argmax_rows on the GPU. As
+// CpuModelRunner does on the CPU, it owns the paged KV cache (CudaKvCache), sized at creation
+// under --gpu-memory-utilization or --memory-budget (runner/kv_budget.h) from what the model
+// measured, and the step-input staging (pinned buffer and its device copy). Rows that
 // sample (temperature > 0) are drawn in one of two ways:
 //   * host (CudaRunnerOptions' default; `serve --sample-on-host`): each row's fp16 logits are
 //     copied out, widened to f32 and drawn by the same per-request sampler as the CPU runner,
@@ -34,8 +37,10 @@
 #include <memory>
 #include <vector>
 
+#include "model/cuda/cuda_kv_cache.h"
 #include "model/cuda/cuda_model.h"
 #include "model/cuda/device_buffer.h"
+#include "model/cuda/step_input_staging.h"
 #include "runner/graph_buckets.h"
 #include "runner/forward_batch_builder.h"
 #include "runner/runner.h"
@@ -45,6 +50,11 @@ namespace crosspoint::cuda {
 struct CudaRunnerOptions {
   bool enforce_eager = false;  // no CUDA graphs
   bool sample_on_gpu = false;  // sampled rows drawn by sample_rows on the GPU (see above)
+  // The KV cache's size (its dtype is the model's: CudaModelOptions::kv_fp8).
+  int64_t num_kv_blocks = 0;            // > 0: exactly this many blocks, the budgets ignored (tests, generate)
+  double gpu_memory_utilization = 0.9;  // fraction of the GPU's total memory this process may use
+  size_t memory_budget_bytes = 0;       // > 0: bytes for weights + activations + reserve + KV, not the fraction
+  size_t reserve_bytes = 0;             // kept free after the KV cache (the graphs captured next)
 };
 
 // What graph capture did, for the startup log.
@@ -58,8 +68,9 @@ struct CudaGraphReport {
 
 class CudaModelRunner : public Runner {
  public:
-  // Captures the graphs unless options.enforce_eager; a failed capture logs a warning and
-  // leaves the runner eager (reported in graph_report().fallback_reason).
+  // Allocates the step-input staging and the KV cache (failing, with the numbers, when no block
+  // fits the budget), then captures the graphs unless options.enforce_eager; a failed capture
+  // logs a warning and leaves the runner eager (reported in graph_report().fallback_reason).
   static Result<std::unique_ptr<CudaModelRunner>> create(std::unique_ptr<CudaModel> model,
                                                          const CudaRunnerOptions& options);
   ~CudaModelRunner() override;
@@ -67,6 +78,9 @@ class CudaModelRunner : public Runner {
   Result<StepOutput> execute(const BatchPlan& plan) override;
 
   CudaModel& model() { return *model_; }
+  const CudaKvCache& kv_cache() const { return kv_cache_; }
+  // The model's report with the KV cache filled in (the startup log prints it).
+  const CudaMemoryReport& memory() const { return memory_; }
   const CudaGraphReport& graph_report() const { return graph_report_; }
   // Steps run through a graph and eagerly so far (tests check both paths are taken).
   int64_t num_graph_steps() const { return num_graph_steps_; }
@@ -75,6 +89,8 @@ class CudaModelRunner : public Runner {
  private:
   CudaModelRunner(std::unique_ptr<CudaModel> model, const CudaRunnerOptions& options)
       : model_(std::move(model)), options_(options) {}
+  // The staging, then the KV cache in what the budget leaves (memory_ filled).
+  Status allocate_kv_cache();
   Status capture_graphs();
   Status capture_bucket(int32_t bucket, int32_t context_bound);
   void destroy_graphs();
@@ -101,6 +117,9 @@ class CudaModelRunner : public Runner {
 
   std::unique_ptr<CudaModel> model_;
   CudaRunnerOptions options_;
+  CudaMemoryReport memory_;
+  StepInputStaging inputs_;  // the step inputs; fixed device addresses the graphs read
+  CudaKvCache kv_cache_;     // fixed for the runner's lifetime: the graphs captured its addresses
   ForwardBatchBuilder builder_;
   PaddedDecodeBatch padded_;
   std::vector<int32_t> buckets_;                                   // decode batch sizes (graph_bucket_sizes)

@@ -1,4 +1,4 @@
-#include "model/kv_budget.h"
+#include "runner/kv_budget.h"
 
 #include <algorithm>
 #include <cmath>

@@ -3,7 +3,8 @@
 // workspace peak, whatever else is already in use on the device, and a reserve (CUDA graphs),
 // the rest goes to the KV cache. Or under --memory-budget: this process's weights, activations,
 // workspaces, reserve and KV cache together stay within a number of bytes, whatever the GPU's
-// size (a smaller GPU's capacity on a larger one). Host-only arithmetic, tested without a GPU.
+// size (a smaller GPU's capacity on a larger one). CudaModelRunner sizes its KV cache with it.
+// Host-only arithmetic, tested without a GPU.
 #pragma once
 
 #include <cstddef>
