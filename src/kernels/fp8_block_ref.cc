@@ -9,20 +9,33 @@
 
 namespace crosspoint {
 
-Status validate_fp8_block_linear_args(const Fp8BlockLinearArgs& a) {
-  if (a.num_rows < 0 || a.in_features <= 0 || a.out_features <= 0 || a.block_n <= 0 || a.block_k <= 0)
+namespace {
+
+// What the activation quantisation reads: the rows, their stride and the group width.
+Status validate_fp8_block_activation_args(const Fp8BlockLinearArgs& a) {
+  if (a.num_rows < 0 || a.in_features <= 0 || a.block_k <= 0)
     return invalid_argument("fp8_block_linear: sizes must be positive (rows " + std::to_string(a.num_rows) + ", in " +
-                            std::to_string(a.in_features) + ", out " + std::to_string(a.out_features) + ", block " +
-                            std::to_string(a.block_n) + "x" + std::to_string(a.block_k) + ")");
-  if (a.num_rows > 0 && (a.x == nullptr || a.weight == nullptr || a.weight_scale == nullptr || a.y == nullptr))
-    return invalid_argument("fp8_block_linear: null x, weight, weight_scale or y");
+                            std::to_string(a.in_features) + ", block_k " + std::to_string(a.block_k) + ")");
+  if (a.num_rows > 0 && a.x == nullptr) return invalid_argument("fp8_block_linear: null x");
   if (a.x_row_stride != 0 && a.x_row_stride < a.in_features)
     return invalid_argument("fp8_block_linear: x_row_stride smaller than in_features");
   return Status::ok();
 }
 
+}  // namespace
+
+Status validate_fp8_block_linear_args(const Fp8BlockLinearArgs& a) {
+  CROSSPOINT_RETURN_IF_ERROR(validate_fp8_block_activation_args(a));
+  if (a.out_features <= 0 || a.block_n <= 0)
+    return invalid_argument("fp8_block_linear: sizes must be positive (out " + std::to_string(a.out_features) +
+                            ", block_n " + std::to_string(a.block_n) + ")");
+  if (a.num_rows > 0 && (a.weight == nullptr || a.weight_scale == nullptr || a.y == nullptr))
+    return invalid_argument("fp8_block_linear: null weight, weight_scale or y");
+  return Status::ok();
+}
+
 Status fp8_block_quantize_ref(const Fp8BlockLinearArgs& a, uint8_t* xq, float* x_scale) {
-  CROSSPOINT_RETURN_IF_ERROR(validate_fp8_block_linear_args(a));
+  CROSSPOINT_RETURN_IF_ERROR(validate_fp8_block_activation_args(a));
   const int64_t K = a.in_features, stride = a.x_row_stride ? a.x_row_stride : K;
   const int64_t groups = (K + a.block_k - 1) / a.block_k;
   std::vector<float> h(static_cast<size_t>(K));

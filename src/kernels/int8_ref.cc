@@ -14,12 +14,14 @@ int8_t f32_to_int8_rn(float v) {
   return static_cast<int8_t>(std::clamp(r, -128.0f, 127.0f));
 }
 
-Status validate_int8_linear_args(const Int8LinearArgs& a) {
-  if (a.num_rows < 0 || a.in_features <= 0 || a.out_features <= 0)
+namespace {
+
+// What the activation quantisation reads: the rows, their stride and the static scale.
+Status validate_int8_activation_args(const Int8LinearArgs& a) {
+  if (a.num_rows < 0 || a.in_features <= 0)
     return invalid_argument("int8_linear: sizes must be positive (rows " + std::to_string(a.num_rows) + ", in " +
-                            std::to_string(a.in_features) + ", out " + std::to_string(a.out_features) + ")");
-  if (a.num_rows > 0 && (a.x == nullptr || a.weight == nullptr || a.weight_scale == nullptr || a.y == nullptr))
-    return invalid_argument("int8_linear: null x, weight, weight_scale or y");
+                            std::to_string(a.in_features) + ")");
+  if (a.num_rows > 0 && a.x == nullptr) return invalid_argument("int8_linear: null x");
   if (a.x_row_stride != 0 && a.x_row_stride < a.in_features)
     return invalid_argument("int8_linear: x_row_stride smaller than in_features");
   if (!(a.input_scale >= 0.0f) || !std::isfinite(a.input_scale))
@@ -27,8 +29,19 @@ Status validate_int8_linear_args(const Int8LinearArgs& a) {
   return Status::ok();
 }
 
+}  // namespace
+
+Status validate_int8_linear_args(const Int8LinearArgs& a) {
+  CROSSPOINT_RETURN_IF_ERROR(validate_int8_activation_args(a));
+  if (a.out_features <= 0)
+    return invalid_argument("int8_linear: out_features must be positive, not " + std::to_string(a.out_features));
+  if (a.num_rows > 0 && (a.weight == nullptr || a.weight_scale == nullptr || a.y == nullptr))
+    return invalid_argument("int8_linear: null weight, weight_scale or y");
+  return Status::ok();
+}
+
 Status int8_quantize_activations_ref(const Int8LinearArgs& a, int8_t* xq, float* x_scale) {
-  CROSSPOINT_RETURN_IF_ERROR(validate_int8_linear_args(a));
+  CROSSPOINT_RETURN_IF_ERROR(validate_int8_activation_args(a));
   const int64_t K = a.in_features, stride = a.x_row_stride ? a.x_row_stride : K;
   std::vector<float> h(static_cast<size_t>(K));
   for (int64_t t = 0; t < a.num_rows; ++t) {
