@@ -27,8 +27,9 @@ namespace crosspoint::cuda {
 enum class Fp8ScalePath { kOuterVector, kEpilogue };
 
 // Owns the cuBLASLt handle, its workspace and the per-shape plans (descriptors and the
-// algorithm the heuristic chose), so repeated calls and CUDA-graph capture do no host
-// searching. Not thread-safe: one context per stream/thread.
+// algorithm the heuristic chose; for int8, the fastest of its candidates, timed once), so
+// repeated calls and CUDA-graph capture do no host searching. Not thread-safe: one context per
+// stream/thread.
 class CublasLtContext {
  public:
   static Result<std::unique_ptr<CublasLtContext>> create(size_t workspace_bytes = 32u << 20);
@@ -42,6 +43,11 @@ class CublasLtContext {
   using PlanKey = std::tuple<int, int, int, int, int64_t, int64_t, int64_t>;
   Result<Plan*> plan(const PlanKey& key);
 
+  // Whether int8 plans time their candidates (on by default; off keeps the heuristic's first
+  // choice, for benchmarks that show what the timing gains).
+  void set_int8_tuning(bool on) { int8_tuning_ = on; }
+  bool int8_tuning() const { return int8_tuning_; }
+
   cublasLtHandle_t handle() const { return handle_; }
   void* workspace() const { return workspace_; }
   size_t workspace_bytes() const { return workspace_bytes_; }
@@ -51,6 +57,7 @@ class CublasLtContext {
   cublasLtHandle_t handle_ = nullptr;
   void* workspace_ = nullptr;  // device, workspace_bytes_
   size_t workspace_bytes_ = 0;
+  bool int8_tuning_ = true;
   std::map<PlanKey, std::unique_ptr<Plan>> plans_;
 };
 
@@ -83,6 +90,9 @@ inline size_t int8_gemm_scratch_bytes(int m, int n) { return static_cast<size_t>
 //   xq [M, K] int8 (row stride xq_stride bytes), x_scale [M] fp32 (per token),
 //   wq [N, K] int8 (row stride w_stride bytes), w_scale [N] fp32 (per channel), y [M, N] fp16.
 // N, K and the strides must be multiples of 4 (cuBLASLt's rule for int8 in the "TN" layout).
+// The first call of a shape outside a graph capture times the heuristic's candidate algorithms
+// on these operands (synchronising the stream) and keeps the fastest; the sums are exact, so the
+// choice never changes a bit.
 Status int8_gemm_cublaslt(CublasLtContext& ctx, const int8_t* xq, int64_t xq_stride, const float* x_scale,
                           const int8_t* wq, int64_t w_stride, const float* w_scale, uint16_t* y, int64_t y_stride,
                           int m, int n, int k, int32_t* scratch, cudaStream_t stream);
