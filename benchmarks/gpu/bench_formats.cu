@@ -1,5 +1,6 @@
-// bench_formats.h: FP16, W8A8-FP8 (per channel), block-wise FP8 (128 x 128), W8A8-INT8 (and
-// again with cuBLASLt's first heuristic choice, untimed), W4A16 (symmetric) and W4A16 with zero points, each through the call run_cuda_linear makes, with
+// bench_formats.h: FP16, W8A8-FP8 (per channel), block-wise FP8 (128 x 128; and again on
+// cuBLASLt alone at the rows CUTLASS takes), W8A8-INT8 (and again with cuBLASLt's first heuristic
+// choice, untimed), W4A16 (symmetric) and W4A16 with zero points, each through the call run_cuda_linear makes, with
 // random weights in the format's device layout (one copy per layer: every launch streams them).
 #include <cstdio>
 #include <random>
@@ -17,14 +18,15 @@
 namespace crosspoint::bench {
 namespace {
 
-enum class Format { kFp16, kFp8, kFp8Block, kInt8, kInt8Heuristic, kW4A16, kW4A16Zeros };
-constexpr Format kFormats[] = {Format::kFp16,          Format::kFp8,   Format::kFp8Block,  Format::kInt8,
-                               Format::kInt8Heuristic, Format::kW4A16, Format::kW4A16Zeros};
+enum class Format { kFp16, kFp8, kFp8Block, kFp8BlockCublas, kInt8, kInt8Heuristic, kW4A16, kW4A16Zeros };
+constexpr Format kFormats[] = {Format::kFp16, Format::kFp8,           Format::kFp8Block, Format::kFp8BlockCublas,
+                               Format::kInt8, Format::kInt8Heuristic, Format::kW4A16,    Format::kW4A16Zeros};
 const char* format_name(Format f) {
   switch (f) {
     case Format::kFp16: return "fp16";
     case Format::kFp8: return "w8a8-fp8";
     case Format::kFp8Block: return "w8a8-fp8-block128";
+    case Format::kFp8BlockCublas: return "fp8-block128-cublas";
     case Format::kInt8: return "w8a8-int8";
     case Format::kInt8Heuristic: return "w8a8-int8-heuristic";
     case Format::kW4A16: return "w4a16-g128";
@@ -41,7 +43,8 @@ struct FormatLinear {
   void* weight = nullptr;
   void* scales = nullptr;
   void* zeros = nullptr;
-  double bytes = 0;  // weight bytes one pass reads
+  void* scales_m64 = nullptr;  // block FP8: the scales in the CUTLASS layout (null: cuBLASLt alone)
+  double bytes = 0;            // weight bytes one pass reads
 };
 
 FormatLinear make(Format f, int n, int k, uint32_t seed, cudaStream_t s) {
@@ -67,13 +70,19 @@ FormatLinear make(Format f, int n, int k, uint32_t seed, cudaStream_t s) {
       fill_f32(static_cast<float*>(l.scales), n, 1e-4f, 1e-3f, seed + 1, s);
       l.bytes = 1.0 * nk + 4.0 * n;
       break;
-    case Format::kFp8Block: {
+    case Format::kFp8Block:
+    case Format::kFp8BlockCublas: {
       const size_t scales = static_cast<size_t>((n + 127) / 128) * cuda::fp8_block_weight_scale_row(k);
       BENCH_CUDA(cudaMalloc(&l.weight, nk));
       BENCH_CUDA(cudaMalloc(&l.scales, scales * 4));
       fill_e4m3(static_cast<uint8_t*>(l.weight), nk, seed, s);
       fill_f32(static_cast<float*>(l.scales), scales, 1e-4f, 1e-3f, seed + 1, s);
       l.bytes = 1.0 * nk + 4.0 * scales;
+      if (f == Format::kFp8Block) {  // the CUTLASS layout of the scales (random too: only speed is measured)
+        const size_t m64 = static_cast<size_t>((n + 63) / 64) * (k / 128);
+        BENCH_CUDA(cudaMalloc(&l.scales_m64, m64 * 4));
+        fill_f32(static_cast<float*>(l.scales_m64), m64, 1e-4f, 1e-3f, seed + 3, s);
+      }
       break;
     }
     case Format::kW4A16:
@@ -101,6 +110,7 @@ void release(FormatLinear& l) {
   cudaFree(l.weight);
   cudaFree(l.scales);
   cudaFree(l.zeros);
+  cudaFree(l.scales_m64);
 }
 
 struct Scratch {
@@ -123,8 +133,10 @@ Status run(cuda::CublasLtContext& ctx, const Scratch& b, Format f, const FormatL
                                         static_cast<const float*>(l.scales), b.y, n, m, n, k,
                                         reinterpret_cast<float*>(b.sums), s);
     case Format::kFp8Block:
+    case Format::kFp8BlockCublas:
       return cuda::fp8_block_linear_from_fp16(ctx, b.x, b.xq, b.x_scale, static_cast<const uint8_t*>(l.weight),
-                                              static_cast<const float*>(l.scales), b.y, m, n, k, s);
+                                              static_cast<const float*>(l.scales), b.y, m, n, k, s,
+                                              static_cast<const float*>(l.scales_m64));
     case Format::kInt8:
     case Format::kInt8Heuristic:
       return cuda::int8_linear_from_fp16(ctx, b.x, k, reinterpret_cast<int8_t*>(b.xq), k, b.x_scale, nullptr,
@@ -179,7 +191,7 @@ nlohmann::json bench_formats(cuda::CublasLtContext& ctx, double bw_gbps, cudaStr
     for (size_t i = 0; i < std::size(rows); ++i) {
       const int m = rows[i];
       bool available = true;
-      if (f == Format::kFp8Block)
+      if (f == Format::kFp8Block || f == Format::kFp8BlockCublas)
         for (const FormatLinear& l : lins)
           available = available && cuda::fp8_block_gemm_available(ctx, cuda::fp8_block_padded_rows(m), l.n, l.k);
       if (!available) {

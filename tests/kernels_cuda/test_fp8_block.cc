@@ -11,6 +11,7 @@
 
 #include "common/dtype.h"
 #include "kernels/cuda/cublaslt_gemm.h"
+#include "kernels/cuda/cutlass_fp8_block_gemm.h"
 #include "kernels/cuda/device_info.h"
 #include "kernels/cuda/fp8_block_quant.h"
 #include "kernels/cuda/linear.h"
@@ -94,18 +95,42 @@ TEST(Fp8BlockLinear, MatchesTheHostReference) {
       for (int bk = 0; bk < k_blocks; ++bk) w_scale_dev[bn * row + bk] = w_scale[bn * k_blocks + bk];
 
     const int padded = fp8_block_padded_rows(m);  // rows the GEMM runs on
-    DeviceBuffer<uint16_t> x_dev(x), y(static_cast<size_t>(padded) * n);
+    DeviceBuffer<uint16_t> x_dev(x);
     DeviceBuffer<uint8_t> w_dev(w), xq(static_cast<size_t>(padded) * k);
     DeviceBuffer<float> ws(w_scale_dev), xs(static_cast<size_t>(padded) * k_blocks);
-    y.poison();
-    const Status st = fp8_block_linear_from_fp16(**ctx, x_dev.get(), xq.get(), xs.get(), w_dev.get(), ws.get(), y.get(),
-                                                 m, n, k, nullptr);
-    ASSERT_TRUE(st.is_ok()) << st.to_string();
+    DeviceBuffer<float> ws_m64(fp8_block_scales_m64(w_scale_dev.data(), row, n, k));
     const std::vector<double> ref(y_ref.begin(), y_ref.end());
-    std::vector<uint16_t> got = y.download();
-    got.resize(static_cast<size_t>(m) * n);  // the padding rows carry no meaning
-    EXPECT_LT(testing::relative_error_f16(got, ref), 2e-3) << "m=" << m << " n=" << n << " k=" << k;
+    // cuBLASLt alone, then with the CUTLASS layout of the scales (CUTLASS's kernel up to 64 rows).
+    for (const float* m64 : {static_cast<const float*>(nullptr), static_cast<const float*>(ws_m64.get())}) {
+      DeviceBuffer<uint16_t> y(static_cast<size_t>(padded) * n);
+      y.poison();
+      const Status st = fp8_block_linear_from_fp16(**ctx, x_dev.get(), xq.get(), xs.get(), w_dev.get(), ws.get(),
+                                                   y.get(), m, n, k, nullptr, m64);
+      ASSERT_TRUE(st.is_ok()) << st.to_string();
+      std::vector<uint16_t> got = y.download();
+      got.resize(static_cast<size_t>(m) * n);  // the padding rows carry no meaning
+      EXPECT_LT(testing::relative_error_f16(got, ref), 2e-3)
+          << "m=" << m << " n=" << n << " k=" << k << (m64 != nullptr ? " (cutlass scales)" : " (cublaslt)");
+    }
   }
+}
+
+// The CUTLASS kernel's own refusals, and its scale layout from cuBLASLt's (no GPU needed).
+TEST(CutlassFp8BlockGemm, RefusesWhatItCannotRunAndLaysOutTheScales) {
+  CutlassFp8BlockArgs a;
+  a.m = 68;  // over its tiles
+  a.n = 256;
+  a.k = 256;
+  a.check_only = true;
+  EXPECT_EQ(cutlass_fp8_block_gemm(a, nullptr).code(), StatusCode::kUnsupported);
+  a.m = 6;  // not a multiple of 4
+  EXPECT_EQ(cutlass_fp8_block_gemm(a, nullptr).code(), StatusCode::kInvalidArgument);
+  a.m = 8;
+  a.k = 200;  // not a multiple of 128
+  EXPECT_EQ(cutlass_fp8_block_gemm(a, nullptr).code(), StatusCode::kInvalidArgument);
+  // N = 200: two 128-channel block rows, four 64-channel blocks; K = 256: two K blocks; rows padded to 4.
+  const std::vector<float> blocks = {1, 2, 0, 0, 3, 4, 0, 0};
+  EXPECT_EQ(fp8_block_scales_m64(blocks.data(), 4, 200, 256), (std::vector<float>{1, 1, 3, 3, 2, 2, 4, 4}));
 }
 
 }  // namespace

@@ -2,6 +2,7 @@
 
 #include <optional>
 
+#include "kernels/cuda/cutlass_fp8_block_gemm.h"
 #include "kernels/cuda/cutlass_fp8_gemm.h"
 #include "kernels/cuda/device_info.h"
 #include "kernels/cuda/fp8_block_quant.h"
@@ -74,9 +75,22 @@ Status int8_linear_from_fp16(CublasLtContext& ctx, const uint16_t* x, int64_t x_
 
 Status fp8_block_linear_from_fp16(CublasLtContext& ctx, const uint16_t* x, uint8_t* xq, float* x_scale,
                                   const uint8_t* wq, const float* w_scale, uint16_t* y, int m, int n, int k,
-                                  cudaStream_t stream) {
+                                  cudaStream_t stream, const float* w_scale_m64) {
   const int padded = fp8_block_padded_rows(m);
   CROSSPOINT_RETURN_IF_ERROR(fp8_quantize_per_token_group(x, k, xq, k, x_scale, padded, m, k, stream));
+  if (w_scale_m64 != nullptr && padded <= kCutlassFp8BlockMaxRows && n % 8 == 0) {
+    CutlassFp8BlockArgs a;
+    a.xq = xq;
+    a.x_scale = x_scale;
+    a.wq = wq;
+    a.w_scale_m64 = w_scale_m64;
+    a.y = y;
+    a.m = padded;
+    a.n = n;
+    a.k = k;
+    const Status st = cutlass_fp8_block_gemm(a, stream);
+    if (st.code() != StatusCode::kUnsupported) return st;  // a build without sm_90a kernels: cuBLASLt's
+  }
   return fp8_block_gemm_cublaslt(ctx, xq, x_scale, wq, w_scale, y, padded, n, k, stream);
 }
 

@@ -77,10 +77,11 @@ Status int8_linear_from_fp16(CublasLtContext& ctx, const uint16_t* x, int64_t x_
 // 128 into xq and x_scale [K / 128, M4], then fp8_block_gemm_cublaslt with wq [N, K] and its block
 // scales (layout in cublaslt_gemm.h) on M4 = fp8_block_padded_rows(M) rows, as cuBLASLt's token
 // count must be a multiple of 4: xq and y need M4 rows (y [M4, N] fp16; rows M .. M4 - 1 of y
-// get values of no meaning).
+// get values of no meaning). With w_scale_m64 (the same scales in fp8_block_scales_m64's layout),
+// M4 <= kCutlassFp8BlockMaxRows runs cutlass_fp8_block_gemm instead, where the build has it.
 inline int fp8_block_padded_rows(int m) { return (m + 3) / 4 * 4; }
 Status fp8_block_linear_from_fp16(CublasLtContext& ctx, const uint16_t* x, uint8_t* xq, float* x_scale,
                                   const uint8_t* wq, const float* w_scale, uint16_t* y, int m, int n, int k,
-                                  cudaStream_t stream);
+                                  cudaStream_t stream, const float* w_scale_m64 = nullptr);
 
 }  // namespace crosspoint::cuda

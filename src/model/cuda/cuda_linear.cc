@@ -1,11 +1,14 @@
 #include "model/cuda/cuda_linear.h"
 
+#include "kernels/cuda/cutlass_fp8_block_gemm.h"
+
 #include <algorithm>
 #include <cstring>
 #include <variant>
 
 #include "common/thread_pool.h"
 #include "kernels/cuda/cuda_status.h"
+#include "kernels/cuda/cutlass_fp8_block_gemm.h"
 #include "kernels/cuda/fp8_block_quant.h"
 #include "kernels/cuda/fp8_quant.h"
 #include "kernels/cuda/linear.h"
@@ -104,6 +107,9 @@ Status upload_fp8_block_parts(const std::vector<LinearPart>& parts, CudaLinear& 
     row += static_cast<size_t>(N);
   }
   CROSSPOINT_ASSIGN_OR_RETURN(out.weight_scale, upload_bytes(scales.data(), scales.size() * 4, out.name + " scales"));
+  const std::vector<float> m64 =
+      fp8_block_scales_m64(scales.data(), fp8_block_weight_scale_row(K), out.out_features, static_cast<int>(K));
+  CROSSPOINT_ASSIGN_OR_RETURN(out.weight_scale_m64, upload_bytes(m64.data(), m64.size() * 4, out.name + " scales"));
   return Status::ok();
 }
 
@@ -320,7 +326,7 @@ Status run_linear_rows(const CudaLinear& l, const CudaLinearScratch& s, const ui
                                   l.weight_scale.as<float>(), y, N, m, N, K, s.fp8_epilogue, stream);
     case CudaLinearFormat::kFp8Block:
       return fp8_block_linear_from_fp16(*s.cublas, x, s.xq, s.group_x_scale, l.weight.as<uint8_t>(),
-                                        l.weight_scale.as<float>(), y, m, N, K, stream);
+                                        l.weight_scale.as<float>(), y, m, N, K, stream, l.weight_scale_m64.as<float>());
     case CudaLinearFormat::kInt8:
       return int8_linear_from_fp16(*s.cublas, x, K, reinterpret_cast<int8_t*>(s.xq), K, s.x_scale,
                                    l.input_scale.empty() ? nullptr : l.input_scale.as<float>(), l.weight.as<int8_t>(),

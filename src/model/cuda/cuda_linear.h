@@ -39,18 +39,20 @@ const char* cuda_linear_format_name(CudaLinearFormat format);
 struct CudaLinear {
   std::string name;  // "model.layers.3.self_attn.qkv" for errors and logs
   CudaLinearFormat format = CudaLinearFormat::kFp16;
-  int32_t in_features = 0;    // K
-  int32_t out_features = 0;   // N (sum of the fused parts)
-  int32_t group_size = 0;     // w4a16: G (K for one group)
-  DeviceBuffer weight;        // fp16 [N, K] | e4m3 or int8 [N, K] | uint32 W4A16 packed [N/16][K/64][32][4]
-  DeviceBuffer weight_scale;  // w8a8 / int8: f32 [N] | fp8-block: f32 blocks | w4a16: packed half2 | fp16: empty
-  DeviceBuffer k_perm;        // w4a16 act-order: int32 [K], else empty
-  DeviceBuffer zeros;         // w4a16 with zero points other than 8: packed half2 (1024 + z), else empty
-  DeviceBuffer input_scale;   // w8a8 / int8 with a static activation scale: f32 [1], else empty (per token)
-  DeviceBuffer bias;          // fp16 [N] or empty
+  int32_t in_features = 0;        // K
+  int32_t out_features = 0;       // N (sum of the fused parts)
+  int32_t group_size = 0;         // w4a16: G (K for one group)
+  DeviceBuffer weight;            // fp16 [N, K] | e4m3 or int8 [N, K] | uint32 W4A16 packed [N/16][K/64][32][4]
+  DeviceBuffer weight_scale;      // w8a8 / int8: f32 [N] | fp8-block: f32 blocks | w4a16: packed half2 | fp16: empty
+  DeviceBuffer weight_scale_m64;  // fp8-block: the same scales per 64 channels (fp8_block_scales_m64), else empty
+  DeviceBuffer k_perm;            // w4a16 act-order: int32 [K], else empty
+  DeviceBuffer zeros;             // w4a16 with zero points other than 8: packed half2 (1024 + z), else empty
+  DeviceBuffer input_scale;       // w8a8 / int8 with a static activation scale: f32 [1], else empty (per token)
+  DeviceBuffer bias;              // fp16 [N] or empty
 
   size_t device_bytes() const {
-    return weight.bytes() + weight_scale.bytes() + k_perm.bytes() + zeros.bytes() + input_scale.bytes() + bias.bytes();
+    return weight.bytes() + weight_scale.bytes() + weight_scale_m64.bytes() + k_perm.bytes() + zeros.bytes() +
+           input_scale.bytes() + bias.bytes();
   }
 };
 

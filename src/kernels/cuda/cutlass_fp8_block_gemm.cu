@@ -1,0 +1,35 @@
+#include "kernels/cuda/cutlass_fp8_block_gemm.h"
+
+#include <cstdint>
+#include <string>
+
+#include "kernels/cuda/cutlass_fp8_block_kernels.h"
+#include "kernels/cuda/device_info.h"
+
+namespace crosspoint::cuda {
+
+Status cutlass_fp8_block_gemm(const CutlassFp8BlockArgs& a, cudaStream_t stream) {
+  if (a.m < 0 || a.n <= 0 || a.k <= 0 || a.m % 4 != 0 || a.n % 8 != 0 || a.k % 128 != 0) {
+    return invalid_argument("cutlass_fp8_block_gemm: m = " + std::to_string(a.m) + " must be a multiple of 4, n = " +
+                            std::to_string(a.n) + " of 8 and k = " + std::to_string(a.k) + " of 128");
+  }
+  if (a.m > kCutlassFp8BlockMaxRows) {
+    return unsupported("cutlass_fp8_block_gemm: " + std::to_string(a.m) + " rows; its tiles serve at most " +
+                       std::to_string(kCutlassFp8BlockMaxRows));
+  }
+  if (a.m == 0 && !a.check_only) return Status::ok();
+  const int num_sms = a.check_only ? 1 : cuda_device_info().num_sms;
+  if (a.m <= 16) return cutlass_fp8_block::gemm_64x16(a, num_sms, stream);
+  if (a.m <= 32) return cutlass_fp8_block::gemm_64x32(a, num_sms, stream);
+  return cutlass_fp8_block::gemm_64x64(a, num_sms, stream);
+}
+
+std::vector<float> fp8_block_scales_m64(const float* blocks, int64_t row_floats, int n, int k) {
+  const int64_t m_blocks = (n + 63) / 64, k_blocks = k / 128;
+  std::vector<float> out(static_cast<size_t>(m_blocks * k_blocks));
+  for (int64_t kb = 0; kb < k_blocks; ++kb)
+    for (int64_t mb = 0; mb < m_blocks; ++mb) out[kb * m_blocks + mb] = blocks[(mb / 2) * row_floats + kb];
+  return out;
+}
+
+}  // namespace crosspoint::cuda

@@ -1,0 +1,41 @@
+// Block-wise FP8 GEMM on CUTLASS's Hopper mainloop with per-block scaling, for the few-token
+// steps (up to kCutlassFp8BlockMaxRows rows) where it streams the weights faster than
+// cuBLASLt's block-scaled kernels; fp8_block_linear_from_fp16 (linear.h) picks it there.
+//   y[t, n] = fp16( sum_g s_x[g, t] * s_w[g, n / 64] * sum_{k in g} xq[t, k] wq[n, k] )
+// with groups g of 128 inputs, as cuBLASLt's block-scaled GEMM (cublaslt_gemm.h) computes it on
+// the same operands; the fp32 sums may add in another order.
+//   xq [M, K] e4m3 dense, x_scale [K / 128, M] f32 (fp8_block_quant.h's layout, stride M),
+//   wq [N, K] e4m3 dense, w_scale_m64 [K / 128, ceil(N / 64)] f32 (fp8_block_scales_m64),
+//   y [M, N] fp16 dense. K a multiple of 128, N of 8, M of 4 (the activations' padded rows).
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <cstdint>
+#include <vector>
+
+#include "common/status.h"
+
+namespace crosspoint::cuda {
+
+inline constexpr int kCutlassFp8BlockMaxRows = 64;
+
+struct CutlassFp8BlockArgs {
+  const uint8_t* xq = nullptr;
+  const float* x_scale = nullptr;
+  const uint8_t* wq = nullptr;
+  const float* w_scale_m64 = nullptr;
+  uint16_t* y = nullptr;
+  int m = 0, n = 0, k = 0;
+  bool check_only = false;  // only whether CUTLASS can run these sizes (host; no GPU needed)
+};
+
+// Unsupported when this build has no sm_90a kernels or m > kCutlassFp8BlockMaxRows.
+Status cutlass_fp8_block_gemm(const CutlassFp8BlockArgs& args, cudaStream_t stream);
+
+// The weight scales in the kernel's layout from the 128 x 128 block scales in cuBLASLt's
+// (blocks [ceil(N / 128), row_floats], a row per 128 channels): each block's scale serves
+// both of its 64-channel halves, the channel blocks of one K block contiguous.
+std::vector<float> fp8_block_scales_m64(const float* blocks, int64_t row_floats, int n, int k);
+
+}  // namespace crosspoint::cuda
