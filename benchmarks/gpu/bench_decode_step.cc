@@ -234,13 +234,17 @@ HostForwardBatch make_batch(int32_t num_seqs, int32_t cached, int32_t num_new, i
   return h;
 }
 
-// The precision the roofline prices, from the CUDA model's format ("fp16", "w8a8-fp8", "w4a16-g128-act").
+// The precision the roofline prices, from the CUDA model's format ("fp16", "w8a8-fp8",
+// "w8a8-fp8-block128x128", "w8a8-int8-static", "w4a16-g128-act"): the name without its variant
+// (block FP8 is priced as per-channel FP8: its scales are a rounding error of its bytes).
 Result<analysis::Precision> precision_of(const std::string& format_name, int64_t* group_size) {
   *group_size = 128;
   const size_t g = format_name.find("-g");
   if (format_name.rfind("w4a16", 0) == 0 && g != std::string::npos)
     *group_size = std::atoll(format_name.c_str() + g + 2);
-  return analysis::parse_precision(format_name.substr(0, format_name.rfind("w4a16", 0) == 0 ? 5 : std::string::npos));
+  for (const char* base : {"w4a16", "w8a8-fp8", "w8a8-int8"})
+    if (format_name.rfind(base, 0) == 0) return analysis::parse_precision(base);
+  return analysis::parse_precision(format_name);
 }
 
 struct Roofline {
