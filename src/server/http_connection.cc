@@ -253,8 +253,7 @@ void HttpConnection::write(std::string_view bytes) { bufferevent_write(bev_, byt
 
 size_t HttpConnection::output_length() const { return evbuffer_get_length(bufferevent_get_output(bev_)); }
 
-void HttpConnection::respond(HttpExchange& exchange, int status, std::string_view body,
-                             std::string_view content_type) {
+void HttpConnection::respond(HttpExchange& exchange, int status, std::string_view body, std::string_view content_type) {
   if (&exchange != exchange_.get()) return;
   const HttpRequest& request = exchange.request();
   HttpHeaders headers;
@@ -408,7 +407,9 @@ std::string HttpConnection::describe(double now) const {
   std::string phase;
   switch (phase_) {
     case Phase::kHead: phase = head_started_ ? fmt::format("head {} bytes", input) : "between requests"; break;
-    case Phase::kBody: phase = fmt::format("body {} of {} bytes", std::min<size_t>(input, body_length_), body_length_); break;
+    case Phase::kBody:
+      phase = fmt::format("body {} of {} bytes", std::min<size_t>(input, body_length_), body_length_);
+      break;
     case Phase::kHandling: phase = "request in progress"; break;
     case Phase::kClosing: phase = linger_until_s_ > 0 ? "closing (lingering)" : "closing"; break;
   }
@@ -416,8 +417,9 @@ std::string HttpConnection::describe(double now) const {
   return fmt::format(
       "connection {} (fd {}) open {:.0f} s: {}; reading {}, writing {}; {} bytes unread in the socket, {} in the "
       "input buffer, {} in the output buffer",
-      serial_, static_cast<int>(bufferevent_getfd(bev_)), now - opened_s_, phase, (enabled & EV_READ) != 0 ? "on" : "off",
-      (enabled & EV_WRITE) != 0 ? "on" : "off", unread_in_socket(), input, output_length());
+      serial_, static_cast<int>(bufferevent_getfd(bev_)), now - opened_s_, phase,
+      (enabled & EV_READ) != 0 ? "on" : "off", (enabled & EV_WRITE) != 0 ? "on" : "off", unread_in_socket(), input,
+      output_length());
 }
 
 }  // namespace crosspoint

@@ -115,13 +115,13 @@ class HttpConnection {
   size_t head_scanned_ = 0;    // phase kHead: the head's end is not before this offset
   HttpRequest request_;        // phase kBody: the request whose body is read
   uint64_t body_length_ = 0;
-  std::string route_;          // the request line's path of the request in progress (for counts)
-  bool keep_alive_ = true;     // of the request in progress
-  bool chunked_ = false;       // the stream in progress is chunked
+  std::string route_;                       // the request line's path of the request in progress (for counts)
+  bool keep_alive_ = true;                  // of the request in progress
+  bool chunked_ = false;                    // the stream in progress is chunked
   std::shared_ptr<HttpExchange> exchange_;  // phase kHandling
-  bool processing_ = false;    // inside process_input
-  bool linger_ = false;        // phase kClosing: shut the write side and drop input once written
-  double linger_until_s_ = 0;  // > 0: lingering until then
+  bool processing_ = false;                 // inside process_input
+  bool linger_ = false;                     // phase kClosing: shut the write side and drop input once written
+  double linger_until_s_ = 0;               // > 0: lingering until then
   double opened_s_ = 0;
   double phase_start_s_ = 0;  // first byte of the head, or end of the head (body)
   double idle_since_s_ = 0;   // the last time the connection had nothing in progress

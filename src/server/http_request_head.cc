@@ -61,7 +61,8 @@ bool is_valid_authority(std::string_view authority) {
     const size_t close = authority.find(']');
     if (close == std::string_view::npos || close == 1) return false;
     const std::string_view inside = authority.substr(1, close - 1);
-    if (!std::all_of(inside.begin(), inside.end(), [](char c) { return std::isxdigit(static_cast<unsigned char>(c)) || c == ':' || c == '.'; }))
+    if (!std::all_of(inside.begin(), inside.end(),
+                     [](char c) { return std::isxdigit(static_cast<unsigned char>(c)) || c == ':' || c == '.'; }))
       return false;
     host = {};
     const std::string_view rest = authority.substr(close + 1);
@@ -72,7 +73,8 @@ bool is_valid_authority(std::string_view authority) {
     port = authority.substr(colon + 1);
   }
   if (!std::all_of(host.begin(), host.end(), is_reg_name_char)) return false;
-  if (port.size() > 5 || !std::all_of(port.begin(), port.end(), [](char c) { return c >= '0' && c <= '9'; })) return false;
+  if (port.size() > 5 || !std::all_of(port.begin(), port.end(), [](char c) { return c >= '0' && c <= '9'; }))
+    return false;
   return port.empty() || std::stoul(std::string(port)) <= 65535;
 }
 
@@ -84,8 +86,8 @@ bool is_valid_target(std::string_view target) {
                                         std::strchr("+-.", target[scheme_end]) != nullptr)) {
     ++scheme_end;
   }
-  const bool absolute = scheme_end > 0 && std::isalpha(static_cast<unsigned char>(target[0])) &&
-                        target.substr(scheme_end, 3) == "://";
+  const bool absolute =
+      scheme_end > 0 && std::isalpha(static_cast<unsigned char>(target[0])) && target.substr(scheme_end, 3) == "://";
   if (!absolute) return true;
   const std::string_view rest = target.substr(scheme_end + 3);
   return is_valid_authority(rest.substr(0, rest.find_first_of("/?#")));
@@ -208,7 +210,6 @@ std::optional<ApiError> check_request_head(std::string_view head, const HttpLimi
   out->content_length = content_length;
   return std::nullopt;
 }
-
 
 std::string_view request_line_path(std::string_view head) {
   const size_t line_end = head.find('\n');

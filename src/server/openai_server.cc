@@ -88,14 +88,14 @@ struct OpenAiServer::Impl {
 
   event_base* base = nullptr;
   std::unique_ptr<HttpServer> http;  // the listener and every connection
-  event* notify_event = nullptr;    // woken by the engine thread
-  event* shutdown_event = nullptr;  // woken by request_shutdown()
-  event* timeout_timer = nullptr;   // the HTTP layer's timeouts
+  event* notify_event = nullptr;     // woken by the engine thread
+  event* shutdown_event = nullptr;   // woken by request_shutdown()
+  event* timeout_timer = nullptr;    // the HTTP layer's timeouts
   event* sigint_event = nullptr;
   event* sigterm_event = nullptr;
   event* prepared_event = nullptr;  // woken by the preparation thread
   event* drain_timer = nullptr;     // --shutdown-timeout
-  bool bound = false;  // the listener is open (bind())
+  bool bound = false;               // the listener is open (bind())
   bool shutting_down = false;
   bool shutdown_finished = false;
   double shutdown_started_s = 0;
@@ -155,10 +155,9 @@ struct OpenAiServer::Impl {
       }
     }
     if (path == "/metrics") {
-      return req.respond(200,
-                         prometheus_text(engine.metrics(), config.served_model_name) +
-                             response_counts.prometheus_text(),
-                         "text/plain; version=0.0.4; charset=utf-8");
+      return req.respond(
+          200, prometheus_text(engine.metrics(), config.served_model_name) + response_counts.prometheus_text(),
+          "text/plain; version=0.0.4; charset=utf-8");
     }
     const std::optional<Route> route = post_route(path);
     const bool known_post = route.has_value();

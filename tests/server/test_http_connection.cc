@@ -321,8 +321,8 @@ TEST_F(HttpConnectionTest, DestroyingTheServerTellsUnansweredExchanges) {
 }
 
 TEST(HttpResponse, HeadFramingAndConnection) {
-  std::string head = http_response_head(1, 200, {{"Content-Type", "application/json"}},
-                                        HttpBodyFraming::kContentLength, 12, /*keep_alive=*/true);
+  std::string head = http_response_head(1, 200, {{"Content-Type", "application/json"}}, HttpBodyFraming::kContentLength,
+                                        12, /*keep_alive=*/true);
   EXPECT_EQ(head.rfind("HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nDate: ", 0), 0u) << head;
   EXPECT_NE(head.find("\r\nContent-Length: 12\r\n\r\n"), std::string::npos) << head;
   EXPECT_EQ(head.find("Connection"), std::string::npos) << head;

@@ -39,7 +39,7 @@ TEST(HttpServer, OrdinaryRequestsAreAnsweredAndErrorsAreOpenAiJson) {
 // The checker itself: an HTML error page is a finding.
 TEST(HttpServer, AnswerCheckRefusesHtmlErrorPages) {
   EXPECT_NE(HttpServerHarness::answer_problem("HTTP/1.1 400 Bad Request\r\nContent-Type: text/html\r\n"
-                                               "Content-Length: 13\r\n\r\n<HTML></HTML>"),
+                                              "Content-Length: 13\r\n\r\n<HTML></HTML>"),
             "");
   EXPECT_NE(HttpServerHarness::answer_problem("garbage"), "");
   EXPECT_EQ(HttpServerHarness::answer_problem(""), "");
