@@ -55,7 +55,11 @@ struct HttpServer::Impl final : HttpConnectionOwner {
   void count_response(std::string_view path, int status) override {
     if (on_response) on_response(path, status);
   }
-  void release(HttpConnection* connection) override { connections.erase(connection->serial()); }
+  void release(HttpConnection* connection) override {
+    // Out of the map before it is destroyed: its disconnect callback may look at the others.
+    auto node = connections.extract(connection->serial());
+    node.mapped().reset();
+  }
 
   // One line per timeout, at most one every 10 s (a slow-client flood would fill the log).
   double last_timeout_log_s = -1e9;

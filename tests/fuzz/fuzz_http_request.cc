@@ -1,8 +1,7 @@
-// The HTTP layer: raw bytes a client sends, through HttpGuard and libevent's evhttp as the
-// server sets them up, to the routes and request parsers (tests/server/http_server_harness.h:
-// OpenAiServer itself needs an Engine, which this build leaves out, and evhttp takes
-// connections only from a listening socket, so each process listens on loopback ports once
-// and each input is one TCP connection). The first byte picks the listener (even: no API key,
+// The HTTP layer: raw bytes a client sends, through HttpServer as the server sets it up, to the
+// routes and request parsers (tests/server/http_server_harness.h: OpenAiServer itself needs an
+// Engine, which this build leaves out; each process listens on loopback ports once and each
+// input is one TCP connection). The first byte picks the listener (even: no API key,
 // odd: with one); the rest is sent, the write side shut and the answer read to the close.
 //
 // Findings besides crashes, leaks and UB: an answer that is not a sequence of HTTP/1.x
