@@ -196,7 +196,9 @@ bool HttpConnection::read_head() {
   }
   request_ = parse_request(head, checked);
   route_ = std::string(request_line_path(head));
-  keep_alive_ = wants_keep_alive(request_);
+  // After a response to HEAD (a length, no body) the connection closes: a client that read the
+  // length as a body to wait for cannot take the next response for it.
+  keep_alive_ = wants_keep_alive(request_) && request_.method != "HEAD";
   body_length_ = checked.content_length;
   phase_start_s_ = idle_since_s_ = now;
   if (body_length_ == 0) {

@@ -65,6 +65,20 @@ TEST(HttpServer, UnfinishedMalformedHeadGetsNoAnswer) {
   EXPECT_EQ(e.answer.find("HTTP/1.1", 4), std::string::npos) << e.answer;
 }
 
+// fuzz_http_request: a HEAD request with a body, then bytes that are no request. The answer to
+// HEAD announces a length it does not send; had the connection stayed open, the next response
+// would have been read as that body. It closes after HEAD instead.
+TEST(HttpServer, NothingIsAnsweredAfterHead) {
+  const std::string body = R"({"messages": [{"role": "user", "content": "x"}]})";
+  auto e = harness().exchange("HEAD //vch1at/completions HTTP/1.1\r\nHost: x\r\nContent-Length: " +
+                                  std::to_string(body.size()) + "\r\n\r\n" + body + "\r\n\x01junk",
+                              false);
+  EXPECT_EQ(e.failure, "");
+  EXPECT_EQ(HttpServerHarness::answer_problem(e.answer), "") << e.answer;
+  EXPECT_EQ(status_line(e.answer), "HTTP/1.1 404 Not Found");
+  EXPECT_EQ(e.answer.find("HTTP/1.1", 4), std::string::npos) << e.answer;
+}
+
 // A connection the client closes is released in the same loop pass, its socket closed: not
 // left to the next check_timeouts (up to 250 ms in the server; the soak counted the server's
 // descriptors right after closing its own /metrics connection and found one too many).
