@@ -38,6 +38,8 @@ class HttpExchange {
   HttpExchange& operator=(const HttpExchange&) = delete;
 
   const HttpRequest& request() const { return request_; }
+  // Moves the body out (a request kept for a long stream need not keep its body).
+  std::string take_body() { return std::move(request_.body); }
   // The client is still there and the response is not complete.
   bool connected() const { return connection_ != nullptr; }
 

@@ -178,7 +178,7 @@ struct OpenAiServer::Impl {
                               ""});
     }
     auto job = std::make_unique<PrepareJob>();
-    job->body = req.request().body;
+    job->body = req.take_body();
     auto stream = std::make_shared<Stream>();
     stream->server = this;
     stream->exchange = exchange;
