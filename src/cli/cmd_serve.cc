@@ -20,7 +20,7 @@
 #include "engine/engine.h"
 #include "model/model.h"
 #include "quant/gptq_linear_weight.h"
-#include "server/http_guard.h"
+#include "server/http_server.h"
 #include "server/openai_server.h"
 #include "server/generation_defaults.h"
 #include "tokenizer/chat_template.h"
@@ -74,7 +74,7 @@ struct ServeOptions {
 void ensure_descriptors(int max_connections) {
   rlimit limit{};
   if (getrlimit(RLIMIT_NOFILE, &limit) != 0) return;
-  const rlim_t wanted = static_cast<rlim_t>(max_connections) + HttpGuard::kReserveConnections + 256;
+  const rlim_t wanted = static_cast<rlim_t>(max_connections) + HttpServer::kReserveConnections + 256;
   if (limit.rlim_cur >= wanted) return;
   rlimit raised = limit;
   raised.rlim_cur = limit.rlim_max == RLIM_INFINITY ? wanted : std::min(wanted, limit.rlim_max);

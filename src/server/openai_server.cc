@@ -1,19 +1,9 @@
 #include "server/openai_server.h"
 
-#include <event2/buffer.h>
-#include <event2/bufferevent.h>
 #include <event2/event.h>
-#include <event2/http.h>
-#include <event2/keyvalq_struct.h>
-#include <event2/listener.h>
 #include <event2/thread.h>
 
-#include <netinet/in.h>
-#include <netinet/tcp.h>
-#include <sys/socket.h>
-
 #include <algorithm>
-#include <cerrno>
 #include <chrono>
 #include <cmath>
 #include <csignal>
@@ -33,7 +23,9 @@
 
 #include "common/log.h"
 #include "server/api_error.h"
-#include "server/http_guard.h"
+#include "server/http_exchange.h"
+#include "server/http_request_head.h"
+#include "server/http_server.h"
 #include "server/http_response_counts.h"
 #include "server/input_processor.h"
 #include "server/logprobs_json.h"
@@ -52,7 +44,7 @@ int64_t unix_now_s() { return static_cast<int64_t>(std::time(nullptr)); }
 
 struct Stream {
   OpenAiServer::Impl* server = nullptr;
-  evhttp_request* req = nullptr;  // null once answered or once the client went away
+  std::shared_ptr<HttpExchange> exchange;  // null once answered or once the client went away
   Route route = Route::kCompletions;
   bool reply_started = false;  // a stream's 200 and headers are out
   bool roles_sent = false;     // chat: the role chunks are out (with the first output)
@@ -95,19 +87,18 @@ struct OpenAiServer::Impl {
   int64_t started_unix_s = unix_now_s();
 
   event_base* base = nullptr;
-  evhttp* http = nullptr;
-  evhttp_bound_socket* socket = nullptr;
-  event* notify_event = nullptr;    // woken by the engine thread
-  event* shutdown_event = nullptr;  // woken by request_shutdown()
-  event* liveness_timer = nullptr;  // finds clients that left while nothing was written
+  std::unique_ptr<HttpServer> http;  // the listener and every connection
+  event* notify_event = nullptr;     // woken by the engine thread
+  event* shutdown_event = nullptr;   // woken by request_shutdown()
+  event* timeout_timer = nullptr;    // the HTTP layer's timeouts
   event* sigint_event = nullptr;
   event* sigterm_event = nullptr;
   event* prepared_event = nullptr;  // woken by the preparation thread
   event* drain_timer = nullptr;     // --shutdown-timeout
+  bool bound = false;               // the listener is open (bind())
   bool shutting_down = false;
   bool shutdown_finished = false;
   double shutdown_started_s = 0;
-  std::unique_ptr<HttpGuard> guard;
   HttpResponseCounts response_counts;  // every response sent, for /metrics (loop thread)
 
   // Parsing, chat templating and tokenising run on this thread, off the event loop, so a
@@ -137,84 +128,49 @@ struct OpenAiServer::Impl {
                c.seed},
               t, std::move(ct)) {}
 
-  // ---- replies -------------------------------------------------------------------------
-  // The path of a request, for the response counts.
-  static std::string_view request_path(evhttp_request* req) {
-    const evhttp_uri* uri = evhttp_request_get_evhttp_uri(req);
-    const char* path = uri != nullptr ? evhttp_uri_get_path(uri) : nullptr;
-    return path != nullptr ? std::string_view(path) : std::string_view();
+  // ---- replies (the HTTP layer counts each response for /metrics) -----------------------------
+  static void send_json(HttpExchange& exchange, int status, const std::string& body) {
+    exchange.respond(status, body, "application/json");
   }
-  void send(evhttp_request* req, int status, const std::string& body, const char* content_type) {
-    response_counts.add(request_path(req), status);
-    evkeyvalq* headers = evhttp_request_get_output_headers(req);
-    if (content_type != nullptr) evhttp_add_header(headers, "Content-Type", content_type);
-    evbuffer* buf = evbuffer_new();
-    evbuffer_add(buf, body.data(), body.size());
-    evhttp_send_reply(req, status, nullptr, buf);
-    evbuffer_free(buf);
+  static void send_error(HttpExchange& exchange, const ApiError& error) {
+    send_json(exchange, error.http_status, error.to_json());
   }
-  void send_json(evhttp_request* req, int status, const std::string& body) {
-    send(req, status, body, "application/json");
-  }
-  void send_error(evhttp_request* req, const ApiError& error) { send_json(req, error.http_status, error.to_json()); }
-  static void send_event(evhttp_request* req, const std::string& payload) {
-    evbuffer* buf = evbuffer_new();
-    evbuffer_add(buf, "data: ", 6);
-    evbuffer_add(buf, payload.data(), payload.size());
-    evbuffer_add(buf, "\n\n", 2);
-    evhttp_send_reply_chunk(req, buf);
-    evbuffer_free(buf);
+  static void send_event(HttpExchange& exchange, const std::string& payload) {
+    exchange.send_chunk("data: " + payload + "\n\n");
   }
 
   // ---- request dispatch ------------------------------------------------------------------
-  static void on_request(evhttp_request* req, void* arg) { static_cast<Impl*>(arg)->handle(req); }
-
-  // Streams are many small writes: without TCP_NODELAY the first SSE chunk waits behind the
-  // unacknowledged response headers for the client's delayed ACK (40 ms on Linux), which showed
-  // up as a constant ~42 ms TTFT under load. Set on every request; it is one syscall.
-  static void disable_nagle(evhttp_request* req) {
-    evhttp_connection* connection = evhttp_request_get_connection(req);
-    bufferevent* stream = connection != nullptr ? evhttp_connection_get_bufferevent(connection) : nullptr;
-    const evutil_socket_t fd = stream != nullptr ? bufferevent_getfd(stream) : -1;
-    const int one = 1;
-    if (fd >= 0) setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));  // fails harmlessly on non-TCP
-  }
-
-  void handle(evhttp_request* req) {
-    disable_nagle(req);
-    guard->request_started(req);
-    const evhttp_uri* uri = evhttp_request_get_evhttp_uri(req);
-    const char* raw_path = uri != nullptr ? evhttp_uri_get_path(uri) : nullptr;
-    const std::string path = raw_path != nullptr ? raw_path : "";
-    const evhttp_cmd_type method = evhttp_request_get_command(req);
+  void handle(const std::shared_ptr<HttpExchange>& exchange) {
+    HttpExchange& req = *exchange;
+    const std::string& path = req.request().path;
+    const std::string& method = req.request().method;
     if (shutting_down) return send_error(req, {503, "the server is shutting down", ""});
-    if (path == "/health") return send(req, engine.is_running() ? 200 : 503, "", nullptr);
-    // With --api-key every route but /health needs the key (the guard checked it before the
-    // body was read; this is the same check for requests that reach here by another way).
+    if (path == "/health") return req.respond(engine.is_running() ? 200 : 503, "");
+    // With --api-key every route but /health needs the key (check_request_head checked it
+    // before the body was read; this is the same check for requests that reach here by another way).
     if (!config.api_key.empty()) {
-      const char* auth = evhttp_find_header(evhttp_request_get_input_headers(req), "Authorization");
-      if (auth == nullptr || !bearer_matches(auth, config.api_key)) {
+      const std::optional<std::string_view> auth = req.request().header("Authorization");
+      if (!auth || !bearer_matches(*auth, config.api_key)) {
         return send_error(req, {401, "invalid or missing API key", ""});
       }
     }
     if (path == "/metrics") {
-      return send(req, 200,
-                  prometheus_text(engine.metrics(), config.served_model_name) + response_counts.prometheus_text(),
-                  "text/plain; version=0.0.4; charset=utf-8");
+      return req.respond(
+          200, prometheus_text(engine.metrics(), config.served_model_name) + response_counts.prometheus_text(),
+          "text/plain; version=0.0.4; charset=utf-8");
     }
     const std::optional<Route> route = post_route(path);
     const bool known_post = route.has_value();
     const bool known_get = path == "/v1/models";
     if (!known_post && !known_get) return send_error(req, {404, "route " + path + " not found", ""});
     if (known_get) {
-      if (method != EVHTTP_REQ_GET) return send_error(req, {405, "use GET for " + path, ""});
+      if (method != "GET") return send_error(req, {405, "use GET for " + path, ""});
       return send_json(req, 200,
                        models_json(config.served_model_name, model_root_name(), engine.config().scheduler.max_model_len,
                                    started_unix_s));
     }
-    if (method != EVHTTP_REQ_POST) return send_error(req, {405, "use POST for " + path, ""});
-    evbuffer* in = evhttp_request_get_input_buffer(req);
-    const size_t length = evbuffer_get_length(in);
+    if (method != "POST") return send_error(req, {405, "use POST for " + path, ""});
+    const size_t length = req.request().body.size();
     if (length > config.max_body_bytes) {
       return send_error(req, {413,
                               "the request body has " + std::to_string(length) + " bytes; the limit is " +
@@ -222,14 +178,14 @@ struct OpenAiServer::Impl {
                               ""});
     }
     auto job = std::make_unique<PrepareJob>();
-    job->body.resize(length);
-    evbuffer_copyout(in, job->body.data(), length);
+    job->body = req.take_body();
     auto stream = std::make_shared<Stream>();
     stream->server = this;
-    stream->req = req;
+    stream->exchange = exchange;
     stream->route = *route;
     live[stream.get()] = stream;
-    guard->on_connection_close(req, &Impl::on_close, stream.get());
+    Stream* raw = stream.get();
+    exchange->on_disconnect([this, raw] { on_close(raw); });
     job->stream = std::move(stream);
     {
       std::lock_guard<std::mutex> lock(prepare_mutex);
@@ -281,12 +237,13 @@ struct OpenAiServer::Impl {
 
   // Back on the loop: answer, or hand the request to the engine.
   void finish_preparation(const std::shared_ptr<Stream>& stream, PreparedRequest& p) {
-    if (stream->req == nullptr || stream->done) return;  // the client left, or shutdown ended it
-    evhttp_request* req = stream->req;
+    if (stream->exchange == nullptr || stream->done) return;  // the client left, or shutdown ended it
+    const std::shared_ptr<HttpExchange> exchange = stream->exchange;
+    HttpExchange& req = *exchange;
     if (p.error || stream->route == Route::kTokenize || stream->route == Route::kDetokenize) {
       stream->done = true;
       release(*stream);
-      stream->req = nullptr;
+      stream->exchange = nullptr;
       if (p.error) return send_error(req, *p.error);
       return send_json(req, 200, p.reply);
     }
@@ -331,7 +288,7 @@ struct OpenAiServer::Impl {
       }
       stream->done = true;
       release(*stream);
-      stream->req = nullptr;
+      stream->exchange = nullptr;
       return send_error(req, {400, refusal->status.message(), param});
     }
     // Each choice is its own engine sequence, drawn with the seed choice_seed(seed, i).
@@ -352,18 +309,14 @@ struct OpenAiServer::Impl {
         abort_choices(*stream);  // the choices already submitted
         stream->done = true;
         release(*stream);
-        stream->req = nullptr;
+        stream->exchange = nullptr;
         const bool busy = s.code() == StatusCode::kUnavailable;
         return send_error(req, {busy ? 503 : 500, s.message(), ""});
       }
       stream->choices[i].engine_id = submitted.value();
     }
     if (stream->streaming) {
-      evkeyvalq* headers = evhttp_request_get_output_headers(req);
-      evhttp_add_header(headers, "Content-Type", "text/event-stream");
-      evhttp_add_header(headers, "Cache-Control", "no-cache");
-      response_counts.add(request_path(req), 200);
-      evhttp_send_reply_start(req, 200, "OK");
+      req.start_stream(200, {{"Content-Type", "text/event-stream"}, {"Cache-Control", "no-cache"}});
       stream->reply_started = true;
     }
   }
@@ -376,54 +329,25 @@ struct OpenAiServer::Impl {
   }
 
   // ---- client went away ---------------------------------------------------------------------
-  static void on_close(void* arg) {
-    Stream* raw = static_cast<Stream*>(arg);
-    Impl* self = raw->server;
-    auto it = self->live.find(raw);
-    if (it == self->live.end()) return;
+  // The HTTP layer reads each socket while its request runs: a client that leaves (mid-stream,
+  // or while its non-streaming request runs) is seen at once, and its choices are aborted.
+  void on_close(Stream* raw) {
+    auto it = live.find(raw);
+    if (it == live.end()) return;
     std::shared_ptr<Stream> stream = it->second;
-    self->live.erase(it);
-    // When libevent itself saw the failure (EOF, write error) it detaches a request whose
-    // reply was not finished from the connection and leaves freeing it to us; when we free
-    // the connection (check_liveness) the request is still attached and freed with it.
-    if (stream->req != nullptr && evhttp_request_get_connection(stream->req) == nullptr) {
-      evhttp_request_free(stream->req);
-    }
-    stream->req = nullptr;
+    live.erase(it);
+    stream->exchange = nullptr;
     stream->done = true;
-    self->abort_choices(*stream);
+    abort_choices(*stream);
     log_debug("client of request {} disconnected: aborted", stream->header.id);
-    self->maybe_finish_shutdown();
+    maybe_finish_shutdown();
   }
 
-  // libevent notices a closed socket only when it reads or writes it, and it does not read
-  // while a reply is pending: a non-streaming client (or a stream still in prefill) that
-  // leaves would keep its request running. A peek at each open socket finds them.
-  static void on_liveness(evutil_socket_t, short, void* arg) {
-    Impl* self = static_cast<Impl*>(arg);
-    self->check_liveness();
-    self->guard->check_timeouts();
-  }
-
-  void check_liveness() {
-    std::vector<evhttp_connection*> gone;
-    for (const auto& [raw, stream] : live) {
-      if (stream->req == nullptr) continue;
-      evhttp_connection* evcon = evhttp_request_get_connection(stream->req);
-      bufferevent* bev = evcon != nullptr ? evhttp_connection_get_bufferevent(evcon) : nullptr;
-      const evutil_socket_t fd = bev != nullptr ? bufferevent_getfd(bev) : -1;
-      if (fd < 0) continue;
-      char byte;
-      const ssize_t n = recv(fd, &byte, 1, MSG_PEEK | MSG_DONTWAIT);
-      if (n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)) gone.push_back(evcon);
-    }
-    // Freeing the connection runs on_close (abort, forget the stream) and frees the request.
-    for (evhttp_connection* evcon : gone) evhttp_connection_free(evcon);
-  }
+  static void on_timeout_timer(evutil_socket_t, short, void* arg) { static_cast<Impl*>(arg)->http->check_timeouts(); }
 
   // Detach a stream from its connection before its last reply is sent.
   void release(Stream& stream) {
-    if (stream.req != nullptr) guard->on_connection_close(stream.req, nullptr, nullptr);
+    if (stream.exchange != nullptr) stream.exchange->on_disconnect(nullptr);
     live.erase(&stream);
   }
 
@@ -452,33 +376,34 @@ struct OpenAiServer::Impl {
     if (stream.done || choice.finished) return;  // after a stop string, or after the client left
     ChoiceDelta d = process_output(choice, out, stream.num_logprobs);
     if (d.stop_string_matched) engine.abort(choice.engine_id, FinishReason::kStop);  // nothing more is wanted
-    if (d.error && stream.req != nullptr) {
+    if (d.error && stream.exchange != nullptr) {
       abort_choices(stream);
       return finish_with_error(stream, *d.error);
     }
     if (d.finished) ++stream.num_finished_choices;
     const bool all_finished = stream.num_finished_choices == static_cast<int32_t>(stream.choices.size());
-    if (stream.req == nullptr) return;
+    if (stream.exchange == nullptr) return;
+    const std::shared_ptr<HttpExchange> exchange = stream.exchange;
+    HttpExchange& req = *exchange;
     if (stream.streaming) {
       const nlohmann::json logprobs = logprobs_json(stream, d.logprobs, choice.emitted_chars);
       if (stream.num_logprobs >= 0) choice.emitted_chars += utf8_length(d.text);
       // Chat: one role chunk per choice, with the request's first output (after the prefill), as
       // vLLM sends them: clients that time the first chunk (vLLM's benchmark) measure TTFT.
       if (!stream.roles_sent && stream.header.endpoint == ApiEndpoint::kChatCompletions) {
-        for (const Choice& c : stream.choices) send_event(stream.req, chat_role_chunk_json(stream.header, c.index));
+        for (const Choice& c : stream.choices) send_event(req, chat_role_chunk_json(stream.header, c.index));
         stream.roles_sent = true;
       }
       if (!d.text.empty() && !d.finished)
-        send_event(stream.req, chunk_json(stream.header, choice.index, d.text, nullptr, logprobs));
-      if (d.finished) send_event(stream.req, chunk_json(stream.header, choice.index, d.text, &choice.end, logprobs));
+        send_event(req, chunk_json(stream.header, choice.index, d.text, nullptr, logprobs));
+      if (d.finished) send_event(req, chunk_json(stream.header, choice.index, d.text, &choice.end, logprobs));
       if (all_finished) {
-        if (stream.include_usage) send_event(stream.req, usage_chunk_json(stream.header, stream.usage()));
-        send_event(stream.req, "[DONE]");
+        if (stream.include_usage) send_event(req, usage_chunk_json(stream.header, stream.usage()));
+        send_event(req, "[DONE]");
         stream.done = true;
-        evhttp_request* req = stream.req;
         release(stream);
-        stream.req = nullptr;
-        evhttp_send_reply_end(req);
+        stream.exchange = nullptr;
+        req.end_stream();
       }
       return;
     }
@@ -486,9 +411,8 @@ struct OpenAiServer::Impl {
     for (TokenLogprobs& lp : d.logprobs) choice.logprobs.push_back(std::move(lp));
     if (all_finished) {
       stream.done = true;
-      evhttp_request* req = stream.req;
       release(stream);
-      stream.req = nullptr;
+      stream.exchange = nullptr;
       std::vector<ChoiceResult> results;
       for (const Choice& c : stream.choices) {
         const nlohmann::json prompt_logprobs =
@@ -505,16 +429,16 @@ struct OpenAiServer::Impl {
   // [DONE]); any other request gets it as the HTTP response.
   void finish_with_error(Stream& stream, const ApiError& error) {
     stream.done = true;
-    evhttp_request* req = stream.req;
+    const std::shared_ptr<HttpExchange> exchange = stream.exchange;
     release(stream);
-    stream.req = nullptr;
-    if (req == nullptr) return;
+    stream.exchange = nullptr;
+    if (exchange == nullptr) return;
     if (stream.reply_started) {
-      send_event(req, error.to_json());
-      send_event(req, "[DONE]");
-      evhttp_send_reply_end(req);
+      send_event(*exchange, error.to_json());
+      send_event(*exchange, "[DONE]");
+      exchange->end_stream();
     } else {
-      send_error(req, error);
+      send_error(*exchange, error);
     }
   }
 
@@ -537,16 +461,12 @@ struct OpenAiServer::Impl {
     if (shutting_down) return;
     shutting_down = true;
     shutdown_started_s = monotonic_s();
-    if (socket != nullptr) {
-      guard->forget_listener();
-      evhttp_del_accept_socket(http, socket);  // stop accepting
-      socket = nullptr;
-    }
-    if (const size_t n = guard->open_connections(); n > 0) {
+    http->stop_listening();
+    if (const size_t n = http->open_connections(); n > 0) {
       log_info("shutdown: {} connections open; the oldest:", n);
-      for (const std::string& line : guard->describe_open_connections(8)) log_info("  {}", line);
+      for (const std::string& line : http->describe_open_connections(8)) log_info("  {}", line);
     }
-    guard->close_idle();
+    http->close_idle();
     const double timeout = config.shutdown_timeout_s;
     if (live.empty()) {
       log_info("shutdown: no requests in flight");
@@ -597,7 +517,7 @@ struct OpenAiServer::Impl {
     if (shutdown_finished) return;
     shutdown_finished = true;
     event_del(drain_timer);
-    event_del(liveness_timer);
+    event_del(timeout_timer);
     engine.stop();  // anything left gets its final (abort) update
     drain_queue();  // ... which is sent now
     timeval flush_time{0, 200 * 1000};
@@ -611,7 +531,6 @@ OpenAiServer::OpenAiServer(const ServerConfig& config, Engine& engine, const Tok
   evthread_use_pthreads();  // event_active() from the engine thread
   impl_->base = event_base_new();
   CROSSPOINT_CHECK(impl_->base != nullptr, "event_base_new failed");
-  impl_->http = evhttp_new(impl_->base);
   HttpLimits limits;
   limits.max_body_bytes = config.max_body_bytes;
   limits.max_header_bytes = config.max_header_bytes;
@@ -621,18 +540,15 @@ OpenAiServer::OpenAiServer(const ServerConfig& config, Engine& engine, const Tok
   limits.max_connections = config.max_connections;
   limits.api_key = config.api_key;
   Impl* impl = impl_.get();
-  impl_->guard = std::make_unique<HttpGuard>(
-      impl_->base, limits, [impl] { return impl->engine.is_running() && !impl->shutting_down; },
+  impl_->http = std::make_unique<HttpServer>(
+      impl_->base, limits, [impl](const std::shared_ptr<HttpExchange>& exchange) { impl->handle(exchange); },
+      [impl] { return impl->engine.is_running() && !impl->shutting_down; },
       [impl](std::string_view path, int status) { impl->response_counts.add(path, status); });
-  // Every connection's request heads pass the guard (http_guard.h) before evhttp reads them;
-  // evhttp's own limits stay as a second line.
-  impl_->guard->attach(impl_->http);
-  evhttp_set_gencb(impl_->http, &Impl::on_request, impl_.get());
   impl_->notify_event = event_new(impl_->base, -1, 0, &Impl::on_notify, impl_.get());
   impl_->prepared_event = event_new(impl_->base, -1, 0, &Impl::on_prepared, impl_.get());
   impl_->shutdown_event = event_new(impl_->base, -1, 0, &Impl::on_shutdown_request, impl_.get());
   impl_->drain_timer = event_new(impl_->base, -1, 0, &Impl::on_drain_timeout, impl_.get());
-  impl_->liveness_timer = event_new(impl_->base, -1, EV_PERSIST, &Impl::on_liveness, impl_.get());
+  impl_->timeout_timer = event_new(impl_->base, -1, EV_PERSIST, &Impl::on_timeout_timer, impl_.get());
   impl_->sigint_event = evsignal_new(impl_->base, SIGINT, &Impl::on_signal, impl_.get());
   impl_->sigterm_event = evsignal_new(impl_->base, SIGTERM, &Impl::on_signal, impl_.get());
   impl_->prepare_thread = std::thread([impl] { impl->prepare_loop(); });
@@ -650,44 +566,31 @@ OpenAiServer::~OpenAiServer() {
   impl_->engine.stop();
   impl_->drain_queue();
   // Closing the connections runs on_close for the streams still open, which must be alive.
-  if (impl_->http != nullptr) evhttp_free(impl_->http);
+  impl_->http.reset();
   impl_->live.clear();
-  impl_->guard.reset();  // after evhttp_free: it holds the connections' bufferevents
   for (event* e : {impl_->notify_event, impl_->prepared_event, impl_->shutdown_event, impl_->drain_timer,
-                   impl_->liveness_timer, impl_->sigint_event, impl_->sigterm_event}) {
+                   impl_->timeout_timer, impl_->sigint_event, impl_->sigterm_event}) {
     if (e != nullptr) event_free(e);
   }
   if (impl_->base != nullptr) event_base_free(impl_->base);
 }
 
 Status OpenAiServer::bind() {
-  impl_->socket = evhttp_bind_socket_with_handle(impl_->http, impl_->config.host.c_str(),
-                                                 static_cast<uint16_t>(impl_->config.port));
-  if (impl_->socket == nullptr) {
-    return io_error("cannot listen on " + impl_->config.host + ":" + std::to_string(impl_->config.port) +
-                    " (address in use, or not an address of this machine)");
-  }
-  impl_->guard->watch_listener(evhttp_bound_socket_get_listener(impl_->socket));
+  if (impl_->bound) return Status::ok();
+  CROSSPOINT_RETURN_IF_ERROR(impl_->http->listen(impl_->config.host, impl_->config.port));
+  impl_->bound = true;
   return Status::ok();
 }
 
-int OpenAiServer::port() const {
-  if (impl_->socket == nullptr) return -1;
-  sockaddr_storage addr{};
-  socklen_t len = sizeof(addr);
-  if (getsockname(evhttp_bound_socket_get_fd(impl_->socket), reinterpret_cast<sockaddr*>(&addr), &len) != 0) return -1;
-  if (addr.ss_family == AF_INET) return ntohs(reinterpret_cast<sockaddr_in*>(&addr)->sin_port);
-  if (addr.ss_family == AF_INET6) return ntohs(reinterpret_cast<sockaddr_in6*>(&addr)->sin6_port);
-  return -1;
-}
+int OpenAiServer::port() const { return impl_->http->port(); }
 
 Status OpenAiServer::run() {
-  if (impl_->socket == nullptr) CROSSPOINT_RETURN_IF_ERROR(bind());
+  CROSSPOINT_RETURN_IF_ERROR(bind());
   std::signal(SIGPIPE, SIG_IGN);  // a vanished client must not kill the server
   event_add(impl_->sigint_event, nullptr);
   event_add(impl_->sigterm_event, nullptr);
-  const timeval liveness_period{0, 250 * 1000};
-  event_add(impl_->liveness_timer, &liveness_period);
+  const timeval timeout_period{0, 250 * 1000};
+  event_add(impl_->timeout_timer, &timeout_period);
   impl_->engine.start();
   if (event_base_dispatch(impl_->base) != 0) return internal_error("the event loop failed");
   return Status::ok();

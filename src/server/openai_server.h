@@ -1,9 +1,11 @@
-// The OpenAI-compatible HTTP front end of the engine, on libevent's evhttp: one event loop
-// thread serves every connection (keep-alive HTTP/1.1, thousands of open SSE streams cost
-// a socket and a small struct each, not a thread). Engine updates arrive from the engine
-// thread through a locked queue and one event; the loop never waits on the engine. Request
-// heads pass HttpGuard (http_guard.h: timeouts, connection cap, framing, API key) before
-// evhttp parses them; parsing and tokenising run on a preparation thread.
+// The OpenAI-compatible HTTP front end of the engine: one event loop thread serves every
+// connection through HttpServer (http_server.h: our HTTP/1.1 layer on libevent's bufferevents,
+// which owns each socket and enforces the limits of a public endpoint; keep-alive, thousands of
+// open SSE streams cost a socket and a small struct each, not a thread). Engine updates arrive
+// from the engine thread through a locked queue and one event; the loop never waits on the
+// engine. Parsing and tokenising run on a preparation thread. A request's HttpExchange stays
+// valid after its client leaves (every call on it is then a no-op), so output that reaches the
+// loop after a disconnect is dropped safely.
 //
 // Routes: POST /v1/completions, POST /v1/chat/completions, GET /v1/models, GET /health,
 // GET /metrics, POST /tokenize, POST /detokenize.

@@ -1141,9 +1141,9 @@ def test_chat_role_chunk_comes_with_the_first_token(make_limited, model):
 def test_churning_connections_lose_no_bytes(make_limited, model):
     # Hundreds of short connections a second, a third of the streams closed by their client
     # mid-stream, each request's head and body written apart (as http.client does): not one
-    # byte may go astray. A freed connection whose socket evhttp closed while the guard still
-    # held its bufferevent would take the bytes of the next connection given that descriptor,
-    # and the body timeout would fire (docs/testing.md, "Soak").
+    # byte may go astray. A freed connection whose read event outlived its socket would take the
+    # bytes of the next connection given that descriptor, and the body timeout would fire
+    # (docs/testing.md, "Soak").
     server = make_limited("--body-timeout", "1", "--header-timeout", "1", "--max-num-seqs", "64",
                          "--max-waiting", "4096")
     statuses = {}

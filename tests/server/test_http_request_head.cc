@@ -1,10 +1,11 @@
-// The request-head checks of the HTTP guard: smuggling, malformed heads, the API key before the
+// The request-head checks of the HTTP layer: smuggling, malformed heads, the API key before the
 // body, body size before the body, and the error responses.
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
 
-#include "server/http_guard.h"
+#include "server/http_request_head.h"
+#include "server/http_response.h"
 
 namespace crosspoint {
 namespace {
@@ -14,7 +15,7 @@ std::optional<ApiError> check(const std::string& head, const HttpLimits& limits 
   return check_request_head(head, limits, out != nullptr ? out : &scratch);
 }
 
-TEST(HttpGuard, AcceptsOrdinaryHeads) {
+TEST(HttpRequestHead, AcceptsOrdinaryHeads) {
   RequestHead head;
   ASSERT_FALSE(check("POST /v1/completions?x=1 HTTP/1.1\r\nHost: a\r\nContent-Length: 14\r\n\r\n", {}, &head));
   EXPECT_EQ(head.method, "POST");
@@ -27,7 +28,7 @@ TEST(HttpGuard, AcceptsOrdinaryHeads) {
   EXPECT_EQ(head.path, "/v1/models");
 }
 
-TEST(HttpGuard, RefusesSmuggling) {
+TEST(HttpRequestHead, RefusesSmuggling) {
   const std::string line = "POST /v1/completions HTTP/1.1\r\n";
   for (const std::string& headers : {
            std::string("Content-Length: 5\r\nContent-Length: 5\r\n"),
@@ -54,7 +55,7 @@ TEST(HttpGuard, RefusesSmuggling) {
   EXPECT_EQ(e->http_status, 411);
 }
 
-TEST(HttpGuard, RefusesMalformedHeads) {
+TEST(HttpRequestHead, RefusesMalformedHeads) {
   for (const std::string& head : {
            std::string("GARBAGE\r\n\r\n"), std::string("GET  /health HTTP/1.1\r\n\r\n"),
            std::string("GET /he alth HTTP/1.1\r\n\r\n"), std::string("GET /health HTTP/2.0\r\n\r\n"),
@@ -79,7 +80,7 @@ TEST(HttpGuard, RefusesMalformedHeads) {
   EXPECT_EQ(e->http_status, 417);
 }
 
-TEST(HttpGuard, ApiKeyOnEveryRouteButHealthBeforeTheBodySize) {
+TEST(HttpRequestHead, ApiKeyOnEveryRouteButHealthBeforeTheBodySize) {
   HttpLimits limits;
   limits.api_key = "sk-secret";
   limits.max_body_bytes = 100;
@@ -109,7 +110,7 @@ TEST(HttpGuard, ApiKeyOnEveryRouteButHealthBeforeTheBodySize) {
   EXPECT_NE(e->message.find("1000"), std::string::npos);
 }
 
-TEST(HttpGuard, BearerComparison) {
+TEST(HttpRequestHead, BearerComparison) {
   EXPECT_TRUE(bearer_matches("Bearer k", "k"));
   EXPECT_FALSE(bearer_matches("Bearer k ", "k"));
   EXPECT_FALSE(bearer_matches("Bearer ", "k"));
@@ -119,7 +120,7 @@ TEST(HttpGuard, BearerComparison) {
   EXPECT_FALSE(bearer_matches(std::string("Bearer k\0", 9), "k"));
 }
 
-TEST(HttpGuard, ErrorResponsesAreOpenAiJson) {
+TEST(HttpRequestHead, ErrorResponsesAreOpenAiJson) {
   const std::string response = http_error_response({431, "the request head is over 65536 bytes", ""});
   ASSERT_EQ(response.rfind("HTTP/1.1 431 ", 0), 0u) << response;
   EXPECT_NE(response.find("\r\nConnection: close\r\n"), std::string::npos);

@@ -1,17 +1,13 @@
-// The HTTP layer without the engine: HttpGuard and libevent's evhttp set up as OpenAiServer
-// sets them (HttpGuard::attach), listening on loopback ports, with a handler that routes as
-// OpenAiServer::Impl::handle does and answers the POST routes by running the request parsers
-// on the body (a 200 stands for a request that would go to the engine). OpenAiServer itself
-// needs an Engine, and evhttp takes connections only from a listening socket, so this is the
+// The HTTP layer without the engine: HttpServer (http_server.h) set up as OpenAiServer sets it,
+// listening on loopback ports, with a handler that routes as OpenAiServer::Impl::handle does
+// and answers the POST routes by running the request parsers on the body (a 200 stands for a
+// request that would go to the engine). OpenAiServer itself needs an Engine, so this is the
 // largest in-process unit of the layer. exchange() sends raw bytes on one connection, shuts
 // the write side and reads the answer until the server closes; answer_problem() says what is
 // wrong with an answer. Used by tests/fuzz/fuzz_http_request.cc and the server's tests.
 #pragma once
 
-#include <event2/buffer.h>
 #include <event2/event.h>
-#include <event2/http.h>
-#include <event2/keyvalq_struct.h>
 
 #include <arpa/inet.h>
 #include <dirent.h>
@@ -33,62 +29,52 @@
 #include <nlohmann/json.hpp>
 
 #include "server/api_error.h"
-#include "server/http_guard.h"
+#include "server/http_server.h"
 #include "server/openai_request.h"
 #include "server/tokenize_request.h"
 
 namespace crosspoint::testing {
 
-class GuardedHttpHarness {
+class HttpServerHarness {
  public:
   static constexpr const char* kApiKey = "sk-harness";
   static constexpr double kDeadlineSeconds = 5;
 
   // Two listeners: index 0 without an API key, 1 with kApiKey. Small limits (2048-byte bodies,
   // 1024-byte heads) so that short inputs reach the 413 and 431 paths.
-  GuardedHttpHarness() {
+  HttpServerHarness() {
     base_ = event_base_new();
     for (int i = 0; i < 2; ++i) {
       Listener& l = listeners_[i];
       l.limits.max_body_bytes = 2048;
       l.limits.max_header_bytes = 1024;
       if (i == 1) l.limits.api_key = kApiKey;
-      l.http = evhttp_new(base_);
-      l.guard = std::make_unique<HttpGuard>(base_, l.limits, [] { return true; });
-      l.guard->attach(l.http);
-      evhttp_set_gencb(l.http, &GuardedHttpHarness::on_request, &l);
-      evhttp_bound_socket* socket = evhttp_bind_socket_with_handle(l.http, "127.0.0.1", 0);
-      if (socket == nullptr) continue;  // port() stays 0; exchange() reports it
-      l.guard->watch_listener(evhttp_bound_socket_get_listener(socket));
-      sockaddr_in addr{};
-      socklen_t len = sizeof(addr);
-      getsockname(evhttp_bound_socket_get_fd(socket), reinterpret_cast<sockaddr*>(&addr), &len);
-      l.port = ntohs(addr.sin_port);
+      l.http = std::make_unique<HttpServer>(
+          base_, l.limits, [&l](const std::shared_ptr<HttpExchange>& exchange) { on_request(l, *exchange); },
+          [] { return true; });
+      if (!l.http->listen("127.0.0.1", 0).is_ok()) continue;  // port stays 0; exchange() reports it
+      l.port = l.http->port();
     }
-    // The server's liveness timer (every 250 ms there): the guard's timeouts and its count
-    // of the connections evhttp freed.
-    timer_ = event_new(base_, -1, EV_PERSIST, &GuardedHttpHarness::on_timer, this);
+    // The server's timeout timer (every 250 ms there).
+    timer_ = event_new(base_, -1, EV_PERSIST, &HttpServerHarness::on_timer, this);
     const timeval period{0, 50 * 1000};
     event_add(timer_, &period);
   }
 
-  ~GuardedHttpHarness() {
+  ~HttpServerHarness() {
     event_free(timer_);
-    for (Listener& l : listeners_) {
-      if (l.http != nullptr) evhttp_free(l.http);
-      l.guard.reset();  // after evhttp_free: it holds the connections' bufferevents
-    }
+    for (Listener& l : listeners_) l.http.reset();
     event_base_free(base_);
   }
 
-  GuardedHttpHarness(const GuardedHttpHarness&) = delete;
-  GuardedHttpHarness& operator=(const GuardedHttpHarness&) = delete;
+  HttpServerHarness(const HttpServerHarness&) = delete;
+  HttpServerHarness& operator=(const HttpServerHarness&) = delete;
 
   struct Exchange {
     std::string answer;  // every byte the server sent
     // Empty when all went well; else what did not: the connection still open
     // kDeadlineSeconds after the client's last byte (a hang), or still counted open by the
-    // guard kDeadlineSeconds after the client closed (a leak), or a socket failure here.
+    // server kDeadlineSeconds after the client closed (a leak), or a socket failure here.
     std::string failure;
   };
 
@@ -130,15 +116,15 @@ class GuardedHttpHarness {
     const linger abort_close{1, 0};
     setsockopt(client.fd, SOL_SOCKET, SO_LINGER, &abort_close, sizeof(abort_close));
     ::close(client.fd);
-    // evhttp frees the connection when it sees the close, and the guard releases it then (or
-    // at its sweep, check_timeouts, for one whose request never reached the handler).
+    // The server frees the connection when it sees the close (a lingering one at the latest
+    // when its linger ends, in check_timeouts).
     const double close_deadline = now_s() + kDeadlineSeconds;
     const auto sweep = [&] {
-      if (sweep_) listener.guard->check_timeouts();
+      if (sweep_) listener.http->check_timeouts();
     };
-    for (sweep(); listener.guard->open_connections() > 0; sweep()) {
+    for (sweep(); listener.http->open_connections() > 0; sweep()) {
       if (now_s() > close_deadline) {
-        if (result.failure.empty()) result.failure = "the guard still counts a connection after it closed";
+        if (result.failure.empty()) result.failure = "the server still counts a connection after it closed";
         break;
       }
       event_base_loop(base_, EVLOOP_ONCE);
@@ -147,8 +133,8 @@ class GuardedHttpHarness {
     return result;
   }
 
-  // Whether the guard's sweep (check_timeouts, every 50 ms here) runs: without it, only what
-  // the guard releases as evhttp frees a connection is released.
+  // Whether the server's timeouts (check_timeouts, every 50 ms here) run: without them, only
+  // what the server releases as it sees a close is released.
   void set_sweep(bool on) { sweep_ = on; }
 
   // The descriptors this process has open.
@@ -191,7 +177,7 @@ class GuardedHttpHarness {
           return "a chunked response (no route streams here)";
         }
       }
-      // Without a Content-Length (evhttp's answers to HTTP/1.0) the body runs to the close.
+      // Without a Content-Length (a 100 Continue, a stream to HTTP/1.0) the body runs to the close.
       if (!has_length) content_length = rest.size();
       if (rest.size() < content_length) {
         // A response to HEAD carries the length and no body; only the last one can be told
@@ -215,8 +201,7 @@ class GuardedHttpHarness {
  private:
   struct Listener {
     HttpLimits limits;
-    evhttp* http = nullptr;
-    std::unique_ptr<HttpGuard> guard;
+    std::unique_ptr<HttpServer> http;
     int port = 0;
   };
 
@@ -232,29 +217,21 @@ class GuardedHttpHarness {
     return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
   }
 
-  static void reply(evhttp_request* req, int status, const std::string& body) {
-    evhttp_add_header(evhttp_request_get_output_headers(req), "Content-Type", "application/json");
-    evbuffer* buf = evbuffer_new();
-    evbuffer_add(buf, body.data(), body.size());
-    evhttp_send_reply(req, status, nullptr, buf);
-    evbuffer_free(buf);
+  static void reply(HttpExchange& exchange, int status, const std::string& body) {
+    exchange.respond(status, body, "application/json");
   }
-  static void reply_error(evhttp_request* req, const ApiError& error) {
-    reply(req, error.http_status, error.to_json());
+  static void reply_error(HttpExchange& exchange, const ApiError& error) {
+    reply(exchange, error.http_status, error.to_json());
   }
 
   // The routes of OpenAiServer::Impl::handle, the request parsers standing in for the engine.
-  static void on_request(evhttp_request* req, void* arg) {
-    Listener* listener = static_cast<Listener*>(arg);
-    listener->guard->request_started(req);
-    const evhttp_uri* uri = evhttp_request_get_evhttp_uri(req);
-    const char* raw_path = uri != nullptr ? evhttp_uri_get_path(uri) : nullptr;
-    const std::string path = raw_path != nullptr ? raw_path : "";
-    const evhttp_cmd_type method = evhttp_request_get_command(req);
+  static void on_request(Listener& listener, HttpExchange& req) {
+    const std::string& path = req.request().path;
+    const std::string& method = req.request().method;
     if (path == "/health") return reply(req, 200, "");
-    if (!listener->limits.api_key.empty()) {
-      const char* auth = evhttp_find_header(evhttp_request_get_input_headers(req), "Authorization");
-      if (auth == nullptr || !bearer_matches(auth, listener->limits.api_key)) {
+    if (!listener.limits.api_key.empty()) {
+      const std::optional<std::string_view> auth = req.request().header("Authorization");
+      if (!auth || !bearer_matches(*auth, listener.limits.api_key)) {
         return reply_error(req, {401, "invalid or missing API key", ""});
       }
     }
@@ -262,11 +239,9 @@ class GuardedHttpHarness {
     const bool known_post =
         path == "/v1/completions" || path == "/v1/chat/completions" || path == "/tokenize" || path == "/detokenize";
     if (!known_post) return reply_error(req, {404, "route " + path + " not found", ""});
-    if (method != EVHTTP_REQ_POST) return reply_error(req, {405, "use POST for " + path, ""});
-    evbuffer* in = evhttp_request_get_input_buffer(req);
-    std::string body(evbuffer_get_length(in), '\0');
-    evbuffer_copyout(in, body.data(), body.size());
-    if (body.size() > listener->limits.max_body_bytes) return reply_error(req, {413, "body over the limit", ""});
+    if (method != "POST") return reply_error(req, {405, "use POST for " + path, ""});
+    const std::string& body = req.request().body;
+    if (body.size() > listener.limits.max_body_bytes) return reply_error(req, {413, "body over the limit", ""});
     std::optional<ApiError> error;
     if (path == "/tokenize") {
       TokenizeRequest request;
@@ -284,9 +259,9 @@ class GuardedHttpHarness {
   }
 
   static void on_timer(evutil_socket_t, short, void* arg) {
-    auto* self = static_cast<GuardedHttpHarness*>(arg);
+    auto* self = static_cast<HttpServerHarness*>(arg);
     if (!self->sweep_) return;
-    for (Listener& l : self->listeners_) l.guard->check_timeouts();
+    for (Listener& l : self->listeners_) l.http->check_timeouts();
   }
 
   static void on_client_write(evutil_socket_t fd, short, void* arg) {
