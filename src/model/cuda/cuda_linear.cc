@@ -1,7 +1,5 @@
 #include "model/cuda/cuda_linear.h"
 
-#include "kernels/cuda/cutlass_fp8_block_gemm.h"
-
 #include <algorithm>
 #include <cstring>
 #include <variant>
@@ -109,7 +107,8 @@ Status upload_fp8_block_parts(const std::vector<LinearPart>& parts, CudaLinear& 
   CROSSPOINT_ASSIGN_OR_RETURN(out.weight_scale, upload_bytes(scales.data(), scales.size() * 4, out.name + " scales"));
   const std::vector<float> m64 =
       fp8_block_scales_m64(scales.data(), fp8_block_weight_scale_row(K), out.out_features, static_cast<int>(K));
-  CROSSPOINT_ASSIGN_OR_RETURN(out.weight_scale_m64, upload_bytes(m64.data(), m64.size() * 4, out.name + " scales"));
+  CROSSPOINT_ASSIGN_OR_RETURN(out.weight_scale_m64,
+                              upload_bytes(m64.data(), m64.size() * 4, out.name + " scales per 64 channels"));
   return Status::ok();
 }
 
