@@ -17,7 +17,7 @@
 #include "cutlass/gemm/device/gemm_universal_adapter.h"
 #include "cutlass/gemm/kernel/gemm_universal.hpp"
 #include "kernels/cuda/cutlass_fp8_kernels.h"
-#include "kernels/cuda/programmatic_launch.cuh"
+#include "kernels/cuda/cutlass_launch.cuh"
 
 namespace crosspoint::cuda::cutlass_fp8 {
 
@@ -100,20 +100,7 @@ Status run(const Args& a, cudaStream_t stream) {
     return internal_error("cutlass_fp8_gemm: the kernel asks for a workspace this launcher does not give");
   }
   if (a.check_only) return Status::ok();
-  if (gemm.initialize(args, nullptr, stream) != cutlass::Status::kSuccess) {
-    return internal_error("cutlass_fp8_gemm: CUTLASS initialize failed");
-  }
-#if defined(CUTLASS_ENABLE_GDC_FOR_SM90)
-  const bool programmatic = programmatic_launch_enabled();
-#else
-  const bool programmatic = false;  // the kernel would not wait for the one before it
-#endif
-  const cutlass::Status status = gemm.run(stream, nullptr, programmatic);
-  if (status != cutlass::Status::kSuccess) {
-    return internal_error(std::string("cutlass_fp8_gemm: launch failed: ") + cutlassGetStatusString(status) + ", " +
-                          cudaGetErrorString(cudaGetLastError()));
-  }
-  return Status::ok();
+  return launch_cutlass_gemm(gemm, args, stream, "cutlass_fp8_gemm");
 }
 
 }  // namespace crosspoint::cuda::cutlass_fp8
