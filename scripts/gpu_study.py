@@ -40,7 +40,8 @@ Parts not in the default set (name them in --only):
             sequentially, in copies sent together and amid load, default and --deterministic servers
   quantize: crosspoint quantize of the 7B fp16 checkpoint to each of QUANT_SCHEMES (w8a8-fp8,w8a8-int8)
             with --device cuda, then --device cpu, timed; the two outputs' safetensors compared byte
-            for byte (quantize.json)
+            for byte (quantize.json). w4a16 (GPTQ act-order, group 128, GPTQ_CALIB_SAMPLES (128) packed
+            samples of GPTQ_CALIB_TOKENS (2048) tokens) on the GPU only; QUANT_LIMIT_S (200) per run
 --deterministic-too: the decode step and the sweep run a second time with --deterministic
          (decode_step_deterministic.json, the sweep-deterministic folder), for the mode's cost.
 --baseline TAR: another bundle's crosspoint-gpu.tar.xz (carried, e.g. an older commit's); its
@@ -1138,13 +1139,24 @@ class Study:
         results["read_fp16"] = {"bytes": size, "seconds": seconds, "note": "cat after writing: page cache"}
         for scheme in comma_list(env("QUANT_SCHEMES", "w8a8-fp8,w8a8-int8")):
             entry = {}
-            for device in ("cuda", "cpu"):
+            # GPTQ of a 7B on the CPU is out of the question: w4a16 runs on the GPU only, with act-order,
+            # group 128 and GPTQ_CALIB_SAMPLES packed samples of GPTQ_CALIB_TOKENS tokens of the bundle's ShareGPT.
+            extra, devices = [], ("cuda", "cpu")
+            if scheme == "w4a16":
+                devices = ("cuda",)
+                extra = ["--method", "gptq", "--desc-act", "--group-size", "128", "--calib-pack",
+                         "--calib-dataset", f"{BUNDLE_DIR}/datasets/sharegpt_sample.json",
+                         "--calib-samples", env("GPTQ_CALIB_SAMPLES", "128"),
+                         "--calib-max-tokens", env("GPTQ_CALIB_TOKENS", "2048")]
+                entry["args"] = extra
+            for device in devices:
                 out_dir = f"{WORK}/quant-{scheme}-{device}"
                 log = f"{WORK}/logs/quantize-{scheme}-{device}.log"
-                self.log(f"== crosspoint quantize --scheme {scheme} --device {device}")
+                self.log(f"== crosspoint quantize --scheme {scheme} --device {device} {' '.join(extra)}")
                 t0 = time.monotonic()
                 rc = self.run([f"{BUNDLE_DIR}/bin/crosspoint", "quantize", "--model", fp16, "--scheme", scheme,
-                               "--device", device, "--out", out_dir, "--force"], log, self.limit(200))
+                               "--device", device, "--out", out_dir, "--force", *extra], log,
+                              self.limit(int(env("QUANT_LIMIT_S", "200"))))
                 wall = time.monotonic() - t0
                 self.show(grep(log, r"GPU|written|wrote|error|Error|GB")[-6:])
                 self.step(f"quantize_{scheme}_{device}", rc, round(wall), last_line(log, 150))

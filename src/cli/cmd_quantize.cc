@@ -1,8 +1,9 @@
 // crosspoint quantize: writes a W8A8-FP8 or W8A8-INT8 (compressed-tensors) or W4A16 (GPTQ int4)
-// copy of a dense checkpoint; W8A8 weights are quantised on the GPU when one is visible.
+// copy of a dense checkpoint; W8A8 weights and GPTQ are quantised on the GPU when one is visible.
 //   crosspoint quantize --model DIR|default --scheme w8a8-fp8|w8a8-int8|w4a16 [--method gptq|rtn]
 //       [--group-size 128] [--desc-act] [--static-groups] [--damp 0.01] [--calib-dataset sharegpt|FILE]
-//       [--calib-samples 128] [--calib-max-tokens 256] [--out DIR] [--force] [--threads N] [--device auto]
+//       [--calib-samples 128] [--calib-max-tokens 256] [--calib-pack] [--out DIR] [--force] [--threads N] [--device
+//       auto]
 // --out defaults to CROSSPOINT_CACHE/models/<model name>-<scheme>[-<method>].
 #include <cstdio>
 #include <filesystem>
@@ -25,7 +26,7 @@ int run_quantize(int argc, char** argv) {
   CLI::App app("Quantise a dense checkpoint to W8A8-FP8, W8A8-INT8 or W4A16 (GPTQ int4)", "crosspoint quantize");
   std::string model = "default", scheme, method = "gptq", calib_dataset = "sharegpt", out, device = "auto";
   int64_t group_size = 128;
-  bool desc_act = false, static_groups = false, force = false;
+  bool desc_act = false, static_groups = false, force = false, calib_pack = false;
   double damp = 0.01;
   int calib_samples = 128, calib_max_tokens = 256, threads = 0;
   app.add_option("--model", model, "dense model directory or 'default'");
@@ -43,12 +44,16 @@ int run_quantize(int argc, char** argv) {
   app.add_option("--calib-dataset", calib_dataset, "gptq calibration text: sharegpt or a ShareGPT-format JSON file");
   app.add_option("--calib-samples", calib_samples, "gptq: number of calibration samples");
   app.add_option("--calib-max-tokens", calib_max_tokens, "gptq: tokens per calibration sample (cut)");
+  app.add_flag("--calib-pack", calib_pack,
+               "gptq: join the conversations and cut them into samples of exactly --calib-max-tokens tokens "
+               "(long sequences, as GPTQ with a 2,048-token window wants), instead of one sample per conversation");
   app.add_option("--out", out, "output directory");
   app.add_flag("--force", force, "overwrite an existing output directory");
   app.add_option("--threads", threads, "worker threads (default: all cores)");
   app.add_option("--device", device,
-                 "where W8A8 weights are quantised: auto (cuda when a GPU is visible, else cpu), cpu or cuda (the same "
-                 "bytes either way; w4a16's GPTQ and RTN run on the CPU)")
+                 "where the weights are quantised: auto (cuda when a GPU is visible, else cpu), cpu or cuda. W8A8: the "
+                 "same bytes either way. GPTQ on cuda runs the calibration through the GPU model in fp16 (the CPU's in "
+                 "f32), so a few codes differ; RTN needs no calibration and runs on the CPU")
       ->check(CLI::IsMember({"auto", "cpu", "cuda"}))
       ->capture_default_str();
   if (int code = parse_or_exit_code(app, argc, argv); code >= 0) return code;
@@ -67,12 +72,8 @@ int run_quantize(int argc, char** argv) {
   o.int4.static_groups = static_groups;
   o.int4.damp_percent = damp;
   o.overwrite = force;
-  const bool w8a8 = o.scheme != QuantizeScheme::kW4A16;
-  if (device == "auto") device = w8a8 && analysis::gpu_device_count() > 0 ? "cuda" : "cpu";
-  if (device == "cuda" && !w8a8) {
-    return report_error("quantize", unsupported("--device cuda: w4a16 (GPTQ or RTN) runs on the CPU only so far; use "
-                                                "--device cpu"));
-  }
+  const bool rtn = o.scheme == QuantizeScheme::kW4A16 && o.int4_method == Int4Method::kRtn;
+  if (device == "auto") device = !rtn && analysis::gpu_device_count() > 0 ? "cuda" : "cpu";
   o.device = device;
   log_info("quantize: {} weights, quantised on {}", scheme, device);
   if (out.empty()) {
@@ -84,7 +85,8 @@ int run_quantize(int argc, char** argv) {
   if (o.scheme == QuantizeScheme::kW4A16 && o.int4_method == Int4Method::kGptq) {
     auto tokenizer = Tokenizer::from_model_dir(o.model_dir);
     if (!tokenizer.is_ok()) return report_error("quantize", tokenizer.status());
-    auto samples = load_text_samples(calib_dataset, *tokenizer.value(), calib_samples, calib_max_tokens, 16, 0);
+    auto samples =
+        load_text_samples(calib_dataset, *tokenizer.value(), calib_samples, calib_max_tokens, 16, 0, calib_pack);
     if (!samples.is_ok()) return report_error("quantize", samples.status());
     o.calibration = std::move(samples).value();
   }

@@ -20,6 +20,9 @@
 #include "quant/quant_config.h"
 #include "quant/sequence_forward.h"
 #ifdef CROSSPOINT_HAVE_CUDA
+#include <cuda_runtime.h>
+
+#include "quant/cuda/gpu_gptq_calibration.h"
 #include "quant/cuda/gpu_weight_quantizer.h"
 #endif
 
@@ -134,6 +137,24 @@ Result<std::map<std::string, Int4Quantized>> run_gptq(const QuantizeModelOptions
   return session.results();
 }
 
+#ifdef CROSSPOINT_HAVE_CUDA
+// GPTQ on the GPU: the dense checkpoint through the CUDA model a layer at a time.
+Result<std::map<std::string, Int4Quantized>> run_gptq_on_gpu(const QuantizeModelOptions& o) {
+  if (o.calibration.empty()) return invalid_argument("gptq: no calibration samples");
+  CROSSPOINT_ASSIGN_OR_RETURN(auto model, Model::load(o.model_dir));
+  GpuGptqReport report;
+  CROSSPOINT_ASSIGN_OR_RETURN(auto results, gptq_quantize_on_gpu(*model, o.calibration, o.int4, &report));
+  log_info(
+      "quantize: GPTQ on the GPU took {:.1f} s ({:.1f} s upload, {:.1f} s calibration and quantisation of {} tokens in "
+      "{} batches); GPU memory at most {:.2f} GiB (residual streams {:.2f} GiB, quantiser buffers {:.2f} GiB)",
+      report.upload_s + report.calibrate_s, report.upload_s, report.calibrate_s, report.num_tokens, report.num_batches,
+      static_cast<double>(report.peak_device_bytes) / (1ull << 30),
+      static_cast<double>(report.residual_stream_bytes) / (1ull << 30),
+      static_cast<double>(report.gptq_buffer_bytes) / (1ull << 30));
+  return results;
+}
+#endif
+
 Status write_quantized(const QuantizeModelOptions& o, const ModelConfig& config, const std::string& dir);
 
 }  // namespace
@@ -141,10 +162,16 @@ Status write_quantized(const QuantizeModelOptions& o, const ModelConfig& config,
 Status quantize_model(const QuantizeModelOptions& o) {
   if (o.device != "cpu" && o.device != "cuda")
     return invalid_argument("quantize: device '" + o.device + "' is not cpu or cuda");
-  if (o.device == "cuda" && o.scheme == QuantizeScheme::kW4A16)
-    return unsupported("quantize --device cuda: W4A16 (GPTQ or RTN) runs on the CPU only so far; use --device cpu");
 #ifndef CROSSPOINT_HAVE_CUDA
   if (o.device == "cuda") return unsupported("quantize --device cuda: this build has no CUDA backend");
+#else
+  if (o.device == "cuda") {
+    int gpus = 0;
+    if (cudaGetDeviceCount(&gpus) != cudaSuccess || gpus == 0) {
+      (void)cudaGetLastError();
+      return unsupported("quantize --device cuda: no CUDA GPU is visible");
+    }
+  }
 #endif
   CROSSPOINT_ASSIGN_OR_RETURN(ModelConfig config, load_model_config(o.model_dir));
   if (!config.quantization_config_json.empty())
@@ -180,15 +207,27 @@ namespace {
 Status write_quantized(const QuantizeModelOptions& o, const ModelConfig& config, const std::string& dir) {
 #ifdef CROSSPOINT_HAVE_CUDA
   std::unique_ptr<GpuWeightQuantizer> gpu;
-  if (o.device == "cuda") { CROSSPOINT_ASSIGN_OR_RETURN(gpu, GpuWeightQuantizer::create()); }
+  if (o.device == "cuda" && o.scheme != QuantizeScheme::kW4A16) {
+    CROSSPOINT_ASSIGN_OR_RETURN(gpu, GpuWeightQuantizer::create());
+  }
 #endif
   CROSSPOINT_ASSIGN_OR_RETURN(auto tensors, SafetensorsModel::open_dir(o.model_dir));
   const std::vector<std::string> prefixes = linear_prefixes(config);
 
   std::map<std::string, Int4Quantized> int4;
   if (o.scheme == QuantizeScheme::kW4A16 && o.int4_method == Int4Method::kGptq) {
+#ifdef CROSSPOINT_HAVE_CUDA
+    if (o.device == "cuda") {
+      CROSSPOINT_ASSIGN_OR_RETURN(int4, run_gptq_on_gpu(o));
+    } else {
+      CROSSPOINT_ASSIGN_OR_RETURN(int4, run_gptq(o, config));
+    }
+#else
     CROSSPOINT_ASSIGN_OR_RETURN(int4, run_gptq(o, config));
+#endif
   }
+  if (o.scheme == QuantizeScheme::kW4A16 && o.int4_method == Int4Method::kRtn && o.device == "cuda")
+    log_info("quantize: RTN needs no calibration and runs on the CPU");
 
   std::map<std::string, std::vector<TensorToWrite>> replaced;  // "<prefix>.weight" -> new tensors
   ProgressBar progress("quantize", prefixes.size());

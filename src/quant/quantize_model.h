@@ -26,8 +26,9 @@ struct QuantizeModelOptions {
   // GPTQ calibration: token ids of each sample (all run in one forward pass).
   std::vector<std::vector<int32_t>> calibration;
   bool overwrite = false;  // replace an existing out_dir
-  // "cpu", or "cuda": W8A8-FP8 and W8A8-INT8 weights quantised on the GPU (the same bytes);
-  // W4A16 is refused there (GPTQ and RTN run on the CPU).
+  // "cpu", or "cuda": W8A8-FP8 and W8A8-INT8 weights quantised on the GPU (the same bytes), and
+  // GPTQ's calibration and solve on the GPU (quant/cuda/gpu_gptq_calibration.h); RTN needs no
+  // calibration and stays on the CPU.
   std::string device = "cpu";
 };
 

@@ -271,8 +271,8 @@ Status SweepRun::quantize_if_missing(const std::string& label) {
                              "--calib-max-tokens", "128", "--group-size", std::to_string(group_size)});
   }
   if (o_.threads > 0) argv.insert(argv.end(), {"--threads", std::to_string(o_.threads)});
-  // W8A8 weights on the sweep's device (the same bytes either way); GPTQ and RTN on the CPU.
-  argv.insert(argv.end(), {"--device", precision == "w4a16" ? "cpu" : serve_device()});
+  // On the sweep's device: W8A8 weights (the same bytes either way) and GPTQ (RTN stays on the CPU).
+  argv.insert(argv.end(), {"--device", serve_device()});
   CROSSPOINT_RETURN_IF_ERROR(run_to_completion(argv, logs_dir_ + "/quantize-" + precision + ".log",
                                                "crosspoint quantize --scheme " + precision));
   fs::rename(tmp, dir, ec);

@@ -323,7 +323,50 @@ Status CudaModel::profile_step() {
   return Status::ok();
 }
 
-Status CudaModel::run_layer(int32_t layer_idx, const CudaForwardBatch& b, const CudaKvCache& kv) {
+Status CudaModel::embed(const CudaForwardBatch& b) {
+  return embedding_gather(embed_tokens_.as<uint16_t>(), b.token_ids, residual_.as<float>(), b.shape.num_tokens,
+                          static_cast<int>(config_.hidden_size), vocab_size_, stream_);
+}
+
+size_t CudaModel::residual_stream_bytes(int32_t num_tokens) const {
+  return static_cast<size_t>(num_tokens) * static_cast<size_t>(config_.hidden_size) * (sizeof(float) + 2);
+}
+
+Status CudaModel::save_residual_stream(void* dst, int32_t num_tokens) const {
+  if (num_tokens > options_.max_num_tokens) return invalid_argument("cuda model: more tokens than a step holds");
+  const size_t residual = static_cast<size_t>(num_tokens) * config_.hidden_size * sizeof(float);
+  CROSSPOINT_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(dst, residual_.as(), residual, cudaMemcpyDeviceToDevice, stream_),
+                                  "save the residual");
+  CROSSPOINT_CUDA_RETURN_IF_ERROR(
+      cudaMemcpyAsync(static_cast<char*>(dst) + residual, delta_.as(), residual / 2, cudaMemcpyDeviceToDevice, stream_),
+      "save the layer output");
+  return Status::ok();
+}
+
+Status CudaModel::load_residual_stream(const void* src, int32_t num_tokens) {
+  if (num_tokens > options_.max_num_tokens) return invalid_argument("cuda model: more tokens than a step holds");
+  const size_t residual = static_cast<size_t>(num_tokens) * config_.hidden_size * sizeof(float);
+  CROSSPOINT_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(residual_.as(), src, residual, cudaMemcpyDeviceToDevice, stream_),
+                                  "load the residual");
+  CROSSPOINT_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(delta_.as(), static_cast<const char*>(src) + residual, residual / 2,
+                                                  cudaMemcpyDeviceToDevice, stream_),
+                                  "load the layer output");
+  return Status::ok();
+}
+
+CudaLinear& CudaModel::layer_linear(int32_t layer_idx, LayerLinear which) {
+  Layer& l = layers_.at(static_cast<size_t>(layer_idx));
+  switch (which) {
+    case LayerLinear::kQkv: return l.qkv;
+    case LayerLinear::kOProj: return l.o_proj;
+    case LayerLinear::kGateUp: return l.gate_up;
+    case LayerLinear::kDownProj: break;
+  }
+  return l.down_proj;
+}
+
+Status CudaModel::run_layer(int32_t layer_idx, const CudaForwardBatch& b, const CudaKvCache& kv,
+                            const LayerProbe* probe) {
   const ModelConfig& c = config_;
   const Layer& l = layers_[layer_idx];
   const int T = b.shape.num_tokens, d = static_cast<int>(c.hidden_size), I = static_cast<int>(c.intermediate_size);
@@ -353,6 +396,7 @@ Status CudaModel::run_layer(int32_t layer_idx, const CudaForwardBatch& b, const 
   CROSSPOINT_RETURN_IF_ERROR(add_rms_norm(residual_.as<float>(), layer_idx == 0 ? nullptr : delta, d,
                                           l.input_norm.as<uint16_t>(), eps, x, d, T, d, stream_, qkv_fp8));
   mark(StepOp::kInputNorm);
+  if (probe != nullptr && probe->stop_before == LayerLinear::kQkv) return probe->observe(x, T);
   CROSSPOINT_RETURN_IF_ERROR(linear(l.qkv, qkv_fp8, x, qkv_.as<uint16_t>()));
   mark(StepOp::kQkvProj);
   if (!l.q_norm.empty())  // Qwen3; profiled as part of rope_kv_write
@@ -418,17 +462,20 @@ Status CudaModel::run_layer(int32_t layer_idx, const CudaForwardBatch& b, const 
   CROSSPOINT_RETURN_IF_ERROR(cuda_paged_attention(attn, stream_));
   mark(StepOp::kAttention);
 
+  if (probe != nullptr && probe->stop_before == LayerLinear::kOProj) return probe->observe(attn_.as<uint16_t>(), T);
   CROSSPOINT_RETURN_IF_ERROR(run_cuda_linear(l.o_proj, scratch_, attn_.as<uint16_t>(), T, delta, stream_));
   mark(StepOp::kOProj);
   const Fp8Rows gate_up_fp8 = fp8_input(l.gate_up, x);
   CROSSPOINT_RETURN_IF_ERROR(add_rms_norm(residual_.as<float>(), delta, d, l.post_attention_norm.as<uint16_t>(), eps, x,
                                           d, T, d, stream_, gate_up_fp8));
   mark(StepOp::kPostAttentionNorm);
+  if (probe != nullptr && probe->stop_before == LayerLinear::kGateUp) return probe->observe(x, T);
   CROSSPOINT_RETURN_IF_ERROR(linear(l.gate_up, gate_up_fp8, x, gate_up_.as<uint16_t>()));
   mark(StepOp::kGateUpProj);
   const Fp8Rows down_fp8 = fp8_input(l.down_proj, act_.as<uint16_t>());
   CROSSPOINT_RETURN_IF_ERROR(silu_mul(gate_up_.as<uint16_t>(), 2 * I, act_.as<uint16_t>(), I, T, I, stream_, down_fp8));
   mark(StepOp::kSiluMul);
+  if (probe != nullptr && probe->stop_before == LayerLinear::kDownProj) return probe->observe(act_.as<uint16_t>(), T);
   CROSSPOINT_RETURN_IF_ERROR(linear(l.down_proj, down_fp8, act_.as<uint16_t>(), delta));
   mark(StepOp::kDownProj);
   return Status::ok();
@@ -445,8 +492,7 @@ Status CudaModel::forward(const CudaForwardBatch& b, CudaKvCache& kv) {
         "cuda model: the KV cache was not made for this model (layers, block size, kv heads, "
         "head_dim or dtype differ)");
   if (profiler_ != nullptr) CROSSPOINT_RETURN_IF_ERROR(profiler_->begin_step(stream_));
-  CROSSPOINT_RETURN_IF_ERROR(
-      embedding_gather(embed_tokens_.as<uint16_t>(), b.token_ids, residual_.as<float>(), T, d, vocab_size_, stream_));
+  CROSSPOINT_RETURN_IF_ERROR(embed(b));
   mark(StepOp::kEmbedding);
   for (int32_t i = 0; i < static_cast<int32_t>(layers_.size()); ++i) CROSSPOINT_RETURN_IF_ERROR(run_layer(i, b, kv));
   if (R == 0) return Status::ok();

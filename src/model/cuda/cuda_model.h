@@ -16,6 +16,7 @@
 #include <cuda_runtime.h>
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -60,6 +61,16 @@ struct CudaModelOptions {
   bool fuse_fp8_input = true;
 };
 
+// The four linears of a decoder layer, in the order the layer runs them.
+enum class LayerLinear { kQkv, kOProj, kGateUp, kDownProj };
+
+// Stops run_layer before one of its linears and hands that linear's input to `observe`: fp16
+// [rows, in_features] on the model's stream (GPTQ calibration, quant/cuda/gpu_gptq_calibration.h).
+struct LayerProbe {
+  LayerLinear stop_before = LayerLinear::kQkv;
+  std::function<Status(const uint16_t* input, int32_t rows)> observe;
+};
+
 // What the startup log prints. CudaModel::memory() fills what the model knows (the KV fields
 // zero); CudaModelRunner::memory() the whole of it, once the runner has sized its KV cache.
 struct CudaMemoryReport {
@@ -102,6 +113,20 @@ class CudaModel {
   // [num_logits, vocab]. Synchronises.
   Status forward_host(const ForwardBatch& batch, CudaKvCache& kv, StepInputStaging& inputs, float* logits);
 
+  // The decoder a layer at a time (GPTQ calibration runs many batches through one layer before
+  // the next): embed() starts the residual stream of b's tokens, run_layer() runs one layer on it
+  // (to the probe's linear when one is given), and the stream between layers (the f32 residual
+  // and the last layer's pending output) is saved and restored by the caller. Launches only.
+  Status embed(const CudaForwardBatch& b);
+  Status run_layer(int32_t layer_idx, const CudaForwardBatch& b, const CudaKvCache& kv,
+                   const LayerProbe* probe = nullptr);
+  size_t residual_stream_bytes(int32_t num_tokens) const;
+  Status save_residual_stream(void* device_dst, int32_t num_tokens) const;
+  Status load_residual_stream(const void* device_src, int32_t num_tokens);
+  // A layer's linear, whose weights a quantiser may rewrite in place (same format and shape).
+  CudaLinear& layer_linear(int32_t layer_idx, LayerLinear which);
+  int32_t num_layers() const { return static_cast<int32_t>(layers_.size()); }
+
   // Per-op timing of eager steps (benchmarks; model/cuda/step_profiler.h). With a profiler
   // set, forward() opens a step on it (refusing while the stream is being captured) and marks
   // every op; the caller marks what it runs after forward and calls finish(). nullptr (the
@@ -137,7 +162,6 @@ class CudaModel {
   Status upload_weights(const Model& model);
   Status allocate_activations();
   Status profile_step();
-  Status run_layer(int32_t layer_idx, const CudaForwardBatch& b, const CudaKvCache& kv);
   void mark(StepOp op) {
     if (profiler_ != nullptr) profiler_->mark(op);
   }
