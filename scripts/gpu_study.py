@@ -68,7 +68,8 @@ Options: --only tests,check,sweep,peers (default; also sanitize,hwinfo,ceilings,
          sweep longer than one call runs over several)
          --kernels-batches 1 (kernels: the batches ncu times)   --baseline TAR   --deterministic-too
          --cpu-dry-run (here, without a GPU: tiny checkpoints, CPU servers; tests the flow)
-Environment: BUDGET_S, MEMORY_BUDGET (sweep --memory-budget, e.g. 24GB: a smaller GPU's capacity), MAX_NUM_SEQS
+Environment: SWEEP_FROM_FP16=1 (only the fp16 checkpoint is written and the sweep quantises it on the GPU,
+         GPTQ with GPTQ_CALIB_SAMPLES (128) samples; SWEEP_EVAL_SAMPLES (0) the sweep's quality samples), BUDGET_S, MEMORY_BUDGET (sweep --memory-budget, e.g. 24GB: a smaller GPU's capacity), MAX_NUM_SEQS
          (sweep --max-num-seqs), TEST_LIMIT_S, TEST_BINARIES (which test binaries, in order), ATTN_SHAPES, DECODE_VARIANT_ARGS (decode: bench_decode_step again with
          these flags, e.g. --tight-attention-bound, into decode_step_variant.json), PROFILE_KERNELS, PROFILE_ROWS, PROFILE_COUNT, PROFILE_S, TEST_KERNELS_FILTER (a gtest filter for test_kernels_cuda), SANITIZE_{MEMCHECK,RACECHECK,DETERMINISM}_{S,FILTER}, DECODE_MICRO=0,
          ATTENTION_MICRO=0 (gemm/decode: bench_gemm without bench_attention),
@@ -308,6 +309,8 @@ class Study:
         self.ckpt = env("CKPT_DIR", "/tmp/crosspoint-ckpt")
         self.steps = os.path.join(WORK, "steps.jsonl")
         self.prec_list = comma_list(opts.precisions)
+        # SWEEP_FROM_FP16=1: only the fp16 checkpoint is written; the sweep quantises it on the GPU.
+        self.from_fp16 = env("SWEEP_FROM_FP16", "0") == "1"
         self.tokenizer = f"{BUNDLE_DIR}/tokenizers/qwen2.5"
         self.sweep_device = "cuda"
         self.gen_config = ["--config", "qwen2.5-7b"]
@@ -556,7 +559,9 @@ class Study:
             if "fp16" not in self.prec_list:
                 fp16_args.append("--config-only")  # shape + tokenizer for --model
             generator = f"{ROOT}/benchmarks/gpu/make_random_checkpoint.py"
-            for p in ["fp16"] + self.prec_list:
+            if self.from_fp16:
+                fp16_args = ["--format", "fp16"]  # the sweep quantises it itself
+            for p in ["fp16"] + ([] if self.from_fp16 else self.prec_list):
                 if p == "fp16" and os.path.isfile(f"{self.ckpt}/fp16/config.json"):
                     continue
                 args = fp16_args if p == "fp16" else ["--format", p]
@@ -582,7 +587,7 @@ class Study:
         t = now()
         self.gen_thread.join()  # each checkpoint has its own timeout inside
         # Present = written now or kept from an earlier call on this machine.
-        wanted = set(["fp16"] + self.prec_list)
+        wanted = set(["fp16"] + ([] if self.from_fp16 else self.prec_list))
         written = sum(1 for p in wanted if p and os.path.isfile(f"{self.ckpt}/{p}/config.json"))
         self.step("checkpoints", 0 if written >= len(wanted) else 1, now() - t,
                   f"{written} of {len(wanted)} present; waited {now() - t} s after the tests")
@@ -1062,13 +1067,16 @@ class Study:
                  f"{o.num_prompts} prompts, {o.dataset})")
         sweep_dir = f"{WORK}/sweep"
         args = ["--device", self.sweep_device, "--model", f"{self.ckpt}/fp16", "--precisions", o.precisions,
-                "--concurrency", o.concurrency, "--num-prompts", o.num_prompts, "--eval-samples", "0",
+                "--concurrency", o.concurrency, "--num-prompts", o.num_prompts,
+                "--eval-samples", env("SWEEP_EVAL_SAMPLES", "0"),
                 "--max-model-len", "4096", "--max-bisect-runs", o.bisect, "--gpu-memory-utilization", o.gpu_mem,
                 "--ignore-eos", "--out", sweep_dir, "--server-start-timeout", "240",
                 "--kv-cache-dtypes", o.kv_dtypes, "--prefix-caching", o.prefix_caching]
         for p in self.prec_list:
-            if p != "fp16":
+            if p != "fp16" and not self.from_fp16:
                 args += ["--precision-model", f"{p}={self.ckpt}/{p}"]
+        if self.from_fp16:
+            args += ["--quant-calib-samples", env("GPTQ_CALIB_SAMPLES", "128")]
         if o.dataset == "random":
             args += ["--dataset", "random", "--random-input-len", "218", "--output-len", "220"]
         elif o.dataset == "prefix_repetition":  # a shared system prompt or document before each question

@@ -267,8 +267,13 @@ Status SweepRun::quantize_if_missing(const std::string& label) {
                                    precision,         "--out",    tmp,       "--force"};
   if (precision == "w4a16") {
     CROSSPOINT_ASSIGN_OR_RETURN(int64_t group_size, w4a16_group_size(fp16_dir_));
+    // On the GPU, GPTQ's usual windows: samples of 2,048 tokens cut from the joined conversations.
+    const bool gpu = serve_device() == "cuda";
     argv.insert(argv.end(), {"--method", o_.quant_method, "--calib-samples", std::to_string(o_.quant_calib_samples),
-                             "--calib-max-tokens", "128", "--group-size", std::to_string(group_size)});
+                             "--calib-max-tokens", gpu ? "2048" : "128", "--group-size", std::to_string(group_size)});
+    if (gpu) argv.push_back("--calib-pack");
+    if (!o_.dataset_path.empty() && o_.dataset == "sharegpt")
+      argv.insert(argv.end(), {"--calib-dataset", o_.dataset_path});
   }
   if (o_.threads > 0) argv.insert(argv.end(), {"--threads", std::to_string(o_.threads)});
   // On the sweep's device: W8A8 weights (the same bytes either way) and GPTQ (RTN stays on the CPU).
