@@ -71,7 +71,7 @@ Options: --only tests,check,sweep,peers (default; also sanitize,hwinfo,ceilings,
 Environment: SWEEP_FROM_FP16=1 (only the fp16 checkpoint is written and the sweep quantises it on the GPU,
          GPTQ with GPTQ_CALIB_SAMPLES (128) samples; SWEEP_EVAL_SAMPLES (0) the sweep's quality samples), BUDGET_S, MEMORY_BUDGET (sweep --memory-budget, e.g. 24GB: a smaller GPU's capacity), MAX_NUM_SEQS
          (sweep --max-num-seqs), TEST_LIMIT_S, TEST_BINARIES (which test binaries, in order), ATTN_SHAPES, DECODE_VARIANT_ARGS (decode: bench_decode_step again with
-         these flags, e.g. --tight-attention-bound, into decode_step_variant.json), PROFILE_KERNELS, PROFILE_ROWS, PROFILE_COUNT, PROFILE_S, TEST_KERNELS_FILTER (a gtest filter for test_kernels_cuda), SANITIZE_{MEMCHECK,RACECHECK,DETERMINISM}_{S,FILTER}, DECODE_MICRO=0,
+         these flags, e.g. --tight-attention-bound, into decode_step_variant.json), PROFILE_KERNELS, PROFILE_ROWS, PROFILE_COUNT, PROFILE_S, TEST_KERNELS_FILTER (a gtest filter for test_kernels_cuda), TEST_MODEL_FILTER (one for test_model_cuda), SANITIZE_{MEMCHECK,RACECHECK,DETERMINISM}_{S,FILTER}, DECODE_MICRO=0,
          ATTENTION_MICRO=0 (gemm/decode: bench_gemm without bench_attention),
          BENCH_GEMM_ARGS, BENCH_GEMM_S, BENCH_ATTENTION_ARGS, PEER_MIN_LEFT_S, CKPT_DIR, KERNELS_S,
          OUT (default: out-gpu-study in the checkout).
@@ -604,6 +604,8 @@ class Study:
                 flt = ["--gtest_filter=GpuMeasurement*"]
             if t_bin == "test_kernels_cuda" and env("TEST_KERNELS_FILTER"):
                 flt = [f"--gtest_filter={env('TEST_KERNELS_FILTER')}"]
+            if t_bin == "test_model_cuda" and env("TEST_MODEL_FILTER"):
+                flt = [f"--gtest_filter={env('TEST_MODEL_FILTER')}"]
             self.log(f"== {t_bin} {' '.join(flt)}")
             t = now()
             log = f"{WORK}/logs/{t_bin}.log"

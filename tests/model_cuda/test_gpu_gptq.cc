@@ -260,7 +260,9 @@ TEST(GpuGptqTest, QuantizeOnTheGpuWritesTheCpusCheckpoint) {
       auto files = SafetensorsModel::open_dir(o.out_dir);
       ASSERT_TRUE(files.is_ok()) << files.status().to_string();
       written[i] = std::move(files).value();
-      auto loaded = Model::load(o.out_dir);
+      ModelLoadOptions load;
+      load.linear_formats = quantized_linear_weight_formats();
+      auto loaded = Model::load(o.out_dir, load);
       ASSERT_TRUE(loaded.is_ok()) << loaded.status().to_string();
     }
     int64_t same = 0, total = 0;
