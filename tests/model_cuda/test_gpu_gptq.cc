@@ -5,8 +5,10 @@
 //     g_idx bit for bit, for act-order, static groups, asymmetric and whole-row groups, and RTN;
 //   - its own Hessian (fp16 rows through cuBLAS) and blocked Cholesky give a factor within f64
 //     rounding of the host's and >= 99.9 % of the host's codes on the same rows;
-//   - `quantize --scheme w4a16 --device cuda` on a tiny checkpoint writes a GPTQ checkpoint that
-//     loads, with >= 99 % of the CPU's codes (the GPU's calibration forward is fp16, the CPU's f32).
+//   - `quantize --scheme w4a16 --device cuda` on a tiny checkpoint writes a GPTQ checkpoint whose
+//     logits on held-out tokens are as close to the dense model's as the CPU's GPTQ checkpoint
+//     (within 1.2x its squared error) and closer than RTN's. Its codes are not the CPU's: the GPU
+//     calibrates on fp16 activations, the CPU on f32, and error feedback spreads the difference.
 // The GPU tests skip without a GPU.
 #include <gtest/gtest.h>
 
@@ -27,6 +29,7 @@
 #include "quant/gptq_calibration.h"
 #include "quant/int4_quantizer.h"
 #include "quant/quantize_model.h"
+#include "quant/sequence_forward.h"
 
 namespace crosspoint {
 namespace {
@@ -230,57 +233,93 @@ std::vector<int32_t> unpack_codes(const TensorInfo& qweight) {  // [K/8, N] int3
   return out;
 }
 
-TEST(GpuGptqTest, QuantizeOnTheGpuWritesTheCpusCheckpoint) {
+// Mean squared difference of two logit arrays.
+double mean_squared_difference(const std::vector<float>& a, const std::vector<float>& b) {
+  double sum = 0.0;
+  for (size_t i = 0; i < a.size(); ++i) sum += (static_cast<double>(a[i]) - b[i]) * (a[i] - b[i]);
+  return sum / static_cast<double>(a.size());
+}
+
+// The quantised checkpoint's logits on held-out token sequences (CPU model) and its codes.
+struct Written {
+  std::vector<float> logits;
+  std::unique_ptr<SafetensorsModel> files;
+};
+
+TEST(GpuGptqTest, QuantizeOnTheGpuIsAsGoodAsTheCpu) {
   SKIP_WITHOUT_GPU();
   auto dense = cuda_testing::TinyCheckpoints::get().dir(cuda_testing::TinyPrecision::kFp16);
   ASSERT_TRUE(dense.is_ok()) << dense.status().to_string();
   const auto root = std::filesystem::temp_directory_path() / ("crosspoint_gpu_gptq_" + std::to_string(::getpid()));
   std::mt19937 rng(11);
   std::uniform_int_distribution<int32_t> token(3, static_cast<int32_t>(cuda_testing::kVocab) - 1);
-  std::vector<std::vector<int32_t>> calibration;
-  for (int s = 0; s < 12; ++s) {
-    std::vector<int32_t> sample(40 + 9 * s);
-    for (auto& id : sample) id = token(rng);
-    calibration.push_back(std::move(sample));
+  auto samples = [&](int count, int base) {
+    std::vector<std::vector<int32_t>> out;
+    for (int s = 0; s < count; ++s) {
+      std::vector<int32_t> sample(base + 9 * s);
+      for (auto& id : sample) id = token(rng);
+      out.push_back(std::move(sample));
+    }
+    return out;
+  };
+  const auto calibration = samples(12, 40), held_out = samples(4, 64);
+  ModelLoadOptions load;
+  load.linear_formats = quantized_linear_weight_formats();
+  std::vector<float> reference;
+  {
+    auto model = Model::load(*dense, load);
+    ASSERT_TRUE(model.is_ok()) << model.status().to_string();
+    ASSERT_TRUE(forward_sequences(**model, held_out, /*all_positions=*/true, reference).is_ok());
   }
   for (bool act_order : {false, true}) {
-    std::unique_ptr<SafetensorsModel> written[2];
-    for (int i = 0; i < 2; ++i) {
+    // GPTQ on the CPU, GPTQ on the GPU, and RTN (no calibration) as the floor both must beat.
+    Written written[3];
+    const char* names[3] = {"cpu", "cuda", "rtn"};
+    for (int i = 0; i < 3; ++i) {
       QuantizeModelOptions o;
       o.model_dir = *dense;
-      o.out_dir = (root / (std::string(i == 0 ? "cpu" : "cuda") + (act_order ? "-act" : ""))).string();
+      o.out_dir = (root / (std::string(names[i]) + (act_order ? "-act" : ""))).string();
       o.scheme = QuantizeScheme::kW4A16;
+      o.int4_method = i == 2 ? Int4Method::kRtn : Int4Method::kGptq;
       o.int4.group_size = 64;
-      o.int4.act_order = act_order;
-      o.calibration = calibration;
+      o.int4.act_order = act_order && i != 2;
+      if (i != 2) o.calibration = calibration;
       o.overwrite = true;
-      o.device = i == 0 ? "cpu" : "cuda";
+      o.device = i == 1 ? "cuda" : "cpu";
       const Status s = quantize_model(o);
-      ASSERT_TRUE(s.is_ok()) << s.to_string();
+      ASSERT_TRUE(s.is_ok()) << names[i] << ": " << s.to_string();
       auto files = SafetensorsModel::open_dir(o.out_dir);
       ASSERT_TRUE(files.is_ok()) << files.status().to_string();
-      written[i] = std::move(files).value();
-      ModelLoadOptions load;
-      load.linear_formats = quantized_linear_weight_formats();
-      auto loaded = Model::load(o.out_dir, load);
-      ASSERT_TRUE(loaded.is_ok()) << loaded.status().to_string();
+      written[i].files = std::move(files).value();
+      auto model = Model::load(o.out_dir, load);
+      ASSERT_TRUE(model.is_ok()) << names[i] << ": " << model.status().to_string();
+      ASSERT_TRUE(forward_sequences(**model, held_out, /*all_positions=*/true, written[i].logits).is_ok());
     }
-    int64_t same = 0, total = 0;
-    for (const std::string& name : written[0]->tensor_names()) {
-      const TensorInfo* a = written[0]->find(name);
-      const TensorInfo* b = written[1]->find(name);
-      ASSERT_NE(b, nullptr) << name;
-      ASSERT_EQ(a->shape, b->shape) << name;
+    const double cpu = mean_squared_difference(written[0].logits, reference);
+    const double gpu = mean_squared_difference(written[1].logits, reference);
+    const double rtn = mean_squared_difference(written[2].logits, reference);
+    // Codes: GPTQ's error feedback carries any difference in H (the GPU calibrates on fp16
+    // activations, the CPU on f32) into every later column of a row, so codes drift apart.
+    int64_t same = 0, near = 0, total = 0;
+    for (const std::string& name : written[0].files->tensor_names()) {
       if (!name.ends_with(".qweight")) continue;
-      const auto ca = unpack_codes(*a), cb = unpack_codes(*b);
-      for (size_t i = 0; i < ca.size(); ++i) same += ca[i] == cb[i];
+      const TensorInfo* b = written[1].files->find(name);
+      ASSERT_NE(b, nullptr) << name;
+      const auto ca = unpack_codes(*written[0].files->find(name)), cb = unpack_codes(*b);
+      ASSERT_EQ(ca.size(), cb.size()) << name;
+      for (size_t i = 0; i < ca.size(); ++i) {
+        same += ca[i] == cb[i];
+        near += std::abs(ca[i] - cb[i]) <= 1;
+      }
       total += static_cast<int64_t>(ca.size());
     }
     ASSERT_GT(total, 0);
-    const double share = static_cast<double>(same) / static_cast<double>(total);
-    std::printf("[ checkpoint ] act-order %d: %.5f of %lld codes equal the CPU's\n", act_order ? 1 : 0, share,
-                static_cast<long long>(total));
-    EXPECT_GE(share, 0.99);
+    std::printf(
+        "[ checkpoint ] act-order %d: logit MSE against fp16 %.5g (GPU GPTQ) %.5g (CPU GPTQ) %.5g (RTN); codes equal "
+        "%.4f, within one step %.4f\n",
+        act_order ? 1 : 0, gpu, cpu, rtn, static_cast<double>(same) / total, static_cast<double>(near) / total);
+    EXPECT_LT(gpu, rtn) << "GPTQ on the GPU does not beat RTN";
+    EXPECT_LE(gpu, 1.2 * cpu) << "GPTQ on the GPU is worse than on the CPU";
   }
   std::filesystem::remove_all(root);
 }
