@@ -1,6 +1,6 @@
 // bench_formats.h: FP16, W8A8-FP8 (per channel), block-wise FP8 (128 x 128; and again on
-// cuBLASLt alone at the rows CUTLASS takes), W8A8-INT8 (and again with cuBLASLt's first heuristic
-// choice, untimed), W4A16 (symmetric) and W4A16 with zero points, each through the call run_cuda_linear makes, with
+// cuBLASLt alone at the rows CUTLASS takes), W8A8-INT8 (and again on cuBLASLt alone at the rows
+// CUTLASS takes), W4A16 (symmetric) and W4A16 with zero points, each through the call run_cuda_linear makes, with
 // random weights in the format's device layout (one copy per layer: every launch streams them).
 #include <cstdio>
 #include <random>
@@ -18,9 +18,9 @@
 namespace crosspoint::bench {
 namespace {
 
-enum class Format { kFp16, kFp8, kFp8Block, kFp8BlockCublas, kInt8, kInt8Heuristic, kW4A16, kW4A16Zeros };
-constexpr Format kFormats[] = {Format::kFp16, Format::kFp8,           Format::kFp8Block, Format::kFp8BlockCublas,
-                               Format::kInt8, Format::kInt8Heuristic, Format::kW4A16,    Format::kW4A16Zeros};
+enum class Format { kFp16, kFp8, kFp8Block, kFp8BlockCublas, kInt8, kInt8Cublas, kW4A16, kW4A16Zeros };
+constexpr Format kFormats[] = {Format::kFp16, Format::kFp8,        Format::kFp8Block, Format::kFp8BlockCublas,
+                               Format::kInt8, Format::kInt8Cublas, Format::kW4A16,    Format::kW4A16Zeros};
 const char* format_name(Format f) {
   switch (f) {
     case Format::kFp16: return "fp16";
@@ -28,7 +28,7 @@ const char* format_name(Format f) {
     case Format::kFp8Block: return "w8a8-fp8-block128";
     case Format::kFp8BlockCublas: return "fp8-block128-cublas";
     case Format::kInt8: return "w8a8-int8";
-    case Format::kInt8Heuristic: return "w8a8-int8-heuristic";
+    case Format::kInt8Cublas: return "w8a8-int8-cublaslt";
     case Format::kW4A16: return "w4a16-g128";
     case Format::kW4A16Zeros: return "w4a16-g128-zeros";
   }
@@ -59,7 +59,7 @@ FormatLinear make(Format f, int n, int k, uint32_t seed, cudaStream_t s) {
       break;
     case Format::kFp8:
     case Format::kInt8:
-    case Format::kInt8Heuristic:
+    case Format::kInt8Cublas:
       BENCH_CUDA(cudaMalloc(&l.weight, nk));
       BENCH_CUDA(cudaMalloc(&l.scales, static_cast<size_t>(n) * 4));
       if (f == Format::kFp8) {
@@ -138,7 +138,7 @@ Status run(cuda::CublasLtContext& ctx, const Scratch& b, Format f, const FormatL
                                               static_cast<const float*>(l.scales), b.y, m, n, k, s,
                                               static_cast<const float*>(l.scales_m64));
     case Format::kInt8:
-    case Format::kInt8Heuristic:
+    case Format::kInt8Cublas:
       return cuda::int8_linear_from_fp16(ctx, b.x, k, reinterpret_cast<int8_t*>(b.xq), k, b.x_scale, nullptr,
                                          static_cast<const int8_t*>(l.weight), k, static_cast<const float*>(l.scales),
                                          b.y, n, m, n, k, b.sums, s);
@@ -160,9 +160,9 @@ Status run(cuda::CublasLtContext& ctx, const Scratch& b, Format f, const FormatL
 }  // namespace
 
 nlohmann::json bench_formats(cuda::CublasLtContext& ctx, double bw_gbps, cudaStream_t s, int reps) {
-  auto untuned = cuda::CublasLtContext::create();  // int8 with the heuristic's first algorithm
-  BENCH_CHECK(untuned.status());
-  (*untuned)->set_int8_tuning(false);
+  auto cublas_only = cuda::CublasLtContext::create();  // int8 without CUTLASS
+  BENCH_CHECK(cublas_only.status());
+  (*cublas_only)->set_int8_cutlass(false);
   Scratch b;
   const size_t xs = static_cast<size_t>(kMaxRows) * kMaxK, ys = static_cast<size_t>(kMaxRows) * kMaxN;
   BENCH_CUDA(cudaMalloc(&b.x, xs * 2));
@@ -201,7 +201,7 @@ nlohmann::json bench_formats(cuda::CublasLtContext& ctx, double bw_gbps, cudaStr
       }
       const double ms = time_graph(
           [&]() -> Status {
-            cuda::CublasLtContext& c = f == Format::kInt8Heuristic ? **untuned : ctx;
+            cuda::CublasLtContext& c = f == Format::kInt8Cublas ? **cublas_only : ctx;
             for (const FormatLinear& l : lins) CROSSPOINT_RETURN_IF_ERROR(run(c, b, f, l, m, s));
             return Status::ok();
           },

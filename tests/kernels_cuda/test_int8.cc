@@ -1,7 +1,7 @@
 // W8A8-INT8 on the GPU against the host reference of kernels/int8.h (the CPU model's kernel):
-// the activation quantisation bit for bit, and the whole linear (quantisation, cuBLASLt's int8
-// GEMM, the scale epilogue) bit for bit after the reference's f32 output is rounded to fp16:
-// the sums are exact integers and the epilogue multiplies in the reference's order.
+// the activation quantisation bit for bit, and the whole linear (quantisation, CUTLASS's or
+// cuBLASLt's int8 GEMM, the scale epilogue) bit for bit after the reference's f32 output is
+// rounded to fp16: the sums are exact integers and both epilogues multiply in the reference's order.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -11,6 +11,7 @@
 
 #include "common/dtype.h"
 #include "kernels/cuda/cublaslt_gemm.h"
+#include "kernels/cuda/cutlass_fp8_gemm.h"
 #include "kernels/cuda/int8_quant.h"
 #include "kernels/cuda/linear.h"
 #include "kernels/int8.h"
@@ -125,6 +126,71 @@ TEST(Int8Linear, EqualsTheHostReferenceRoundedToFp16) {
       int mismatches = 0;
       for (size_t i = 0; i < got.size(); ++i) mismatches += got[i] != f32_to_f16(y_ref[i]);
       EXPECT_EQ(mismatches, 0) << "m=" << m << " n=" << n << " k=" << k << " input_scale=" << input_scale;
+    }
+  }
+}
+
+// Every CUTLASS tile on its own, at one tile of rows, a partial one and several, beside the
+// dispatch with CUTLASS turned off (cuBLASLt): the same bits as the reference in both.
+TEST(Int8Linear, EveryCutlassTileAndCublasLtEqualTheHostReference) {
+  CROSSPOINT_SKIP_WITHOUT_GPU();
+  if (!cutlass_fp8_available()) GTEST_SKIP() << "needs compute capability 9.0 and an sm_90a build";
+  auto ctx = CublasLtContext::create();
+  ASSERT_TRUE(ctx.is_ok()) << ctx.status().to_string();
+  std::mt19937 rng(29);
+  std::uniform_int_distribution<int> code(-128, 127);
+  std::uniform_real_distribution<float> scale(1e-4f, 2e-3f);
+  constexpr int n = 192, k = 3584;
+  std::vector<int8_t> w(static_cast<size_t>(n) * k);
+  for (auto& v : w) v = static_cast<int8_t>(code(rng));
+  std::vector<float> w_scale(n);
+  for (auto& s : w_scale) s = scale(rng);
+  DeviceBuffer<int8_t> w_dev(w);
+  DeviceBuffer<float> ws(w_scale);
+  for (CutlassFp8Tile tile : kAllCutlassFp8Tiles) {
+    const int tokens = cutlass_fp8_tile_tokens(tile);
+    for (int m : {1, tokens, tokens + 3, 2 * tokens + 5}) {
+      const auto x = awkward_activations(rng, m, k);
+      const std::vector<float> xf = testing::f16_to_f32(x);
+      std::vector<float> y_ref(static_cast<size_t>(m) * n);
+      Int8LinearArgs args;
+      args.x = xf.data();
+      args.weight = w.data();
+      args.weight_scale = w_scale.data();
+      args.y = y_ref.data();
+      args.num_rows = m;
+      args.in_features = k;
+      args.out_features = n;
+      ASSERT_TRUE(int8_linear_ref(args).is_ok());
+      std::vector<int8_t> q_ref;
+      std::vector<float> s_ref;
+      quantize_ref(x, m, k, 0.f, &q_ref, &s_ref);
+      DeviceBuffer<int8_t> xq(q_ref);
+      DeviceBuffer<float> xs(s_ref);
+      DeviceBuffer<uint16_t> y(static_cast<size_t>(m) * n);
+      y.poison();
+      const Status st =
+          cutlass_int8_gemm(tile, xq.get(), k, xs.get(), w_dev.get(), k, ws.get(), y.get(), n, m, n, k, nullptr);
+      ASSERT_TRUE(st.is_ok()) << cutlass_fp8_tile_name(tile) << " m=" << m << ": " << st.to_string();
+      auto got = y.download();
+      int mismatches = 0;
+      for (size_t i = 0; i < got.size(); ++i) mismatches += got[i] != f32_to_f16(y_ref[i]);
+      EXPECT_EQ(mismatches, 0) << cutlass_fp8_tile_name(tile) << " m=" << m;
+
+      (*ctx)->set_int8_cutlass(false);
+      DeviceBuffer<uint16_t> x_dev(x);
+      DeviceBuffer<int8_t> xq2(static_cast<size_t>(m) * k);
+      DeviceBuffer<float> xs2(m);
+      DeviceBuffer<int32_t> sums(static_cast<size_t>(m) * n);
+      y.poison();
+      const Status st2 = int8_linear_from_fp16(**ctx, x_dev.get(), k, xq2.get(), k, xs2.get(), nullptr, w_dev.get(), k,
+                                               ws.get(), y.get(), n, m, n, k, sums.get(), nullptr);
+      (*ctx)->set_int8_cutlass(true);
+      ASSERT_TRUE(st2.is_ok()) << st2.to_string();
+      got = y.download();
+      mismatches = 0;
+      for (size_t i = 0; i < got.size(); ++i) mismatches += got[i] != f32_to_f16(y_ref[i]);
+      EXPECT_EQ(mismatches, 0) << "cuBLASLt m=" << m;
     }
   }
 }

@@ -271,8 +271,7 @@ Status int8_gemm_cublaslt(CublasLtContext& ctx, const int8_t* xq, int64_t xq_str
     return invalid_argument("int8_gemm_cublaslt: strides must be multiples of 4 bytes");
   if (scratch == nullptr) return invalid_argument("int8_gemm_cublaslt: needs an [M, N] int32 scratch");
   CROSSPOINT_ASSIGN_OR_RETURN(auto* plan, ctx.plan({kPlanInt8, m, n, k, w_stride, xq_stride, n}));
-  if (plan->has_algo && !plan->tuned && ctx.int8_tuning())
-    CROSSPOINT_RETURN_IF_ERROR(tune_int8_plan(ctx, plan, wq, xq, scratch, stream));
+  if (plan->has_algo && !plan->tuned) CROSSPOINT_RETURN_IF_ERROR(tune_int8_plan(ctx, plan, wq, xq, scratch, stream));
   CROSSPOINT_RETURN_IF_ERROR(run_plan(ctx, plan, wq, xq, scratch, stream, "int8_gemm_cublaslt", /*int_scalars=*/true));
   const dim3 grid((n + kInt8EpilogueCols - 1) / kInt8EpilogueCols, m);
   int8_scale_epilogue_kernel<<<grid, kInt8EpilogueThreads, 0, stream>>>(scratch, x_scale, w_scale, y, y_stride, n);

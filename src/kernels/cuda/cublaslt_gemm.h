@@ -43,10 +43,10 @@ class CublasLtContext {
   using PlanKey = std::tuple<int, int, int, int, int64_t, int64_t, int64_t>;
   Result<Plan*> plan(const PlanKey& key);
 
-  // Whether int8 plans time their candidates (on by default; off keeps the heuristic's first
-  // choice, for benchmarks that show what the timing gains).
-  void set_int8_tuning(bool on) { int8_tuning_ = on; }
-  bool int8_tuning() const { return int8_tuning_; }
+  // Whether int8_linear_from_fp16 may hand its rows to CUTLASS (on by default; off keeps every
+  // shape on cuBLASLt, for benchmarks that show both).
+  void set_int8_cutlass(bool on) { int8_cutlass_ = on; }
+  bool int8_cutlass() const { return int8_cutlass_; }
 
   cublasLtHandle_t handle() const { return handle_; }
   void* workspace() const { return workspace_; }
@@ -57,7 +57,7 @@ class CublasLtContext {
   cublasLtHandle_t handle_ = nullptr;
   void* workspace_ = nullptr;  // device, workspace_bytes_
   size_t workspace_bytes_ = 0;
-  bool int8_tuning_ = true;
+  bool int8_cutlass_ = true;
   std::map<PlanKey, std::unique_ptr<Plan>> plans_;
 };
 

@@ -12,24 +12,37 @@ namespace {
 
 bool aligned16(const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; }
 
-// The launcher's refusals, then the tile's entry point (with args.check_only, CUTLASS's own
-// can_implement alone).
-Status validate_and_run(CutlassFp8Tile tile, const cutlass_fp8::Args& a, cudaStream_t stream) {
+// The launcher's refusals, then the tile's entry point for e4m3 or int8 operands (with
+// args.check_only, CUTLASS's own can_implement alone).
+Status validate_and_run(CutlassFp8Tile tile, const cutlass_fp8::Args& a, bool int8, cudaStream_t stream) {
+  const std::string name = int8 ? "cutlass_int8_gemm" : "cutlass_fp8_gemm";
   if (a.m < 0 || a.n <= 0 || a.k <= 0) {
-    return invalid_argument("cutlass_fp8_gemm: bad sizes m " + std::to_string(a.m) + ", n " + std::to_string(a.n) +
-                            ", k " + std::to_string(a.k));
+    return invalid_argument(name + ": bad sizes m " + std::to_string(a.m) + ", n " + std::to_string(a.n) + ", k " +
+                            std::to_string(a.k));
   }
   if (a.k % 16 != 0 || a.xq_stride % 16 != 0 || a.w_stride % 16 != 0 || a.n % 8 != 0 || a.y_stride % 8 != 0) {
-    return invalid_argument("cutlass_fp8_gemm: k (" + std::to_string(a.k) +
-                            ") and the xq/w strides must be multiples " + "of 16 bytes, n (" + std::to_string(a.n) +
+    return invalid_argument(name + ": k (" + std::to_string(a.k) + ") and the xq/w strides must be multiples " +
+                            "of 16 bytes, n (" + std::to_string(a.n) +
                             ") and y's stride multiples of 8 elements (TMA)");
   }
   if (!a.check_only && (!aligned16(a.xq) || !aligned16(a.wq) || !aligned16(a.y))) {
-    return invalid_argument("cutlass_fp8_gemm: xq, wq and y must be 16-byte aligned (TMA)");
+    return invalid_argument(name + ": xq, wq and y must be 16-byte aligned (TMA)");
   }
   if (a.m == 0 && !a.check_only) return Status::ok();
   cutlass_fp8::Args args = a;
   args.num_sms = cuda_device_info().num_sms;
+  if (int8) {
+    switch (tile) {
+      case CutlassFp8Tile::k64x16: return cutlass_fp8::int8_gemm_64x16(args, stream);
+      case CutlassFp8Tile::k64x32: return cutlass_fp8::int8_gemm_64x32(args, stream);
+      case CutlassFp8Tile::k64x64: return cutlass_fp8::int8_gemm_64x64(args, stream);
+      case CutlassFp8Tile::k64x128: return cutlass_fp8::int8_gemm_64x128(args, stream);
+      case CutlassFp8Tile::kPingpong64x16: return cutlass_fp8::int8_gemm_pingpong_64x16(args, stream);
+      case CutlassFp8Tile::kPingpong64x32: return cutlass_fp8::int8_gemm_pingpong_64x32(args, stream);
+      case CutlassFp8Tile::kPingpong64x64: return cutlass_fp8::int8_gemm_pingpong_64x64(args, stream);
+    }
+    return internal_error(name + ": unknown tile");
+  }
   switch (tile) {
     case CutlassFp8Tile::k64x16: return cutlass_fp8::gemm_64x16(args, stream);
     case CutlassFp8Tile::k64x32: return cutlass_fp8::gemm_64x32(args, stream);
@@ -39,7 +52,7 @@ Status validate_and_run(CutlassFp8Tile tile, const cutlass_fp8::Args& a, cudaStr
     case CutlassFp8Tile::kPingpong64x32: return cutlass_fp8::gemm_pingpong_64x32(args, stream);
     case CutlassFp8Tile::kPingpong64x64: return cutlass_fp8::gemm_pingpong_64x64(args, stream);
   }
-  return internal_error("cutlass_fp8_gemm: unknown tile");
+  return internal_error(name + ": unknown tile");
 }
 
 }  // namespace
@@ -101,7 +114,7 @@ Status cutlass_fp8_gemm_check(CutlassFp8Tile tile, int m, int n, int k, int64_t 
                               int64_t y_stride) {
   cutlass_fp8::Args args{nullptr, xq_stride, nullptr, nullptr, w_stride, nullptr, nullptr, y_stride, m, n, k};
   args.check_only = true;
-  return validate_and_run(tile, args, nullptr);
+  return validate_and_run(tile, args, /*int8=*/false, nullptr);
 }
 
 Status cutlass_fp8_gemm(CutlassFp8Tile tile, const uint8_t* xq, int64_t xq_stride, const float* x_scale,
@@ -111,7 +124,28 @@ Status cutlass_fp8_gemm(CutlassFp8Tile tile, const uint8_t* xq, int64_t xq_strid
     CROSSPOINT_RETURN_IF_ERROR(cutlass_fp8_gemm_check(tile, m, n, k, xq_stride, w_stride, y_stride));
     return unsupported("cutlass_fp8_gemm: needs a compute capability 9.0 GPU and a build for sm_90a");
   }
-  return validate_and_run(tile, {xq, xq_stride, x_scale, wq, w_stride, w_scale, y, y_stride, m, n, k}, stream);
+  return validate_and_run(tile, {xq, xq_stride, x_scale, wq, w_stride, w_scale, y, y_stride, m, n, k},
+                          /*int8=*/false, stream);
+}
+
+Status cutlass_int8_gemm_check(CutlassFp8Tile tile, int m, int n, int k, int64_t xq_stride, int64_t w_stride,
+                               int64_t y_stride) {
+  cutlass_fp8::Args args{nullptr, xq_stride, nullptr, nullptr, w_stride, nullptr, nullptr, y_stride, m, n, k};
+  args.check_only = true;
+  return validate_and_run(tile, args, /*int8=*/true, nullptr);
+}
+
+Status cutlass_int8_gemm(CutlassFp8Tile tile, const int8_t* xq, int64_t xq_stride, const float* x_scale,
+                         const int8_t* wq, int64_t w_stride, const float* w_scale, uint16_t* y, int64_t y_stride, int m,
+                         int n, int k, cudaStream_t stream) {
+  if (!cutlass_fp8_available()) {
+    CROSSPOINT_RETURN_IF_ERROR(cutlass_int8_gemm_check(tile, m, n, k, xq_stride, w_stride, y_stride));
+    return unsupported("cutlass_int8_gemm: needs a compute capability 9.0 GPU and a build for sm_90a");
+  }
+  return validate_and_run(tile,
+                          {reinterpret_cast<const uint8_t*>(xq), xq_stride, x_scale,
+                           reinterpret_cast<const uint8_t*>(wq), w_stride, w_scale, y, y_stride, m, n, k},
+                          /*int8=*/true, stream);
 }
 
 }  // namespace crosspoint::cuda

@@ -1,12 +1,14 @@
-// The CUTLASS kernel type behind cutlass_fp8_gemm (cutlass_fp8_gemm.h), one instantiation per
-// tile in its own cutlass_fp8_gemm_<tile>.cu so that they compile in parallel. Only those
-// files include this header: each instantiation takes about a minute of nvcc.
+// The CUTLASS kernel type behind cutlass_fp8_gemm (cutlass_fp8_gemm.h) and, with int8 operands
+// and int32 sums, cutlass_int8_gemm (cutlass_int8_gemm.h): one instantiation per tile in its own
+// cutlass_{fp8,int8}_gemm_<tile>.cu so that they compile in parallel. Only those files include
+// this header: each instantiation takes about a minute of nvcc.
 #pragma once
 
 #include <cuda_runtime.h>
 
 #include <cstdint>
 #include <string>
+#include <type_traits>
 
 #include "common/status.h"
 #include "cute/tensor.hpp"
@@ -38,11 +40,15 @@ struct ScheduleTypes<Schedule::kPingpong> {
   using Epilogue = cutlass::epilogue::TmaWarpSpecialized;
 };
 
-template <int kTileChannels, int kTileTokens, int kTileK, Schedule kSchedule = Schedule::kSingle>
+// ElementT: cutlass::float_e4m3_t (fp32 sums) or int8_t (int32 sums, exact; the epilogue turns
+// each into the nearest float before the scales, as kernels/int8.h's reference does).
+template <int kTileChannels, int kTileTokens, int kTileK, Schedule kSchedule = Schedule::kSingle,
+          typename ElementT = cutlass::float_e4m3_t>
 struct SwappedGemm {
   static constexpr Schedule kScheduleKind = kSchedule;
   using Out = cutlass::half_t;
-  using Element = cutlass::float_e4m3_t;
+  using Element = ElementT;
+  using Accumulator = std::conditional_t<std::is_same_v<ElementT, int8_t>, int32_t, float>;
   using TileShape = cute::Shape<cute::Int<kTileChannels>, cute::Int<kTileTokens>, cute::Int<kTileK>>;
   using ClusterShape = cute::Shape<cute::_1, cute::_1, cute::_1>;
   using WScale = cutlass::epilogue::fusion::Sm90ColBroadcast<0, TileShape, float>;  // one per channel (GEMM row)
@@ -60,11 +66,11 @@ struct SwappedGemm {
   static constexpr int kAlignD = 128 / cutlass::sizeof_bits<Out>::value;
   using Epilogue = typename cutlass::epilogue::collective::CollectiveBuilder<
       cutlass::arch::Sm90, cutlass::arch::OpClassTensorOp, TileShape, ClusterShape,
-      cutlass::epilogue::collective::EpilogueTileAuto, float, float, void, LayoutD, kAlignD, Out, LayoutD, kAlignD,
-      typename ScheduleTypes<kSchedule>::Epilogue, Fusion>::CollectiveOp;
+      cutlass::epilogue::collective::EpilogueTileAuto, Accumulator, float, void, LayoutD, kAlignD, Out, LayoutD,
+      kAlignD, typename ScheduleTypes<kSchedule>::Epilogue, Fusion>::CollectiveOp;
   using Mainloop = typename cutlass::gemm::collective::CollectiveBuilder<
       cutlass::arch::Sm90, cutlass::arch::OpClassTensorOp, Element, cutlass::layout::RowMajor, 16, Element,
-      cutlass::layout::ColumnMajor, 16, float, TileShape, ClusterShape,
+      cutlass::layout::ColumnMajor, 16, Accumulator, TileShape, ClusterShape,
       cutlass::gemm::collective::StageCountAutoCarveout<static_cast<int>(sizeof(typename Epilogue::SharedStorage))>,
       typename ScheduleTypes<kSchedule>::Mainloop>::CollectiveOp;
   using Kernel = cutlass::gemm::kernel::GemmUniversal<cute::Shape<int, int, int, int>, Mainloop, Epilogue>;
@@ -74,6 +80,7 @@ struct SwappedGemm {
 template <typename G>
 Status run(const Args& a, cudaStream_t stream) {
   using Kernel = typename G::Kernel;
+  constexpr const char* kName = std::is_same_v<typename G::Element, int8_t> ? "cutlass_int8_gemm" : "cutlass_fp8_gemm";
   typename Kernel::StrideA stride_w{};
   cute::get<0>(stride_w) = a.w_stride;
   typename Kernel::StrideB stride_x{};
@@ -87,20 +94,21 @@ Status run(const Args& a, cudaStream_t stream) {
                                     reinterpret_cast<const typename G::Element*>(a.xq), stride_x},
                                    {{}, nullptr, stride_y, reinterpret_cast<typename G::Out*>(a.y), stride_y}};
   args.epilogue.thread = {{a.w_scale}, {{a.x_scale}, {}, {}}, {}};
-  // Sums leave the tensor cores for fp32 registers once per k-block: the fewest promotions the
-  // mainloop allows (a whole number of its 32-deep MMAs per k-block).
-  args.mainloop.mma_promotion_interval = cute::size<2>(typename G::TileShape{}) / 32;
+  // FP8: sums leave the tensor cores for fp32 registers once per k-block, the fewest promotions
+  // the mainloop allows (a whole number of its 32-deep MMAs per k-block). int8 sums are exact.
+  if constexpr (std::is_same_v<typename G::Accumulator, float>)
+    args.mainloop.mma_promotion_interval = cute::size<2>(typename G::TileShape{}) / 32;
   if constexpr (G::kScheduleKind == Schedule::kPingpong) args.hw_info.sm_count = a.num_sms;
   typename G::Gemm gemm;
   if (gemm.can_implement(args) != cutlass::Status::kSuccess) {
-    return unsupported("cutlass_fp8_gemm: CUTLASS cannot run m = " + std::to_string(a.m) +
+    return unsupported(std::string(kName) + ": CUTLASS cannot run m = " + std::to_string(a.m) +
                        ", n = " + std::to_string(a.n) + ", k = " + std::to_string(a.k) + " (strides or alignment)");
   }
   if (G::Gemm::get_workspace_size(args) != 0) {  // neither schedule splits K, so neither needs one
-    return internal_error("cutlass_fp8_gemm: the kernel asks for a workspace this launcher does not give");
+    return internal_error(std::string(kName) + ": the kernel asks for a workspace this launcher does not give");
   }
   if (a.check_only) return Status::ok();
-  return launch_cutlass_gemm(gemm, args, stream, "cutlass_fp8_gemm");
+  return launch_cutlass_gemm(gemm, args, stream, kName);
 }
 
 }  // namespace crosspoint::cuda::cutlass_fp8

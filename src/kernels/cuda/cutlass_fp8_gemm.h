@@ -1,5 +1,6 @@
 // W8A8-FP8 GEMM on Hopper through CUTLASS's warp-specialised TMA kernel, for the rows where the
-// decode step is neither a GEMV nor a large GEMM (a few to a few hundred tokens):
+// decode step is neither a GEMV nor a large GEMM (a few to a few hundred tokens), and the same
+// kernels for W8A8-INT8 (cutlass_int8_gemm at the end):
 //   y[M, N] fp16 = x_scale[m] * w_scale[n] * (xq[M, K] · wq[N, K]^T)          (e4m3, fp32 sums)
 // Operands swapped: CUTLASS computes D[N, M] = W[N, K] · X[M, K]^T, so 64 output channels are
 // the tile's wide side and 16 to 128 tokens its narrow side, and a token tile never pads to 64
@@ -70,5 +71,14 @@ Status cutlass_fp8_gemm_check(CutlassFp8Tile tile, int m, int n, int k, int64_t 
 Status cutlass_fp8_gemm(CutlassFp8Tile tile, const uint8_t* xq, int64_t xq_stride, const float* x_scale,
                         const uint8_t* wq, int64_t w_stride, const float* w_scale, uint16_t* y, int64_t y_stride, int m,
                         int n, int k, cudaStream_t stream);
+
+// W8A8-INT8 on the same kernels (the same tiles, the same choice by shape, the same layout rules):
+// int8 xq [M, K] and wq [N, K], exact int32 sums, y = fp16((float(sum) * x_scale[m]) * w_scale[n]),
+// bit for bit kernels/int8.h's reference.
+Status cutlass_int8_gemm(CutlassFp8Tile tile, const int8_t* xq, int64_t xq_stride, const float* x_scale,
+                         const int8_t* wq, int64_t w_stride, const float* w_scale, uint16_t* y, int64_t y_stride, int m,
+                         int n, int k, cudaStream_t stream);
+Status cutlass_int8_gemm_check(CutlassFp8Tile tile, int m, int n, int k, int64_t xq_stride, int64_t w_stride,
+                               int64_t y_stride);
 
 }  // namespace crosspoint::cuda

@@ -70,6 +70,13 @@ Status int8_linear_from_fp16(CublasLtContext& ctx, const uint16_t* x, int64_t x_
   CROSSPOINT_RETURN_IF_ERROR(static_scale != nullptr
                                  ? int8_quantize_static(x, x_stride, xq, xq_stride, x_scale, static_scale, m, k, stream)
                                  : int8_quantize_per_token(x, x_stride, xq, xq_stride, x_scale, m, k, stream));
+  const auto* xq_bytes = reinterpret_cast<const uint8_t*>(xq);
+  const auto* wq_bytes = reinterpret_cast<const uint8_t*>(wq);
+  if (ctx.int8_cutlass()) {
+    if (const std::optional<CutlassFp8Tile> tile =
+            cutlass_tile(xq_bytes, xq_stride, wq_bytes, w_stride, y, y_stride, m, n, k))
+      return cutlass_int8_gemm(*tile, xq, xq_stride, x_scale, wq, w_stride, w_scale, y, y_stride, m, n, k, stream);
+  }
   return int8_gemm_cublaslt(ctx, xq, xq_stride, x_scale, wq, w_stride, w_scale, y, y_stride, m, n, k, scratch, stream);
 }
 

@@ -13,8 +13,11 @@
 //          M <= fp8_gemv_max_rows()    fp8_quantize_per_token + fp8_gemv: 16 rows on tensor cores
 //                                      (sm_89+), 2 on CUDA cores
 //          above                       fp8_quantize_per_token + cuBLASLt
-//   int8   every M                     int8_quantize_per_token (or _static) + cuBLASLt's int8 GEMM
-//                                      and the scale epilogue (int8_gemm_cublaslt)
+//   int8   sm_90a, M <= kFp8CutlassMaxRows where cutlass_fp8_tile_for picks a tile
+//                                      int8_quantize_per_token (or _static) + cutlass_int8_gemm
+//                                      (the FP8 kernels' tiles with int8 operands)
+//          elsewhere                   the quantisation + cuBLASLt's int8 GEMM and the scale
+//                                      epilogue (int8_gemm_cublaslt)
 //   fp8 block (128 x 128 weight scales), every M
 //                                      fp8_quantize_per_token_group + cuBLASLt's block-scaled GEMM
 #pragma once
@@ -66,8 +69,9 @@ Status fp8_linear_from_fp16(CublasLtContext& ctx, const uint16_t* x, int64_t x_s
 bool fp8_linear_fuses_quantisation(const uint16_t* x, int64_t x_stride, int64_t w_stride, int m, int k);
 
 // W8A8-INT8 from fp16 activations x [M, K]: quantised per token (or with the device f32
-// static_scale when it is not null) into xq [M, K] int8 and x_scale [M], then
-// int8_gemm_cublaslt with wq [N, K] int8, w_scale [N] f32 and scratch [M, N] int32.
+// static_scale when it is not null) into xq [M, K] int8 and x_scale [M], then cutlass_int8_gemm
+// or int8_gemm_cublaslt (as the table above says; the same bits either way) with wq [N, K] int8,
+// w_scale [N] f32 and, for cuBLASLt, scratch [M, N] int32.
 Status int8_linear_from_fp16(CublasLtContext& ctx, const uint16_t* x, int64_t x_stride, int8_t* xq, int64_t xq_stride,
                              float* x_scale, const float* static_scale, const int8_t* wq, int64_t w_stride,
                              const float* w_scale, uint16_t* y, int64_t y_stride, int m, int n, int k, int32_t* scratch,

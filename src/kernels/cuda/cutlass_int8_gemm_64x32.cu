@@ -1,0 +1,18 @@
+// cutlass_int8_gemm's 64-channel x 32-token tile, K in steps of 256 bytes.
+#include "kernels/cuda/cutlass_fp8_kernels.h"
+
+#if defined(CROSSPOINT_CUTLASS_SM90)
+#include "kernels/cuda/cutlass_fp8_gemm.cuh"
+#endif
+
+namespace crosspoint::cuda::cutlass_fp8 {
+
+Status int8_gemm_64x32(const Args& args, cudaStream_t stream) {
+#if defined(CROSSPOINT_CUTLASS_SM90)
+  return run<SwappedGemm<64, 32, 256, Schedule::kSingle, int8_t>>(args, stream);
+#else
+  return unsupported("cutlass_int8_gemm: this build has no sm_90a kernels (CMAKE_CUDA_ARCHITECTURES without 90a)");
+#endif
+}
+
+}  // namespace crosspoint::cuda::cutlass_fp8
