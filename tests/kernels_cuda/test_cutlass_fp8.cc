@@ -92,6 +92,21 @@ TEST(CutlassFp8Gemm, EveryKernelTakesEveryShapeTheEngineGives) {
   }
 }
 
+// The int8 twins take the same shapes (host; can_implement of the int8 instantiations).
+TEST(CutlassInt8Gemm, EveryKernelTakesEveryShapeTheEngineGives) {
+  if (no_sm90a_kernels()) GTEST_SKIP() << "no sm_90a kernels in this build";
+  for (CutlassFp8Tile tile : kAllCutlassFp8Tiles) {
+    for (int m : {1, 16, 33, 64, 130, 256}) {
+      for (auto [n, k] : {std::pair{4608, 3584}, {3584, 3584}, {37888, 3584}, {3584, 18944}, {72, 2560}}) {
+        const Status st = cutlass_int8_gemm_check(tile, m, n, k, k, k, n + 8);
+        EXPECT_TRUE(st.is_ok()) << "m=" << m << " n=" << n << " k=" << k << " tile " << cutlass_fp8_tile_name(tile)
+                                << ": " << st.to_string();
+      }
+    }
+    EXPECT_EQ(cutlass_int8_gemm_check(tile, 16, 64, 520, 520, 520, 64).code(), StatusCode::kInvalidArgument);
+  }
+}
+
 struct Problem {
   std::vector<uint8_t> xq, wq;
   std::vector<float> x_scale, w_scale;
