@@ -2,8 +2,8 @@
 // copy of a dense checkpoint; W8A8 weights and GPTQ are quantised on the GPU when one is visible.
 //   crosspoint quantize --model DIR|default --scheme w8a8-fp8|w8a8-int8|w4a16 [--method gptq|rtn]
 //       [--group-size 128] [--desc-act] [--static-groups] [--damp 0.01] [--calib-dataset sharegpt|FILE]
-//       [--calib-samples 128] [--calib-max-tokens 256] [--calib-pack] [--out DIR] [--force] [--threads N] [--device
-//       auto]
+//       [--calib-samples 128] [--calib-max-tokens 256] [--calib-pack] [--out DIR] [--force] [--threads N]
+//       [--device auto]
 // --out defaults to CROSSPOINT_CACHE/models/<model name>-<scheme>[-<method>].
 #include <cstdio>
 #include <filesystem>
