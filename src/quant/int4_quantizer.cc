@@ -48,16 +48,6 @@ inline uint8_t quantize_value(float w, float scale, uint8_t zero) {
   return static_cast<uint8_t>(std::clamp(std::nearbyint(w / scale) + zero, 0.0f, float(kMaxQ)));
 }
 
-Status check_shapes(int64_t K, int64_t N, int64_t G) {
-  if (K <= 0 || N <= 0 || K % 8 != 0 || N % 8 != 0)
-    return invalid_argument("int4 quantisation: in_features " + std::to_string(K) + " and out_features " +
-                            std::to_string(N) + " must be positive multiples of 8");
-  if (G <= 0 || K % G != 0)
-    return invalid_argument("int4 quantisation: group size " + std::to_string(G) + " does not divide in_features " +
-                            std::to_string(K));
-  return Status::ok();
-}
-
 Int4Quantized make_output(int64_t K, int64_t N, int64_t G) {
   Int4Quantized out;
   out.in_features = K;
@@ -78,7 +68,36 @@ void store_group(Int4Quantized& out, int64_t g, const GroupParams& p) {
   }
 }
 
-// Lower Cholesky factor of the symmetric positive-definite a [n, n] (row-major), in place.
+// Inverse of the lower-triangular l [n, n]: solves L X = I row by row.
+std::vector<double> invert_lower(const std::vector<double>& l, int64_t n) {
+  std::vector<double> x(n * n, 0.0);
+  for (int64_t i = 0; i < n; ++i) {
+    double* xi = &x[i * n];
+    xi[i] = 1.0;
+    for (int64_t k = 0; k < i; ++k) {
+      const double lik = l[i * n + k];
+      if (lik == 0.0) continue;
+      const double* xk = &x[k * n];
+      for (int64_t c = 0; c <= k; ++c) xi[c] -= lik * xk[c];
+    }
+    const double inv = 1.0 / l[i * n + i];
+    for (int64_t c = 0; c <= i; ++c) xi[c] *= inv;
+  }
+  return x;
+}
+
+}  // namespace
+
+Status check_int4_shapes(int64_t K, int64_t N, int64_t G) {
+  if (K <= 0 || N <= 0 || K % 8 != 0 || N % 8 != 0)
+    return invalid_argument("int4 quantisation: in_features " + std::to_string(K) + " and out_features " +
+                            std::to_string(N) + " must be positive multiples of 8");
+  if (G <= 0 || K % G != 0)
+    return invalid_argument("int4 quantisation: group size " + std::to_string(G) + " does not divide in_features " +
+                            std::to_string(K));
+  return Status::ok();
+}
+
 bool cholesky_lower(std::vector<double>& a, int64_t n) {
   for (int64_t j = 0; j < n; ++j) {
     double* row_j = &a[j * n];
@@ -103,26 +122,6 @@ bool cholesky_lower(std::vector<double>& a, int64_t n) {
     for (int64_t j = i + 1; j < n; ++j) a[i * n + j] = 0.0;
   return true;
 }
-
-// Inverse of the lower-triangular l [n, n]: solves L X = I row by row.
-std::vector<double> invert_lower(const std::vector<double>& l, int64_t n) {
-  std::vector<double> x(n * n, 0.0);
-  for (int64_t i = 0; i < n; ++i) {
-    double* xi = &x[i * n];
-    xi[i] = 1.0;
-    for (int64_t k = 0; k < i; ++k) {
-      const double lik = l[i * n + k];
-      if (lik == 0.0) continue;
-      const double* xk = &x[k * n];
-      for (int64_t c = 0; c <= k; ++c) xi[c] -= lik * xk[c];
-    }
-    const double inv = 1.0 / l[i * n + i];
-    for (int64_t c = 0; c <= i; ++c) xi[c] *= inv;
-  }
-  return x;
-}
-
-}  // namespace
 
 std::vector<float> Int4Quantized::dequantize() const {
   const int64_t K = in_features, N = out_features;
@@ -174,7 +173,7 @@ Result<GptqHessianFactor> gptq_factor_hessian(const std::vector<double>& hessian
 
 Result<Int4Quantized> rtn_quantize_int4(const float* w_t, int64_t K, int64_t N, const Int4QuantOptions& options) {
   const int64_t G = options.group_size == -1 ? K : options.group_size;
-  CROSSPOINT_RETURN_IF_ERROR(check_shapes(K, N, G));
+  CROSSPOINT_RETURN_IF_ERROR(check_int4_shapes(K, N, G));
   Int4Quantized out = make_output(K, N, G);
   // Groups are independent: split over the pool; each group's loss is summed in group order
   // afterwards, so the result does not depend on the thread count.
@@ -201,7 +200,7 @@ Result<Int4Quantized> rtn_quantize_int4(const float* w_t, int64_t K, int64_t N, 
 Result<Int4Quantized> gptq_quantize_int4(const float* w_t_in, int64_t K, int64_t N, const GptqHessianFactor& f,
                                          const Int4QuantOptions& options) {
   const int64_t G = options.group_size == -1 ? K : options.group_size;
-  CROSSPOINT_RETURN_IF_ERROR(check_shapes(K, N, G));
+  CROSSPOINT_RETURN_IF_ERROR(check_int4_shapes(K, N, G));
   if (f.num_features != K) return invalid_argument("gptq: Hessian factor is for another in_features");
   const int64_t B = std::max<int64_t>(1, options.block_size);
   // w: [K, N] f32 in quantisation (perm) order, updated as errors are compensated.

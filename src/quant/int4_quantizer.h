@@ -56,6 +56,14 @@ struct GptqHessianFactor {
   std::vector<double> hinv_upper;  // [K, K] upper Cholesky factor U of (H + damp I)^-1 in perm order
 };
 
+// The shapes int4 quantisation takes: K and N positive multiples of 8, the group dividing K.
+Status check_int4_shapes(int64_t in_features, int64_t out_features, int64_t group_size);
+
+// Lower Cholesky factor of the symmetric positive-definite a [n, n] (row-major), in place; false
+// when it is not positive definite. GPTQ's factor on the host, and the diagonal blocks of the
+// GPU's blocked one (quant/cuda/gpu_gptq.h).
+bool cholesky_lower(std::vector<double>& a, int64_t n);
+
 // hessian: [K, K] sum over calibration tokens of x x^T (any positive scale). Fails when the
 // damped Hessian is not positive definite.
 Result<GptqHessianFactor> gptq_factor_hessian(const std::vector<double>& hessian, int64_t num_features,

@@ -2,11 +2,11 @@
 // when the device cannot be used (here: no GPU on the machine, or an unknown device name).
 #include <gtest/gtest.h>
 
-#include <cstdio>
 #include <filesystem>
 #include <string>
 
 #include "model/cuda/cuda_model.h"
+#include "run_command.h"
 
 namespace crosspoint {
 namespace {
@@ -16,22 +16,11 @@ namespace {
 #define SKIP_WITHOUT_BINARY() \
   if (!std::filesystem::exists(CROSSPOINT_BINARY)) GTEST_SKIP() << CROSSPOINT_BINARY << " is not here"
 
-// stdout + stderr of a command, and its exit status.
-std::pair<std::string, int> run_command(const std::string& command) {
-  std::string output;
-  FILE* pipe = popen((command + " 2>&1").c_str(), "r");
-  if (pipe == nullptr) return {"popen failed", -1};
-  char buffer[4096];
-  size_t n;
-  while ((n = std::fread(buffer, 1, sizeof buffer, pipe)) > 0) output.append(buffer, n);
-  return {output, pclose(pipe)};
-}
-
 TEST(DeviceFlagTest, CudaWithoutAGpuIsOneClearError) {
   if (cuda::cuda_device_count() > 0) GTEST_SKIP() << "a GPU is present";
   SKIP_WITHOUT_BINARY();
   for (const std::string sub : {"serve --model /nonexistent", "generate --model /nonexistent --prompt hi"}) {
-    const auto [output, status] = run_command(std::string(CROSSPOINT_BINARY) + " " + sub + " --device cuda");
+    const auto [output, status] = testing::run_command(std::string(CROSSPOINT_BINARY) + " " + sub + " --device cuda");
     EXPECT_NE(status, 0) << sub;
     EXPECT_NE(output.find("--device cuda: no CUDA GPU is visible on this machine"), std::string::npos) << output;
     EXPECT_EQ(output.find("/nonexistent"), std::string::npos) << "the device is checked before the model: " << output;
@@ -41,11 +30,11 @@ TEST(DeviceFlagTest, CudaWithoutAGpuIsOneClearError) {
 TEST(DeviceFlagTest, UnknownDeviceIsNamed) {
   SKIP_WITHOUT_BINARY();
   const auto [serve_output, serve_status] =
-      run_command(std::string(CROSSPOINT_BINARY) + " serve --model /nonexistent --device tpu");
+      testing::run_command(std::string(CROSSPOINT_BINARY) + " serve --model /nonexistent --device tpu");
   EXPECT_NE(serve_status, 0);
   EXPECT_NE(serve_output.find("--device must be cpu, cuda or auto, got 'tpu'"), std::string::npos) << serve_output;
   const auto [gen_output, gen_status] =
-      run_command(std::string(CROSSPOINT_BINARY) + " generate --model /nonexistent --prompt hi --device tpu");
+      testing::run_command(std::string(CROSSPOINT_BINARY) + " generate --model /nonexistent --prompt hi --device tpu");
   EXPECT_NE(gen_status, 0);
   EXPECT_NE(gen_output.find("--device must be cpu, cuda or auto, got 'tpu'"), std::string::npos) << gen_output;
 }

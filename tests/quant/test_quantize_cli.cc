@@ -4,25 +4,15 @@
 // (skipped when the setup script has not converted it; the GPTQ run only in unsanitised builds).
 #include <gtest/gtest.h>
 
-#include <cstdio>
 #include <filesystem>
 #include <string>
 #include <unistd.h>
 
 #include "common/paths.h"
+#include "run_command.h"
 
 namespace crosspoint {
 namespace {
-
-std::pair<std::string, int> run_command(const std::string& command) {
-  std::string output;
-  FILE* pipe = popen((command + " 2>&1").c_str(), "r");
-  if (pipe == nullptr) return {"popen failed", -1};
-  char buffer[4096];
-  size_t n;
-  while ((n = std::fread(buffer, 1, sizeof buffer, pipe)) > 0) output.append(buffer, n);
-  return {output, pclose(pipe)};
-}
 
 class QuantizeCliTest : public ::testing::Test {
  protected:
@@ -50,14 +40,15 @@ TEST_F(QuantizeCliTest, CalibPackCutsTheConversationsIntoFullSamples) {
   GTEST_SKIP() << "GPTQ of the default model through a sanitised binary takes six minutes; the Release pass runs it";
 #endif
   const auto [output, status] =
-      run_command(quantize("--calib-pack --calib-samples 2 --calib-max-tokens 48 --group-size 64"));
+      testing::run_command(quantize("--calib-pack --calib-samples 2 --calib-max-tokens 48 --group-size 64"));
   ASSERT_EQ(status, 0) << output;
   EXPECT_NE(output.find("GPTQ calibration over 2 samples, 96 tokens"), std::string::npos) << output;
   EXPECT_TRUE(std::filesystem::exists(out_ + "/model.safetensors"));
 }
 
 TEST_F(QuantizeCliTest, TooFewTokensToPackIsRefused) {
-  const auto [output, status] = run_command(quantize("--calib-pack --calib-samples 500 --calib-max-tokens 2048"));
+  const auto [output, status] =
+      testing::run_command(quantize("--calib-pack --calib-samples 500 --calib-max-tokens 2048"));
   EXPECT_NE(status, 0);
   EXPECT_NE(output.find("packed samples of 2048 tokens, not the 500 asked for"), std::string::npos) << output;
   EXPECT_FALSE(std::filesystem::exists(out_ + "/model.safetensors"));

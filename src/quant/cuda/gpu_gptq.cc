@@ -3,7 +3,6 @@
 #include <cublas_v2.h>
 
 #include <algorithm>
-#include <cmath>
 #include <numeric>
 #include <string>
 
@@ -19,28 +18,6 @@ constexpr int64_t kCholeskyBlock = 256;  // diagonal block factored on the host
 Status cublas_ok(cublasStatus_t s, const char* what) {
   if (s == CUBLAS_STATUS_SUCCESS) return Status::ok();
   return internal_error(std::string("cublas: ") + what + ": status " + std::to_string(static_cast<int>(s)));
-}
-
-// Lower Cholesky factor of the n x n row-major block a, in place (the host quantiser's
-// algorithm); false when it is not positive definite.
-bool cholesky_lower_block(std::vector<double>& a, int64_t n) {
-  for (int64_t j = 0; j < n; ++j) {
-    double* row_j = &a[j * n];
-    double d = row_j[j];
-    for (int64_t k = 0; k < j; ++k) d -= row_j[k] * row_j[k];
-    if (!(d > 0.0)) return false;
-    const double ljj = std::sqrt(d);
-    row_j[j] = ljj;
-    for (int64_t i = j + 1; i < n; ++i) {
-      double* row_i = &a[i * n];
-      double s = row_i[j];
-      for (int64_t k = 0; k < j; ++k) s -= row_i[k] * row_j[k];
-      row_i[j] = s / ljj;
-    }
-  }
-  for (int64_t i = 0; i < n; ++i)
-    for (int64_t j = i + 1; j < n; ++j) a[i * n + j] = 0.0;
-  return true;
 }
 
 }  // namespace
@@ -180,7 +157,7 @@ Status GpuGptq::factor_device(const Int4QuantOptions& options) {
                                                       kb * sizeof(double), kb, cudaMemcpyDeviceToHost, m.stream),
                                     "GPTQ: Cholesky block");
     CROSSPOINT_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(m.stream), "GPTQ: Cholesky");
-    if (!cholesky_lower_block(block, kb))
+    if (!cholesky_lower(block, kb))
       return invalid_argument("gptq: the damped Hessian is not positive definite; raise damp_percent");
     CROSSPOINT_CUDA_RETURN_IF_ERROR(cudaMemcpy2DAsync(a11, K * sizeof(double), block.data(), kb * sizeof(double),
                                                       kb * sizeof(double), kb, cudaMemcpyHostToDevice, m.stream),
@@ -244,12 +221,7 @@ Result<Int4Quantized> GpuGptq::quantize(uint16_t* w_nk, int64_t N, int64_t K, co
                                         bool gptq, bool write_back, std::vector<double>* column_loss) {
   Impl& m = *impl_;
   const int64_t G = options.group_size == -1 ? K : options.group_size;
-  if (K <= 0 || N <= 0 || K % 8 != 0 || N % 8 != 0)
-    return invalid_argument("int4 quantisation: in_features " + std::to_string(K) + " and out_features " +
-                            std::to_string(N) + " must be positive multiples of 8");
-  if (G <= 0 || K % G != 0)
-    return invalid_argument("int4 quantisation: group size " + std::to_string(G) + " does not divide in_features " +
-                            std::to_string(K));
+  CROSSPOINT_RETURN_IF_ERROR(check_int4_shapes(K, N, G));
   const int64_t B = options.block_size;
   if (gptq && (B < 1 || B > cuda::kGptqMaxBlock))
     return invalid_argument("GPTQ on the GPU: a block size of 1 to " + std::to_string(cuda::kGptqMaxBlock) +
