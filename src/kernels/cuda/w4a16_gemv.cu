@@ -22,10 +22,10 @@ using w4a16_internal::mma_m16n8k16;
 
 constexpr int kChunkK = 64;    // input rows per packed chunk: 4 mma k-steps, 512 B per n16 block
 constexpr int kMaxWarps = 32;  // warps per block at most (1024 threads)
-// Chunks in flight per warp, chosen on the H200 (weights 4 or 8 deep, activations 1, 2 or 4;
-// docs/cuda.md): more registers cost more warps than the deeper pipeline gains.
-constexpr int kWeightDepth = 4;      // weights and scales (from HBM)
-constexpr int kActivationDepth = 1;  // activations (L1/L2)
+constexpr int kMaxThreads = kMaxWarps * 32;
+// Weight chunks in flight per warp, chosen on the H200 (4 or 8 deep, activations 1, 2 or 4
+// ahead; docs/cuda.md): more registers cost more warps than the deeper pipeline gains.
+constexpr int kDepth = 4;
 constexpr int kMaxBlocksPerSm = 32;  // resident blocks per SM on sm_80..sm_90
 
 // 16-byte streaming load of data read once per step: read-only path, not kept in L1 (the
@@ -40,8 +40,8 @@ __device__ __forceinline__ uint4 load_streaming_16(const uint4* ptr) {
 
 // acc[4] += scale * (W tile^T · x) over one 64-deep chunk of packed words `weight`. x_pairs
 // holds this chunk's B fragments ([2j] = x[token][j*16 + 2t, +1], [2j+1] = the pair 8
-// further); each pair is reloaded from `next_x` (a later chunk's) as soon as its MMA has read
-// it, so the activations run ahead in 8 registers a chunk. The MMAs sum the unscaled (q - 8)
+// further); each pair is reloaded from `next_x` (the next chunk's) as soon as its MMA has read
+// it, so the activations run one chunk ahead in 8 registers. The MMAs sum the unscaled (q - 8)
 // products in fp32 (exact: |q - 8| <= 8 times an fp16 value); the group scale half2
 // (s[n = c], s[n = c + 8]) is applied once per chunk in fp32. kZeros: the group's zero pair
 // (asymmetric weights) instead of 8; the products (q - z) x are as exact. kHalfGroups (groups of
@@ -90,18 +90,13 @@ __device__ __forceinline__ void multiply_chunk(uint4 weight, const ChunkParams& 
   add_scaled(kHalfGroups ? p.scale2 : p.scale, chunk_sum, acc);
 }
 
-// kDepth chunks of weights and kXDepth chunks of activations in flight per warp; deeper
-// pipelines need more registers (5 and 8 a chunk), so blocks of fewer threads.
-template <int kDepth, int kXDepth>
-constexpr int max_threads_for_depth() {
-  return kDepth * 5 + kXDepth * 8 <= 28 ? 1024 : 512;
-}
-
 // grid = N/16 blocks (block b owns output columns b*16 .. +15), blockDim = 32 * warps.
 // Warp w multiplies chunks w, w + warps, ... of its block's columns, for the m <= 8 tokens
-// that are the MMA's 8 columns.
-template <int kDepth, int kXDepth, bool kZeros, bool kHalfGroups>
-__global__ void __launch_bounds__(max_threads_for_depth<kDepth, kXDepth>(), 1)
+// that are the MMA's 8 columns. Each lane's next weight, scale and activation addresses move
+// by a fixed step per chunk, and the loop over all but the last chunks has no bounds checks:
+// the kernel is bound by instruction issue, so every index computation counts.
+template <bool kZeros, bool kHalfGroups>
+__global__ void __launch_bounds__(kMaxThreads, 1)
     w4a16_gemv_kernel(const uint16_t* __restrict__ x, int64_t x_stride, const uint4* __restrict__ packed_weight,
                       const uint32_t* __restrict__ packed_scales, const uint32_t* __restrict__ packed_zeros,
                       uint16_t* __restrict__ y, int64_t y_stride, int m, int n, int k, int group_size) {
@@ -115,55 +110,51 @@ __global__ void __launch_bounds__(max_threads_for_depth<kDepth, kXDepth>(), 1)
   // Chunk i of this warp is warp + i * num_warps: the block's warps read neighbouring
   // 512-byte pieces at the same time (faster on the H200 than one contiguous run per warp,
   // which scatters the reads over the block's whole weight slab).
-  const int first_chunk = warp, chunk_step = num_warps;
   const int num_chunks =
       warp < num_chunks_total ? (num_chunks_total - warp + num_warps - 1) / num_warps : 0;  // may be 0
   const int frag_row = lane / 4;        // c: A/C row (n), B column (token)
   const int frag_col = (lane % 4) * 2;  // k0: A/B k offset; C column 2t
 
-  // This lane's 16-byte word group of chunk i is weight_lane[i * weight_step].
-  const uint4* weight_lane = packed_weight + (static_cast<int64_t>(nb) * num_chunks_total + first_chunk) * 32 + lane;
-  const int weight_step = chunk_step * 32;
+  // Offsets (32-bit, from the kernel's arguments: fewer registers than pointers) of this
+  // lane's 16-byte word group of the next chunk to load.
+  uint32_t weight_next = (static_cast<uint32_t>(nb) * num_chunks_total + warp) * 32 + lane;
+  const uint32_t weight_step = num_warps * 32;
   // Scales of the chunks in load order: group = chunk / chunks_per_group by a multiply-high
   // with ceil(2^32 / chunks_per_group), exact while chunk * chunks_per_group < 2^32; with
   // groups of 32 rows, groups 2 chunk and 2 chunk + 1.
   const uint32_t chunks_per_group = kHalfGroups ? 1u : static_cast<uint32_t>(group_size / kChunkK);
+  const bool one_chunk_groups = chunks_per_group == 1;
   const uint32_t group_magic = static_cast<uint32_t>((0x100000000ull + chunks_per_group - 1) / chunks_per_group);
-  const int64_t scale_group_stride = static_cast<int64_t>(num_n_blocks) * 8;
-  const uint32_t* scale_lane = packed_scales + nb * 8 + frag_row;
-  const uint32_t* zero_lane = kZeros ? packed_zeros + nb * 8 + frag_row : nullptr;  // the same layout
-  uint32_t next_scale_chunk = static_cast<uint32_t>(first_chunk);
+  const uint32_t scale_group_stride = static_cast<uint32_t>(num_n_blocks) * 8;
+  const uint32_t scale_lane = nb * 8 + frag_row;       // zero points: the same layout
+  uint32_t scale_chunk = static_cast<uint32_t>(warp);  // the chunk whose parameters load next
   auto next_params = [&]() {
     ChunkParams p;
     uint32_t group;
     if constexpr (kHalfGroups) {
-      group = 2 * next_scale_chunk;
+      group = 2 * scale_chunk;
     } else {
-      group = chunks_per_group == 1 ? next_scale_chunk : __umulhi(next_scale_chunk, group_magic);
+      group = one_chunk_groups ? scale_chunk : __umulhi(scale_chunk, group_magic);
     }
-    next_scale_chunk += static_cast<uint32_t>(chunk_step);
-    p.scale = __ldg(scale_lane + group * scale_group_stride);
-    if constexpr (kZeros) p.zero = __ldg(zero_lane + group * scale_group_stride);
+    scale_chunk += static_cast<uint32_t>(num_warps);
+    const uint32_t offset = scale_lane + group * scale_group_stride;
+    p.scale = __ldg(packed_scales + offset);
+    if constexpr (kZeros) p.zero = __ldg(packed_zeros + offset);
     if constexpr (kHalfGroups) {
-      p.scale2 = __ldg(scale_lane + (group + 1) * scale_group_stride);
-      if constexpr (kZeros) p.zero2 = __ldg(zero_lane + (group + 1) * scale_group_stride);
+      p.scale2 = __ldg(packed_scales + offset + scale_group_stride);
+      if constexpr (kZeros) p.zero2 = __ldg(packed_zeros + offset + scale_group_stride);
     }
     return p;
   };
-  // B column c is token c; columns >= m read row m-1 (valid memory) and only feed C columns
-  // that are never stored.
-  const uint32_t* x_row =
-      reinterpret_cast<const uint32_t*>(x + min(frag_row, m - 1) * x_stride + first_chunk * kChunkK + frag_col);
-  const int x_step = chunk_step * (kChunkK / 2);  // uint32 pairs from chunk i to i + 1
 
-  // Weights and scales kDepth chunks ahead (they come from HBM); activations kXDepth ahead
-  // (L2/L1-resident).
+  // Weights and scales kDepth chunks ahead (they come from HBM).
   uint4 weight[kDepth];        // packed words j = 0..3 of this lane, per chunk in flight
   ChunkParams params[kDepth];  // that chunk's group scale (and zero point, second group)
 #pragma unroll
   for (int s = 0; s < kDepth; ++s) {
     if (s < num_chunks) {
-      weight[s] = load_streaming_16(weight_lane + s * weight_step);
+      weight[s] = load_streaming_16(packed_weight + weight_next);
+      weight_next += weight_step;
       params[s] = next_params();
     }
   }
@@ -171,31 +162,49 @@ __global__ void __launch_bounds__(max_threads_for_depth<kDepth, kXDepth>(), 1)
   // kernel writes, are read before this; x is the previous kernel's output.
   wait_for_prior_kernels();
   allow_dependent_launch();
-  static_assert(kDepth % kXDepth == 0, "activation slots must cycle with the weight slots");
-  uint32_t x_pairs[kXDepth][8] = {};
+
+  // B column c is token c; columns >= m read row m-1 (valid memory) and only feed C columns
+  // that are never stored. Activations run one chunk ahead (L1/L2-resident): x_pairs holds
+  // the current chunk's, x_next points at the next chunk's.
+  const uint32_t* x_pairs_base = reinterpret_cast<const uint32_t*>(x);
+  uint32_t x_next = static_cast<uint32_t>((min(frag_row, m - 1) * x_stride + warp * kChunkK + frag_col) / 2);
+  const uint32_t x_step = num_warps * (kChunkK / 2);  // uint32 pairs from chunk i to i + 1
+  uint32_t x_pairs[8] = {};
   if (num_chunks > 0) {  // a warp with no chunks (more warps than chunks) reads nothing
 #pragma unroll
-    for (int q = 0; q < kXDepth; ++q) {
-      const uint32_t* p = x_row + min(q, num_chunks - 1) * x_step;
-#pragma unroll
-      for (int j = 0; j < 4; ++j) {
-        x_pairs[q][2 * j] = __ldg(p + j * 8);
-        x_pairs[q][2 * j + 1] = __ldg(p + j * 8 + 4);
-      }
+    for (int j = 0; j < 4; ++j) {
+      x_pairs[2 * j] = __ldg(x_pairs_base + x_next + j * 8);
+      x_pairs[2 * j + 1] = __ldg(x_pairs_base + x_next + j * 8 + 4);
     }
+    x_next += x_step;
   }
 
   float acc[4] = {};
-  for (int base = 0; base < num_chunks; base += kDepth) {
+  int i = 0;
+  // Every chunk of these rounds has a next chunk and a chunk kDepth ahead to load.
+  for (; i + 2 * kDepth <= num_chunks; i += kDepth) {
 #pragma unroll
     for (int s = 0; s < kDepth; ++s) {
-      const int i = base + s;
-      if (i < num_chunks) {
-        // The last chunks reload the last activations (valid memory, never used).
-        const uint32_t* next_x = x_row + min(i + kXDepth, num_chunks - 1) * x_step;
-        multiply_chunk<kZeros, kHalfGroups>(weight[s], params[s], x_pairs[s % kXDepth], next_x, acc);
-        if (i + kDepth < num_chunks) {
-          weight[s] = load_streaming_16(weight_lane + (i + kDepth) * weight_step);
+      multiply_chunk<kZeros, kHalfGroups>(weight[s], params[s], x_pairs, x_pairs_base + x_next, acc);
+      x_next += x_step;
+      weight[s] = load_streaming_16(packed_weight + weight_next);
+      weight_next += weight_step;
+      params[s] = next_params();
+    }
+  }
+  // The last 2 * kDepth - 1 chunks at most, with checks.
+  for (; i < num_chunks; i += kDepth) {
+#pragma unroll
+    for (int s = 0; s < kDepth; ++s) {
+      if (i + s < num_chunks) {
+        // The last chunk reloads its own activations (valid memory, never used).
+        const bool has_next = i + s + 1 < num_chunks;
+        multiply_chunk<kZeros, kHalfGroups>(weight[s], params[s], x_pairs,
+                                            x_pairs_base + (has_next ? x_next : x_next - x_step), acc);
+        if (has_next) x_next += x_step;
+        if (i + s + kDepth < num_chunks) {
+          weight[s] = load_streaming_16(packed_weight + weight_next);
+          weight_next += weight_step;
           params[s] = next_params();
         }
       }
@@ -219,15 +228,14 @@ __global__ void __launch_bounds__(max_threads_for_depth<kDepth, kXDepth>(), 1)
   }
 }
 
-// Warps one SM holds of w4a16_gemv_kernel<kDepth, kXDepth>, from its register count (the
-// only limit: shared memory is at most 16 KB a block).
-template <int kDepth, int kXDepth, bool kZeros, bool kHalfGroups>
+// Warps one SM holds of w4a16_gemv_kernel, from its register count (the only limit: shared
+// memory is at most 16 KB a block).
+template <bool kZeros, bool kHalfGroups>
 int max_warps_per_sm() {
   static const int warps = [] {
     cudaFuncAttributes attr{};
     int regs = 64;
-    if (cudaFuncGetAttributes(&attr, w4a16_gemv_kernel<kDepth, kXDepth, kZeros, kHalfGroups>) == cudaSuccess &&
-        attr.numRegs > 0)
+    if (cudaFuncGetAttributes(&attr, w4a16_gemv_kernel<kZeros, kHalfGroups>) == cudaSuccess && attr.numRegs > 0)
       regs = attr.numRegs;
     const int regs_per_warp = (regs * 32 + 255) / 256 * 256;  // allocated per warp in 256s
     return std::clamp(65536 / regs_per_warp, 1, 64);
@@ -235,7 +243,7 @@ int max_warps_per_sm() {
   return warps;
 }
 
-template <int kDepth, int kXDepth, bool kZeros, bool kHalfGroups>
+template <bool kZeros, bool kHalfGroups>
 Status launch_gemv(const uint16_t* x, int64_t x_stride, const uint32_t* packed_weight, const uint32_t* packed_scales,
                    const uint32_t* packed_zeros, uint16_t* y, int64_t y_stride, int m, int n, int k, int group_size,
                    int warps_per_block, cudaStream_t stream);
@@ -270,6 +278,11 @@ Status w4a16_gemv(const uint16_t* x, int64_t x_stride, const uint32_t* packed_we
     return unsupported("w4a16_gemv: k = " + std::to_string(k) + " is over the 4M rows the group lookup handles");
   if (n <= 0 || n % 16 != 0)
     return unsupported("w4a16_gemv: n = " + std::to_string(n) + " is not a positive multiple of 16");
+  // The kernel addresses weights (16-byte words) and activations (fp16 pairs) by 32-bit offsets.
+  if (static_cast<int64_t>(n) * k >= (int64_t{1} << 37))
+    return unsupported("w4a16_gemv: n x k = " + std::to_string(static_cast<int64_t>(n) * k) + " is over 2^37 weights");
+  if ((m - 1) * x_stride + k >= (int64_t{1} << 33))
+    return unsupported("w4a16_gemv: x spans over 2^33 elements (x_stride " + std::to_string(x_stride) + ")");
   if (group_size == -1) group_size = k;
   if (group_size != 32 && (group_size <= 0 || group_size % kChunkK != 0)) {
     return unsupported("w4a16_gemv: group_size " + std::to_string(group_size) + " is not 32 or a multiple of 64");
@@ -285,42 +298,33 @@ Status w4a16_gemv(const uint16_t* x, int64_t x_stride, const uint32_t* packed_we
   }
   const bool half_groups = group_size == 32;
   if (packed_zeros != nullptr) {
-    return half_groups
-               ? launch_gemv<kWeightDepth, kActivationDepth, true, true>(x, x_stride, packed_weight, packed_scales,
-                                                                         packed_zeros, y, y_stride, m, n, k, group_size,
-                                                                         warps_per_block, stream)
-               : launch_gemv<kWeightDepth, kActivationDepth, true, false>(x, x_stride, packed_weight, packed_scales,
-                                                                          packed_zeros, y, y_stride, m, n, k,
-                                                                          group_size, warps_per_block, stream);
+    return half_groups ? launch_gemv<true, true>(x, x_stride, packed_weight, packed_scales, packed_zeros, y, y_stride,
+                                                 m, n, k, group_size, warps_per_block, stream)
+                       : launch_gemv<true, false>(x, x_stride, packed_weight, packed_scales, packed_zeros, y, y_stride,
+                                                  m, n, k, group_size, warps_per_block, stream);
   }
-  return half_groups
-             ? launch_gemv<kWeightDepth, kActivationDepth, false, true>(x, x_stride, packed_weight, packed_scales,
-                                                                        nullptr, y, y_stride, m, n, k, group_size,
-                                                                        warps_per_block, stream)
-             : launch_gemv<kWeightDepth, kActivationDepth, false, false>(x, x_stride, packed_weight, packed_scales,
-                                                                         nullptr, y, y_stride, m, n, k, group_size,
-                                                                         warps_per_block, stream);
+  return half_groups ? launch_gemv<false, true>(x, x_stride, packed_weight, packed_scales, nullptr, y, y_stride, m, n,
+                                                k, group_size, warps_per_block, stream)
+                     : launch_gemv<false, false>(x, x_stride, packed_weight, packed_scales, nullptr, y, y_stride, m, n,
+                                                 k, group_size, warps_per_block, stream);
 }
 
 namespace {
 
 // Arguments already checked by w4a16_gemv. warps_per_block 0: w4a16_gemv_shape's choice.
-template <int kDepth, int kXDepth, bool kZeros, bool kHalfGroups>
+template <bool kZeros, bool kHalfGroups>
 Status launch_gemv(const uint16_t* x, int64_t x_stride, const uint32_t* packed_weight, const uint32_t* packed_scales,
                    const uint32_t* packed_zeros, uint16_t* y, int64_t y_stride, int m, int n, int k, int group_size,
                    int warps_per_block, cudaStream_t stream) {
-  constexpr int kMaxBlockWarps = max_threads_for_depth<kDepth, kXDepth>() / 32;
-  W4A16GemvShape shape =
-      w4a16_gemv_shape(n, k, cuda_device_info().num_sms, max_warps_per_sm<kDepth, kXDepth, kZeros, kHalfGroups>());
+  W4A16GemvShape shape = w4a16_gemv_shape(n, k, cuda_device_info().num_sms, max_warps_per_sm<kZeros, kHalfGroups>());
   if (warps_per_block > 0) shape.warps_per_block = warps_per_block;
-  shape.warps_per_block = std::min(shape.warps_per_block, kMaxBlockWarps);
+  shape.warps_per_block = std::min(shape.warps_per_block, kMaxWarps);
   const size_t smem_bytes = static_cast<size_t>(shape.warps_per_block) * 32 * sizeof(float4);
-  CROSSPOINT_CUDA_RETURN_IF_ERROR(
-      launch_programmatic(w4a16_gemv_kernel<kDepth, kXDepth, kZeros, kHalfGroups>, dim3(shape.num_blocks),
-                          dim3(shape.warps_per_block * 32), smem_bytes, stream, x, x_stride,
-                          reinterpret_cast<const uint4*>(packed_weight), packed_scales, packed_zeros, y, y_stride, m, n,
-                          k, group_size),
-      "w4a16_gemv launch");
+  CROSSPOINT_CUDA_RETURN_IF_ERROR(launch_programmatic(w4a16_gemv_kernel<kZeros, kHalfGroups>, dim3(shape.num_blocks),
+                                                      dim3(shape.warps_per_block * 32), smem_bytes, stream, x, x_stride,
+                                                      reinterpret_cast<const uint4*>(packed_weight), packed_scales,
+                                                      packed_zeros, y, y_stride, m, n, k, group_size),
+                                  "w4a16_gemv launch");
   return Status::ok();
 }
 
