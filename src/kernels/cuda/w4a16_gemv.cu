@@ -5,6 +5,7 @@
 #include <cuda_fp16.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <string>
 
 #include "kernels/cuda/cuda_status.h"
@@ -264,9 +265,22 @@ W4A16GemvShape w4a16_gemv_shape(int n, int k, int num_sms, int max_warps_per_sm)
   return shape;
 }
 
+// TEMPORARY: the kernel before this change, for one side-by-side measurement.
+Status w4a16_gemv_before_change(const uint16_t* x, int64_t x_stride, const uint32_t* packed_weight,
+                                const uint32_t* packed_scales, uint16_t* y, int64_t y_stride, int m, int n, int k,
+                                int group_size, cudaStream_t stream, int warps_per_block,
+                                const uint32_t* packed_zeros);
+
 Status w4a16_gemv(const uint16_t* x, int64_t x_stride, const uint32_t* packed_weight, const uint32_t* packed_scales,
                   uint16_t* y, int64_t y_stride, int m, int n, int k, int group_size, cudaStream_t stream,
                   int warps_per_block, const uint32_t* packed_zeros) {
+  static const bool before_change = [] {
+    const char* v = std::getenv("CROSSPOINT_W4A16_GEMV_BEFORE");
+    return v != nullptr && v[0] == '1';
+  }();
+  if (before_change)
+    return w4a16_gemv_before_change(x, x_stride, packed_weight, packed_scales, y, y_stride, m, n, k, group_size, stream,
+                                    warps_per_block, packed_zeros);
   if (m == 0) return Status::ok();
   if (m < 0 || m > kW4A16GemvKernelMaxRows) {
     return invalid_argument("w4a16_gemv: m = " + std::to_string(m) + " is outside 0.." +
