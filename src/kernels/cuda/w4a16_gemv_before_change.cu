@@ -243,9 +243,10 @@ Status launch_gemv(const uint16_t* x, int64_t x_stride, const uint32_t* packed_w
 
 }  // namespace before_change
 
-Status w4a16_gemv_before_change(const uint16_t* x, int64_t x_stride, const uint32_t* packed_weight, const uint32_t* packed_scales,
-                  uint16_t* y, int64_t y_stride, int m, int n, int k, int group_size, cudaStream_t stream,
-                  int warps_per_block, const uint32_t* packed_zeros) {
+Status w4a16_gemv_before_change(const uint16_t* x, int64_t x_stride, const uint32_t* packed_weight,
+                                const uint32_t* packed_scales, uint16_t* y, int64_t y_stride, int m, int n, int k,
+                                int group_size, cudaStream_t stream, int warps_per_block,
+                                const uint32_t* packed_zeros) {
   using namespace before_change;
   if (m == 0) return Status::ok();
   if (m < 0 || m > kW4A16GemvKernelMaxRows) {
