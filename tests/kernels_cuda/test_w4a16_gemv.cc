@@ -1,7 +1,8 @@
 // W4A16 small-batch kernel (w4a16_gemv): the launch-shape logic on the host, then the
 // kernel against the double-precision GPTQ reference for every batch size 1..8 at awkward
 // shapes, forced warp counts (warps with no chunks, groups split between warps), act-order,
-// strided rows, repeated launches (bitwise equal) and w4a16_gemm's dispatch to it.
+// strided rows, repeated launches (bitwise equal), activations the shared-memory ring cannot
+// take (not 16-byte aligned: the same bits from global loads) and w4a16_gemm's dispatch to it.
 #include <gtest/gtest.h>
 
 #include <memory>
@@ -201,6 +202,28 @@ TEST(W4A16Gemv, RepeatsAreBitwiseEqualAndW4A16GemmDispatchesHere) {
     ASSERT_TRUE(st.is_ok()) << st.to_string();
     EXPECT_EQ(y.download(), first) << "w4a16_gemm differs from w4a16_gemv at m=" << m;
     EXPECT_LT(error_vs_reference(d, first), kTolerance);
+  }
+}
+
+TEST(W4A16Gemv, UnalignedActivationsGiveTheRingsBits) {
+  CROSSPOINT_SKIP_WITHOUT_GPU();
+  // From 2 rows each warp stages its chunks' activations in shared memory with 16-byte copies;
+  // x 8 bytes off that alignment is read straight from global memory instead. Same products,
+  // same order: the same bits.
+  for (auto [m, n, k, g] : {std::tuple{2, 48, 192, 64}, {5, 272, 3584, 128}, {8, 64, 18944, 32}}) {
+    DeviceLinear d = make_device_linear(700 + m, m, n, k, g, false);
+    const std::vector<uint16_t> staged = run_gemv(d);
+    EXPECT_LT(error_vs_reference(d, staged), kTolerance) << "m=" << m;
+    const std::vector<uint16_t> x_rows = d.x->download();
+    std::vector<uint16_t> shifted(x_rows.size() + 4);
+    std::copy(x_rows.begin(), x_rows.end(), shifted.begin() + 4);
+    const DeviceBuffer<uint16_t> x_shifted(shifted);
+    DeviceBuffer<uint16_t> y(static_cast<size_t>(m) * n);
+    y.poison();
+    const Status st =
+        w4a16_gemv(x_shifted.get() + 4, d.x_stride, d.weight->get(), d.scales->get(), y.get(), n, m, n, k, g, nullptr);
+    ASSERT_TRUE(st.is_ok()) << st.to_string();
+    EXPECT_EQ(y.download(), staged) << "m=" << m << " k=" << k;
   }
 }
 

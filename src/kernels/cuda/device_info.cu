@@ -10,6 +10,8 @@ const CudaDeviceInfo& cuda_device_info() {
       cudaDeviceGetAttribute(&d.num_sms, cudaDevAttrMultiProcessorCount, device);
       cudaDeviceGetAttribute(&d.major, cudaDevAttrComputeCapabilityMajor, device);
       cudaDeviceGetAttribute(&d.minor, cudaDevAttrComputeCapabilityMinor, device);
+      cudaDeviceGetAttribute(&d.shared_memory_per_sm, cudaDevAttrMaxSharedMemoryPerMultiprocessor, device);
+      cudaDeviceGetAttribute(&d.shared_memory_per_block_optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device);
     }
     cudaGetLastError();  // no device: leave no error behind for the next launch
     return d;

@@ -12,6 +12,8 @@ struct CudaDeviceInfo {
   int num_sms = 132;  // when no device answers (plans stay sane; launches fail on their own)
   int major = 0;
   int minor = 0;
+  int shared_memory_per_sm = 0;           // bytes all resident blocks share
+  int shared_memory_per_block_optin = 0;  // bytes one block may ask for (cudaFuncAttributeMaxDynamicSharedMemorySize)
   int capability() const { return major * 10 + minor; }  // 90 for sm_90
 };
 

@@ -5,13 +5,16 @@
 #include <cuda_fp16.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <string>
+#include <type_traits>
 
 #include "kernels/cuda/cuda_status.h"
 #include "kernels/cuda/device_info.h"
 #include "kernels/cuda/programmatic_launch.cuh"
 #include "kernels/cuda/w4a16_fragments.cuh"
 #include "kernels/cuda/w4a16_gemv.h"
+#include "kernels/cuda/w4a16_pipeline.cuh"
 
 namespace crosspoint::cuda {
 namespace {
@@ -40,8 +43,8 @@ __device__ __forceinline__ uint4 load_streaming_16(const uint4* ptr) {
 
 // acc[4] += scale * (W tile^T · x) over one 64-deep chunk of packed words `weight`. x_pairs
 // holds this chunk's B fragments ([2j] = x[token][j*16 + 2t, +1], [2j+1] = the pair 8
-// further); each pair is reloaded from `next_x` (the next chunk's) as soon as its MMA has read
-// it, so the activations run one chunk ahead in 8 registers. The MMAs sum the unscaled (q - 8)
+// further); with kReloadX each pair is reloaded from `next_x` (the next chunk's) as soon as its
+// MMA has read it, so the activations run one chunk ahead in 8 registers. The MMAs sum the unscaled (q - 8)
 // products in fp32 (exact: |q - 8| <= 8 times an fp16 value); the group scale half2
 // (s[n = c], s[n = c + 8]) is applied once per chunk in fp32. kZeros: the group's zero pair
 // (asymmetric weights) instead of 8; the products (q - z) x are as exact. kHalfGroups (groups of
@@ -60,7 +63,7 @@ __device__ __forceinline__ void add_scaled(uint32_t scale, float* chunk_sum, flo
   acc[3] = fmaf(s.y, chunk_sum[3], acc[3]);
 }
 
-template <bool kZeros, bool kHalfGroups>
+template <bool kZeros, bool kHalfGroups, bool kReloadX>
 __device__ __forceinline__ void multiply_chunk(uint4 weight, const ChunkParams& p, uint32_t* x_pairs,
                                                const uint32_t* next_x, float* acc) {
   float chunk_sum[4] = {};
@@ -84,23 +87,77 @@ __device__ __forceinline__ void multiply_chunk(uint4 weight, const ChunkParams& 
     // a3 (n=c+8, k0+8..).
     const uint32_t a[4] = {f[0], f[2], f[1], f[3]};
     mma_m16n8k16(chunk_sum, a, x_pairs[2 * j], x_pairs[2 * j + 1]);
-    x_pairs[2 * j] = __ldg(next_x + j * 8);
-    x_pairs[2 * j + 1] = __ldg(next_x + j * 8 + 4);
+    if constexpr (kReloadX) {
+      x_pairs[2 * j] = __ldg(next_x + j * 8);
+      x_pairs[2 * j + 1] = __ldg(next_x + j * 8 + 4);
+    }
   }
   add_scaled(kHalfGroups ? p.scale2 : p.scale, chunk_sum, acc);
 }
+
+// With several tokens, eight 4-byte loads of a chunk's B fragments touch one 128-byte line per
+// token each: at m = 8, 64 L1 wavefronts a chunk, more than the rest of the chunk costs. So for
+// m >= 2 each warp copies its chunks' activations (m rows x 128 bytes) into a ring of its own in
+// shared memory, kDepth chunks ahead with the weights (cp.async through L1, where every block of
+// the SM finds the same x; one group per chunk), and reads a chunk's fragments with two
+// ldmatrix.x4 (rows padded to 144 bytes: conflict-free).
+constexpr int kXRowBytes = kChunkK * 2 + 16;
+constexpr int kXSlotBytes = kW4A16GemvKernelMaxRows * kXRowBytes;  // a constant stride: immediate offsets
+constexpr int kXRingBytesPerWarp = kDepth * kXSlotBytes;
+
+struct ActivationRing {
+  uint32_t dst[2] = {};       // shared-window addresses in slot 0 of this lane's pieces (lane, lane + 32)
+  uint32_t src[2] = {};       // their next chunk's place in x, in fp16 elements
+  bool copies[2] = {};        // whether the piece exists (m * 8 pieces a chunk)
+  uint32_t src_step = 0;      // elements from one of the warp's chunks to its next
+  uint32_t read_address = 0;  // ldmatrix row piece in slot 0: row min(lane % 8, m - 1), k (lane / 8) * 8
+
+  __device__ void init(const void* warp_ring, int lane, int warp, int num_warps, int m, int64_t x_stride) {
+    const uint32_t slot0 = static_cast<uint32_t>(__cvta_generic_to_shared(warp_ring));
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const int piece = lane + 32 * h, row = piece / 8, col = piece % 8;
+      copies[h] = row < m;
+      src[h] = static_cast<uint32_t>(row * x_stride + warp * kChunkK + col * 8);
+      dst[h] = slot0 + static_cast<uint32_t>(row * kXRowBytes + col * 16);
+    }
+    src_step = static_cast<uint32_t>(num_warps * kChunkK);
+    read_address = slot0 + static_cast<uint32_t>(min(lane % 8, m - 1) * kXRowBytes + (lane / 8) * 16);
+  }
+  // Copies the next chunk's rows into `slot` and commits them as one group (empty past the end).
+  __device__ __forceinline__ void copy(const uint16_t* x, int slot, bool exists) {
+    __syncwarp();  // every lane's ldmatrix of this slot's last chunk is done before it is overwritten
+    if (exists) {
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        if (copies[h]) w4a16_internal::cp_async_16_l1(dst[h] + slot * kXSlotBytes, x + src[h]);
+        src[h] += src_step;
+      }
+    }
+    w4a16_internal::cp_async_commit();
+  }
+  // The B fragments of the chunk in `slot`, once its copies (kDepth - 1 groups back) have landed.
+  __device__ __forceinline__ void read(int slot, uint32_t* x_pairs) const {
+    w4a16_internal::cp_async_wait<kDepth - 1>();
+    __syncwarp();
+    const uint32_t p = read_address + slot * kXSlotBytes;
+    w4a16_internal::ldmatrix_x4(x_pairs, p);           // k 0-31: b0, b1 of k16 steps 0 and 1
+    w4a16_internal::ldmatrix_x4(x_pairs + 4, p + 64);  // k 32-63: steps 2 and 3
+  }
+};
 
 // grid = N/16 blocks (block b owns output columns b*16 .. +15), blockDim = 32 * warps.
 // Warp w multiplies chunks w, w + warps, ... of its block's columns, for the m <= 8 tokens
 // that are the MMA's 8 columns. Each lane's next weight, scale and activation addresses move
 // by a fixed step per chunk, and the loop over all but the last chunks has no bounds checks:
 // the kernel is bound by instruction issue, so every index computation counts.
-template <bool kZeros, bool kHalfGroups>
+template <bool kZeros, bool kHalfGroups, bool kStagedX>
 __global__ void __launch_bounds__(kMaxThreads, 1)
     w4a16_gemv_kernel(const uint16_t* __restrict__ x, int64_t x_stride, const uint4* __restrict__ packed_weight,
                       const uint32_t* __restrict__ packed_scales, const uint32_t* __restrict__ packed_zeros,
                       uint16_t* __restrict__ y, int64_t y_stride, int m, int n, int k, int group_size) {
-  extern __shared__ float4 warp_sums[];  // [warps][32 lanes] fp32 C fragments
+  // [warps][32 lanes] fp32 C fragments, then (kStagedX) the warps' activation rings
+  extern __shared__ float4 warp_sums[];
   const int lane = threadIdx.x % 32;
   const int warp = threadIdx.x / 32;
   const int num_warps = blockDim.x / 32;
@@ -164,13 +221,19 @@ __global__ void __launch_bounds__(kMaxThreads, 1)
   allow_dependent_launch();
 
   // B column c is token c; columns >= m read row m-1 (valid memory) and only feed C columns
-  // that are never stored. Activations run one chunk ahead (L1/L2-resident): x_pairs holds
-  // the current chunk's, x_next points at the next chunk's.
+  // that are never stored. Unstaged (m = 1), activations run one chunk ahead (L1/L2-resident):
+  // x_pairs holds the current chunk's, x_next points at the next chunk's.
   const uint32_t* x_pairs_base = reinterpret_cast<const uint32_t*>(x);
   uint32_t x_next = static_cast<uint32_t>((min(frag_row, m - 1) * x_stride + warp * kChunkK + frag_col) / 2);
   const uint32_t x_step = num_warps * (kChunkK / 2);  // uint32 pairs from chunk i to i + 1
   uint32_t x_pairs[8] = {};
-  if (num_chunks > 0) {  // a warp with no chunks (more warps than chunks) reads nothing
+  ActivationRing ring;
+  if constexpr (kStagedX) {
+    ring.init(reinterpret_cast<uint8_t*>(warp_sums + num_warps * 32) + warp * kXRingBytesPerWarp, lane, warp, num_warps,
+              m, x_stride);
+#pragma unroll
+    for (int s = 0; s < kDepth; ++s) ring.copy(x, s, s < num_chunks);
+  } else if (num_chunks > 0) {  // a warp with no chunks (more warps than chunks) reads nothing
 #pragma unroll
     for (int j = 0; j < 4; ++j) {
       x_pairs[2 * j] = __ldg(x_pairs_base + x_next + j * 8);
@@ -185,8 +248,14 @@ __global__ void __launch_bounds__(kMaxThreads, 1)
   for (; i + 2 * kDepth <= num_chunks; i += kDepth) {
 #pragma unroll
     for (int s = 0; s < kDepth; ++s) {
-      multiply_chunk<kZeros, kHalfGroups>(weight[s], params[s], x_pairs, x_pairs_base + x_next, acc);
-      x_next += x_step;
+      if constexpr (kStagedX) {
+        ring.read(s, x_pairs);
+        multiply_chunk<kZeros, kHalfGroups, false>(weight[s], params[s], x_pairs, nullptr, acc);
+        ring.copy(x, s, true);
+      } else {
+        multiply_chunk<kZeros, kHalfGroups, true>(weight[s], params[s], x_pairs, x_pairs_base + x_next, acc);
+        x_next += x_step;
+      }
       weight[s] = load_streaming_16(packed_weight + weight_next);
       weight_next += weight_step;
       params[s] = next_params();
@@ -197,12 +266,19 @@ __global__ void __launch_bounds__(kMaxThreads, 1)
 #pragma unroll
     for (int s = 0; s < kDepth; ++s) {
       if (i + s < num_chunks) {
-        // The last chunk reloads its own activations (valid memory, never used).
-        const bool has_next = i + s + 1 < num_chunks;
-        multiply_chunk<kZeros, kHalfGroups>(weight[s], params[s], x_pairs,
-                                            x_pairs_base + (has_next ? x_next : x_next - x_step), acc);
-        if (has_next) x_next += x_step;
-        if (i + s + kDepth < num_chunks) {
+        const bool refill = i + s + kDepth < num_chunks;
+        if constexpr (kStagedX) {
+          ring.read(s, x_pairs);
+          multiply_chunk<kZeros, kHalfGroups, false>(weight[s], params[s], x_pairs, nullptr, acc);
+          ring.copy(x, s, refill);
+        } else {
+          // The last chunk reloads its own activations (valid memory, never used).
+          const bool has_next = i + s + 1 < num_chunks;
+          multiply_chunk<kZeros, kHalfGroups, true>(weight[s], params[s], x_pairs,
+                                                    x_pairs_base + (has_next ? x_next : x_next - x_step), acc);
+          if (has_next) x_next += x_step;
+        }
+        if (refill) {
           weight[s] = load_streaming_16(packed_weight + weight_next);
           weight_next += weight_step;
           params[s] = next_params();
@@ -210,6 +286,7 @@ __global__ void __launch_bounds__(kMaxThreads, 1)
       }
     }
   }
+  if constexpr (kStagedX) w4a16_internal::cp_async_wait<0>();  // no copy outlives the block
 
   warp_sums[warp * 32 + lane] = make_float4(acc[0], acc[1], acc[2], acc[3]);
   __syncthreads();
@@ -228,22 +305,25 @@ __global__ void __launch_bounds__(kMaxThreads, 1)
   }
 }
 
-// Warps one SM holds of w4a16_gemv_kernel, from its register count (the only limit: shared
-// memory is at most 16 KB a block).
-template <bool kZeros, bool kHalfGroups>
+// Warps one SM holds of w4a16_gemv_kernel: its registers, and (kStagedX) shared memory for
+// each warp's reduction slot and activation ring.
+template <bool kZeros, bool kHalfGroups, bool kStagedX>
 int max_warps_per_sm() {
-  static const int warps = [] {
+  static const int warps_by_registers = [] {
     cudaFuncAttributes attr{};
     int regs = 64;
-    if (cudaFuncGetAttributes(&attr, w4a16_gemv_kernel<kZeros, kHalfGroups>) == cudaSuccess && attr.numRegs > 0)
+    if (cudaFuncGetAttributes(&attr, w4a16_gemv_kernel<kZeros, kHalfGroups, kStagedX>) == cudaSuccess &&
+        attr.numRegs > 0)
       regs = attr.numRegs;
     const int regs_per_warp = (regs * 32 + 255) / 256 * 256;  // allocated per warp in 256s
     return std::clamp(65536 / regs_per_warp, 1, 64);
   }();
-  return warps;
+  if (!kStagedX) return warps_by_registers;
+  const int bytes_per_warp = 32 * static_cast<int>(sizeof(float4)) + kXRingBytesPerWarp;
+  return std::clamp(cuda_device_info().shared_memory_per_sm / bytes_per_warp, 1, warps_by_registers);
 }
 
-template <bool kZeros, bool kHalfGroups>
+template <bool kZeros, bool kHalfGroups, bool kStagedX>
 Status launch_gemv(const uint16_t* x, int64_t x_stride, const uint32_t* packed_weight, const uint32_t* packed_scales,
                    const uint32_t* packed_zeros, uint16_t* y, int64_t y_stride, int m, int n, int k, int group_size,
                    int warps_per_block, cudaStream_t stream);
@@ -267,6 +347,7 @@ W4A16GemvShape w4a16_gemv_shape(int n, int k, int num_sms, int max_warps_per_sm)
 Status w4a16_gemv(const uint16_t* x, int64_t x_stride, const uint32_t* packed_weight, const uint32_t* packed_scales,
                   uint16_t* y, int64_t y_stride, int m, int n, int k, int group_size, cudaStream_t stream,
                   int warps_per_block, const uint32_t* packed_zeros) {
+  static const char* variant = std::getenv("CROSSPOINT_W4A16_GEMV");  // TEMPORARY: unstaged
   if (m == 0) return Status::ok();
   if (m < 0 || m > kW4A16GemvKernelMaxRows) {
     return invalid_argument("w4a16_gemv: m = " + std::to_string(m) + " is outside 0.." +
@@ -281,8 +362,8 @@ Status w4a16_gemv(const uint16_t* x, int64_t x_stride, const uint32_t* packed_we
   // The kernel addresses weights (16-byte words) and activations (fp16 pairs) by 32-bit offsets.
   if (static_cast<int64_t>(n) * k >= (int64_t{1} << 37))
     return unsupported("w4a16_gemv: n x k = " + std::to_string(static_cast<int64_t>(n) * k) + " is over 2^37 weights");
-  if ((m - 1) * x_stride + k >= (int64_t{1} << 33))
-    return unsupported("w4a16_gemv: x spans over 2^33 elements (x_stride " + std::to_string(x_stride) + ")");
+  if ((m - 1) * x_stride + k >= (int64_t{1} << 32))
+    return unsupported("w4a16_gemv: x spans over 2^32 elements (x_stride " + std::to_string(x_stride) + ")");
   if (group_size == -1) group_size = k;
   if (group_size != 32 && (group_size <= 0 || group_size % kChunkK != 0)) {
     return unsupported("w4a16_gemv: group_size " + std::to_string(group_size) + " is not 32 or a multiple of 64");
@@ -297,34 +378,48 @@ Status w4a16_gemv(const uint16_t* x, int64_t x_stride, const uint32_t* packed_we
     return invalid_argument("w4a16_gemv: null pointer argument");
   }
   const bool half_groups = group_size == 32;
-  if (packed_zeros != nullptr) {
-    return half_groups ? launch_gemv<true, true>(x, x_stride, packed_weight, packed_scales, packed_zeros, y, y_stride,
-                                                 m, n, k, group_size, warps_per_block, stream)
-                       : launch_gemv<true, false>(x, x_stride, packed_weight, packed_scales, packed_zeros, y, y_stride,
-                                                  m, n, k, group_size, warps_per_block, stream);
-  }
-  return half_groups ? launch_gemv<false, true>(x, x_stride, packed_weight, packed_scales, nullptr, y, y_stride, m, n,
-                                                k, group_size, warps_per_block, stream)
-                     : launch_gemv<false, false>(x, x_stride, packed_weight, packed_scales, nullptr, y, y_stride, m, n,
-                                                 k, group_size, warps_per_block, stream);
+  // One token reads each activation line once per load: the ring would only add work.
+  const bool staged =
+      m >= 2 && reinterpret_cast<uintptr_t>(x) % 16 == 0 && !(variant != nullptr && std::string(variant) == "unstaged");
+  auto launch = [&](auto zeros, auto halves) {
+    constexpr bool kZeros = decltype(zeros)::value, kHalves = decltype(halves)::value;
+    return staged ? launch_gemv<kZeros, kHalves, true>(x, x_stride, packed_weight, packed_scales, packed_zeros, y,
+                                                       y_stride, m, n, k, group_size, warps_per_block, stream)
+                  : launch_gemv<kZeros, kHalves, false>(x, x_stride, packed_weight, packed_scales, packed_zeros, y,
+                                                        y_stride, m, n, k, group_size, warps_per_block, stream);
+  };
+  using Yes = std::true_type;
+  using No = std::false_type;
+  if (packed_zeros != nullptr) return half_groups ? launch(Yes{}, Yes{}) : launch(Yes{}, No{});
+  return half_groups ? launch(No{}, Yes{}) : launch(No{}, No{});
 }
 
 namespace {
 
 // Arguments already checked by w4a16_gemv. warps_per_block 0: w4a16_gemv_shape's choice.
-template <bool kZeros, bool kHalfGroups>
+template <bool kZeros, bool kHalfGroups, bool kStagedX>
 Status launch_gemv(const uint16_t* x, int64_t x_stride, const uint32_t* packed_weight, const uint32_t* packed_scales,
                    const uint32_t* packed_zeros, uint16_t* y, int64_t y_stride, int m, int n, int k, int group_size,
                    int warps_per_block, cudaStream_t stream) {
-  W4A16GemvShape shape = w4a16_gemv_shape(n, k, cuda_device_info().num_sms, max_warps_per_sm<kZeros, kHalfGroups>());
+  auto* kernel = w4a16_gemv_kernel<kZeros, kHalfGroups, kStagedX>;
+  const size_t bytes_per_warp = 32 * sizeof(float4) + (kStagedX ? kXRingBytesPerWarp : 0);
+  const int max_block_bytes = std::max(cuda_device_info().shared_memory_per_block_optin, 48 << 10);
+  if (kStagedX) {  // rings of up to 32 warps need more than the default 48 KB a block
+    static const bool allowed =
+        cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, max_block_bytes) == cudaSuccess;
+    if (!allowed) cudaGetLastError();
+  }
+  W4A16GemvShape shape =
+      w4a16_gemv_shape(n, k, cuda_device_info().num_sms, max_warps_per_sm<kZeros, kHalfGroups, kStagedX>());
   if (warps_per_block > 0) shape.warps_per_block = warps_per_block;
-  shape.warps_per_block = std::min(shape.warps_per_block, kMaxWarps);
-  const size_t smem_bytes = static_cast<size_t>(shape.warps_per_block) * 32 * sizeof(float4);
-  CROSSPOINT_CUDA_RETURN_IF_ERROR(launch_programmatic(w4a16_gemv_kernel<kZeros, kHalfGroups>, dim3(shape.num_blocks),
-                                                      dim3(shape.warps_per_block * 32), smem_bytes, stream, x, x_stride,
-                                                      reinterpret_cast<const uint4*>(packed_weight), packed_scales,
-                                                      packed_zeros, y, y_stride, m, n, k, group_size),
-                                  "w4a16_gemv launch");
+  shape.warps_per_block = std::clamp(shape.warps_per_block, 1,
+                                     std::min<int>(kMaxWarps, static_cast<int>(max_block_bytes / bytes_per_warp)));
+  const size_t smem_bytes = static_cast<size_t>(shape.warps_per_block) * bytes_per_warp;
+  CROSSPOINT_CUDA_RETURN_IF_ERROR(
+      launch_programmatic(kernel, dim3(shape.num_blocks), dim3(shape.warps_per_block * 32), smem_bytes, stream, x,
+                          x_stride, reinterpret_cast<const uint4*>(packed_weight), packed_scales, packed_zeros, y,
+                          y_stride, m, n, k, group_size),
+      "w4a16_gemv launch");
   return Status::ok();
 }
 

@@ -17,6 +17,11 @@ __device__ __forceinline__ void cp_async_16(void* smem_dst, const void* global_s
   const uint32_t dst = static_cast<uint32_t>(__cvta_generic_to_shared(smem_dst));
   asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(dst), "l"(global_src));
 }
+// 16-byte global -> shared copy through L1 (.ca), to a shared-window address
+// (__cvta_generic_to_shared): for data many blocks of an SM read, such as a GEMV's activations.
+__device__ __forceinline__ void cp_async_16_l1(uint32_t smem_dst, const void* global_src) {
+  asm volatile("cp.async.ca.shared.global [%0], [%1], 16;\n" ::"r"(smem_dst), "l"(global_src));
+}
 __device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
 // Waits until at most kPending of this thread's committed copy groups are still in flight.
 template <int kPending>
@@ -33,6 +38,12 @@ __device__ __forceinline__ void ldmatrix_x4(uint32_t r[4], const void* smem_row_
   asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
                : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
                : "r"(addr));
+}
+// The same from a shared-window address.
+__device__ __forceinline__ void ldmatrix_x4(uint32_t r[4], uint32_t smem_row_piece) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(smem_row_piece));
 }
 
 // After a block has written its partial result: true in every thread of the one block that
