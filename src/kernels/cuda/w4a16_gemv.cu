@@ -5,7 +5,6 @@
 #include <cuda_fp16.h>
 
 #include <algorithm>
-#include <cstdlib>
 #include <string>
 #include <type_traits>
 
@@ -347,7 +346,6 @@ W4A16GemvShape w4a16_gemv_shape(int n, int k, int num_sms, int max_warps_per_sm)
 Status w4a16_gemv(const uint16_t* x, int64_t x_stride, const uint32_t* packed_weight, const uint32_t* packed_scales,
                   uint16_t* y, int64_t y_stride, int m, int n, int k, int group_size, cudaStream_t stream,
                   int warps_per_block, const uint32_t* packed_zeros) {
-  static const char* variant = std::getenv("CROSSPOINT_W4A16_GEMV");  // TEMPORARY: unstaged
   if (m == 0) return Status::ok();
   if (m < 0 || m > kW4A16GemvKernelMaxRows) {
     return invalid_argument("w4a16_gemv: m = " + std::to_string(m) + " is outside 0.." +
@@ -379,8 +377,7 @@ Status w4a16_gemv(const uint16_t* x, int64_t x_stride, const uint32_t* packed_we
   }
   const bool half_groups = group_size == 32;
   // One token reads each activation line once per load: the ring would only add work.
-  const bool staged =
-      m >= 2 && reinterpret_cast<uintptr_t>(x) % 16 == 0 && !(variant != nullptr && std::string(variant) == "unstaged");
+  const bool staged = m >= 2 && reinterpret_cast<uintptr_t>(x) % 16 == 0;
   auto launch = [&](auto zeros, auto halves) {
     constexpr bool kZeros = decltype(zeros)::value, kHalves = decltype(halves)::value;
     return staged ? launch_gemv<kZeros, kHalves, true>(x, x_stride, packed_weight, packed_scales, packed_zeros, y,

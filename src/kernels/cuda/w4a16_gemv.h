@@ -5,10 +5,12 @@
 // mma.m16n8k16 (16 rows = 16 output columns n) and the activations are the B operand
 // (8 columns = up to 8 tokens), so one MMA per tile serves every token. The packed
 // word's dequantised pairs {(n=c, k0..), (n=c, k0+8..), (n=c+8, k0..), (n=c+8, k0+8..)} are
-// exactly the A fragment registers {a0, a2, a1, a3}. No shared-memory staging: a block owns one n16
-// block, its warps take its 64-deep k chunks in turn (warp w: chunks w, w + warps, ...),
-// each streaming them straight into registers (16-byte loads, 4 chunks in flight per lane),
-// and their partial sums meet in shared memory. No workspace, no atomics: deterministic.
+// exactly the A fragment registers {a0, a2, a1, a3}. A block owns one n16 block, its warps take
+// its 64-deep k chunks in turn (warp w: chunks w, w + warps, ...), each streaming the weights
+// straight into registers (16-byte loads, 4 chunks in flight per lane), and their partial sums
+// meet in shared memory. One token's activations come from global memory; from 2 rows (x
+// 16-byte aligned) each warp copies its chunks' rows into a shared-memory ring of its own and
+// reads them with ldmatrix. No workspace, no atomics: deterministic.
 // Launched as a programmatic dependent launch (programmatic_launch.cuh) where enabled: the
 // first weight loads overlap the previous kernel, x is read only after it completes.
 //
@@ -26,7 +28,7 @@ namespace crosspoint::cuda {
 // Tokens one launch serves: the MMA's n = 8.
 inline constexpr int kW4A16GemvKernelMaxRows = 8;
 // Rows w4a16_gemm() sends here (w4a16_gemm.h explains the choice).
-inline constexpr int kW4A16GemvMaxRows = 6;
+inline constexpr int kW4A16GemvMaxRows = 8;
 static_assert(kW4A16GemvMaxRows <= kW4A16GemvKernelMaxRows);
 
 // Grid the host picks: one block per n16 block of output columns, `warps_per_block` warps
