@@ -2,8 +2,7 @@
 // kernel against the double-precision GPTQ reference for every batch size 1..8 at awkward
 // shapes, forced warp counts (warps with no chunks, groups split between warps), act-order,
 // strided rows, repeated launches (bitwise equal), activations the shared-memory ring cannot
-// take (not 16-byte aligned: the same bits from global loads to 8 rows, refused above) and
-// w4a16_gemm's dispatch to it.
+// take (not 16-byte aligned: the same bits from global loads) and w4a16_gemm's dispatch to it.
 #include <gtest/gtest.h>
 
 #include <memory>
@@ -137,7 +136,7 @@ TEST(W4A16Gemv, MatchesReferenceForEveryBatchSize) {
           << "m=" << m << " n=" << c.n << " k=" << c.k << " g=" << c.g;
     }
   }
-  for (int m : {1, 4, 6, 8, 12, 16}) {  // a full 7B qkv shape
+  for (int m : {1, 4, 6, 8}) {  // a full 7B qkv shape
     const DeviceLinear d = make_device_linear(seed++, m, 4608, 3584, 128, false);
     EXPECT_LT(error_vs_reference(d, run_gemv(d)), kTolerance) << "m=" << m << " n=4608 k=3584";
   }
@@ -149,13 +148,8 @@ TEST(W4A16Gemv, EveryWarpCountMatchesReference) {
   // G = 128: two) split between warps.
   uint32_t seed = 300;
   for (int warps : {1, 2, 3, 7, 16, 32}) {
-    for (auto [m, n, k, g] : {std::tuple{3, 48, 192, 64},
-                              {8, 272, 320, 128},
-                              {1, 32, 1280, 128},
-                              {7, 48, 192, 64},
-                              {6, 272, 320, 128},
-                              {16, 48, 192, 64},
-                              {11, 272, 1280, 128}}) {
+    for (auto [m, n, k, g] :
+         {std::tuple{3, 48, 192, 64}, {8, 272, 320, 128}, {1, 32, 1280, 128}, {7, 48, 192, 64}, {6, 272, 320, 128}}) {
       const DeviceLinear d = make_device_linear(seed++, m, n, k, g, false);
       EXPECT_LT(error_vs_reference(d, run_gemv(d, warps)), kTolerance) << "warps=" << warps << " m=" << m << " k=" << k;
     }
@@ -164,7 +158,7 @@ TEST(W4A16Gemv, EveryWarpCountMatchesReference) {
 
 TEST(W4A16Gemv, ActOrderMatchesReference) {
   CROSSPOINT_SKIP_WITHOUT_GPU();
-  for (auto [m, n, k] : {std::tuple{5, 64, 512}, {1, 272, 3584}, {8, 48, 1024}, {7, 64, 512}, {14, 64, 512}}) {
+  for (auto [m, n, k] : {std::tuple{5, 64, 512}, {1, 272, 3584}, {8, 48, 1024}, {7, 64, 512}}) {
     const DeviceLinear d = make_device_linear(400 + m, m, n, k, 128, true);
     EXPECT_LT(error_vs_reference(d, run_gemv(d)), kTolerance) << "act-order m=" << m << " n=" << n << " k=" << k;
   }
@@ -196,9 +190,7 @@ TEST(W4A16Gemv, RepeatsAreBitwiseEqualAndW4A16GemmDispatchesHere) {
                          {8, 4608, 3584},
                          {7, 4608, 3584},
                          {6, 272, 18944},
-                         {8, 3584, 3584},
-                         {16, 4608, 3584},
-                         {13, 272, 18944}}) {
+                         {8, 3584, 3584}}) {
     const DeviceLinear d = make_device_linear(600 + m, m, n, k, 128, false);
     const std::vector<uint16_t> first = run_gemv(d);
     EXPECT_EQ(run_gemv(d), first) << "repeat differs, m=" << m;
@@ -233,15 +225,6 @@ TEST(W4A16Gemv, UnalignedActivationsGiveTheRingsBits) {
     ASSERT_TRUE(st.is_ok()) << st.to_string();
     EXPECT_EQ(y.download(), staged) << "m=" << m << " k=" << k;
   }
-  // Two 8-token tiles read only from the ring: refused, and w4a16_gemm takes another kernel.
-  DeviceLinear d = make_device_linear(720, 12, 64, 256, 128, false);
-  std::vector<uint16_t> shifted(d.x->download().size() + 4);
-  const DeviceBuffer<uint16_t> x_shifted(shifted);
-  DeviceBuffer<uint16_t> y(static_cast<size_t>(12) * 64);
-  const Status st = w4a16_gemv(x_shifted.get() + 4, d.x_stride, d.weight->get(), d.scales->get(), y.get(), 64, 12, 64,
-                               256, 128, nullptr);
-  EXPECT_EQ(st.code(), StatusCode::kUnsupported) << st.to_string();
-  EXPECT_NE(st.message().find("16-byte aligned"), std::string::npos) << st.to_string();
 }
 
 }  // namespace

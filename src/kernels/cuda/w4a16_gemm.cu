@@ -2,8 +2,6 @@
 // activation permutation act-order weights need. The kernels live beside it:
 // w4a16_gemv.cu, w4a16_gemm_wgmma.cu, w4a16_gemm_large.cu.
 #include <algorithm>
-#include <cstdint>
-#include <cstdlib>
 #include <string>
 
 #include "kernels/cuda/cuda_status.h"
@@ -44,13 +42,8 @@ Status check_shapes(const uint16_t* x, int64_t x_stride, const uint32_t* packed_
 
 }  // namespace
 
-W4A16Kernel w4a16_kernel_for(int m, int n, int k, bool wgmma_supported, bool x_aligned_16) {
-  static const int gemv_rows = [] {  // TEMPORARY: CROSSPOINT_W4A16_GEMV_MAX_ROWS=8 for the side-by-side run
-    const char* v = std::getenv("CROSSPOINT_W4A16_GEMV_MAX_ROWS");
-    return v != nullptr ? std::atoi(v) : kW4A16GemvMaxRows;
-  }();
-  if (m <= std::min(gemv_rows, x_aligned_16 ? kW4A16GemvMaxRows : kW4A16GemvUnalignedMaxRows))
-    return W4A16Kernel::kGemv;
+W4A16Kernel w4a16_kernel_for(int m, int n, int k, bool wgmma_supported) {
+  if (m <= kW4A16GemvMaxRows) return W4A16Kernel::kGemv;
   if (wgmma_supported && n % 64 == 0 && k < kWgmmaMaxK) return W4A16Kernel::kWgmma;
   return W4A16Kernel::kLargeTile;
 }
@@ -60,9 +53,7 @@ Status w4a16_gemm(const uint16_t* x, int64_t x_stride, const uint32_t* packed_we
                   const uint32_t* packed_zeros) {
   // Shapes first: a bad call is refused without querying the device.
   CROSSPOINT_RETURN_IF_ERROR(check_shapes(x, x_stride, packed_weight, packed_scales, y, y_stride, m, n, k, group_size));
-  const bool x_aligned_16 = reinterpret_cast<uintptr_t>(x) % 16 == 0;
-  const W4A16Kernel kernel =
-      w4a16_kernel_for(m, n, k, m > kW4A16GemvUnalignedMaxRows && w4a16_wgmma_supported(), x_aligned_16);
+  const W4A16Kernel kernel = w4a16_kernel_for(m, n, k, m > kW4A16GemvMaxRows && w4a16_wgmma_supported());
   return w4a16_gemm_with(kernel, x, x_stride, packed_weight, packed_scales, y, y_stride, m, n, k, group_size, stream,
                          packed_zeros);
 }

@@ -67,13 +67,12 @@ Result<std::vector<uint32_t>> w4a16_pack_zeros(const uint8_t* zeros, int num_gro
 
 // The kernels w4a16_gemm chooses from, by the rows M of the call (the one place the
 // thresholds are explained; measurements in docs/cuda.md):
-//   M <= kW4A16GemvMaxRows (16)  kGemv (w4a16_gemv.h): weights streamed straight into registers
-//                                as the MMA's A operand, the M rows as its 8-wide B operand (two
-//                                MMAs from 9 rows; from 2 rows staged through shared memory, so
-//                                above kW4A16GemvUnalignedMaxRows (8) only with x 16-byte
-//                                aligned); at 8 rows it took qkv, o and down in 0.64x / 0.57x /
-//                                0.80x the wgmma kernel's time and gate_up in its time on an H100.
-//   larger M on compute capability 9.0, N % 64 == 0 and K < 2^27
+//   M <= kW4A16GemvMaxRows (8)   kGemv (w4a16_gemv.h): weights streamed straight into registers
+//                                as the MMA's A operand, the M rows as its 8-wide B operand
+//                                (from 2 rows staged through shared memory); at 8 rows it took
+//                                qkv, o and down in 0.64x / 0.57x / 0.80x the wgmma kernel's
+//                                time and gate_up in its time on an H100.
+//   M >= 9 on compute capability 9.0, N % 64 == 0 and K < 2^27
 //                                kWgmma (w4a16_gemm_wgmma.cu): sm_90a warpgroup MMAs, weights
 //                                as A from registers, a 16..256-row token tile as N; K split
 //                                through thread-block clusters only where tiles leave SMs idle.
@@ -87,7 +86,7 @@ Result<std::vector<uint32_t>> w4a16_pack_zeros(const uint8_t* zeros, int num_gro
 // less than the difference.
 enum class W4A16Kernel { kGemv, kWgmma, kLargeTile };
 inline constexpr int kW4A16DequantMinRows = 1024;
-W4A16Kernel w4a16_kernel_for(int m, int n, int k, bool wgmma_supported, bool x_aligned_16 = true);
+W4A16Kernel w4a16_kernel_for(int m, int n, int k, bool wgmma_supported);
 
 // y[m, n] = sum_k x[m, k] * s[g(k), n] * (q[k, n] - z[g(k), n]), fp32 accumulation, fp16 out, on
 // the kernel w4a16_kernel_for picks; z = 8 without packed_zeros.

@@ -25,12 +25,6 @@ using w4a16_internal::mma_m16n8k16;
 constexpr int kChunkK = 64;    // input rows per packed chunk: 4 mma k-steps, 512 B per n16 block
 constexpr int kMaxWarps = 32;  // warps per block at most (1024 threads)
 constexpr int kMaxThreads = kMaxWarps * 32;
-// The kernel's launch bound: 64 registers for 8 tokens, 85 for 16 (their accumulators and
-// activation fragments twice over).
-template <int kTiles>
-__host__ __device__ constexpr int max_threads() {
-  return kTiles == 1 ? kMaxThreads : 768;
-}
 // Weight chunks in flight per warp, chosen on the H200 (4 or 8 deep, activations 1, 2 or 4
 // ahead; docs/cuda.md): more registers cost more warps than the deeper pipeline gains.
 constexpr int kDepth = 4;
@@ -68,17 +62,16 @@ __device__ __forceinline__ void add_scaled(uint32_t scale, float* chunk_sum, flo
   acc[3] = fmaf(s.y, chunk_sum[3], acc[3]);
 }
 
-template <bool kZeros, bool kHalfGroups, bool kReloadX, int kTiles = 1>
+template <bool kZeros, bool kHalfGroups, bool kReloadX>
 __device__ __forceinline__ void multiply_chunk(uint4 weight, const ChunkParams& p, uint32_t* x_pairs,
                                                const uint32_t* next_x, float* acc) {
-  float chunk_sum[4 * kTiles] = {};
+  float chunk_sum[4] = {};
   const uint32_t words[4] = {weight.x, weight.y, weight.z, weight.w};
 #pragma unroll
   for (int j = 0; j < 4; ++j) {
     if constexpr (kHalfGroups) {
       if (j == 2) {  // the first group's rows are done
-#pragma unroll
-        for (int t = 0; t < kTiles; ++t) add_scaled(p.scale, chunk_sum + 4 * t, acc + 4 * t);
+        add_scaled(p.scale, chunk_sum, acc);
         for (float& v : chunk_sum) v = 0.f;
       }
     }
@@ -90,18 +83,15 @@ __device__ __forceinline__ void multiply_chunk(uint4 weight, const ChunkParams& 
     }
     const uint32_t* f = reinterpret_cast<const uint32_t*>(frag);
     // A fragment (rows = n, cols = k): a0 (n=c, k0..), a1 (n=c+8, k0..), a2 (n=c, k0+8..),
-    // a3 (n=c+8, k0+8..). One MMA per 8 tokens (kTiles: 16 tokens as two B fragments).
+    // a3 (n=c+8, k0+8..).
     const uint32_t a[4] = {f[0], f[2], f[1], f[3]};
-#pragma unroll
-    for (int t = 0; t < kTiles; ++t)
-      mma_m16n8k16(chunk_sum + 4 * t, a, x_pairs[8 * t + 2 * j], x_pairs[8 * t + 2 * j + 1]);
+    mma_m16n8k16(chunk_sum, a, x_pairs[2 * j], x_pairs[2 * j + 1]);
     if constexpr (kReloadX) {
       x_pairs[2 * j] = __ldg(next_x + j * 8);
       x_pairs[2 * j + 1] = __ldg(next_x + j * 8 + 4);
     }
   }
-#pragma unroll
-  for (int t = 0; t < kTiles; ++t) add_scaled(kHalfGroups ? p.scale2 : p.scale, chunk_sum + 4 * t, acc + 4 * t);
+  add_scaled(kHalfGroups ? p.scale2 : p.scale, chunk_sum, acc);
 }
 
 // With several tokens, eight 4-byte loads of a chunk's B fragments touch one 128-byte line per
@@ -111,77 +101,61 @@ __device__ __forceinline__ void multiply_chunk(uint4 weight, const ChunkParams& 
 // the SM finds the same x; one group per chunk), and reads a chunk's fragments with two
 // ldmatrix.x4 (rows padded to 144 bytes: conflict-free).
 constexpr int kXRowBytes = kChunkK * 2 + 16;
-// A slot holds 8 rows per 8-token tile: a constant stride, so every slot offset is an immediate.
-template <int kTiles>
-__host__ __device__ constexpr int x_slot_bytes() {
-  return 8 * kTiles * kXRowBytes;
-}
-template <int kTiles>
-__host__ __device__ constexpr int x_ring_bytes_per_warp() {
-  return kDepth * x_slot_bytes<kTiles>();
-}
+constexpr int kXSlotBytes = kW4A16GemvKernelMaxRows * kXRowBytes;  // a constant stride: immediate offsets
+constexpr int kXRingBytesPerWarp = kDepth * kXSlotBytes;
 
-template <int kTiles>
 struct ActivationRing {
-  static constexpr int kPieces = 2 * kTiles;  // 16-byte pieces a lane copies a chunk (8 per row)
-  static constexpr uint32_t kSlotBytes = x_slot_bytes<kTiles>();
-  uint32_t dst[kPieces] = {};          // shared-window addresses in slot 0 of this lane's pieces (lane + 32 h)
-  uint32_t src[kPieces] = {};          // their next chunk's place in x, in fp16 elements
-  bool copies[kPieces] = {};           // whether the piece exists (m * 8 pieces a chunk)
-  uint32_t src_step = 0;               // elements from one of the warp's chunks to its next
-  uint32_t read_address[kTiles] = {};  // ldmatrix row piece in slot 0: row min(8 t + lane % 8, m - 1), k (lane / 8) * 8
+  uint32_t dst[2] = {};       // shared-window addresses in slot 0 of this lane's pieces (lane, lane + 32)
+  uint32_t src[2] = {};       // their next chunk's place in x, in fp16 elements
+  bool copies[2] = {};        // whether the piece exists (m * 8 pieces a chunk)
+  uint32_t src_step = 0;      // elements from one of the warp's chunks to its next
+  uint32_t read_address = 0;  // ldmatrix row piece in slot 0: row min(lane % 8, m - 1), k (lane / 8) * 8
 
   __device__ void init(const void* warp_ring, int lane, int warp, int num_warps, int m, int64_t x_stride) {
     const uint32_t slot0 = static_cast<uint32_t>(__cvta_generic_to_shared(warp_ring));
 #pragma unroll
-    for (int h = 0; h < kPieces; ++h) {
+    for (int h = 0; h < 2; ++h) {
       const int piece = lane + 32 * h, row = piece / 8, col = piece % 8;
       copies[h] = row < m;
       src[h] = static_cast<uint32_t>(row * x_stride + warp * kChunkK + col * 8);
       dst[h] = slot0 + static_cast<uint32_t>(row * kXRowBytes + col * 16);
     }
     src_step = static_cast<uint32_t>(num_warps * kChunkK);
-#pragma unroll
-    for (int t = 0; t < kTiles; ++t)
-      read_address[t] = slot0 + static_cast<uint32_t>(min(8 * t + lane % 8, m - 1) * kXRowBytes + (lane / 8) * 16);
+    read_address = slot0 + static_cast<uint32_t>(min(lane % 8, m - 1) * kXRowBytes + (lane / 8) * 16);
   }
   // Copies the next chunk's rows into `slot` and commits them as one group (empty past the end).
   __device__ __forceinline__ void copy(const uint16_t* x, int slot, bool exists) {
     __syncwarp();  // every lane's ldmatrix of this slot's last chunk is done before it is overwritten
     if (exists) {
 #pragma unroll
-      for (int h = 0; h < kPieces; ++h) {
-        if (copies[h]) w4a16_internal::cp_async_16_l1(dst[h] + slot * kSlotBytes, x + src[h]);
+      for (int h = 0; h < 2; ++h) {
+        if (copies[h]) w4a16_internal::cp_async_16_l1(dst[h] + slot * kXSlotBytes, x + src[h]);
         src[h] += src_step;
       }
     }
     w4a16_internal::cp_async_commit();
   }
-  // The B fragments of the chunk in `slot` (8 registers per tile), once its copies (kDepth - 1
-  // groups back) have landed.
+  // The B fragments of the chunk in `slot`, once its copies (kDepth - 1 groups back) have landed.
   __device__ __forceinline__ void read(int slot, uint32_t* x_pairs) const {
     w4a16_internal::cp_async_wait<kDepth - 1>();
     __syncwarp();
-#pragma unroll
-    for (int t = 0; t < kTiles; ++t) {
-      const uint32_t p = read_address[t] + slot * kSlotBytes;
-      w4a16_internal::ldmatrix_x4(x_pairs + 8 * t, p);           // k 0-31: b0, b1 of k16 steps 0 and 1
-      w4a16_internal::ldmatrix_x4(x_pairs + 8 * t + 4, p + 64);  // k 32-63: steps 2 and 3
-    }
+    const uint32_t p = read_address + slot * kXSlotBytes;
+    w4a16_internal::ldmatrix_x4(x_pairs, p);           // k 0-31: b0, b1 of k16 steps 0 and 1
+    w4a16_internal::ldmatrix_x4(x_pairs + 4, p + 64);  // k 32-63: steps 2 and 3
   }
 };
 
 // grid = N/16 blocks (block b owns output columns b*16 .. +15), blockDim = 32 * warps.
 // Warp w multiplies chunks w, w + warps, ... of its block's columns, for the m <= 8 tokens
-// that are the MMA's 8 columns (kTiles = 2: m <= 16 in two MMAs, always staged). Each lane's next weight, scale and
-// activation addresses move by a fixed step per chunk, and the loop over all but the last chunks has no bounds checks:
+// that are the MMA's 8 columns. Each lane's next weight, scale and activation addresses move
+// by a fixed step per chunk, and the loop over all but the last chunks has no bounds checks:
 // the kernel is bound by instruction issue, so every index computation counts.
-template <bool kZeros, bool kHalfGroups, bool kStagedX, int kTiles>
-__global__ void __launch_bounds__(max_threads<kTiles>(), 1)
+template <bool kZeros, bool kHalfGroups, bool kStagedX>
+__global__ void __launch_bounds__(kMaxThreads, 1)
     w4a16_gemv_kernel(const uint16_t* __restrict__ x, int64_t x_stride, const uint4* __restrict__ packed_weight,
                       const uint32_t* __restrict__ packed_scales, const uint32_t* __restrict__ packed_zeros,
                       uint16_t* __restrict__ y, int64_t y_stride, int m, int n, int k, int group_size) {
-  // [warps][kTiles][32 lanes] fp32 C fragments, then (kStagedX) the warps' activation rings
+  // [warps][32 lanes] fp32 C fragments, then (kStagedX) the warps' activation rings
   extern __shared__ float4 warp_sums[];
   const int lane = threadIdx.x % 32;
   const int warp = threadIdx.x / 32;
@@ -251,12 +225,11 @@ __global__ void __launch_bounds__(max_threads<kTiles>(), 1)
   const uint32_t* x_pairs_base = reinterpret_cast<const uint32_t*>(x);
   uint32_t x_next = static_cast<uint32_t>((min(frag_row, m - 1) * x_stride + warp * kChunkK + frag_col) / 2);
   const uint32_t x_step = num_warps * (kChunkK / 2);  // uint32 pairs from chunk i to i + 1
-  static_assert(kStagedX || kTiles == 1, "16 tokens read their activations from the ring");
-  uint32_t x_pairs[8 * kTiles] = {};
-  ActivationRing<kTiles> ring;
+  uint32_t x_pairs[8] = {};
+  ActivationRing ring;
   if constexpr (kStagedX) {
-    ring.init(reinterpret_cast<uint8_t*>(warp_sums + num_warps * 32 * kTiles) + warp * x_ring_bytes_per_warp<kTiles>(),
-              lane, warp, num_warps, m, x_stride);
+    ring.init(reinterpret_cast<uint8_t*>(warp_sums + num_warps * 32) + warp * kXRingBytesPerWarp, lane, warp, num_warps,
+              m, x_stride);
 #pragma unroll
     for (int s = 0; s < kDepth; ++s) ring.copy(x, s, s < num_chunks);
   } else if (num_chunks > 0) {  // a warp with no chunks (more warps than chunks) reads nothing
@@ -268,7 +241,7 @@ __global__ void __launch_bounds__(max_threads<kTiles>(), 1)
     x_next += x_step;
   }
 
-  float acc[4 * kTiles] = {};
+  float acc[4] = {};
   int i = 0;
   // Every chunk of these rounds has a next chunk and a chunk kDepth ahead to load.
   for (; i + 2 * kDepth <= num_chunks; i += kDepth) {
@@ -276,7 +249,7 @@ __global__ void __launch_bounds__(max_threads<kTiles>(), 1)
     for (int s = 0; s < kDepth; ++s) {
       if constexpr (kStagedX) {
         ring.read(s, x_pairs);
-        multiply_chunk<kZeros, kHalfGroups, false, kTiles>(weight[s], params[s], x_pairs, nullptr, acc);
+        multiply_chunk<kZeros, kHalfGroups, false>(weight[s], params[s], x_pairs, nullptr, acc);
         ring.copy(x, s, true);
       } else {
         multiply_chunk<kZeros, kHalfGroups, true>(weight[s], params[s], x_pairs, x_pairs_base + x_next, acc);
@@ -295,7 +268,7 @@ __global__ void __launch_bounds__(max_threads<kTiles>(), 1)
         const bool refill = i + s + kDepth < num_chunks;
         if constexpr (kStagedX) {
           ring.read(s, x_pairs);
-          multiply_chunk<kZeros, kHalfGroups, false, kTiles>(weight[s], params[s], x_pairs, nullptr, acc);
+          multiply_chunk<kZeros, kHalfGroups, false>(weight[s], params[s], x_pairs, nullptr, acc);
           ring.copy(x, s, refill);
         } else {
           // The last chunk reloads its own activations (valid memory, never used).
@@ -314,45 +287,42 @@ __global__ void __launch_bounds__(max_threads<kTiles>(), 1)
   }
   if constexpr (kStagedX) w4a16_internal::cp_async_wait<0>();  // no copy outlives the block
 
-#pragma unroll
-  for (int t = 0; t < kTiles; ++t)
-    warp_sums[(warp * kTiles + t) * 32 + lane] =
-        make_float4(acc[4 * t], acc[4 * t + 1], acc[4 * t + 2], acc[4 * t + 3]);
+  warp_sums[warp * 32 + lane] = make_float4(acc[0], acc[1], acc[2], acc[3]);
   __syncthreads();
-  // 128 outputs per block and tile (16 columns x 8 token slots): thread e sums element e of
-  // every warp's fragments. Element e = t * 128 + lane' * 4 + r: column c' = lane'/4 (+8 for
-  // r >= 2), token 8 t + 2 * (lane' % 4) + (r & 1).
+  // 128 outputs per block (16 columns x 8 token slots): thread e sums element e of every
+  // warp's fragments. Element e = lane' * 4 + r: column c' = lane'/4 (+8 for r >= 2), token
+  // 2 * (lane' % 4) + (r & 1).
   const float* sums = reinterpret_cast<const float*>(warp_sums);
-  for (int e = threadIdx.x; e < 128 * kTiles; e += blockDim.x) {
-    const int tile = e / 128, src_lane = e % 128 / 4, r = e % 4;
-    const int out_token = 8 * tile + (src_lane % 4) * 2 + (r & 1);
+  for (int e = threadIdx.x; e < 128; e += blockDim.x) {
+    const int src_lane = e / 4, r = e % 4;
+    const int out_token = (src_lane % 4) * 2 + (r & 1);
     if (out_token >= m) continue;
     float total = 0.f;
-    for (int w = 0; w < num_warps; ++w) total += sums[w * 128 * kTiles + e];  // fixed order: deterministic
+    for (int w = 0; w < num_warps; ++w) total += sums[w * 128 + e];  // fixed order: deterministic
     const int col = nb * 16 + src_lane / 4 + (r >= 2 ? 8 : 0);
     y[out_token * y_stride + col] = __half_as_ushort(__float2half_rn(total));
   }
 }
 
 // Warps one SM holds of w4a16_gemv_kernel: its registers, and (kStagedX) shared memory for
-// each warp's reduction slots and activation ring.
-template <bool kZeros, bool kHalfGroups, bool kStagedX, int kTiles>
+// each warp's reduction slot and activation ring.
+template <bool kZeros, bool kHalfGroups, bool kStagedX>
 int max_warps_per_sm() {
   static const int warps_by_registers = [] {
     cudaFuncAttributes attr{};
     int regs = 64;
-    if (cudaFuncGetAttributes(&attr, w4a16_gemv_kernel<kZeros, kHalfGroups, kStagedX, kTiles>) == cudaSuccess &&
+    if (cudaFuncGetAttributes(&attr, w4a16_gemv_kernel<kZeros, kHalfGroups, kStagedX>) == cudaSuccess &&
         attr.numRegs > 0)
       regs = attr.numRegs;
     const int regs_per_warp = (regs * 32 + 255) / 256 * 256;  // allocated per warp in 256s
     return std::clamp(65536 / regs_per_warp, 1, 64);
   }();
   if (!kStagedX) return warps_by_registers;
-  const int bytes_per_warp = 32 * kTiles * static_cast<int>(sizeof(float4)) + x_ring_bytes_per_warp<kTiles>();
+  const int bytes_per_warp = 32 * static_cast<int>(sizeof(float4)) + kXRingBytesPerWarp;
   return std::clamp(cuda_device_info().shared_memory_per_sm / bytes_per_warp, 1, warps_by_registers);
 }
 
-template <bool kZeros, bool kHalfGroups, bool kStagedX, int kTiles>
+template <bool kZeros, bool kHalfGroups, bool kStagedX>
 Status launch_gemv(const uint16_t* x, int64_t x_stride, const uint32_t* packed_weight, const uint32_t* packed_scales,
                    const uint32_t* packed_zeros, uint16_t* y, int64_t y_stride, int m, int n, int k, int group_size,
                    int warps_per_block, cudaStream_t stream);
@@ -407,20 +377,12 @@ Status w4a16_gemv(const uint16_t* x, int64_t x_stride, const uint32_t* packed_we
   }
   const bool half_groups = group_size == 32;
   // One token reads each activation line once per load: the ring would only add work.
-  const bool aligned = reinterpret_cast<uintptr_t>(x) % 16 == 0;
-  if (m > kW4A16GemvUnalignedMaxRows && !aligned) {
-    return unsupported("w4a16_gemv: more than " + std::to_string(kW4A16GemvUnalignedMaxRows) +
-                       " rows need x 16-byte aligned (they are read through shared memory)");
-  }
+  const bool staged = m >= 2 && reinterpret_cast<uintptr_t>(x) % 16 == 0;
   auto launch = [&](auto zeros, auto halves) {
     constexpr bool kZeros = decltype(zeros)::value, kHalves = decltype(halves)::value;
-    if (m > 8)  // two 8-token tiles
-      return launch_gemv<kZeros, kHalves, true, 2>(x, x_stride, packed_weight, packed_scales, packed_zeros, y, y_stride,
-                                                   m, n, k, group_size, warps_per_block, stream);
-    return m >= 2 && aligned
-               ? launch_gemv<kZeros, kHalves, true, 1>(x, x_stride, packed_weight, packed_scales, packed_zeros, y,
+    return staged ? launch_gemv<kZeros, kHalves, true>(x, x_stride, packed_weight, packed_scales, packed_zeros, y,
                                                        y_stride, m, n, k, group_size, warps_per_block, stream)
-               : launch_gemv<kZeros, kHalves, false, 1>(x, x_stride, packed_weight, packed_scales, packed_zeros, y,
+                  : launch_gemv<kZeros, kHalves, false>(x, x_stride, packed_weight, packed_scales, packed_zeros, y,
                                                         y_stride, m, n, k, group_size, warps_per_block, stream);
   };
   using Yes = std::true_type;
@@ -432,12 +394,12 @@ Status w4a16_gemv(const uint16_t* x, int64_t x_stride, const uint32_t* packed_we
 namespace {
 
 // Arguments already checked by w4a16_gemv. warps_per_block 0: w4a16_gemv_shape's choice.
-template <bool kZeros, bool kHalfGroups, bool kStagedX, int kTiles>
+template <bool kZeros, bool kHalfGroups, bool kStagedX>
 Status launch_gemv(const uint16_t* x, int64_t x_stride, const uint32_t* packed_weight, const uint32_t* packed_scales,
                    const uint32_t* packed_zeros, uint16_t* y, int64_t y_stride, int m, int n, int k, int group_size,
                    int warps_per_block, cudaStream_t stream) {
-  auto* kernel = w4a16_gemv_kernel<kZeros, kHalfGroups, kStagedX, kTiles>;
-  const size_t bytes_per_warp = 32 * kTiles * sizeof(float4) + (kStagedX ? x_ring_bytes_per_warp<kTiles>() : 0);
+  auto* kernel = w4a16_gemv_kernel<kZeros, kHalfGroups, kStagedX>;
+  const size_t bytes_per_warp = 32 * sizeof(float4) + (kStagedX ? kXRingBytesPerWarp : 0);
   const int max_block_bytes = std::max(cuda_device_info().shared_memory_per_block_optin, 48 << 10);
   if (kStagedX) {  // rings of up to 32 warps need more than the default 48 KB a block
     static const bool allowed =
@@ -445,11 +407,10 @@ Status launch_gemv(const uint16_t* x, int64_t x_stride, const uint32_t* packed_w
     if (!allowed) cudaGetLastError();
   }
   W4A16GemvShape shape =
-      w4a16_gemv_shape(n, k, cuda_device_info().num_sms, max_warps_per_sm<kZeros, kHalfGroups, kStagedX, kTiles>());
+      w4a16_gemv_shape(n, k, cuda_device_info().num_sms, max_warps_per_sm<kZeros, kHalfGroups, kStagedX>());
   if (warps_per_block > 0) shape.warps_per_block = warps_per_block;
-  shape.warps_per_block =
-      std::clamp(shape.warps_per_block, 1,
-                 std::min<int>(max_threads<kTiles>() / 32, static_cast<int>(max_block_bytes / bytes_per_warp)));
+  shape.warps_per_block = std::clamp(shape.warps_per_block, 1,
+                                     std::min<int>(kMaxWarps, static_cast<int>(max_block_bytes / bytes_per_warp)));
   const size_t smem_bytes = static_cast<size_t>(shape.warps_per_block) * bytes_per_warp;
   CROSSPOINT_CUDA_RETURN_IF_ERROR(
       launch_programmatic(kernel, dim3(shape.num_blocks), dim3(shape.warps_per_block * 32), smem_bytes, stream, x,

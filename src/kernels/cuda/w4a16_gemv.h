@@ -25,13 +25,11 @@
 
 namespace crosspoint::cuda {
 
-// Tokens one launch serves: two MMAs of n = 8; x not 16-byte aligned, one (it cannot take
-// the shared-memory path that more than 8 rows need).
-inline constexpr int kW4A16GemvKernelMaxRows = 16;
-inline constexpr int kW4A16GemvUnalignedMaxRows = 8;
+// Tokens one launch serves: the MMA's n = 8.
+inline constexpr int kW4A16GemvKernelMaxRows = 8;
 // Rows w4a16_gemm() sends here (w4a16_gemm.h explains the choice).
-inline constexpr int kW4A16GemvMaxRows = 16;
-static_assert(kW4A16GemvUnalignedMaxRows <= kW4A16GemvMaxRows && kW4A16GemvMaxRows <= kW4A16GemvKernelMaxRows);
+inline constexpr int kW4A16GemvMaxRows = 8;
+static_assert(kW4A16GemvMaxRows <= kW4A16GemvKernelMaxRows);
 
 // Grid the host picks: one block per n16 block of output columns, `warps_per_block` warps
 // sharing its K/64 chunks round-robin.
@@ -53,8 +51,7 @@ W4A16GemvShape w4a16_gemv_shape(int n, int k, int num_sms, int max_warps_per_sm)
 //   packed_scales  W4A16PackedWeight::scales on the device  [ceil(K/G)][N/16][8] half2
 //   packed_zeros   W4A16PackedWeight::zeros on the device (same layout), or nullptr (symmetric)
 //   y              [M, N] fp16, row stride y_stride elements (>= N)
-//   m              1 .. kW4A16GemvKernelMaxRows (0 is a no-op; above kW4A16GemvUnalignedMaxRows
-//                  x must be 16-byte aligned); K % 64 == 0 (K < 2^22), N % 16 == 0, G -1, 32
+//   m              1 .. kW4A16GemvKernelMaxRows (0 is a no-op); K % 64 == 0 (K < 2^22), N % 16 == 0, G -1, 32
 //                  or a multiple of 64
 // warps_per_block 0 lets w4a16_gemv_shape() choose; 1..32 forces it (benchmarks).
 Status w4a16_gemv(const uint16_t* x, int64_t x_stride, const uint32_t* packed_weight, const uint32_t* packed_scales,
