@@ -1,5 +1,5 @@
-// Internal to the W4A16 GEMM kernels (w4a16_gemm_large.cu, w4a16_gemm_wgmma.cu) and the decode
-// attention kernel (paged_attention_decode_mma.cu): the cp.async copies of their shared-memory
+// Internal to the W4A16 kernels (w4a16_gemv.cu, w4a16_gemm_large.cu, w4a16_gemm_wgmma.cu) and the
+// decode attention kernel (paged_attention_decode_mma.cu): the cp.async copies of their shared-memory
 // pipelines, the ldmatrix read of activation fragments, the split handshake of the attention
 // merge and the host's choice of the wgmma kernel's K split. Not a public API.
 #pragma once
