@@ -107,25 +107,28 @@ cat >"$STAGE/env.sh" <<'EOF'
 # (torch, transformers) keeps its own libraries.
 CROSSPOINT_GPU_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 export CROSSPOINT_GPU_ROOT
+# Sourced into the wrappers' shell: its own variables carry a prefix, so the caller's (the
+# wrappers' `d`) survive.
 if [ -z "${CROSSPOINT_CUBLASLT_DIR:-}" ]; then
-  for d in /usr/local/cuda/lib64 /usr/local/cuda/targets/x86_64-linux/lib /usr/local/cuda-13.0/lib64 \
+  for crosspoint_dir in /usr/local/cuda/lib64 /usr/local/cuda/targets/x86_64-linux/lib /usr/local/cuda-13.0/lib64 \
            /usr/lib/x86_64-linux-gnu; do
-    if [ -e "$d/libcublasLt.so.13" ]; then CROSSPOINT_CUBLASLT_DIR=$d; break; fi
+    if [ -e "$crosspoint_dir/libcublasLt.so.13" ]; then CROSSPOINT_CUBLASLT_DIR=$crosspoint_dir; break; fi
   done
 fi
 if [ -z "${CROSSPOINT_CUBLASLT_DIR:-}" ]; then
-  p=$(ldconfig -p 2>/dev/null | awk '/libcublasLt\.so\.13 / {print $NF; exit}')
-  [ -n "$p" ] && CROSSPOINT_CUBLASLT_DIR=$(dirname "$p")
+  crosspoint_lib=$(ldconfig -p 2>/dev/null | awk '/libcublasLt\.so\.13 / {print $NF; exit}')
+  [ -n "$crosspoint_lib" ] && CROSSPOINT_CUBLASLT_DIR=$(dirname "$crosspoint_lib")
 fi
 if [ -z "${CROSSPOINT_CUBLASLT_DIR:-}" ] && command -v python3 >/dev/null; then
   # the pip wheel nvidia-cublas (torch's): site-packages/nvidia/cu13/lib or nvidia/cublas/lib
-  p=$(python3 "$CROSSPOINT_GPU_ROOT/tools/find_cublaslt.py" 2>/dev/null)
-  [ -n "$p" ] && CROSSPOINT_CUBLASLT_DIR=$p
+  crosspoint_lib=$(python3 "$CROSSPOINT_GPU_ROOT/tools/find_cublaslt.py" 2>/dev/null)
+  [ -n "$crosspoint_lib" ] && CROSSPOINT_CUBLASLT_DIR=$crosspoint_lib
 fi
 if [ -z "${CROSSPOINT_CUBLASLT_DIR:-}" ]; then
-  p=$(timeout 30 find / -xdev -name 'libcublasLt.so.13' 2>/dev/null | head -1)
-  [ -n "$p" ] && CROSSPOINT_CUBLASLT_DIR=$(dirname "$p")
+  crosspoint_lib=$(timeout 30 find / -xdev -name 'libcublasLt.so.13' 2>/dev/null | head -1)
+  [ -n "$crosspoint_lib" ] && CROSSPOINT_CUBLASLT_DIR=$(dirname "$crosspoint_lib")
 fi
+unset crosspoint_dir crosspoint_lib
 if [ -z "${CROSSPOINT_CUBLASLT_DIR:-}" ]; then
   echo "crosspoint-gpu/env.sh: libcublasLt.so.13 not found on this machine; set CROSSPOINT_CUBLASLT_DIR" >&2
 fi

@@ -70,7 +70,7 @@ Options: --only tests,check,sweep,peers (default; also sanitize,hwinfo,ceilings,
          --cpu-dry-run (here, without a GPU: tiny checkpoints, CPU servers; tests the flow)
 Environment: SWEEP_FROM_FP16=1 (only the fp16 checkpoint is written and the sweep quantises it on the GPU,
          GPTQ with GPTQ_CALIB_SAMPLES (128) samples; SWEEP_EVAL_SAMPLES (0) the sweep's quality samples), BUDGET_S, MEMORY_BUDGET (sweep --memory-budget, e.g. 24GB: a smaller GPU's capacity), MAX_NUM_SEQS
-         (sweep --max-num-seqs), TEST_LIMIT_S, TEST_BINARIES (which test binaries, in order), ATTN_SHAPES, DECODE_VARIANT_ARGS (decode: bench_decode_step again with
+         (sweep --max-num-seqs), TEST_LIMIT_S, TEST_BINARIES (which test binaries, in order, space- or comma-separated), ATTN_SHAPES, DECODE_VARIANT_ARGS (decode: bench_decode_step again with
          these flags, e.g. --tight-attention-bound, into decode_step_variant.json), PROFILE_KERNELS, PROFILE_ROWS, PROFILE_COUNT, PROFILE_S, TEST_KERNELS_FILTER (a gtest filter for test_kernels_cuda), TEST_MODEL_FILTER (one for test_model_cuda), SANITIZE_{MEMCHECK,RACECHECK,DETERMINISM}_{S,FILTER}, DECODE_MICRO=0,
          ATTENTION_MICRO=0 (gemm/decode: bench_gemm without bench_attention),
          BENCH_GEMM_ARGS, BENCH_GEMM_S, BENCH_ATTENTION_ARGS, PEER_MIN_LEFT_S, CKPT_DIR, KERNELS_S,
@@ -595,7 +595,8 @@ class Study:
     def tests(self):
         """The CUDA test binaries (TEST_BINARIES; test_analysis's GPU measurement tests only)."""
         # test_analysis runs only its GPU measurement tests: the rest ran in CI.
-        for t_bin in env("TEST_BINARIES", "test_kernels_cuda test_model_cuda test_determinism test_analysis").split():
+        names = env("TEST_BINARIES", "test_kernels_cuda test_model_cuda test_determinism test_analysis")
+        for t_bin in re.split(r"[,\s]+", names.strip()):  # spaces or commas
             if not is_exec(f"{BUNDLE_DIR}/bin/{t_bin}"):
                 self.log(f"{t_bin}: not in the bundle")
                 continue
