@@ -1019,13 +1019,16 @@ class Study:
             bw = ""
         log = f"{WORK}/logs/bench_gemm.log"
         rc = 1  # the bash version's `[ -n "$BW" ] && timeout ...`: 1 when there is no bandwidth
-        if bw:
-            # BENCH_GEMM_ARGS / BENCH_ATTENTION_ARGS: extra arguments (e.g. --gemv16-only, --small-batch).
-            rc = self.run([f"{BUNDLE_DIR}/bin/bench_gemm", "--bw-gbps", bw, "--fp16-tflops", f16, "--fp8-tflops", f8,
-                           *env("BENCH_GEMM_ARGS").split(), "--out", f"{WORK}/bench_gemm.json"],
-                          log, self.limit(env("BENCH_GEMM_S", "150")))
-        self.show(grep(log, r"^\|")[-40:])
-        self.step("bench_gemm", rc, now() - t, f"bw {bw} GB/s")
+        if not is_exec(f"{BUNDLE_DIR}/bin/bench_gemm"):
+            self.log("bench_gemm is not in this bundle: bench_attention alone")
+        else:
+            if bw:
+                # BENCH_GEMM_ARGS / BENCH_ATTENTION_ARGS: extra arguments (e.g. --gemv16-only, --small-batch).
+                rc = self.run([f"{BUNDLE_DIR}/bin/bench_gemm", "--bw-gbps", bw, "--fp16-tflops", f16,
+                               "--fp8-tflops", f8, *env("BENCH_GEMM_ARGS").split(), "--out",
+                               f"{WORK}/bench_gemm.json"], log, self.limit(env("BENCH_GEMM_S", "150")))
+            self.show(grep(log, r"^\|")[-40:])
+            self.step("bench_gemm", rc, now() - t, f"bw {bw} GB/s")
         if bw and is_exec(f"{BUNDLE_DIR}/bin/bench_attention") and env("ATTENTION_MICRO", "1") == "1":
             self.log("== bench_attention (paged attention and decoder ops alone)")
             t = now()
@@ -1256,7 +1259,8 @@ class Study:
             self.servercheck()
         ceil_for_gemm = self.ceilings or self.hwinfo
         if ((self.want("decode") or self.want("gemm")) and env("DECODE_MICRO", "1") == "1"
-                and is_exec(f"{BUNDLE_DIR}/bin/bench_gemm") and ceil_for_gemm):
+                and (is_exec(f"{BUNDLE_DIR}/bin/bench_gemm") or is_exec(f"{BUNDLE_DIR}/bin/bench_attention"))
+                and ceil_for_gemm):
             self.gemm(ceil_for_gemm)
         if self.want("kvattn") and is_exec(f"{BUNDLE_DIR}/bin/bench_attention") and ceil_for_gemm:
             self.kvattn(ceil_for_gemm)

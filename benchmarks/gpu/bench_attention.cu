@@ -60,6 +60,7 @@ const char* kernels_name(CudaAttentionKernels k) {
     case CudaAttentionKernels::kSplitOnly: return "split_only";
     case CudaAttentionKernels::kBalancedDecode: return "balanced_decode";
     case CudaAttentionKernels::kPartitionedDecode: return "partitioned";
+    case CudaAttentionKernels::kClusterDecode: return "cluster_decode";
   }
   return "?";
 }
@@ -495,9 +496,9 @@ int main(int argc, char** argv) {
       {"read_gbps_ceiling", bw_gbps},
       {"reps", reps},
       {"shape", {{"heads", kHeads}, {"kv_heads", kKvHeads}, {"head_dim", kHeadDim}, {"block_size", kBlockSize}}}};
-  const CudaAttentionKernels decode_kernels[] = {CudaAttentionKernels::kSplitDecode,
-                                                 CudaAttentionKernels::kPartitionedDecode,
-                                                 CudaAttentionKernels::kBalancedDecode, CudaAttentionKernels::kDefault};
+  const CudaAttentionKernels decode_kernels[] = {
+      CudaAttentionKernels::kSplitDecode, CudaAttentionKernels::kPartitionedDecode,
+      CudaAttentionKernels::kBalancedDecode, CudaAttentionKernels::kClusterDecode, CudaAttentionKernels::kDefault};
   result["decode"] = nlohmann::json::array();
   if (fp8_only) {
     result["fp8"] = bench_fp8_table(bw_gbps, s, reps);
@@ -531,7 +532,8 @@ int main(int argc, char** argv) {
   // Batch-1..32 latency at the 7B shape: decode attention under the model's 4096 bound at
   // contexts 512 and 4096, then rope_kv_write alone. Graphs of 28 calls (one per layer), us per call.
   std::printf(
-      "\n== batch 1-32 decode latency (us per call, graphs of 28 calls): split, partitioned, balanced, default ==\n");
+      "\n== batch 1-32 decode latency (us per call, graphs of 28 calls): split, partitioned, balanced, cluster, "
+      "default ==\n");
   result["small_batch"] = nlohmann::json::array();
   for (int batch : {1, 2, 4, 8, 32})
     for (int context : {512, 4096})

@@ -185,8 +185,8 @@ AttentionRef attention_ref(const AttentionCase& c, const AttentionProblem& p, fl
 }
 
 using Path = CudaAttentionKernels;
-constexpr Path kAllPaths[] = {Path::kDefault,   Path::kSplitDecode,    Path::kDecodeOnly,
-                              Path::kSplitOnly, Path::kBalancedDecode, Path::kPartitionedDecode};
+constexpr Path kAllPaths[] = {Path::kDefault,        Path::kSplitDecode,       Path::kDecodeOnly,   Path::kSplitOnly,
+                              Path::kBalancedDecode, Path::kPartitionedDecode, Path::kClusterDecode};
 
 const char* path_name(Path path) {
   switch (path) {
@@ -196,6 +196,7 @@ const char* path_name(Path path) {
     case Path::kSplitOnly: return "split only  ";
     case Path::kBalancedDecode: return "balanced    ";
     case Path::kPartitionedDecode: return "partitioned ";
+    case Path::kClusterDecode: return "cluster     ";
   }
   return "?";
 }
@@ -216,6 +217,7 @@ bool on_tensor_cores(Path path, const AttentionCase& c, int num_new) {
     case Path::kSplitOnly: return false;
     case Path::kBalancedDecode: return num_new >= 16 || decode_kernel;
     case Path::kPartitionedDecode: return num_new >= 16 || decode_kernel;
+    case Path::kClusterDecode: return num_new >= 16 || decode_kernel;
   }
   return true;
 }

@@ -479,12 +479,17 @@ Status launch_split(const CudaPagedAttentionArgs& a, Params p, cudaStream_t stre
 }
 
 // The partitioned decode kernel (one partition per (row, KV head) in batch-invariant mode, where
-// a row's reduction order must not depend on the other rows), or with `balanced` the balanced
-// one where the workspace holds its slots.
-Status launch_decode(const CudaPagedAttentionArgs& a, Params p, bool balanced, cudaStream_t stream) {
-  balanced = balanced && !a.batch_invariant &&
-             workspace_partial_bytes(a) >= decode_balanced_partial_bytes(p.group_size, a.head_dim);
-  if (!balanced) {
+// a row's reduction order must not depend on the other rows), the balanced one where the
+// workspace holds its slots, or the cluster one on sm_90+.
+Status launch_decode(const CudaPagedAttentionArgs& a, Params p, DecodeForm form, cudaStream_t stream) {
+  if (a.batch_invariant || (form == DecodeForm::kCluster && !decode_cluster_supported()) ||
+      (form == DecodeForm::kBalanced &&
+       workspace_partial_bytes(a) < decode_balanced_partial_bytes(p.group_size, a.head_dim)))
+    form = DecodeForm::kPartitioned;
+  if (form == DecodeForm::kCluster) {
+    p.num_splits = 1;
+    p.partition_tokens = 1 << 30;
+  } else if (form == DecodeForm::kPartitioned) {
     plan_splits(a, a.batch_invariant ? 0 : decode_partition_tokens_for(a.num_tokens, a.num_kv_heads), kDecodeTile,
                 kMaxDecodeSplits, &p);
   } else {
@@ -495,7 +500,7 @@ Status launch_decode(const CudaPagedAttentionArgs& a, Params p, bool balanced, c
     p.partial_out = reinterpret_cast<float*>(base + kWorkspaceCounterBytes);
     p.partial_ml = p.partial_out + static_cast<int64_t>(kMaxDecodeCtas) * 2 * p.group_size * a.head_dim;
   }
-  return launch_decode_tensor_core(p, a.num_tokens, balanced, stream);
+  return launch_decode_tensor_core(p, a.num_tokens, form, stream);
 }
 
 // Where the balanced decode kernel measured faster than the partitioned one on the H200 (28
@@ -506,6 +511,9 @@ bool balanced_decode_pays(const CudaPagedAttentionArgs& a) {
   if (a.num_tokens >= 128 || a.max_context_len < 512) return false;
   return a.num_tokens >= 10 || (a.num_tokens >= 4 && a.max_context_len >= 2048);
 }
+
+// Where the cluster decode kernel takes the decode rows by default: batches of up to 9 rows.
+bool cluster_decode_pays(const CudaPagedAttentionArgs& a) { return a.num_tokens <= 9; }
 
 }  // namespace
 
@@ -554,18 +562,28 @@ Status cuda_paged_attention_with(const CudaPagedAttentionArgs& a, CudaAttentionK
   if (a.batch_invariant && kernels == CudaAttentionKernels::kDefault) kernels = CudaAttentionKernels::kDecodeOnly;
   const bool prefill_kernel =
       (kernels == CudaAttentionKernels::kDefault || kernels == CudaAttentionKernels::kSplitDecode ||
-       kernels == CudaAttentionKernels::kBalancedDecode || kernels == CudaAttentionKernels::kPartitionedDecode) &&
+       kernels == CudaAttentionKernels::kBalancedDecode || kernels == CudaAttentionKernels::kPartitionedDecode ||
+       kernels == CudaAttentionKernels::kClusterDecode) &&
       prefill_tensor_core_supports(a.head_dim) && a.max_query_len >= kTensorCoreMinRows && a.output_stride % 2 == 0 &&
       reinterpret_cast<uintptr_t>(a.output) % 4 == 0;
   p.tensor_core_min_rows = prefill_kernel ? kTensorCoreMinRows : kNoTensorCoreRows;
   // The other rows: the tensor-core decode kernel where it applies, else the split kernel.
   const bool decode_kernel =
       (kernels == CudaAttentionKernels::kDefault || kernels == CudaAttentionKernels::kDecodeOnly ||
-       kernels == CudaAttentionKernels::kBalancedDecode || kernels == CudaAttentionKernels::kPartitionedDecode) &&
+       kernels == CudaAttentionKernels::kBalancedDecode || kernels == CudaAttentionKernels::kPartitionedDecode ||
+       kernels == CudaAttentionKernels::kClusterDecode) &&
       decode_tensor_core_supports(a.head_dim, p.group_size);
-  const bool balanced = kernels == CudaAttentionKernels::kBalancedDecode ||
-                        (kernels == CudaAttentionKernels::kDefault && balanced_decode_pays(a));
-  CROSSPOINT_RETURN_IF_ERROR(decode_kernel ? launch_decode(a, p, balanced, stream) : launch_split(a, p, stream));
+  const DecodeForm form = [&] {
+    switch (kernels) {
+      case CudaAttentionKernels::kBalancedDecode: return DecodeForm::kBalanced;
+      case CudaAttentionKernels::kClusterDecode: return DecodeForm::kCluster;
+      case CudaAttentionKernels::kDefault:
+        if (cluster_decode_pays(a)) return DecodeForm::kCluster;
+        return balanced_decode_pays(a) ? DecodeForm::kBalanced : DecodeForm::kPartitioned;
+      default: return DecodeForm::kPartitioned;
+    }
+  }();
+  CROSSPOINT_RETURN_IF_ERROR(decode_kernel ? launch_decode(a, p, form, stream) : launch_split(a, p, stream));
   if (prefill_kernel) CROSSPOINT_RETURN_IF_ERROR(launch_prefill_tensor_core(p, a.max_query_len, stream));
   return Status::ok();
 }

@@ -85,6 +85,8 @@ enum class CudaAttentionKernels {
   kBalancedDecode,     // as kDefault with every non-prefill row on the balanced decode kernel (one wave,
                        // equal tile shares from the actual lengths)
   kPartitionedDecode,  // as kDefault with every non-prefill row on the partitioned decode kernel
+  kClusterDecode,      // as kDefault with every non-prefill row on the cluster decode kernel (sm_90+; the
+                       // partitioned one elsewhere)
 };
 Status cuda_paged_attention_with(const CudaPagedAttentionArgs& args, CudaAttentionKernels kernels, cudaStream_t stream);
 

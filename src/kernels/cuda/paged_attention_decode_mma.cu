@@ -18,19 +18,21 @@
 //   end. Positions past `end` are loaded from position `begin` instead (always a real cache
 //   row, so finite) and masked to probability 0.
 //
-// Two kernels share that unit, and the fused merge (partials normalised by their own l, then a
-// ticket on a workspace counter with fences before and after, as w4a16_pipeline.cuh's split-K
-// handshake; the last piece's CTA merges and resets the counter: counters are zero between
-// launches; no second kernel):
+// Three kernels share that unit. The first two share the fused merge (partials normalised by
+// their own l, then a ticket on a workspace counter with fences before and after, as
+// w4a16_pipeline.cuh's split-K handshake; the last piece's CTA merges and resets the counter:
+// counters are zero between launches; no second kernel):
 //   decode_tensor_core_kernel (the default): CTA = (row, KV head, partition); the partition
 //     length is set by the batch size and grid.z by the host's context bound (partitions past
 //     a row's length exit at once). One partition per (row, KV head) in batch-invariant mode
 //     (a row's reduction order never depends on the other rows).
-//   decode_balanced_kernel (CudaAttentionKernels::kBalancedDecode, not yet measured against
-//     the default on a GPU): one wave of CTAs; the pairs' tiles, laid end to end, are cut into
+//   decode_balanced_kernel (CudaAttentionKernels::kBalancedDecode): one wave of CTAs; the pairs' tiles, laid end to end, are cut into
 //     equal ranges from the actual lengths (computed on the device from the step's inputs, so
 //     a captured graph stays valid), whatever mix of short and long rows the batch holds;
 //     pairs cut by range boundaries are merged.
+//   decode_cluster_kernel (small batches, sm_90+): a cluster of 8 CTAs per (row, KV head), each
+//     taking an eighth of the row's tiles; their partials meet in distributed shared memory, and
+//     the rows an earlier step wrote are copied before the kernel waits for the previous one.
 //
 // Fragment layouts (PTX ISA, mma.m16n8k16 with .f16 inputs; lane = 4 * group + quad):
 //   A (16 x 16, row major) a0: (row group, k 2 quad .. +1)  a1: (row group + 8, same k)
@@ -45,6 +47,7 @@
 //
 // Ring depth kStages: 3 (2 where the GPU refuses that much shared memory: D 128 takes
 // 104,448 bytes with 3 stages, 2 CTAs per SM).
+#include <cooperative_groups.h>
 #include <cuda_fp16.h>
 
 #include <algorithm>
@@ -52,6 +55,7 @@
 #include <string>
 
 #include "kernels/cuda/cuda_status.h"
+#include "kernels/cuda/device_info.h"
 #include "kernels/cuda/paged_attention_mma.cuh"
 #include "kernels/cuda/paged_attention_params.cuh"
 #include "kernels/cuda/programmatic_launch.cuh"
@@ -72,6 +76,7 @@ constexpr int kTile = kWarps * 16;          // positions per pipeline stage, 16 
 constexpr int kPad = 8;                     // fp16 padding per shared-memory row (16 bytes)
 constexpr int kPadFp8 = 16;                 // e4m3 padding per ring row (bytes), keeping rows 16-byte aligned
 constexpr int kMaxGroup = kMaxDecodeGroup;  // query heads per KV head: the 16 rows of the mma tile
+constexpr int kDecodeCluster = 8;           // CTAs per (row, KV head) in the cluster form: the portable size
 
 // Bytes of one ring row of the cache (K or V): fp16 rows padded by kPad elements, e4m3 rows by
 // kPadFp8 bytes.
@@ -104,10 +109,12 @@ __device__ __forceinline__ void ldmatrix_x4_trans(uint32_t (&r)[4], const uint16
 }
 
 // Issues the copies of positions tile0 .. tile0 + 63 of K and V into one stage
-// ([position][dim], rows ring_row_bytes apart); positions at or past `end` copy `begin`.
+// ([position][dim], rows ring_row_bytes apart); positions at or past `end` copy `begin`. Only
+// rows whose source position is in [lo, hi) are copied (the cluster form copies the rows an
+// earlier step wrote before it waits for the previous kernel, the others after).
 template <int kHeadDim, bool kFp8>
 __device__ __forceinline__ void load_tile(const Params& p, const int32_t* table, int64_t kv_head_offset, int tile0,
-                                          int begin, int end, uint8_t* stage) {
+                                          int begin, int end, uint8_t* stage, int lo = 0, int hi = INT_MAX) {
   constexpr int kElemBytes = kFp8 ? 1 : 2;
   constexpr int kVecPerRow = kHeadDim * kElemBytes / 16;
   constexpr int kRowsPerPass = kThreads / kVecPerRow;
@@ -122,6 +129,7 @@ __device__ __forceinline__ void load_tile(const Params& p, const int32_t* table,
   for (int pass = 0; pass < kTile / kRowsPerPass; ++pass) {
     const int r = threadIdx.x / kVecPerRow + pass * kRowsPerPass;
     const int position = tile0 + r < end ? tile0 + r : begin;
+    if (position < lo || position >= hi) continue;
     const int64_t offset = (cache_row_offset(p, table, position) + kv_head_offset + col) * kElemBytes;
     cp_async_16(k_dst + r * kRowBytes, key + offset);
     cp_async_16(v_dst + r * kRowBytes, value + offset);
@@ -141,13 +149,32 @@ __device__ __forceinline__ void widen_warp_rows(const uint8_t* src, uint16_t* ds
   }
 }
 
+// The ring's prologue for positions [begin, end): the first kStages - 1 tiles' rows whose source
+// position is in [lo, hi), committed as a group per stage (empty past the end) when `commit`.
+template <int kHeadDim, int kStages, bool kFp8>
+__device__ __forceinline__ void issue_prologue(const Params& p, const int32_t* table, int kv_head, int begin, int end,
+                                               uint16_t* smem, int lo, int hi, bool commit) {
+  constexpr int kStageBytes = stage_bytes<kHeadDim, kFp8>();
+  uint8_t* ring = reinterpret_cast<uint8_t*>(smem);
+  const int64_t kv_head_offset = static_cast<int64_t>(kv_head) * kHeadDim;
+  const int num_tiles = (end - begin + kTile - 1) / kTile;
+#pragma unroll
+  for (int i = 0; i < kStages - 1; ++i) {
+    if (i < num_tiles)
+      load_tile<kHeadDim, kFp8>(p, table, kv_head_offset, begin + i * kTile, begin, end, ring + i * kStageBytes, lo,
+                                hi);
+    if (commit) cp_async_commit();
+  }
+}
+
 // Attends query row t (its sequence's block table `table`) with the heads of KV head kv_head
 // over positions [begin, end) (end > begin) and leaves each warp's unnormalised output and
 // (m, l) in shared memory for combine_warps. Starts and ends with every thread in step: the
-// caller's shared memory may be reused only after this returns.
+// caller's shared memory may be reused only after this returns. With prologue_issued the
+// caller has issued and committed issue_prologue's groups itself.
 template <int kHeadDim, int kStages, bool kFp8>
 __device__ __forceinline__ void attend_range(const Params& p, int t, const int32_t* table, int kv_head, int begin,
-                                             int end, uint16_t* smem) {
+                                             int end, uint16_t* smem, bool prologue_issued = false) {
   constexpr int kStageBytes = stage_bytes<kHeadDim, kFp8>();
   uint8_t* ring = reinterpret_cast<uint8_t*>(smem);
   constexpr int kDimSteps = kHeadDim / 16;  // k-steps of Q K^T
@@ -158,13 +185,8 @@ __device__ __forceinline__ void attend_range(const Params& p, int t, const int32
   const int64_t kv_head_offset = static_cast<int64_t>(kv_head) * kHeadDim;
   const int num_tiles = (end - begin + kTile - 1) / kTile;
 
-  // Prologue: the first kStages - 1 tiles in flight (a group per stage, empty past the end).
-#pragma unroll
-  for (int i = 0; i < kStages - 1; ++i) {
-    if (i < num_tiles)
-      load_tile<kHeadDim, kFp8>(p, table, kv_head_offset, begin + i * kTile, begin, end, ring + i * kStageBytes);
-    cp_async_commit();
-  }
+  // Prologue: the first kStages - 1 tiles in flight.
+  if (!prologue_issued) issue_prologue<kHeadDim, kStages, kFp8>(p, table, kv_head, begin, end, smem, 0, INT_MAX, true);
 
   // Q of the group's heads as A fragments: rows group (head_a) and group + 8 (head_b); zero
   // for rows past the group.
@@ -578,6 +600,80 @@ __global__ void __launch_bounds__(kThreads, 2) decode_balanced_kernel(Params p) 
   }
 }
 
+// The cluster form: CTA = (row, KV head, rank r of a cluster of kDecodeCluster). The row's tiles
+// are cut on the device, from its own length, into kDecodeCluster contiguous ranges (rank r takes
+// the r-th; some may be empty), and the ranges' partials are merged through distributed shared
+// memory: no workspace, no tickets, no second pass through L2. The merge order depends on the
+// row's length alone. Before waiting for the previous kernel, each CTA finds its range from the
+// step's inputs and starts copying the ring rows an earlier step wrote (positions before the
+// sequence's new rows: no kernel of this step writes them); the new rows, Q and everything else
+// come after the wait.
+template <int kHeadDim, int kStages, bool kFp8>
+__global__ void __launch_bounds__(kThreads, 2) decode_cluster_kernel(Params p) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  extern __shared__ __align__(16) uint16_t smem[];
+  cooperative_groups::cluster_group cluster = cooperative_groups::this_cluster();
+  const int rank = static_cast<int>(cluster.block_rank());
+  const int t = blockIdx.x / kDecodeCluster, kv_head = blockIdx.y;
+  int s;
+  const int visible = decode_visible(p, t, &s);
+  const int per_rank = ((visible + kTile - 1) / kTile + kDecodeCluster - 1) / kDecodeCluster * kTile;
+  const int begin = rank * per_rank, end = min(visible, begin + per_rank);
+  const bool has_range = begin < end;
+  const int32_t* table = s >= 0 ? p.block_tables + static_cast<int64_t>(s) * p.max_blocks_per_seq : nullptr;
+  const int written = s >= 0 ? p.seq_context_len[s] - num_new_rows(p, s) : 0;  // rows of earlier steps
+  if (has_range) issue_prologue<kHeadDim, kStages, kFp8>(p, table, kv_head, begin, end, smem, 0, written, false);
+  wait_for_prior_kernels();
+  allow_dependent_launch();
+  if (visible == 0) {  // the whole cluster's row: padding or the prefill kernel's
+    cp_async_wait<0>();
+    return;
+  }
+  // This CTA's partial, beside the warps' combine area in the ring: [kMaxGroup][kHeadDim] values
+  // normalised by their own l, then [kMaxGroup] (m, l).
+  float* part_o = reinterpret_cast<float*>(smem) + kWarps * kMaxGroup * (kHeadDim + 2);
+  float* part_ml = part_o + kMaxGroup * kHeadDim;
+  if (has_range) {
+    issue_prologue<kHeadDim, kStages, kFp8>(p, table, kv_head, begin, end, smem, written, INT_MAX, true);
+    attend_range<kHeadDim, kStages, kFp8>(p, t, table, kv_head, begin, end, smem, true);
+    combine_warps<kHeadDim>(p, smem, [&](int r, int d, float value, float m, float l) {
+      part_o[r * kHeadDim + d] = value;
+      if (d == 0) {
+        part_ml[2 * r] = m;
+        part_ml[2 * r + 1] = l;
+      }
+    });
+  } else if (threadIdx.x < kMaxGroup) {  // weight 0 in the merge (rank 0 always has a range)
+    part_ml[2 * threadIdx.x] = -INFINITY;
+    part_ml[2 * threadIdx.x + 1] = 0.f;
+  }
+  cluster.sync();  // every rank's partial is written
+  const int first_head = kv_head * p.group_size;
+  uint16_t* out = p.output + static_cast<int64_t>(t) * p.output_stride + first_head * kHeadDim;
+  for (int idx = rank * kThreads + threadIdx.x; idx < p.group_size * kHeadDim; idx += kDecodeCluster * kThreads) {
+    const int r = idx / kHeadDim, d = idx % kHeadDim;
+    float m[kDecodeCluster], l[kDecodeCluster];
+    float m_max = -INFINITY;
+#pragma unroll
+    for (int q = 0; q < kDecodeCluster; ++q) {
+      const float* ml = cluster.map_shared_rank(part_ml, q) + 2 * r;
+      m[q] = ml[0];
+      l[q] = ml[1];
+      m_max = fmaxf(m_max, m[q]);
+    }
+    float total = 0.f, value = 0.f;
+#pragma unroll
+    for (int q = 0; q < kDecodeCluster; ++q) {
+      const float w = l[q] * exp2f(m[q] - m_max);  // 0 for an empty range
+      total += w;
+      if (w > 0.f) value = fmaf(w, cluster.map_shared_rank(part_o, q)[r * kHeadDim + d], value);
+    }
+    out[r * kHeadDim + d] = __half_as_ushort(__float2half_rn(value / total));
+  }
+  cluster.sync();  // no rank leaves while another still reads its shared memory
+#endif
+}
+
 // Whether this instance's kernels may have their dynamic shared memory here (once per process):
 // false on GPUs with less than 104 KB per block (sm_86/89) for the 3-stage ring at D 128.
 template <int kHeadDim, int kStages, bool kFp8>
@@ -588,6 +684,9 @@ bool shared_memory_allowed() {
                                            cudaFuncAttributeMaxDynamicSharedMemorySize, bytes);
     if (err == cudaSuccess)
       err = cudaFuncSetAttribute(decode_balanced_kernel<kHeadDim, kStages, kFp8>,
+                                 cudaFuncAttributeMaxDynamicSharedMemorySize, bytes);
+    if (err == cudaSuccess)
+      err = cudaFuncSetAttribute(decode_cluster_kernel<kHeadDim, kStages, kFp8>,
                                  cudaFuncAttributeMaxDynamicSharedMemorySize, bytes);
     if (err != cudaSuccess) (void)cudaGetLastError();  // not sticky: clear it for the launch checks
     return err == cudaSuccess;
@@ -614,18 +713,29 @@ int balanced_ctas() {
 }
 
 template <int kHeadDim, int kStages, bool kFp8>
-Status launch(const Params& p, int num_tokens, bool balanced, cudaStream_t stream) {
+Status launch(const Params& p, int num_tokens, DecodeForm form, cudaStream_t stream) {
   constexpr size_t kSmemBytes = shared_bytes<kHeadDim, kStages, kFp8>();
-  static_assert(kWarps * kMaxGroup * (kHeadDim + 2) * 4 <= kSmemBytes, "the warp combine fits in the ring");
+  static_assert((kWarps + 1) * kMaxGroup * (kHeadDim + 2) * 4 <= kSmemBytes,
+                "the warp combine and the cluster form's partial fit in the ring");
   static_assert(kMaxGroup * kMaxDecodePieces * 4 <= kSmemBytes, "the merge weights fit in the ring");
   static_assert(kMaxDecodeSplits <= kMaxDecodePieces, "a partitioned row's weights fit too");
   if constexpr (kStages > 2) {
     if (!shared_memory_allowed<kHeadDim, kStages, kFp8>())
-      return launch<kHeadDim, 2, kFp8>(p, num_tokens, balanced, stream);
+      return launch<kHeadDim, 2, kFp8>(p, num_tokens, form, stream);
   }
   if (!shared_memory_allowed<kHeadDim, kStages, kFp8>())
     return internal_error("cuda_paged_attention: the decode kernel's " + std::to_string(kSmemBytes) +
                           " bytes of shared memory are refused on this GPU");
+  if (form == DecodeForm::kCluster) {
+    if (static_cast<int64_t>(num_tokens) * kDecodeCluster > INT_MAX)
+      return invalid_argument("cuda_paged_attention: too many rows for the cluster decode grid");
+    CROSSPOINT_CUDA_RETURN_IF_ERROR(launch_programmatic_clusters(decode_cluster_kernel<kHeadDim, kStages, kFp8>,
+                                                                 dim3(num_tokens * kDecodeCluster, p.num_kv_heads),
+                                                                 dim3(kThreads), kDecodeCluster, kSmemBytes, stream, p),
+                                    "decode_cluster_kernel launch");
+    return last_launch_status("paged_attention decode_cluster_kernel launch");
+  }
+  const bool balanced = form == DecodeForm::kBalanced;
   const int ctas = balanced ? balanced_ctas<kHeadDim, kStages, kFp8>() : 0;
   const bool fits = static_cast<size_t>(p.num_seqs + 1) * sizeof(int) <= kSmemBytes;
   if (ctas > 0 && fits && p.partial_out != nullptr) {
@@ -647,18 +757,20 @@ bool decode_tensor_core_supports(int head_dim, int group_size) {
   return (head_dim == 64 || head_dim == 128) && group_size >= 1 && group_size <= kMaxGroup;
 }
 
-Status launch_decode_tensor_core(const Params& p, int num_tokens, bool balanced, cudaStream_t stream) {
+bool decode_cluster_supported() { return cuda_device_info().major >= 9; }
+
+Status launch_decode_tensor_core(const Params& p, int num_tokens, DecodeForm form, cudaStream_t stream) {
   if (p.num_splits < 1 || p.num_splits > kMaxDecodeSplits || p.num_kv_heads > 65535)
     return invalid_argument("cuda_paged_attention: decode grid (" + std::to_string(p.num_kv_heads) + " KV heads, " +
                             std::to_string(p.num_splits) + " splits) out of range");
   if (p.num_splits > 1 && static_cast<int64_t>(num_tokens) * p.num_kv_heads > kDecodeSplitCounters)
     return invalid_argument("cuda_paged_attention: decode split over more (row, KV head) pairs than counters");
   if (p.head_dim == 128)
-    return p.kv_fp8 ? launch<128, 3, true>(p, num_tokens, balanced, stream)
-                    : launch<128, 3, false>(p, num_tokens, balanced, stream);
+    return p.kv_fp8 ? launch<128, 3, true>(p, num_tokens, form, stream)
+                    : launch<128, 3, false>(p, num_tokens, form, stream);
   if (p.head_dim == 64)
-    return p.kv_fp8 ? launch<64, 3, true>(p, num_tokens, balanced, stream)
-                    : launch<64, 3, false>(p, num_tokens, balanced, stream);
+    return p.kv_fp8 ? launch<64, 3, true>(p, num_tokens, form, stream)
+                    : launch<64, 3, false>(p, num_tokens, form, stream);
   return invalid_argument("cuda_paged_attention: tensor-core decode needs head_dim 64 or 128, got " +
                           std::to_string(p.head_dim));
 }

@@ -117,13 +117,19 @@ __device__ __forceinline__ int64_t cache_row_offset(const Params& p, const int32
 // (num_seqs * ceil(max_query_len / 64), H); rows of shorter sequences are left alone.
 bool prefill_tensor_core_supports(int head_dim);
 // Tensor-core decode kernel for head_dim 64 or 128 and 1..16 query heads per KV head
-// (paged_attention_decode_mma.cu); it takes the rows the prefill kernel leaves. balanced: one
-// wave of CTAs with equal shares of the rows' tiles (partial_out / partial_ml / split_counters
-// holding decode_balanced_partial_bytes, else it falls back); otherwise grid (num_tokens, Hkv,
-// num_splits) over partitions of partition_tokens, num_tokens x Hkv <= kDecodeSplitCounters
-// when num_splits > 1.
+// (paged_attention_decode_mma.cu); it takes the rows the prefill kernel leaves, in one of three
+// forms:
+enum class DecodeForm {
+  kPartitioned,  // grid (num_tokens, Hkv, num_splits) over partitions of partition_tokens;
+                 // num_tokens x Hkv <= kDecodeSplitCounters when num_splits > 1
+  kBalanced,     // one wave of CTAs with equal shares of the rows' tiles (partial_out / partial_ml /
+                 // split_counters holding decode_balanced_partial_bytes, else it falls back)
+  kCluster,      // a cluster of 8 CTAs per (row, KV head) merging in distributed shared memory
+                 // (sm_90+: decode_cluster_supported(); no workspace)
+};
 bool decode_tensor_core_supports(int head_dim, int group_size);
-Status launch_decode_tensor_core(const Params& p, int num_tokens, bool balanced, cudaStream_t stream);
+bool decode_cluster_supported();
+Status launch_decode_tensor_core(const Params& p, int num_tokens, DecodeForm form, cudaStream_t stream);
 // Partial-slot bytes the balanced decode kernel needs after the counters.
 inline int64_t decode_balanced_partial_bytes(int group_size, int head_dim) {
   return static_cast<int64_t>(kMaxDecodeCtas) * 2 * group_size * (head_dim + 2) * static_cast<int64_t>(sizeof(float));
