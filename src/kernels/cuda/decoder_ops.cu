@@ -289,8 +289,12 @@ __device__ __forceinline__ void store_e4m3(uint8_t* dst, const float (&in)[kWidt
 // e4m3(fp16 value / scale) (store_e4m3).
 template <int kWidth>
 __global__ void __launch_bounds__(kRopeThreads) rope_kv_write_kernel(RopeKvWriteArgs a) {
-  wait_for_prior_kernels();
+  // The attention launched next may start now, before this kernel's wait: what its kernels read
+  // before their own wait (the step's lengths and block tables, the K/V rows of earlier steps) no
+  // kernel of this step writes, and every CTA of the kernel this one waits for is already running,
+  // so attention CTAs that wait beside it cannot hold it back.
   allow_dependent_launch();
+  wait_for_prior_kernels();
   const int t = blockIdx.x;
   const int item = blockIdx.y * kRopeThreads + threadIdx.x;
   const int half = a.head_dim / 2;

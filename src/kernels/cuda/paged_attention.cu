@@ -512,8 +512,10 @@ bool balanced_decode_pays(const CudaPagedAttentionArgs& a) {
   return a.num_tokens >= 10 || (a.num_tokens >= 4 && a.max_context_len >= 2048);
 }
 
-// Where the cluster decode kernel takes the decode rows by default: batches of up to 9 rows.
-bool cluster_decode_pays(const CudaPagedAttentionArgs& a) { return a.num_tokens <= 9; }
+// Where the cluster decode kernel takes the decode rows by default: batches of up to 4 rows,
+// where it measured faster than both other forms at contexts 512 and 4,096 under a 4,096 bound
+// (at 8 rows the balanced kernel kept the decode step faster; docs/log/cuda.md, 2026-12-06).
+bool cluster_decode_pays(const CudaPagedAttentionArgs& a) { return a.num_tokens <= 4; }
 
 }  // namespace
 

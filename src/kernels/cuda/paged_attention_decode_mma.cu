@@ -26,7 +26,8 @@
 //     length is set by the batch size and grid.z by the host's context bound (partitions past
 //     a row's length exit at once). One partition per (row, KV head) in batch-invariant mode
 //     (a row's reduction order never depends on the other rows).
-//   decode_balanced_kernel (CudaAttentionKernels::kBalancedDecode): one wave of CTAs; the pairs' tiles, laid end to end, are cut into
+//   decode_balanced_kernel (CudaAttentionKernels::kBalancedDecode): one wave of CTAs; the pairs' tiles, laid end to
+//   end, are cut into
 //     equal ranges from the actual lengths (computed on the device from the step's inputs, so
 //     a captured graph stays valid), whatever mix of short and long rows the batch holds;
 //     pairs cut by range boundaries are merged.
@@ -111,8 +112,8 @@ __device__ __forceinline__ void ldmatrix_x4_trans(uint32_t (&r)[4], const uint16
 // Issues the copies of positions tile0 .. tile0 + 63 of K and V into one stage
 // ([position][dim], rows ring_row_bytes apart); positions at or past `end` copy `begin`. Only
 // rows whose source position is in [lo, hi) are copied (the cluster form copies the rows an
-// earlier step wrote before it waits for the previous kernel, the others after).
-template <int kHeadDim, bool kFp8>
+// earlier step wrote before it waits for the previous kernel, the others after; kFiltered).
+template <int kHeadDim, bool kFp8, bool kFiltered = false>
 __device__ __forceinline__ void load_tile(const Params& p, const int32_t* table, int64_t kv_head_offset, int tile0,
                                           int begin, int end, uint8_t* stage, int lo = 0, int hi = INT_MAX) {
   constexpr int kElemBytes = kFp8 ? 1 : 2;
@@ -129,7 +130,7 @@ __device__ __forceinline__ void load_tile(const Params& p, const int32_t* table,
   for (int pass = 0; pass < kTile / kRowsPerPass; ++pass) {
     const int r = threadIdx.x / kVecPerRow + pass * kRowsPerPass;
     const int position = tile0 + r < end ? tile0 + r : begin;
-    if (position < lo || position >= hi) continue;
+    if (kFiltered && (position < lo || position >= hi)) continue;
     const int64_t offset = (cache_row_offset(p, table, position) + kv_head_offset + col) * kElemBytes;
     cp_async_16(k_dst + r * kRowBytes, key + offset);
     cp_async_16(v_dst + r * kRowBytes, value + offset);
@@ -151,7 +152,7 @@ __device__ __forceinline__ void widen_warp_rows(const uint8_t* src, uint16_t* ds
 
 // The ring's prologue for positions [begin, end): the first kStages - 1 tiles' rows whose source
 // position is in [lo, hi), committed as a group per stage (empty past the end) when `commit`.
-template <int kHeadDim, int kStages, bool kFp8>
+template <int kHeadDim, int kStages, bool kFp8, bool kFiltered>
 __device__ __forceinline__ void issue_prologue(const Params& p, const int32_t* table, int kv_head, int begin, int end,
                                                uint16_t* smem, int lo, int hi, bool commit) {
   constexpr int kStageBytes = stage_bytes<kHeadDim, kFp8>();
@@ -161,8 +162,8 @@ __device__ __forceinline__ void issue_prologue(const Params& p, const int32_t* t
 #pragma unroll
   for (int i = 0; i < kStages - 1; ++i) {
     if (i < num_tiles)
-      load_tile<kHeadDim, kFp8>(p, table, kv_head_offset, begin + i * kTile, begin, end, ring + i * kStageBytes, lo,
-                                hi);
+      load_tile<kHeadDim, kFp8, kFiltered>(p, table, kv_head_offset, begin + i * kTile, begin, end,
+                                           ring + i * kStageBytes, lo, hi);
     if (commit) cp_async_commit();
   }
 }
@@ -186,7 +187,8 @@ __device__ __forceinline__ void attend_range(const Params& p, int t, const int32
   const int num_tiles = (end - begin + kTile - 1) / kTile;
 
   // Prologue: the first kStages - 1 tiles in flight.
-  if (!prologue_issued) issue_prologue<kHeadDim, kStages, kFp8>(p, table, kv_head, begin, end, smem, 0, INT_MAX, true);
+  if (!prologue_issued)
+    issue_prologue<kHeadDim, kStages, kFp8, false>(p, table, kv_head, begin, end, smem, 0, INT_MAX, true);
 
   // Q of the group's heads as A fragments: rows group (head_a) and group + 8 (head_b); zero
   // for rows past the group.
@@ -600,10 +602,10 @@ __global__ void __launch_bounds__(kThreads, 2) decode_balanced_kernel(Params p) 
   }
 }
 
-// The cluster form: CTA = (row, KV head, rank r of a cluster of kDecodeCluster). The row's tiles
-// are cut on the device, from its own length, into kDecodeCluster contiguous ranges (rank r takes
-// the r-th; some may be empty), and the ranges' partials are merged through distributed shared
-// memory: no workspace, no tickets, no second pass through L2. The merge order depends on the
+// The cluster form (the default for up to 4 rows): CTA = (row, KV head, rank r of a cluster of
+// kDecodeCluster). The row's tiles are cut on the device, from its own length, into
+// kDecodeCluster contiguous ranges (rank r takes the r-th; some may be empty), and the ranges'
+// partials are merged through distributed shared memory: no workspace, no tickets, no second pass through L2. The merge order depends on the
 // row's length alone. Before waiting for the previous kernel, each CTA finds its range from the
 // step's inputs and starts copying the ring rows an earlier step wrote (positions before the
 // sequence's new rows: no kernel of this step writes them); the new rows, Q and everything else
@@ -622,7 +624,7 @@ __global__ void __launch_bounds__(kThreads, 2) decode_cluster_kernel(Params p) {
   const bool has_range = begin < end;
   const int32_t* table = s >= 0 ? p.block_tables + static_cast<int64_t>(s) * p.max_blocks_per_seq : nullptr;
   const int written = s >= 0 ? p.seq_context_len[s] - num_new_rows(p, s) : 0;  // rows of earlier steps
-  if (has_range) issue_prologue<kHeadDim, kStages, kFp8>(p, table, kv_head, begin, end, smem, 0, written, false);
+  if (has_range) issue_prologue<kHeadDim, kStages, kFp8, true>(p, table, kv_head, begin, end, smem, 0, written, false);
   wait_for_prior_kernels();
   allow_dependent_launch();
   if (visible == 0) {  // the whole cluster's row: padding or the prefill kernel's
@@ -634,7 +636,7 @@ __global__ void __launch_bounds__(kThreads, 2) decode_cluster_kernel(Params p) {
   float* part_o = reinterpret_cast<float*>(smem) + kWarps * kMaxGroup * (kHeadDim + 2);
   float* part_ml = part_o + kMaxGroup * kHeadDim;
   if (has_range) {
-    issue_prologue<kHeadDim, kStages, kFp8>(p, table, kv_head, begin, end, smem, written, INT_MAX, true);
+    issue_prologue<kHeadDim, kStages, kFp8, true>(p, table, kv_head, begin, end, smem, written, INT_MAX, true);
     attend_range<kHeadDim, kStages, kFp8>(p, t, table, kv_head, begin, end, smem, true);
     combine_warps<kHeadDim>(p, smem, [&](int r, int d, float value, float m, float l) {
       part_o[r * kHeadDim + d] = value;
