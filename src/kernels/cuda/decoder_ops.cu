@@ -86,7 +86,8 @@ __global__ void __launch_bounds__(kRowThreads)
     add_rms_norm_kernel(float* __restrict__ residual, const uint16_t* __restrict__ delta, int64_t delta_stride,
                         const uint16_t* __restrict__ weight, float eps, uint16_t* __restrict__ out, int64_t out_stride,
                         int hidden_size) {
-  launch_dependents_then_wait();  // the linear after this one prefetches its weights meanwhile
+  wait_for_prior_kernels();
+  allow_dependent_launch();
   const int64_t t = blockIdx.x;
   float* res = residual + t * hidden_size;
   const uint16_t* del = delta ? delta + t * delta_stride : nullptr;
@@ -158,7 +159,8 @@ __global__ void __launch_bounds__(kRowThreads)
     const int i = threadIdx.x + j * kRowThreads;
     if (i < num_vec) w[j] = reinterpret_cast<const uint2*>(weight)[i];
   }
-  launch_dependents_then_wait();  // the linear after this one prefetches its weights meanwhile
+  wait_for_prior_kernels();
+  allow_dependent_launch();
   const int64_t t = blockIdx.x;
   float4* res4 = reinterpret_cast<float4*>(residual + t * hidden_size);
   const uint2* del4 = delta ? reinterpret_cast<const uint2*>(delta + t * delta_stride) : nullptr;
@@ -287,7 +289,12 @@ __device__ __forceinline__ void store_e4m3(uint8_t* dst, const float (&in)[kWidt
 // e4m3(fp16 value / scale) (store_e4m3).
 template <int kWidth>
 __global__ void __launch_bounds__(kRopeThreads) rope_kv_write_kernel(RopeKvWriteArgs a) {
-  launch_dependents_then_wait();  // the attention after this one copies earlier steps' K/V rows meanwhile
+  // The attention launched next may start now, before this kernel's wait: what its kernels read
+  // before their own wait (the step's lengths and block tables, the K/V rows of earlier steps) no
+  // kernel of this step writes, and every CTA of the kernel this one waits for is already running,
+  // so attention CTAs that wait beside it cannot hold it back.
+  allow_dependent_launch();
+  wait_for_prior_kernels();
   const int t = blockIdx.x;
   const int item = blockIdx.y * kRopeThreads + threadIdx.x;
   const int half = a.head_dim / 2;
@@ -371,7 +378,8 @@ template <bool kVec>
 __global__ void __launch_bounds__(kEltThreads)
     silu_mul_kernel(const uint16_t* __restrict__ gate_up, int64_t in_stride, uint16_t* __restrict__ out,
                     int64_t out_stride, int intermediate_size) {
-  launch_dependents_then_wait();  // the linear after this one prefetches its weights meanwhile
+  wait_for_prior_kernels();
+  allow_dependent_launch();
   const int64_t t = blockIdx.x;
   const uint16_t* gate = gate_up + t * in_stride;
   const uint16_t* up = gate + intermediate_size;
@@ -410,7 +418,8 @@ constexpr int kSiluFp8RowMax = kSiluFp8Blocks * kRowThreads * 8 * kSiluFp8VecPer
 __global__ void __launch_bounds__(kRowThreads)
     silu_mul_fp8_kernel(const uint16_t* __restrict__ gate_up, int64_t in_stride, int intermediate_size, Fp8Rows fp8) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  launch_dependents_then_wait();  // the linear after this one prefetches its weights meanwhile
+  wait_for_prior_kernels();
+  allow_dependent_launch();
   cooperative_groups::cluster_group cluster = cooperative_groups::this_cluster();
   const int rank = static_cast<int>(cluster.block_rank());
   const int64_t t = blockIdx.y;
@@ -478,7 +487,8 @@ template <bool kVec>
 __global__ void __launch_bounds__(kRowThreads)
     gather_rows_kernel(const uint16_t* __restrict__ in, int64_t in_stride, const int32_t* __restrict__ rows,
                        uint16_t* __restrict__ out, int width) {
-  launch_dependents_then_wait();  // the linear after this one prefetches its weights meanwhile
+  wait_for_prior_kernels();
+  allow_dependent_launch();
   const uint16_t* src = in + static_cast<int64_t>(rows[blockIdx.x]) * in_stride;
   uint16_t* dst = out + static_cast<int64_t>(blockIdx.x) * width;
   if constexpr (kVec) {

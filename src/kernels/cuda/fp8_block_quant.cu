@@ -20,7 +20,8 @@ constexpr float kAmaxFloor = 1e-10f;  // kernels/fp8_block.h's kFp8BlockAmaxFloo
 __global__ void __launch_bounds__(kWarpsPerBlock * 32)
     fp8_quantize_per_token_group_kernel(const __half* __restrict__ x, int64_t x_stride, uint8_t* __restrict__ q,
                                         int64_t q_stride, float* __restrict__ scale, int64_t scale_stride, int groups) {
-  launch_dependents_then_wait();  // the linear after this one prefetches its weights meanwhile
+  wait_for_prior_kernels();
+  allow_dependent_launch();
   const int lane = threadIdx.x % 32;
   const int group = blockIdx.x * kWarpsPerBlock + threadIdx.x / 32;
   const int token = blockIdx.y;

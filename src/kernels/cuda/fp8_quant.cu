@@ -23,7 +23,8 @@ constexpr int kVecRowMax = kThreads * 8 * kVecPerThread;  // 20480 fp16 values
 __global__ void __launch_bounds__(kThreads)
     fp8_quantize_per_token_vec_kernel(const __half* __restrict__ x, int64_t x_stride, uint8_t* __restrict__ q,
                                       int64_t q_stride, float* __restrict__ scale, int k) {
-  launch_dependents_then_wait();  // the linear after this one prefetches its weights meanwhile
+  wait_for_prior_kernels();
+  allow_dependent_launch();
   const uint4* row = reinterpret_cast<const uint4*>(x + blockIdx.x * x_stride);
   uint2* out = reinterpret_cast<uint2*>(q + blockIdx.x * q_stride);
   const int num_vec = k / 8;
@@ -47,7 +48,8 @@ __global__ void __launch_bounds__(kThreads)
 __global__ void __launch_bounds__(kThreads)
     fp8_quantize_per_token_kernel(const __half* __restrict__ x, int64_t x_stride, uint8_t* __restrict__ q,
                                   int64_t q_stride, float* __restrict__ scale, int k) {
-  launch_dependents_then_wait();  // the linear after this one prefetches its weights meanwhile
+  wait_for_prior_kernels();
+  allow_dependent_launch();
   const __half* row = x + blockIdx.x * x_stride;
   uint8_t* out = q + blockIdx.x * q_stride;
   float amax = 0.f;
@@ -62,7 +64,8 @@ __global__ void __launch_bounds__(kThreads)
     fp8_quantize_static_kernel(const __half* __restrict__ x, int64_t x_stride, uint8_t* __restrict__ q,
                                int64_t q_stride, float* __restrict__ scale, const float* __restrict__ static_scale,
                                int k) {
-  launch_dependents_then_wait();  // the linear after this one prefetches its weights meanwhile
+  wait_for_prior_kernels();
+  allow_dependent_launch();
   const float s = *static_scale;
   if (threadIdx.x == 0) scale[blockIdx.x] = s;
   const __half* row = x + blockIdx.x * x_stride;

@@ -45,7 +45,8 @@ __device__ __forceinline__ float block_amax(float amax) {
 __global__ void __launch_bounds__(kThreads)
     int8_quantize_per_token_kernel(const __half* __restrict__ x, int64_t x_stride, int8_t* __restrict__ q,
                                    int64_t q_stride, float* __restrict__ scale, int k) {
-  launch_dependents_then_wait();  // the linear after this one prefetches its weights meanwhile
+  wait_for_prior_kernels();
+  allow_dependent_launch();
   const __half* row = x + blockIdx.x * x_stride;
   int8_t* out = q + blockIdx.x * q_stride;
   float amax = 0.f;
@@ -60,7 +61,8 @@ __global__ void __launch_bounds__(kThreads)
     int8_quantize_static_kernel(const __half* __restrict__ x, int64_t x_stride, int8_t* __restrict__ q,
                                 int64_t q_stride, float* __restrict__ scale, const float* __restrict__ static_scale,
                                 int k) {
-  launch_dependents_then_wait();  // the linear after this one prefetches its weights meanwhile
+  wait_for_prior_kernels();
+  allow_dependent_launch();
   const float s = *static_scale;
   if (threadIdx.x == 0) scale[blockIdx.x] = s;
   const __half* row = x + blockIdx.x * x_stride;

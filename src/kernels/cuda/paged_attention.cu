@@ -111,8 +111,9 @@ __device__ __forceinline__ float reduce_scatter_8(const float (&v)[8], int lane_
 // kFp8: the cache holds e4m3 bytes (Params::kv_fp8).
 template <int kThreadsPerRow, bool kFp8>
 __global__ void __launch_bounds__(kThreads) paged_attention_split_kernel(Params p) {
-  launch_dependents_then_wait();                         // the linear after this one prefetches its weights meanwhile
-  constexpr int kRowGroups = kThreads / kThreadsPerRow;  // rows in flight per step
+  wait_for_prior_kernels();
+  allow_dependent_launch();
+  constexpr int kRowGroups = kThreads / kThreadsPerRow;            // rows in flight per step
   constexpr int kRowsPerThread = kTileTokens / kRowGroups;         // per tile
   constexpr int kBatch = kRowsPerThread < 8 ? kRowsPerThread : 8;  // 16-byte loads issued together
   static_assert(kRowsPerThread % kBatch == 0, "tile rows must split into load batches");
@@ -312,7 +313,8 @@ __global__ void __launch_bounds__(kThreads) paged_attention_split_kernel(Params 
 // Merges the splits of one (row, head): weights l_i * 2^(m_i - max m), output = weighted mean
 // of the normalised partials. Only splits that start inside the row's visible range exist.
 __global__ void __launch_bounds__(kThreads) paged_attention_merge_kernel(Params p) {
-  launch_dependents_then_wait();  // the linear after this one prefetches its weights meanwhile
+  wait_for_prior_kernels();
+  allow_dependent_launch();
   __shared__ float s_weight[kMaxSplits];
   __shared__ float s_inv_total;
   const int t = blockIdx.x, head = blockIdx.y;

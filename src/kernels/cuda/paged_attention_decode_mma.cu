@@ -410,7 +410,8 @@ __device__ __forceinline__ void merge_pieces(const Params& p, int pieces, Partia
 template <int kHeadDim, int kStages, bool kFp8>
 __global__ void __launch_bounds__(kThreads, 2) decode_tensor_core_kernel(Params p) {
   extern __shared__ __align__(16) uint16_t smem[];  // the ring (kStages x {K, V}), then any widened tiles
-  launch_dependents_then_wait();                    // the linear after this one prefetches its weights meanwhile
+  wait_for_prior_kernels();
+  allow_dependent_launch();
   const int t = blockIdx.x, kv_head = blockIdx.y, split = blockIdx.z;
   int s;
   const int visible = decode_visible(p, t, &s);
@@ -468,7 +469,6 @@ __device__ __forceinline__ int sequence_tiles(const Params& p, int s) {
 // them (tickets on counter[owner of the pair's last tile], reset to 0 by the merger).
 template <int kHeadDim, int kStages, bool kFp8>
 __global__ void __launch_bounds__(kThreads, 2) decode_balanced_kernel(Params p) {
-  allow_dependent_launch();  // the linear after this one prefetches its weights meanwhile
   extern __shared__ __align__(16) uint16_t smem[];
   // The plan, before waiting for the previous kernel (the step's inputs are not a kernel's
   // output): per-sequence tile totals, prefix-summed in shared memory.
@@ -536,6 +536,7 @@ __global__ void __launch_bounds__(kThreads, 2) decode_balanced_kernel(Params p) 
   __syncthreads();  // the prefix is read: the ring is free
 
   wait_for_prior_kernels();
+  allow_dependent_launch();
   float* partial_out = p.partial_out;
   float* partial_ml = p.partial_ml;
   const int group_size = p.group_size;
@@ -604,15 +605,14 @@ __global__ void __launch_bounds__(kThreads, 2) decode_balanced_kernel(Params p) 
 // The cluster form (the default for up to 4 rows): CTA = (row, KV head, rank r of a cluster of
 // kDecodeCluster). The row's tiles are cut on the device, from its own length, into
 // kDecodeCluster contiguous ranges (rank r takes the r-th; some may be empty), and the ranges'
-// partials are merged through distributed shared memory: no workspace, no tickets, no second pass through L2. The merge
-// order depends on the row's length alone. Before waiting for the previous kernel, each CTA finds its range from the
+// partials are merged through distributed shared memory: no workspace, no tickets, no second pass through L2. The merge order depends on the
+// row's length alone. Before waiting for the previous kernel, each CTA finds its range from the
 // step's inputs and starts copying the ring rows an earlier step wrote (positions before the
 // sequence's new rows: no kernel of this step writes them); the new rows, Q and everything else
 // come after the wait.
 template <int kHeadDim, int kStages, bool kFp8>
 __global__ void __launch_bounds__(kThreads, 2) decode_cluster_kernel(Params p) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  allow_dependent_launch();  // the linear after this one prefetches its weights meanwhile
   extern __shared__ __align__(16) uint16_t smem[];
   cooperative_groups::cluster_group cluster = cooperative_groups::this_cluster();
   const int rank = static_cast<int>(cluster.block_rank());
@@ -626,6 +626,7 @@ __global__ void __launch_bounds__(kThreads, 2) decode_cluster_kernel(Params p) {
   const int written = s >= 0 ? p.seq_context_len[s] - num_new_rows(p, s) : 0;  // rows of earlier steps
   if (has_range) issue_prologue<kHeadDim, kStages, kFp8, true>(p, table, kv_head, begin, end, smem, 0, written, false);
   wait_for_prior_kernels();
+  allow_dependent_launch();
   if (visible == 0) {  // the whole cluster's row: padding or the prefill kernel's
     cp_async_wait<0>();
     return;

@@ -111,7 +111,8 @@ __device__ __forceinline__ void stage_kv_tile(const void* cache, const Params& p
 
 template <int kHeadDim, bool kFp8>
 __global__ void __launch_bounds__(kThreads) prefill_tensor_core_kernel(Params p, int num_query_tiles) {
-  launch_dependents_then_wait();            // the linear after this one prefetches its weights meanwhile
+  wait_for_prior_kernels();
+  allow_dependent_launch();
   constexpr int kDimSteps = kHeadDim / 16;  // k-steps of Q K^T
   constexpr int kDimTiles = kHeadDim / 8;   // n-tiles of P V (output columns)
   constexpr int kPosTiles = kKvTile / 8;    // n-tiles of Q K^T

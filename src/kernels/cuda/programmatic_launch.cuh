@@ -3,18 +3,13 @@
 // and its first weight loads overlap that kernel's tail. Decode at small batch is a chain of
 // ~10 short kernels per layer, where those gaps are a large share of the step.
 //
-// The contract for every kernel launched this way: before calling wait_for_prior_kernels() it
-// may read only memory that no kernel of the step writes (weights; the step's lengths and
-// block tables, uploaded before its first kernel; K/V rows of earlier steps); everything else —
-// reading activations, writing any output — comes after it. wait_for_prior_kernels() returns
-// once the previous kernel has completed and its writes are visible (a no-op when the launch
-// was not programmatic, and on GPUs before sm_90). allow_dependent_launch() lets the next
-// programmatic kernel be scheduled. A kernel followed by one that works before its own wait (a
-// linear prefetching its weights, the attention copying K/V rows) calls it before its wait
-// (launch_dependents_then_wait()), so that work overlaps this kernel and the tail of the one
-// before; the others call it after, which keeps at most two kernels of the chain resident. The
-// next kernel starts only once every CTA of this one is running, so CTAs waiting beside a
-// kernel never hold back any of its own.
+// The contract for every kernel launched this way: it may read only memory no earlier kernel
+// writes (weights) before calling wait_for_prior_kernels(); everything else — reading
+// activations, writing any output — comes after it. wait_for_prior_kernels() returns once
+// the previous kernel has completed and its writes are visible (a no-op when the launch was
+// not programmatic, and on GPUs before sm_90). allow_dependent_launch() lets the next
+// programmatic kernel be scheduled; calling it after the wait keeps at most two kernels of
+// the chain resident at once.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -77,13 +72,6 @@ __device__ __forceinline__ void allow_dependent_launch() {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
 #endif
-}
-
-// allow_dependent_launch(), then wait_for_prior_kernels(): for kernels whose successor works
-// before its own wait (see above).
-__device__ __forceinline__ void launch_dependents_then_wait() {
-  allow_dependent_launch();
-  wait_for_prior_kernels();
 }
 
 }  // namespace crosspoint::cuda
