@@ -605,8 +605,8 @@ __global__ void __launch_bounds__(kThreads, 2) decode_balanced_kernel(Params p) 
 // The cluster form (the default for up to 4 rows): CTA = (row, KV head, rank r of a cluster of
 // kDecodeCluster). The row's tiles are cut on the device, from its own length, into
 // kDecodeCluster contiguous ranges (rank r takes the r-th; some may be empty), and the ranges'
-// partials are merged through distributed shared memory: no workspace, no tickets, no second pass through L2. The merge order depends on the
-// row's length alone. Before waiting for the previous kernel, each CTA finds its range from the
+// partials are merged through distributed shared memory: no workspace, no tickets, no second pass through L2. The merge
+// order depends on the row's length alone. Before waiting for the previous kernel, each CTA finds its range from the
 // step's inputs and starts copying the ring rows an earlier step wrote (positions before the
 // sequence's new rows: no kernel of this step writes them); the new rows, Q and everything else
 // come after the wait.

@@ -3,13 +3,18 @@
 // and its first weight loads overlap that kernel's tail. Decode at small batch is a chain of
 // ~10 short kernels per layer, where those gaps are a large share of the step.
 //
-// The contract for every kernel launched this way: it may read only memory no earlier kernel
-// writes (weights) before calling wait_for_prior_kernels(); everything else — reading
-// activations, writing any output — comes after it. wait_for_prior_kernels() returns once
-// the previous kernel has completed and its writes are visible (a no-op when the launch was
-// not programmatic, and on GPUs before sm_90). allow_dependent_launch() lets the next
-// programmatic kernel be scheduled; calling it after the wait keeps at most two kernels of
-// the chain resident at once.
+// The contract for every kernel launched this way: before calling wait_for_prior_kernels() it
+// may read only memory that no kernel of the step writes (weights; the step's lengths and
+// block tables, uploaded before its first kernel; K/V rows of earlier steps); everything else —
+// reading activations, writing any output — comes after it. wait_for_prior_kernels() returns
+// once the previous kernel has completed and its writes are visible (a no-op when the launch
+// was not programmatic, and on GPUs before sm_90). allow_dependent_launch() lets the next
+// programmatic kernel be scheduled; calling it after the wait keeps at most two kernels of the
+// chain resident at once. rope_kv_write calls it before its wait, for the attention's early
+// K/V copies; the next kernel starts only once every CTA of this one is running, so CTAs that
+// wait beside a kernel never hold back any of its own. The other kernels call it after their
+// wait: doing so before it, for the linears' weight prefetch, slowed the decode step
+// (docs/log/cuda.md).
 #pragma once
 
 #include <cuda_runtime.h>
