@@ -22,18 +22,18 @@
 // their own l, then a ticket on a workspace counter with fences before and after, as
 // w4a16_pipeline.cuh's split-K handshake; the last piece's CTA merges and resets the counter:
 // counters are zero between launches; no second kernel):
-//   decode_tensor_core_kernel (the default): CTA = (row, KV head, partition); the partition
-//     length is set by the batch size and grid.z by the host's context bound (partitions past
-//     a row's length exit at once). One partition per (row, KV head) in batch-invariant mode
-//     (a row's reduction order never depends on the other rows).
-//   decode_balanced_kernel (CudaAttentionKernels::kBalancedDecode): one wave of CTAs; the pairs' tiles, laid end to
-//   end, are cut into
-//     equal ranges from the actual lengths (computed on the device from the step's inputs, so
-//     a captured graph stays valid), whatever mix of short and long rows the batch holds;
-//     pairs cut by range boundaries are merged.
+//   decode_tensor_core_kernel (the partitioned form): CTA = (row, KV head, partition); the
+//     partition length is set by the batch size and grid.z by the host's context bound
+//     (partitions past a row's length exit at once). One partition per (row, KV head) in
+//     batch-invariant mode (a row's reduction order never depends on the other rows).
+//   decode_balanced_kernel (CudaAttentionKernels::kBalancedDecode): one wave of CTAs; the pairs'
+//     tiles, laid end to end, are cut into equal ranges from the actual lengths (computed on the
+//     device from the step's inputs, so a captured graph stays valid), whatever mix of short and
+//     long rows the batch holds; pairs cut by range boundaries are merged.
+// The third merges in distributed shared memory instead:
 //   decode_cluster_kernel (small batches, sm_90+): a cluster of 8 CTAs per (row, KV head), each
-//     taking an eighth of the row's tiles; their partials meet in distributed shared memory, and
-//     the rows an earlier step wrote are copied before the kernel waits for the previous one.
+//     taking an eighth of the row's tiles; the rows an earlier step wrote are copied before the
+//     kernel waits for the previous one.
 //
 // Fragment layouts (PTX ISA, mma.m16n8k16 with .f16 inputs; lane = 4 * group + quad):
 //   A (16 x 16, row major) a0: (row group, k 2 quad .. +1)  a1: (row group + 8, same k)
@@ -605,11 +605,11 @@ __global__ void __launch_bounds__(kThreads, 2) decode_balanced_kernel(Params p) 
 // The cluster form (the default for up to 4 rows): CTA = (row, KV head, rank r of a cluster of
 // kDecodeCluster). The row's tiles are cut on the device, from its own length, into
 // kDecodeCluster contiguous ranges (rank r takes the r-th; some may be empty), and the ranges'
-// partials are merged through distributed shared memory: no workspace, no tickets, no second pass through L2. The merge
-// order depends on the row's length alone. Before waiting for the previous kernel, each CTA finds its range from the
-// step's inputs and starts copying the ring rows an earlier step wrote (positions before the
-// sequence's new rows: no kernel of this step writes them); the new rows, Q and everything else
-// come after the wait.
+// partials are merged through distributed shared memory: no workspace, no tickets, no second
+// pass through L2. The merge order depends on the row's length alone. Before waiting for the
+// previous kernel, each CTA finds its range from the step's inputs and starts copying the ring
+// rows an earlier step wrote (positions before the sequence's new rows: no kernel of this step
+// writes them); the new rows, Q and everything else come after the wait.
 template <int kHeadDim, int kStages, bool kFp8>
 __global__ void __launch_bounds__(kThreads, 2) decode_cluster_kernel(Params p) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
