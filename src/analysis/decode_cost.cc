@@ -29,6 +29,26 @@ DecodeCost decode_cost_from_shape(const ModelShape& shape, Precision precision, 
   return cost;
 }
 
+DecodeCost split_decode_cost(const DecodeCost& cost, const ModelShape* shape, int n) {
+  if (n <= 1) return cost;
+  DecodeCost rank = cost;
+  rank.tensor_parallel_size = n;
+  rank.weight_bytes_per_step = cost.weight_bytes_per_step / n;
+  rank.flops_per_token = cost.flops_per_token / n;
+  rank.attention_flops_per_context_token = cost.attention_flops_per_context_token / n;
+  double kv_share = 1.0 / n;
+  if (shape != nullptr && shape->num_kv_heads > 0 && n > shape->num_kv_heads)
+    kv_share = 1.0 / static_cast<double>(shape->num_kv_heads);  // each rank holds one whole KV head
+  rank.kv_bytes_per_context_token = cost.kv_bytes_per_context_token * kv_share;
+  if (shape != nullptr) {
+    const double ring = 2.0 * (n - 1) / n;
+    rank.all_reduce_bytes_per_token =
+        2.0 * static_cast<double>(shape->num_layers) * static_cast<double>(shape->hidden_size) * 2.0 * ring;
+  }
+  rank.description = fmt::format("{}; one of {} ranks' share", cost.description, n);
+  return rank;
+}
+
 DecodeCost decode_cost_from_params(double num_params, Precision precision, double weight_bytes_override) {
   DecodeCost cost;
   cost.flops_per_token = 2.0 * num_params;

@@ -19,6 +19,11 @@ struct DecodeCost {
   double kv_bytes_per_context_token = 0;
   // Attention FLOPs per generated token per token of context; 0 when unknown.
   double attention_flops_per_context_token = 0;
+  // Ranks the model is split over; the numbers above are then one rank's (split_decode_cost).
+  int tensor_parallel_size = 1;
+  // Bytes each rank sends per generated token in the all-reduces after o_proj and down_proj
+  // (an fp16 row of d per layer and all-reduce, 2 (n - 1) / n of it in a ring); 0 at one rank.
+  double all_reduce_bytes_per_token = 0;
   // How the numbers were obtained, for the report ("from config.json: ...").
   std::string description;
 };
@@ -28,6 +33,12 @@ struct DecodeCost {
 // kv_bytes_per_element (2 for an fp16/bf16 KV cache).
 DecodeCost decode_cost_from_shape(const ModelShape& shape, Precision precision, double kv_bytes_per_element = 2,
                                   int64_t group_size = 128);
+
+// One rank's share of `cost` for a model split over n ranks as model/tensor_parallel_plan.h
+// splits it: the linears, lm_head and attention's FLOPs by n, the KV cache by n (a whole KV
+// head a rank past their count), plus the all-reduces' bytes. Without the shape (a parameter
+// count only) everything divides by n and the all-reduce is unknown (0).
+DecodeCost split_decode_cost(const DecodeCost& cost, const ModelShape* shape, int n);
 
 // From a parameter count only: every parameter streamed at bytes_per_weight(precision) and
 // 2 FLOPs per parameter per token. Coarse (it streams the embedding too), but it is what

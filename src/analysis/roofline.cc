@@ -25,6 +25,8 @@ RooflineCell analyze_cell(const CellMeasurement& cell, Precision precision, cons
   }
   out.mean_context_tokens = cell.mean_context_tokens.value_or(0);
 
+  out.tensor_parallel_size = cost.tensor_parallel_size;
+  out.all_reduce_bytes_per_step = out.batch * cost.all_reduce_bytes_per_token;
   out.weight_bytes_per_step = cost.weight_bytes_per_step;
   out.kv_bytes_per_step = out.batch * out.mean_context_tokens * cost.kv_bytes_per_context_token;
   out.bytes_per_step = out.weight_bytes_per_step + out.kv_bytes_per_step;

@@ -22,6 +22,11 @@ struct RooflineCell {
   bool batch_raised_to_one = false;
   double mean_context_tokens = 0;  // per running sequence; 0 = unknown, KV left out
 
+  // Ranks the model is split over: the bytes and FLOPs here are one rank's, run on its own
+  // device beside the others, and the step's all-reduces move all_reduce_bytes_per_step.
+  int tensor_parallel_size = 1;
+  double all_reduce_bytes_per_step = 0;  // per rank, B * DecodeCost::all_reduce_bytes_per_token
+
   double weight_bytes_per_step = 0;  // streamed once per step
   double kv_bytes_per_step = 0;      // B * context * KV bytes per token
   double bytes_per_step = 0;         // weights + KV

@@ -18,19 +18,20 @@ Result<Precision> precision_of(const StudyResults& study, const CellMeasurement&
 
 Result<DecodeCost> cost_of(const StudyResults& study, const CellMeasurement& cell, Precision precision,
                            const AnalysisOptions& options) {
+  const PrecisionSetup* setup = study.find_precision(cell.precision);
+  const int ranks = setup != nullptr ? setup->tensor_parallel_size : 1;
   if (options.model_shape) {
-    const PrecisionSetup* setup = study.find_precision(cell.precision);
     const double kv_bytes = setup != nullptr && setup->kv_bytes_per_element > 0 ? setup->kv_bytes_per_element
                                                                                 : options.kv_bytes_per_element;
-    return decode_cost_from_shape(*options.model_shape, precision, kv_bytes);
+    return split_decode_cost(decode_cost_from_shape(*options.model_shape, precision, kv_bytes), &*options.model_shape,
+                             ranks);
   }
   const double num_params = options.model_num_params > 0 ? options.model_num_params : study.model_num_params;
   if (num_params <= 0)
     return invalid_argument("no model size: give a config.json (--config) or a parameter count (--model-params)");
-  const PrecisionSetup* setup = study.find_precision(cell.precision);
   double weight_bytes = setup != nullptr ? setup->weight_bytes : 0;
   if (weight_bytes <= 0 && cell.weight_bytes_loaded) weight_bytes = *cell.weight_bytes_loaded;
-  return decode_cost_from_params(num_params, precision, weight_bytes);
+  return split_decode_cost(decode_cost_from_params(num_params, precision, weight_bytes), nullptr, ranks);
 }
 
 CapacityInput capacity_input(const StudyResults& study, const std::vector<CellMeasurement>& cells,
@@ -174,6 +175,8 @@ nlohmann::json study_analysis_to_json(const StudyAnalysis& analysis) {
                      {"batch", c.batch},
                      {"batch_measured", c.batch_measured},
                      {"mean_context_tokens", c.mean_context_tokens},
+                     {"tensor_parallel_size", c.tensor_parallel_size},
+                     {"all_reduce_bytes_per_step", c.all_reduce_bytes_per_step},
                      {"weight_bytes_per_step", c.weight_bytes_per_step},
                      {"kv_bytes_per_step", c.kv_bytes_per_step},
                      {"bytes_per_step", c.bytes_per_step},

@@ -402,6 +402,24 @@ ReportFiles render_study_report(const StudyResults& original, const StudyAnalysi
 
   r.heading("Throughput and batch: how many tokens per second, at what batch");
   r.table(metric_pivot(study, "output tok/s", Metric::kOutputThroughput));
+  auto ranks_of = [&study](const std::string& label) {
+    const PrecisionSetup* setup = study.find_precision(label);
+    return setup != nullptr ? setup->tensor_parallel_size : 1;
+  };
+  const std::vector<std::string> labels = labels_of(study);
+  if (std::any_of(labels.begin(), labels.end(), [&](const std::string& l) { return ranks_of(l) > 1; })) {
+    r.table(measurement_pivot(
+        study, "output tok/s per device",
+        [&](const CellMeasurement& c) -> std::optional<double> {
+          if (!c.output_throughput_tok_s) return std::nullopt;
+          return *c.output_throughput_tok_s / ranks_of(c.precision);
+        },
+        1));
+    r.paragraph(
+        "A label ending in -tpN split the model over N ranks (N GPUs on a GPU server, N groups of threads on the "
+        "CPU): per device divides its server's throughput by N, the figure to compare when devices are what is "
+        "bought.");
+  }
   r.table(
       measurement_pivot(study, "mean running batch", [](const CellMeasurement& c) { return c.mean_running_batch; }, 1));
   const bool any_steady = std::any_of(study.cells.begin(), study.cells.end(),
@@ -457,6 +475,16 @@ ReportFiles render_study_report(const StudyResults& original, const StudyAnalysi
                          c.measured_tpot_ms > 0 ? number(c.overhead_ms, 1) : "-"});
   }
   r.table(roof);
+  double all_reduce_mb = 0;
+  for (const RooflineCell& c : analysis.roofline)
+    all_reduce_mb = std::max(all_reduce_mb, c.all_reduce_bytes_per_step / 1e6);
+  if (all_reduce_mb > 0) {
+    r.paragraph(fmt::format(
+        "A split (-tpN) is one rank's roofline: its share of the weights, KV cache and FLOPs on one device, the "
+        "ranks running side by side. Its all-reduces (after o_proj and down_proj in every layer) move up to {} MB "
+        "a step per rank over the interconnect, outside the bound: no interconnect ceiling is measured.",
+        number(all_reduce_mb, 2)));
+  }
   r.paragraph(
       "Bound = the larger of bytes/bandwidth and FLOPs/peak for one decode step; BW util = memory bound / "
       "measured median TPOT; overhead = measured - bound (dequantisation, kernel launches, scheduling). "

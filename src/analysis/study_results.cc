@@ -44,6 +44,10 @@ Result<PrecisionSetup> parse_setup(const nlohmann::json& object, const std::stri
   setup.kv_cache_bytes = kv_gib * kBytesPerGib;
   CROSSPOINT_ASSIGN_OR_RETURN(setup.engine_init_s, optional_number(object, "engine_init_s", where));
   CROSSPOINT_ASSIGN_OR_RETURN(setup.kv_bytes_per_element, optional_number(object, "kv_bytes_per_element", where));
+  CROSSPOINT_ASSIGN_OR_RETURN(double ranks, optional_number(object, "tensor_parallel_size", where));
+  if (ranks != 0 && (ranks < 1 || ranks != static_cast<int>(ranks) || ranks > 1024))
+    return invalid_argument(where + ": 'tensor_parallel_size' must be a whole number of ranks from 1");
+  setup.tensor_parallel_size = ranks == 0 ? 1 : static_cast<int>(ranks);
   return setup;
 }
 

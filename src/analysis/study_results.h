@@ -23,6 +23,9 @@ struct PrecisionSetup {
   // Bytes of one cached K or V element when this setup's KV cache differs from the study's
   // (1 for an fp8 cache); 0 = the analysis' default.
   double kv_bytes_per_element = 0;
+  // Ranks the server split the model over (serve --tensor-parallel-size); each rank's device
+  // holds a share, and the roofline is one rank's.
+  int tensor_parallel_size = 1;
 };
 
 struct StudyResults {

@@ -184,6 +184,7 @@ int serve(const ServeOptions& o) {
   runner_options.enforce_eager = o.enforce_eager;
   runner_options.sample_on_host = o.sample_on_host;
   runner_options.deterministic = o.deterministic;
+  runner_options.tensor_parallel_size = o.vllm.tensor_parallel_size;
   auto device_runner = make_device_runner(runner_options, m);
   if (!device_runner.is_ok()) return report_error("serve", device_runner.status());
   const int32_t num_blocks = device_runner->num_blocks;

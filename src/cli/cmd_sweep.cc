@@ -4,6 +4,7 @@
 // `crosspoint eval`, extra levels locate the crossovers, and report.md / report.html are
 // written. Finished cells are kept, so running the same command again resumes.
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <algorithm>
 #include <string>
@@ -135,6 +136,11 @@ int run_sweep(int argc, char** argv) {
                  "--enable-prefix-caching) and/or off (--no-enable-prefix-caching), cells labelled e.g. "
                  "w4a16+prefix-cache; default: the server's own, no axis. Pair it with --dataset prefix_repetition")
       ->capture_default_str();
+  std::string tensor_parallel_text = "1";
+  app.add_option("--tensor-parallel-sizes", tensor_parallel_text,
+                 "comma-separated rank counts to split every precision over (serve --tensor-parallel-size; cells "
+                 "labelled e.g. fp16-tp2); above 1 on --device cpu only, where the ranks are threads")
+      ->capture_default_str();
   app.add_option("--prefix-len", o.prefix_len, "--dataset prefix_repetition: tokens of each shared prefix")
       ->capture_default_str();
   app.add_option("--suffix-len", o.suffix_len, "--dataset prefix_repetition: tokens of each prompt's own suffix")
@@ -175,6 +181,14 @@ int run_sweep(int argc, char** argv) {
   o.precisions = precisions.value();
   o.kv_cache_dtypes = split_commas(kv_dtypes_text);
   o.prefix_caching = split_commas(prefix_caching_text);
+  o.tensor_parallel_sizes.clear();
+  for (const std::string& size : split_commas(tensor_parallel_text)) {
+    char* end = nullptr;
+    const long value = std::strtol(size.c_str(), &end, 10);
+    if (size.empty() || *end != '\0' || value < 1 || value > 1024)
+      return report_error("sweep", invalid_argument("--tensor-parallel-sizes: '" + size + "' is not a rank count"));
+    o.tensor_parallel_sizes.push_back(static_cast<int>(value));
+  }
   auto levels = sweep::parse_concurrency_list(concurrency_text);
   if (!levels.is_ok()) return report_error("sweep", levels.status());
   o.concurrency = levels.value();

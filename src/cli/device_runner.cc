@@ -11,6 +11,7 @@
 
 #include "cli/cli_util.h"
 #include "common/log.h"
+#include "common/thread_pool.h"
 #include "runner/cpu_model_runner.h"
 #include "scheduler/block_manager.h"
 #ifdef CROSSPOINT_HAVE_CUDA
@@ -56,14 +57,28 @@ Result<DeviceRunner> make_cpu_runner(const DeviceRunnerOptions& o, const Model& 
   DeviceRunner out;
   CROSSPOINT_ASSIGN_OR_RETURN(const KvCacheDtype kv, resolve_kv_dtype(o.kv_cache_dtype, "cpu"));
   const DType kv_dtype = kv.storage;
-  const size_t kv_bytes_per_token = m.kv_bytes_per_token(kv_dtype);
+  if (o.tensor_parallel_size != 1) {
+    CROSSPOINT_ASSIGN_OR_RETURN(auto split, TensorParallelModel::create(m, o.tensor_parallel_size));
+    const std::vector<size_t>& bytes = split->rank_linear_bytes();
+    log_info(
+        "tensor parallel: {} ranks (threads of this process, kernel threads per rank: {}), linear weights {:.3f} GiB "
+        "a rank against {:.3f} GiB whole; o_proj and down_proj summed over the ranks in each layer",
+        split->world_size(), std::max(1, global_thread_pool().num_threads() / split->world_size()),
+        *std::max_element(bytes.begin(), bytes.end()) / kGiB, m.weight_bytes_per_token() / kGiB);
+    out.tensor_parallel = std::move(split);
+  }
+  const TensorParallelModel* split = out.tensor_parallel.get();
+  const size_t kv_bytes_per_token = split ? split->kv_bytes_per_token(kv_dtype) : m.kv_bytes_per_token(kv_dtype);
   std::string kv_option = "--kv-cache-memory " + o.kv_cache_memory;
   if (o.num_kv_blocks > 0) {
     out.num_blocks = o.num_kv_blocks;
   } else if (!o.memory_budget.empty()) {
-    // The weights are held whole (mapped or converted); the KV cache gets what they leave.
+    // The weights are held whole (mapped or converted), and a split's shards beside them; the
+    // KV cache gets what they leave.
     CROSSPOINT_ASSIGN_OR_RETURN(const size_t budget, parse_bytes(o.memory_budget, "--memory-budget"));
-    const size_t weights = m.weight_bytes_total();
+    size_t weights = m.weight_bytes_total();
+    if (split != nullptr)
+      for (size_t rank_bytes : split->rank_linear_bytes()) weights += rank_bytes;
     if (weights >= budget) {
       return resource_exhausted(
           fmt::format("--memory-budget {}: the weights alone take {:.3f} GiB", o.memory_budget, weights / kGiB));
@@ -90,6 +105,14 @@ Result<DeviceRunner> make_cpu_runner(const DeviceRunnerOptions& o, const Model& 
            : m.has_kv_scales()     ? "; k/v scales from the checkpoint"
                                    : "; the checkpoint has no k/v scales: 1.0, as vLLM's default");
   const Model* model = &m;
+  if (split != nullptr) {
+    out.runner =
+        std::make_unique<CpuModelRunner>(split->kv_cache_shape(out.num_blocks, o.block_size, kv_dtype), m.vocab_size(),
+                                         [split](const ForwardBatch& batch, CpuKvCache& kv, float* logits) {
+                                           return split->forward(batch, kv, logits);
+                                         });
+    return out;
+  }
   out.runner = std::make_unique<CpuModelRunner>(
       m.kv_cache_shape(out.num_blocks, o.block_size, kv_dtype), m.vocab_size(),
       [model](const ForwardBatch& batch, CpuKvCache& kv, float* logits) { return model->forward(batch, kv, logits); });
@@ -216,6 +239,9 @@ Result<DeviceRunner> make_device_runner(const DeviceRunnerOptions& o, const Mode
   CROSSPOINT_RETURN_IF_ERROR(resolve_kv_dtype(o.kv_cache_dtype, o.device).status());
   log_info("{}", determinism_note(o.device, o.deterministic));
   if (o.device == "cuda") {
+    if (o.tensor_parallel_size != 1)
+      return unsupported("--tensor-parallel-size " + std::to_string(o.tensor_parallel_size) +
+                         " --device cuda: the GPU model runs on one GPU; the split runs on the CPU (--device cpu)");
 #ifdef CROSSPOINT_HAVE_CUDA
     return make_cuda_runner(o, m);
 #else

@@ -13,6 +13,7 @@
 #include "common/status.h"
 #include "engine/engine.h"
 #include "model/model.h"
+#include "model/tensor_parallel_model.h"
 #include "runner/runner.h"
 
 namespace crosspoint::cli {
@@ -36,6 +37,9 @@ struct DeviceRunnerOptions {
   // auto: the device's own (f32 on the CPU, fp16 on the GPU); fp8 (or fp8_e4m3): e4m3 with the
   // checkpoint's per-layer k/v scales, else 1.
   std::string kv_cache_dtype = "auto";
+  // --tensor-parallel-size: on the CPU, ranks that are threads of this process, each with its
+  // share of the weights and kernel threads (model/tensor_parallel_model.h); the GPU runs one.
+  int32_t tensor_parallel_size = 1;
 };
 
 // --dtype (vLLM's name) as the CPU model's activation flow: auto, float32 or float -> f32
@@ -60,6 +64,7 @@ inline constexpr int32_t kPromptLogprobRowsPerStep = 256;
 struct DeviceRunner {
   std::unique_ptr<Runner> runner;
   int32_t num_blocks = 0;
+  std::shared_ptr<const TensorParallelModel> tensor_parallel;  // the split the CPU runner calls, if any
 };
 
 // "1GiB", "512MiB", "2MB", "1e9", "4096" -> bytes; the error names `option`.

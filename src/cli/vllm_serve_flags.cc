@@ -63,7 +63,9 @@ void add_vllm_serve_flags(CLI::App& app, VllmServeFlags& flags) {
                  "accepted when it names the checkpoint's own method (fp8, compressed-tensors, gptq, gptq_marlin); "
                  "crosspoint does not quantise at load: `crosspoint quantize` writes the checkpoint");
   app.add_option("--max-logprobs", flags.max_logprobs, "logprobs a request may ask for (crosspoint's limit: 20)");
-  app.add_option("--tensor-parallel-size", flags.tensor_parallel_size, "1 only: one GPU (also -tp)");
+  app.add_option("--tensor-parallel-size", flags.tensor_parallel_size,
+                 "ranks to split the model over (also -tp): on --device cpu threads of this process, each with its "
+                 "share of the weights; 1 on the GPU");
   app.add_option("--pipeline-parallel-size", flags.pipeline_parallel_size, "1 only: one GPU (also -pp)");
   app.add_option("--data-parallel-size", flags.data_parallel_size, "1 only: one engine (also -dp)");
   auto ignored_group = app.add_option_group("vLLM flags without effect here (accepted, logged)");
@@ -86,9 +88,12 @@ Status check_vllm_serve_flags(const VllmServeFlags& flags) {
     return unsupported(name + (value.empty() ? "" : " " + value) +
                        ": crosspoint serve has no such feature (docs/serving.md lists the vLLM flags it takes)");
   }
-  for (const auto& [name, size] : {std::pair<const char*, int>{"--tensor-parallel-size", flags.tensor_parallel_size},
-                                   {"--pipeline-parallel-size", flags.pipeline_parallel_size},
-                                   {"--data-parallel-size", flags.data_parallel_size}}) {
+  if (flags.tensor_parallel_size < 1)
+    return invalid_argument("--tensor-parallel-size " + std::to_string(flags.tensor_parallel_size) +
+                            ": must be at least 1");
+  for (const auto& [name, size] :
+       {std::pair<const char*, int>{"--pipeline-parallel-size", flags.pipeline_parallel_size},
+        {"--data-parallel-size", flags.data_parallel_size}}) {
     if (size != 1)
       return unsupported(std::string(name) + " " + std::to_string(size) + ": crosspoint serve runs on one GPU");
   }

@@ -90,9 +90,18 @@ int& requested_threads() {
 
 void set_global_num_threads(int num_threads) { requested_threads() = num_threads; }
 
+namespace {
+thread_local ThreadPool* scoped_pool = nullptr;
+}  // namespace
+
 ThreadPool& global_thread_pool() {
+  if (scoped_pool != nullptr) return *scoped_pool;
   static ThreadPool pool(requested_threads() > 0 ? requested_threads() : default_num_threads());
   return pool;
 }
+
+ThreadPoolScope::ThreadPoolScope(ThreadPool& pool) : previous_(scoped_pool) { scoped_pool = &pool; }
+
+ThreadPoolScope::~ThreadPoolScope() { scoped_pool = previous_; }
 
 }  // namespace crosspoint

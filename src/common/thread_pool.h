@@ -48,9 +48,23 @@ class ThreadPool {
 // Threads to use by default: CROSSPOINT_NUM_THREADS if set, else the hardware's count.
 int default_num_threads();
 
-// The process-wide pool used by CPU kernels. Created on first use with
-// default_num_threads(); set_global_num_threads() before first use overrides it.
+// The pool CPU kernels use: the calling thread's ThreadPoolScope if one is active, else the
+// process-wide pool, created on first use with default_num_threads() (set_global_num_threads()
+// before first use overrides it).
 ThreadPool& global_thread_pool();
 void set_global_num_threads(int num_threads);
+
+// Makes `pool` the calling thread's global_thread_pool() while the scope lives, so several
+// threads can run kernels at once (tensor-parallel ranks), each on its own workers.
+class ThreadPoolScope {
+ public:
+  explicit ThreadPoolScope(ThreadPool& pool);
+  ~ThreadPoolScope();
+  ThreadPoolScope(const ThreadPoolScope&) = delete;
+  ThreadPoolScope& operator=(const ThreadPoolScope&) = delete;
+
+ private:
+  ThreadPool* previous_;
+};
 
 }  // namespace crosspoint

@@ -127,6 +127,16 @@ Status Model::load_weights(const ModelLoadOptions& options) {
   if (!c.tie_word_embeddings && head.prefix != "lm_head")
     return not_found(dir_ + ": tensor lm_head.weight is missing and config.json has tie_word_embeddings false");
   CROSSPOINT_ASSIGN_OR_RETURN(lm_head_, format->load(head));
+
+  whole_.num_heads = c.num_attention_heads;
+  whole_.num_kv_heads = c.num_key_value_heads;
+  whole_.intermediate = c.intermediate_size;
+  whole_.num_cache_layers = static_cast<int32_t>(c.num_hidden_layers);
+  whole_.lm_head = lm_head_.get();
+  whole_.vocab = {0, c.vocab_size};
+  for (const DecoderLayerWeights& l : layers_)
+    whole_.layers.push_back({l.q_proj.get(), l.k_proj.get(), l.v_proj.get(), l.o_proj.get(), l.gate_proj.get(),
+                             l.up_proj.get(), l.down_proj.get()});
   return Status::ok();
 }
 
@@ -170,9 +180,9 @@ std::string Model::weight_format_name() const { return layers_.empty() ? "none" 
 
 namespace {
 
-Status validate_batch(const ForwardBatch& b, const ModelConfig& c, const CpuKvCache& cache) {
+Status validate_batch(const ForwardBatch& b, const ModelConfig& c, const RankShare& share, const CpuKvCache& cache) {
   const KvCacheShape& s = cache.shape();
-  if (s.num_layers != c.num_hidden_layers || s.num_kv_heads != c.num_key_value_heads || s.head_dim != c.head_dim)
+  if (s.num_layers != share.num_cache_layers || s.num_kv_heads != share.num_kv_heads || s.head_dim != c.head_dim)
     return invalid_argument("forward: the KV cache shape does not match the model's layers, kv heads or head_dim");
   const int32_t num_seqs = b.num_seqs();
   if (b.positions.size() != b.token_ids.size())
@@ -198,14 +208,14 @@ Status validate_batch(const ForwardBatch& b, const ModelConfig& c, const CpuKvCa
   return Status::ok();
 }
 
-PagedKvLayout make_layout(const ForwardBatch& b, CpuKvCache& cache, int32_t layer_idx,
+PagedKvLayout make_layout(const ForwardBatch& b, CpuKvCache& cache, int32_t cache_layer,
                           const DecoderLayerWeights& weights) {
   const KvCacheShape& s = cache.shape();
   PagedKvLayout layout;
-  layout.key_cache = cache.keys(layer_idx);
-  layout.value_cache = cache.values(layer_idx);
-  layout.key_cache_fp8 = cache.keys_fp8(layer_idx);
-  layout.value_cache_fp8 = cache.values_fp8(layer_idx);
+  layout.key_cache = cache.keys(cache_layer);
+  layout.value_cache = cache.values(cache_layer);
+  layout.key_cache_fp8 = cache.keys_fp8(cache_layer);
+  layout.value_cache_fp8 = cache.values_fp8(cache_layer);
   layout.k_scale = weights.k_scale;
   layout.v_scale = weights.v_scale;
   layout.num_blocks = s.num_blocks;
@@ -231,11 +241,13 @@ void round_like_the_gpu(bool fp16_activations, std::vector<float>& x, int64_t n)
 
 }  // namespace
 
-Status Model::run_layer(int32_t layer_idx, const ForwardBatch& batch, CpuKvCache& kv_cache, float* hidden) const {
+Status Model::run_layer(int32_t layer_idx, const ForwardBatch& batch, CpuKvCache& kv_cache, const RankShare& share,
+                        float* hidden) const {
   const ModelConfig& c = config_;
   const DecoderLayerWeights& w = layers_[layer_idx];
-  const int64_t T = batch.num_tokens(), d = c.hidden_size, D = c.head_dim, inter = c.intermediate_size;
-  const int64_t H = c.num_attention_heads, Hkv = c.num_key_value_heads;
+  const RankLayerLinears& lin = share.layers[layer_idx];
+  const int64_t T = batch.num_tokens(), d = c.hidden_size, D = c.head_dim, inter = share.intermediate;
+  const int64_t H = share.num_heads, Hkv = share.num_kv_heads;
   std::vector<float> x(T * d);         // [T, d] normed input
   std::vector<float> q(T * H * D);     // [T, H, D]
   std::vector<float> k(T * Hkv * D);   // [T, Hkv, D]
@@ -248,9 +260,9 @@ Status Model::run_layer(int32_t layer_idx, const ForwardBatch& batch, CpuKvCache
   CROSSPOINT_RETURN_IF_ERROR(
       rms_norm({hidden, w.input_norm->data, w.input_norm->dtype, x.data(), T, d, static_cast<float>(c.rms_norm_eps)}));
   round_like_the_gpu(f16, x, T * d);
-  CROSSPOINT_RETURN_IF_ERROR(w.q_proj->forward(x.data(), T, 0, q.data()));
-  CROSSPOINT_RETURN_IF_ERROR(w.k_proj->forward(x.data(), T, 0, k.data()));
-  CROSSPOINT_RETURN_IF_ERROR(w.v_proj->forward(x.data(), T, 0, v.data()));
+  CROSSPOINT_RETURN_IF_ERROR(lin.q_proj->forward(x.data(), T, 0, q.data()));
+  CROSSPOINT_RETURN_IF_ERROR(lin.k_proj->forward(x.data(), T, 0, k.data()));
+  CROSSPOINT_RETURN_IF_ERROR(lin.v_proj->forward(x.data(), T, 0, v.data()));
   round_like_the_gpu(f16, q, T * H * D);
   round_like_the_gpu(f16, k, T * Hkv * D);
   round_like_the_gpu(f16, v, T * Hkv * D);
@@ -268,38 +280,45 @@ Status Model::run_layer(int32_t layer_idx, const ForwardBatch& batch, CpuKvCache
   round_like_the_gpu(f16, q, T * H * D);
   round_like_the_gpu(f16, k, T * Hkv * D);
 
-  const PagedKvLayout layout = make_layout(batch, kv_cache, layer_idx, layers_[layer_idx]);
+  const PagedKvLayout layout = make_layout(batch, kv_cache, share.first_cache_layer + layer_idx, w);
   CROSSPOINT_RETURN_IF_ERROR(kv_cache_write({k.data(), v.data(), 0, 0, layout}));
   CROSSPOINT_RETURN_IF_ERROR(paged_attention(
       {q.data(), 0, attn.data(), static_cast<int32_t>(H), 1.0f / std::sqrt(static_cast<float>(D)), layout}));
   round_like_the_gpu(f16, attn, T * H * D);
-  CROSSPOINT_RETURN_IF_ERROR(w.o_proj->forward(attn.data(), T, 0, x.data()));
+  CROSSPOINT_RETURN_IF_ERROR(lin.o_proj->forward(attn.data(), T, 0, x.data()));
+  if (share.all_reduce) share.all_reduce(x.data(), T * d);
   round_like_the_gpu(f16, x, T * d);
   CROSSPOINT_RETURN_IF_ERROR(residual_add(hidden, x.data(), T * d));
 
   CROSSPOINT_RETURN_IF_ERROR(rms_norm({hidden, w.post_attention_norm->data, w.post_attention_norm->dtype, x.data(), T,
                                        d, static_cast<float>(c.rms_norm_eps)}));
   round_like_the_gpu(f16, x, T * d);
-  CROSSPOINT_RETURN_IF_ERROR(w.gate_proj->forward(x.data(), T, 0, gate.data()));
-  CROSSPOINT_RETURN_IF_ERROR(w.up_proj->forward(x.data(), T, 0, up.data()));
+  CROSSPOINT_RETURN_IF_ERROR(lin.gate_proj->forward(x.data(), T, 0, gate.data()));
+  CROSSPOINT_RETURN_IF_ERROR(lin.up_proj->forward(x.data(), T, 0, up.data()));
   round_like_the_gpu(f16, gate, T * inter);
   round_like_the_gpu(f16, up, T * inter);
   CROSSPOINT_RETURN_IF_ERROR(silu_mul({gate.data(), up.data(), gate.data(), T * inter}));
   round_like_the_gpu(f16, gate, T * inter);
-  CROSSPOINT_RETURN_IF_ERROR(w.down_proj->forward(gate.data(), T, 0, x.data()));
+  CROSSPOINT_RETURN_IF_ERROR(lin.down_proj->forward(gate.data(), T, 0, x.data()));
+  if (share.all_reduce) share.all_reduce(x.data(), T * d);
   round_like_the_gpu(f16, x, T * d);
   return residual_add(hidden, x.data(), T * d);
 }
 
 Status Model::forward(const ForwardBatch& batch, CpuKvCache& kv_cache, float* logits) const {
-  CROSSPOINT_RETURN_IF_ERROR(validate_batch(batch, config_, kv_cache));
+  return forward_share(batch, kv_cache, whole_, logits);
+}
+
+Status Model::forward_share(const ForwardBatch& batch, CpuKvCache& kv_cache, const RankShare& share,
+                            float* logits) const {
+  CROSSPOINT_RETURN_IF_ERROR(validate_batch(batch, config_, share, kv_cache));
   const int64_t T = batch.num_tokens(), d = config_.hidden_size;
   if (T == 0) return Status::ok();
   std::vector<float> hidden(T * d);  // [T, d] f32 residual stream
   CROSSPOINT_RETURN_IF_ERROR(embedding(
       {batch.token_ids.data(), T, embed_tokens_->data, embed_tokens_->dtype, config_.vocab_size, d, hidden.data()}));
   for (int32_t layer = 0; layer < static_cast<int32_t>(layers_.size()); ++layer)
-    CROSSPOINT_RETURN_IF_ERROR(run_layer(layer, batch, kv_cache, hidden.data()));
+    CROSSPOINT_RETURN_IF_ERROR(run_layer(layer, batch, kv_cache, share, hidden.data()));
 
   // Only the rows whose logits are wanted go through the final norm and the lm_head.
   const int64_t num_logits = static_cast<int64_t>(batch.logits_token_idx.size());
@@ -310,8 +329,18 @@ Status Model::forward(const ForwardBatch& batch, CpuKvCache& kv_cache, float* lo
   CROSSPOINT_RETURN_IF_ERROR(rms_norm({selected.data(), final_norm_->data, final_norm_->dtype, selected.data(),
                                        num_logits, d, static_cast<float>(config_.rms_norm_eps)}));
   round_like_the_gpu(fp16_activations_, selected, num_logits * d);
-  CROSSPOINT_RETURN_IF_ERROR(lm_head_->forward(selected.data(), num_logits, 0, logits));
-  if (fp16_activations_) round_to_f16(logits, logits, num_logits * config_.vocab_size);
+  const int64_t V = config_.vocab_size, columns = share.vocab.size();
+  if (columns == V) {
+    CROSSPOINT_RETURN_IF_ERROR(share.lm_head->forward(selected.data(), num_logits, 0, logits));
+    if (fp16_activations_) round_to_f16(logits, logits, num_logits * V);
+    return Status::ok();
+  }
+  if (columns == 0) return Status::ok();          // more ranks than vocabulary rows
+  std::vector<float> part(num_logits * columns);  // this rank's columns, copied into the rows
+  CROSSPOINT_RETURN_IF_ERROR(share.lm_head->forward(selected.data(), num_logits, 0, part.data()));
+  if (fp16_activations_) round_to_f16(part.data(), part.data(), num_logits * columns);
+  for (int64_t i = 0; i < num_logits; ++i)
+    std::copy_n(part.data() + i * columns, columns, logits + i * V + share.vocab.begin);
   return Status::ok();
 }
 

@@ -9,6 +9,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -20,6 +21,7 @@
 #include "model/kv_cache.h"
 #include "model/linear_weight.h"
 #include "model/linear_weight_format.h"
+#include "model/tensor_parallel_plan.h"
 
 namespace crosspoint {
 
@@ -50,6 +52,32 @@ struct DecoderLayerWeights {
   float v_scale = 1.0f;
 };
 
+// What one tensor-parallel rank runs of the decoder (the whole model at one rank): its share of
+// every linear and of the heads, and where its layers sit in the KV cache.
+struct RankLayerLinears {
+  const LinearWeight* q_proj = nullptr;
+  const LinearWeight* k_proj = nullptr;
+  const LinearWeight* v_proj = nullptr;
+  const LinearWeight* o_proj = nullptr;  // input rows of the rank's heads; outputs summed over ranks
+  const LinearWeight* gate_proj = nullptr;
+  const LinearWeight* up_proj = nullptr;
+  const LinearWeight* down_proj = nullptr;  // input rows of the rank's intermediate run; summed
+};
+struct RankShare {
+  std::vector<RankLayerLinears> layers;
+  const LinearWeight* lm_head = nullptr;
+  IndexRange vocab;  // the logits columns lm_head writes
+  int64_t num_heads = 0;
+  int64_t num_kv_heads = 0;
+  int64_t intermediate = 0;
+  // The KV cache holds every rank's layers: this rank's layer l is the cache's layer
+  // first_cache_layer + l, of num_cache_layers.
+  int32_t first_cache_layer = 0;
+  int32_t num_cache_layers = 0;
+  // Sums n floats over the ranks in place, the same result on every rank; empty at one rank.
+  std::function<void(float* data, int64_t n)> all_reduce;
+};
+
 class Model {
  public:
   // Reads DIR/config.json and DIR's safetensors; checks every tensor's presence, dtype and
@@ -60,6 +88,11 @@ class Model {
   // into logits: [num_logits, vocab_size] f32. The cache must come from kv_cache_shape().
   // Not reentrant (one forward at a time); kernels use the global thread pool.
   Status forward(const ForwardBatch& batch, CpuKvCache& kv_cache, float* logits) const;
+  // The same for one rank of a tensor-parallel model (TensorParallelModel): writes the rank's
+  // K/V heads and its vocabulary columns of logits (rows vocab_size apart).
+  Status forward_share(const ForwardBatch& batch, CpuKvCache& kv_cache, const RankShare& share, float* logits) const;
+  // The whole model as one rank's share.
+  const RankShare& whole_share() const { return whole_; }
 
   const ModelConfig& config() const { return config_; }
   int32_t vocab_size() const { return static_cast<int32_t>(config_.vocab_size); }
@@ -94,7 +127,8 @@ class Model {
  private:
   Model() = default;
   Status load_weights(const ModelLoadOptions& options);
-  Status run_layer(int32_t layer_idx, const ForwardBatch& batch, CpuKvCache& kv_cache, float* hidden) const;
+  Status run_layer(int32_t layer_idx, const ForwardBatch& batch, CpuKvCache& kv_cache, const RankShare& share,
+                   float* hidden) const;
 
   std::string dir_;
   ModelConfig config_;
@@ -107,6 +141,7 @@ class Model {
   float rope_attention_scaling_ = 1.0f;
   bool has_kv_scales_ = false;
   bool fp16_activations_ = false;  // ModelLoadOptions::fp16_activations
+  RankShare whole_;
 };
 
 }  // namespace crosspoint

@@ -190,8 +190,9 @@ Status validate_sweep_options(const SweepOptions& o) {
   if (o.engine != "crosspoint" || !o.serve_cmd.empty()) {
     // Other servers serve one model file per precision, with their own KV cache and prefix cache.
     if (o.kv_cache_dtypes != std::vector<std::string>{"auto"} ||
-        o.prefix_caching != std::vector<std::string>{"default"}) {
-      return invalid_argument("--kv-cache-dtypes and --prefix-caching apply to --engine crosspoint only");
+        o.prefix_caching != std::vector<std::string>{"default"} || o.tensor_parallel_sizes != std::vector<int>{1}) {
+      return invalid_argument(
+          "--kv-cache-dtypes, --prefix-caching and --tensor-parallel-sizes apply to --engine crosspoint only");
     }
   }
   if (!o.serve_cmd.empty() && o.engine != "crosspoint")
@@ -215,6 +216,17 @@ Status validate_sweep_options(const SweepOptions& o) {
     if (kv != "auto" && kv != "fp8") return invalid_argument("--kv-cache-dtypes: '" + kv + "' (auto or fp8)");
     if (std::find(o.kv_cache_dtypes.begin(), o.kv_cache_dtypes.begin() + i, kv) != o.kv_cache_dtypes.begin() + i)
       return invalid_argument("--kv-cache-dtypes: '" + kv + "' given twice");
+  }
+  if (o.tensor_parallel_sizes.empty()) return invalid_argument("--tensor-parallel-sizes: empty list");
+  for (size_t i = 0; i < o.tensor_parallel_sizes.size(); ++i) {
+    const int tp = o.tensor_parallel_sizes[i];
+    if (tp < 1 || tp > 1024) return invalid_argument("--tensor-parallel-sizes: " + std::to_string(tp) + " (1 to 1024)");
+    if (std::find(o.tensor_parallel_sizes.begin(), o.tensor_parallel_sizes.begin() + i, tp) !=
+        o.tensor_parallel_sizes.begin() + i)
+      return invalid_argument("--tensor-parallel-sizes: " + std::to_string(tp) + " given twice");
+    if (tp > 1 && o.device == "cuda")
+      return invalid_argument("--tensor-parallel-sizes " + std::to_string(tp) +
+                              " with --device cuda: the GPU model runs on one GPU; the split runs on the CPU");
   }
   if (o.concurrency.empty()) return invalid_argument("--concurrency: empty list");
   if (o.num_prompts < 1) return invalid_argument("--num-prompts must be at least 1");

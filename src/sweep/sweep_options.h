@@ -61,6 +61,9 @@ struct SweepOptions {
   // Prefix caching modes every precision is served with: {"default"} (the server's own), or
   // "on" / "off" as an axis ("w4a16+prefix-cache" beside "w4a16+no-prefix-cache").
   std::vector<std::string> prefix_caching = {"default"};
+  // Ranks every precision is split over (serve --tensor-parallel-size): {1}, or more as an axis
+  // ("fp16-tp2" beside "fp16"); above 1 on the CPU only, where the ranks are threads.
+  std::vector<int> tensor_parallel_sizes = {1};
   // --dataset prefix_repetition: N shared prefixes x suffixes (bench's --prefix-repetition-*);
   // the output length is --output-len (0: bench's default).
   int prefix_len = 256;

@@ -329,7 +329,8 @@ Result<ServedModel> SweepRun::start_server(const std::string& precision) {
   const std::string server_log = logs_dir_ + "/serve-" + precision + ".log";
   if (engine_ == Engine::kCrosspoint) {
     const std::vector<std::string> serve_argv =
-        serve_command(o_, model_dir_for(precision), kv_cache_dtype_of(precision), prefix_caching_of(precision));
+        serve_command(o_, model_dir_for(precision), kv_cache_dtype_of(precision), prefix_caching_of(precision),
+                      tensor_parallel_size_of(precision));
     return ServedModel::start(serve_argv, server_log, o_.server_start_timeout_s);
   }
   const std::string host = "127.0.0.1";
@@ -815,13 +816,16 @@ Result<SweepSummary> SweepRun::run() {
 }  // namespace
 
 std::vector<std::string> serve_command(const SweepOptions& o, const std::string& model_dir,
-                                       const std::string& kv_cache_dtype, const std::string& prefix_caching) {
+                                       const std::string& kv_cache_dtype, const std::string& prefix_caching,
+                                       int tensor_parallel_size) {
   std::vector<std::string> argv = {o.crosspoint_exe,      "serve", "--model",         model_dir,
                                    "--served-model-name", "sweep", "--max-model-len", std::to_string(o.max_model_len)};
   if (o.max_num_seqs > 0) argv.insert(argv.end(), {"--max-num-seqs", std::to_string(o.max_num_seqs)});
   if (kv_cache_dtype != "auto") argv.insert(argv.end(), {"--kv-cache-dtype", kv_cache_dtype});
   if (prefix_caching == "on") argv.push_back("--enable-prefix-caching");
   if (prefix_caching == "off") argv.push_back("--no-enable-prefix-caching");
+  if (tensor_parallel_size > 1)
+    argv.insert(argv.end(), {"--tensor-parallel-size", std::to_string(tensor_parallel_size)});
   if (o.device == "cuda") {
     // The GPU server sizes its KV cache from the memory fraction (or the budget); CPU threads do not apply.
     char fraction[32];
@@ -895,14 +899,16 @@ Result<SweepSummary> run_sweep(const SweepOptions& options) {
       return invalid_argument("--report-only needs --device cpu or cuda: the cells' device");
     CROSSPOINT_ASSIGN_OR_RETURN(std::string fp16_dir, resolve_model_dir(options.model));
     SweepOptions labelled = options;
-    labelled.precisions = served_labels(options.precisions, options.kv_cache_dtypes, options.prefix_caching);
+    labelled.precisions = served_labels(options.precisions, options.kv_cache_dtypes, options.prefix_caching,
+                                        options.tensor_parallel_sizes);
     SweepRun run(labelled, fp16_dir);
     return run.report_only();
   }
   // auto -> cuda or cpu once, here: every child (serve, hwinfo) gets the device explicitly.
   SweepOptions resolved = options;
   // From here on every precision is a served label: each weight precision with each KV dtype.
-  resolved.precisions = served_labels(options.precisions, options.kv_cache_dtypes, options.prefix_caching);
+  resolved.precisions =
+      served_labels(options.precisions, options.kv_cache_dtypes, options.prefix_caching, options.tensor_parallel_sizes);
   std::string why_device;
   CROSSPOINT_ASSIGN_OR_RETURN(resolved.device, analysis::resolve_device(options.device, &why_device));
   if (resolved.time_budget_s < 0) resolved.time_budget_s = resolved.device == "cuda" ? 0 : kDefaultCpuTimeBudgetS;

@@ -56,7 +56,7 @@ std::string quantized_checkpoint_dir(const SweepOptions& options, const std::str
 // device (run_sweep turns auto into cpu or cuda); anything but "cuda" serves on the CPU.
 std::vector<std::string> serve_command(const SweepOptions& options, const std::string& model_dir,
                                        const std::string& kv_cache_dtype = "auto",
-                                       const std::string& prefix_caching = "default");
+                                       const std::string& prefix_caching = "default", int tensor_parallel_size = 1);
 
 // The `crosspoint hwinfo --json` command line that measures the ceilings of the sweep's
 // device: cuda measures the GPU (--hardware NAME as the fallback when given); cpu --quick.

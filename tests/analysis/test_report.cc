@@ -2,6 +2,7 @@
 // Markdown/HTML tables, the study report, and the crosspoint roofline command end to end.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <array>
 #include <cmath>
 #include <cstdio>
@@ -10,6 +11,8 @@
 #include <regex>
 #include <string>
 #include <vector>
+
+#include <fmt/format.h>
 
 #include "analysis/cell_measurement.h"
 #include "analysis/gpu_ceilings.h"
@@ -187,6 +190,48 @@ TEST(StudyReport, ReproducesTheStudysFiguresAndIsSelfContained) {
   const size_t body_end = report.html.find("</body>");
   ASSERT_NE(body_end, std::string::npos);
   EXPECT_TRUE(is_well_formed_xml(report.html.substr(body, body_end + 7 - body)));
+}
+
+// A split label (-tpN) beside the whole model: its server's throughput per device is 1/N of it,
+// and the roofline is one rank's share.
+TEST(StudyReport, ASplitGetsPerDeviceThroughputAndOneRanksRoofline) {
+  StudyResults study = testing::load_study_or_die();
+  PrecisionSetup split = *study.find_precision("fp16");
+  split.label = "fp16-tp2";
+  split.tensor_parallel_size = 2;
+  study.precisions.push_back(split);
+  std::vector<CellMeasurement> copies;
+  for (const CellMeasurement& cell : study.cells) {
+    if (cell.precision != "fp16") continue;
+    copies.push_back(cell);
+    copies.back().precision = "fp16-tp2";
+  }
+  study.cells.insert(study.cells.end(), copies.begin(), copies.end());
+  AnalysisOptions options;
+  options.hardware = find_datasheet("L4").value();
+  auto analysis = analyze_study(study, options);
+  ASSERT_TRUE(analysis.is_ok()) << analysis.status().to_string();
+  const ReportFiles report = render_study_report(study, analysis.value());
+  EXPECT_NE(report.markdown.find("output tok/s per device"), std::string::npos);
+  const RooflineCell* whole = nullptr;
+  const RooflineCell* rank = nullptr;
+  for (const RooflineCell& c : analysis->roofline) {
+    if (c.concurrency != 1) continue;
+    if (c.precision == "fp16") whole = &c;
+    if (c.precision == "fp16-tp2") rank = &c;
+  }
+  ASSERT_TRUE(whole != nullptr && rank != nullptr);
+  EXPECT_DOUBLE_EQ(rank->weight_bytes_per_step, whole->weight_bytes_per_step / 2);
+  EXPECT_EQ(rank->tensor_parallel_size, 2);
+  const CellMeasurement& fp16_at_1 = *std::find_if(study.cells.begin(), study.cells.end(), [](const auto& c) {
+    return c.precision == "fp16" && c.concurrency == 1;
+  });
+  ASSERT_TRUE(fp16_at_1.output_throughput_tok_s.has_value());
+  const std::string half = fmt::format("{:.1f}", *fp16_at_1.output_throughput_tok_s / 2);
+  const size_t table = report.markdown.find("output tok/s per device");
+  const size_t row = report.markdown.find("| fp16-tp2 |", table);
+  ASSERT_NE(row, std::string::npos);
+  EXPECT_NE(report.markdown.substr(row, report.markdown.find('\n', row) - row).find(half), std::string::npos) << half;
 }
 
 TEST(CellMeasurement, ReadsVllmResultsCurrentAndLegacy) {

@@ -136,6 +136,31 @@ TEST(RooflineFromShape, KvAtMeanContextAddsBytesAndAttentionFlops) {
   EXPECT_NEAR(roof.memory_bound_tpot_ms, roof.bytes_per_step / 300e9 * 1e3, 1e-9);
 }
 
+// Qwen2.5-7B over two ranks: half the weights, KV heads and FLOPs a rank, and the all-reduces'
+// bytes (2 per layer of a 3,584-wide fp16 row, a ring sending 2 (n - 1) / n of it).
+TEST(RooflineFromShape, ASplitIsOneRanksShareWithItsAllReduces) {
+  auto shape = load_model_shape(std::string(CROSSPOINT_FIXTURES_DIR) + "/analysis/qwen2_5_7b_config.json");
+  ASSERT_TRUE(shape.is_ok());
+  const DecodeCost whole = decode_cost_from_shape(*shape, Precision::kFp16);
+  const DecodeCost rank = split_decode_cost(whole, &*shape, 2);
+  EXPECT_EQ(rank.tensor_parallel_size, 2);
+  EXPECT_DOUBLE_EQ(rank.weight_bytes_per_step, whole.weight_bytes_per_step / 2);
+  EXPECT_DOUBLE_EQ(rank.flops_per_token, whole.flops_per_token / 2);
+  EXPECT_DOUBLE_EQ(rank.kv_bytes_per_context_token, whole.kv_bytes_per_context_token / 2);
+  EXPECT_DOUBLE_EQ(rank.all_reduce_bytes_per_token, 2.0 * 28 * 3584 * 2 * 1.0);
+  // Past the 4 KV heads each rank holds one whole head: a quarter, not an eighth.
+  EXPECT_DOUBLE_EQ(split_decode_cost(whole, &*shape, 8).kv_bytes_per_context_token,
+                   whole.kv_bytes_per_context_token / 4);
+  EXPECT_DOUBLE_EQ(split_decode_cost(whole, &*shape, 1).weight_bytes_per_step, whole.weight_bytes_per_step);
+  CellMeasurement cell;
+  cell.precision = "fp16-tp2";
+  cell.concurrency = 1;
+  const RooflineCell roof = analyze_cell(cell, Precision::kFp16, rank, find_datasheet("H200").value());
+  EXPECT_NEAR(roof.bound_tpot_ms, 2.95 / 2, 0.01);  // each H200 streams half the weights
+  EXPECT_EQ(roof.tensor_parallel_size, 2);
+  EXPECT_DOUBLE_EQ(roof.all_reduce_bytes_per_step, rank.all_reduce_bytes_per_token);
+}
+
 TEST(RooflineBatch, DecodeStepsNotTheWholeRunMean) {
   const DecodeCost cost = decode_cost_from_params(1e9, Precision::kFp16);
   CellMeasurement cell;

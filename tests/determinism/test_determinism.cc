@@ -4,7 +4,8 @@
 //     logits and tokens do not depend on the other rows of its batch, on its position there, on
 //     how its prompt was chunked, or on preemption and recompute.
 // Tiny random checkpoints in every precision, whose near-ties expose any difference in the
-// order of a reduction. The CUDA cases skip on a machine without a GPU.
+// order of a reduction. The CUDA cases skip on a machine without a GPU; the cpu_split cases run
+// the CPU model split over two tensor-parallel ranks (threads summing with an all-reduce).
 #include <gtest/gtest.h>
 
 #include <chrono>
@@ -19,6 +20,7 @@
 
 #include "engine/engine.h"
 #include "model/model.h"
+#include "model/tensor_parallel_model.h"
 #include "model/model_test_util.h"
 #include "model_cuda/tiny_checkpoints.h"
 #include "quant/gptq_linear_weight.h"
@@ -34,7 +36,8 @@ namespace {
 using cuda_testing::TinyCheckpoints;
 using cuda_testing::TinyPrecision;
 
-enum class Device { kCpu, kCuda };
+enum class Device { kCpu, kCpuSplit, kCuda };
+constexpr int32_t kSplitRanks = 2;
 
 struct Case {
   Device device;
@@ -42,7 +45,10 @@ struct Case {
 };
 
 std::string case_name(const ::testing::TestParamInfo<Case>& info) {
-  return std::string(info.param.device == Device::kCpu ? "cpu_" : "cuda_") +
+  const Device d = info.param.device;
+  return std::string(d == Device::kCpu        ? "cpu_"
+                     : d == Device::kCpuSplit ? "cpu_split_"
+                                              : "cuda_") +
          cuda_testing::precision_name(info.param.precision);
 }
 
@@ -88,6 +94,23 @@ class CpuStepModel : public StepModel {
   CpuKvCache cache_;
 };
 
+class SplitStepModel : public StepModel {
+ public:
+  static std::unique_ptr<SplitStepModel> create(const Model& model) {
+    auto split = TensorParallelModel::create(model, kSplitRanks);
+    EXPECT_TRUE(split.is_ok()) << split.status().to_string();
+    if (!split.is_ok()) return nullptr;
+    return std::unique_ptr<SplitStepModel>(new SplitStepModel(std::move(split).value()));
+  }
+  Status forward(const ForwardBatch& batch, float* logits) override { return split_->forward(batch, cache_, logits); }
+
+ private:
+  explicit SplitStepModel(std::unique_ptr<TensorParallelModel> split)
+      : split_(std::move(split)), cache_(split_->kv_cache_shape(kNumBlocks, kBlockSize, DType::kF32)) {}
+  std::unique_ptr<TensorParallelModel> split_;
+  CpuKvCache cache_;
+};
+
 #ifdef CROSSPOINT_HAVE_CUDA
 class CudaStepModel : public StepModel {
  public:
@@ -120,6 +143,7 @@ class CudaStepModel : public StepModel {
 
 std::unique_ptr<StepModel> make_step_model(Device device, const Model& model, bool batch_invariant) {
   if (device == Device::kCpu) return std::make_unique<CpuStepModel>(model);
+  if (device == Device::kCpuSplit) return SplitStepModel::create(model);
 #ifdef CROSSPOINT_HAVE_CUDA
   cuda::CudaModelOptions options;
   options.max_num_tokens = 96;
@@ -259,6 +283,17 @@ std::unique_ptr<Runner> make_runner(Device device, const Model& model, int32_t n
     return std::make_unique<CpuModelRunner>(
         model.kv_cache_shape(num_blocks, config.scheduler.block_size), model.vocab_size(),
         [m](const ForwardBatch& batch, CpuKvCache& kv, float* logits) { return m->forward(batch, kv, logits); });
+  }
+  if (device == Device::kCpuSplit) {
+    auto made = TensorParallelModel::create(model, kSplitRanks);
+    EXPECT_TRUE(made.is_ok()) << made.status().to_string();
+    if (!made.is_ok()) return nullptr;
+    std::shared_ptr<const TensorParallelModel> split = std::move(made).value();
+    return std::make_unique<CpuModelRunner>(split->kv_cache_shape(num_blocks, config.scheduler.block_size, DType::kF32),
+                                            model.vocab_size(),
+                                            [split](const ForwardBatch& batch, CpuKvCache& kv, float* logits) {
+                                              return split->forward(batch, kv, logits);
+                                            });
   }
 #ifdef CROSSPOINT_HAVE_CUDA
   cuda::CudaModelOptions options;
@@ -415,7 +450,7 @@ TEST_P(Determinism, PrefixCachingChangesNoOutput) {
 
 std::vector<Case> all_cases() {
   std::vector<Case> cases;
-  for (Device d : {Device::kCpu, Device::kCuda}) {
+  for (Device d : {Device::kCpu, Device::kCpuSplit, Device::kCuda}) {
     for (TinyPrecision p :
          {TinyPrecision::kFp16, TinyPrecision::kFp8, TinyPrecision::kW4A16Rtn, TinyPrecision::kW4A16GptqActOrder}) {
       cases.push_back({d, p});

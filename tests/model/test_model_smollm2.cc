@@ -10,6 +10,7 @@
 
 #include "common/paths.h"
 #include "test_assets.h"
+#include "model/tensor_parallel_model.h"
 #include "model_test_util.h"
 
 namespace crosspoint {
@@ -182,6 +183,41 @@ TEST_F(SmolLM2VsLlamaCpp, GreedyMatchesTransformersOnTheConvertedWeights) {
         << "prompt '" << s.prompt << "' diverges at token " << same << " where transformers' top1-top2 margin is "
         << (same < s.margins.size() ? s.margins[same] : -1.0);
   }
+}
+
+// The real weights split over 3 ranks (9 heads and 3 KV heads allow 1 and 3 only): transformers'
+// greedy tokens through the split, and its logits within fp32 rounding of the whole model's.
+TEST_F(SmolLM2VsLlamaCpp, SplitOverThreeRanksMatchesTheWholeModel) {
+  const auto seqs = load_llamacpp("greedy_transformers.json");
+  ASSERT_FALSE(seqs.empty()) << "fixture smollm2_llamacpp/greedy_transformers.json missing";
+  auto tp = TensorParallelModel::create(*model_, 3);
+  ASSERT_TRUE(tp.is_ok()) << tp.status().to_string();
+  EXPECT_FALSE(TensorParallelModel::create(*model_, 2).is_ok());
+  const std::vector<int32_t>& prompt = seqs[0].prompt_ids;
+  const int64_t V = model_->vocab_size(), n = static_cast<int64_t>(prompt.size());
+  CpuKvCache whole_cache(model_->kv_cache_shape(16, 16)), split_cache((*tp)->kv_cache_shape(16, 16, DType::kF32));
+  BatchBuilder whole_builder(1, 16, 16), split_builder(1, 16, 16);
+  std::vector<float> whole(n * V), split(n * V);
+  ASSERT_TRUE(model_->forward(whole_builder.build({{0, prompt}}, true), whole_cache, whole.data()).is_ok());
+  ASSERT_TRUE((*tp)->forward(split_builder.build({{0, prompt}}, true), split_cache, split.data()).is_ok());
+  float largest = 0, worst = 0;
+  for (int64_t i = 0; i < n * V; ++i) {
+    largest = std::max(largest, std::fabs(whole[i]));
+    worst = std::max(worst, std::fabs(whole[i] - split[i]));
+  }
+  std::printf("[ split    ] SmolLM2 over 3 ranks: max |whole - split| %.2e, largest logit %.1f\n", worst, largest);
+  EXPECT_LE(worst, 2e-5f * (1 + largest));
+  // Then greedy decoding through the split, against transformers' first tokens.
+  std::vector<int32_t> ours;
+  std::vector<float> logits(V);
+  const float* last = split.data() + (n - 1) * V;
+  while (ours.size() < 8) {
+    const int32_t best = static_cast<int32_t>(std::max_element(last, last + V) - last);
+    ours.push_back(best);
+    ASSERT_TRUE((*tp)->forward(split_builder.build({{0, {best}}}, false), split_cache, logits.data()).is_ok());
+    last = logits.data();
+  }
+  EXPECT_EQ(matching_prefix(ours, seqs[0].generated_ids), ours.size());
 }
 
 // Teacher-forced on the peer's own continuation (so one early near-tie does not hide the

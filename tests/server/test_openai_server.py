@@ -1328,6 +1328,30 @@ def test_fp8_kv_cache_quarters_the_bytes_and_serves(make_limited, model):
         assert server.stop() == 0
 
 
+@only("crosspoint")
+def test_tensor_parallel_split_serves_the_same_text(make_limited, model, server):
+    # The default model (9 heads, 3 KV heads) split over 3 ranks answers as the whole model does:
+    # greedy text and seeded samples, several requests batched; 2 ranks are refused naming the heads.
+    specs = request_specs(6, 12)
+    client = server.client()
+    expected = [run_completion(client, model, s, stream=False) for s in specs]
+    split = make_limited("-tp", "3")
+    try:
+        split_client = split.client()
+        with concurrent.futures.ThreadPoolExecutor(len(specs)) as pool:
+            got = list(pool.map(lambda s: run_completion(split_client, model, s, stream=True), specs))
+        for i, (a, b) in enumerate(zip(expected, got)):
+            assert a == b, (i, a, b)
+    finally:
+        assert split.stop() == 0
+    assert "tensor parallel: 3 ranks" in "".join(split.stderr_lines)
+    try:
+        make_limited("--tensor-parallel-size", "2")
+        raise AssertionError("a server split over 2 ranks started")
+    except RuntimeError as e:
+        assert "attention heads (9) is not divisible by the tensor parallel size 2" in str(e), str(e)[-600:]
+
+
 def test_shutdown_timeout_ends_requests_with_errors(make_limited, model):
     server = make_limited("--shutdown-timeout", "1", *SIZES["slow_server_args"])
     try:

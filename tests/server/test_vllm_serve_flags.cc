@@ -59,8 +59,9 @@ TEST(VllmServeFlags, FeaturesCrosspointLacksAreRefusedNamingTheFlag) {
   const std::vector<std::pair<std::string, std::string>> cases = {
       {"--enable-lora --lora-modules a=/b", "--enable-lora"},
       {"--speculative-config {}", "--speculative-config"},
-      {"--tensor-parallel-size 2", "--tensor-parallel-size 2: crosspoint serve runs on one GPU"},
-      {"-tp 4", "--tensor-parallel-size 4"},
+      {"--tensor-parallel-size 0", "--tensor-parallel-size 0: must be at least 1"},
+      {"-tp -2", "--tensor-parallel-size -2"},
+      {"--pipeline-parallel-size 2", "--pipeline-parallel-size 2: crosspoint serve runs on one GPU"},
       {"--ssl-keyfile k.pem", "--ssl-keyfile"},
       {"--max-logprobs 5", "--max-logprobs 5"},
   };

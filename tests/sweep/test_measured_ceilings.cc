@@ -105,6 +105,11 @@ TEST(ServeCommand, CpuKeepsKvMemoryAndThreadsCudaPassesTheMemoryFraction) {
             (std::vector<std::string>{"/x/crosspoint", "serve", "--model", "/m", "--served-model-name", "sweep",
                                       "--max-model-len", "4096", "--kv-cache-dtype", "fp8", "--device", "cpu",
                                       "--memory-budget", "24GB", "--threads", "2"}));
+  // A -tp2 label's server is split over two ranks.
+  EXPECT_EQ(serve_command(o, "/m", "auto", "default", 2),
+            (std::vector<std::string>{"/x/crosspoint", "serve", "--model", "/m", "--served-model-name", "sweep",
+                                      "--max-model-len", "4096", "--tensor-parallel-size", "2", "--device", "cpu",
+                                      "--memory-budget", "24GB", "--threads", "2"}));
   // --max-num-seqs reaches every server only when set.
   o.max_num_seqs = 1024;
   EXPECT_EQ(serve_command(o, "/m"),
