@@ -9,10 +9,15 @@ namespace crosspoint::analysis {
 std::string weight_group_of(const StudyResults& study, const std::string& label) {
   const PrecisionSetup* setup = study.find_precision(label);
   if (setup == nullptr) return label;
-  // Several labels of one weight precision: the setups share it; name the group by it.
+  // Several labels of one weight precision: the setups share it; name the group by it. A split
+  // over N ranks uses other hardware, so it is a group of its own ("fp16-tp2").
   size_t num_same = 0;
-  for (const PrecisionSetup& other : study.precisions) num_same += other.precision == setup->precision ? 1 : 0;
-  return num_same > 1 ? std::string(precision_name(setup->precision)) : label;
+  for (const PrecisionSetup& other : study.precisions)
+    num_same += other.precision == setup->precision && other.tensor_parallel_size == setup->tensor_parallel_size;
+  const std::string group =
+      std::string(precision_name(setup->precision)) +
+      (setup->tensor_parallel_size > 1 ? "-tp" + std::to_string(setup->tensor_parallel_size) : "");
+  return num_same > 1 ? group : label;
 }
 
 HeadlineMetric headline_metric(const StudyResults& study, const std::vector<CellMeasurement>& cells, Metric metric,

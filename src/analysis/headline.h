@@ -21,7 +21,8 @@ struct HeadlineMetric {
   std::vector<Crossover> crossovers;
 };
 
-// The weight precision a label serves ("w4a16+kv-fp8" -> "w4a16"): the study's setup for the
+// The weight precision a label serves ("w4a16+kv-fp8" -> "w4a16"; a split "fp16-tp2" keeps its
+// rank count, since it uses other hardware): the study's setup for the
 // label where it has one, else the label itself.
 std::string weight_group_of(const StudyResults& study, const std::string& label);
 

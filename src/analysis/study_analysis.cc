@@ -118,6 +118,23 @@ Result<StudyAnalysis> analyze_study(const StudyResults& study, const AnalysisOpt
     HeadlineMetric headline = headline_metric(study, cells, metric, options.tie_tolerance);
     if (!headline.winners.empty()) out.headline.push_back(std::move(headline));
   }
+  const bool any_split = std::any_of(study.precisions.begin(), study.precisions.end(),
+                                     [](const PrecisionSetup& s) { return s.tensor_parallel_size > 1; });
+  if (any_split) {
+    std::vector<CellMeasurement> per_device = cells;
+    for (CellMeasurement& cell : per_device) {
+      const PrecisionSetup* setup = study.find_precision(cell.precision);
+      const double n = setup != nullptr ? setup->tensor_parallel_size : 1;
+      if (cell.output_throughput_tok_s) *cell.output_throughput_tok_s /= n;
+      if (cell.output_throughput_ci) {
+        cell.output_throughput_ci->estimate /= n;
+        cell.output_throughput_ci->lower /= n;
+        cell.output_throughput_ci->upper /= n;
+      }
+    }
+    HeadlineMetric headline = headline_metric(study, per_device, Metric::kOutputThroughput, options.tie_tolerance);
+    if (!headline.winners.empty()) out.throughput_per_device = std::move(headline);
+  }
   out.slo = analyze_slo(cells, slo);
   for (const std::string& label : labels) {
     const CapacityInput input = capacity_input(study, cells, label, options);

@@ -66,6 +66,9 @@ struct StudyAnalysis {
   // The headline's metrics compared across weight precisions (headline.h): median TPOT, p99
   // TPOT, output throughput and goodput within the SLO, those the cells recorded.
   std::vector<HeadlineMetric> headline;
+  // When some label is split over ranks (tensor_parallel_size > 1): output throughput per
+  // device, each cell's throughput and its interval divided by its label's rank count.
+  std::optional<HeadlineMetric> throughput_per_device;
   SloAnalysis slo;  // capacity under the SLO; cells' goodput is the SLO's where requests were kept
 };
 

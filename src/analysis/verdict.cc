@@ -173,6 +173,9 @@ std::vector<VerdictLine> build_verdict(const StudyAnalysis& analysis, const std:
     const HeadlineMetric* m = find_headline(analysis, metric);
     lines.push_back({question, m ? summarize_headline(*m) : "not recorded by these cells"});
   }
+  if (analysis.throughput_per_device)
+    lines.push_back({"Most throughput per device (output tok/s ÷ the devices a split uses)",
+                     summarize_headline(*analysis.throughput_per_device)});
   lines.push_back({"Where the answer changes", describe_crossovers(analysis)});
   lines.push_back({fmt::format("Load within the SLO ({}{})", describe_slo(analysis.slo.slo),
                                analysis.slo.slo.is_default ? ", the default" : ""),

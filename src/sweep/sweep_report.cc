@@ -454,7 +454,10 @@ Result<nlohmann::json> build_study_json(const SweepOptions& o, const std::string
     nlohmann::json setup = {{"label", p}, {"precision", weight_precision_of(p)}};
     // The roofline's KV bytes: e4m3 for an fp8 cache, else the device's own (analysis options).
     if (kv_cache_dtype_of(p) == "fp8") setup["kv_bytes_per_element"] = 1;
-    if (tensor_parallel_size_of(p) > 1) setup["tensor_parallel_size"] = tensor_parallel_size_of(p);
+    // Ranks on their own devices: the roofline is one rank's and throughput counts per device. A
+    // CPU split's ranks share one memory and its cores, so it stays one device's whole model.
+    if (tensor_parallel_size_of(p) > 1 && o.device == "cuda")
+      setup["tensor_parallel_size"] = tensor_parallel_size_of(p);
     if (auto s = read_json(o.out_dir + "/servers/" + p + ".json")) {
       const ServerStartup startup = server_startup_from_json(*s);
       if (startup.weights_gib) setup["weights_gib"] = *startup.weights_gib;

@@ -213,6 +213,11 @@ TEST(StudyReport, ASplitGetsPerDeviceThroughputAndOneRanksRoofline) {
   ASSERT_TRUE(analysis.is_ok()) << analysis.status().to_string();
   const ReportFiles report = render_study_report(study, analysis.value());
   EXPECT_NE(report.markdown.find("output tok/s per device"), std::string::npos);
+  // The verdict answers per device too, and the split is an option of its own beside fp16.
+  EXPECT_NE(report.markdown.find("**Most throughput per device (output tok/s ÷ the devices a split uses):**"),
+            std::string::npos);
+  EXPECT_EQ(weight_group_of(study, "fp16-tp2"), "fp16-tp2");
+  EXPECT_EQ(weight_group_of(study, "fp16"), "fp16");
   const RooflineCell* whole = nullptr;
   const RooflineCell* rank = nullptr;
   for (const RooflineCell& c : analysis->roofline) {
@@ -232,6 +237,23 @@ TEST(StudyReport, ASplitGetsPerDeviceThroughputAndOneRanksRoofline) {
   const size_t row = report.markdown.find("| fp16-tp2 |", table);
   ASSERT_NE(row, std::string::npos);
   EXPECT_NE(report.markdown.substr(row, report.markdown.find('\n', row) - row).find(half), std::string::npos) << half;
+}
+
+TEST(StudyResults, ASetupsRankCountIsAWholeNumber) {
+  auto parse = [](const std::string& ranks) {
+    return parse_study_results(
+        R"({"precisions": [{"label": "fp16-tp2", "precision": "fp16", "tensor_parallel_size": )" + ranks +
+            R"(}], "cells": [{"precision": "fp16-tp2", "max_concurrency": 1, "completed": 1}]})",
+        "study.json");
+  };
+  auto two = parse("2");
+  ASSERT_TRUE(two.is_ok()) << two.status().to_string();
+  EXPECT_EQ(two->precisions[0].tensor_parallel_size, 2);
+  for (const char* bad : {"1.5", "-2", "\"2\""}) {
+    auto refused = parse(bad);
+    ASSERT_FALSE(refused.is_ok()) << bad;
+    EXPECT_NE(refused.status().message().find("tensor_parallel_size"), std::string::npos) << refused.status().message();
+  }
 }
 
 TEST(CellMeasurement, ReadsVllmResultsCurrentAndLegacy) {
