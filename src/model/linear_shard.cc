@@ -17,7 +17,7 @@ namespace crosspoint {
 
 namespace {
 
-// Rows [r0, r1) and columns [c0, c1) of a row-major [*, cols] matrix of elem-byte elements.
+// Rows `rows` and columns `keep_cols` of a row-major [*, cols] matrix.
 template <typename T>
 std::vector<T> sub_matrix(const T* src, int64_t cols, IndexRange rows, IndexRange keep_cols) {
   std::vector<T> out(static_cast<size_t>(rows.size() * keep_cols.size()));
@@ -110,6 +110,7 @@ class ShardedLinearWeight final : public LinearWeight {
             s.scales = parts_.scales.data();
             s.zeros = parts_.zeros.data();
             s.k_perm = parts_.k_perm.empty() ? nullptr : parts_.k_perm.data();
+            if (!parts_.g_idx.empty()) s.group_size = 0;  // not groups of a size: no form the GPU kernels take
           } else if constexpr (std::is_same_v<S, Int8WeightStorage>) {
             s.weight = reinterpret_cast<const int8_t*>(parts_.weight.data());
             s.weight_scale = parts_.weight_scale.data();

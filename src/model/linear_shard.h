@@ -4,7 +4,8 @@
 // input features [begin, end) (o_proj, down_proj: the ranks' outputs are summed afterwards).
 // Dynamic activation scales of a row shard are computed over the rank's own inputs, as vLLM's
 // row-parallel layers do. An int4 row shard whose rows are not whole groups of the weight (act
-// order, or a cut inside a group) keeps each row's group index and runs the reference kernel.
+// order, or a cut inside a group) keeps each row's group index and runs the reference kernel;
+// its view() says so with a group_size of 0, a form the GPU kernels do not take.
 #pragma once
 
 #include <cstdint>
