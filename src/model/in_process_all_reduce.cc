@@ -9,7 +9,7 @@ InProcessAllReduce::InProcessAllReduce(int32_t world_size)
 
 void InProcessAllReduce::sum(int32_t rank, float* data, int64_t n) {
   buffers_[rank] = data;
-  // The first rank to arrive sizes the shared result; the others only write into it later.
+  // Rank 0 sizes the shared result between the first two barriers; all write into it after.
   barrier_->arrive_and_wait();  // every buffer posted
   if (!someone_left_.load()) {
     if (rank == 0 && static_cast<int64_t>(result_.size()) < n) result_.resize(n);
