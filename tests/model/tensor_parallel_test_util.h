@@ -58,12 +58,7 @@ inline float relative_difference(const std::vector<float>& whole, const std::vec
 inline void expect_close(const std::vector<float>& whole, const std::vector<float>& split, float tolerance,
                          const std::string& what) {
   ASSERT_EQ(whole.size(), split.size());
-  float largest = 0, worst = 0;
-  for (size_t i = 0; i < whole.size(); ++i) {
-    largest = std::max(largest, std::fabs(whole[i]));
-    worst = std::max(worst, std::fabs(whole[i] - split[i]));
-  }
-  EXPECT_LE(worst, tolerance * (1 + largest)) << what << ": largest logit " << largest;
+  EXPECT_LE(relative_difference(whole, split), tolerance) << what;
 }
 
 }  // namespace crosspoint::testing

@@ -210,6 +210,12 @@ def run_completion(client, model, spec, stream):
     return text, finish
 
 
+def completions_at_once(client, model, specs):
+    """The specs sent together and streamed, so the server batches them."""
+    with concurrent.futures.ThreadPoolExecutor(len(specs)) as pool:
+        return list(pool.map(lambda s: run_completion(client, model, s, stream=True), specs))
+
+
 # ---- checks -------------------------------------------------------------------------------
 
 def test_models_and_health(server, model):
@@ -777,9 +783,7 @@ def test_preemption_gives_identical_outputs(make_small, model, server):
     expected = [run_completion(client, model, s, stream=False) for s in specs]
     small = make_small()
     try:
-        small_client = small.client()
-        with concurrent.futures.ThreadPoolExecutor(len(specs)) as pool:
-            got = list(pool.map(lambda s: run_completion(small_client, model, s, stream=True), specs))
+        got = completions_at_once(small.client(), model, specs)
         for i, (a, b) in enumerate(zip(expected, got)):
             assert a == b, (i, a, b)
         m = small.wait_idle()
@@ -1337,9 +1341,7 @@ def test_tensor_parallel_split_serves_the_same_text(make_limited, model, server)
     expected = [run_completion(client, model, s, stream=False) for s in specs]
     split = make_limited("-tp", "3")
     try:
-        split_client = split.client()
-        with concurrent.futures.ThreadPoolExecutor(len(specs)) as pool:
-            got = list(pool.map(lambda s: run_completion(split_client, model, s, stream=True), specs))
+        got = completions_at_once(split.client(), model, specs)
         for i, (a, b) in enumerate(zip(expected, got)):
             assert a == b, (i, a, b)
     finally:
