@@ -26,7 +26,7 @@ BUILD=${BUILD:-build-gpu-bundle}
 BUNDLE=$ROOT/.gpu_bundle
 SHAREGPT_N=${SHAREGPT_N:-3000}
 # What travels to the device is the tracked tree plus the bundle, 64 MiB at most.
-TREE_KIB=$(git ls-files -z | du -c --files0-from=- -k 2>/dev/null | tail -1 | cut -f1)
+TREE_KIB=$(git ls-files -z | du -c --apparent-size --files0-from=- -k 2>/dev/null | tail -1 | cut -f1)
 MAX_BUNDLE_MIB=${MAX_BUNDLE_MIB:-$((63 - TREE_KIB / 1024))}
 CACHE="${CROSSPOINT_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/crosspoint}"
 export CCACHE_BASEDIR="$ROOT" CCACHE_NOHASHDIR=1
