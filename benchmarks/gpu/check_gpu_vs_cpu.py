@@ -16,7 +16,10 @@ holds it):
   greedy    PROMPTS, 48 greedy tokens each: replies identical, and the mean share of tokens
             before the first difference
 The first device is compared with each other one. A cell passes when its mean |delta logprob|
-against the last device (the reference: cpu:float16 by default) is at most --tolerance (0.005).
+against the last device (the reference: cpu:float16 by default) is at most its tolerance: the
+most that one f32 ulp of noise on every activation moves the same flow on the CPU (NOISE_TOLERANCES,
+the largest of three seeds in tests/quant/test_activation_noise.cc on the default model; any two
+implementations differ at least that much), and for fp16 with an fp16 KV cache --tolerance (0.005).
 For scale, each precision is also compared with fp16 on each device alone, and the
 text's perplexity is reported per device. Standard library only.
 
@@ -56,6 +59,19 @@ PROMPTS = [
     "Give me a recipe for a simple tomato soup.",
 ]
 MAX_TOKENS = 48
+
+
+# (precision family, KV dtype) -> mean |delta logprob| that 1 f32 ulp of noise on every activation
+# gives on the CPU in the GPU's dtype flow (tests/quant/test_activation_noise.cc, the largest of
+# seeds 1-3 rounded up, default model, measured 2026-12-06; W4A16 RTN group 64 stands for every
+# W4A16, whose activations flow alike). fp16 with an fp16 cache keeps --tolerance.
+NOISE_TOLERANCES = {("w4a16", "auto"): 0.0053, ("fp16", "fp8"): 0.071, ("w4a16", "fp8"): 0.089,
+                    ("w8a8-fp8", "auto"): 0.165, ("w8a8-fp8", "fp8"): 0.215}
+
+
+def tolerance_for(precision, kv, default):
+    family = "w4a16" if precision.startswith("w4a16") else precision
+    return NOISE_TOLERANCES.get((family, kv), default)
 
 
 def log(msg):
@@ -167,7 +183,8 @@ def main():
             for i in range(1, len(devices)):
                 cell = {"precision": p, "kv_cache_dtype": kv, "devices": [devices[0], devices[i]],
                         "judged": i == len(devices) - 1, **compare(got[0], got[i])}
-                cell["passed"] = cell["mean_abs_delta_logprob"] <= args.tolerance
+                cell["tolerance"] = tolerance_for(p, kv, args.tolerance)
+                cell["passed"] = cell["mean_abs_delta_logprob"] <= cell["tolerance"]
                 log(f"{p} kv={kv} {devices[0]} vs {devices[i]}: mean |d logprob| {cell['mean_abs_delta_logprob']:.5f} "
                     f"max {cell['max_abs_delta_logprob']:.4f}, greedy identical {cell['greedy_identical']}/"
                     f"{cell['greedy_total']}" + (f" {'PASS' if cell['passed'] else 'FAIL'}" if cell["judged"] else ""))

@@ -2,7 +2,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <cstring>
+#include <limits>
 
 #include "kernels/embedding.h"
 #include "kernels/f16_rounding.h"
@@ -18,6 +20,7 @@ Result<std::unique_ptr<Model>> Model::load(const std::string& model_dir, const M
   std::unique_ptr<Model> model(new Model());
   model->dir_ = model_dir;
   model->fp16_activations_ = options.fp16_activations;
+  model->activation_noise_seed_ = options.activation_noise_seed;
   CROSSPOINT_ASSIGN_OR_RETURN(model->config_, load_model_config(model_dir));
   CROSSPOINT_ASSIGN_OR_RETURN(model->tensors_, SafetensorsModel::open_dir(model_dir));
   CROSSPOINT_RETURN_IF_ERROR(model->load_weights(options));
@@ -234,9 +237,34 @@ PagedKvLayout make_layout(const ForwardBatch& b, CpuKvCache& cache, int32_t cach
 
 namespace {
 
-// Rounds an activation the GPU holds in fp16 to that value, with ModelLoadOptions::fp16_activations.
-void round_like_the_gpu(bool fp16_activations, std::vector<float>& x, int64_t n) {
-  if (fp16_activations) round_to_f16(x.data(), x.data(), n);
+// How the activations of one layer are rounded (ModelLoadOptions::fp16_activations and
+// activation_noise_seed); each call is a new place, numbered in call order within the layer.
+struct ActivationRounding {
+  bool fp16 = false;
+  uint64_t noise_seed = 0;
+  int32_t layer = 0;
+  int32_t call = 0;
+};
+
+uint64_t mix64(uint64_t z) {  // splitmix64's finaliser
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  return z ^ (z >> 31);
+}
+
+// Rounds an activation the GPU holds in fp16 to that value; with a noise seed, first moves each
+// element one f32 ulp up or down (a hash of the seed, the place and the element's index).
+void round_like_the_gpu(ActivationRounding& r, std::vector<float>& x, int64_t n) {
+  if (r.noise_seed != 0) {
+    const uint64_t place = mix64(r.noise_seed ^ mix64((static_cast<uint64_t>(r.layer) << 32) | r.call));
+    for (int64_t i = 0; i < n; ++i) {
+      const bool up = (mix64(place + static_cast<uint64_t>(i)) & 1) != 0;
+      x[i] =
+          std::nextafter(x[i], up ? std::numeric_limits<float>::infinity() : -std::numeric_limits<float>::infinity());
+    }
+  }
+  ++r.call;
+  if (r.fp16) round_to_f16(x.data(), x.data(), n);
 }
 
 }  // namespace
@@ -256,52 +284,52 @@ Status Model::run_layer(int32_t layer_idx, const ForwardBatch& batch, CpuKvCache
   std::vector<float> gate(T * inter);  // [T, intermediate]
   std::vector<float> up(T * inter);    // [T, intermediate]
 
-  const bool f16 = fp16_activations_;
+  ActivationRounding rounding{fp16_activations_, activation_noise_seed_, layer_idx};
   CROSSPOINT_RETURN_IF_ERROR(
       rms_norm({hidden, w.input_norm->data, w.input_norm->dtype, x.data(), T, d, static_cast<float>(c.rms_norm_eps)}));
-  round_like_the_gpu(f16, x, T * d);
+  round_like_the_gpu(rounding, x, T * d);
   CROSSPOINT_RETURN_IF_ERROR(lin.q_proj->forward(x.data(), T, 0, q.data()));
   CROSSPOINT_RETURN_IF_ERROR(lin.k_proj->forward(x.data(), T, 0, k.data()));
   CROSSPOINT_RETURN_IF_ERROR(lin.v_proj->forward(x.data(), T, 0, v.data()));
-  round_like_the_gpu(f16, q, T * H * D);
-  round_like_the_gpu(f16, k, T * Hkv * D);
-  round_like_the_gpu(f16, v, T * Hkv * D);
+  round_like_the_gpu(rounding, q, T * H * D);
+  round_like_the_gpu(rounding, k, T * Hkv * D);
+  round_like_the_gpu(rounding, v, T * Hkv * D);
   if (w.q_norm != nullptr) {  // Qwen3: each head's q and k RMS-normalised before RoPE
     const float eps = static_cast<float>(c.rms_norm_eps);
     CROSSPOINT_RETURN_IF_ERROR(rms_norm({q.data(), w.q_norm->data, w.q_norm->dtype, q.data(), T * H, D, eps}));
     CROSSPOINT_RETURN_IF_ERROR(rms_norm({k.data(), w.k_norm->data, w.k_norm->dtype, k.data(), T * Hkv, D, eps}));
-    round_like_the_gpu(f16, q, T * H * D);
-    round_like_the_gpu(f16, k, T * Hkv * D);
+    round_like_the_gpu(rounding, q, T * H * D);
+    round_like_the_gpu(rounding, k, T * Hkv * D);
   }
   CROSSPOINT_RETURN_IF_ERROR(
       rope({q.data(), 0, T, H, D, batch.positions.data(), rope_inv_freq_.data(), rope_attention_scaling_}));
   CROSSPOINT_RETURN_IF_ERROR(
       rope({k.data(), 0, T, Hkv, D, batch.positions.data(), rope_inv_freq_.data(), rope_attention_scaling_}));
-  round_like_the_gpu(f16, q, T * H * D);
-  round_like_the_gpu(f16, k, T * Hkv * D);
+  round_like_the_gpu(rounding, q, T * H * D);
+  round_like_the_gpu(rounding, k, T * Hkv * D);
 
   const PagedKvLayout layout = make_layout(batch, kv_cache, share.first_cache_layer + layer_idx, w);
   CROSSPOINT_RETURN_IF_ERROR(kv_cache_write({k.data(), v.data(), 0, 0, layout}));
   CROSSPOINT_RETURN_IF_ERROR(paged_attention(
       {q.data(), 0, attn.data(), static_cast<int32_t>(H), 1.0f / std::sqrt(static_cast<float>(D)), layout}));
-  round_like_the_gpu(f16, attn, T * H * D);
+  round_like_the_gpu(rounding, attn, T * H * D);
   CROSSPOINT_RETURN_IF_ERROR(lin.o_proj->forward(attn.data(), T, 0, x.data()));
   if (share.all_reduce) share.all_reduce(x.data(), T * d);
-  round_like_the_gpu(f16, x, T * d);
+  round_like_the_gpu(rounding, x, T * d);
   CROSSPOINT_RETURN_IF_ERROR(residual_add(hidden, x.data(), T * d));
 
   CROSSPOINT_RETURN_IF_ERROR(rms_norm({hidden, w.post_attention_norm->data, w.post_attention_norm->dtype, x.data(), T,
                                        d, static_cast<float>(c.rms_norm_eps)}));
-  round_like_the_gpu(f16, x, T * d);
+  round_like_the_gpu(rounding, x, T * d);
   CROSSPOINT_RETURN_IF_ERROR(lin.gate_proj->forward(x.data(), T, 0, gate.data()));
   CROSSPOINT_RETURN_IF_ERROR(lin.up_proj->forward(x.data(), T, 0, up.data()));
-  round_like_the_gpu(f16, gate, T * inter);
-  round_like_the_gpu(f16, up, T * inter);
+  round_like_the_gpu(rounding, gate, T * inter);
+  round_like_the_gpu(rounding, up, T * inter);
   CROSSPOINT_RETURN_IF_ERROR(silu_mul({gate.data(), up.data(), gate.data(), T * inter}));
-  round_like_the_gpu(f16, gate, T * inter);
+  round_like_the_gpu(rounding, gate, T * inter);
   CROSSPOINT_RETURN_IF_ERROR(lin.down_proj->forward(gate.data(), T, 0, x.data()));
   if (share.all_reduce) share.all_reduce(x.data(), T * d);
-  round_like_the_gpu(f16, x, T * d);
+  round_like_the_gpu(rounding, x, T * d);
   return residual_add(hidden, x.data(), T * d);
 }
 
@@ -328,7 +356,8 @@ Status Model::forward_share(const ForwardBatch& batch, CpuKvCache& kv_cache, con
     std::copy_n(hidden.data() + batch.logits_token_idx[i] * d, d, selected.data() + i * d);
   CROSSPOINT_RETURN_IF_ERROR(rms_norm({selected.data(), final_norm_->data, final_norm_->dtype, selected.data(),
                                        num_logits, d, static_cast<float>(config_.rms_norm_eps)}));
-  round_like_the_gpu(fp16_activations_, selected, num_logits * d);
+  ActivationRounding final_rounding{fp16_activations_, activation_noise_seed_, static_cast<int32_t>(layers_.size())};
+  round_like_the_gpu(final_rounding, selected, num_logits * d);
   const int64_t V = config_.vocab_size, columns = share.vocab.size();
   if (columns == V) {
     CROSSPOINT_RETURN_IF_ERROR(share.lm_head->forward(selected.data(), num_logits, 0, logits));

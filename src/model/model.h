@@ -32,6 +32,11 @@ struct ModelLoadOptions {
   // output, each linear's output, SiLU·mul, logits; the residual stays f32 as on the GPU): the
   // GPU's dtype flow computed on the CPU (--dtype float16), a reference for GPU results.
   bool fp16_activations = false;
+  // Not 0: every activation above is first moved one f32 ulp up or down (chosen by a hash of this
+  // seed, the place and the element), a stand-in for another implementation's f32 rounding
+  // (summation order, library exp): how much a precision's results depend on such noise
+  // (tests/quant/test_activation_noise.cc, docs/quantization.md, "GPU against CPU").
+  uint64_t activation_noise_seed = 0;
 };
 
 struct DecoderLayerWeights {
@@ -140,7 +145,8 @@ class Model {
   std::vector<float> rope_inv_freq_;       // [head_dim / 2] f32
   float rope_attention_scaling_ = 1.0f;
   bool has_kv_scales_ = false;
-  bool fp16_activations_ = false;  // ModelLoadOptions::fp16_activations
+  bool fp16_activations_ = false;       // ModelLoadOptions::fp16_activations
+  uint64_t activation_noise_seed_ = 0;  // ModelLoadOptions::activation_noise_seed
   RankShare whole_;
 };
 
