@@ -31,6 +31,12 @@ namespace {
 
 // The FP16 tolerance of docs/quantization.md's GPU-against-CPU check: mean |delta logprob|.
 constexpr double kFp16Tolerance = 0.005;
+// Under the sanitizers the forward passes take minutes: fp16 and W8A8-FP8 with seed 1 only.
+#ifdef CROSSPOINT_SANITIZED_BINARY
+constexpr bool kShort = true;
+#else
+constexpr bool kShort = false;
+#endif
 
 // Real text: the prompts and llama.cpp's continuations of the committed fixture, one sequence.
 std::vector<int32_t> fixture_text() {
@@ -96,6 +102,7 @@ std::vector<double> noise_differences(const std::string& dir, const std::vector<
   const std::vector<double> first = next_token_logprobs(*again, tokens, kv_dtype);
   std::vector<double> out;
   for (uint64_t seed : {1, 2, 3}) {
+    if (kShort && seed > 1) break;
     auto noisy = load(dir, seed);
     if (noisy == nullptr) return {};
     const std::vector<double> moved = next_token_logprobs(*noisy, tokens, kv_dtype);
@@ -129,27 +136,32 @@ TEST(ActivationNoise, MovesFp16AndW4a16LittleAndE4m3ByFarMore) {
   QuantizeModelOptions fp8_options;
   fp8_options.scheme = QuantizeScheme::kW8A8Fp8;
   const QuantisedCopy fp8(dense_dir, fp8_options, "fp8");
+
+  const size_t seeds = kShort ? 1 : 3;
+  const std::vector<double> fp16 = noise_differences(dense_dir, tokens, DType::kF32, "fp16");
+  const std::vector<double> w8 = noise_differences(fp8.dir.string(), tokens, DType::kF32, "W8A8-FP8");
+  ASSERT_EQ(fp16.size(), seeds);
+  ASSERT_EQ(w8.size(), seeds);
+  const double fp16_worst = *std::max_element(fp16.begin(), fp16.end());
+  EXPECT_GT(fp16_worst, 0.0) << "the noise reached the logprobs";
+  EXPECT_LE(fp16_worst, kFp16Tolerance);
+  // e4m3 turns ulp-sized input differences into whole 3-bit steps, wherever it quantises an
+  // activation (W8A8's inputs, an fp8 KV cache): at least 10x fp16's move.
+  EXPECT_GE(*std::min_element(w8.begin(), w8.end()), 10.0 * fp16_worst);
+  if (kShort) return;
   QuantizeModelOptions w4a16_options;  // as check_gpu_vs_cpu.py's w4a16-rtn-g64
   w4a16_options.scheme = QuantizeScheme::kW4A16;
   w4a16_options.int4_method = Int4Method::kRtn;
   w4a16_options.int4.group_size = 64;
   const QuantisedCopy w4a16(dense_dir, w4a16_options, "w4a16");
-
-  const std::vector<double> fp16 = noise_differences(dense_dir, tokens, DType::kF32, "fp16");
   const std::vector<double> w4 = noise_differences(w4a16.dir.string(), tokens, DType::kF32, "W4A16 RTN g64");
   const std::vector<double> fp16_kv8 = noise_differences(dense_dir, tokens, DType::kF8E4M3, "fp16, fp8 KV");
   const std::vector<double> w4_kv8 = noise_differences(w4a16.dir.string(), tokens, DType::kF8E4M3, "W4A16, fp8 KV");
-  const std::vector<double> w8 = noise_differences(fp8.dir.string(), tokens, DType::kF32, "W8A8-FP8");
   const std::vector<double> w8_kv8 = noise_differences(fp8.dir.string(), tokens, DType::kF8E4M3, "W8A8-FP8, fp8 KV");
-  for (const auto* moved : {&fp16, &w4, &fp16_kv8, &w4_kv8, &w8, &w8_kv8}) ASSERT_EQ(moved->size(), 3u);
-  const double fp16_worst = *std::max_element(fp16.begin(), fp16.end());
-  EXPECT_GT(fp16_worst, 0.0) << "the noise reached the logprobs";
-  EXPECT_LE(fp16_worst, kFp16Tolerance);
+  for (const auto* moved : {&w4, &fp16_kv8, &w4_kv8, &w8_kv8}) ASSERT_EQ(moved->size(), seeds);
   // Int4 weights leave the activations' flow as fp16's: about fp16's move (within 2x).
   EXPECT_LE(*std::max_element(w4.begin(), w4.end()), 2.0 * fp16_worst);
-  // e4m3 turns ulp-sized input differences into whole 3-bit steps, wherever it quantises an
-  // activation (W8A8's inputs, an fp8 KV cache): at least 10x fp16's move.
-  for (const auto* moved : {&fp16_kv8, &w4_kv8, &w8, &w8_kv8})
+  for (const auto* moved : {&fp16_kv8, &w4_kv8, &w8_kv8})
     EXPECT_GE(*std::min_element(moved->begin(), moved->end()), 10.0 * fp16_worst);
 }
 
