@@ -22,6 +22,7 @@
 #include "common/paths.h"
 #include "model/model.h"
 #include "model/model_test_util.h"
+#include "quant/eval_metrics.h"
 #include "quant/gptq_linear_weight.h"
 #include "quant/quantize_model.h"
 #include "test_assets.h"
@@ -63,13 +64,7 @@ std::vector<double> next_token_logprobs(const Model& model, const std::vector<in
   const Status s = model.forward(batch, cache, logits.data());
   EXPECT_TRUE(s.is_ok()) << s.to_string();
   std::vector<double> out;
-  for (size_t i = 0; i + 1 < tokens.size(); ++i) {
-    const float* row = logits.data() + i * V;
-    const double top = *std::max_element(row, row + V);
-    double sum = 0.0;
-    for (int64_t v = 0; v < V; ++v) sum += std::exp(static_cast<double>(row[v]) - top);
-    out.push_back(static_cast<double>(row[tokens[i + 1]]) - top - std::log(sum));
-  }
+  for (size_t i = 0; i + 1 < tokens.size(); ++i) out.push_back(-token_nll(logits.data() + i * V, V, tokens[i + 1]));
   return out;
 }
 
