@@ -11,6 +11,7 @@
 #include "bench/sse_parser.h"
 #include "bench/stream_accumulator.h"
 #include "common/clock.h"
+#include "common/mix64.h"
 
 namespace crosspoint::bench {
 
@@ -242,13 +243,8 @@ void EventLoop::start_queued() {
 
 std::string request_uuid(uint64_t key, size_t idx) {
   // Two splitmix64 outputs of (key, idx) give the 122 random bits.
-  auto mix = [](uint64_t z) {
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    return z ^ (z >> 31);
-  };
-  const uint64_t hi = mix(key + 0x9E3779B97F4A7C15ull * (2 * static_cast<uint64_t>(idx) + 1));
-  const uint64_t lo = mix(hi ^ key);
+  const uint64_t hi = mix64(key + 0x9E3779B97F4A7C15ull * (2 * static_cast<uint64_t>(idx) + 1));
+  const uint64_t lo = mix64(hi ^ key);
   char buffer[37];
   std::snprintf(buffer, sizeof(buffer), "%08x-%04x-4%03x-%04x-%012llx", static_cast<unsigned>(hi >> 32),
                 static_cast<unsigned>((hi >> 16) & 0xFFFF), static_cast<unsigned>(hi & 0xFFF),

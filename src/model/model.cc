@@ -6,6 +6,7 @@
 #include <cstring>
 #include <limits>
 
+#include "common/mix64.h"
 #include "kernels/embedding.h"
 #include "kernels/f16_rounding.h"
 #include "kernels/paged_attention.h"
@@ -245,12 +246,6 @@ struct ActivationRounding {
   int32_t layer = 0;
   int32_t call = 0;
 };
-
-uint64_t mix64(uint64_t z) {  // splitmix64's finaliser
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-  return z ^ (z >> 31);
-}
 
 // Rounds an activation the GPU holds in fp16 to that value; with a noise seed, first moves each
 // element one f32 ulp up or down (a hash of the seed, the place and the element's index).

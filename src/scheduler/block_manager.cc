@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <string>
 
+#include "common/mix64.h"
 #include "common/status.h"
 
 namespace crosspoint {
@@ -10,23 +11,14 @@ namespace {
 
 constexpr uint64_t kChainSeed = 0x9e3779b97f4a7c15ull;
 
-// splitmix64's finaliser: every input bit reaches every output bit.
-uint64_t mix(uint64_t x) {
-  x ^= x >> 30;
-  x *= 0xbf58476d1ce4e5b9ull;
-  x ^= x >> 27;
-  x *= 0x94d049bb133111ebull;
-  return x ^ (x >> 31);
-}
-
 constexpr uint64_t kSaltSeed = 0xc2b2ae3d27d4eb4full;
 
 // The parent hash of a sequence's first block: 0 without a salt, else a hash of the salt's
 // bytes (so a salted first block never hashes as an unsalted one with the same tokens).
 uint64_t salt_root(std::string_view salt) {
   if (salt.empty()) return 0;
-  uint64_t h = mix(kSaltSeed ^ salt.size());
-  for (unsigned char c : salt) h = mix(h ^ c);
+  uint64_t h = mix64(kSaltSeed ^ salt.size());
+  for (unsigned char c : salt) h = mix64(h ^ c);
   return h == 0 ? 1 : h;
 }
 
@@ -96,8 +88,8 @@ void BlockManager::release(std::vector<int32_t>& block_table) {
 }
 
 uint64_t BlockManager::chain_hash(uint64_t parent_hash, const int32_t* tokens) const {
-  uint64_t h = mix(parent_hash ^ kChainSeed);
-  for (int32_t i = 0; i < block_size_; ++i) h = mix(h ^ static_cast<uint32_t>(tokens[i]));
+  uint64_t h = mix64(parent_hash ^ kChainSeed);
+  for (int32_t i = 0; i < block_size_; ++i) h = mix64(h ^ static_cast<uint32_t>(tokens[i]));
   return h;
 }
 

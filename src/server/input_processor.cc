@@ -6,6 +6,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "common/mix64.h"
 #include "server/tokenize_request.h"
 
 namespace crosspoint {
@@ -82,10 +83,7 @@ std::optional<ApiError> InputProcessor::prompt_ids(const OpenAiRequest& request,
 
 uint64_t InputProcessor::unseeded_request_seed() const {
   if (!limits_.seed) return std::chrono::steady_clock::now().time_since_epoch().count();
-  uint64_t z = *limits_.seed + 0x9E3779B97F4A7C15ull * (unseeded_requests_.fetch_add(1) + 1);
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-  return z ^ (z >> 31);
+  return mix64(*limits_.seed + 0x9E3779B97F4A7C15ull * (unseeded_requests_.fetch_add(1) + 1));
 }
 
 PreparedRequest InputProcessor::prepare_tokenize(const std::string& body) const {
