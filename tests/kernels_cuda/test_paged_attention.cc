@@ -185,8 +185,9 @@ AttentionRef attention_ref(const AttentionCase& c, const AttentionProblem& p, fl
 }
 
 using Path = CudaAttentionKernels;
-constexpr Path kAllPaths[] = {Path::kDefault,        Path::kSplitDecode,       Path::kDecodeOnly,   Path::kSplitOnly,
-                              Path::kBalancedDecode, Path::kPartitionedDecode, Path::kClusterDecode};
+constexpr Path kAllPaths[] = {Path::kDefault,       Path::kSplitDecode,    Path::kDecodeOnly,
+                              Path::kSplitOnly,     Path::kBalancedDecode, Path::kPartitionedDecode,
+                              Path::kClusterDecode, Path::kWidePrefill};
 
 const char* path_name(Path path) {
   switch (path) {
@@ -197,6 +198,7 @@ const char* path_name(Path path) {
     case Path::kBalancedDecode: return "balanced    ";
     case Path::kPartitionedDecode: return "partitioned ";
     case Path::kClusterDecode: return "cluster     ";
+    case Path::kWidePrefill: return "wide prefill";
   }
   return "?";
 }
@@ -218,6 +220,7 @@ bool on_tensor_cores(Path path, const AttentionCase& c, int num_new) {
     case Path::kBalancedDecode: return num_new >= 16 || decode_kernel;
     case Path::kPartitionedDecode: return num_new >= 16 || decode_kernel;
     case Path::kClusterDecode: return num_new >= 16 || decode_kernel;
+    case Path::kWidePrefill: return num_new >= 16 || decode_kernel;
   }
   return true;
 }
@@ -272,7 +275,9 @@ double expect_matches(const AttentionCase& c, const AttentionProblem& p, const A
   return max_err;
 }
 
-void run_path(const AttentionCase& c, const AttentionProblem& p, const AttentionRef& want, float scale, Path path) {
+// Runs one path over the case; its output bits into *bits.
+void run_path(const AttentionCase& c, const AttentionProblem& p, const AttentionRef& want, float scale, Path path,
+              std::vector<uint16_t>* bits) {
   SCOPED_TRACE(c.name + " (" + path_name(path) + ")");
   DeviceBuffer<uint16_t> query(p.query), key(p.key_cache), value(p.value_cache);
   DeviceBuffer<uint8_t> key_fp8(p.key_cache_fp8), value_fp8(p.value_cache_fp8);
@@ -332,6 +337,7 @@ void run_path(const AttentionCase& c, const AttentionProblem& p, const Attention
   const double max_err = expect_matches(c, p, want, first, path);
   std::printf("[ %-40s ] %s tokens %d, workspace %zu bytes, max |err| %.2e\n", c.name.c_str(), path_name(path),
               p.num_tokens, workspace_bytes, max_err);
+  *bits = std::move(first);
 }
 
 void run_case(const AttentionCase& c, uint32_t seed) {
@@ -339,7 +345,15 @@ void run_case(const AttentionCase& c, uint32_t seed) {
   const AttentionProblem p = make_problem(c, rng);
   const float scale = 1.0f / std::sqrt(static_cast<float>(c.head_dim));
   const AttentionRef want = attention_ref(c, p, scale);
-  for (Path path : kAllPaths) run_path(c, p, want, scale, path);
+  std::vector<uint16_t> default_bits, wide_bits, bits;
+  for (Path path : kAllPaths) {
+    bits.clear();
+    run_path(c, p, want, scale, path, &bits);
+    if (path == Path::kDefault) default_bits = bits;
+    if (path == Path::kWidePrefill) wide_bits = bits;
+  }
+  // The 128-row prefill kernel computes every row's sums in the 64-row kernel's order.
+  EXPECT_TRUE(wide_bits == default_bits) << c.name << ": the wide prefill kernel's output differs from the default's";
 }
 
 TEST(CudaPagedAttention, DecodeAcrossBlockBoundariesGqa7) {
@@ -487,6 +501,8 @@ TEST(CudaPagedAttention, PrefillChunks) {
   run_case({"chunked prefill 100 after 600 cached", 14, 2, 128, 16, {{100, 700}}}, 213);
   run_case({"prefill 16 and 15 rows (threshold)", 28, 4, 128, 16, {{16, 40}, {15, 15}, {64, 64}, {65, 70}}}, 214);
   run_case({"prefill 40 D96 (no tensor-core path)", 8, 2, 96, 16, {{40, 50}}}, 215);
+  // Two sequences with 3 and 2 tiles of 128 rows (the wide kernel's tile ranks over sequences).
+  run_case({"prefill 260, and 130 after 70 cached", 28, 4, 128, 16, {{260, 260}, {130, 200}}}, 230);
 }
 
 TEST(CudaPagedAttention, MixedBatchWithPaddingAndEmptySequence) {

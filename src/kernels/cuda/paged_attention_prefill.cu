@@ -265,34 +265,324 @@ __global__ void __launch_bounds__(kThreads) prefill_tensor_core_kernel(Params p,
   }
 }
 
+// The wide form (CudaAttentionKernels::kWidePrefill): CTA = (tile of 128 new rows, query
+// head), 4 warps of 32 rows (two m16 row groups), so every K and V fragment read from shared
+// memory feeds two MMAs; Q is staged in shared memory once per query tile and read back as A
+// fragments (registers hold O and S of 32 rows instead). A warp skips the MMAs of a context
+// tile none of its rows sees and the mask of one all its rows see in full; both leave every
+// row's sums exactly as the 64-row kernel computes them (a masked tile adds 0 and rescales by
+// 1), so the two kernels' outputs are the same bits. CTAs go out heaviest tile first across
+// all heads and sequences (grid: head fastest, then sequence, then tile rank).
+constexpr int kWideWarps = 4;
+constexpr int kWideThreads = kWideWarps * 32;
+constexpr int kWideQueryTile = kWideWarps * 32;
+constexpr int kWideRowGroups = 2;  // m16 row groups per warp
+
+// Four 8x8 fp16 matrices transposed (lanes 8i..8i+7 give the row addresses of matrix i): for
+// V stored [position][dim], the B fragments (b0, b1) of P V for two adjacent 8-dim tiles.
+__device__ __forceinline__ void ldmatrix_x4_trans(uint32_t (&r)[4], const uint16_t* row_address) {
+  const uint32_t address = static_cast<uint32_t>(__cvta_generic_to_shared(row_address));
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(address));
+}
+
+// The tile's 128 query rows into shared memory [row][dim] (row stride kHeadDim + kPad) through
+// cp.async; rows past the sequence's last new row repeat that row (finite math, never stored).
+template <int kHeadDim>
+__device__ __forceinline__ void stage_query_tile(const Params& p, int first_row, int j0, int last_j, int head,
+                                                 uint16_t* smem) {
+  constexpr int kVecPerRow = kHeadDim / 8;
+  constexpr int kLoads = kWideQueryTile * kVecPerRow / kWideThreads;
+#pragma unroll
+  for (int i = 0; i < kLoads; ++i) {
+    const int v = threadIdx.x + i * kWideThreads;
+    const int r = v / kVecPerRow, c = (v % kVecPerRow) * 8;
+    const uint16_t* src =
+        p.query + static_cast<int64_t>(first_row + min(j0 + r, last_j)) * p.query_stride + head * kHeadDim + c;
+    cp_async_16(smem + r * (kHeadDim + kPad) + c, src, true);
+  }
+}
+
+// Context positions kv0 .. kv0 + 63 of K and V into shared memory (zeros from `limit` on), each
+// row's cache offset looked up once for both: an fp16 cache through cp.async (the caller
+// commits and waits), an e4m3 one widened through registers.
+template <int kHeadDim, bool kFp8>
+__device__ __forceinline__ void stage_kv_tiles_wide(const Params& p, const int32_t* table, int kv0, int limit,
+                                                    int64_t kv_head_offset, uint16_t* s_k, uint16_t* s_v) {
+  constexpr int kVecPerRow = kHeadDim / 8;
+  constexpr int kLoads = kKvTile * kVecPerRow / kWideThreads;
+  static_assert(kKvTile * kVecPerRow % kWideThreads == 0, "whole loads per thread");
+#pragma unroll
+  for (int i = 0; i < kLoads; ++i) {
+    const int v = threadIdx.x + i * kWideThreads;
+    const int r = v / kVecPerRow, c = (v % kVecPerRow) * 8;
+    const bool valid = kv0 + r < limit;
+    const int64_t offset = valid ? cache_row_offset(p, table, kv0 + r) + kv_head_offset + c : 0;
+    const int at = r * (kHeadDim + kPad) + c;
+    if constexpr (kFp8) {
+      const uint4 zero = make_uint4(0, 0, 0, 0);
+      *reinterpret_cast<uint4*>(s_k + at) = valid ? load_cache8<true>(p.key_cache, offset) : zero;
+      *reinterpret_cast<uint4*>(s_v + at) = valid ? load_cache8<true>(p.value_cache, offset) : zero;
+    } else {
+      cp_async_16(s_k + at, static_cast<const uint16_t*>(p.key_cache) + offset, valid);
+      cp_async_16(s_v + at, static_cast<const uint16_t*>(p.value_cache) + offset, valid);
+    }
+  }
+}
+
+template <int kHeadDim, bool kFp8>
+__global__ void __launch_bounds__(kWideThreads) prefill_wide_kernel(Params p, int num_query_tiles) {
+  wait_for_prior_kernels();
+  allow_dependent_launch();
+  constexpr int kDimSteps = kHeadDim / 16;  // k-steps of Q K^T
+  constexpr int kDimTiles = kHeadDim / 8;   // n-tiles of P V (output columns)
+  constexpr int kPosTiles = kKvTile / 8;    // n-tiles of Q K^T
+  constexpr int kPosSteps = kKvTile / 16;   // k-steps of P V
+  constexpr int kRowStride = kHeadDim + kPad;
+  constexpr int kTileElems = kKvTile * kRowStride;
+  // Q [128][kRowStride], then two stages of K and V tiles: stage t % 2 holds context tile t.
+  extern __shared__ __align__(16) uint16_t smem[];
+  uint16_t* s_q = smem;
+  uint16_t* s_kv = smem + kWideQueryTile * kRowStride;
+
+  const int head = blockIdx.x % p.num_heads;
+  const int rest = blockIdx.x / p.num_heads;
+  const int s = rest % p.num_seqs;
+  const int rank = rest / p.num_seqs;
+  const int num_new = num_new_rows(p, s);
+  if (num_new < p.tensor_core_min_rows) return;  // the decode kernels' rows
+  const int kv_head = head / p.group_size;
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  const int group = lane / 4, quad = lane % 4;  // mma fragment coordinates
+  const int32_t* table = p.block_tables + static_cast<int64_t>(s) * p.max_blocks_per_seq;
+  const int first_row = p.seq_token_start[s];
+  const int cached = p.seq_context_len[s] - num_new;
+  const int64_t kv_head_offset = static_cast<int64_t>(kv_head) * kHeadDim;
+
+  for (int tile = num_query_tiles - 1 - rank; tile * kWideQueryTile < num_new; tile += num_query_tiles) {
+    const int j0 = tile * kWideQueryTile;
+    const int last_j = min(j0 + kWideQueryTile, num_new) - 1;
+    const int tile_visible = cached + last_j + 1;
+    // This warp's rows j0 + warp * 32 .. + 31; the fewest and most positions any of them sees.
+    const int warp_row0 = j0 + warp * 32;
+    const int warp_min_visible = cached + min(warp_row0, last_j) + 1;
+    const int warp_max_visible = cached + min(warp_row0 + 31, last_j) + 1;
+
+    float o[kWideRowGroups][kDimTiles][4];
+#pragma unroll
+    for (int g = 0; g < kWideRowGroups; ++g)
+#pragma unroll
+      for (int dt = 0; dt < kDimTiles; ++dt) o[g][dt][0] = o[g][dt][1] = o[g][dt][2] = o[g][dt][3] = 0.f;
+    float m[kWideRowGroups][2], l[kWideRowGroups][2];
+#pragma unroll
+    for (int g = 0; g < kWideRowGroups; ++g) {
+      m[g][0] = m[g][1] = -INFINITY;
+      l[g][0] = l[g][1] = 0.f;
+    }
+
+    // Both stages and the Q tile are free here: every step, the previous query tile's last
+    // included, ends with a barrier.
+    const int num_kv_tiles = (tile_visible + kKvTile - 1) / kKvTile;
+    stage_query_tile<kHeadDim>(p, first_row, j0, last_j, head, s_q);
+    stage_kv_tiles_wide<kHeadDim, kFp8>(p, table, 0, tile_visible, kv_head_offset, s_kv, s_kv + kTileElems);
+    cp_async_commit();
+    for (int t = 0; t < num_kv_tiles; ++t) {
+      const int kv0 = t * kKvTile;
+      const uint16_t* s_k = s_kv + (t % 2) * 2 * kTileElems;
+      const uint16_t* s_v = s_k + kTileElems;
+      if (t + 1 < num_kv_tiles) {
+        uint16_t* next = s_kv + ((t + 1) % 2) * 2 * kTileElems;
+        stage_kv_tiles_wide<kHeadDim, kFp8>(p, table, kv0 + kKvTile, tile_visible, kv_head_offset, next,
+                                            next + kTileElems);
+        cp_async_commit();
+        cp_async_wait<1>();  // tile t (and Q) have landed, tile t + 1 may still be on its way
+      } else {
+        cp_async_wait<0>();
+      }
+      __syncthreads();  // tile t visible to every thread
+
+      // Else no row of this warp sees the tile (it would add 0), or the warp's rows are all
+      // past the sequence's end (never stored).
+      if (kv0 < warp_max_visible && warp_row0 <= last_j) {
+        // S = Q K^T for the warp's 2 x 16 rows x 64 positions, k-step by k-step: the A fragments
+        // of both row groups and the B fragments of all 8 position tiles, then 16 MMAs.
+        float sc[kWideRowGroups][kPosTiles][4];
+#pragma unroll
+        for (int g = 0; g < kWideRowGroups; ++g)
+#pragma unroll
+          for (int nt = 0; nt < kPosTiles; ++nt) sc[g][nt][0] = sc[g][nt][1] = sc[g][nt][2] = sc[g][nt][3] = 0.f;
+#pragma unroll 2  // fully unrolled, the k-steps' fragment loads are hoisted into 255 registers and spill
+        for (int ks = 0; ks < kDimSteps; ++ks) {
+          uint32_t a[kWideRowGroups][4];
+#pragma unroll
+          for (int g = 0; g < kWideRowGroups; ++g)  // rows lane % 16, dims ks * 16 + (lane / 16) * 8
+            ldmatrix_x4(a[g], s_q + (warp * 32 + g * 16 + lane % 16) * kRowStride + ks * 16 + (lane / 16) * 8);
+#pragma unroll
+          for (int nt = 0; nt < kPosTiles; nt += 2) {
+            // Matrices: positions nt*8.. and (nt+1)*8.. (lane / 16), dims ks*16 + 0-7 / 8-15 ((lane / 8) % 2).
+            uint32_t b[4];
+            ldmatrix_x4(b, s_k + ((nt + lane / 16) * 8 + lane % 8) * kRowStride + ks * 16 + ((lane / 8) % 2) * 8);
+#pragma unroll
+            for (int g = 0; g < kWideRowGroups; ++g) {
+              mma_16816(sc[g][nt], a[g], b[0], b[1]);
+              mma_16816(sc[g][nt + 1], a[g], b[2], b[3]);
+            }
+          }
+        }
+
+        // Scale, and the causal mask where some row of the warp does not see the whole tile:
+        // a row sees positions below cached + min(row, last_j) + 1.
+        if (kv0 + kKvTile <= warp_min_visible) {
+#pragma unroll
+          for (int g = 0; g < kWideRowGroups; ++g)
+#pragma unroll
+            for (int nt = 0; nt < kPosTiles; ++nt)
+#pragma unroll
+              for (int e = 0; e < 4; ++e) sc[g][nt][e] *= p.scale_log2;
+        } else {
+#pragma unroll
+          for (int g = 0; g < kWideRowGroups; ++g) {
+            const int seen_a = cached + min(warp_row0 + g * 16 + group, last_j) + 1 - kv0;
+            const int seen_b = cached + min(warp_row0 + g * 16 + group + 8, last_j) + 1 - kv0;
+#pragma unroll
+            for (int nt = 0; nt < kPosTiles; ++nt) {
+#pragma unroll
+              for (int e = 0; e < 2; ++e) {
+                const int position = nt * 8 + quad * 2 + e;  // from kv0
+                sc[g][nt][e] = position < seen_a ? sc[g][nt][e] * p.scale_log2 : -INFINITY;
+                sc[g][nt][2 + e] = position < seen_b ? sc[g][nt][2 + e] * p.scale_log2 : -INFINITY;
+              }
+            }
+          }
+        }
+        // P as fp16 A fragments of P V (k-step ps from position tiles 2ps, 2ps + 1), packed as
+        // soon as each row group's softmax step is done: half the registers of S.
+        uint32_t pa[kWideRowGroups][kPosSteps][4];
+#pragma unroll
+        for (int g = 0; g < kWideRowGroups; ++g) {
+          const SoftmaxRescale rescale = online_softmax_step(sc[g], m[g][0], m[g][1], l[g][0], l[g][1]);
+#pragma unroll
+          for (int dt = 0; dt < kDimTiles; ++dt) {
+            o[g][dt][0] *= rescale.a;
+            o[g][dt][1] *= rescale.a;
+            o[g][dt][2] *= rescale.b;
+            o[g][dt][3] *= rescale.b;
+          }
+#pragma unroll
+          for (int ps = 0; ps < kPosSteps; ++ps) {
+            pa[g][ps][0] = pack_half2(sc[g][2 * ps][0], sc[g][2 * ps][1]);
+            pa[g][ps][1] = pack_half2(sc[g][2 * ps][2], sc[g][2 * ps][3]);
+            pa[g][ps][2] = pack_half2(sc[g][2 * ps + 1][0], sc[g][2 * ps + 1][1]);
+            pa[g][ps][3] = pack_half2(sc[g][2 * ps + 1][2], sc[g][2 * ps + 1][3]);
+          }
+        }
+
+        // O += P V: each V fragment pair (two 8-dim tiles) read once for both row groups.
+#pragma unroll
+        for (int ps = 0; ps < kPosSteps; ++ps) {
+          // Matrices: positions ps*16 + 0-7 / 8-15 ((lane / 8) % 2), dims dt*8.. and (dt+1)*8.. (lane / 16).
+          const uint16_t* v_rows = s_v + (ps * 16 + ((lane / 8) % 2) * 8 + lane % 8) * kRowStride + (lane / 16) * 8;
+#pragma unroll
+          for (int dt = 0; dt < kDimTiles; dt += 2) {
+            uint32_t b[4];
+            ldmatrix_x4_trans(b, v_rows + dt * 8);
+#pragma unroll
+            for (int g = 0; g < kWideRowGroups; ++g) {
+              mma_16816(o[g][dt], pa[g][ps], b[0], b[1]);
+              mma_16816(o[g][dt + 1], pa[g][ps], b[2], b[3]);
+            }
+          }
+        }
+      }
+      __syncthreads();  // stage t % 2 is read: the next step may refill it
+    }
+
+#pragma unroll
+    for (int g = 0; g < kWideRowGroups; ++g) {
+#pragma unroll
+      for (int offset = 1; offset < 4; offset *= 2) {
+        l[g][0] += __shfl_xor_sync(0xffffffffu, l[g][0], offset);
+        l[g][1] += __shfl_xor_sync(0xffffffffu, l[g][1], offset);
+      }
+#pragma unroll
+      for (int half = 0; half < 2; ++half) {
+        const int row = warp_row0 + g * 16 + group + half * 8;
+        if (row >= num_new) continue;
+        const float inv = 1.f / l[g][half] * p.v_scale;
+        uint16_t* out = p.output + static_cast<int64_t>(first_row + row) * p.output_stride + head * kHeadDim + quad * 2;
+#pragma unroll
+        for (int dt = 0; dt < kDimTiles; ++dt)
+          *reinterpret_cast<uint32_t*>(out + dt * 8) =
+              pack_half2(o[g][dt][2 * half] * inv, o[g][dt][2 * half + 1] * inv);
+      }
+    }
+  }
+}
+
 }  // namespace
 
 bool prefill_tensor_core_supports(int head_dim) { return head_dim == 64 || head_dim == 128; }
 
-Status launch_prefill_tensor_core(const Params& p, int max_query_len, cudaStream_t stream) {
+namespace {
+
+// The dynamic shared memory limit is raised once per kernel (a driver call), not at every launch.
+Status raise_shared_limit(const void* kernel, size_t shared_bytes, std::atomic<bool>& raised, const char* what) {
+  if (raised.load(std::memory_order_acquire)) return Status::ok();
+  CROSSPOINT_CUDA_RETURN_IF_ERROR(
+      cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(shared_bytes)), what);
+  raised.store(true, std::memory_order_release);
+  return Status::ok();
+}
+
+template <int kHeadDim, bool kFp8>
+Status launch_wide(const Params& p, int max_query_len, cudaStream_t stream) {
+  const int num_query_tiles = (max_query_len + kWideQueryTile - 1) / kWideQueryTile;
+  const int64_t grid = static_cast<int64_t>(p.num_heads) * p.num_seqs * num_query_tiles;
+  if (grid > INT_MAX)
+    return invalid_argument("cuda_paged_attention: prefill grid too large (heads " + std::to_string(p.num_heads) +
+                            " x sequences " + std::to_string(p.num_seqs) + " x query tiles " +
+                            std::to_string(num_query_tiles) + ")");
+  // Q (128 rows) and two stages of K and V tiles: 104,448 bytes at head_dim 128.
+  const size_t shared_bytes = size_t{kWideQueryTile + 4 * kKvTile} * (kHeadDim + kPad) * sizeof(uint16_t);
+  static std::atomic<bool> raised{false};
+  CROSSPOINT_RETURN_IF_ERROR(raise_shared_limit(reinterpret_cast<const void*>(prefill_wide_kernel<kHeadDim, kFp8>),
+                                                shared_bytes, raised, "prefill_wide_kernel shared memory"));
+  CROSSPOINT_CUDA_RETURN_IF_ERROR(
+      launch_programmatic(prefill_wide_kernel<kHeadDim, kFp8>, dim3(static_cast<unsigned>(grid)), dim3(kWideThreads),
+                          shared_bytes, stream, p, num_query_tiles),
+      "prefill_wide_kernel launch");
+  return last_launch_status("paged_attention prefill_wide_kernel launch");
+}
+
+}  // namespace
+
+Status launch_prefill_tensor_core(const Params& p, int max_query_len, bool wide, cudaStream_t stream) {
+  if (p.head_dim != 128 && p.head_dim != 64)
+    return invalid_argument("cuda_paged_attention: tensor-core prefill needs head_dim 64 or 128, got " +
+                            std::to_string(p.head_dim));
+  if (wide) {
+    if (p.head_dim == 128)
+      return p.kv_fp8 ? launch_wide<128, true>(p, max_query_len, stream)
+                      : launch_wide<128, false>(p, max_query_len, stream);
+    return p.kv_fp8 ? launch_wide<64, true>(p, max_query_len, stream)
+                    : launch_wide<64, false>(p, max_query_len, stream);
+  }
   const int num_query_tiles = (max_query_len + kQueryTile - 1) / kQueryTile;
   const int64_t grid_x = static_cast<int64_t>(p.num_seqs) * num_query_tiles;
   if (grid_x > INT_MAX || p.num_heads > 65535)
     return invalid_argument("cuda_paged_attention: prefill grid too large (num_seqs " + std::to_string(p.num_seqs) +
                             " x query tiles " + std::to_string(num_query_tiles) + ")");
   const dim3 grid(static_cast<unsigned>(grid_x), p.num_heads);
-  if (p.head_dim != 128 && p.head_dim != 64)
-    return invalid_argument("cuda_paged_attention: tensor-core prefill needs head_dim 64 or 128, got " +
-                            std::to_string(p.head_dim));
   const auto kernel = p.head_dim == 128
                           ? (p.kv_fp8 ? prefill_tensor_core_kernel<128, true> : prefill_tensor_core_kernel<128, false>)
                           : (p.kv_fp8 ? prefill_tensor_core_kernel<64, true> : prefill_tensor_core_kernel<64, false>);
   // Two stages of K and V tiles: 69,632 bytes at head_dim 128, over the 48 KB default.
   const size_t shared_bytes = size_t{2} * 2 * kKvTile * (p.head_dim + kPad) * sizeof(uint16_t);
-  // The limit is raised once per kernel (a driver call), not at every prefill launch.
   static std::atomic<bool> limit_raised[4];
-  std::atomic<bool>& raised = limit_raised[(p.head_dim == 128 ? 2 : 0) + (p.kv_fp8 ? 1 : 0)];
-  if (!raised.load(std::memory_order_acquire)) {
-    CROSSPOINT_CUDA_RETURN_IF_ERROR(
-        cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(shared_bytes)),
-        "prefill_tensor_core_kernel shared memory");
-    raised.store(true, std::memory_order_release);
-  }
+  CROSSPOINT_RETURN_IF_ERROR(raise_shared_limit(reinterpret_cast<const void*>(kernel), shared_bytes,
+                                                limit_raised[(p.head_dim == 128 ? 2 : 0) + (p.kv_fp8 ? 1 : 0)],
+                                                "prefill_tensor_core_kernel shared memory"));
   CROSSPOINT_CUDA_RETURN_IF_ERROR(
       launch_programmatic(kernel, dim3(grid), dim3(kThreads), shared_bytes, stream, p, num_query_tiles),
       "prefill_tensor_core_kernel launch");
