@@ -33,11 +33,11 @@
 namespace crosspoint::cli {
 namespace {
 
-Result<std::unique_ptr<Model>> load_any(const std::string& arg, bool fp16_activations) {
+Result<std::unique_ptr<Model>> load_any(const std::string& arg, ActivationDtype activation_dtype) {
   CROSSPOINT_ASSIGN_OR_RETURN(std::string dir, resolve_model_dir(arg));
   ModelLoadOptions options;
   options.linear_formats = quantized_linear_weight_formats();
-  options.fp16_activations = fp16_activations;
+  options.activation_dtype = activation_dtype;
   return Model::load(dir, options);
 }
 
@@ -63,8 +63,9 @@ int run_eval(int argc, char** argv) {
       ->capture_default_str();
   std::string dtype = "auto";
   app.add_option("--dtype", dtype,
-                 "activation dtype of both models: auto or float32 (f32), or float16 (= half: rounded to fp16 where "
-                 "the GPU holds them, the quality the GPU serves)")
+                 "activation dtype of both models: auto or float32 (f32), float16 (= half: rounded to fp16 where "
+                 "the GPU holds them, the quality the GPU serves) or bfloat16 (CPU only: the same places rounded to "
+                 "bf16)")
       ->capture_default_str();
   std::string device_arg = "auto";
   app.add_option("--device", device_arg,
@@ -80,15 +81,15 @@ int run_eval(int argc, char** argv) {
   const auto parsed_kv_dtype = resolve_kv_dtype(kv_cache_dtype, device);
   if (!parsed_kv_dtype.is_ok()) return report_error("eval", parsed_kv_dtype.status());
   const DType kv_dtype = parsed_kv_dtype->storage;
-  const auto fp16_activations = fp16_activations_for_dtype(dtype, device);
-  if (!fp16_activations.is_ok()) return report_error("eval", fp16_activations.status());
+  const auto activation_dtype = cpu_activation_dtype_for(dtype, device);
+  if (!activation_dtype.is_ok()) return report_error("eval", activation_dtype.status());
   if (threads > 0) set_global_num_threads(threads);
 
-  auto model = load_any(model_arg, fp16_activations.value());
+  auto model = load_any(model_arg, activation_dtype.value());
   if (!model.is_ok()) return report_error("eval", model.status());
   std::unique_ptr<Model> reference;
   if (!reference_arg.empty()) {
-    auto r = load_any(reference_arg, fp16_activations.value());
+    auto r = load_any(reference_arg, activation_dtype.value());
     if (!r.is_ok()) return report_error("eval", r.status());
     reference = std::move(r).value();
     if (reference->vocab_size() != model.value()->vocab_size())
@@ -139,15 +140,17 @@ int run_eval(int argc, char** argv) {
   progress.finish();
   const double seconds = clock.elapsed_seconds();
   if (json_out) {
-    nlohmann::json j = {{"model", model_arg},
-                        {"weight_format", model.value()->weight_format_name()},
-                        {"kv_cache_dtype", parsed_kv_dtype->name()},
-                        {"device", device},
-                        {"activation_dtype", fp16_activations.value() ? "float16" : "float32"},
-                        {"num_samples", samples.value().size()},
-                        {"num_predicted_tokens", totals.num_predicted},
-                        {"perplexity", totals.perplexity()},
-                        {"seconds", seconds}};
+    nlohmann::json j = {
+        {"model", model_arg},
+        {"weight_format", model.value()->weight_format_name()},
+        {"kv_cache_dtype", parsed_kv_dtype->name()},
+        {"device", device},
+        // The GPU holds activations in fp16 whatever --dtype said.
+        {"activation_dtype", device == "cuda" ? "float16" : activation_dtype_name(activation_dtype.value())},
+        {"num_samples", samples.value().size()},
+        {"num_predicted_tokens", totals.num_predicted},
+        {"perplexity", totals.perplexity()},
+        {"seconds", seconds}};
     if (reference) {
       j["reference"] = reference_arg;
       j["reference_perplexity"] = totals.reference_perplexity();

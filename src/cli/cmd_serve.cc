@@ -124,11 +124,12 @@ int serve(const ServeOptions& o) {
   Stopwatch load_timer;
   ModelLoadOptions load_options;
   load_options.linear_formats = quantized_linear_weight_formats();  // W8A8-FP8 and W4A16 checkpoints too
-  auto fp16_activations = fp16_activations_for_dtype(o.dtype, device.value());
-  if (!fp16_activations.is_ok()) return report_error("serve", fp16_activations.status());
-  load_options.fp16_activations = fp16_activations.value();
-  if (load_options.fp16_activations)
-    log_info("--dtype {}: activations rounded to fp16 where the GPU holds them", o.dtype);
+  auto activation_dtype = cpu_activation_dtype_for(o.dtype, device.value());
+  if (!activation_dtype.is_ok()) return report_error("serve", activation_dtype.status());
+  load_options.activation_dtype = activation_dtype.value();
+  if (load_options.activation_dtype != ActivationDtype::kFloat32)
+    log_info("--dtype {}: activations rounded to {} at the places the GPU model stores them", o.dtype,
+             activation_dtype_name(load_options.activation_dtype));
   auto model = Model::load(dir.value(), load_options);
   if (!model.is_ok()) return report_error("serve", model.status());
   const double load_s = load_timer.elapsed_seconds();

@@ -21,16 +21,22 @@
 
 namespace crosspoint::cli {
 
-Result<bool> fp16_activations_for_dtype(const std::string& dtype, const std::string& device) {
-  if (dtype == "float16" || dtype == "half") return device != "cuda";
-  if (dtype == "auto") return false;
+Result<ActivationDtype> cpu_activation_dtype_for(const std::string& dtype, const std::string& device) {
+  const bool gpu = device == "cuda";
+  if (dtype == "auto") return ActivationDtype::kFloat32;
+  if (dtype == "float16" || dtype == "half") return gpu ? ActivationDtype::kFloat32 : ActivationDtype::kFloat16;
   if (dtype == "float32" || dtype == "float") {
-    if (device == "cuda") return invalid_argument("--dtype " + dtype + ": the GPU model holds activations in fp16");
-    return false;
+    if (gpu) return invalid_argument("--dtype " + dtype + ": the GPU model holds activations in fp16");
+    return ActivationDtype::kFloat32;
   }
-  if (dtype == "bfloat16")
-    return unsupported("--dtype bfloat16: activations run in fp16 on the GPU and f32 on the CPU");
-  return invalid_argument("--dtype " + dtype + ": expected auto, float16, half, float32 or float");
+  if (dtype == "bfloat16") {
+    if (gpu)
+      return unsupported(
+          "--dtype bfloat16: the GPU kernels hold activations in fp16 (a bf16 checkpoint's weights are converted); "
+          "--device cpu computes the bf16 flow");
+    return ActivationDtype::kBFloat16;
+  }
+  return invalid_argument("--dtype " + dtype + ": expected auto, float16, half, bfloat16, float32 or float");
 }
 
 namespace {

@@ -42,13 +42,16 @@ struct DeviceRunnerOptions {
   int32_t tensor_parallel_size = 1;
 };
 
-// --dtype (vLLM's name) as the CPU model's activation flow: auto, float32 or float -> f32
-// (false); float16 or half -> activations rounded to fp16 where the GPU holds them (true; the
-// GPU's own flow). On cuda only auto, float16 and half are accepted; bfloat16 is refused on both.
-Result<bool> fp16_activations_for_dtype(const std::string& dtype, const std::string& device);
+// --dtype (vLLM's name) as the CPU model's activation flow: auto, float32 or float -> f32;
+// float16 or half -> activations rounded to fp16 where the GPU holds them; bfloat16 -> rounded to
+// bf16 at the same places. On cuda the GPU's own flow (fp16, returned as kFloat32: the CPU model
+// is not rounded): auto, float16 and half are accepted, float32 and bfloat16 refused (the GPU
+// kernels hold fp16 activations).
+Result<ActivationDtype> cpu_activation_dtype_for(const std::string& dtype, const std::string& device);
 inline constexpr const char* kDtypeHelp =
     "activation dtype: auto (f32 on the CPU, fp16 on the GPU), float16 (= half: on the CPU, every activation "
-    "rounded to fp16 where the GPU holds it, the GPU's numbers computed on the CPU) or float32 (CPU only)";
+    "rounded to fp16 where the GPU holds it, the GPU's numbers computed on the CPU), bfloat16 (CPU only: the same "
+    "places rounded to bf16) or float32 (CPU only)";
 
 // --kv-cache-dtype's help text, shared by the commands that take it.
 inline constexpr const char* kKvCacheDtypeHelp =

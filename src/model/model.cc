@@ -17,10 +17,19 @@
 
 namespace crosspoint {
 
+const char* activation_dtype_name(ActivationDtype dtype) {
+  switch (dtype) {
+    case ActivationDtype::kFloat32: return "float32";
+    case ActivationDtype::kFloat16: return "float16";
+    case ActivationDtype::kBFloat16: return "bfloat16";
+  }
+  return "?";
+}
+
 Result<std::unique_ptr<Model>> Model::load(const std::string& model_dir, const ModelLoadOptions& options) {
   std::unique_ptr<Model> model(new Model());
   model->dir_ = model_dir;
-  model->fp16_activations_ = options.fp16_activations;
+  model->activation_dtype_ = options.activation_dtype;
   model->activation_noise_seed_ = options.activation_noise_seed;
   CROSSPOINT_ASSIGN_OR_RETURN(model->config_, load_model_config(model_dir));
   CROSSPOINT_ASSIGN_OR_RETURN(model->tensors_, SafetensorsModel::open_dir(model_dir));
@@ -238,17 +247,23 @@ PagedKvLayout make_layout(const ForwardBatch& b, CpuKvCache& cache, int32_t cach
 
 namespace {
 
-// How the activations of one layer are rounded (ModelLoadOptions::fp16_activations and
+// How the activations of one layer are rounded (ModelLoadOptions::activation_dtype and
 // activation_noise_seed); each call is a new place, numbered in call order within the layer.
 struct ActivationRounding {
-  bool fp16 = false;
+  ActivationDtype dtype = ActivationDtype::kFloat32;
   uint64_t noise_seed = 0;
   int32_t layer = 0;
   int32_t call = 0;
 };
 
-// Rounds an activation the GPU holds in fp16 to that value; with a noise seed, first moves each
-// element one f32 ulp up or down (a hash of the seed, the place and the element's index).
+// n activations rounded to the type the GPU holds them in (none for kFloat32).
+void round_activations(ActivationDtype dtype, float* x, int64_t n) {
+  if (dtype == ActivationDtype::kFloat16) round_to_f16(x, x, n);
+  if (dtype == ActivationDtype::kBFloat16) round_to_bf16(x, x, n);
+}
+
+// Rounds an activation the GPU holds in fp16 or bf16 to that value; with a noise seed, first
+// moves each element one f32 ulp up or down (a hash of the seed, the place and the element's index).
 void round_like_the_gpu(ActivationRounding& r, std::vector<float>& x, int64_t n) {
   if (r.noise_seed != 0) {
     const uint64_t place = mix64(r.noise_seed ^ mix64((static_cast<uint64_t>(r.layer) << 32) | r.call));
@@ -259,7 +274,7 @@ void round_like_the_gpu(ActivationRounding& r, std::vector<float>& x, int64_t n)
     }
   }
   ++r.call;
-  if (r.fp16) round_to_f16(x.data(), x.data(), n);
+  round_activations(r.dtype, x.data(), n);
 }
 
 }  // namespace
@@ -279,7 +294,7 @@ Status Model::run_layer(int32_t layer_idx, const ForwardBatch& batch, CpuKvCache
   std::vector<float> gate(T * inter);  // [T, intermediate]
   std::vector<float> up(T * inter);    // [T, intermediate]
 
-  ActivationRounding rounding{fp16_activations_, activation_noise_seed_, layer_idx};
+  ActivationRounding rounding{activation_dtype_, activation_noise_seed_, layer_idx};
   CROSSPOINT_RETURN_IF_ERROR(
       rms_norm({hidden, w.input_norm->data, w.input_norm->dtype, x.data(), T, d, static_cast<float>(c.rms_norm_eps)}));
   round_like_the_gpu(rounding, x, T * d);
@@ -351,18 +366,18 @@ Status Model::forward_share(const ForwardBatch& batch, CpuKvCache& kv_cache, con
     std::copy_n(hidden.data() + batch.logits_token_idx[i] * d, d, selected.data() + i * d);
   CROSSPOINT_RETURN_IF_ERROR(rms_norm({selected.data(), final_norm_->data, final_norm_->dtype, selected.data(),
                                        num_logits, d, static_cast<float>(config_.rms_norm_eps)}));
-  ActivationRounding final_rounding{fp16_activations_, activation_noise_seed_, static_cast<int32_t>(layers_.size())};
+  ActivationRounding final_rounding{activation_dtype_, activation_noise_seed_, static_cast<int32_t>(layers_.size())};
   round_like_the_gpu(final_rounding, selected, num_logits * d);
   const int64_t V = config_.vocab_size, columns = share.vocab.size();
   if (columns == V) {
     CROSSPOINT_RETURN_IF_ERROR(share.lm_head->forward(selected.data(), num_logits, 0, logits));
-    if (fp16_activations_) round_to_f16(logits, logits, num_logits * V);
+    round_activations(activation_dtype_, logits, num_logits * V);
     return Status::ok();
   }
   if (columns == 0) return Status::ok();          // more ranks than vocabulary rows
   std::vector<float> part(num_logits * columns);  // this rank's columns, copied into the rows
   CROSSPOINT_RETURN_IF_ERROR(share.lm_head->forward(selected.data(), num_logits, 0, part.data()));
-  if (fp16_activations_) round_to_f16(part.data(), part.data(), num_logits * columns);
+  round_activations(activation_dtype_, part.data(), num_logits * columns);
   for (int64_t i = 0; i < num_logits; ++i)
     std::copy_n(part.data() + i * columns, columns, logits + i * V + share.vocab.begin);
   return Status::ok();

@@ -25,13 +25,19 @@
 
 namespace crosspoint {
 
+// The type activations are held in between kernels (ModelLoadOptions::activation_dtype).
+enum class ActivationDtype { kFloat32, kFloat16, kBFloat16 };
+// "float32", "float16", "bfloat16": the --dtype names.
+const char* activation_dtype_name(ActivationDtype dtype);
+
 struct ModelLoadOptions {
   // Extra weight formats (quantised schemes) tried before the built-in dense one.
   std::vector<std::shared_ptr<const LinearWeightFormat>> linear_formats;
-  // Round every activation to fp16 where the GPU model stores it (norm outputs, q/k/v, attention
-  // output, each linear's output, SiLU·mul, logits; the residual stays f32 as on the GPU): the
-  // GPU's dtype flow computed on the CPU (--dtype float16), a reference for GPU results.
-  bool fp16_activations = false;
+  // kFloat16 / kBFloat16: round every activation to that type where the GPU model stores it (norm
+  // outputs, q/k/v, attention output, each linear's output, SiLU·mul, logits; the residual stays
+  // f32 as on the GPU): the GPU's dtype flow computed on the CPU (--dtype float16 / bfloat16), a
+  // reference for GPU results. kFloat32: no rounding (the CPU's own flow).
+  ActivationDtype activation_dtype = ActivationDtype::kFloat32;
   // Not 0: every activation above is first moved one f32 ulp up or down (chosen by a hash of this
   // seed, the place and the element), a stand-in for another implementation's f32 rounding
   // (summation order, library exp): how much a precision's results depend on such noise
@@ -109,7 +115,7 @@ class Model {
   size_t kv_bytes_per_token(DType kv_dtype = DType::kF32) const;
   // Whether the checkpoint carried the fp8 KV cache's scales (self_attn.k_scale / v_scale).
   bool has_kv_scales() const { return has_kv_scales_; }
-  bool fp16_activations() const { return fp16_activations_; }
+  ActivationDtype activation_dtype() const { return activation_dtype_; }
   // Bytes of weights read per decode step: every linear (incl. lm_head) and norm, plus one
   // embedding row; the roofline's W.
   size_t weight_bytes_per_token() const;
@@ -145,8 +151,8 @@ class Model {
   std::vector<float> rope_inv_freq_;       // [head_dim / 2] f32
   float rope_attention_scaling_ = 1.0f;
   bool has_kv_scales_ = false;
-  bool fp16_activations_ = false;       // ModelLoadOptions::fp16_activations
-  uint64_t activation_noise_seed_ = 0;  // ModelLoadOptions::activation_noise_seed
+  ActivationDtype activation_dtype_ = ActivationDtype::kFloat32;  // ModelLoadOptions::activation_dtype
+  uint64_t activation_noise_seed_ = 0;                            // ModelLoadOptions::activation_noise_seed
   RankShare whole_;
 };
 

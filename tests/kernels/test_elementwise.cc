@@ -1,6 +1,7 @@
 // Embedding, RMSNorm, RoPE, SiLU·mul, residual add, softmax, fp16 rounding: fast vs reference
 // at awkward sizes, plus values worked out by hand.
 #include <cmath>
+#include <limits>
 #include <cstring>
 
 #include "kernels/embedding.h"
@@ -47,6 +48,39 @@ TEST(F16RoundingTest, FastIsBitExactWithReferenceAndSaturates) {
   }
   round_to_f16(x.data(), x.data(), static_cast<int64_t>(x.size()));  // in place
   EXPECT_EQ(std::memcmp(x.data(), ref.data(), x.size() * sizeof(float)), 0);
+}
+
+TEST(RoundToBf16Test, RoundsToNearestEvenOverF32sRange) {
+  const float kMax = std::numeric_limits<float>::max(), kInf = std::numeric_limits<float>::infinity();
+  std::vector<float> x = {1.0f + 1.0f / 256.0f,  // a tie: to the even 1.0 (7 mantissa bits)
+                          1.0f + 3.0f / 256.0f,  // a tie: to the even 1 + 2^-6
+                          1.0f + 3.0f / 512.0f,  // below the tie: 1 + 2^-8 + 2^-9 -> 1 + 2^-7
+                          -3.0e38f,              // large values keep their magnitude (no saturation)
+                          kMax,                  // within half an ulp of the top: infinity, as RNE
+                          kInf,
+                          -0.0f,
+                          std::numeric_limits<float>::quiet_NaN(),
+                          std::ldexp(1.0f, -130),  // a subnormal stays a subnormal (bf16 has f32's exponent)
+                          393216.0f};              // 3 x 2^17: beyond fp16's range, a bf16 value, kept
+  std::vector<float> out(x.size());
+  round_to_bf16(x.data(), out.data(), static_cast<int64_t>(x.size()));
+  EXPECT_EQ(out[0], 1.0f);
+  EXPECT_EQ(out[1], 1.0f + 1.0f / 64.0f);
+  EXPECT_EQ(out[2], 1.0f + 1.0f / 128.0f);
+  EXPECT_LE(std::fabs(out[3] + 3.0e38f), 3.0e38f / 256.0f);
+  EXPECT_EQ(out[4], kInf);
+  EXPECT_EQ(out[5], kInf);
+  EXPECT_TRUE(out[6] == 0.0f && std::signbit(out[6]));
+  EXPECT_TRUE(std::isnan(out[7]));
+  EXPECT_EQ(out[8], std::ldexp(1.0f, -130));
+  EXPECT_EQ(out[9], 393216.0f);
+  for (float v : out) {  // every result is a bf16 value: its low 16 bits are zero
+    uint32_t bits;
+    std::memcpy(&bits, &v, sizeof bits);
+    EXPECT_EQ(bits & 0xffffu, std::isnan(v) ? (bits & 0xffffu) : 0u);
+  }
+  round_to_bf16(x.data(), x.data(), static_cast<int64_t>(x.size()));  // in place
+  EXPECT_EQ(std::memcmp(x.data(), out.data(), x.size() * sizeof(float)), 0);
 }
 
 TEST(EmbeddingTest, GathersRowsInEveryDtype) {

@@ -37,7 +37,7 @@ inline std::unique_ptr<Model> load_tiny_model(TinyPrecision precision, bool fp16
   if (!dir.is_ok()) return nullptr;
   ModelLoadOptions options;
   options.linear_formats = quantized_linear_weight_formats();
-  options.fp16_activations = fp16_activations;
+  if (fp16_activations) options.activation_dtype = ActivationDtype::kFloat16;
   auto model = Model::load(*dir, options);
   EXPECT_TRUE(model.is_ok()) << model.status().to_string();
   return model.is_ok() ? std::move(model).value() : nullptr;

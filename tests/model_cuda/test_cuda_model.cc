@@ -14,7 +14,7 @@
 //   product by an e4m3 step, far more than fp16 rounding does: 8e-2 (H200 runs measured up to
 //   5.1 % of the logit scale for W8A8-FP8). W8A8-INT8 and block-wise FP8 quantise activations
 //   too (int8 steps of amax / 127, e4m3 per group of 128) and take the same tolerance.
-// - Against the CPU in the GPU's dtype flow (ModelLoadOptions::fp16_activations, every
+// - Against the CPU in the GPU's dtype flow (ModelLoadOptions::activation_dtype float16, every
 //   activation rounded to fp16 where the GPU stores it): without e4m3 the two agree to
 //   kGpuFlowTolerance (H200: 0.0010-0.0014 of the logit scale). With e4m3 the rounding to fp16
 //   does not bring them closer (H200, 2026-12-04: W8A8-FP8 0.049 in this flow against 0.051 in

@@ -22,7 +22,7 @@ namespace {
 std::unique_ptr<Model> load_cpu(const std::string& fixture) {
   ModelLoadOptions options;
   options.linear_formats = quantized_linear_weight_formats();
-  options.fp16_activations = true;
+  options.activation_dtype = ActivationDtype::kFloat16;
   auto model = Model::load(testing::model_fixture_dir(fixture), options);
   EXPECT_TRUE(model.is_ok()) << model.status().to_string();
   return model.is_ok() ? std::move(model).value() : nullptr;

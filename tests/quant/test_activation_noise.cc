@@ -77,7 +77,7 @@ double mean_abs_difference(const std::vector<double>& a, const std::vector<doubl
 std::unique_ptr<Model> load(const std::string& dir, uint64_t noise_seed) {
   ModelLoadOptions options;
   options.linear_formats = quantized_linear_weight_formats();
-  options.fp16_activations = true;
+  options.activation_dtype = ActivationDtype::kFloat16;
   options.activation_noise_seed = noise_seed;
   auto model = Model::load(dir, options);
   EXPECT_TRUE(model.is_ok()) << model.status().to_string();
