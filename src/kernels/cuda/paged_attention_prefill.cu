@@ -412,7 +412,7 @@ __global__ void __launch_bounds__(kWideThreads) prefill_wide_kernel(Params p, in
         for (int g = 0; g < kWideRowGroups; ++g)
 #pragma unroll
           for (int nt = 0; nt < kPosTiles; ++nt) sc[g][nt][0] = sc[g][nt][1] = sc[g][nt][2] = sc[g][nt][3] = 0.f;
-#pragma unroll 2  // fully unrolled, the k-steps' fragment loads are hoisted into 255 registers and spill
+#pragma unroll 2  // fully unrolled, ptxas hoists every k-step's fragment loads and spills 60 % more
         for (int ks = 0; ks < kDimSteps; ++ks) {
           uint32_t a[kWideRowGroups][4];
 #pragma unroll
