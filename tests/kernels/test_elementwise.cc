@@ -54,7 +54,7 @@ TEST(RoundToBf16Test, RoundsToNearestEvenOverF32sRange) {
   const float kMax = std::numeric_limits<float>::max(), kInf = std::numeric_limits<float>::infinity();
   std::vector<float> x = {1.0f + 1.0f / 256.0f,  // a tie: to the even 1.0 (7 mantissa bits)
                           1.0f + 3.0f / 256.0f,  // a tie: to the even 1 + 2^-6
-                          1.0f + 3.0f / 512.0f,  // below the tie: 1 + 2^-8 + 2^-9 -> 1 + 2^-7
+                          1.0f + 3.0f / 512.0f,  // past the tie: 1 + 2^-8 + 2^-9 -> 1 + 2^-7
                           -3.0e38f,              // large values keep their magnitude (no saturation)
                           kMax,                  // within half an ulp of the top: infinity, as RNE
                           kInf,
