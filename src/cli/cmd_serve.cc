@@ -141,6 +141,18 @@ int serve(const ServeOptions& o) {
     return report_error("serve", s);
   log_info("model {} ({}): weights {:.3f} GiB, loaded in {:.2f} s", dir.value(), m.weight_format_name(),
            m.weight_bytes_total() / kGiB, load_s);
+  // vLLM serves a bf16 checkpoint in bf16 by default; say where this server differs.
+  if (m.config().torch_dtype == "bfloat16" && o.dtype == "auto") {
+    if (device.value() == "cuda")
+      log_warning(
+          "the checkpoint's torch_dtype is bfloat16: on the GPU its weights are converted to fp16 and activations "
+          "run in fp16 (no bf16 kernels), whose range ends at 65504 where bf16's reaches 3.4e38; --device cpu "
+          "--dtype bfloat16 computes the bf16 flow");
+    else
+      log_info(
+          "the checkpoint's torch_dtype is bfloat16: activations in f32 on the CPU (--dtype bfloat16 rounds them "
+          "to bf16 where a GPU would store them)");
+  }
 
   const int64_t max_model_len = o.max_model_len > 0 ? o.max_model_len : m.config().max_position_embeddings;
   if (max_model_len <= 1 || max_model_len > (1 << 30)) {
