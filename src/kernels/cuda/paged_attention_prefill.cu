@@ -273,9 +273,8 @@ __global__ void __launch_bounds__(kThreads) prefill_tensor_core_kernel(Params p,
 // row's sums exactly as the 64-row kernel computes them (a masked tile adds 0 and rescales by
 // 1), so the two kernels' outputs are the same bits. CTAs go out heaviest tile first across
 // all heads and sequences (grid: head fastest, then sequence, then tile rank).
-constexpr int kWideWarps = 4;
-constexpr int kWideThreads = kWideWarps * 32;
-constexpr int kWideQueryTile = kWideWarps * 32;
+// The same 4 warps (kThreads) as the 64-row kernel, 32 rows each.
+constexpr int kWideQueryTile = kWarps * 32;
 constexpr int kWideRowGroups = 2;  // m16 row groups per warp
 
 // Four 8x8 fp16 matrices transposed (lanes 8i..8i+7 give the row addresses of matrix i): for
@@ -293,10 +292,10 @@ template <int kHeadDim>
 __device__ __forceinline__ void stage_query_tile(const Params& p, int first_row, int j0, int last_j, int head,
                                                  uint16_t* smem) {
   constexpr int kVecPerRow = kHeadDim / 8;
-  constexpr int kLoads = kWideQueryTile * kVecPerRow / kWideThreads;
+  constexpr int kLoads = kWideQueryTile * kVecPerRow / kThreads;
 #pragma unroll
   for (int i = 0; i < kLoads; ++i) {
-    const int v = threadIdx.x + i * kWideThreads;
+    const int v = threadIdx.x + i * kThreads;
     const int r = v / kVecPerRow, c = (v % kVecPerRow) * 8;
     const uint16_t* src =
         p.query + static_cast<int64_t>(first_row + min(j0 + r, last_j)) * p.query_stride + head * kHeadDim + c;
@@ -311,11 +310,11 @@ template <int kHeadDim, bool kFp8>
 __device__ __forceinline__ void stage_kv_tiles_wide(const Params& p, const int32_t* table, int kv0, int limit,
                                                     int64_t kv_head_offset, uint16_t* s_k, uint16_t* s_v) {
   constexpr int kVecPerRow = kHeadDim / 8;
-  constexpr int kLoads = kKvTile * kVecPerRow / kWideThreads;
-  static_assert(kKvTile * kVecPerRow % kWideThreads == 0, "whole loads per thread");
+  constexpr int kLoads = kKvTile * kVecPerRow / kThreads;
+  static_assert(kKvTile * kVecPerRow % kThreads == 0, "whole loads per thread");
 #pragma unroll
   for (int i = 0; i < kLoads; ++i) {
-    const int v = threadIdx.x + i * kWideThreads;
+    const int v = threadIdx.x + i * kThreads;
     const int r = v / kVecPerRow, c = (v % kVecPerRow) * 8;
     const bool valid = kv0 + r < limit;
     const int64_t offset = valid ? cache_row_offset(p, table, kv0 + r) + kv_head_offset + c : 0;
@@ -332,7 +331,7 @@ __device__ __forceinline__ void stage_kv_tiles_wide(const Params& p, const int32
 }
 
 template <int kHeadDim, bool kFp8>
-__global__ void __launch_bounds__(kWideThreads) prefill_wide_kernel(Params p, int num_query_tiles) {
+__global__ void __launch_bounds__(kThreads) prefill_wide_kernel(Params p, int num_query_tiles) {
   wait_for_prior_kernels();
   allow_dependent_launch();
   constexpr int kDimSteps = kHeadDim / 16;  // k-steps of Q K^T
@@ -549,7 +548,7 @@ Status launch_wide(const Params& p, int max_query_len, cudaStream_t stream) {
   CROSSPOINT_RETURN_IF_ERROR(raise_shared_limit(reinterpret_cast<const void*>(prefill_wide_kernel<kHeadDim, kFp8>),
                                                 shared_bytes, raised, "prefill_wide_kernel shared memory"));
   CROSSPOINT_CUDA_RETURN_IF_ERROR(
-      launch_programmatic(prefill_wide_kernel<kHeadDim, kFp8>, dim3(static_cast<unsigned>(grid)), dim3(kWideThreads),
+      launch_programmatic(prefill_wide_kernel<kHeadDim, kFp8>, dim3(static_cast<unsigned>(grid)), dim3(kThreads),
                           shared_bytes, stream, p, num_query_tiles),
       "prefill_wide_kernel launch");
   return last_launch_status("paged_attention prefill_wide_kernel launch");
