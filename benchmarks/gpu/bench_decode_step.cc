@@ -76,6 +76,7 @@ struct Options {
   bool deterministic = false;      // the batch-invariant kernels of serve --deterministic
   bool fp8_input_unfused = false;  // W8A8 linears quantise their own input (CudaModelOptions::fuse_fp8_input)
   bool profile_step = false;       // one eager step per batch between cudaProfilerStart and Stop (for ncu)
+  std::string dtype = "float16";   // --dtype: float16 or bfloat16 (CudaModelOptions::activation_dtype)
   std::string tables_from;         // print the tables of this results JSON and exit (no GPU needed)
 };
 
@@ -306,6 +307,7 @@ Result<json> bench_model(const std::string& dir, const Options& o, const Ceiling
       std::max(max_batch * decode_blocks, (o.prefill_tokens + mo.block_size - 1) / mo.block_size);
   mo.batch_invariant = o.deterministic;
   mo.fuse_fp8_input = !o.fp8_input_unfused;
+  mo.activation_dtype = o.dtype == "bfloat16" ? DType::kBF16 : DType::kF16;
   Stopwatch create_timer;
   CROSSPOINT_ASSIGN_OR_RETURN(std::unique_ptr<cuda::CudaModel> gpu, cuda::CudaModel::create(*model, mo));
   // What the runner would own: the KV cache and the step-input staging.
@@ -353,8 +355,8 @@ Result<json> bench_model(const std::string& dir, const Options& o, const Ceiling
       cuda::DeviceBuffer::allocate(static_cast<size_t>(gpu->capacity().max_num_logits) * 4, "sampled tokens"));
   auto step = [&](const cuda::CudaForwardBatch& device, cuda::StepProfiler* profiler) -> Status {
     CROSSPOINT_RETURN_IF_ERROR(gpu->forward(device, kv));
-    CROSSPOINT_RETURN_IF_ERROR(
-        cuda::argmax_rows(gpu->logits(), V, tokens.as<int32_t>(), device.shape.num_logits, V, stream));
+    CROSSPOINT_RETURN_IF_ERROR(cuda::argmax_rows(gpu->logits(), V, tokens.as<int32_t>(), device.shape.num_logits, V,
+                                                 stream, gpu->activation_dtype()));
     if (profiler != nullptr) profiler->mark(cuda::StepOp::kArgmax);
     return Status::ok();
   };
@@ -505,6 +507,11 @@ int run(int argc, char** argv) {
   app.add_flag("--profile-step", o.profile_step,
                "run one more eager decode step per batch between cudaProfilerStart/Stop, for "
                "ncu --profile-from-start off (scripts/gpu/kernel_breakdown.py reads its CSV)");
+  app.add_option("--dtype", o.dtype,
+                 "activations, dense weights and KV cache: float16 or bfloat16 (serve --dtype; bf16 runs "
+                 "unquantised checkpoints only)")
+      ->check(CLI::IsMember({"float16", "bfloat16"}))
+      ->capture_default_str();
   app.add_flag("--tight-attention-bound", o.tight_attention_bound,
                "size decode attention for the batch's context instead of max-model-len");
   try {
@@ -571,7 +578,8 @@ int run(int argc, char** argv) {
         {"prefill_reps", o.prefill_reps},
         {"tight_attention_bound", o.tight_attention_bound},
         {"deterministic", o.deterministic},
-        {"fp8_input_unfused", o.fp8_input_unfused}}},
+        {"fp8_input_unfused", o.fp8_input_unfused},
+        {"dtype", o.dtype}}},
       {"method",
        {{"graph", "forward + greedy argmax captured once, median/p10/p90 of timed replays after 3 warm-up replays"},
         {"eager", "the same launches from the host, inputs already on the device"},

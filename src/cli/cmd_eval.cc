@@ -83,6 +83,9 @@ int run_eval(int argc, char** argv) {
   const DType kv_dtype = parsed_kv_dtype->storage;
   const auto activation_dtype = cpu_activation_dtype_for(dtype, device);
   if (!activation_dtype.is_ok()) return report_error("eval", activation_dtype.status());
+  if (device == "cuda" && dtype == "bfloat16")
+    return report_error("eval", unsupported("--dtype bfloat16 --device cuda: eval runs the GPU's fp16 flow; serve "
+                                            "serves bf16 on the GPU, and --device cpu evaluates the bf16 flow"));
   if (threads > 0) set_global_num_threads(threads);
 
   auto model = load_any(model_arg, activation_dtype.value());

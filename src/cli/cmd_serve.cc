@@ -146,8 +146,8 @@ int serve(const ServeOptions& o) {
     if (device.value() == "cuda")
       log_warning(
           "the checkpoint's torch_dtype is bfloat16: on the GPU its weights are converted to fp16 and activations "
-          "run in fp16 (no bf16 kernels), whose range ends at 65504 where bf16's reaches 3.4e38; --device cpu "
-          "--dtype bfloat16 computes the bf16 flow");
+          "run in fp16, whose range ends at 65504 where bf16's reaches 3.4e38; --dtype bfloat16 serves it in bf16 "
+          "(unquantised checkpoints)");
     else
       log_info(
           "the checkpoint's torch_dtype is bfloat16: activations in f32 on the CPU (--dtype bfloat16 rounds them "
@@ -198,6 +198,9 @@ int serve(const ServeOptions& o) {
   runner_options.sample_on_host = o.sample_on_host;
   runner_options.deterministic = o.deterministic;
   runner_options.tensor_parallel_size = o.vllm.tensor_parallel_size;
+  runner_options.gpu_bf16 = device.value() == "cuda" && o.dtype == "bfloat16";
+  if (runner_options.gpu_bf16)
+    log_info("--dtype bfloat16: activations, weights, KV cache and logits in bf16 on the GPU (fp32 residual stream)");
   auto device_runner = make_device_runner(runner_options, m);
   if (!device_runner.is_ok()) return report_error("serve", device_runner.status());
   const int32_t num_blocks = device_runner->num_blocks;

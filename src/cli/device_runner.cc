@@ -29,13 +29,7 @@ Result<ActivationDtype> cpu_activation_dtype_for(const std::string& dtype, const
     if (gpu) return invalid_argument("--dtype " + dtype + ": the GPU model holds activations in fp16");
     return ActivationDtype::kFloat32;
   }
-  if (dtype == "bfloat16") {
-    if (gpu)
-      return unsupported(
-          "--dtype bfloat16: the GPU kernels hold activations in fp16 (a bf16 checkpoint's weights are converted); "
-          "--device cpu computes the bf16 flow");
-    return ActivationDtype::kBFloat16;
-  }
+  if (dtype == "bfloat16") return gpu ? ActivationDtype::kFloat32 : ActivationDtype::kBFloat16;
   return invalid_argument("--dtype " + dtype + ": expected auto, float16, half, bfloat16, float32 or float");
 }
 
@@ -136,6 +130,7 @@ Result<DeviceRunner> make_cuda_runner(const DeviceRunnerOptions& o, const Model&
   options.batch_invariant = o.deterministic;
   CROSSPOINT_ASSIGN_OR_RETURN(const KvCacheDtype kv, resolve_kv_dtype(o.kv_cache_dtype, "cuda"));
   options.kv_fp8 = kv.fp8();
+  options.activation_dtype = o.gpu_bf16 ? DType::kBF16 : DType::kF16;
   cuda::CudaRunnerOptions runner_options;
   runner_options.enforce_eager = o.enforce_eager;
   runner_options.sample_on_gpu = !o.sample_on_host;
@@ -161,7 +156,8 @@ Result<DeviceRunner> make_cuda_runner(const DeviceRunnerOptions& o, const Model&
                                     ? fmt::format("--gpu-memory-utilization {}", o.gpu_memory_utilization)
                                     : "--memory-budget " + o.memory_budget;
   log_info("KV cache: {:.3f} GiB ({}) = {} tokens in {} blocks of {} ({}{}){}", mem.kv_bytes / kGiB,
-           options.kv_fp8 ? "fp8 e4m3" : "fp16", mem.kv_tokens, mem.num_kv_blocks, o.block_size, kv_option,
+           options.kv_fp8 ? "fp8 e4m3" : (o.gpu_bf16 ? "bf16" : "fp16"), mem.kv_tokens, mem.num_kv_blocks, o.block_size,
+           kv_option,
            o.enforce_eager ? ", eager"
                            : fmt::format("; {:.2f} GiB kept for CUDA graphs, {} tokens with --enforce-eager",
                                          mem.reserve_bytes / kGiB, eager_tokens),

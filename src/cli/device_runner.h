@@ -40,18 +40,21 @@ struct DeviceRunnerOptions {
   // --tensor-parallel-size: on the CPU, ranks that are threads of this process, each with its
   // share of the weights and kernel threads (model/tensor_parallel_model.h); the GPU runs one.
   int32_t tensor_parallel_size = 1;
+  // cuda: --dtype bfloat16, activations, dense weights, KV cache and logits in bf16 (else fp16).
+  bool gpu_bf16 = false;
 };
 
 // --dtype (vLLM's name) as the CPU model's activation flow: auto, float32 or float -> f32;
 // float16 or half -> activations rounded to fp16 where the GPU holds them; bfloat16 -> rounded to
-// bf16 at the same places. On cuda the GPU's own flow (fp16, returned as kFloat32: the CPU model
-// is not rounded): auto, float16 and half are accepted, float32 and bfloat16 refused (the GPU
-// kernels hold fp16 activations).
+// bf16 at the same places. On cuda the GPU's own flow (returned as kFloat32: the CPU model is
+// not rounded): auto, float16 and half (fp16 kernels) and bfloat16 (bf16 kernels, dense
+// checkpoints: DeviceRunnerOptions::gpu_bf16) are accepted, float32 refused.
 Result<ActivationDtype> cpu_activation_dtype_for(const std::string& dtype, const std::string& device);
 inline constexpr const char* kDtypeHelp =
     "activation dtype: auto (f32 on the CPU, fp16 on the GPU), float16 (= half: on the CPU, every activation "
-    "rounded to fp16 where the GPU holds it, the GPU's numbers computed on the CPU), bfloat16 (CPU only: the same "
-    "places rounded to bf16) or float32 (CPU only)";
+    "rounded to fp16 where the GPU holds it, the GPU's numbers computed on the CPU), bfloat16 (on the CPU the same "
+    "places rounded to bf16; on the GPU bf16 kernels, weights, KV cache and logits, for unquantised checkpoints) or "
+    "float32 (CPU only)";
 
 // --kv-cache-dtype's help text, shared by the commands that take it.
 inline constexpr const char* kKvCacheDtypeHelp =

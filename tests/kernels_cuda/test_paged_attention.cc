@@ -13,6 +13,9 @@
 // on re-poisoned outputs and partials (the merge counters left as the first launch left them) and must give the same
 // bits; after every launch the workspace's counters must be back at zero.
 //
+// bf16 cases (dtype kBF16: a bf16 model) hold query, cache and output in bf16: the same sums,
+// rounded to bf16's 8-bit significand, so the tolerance's 2^-11 terms become 2^-8.
+//
 // fp8 cases hold the cache as e4m3 bytes with per-tensor scales that are not powers of two
 // (the kernels fold k_scale into the softmax scale and v_scale into the output); the
 // reference reads the same bytes as e4m3 * scale, so the tolerance is the fp16 one.
@@ -52,7 +55,8 @@ struct AttentionCase {
   int padding_rows = 0;         // rows past seq_token_start[num_seqs] (a graph bucket's padding)
   int context_bound_extra = 0;  // host max_context_len = real max + this
   bool use_workspace = true;
-  bool fp8 = false;  // an e4m3 cache with kFp8KScale / kFp8VScale
+  bool fp8 = false;   // an e4m3 cache with kFp8KScale / kFp8VScale
+  bool bf16 = false;  // query, cache and output in bf16
 };
 
 constexpr float kFp8KScale = 0.0125f;  // K in [-1, 1] -> codes up to 80
@@ -65,7 +69,23 @@ AttentionCase fp8_case(AttentionCase c) {
   return c;
 }
 
-float h2f(uint16_t bits) { return crosspoint::f16_to_f32(bits); }
+// The bf16 twin of a case: same shapes, "bf16 " before its name.
+AttentionCase bf16_case(AttentionCase c) {
+  c.name = "bf16 " + c.name;
+  c.bf16 = true;
+  return c;
+}
+
+// A 16-bit value of the case's type.
+float value_of(const AttentionCase& c, uint16_t bits) {
+  return c.bf16 ? crosspoint::bf16_to_f32(bits) : crosspoint::f16_to_f32(bits);
+}
+// fp16 bits as bf16 (round to nearest even).
+std::vector<uint16_t> to_bf16(const std::vector<uint16_t>& f16) {
+  std::vector<uint16_t> out(f16.size());
+  for (size_t i = 0; i < f16.size(); ++i) out[i] = crosspoint::f32_to_bf16(crosspoint::f16_to_f32(f16[i]));
+  return out;
+}
 
 // Host inputs of one case, the tables as the runner would build them.
 struct AttentionProblem {
@@ -116,6 +136,11 @@ AttentionProblem make_problem(const AttentionCase& c, std::mt19937& rng) {
   const size_t cache_count = static_cast<size_t>(p.num_blocks) * c.block_size * c.num_kv_heads * c.head_dim;
   p.key_cache = testing::random_f16(rng, cache_count, -1.f, 1.f);
   p.value_cache = testing::random_f16(rng, cache_count, -1.f, 1.f);
+  if (c.bf16) {
+    p.query = to_bf16(p.query);
+    p.key_cache = to_bf16(p.key_cache);
+    p.value_cache = to_bf16(p.value_cache);
+  }
   if (c.fp8) {
     p.key_cache_fp8 = quantize_e4m3(p.key_cache, kFp8KScale);
     p.value_cache_fp8 = quantize_e4m3(p.value_cache, kFp8VScale);
@@ -144,9 +169,9 @@ AttentionRef attention_ref(const AttentionCase& c, const AttentionProblem& p, fl
       const size_t slot = static_cast<size_t>(block) * c.block_size + pos % c.block_size;
       for (size_t i = 0; i < row; ++i) {
         keys[pos * row + i] = c.fp8 ? static_cast<double>(e4m3_to_f32(p.key_cache_fp8[slot * row + i])) * kFp8KScale
-                                    : h2f(p.key_cache[slot * row + i]);
+                                    : value_of(c, p.key_cache[slot * row + i]);
         values[pos * row + i] = c.fp8 ? static_cast<double>(e4m3_to_f32(p.value_cache_fp8[slot * row + i])) * kFp8VScale
-                                      : h2f(p.value_cache[slot * row + i]);
+                                      : value_of(c, p.value_cache[slot * row + i]);
       }
     }
     for (int j = 0; j < num_new; ++j) {
@@ -155,7 +180,7 @@ AttentionRef attention_ref(const AttentionCase& c, const AttentionProblem& p, fl
       for (int h = 0; h < c.num_heads; ++h) {
         const size_t kv = static_cast<size_t>(h / group) * c.head_dim;
         std::vector<double> q(c.head_dim);
-        for (int d = 0; d < c.head_dim; ++d) q[d] = h2f(p.query[t * p.query_stride + h * c.head_dim + d]);
+        for (int d = 0; d < c.head_dim; ++d) q[d] = value_of(c, p.query[t * p.query_stride + h * c.head_dim + d]);
         std::vector<double> score(visible);
         double max_score = -INFINITY;
         for (int pos = 0; pos < visible; ++pos) {
@@ -264,11 +289,12 @@ double expect_matches(const AttentionCase& c, const AttentionProblem& p, const A
       }
       const size_t idx = static_cast<size_t>(t) * c.num_heads * c.head_dim + col;
       const double ref = want.out[idx];
-      const double err = std::fabs(h2f(bits) - ref);
+      const double err = std::fabs(value_of(c, bits) - ref);
       max_err = std::max(max_err, std::isnan(err) ? INFINITY : err);
-      const double tol = std::fabs(ref) / 2048 + (rounded_probs[t] ? want.abs_weighted[idx] / 2048 : 0.0) + 3e-5;
+      const double ulp = c.bf16 ? 256.0 : 2048.0;  // 2^(significand bits + 1)
+      const double tol = std::fabs(ref) / ulp + (rounded_probs[t] ? want.abs_weighted[idx] / ulp : 0.0) + 3e-5;
       EXPECT_LE(err, tol) << "t=" << t << " head=" << col / c.head_dim << " d=" << col % c.head_dim << " got "
-                          << h2f(bits) << " want " << ref;
+                          << value_of(c, bits) << " want " << ref;
       if (!(err <= tol)) return INFINITY;  // one report per case is enough
     }
   }
@@ -312,6 +338,7 @@ void run_path(const AttentionCase& c, const AttentionProblem& p, const Attention
   a.head_dim = c.head_dim;
   a.block_size = c.block_size;
   a.scale = scale;
+  a.dtype = c.bf16 ? DType::kBF16 : DType::kF16;
   const size_t workspace_bytes =
       c.use_workspace ? cuda_paged_attention_workspace_bytes(p.num_tokens, c.num_heads, c.head_dim, a.max_context_len)
                       : 0;
@@ -662,6 +689,26 @@ TEST(CudaPagedAttention, Fp8CacheOnEveryKernel) {
   run_case(fp8_case({"D256 16:1 (two head chunks)", 16, 1, 256, 16, {{1, 129}, {3, 3}}}), 810);
 }
 
+// bf16 query, cache and output (a bf16 model) on every kernel: decodes across block boundaries
+// and a long split context, the balanced / partitioned merges, prefill chunks (D 64 and 128, the
+// wide kernel's two query tiles), a mixed batch with padding, and the split kernel's D 96.
+TEST(CudaPagedAttention, Bf16OnEveryKernel) {
+  CROSSPOINT_SKIP_WITHOUT_GPU();
+  run_case(bf16_case({"decode 7:1 D128", 28, 4, 128, 16, {{1, 1}, {1, 15}, {1, 16}, {1, 17}, {1, 33}, {1, 1000}}}),
+           901);
+  run_case(bf16_case({"decode 1:1 D64 ctx 4100", 8, 8, 64, 16, {{1, 4100}}}), 902);
+  AttentionCase batch{"B=40 7:1 D128 bound 4096", 28, 4, 128, 16, {}, /*padding_rows=*/2};
+  for (int i = 0; i < 40; ++i) batch.seqs.push_back({1, 1 + (i * 397) % 3000});
+  batch.context_bound_extra = 4096 - 2956;
+  run_case(bf16_case(batch), 903);
+  run_case(bf16_case({"prefill 77 7:1 D64", 14, 2, 64, 16, {{77, 77}}}), 904);
+  run_case(bf16_case({"prefill 260, and 130 after 70 cached", 28, 4, 128, 16, {{260, 260}, {130, 200}}}), 905);
+  run_case(
+      bf16_case({"mixed 7:1 D128", 28, 4, 128, 16, {{33, 33}, {1, 300}, {20, 200}, {0, 10}, {1, 1}, {5, 16}}, 3, 100}),
+      906);
+  run_case(bf16_case({"D96 4:1", 8, 2, 96, 16, {{1, 70}, {9, 40}, {40, 50}}}), 907);
+}
+
 // ---- host-only checks (run on CPU-only CI too) -----------------------------------------------
 
 CudaPagedAttentionArgs valid_host_args() {
@@ -726,6 +773,13 @@ TEST(CudaPagedAttentionArgs, RefusesBadArgumentsWithAStatus) {
   a = valid_host_args();
   a.scale = 0.f;
   expect_refused(a, "scale");
+  a = valid_host_args();
+  a.dtype = DType::kF32;
+  expect_refused(a, "dtype");
+  a.dtype = DType::kBF16;  // with the fp8 pair: e4m3 is read as fp16
+  a.key_cache = a.value_cache = nullptr;
+  a.key_cache_fp8 = a.value_cache_fp8 = reinterpret_cast<const uint8_t*>(256);
+  expect_refused(a, "float16 queries only");
   a = valid_host_args();
   a.num_tokens = 0;  // an empty batch is fine and touches nothing
   a.query = nullptr;

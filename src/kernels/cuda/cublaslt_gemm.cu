@@ -1,4 +1,4 @@
-// cuBLASLt GEMM plans (fp16, fp8 with outer-vector scales, fp8 unit scales + epilogue, fp8 with
+// cuBLASLt GEMM plans (fp16 or bf16, fp8 with outer-vector scales, fp8 unit scales + epilogue, fp8 with
 // 128 x 128 weight and 1 x 128 activation block scales, int8 into int32 + epilogue).
 #include <cuda_fp16.h>
 
@@ -11,7 +11,14 @@
 
 namespace crosspoint::cuda {
 
-enum PlanKind { kPlanFp16 = 0, kPlanFp8OuterVec = 1, kPlanFp8Unit = 2, kPlanInt8 = 3, kPlanFp8Block = 4 };
+enum PlanKind {
+  kPlanFp16 = 0,
+  kPlanFp8OuterVec = 1,
+  kPlanFp8Unit = 2,
+  kPlanInt8 = 3,
+  kPlanFp8Block = 4,
+  kPlanBf16 = 5
+};
 
 struct CublasLtContext::Plan {
   cublasLtMatmulDesc_t desc = nullptr;
@@ -51,8 +58,14 @@ Result<CublasLtContext::Plan*> CublasLtContext::plan(const PlanKey& key) {
   const auto [kind, m, n, k, w_ld, x_ld, y_ld] = key;
   auto plan = std::make_unique<Plan>();
   const bool int8 = kind == kPlanInt8;
-  const cudaDataType_t in_type = int8 ? CUDA_R_8I : kind == kPlanFp16 ? CUDA_R_16F : CUDA_R_8F_E4M3;
-  const cudaDataType_t out_type = int8 ? CUDA_R_32I : kind == kPlanFp8Unit ? CUDA_R_32F : CUDA_R_16F;
+  const cudaDataType_t in_type = int8                ? CUDA_R_8I
+                                 : kind == kPlanFp16 ? CUDA_R_16F
+                                 : kind == kPlanBf16 ? CUDA_R_16BF
+                                                     : CUDA_R_8F_E4M3;
+  const cudaDataType_t out_type = int8                   ? CUDA_R_32I
+                                  : kind == kPlanFp8Unit ? CUDA_R_32F
+                                  : kind == kPlanBf16    ? CUDA_R_16BF
+                                                         : CUDA_R_16F;
   // int8: exact int32 sums with int32 alpha and beta (IMMA kernels).
   CROSSPOINT_CUBLAS_RETURN_IF_ERROR(
       cublasLtMatmulDescCreate(&plan->desc, int8 ? CUBLAS_COMPUTE_32I : CUBLAS_COMPUTE_32F,
@@ -211,10 +224,14 @@ Status tune_int8_plan(CublasLtContext& ctx, CublasLtContext::Plan* plan, const v
 }  // namespace
 
 Status fp16_gemm_cublaslt(CublasLtContext& ctx, const uint16_t* x, int64_t x_stride, const uint16_t* w,
-                          int64_t w_stride, uint16_t* y, int64_t y_stride, int m, int n, int k, cudaStream_t stream) {
+                          int64_t w_stride, uint16_t* y, int64_t y_stride, int m, int n, int k, cudaStream_t stream,
+                          DType dtype) {
   if (m == 0) return Status::ok();
   if (m < 0 || n <= 0 || k <= 0) return invalid_argument("fp16_gemm_cublaslt: bad shape");
-  CROSSPOINT_ASSIGN_OR_RETURN(auto* plan, ctx.plan({kPlanFp16, m, n, k, w_stride, x_stride, y_stride}));
+  if (dtype != DType::kF16 && dtype != DType::kBF16)
+    return invalid_argument("fp16_gemm_cublaslt: dtype must be float16 or bfloat16");
+  const int kind = dtype == DType::kBF16 ? kPlanBf16 : kPlanFp16;
+  CROSSPOINT_ASSIGN_OR_RETURN(auto* plan, ctx.plan({kind, m, n, k, w_stride, x_stride, y_stride}));
   return run_plan(ctx, plan, w, x, y, stream, "fp16_gemm_cublaslt");
 }
 

@@ -20,6 +20,7 @@
 #include <memory>
 #include <tuple>
 
+#include "common/dtype.h"
 #include "common/status.h"
 
 namespace crosspoint::cuda {
@@ -39,7 +40,7 @@ class CublasLtContext {
 
   struct Plan;
   // kind 0 fp16, 1 fp8 with outer-vector scales, 2 fp8 unit scales into fp32, 3 int8 into int32,
-  // 4 fp8 with block scales.
+  // 4 fp8 with block scales, 5 bf16.
   using PlanKey = std::tuple<int, int, int, int, int64_t, int64_t, int64_t>;
   Result<Plan*> plan(const PlanKey& key);
 
@@ -62,9 +63,10 @@ class CublasLtContext {
 };
 
 //   x [M, K] fp16 (row stride x_stride), w [N, K] fp16 (row stride w_stride),
-//   y [M, N] fp16 (row stride y_stride).
+//   y [M, N] fp16 (row stride y_stride); all three bf16 with dtype kBF16 (fp32 accumulation either way).
 Status fp16_gemm_cublaslt(CublasLtContext& ctx, const uint16_t* x, int64_t x_stride, const uint16_t* w,
-                          int64_t w_stride, uint16_t* y, int64_t y_stride, int m, int n, int k, cudaStream_t stream);
+                          int64_t w_stride, uint16_t* y, int64_t y_stride, int m, int n, int k, cudaStream_t stream,
+                          DType dtype = DType::kF16);
 
 // Which scale path fp8_gemm_cublaslt takes for this shape (asks cuBLASLt once, cached).
 Result<Fp8ScalePath> fp8_scale_path(CublasLtContext& ctx, int m, int n, int k, int64_t xq_stride, int64_t w_stride,

@@ -15,6 +15,7 @@
 #include "kernels/cuda/cuda_status.h"
 #include "kernels/cuda/decoder_ops.h"
 #include "kernels/cuda/device_info.h"
+#include "kernels/cuda/element16.cuh"
 #include "kernels/cuda/fp8_quant.h"
 #include "kernels/cuda/fp8_row_quant.cuh"
 #include "kernels/cuda/programmatic_launch.cuh"
@@ -26,14 +27,11 @@ constexpr int kRowThreads = 256;  // one block per row for norms and gathers
 
 bool aligned(const void* p, int bytes) { return reinterpret_cast<uintptr_t>(p) % bytes == 0; }
 
-__device__ __forceinline__ float half_bits_to_float(uint16_t bits) { return __half2float(__ushort_as_half(bits)); }
-__device__ __forceinline__ uint16_t float_to_half_bits(float v) { return __half_as_ushort(__float2half_rn(v)); }
-
 // ---- embedding_gather ----------------------------------------------------------------------
 
 // One block per token. An id outside [0, vocab) cannot be reported from the device; its row
 // is written as zeros rather than read out of bounds.
-template <bool kVec>
+template <class E, bool kVec>
 __global__ void __launch_bounds__(kRowThreads)
     embedding_gather_kernel(const uint16_t* __restrict__ table, const int32_t* __restrict__ token_ids,
                             float* __restrict__ residual, int hidden_size, int vocab_size) {
@@ -47,14 +45,13 @@ __global__ void __launch_bounds__(kRowThreads)
     float4* dst = reinterpret_cast<float4*>(out);
     for (int i = threadIdx.x; i < hidden_size / 8; i += kRowThreads) {
       uint4 v = valid ? src[i] : make_uint4(0, 0, 0, 0);
-      const __half2* h = reinterpret_cast<const __half2*>(&v);
-      const float2 a = __half22float2(h[0]), b = __half22float2(h[1]);
-      const float2 c = __half22float2(h[2]), d = __half22float2(h[3]);
+      const float2 a = E::to_float2(v.x), b = E::to_float2(v.y);
+      const float2 c = E::to_float2(v.z), d = E::to_float2(v.w);
       dst[2 * i] = make_float4(a.x, a.y, b.x, b.y);
       dst[2 * i + 1] = make_float4(c.x, c.y, d.x, d.y);
     }
   } else {
-    for (int i = threadIdx.x; i < hidden_size; i += kRowThreads) out[i] = valid ? half_bits_to_float(row[i]) : 0.f;
+    for (int i = threadIdx.x; i < hidden_size; i += kRowThreads) out[i] = valid ? E::to_float(row[i]) : 0.f;
   }
 }
 
@@ -81,7 +78,7 @@ __device__ __forceinline__ float block_sum(float v) {
 // re-reads the thread's own residual elements (L1-hot; written by the same thread, so no
 // barrier is needed between the store and the load) and writes the normalised fp16 row.
 // kVec: 4 values per access (float4 residual, 8-byte fp16 delta/weight/out).
-template <bool kVec>
+template <class E, bool kVec>
 __global__ void __launch_bounds__(kRowThreads)
     add_rms_norm_kernel(float* __restrict__ residual, const uint16_t* __restrict__ delta, int64_t delta_stride,
                         const uint16_t* __restrict__ weight, float eps, uint16_t* __restrict__ out, int64_t out_stride,
@@ -100,8 +97,7 @@ __global__ void __launch_bounds__(kRowThreads)
       float4 r = res4[i];
       if (del4) {
         const uint2 dv = del4[i];
-        const float2 lo = __half22float2(*reinterpret_cast<const __half2*>(&dv.x));
-        const float2 hi = __half22float2(*reinterpret_cast<const __half2*>(&dv.y));
+        const float2 lo = E::to_float2(dv.x), hi = E::to_float2(dv.y);
         r.x += lo.x, r.y += lo.y, r.z += hi.x, r.w += hi.y;
         res4[i] = r;
       }
@@ -111,7 +107,7 @@ __global__ void __launch_bounds__(kRowThreads)
     for (int i = threadIdx.x; i < hidden_size; i += kRowThreads) {
       float r = res[i];
       if (del) {
-        r += half_bits_to_float(del[i]);
+        r += E::to_float(del[i]);
         res[i] = r;
       }
       sum_sq += r * r;
@@ -125,18 +121,13 @@ __global__ void __launch_bounds__(kRowThreads)
     for (int i = threadIdx.x; i < hidden_size / 4; i += kRowThreads) {
       const float4 r = res4[i];
       const uint2 wv = w4[i];
-      const float2 wlo = __half22float2(*reinterpret_cast<const __half2*>(&wv.x));
-      const float2 whi = __half22float2(*reinterpret_cast<const __half2*>(&wv.y));
-      const __half2 lo = __floats2half2_rn(r.x * inv_rms * wlo.x, r.y * inv_rms * wlo.y);
-      const __half2 hi = __floats2half2_rn(r.z * inv_rms * whi.x, r.w * inv_rms * whi.y);
-      uint2 packed;
-      packed.x = *reinterpret_cast<const uint32_t*>(&lo);
-      packed.y = *reinterpret_cast<const uint32_t*>(&hi);
-      o4[i] = packed;
+      const float2 wlo = E::to_float2(wv.x), whi = E::to_float2(wv.y);
+      o4[i] = make_uint2(E::pack2(r.x * inv_rms * wlo.x, r.y * inv_rms * wlo.y),
+                         E::pack2(r.z * inv_rms * whi.x, r.w * inv_rms * whi.y));
     }
   } else {
     for (int i = threadIdx.x; i < hidden_size; i += kRowThreads)
-      o[i] = float_to_half_bits(res[i] * inv_rms * half_bits_to_float(weight[i]));
+      o[i] = E::from_float(res[i] * inv_rms * E::to_float(weight[i]));
   }
 }
 
@@ -147,7 +138,7 @@ __global__ void __launch_bounds__(kRowThreads)
 // memory round trip, the block sum and the stores, where the loop kernel above pays a round
 // trip per iteration of each pass. Same per-thread summation order, hence the same bits.
 // kFp8: the fp16 row, still in registers, is also quantised to fp8 (Fp8Rows).
-template <int kVecPerThread, bool kFp8>
+template <class E, int kVecPerThread, bool kFp8>
 __global__ void __launch_bounds__(kRowThreads)
     add_rms_norm_registers_kernel(float* __restrict__ residual, const uint16_t* __restrict__ delta,
                                   int64_t delta_stride, const uint16_t* __restrict__ weight, float eps,
@@ -181,26 +172,23 @@ __global__ void __launch_bounds__(kRowThreads)
     const int i = threadIdx.x + j * kRowThreads;
     if (i >= num_vec) break;
     if (del4) {
-      const float2 lo = __half22float2(*reinterpret_cast<const __half2*>(&dv[j].x));
-      const float2 hi = __half22float2(*reinterpret_cast<const __half2*>(&dv[j].y));
+      const float2 lo = E::to_float2(dv[j].x), hi = E::to_float2(dv[j].y);
       r[j].x += lo.x, r[j].y += lo.y, r[j].z += hi.x, r[j].w += hi.y;
       res4[i] = r[j];
     }
     sum_sq += r[j].x * r[j].x + r[j].y * r[j].y + r[j].z * r[j].z + r[j].w * r[j].w;
   }
   const float inv_rms = rsqrtf(block_sum(sum_sq) / static_cast<float>(hidden_size) + eps);
-  uint2 packed[kVecPerThread];  // the fp16 output
+  static_assert(!kFp8 || E::kDType == DType::kF16, "the fp8 rows quantise fp16 values");
+  uint2 packed[kVecPerThread];  // the 16-bit output
   float amax = 0.f;
 #pragma unroll
   for (int j = 0; j < kVecPerThread; ++j) {
     const int i = threadIdx.x + j * kRowThreads;
     if (i >= num_vec) break;
-    const float2 wlo = __half22float2(*reinterpret_cast<const __half2*>(&w[j].x));
-    const float2 whi = __half22float2(*reinterpret_cast<const __half2*>(&w[j].y));
-    const __half2 lo = __floats2half2_rn(r[j].x * inv_rms * wlo.x, r[j].y * inv_rms * wlo.y);
-    const __half2 hi = __floats2half2_rn(r[j].z * inv_rms * whi.x, r[j].w * inv_rms * whi.y);
-    packed[j].x = *reinterpret_cast<const uint32_t*>(&lo);
-    packed[j].y = *reinterpret_cast<const uint32_t*>(&hi);
+    const float2 wlo = E::to_float2(w[j].x), whi = E::to_float2(w[j].y);
+    packed[j].x = E::pack2(r[j].x * inv_rms * wlo.x, r[j].y * inv_rms * wlo.y);
+    packed[j].y = E::pack2(r[j].z * inv_rms * whi.x, r[j].w * inv_rms * whi.y);
     o4[i] = packed[j];
     if constexpr (kFp8) amax = fp8_amax4(packed[j], amax);
   }
@@ -221,38 +209,35 @@ __global__ void __launch_bounds__(kRowThreads)
 constexpr int kRopeThreads = 128;
 constexpr int kMaxHeadDim = 256;
 
-// kWidth (8, 2 or 1) consecutive fp16 values as one 16-, 4- or 2-byte access, in fp32.
-template <int kWidth>
-__device__ __forceinline__ void load_halves(const uint16_t* src, float (&out)[kWidth]) {
+// kWidth (8, 2 or 1) consecutive 16-bit values as one 16-, 4- or 2-byte access, in fp32.
+template <class E, int kWidth>
+__device__ __forceinline__ void load_16bit(const uint16_t* src, float (&out)[kWidth]) {
   if constexpr (kWidth == 8) {
     const uint4 raw = *reinterpret_cast<const uint4*>(src);
-    const __half2* h = reinterpret_cast<const __half2*>(&raw);
+    const uint32_t words[4] = {raw.x, raw.y, raw.z, raw.w};
 #pragma unroll
     for (int j = 0; j < 4; ++j) {
-      const float2 f = __half22float2(h[j]);
+      const float2 f = E::to_float2(words[j]);
       out[2 * j] = f.x;
       out[2 * j + 1] = f.y;
     }
   } else if constexpr (kWidth == 2) {
-    const float2 f = __half22float2(*reinterpret_cast<const __half2*>(src));
+    const float2 f = E::to_float2(*reinterpret_cast<const uint32_t*>(src));
     out[0] = f.x;
     out[1] = f.y;
   } else {
-    out[0] = half_bits_to_float(*src);
+    out[0] = E::to_float(*src);
   }
 }
-template <int kWidth>
-__device__ __forceinline__ void store_halves(uint16_t* dst, const float (&in)[kWidth]) {
+template <class E, int kWidth>
+__device__ __forceinline__ void store_16bit(uint16_t* dst, const float (&in)[kWidth]) {
   if constexpr (kWidth == 8) {
-    uint4 raw;
-    __half2* h = reinterpret_cast<__half2*>(&raw);
-#pragma unroll
-    for (int j = 0; j < 4; ++j) h[j] = __floats2half2_rn(in[2 * j], in[2 * j + 1]);
-    *reinterpret_cast<uint4*>(dst) = raw;
+    *reinterpret_cast<uint4*>(dst) =
+        make_uint4(E::pack2(in[0], in[1]), E::pack2(in[2], in[3]), E::pack2(in[4], in[5]), E::pack2(in[6], in[7]));
   } else if constexpr (kWidth == 2) {
-    *reinterpret_cast<__half2*>(dst) = __floats2half2_rn(in[0], in[1]);
+    *reinterpret_cast<uint32_t*>(dst) = E::pack2(in[0], in[1]);
   } else {
-    *dst = float_to_half_bits(in[0]);
+    *dst = E::from_float(in[0]);
   }
 }
 
@@ -287,7 +272,7 @@ __device__ __forceinline__ void store_e4m3(uint8_t* dst, const float (&in)[kWidt
 // rotation, the angle is position * inv_freq[i] in fp32 with precise sincosf, and each result
 // is rounded to fp16 once (the same arithmetic as the CPU reference); an fp8 cache gets
 // e4m3(fp16 value / scale) (store_e4m3).
-template <int kWidth>
+template <class E, int kWidth>
 __global__ void __launch_bounds__(kRopeThreads) rope_kv_write_kernel(RopeKvWriteArgs a) {
   // The attention launched next may start now, before this kernel's wait: what its kernels read
   // before their own wait (the step's lengths and block tables, the K/V rows of earlier steps) no
@@ -316,8 +301,8 @@ __global__ void __launch_bounds__(kRopeThreads) rope_kv_write_kernel(RopeKvWrite
     const int v_offset = (item - num_rotate_items) * kWidth;  // within [Hkv * D]
     const int col = (a.num_heads + a.num_kv_heads) * a.head_dim + v_offset;
     float v[kWidth], b[kWidth] = {};
-    load_halves<kWidth>(row + col, v);
-    if (a.bias) load_halves<kWidth>(a.bias + col, b);
+    load_16bit<E, kWidth>(row + col, v);
+    if (a.bias) load_16bit<E, kWidth>(a.bias + col, b);
 #pragma unroll
     for (int j = 0; j < kWidth; ++j) {
       v[j] += b[j];
@@ -327,7 +312,7 @@ __global__ void __launch_bounds__(kRopeThreads) rope_kv_write_kernel(RopeKvWrite
     }
     if (!store_slot()) return;
     if (a.value_cache_fp8 != nullptr) store_e4m3<kWidth>(a.value_cache_fp8 + cache_row() + v_offset, v, a.v_scale);
-    else store_halves<kWidth>(a.value_cache + cache_row() + v_offset, v);
+    else store_16bit<E, kWidth>(a.value_cache + cache_row() + v_offset, v);
     return;
   }
 
@@ -335,11 +320,11 @@ __global__ void __launch_bounds__(kRopeThreads) rope_kv_write_kernel(RopeKvWrite
   const int i0 = (item % items_per_head) * kWidth;
   const int col = head * a.head_dim + i0;  // column of x1 in the fused row; x2 is half further
   float x1[kWidth], x2[kWidth], b1[kWidth] = {}, b2[kWidth] = {}, freq[kWidth];
-  load_halves<kWidth>(row + col, x1);
-  load_halves<kWidth>(row + col + half, x2);
+  load_16bit<E, kWidth>(row + col, x1);
+  load_16bit<E, kWidth>(row + col + half, x2);
   if (a.bias) {
-    load_halves<kWidth>(a.bias + col, b1);
-    load_halves<kWidth>(a.bias + col + half, b2);
+    load_16bit<E, kWidth>(a.bias + col, b1);
+    load_16bit<E, kWidth>(a.bias + col + half, b2);
   }
 #pragma unroll
   for (int j = 0; j < kWidth; ++j) freq[j] = a.inv_freq[i0 + j];
@@ -363,8 +348,8 @@ __global__ void __launch_bounds__(kRopeThreads) rope_kv_write_kernel(RopeKvWrite
     return;
   }
   uint16_t* dst = head < a.num_heads ? row + col : a.key_cache + cache_row() + (head - a.num_heads) * a.head_dim + i0;
-  store_halves<kWidth>(dst, y1);
-  store_halves<kWidth>(dst + half, y2);
+  store_16bit<E, kWidth>(dst, y1);
+  store_16bit<E, kWidth>(dst + half, y2);
 }
 
 // ---- silu_mul ------------------------------------------------------------------------------
@@ -374,7 +359,7 @@ constexpr int kEltThreads = 256;
 __device__ __forceinline__ float silu_times(float g, float u) { return g / (1.f + expf(-g)) * u; }
 
 // grid (T, ceil(I / (threads * per_thread))); kVec: 8 values per thread via 16-byte loads.
-template <bool kVec>
+template <class E, bool kVec>
 __global__ void __launch_bounds__(kEltThreads)
     silu_mul_kernel(const uint16_t* __restrict__ gate_up, int64_t in_stride, uint16_t* __restrict__ out,
                     int64_t out_stride, int intermediate_size) {
@@ -389,20 +374,20 @@ __global__ void __launch_bounds__(kEltThreads)
     if (i >= intermediate_size / 8) return;
     uint4 gv = reinterpret_cast<const uint4*>(gate)[i];
     uint4 uv = reinterpret_cast<const uint4*>(up)[i];
-    const __half2* g2 = reinterpret_cast<const __half2*>(&gv);
-    const __half2* u2 = reinterpret_cast<const __half2*>(&uv);
+    const uint32_t* g2 = reinterpret_cast<const uint32_t*>(&gv);
+    const uint32_t* u2 = reinterpret_cast<const uint32_t*>(&uv);
     uint4 result;
-    __half2* r2 = reinterpret_cast<__half2*>(&result);
+    uint32_t* r2 = reinterpret_cast<uint32_t*>(&result);
 #pragma unroll
     for (int j = 0; j < 4; ++j) {
-      const float2 g = __half22float2(g2[j]), u = __half22float2(u2[j]);
-      r2[j] = __floats2half2_rn(silu_times(g.x, u.x), silu_times(g.y, u.y));
+      const float2 g = E::to_float2(g2[j]), u = E::to_float2(u2[j]);
+      r2[j] = E::pack2(silu_times(g.x, u.x), silu_times(g.y, u.y));
     }
     reinterpret_cast<uint4*>(o)[i] = result;
   } else {
     const int i = blockIdx.y * kEltThreads + threadIdx.x;
     if (i >= intermediate_size) return;
-    o[i] = float_to_half_bits(silu_times(half_bits_to_float(gate[i]), half_bits_to_float(up[i])));
+    o[i] = E::from_float(silu_times(E::to_float(gate[i]), E::to_float(up[i])));
   }
 }
 
@@ -525,7 +510,7 @@ __device__ __forceinline__ void offer_from_lanes(ArgmaxCandidate& best) {
   }
 }
 
-template <bool kVec>
+template <class E, bool kVec>
 __global__ void __launch_bounds__(kArgmaxThreads)
     argmax_rows_kernel(const uint16_t* __restrict__ logits, int64_t stride, int32_t* __restrict__ token,
                        int vocab_size) {
@@ -540,14 +525,14 @@ __global__ void __launch_bounds__(kArgmaxThreads)
       const uint16_t* h = reinterpret_cast<const uint16_t*>(&v);
 #pragma unroll
       for (int j = 0; j < 8; ++j) {
-        const float x = half_bits_to_float(h[j]);
+        const float x = E::to_float(h[j]);
         if (!isnan(x)) offer(best, x, 8 * i + j);
       }
     }
   } else {
 #pragma unroll 4
     for (int i = threadIdx.x; i < vocab_size; i += kArgmaxThreads) {
-      const float x = half_bits_to_float(row[i]);
+      const float x = E::to_float(row[i]);
       if (!isnan(x)) offer(best, x, i);
     }
   }
@@ -565,30 +550,42 @@ __global__ void __launch_bounds__(kArgmaxThreads)
 
 Status bad(const char* op, const std::string& what) { return invalid_argument(std::string(op) + ": " + what); }
 
+Status check_dtype(const char* op, DType dtype) {
+  if (is_element16(dtype)) return Status::ok();
+  return bad(op, "activations must be float16 or bfloat16, not " + std::string(dtype_name(dtype)));
+}
+
 }  // namespace
 
 Status embedding_gather(const uint16_t* table, const int32_t* token_ids, float* residual, int num_tokens,
-                        int hidden_size, int vocab_size, cudaStream_t stream) {
+                        int hidden_size, int vocab_size, cudaStream_t stream, DType dtype) {
   constexpr const char* op = "embedding_gather";
+  CROSSPOINT_RETURN_IF_ERROR(check_dtype(op, dtype));
   if (num_tokens < 0 || hidden_size <= 0 || vocab_size <= 0)
     return bad(op, "bad shape num_tokens=" + std::to_string(num_tokens) +
                        " hidden_size=" + std::to_string(hidden_size) + " vocab_size=" + std::to_string(vocab_size));
   if (num_tokens == 0) return Status::ok();
   if (!table || !token_ids || !residual) return bad(op, "null table, token_ids or residual");
-  if (hidden_size % 8 == 0 && aligned(table, 16) && aligned(residual, 16)) {
-    embedding_gather_kernel<true>
-        <<<num_tokens, kRowThreads, 0, stream>>>(table, token_ids, residual, hidden_size, vocab_size);
-  } else {
-    embedding_gather_kernel<false>
-        <<<num_tokens, kRowThreads, 0, stream>>>(table, token_ids, residual, hidden_size, vocab_size);
-  }
+  const bool vec = hidden_size % 8 == 0 && aligned(table, 16) && aligned(residual, 16);
+  with_element16(dtype, [&](auto e) {
+    using E = decltype(e);
+    if (vec) {
+      embedding_gather_kernel<E, true>
+          <<<num_tokens, kRowThreads, 0, stream>>>(table, token_ids, residual, hidden_size, vocab_size);
+    } else {
+      embedding_gather_kernel<E, false>
+          <<<num_tokens, kRowThreads, 0, stream>>>(table, token_ids, residual, hidden_size, vocab_size);
+    }
+  });
   return last_launch_status("embedding_gather launch");
 }
 
 Status add_rms_norm(float* residual, const uint16_t* delta, int64_t delta_stride, const uint16_t* weight, float eps,
                     uint16_t* out, int64_t out_stride, int num_tokens, int hidden_size, cudaStream_t stream,
-                    const Fp8Rows& fp8) {
+                    const Fp8Rows& fp8, DType dtype) {
   constexpr const char* op = "add_rms_norm";
+  CROSSPOINT_RETURN_IF_ERROR(check_dtype(op, dtype));
+  if (fp8.wanted() && dtype != DType::kF16) return bad(op, "fp8 rows are quantised from float16 activations only");
   if (num_tokens < 0 || hidden_size <= 0)
     return bad(op,
                "bad shape num_tokens=" + std::to_string(num_tokens) + " hidden_size=" + std::to_string(hidden_size));
@@ -609,20 +606,36 @@ Status add_rms_norm(float* residual, const uint16_t* delta, int64_t delta_stride
     return launch_programmatic(kernel, dim3(num_tokens), dim3(kRowThreads), 0, stream, residual, delta, delta_stride,
                                weight, eps, out, out_stride, hidden_size, fp8);
   };
+  if (dtype == DType::kBF16) {
+    using E = Element16BF16;
+    CROSSPOINT_CUDA_RETURN_IF_ERROR(
+        vec && hidden_size <= 4 * kRowThreads * 4
+            ? launch_registers(add_rms_norm_registers_kernel<E, 4, false>)
+            : (registers ? launch_registers(add_rms_norm_registers_kernel<E, 8, false>)
+                         : (vec ? launch_programmatic(add_rms_norm_kernel<E, true>, dim3(num_tokens), dim3(kRowThreads),
+                                                      0, stream, residual, delta, delta_stride, weight, eps, out,
+                                                      out_stride, hidden_size)
+                                : launch_programmatic(add_rms_norm_kernel<E, false>, dim3(num_tokens),
+                                                      dim3(kRowThreads), 0, stream, residual, delta, delta_stride,
+                                                      weight, eps, out, out_stride, hidden_size))),
+        "add_rms_norm kernel launch (bf16)");
+    return last_launch_status("add_rms_norm launch");
+  }
+  using E = Element16F16;
   if (vec && hidden_size <= 4 * kRowThreads * 4) {
-    CROSSPOINT_CUDA_RETURN_IF_ERROR(fp8_in_kernel ? launch_registers(add_rms_norm_registers_kernel<4, true>)
-                                                  : launch_registers(add_rms_norm_registers_kernel<4, false>),
+    CROSSPOINT_CUDA_RETURN_IF_ERROR(fp8_in_kernel ? launch_registers(add_rms_norm_registers_kernel<E, 4, true>)
+                                                  : launch_registers(add_rms_norm_registers_kernel<E, 4, false>),
                                     "add_rms_norm_registers_kernel launch");
   } else if (registers) {
-    CROSSPOINT_CUDA_RETURN_IF_ERROR(fp8_in_kernel ? launch_registers(add_rms_norm_registers_kernel<8, true>)
-                                                  : launch_registers(add_rms_norm_registers_kernel<8, false>),
+    CROSSPOINT_CUDA_RETURN_IF_ERROR(fp8_in_kernel ? launch_registers(add_rms_norm_registers_kernel<E, 8, true>)
+                                                  : launch_registers(add_rms_norm_registers_kernel<E, 8, false>),
                                     "add_rms_norm_registers_kernel launch");
   } else {
     CROSSPOINT_CUDA_RETURN_IF_ERROR(
-        vec ? launch_programmatic(add_rms_norm_kernel<true>, dim3(num_tokens), dim3(kRowThreads), 0, stream, residual,
-                                  delta, delta_stride, weight, eps, out, out_stride, hidden_size)
-            : launch_programmatic(add_rms_norm_kernel<false>, dim3(num_tokens), dim3(kRowThreads), 0, stream, residual,
-                                  delta, delta_stride, weight, eps, out, out_stride, hidden_size),
+        vec ? launch_programmatic(add_rms_norm_kernel<E, true>, dim3(num_tokens), dim3(kRowThreads), 0, stream,
+                                  residual, delta, delta_stride, weight, eps, out, out_stride, hidden_size)
+            : launch_programmatic(add_rms_norm_kernel<E, false>, dim3(num_tokens), dim3(kRowThreads), 0, stream,
+                                  residual, delta, delta_stride, weight, eps, out, out_stride, hidden_size),
         "add_rms_norm_kernel launch");
   }
   CROSSPOINT_RETURN_IF_ERROR(last_launch_status("add_rms_norm launch"));
@@ -633,6 +646,7 @@ Status add_rms_norm(float* residual, const uint16_t* delta, int64_t delta_stride
 
 Status rope_kv_write(const RopeKvWriteArgs& a, cudaStream_t stream) {
   constexpr const char* op = "rope_kv_write";
+  CROSSPOINT_RETURN_IF_ERROR(check_dtype(op, a.dtype));
   if (a.num_tokens < 0) return bad(op, "num_tokens " + std::to_string(a.num_tokens) + " < 0");
   if (a.num_heads <= 0 || a.num_kv_heads <= 0)
     return bad(op, "num_heads " + std::to_string(a.num_heads) + " and num_kv_heads " + std::to_string(a.num_kv_heads) +
@@ -654,6 +668,7 @@ Status rope_kv_write(const RopeKvWriteArgs& a, cudaStream_t stream) {
     return bad(op,
                "exactly one cache pair must be set: key_cache and value_cache (fp16) or key_cache_fp8 and "
                "value_cache_fp8");
+  if (fp8_cache && a.dtype != DType::kF16) return bad(op, "an fp8 cache is written from float16 activations only");
   if (fp8_cache && !(a.k_scale > 0.f && a.v_scale > 0.f && std::isfinite(a.k_scale) && std::isfinite(a.v_scale)))
     return bad(op, "the fp8 cache's k_scale and v_scale must be positive and finite");
   // The widest access every q/k half-head, v row, stride and pointer allows (e4m3 stores are
@@ -668,21 +683,21 @@ Status rope_kv_write(const RopeKvWriteArgs& a, cudaStream_t stream) {
   const int width = half % 8 == 0 && all_aligned(16) ? 8 : half % 2 == 0 && all_aligned(4) ? 2 : 1;
   const int items = (a.num_heads + a.num_kv_heads) * (half / width) + a.num_kv_heads * a.head_dim / width;
   const dim3 grid(a.num_tokens, (items + kRopeThreads - 1) / kRopeThreads);
-  cudaError_t err;
-  if (width == 8) {
-    err = launch_programmatic(rope_kv_write_kernel<8>, grid, dim3(kRopeThreads), 0, stream, a);
-  } else if (width == 2) {
-    err = launch_programmatic(rope_kv_write_kernel<2>, grid, dim3(kRopeThreads), 0, stream, a);
-  } else {
-    err = launch_programmatic(rope_kv_write_kernel<1>, grid, dim3(kRopeThreads), 0, stream, a);
-  }
+  const cudaError_t err = with_element16(a.dtype, [&](auto e) {
+    using E = decltype(e);
+    if (width == 8) return launch_programmatic(rope_kv_write_kernel<E, 8>, grid, dim3(kRopeThreads), 0, stream, a);
+    if (width == 2) return launch_programmatic(rope_kv_write_kernel<E, 2>, grid, dim3(kRopeThreads), 0, stream, a);
+    return launch_programmatic(rope_kv_write_kernel<E, 1>, grid, dim3(kRopeThreads), 0, stream, a);
+  });
   CROSSPOINT_CUDA_RETURN_IF_ERROR(err, "rope_kv_write_kernel launch");
   return last_launch_status("rope_kv_write launch");
 }
 
 Status silu_mul(const uint16_t* gate_up, int64_t in_stride, uint16_t* out, int64_t out_stride, int num_tokens,
-                int intermediate_size, cudaStream_t stream, const Fp8Rows& fp8) {
+                int intermediate_size, cudaStream_t stream, const Fp8Rows& fp8, DType dtype) {
   constexpr const char* op = "silu_mul";
+  CROSSPOINT_RETURN_IF_ERROR(check_dtype(op, dtype));
+  if (fp8.wanted() && dtype != DType::kF16) return bad(op, "fp8 rows are quantised from float16 activations only");
   if (num_tokens < 0 || intermediate_size <= 0)
     return bad(op, "bad shape num_tokens=" + std::to_string(num_tokens) +
                        " intermediate_size=" + std::to_string(intermediate_size));
@@ -702,17 +717,18 @@ Status silu_mul(const uint16_t* gate_up, int64_t in_stride, uint16_t* out, int64
     return last_launch_status("silu_mul launch");
   }
   const bool vec = vec_in && out_stride % 8 == 0 && aligned(out, 16);
-  if (vec) {
-    const dim3 grid(num_tokens, (intermediate_size / 8 + kEltThreads - 1) / kEltThreads);
-    CROSSPOINT_CUDA_RETURN_IF_ERROR(launch_programmatic(silu_mul_kernel<true>, dim3(grid), dim3(kEltThreads), 0, stream,
-                                                        gate_up, in_stride, out, out_stride, intermediate_size),
-                                    "silu_mul_kernel launch");
-  } else {
+  const cudaError_t err = with_element16(dtype, [&](auto e) {
+    using E = decltype(e);
+    if (vec) {
+      const dim3 grid(num_tokens, (intermediate_size / 8 + kEltThreads - 1) / kEltThreads);
+      return launch_programmatic(silu_mul_kernel<E, true>, grid, dim3(kEltThreads), 0, stream, gate_up, in_stride, out,
+                                 out_stride, intermediate_size);
+    }
     const dim3 grid(num_tokens, (intermediate_size + kEltThreads - 1) / kEltThreads);
-    CROSSPOINT_CUDA_RETURN_IF_ERROR(launch_programmatic(silu_mul_kernel<false>, dim3(grid), dim3(kEltThreads), 0,
-                                                        stream, gate_up, in_stride, out, out_stride, intermediate_size),
-                                    "silu_mul_kernel launch");
-  }
+    return launch_programmatic(silu_mul_kernel<E, false>, grid, dim3(kEltThreads), 0, stream, gate_up, in_stride, out,
+                               out_stride, intermediate_size);
+  });
+  CROSSPOINT_CUDA_RETURN_IF_ERROR(err, "silu_mul_kernel launch");
   CROSSPOINT_RETURN_IF_ERROR(last_launch_status("silu_mul launch"));
   if (fp8.wanted())
     return fp8_quantize_per_token(out, out_stride, fp8.q, fp8.q_stride, fp8.scale, num_tokens, intermediate_size,
@@ -741,22 +757,23 @@ Status gather_rows(const uint16_t* in, int64_t in_stride, const int32_t* rows, u
 }
 
 Status argmax_rows(const uint16_t* logits, int64_t stride, int32_t* token, int num_rows, int vocab_size,
-                   cudaStream_t stream) {
+                   cudaStream_t stream, DType dtype) {
   constexpr const char* op = "argmax_rows";
+  CROSSPOINT_RETURN_IF_ERROR(check_dtype(op, dtype));
   if (num_rows < 0 || vocab_size <= 0)
     return bad(op, "bad shape num_rows=" + std::to_string(num_rows) + " vocab_size=" + std::to_string(vocab_size));
   if (num_rows == 0) return Status::ok();
   if (!logits || !token) return bad(op, "null logits or token");
   if (stride < vocab_size) return bad(op, "stride " + std::to_string(stride) + " < vocab_size");
-  if (vocab_size % 8 == 0 && stride % 8 == 0 && aligned(logits, 16)) {
-    CROSSPOINT_CUDA_RETURN_IF_ERROR(launch_programmatic(argmax_rows_kernel<true>, dim3(num_rows), dim3(kArgmaxThreads),
-                                                        0, stream, logits, stride, token, vocab_size),
-                                    "argmax_rows_kernel launch");
-  } else {
-    CROSSPOINT_CUDA_RETURN_IF_ERROR(launch_programmatic(argmax_rows_kernel<false>, dim3(num_rows), dim3(kArgmaxThreads),
-                                                        0, stream, logits, stride, token, vocab_size),
-                                    "argmax_rows_kernel launch");
-  }
+  const bool vec = vocab_size % 8 == 0 && stride % 8 == 0 && aligned(logits, 16);
+  const cudaError_t err = with_element16(dtype, [&](auto e) {
+    using E = decltype(e);
+    return vec ? launch_programmatic(argmax_rows_kernel<E, true>, dim3(num_rows), dim3(kArgmaxThreads), 0, stream,
+                                     logits, stride, token, vocab_size)
+               : launch_programmatic(argmax_rows_kernel<E, false>, dim3(num_rows), dim3(kArgmaxThreads), 0, stream,
+                                     logits, stride, token, vocab_size);
+  });
+  CROSSPOINT_CUDA_RETURN_IF_ERROR(err, "argmax_rows_kernel launch");
   return last_launch_status("argmax_rows launch");
 }
 

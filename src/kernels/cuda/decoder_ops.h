@@ -1,7 +1,9 @@
 // The element-wise and row-wise steps of a Qwen2 / Llama decoder layer on the GPU, around
 // the linears (kernels/cuda/linear.h, w4a16_gemm.h) and attention (kernels/cuda/paged_attention.h).
-// Activations are fp16 bits (uint16_t); the residual stream is fp32 so that 28+ layers of
-// additions do not lose precision; norm weights are fp16 (converted at load).
+// Activations are 16-bit (uint16_t bits): fp16, or bf16 where a launcher's `dtype` says so (a
+// bf16 checkpoint served in bf16; the fp8 outputs need fp16); "fp16" below means either. The
+// residual stream is fp32 so that 28+ layers of additions do not lose precision; norm weights
+// and the embedding table are in the activations' dtype (converted at load).
 //
 // One step of the CUDA model, T tokens, d hidden, H query heads, Hkv KV heads, D head dim:
 //   embedding_gather                 residual [T, d] f32 = embed[token]
@@ -22,6 +24,7 @@
 
 #include <cstdint>
 
+#include "common/dtype.h"
 #include "common/status.h"
 
 namespace crosspoint::cuda {
@@ -41,7 +44,7 @@ struct Fp8Rows {
 //   table      [vocab, d] fp16     token_ids [T] int32 in [0, vocab) (device)
 //   residual   [T, d] f32
 Status embedding_gather(const uint16_t* table, const int32_t* token_ids, float* residual, int num_tokens,
-                        int hidden_size, int vocab_size, cudaStream_t stream);
+                        int hidden_size, int vocab_size, cudaStream_t stream, DType dtype = DType::kF16);
 
 // When delta != nullptr: residual[t, :] += float(delta[t, :]) (stored back, f32).
 // Then out[t, :] = fp16(residual[t, :] * rsqrt(mean(residual[t, :]^2) + eps) * weight).
@@ -52,7 +55,7 @@ Status embedding_gather(const uint16_t* table, const int32_t* token_ids, float* 
 // is also written to fp8 (Fp8Rows).
 Status add_rms_norm(float* residual, const uint16_t* delta, int64_t delta_stride, const uint16_t* weight, float eps,
                     uint16_t* out, int64_t out_stride, int num_tokens, int hidden_size, cudaStream_t stream,
-                    const Fp8Rows& fp8 = {});
+                    const Fp8Rows& fp8 = {}, DType dtype = DType::kF16);
 
 // Positional and cache step of attention, in one pass over the fused qkv rows:
 //   qkv[t] = [q (H*D) | k (Hkv*D) | v (Hkv*D)] fp16, row stride qkv_stride elements.
@@ -83,6 +86,7 @@ struct RopeKvWriteArgs {
   int block_size = 0;
   int num_blocks = 0;
   float attention_scaling = 1.0f;  // cos and sin are multiplied by it (YaRN's attention factor)
+  DType dtype = DType::kF16;       // of qkv, bias and the 16-bit cache (an fp8 cache needs kF16)
 };
 Status rope_kv_write(const RopeKvWriteArgs& args, cudaStream_t stream);
 
@@ -91,7 +95,7 @@ Status rope_kv_write(const RopeKvWriteArgs& args, cudaStream_t stream);
 // With fp8 wanted the result goes to fp8 (Fp8Rows) and out is only scratch: on Hopper, rows that
 // fit one cluster's registers never reach it, so its contents are unspecified afterwards.
 Status silu_mul(const uint16_t* gate_up, int64_t in_stride, uint16_t* out, int64_t out_stride, int num_tokens,
-                int intermediate_size, cudaStream_t stream, const Fp8Rows& fp8 = {});
+                int intermediate_size, cudaStream_t stream, const Fp8Rows& fp8 = {}, DType dtype = DType::kF16);
 
 // out[r, :] = in[rows[r], :]   in [*, width] fp16 (row stride in_stride), rows [R] int32 device,
 // out [R, width] fp16 dense.
@@ -101,6 +105,6 @@ Status gather_rows(const uint16_t* in, int64_t in_stride, const int32_t* rows, u
 // token[r] = argmax_v logits[r, v] (lowest index on ties, NaN never wins), r < R.
 //   logits [R, V] fp16 (row stride stride)   token [R] int32 device
 Status argmax_rows(const uint16_t* logits, int64_t stride, int32_t* token, int num_rows, int vocab_size,
-                   cudaStream_t stream);
+                   cudaStream_t stream, DType dtype = DType::kF16);
 
 }  // namespace crosspoint::cuda

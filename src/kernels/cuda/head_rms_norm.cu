@@ -1,10 +1,9 @@
 #include "kernels/cuda/head_rms_norm.h"
 
-#include <cuda_fp16.h>
-
 #include <string>
 
 #include "kernels/cuda/cuda_status.h"
+#include "kernels/cuda/element16.cuh"
 #include "kernels/cuda/programmatic_launch.cuh"
 
 namespace crosspoint::cuda {
@@ -14,6 +13,7 @@ constexpr int kMaxHeadDim = 256;
 constexpr int kPerLane = kMaxHeadDim / 32;
 
 // grid (T, num_q_heads + num_kv_heads), one warp each: lane l holds elements l, l + 32, ...
+template <class E>
 __global__ void __launch_bounds__(32)
     qk_head_rms_norm_kernel(uint16_t* __restrict__ qkv, int64_t row_stride, int num_q_heads, int head_dim,
                             const uint16_t* __restrict__ q_weight, const uint16_t* __restrict__ k_weight, float eps) {
@@ -27,7 +27,7 @@ __global__ void __launch_bounds__(32)
 #pragma unroll
   for (int j = 0; j < kPerLane; ++j) {
     const int i = lane + 32 * j;
-    v[j] = i < head_dim ? __half2float(__ushort_as_half(x[i])) : 0.f;
+    v[j] = i < head_dim ? E::to_float(x[i]) : 0.f;
     sum_squares += v[j] * v[j];
   }
 #pragma unroll
@@ -36,8 +36,7 @@ __global__ void __launch_bounds__(32)
 #pragma unroll
   for (int j = 0; j < kPerLane; ++j) {
     const int i = lane + 32 * j;
-    if (i < head_dim)
-      x[i] = __half_as_ushort(__float2half_rn(v[j] * inv_rms * __half2float(__ushort_as_half(weight[i]))));
+    if (i < head_dim) x[i] = E::from_float(v[j] * inv_rms * E::to_float(weight[i]));
   }
 }
 
@@ -45,7 +44,7 @@ __global__ void __launch_bounds__(32)
 
 Status qk_head_rms_norm(uint16_t* qkv, int64_t row_stride, int num_tokens, int num_q_heads, int num_kv_heads,
                         int head_dim, const uint16_t* q_weight, const uint16_t* k_weight, float eps,
-                        cudaStream_t stream) {
+                        cudaStream_t stream, DType dtype) {
   const auto bad = [](const std::string& what) { return invalid_argument("qk_head_rms_norm: " + what); };
   if (num_tokens < 0 || num_q_heads <= 0 || num_kv_heads <= 0) return bad("bad shape");
   if (head_dim <= 0 || head_dim % 2 != 0 || head_dim > kMaxHeadDim)
@@ -53,12 +52,14 @@ Status qk_head_rms_norm(uint16_t* qkv, int64_t row_stride, int num_tokens, int n
   if (row_stride < static_cast<int64_t>(num_q_heads + num_kv_heads) * head_dim)
     return bad("row_stride " + std::to_string(row_stride) + " is shorter than the q and k heads");
   if (!(eps > 0.f)) return bad("eps must be positive");
+  if (!is_element16(dtype)) return bad("activations must be float16 or bfloat16");
   if (num_tokens == 0) return Status::ok();
   if (qkv == nullptr || q_weight == nullptr || k_weight == nullptr) return bad("null pointer argument");
-  CROSSPOINT_CUDA_RETURN_IF_ERROR(
-      launch_programmatic(qk_head_rms_norm_kernel, dim3(num_tokens, num_q_heads + num_kv_heads), dim3(32), 0, stream,
-                          qkv, row_stride, num_q_heads, head_dim, q_weight, k_weight, eps),
-      "qk_head_rms_norm_kernel launch");
+  const cudaError_t err = with_element16(dtype, [&](auto e) {
+    return launch_programmatic(qk_head_rms_norm_kernel<decltype(e)>, dim3(num_tokens, num_q_heads + num_kv_heads),
+                               dim3(32), 0, stream, qkv, row_stride, num_q_heads, head_dim, q_weight, k_weight, eps);
+  });
+  CROSSPOINT_CUDA_RETURN_IF_ERROR(err, "qk_head_rms_norm_kernel launch");
   return last_launch_status("qk_head_rms_norm launch");
 }
 

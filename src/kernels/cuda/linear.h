@@ -3,6 +3,7 @@
 // hand GEMV only where it beat cuBLASLt):
 //   fp16   M <= kFp16GemvMaxRows (1)   fp16_gemv on CUDA cores; above, cuBLASLt (its tensor-core
 //                                      GEMM streamed the 7B linears faster than a hand one at 2..16)
+//   bf16   every M                     cuBLASLt (no hand GEMV for bf16)
 //   fp8    on Hopper (cutlass_fp8_available), where cutlass_fp8_tile_for names a kernel (every
 //          linear to 64 rows, most to 128, the narrow ones to 256)
 //                                      fp8_quantize_per_token + cutlass_fp8_gemm (TMA + wgmma,
@@ -45,9 +46,9 @@ inline constexpr int64_t kFp8FusedMaxSharedBytes = 64 * 1024;
 // kFp8CudaCoreGemvMaxRows).
 int fp8_gemv_max_rows();
 
-//   x [M, K] fp16, w [N, K] fp16, y [M, N] fp16 (row strides in elements).
+//   x [M, K] fp16, w [N, K] fp16, y [M, N] fp16 (row strides in elements); all bf16 with dtype kBF16.
 Status fp16_linear(CublasLtContext& ctx, const uint16_t* x, int64_t x_stride, const uint16_t* w, int64_t w_stride,
-                   uint16_t* y, int64_t y_stride, int m, int n, int k, cudaStream_t stream);
+                   uint16_t* y, int64_t y_stride, int m, int n, int k, cudaStream_t stream, DType dtype = DType::kF16);
 
 // W8A8 after fp8_quantize_per_token: xq [M, K] e4m3 with x_scale [M], wq [N, K] e4m3 with
 // w_scale [N]; scratch as fp8_gemm_cublaslt wants (nullptr when the outer-vector path holds).

@@ -37,8 +37,10 @@
 #include <cmath>
 #include <cstdint>
 #include <string>
+#include <type_traits>
 
 #include "kernels/cuda/cuda_status.h"
+#include "kernels/cuda/element16.cuh"
 #include "kernels/cuda/programmatic_launch.cuh"
 #include "kernels/cuda/paged_attention.h"
 #include "kernels/cuda/paged_attention_params.cuh"
@@ -64,11 +66,12 @@ __device__ __forceinline__ void split_range(const Params& p, int split, int visi
   *end = split == p.num_splits - 1 ? visible : min(visible, *begin + p.partition_tokens);
 }
 
+template <class E>
 __device__ __forceinline__ void unpack8(const uint4& v, float* f) {
-  const __half2* h = reinterpret_cast<const __half2*>(&v);
+  const uint32_t words[4] = {v.x, v.y, v.z, v.w};
 #pragma unroll
   for (int i = 0; i < 4; ++i) {
-    const float2 x = __half22float2(h[i]);
+    const float2 x = E::to_float2(words[i]);
     f[2 * i] = x.x;
     f[2 * i + 1] = x.y;
   }
@@ -108,9 +111,11 @@ __device__ __forceinline__ float reduce_scatter_8(const float (&v)[8], int lane_
 
 // kThreadsPerRow threads cover one K/V row of D elements (8 each; lanes past D idle):
 // 16 for D = 128, 8 for D = 64, 32 for the generic path (any multiple of 8 up to 256).
-// kFp8: the cache holds e4m3 bytes (Params::kv_fp8).
-template <int kThreadsPerRow, bool kFp8>
+// E: the query, output and 16-bit cache type; kFp8: the cache holds e4m3 bytes (Params::kv_fp8),
+// read as fp16.
+template <class E, int kThreadsPerRow, bool kFp8>
 __global__ void __launch_bounds__(kThreads) paged_attention_split_kernel(Params p) {
+  using CacheE = std::conditional_t<kFp8, Element16F16, E>;
   wait_for_prior_kernels();
   allow_dependent_launch();
   constexpr int kRowGroups = kThreads / kThreadsPerRow;            // rows in flight per step
@@ -146,7 +151,7 @@ __global__ void __launch_bounds__(kThreads) paged_attention_split_kernel(Params 
     uint4 raw = make_uint4(0, 0, 0, 0);
     if (h < num_heads_here && dim_valid)
       raw = *reinterpret_cast<const uint4*>(p.query + t * p.query_stride + (head_begin + h) * p.head_dim + dim);
-    unpack8(raw, q[h]);
+    unpack8<E>(raw, q[h]);
 #pragma unroll
     for (int e = 0; e < 8; ++e) q[h][e] *= p.scale_log2;
   }
@@ -194,7 +199,7 @@ __global__ void __launch_bounds__(kThreads) paged_attention_split_kernel(Params 
 #pragma unroll
         for (int i = 0; i < kBatch; ++i) {
           float k[8];
-          unpack8(k_raw[i], k);
+          unpack8<CacheE>(k_raw[i], k);
           const int r = (b + i) * kRowGroups + row_group;
           float dot[kHeadsPerCta];  // this lane's 8-dim share of each head's dot product
 #pragma unroll
@@ -264,7 +269,7 @@ __global__ void __launch_bounds__(kThreads) paged_attention_split_kernel(Params 
 #pragma unroll
         for (int i = 0; i < kBatch; ++i) {
           float v[8];
-          unpack8(v_raw[i], v);
+          unpack8<CacheE>(v_raw[i], v);
           const int r = (b + i) * kRowGroups + row_group;
 #pragma unroll
           for (int h = 0; h < kHeadsPerCta; ++h) {
@@ -296,7 +301,7 @@ __global__ void __launch_bounds__(kThreads) paged_attention_split_kernel(Params 
       const float value = sum / s_l[h] * p.v_scale;
       const int head = head_begin + h;
       if (p.num_splits == 1) {
-        p.output[t * p.output_stride + head * p.head_dim + d] = __half_as_ushort(__float2half_rn(value));
+        p.output[t * p.output_stride + head * p.head_dim + d] = E::from_float(value);
       } else {
         const int64_t part = (static_cast<int64_t>(t) * p.num_heads + head) * p.num_splits + split;
         p.partial_out[part * p.head_dim + d] = value;
@@ -312,6 +317,7 @@ __global__ void __launch_bounds__(kThreads) paged_attention_split_kernel(Params 
 
 // Merges the splits of one (row, head): weights l_i * 2^(m_i - max m), output = weighted mean
 // of the normalised partials. Only splits that start inside the row's visible range exist.
+template <class E>
 __global__ void __launch_bounds__(kThreads) paged_attention_merge_kernel(Params p) {
   wait_for_prior_kernels();
   allow_dependent_launch();
@@ -343,7 +349,7 @@ __global__ void __launch_bounds__(kThreads) paged_attention_merge_kernel(Params 
   for (int d = threadIdx.x; d < p.head_dim; d += kThreads) {
     float sum = 0.f;
     for (int i = 0; i < num_active; ++i) sum += s_weight[i] * p.partial_out[(part0 + i) * p.head_dim + d];
-    p.output[t * p.output_stride + head * p.head_dim + d] = __half_as_ushort(__float2half_rn(sum * s_inv_total));
+    p.output[t * p.output_stride + head * p.head_dim + d] = E::from_float(sum * s_inv_total);
   }
 }
 
@@ -397,6 +403,7 @@ Status check_args(const CudaPagedAttentionArgs& a) {
   if (a.query_stride < row_width || a.query_stride % 8 != 0)
     return bad("query_stride " + std::to_string(a.query_stride) + " must be >= H * D and a multiple of 8");
   if (a.output_stride < row_width) return bad("output_stride " + std::to_string(a.output_stride) + " < H * D");
+  if (a.dtype != DType::kF16 && a.dtype != DType::kBF16) return bad("dtype must be float16 or bfloat16");
   if (a.num_tokens == 0) return Status::ok();
   const bool fp16_cache = a.key_cache != nullptr && a.value_cache != nullptr;
   const bool fp8_cache = a.key_cache_fp8 != nullptr && a.value_cache_fp8 != nullptr;
@@ -407,6 +414,7 @@ Status check_args(const CudaPagedAttentionArgs& a) {
         "exactly one cache pair must be set: key_cache and value_cache (fp16) or key_cache_fp8 and value_cache_fp8");
   if (fp8_cache && !(a.k_scale > 0.f && a.v_scale > 0.f && std::isfinite(a.k_scale) && std::isfinite(a.v_scale)))
     return bad("the fp8 cache's k_scale and v_scale must be positive and finite");
+  if (fp8_cache && a.dtype != DType::kF16) return bad("an fp8 cache is read with float16 queries only");
   if (a.num_seqs == 0) return bad("num_tokens > 0 but num_seqs == 0");
   auto aligned16 = [](const void* ptr) { return reinterpret_cast<uintptr_t>(ptr) % 16 == 0; };
   const void* key = fp8_cache ? static_cast<const void*>(a.key_cache_fp8) : a.key_cache;
@@ -460,18 +468,26 @@ Status launch_split(const CudaPagedAttentionArgs& a, Params p, cudaStream_t stre
   const dim3 grid(a.num_tokens, ctas_per_row, std::max(grid_z, 1));
   if (grid.y > 65535) return bad("num_kv_heads x head chunks exceeds the grid limit");
   const auto kernel = [&] {
+    if (p.bf16) {  // never with an fp8 cache (check_args)
+      using E = Element16BF16;
+      if (a.head_dim == 128) return paged_attention_split_kernel<E, 16, false>;
+      if (a.head_dim == 64) return paged_attention_split_kernel<E, 8, false>;
+      return paged_attention_split_kernel<E, 32, false>;
+    }
+    using E = Element16F16;
     if (a.head_dim == 128)
-      return p.kv_fp8 ? paged_attention_split_kernel<16, true> : paged_attention_split_kernel<16, false>;
+      return p.kv_fp8 ? paged_attention_split_kernel<E, 16, true> : paged_attention_split_kernel<E, 16, false>;
     if (a.head_dim == 64)
-      return p.kv_fp8 ? paged_attention_split_kernel<8, true> : paged_attention_split_kernel<8, false>;
-    return p.kv_fp8 ? paged_attention_split_kernel<32, true> : paged_attention_split_kernel<32, false>;
+      return p.kv_fp8 ? paged_attention_split_kernel<E, 8, true> : paged_attention_split_kernel<E, 8, false>;
+    return p.kv_fp8 ? paged_attention_split_kernel<E, 32, true> : paged_attention_split_kernel<E, 32, false>;
   }();
   CROSSPOINT_CUDA_RETURN_IF_ERROR(launch_programmatic(kernel, grid, dim3(kThreads), 0, stream, p),
                                   "paged_attention_split_kernel launch");
   CROSSPOINT_RETURN_IF_ERROR(last_launch_status("paged_attention_split_kernel launch"));
   if (p.num_splits > 1) {
-    CROSSPOINT_CUDA_RETURN_IF_ERROR(launch_programmatic(paged_attention_merge_kernel, dim3(a.num_tokens, a.num_heads),
-                                                        dim3(kThreads), 0, stream, p),
+    CROSSPOINT_CUDA_RETURN_IF_ERROR(launch_programmatic(p.bf16 ? paged_attention_merge_kernel<Element16BF16>
+                                                               : paged_attention_merge_kernel<Element16F16>,
+                                                        dim3(a.num_tokens, a.num_heads), dim3(kThreads), 0, stream, p),
                                     "paged_attention_merge_kernel launch");
     CROSSPOINT_RETURN_IF_ERROR(last_launch_status("paged_attention_merge_kernel launch"));
   }
@@ -545,6 +561,7 @@ Status cuda_paged_attention_with(const CudaPagedAttentionArgs& a, CudaAttentionK
   p.output = a.output;
   p.output_stride = a.output_stride;
   p.kv_fp8 = a.key_cache_fp8 != nullptr;
+  p.bf16 = a.dtype == DType::kBF16;
   p.key_cache = p.kv_fp8 ? static_cast<const void*>(a.key_cache_fp8) : a.key_cache;
   p.value_cache = p.kv_fp8 ? static_cast<const void*>(a.value_cache_fp8) : a.value_cache;
   p.v_scale = p.kv_fp8 ? a.v_scale : 1.0f;

@@ -5,7 +5,7 @@
 //   seq_context_len[s] - n_new + j and attends to positions 0 ..= that one. Token position p
 //   is in block block_tables[s * max_blocks_per_seq + p / block_size], slot p % block_size.
 //   GQA: query head h reads KV head h / (num_heads / num_kv_heads).
-// Softmax in fp32 (online, flash style); output fp16.
+// Softmax in fp32 (online, flash style); output in the activations' dtype (fp16, or bf16: `dtype`).
 #pragma once
 
 #include <cuda_runtime.h>
@@ -13,6 +13,7 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "common/dtype.h"
 #include "common/status.h"
 
 namespace crosspoint::cuda {
@@ -59,6 +60,8 @@ struct CudaPagedAttentionArgs {
   // decode kernel, each (row, KV head) in one CTA over its whole context, so that a row's
   // sums are the same whatever the other rows of the batch, its chunking or the graph bucket.
   bool batch_invariant = false;
+  // Of query, output and the 16-bit cache: kF16, or kBF16 (a bf16 model; the fp8 cache needs kF16).
+  DType dtype = DType::kF16;
 };
 
 // Scratch bytes the launcher may use for these bounds (0 is allowed when it needs none; a

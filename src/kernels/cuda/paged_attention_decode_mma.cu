@@ -173,7 +173,7 @@ __device__ __forceinline__ void issue_prologue(const Params& p, const int32_t* t
 // (m, l) in shared memory for combine_warps. Starts and ends with every thread in step: the
 // caller's shared memory may be reused only after this returns. With prologue_issued the
 // caller has issued and committed issue_prologue's groups itself.
-template <int kHeadDim, int kStages, bool kFp8>
+template <class E, int kHeadDim, int kStages, bool kFp8>
 __device__ __forceinline__ void attend_range(const Params& p, int t, const int32_t* table, int kv_head, int begin,
                                              int end, uint16_t* smem, bool prologue_issued = false) {
   constexpr int kStageBytes = stage_bytes<kHeadDim, kFp8>();
@@ -256,8 +256,8 @@ __device__ __forceinline__ void attend_range(const Params& p, int t, const int32
     for (int ks = 0; ks < kDimSteps; ++ks) {
       uint32_t b[4];
       ldmatrix_x4(b, k_tile + k_lane_offset + ks * 16);
-      mma_16816(sc[0], q[ks], b[0], b[1]);
-      mma_16816(sc[1], q[ks], b[2], b[3]);
+      E::mma_16816(sc[0], q[ks], b[0], b[1]);
+      E::mma_16816(sc[1], q[ks], b[2], b[3]);
     }
 
     // Mask and scale (rows a = group, b = group + 8), then the softmax step (finite: position
@@ -274,8 +274,8 @@ __device__ __forceinline__ void attend_range(const Params& p, int t, const int32
     const SoftmaxRescale rescale = online_softmax_step(sc, m_a, m_b, l_a, l_b);
 
     // O = O * alpha + P V: the S accumulators of the two position tiles are P's A fragment.
-    const uint32_t a[4] = {pack_half2(sc[0][0], sc[0][1]), pack_half2(sc[0][2], sc[0][3]),
-                           pack_half2(sc[1][0], sc[1][1]), pack_half2(sc[1][2], sc[1][3])};
+    const uint32_t a[4] = {E::pack2(sc[0][0], sc[0][1]), E::pack2(sc[0][2], sc[0][3]), E::pack2(sc[1][0], sc[1][1]),
+                           E::pack2(sc[1][2], sc[1][3])};
 #pragma unroll
     for (int jj = 0; jj < kDimTiles / 2; ++jj) {
       uint32_t b[4];
@@ -287,7 +287,7 @@ __device__ __forceinline__ void attend_range(const Params& p, int t, const int32
         acc[1] *= rescale.a;
         acc[2] *= rescale.b;
         acc[3] *= rescale.b;
-        mma_16816(acc, a, b[2 * half], b[2 * half + 1]);
+        E::mma_16816(acc, a, b[2 * half], b[2 * half + 1]);
       }
     }
   }
@@ -356,7 +356,7 @@ __device__ __forceinline__ int decode_visible(const Params& p, int t, int* seque
 // Merges `pieces` partials of one (row, KV head), weights l_i * 2^(m_i - max m) / total: row r
 // of piece i is partial row partial_row(i, r) (partial_out [row][D], partial_ml [row][2]).
 // Writes the fp16 rows at out; reuses the shared memory; ends with every thread in step.
-template <int kHeadDim, typename PartialRow>
+template <class E, int kHeadDim, typename PartialRow>
 __device__ __forceinline__ void merge_pieces(const Params& p, int pieces, PartialRow&& partial_row, uint16_t* out,
                                              uint16_t* smem) {
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
@@ -395,10 +395,10 @@ __device__ __forceinline__ void merge_pieces(const Params& p, int pieces, Partia
       acc.w = fmaf(weight[i], v.w, acc.w);
     }
     uint16_t* o4 = out + r * kHeadDim + d;
-    o4[0] = __half_as_ushort(__float2half_rn(acc.x));
-    o4[1] = __half_as_ushort(__float2half_rn(acc.y));
-    o4[2] = __half_as_ushort(__float2half_rn(acc.z));
-    o4[3] = __half_as_ushort(__float2half_rn(acc.w));
+    o4[0] = E::from_float(acc.x);
+    o4[1] = E::from_float(acc.y);
+    o4[2] = E::from_float(acc.z);
+    o4[3] = E::from_float(acc.w);
   }
   __syncthreads();
 }
@@ -407,7 +407,7 @@ __device__ __forceinline__ void merge_pieces(const Params& p, int pieces, Partia
 // positions), grid.z = num_splits from the host's context bound; partitions past the row's
 // length exit. With one partition the CTA writes fp16; otherwise each writes its partial to
 // [t][head][split] and the last of the (row, KV head) to finish merges them (its counter).
-template <int kHeadDim, int kStages, bool kFp8>
+template <class E, int kHeadDim, int kStages, bool kFp8>
 __global__ void __launch_bounds__(kThreads, 2) decode_tensor_core_kernel(Params p) {
   extern __shared__ __align__(16) uint16_t smem[];  // the ring (kStages x {K, V}), then any widened tiles
   wait_for_prior_kernels();
@@ -420,13 +420,12 @@ __global__ void __launch_bounds__(kThreads, 2) decode_tensor_core_kernel(Params 
   const int end = split == p.num_splits - 1 ? visible : min(visible, begin + p.partition_tokens);
   const int num_active = min(p.num_splits, (visible + p.partition_tokens - 1) / p.partition_tokens);
   const int32_t* table = p.block_tables + static_cast<int64_t>(s) * p.max_blocks_per_seq;
-  attend_range<kHeadDim, kStages, kFp8>(p, t, table, kv_head, begin, end, smem);
+  attend_range<E, kHeadDim, kStages, kFp8>(p, t, table, kv_head, begin, end, smem);
   const int first_head = kv_head * p.group_size;
   uint16_t* out = p.output + static_cast<int64_t>(t) * p.output_stride + first_head * kHeadDim;
   if (num_active == 1) {
-    combine_warps<kHeadDim>(p, smem, [&](int r, int d, float value, float, float) {
-      out[r * kHeadDim + d] = __half_as_ushort(__float2half_rn(value));
-    });
+    combine_warps<kHeadDim>(
+        p, smem, [&](int r, int d, float value, float, float) { out[r * kHeadDim + d] = E::from_float(value); });
     return;
   }
   // Partial rows [t][head][split]: row r of split i at part0 + r * num_splits + i.
@@ -441,7 +440,7 @@ __global__ void __launch_bounds__(kThreads, 2) decode_tensor_core_kernel(Params 
   });
   const int counter = t * p.num_kv_heads + kv_head;
   if (!last_split_block_of_tile(p.split_counters, counter, num_active)) return;
-  merge_pieces<kHeadDim>(
+  merge_pieces<E, kHeadDim>(
       p, num_active, [&](int i, int r) { return part0 + static_cast<int64_t>(r) * p.num_splits + i; }, out, smem);
   if (threadIdx.x == 0) p.split_counters[counter] = 0;  // ready for the next launch
 }
@@ -467,7 +466,7 @@ __device__ __forceinline__ int sequence_tiles(const Params& p, int s) {
 // range boundaries leaves a normalised partial and (m, l) per piece in the CTA's slot (0 for
 // its first pair, 1 for its last), and the CTA that finishes the pair's last piece merges
 // them (tickets on counter[owner of the pair's last tile], reset to 0 by the merger).
-template <int kHeadDim, int kStages, bool kFp8>
+template <class E, int kHeadDim, int kStages, bool kFp8>
 __global__ void __launch_bounds__(kThreads, 2) decode_balanced_kernel(Params p) {
   extern __shared__ __align__(16) uint16_t smem[];
   // The plan, before waiting for the previous kernel (the step's inputs are not a kernel's
@@ -555,13 +554,12 @@ __global__ void __launch_bounds__(kThreads, 2) decode_balanced_kernel(Params p) 
     const int take = min(tiles - local, range_end - cur);
     const int begin = local * kTile, end = min(visible, (local + take) * kTile);
     const int32_t* table = p.block_tables + static_cast<int64_t>(s) * p.max_blocks_per_seq;
-    attend_range<kHeadDim, kStages, kFp8>(p, t, table, h, begin, end, smem);
+    attend_range<E, kHeadDim, kStages, kFp8>(p, t, table, h, begin, end, smem);
     const int first_head = h * group_size;
     uint16_t* out = p.output + static_cast<int64_t>(t) * p.output_stride + first_head * kHeadDim;
     if (take == tiles) {
-      combine_warps<kHeadDim>(p, smem, [&](int r, int d, float value, float, float) {
-        out[r * kHeadDim + d] = __half_as_ushort(__float2half_rn(value));
-      });
+      combine_warps<kHeadDim>(
+          p, smem, [&](int r, int d, float value, float, float) { out[r * kHeadDim + d] = E::from_float(value); });
     } else {
       const int64_t my_slot = (2 * static_cast<int64_t>(c) + slot) * group_size;
       combine_warps<kHeadDim>(p, smem, [&](int r, int d, float value, float m, float l) {
@@ -584,7 +582,7 @@ __global__ void __launch_bounds__(kThreads, 2) decode_balanced_kernel(Params p) 
           const int64_t slot = 2 * static_cast<int64_t>(cta) + (i == 0 && boundary(cta) != pair_begin ? 1 : 0);
           return slot * group_size + r;
         };
-        merge_pieces<kHeadDim>(p, pieces, partial_row, out, smem);
+        merge_pieces<E, kHeadDim>(p, pieces, partial_row, out, smem);
         if (threadIdx.x == 0) p.split_counters[last_cta] = 0;  // ready for the next launch
       }
     }
@@ -610,7 +608,7 @@ __global__ void __launch_bounds__(kThreads, 2) decode_balanced_kernel(Params p) 
 // previous kernel, each CTA finds its range from the step's inputs and starts copying the ring
 // rows an earlier step wrote (positions before the sequence's new rows: no kernel of this step
 // writes them); the new rows, Q and everything else come after the wait.
-template <int kHeadDim, int kStages, bool kFp8>
+template <class E, int kHeadDim, int kStages, bool kFp8>
 __global__ void __launch_bounds__(kThreads, 2) decode_cluster_kernel(Params p) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   extern __shared__ __align__(16) uint16_t smem[];
@@ -637,7 +635,7 @@ __global__ void __launch_bounds__(kThreads, 2) decode_cluster_kernel(Params p) {
   float* part_ml = part_o + kMaxGroup * kHeadDim;
   if (has_range) {
     issue_prologue<kHeadDim, kStages, kFp8, true>(p, table, kv_head, begin, end, smem, written, INT_MAX, true);
-    attend_range<kHeadDim, kStages, kFp8>(p, t, table, kv_head, begin, end, smem, true);
+    attend_range<E, kHeadDim, kStages, kFp8>(p, t, table, kv_head, begin, end, smem, true);
     combine_warps<kHeadDim>(p, smem, [&](int r, int d, float value, float m, float l) {
       part_o[r * kHeadDim + d] = value;
       if (d == 0) {
@@ -670,7 +668,7 @@ __global__ void __launch_bounds__(kThreads, 2) decode_cluster_kernel(Params p) {
       total += w;
       if (w > 0.f) value = fmaf(w, cluster.map_shared_rank(part_o, q)[r * kHeadDim + d], value);
     }
-    out[r * kHeadDim + d] = __half_as_ushort(__float2half_rn(value / total));
+    out[r * kHeadDim + d] = E::from_float(value / total);
   }
   cluster.sync();  // no rank leaves while another still reads its shared memory
 #endif
@@ -678,17 +676,17 @@ __global__ void __launch_bounds__(kThreads, 2) decode_cluster_kernel(Params p) {
 
 // Whether this instance's kernels may have their dynamic shared memory here (once per process):
 // false on GPUs with less than 104 KB per block (sm_86/89) for the 3-stage ring at D 128.
-template <int kHeadDim, int kStages, bool kFp8>
+template <class E, int kHeadDim, int kStages, bool kFp8>
 bool shared_memory_allowed() {
   static const bool allowed = [] {
     const int bytes = static_cast<int>(shared_bytes<kHeadDim, kStages, kFp8>());
-    cudaError_t err = cudaFuncSetAttribute(decode_tensor_core_kernel<kHeadDim, kStages, kFp8>,
+    cudaError_t err = cudaFuncSetAttribute(decode_tensor_core_kernel<E, kHeadDim, kStages, kFp8>,
                                            cudaFuncAttributeMaxDynamicSharedMemorySize, bytes);
     if (err == cudaSuccess)
-      err = cudaFuncSetAttribute(decode_balanced_kernel<kHeadDim, kStages, kFp8>,
+      err = cudaFuncSetAttribute(decode_balanced_kernel<E, kHeadDim, kStages, kFp8>,
                                  cudaFuncAttributeMaxDynamicSharedMemorySize, bytes);
     if (err == cudaSuccess)
-      err = cudaFuncSetAttribute(decode_cluster_kernel<kHeadDim, kStages, kFp8>,
+      err = cudaFuncSetAttribute(decode_cluster_kernel<E, kHeadDim, kStages, kFp8>,
                                  cudaFuncAttributeMaxDynamicSharedMemorySize, bytes);
     if (err != cudaSuccess) (void)cudaGetLastError();  // not sticky: clear it for the launch checks
     return err == cudaSuccess;
@@ -697,13 +695,13 @@ bool shared_memory_allowed() {
 }
 
 // CTAs of the balanced kernel resident at once on this device (one wave), at most kMaxDecodeCtas.
-template <int kHeadDim, int kStages, bool kFp8>
+template <class E, int kHeadDim, int kStages, bool kFp8>
 int balanced_ctas() {
   static const int ctas = [] {
     int device = 0, sms = 0, per_sm = 0;
     if (cudaGetDevice(&device) != cudaSuccess ||
         cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device) != cudaSuccess ||
-        cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, decode_balanced_kernel<kHeadDim, kStages, kFp8>,
+        cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, decode_balanced_kernel<E, kHeadDim, kStages, kFp8>,
                                                       kThreads,
                                                       shared_bytes<kHeadDim, kStages, kFp8>()) != cudaSuccess) {
       (void)cudaGetLastError();
@@ -714,7 +712,7 @@ int balanced_ctas() {
   return ctas;
 }
 
-template <int kHeadDim, int kStages, bool kFp8>
+template <class E, int kHeadDim, int kStages, bool kFp8>
 Status launch(const Params& p, int num_tokens, DecodeForm form, cudaStream_t stream) {
   constexpr size_t kSmemBytes = shared_bytes<kHeadDim, kStages, kFp8>();
   static_assert((kWarps + 1) * kMaxGroup * (kHeadDim + 2) * 4 <= kSmemBytes,
@@ -722,32 +720,32 @@ Status launch(const Params& p, int num_tokens, DecodeForm form, cudaStream_t str
   static_assert(kMaxGroup * kMaxDecodePieces * 4 <= kSmemBytes, "the merge weights fit in the ring");
   static_assert(kMaxDecodeSplits <= kMaxDecodePieces, "a partitioned row's weights fit too");
   if constexpr (kStages > 2) {
-    if (!shared_memory_allowed<kHeadDim, kStages, kFp8>())
-      return launch<kHeadDim, 2, kFp8>(p, num_tokens, form, stream);
+    if (!shared_memory_allowed<E, kHeadDim, kStages, kFp8>())
+      return launch<E, kHeadDim, 2, kFp8>(p, num_tokens, form, stream);
   }
-  if (!shared_memory_allowed<kHeadDim, kStages, kFp8>())
+  if (!shared_memory_allowed<E, kHeadDim, kStages, kFp8>())
     return internal_error("cuda_paged_attention: the decode kernel's " + std::to_string(kSmemBytes) +
                           " bytes of shared memory are refused on this GPU");
   if (form == DecodeForm::kCluster) {
     if (static_cast<int64_t>(num_tokens) * kDecodeCluster > INT_MAX)
       return invalid_argument("cuda_paged_attention: too many rows for the cluster decode grid");
-    CROSSPOINT_CUDA_RETURN_IF_ERROR(launch_programmatic_clusters(decode_cluster_kernel<kHeadDim, kStages, kFp8>,
+    CROSSPOINT_CUDA_RETURN_IF_ERROR(launch_programmatic_clusters(decode_cluster_kernel<E, kHeadDim, kStages, kFp8>,
                                                                  dim3(num_tokens * kDecodeCluster, p.num_kv_heads),
                                                                  dim3(kThreads), kDecodeCluster, kSmemBytes, stream, p),
                                     "decode_cluster_kernel launch");
     return last_launch_status("paged_attention decode_cluster_kernel launch");
   }
   const bool balanced = form == DecodeForm::kBalanced;
-  const int ctas = balanced ? balanced_ctas<kHeadDim, kStages, kFp8>() : 0;
+  const int ctas = balanced ? balanced_ctas<E, kHeadDim, kStages, kFp8>() : 0;
   const bool fits = static_cast<size_t>(p.num_seqs + 1) * sizeof(int) <= kSmemBytes;
   if (ctas > 0 && fits && p.partial_out != nullptr) {
-    CROSSPOINT_CUDA_RETURN_IF_ERROR(launch_programmatic(decode_balanced_kernel<kHeadDim, kStages, kFp8>, dim3(ctas),
+    CROSSPOINT_CUDA_RETURN_IF_ERROR(launch_programmatic(decode_balanced_kernel<E, kHeadDim, kStages, kFp8>, dim3(ctas),
                                                         dim3(kThreads), kSmemBytes, stream, p),
                                     "decode_balanced_kernel launch");
     return last_launch_status("paged_attention decode_balanced_kernel launch");
   }
   const dim3 grid(num_tokens, p.num_kv_heads, p.num_splits);
-  CROSSPOINT_CUDA_RETURN_IF_ERROR(launch_programmatic(decode_tensor_core_kernel<kHeadDim, kStages, kFp8>, grid,
+  CROSSPOINT_CUDA_RETURN_IF_ERROR(launch_programmatic(decode_tensor_core_kernel<E, kHeadDim, kStages, kFp8>, grid,
                                                       dim3(kThreads), kSmemBytes, stream, p),
                                   "decode_tensor_core_kernel launch");
   return last_launch_status("paged_attention decode_tensor_core_kernel launch");
@@ -767,12 +765,16 @@ Status launch_decode_tensor_core(const Params& p, int num_tokens, DecodeForm for
                             std::to_string(p.num_splits) + " splits) out of range");
   if (p.num_splits > 1 && static_cast<int64_t>(num_tokens) * p.num_kv_heads > kDecodeSplitCounters)
     return invalid_argument("cuda_paged_attention: decode split over more (row, KV head) pairs than counters");
+  using F16 = Element16F16;
+  using BF16 = Element16BF16;  // never with an fp8 cache (check_args)
   if (p.head_dim == 128)
-    return p.kv_fp8 ? launch<128, 3, true>(p, num_tokens, form, stream)
-                    : launch<128, 3, false>(p, num_tokens, form, stream);
+    return p.bf16     ? launch<BF16, 128, 3, false>(p, num_tokens, form, stream)
+           : p.kv_fp8 ? launch<F16, 128, 3, true>(p, num_tokens, form, stream)
+                      : launch<F16, 128, 3, false>(p, num_tokens, form, stream);
   if (p.head_dim == 64)
-    return p.kv_fp8 ? launch<64, 3, true>(p, num_tokens, form, stream)
-                    : launch<64, 3, false>(p, num_tokens, form, stream);
+    return p.bf16     ? launch<BF16, 64, 3, false>(p, num_tokens, form, stream)
+           : p.kv_fp8 ? launch<F16, 64, 3, true>(p, num_tokens, form, stream)
+                      : launch<F16, 64, 3, false>(p, num_tokens, form, stream);
   return invalid_argument("cuda_paged_attention: tensor-core decode needs head_dim 64 or 128, got " +
                           std::to_string(p.head_dim));
 }

@@ -1,26 +1,13 @@
 // Internal to the two tensor-core attention kernels (paged_attention_decode_mma.cu,
-// paged_attention_prefill.cu): the fp16 mma.m16n8k16 they share and their one online-softmax
-// step. Not a public API.
+// paged_attention_prefill.cu): their one online-softmax step (the MMAs are element16.cuh's).
+// Not a public API.
 #pragma once
-
-#include <cuda_fp16.h>
 
 #include <cstdint>
 
+#include "kernels/cuda/element16.cuh"
+
 namespace crosspoint::cuda::attention_internal {
-
-// d += a * b for one m16n8k16 tile (fp16 in, fp32 accumulate); a: 4 regs, b: 2 regs.
-__device__ __forceinline__ void mma_16816(float (&d)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
-  asm volatile(
-      "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
-      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
-}
-
-__device__ __forceinline__ uint32_t pack_half2(float lo, float hi) {
-  const __half2 h = __floats2half2_rn(lo, hi);  // lo in the low 16 bits: the lower column
-  return *reinterpret_cast<const uint32_t*>(&h);
-}
 
 // The factors the running output rows a and b are rescaled by after a softmax step.
 struct SoftmaxRescale {

@@ -41,6 +41,7 @@ struct Params {
   const void* key_cache;           // [num_blocks, block_size, Hkv, D] fp16, or e4m3 bytes (kv_fp8)
   const void* value_cache;         // same layout and type
   bool kv_fp8;                     // e4m3 cache: k_scale is folded into scale_log2, v_scale scales the output
+  bool bf16;                       // query, output and 16-bit cache in bf16 (never with kv_fp8)
   float v_scale;                   // 1 for an fp16 cache
   const int32_t* block_tables;     // [num_seqs, max_blocks_per_seq]
   const int32_t* seq_token_start;  // [num_seqs + 1]

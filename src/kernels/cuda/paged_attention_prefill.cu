@@ -109,7 +109,7 @@ __device__ __forceinline__ void stage_kv_tile(const void* cache, const Params& p
   }
 }
 
-template <int kHeadDim, bool kFp8>
+template <class E, int kHeadDim, bool kFp8>
 __global__ void __launch_bounds__(kThreads) prefill_tensor_core_kernel(Params p, int num_query_tiles) {
   wait_for_prior_kernels();
   allow_dependent_launch();
@@ -201,8 +201,8 @@ __global__ void __launch_bounds__(kThreads) prefill_tensor_core_kernel(Params p,
         for (int ks = 0; ks < kDimSteps; ks += 2) {
           uint32_t b[4];
           ldmatrix_x4(b, k_rows + ks * 16);
-          mma_16816(sc[nt], q[ks], b[0], b[1]);
-          mma_16816(sc[nt], q[ks + 1], b[2], b[3]);
+          E::mma_16816(sc[nt], q[ks], b[0], b[1]);
+          E::mma_16816(sc[nt], q[ks + 1], b[2], b[3]);
         }
       }
 
@@ -229,16 +229,16 @@ __global__ void __launch_bounds__(kThreads) prefill_tensor_core_kernel(Params p,
       // O += P V: the S accumulators of position tiles 2ps, 2ps+1 are the A fragment of k-step ps.
 #pragma unroll
       for (int ps = 0; ps < kPosSteps; ++ps) {
-        const uint32_t a[4] = {pack_half2(sc[2 * ps][0], sc[2 * ps][1]), pack_half2(sc[2 * ps][2], sc[2 * ps][3]),
-                               pack_half2(sc[2 * ps + 1][0], sc[2 * ps + 1][1]),
-                               pack_half2(sc[2 * ps + 1][2], sc[2 * ps + 1][3])};
+        const uint32_t a[4] = {E::pack2(sc[2 * ps][0], sc[2 * ps][1]), E::pack2(sc[2 * ps][2], sc[2 * ps][3]),
+                               E::pack2(sc[2 * ps + 1][0], sc[2 * ps + 1][1]),
+                               E::pack2(sc[2 * ps + 1][2], sc[2 * ps + 1][3])};
         // Lanes 0-15 address positions ps*16 + (lane % 16); lanes 16-31 repeat them (unused by .x2).
         const uint16_t* v_rows = s_v + (ps * 16 + (lane % 16)) * kRowStride;
 #pragma unroll
         for (int dt = 0; dt < kDimTiles; ++dt) {
           uint32_t b0, b1;
           ldmatrix_x2_trans(b0, b1, v_rows + dt * 8);
-          mma_16816(o[dt], a, b0, b1);
+          E::mma_16816(o[dt], a, b0, b1);
         }
       }
       __syncthreads();  // stage t % 2 is read: the next step may refill it
@@ -254,13 +254,13 @@ __global__ void __launch_bounds__(kThreads) prefill_tensor_core_kernel(Params p,
       uint16_t* out = p.output + static_cast<int64_t>(first_row + row_a) * p.output_stride + head * kHeadDim + quad * 2;
 #pragma unroll
       for (int dt = 0; dt < kDimTiles; ++dt)
-        *reinterpret_cast<uint32_t*>(out + dt * 8) = pack_half2(o[dt][0] * inv_a, o[dt][1] * inv_a);
+        *reinterpret_cast<uint32_t*>(out + dt * 8) = E::pack2(o[dt][0] * inv_a, o[dt][1] * inv_a);
     }
     if (row_b < num_new) {
       uint16_t* out = p.output + static_cast<int64_t>(first_row + row_b) * p.output_stride + head * kHeadDim + quad * 2;
 #pragma unroll
       for (int dt = 0; dt < kDimTiles; ++dt)
-        *reinterpret_cast<uint32_t*>(out + dt * 8) = pack_half2(o[dt][2] * inv_b, o[dt][3] * inv_b);
+        *reinterpret_cast<uint32_t*>(out + dt * 8) = E::pack2(o[dt][2] * inv_b, o[dt][3] * inv_b);
     }
   }
 }
@@ -330,7 +330,7 @@ __device__ __forceinline__ void stage_kv_tiles_wide(const Params& p, const int32
   }
 }
 
-template <int kHeadDim, bool kFp8>
+template <class E, int kHeadDim, bool kFp8>
 __global__ void __launch_bounds__(kThreads) prefill_wide_kernel(Params p, int num_query_tiles) {
   wait_for_prior_kernels();
   allow_dependent_launch();
@@ -424,8 +424,8 @@ __global__ void __launch_bounds__(kThreads) prefill_wide_kernel(Params p, int nu
             ldmatrix_x4(b, s_k + ((nt + lane / 16) * 8 + lane % 8) * kRowStride + ks * 16 + ((lane / 8) % 2) * 8);
 #pragma unroll
             for (int g = 0; g < kWideRowGroups; ++g) {
-              mma_16816(sc[g][nt], a[g], b[0], b[1]);
-              mma_16816(sc[g][nt + 1], a[g], b[2], b[3]);
+              E::mma_16816(sc[g][nt], a[g], b[0], b[1]);
+              E::mma_16816(sc[g][nt + 1], a[g], b[2], b[3]);
             }
           }
         }
@@ -470,10 +470,10 @@ __global__ void __launch_bounds__(kThreads) prefill_wide_kernel(Params p, int nu
           }
 #pragma unroll
           for (int ps = 0; ps < kPosSteps; ++ps) {
-            pa[g][ps][0] = pack_half2(sc[g][2 * ps][0], sc[g][2 * ps][1]);
-            pa[g][ps][1] = pack_half2(sc[g][2 * ps][2], sc[g][2 * ps][3]);
-            pa[g][ps][2] = pack_half2(sc[g][2 * ps + 1][0], sc[g][2 * ps + 1][1]);
-            pa[g][ps][3] = pack_half2(sc[g][2 * ps + 1][2], sc[g][2 * ps + 1][3]);
+            pa[g][ps][0] = E::pack2(sc[g][2 * ps][0], sc[g][2 * ps][1]);
+            pa[g][ps][1] = E::pack2(sc[g][2 * ps][2], sc[g][2 * ps][3]);
+            pa[g][ps][2] = E::pack2(sc[g][2 * ps + 1][0], sc[g][2 * ps + 1][1]);
+            pa[g][ps][3] = E::pack2(sc[g][2 * ps + 1][2], sc[g][2 * ps + 1][3]);
           }
         }
 
@@ -488,8 +488,8 @@ __global__ void __launch_bounds__(kThreads) prefill_wide_kernel(Params p, int nu
             ldmatrix_x4_trans(b, v_rows + dt * 8);
 #pragma unroll
             for (int g = 0; g < kWideRowGroups; ++g) {
-              mma_16816(o[g][dt], pa[g][ps], b[0], b[1]);
-              mma_16816(o[g][dt + 1], pa[g][ps], b[2], b[3]);
+              E::mma_16816(o[g][dt], pa[g][ps], b[0], b[1]);
+              E::mma_16816(o[g][dt + 1], pa[g][ps], b[2], b[3]);
             }
           }
         }
@@ -512,8 +512,7 @@ __global__ void __launch_bounds__(kThreads) prefill_wide_kernel(Params p, int nu
         uint16_t* out = p.output + static_cast<int64_t>(first_row + row) * p.output_stride + head * kHeadDim + quad * 2;
 #pragma unroll
         for (int dt = 0; dt < kDimTiles; ++dt)
-          *reinterpret_cast<uint32_t*>(out + dt * 8) =
-              pack_half2(o[g][dt][2 * half] * inv, o[g][dt][2 * half + 1] * inv);
+          *reinterpret_cast<uint32_t*>(out + dt * 8) = E::pack2(o[g][dt][2 * half] * inv, o[g][dt][2 * half + 1] * inv);
       }
     }
   }
@@ -534,7 +533,7 @@ Status raise_shared_limit(const void* kernel, size_t shared_bytes, std::atomic<b
   return Status::ok();
 }
 
-template <int kHeadDim, bool kFp8>
+template <class E, int kHeadDim, bool kFp8>
 Status launch_wide(const Params& p, int max_query_len, cudaStream_t stream) {
   const int num_query_tiles = (max_query_len + kWideQueryTile - 1) / kWideQueryTile;
   const int64_t grid = static_cast<int64_t>(p.num_heads) * p.num_seqs * num_query_tiles;
@@ -545,10 +544,10 @@ Status launch_wide(const Params& p, int max_query_len, cudaStream_t stream) {
   // Q (128 rows) and two stages of K and V tiles: 104,448 bytes at head_dim 128.
   const size_t shared_bytes = size_t{kWideQueryTile + 4 * kKvTile} * (kHeadDim + kPad) * sizeof(uint16_t);
   static std::atomic<bool> raised{false};
-  CROSSPOINT_RETURN_IF_ERROR(raise_shared_limit(reinterpret_cast<const void*>(prefill_wide_kernel<kHeadDim, kFp8>),
+  CROSSPOINT_RETURN_IF_ERROR(raise_shared_limit(reinterpret_cast<const void*>(prefill_wide_kernel<E, kHeadDim, kFp8>),
                                                 shared_bytes, raised, "prefill_wide_kernel shared memory"));
   CROSSPOINT_CUDA_RETURN_IF_ERROR(
-      launch_programmatic(prefill_wide_kernel<kHeadDim, kFp8>, dim3(static_cast<unsigned>(grid)), dim3(kThreads),
+      launch_programmatic(prefill_wide_kernel<E, kHeadDim, kFp8>, dim3(static_cast<unsigned>(grid)), dim3(kThreads),
                           shared_bytes, stream, p, num_query_tiles),
       "prefill_wide_kernel launch");
   return last_launch_status("paged_attention prefill_wide_kernel launch");
@@ -562,10 +561,12 @@ Status launch_prefill_tensor_core(const Params& p, int max_query_len, bool wide,
                             std::to_string(p.head_dim));
   if (wide) {
     if (p.head_dim == 128)
-      return p.kv_fp8 ? launch_wide<128, true>(p, max_query_len, stream)
-                      : launch_wide<128, false>(p, max_query_len, stream);
-    return p.kv_fp8 ? launch_wide<64, true>(p, max_query_len, stream)
-                    : launch_wide<64, false>(p, max_query_len, stream);
+      return p.bf16     ? launch_wide<Element16BF16, 128, false>(p, max_query_len, stream)
+             : p.kv_fp8 ? launch_wide<Element16F16, 128, true>(p, max_query_len, stream)
+                        : launch_wide<Element16F16, 128, false>(p, max_query_len, stream);
+    return p.bf16     ? launch_wide<Element16BF16, 64, false>(p, max_query_len, stream)
+           : p.kv_fp8 ? launch_wide<Element16F16, 64, true>(p, max_query_len, stream)
+                      : launch_wide<Element16F16, 64, false>(p, max_query_len, stream);
   }
   const int num_query_tiles = (max_query_len + kQueryTile - 1) / kQueryTile;
   const int64_t grid_x = static_cast<int64_t>(p.num_seqs) * num_query_tiles;
@@ -573,14 +574,21 @@ Status launch_prefill_tensor_core(const Params& p, int max_query_len, bool wide,
     return invalid_argument("cuda_paged_attention: prefill grid too large (num_seqs " + std::to_string(p.num_seqs) +
                             " x query tiles " + std::to_string(num_query_tiles) + ")");
   const dim3 grid(static_cast<unsigned>(grid_x), p.num_heads);
-  const auto kernel = p.head_dim == 128
-                          ? (p.kv_fp8 ? prefill_tensor_core_kernel<128, true> : prefill_tensor_core_kernel<128, false>)
-                          : (p.kv_fp8 ? prefill_tensor_core_kernel<64, true> : prefill_tensor_core_kernel<64, false>);
+  using F16 = Element16F16;
+  using BF16 = Element16BF16;  // never with an fp8 cache (check_args)
+  const auto kernel = p.head_dim == 128 ? (p.bf16 ? prefill_tensor_core_kernel<BF16, 128, false>
+                                                  : (p.kv_fp8 ? prefill_tensor_core_kernel<F16, 128, true>
+                                                              : prefill_tensor_core_kernel<F16, 128, false>))
+                                        : (p.bf16 ? prefill_tensor_core_kernel<BF16, 64, false>
+                                                  : (p.kv_fp8 ? prefill_tensor_core_kernel<F16, 64, true>
+                                                              : prefill_tensor_core_kernel<F16, 64, false>));
   // Two stages of K and V tiles: 69,632 bytes at head_dim 128, over the 48 KB default.
   const size_t shared_bytes = size_t{2} * 2 * kKvTile * (p.head_dim + kPad) * sizeof(uint16_t);
-  static std::atomic<bool> limit_raised[4];
+  static std::atomic<bool> limit_raised[6];  // per instance: head_dim 64 / 128 x fp16, e4m3 or bf16 cache
   CROSSPOINT_RETURN_IF_ERROR(raise_shared_limit(reinterpret_cast<const void*>(kernel), shared_bytes,
-                                                limit_raised[(p.head_dim == 128 ? 2 : 0) + (p.kv_fp8 ? 1 : 0)],
+                                                limit_raised[(p.head_dim == 128 ? 3 : 0) + (p.bf16     ? 2
+                                                                                            : p.kv_fp8 ? 1
+                                                                                                       : 0)],
                                                 "prefill_tensor_core_kernel shared memory"));
   CROSSPOINT_CUDA_RETURN_IF_ERROR(
       launch_programmatic(kernel, dim3(grid), dim3(kThreads), shared_bytes, stream, p, num_query_tiles),

@@ -11,6 +11,7 @@
 #include <string>
 
 #include "kernels/cuda/cuda_status.h"
+#include "kernels/cuda/element16.cuh"
 #include "kernels/cuda/sampling.h"
 
 namespace crosspoint::cuda {
@@ -43,8 +44,9 @@ struct RowShared {
   int32_t token;
 };
 
-__device__ __forceinline__ float key_to_float(uint32_t key) {
-  return __half2float(__ushort_as_half(sampling_key_bits(key)));
+__device__ __forceinline__ float key_to_float(uint32_t key, bool bf16) {
+  const uint16_t bits = sampling_key_bits(key);
+  return bf16 ? Element16BF16::to_float(bits) : Element16F16::to_float(bits);
 }
 
 template <typename T>
@@ -93,8 +95,9 @@ __device__ uint32_t block_max(uint32_t v, RowShared& s) {
 }
 
 struct RowView {
-  const uint16_t* row;  // [vocab] fp16
-  int begin, end;       // this thread's ids; begin is a multiple of 8
+  const uint16_t* row;  // [vocab] fp16, or bf16
+  bool bf16;
+  int begin, end;  // this thread's ids; begin is a multiple of 8
   float max_logit;
   float temperature;
   float zero_below;  // logit - max below this: W is 0 (exp(-32.99) * 2^44 < 0.5), no exp needed
@@ -112,19 +115,19 @@ __device__ __forceinline__ void for_each_candidate(const RowView& v, F&& f) {
 #pragma unroll
       for (int j = 0; j < 8; ++j) {
         uint32_t key;
-        if (sampling_order_key(h[j], &key)) f(i + j, key);
+        if (sampling_order_key(h[j], &key, v.bf16)) f(i + j, key);
       }
     }
   }
   for (; i < v.end; ++i) {
     uint32_t key;
-    if (sampling_order_key(v.row[i], &key)) f(i, key);
+    if (sampling_order_key(v.row[i], &key, v.bf16)) f(i, key);
   }
 }
 
 // W of a candidate (sampling_reference.h), skipping the exp where it must round to 0.
 __device__ __forceinline__ uint64_t weight_of(uint32_t key, const RowView& v) {
-  const float logit = key_to_float(key);
+  const float logit = key_to_float(key, v.bf16);
   if (logit - v.max_logit < v.zero_below) return 0;
   return sampling_weight(logit, v.max_logit, v.temperature);
 }
@@ -140,7 +143,7 @@ __device__ int32_t nth_id_with_key(const RowView& v, uint32_t key, int64_t n, Ro
     int64_t left = n - before;
     for (int i = v.begin; i < v.end; ++i) {
       uint32_t k;
-      if (sampling_order_key(v.row[i], &k) && k == key && --left == 0) {
+      if (sampling_order_key(v.row[i], &k, v.bf16) && k == key && --left == 0) {
         s.nth_result = i;
         break;
       }
@@ -159,7 +162,8 @@ __device__ __forceinline__ bool is_kept(uint32_t key, int id, const RowShared& s
 template <bool kVec>
 __global__ void __launch_bounds__(kThreads)
     sample_rows_kernel(const uint16_t* __restrict__ logits, int64_t stride, int num_logits_rows,
-                       const SampledRowParams* __restrict__ row_params, int32_t* __restrict__ out_tokens, int vocab) {
+                       const SampledRowParams* __restrict__ row_params, int32_t* __restrict__ out_tokens, int vocab,
+                       bool bf16) {
   __shared__ RowShared s;
   const SampledRowParams p = sampling_effective_params(row_params[blockIdx.x]);
   if (p.logits_row < 0 || p.logits_row >= num_logits_rows) return;  // whole block leaves together
@@ -167,6 +171,7 @@ __global__ void __launch_bounds__(kThreads)
   const int chunk = ((vocab + kThreads - 1) / kThreads + 7) / 8 * 8;  // a multiple of 8
   RowView v;
   v.row = logits + static_cast<int64_t>(p.logits_row) * stride;
+  v.bf16 = bf16;
   v.begin = min(vocab, tid * chunk);
   v.end = min(vocab, v.begin + chunk);
   v.temperature = p.temperature;
@@ -190,7 +195,7 @@ __global__ void __launch_bounds__(kThreads)
     return;
   }
   const uint32_t max_key = block_max(my_max, s);
-  v.max_logit = key_to_float(max_key);
+  v.max_logit = key_to_float(max_key, bf16);
   if (tid == 0) {
     s.cut_key = 0;  // key 0 is NaN's, never a candidate: everything kept
     s.cut_last_id = vocab - 1;
@@ -332,14 +337,14 @@ __global__ void __launch_bounds__(kThreads)
     uint64_t lane_weight = 0;
     for (int i = lane_begin; i < lane_end; ++i) {
       uint32_t key;
-      if (sampling_order_key(v.row[i], &key) && is_kept(key, i, s)) lane_weight += weight_of(key, v);
+      if (sampling_order_key(v.row[i], &key, v.bf16) && is_kept(key, i, s)) lane_weight += weight_of(key, v);
     }
     const uint64_t lane_before = s.owner_before + warp_inclusive_scan(lane_weight) - lane_weight;
     if (lane_weight > 0 && lane_before <= target && target < lane_before + lane_weight) {
       uint64_t running = lane_before;
       for (int i = lane_begin; i < lane_end; ++i) {
         uint32_t key;
-        if (!sampling_order_key(v.row[i], &key) || !is_kept(key, i, s)) continue;
+        if (!sampling_order_key(v.row[i], &key, v.bf16) || !is_kept(key, i, s)) continue;
         running += weight_of(key, v);
         if (running > target) {
           out_tokens[p.logits_row] = i;
@@ -355,7 +360,9 @@ Status bad(const std::string& what) { return invalid_argument("sample_rows: " + 
 }  // namespace
 
 Status sample_rows(const uint16_t* logits, int64_t stride, int num_logits_rows, const SampledRowParams* row_params,
-                   int num_sampled_rows, int32_t* out_tokens, int vocab_size, cudaStream_t stream) {
+                   int num_sampled_rows, int32_t* out_tokens, int vocab_size, cudaStream_t stream, DType dtype) {
+  if (dtype != DType::kF16 && dtype != DType::kBF16) return bad("logits must be float16 or bfloat16");
+  const bool bf16 = dtype == DType::kBF16;
   if (num_sampled_rows < 0 || num_logits_rows < 0) return bad("negative row count");
   if (num_sampled_rows == 0) return Status::ok();
   if (vocab_size < 1 || vocab_size > kSamplingMaxVocab)
@@ -365,10 +372,10 @@ Status sample_rows(const uint16_t* logits, int64_t stride, int num_logits_rows, 
   if (!logits || !row_params || !out_tokens) return bad("null logits, row_params or out_tokens");
   if (stride % 8 == 0 && reinterpret_cast<uintptr_t>(logits) % 16 == 0) {
     sample_rows_kernel<true><<<num_sampled_rows, kThreads, 0, stream>>>(logits, stride, num_logits_rows, row_params,
-                                                                        out_tokens, vocab_size);
+                                                                        out_tokens, vocab_size, bf16);
   } else {
     sample_rows_kernel<false><<<num_sampled_rows, kThreads, 0, stream>>>(logits, stride, num_logits_rows, row_params,
-                                                                         out_tokens, vocab_size);
+                                                                         out_tokens, vocab_size, bf16);
   }
   return last_launch_status("sample_rows launch");
 }

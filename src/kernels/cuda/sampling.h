@@ -25,6 +25,7 @@
 
 #include <cstdint>
 
+#include "common/dtype.h"
 #include "common/status.h"
 #include "kernels/cuda/sampling_reference.h"
 
@@ -32,13 +33,14 @@ namespace crosspoint::cuda {
 
 // For each i < num_sampled_rows, with p = row_params[i] (device array):
 //   out_tokens[p.logits_row] = the token drawn from logits[p.logits_row, 0:vocab_size].
-//   logits      [num_logits_rows, vocab_size] fp16, row stride `stride` elements (device)
+//   logits      [num_logits_rows, vocab_size] fp16 (bf16 with dtype kBF16), row stride `stride` elements (device)
 //   row_params  [num_sampled_rows] SampledRowParams (device); p.temperature <= 0 draws the
 //               most likely token (lowest id on ties); a p.logits_row outside
 //               [0, num_logits_rows) is skipped (nothing read or written)
 //   out_tokens  [num_logits_rows] int32 (device); rows not named in row_params are untouched
 // vocab_size in [1, kSamplingMaxVocab]. Launches only (no synchronisation); graph-capturable.
 Status sample_rows(const uint16_t* logits, int64_t stride, int num_logits_rows, const SampledRowParams* row_params,
-                   int num_sampled_rows, int32_t* out_tokens, int vocab_size, cudaStream_t stream);
+                   int num_sampled_rows, int32_t* out_tokens, int vocab_size, cudaStream_t stream,
+                   DType dtype = DType::kF16);
 
 }  // namespace crosspoint::cuda

@@ -54,16 +54,17 @@ struct SampledRowParams {
 constexpr int kSamplingWeightBits = 44;
 constexpr int32_t kSamplingMaxVocab = (1 << 20) - 1;
 
-// Order key of an fp16 logit: a larger logit has a larger key; -0 and +0 share one key.
-// Returns false for NaN (not a candidate).
-CROSSPOINT_HOST_DEVICE inline bool sampling_order_key(uint16_t bits, uint32_t* key) {
-  if ((bits & 0x7FFFu) > 0x7C00u) return false;  // NaN
-  if (bits == 0x8000u) bits = 0;                 // -0 -> +0
+// Order key of an fp16 logit (or a bf16 one: the same sign-magnitude order, another NaN
+// boundary): a larger logit has a larger key; -0 and +0 share one key. Returns false for NaN
+// (not a candidate).
+CROSSPOINT_HOST_DEVICE inline bool sampling_order_key(uint16_t bits, uint32_t* key, bool bf16 = false) {
+  if ((bits & 0x7FFFu) > (bf16 ? 0x7F80u : 0x7C00u)) return false;  // NaN
+  if (bits == 0x8000u) bits = 0;                                    // -0 -> +0
   *key = (bits & 0x8000u) ? (~bits & 0xFFFFu) : (bits | 0x8000u);
   return true;
 }
 
-// The fp16 bits a key came from (its value is what the weight is computed from).
+// The 16-bit logit a key came from (its value is what the weight is computed from).
 CROSSPOINT_HOST_DEVICE inline uint16_t sampling_key_bits(uint32_t key) {
   return static_cast<uint16_t>((key & 0x8000u) ? (key & 0x7FFFu) : (~key & 0xFFFFu));
 }

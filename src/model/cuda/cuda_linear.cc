@@ -17,22 +17,21 @@
 namespace crosspoint::cuda {
 namespace {
 
-// Element i of f32/f16/bf16 data as fp16 bits; safe on unaligned mmap data.
-uint16_t element_as_fp16(const void* data, DType dtype, int64_t i) {
+// Element i of f32/f16/bf16 data as fp16 bits, or bf16 bits with `bf16`; safe on unaligned mmap
+// data. A 16-bit source of the wanted type is copied; every other value is rounded from f32
+// (exact for the other 16-bit type's value).
+uint16_t element_as_16bit(const void* data, DType dtype, int64_t i, bool bf16) {
   const auto* bytes = static_cast<const uint8_t*>(data);
-  if (dtype == DType::kF16) {
+  float f;
+  if (dtype == DType::kF16 || dtype == DType::kBF16) {
     uint16_t h;
     std::memcpy(&h, bytes + i * 2, 2);
-    return h;
+    if ((dtype == DType::kBF16) == bf16) return h;
+    f = dtype == DType::kF16 ? f16_to_f32(h) : bf16_to_f32(h);
+  } else {
+    std::memcpy(&f, bytes + i * 4, 4);
   }
-  if (dtype == DType::kBF16) {
-    uint16_t b;
-    std::memcpy(&b, bytes + i * 2, 2);
-    return f32_to_f16(bf16_to_f32(b));
-  }
-  float f;
-  std::memcpy(&f, bytes + i * 4, 4);
-  return f32_to_f16(f);
+  return bf16 ? f32_to_bf16(f) : f32_to_f16(f);
 }
 
 template <typename Storage>
@@ -41,6 +40,7 @@ Storage storage_of(const LinearPart& p) {
 }
 
 Status upload_dense_parts(const std::vector<LinearPart>& parts, CudaLinear& out) {
+  const DType element = out.dtype;
   const int64_t K = out.in_features;
   CROSSPOINT_ASSIGN_OR_RETURN(out.weight,
                               DeviceBuffer::allocate(static_cast<size_t>(out.out_features) * K * 2, out.name));
@@ -51,10 +51,10 @@ Status upload_dense_parts(const std::vector<LinearPart>& parts, CudaLinear& out)
     if (w.weight == nullptr) return internal_error(p.prefix + ": the dense weight is not materialised");
     auto* dst = out.weight.as<uint8_t>() + row * K * 2;
     const size_t bytes = static_cast<size_t>(N * K) * 2;
-    if (w.dtype == DType::kF16) {
+    if (w.dtype == element) {
       CROSSPOINT_CUDA_RETURN_IF_ERROR(cudaMemcpy(dst, w.weight, bytes, cudaMemcpyHostToDevice), "upload weight");
     } else {
-      const std::vector<uint16_t> converted = to_fp16(w.weight, w.dtype, N * K);
+      const std::vector<uint16_t> converted = to_element16(w.weight, w.dtype, N * K, element);
       CROSSPOINT_CUDA_RETURN_IF_ERROR(cudaMemcpy(dst, converted.data(), bytes, cudaMemcpyHostToDevice),
                                       "upload weight");
     }
@@ -245,12 +245,13 @@ const char* cuda_linear_format_name(CudaLinearFormat format) {
   return "?";
 }
 
-std::vector<uint16_t> to_fp16(const void* data, DType dtype, int64_t n) {
+std::vector<uint16_t> to_element16(const void* data, DType dtype, int64_t n, DType element) {
   std::vector<uint16_t> out(static_cast<size_t>(n));
+  const bool bf16 = element == DType::kBF16;
   global_thread_pool().parallel_for(
       static_cast<size_t>(n),
       [&](size_t begin, size_t end) {
-        for (size_t i = begin; i < end; ++i) out[i] = element_as_fp16(data, dtype, static_cast<int64_t>(i));
+        for (size_t i = begin; i < end; ++i) out[i] = element_as_16bit(data, dtype, static_cast<int64_t>(i), bf16);
       },
       1 << 16);
   return out;
@@ -263,10 +264,12 @@ Result<DeviceBuffer> upload_bytes(const void* host, size_t bytes, const std::str
   return buffer;
 }
 
-Result<CudaLinear> upload_fused_linear(const std::vector<LinearPart>& parts, bool with_bias, const std::string& name) {
+Result<CudaLinear> upload_fused_linear(const std::vector<LinearPart>& parts, bool with_bias, const std::string& name,
+                                       DType dtype) {
   CROSSPOINT_CHECK(!parts.empty(), "upload_fused_linear: no parts");
   CudaLinear out;
   out.name = name;
+  out.dtype = dtype;
   out.in_features = static_cast<int32_t>(parts[0].weight->in_features());
   const size_t family = parts[0].weight->view().storage.index();
   for (const LinearPart& p : parts) {
@@ -277,6 +280,12 @@ Result<CudaLinear> upload_fused_linear(const std::vector<LinearPart>& parts, boo
     out.out_features += static_cast<int32_t>(p.weight->out_features());
   }
   const LinearWeightStorage& first = parts[0].weight->view().storage;
+  if (dtype == DType::kBF16 && !std::holds_alternative<DenseWeightStorage>(first))
+    return unsupported(name + ": " + parts[0].weight->format_name() +
+                       " linears run on float16 activations on the GPU; bfloat16 serves unquantised checkpoints "
+                       "(use --dtype float16)");
+  if (dtype != DType::kF16 && dtype != DType::kBF16)
+    return invalid_argument(name + ": activations must be float16 or bfloat16");
   if (std::holds_alternative<Fp8BlockWeightStorage>(first)) {
     out.format = CudaLinearFormat::kFp8Block;
     CROSSPOINT_RETURN_IF_ERROR(upload_fp8_block_parts(parts, out));
@@ -294,11 +303,12 @@ Result<CudaLinear> upload_fused_linear(const std::vector<LinearPart>& parts, boo
     CROSSPOINT_RETURN_IF_ERROR(upload_int4_parts(parts, out));
   }
   if (with_bias) {
-    std::vector<uint16_t> bias;  // [N] fp16
+    std::vector<uint16_t> bias;  // [N] fp16 or bf16
     for (const LinearPart& p : parts) {
       const float* b = p.weight->view().bias;
       if (b == nullptr) return not_found(p.prefix + ".bias is missing (the config says the layer has one)");
-      for (int64_t n = 0; n < p.weight->out_features(); ++n) bias.push_back(f32_to_f16(b[n]));
+      for (int64_t n = 0; n < p.weight->out_features(); ++n)
+        bias.push_back(dtype == DType::kBF16 ? f32_to_bf16(b[n]) : f32_to_f16(b[n]));
     }
     CROSSPOINT_ASSIGN_OR_RETURN(out.bias, upload_bytes(bias.data(), bias.size() * 2, name + " bias"));
   }
@@ -312,7 +322,7 @@ Status run_linear_rows(const CudaLinear& l, const CudaLinearScratch& s, const ui
   const int K = l.in_features, N = l.out_features;
   switch (l.format) {
     case CudaLinearFormat::kFp16:
-      return fp16_linear(*s.cublas, x, K, l.weight.as<uint16_t>(), K, y, N, m, N, K, stream);
+      return fp16_linear(*s.cublas, x, K, l.weight.as<uint16_t>(), K, y, N, m, N, K, stream, l.dtype);
     case CudaLinearFormat::kFp8:
       if (!l.input_scale.empty()) {
         CROSSPOINT_RETURN_IF_ERROR(

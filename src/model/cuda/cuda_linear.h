@@ -48,7 +48,8 @@ struct CudaLinear {
   DeviceBuffer k_perm;            // w4a16 act-order: int32 [K], else empty
   DeviceBuffer zeros;             // w4a16 with zero points other than 8: packed half2 (1024 + z), else empty
   DeviceBuffer input_scale;       // w8a8 / int8 with a static activation scale: f32 [1], else empty (per token)
-  DeviceBuffer bias;              // fp16 [N] or empty
+  DeviceBuffer bias;              // fp16 [N] (bf16 with dtype kBF16) or empty
+  DType dtype = DType::kF16;      // of activations, dense weights and bias: kBF16 only for dense linears
 
   size_t device_bytes() const {
     return weight.bytes() + weight_scale.bytes() + weight_scale_m64.bytes() + k_perm.bytes() + zeros.bytes() +
@@ -96,8 +97,10 @@ struct LinearPart {
 
 // Builds and uploads the fused linear of `parts` (same in_features; outputs concatenated in
 // order) from their parsed form (LinearWeight::view()). All parts must share one storage
-// family. with_bias uploads every part's bias. Errors name the layer.
-Result<CudaLinear> upload_fused_linear(const std::vector<LinearPart>& parts, bool with_bias, const std::string& name);
+// family. with_bias uploads every part's bias. dtype: the activations' (kF16, or kBF16 for dense
+// parts only: quantised ones are refused). Errors name the layer.
+Result<CudaLinear> upload_fused_linear(const std::vector<LinearPart>& parts, bool with_bias, const std::string& name,
+                                       DType dtype = DType::kF16);
 
 // The host half of a W4A16 upload (no GPU needed; tests check it): the parts' int4 storage
 // concatenated along N (one group size, one row order) and re-laid-out by w4a16_repack, with
@@ -127,8 +130,9 @@ bool cuda_linear_takes_fp8_rows(const CudaLinear& linear, const CudaLinearScratc
 Status run_cuda_linear_fp8(const CudaLinear& linear, const CudaLinearScratch& scratch, int m, uint16_t* y,
                            cudaStream_t stream);
 
-// n elements of f32/f16/bf16 data as fp16 bits, converted on the host (threaded).
-std::vector<uint16_t> to_fp16(const void* data, DType dtype, int64_t n);
+// n elements of f32/f16/bf16 data as `element` bits (kF16 or kBF16; round to nearest even),
+// converted on the host (threaded); a copy where dtype == element.
+std::vector<uint16_t> to_element16(const void* data, DType dtype, int64_t n, DType element);
 
 // Copies host bytes into a new device buffer (synchronously).
 Result<DeviceBuffer> upload_bytes(const void* host, size_t bytes, const std::string& what);

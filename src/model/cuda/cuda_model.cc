@@ -54,6 +54,12 @@ Result<std::unique_ptr<CudaModel>> CudaModel::create(const Model& model, const C
     return unsupported("cuda model: head_dim " + std::to_string(c.head_dim) + " with " +
                        std::to_string(c.num_attention_heads) + " heads and " + std::to_string(c.num_key_value_heads) +
                        " kv heads is not supported (even head_dim <= 256, heads a multiple of kv heads)");
+  if (o.activation_dtype != DType::kF16 && o.activation_dtype != DType::kBF16)
+    return invalid_argument("cuda model: activations must be float16 or bfloat16");
+  if (o.activation_dtype == DType::kBF16 && o.kv_fp8)
+    return unsupported(
+        "cuda model: --kv-cache-dtype fp8 is written from float16 activations; with --dtype bfloat16 "
+        "use --kv-cache-dtype auto");
   CROSSPOINT_RETURN_IF_ERROR(m->init_device());
 
   Stopwatch upload_timer;
@@ -96,8 +102,9 @@ Status CudaModel::init_device() {
 
 Status CudaModel::upload_weights(const Model& model) {
   const ModelConfig& c = config_;
-  auto upload_fp16 = [](const TensorInfo& t, const std::string& what) -> Result<DeviceBuffer> {
-    const std::vector<uint16_t> h = to_fp16(t.data, t.dtype, t.num_elements());
+  const DType element = options_.activation_dtype;
+  auto upload_fp16 = [element](const TensorInfo& t, const std::string& what) -> Result<DeviceBuffer> {
+    const std::vector<uint16_t> h = to_element16(t.data, t.dtype, t.num_elements(), element);
     return upload_bytes(h.data(), h.size() * 2, what);
   };
   CROSSPOINT_ASSIGN_OR_RETURN(embed_tokens_, upload_fp16(model.embed_tokens(), "model.embed_tokens.weight"));
@@ -107,7 +114,7 @@ Status CudaModel::upload_weights(const Model& model) {
   if (head == nullptr)
     return unsupported("cuda model: lm_head is " + model.lm_head().format_name() + "; the CUDA path keeps it fp16");
   if (head->weight != model.embed_tokens().data) {  // untied: its own tensor
-    const std::vector<uint16_t> h = to_fp16(head->weight, head->dtype, vocab_size_ * c.hidden_size);
+    const std::vector<uint16_t> h = to_element16(head->weight, head->dtype, vocab_size_ * c.hidden_size, element);
     CROSSPOINT_ASSIGN_OR_RETURN(lm_head_, upload_bytes(h.data(), h.size() * 2, "lm_head.weight"));
   }
   const std::vector<float>& inv_freq = model.rope_inverse_frequencies();
@@ -132,14 +139,14 @@ Status CudaModel::upload_weights(const Model& model) {
     CROSSPOINT_ASSIGN_OR_RETURN(l.qkv, upload_fused_linear({{p + "self_attn.q_proj", w.q_proj.get()},
                                                             {p + "self_attn.k_proj", w.k_proj.get()},
                                                             {p + "self_attn.v_proj", w.v_proj.get()}},
-                                                           c.attention_bias, p + "self_attn.qkv"));
-    CROSSPOINT_ASSIGN_OR_RETURN(
-        l.o_proj, upload_fused_linear({{p + "self_attn.o_proj", w.o_proj.get()}}, false, p + "self_attn.o_proj"));
+                                                           c.attention_bias, p + "self_attn.qkv", element));
+    CROSSPOINT_ASSIGN_OR_RETURN(l.o_proj, upload_fused_linear({{p + "self_attn.o_proj", w.o_proj.get()}}, false,
+                                                              p + "self_attn.o_proj", element));
     CROSSPOINT_ASSIGN_OR_RETURN(
         l.gate_up, upload_fused_linear({{p + "mlp.gate_proj", w.gate_proj.get()}, {p + "mlp.up_proj", w.up_proj.get()}},
-                                       false, p + "mlp.gate_up"));
-    CROSSPOINT_ASSIGN_OR_RETURN(
-        l.down_proj, upload_fused_linear({{p + "mlp.down_proj", w.down_proj.get()}}, false, p + "mlp.down_proj"));
+                                       false, p + "mlp.gate_up", element));
+    CROSSPOINT_ASSIGN_OR_RETURN(l.down_proj, upload_fused_linear({{p + "mlp.down_proj", w.down_proj.get()}}, false,
+                                                                 p + "mlp.down_proj", element));
     bytes += l.input_norm.bytes() + l.post_attention_norm.bytes() + l.q_norm.bytes() + l.k_norm.bytes() +
              l.qkv.device_bytes() + l.o_proj.device_bytes() + l.gate_up.device_bytes() + l.down_proj.device_bytes();
   }
@@ -277,7 +284,7 @@ KvCacheShape CudaModel::kv_cache_shape(int32_t num_blocks) const {
   shape.block_size = options_.block_size;
   shape.num_kv_heads = static_cast<int32_t>(config_.num_key_value_heads);
   shape.head_dim = static_cast<int32_t>(config_.head_dim);
-  shape.dtype = options_.kv_fp8 ? DType::kF8E4M3 : DType::kF16;
+  shape.dtype = options_.kv_fp8 ? DType::kF8E4M3 : options_.activation_dtype;
   return shape;
 }
 
@@ -325,7 +332,7 @@ Status CudaModel::profile_step() {
 
 Status CudaModel::embed(const CudaForwardBatch& b) {
   return embedding_gather(embed_tokens_.as<uint16_t>(), b.token_ids, residual_.as<float>(), b.shape.num_tokens,
-                          static_cast<int>(config_.hidden_size), vocab_size_, stream_);
+                          static_cast<int>(config_.hidden_size), vocab_size_, stream_, options_.activation_dtype);
 }
 
 size_t CudaModel::residual_stream_bytes(int32_t num_tokens) const {
@@ -373,6 +380,7 @@ Status CudaModel::run_layer(int32_t layer_idx, const CudaForwardBatch& b, const 
   const int H = static_cast<int>(c.num_attention_heads), Hkv = static_cast<int>(c.num_key_value_heads);
   const int D = static_cast<int>(c.head_dim);
   const float eps = static_cast<float>(c.rms_norm_eps);
+  const DType dtype = options_.activation_dtype;
   const int qkv_width = (H + 2 * Hkv) * D;
   uint16_t* x = x_.as<uint16_t>();
   uint16_t* delta = delta_.as<uint16_t>();
@@ -394,14 +402,14 @@ Status CudaModel::run_layer(int32_t layer_idx, const CudaForwardBatch& b, const 
   // The previous layer's down_proj output joins the residual here (none before layer 0).
   const Fp8Rows qkv_fp8 = fp8_input(l.qkv, x);
   CROSSPOINT_RETURN_IF_ERROR(add_rms_norm(residual_.as<float>(), layer_idx == 0 ? nullptr : delta, d,
-                                          l.input_norm.as<uint16_t>(), eps, x, d, T, d, stream_, qkv_fp8));
+                                          l.input_norm.as<uint16_t>(), eps, x, d, T, d, stream_, qkv_fp8, dtype));
   mark(StepOp::kInputNorm);
   if (probe != nullptr && probe->stop_before == LayerLinear::kQkv) return probe->observe(x, T);
   CROSSPOINT_RETURN_IF_ERROR(linear(l.qkv, qkv_fp8, x, qkv_.as<uint16_t>()));
   mark(StepOp::kQkvProj);
   if (!l.q_norm.empty())  // Qwen3; profiled as part of rope_kv_write
     CROSSPOINT_RETURN_IF_ERROR(qk_head_rms_norm(qkv_.as<uint16_t>(), qkv_width, T, H, Hkv, D, l.q_norm.as<uint16_t>(),
-                                                l.k_norm.as<uint16_t>(), eps, stream_));
+                                                l.k_norm.as<uint16_t>(), eps, stream_, dtype));
 
   RopeKvWriteArgs rope;
   rope.qkv = qkv_.as<uint16_t>();
@@ -426,6 +434,7 @@ Status CudaModel::run_layer(int32_t layer_idx, const CudaForwardBatch& b, const 
   rope.head_dim = D;
   rope.block_size = options_.block_size;
   rope.num_blocks = kv.num_blocks();
+  rope.dtype = dtype;
   CROSSPOINT_RETURN_IF_ERROR(rope_kv_write(rope, stream_));
   mark(StepOp::kRopeKvWrite);
 
@@ -459,6 +468,7 @@ Status CudaModel::run_layer(int32_t layer_idx, const CudaForwardBatch& b, const 
   attn.workspace = attention_workspace_.as();
   attn.workspace_bytes = attention_workspace_.bytes();
   attn.batch_invariant = options_.batch_invariant;
+  attn.dtype = dtype;
   CROSSPOINT_RETURN_IF_ERROR(cuda_paged_attention(attn, stream_));
   mark(StepOp::kAttention);
 
@@ -467,13 +477,14 @@ Status CudaModel::run_layer(int32_t layer_idx, const CudaForwardBatch& b, const 
   mark(StepOp::kOProj);
   const Fp8Rows gate_up_fp8 = fp8_input(l.gate_up, x);
   CROSSPOINT_RETURN_IF_ERROR(add_rms_norm(residual_.as<float>(), delta, d, l.post_attention_norm.as<uint16_t>(), eps, x,
-                                          d, T, d, stream_, gate_up_fp8));
+                                          d, T, d, stream_, gate_up_fp8, dtype));
   mark(StepOp::kPostAttentionNorm);
   if (probe != nullptr && probe->stop_before == LayerLinear::kGateUp) return probe->observe(x, T);
   CROSSPOINT_RETURN_IF_ERROR(linear(l.gate_up, gate_up_fp8, x, gate_up_.as<uint16_t>()));
   mark(StepOp::kGateUpProj);
   const Fp8Rows down_fp8 = fp8_input(l.down_proj, act_.as<uint16_t>());
-  CROSSPOINT_RETURN_IF_ERROR(silu_mul(gate_up_.as<uint16_t>(), 2 * I, act_.as<uint16_t>(), I, T, I, stream_, down_fp8));
+  CROSSPOINT_RETURN_IF_ERROR(
+      silu_mul(gate_up_.as<uint16_t>(), 2 * I, act_.as<uint16_t>(), I, T, I, stream_, down_fp8, dtype));
   mark(StepOp::kSiluMul);
   if (probe != nullptr && probe->stop_before == LayerLinear::kDownProj) return probe->observe(act_.as<uint16_t>(), T);
   CROSSPOINT_RETURN_IF_ERROR(linear(l.down_proj, down_fp8, act_.as<uint16_t>(), delta));
@@ -500,7 +511,7 @@ Status CudaModel::forward(const CudaForwardBatch& b, CudaKvCache& kv) {
   // whose logits are wanted go through the head.
   CROSSPOINT_RETURN_IF_ERROR(add_rms_norm(residual_.as<float>(), layers_.empty() ? nullptr : delta_.as<uint16_t>(), d,
                                           final_norm_.as<uint16_t>(), static_cast<float>(config_.rms_norm_eps),
-                                          x_.as<uint16_t>(), d, T, d, stream_));
+                                          x_.as<uint16_t>(), d, T, d, stream_, {}, options_.activation_dtype));
   CROSSPOINT_RETURN_IF_ERROR(
       gather_rows(x_.as<uint16_t>(), d, b.logits_token_idx, head_in_.as<uint16_t>(), R, d, stream_));
   mark(StepOp::kFinalNormGather);
@@ -508,7 +519,7 @@ Status CudaModel::forward(const CudaForwardBatch& b, CudaKvCache& kv) {
   CROSSPOINT_RETURN_IF_ERROR(for_each_row_slab(R, scratch_.slab_rows, [&](int first, int rows) {
     return fp16_linear(*cublas_, head_in_.as<uint16_t>() + static_cast<int64_t>(first) * d, d, head, d,
                        logits_.as<uint16_t>() + static_cast<int64_t>(first) * vocab_size_, vocab_size_, rows,
-                       vocab_size_, d, stream_);
+                       vocab_size_, d, stream_, options_.activation_dtype);
   }));
   mark(StepOp::kLmHead);
   return Status::ok();
@@ -525,7 +536,8 @@ Status CudaModel::forward_host(const ForwardBatch& batch, CudaKvCache& kv, StepI
     CROSSPOINT_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(half.data(), logits(), n * 2, cudaMemcpyDeviceToHost, stream_),
                                     "copy logits");
   CROSSPOINT_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream_), "forward");
-  for (size_t i = 0; i < n; ++i) logits_out[i] = f16_to_f32(half[i]);  // exact
+  const bool bf16 = options_.activation_dtype == DType::kBF16;
+  for (size_t i = 0; i < n; ++i) logits_out[i] = bf16 ? bf16_to_f32(half[i]) : f16_to_f32(half[i]);  // exact
   return Status::ok();
 }
 

@@ -59,6 +59,9 @@ struct CudaModelOptions {
   // of up to kFp8InputFusedMaxTokens tokens. false:
   // the separate launch (bench_decode_step --fp8-input-unfused measures the difference).
   bool fuse_fp8_input = true;
+  // --dtype: the activations, dense weights, KV cache and logits in fp16 (kF16) or bf16 (kBF16,
+  // unquantised checkpoints only; not with kv_fp8). The residual stream is fp32 either way.
+  DType activation_dtype = DType::kF16;
 };
 
 // The four linears of a decoder layer, in the order the layer runs them.
@@ -143,7 +146,8 @@ class CudaModel {
   std::string weight_format_name() const { return weight_format_name_; }
 
   // Buffers the runner samples from (device unless named host; fixed addresses).
-  const uint16_t* logits() const { return logits_.as<uint16_t>(); }  // [max_num_logits, vocab] fp16
+  const uint16_t* logits() const { return logits_.as<uint16_t>(); }     // [max_num_logits, vocab] fp16 or bf16
+  DType activation_dtype() const { return options_.activation_dtype; }  // of logits() and the activations
 
  private:
   struct Layer {

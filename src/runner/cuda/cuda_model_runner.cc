@@ -17,6 +17,12 @@
 #include "runner/token_logprobs.h"
 
 namespace crosspoint::cuda {
+namespace {
+
+// A logit the model wrote (fp16, or bf16 for a bf16 model) as f32: exact either way.
+float logit_value(uint16_t bits, bool bf16) { return bf16 ? bf16_to_f32(bits) : f16_to_f32(bits); }
+
+}  // namespace
 
 Result<std::unique_ptr<CudaModelRunner>> CudaModelRunner::create(std::unique_ptr<CudaModel> model,
                                                                  const CudaRunnerOptions& options) {
@@ -106,7 +112,7 @@ Status CudaModelRunner::allocate_kv_cache() {
 Status CudaModelRunner::ensure_logits_host() {
   if (!logits_host_.empty()) return Status::ok();
   const size_t logits_bytes = static_cast<size_t>(model_->capacity().max_num_logits) * model_->vocab_size() * 2;
-  CROSSPOINT_ASSIGN_OR_RETURN(logits_host_, PinnedBuffer::allocate(logits_bytes, "fp16 logits copied to the host"));
+  CROSSPOINT_ASSIGN_OR_RETURN(logits_host_, PinnedBuffer::allocate(logits_bytes, "16-bit logits copied to the host"));
   return Status::ok();
 }
 
@@ -141,13 +147,13 @@ Status CudaModelRunner::capture_bucket(int32_t bucket, int32_t context_bound) {
                               upload_padded_decode(single.view(), bucket, context_bound, /*num_stored_tokens=*/0));
   const int V = m.vocab_size();
   CROSSPOINT_RETURN_IF_ERROR(m.forward(device, kv_cache_));
-  CROSSPOINT_RETURN_IF_ERROR(argmax_rows(m.logits(), V, tokens(), bucket, V, m.stream()));
+  CROSSPOINT_RETURN_IF_ERROR(argmax_rows(m.logits(), V, tokens(), bucket, V, m.stream(), m.activation_dtype()));
   CROSSPOINT_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(m.stream()), "graph warm-up step");
 
   CROSSPOINT_CUDA_RETURN_IF_ERROR(cudaStreamBeginCapture(m.stream(), cudaStreamCaptureModeThreadLocal),
                                   "cudaStreamBeginCapture");
   Status launched = m.forward(device, kv_cache_);
-  if (launched.is_ok()) launched = argmax_rows(m.logits(), V, tokens(), bucket, V, m.stream());
+  if (launched.is_ok()) launched = argmax_rows(m.logits(), V, tokens(), bucket, V, m.stream(), m.activation_dtype());
   cudaGraph_t graph = nullptr;
   const cudaError_t end = cudaStreamEndCapture(m.stream(), &graph);
   if (!launched.is_ok() || end != cudaSuccess) {
@@ -202,7 +208,8 @@ Result<StepOutput> CudaModelRunner::execute(const BatchPlan& plan) {
     } else {
       Status status = m.forward(device, kv_cache_);
       if (!status.is_ok()) return Status(status.code(), "forward pass: " + status.message());
-      CROSSPOINT_RETURN_IF_ERROR(argmax_rows(m.logits(), m.vocab_size(), tokens(), bucket, m.vocab_size(), m.stream()));
+      CROSSPOINT_RETURN_IF_ERROR(
+          argmax_rows(m.logits(), m.vocab_size(), tokens(), bucket, m.vocab_size(), m.stream(), m.activation_dtype()));
       ++num_eager_steps_;
     }
     num_rows = bucket;
@@ -296,15 +303,16 @@ Status CudaModelRunner::draw_tokens(const BatchPlan& plan, const std::vector<int
     p.uniform = token_uniform(seq.sampling(), seq.output_token_idx);
   }
   output.sampling_ms = sampling_timer.elapsed_ms();
-  if (any_greedy && !argmax_done) CROSSPOINT_RETURN_IF_ERROR(argmax_rows(m.logits(), V, tokens(), num_rows, V, stream));
+  if (any_greedy && !argmax_done)
+    CROSSPOINT_RETURN_IF_ERROR(argmax_rows(m.logits(), V, tokens(), num_rows, V, stream, m.activation_dtype()));
   if (num_sampled > 0) {
     CROSSPOINT_CUDA_RETURN_IF_ERROR(
         cudaMemcpyAsync(sampled_params_.as<SampledRowParams>(), params, num_sampled * sizeof(SampledRowParams),
                         cudaMemcpyHostToDevice, stream),
         "copy sampled row parameters");
     // After the argmax (same stream): sampled rows overwrite their argmax tokens.
-    CROSSPOINT_RETURN_IF_ERROR(
-        sample_rows(m.logits(), V, num_rows, sampled_params_.as<SampledRowParams>(), num_sampled, tokens(), V, stream));
+    CROSSPOINT_RETURN_IF_ERROR(sample_rows(m.logits(), V, num_rows, sampled_params_.as<SampledRowParams>(), num_sampled,
+                                           tokens(), V, stream, m.activation_dtype()));
   }
   if (any_greedy || num_sampled > 0)
     CROSSPOINT_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(tokens_host_.as<int32_t>(), tokens(),
@@ -332,6 +340,7 @@ Status CudaModelRunner::draw_tokens(const BatchPlan& plan, const std::vector<int
 void CudaModelRunner::logprobs_on_host(const BatchPlan& plan, const std::vector<int32_t>& row_seq_idx,
                                        StepOutput& output) {
   const int V = model_->vocab_size();
+  const bool bf16 = model_->activation_dtype() == DType::kBF16;
   const uint16_t* logits = logits_host_.as<uint16_t>();
   output.logprobs.resize(plan.seqs.size());
   // Rows are independent (each writes its own entry): spread over the CPU threads like draw_on_host.
@@ -340,7 +349,7 @@ void CudaModelRunner::logprobs_on_host(const BatchPlan& plan, const std::vector<
     for (size_t i = begin; i < end; ++i) {
       const int32_t r = logprob_rows_[i];
       const uint16_t* half_row = logits + static_cast<size_t>(r) * V;
-      for (int v = 0; v < V; ++v) row[v] = f16_to_f32(half_row[v]);  // exact; widened to double inside
+      for (int v = 0; v < V; ++v) row[v] = logit_value(half_row[v], bf16);  // exact; widened to double inside
       const int32_t s = row_seq_idx[r];
       const ScheduledSequence& seq = plan.seqs[s];
       output.logprobs[s] = compute_token_logprobs(row, output.sampled_token_ids[s], seq.sampling().num_logprobs);
@@ -363,6 +372,7 @@ Status CudaModelRunner::prompt_logprobs(const BatchPlan& plan, StepOutput& outpu
                                   "copy prompt logprob rows");
   CROSSPOINT_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(m.stream()), "prompt logprob rows");
   const uint16_t* logits = logits_host_.as<uint16_t>();
+  const bool bf16 = m.activation_dtype() == DType::kBF16;
   output.prompt_logprobs.resize(plan.seqs.size());
   for (const auto& r : rows) {
     const ScheduledSequence& seq = plan.seqs[r.seq_idx];
@@ -372,7 +382,7 @@ Status CudaModelRunner::prompt_logprobs(const BatchPlan& plan, StepOutput& outpu
       std::vector<float> row(static_cast<size_t>(V));
       for (size_t t = begin; t < end; ++t) {
         const uint16_t* half_row = logits + (static_cast<size_t>(r.first_row) + t) * V;
-        for (int v = 0; v < V; ++v) row[v] = f16_to_f32(half_row[v]);  // exact
+        for (int v = 0; v < V; ++v) row[v] = logit_value(half_row[v], bf16);  // exact
         out[t] = compute_token_logprobs(row, seq.prompt_logprob_targets[t], seq.sampling().num_prompt_logprobs);
       }
     });
@@ -382,16 +392,17 @@ Status CudaModelRunner::prompt_logprobs(const BatchPlan& plan, StepOutput& outpu
 
 void CudaModelRunner::draw_on_host(const BatchPlan& plan, const std::vector<int32_t>& row_seq_idx, StepOutput& output) {
   const int V = model_->vocab_size();
+  const bool bf16 = model_->activation_dtype() == DType::kBF16;
   const uint16_t* logits = logits_host_.as<uint16_t>();
   // Each sampled row draws from its own (seed, output index) stream, so rows are independent:
   // spread them over the CPU threads (a full-vocabulary row costs ~ms). The sampler reads f32
-  // rows, exactly the CPU runner's input type; fp16 -> f32 is exact.
+  // rows, exactly the CPU runner's input type; fp16 (or bf16) -> f32 is exact.
   global_thread_pool().parallel_for(sampled_rows_.size(), [&](size_t begin, size_t end) {
     std::vector<float> row(static_cast<size_t>(V));
     for (size_t i = begin; i < end; ++i) {
       const int32_t r = sampled_rows_[i];
       const uint16_t* half_row = logits + static_cast<size_t>(r) * V;
-      for (int v = 0; v < V; ++v) row[v] = f16_to_f32(half_row[v]);
+      for (int v = 0; v < V; ++v) row[v] = logit_value(half_row[v], bf16);
       const ScheduledSequence& seq = plan.seqs[row_seq_idx[r]];
       output.sampled_token_ids[row_seq_idx[r]] = sample_scheduled_token(row.data(), V, seq);
     }
