@@ -9,8 +9,8 @@
 namespace crosspoint::cuda {
 
 Result<CudaKvCache> CudaKvCache::allocate(const KvCacheShape& shape) {
-  if (shape.dtype != DType::kF16 && shape.dtype != DType::kF8E4M3)
-    return invalid_argument("cuda KV cache: fp16 or fp8 e4m3 elements");
+  if (shape.dtype != DType::kF16 && shape.dtype != DType::kBF16 && shape.dtype != DType::kF8E4M3)
+    return invalid_argument("cuda KV cache: fp16, bf16 or fp8 e4m3 elements");
   if (shape.num_layers <= 0 || shape.num_blocks <= 0 || shape.block_size <= 0 || shape.num_kv_heads <= 0 ||
       shape.head_dim <= 0)
     return invalid_argument("cuda KV cache: every dimension of the shape must be positive");
