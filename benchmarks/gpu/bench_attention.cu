@@ -61,7 +61,6 @@ const char* kernels_name(CudaAttentionKernels k) {
     case CudaAttentionKernels::kBalancedDecode: return "balanced_decode";
     case CudaAttentionKernels::kPartitionedDecode: return "partitioned";
     case CudaAttentionKernels::kClusterDecode: return "cluster_decode";
-    case CudaAttentionKernels::kWidePrefill: return "wide_prefill";
   }
   return "?";
 }
@@ -545,8 +544,7 @@ int main(int argc, char** argv) {
   result["prefill"] = nlohmann::json::array();
   if (!small_batch_only) {
     std::printf("\n== prefill attention (causal, no cached prefix) ==\n");
-    for (CudaAttentionKernels k :
-         {CudaAttentionKernels::kDefault, CudaAttentionKernels::kWidePrefill, CudaAttentionKernels::kSplitOnly}) {
+    for (CudaAttentionKernels k : {CudaAttentionKernels::kDefault, CudaAttentionKernels::kSplitOnly}) {
       const char* name = k == CudaAttentionKernels::kSplitOnly ? "prefill (split kernel)" : "prefill (tensor cores)";
       result["prefill"].push_back(bench_attention_shape({name, 1, 2048, 2048, k}, bw_gbps, s, reps));
       result["prefill"].push_back(bench_attention_shape({name, 16, 256, 256, k}, bw_gbps, s, reps));

@@ -5,11 +5,11 @@
 // sizes 16 and 32, block tables in shuffled order, with the workspace (context splits) and
 // without it (one split), and host context bounds larger than the real contexts.
 //
-// Every case runs six ways (CudaAttentionKernels): the default (prefill sequences of >= 16 new
+// Every case runs seven ways (CudaAttentionKernels): the default (prefill sequences of >= 16 new
 // rows on the tensor-core prefill kernel, every other row on a tensor-core decode kernel, the
-// balanced or the partitioned one as balanced_decode_pays picks), those other rows on the
+// cluster, balanced or partitioned form as the dispatch picks), those other rows on the
 // CUDA-core split kernel, every row on the decode kernel, every row on the split kernel, and
-// the default with every decode row on the balanced, then on the partitioned decode kernel. Each launch is made twice
+// the default with every decode row on the balanced, the partitioned, then the cluster form. Each launch is made twice
 // on re-poisoned outputs and partials (the merge counters left as the first launch left them) and must give the same
 // bits; after every launch the workspace's counters must be back at zero.
 //
@@ -210,9 +210,8 @@ AttentionRef attention_ref(const AttentionCase& c, const AttentionProblem& p, fl
 }
 
 using Path = CudaAttentionKernels;
-constexpr Path kAllPaths[] = {Path::kDefault,       Path::kSplitDecode,    Path::kDecodeOnly,
-                              Path::kSplitOnly,     Path::kBalancedDecode, Path::kPartitionedDecode,
-                              Path::kClusterDecode, Path::kWidePrefill};
+constexpr Path kAllPaths[] = {Path::kDefault,        Path::kSplitDecode,       Path::kDecodeOnly,   Path::kSplitOnly,
+                              Path::kBalancedDecode, Path::kPartitionedDecode, Path::kClusterDecode};
 
 const char* path_name(Path path) {
   switch (path) {
@@ -223,7 +222,6 @@ const char* path_name(Path path) {
     case Path::kBalancedDecode: return "balanced    ";
     case Path::kPartitionedDecode: return "partitioned ";
     case Path::kClusterDecode: return "cluster     ";
-    case Path::kWidePrefill: return "wide prefill";
   }
   return "?";
 }
@@ -245,7 +243,6 @@ bool on_tensor_cores(Path path, const AttentionCase& c, int num_new) {
     case Path::kBalancedDecode: return num_new >= 16 || decode_kernel;
     case Path::kPartitionedDecode: return num_new >= 16 || decode_kernel;
     case Path::kClusterDecode: return num_new >= 16 || decode_kernel;
-    case Path::kWidePrefill: return num_new >= 16 || decode_kernel;
   }
   return true;
 }
@@ -372,15 +369,11 @@ void run_case(const AttentionCase& c, uint32_t seed) {
   const AttentionProblem p = make_problem(c, rng);
   const float scale = 1.0f / std::sqrt(static_cast<float>(c.head_dim));
   const AttentionRef want = attention_ref(c, p, scale);
-  std::vector<uint16_t> default_bits, wide_bits, bits;
+  std::vector<uint16_t> bits;
   for (Path path : kAllPaths) {
     bits.clear();
     run_path(c, p, want, scale, path, &bits);
-    if (path == Path::kDefault) default_bits = bits;
-    if (path == Path::kWidePrefill) wide_bits = bits;
   }
-  // The 128-row prefill kernel computes every row's sums in the 64-row kernel's order.
-  EXPECT_TRUE(wide_bits == default_bits) << c.name << ": the wide prefill kernel's output differs from the default's";
 }
 
 TEST(CudaPagedAttention, DecodeAcrossBlockBoundariesGqa7) {
@@ -528,7 +521,7 @@ TEST(CudaPagedAttention, PrefillChunks) {
   run_case({"chunked prefill 100 after 600 cached", 14, 2, 128, 16, {{100, 700}}}, 213);
   run_case({"prefill 16 and 15 rows (threshold)", 28, 4, 128, 16, {{16, 40}, {15, 15}, {64, 64}, {65, 70}}}, 214);
   run_case({"prefill 40 D96 (no tensor-core path)", 8, 2, 96, 16, {{40, 50}}}, 215);
-  // Two sequences with 3 and 2 tiles of 128 rows (the wide kernel's tile ranks over sequences).
+  // Two sequences with 3 and 2 tiles of 128 rows (the prefill kernel's tile ranks over sequences).
   run_case({"prefill 260, and 130 after 70 cached", 28, 4, 128, 16, {{260, 260}, {130, 200}}}, 230);
 }
 
@@ -691,7 +684,7 @@ TEST(CudaPagedAttention, Fp8CacheOnEveryKernel) {
 
 // bf16 query, cache and output (a bf16 model) on every kernel: decodes across block boundaries
 // and a long split context, the balanced / partitioned merges, prefill chunks (D 64 and 128, the
-// wide kernel's two query tiles), a mixed batch with padding, and the split kernel's D 96.
+// prefill kernel's two query tiles), a mixed batch with padding, and the split kernel's D 96.
 TEST(CudaPagedAttention, Bf16OnEveryKernel) {
   CROSSPOINT_SKIP_WITHOUT_GPU();
   run_case(bf16_case({"decode 7:1 D128", 28, 4, 128, 16, {{1, 1}, {1, 15}, {1, 16}, {1, 17}, {1, 33}, {1, 1000}}}),

@@ -582,7 +582,7 @@ Status cuda_paged_attention_with(const CudaPagedAttentionArgs& a, CudaAttentionK
   const bool prefill_kernel =
       (kernels == CudaAttentionKernels::kDefault || kernels == CudaAttentionKernels::kSplitDecode ||
        kernels == CudaAttentionKernels::kBalancedDecode || kernels == CudaAttentionKernels::kPartitionedDecode ||
-       kernels == CudaAttentionKernels::kClusterDecode || kernels == CudaAttentionKernels::kWidePrefill) &&
+       kernels == CudaAttentionKernels::kClusterDecode) &&
       prefill_tensor_core_supports(a.head_dim) && a.max_query_len >= kTensorCoreMinRows && a.output_stride % 2 == 0 &&
       reinterpret_cast<uintptr_t>(a.output) % 4 == 0;
   p.tensor_core_min_rows = prefill_kernel ? kTensorCoreMinRows : kNoTensorCoreRows;
@@ -590,23 +590,20 @@ Status cuda_paged_attention_with(const CudaPagedAttentionArgs& a, CudaAttentionK
   const bool decode_kernel =
       (kernels == CudaAttentionKernels::kDefault || kernels == CudaAttentionKernels::kDecodeOnly ||
        kernels == CudaAttentionKernels::kBalancedDecode || kernels == CudaAttentionKernels::kPartitionedDecode ||
-       kernels == CudaAttentionKernels::kClusterDecode || kernels == CudaAttentionKernels::kWidePrefill) &&
+       kernels == CudaAttentionKernels::kClusterDecode) &&
       decode_tensor_core_supports(a.head_dim, p.group_size);
   const DecodeForm form = [&] {
     switch (kernels) {
       case CudaAttentionKernels::kBalancedDecode: return DecodeForm::kBalanced;
       case CudaAttentionKernels::kClusterDecode: return DecodeForm::kCluster;
       case CudaAttentionKernels::kDefault:
-      case CudaAttentionKernels::kWidePrefill:
         if (cluster_decode_pays(a)) return DecodeForm::kCluster;
         return balanced_decode_pays(a) ? DecodeForm::kBalanced : DecodeForm::kPartitioned;
       default: return DecodeForm::kPartitioned;
     }
   }();
   CROSSPOINT_RETURN_IF_ERROR(decode_kernel ? launch_decode(a, p, form, stream) : launch_split(a, p, stream));
-  if (prefill_kernel)
-    CROSSPOINT_RETURN_IF_ERROR(
-        launch_prefill_tensor_core(p, a.max_query_len, kernels == CudaAttentionKernels::kWidePrefill, stream));
+  if (prefill_kernel) CROSSPOINT_RETURN_IF_ERROR(launch_prefill_tensor_core(p, a.max_query_len, stream));
   return Status::ok();
 }
 

@@ -90,7 +90,6 @@ enum class CudaAttentionKernels {
   kPartitionedDecode,  // as kDefault with every non-prefill row on the partitioned decode kernel
   kClusterDecode,      // as kDefault with every non-prefill row on the cluster decode kernel (sm_90+; the
                        // partitioned one elsewhere)
-  kWidePrefill,        // as kDefault with the prefill sequences on the 128-row prefill kernel (same bits)
 };
 Status cuda_paged_attention_with(const CudaPagedAttentionArgs& args, CudaAttentionKernels kernels, cudaStream_t stream);
 

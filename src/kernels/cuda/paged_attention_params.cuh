@@ -135,7 +135,6 @@ Status launch_decode_tensor_core(const Params& p, int num_tokens, DecodeForm for
 inline int64_t decode_balanced_partial_bytes(int group_size, int head_dim) {
   return static_cast<int64_t>(kMaxDecodeCtas) * 2 * group_size * (head_dim + 2) * static_cast<int64_t>(sizeof(float));
 }
-// wide: the 128-row form (CudaAttentionKernels::kWidePrefill), same bits as the 64-row one.
-Status launch_prefill_tensor_core(const Params& p, int max_query_len, bool wide, cudaStream_t stream);
+Status launch_prefill_tensor_core(const Params& p, int max_query_len, cudaStream_t stream);
 
 }  // namespace crosspoint::cuda::attention_internal

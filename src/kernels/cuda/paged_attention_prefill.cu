@@ -1,19 +1,25 @@
 // Causal prefill attention over the paged cache on tensor cores (FlashAttention-2 style),
 // for the sequences of a batch with many new rows (params' tensor_core_min_rows).
 //
-//   CTA = (sequence, tile of 64 new rows, query head); 4 warps, 16 query rows each.
-//   Q stays in registers as mma A fragments. The context [0, last visible position of the
-//   tile) is walked in tiles of 64 positions: K and V rows (found through the block table)
-//   go to shared memory in two stages, tile t + 1 copied (cp.async) while tile t is multiplied
-//   (16 bytes of padding per row: conflict-free fragment reads), then
-//     S = Q K^T        mma.sync m16n8k16 (fp16 in, fp32 accumulate), K read as B fragments
+//   CTA = (tile of 128 new rows, query head); 4 warps of 32 query rows, each in two m16 row
+//   groups, so every K and V fragment read from shared memory feeds two MMAs. The tile's Q
+//   rows are staged in shared memory once and read back as mma A fragments. The context
+//   [0, last visible position of the tile) is walked in tiles of 64 positions: K and V rows
+//   (found through the block table) go to shared memory in two stages, tile t + 1 copied
+//   (cp.async) while tile t is multiplied (16 bytes of padding per row: conflict-free
+//   fragment reads), then
+//     S = Q K^T        mma.sync m16n8k16 (fp16 or bf16 in, fp32 accumulate), K as B fragments
 //     causal mask, online softmax in fp32 (log2 domain, running max m and sum l per row)
-//     O = O * alpha + P V   P (fp16, straight from the S accumulators) as A fragments,
-//                           V via ldmatrix.trans as B fragments
-//   and O / l is written as fp16. Positions past the tile's last visible one are zero-filled
-//   in shared memory, so a garbage cache slot can never turn a masked 0 into NaN.
-// The one rounding the CUDA-core kernel does not have: P is rounded to fp16 before P V (as
-// FlashAttention does), an error of at most 2^-11 of sum(p |v|) / l per output.
+//     O = O * alpha + P V   P (rounded to the activations' type, straight from the S
+//                           accumulators) as A fragments, V via ldmatrix.trans as B fragments
+//   and O / l is written in the activations' type. A warp skips the MMAs of a context tile
+//   none of its rows sees and the mask of one all its rows see in full (a masked tile adds 0
+//   and rescales by 1: the sums are the same either way). Positions past the tile's last
+//   visible one are zero-filled in shared memory, so a garbage cache slot can never turn a
+//   masked 0 into NaN. CTAs go out heaviest tile first across all heads and sequences (grid:
+//   head fastest, then sequence, then tile rank).
+// The one rounding the CUDA-core kernel does not have: P is rounded to fp16 (bf16) before P V
+// (as FlashAttention does), an error of at most 2^-11 (2^-8) of sum(p |v|) / l per output.
 #include <cuda_fp16.h>
 
 #include <atomic>
@@ -30,17 +36,8 @@ namespace {
 
 constexpr int kWarps = 4;
 constexpr int kThreads = kWarps * 32;
-constexpr int kQueryTile = kWarps * 16;  // new rows per CTA
-constexpr int kKvTile = 64;              // context positions per step
-constexpr int kPad = 8;                  // fp16 padding per shared-memory row (16 bytes)
-
-// Two 8x8 fp16 matrices from shared memory, transposed: lanes 0-7 give the row addresses of
-// the first (8 positions x 8 dims of V), lanes 8-15 those of the second (the next 8
-// positions); lane i receives [2 (i%4) .. +1][i/4] of each, i.e. the B fragment of P V.
-__device__ __forceinline__ void ldmatrix_x2_trans(uint32_t& r0, uint32_t& r1, const uint16_t* row_address) {
-  const uint32_t address = static_cast<uint32_t>(__cvta_generic_to_shared(row_address));
-  asm volatile("ldmatrix.sync.aligned.m8n8.x2.trans.shared.b16 {%0, %1}, [%2];\n" : "=r"(r0), "=r"(r1) : "r"(address));
-}
+constexpr int kKvTile = 64;  // context positions per step
+constexpr int kPad = 8;      // fp16 padding per shared-memory row (16 bytes)
 
 // Four 8x8 fp16 matrices from shared memory (lanes 8i..8i+7 give the row addresses of matrix
 // i); lane l receives row l/4, columns 2 (l%4) .. +1 of each: for K stored [position][dim],
@@ -63,219 +60,8 @@ __device__ __forceinline__ void cp_async_wait() {
   asm volatile("cp.async.wait_group %0;\n" ::"n"(kPending));
 }
 
-// Positions kv0 .. kv0 + 63 of one cache (K or V) into shared memory [position][dim] (row
-// stride kHeadDim + kPad) as fp16, zeros from `limit` on; an e4m3 cache (kFp8) is widened on
-// the way. All of a thread's loads are issued before any store, so they are in flight together.
-template <int kHeadDim, bool kFp8>
-__device__ __forceinline__ void load_kv_tile(const void* cache, const Params& p, const int32_t* table, int kv0,
-                                             int limit, int64_t kv_head_offset, uint16_t* smem) {
-  constexpr int kVecPerRow = kHeadDim / 8;
-  constexpr int kLoads = kKvTile * kVecPerRow / kThreads;
-  static_assert(kKvTile * kVecPerRow % kThreads == 0, "whole loads per thread");
-  uint4 vec[kLoads];
-#pragma unroll
-  for (int i = 0; i < kLoads; ++i) {
-    const int v = threadIdx.x + i * kThreads;
-    const int r = v / kVecPerRow, c = (v % kVecPerRow) * 8;
-    vec[i] = make_uint4(0, 0, 0, 0);
-    if (kv0 + r < limit) vec[i] = load_cache8<kFp8>(cache, cache_row_offset(p, table, kv0 + r) + kv_head_offset + c);
-  }
-#pragma unroll
-  for (int i = 0; i < kLoads; ++i) {
-    const int v = threadIdx.x + i * kThreads;
-    *reinterpret_cast<uint4*>(smem + (v / kVecPerRow) * (kHeadDim + kPad) + (v % kVecPerRow) * 8) = vec[i];
-  }
-}
-
-// The same tile staged without waiting for it: an fp16 cache through cp.async (the caller
-// commits and later waits), an e4m3 cache through registers as load_kv_tile (it must widen).
-template <int kHeadDim, bool kFp8>
-__device__ __forceinline__ void stage_kv_tile(const void* cache, const Params& p, const int32_t* table, int kv0,
-                                              int limit, int64_t kv_head_offset, uint16_t* smem) {
-  if constexpr (kFp8) {
-    load_kv_tile<kHeadDim, kFp8>(cache, p, table, kv0, limit, kv_head_offset, smem);
-  } else {
-    constexpr int kVecPerRow = kHeadDim / 8;
-    constexpr int kLoads = kKvTile * kVecPerRow / kThreads;
-#pragma unroll
-    for (int i = 0; i < kLoads; ++i) {
-      const int v = threadIdx.x + i * kThreads;
-      const int r = v / kVecPerRow, c = (v % kVecPerRow) * 8;
-      const bool valid = kv0 + r < limit;
-      const uint16_t* src =
-          static_cast<const uint16_t*>(cache) + (valid ? cache_row_offset(p, table, kv0 + r) + kv_head_offset + c : 0);
-      cp_async_16(smem + r * (kHeadDim + kPad) + c, src, valid);
-    }
-  }
-}
-
-template <class E, int kHeadDim, bool kFp8>
-__global__ void __launch_bounds__(kThreads) prefill_tensor_core_kernel(Params p, int num_query_tiles) {
-  wait_for_prior_kernels();
-  allow_dependent_launch();
-  constexpr int kDimSteps = kHeadDim / 16;  // k-steps of Q K^T
-  constexpr int kDimTiles = kHeadDim / 8;   // n-tiles of P V (output columns)
-  constexpr int kPosTiles = kKvTile / 8;    // n-tiles of Q K^T
-  constexpr int kPosSteps = kKvTile / 16;   // k-steps of P V
-  constexpr int kRowStride = kHeadDim + kPad;
-  constexpr int kTileElems = kKvTile * kRowStride;
-  // Two stages of K and V tiles, [position][dim] fp16 each: stage t % 2 holds context tile t.
-  extern __shared__ __align__(16) uint16_t smem[];
-
-  const int s = blockIdx.x / num_query_tiles;
-  const int head = blockIdx.y;
-  const int num_new = num_new_rows(p, s);
-  if (num_new < p.tensor_core_min_rows) return;  // the split kernel's rows
-  const int kv_head = head / p.group_size;
-  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-  const int group = lane / 4, quad = lane % 4;  // mma fragment coordinates
-  const int32_t* table = p.block_tables + static_cast<int64_t>(s) * p.max_blocks_per_seq;
-  const int first_row = p.seq_token_start[s];
-  const int cached = p.seq_context_len[s] - num_new;  // positions before the first new row
-  const int64_t kv_head_offset = static_cast<int64_t>(kv_head) * kHeadDim;
-
-  // Last query tiles (the longest causal ranges) first, so the heavy CTAs start early; the
-  // grid-stride keeps every tile covered even if num_new exceeds the host's max_query_len.
-  for (int tile = num_query_tiles - 1 - blockIdx.x % num_query_tiles; tile * kQueryTile < num_new;
-       tile += num_query_tiles) {
-    const int j0 = tile * kQueryTile;
-    const int last_j = min(j0 + kQueryTile, num_new) - 1;
-    const int tile_visible = cached + last_j + 1;  // positions any row of the tile attends to
-    // This thread's two rows (fragment rows group and group + 8 of its warp's 16). Rows past
-    // num_new borrow the last row's inputs (finite math) and are never stored.
-    const int row_a = j0 + warp * 16 + group, row_b = row_a + 8;
-    const int visible_a = cached + min(row_a, last_j) + 1, visible_b = cached + min(row_b, last_j) + 1;
-
-    uint32_t q[kDimSteps][4];  // A fragments of Q: rows a/b, dims ks*16 + quad*2 (+8)
-    {
-      const uint16_t* qa =
-          p.query + static_cast<int64_t>(first_row + min(row_a, last_j)) * p.query_stride + head * kHeadDim;
-      const uint16_t* qb =
-          p.query + static_cast<int64_t>(first_row + min(row_b, last_j)) * p.query_stride + head * kHeadDim;
-#pragma unroll
-      for (int ks = 0; ks < kDimSteps; ++ks) {
-        const int d = ks * 16 + quad * 2;
-        q[ks][0] = *reinterpret_cast<const uint32_t*>(qa + d);
-        q[ks][1] = *reinterpret_cast<const uint32_t*>(qb + d);
-        q[ks][2] = *reinterpret_cast<const uint32_t*>(qa + d + 8);
-        q[ks][3] = *reinterpret_cast<const uint32_t*>(qb + d + 8);
-      }
-    }
-    float o[kDimTiles][4];  // output accumulators: rows a (0, 1) and b (2, 3), dims dt*8 + quad*2 (+1)
-#pragma unroll
-    for (int dt = 0; dt < kDimTiles; ++dt) o[dt][0] = o[dt][1] = o[dt][2] = o[dt][3] = 0.f;
-    float m_a = -INFINITY, m_b = -INFINITY;  // running max (log2 units), same in the row's 4 lanes
-    float l_a = 0.f, l_b = 0.f;              // running sum, this lane's columns only (summed at the end)
-
-    // Context tile t + 1 is in flight while tile t is multiplied. Both stages are free here:
-    // every step, the last one of the previous query tile included, ends with a barrier.
-    const int num_kv_tiles = (tile_visible + kKvTile - 1) / kKvTile;
-    stage_kv_tile<kHeadDim, kFp8>(p.key_cache, p, table, 0, tile_visible, kv_head_offset, smem);
-    stage_kv_tile<kHeadDim, kFp8>(p.value_cache, p, table, 0, tile_visible, kv_head_offset, smem + kTileElems);
-    cp_async_commit();
-    for (int t = 0; t < num_kv_tiles; ++t) {
-      const int kv0 = t * kKvTile;
-      const uint16_t* s_k = smem + (t % 2) * 2 * kTileElems;
-      const uint16_t* s_v = s_k + kTileElems;
-      if (t + 1 < num_kv_tiles) {
-        uint16_t* next = smem + ((t + 1) % 2) * 2 * kTileElems;
-        stage_kv_tile<kHeadDim, kFp8>(p.key_cache, p, table, kv0 + kKvTile, tile_visible, kv_head_offset, next);
-        stage_kv_tile<kHeadDim, kFp8>(p.value_cache, p, table, kv0 + kKvTile, tile_visible, kv_head_offset,
-                                      next + kTileElems);
-        cp_async_commit();
-        cp_async_wait<1>();  // tile t has landed, tile t + 1 may still be on its way
-      } else {
-        cp_async_wait<0>();
-      }
-      __syncthreads();  // tile t visible to every thread
-
-      // S = Q K^T for this warp's 16 rows x 64 positions.
-      float sc[kPosTiles][4];
-#pragma unroll
-      for (int nt = 0; nt < kPosTiles; ++nt) {
-        sc[nt][0] = sc[nt][1] = sc[nt][2] = sc[nt][3] = 0.f;
-        // Lane l addresses position nt*8 + l%8, dims (l/8)*8 ..: matrices of dims 0-7, 8-15,
-        // 16-23, 24-31 of each pair of k-steps (B[k = dim][n = position]).
-        const uint16_t* k_rows = s_k + (nt * 8 + lane % 8) * kRowStride + (lane / 8) * 8;
-#pragma unroll
-        for (int ks = 0; ks < kDimSteps; ks += 2) {
-          uint32_t b[4];
-          ldmatrix_x4(b, k_rows + ks * 16);
-          E::mma_16816(sc[nt], q[ks], b[0], b[1]);
-          E::mma_16816(sc[nt], q[ks + 1], b[2], b[3]);
-        }
-      }
-
-      // Causal mask and scale, then the softmax step (finite: position 0 is visible to every
-      // row and the first step includes it).
-#pragma unroll
-      for (int nt = 0; nt < kPosTiles; ++nt) {
-#pragma unroll
-        for (int e = 0; e < 2; ++e) {
-          const int position = kv0 + nt * 8 + quad * 2 + e;
-          sc[nt][e] = position < visible_a ? sc[nt][e] * p.scale_log2 : -INFINITY;
-          sc[nt][2 + e] = position < visible_b ? sc[nt][2 + e] * p.scale_log2 : -INFINITY;
-        }
-      }
-      const SoftmaxRescale rescale = online_softmax_step(sc, m_a, m_b, l_a, l_b);
-#pragma unroll
-      for (int dt = 0; dt < kDimTiles; ++dt) {
-        o[dt][0] *= rescale.a;
-        o[dt][1] *= rescale.a;
-        o[dt][2] *= rescale.b;
-        o[dt][3] *= rescale.b;
-      }
-
-      // O += P V: the S accumulators of position tiles 2ps, 2ps+1 are the A fragment of k-step ps.
-#pragma unroll
-      for (int ps = 0; ps < kPosSteps; ++ps) {
-        const uint32_t a[4] = {E::pack2(sc[2 * ps][0], sc[2 * ps][1]), E::pack2(sc[2 * ps][2], sc[2 * ps][3]),
-                               E::pack2(sc[2 * ps + 1][0], sc[2 * ps + 1][1]),
-                               E::pack2(sc[2 * ps + 1][2], sc[2 * ps + 1][3])};
-        // Lanes 0-15 address positions ps*16 + (lane % 16); lanes 16-31 repeat them (unused by .x2).
-        const uint16_t* v_rows = s_v + (ps * 16 + (lane % 16)) * kRowStride;
-#pragma unroll
-        for (int dt = 0; dt < kDimTiles; ++dt) {
-          uint32_t b0, b1;
-          ldmatrix_x2_trans(b0, b1, v_rows + dt * 8);
-          E::mma_16816(o[dt], a, b0, b1);
-        }
-      }
-      __syncthreads();  // stage t % 2 is read: the next step may refill it
-    }
-
-#pragma unroll
-    for (int offset = 1; offset < 4; offset *= 2) {
-      l_a += __shfl_xor_sync(0xffffffffu, l_a, offset);
-      l_b += __shfl_xor_sync(0xffffffffu, l_b, offset);
-    }
-    const float inv_a = 1.f / l_a * p.v_scale, inv_b = 1.f / l_b * p.v_scale;
-    if (row_a < num_new) {
-      uint16_t* out = p.output + static_cast<int64_t>(first_row + row_a) * p.output_stride + head * kHeadDim + quad * 2;
-#pragma unroll
-      for (int dt = 0; dt < kDimTiles; ++dt)
-        *reinterpret_cast<uint32_t*>(out + dt * 8) = E::pack2(o[dt][0] * inv_a, o[dt][1] * inv_a);
-    }
-    if (row_b < num_new) {
-      uint16_t* out = p.output + static_cast<int64_t>(first_row + row_b) * p.output_stride + head * kHeadDim + quad * 2;
-#pragma unroll
-      for (int dt = 0; dt < kDimTiles; ++dt)
-        *reinterpret_cast<uint32_t*>(out + dt * 8) = E::pack2(o[dt][2] * inv_b, o[dt][3] * inv_b);
-    }
-  }
-}
-
-// The wide form (CudaAttentionKernels::kWidePrefill): CTA = (tile of 128 new rows, query
-// head), 4 warps of 32 rows (two m16 row groups), so every K and V fragment read from shared
-// memory feeds two MMAs; Q is staged in shared memory once per query tile and read back as A
-// fragments (registers hold O and S of 32 rows instead). A warp skips the MMAs of a context
-// tile none of its rows sees and the mask of one all its rows see in full; both leave every
-// row's sums exactly as the 64-row kernel computes them (a masked tile adds 0 and rescales by
-// 1), so the two kernels' outputs are the same bits. CTAs go out heaviest tile first across
-// all heads and sequences (grid: head fastest, then sequence, then tile rank).
-// The same 4 warps (kThreads) as the 64-row kernel, 32 rows each.
-constexpr int kWideQueryTile = kWarps * 32;
-constexpr int kWideRowGroups = 2;  // m16 row groups per warp
+constexpr int kQueryTile = kWarps * 32;  // new rows per CTA
+constexpr int kRowGroups = 2;            // m16 row groups per warp
 
 // Four 8x8 fp16 matrices transposed (lanes 8i..8i+7 give the row addresses of matrix i): for
 // V stored [position][dim], the B fragments (b0, b1) of P V for two adjacent 8-dim tiles.
@@ -292,7 +78,7 @@ template <int kHeadDim>
 __device__ __forceinline__ void stage_query_tile(const Params& p, int first_row, int j0, int last_j, int head,
                                                  uint16_t* smem) {
   constexpr int kVecPerRow = kHeadDim / 8;
-  constexpr int kLoads = kWideQueryTile * kVecPerRow / kThreads;
+  constexpr int kLoads = kQueryTile * kVecPerRow / kThreads;
 #pragma unroll
   for (int i = 0; i < kLoads; ++i) {
     const int v = threadIdx.x + i * kThreads;
@@ -307,8 +93,8 @@ __device__ __forceinline__ void stage_query_tile(const Params& p, int first_row,
 // row's cache offset looked up once for both: an fp16 cache through cp.async (the caller
 // commits and waits), an e4m3 one widened through registers.
 template <int kHeadDim, bool kFp8>
-__device__ __forceinline__ void stage_kv_tiles_wide(const Params& p, const int32_t* table, int kv0, int limit,
-                                                    int64_t kv_head_offset, uint16_t* s_k, uint16_t* s_v) {
+__device__ __forceinline__ void stage_kv_tiles(const Params& p, const int32_t* table, int kv0, int limit,
+                                               int64_t kv_head_offset, uint16_t* s_k, uint16_t* s_v) {
   constexpr int kVecPerRow = kHeadDim / 8;
   constexpr int kLoads = kKvTile * kVecPerRow / kThreads;
   static_assert(kKvTile * kVecPerRow % kThreads == 0, "whole loads per thread");
@@ -331,7 +117,7 @@ __device__ __forceinline__ void stage_kv_tiles_wide(const Params& p, const int32
 }
 
 template <class E, int kHeadDim, bool kFp8>
-__global__ void __launch_bounds__(kThreads) prefill_wide_kernel(Params p, int num_query_tiles) {
+__global__ void __launch_bounds__(kThreads) prefill_tensor_core_kernel(Params p, int num_query_tiles) {
   wait_for_prior_kernels();
   allow_dependent_launch();
   constexpr int kDimSteps = kHeadDim / 16;  // k-steps of Q K^T
@@ -343,7 +129,7 @@ __global__ void __launch_bounds__(kThreads) prefill_wide_kernel(Params p, int nu
   // Q [128][kRowStride], then two stages of K and V tiles: stage t % 2 holds context tile t.
   extern __shared__ __align__(16) uint16_t smem[];
   uint16_t* s_q = smem;
-  uint16_t* s_kv = smem + kWideQueryTile * kRowStride;
+  uint16_t* s_kv = smem + kQueryTile * kRowStride;
 
   const int head = blockIdx.x % p.num_heads;
   const int rest = blockIdx.x / p.num_heads;
@@ -359,23 +145,23 @@ __global__ void __launch_bounds__(kThreads) prefill_wide_kernel(Params p, int nu
   const int cached = p.seq_context_len[s] - num_new;
   const int64_t kv_head_offset = static_cast<int64_t>(kv_head) * kHeadDim;
 
-  for (int tile = num_query_tiles - 1 - rank; tile * kWideQueryTile < num_new; tile += num_query_tiles) {
-    const int j0 = tile * kWideQueryTile;
-    const int last_j = min(j0 + kWideQueryTile, num_new) - 1;
+  for (int tile = num_query_tiles - 1 - rank; tile * kQueryTile < num_new; tile += num_query_tiles) {
+    const int j0 = tile * kQueryTile;
+    const int last_j = min(j0 + kQueryTile, num_new) - 1;
     const int tile_visible = cached + last_j + 1;
     // This warp's rows j0 + warp * 32 .. + 31; the fewest and most positions any of them sees.
     const int warp_row0 = j0 + warp * 32;
     const int warp_min_visible = cached + min(warp_row0, last_j) + 1;
     const int warp_max_visible = cached + min(warp_row0 + 31, last_j) + 1;
 
-    float o[kWideRowGroups][kDimTiles][4];
+    float o[kRowGroups][kDimTiles][4];
 #pragma unroll
-    for (int g = 0; g < kWideRowGroups; ++g)
+    for (int g = 0; g < kRowGroups; ++g)
 #pragma unroll
       for (int dt = 0; dt < kDimTiles; ++dt) o[g][dt][0] = o[g][dt][1] = o[g][dt][2] = o[g][dt][3] = 0.f;
-    float m[kWideRowGroups][2], l[kWideRowGroups][2];
+    float m[kRowGroups][2], l[kRowGroups][2];
 #pragma unroll
-    for (int g = 0; g < kWideRowGroups; ++g) {
+    for (int g = 0; g < kRowGroups; ++g) {
       m[g][0] = m[g][1] = -INFINITY;
       l[g][0] = l[g][1] = 0.f;
     }
@@ -384,7 +170,7 @@ __global__ void __launch_bounds__(kThreads) prefill_wide_kernel(Params p, int nu
     // included, ends with a barrier.
     const int num_kv_tiles = (tile_visible + kKvTile - 1) / kKvTile;
     stage_query_tile<kHeadDim>(p, first_row, j0, last_j, head, s_q);
-    stage_kv_tiles_wide<kHeadDim, kFp8>(p, table, 0, tile_visible, kv_head_offset, s_kv, s_kv + kTileElems);
+    stage_kv_tiles<kHeadDim, kFp8>(p, table, 0, tile_visible, kv_head_offset, s_kv, s_kv + kTileElems);
     cp_async_commit();
     for (int t = 0; t < num_kv_tiles; ++t) {
       const int kv0 = t * kKvTile;
@@ -392,8 +178,7 @@ __global__ void __launch_bounds__(kThreads) prefill_wide_kernel(Params p, int nu
       const uint16_t* s_v = s_k + kTileElems;
       if (t + 1 < num_kv_tiles) {
         uint16_t* next = s_kv + ((t + 1) % 2) * 2 * kTileElems;
-        stage_kv_tiles_wide<kHeadDim, kFp8>(p, table, kv0 + kKvTile, tile_visible, kv_head_offset, next,
-                                            next + kTileElems);
+        stage_kv_tiles<kHeadDim, kFp8>(p, table, kv0 + kKvTile, tile_visible, kv_head_offset, next, next + kTileElems);
         cp_async_commit();
         cp_async_wait<1>();  // tile t (and Q) have landed, tile t + 1 may still be on its way
       } else {
@@ -406,16 +191,16 @@ __global__ void __launch_bounds__(kThreads) prefill_wide_kernel(Params p, int nu
       if (kv0 < warp_max_visible && warp_row0 <= last_j) {
         // S = Q K^T for the warp's 2 x 16 rows x 64 positions, k-step by k-step: the A fragments
         // of both row groups and the B fragments of all 8 position tiles, then 16 MMAs.
-        float sc[kWideRowGroups][kPosTiles][4];
+        float sc[kRowGroups][kPosTiles][4];
 #pragma unroll
-        for (int g = 0; g < kWideRowGroups; ++g)
+        for (int g = 0; g < kRowGroups; ++g)
 #pragma unroll
           for (int nt = 0; nt < kPosTiles; ++nt) sc[g][nt][0] = sc[g][nt][1] = sc[g][nt][2] = sc[g][nt][3] = 0.f;
 #pragma unroll 2  // fully unrolled, ptxas hoists every k-step's fragment loads and spills 60 % more
         for (int ks = 0; ks < kDimSteps; ++ks) {
-          uint32_t a[kWideRowGroups][4];
+          uint32_t a[kRowGroups][4];
 #pragma unroll
-          for (int g = 0; g < kWideRowGroups; ++g)  // rows lane % 16, dims ks * 16 + (lane / 16) * 8
+          for (int g = 0; g < kRowGroups; ++g)  // rows lane % 16, dims ks * 16 + (lane / 16) * 8
             ldmatrix_x4(a[g], s_q + (warp * 32 + g * 16 + lane % 16) * kRowStride + ks * 16 + (lane / 16) * 8);
 #pragma unroll
           for (int nt = 0; nt < kPosTiles; nt += 2) {
@@ -423,7 +208,7 @@ __global__ void __launch_bounds__(kThreads) prefill_wide_kernel(Params p, int nu
             uint32_t b[4];
             ldmatrix_x4(b, s_k + ((nt + lane / 16) * 8 + lane % 8) * kRowStride + ks * 16 + ((lane / 8) % 2) * 8);
 #pragma unroll
-            for (int g = 0; g < kWideRowGroups; ++g) {
+            for (int g = 0; g < kRowGroups; ++g) {
               E::mma_16816(sc[g][nt], a[g], b[0], b[1]);
               E::mma_16816(sc[g][nt + 1], a[g], b[2], b[3]);
             }
@@ -434,14 +219,14 @@ __global__ void __launch_bounds__(kThreads) prefill_wide_kernel(Params p, int nu
         // a row sees positions below cached + min(row, last_j) + 1.
         if (kv0 + kKvTile <= warp_min_visible) {
 #pragma unroll
-          for (int g = 0; g < kWideRowGroups; ++g)
+          for (int g = 0; g < kRowGroups; ++g)
 #pragma unroll
             for (int nt = 0; nt < kPosTiles; ++nt)
 #pragma unroll
               for (int e = 0; e < 4; ++e) sc[g][nt][e] *= p.scale_log2;
         } else {
 #pragma unroll
-          for (int g = 0; g < kWideRowGroups; ++g) {
+          for (int g = 0; g < kRowGroups; ++g) {
             const int seen_a = cached + min(warp_row0 + g * 16 + group, last_j) + 1 - kv0;
             const int seen_b = cached + min(warp_row0 + g * 16 + group + 8, last_j) + 1 - kv0;
 #pragma unroll
@@ -457,9 +242,9 @@ __global__ void __launch_bounds__(kThreads) prefill_wide_kernel(Params p, int nu
         }
         // P as fp16 A fragments of P V (k-step ps from position tiles 2ps, 2ps + 1), packed as
         // soon as each row group's softmax step is done: half the registers of S.
-        uint32_t pa[kWideRowGroups][kPosSteps][4];
+        uint32_t pa[kRowGroups][kPosSteps][4];
 #pragma unroll
-        for (int g = 0; g < kWideRowGroups; ++g) {
+        for (int g = 0; g < kRowGroups; ++g) {
           const SoftmaxRescale rescale = online_softmax_step(sc[g], m[g][0], m[g][1], l[g][0], l[g][1]);
 #pragma unroll
           for (int dt = 0; dt < kDimTiles; ++dt) {
@@ -487,7 +272,7 @@ __global__ void __launch_bounds__(kThreads) prefill_wide_kernel(Params p, int nu
             uint32_t b[4];
             ldmatrix_x4_trans(b, v_rows + dt * 8);
 #pragma unroll
-            for (int g = 0; g < kWideRowGroups; ++g) {
+            for (int g = 0; g < kRowGroups; ++g) {
               E::mma_16816(o[g][dt], pa[g][ps], b[0], b[1]);
               E::mma_16816(o[g][dt + 1], pa[g][ps], b[2], b[3]);
             }
@@ -498,7 +283,7 @@ __global__ void __launch_bounds__(kThreads) prefill_wide_kernel(Params p, int nu
     }
 
 #pragma unroll
-    for (int g = 0; g < kWideRowGroups; ++g) {
+    for (int g = 0; g < kRowGroups; ++g) {
 #pragma unroll
       for (int offset = 1; offset < 4; offset *= 2) {
         l[g][0] += __shfl_xor_sync(0xffffffffu, l[g][0], offset);
@@ -534,66 +319,41 @@ Status raise_shared_limit(const void* kernel, size_t shared_bytes, std::atomic<b
 }
 
 template <class E, int kHeadDim, bool kFp8>
-Status launch_wide(const Params& p, int max_query_len, cudaStream_t stream) {
-  const int num_query_tiles = (max_query_len + kWideQueryTile - 1) / kWideQueryTile;
+Status launch_prefill(const Params& p, int max_query_len, cudaStream_t stream) {
+  const int num_query_tiles = (max_query_len + kQueryTile - 1) / kQueryTile;
   const int64_t grid = static_cast<int64_t>(p.num_heads) * p.num_seqs * num_query_tiles;
   if (grid > INT_MAX)
     return invalid_argument("cuda_paged_attention: prefill grid too large (heads " + std::to_string(p.num_heads) +
                             " x sequences " + std::to_string(p.num_seqs) + " x query tiles " +
                             std::to_string(num_query_tiles) + ")");
   // Q (128 rows) and two stages of K and V tiles: 104,448 bytes at head_dim 128.
-  const size_t shared_bytes = size_t{kWideQueryTile + 4 * kKvTile} * (kHeadDim + kPad) * sizeof(uint16_t);
+  const size_t shared_bytes = size_t{kQueryTile + 4 * kKvTile} * (kHeadDim + kPad) * sizeof(uint16_t);
   static std::atomic<bool> raised{false};
-  CROSSPOINT_RETURN_IF_ERROR(raise_shared_limit(reinterpret_cast<const void*>(prefill_wide_kernel<E, kHeadDim, kFp8>),
-                                                shared_bytes, raised, "prefill_wide_kernel shared memory"));
+  CROSSPOINT_RETURN_IF_ERROR(
+      raise_shared_limit(reinterpret_cast<const void*>(prefill_tensor_core_kernel<E, kHeadDim, kFp8>), shared_bytes,
+                         raised, "prefill_tensor_core_kernel shared memory"));
   CROSSPOINT_CUDA_RETURN_IF_ERROR(
-      launch_programmatic(prefill_wide_kernel<E, kHeadDim, kFp8>, dim3(static_cast<unsigned>(grid)), dim3(kThreads),
-                          shared_bytes, stream, p, num_query_tiles),
-      "prefill_wide_kernel launch");
-  return last_launch_status("paged_attention prefill_wide_kernel launch");
+      launch_programmatic(prefill_tensor_core_kernel<E, kHeadDim, kFp8>, dim3(static_cast<unsigned>(grid)),
+                          dim3(kThreads), shared_bytes, stream, p, num_query_tiles),
+      "prefill_tensor_core_kernel launch");
+  return last_launch_status("paged_attention prefill_tensor_core_kernel launch");
 }
 
 }  // namespace
 
-Status launch_prefill_tensor_core(const Params& p, int max_query_len, bool wide, cudaStream_t stream) {
-  if (p.head_dim != 128 && p.head_dim != 64)
-    return invalid_argument("cuda_paged_attention: tensor-core prefill needs head_dim 64 or 128, got " +
-                            std::to_string(p.head_dim));
-  if (wide) {
-    if (p.head_dim == 128)
-      return p.bf16     ? launch_wide<Element16BF16, 128, false>(p, max_query_len, stream)
-             : p.kv_fp8 ? launch_wide<Element16F16, 128, true>(p, max_query_len, stream)
-                        : launch_wide<Element16F16, 128, false>(p, max_query_len, stream);
-    return p.bf16     ? launch_wide<Element16BF16, 64, false>(p, max_query_len, stream)
-           : p.kv_fp8 ? launch_wide<Element16F16, 64, true>(p, max_query_len, stream)
-                      : launch_wide<Element16F16, 64, false>(p, max_query_len, stream);
-  }
-  const int num_query_tiles = (max_query_len + kQueryTile - 1) / kQueryTile;
-  const int64_t grid_x = static_cast<int64_t>(p.num_seqs) * num_query_tiles;
-  if (grid_x > INT_MAX || p.num_heads > 65535)
-    return invalid_argument("cuda_paged_attention: prefill grid too large (num_seqs " + std::to_string(p.num_seqs) +
-                            " x query tiles " + std::to_string(num_query_tiles) + ")");
-  const dim3 grid(static_cast<unsigned>(grid_x), p.num_heads);
+Status launch_prefill_tensor_core(const Params& p, int max_query_len, cudaStream_t stream) {
   using F16 = Element16F16;
   using BF16 = Element16BF16;  // never with an fp8 cache (check_args)
-  const auto kernel = p.head_dim == 128 ? (p.bf16 ? prefill_tensor_core_kernel<BF16, 128, false>
-                                                  : (p.kv_fp8 ? prefill_tensor_core_kernel<F16, 128, true>
-                                                              : prefill_tensor_core_kernel<F16, 128, false>))
-                                        : (p.bf16 ? prefill_tensor_core_kernel<BF16, 64, false>
-                                                  : (p.kv_fp8 ? prefill_tensor_core_kernel<F16, 64, true>
-                                                              : prefill_tensor_core_kernel<F16, 64, false>));
-  // Two stages of K and V tiles: 69,632 bytes at head_dim 128, over the 48 KB default.
-  const size_t shared_bytes = size_t{2} * 2 * kKvTile * (p.head_dim + kPad) * sizeof(uint16_t);
-  static std::atomic<bool> limit_raised[6];  // per instance: head_dim 64 / 128 x fp16, e4m3 or bf16 cache
-  CROSSPOINT_RETURN_IF_ERROR(raise_shared_limit(reinterpret_cast<const void*>(kernel), shared_bytes,
-                                                limit_raised[(p.head_dim == 128 ? 3 : 0) + (p.bf16     ? 2
-                                                                                            : p.kv_fp8 ? 1
-                                                                                                       : 0)],
-                                                "prefill_tensor_core_kernel shared memory"));
-  CROSSPOINT_CUDA_RETURN_IF_ERROR(
-      launch_programmatic(kernel, dim3(grid), dim3(kThreads), shared_bytes, stream, p, num_query_tiles),
-      "prefill_tensor_core_kernel launch");
-  return last_launch_status("paged_attention prefill_tensor_core_kernel launch");
+  if (p.head_dim == 128)
+    return p.bf16     ? launch_prefill<BF16, 128, false>(p, max_query_len, stream)
+           : p.kv_fp8 ? launch_prefill<F16, 128, true>(p, max_query_len, stream)
+                      : launch_prefill<F16, 128, false>(p, max_query_len, stream);
+  if (p.head_dim == 64)
+    return p.bf16     ? launch_prefill<BF16, 64, false>(p, max_query_len, stream)
+           : p.kv_fp8 ? launch_prefill<F16, 64, true>(p, max_query_len, stream)
+                      : launch_prefill<F16, 64, false>(p, max_query_len, stream);
+  return invalid_argument("cuda_paged_attention: tensor-core prefill needs head_dim 64 or 128, got " +
+                          std::to_string(p.head_dim));
 }
 
 }  // namespace crosspoint::cuda::attention_internal

@@ -1,7 +1,7 @@
 // The paged KV cache on the GPU, beside CpuKvCache (model/kv_cache.h): one zeroed device
 // allocation, per layer K then V, each [num_blocks, block_size, num_kv_heads, head_dim] in fp16
-// (DType::kF16; bf16, DType::kBF16, for a model served in bf16), or e4m3 bytes for an fp8 cache (DType::kF8E4M3, --kv-cache-dtype fp8; the
-// scales are the model's). Whoever runs the model owns it: the runner for the engine
+// (DType::kF16; bf16, DType::kBF16, for a model served in bf16), or e4m3 bytes for an fp8 cache (DType::kF8E4M3,
+// --kv-cache-dtype fp8; the scales are the model's). Whoever runs the model owns it: the runner for the engine
 // (runner/cuda/), eval and tests for their own steps; CudaModel::forward writes and reads it.
 #pragma once
 
