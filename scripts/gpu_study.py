@@ -25,7 +25,9 @@ Parts not in the default set (name them in --only):
   quantpeer: torch_peer.py --part quant (graph-replayed fp8/int4 decode at batch 1/8/32/64)
   profile:  ncu over bench_gemm --profile-shapes (PROFILE_KERNELS regex, PROFILE_ROWS list of M, PROFILE_COUNT, PROFILE_S)
   attnprofile: ncu over bench_attention --shape (ATTN_SHAPES, default 64:512,128:2048): the decode
-            attention kernels' (default and balanced) throughput, memory, occupancy and stall sections
+            attention kernels' (default and balanced) throughput, memory, occupancy and stall sections;
+            ATTN_PROFILE_KERNELS (an ncu kernel-name regex) and ATTN_SHAPES=all (the whole bench, its
+            prefill lines too) profile others, e.g. prefill_tensor_core
   kernels:  ncu over one eager decode step per precision (--kernels-batches, 1): every kernel's
             time alone and DRAM bytes read, grouped by scripts/gpu/kernel_breakdown.py (kernels.json)
   soak:     scripts/soak.py on the 7B fp16 checkpoint (SOAK_STREAMS, SOAK_MINUTES per round, SOAK_KV_BLOCKS;
@@ -677,14 +679,16 @@ class Study:
             self.step("ncu_attention", 1, 0, "ncu not found")
             return
         shape_args = []
-        for shape in env("ATTN_SHAPES", "64:512,128:2048").replace(",", " ").split():
+        shapes = env("ATTN_SHAPES", "64:512,128:2048")
+        for shape in ([] if shapes == "all" else shapes.replace(",", " ").split()):
             shape_args += ["--shape", shape]
-        if not shape_args:
+        if not shape_args and shapes != "all":
             shape_args = ["--shape", "64:512", "--shape", "128:2048"]
+        kernels = env("ATTN_PROFILE_KERNELS", "decode_(tensor_core|balanced)")
         self.log(f"== ncu over bench_attention {' '.join(shape_args)}")
         t = now()
         log = f"{WORK}/logs/ncu_attention.txt"
-        rc = self.run([ncu, "--clock-control", "none", "--kernel-name", "regex:decode_(tensor_core|balanced)",
+        rc = self.run([ncu, "--clock-control", "none", "--kernel-name", f"regex:{kernels}",
                        "--launch-count", env("PROFILE_COUNT", "8"), *NCU_SECTIONS,
                        f"{BUNDLE_DIR}/libexec/bench_attention", "--reps", "2", *shape_args,
                        "--out", f"{WORK}/ncu_attention_bench.json"],
