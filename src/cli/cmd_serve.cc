@@ -141,14 +141,15 @@ int serve(const ServeOptions& o) {
     return report_error("serve", s);
   log_info("model {} ({}): weights {:.3f} GiB, loaded in {:.2f} s", dir.value(), m.weight_format_name(),
            m.weight_bytes_total() / kGiB, load_s);
-  // vLLM serves a bf16 checkpoint in bf16 by default; say where this server differs.
+  // vLLM serves a bf16 checkpoint in bf16 by default; say how this server serves it.
+  const bool gpu_bf16 = device.value() == "cuda" && gpu_serves_bf16(o.dtype, m);
   if (m.config().torch_dtype == "bfloat16" && o.dtype == "auto") {
-    if (device.value() == "cuda")
+    if (device.value() == "cuda" && !gpu_bf16)
       log_warning(
-          "the checkpoint's torch_dtype is bfloat16: on the GPU its weights are converted to fp16 and activations "
-          "run in fp16, whose range ends at 65504 where bf16's reaches 3.4e38; --dtype bfloat16 serves it in bf16 "
-          "(unquantised checkpoints)");
-    else
+          "the checkpoint's torch_dtype is bfloat16, but its {} linears take fp16 activations on the GPU: "
+          "activations run in fp16, whose range ends at 65504 where bf16's reaches 3.4e38",
+          m.weight_format_name());
+    else if (device.value() == "cpu")
       log_info(
           "the checkpoint's torch_dtype is bfloat16: activations in f32 on the CPU (--dtype bfloat16 rounds them "
           "to bf16 where a GPU would store them)");
@@ -198,9 +199,10 @@ int serve(const ServeOptions& o) {
   runner_options.sample_on_host = o.sample_on_host;
   runner_options.deterministic = o.deterministic;
   runner_options.tensor_parallel_size = o.vllm.tensor_parallel_size;
-  runner_options.gpu_bf16 = device.value() == "cuda" && o.dtype == "bfloat16";
-  if (runner_options.gpu_bf16)
-    log_info("--dtype bfloat16: activations, weights, KV cache and logits in bf16 on the GPU (fp32 residual stream)");
+  runner_options.gpu_bf16 = gpu_bf16;
+  if (gpu_bf16)
+    log_info("--dtype {}: activations, weights, KV cache and logits in bf16 on the GPU (fp32 residual stream)",
+             o.dtype == "auto" ? "auto (the checkpoint's torch_dtype, bfloat16)" : o.dtype);
   auto device_runner = make_device_runner(runner_options, m);
   if (!device_runner.is_ok()) return report_error("serve", device_runner.status());
   const int32_t num_blocks = device_runner->num_blocks;
