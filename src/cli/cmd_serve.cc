@@ -142,13 +142,13 @@ int serve(const ServeOptions& o) {
   log_info("model {} ({}): weights {:.3f} GiB, loaded in {:.2f} s", dir.value(), m.weight_format_name(),
            m.weight_bytes_total() / kGiB, load_s);
   // vLLM serves a bf16 checkpoint in bf16 by default; say how this server serves it.
-  const bool gpu_bf16 = device.value() == "cuda" && gpu_serves_bf16(o.dtype, m);
+  const bool gpu_bf16 = device.value() == "cuda" && gpu_serves_bf16(o.dtype, o.kv_cache_dtype, m);
   if (m.config().torch_dtype == "bfloat16" && o.dtype == "auto") {
     if (device.value() == "cuda" && !gpu_bf16)
       log_warning(
-          "the checkpoint's torch_dtype is bfloat16, but its {} linears take fp16 activations on the GPU: "
+          "the checkpoint's torch_dtype is bfloat16, but its {} linears{} take fp16 activations on the GPU: "
           "activations run in fp16, whose range ends at 65504 where bf16's reaches 3.4e38",
-          m.weight_format_name());
+          m.weight_format_name(), o.kv_cache_dtype == "auto" ? "" : " or the fp8 KV cache");
     else if (device.value() == "cpu")
       log_info(
           "the checkpoint's torch_dtype is bfloat16: activations in f32 on the CPU (--dtype bfloat16 rounds them "

@@ -33,11 +33,12 @@ Result<ActivationDtype> cpu_activation_dtype_for(const std::string& dtype, const
   return invalid_argument("--dtype " + dtype + ": expected auto, float16, half, bfloat16, float32 or float");
 }
 
-bool gpu_serves_bf16(const std::string& dtype, const Model& m) {
+bool gpu_serves_bf16(const std::string& dtype, const std::string& kv_cache_dtype, const Model& m) {
   if (dtype == "bfloat16") return true;
   const std::string format = m.weight_format_name();
   const bool unquantised = format == "f32" || format == "f16" || format == "bf16";
-  return dtype == "auto" && m.config().torch_dtype == "bfloat16" && unquantised;
+  const Result<KvCacheDtype> kv = resolve_kv_dtype(kv_cache_dtype, "cuda");
+  return dtype == "auto" && m.config().torch_dtype == "bfloat16" && unquantised && kv.is_ok() && !kv->fp8();
 }
 
 namespace {

@@ -50,10 +50,11 @@ struct DeviceRunnerOptions {
 // not rounded): auto, float16 and half (fp16 kernels) and bfloat16 (bf16 kernels, dense
 // checkpoints: DeviceRunnerOptions::gpu_bf16) are accepted, float32 refused.
 Result<ActivationDtype> cpu_activation_dtype_for(const std::string& dtype, const std::string& device);
-// Whether the GPU serves model m in bf16 (DeviceRunnerOptions::gpu_bf16) under --dtype: bfloat16
-// does; auto does as vLLM's, where the checkpoint's torch_dtype is bfloat16, for unquantised
-// checkpoints (the quantised GEMMs take fp16 activations: those stay fp16).
-bool gpu_serves_bf16(const std::string& dtype, const Model& m);
+// Whether the GPU serves model m in bf16 (DeviceRunnerOptions::gpu_bf16) under --dtype and
+// --kv-cache-dtype: bfloat16 does; auto does as vLLM's, where the checkpoint's torch_dtype is
+// bfloat16, for unquantised checkpoints without an fp8 KV cache (the quantised GEMMs and the fp8
+// cache take fp16 activations: those stay fp16).
+bool gpu_serves_bf16(const std::string& dtype, const std::string& kv_cache_dtype, const Model& m);
 inline constexpr const char* kDtypeHelp =
     "activation dtype: auto (f32 on the CPU; on the GPU the checkpoint's torch_dtype for an unquantised bf16 "
     "checkpoint, as vLLM, else fp16), float16 (= half: on the CPU, every activation "

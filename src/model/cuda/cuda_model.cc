@@ -103,12 +103,12 @@ Status CudaModel::init_device() {
 Status CudaModel::upload_weights(const Model& model) {
   const ModelConfig& c = config_;
   const DType element = options_.activation_dtype;
-  auto upload_fp16 = [element](const TensorInfo& t, const std::string& what) -> Result<DeviceBuffer> {
+  auto upload_element16 = [element](const TensorInfo& t, const std::string& what) -> Result<DeviceBuffer> {
     const std::vector<uint16_t> h = to_element16(t.data, t.dtype, t.num_elements(), element);
     return upload_bytes(h.data(), h.size() * 2, what);
   };
-  CROSSPOINT_ASSIGN_OR_RETURN(embed_tokens_, upload_fp16(model.embed_tokens(), "model.embed_tokens.weight"));
-  CROSSPOINT_ASSIGN_OR_RETURN(final_norm_, upload_fp16(model.final_norm(), "model.norm.weight"));
+  CROSSPOINT_ASSIGN_OR_RETURN(embed_tokens_, upload_element16(model.embed_tokens(), "model.embed_tokens.weight"));
+  CROSSPOINT_ASSIGN_OR_RETURN(final_norm_, upload_element16(model.final_norm(), "model.norm.weight"));
   const LinearWeightView head_view = model.lm_head().view();
   const auto* head = std::get_if<DenseWeightStorage>(&head_view.storage);
   if (head == nullptr)
@@ -129,12 +129,12 @@ Status CudaModel::upload_weights(const Model& model) {
     Layer& l = layers_[i];
     l.k_scale = w.k_scale;
     l.v_scale = w.v_scale;
-    CROSSPOINT_ASSIGN_OR_RETURN(l.input_norm, upload_fp16(*w.input_norm, p + "input_layernorm.weight"));
+    CROSSPOINT_ASSIGN_OR_RETURN(l.input_norm, upload_element16(*w.input_norm, p + "input_layernorm.weight"));
     CROSSPOINT_ASSIGN_OR_RETURN(l.post_attention_norm,
-                                upload_fp16(*w.post_attention_norm, p + "post_attention_layernorm.weight"));
+                                upload_element16(*w.post_attention_norm, p + "post_attention_layernorm.weight"));
     if (w.q_norm != nullptr) {
-      CROSSPOINT_ASSIGN_OR_RETURN(l.q_norm, upload_fp16(*w.q_norm, p + "self_attn.q_norm.weight"));
-      CROSSPOINT_ASSIGN_OR_RETURN(l.k_norm, upload_fp16(*w.k_norm, p + "self_attn.k_norm.weight"));
+      CROSSPOINT_ASSIGN_OR_RETURN(l.q_norm, upload_element16(*w.q_norm, p + "self_attn.q_norm.weight"));
+      CROSSPOINT_ASSIGN_OR_RETURN(l.k_norm, upload_element16(*w.k_norm, p + "self_attn.k_norm.weight"));
     }
     CROSSPOINT_ASSIGN_OR_RETURN(l.qkv, upload_fused_linear({{p + "self_attn.q_proj", w.q_proj.get()},
                                                             {p + "self_attn.k_proj", w.k_proj.get()},
