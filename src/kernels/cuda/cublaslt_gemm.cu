@@ -8,6 +8,7 @@
 
 #include "kernels/cuda/cublaslt_gemm.h"
 #include "kernels/cuda/cuda_status.h"
+#include "kernels/cuda/element16.cuh"
 
 namespace crosspoint::cuda {
 
@@ -228,8 +229,7 @@ Status fp16_gemm_cublaslt(CublasLtContext& ctx, const uint16_t* x, int64_t x_str
                           DType dtype) {
   if (m == 0) return Status::ok();
   if (m < 0 || n <= 0 || k <= 0) return invalid_argument("fp16_gemm_cublaslt: bad shape");
-  if (dtype != DType::kF16 && dtype != DType::kBF16)
-    return invalid_argument("fp16_gemm_cublaslt: dtype must be float16 or bfloat16");
+  if (!is_element16(dtype)) return invalid_argument("fp16_gemm_cublaslt: dtype must be float16 or bfloat16");
   const int kind = dtype == DType::kBF16 ? kPlanBf16 : kPlanFp16;
   CROSSPOINT_ASSIGN_OR_RETURN(auto* plan, ctx.plan({kind, m, n, k, w_stride, x_stride, y_stride}));
   return run_plan(ctx, plan, w, x, y, stream, "fp16_gemm_cublaslt");

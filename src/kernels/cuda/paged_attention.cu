@@ -403,7 +403,7 @@ Status check_args(const CudaPagedAttentionArgs& a) {
   if (a.query_stride < row_width || a.query_stride % 8 != 0)
     return bad("query_stride " + std::to_string(a.query_stride) + " must be >= H * D and a multiple of 8");
   if (a.output_stride < row_width) return bad("output_stride " + std::to_string(a.output_stride) + " < H * D");
-  if (a.dtype != DType::kF16 && a.dtype != DType::kBF16) return bad("dtype must be float16 or bfloat16");
+  if (!is_element16(a.dtype)) return bad("dtype must be float16 or bfloat16");
   if (a.num_tokens == 0) return Status::ok();
   const bool fp16_cache = a.key_cache != nullptr && a.value_cache != nullptr;
   const bool fp8_cache = a.key_cache_fp8 != nullptr && a.value_cache_fp8 != nullptr;

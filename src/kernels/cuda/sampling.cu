@@ -361,7 +361,7 @@ Status bad(const std::string& what) { return invalid_argument("sample_rows: " + 
 
 Status sample_rows(const uint16_t* logits, int64_t stride, int num_logits_rows, const SampledRowParams* row_params,
                    int num_sampled_rows, int32_t* out_tokens, int vocab_size, cudaStream_t stream, DType dtype) {
-  if (dtype != DType::kF16 && dtype != DType::kBF16) return bad("logits must be float16 or bfloat16");
+  if (!is_element16(dtype)) return bad("logits must be float16 or bfloat16");
   const bool bf16 = dtype == DType::kBF16;
   if (num_sampled_rows < 0 || num_logits_rows < 0) return bad("negative row count");
   if (num_sampled_rows == 0) return Status::ok();
