@@ -23,6 +23,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/dtype.h"
+#include "gpu/bench_cutlass_tiles.h"
 #include "gpu/bench_formats.h"
 #include "gpu/fill_random.h"
 #include "gpu/graph_timing.h"
@@ -799,131 +800,6 @@ void run_profile_shapes(CublasLtContext& ctx, const Buffers& b, cudaStream_t s, 
   }
 }
 
-// W8A8-FP8 on every CUTLASS kernel (cutlass_fp8_gemm.h's CutlassFp8Tile) beside cuBLASLt, per
-// step shape (fused qkv, o, fused gate_up, down) and rows, GEMM alone (inputs already e4m3);
-// each kernel's output is checked against the 64-channel tile's of the same rows first. The
-// table: per rows, every shape's fastest kernel and the 28 layers' total on that mix against
-// the dispatch's (cutlass_fp8_tile_for's kernel, else cuBLASLt).
-nlohmann::json bench_cutlass_tiles(const Ceilings& c, CublasLtContext& ctx, const Buffers& small, cudaStream_t s,
-                                   int reps) {
-  constexpr int kHidden = 3584, kInter = 18944, kQkv = 4608, kLayers = 28;
-  const PrefillBuffers prefill(small, s);
-  const Buffers& b = prefill.b;
-  const Shape shapes[] = {{"qkv 4608x3584", kQkv, kHidden},
-                          {"o 3584x3584", kHidden, kHidden},
-                          {"gate_up 37888x3584", 2 * kInter, kHidden},
-                          {"down 3584x18944", kHidden, kInter}};
-  const int rows[] = {8, 16, 32, 64, 128, 256, 2048};
-  const int num_sms = cuda::cuda_device_info().num_sms;
-  uint16_t* reference = nullptr;
-  BENCH_CUDA(cudaMalloc(&reference, static_cast<size_t>(kPrefillRows) * 2 * kInter * 2));
-  float* scratch = nullptr;  // cuBLASLt's fp32 epilogue buffer at up to kPrefillRows rows
-  BENCH_CUDA(cudaMalloc(&scratch, static_cast<size_t>(kPrefillRows) * 2 * kInter * 4));
-  std::vector<uint16_t> got, want;
-  nlohmann::json out = nlohmann::json::array();
-  std::map<int, double> best_total, dispatch_total;
-  std::map<std::pair<int, std::string>, std::string> best_kernel;
-  for (const Shape& shape : shapes) {
-    const double wbytes = weight_bytes(Precision::kFp8, shape.n, shape.k);
-    const int copies = std::clamp(static_cast<int>(512e6 / wbytes) + 1, 2, 64);
-    std::vector<Linear> lins;
-    for (int i = 0; i < copies; ++i) lins.push_back(make_linear(Precision::kFp8, shape.n, shape.k, 3000 + i, s));
-    for (int m : rows) {
-      const size_t ys = static_cast<size_t>(m) * shape.n;
-      double best_ms = 1e30, dispatch_ms = 0;
-      std::string best_name;
-      auto time_kernel = [&](const std::string& name, const std::function<Status(const Linear&)>& run) {
-        const double ms = time_graph(
-                              [&]() -> Status {
-                                for (const Linear& lin : lins) CROSSPOINT_RETURN_IF_ERROR(run(lin));
-                                return Status::ok();
-                              },
-                              s, reps) /
-                          copies;
-        auto r = record(c, Precision::kFp8, name.c_str(), shape.name, m, shape.n, shape.k,
-                        wbytes + 1.0 * m * shape.k + 2.0 * m * shape.n, 2.0 * m * shape.n * shape.k, ms);
-        out.push_back(r);
-        return ms;
-      };
-      const auto cublas = [&](const Linear& lin) {
-        return cuda::fp8_gemm_cublaslt(ctx, b.xq, shape.k, b.x_scale, static_cast<const uint8_t*>(lin.weight), shape.k,
-                                       static_cast<const float*>(lin.scales), b.y, shape.n, m, shape.n, shape.k,
-                                       scratch, s);
-      };
-      const double cublas_ms = time_kernel("cublaslt", cublas);
-      best_ms = cublas_ms, best_name = "cublaslt";
-      // The reference output: the 64-channel tile of these rows on the first copy.
-      BENCH_CHECK(cuda::cutlass_fp8_gemm(
-          cuda::CutlassFp8Tile::k64x64, b.xq, shape.k, b.x_scale, static_cast<const uint8_t*>(lins[0].weight), shape.k,
-          static_cast<const float*>(lins[0].scales), reference, shape.n, m, shape.n, shape.k, s));
-      want.resize(ys);
-      BENCH_CUDA(cudaMemcpyAsync(want.data(), reference, ys * 2, cudaMemcpyDeviceToHost, s));
-      BENCH_CUDA(cudaStreamSynchronize(s));
-      for (cuda::CutlassFp8Tile tile : cuda::kAllCutlassFp8Tiles) {
-        const int tokens = cuda::cutlass_fp8_tile_tokens(tile);
-        if (tokens > std::max(16, m) || tokens * 8 < m) continue;  // tiles a few times narrower than M at most
-        auto run = [&](const Linear& lin) {
-          return cuda::cutlass_fp8_gemm(tile, b.xq, shape.k, b.x_scale, static_cast<const uint8_t*>(lin.weight),
-                                        shape.k, static_cast<const float*>(lin.scales), b.y, shape.n, m, shape.n,
-                                        shape.k, s);
-        };
-        const Status first = run(lins[0]);
-        if (!first.is_ok()) {
-          std::printf("%-20s %-19s M=%-4d skipped: %s\n", cuda::cutlass_fp8_tile_name(tile), shape.name, m,
-                      first.to_string().c_str());
-          continue;
-        }
-        got.resize(ys);
-        BENCH_CUDA(cudaMemcpyAsync(got.data(), b.y, ys * 2, cudaMemcpyDeviceToHost, s));
-        BENCH_CUDA(cudaStreamSynchronize(s));
-        double max_diff = 0, max_ref = 0;
-        size_t mismatches = 0;
-        for (size_t i = 0; i < ys; ++i) {
-          const double g = f16_to_f32(got[i]), w = f16_to_f32(want[i]);
-          max_ref = std::max(max_ref, std::fabs(w));
-          const double d = std::fabs(g - w);
-          if (!(d <= 1e-2 * std::fabs(w) + 1e-3)) ++mismatches;
-          if (!(d <= max_diff)) max_diff = d;
-        }
-        const std::string name = std::string("cutlass ") + cuda::cutlass_fp8_tile_name(tile);
-        const double ms = time_kernel(name, run);
-        out.back()["max_abs_diff_vs_64_channel_tile"] = max_diff;
-        out.back()["max_abs_reference"] = max_ref;
-        out.back()["mismatches"] = mismatches;
-        if (mismatches != 0) {
-          std::printf(
-              "  ^ %zu of %zu outputs differ from the 64-channel tile's (max |diff| %g of %g): not a candidate\n",
-              mismatches, ys, max_diff, max_ref);
-          continue;
-        }
-        if (tile == cuda::cutlass_fp8_tile_for(m, shape.n, num_sms)) dispatch_ms = ms;
-        if (ms < best_ms) best_ms = ms, best_name = name;
-      }
-      if (!cuda::cutlass_fp8_tile_for(m, shape.n, num_sms)) dispatch_ms = cublas_ms;
-      best_total[m] += kLayers * best_ms;
-      dispatch_total[m] += kLayers * dispatch_ms;
-      best_kernel[{m, shape.name}] = best_name;
-    }
-    for (Linear& lin : lins) free_linear(lin);
-  }
-  std::printf("\n== W8A8-FP8 GEMMs: each shape's fastest kernel, 28 layers' linears (no quantisation) ==\n");
-  nlohmann::json summary = nlohmann::json::array();
-  for (int m : rows) {
-    std::printf("M=%-5d dispatch %7.3f ms  best mix %7.3f ms (%.2fx):", m, dispatch_total[m], best_total[m],
-                best_total[m] / std::max(dispatch_total[m], 1e-9));
-    nlohmann::json mix;
-    for (const Shape& shape : shapes) {
-      std::printf("  %s: %s", shape.name, best_kernel[{m, shape.name}].c_str());
-      mix[shape.name] = best_kernel[{m, shape.name}];
-    }
-    std::printf("\n");
-    summary.push_back({{"m", m}, {"dispatch_ms", dispatch_total[m]}, {"best_mix_ms", best_total[m]}, {"best", mix}});
-  }
-  cudaFree(reference);
-  cudaFree(scratch);
-  return {{"per_shape", out}, {"summary", summary}};
-}
-
 }  // namespace
 }  // namespace crosspoint::bench
 
@@ -933,11 +809,12 @@ int main(int argc, char** argv) {
   std::string out_path = "bench_gemm.json";
   int reps = 15;
   bool skip_layers = false;
-  bool gemv_splits = false;      // also time the GEMVs at every forced K split
-  bool gemv16_only = false;      // only the decode-step GEMV table at M = 1 .. 16
-  bool gemv_only = false;        // the GEMV table, the per-shape GEMVs and the decode step at M <= 16
-  bool profile_shapes = false;   // only run_profile_shapes (for ncu)
-  bool cutlass_tiles = false;    // only bench_cutlass_tiles
+  bool gemv_splits = false;     // also time the GEMVs at every forced K split
+  bool gemv16_only = false;     // only the decode-step GEMV table at M = 1 .. 16
+  bool gemv_only = false;       // the GEMV table, the per-shape GEMVs and the decode step at M <= 16
+  bool profile_shapes = false;  // only run_profile_shapes (for ncu)
+  bool cutlass_tiles = false;   // only bench_cutlass_tiles (and bench_formats with --formats-only)
+  std::vector<std::string> tile_operands = {"fp8", "int8", "fp8-block"};
   bool w4a16_many_rows = false;  // only bench_w4a16_many_rows
   bool formats_only = false;     // only bench_formats
   std::vector<int> profile_rows = {1, 8};
@@ -953,8 +830,14 @@ int main(int argc, char** argv) {
     else if (a == "--gemv-splits") gemv_splits = true;
     else if (a == "--gemv16-only") gemv16_only = true;
     else if (a == "--gemv-only") gemv_only = true;
-    else if (a == "--cutlass-tiles") cutlass_tiles = true;
-    else if (a == "--w4a16-many-rows") w4a16_many_rows = true;
+    else if (a == "--cutlass-tiles") {
+      cutlass_tiles = true;
+      if (i + 1 < argc && argv[i + 1][0] != '-') {  // optional list of fp8, int8, fp8-block
+        tile_operands.clear();
+        std::stringstream list(next());
+        for (std::string item; std::getline(list, item, ',');) tile_operands.push_back(item);
+      }
+    } else if (a == "--w4a16-many-rows") w4a16_many_rows = true;
     else if (a == "--formats-only") formats_only = true;
     else if (a == "--profile-shapes") {
       profile_shapes = true;
@@ -969,7 +852,8 @@ int main(int argc, char** argv) {
       std::fprintf(
           stderr,
           "usage: bench_gemm [--bw-gbps X] [--fp16-tflops X] [--fp8-tflops X] [--reps N] [--decode-only] "
-          "[--gemv-splits] [--gemv16-only] [--gemv-only] [--cutlass-tiles] [--w4a16-many-rows] [--formats-only] "
+          "[--gemv-splits] [--gemv16-only] [--gemv-only] [--cutlass-tiles [fp8,int8,fp8-block]] [--w4a16-many-rows] "
+          "[--formats-only] "
           "[--profile-shapes [M,M,...]] [--no-pdl] "
           "[--out FILE]\n");
       return 2;
@@ -1000,18 +884,12 @@ int main(int argc, char** argv) {
       {"ceilings", {{"read_gbps", c.bw_gbps}, {"fp16_tflops", c.fp16_tflops}, {"fp8_tflops", c.fp8_tflops}}},
       {"fp8_scale_path", fp8_path},
       {"reps", reps}};
-  if (formats_only) {
-    result["formats"] = bench_formats(**ctx, c.bw_gbps, s, reps);
-    std::ofstream(out_path) << result.dump(1) << "\n";
-    std::printf("wrote %s\n", out_path.c_str());
-    return 0;
-  }
-  if (cutlass_tiles || w4a16_many_rows) {
-    if (cutlass_tiles) {
-      std::printf("\n== W8A8-FP8 GEMMs on every CUTLASS kernel ==\n");
-      result["cutlass_tiles"] = bench_cutlass_tiles(c, **ctx, b, s, reps);
-    }
+  if (cutlass_tiles || w4a16_many_rows || formats_only) {
+    // The 8-bit formats' GEMMs on every CUTLASS kernel (each shown against the fp8 tensor rate).
+    if (cutlass_tiles)
+      result["cutlass_tiles"] = bench_cutlass_tiles(**ctx, tile_operands, c.bw_gbps, c.fp8_tflops, s, reps);
     if (w4a16_many_rows) result["w4a16_many_rows"] = bench_w4a16_many_rows(c, **ctx, b, s, reps);
+    if (formats_only) result["formats"] = bench_formats(**ctx, c.bw_gbps, s, reps);
     std::ofstream(out_path) << result.dump(1) << "\n";
     std::printf("wrote %s\n", out_path.c_str());
     return 0;

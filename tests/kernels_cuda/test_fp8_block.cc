@@ -115,10 +115,77 @@ TEST(Fp8BlockLinear, MatchesTheHostReference) {
   }
 }
 
+// Every CUTLASS tile on its own, at rows below, at and past its token count (several tiles, a
+// partial one), against the host reference; each twice, for the same bits.
+TEST(CutlassFp8BlockGemm, EveryTileMatchesTheHostReference) {
+  CROSSPOINT_SKIP_WITHOUT_GPU();
+  if (cuda_device_info().capability() != 90) GTEST_SKIP() << "needs compute capability 9.0";
+  std::mt19937 rng(33);
+  std::uniform_real_distribution<float> scale(1e-4f, 1e-3f);
+  constexpr int n = 200, k = 1024;  // a partial 128-channel block and 64-channel tile
+  const auto w = testing::random_e4m3(rng, static_cast<size_t>(n) * k);
+  const int n_blocks = (n + 127) / 128, k_blocks = k / 128;
+  std::vector<float> w_scale(static_cast<size_t>(n_blocks) * k_blocks);
+  for (auto& s : w_scale) s = scale(rng);
+  const int64_t row = fp8_block_weight_scale_row(k);
+  std::vector<float> w_scale_dev(static_cast<size_t>(n_blocks * row), 0.f);
+  for (int bn = 0; bn < n_blocks; ++bn)
+    for (int bk = 0; bk < k_blocks; ++bk) w_scale_dev[bn * row + bk] = w_scale[bn * k_blocks + bk];
+  DeviceBuffer<uint8_t> w_dev(w);
+  DeviceBuffer<float> ws_m64(fp8_block_scales_m64(w_scale_dev.data(), row, n, k));
+  for (CutlassFp8BlockTile tile : kAllCutlassFp8BlockTiles) {
+    const int tokens = cutlass_fp8_block_tile_tokens(tile);
+    for (int m : {3, tokens, 2 * tokens + 5}) {
+      const auto x = testing::random_f16(rng, static_cast<size_t>(m) * k, -3.f, 3.f);
+      const std::vector<float> xf = testing::f16_to_f32(x);
+      std::vector<float> y_ref(static_cast<size_t>(m) * n);
+      Fp8BlockLinearArgs a = args_for(xf, m, k);
+      a.out_features = n;
+      a.weight = w.data();
+      a.weight_scale = w_scale.data();
+      a.y = y_ref.data();
+      ASSERT_TRUE(fp8_block_linear_ref(a).is_ok());
+      const int padded = fp8_block_padded_rows(m);
+      DeviceBuffer<uint16_t> x_dev(x);
+      DeviceBuffer<uint8_t> xq(static_cast<size_t>(padded) * k);
+      DeviceBuffer<float> xs(static_cast<size_t>(padded) * k_blocks);
+      ASSERT_TRUE(fp8_quantize_per_token_group(x_dev.get(), k, xq.get(), k, xs.get(), padded, m, k, nullptr).is_ok());
+      DeviceBuffer<uint16_t> y(static_cast<size_t>(padded) * n);
+      CutlassFp8BlockArgs g;
+      g.xq = xq.get();
+      g.x_scale = xs.get();
+      g.wq = w_dev.get();
+      g.w_scale_m64 = ws_m64.get();
+      g.y = y.get();
+      g.m = padded;
+      g.n = n;
+      g.k = k;
+      y.poison();
+      const Status st = cutlass_fp8_block_gemm_on(tile, g, nullptr);
+      if (st.code() == StatusCode::kUnsupported) GTEST_SKIP() << st.to_string();  // a build without sm_90a
+      ASSERT_TRUE(st.is_ok()) << cutlass_fp8_block_tile_name(tile) << " m=" << m << ": " << st.to_string();
+      std::vector<uint16_t> got = y.download();
+      got.resize(static_cast<size_t>(m) * n);
+      EXPECT_LT(testing::relative_error_f16(got, std::vector<double>(y_ref.begin(), y_ref.end())), 2e-3)
+          << cutlass_fp8_block_tile_name(tile) << " m=" << m;
+      ASSERT_TRUE(cutlass_fp8_block_gemm_on(tile, g, nullptr).is_ok());
+      std::vector<uint16_t> again = y.download();
+      again.resize(got.size());
+      EXPECT_EQ(again, got) << cutlass_fp8_block_tile_name(tile) << " m=" << m << ": a second run gave other bits";
+    }
+  }
+}
+
 // The CUTLASS kernel's own refusals, and its scale layout from cuBLASLt's (no GPU needed).
 TEST(CutlassFp8BlockGemm, RefusesWhatItCannotRunAndLaysOutTheScales) {
   CutlassFp8BlockArgs a;
-  a.m = 68;  // over its tiles
+  EXPECT_FALSE(cutlass_fp8_block_tile_for(kCutlassFp8BlockMaxRows + 4).has_value());
+  for (int m : {4, 16, 20, kCutlassFp8BlockMaxRows}) {  // the smallest tile that holds them
+    ASSERT_TRUE(cutlass_fp8_block_tile_for(m).has_value()) << m;
+    const int tokens = cutlass_fp8_block_tile_tokens(*cutlass_fp8_block_tile_for(m));
+    EXPECT_TRUE(tokens >= m && (tokens == 16 || tokens / 2 < m)) << m << " rows on " << tokens << "-token tiles";
+  }
+  a.m = kCutlassFp8BlockMaxRows + 4;  // over the dispatch's tiles
   a.n = 256;
   a.k = 256;
   a.check_only = true;

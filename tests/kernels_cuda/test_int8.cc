@@ -147,7 +147,7 @@ TEST(Int8Linear, EveryCutlassTileAndCublasLtEqualTheHostReference) {
   for (auto& s : w_scale) s = scale(rng);
   DeviceBuffer<int8_t> w_dev(w);
   DeviceBuffer<float> ws(w_scale);
-  for (CutlassFp8Tile tile : kAllCutlassFp8Tiles) {
+  for (CutlassFp8Tile tile : kAllCutlassInt8Tiles) {
     const int tokens = cutlass_fp8_tile_tokens(tile);
     for (int m : {1, tokens, tokens + 3, 2 * tokens + 5}) {
       const auto x = awkward_activations(rng, m, k);

@@ -1,6 +1,7 @@
 #include "kernels/cuda/cutlass_fp8_block_gemm.h"
 
 #include <cstdint>
+#include <optional>
 #include <string>
 
 #include "kernels/cuda/cutlass_fp8_block_kernels.h"
@@ -8,20 +9,56 @@
 
 namespace crosspoint::cuda {
 
-Status cutlass_fp8_block_gemm(const CutlassFp8BlockArgs& a, cudaStream_t stream) {
+const char* cutlass_fp8_block_tile_name(CutlassFp8BlockTile tile) {
+  switch (tile) {
+    case CutlassFp8BlockTile::k64x16: return "64x16";
+    case CutlassFp8BlockTile::k64x32: return "64x32";
+    case CutlassFp8BlockTile::k64x64: return "64x64";
+    case CutlassFp8BlockTile::k64x128: return "64x128";
+  }
+  return "?";
+}
+
+int cutlass_fp8_block_tile_tokens(CutlassFp8BlockTile tile) {
+  switch (tile) {
+    case CutlassFp8BlockTile::k64x16: return 16;
+    case CutlassFp8BlockTile::k64x32: return 32;
+    case CutlassFp8BlockTile::k64x64: return 64;
+    case CutlassFp8BlockTile::k64x128: return 128;
+  }
+  return 0;
+}
+
+std::optional<CutlassFp8BlockTile> cutlass_fp8_block_tile_for(int m) {
+  if (m <= 16) return CutlassFp8BlockTile::k64x16;
+  if (m <= 32) return CutlassFp8BlockTile::k64x32;
+  if (m <= kCutlassFp8BlockMaxRows) return CutlassFp8BlockTile::k64x64;
+  return std::nullopt;
+}
+
+Status cutlass_fp8_block_gemm_on(CutlassFp8BlockTile tile, const CutlassFp8BlockArgs& a, cudaStream_t stream) {
   if (a.m < 0 || a.n <= 0 || a.k <= 0 || a.m % 4 != 0 || a.n % 8 != 0 || a.k % 128 != 0) {
     return invalid_argument("cutlass_fp8_block_gemm: m = " + std::to_string(a.m) + " must be a multiple of 4, n = " +
                             std::to_string(a.n) + " of 8 and k = " + std::to_string(a.k) + " of 128");
   }
-  if (a.m > kCutlassFp8BlockMaxRows) {
+  if (a.m == 0 && !a.check_only) return Status::ok();
+  const int num_sms = a.check_only ? 1 : cuda_device_info().num_sms;
+  switch (tile) {
+    case CutlassFp8BlockTile::k64x16: return cutlass_fp8_block::gemm_64x16(a, num_sms, stream);
+    case CutlassFp8BlockTile::k64x32: return cutlass_fp8_block::gemm_64x32(a, num_sms, stream);
+    case CutlassFp8BlockTile::k64x64: return cutlass_fp8_block::gemm_64x64(a, num_sms, stream);
+    case CutlassFp8BlockTile::k64x128: return cutlass_fp8_block::gemm_64x128(a, num_sms, stream);
+  }
+  return internal_error("cutlass_fp8_block_gemm: unknown tile");
+}
+
+Status cutlass_fp8_block_gemm(const CutlassFp8BlockArgs& a, cudaStream_t stream) {
+  const std::optional<CutlassFp8BlockTile> tile = cutlass_fp8_block_tile_for(a.m);
+  if (!tile) {
     return unsupported("cutlass_fp8_block_gemm: " + std::to_string(a.m) + " rows; its tiles serve at most " +
                        std::to_string(kCutlassFp8BlockMaxRows));
   }
-  if (a.m == 0 && !a.check_only) return Status::ok();
-  const int num_sms = a.check_only ? 1 : cuda_device_info().num_sms;
-  if (a.m <= 16) return cutlass_fp8_block::gemm_64x16(a, num_sms, stream);
-  if (a.m <= 32) return cutlass_fp8_block::gemm_64x32(a, num_sms, stream);
-  return cutlass_fp8_block::gemm_64x64(a, num_sms, stream);
+  return cutlass_fp8_block_gemm_on(*tile, a, stream);
 }
 
 std::vector<float> fp8_block_scales_m64(const float* blocks, int64_t row_floats, int n, int k) {

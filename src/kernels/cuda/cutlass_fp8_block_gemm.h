@@ -12,6 +12,7 @@
 #include <cuda_runtime.h>
 
 #include <cstdint>
+#include <optional>
 #include <vector>
 
 #include "common/status.h"
@@ -30,8 +31,21 @@ struct CutlassFp8BlockArgs {
   bool check_only = false;  // only whether CUTLASS can run these sizes (host; no GPU needed)
 };
 
-// Unsupported when this build has no sm_90a kernels or m > kCutlassFp8BlockMaxRows.
+// The instantiated kernels (all persistent ping-pong, 64 channels a tile): tokens of a tile.
+enum class CutlassFp8BlockTile { k64x16, k64x32, k64x64, k64x128 };
+inline constexpr CutlassFp8BlockTile kAllCutlassFp8BlockTiles[] = {
+    CutlassFp8BlockTile::k64x16, CutlassFp8BlockTile::k64x32, CutlassFp8BlockTile::k64x64,
+    CutlassFp8BlockTile::k64x128};
+const char* cutlass_fp8_block_tile_name(CutlassFp8BlockTile tile);
+int cutlass_fp8_block_tile_tokens(CutlassFp8BlockTile tile);
+// The tile the dispatch gives m (padded) rows: the smallest that holds them, up to
+// kCutlassFp8BlockMaxRows; none above (cuBLASLt).
+std::optional<CutlassFp8BlockTile> cutlass_fp8_block_tile_for(int m);
+
+// On the dispatch's tile. Unsupported when this build has no sm_90a kernels or m > kCutlassFp8BlockMaxRows.
 Status cutlass_fp8_block_gemm(const CutlassFp8BlockArgs& args, cudaStream_t stream);
+// On the given tile, at any rows (tests and benchmarks compare them).
+Status cutlass_fp8_block_gemm_on(CutlassFp8BlockTile tile, const CutlassFp8BlockArgs& args, cudaStream_t stream);
 
 // The weight scales in the kernel's layout from the 128 x 128 block scales in cuBLASLt's
 // (blocks [ceil(N / 128), row_floats], a row per 128 channels): each block's scale serves

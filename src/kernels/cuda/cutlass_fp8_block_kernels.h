@@ -14,5 +14,6 @@ namespace crosspoint::cuda::cutlass_fp8_block {
 Status gemm_64x16(const CutlassFp8BlockArgs& args, int num_sms, cudaStream_t stream);
 Status gemm_64x32(const CutlassFp8BlockArgs& args, int num_sms, cudaStream_t stream);
 Status gemm_64x64(const CutlassFp8BlockArgs& args, int num_sms, cudaStream_t stream);
+Status gemm_64x128(const CutlassFp8BlockArgs& args, int num_sms, cudaStream_t stream);
 
 }  // namespace crosspoint::cuda::cutlass_fp8_block

@@ -40,6 +40,9 @@ Status validate_and_run(CutlassFp8Tile tile, const cutlass_fp8::Args& a, bool in
       case CutlassFp8Tile::kPingpong64x16: return cutlass_fp8::int8_gemm_pingpong_64x16(args, stream);
       case CutlassFp8Tile::kPingpong64x32: return cutlass_fp8::int8_gemm_pingpong_64x32(args, stream);
       case CutlassFp8Tile::kPingpong64x64: return cutlass_fp8::int8_gemm_pingpong_64x64(args, stream);
+      case CutlassFp8Tile::kPingpong64x128: return cutlass_fp8::int8_gemm_pingpong_64x128(args, stream);
+      case CutlassFp8Tile::kCooperative128x128: return cutlass_fp8::int8_gemm_cooperative_128x128(args, stream);
+      case CutlassFp8Tile::kCooperative128x256: return cutlass_fp8::int8_gemm_cooperative_128x256(args, stream);
     }
     return internal_error(name + ": unknown tile");
   }
@@ -51,6 +54,10 @@ Status validate_and_run(CutlassFp8Tile tile, const cutlass_fp8::Args& a, bool in
     case CutlassFp8Tile::kPingpong64x16: return cutlass_fp8::gemm_pingpong_64x16(args, stream);
     case CutlassFp8Tile::kPingpong64x32: return cutlass_fp8::gemm_pingpong_64x32(args, stream);
     case CutlassFp8Tile::kPingpong64x64: return cutlass_fp8::gemm_pingpong_64x64(args, stream);
+    case CutlassFp8Tile::kPingpong64x128: return cutlass_fp8::gemm_pingpong_64x128(args, stream);
+    case CutlassFp8Tile::kCooperative128x128: return cutlass_fp8::gemm_cooperative_128x128(args, stream);
+    case CutlassFp8Tile::kCooperative128x256:
+      return unsupported(name + ": the 128x256 tile is int8's only (FP8's two accumulators would spill)");
   }
   return internal_error(name + ": unknown tile");
 }
@@ -66,6 +73,9 @@ const char* cutlass_fp8_tile_name(CutlassFp8Tile tile) {
     case CutlassFp8Tile::kPingpong64x16: return "pingpong_64x16";
     case CutlassFp8Tile::kPingpong64x32: return "pingpong_64x32";
     case CutlassFp8Tile::kPingpong64x64: return "pingpong_64x64";
+    case CutlassFp8Tile::kPingpong64x128: return "pingpong_64x128";
+    case CutlassFp8Tile::kCooperative128x128: return "cooperative_128x128";
+    case CutlassFp8Tile::kCooperative128x256: return "cooperative_128x256";
   }
   return "?";
 }
@@ -78,7 +88,10 @@ int cutlass_fp8_tile_tokens(CutlassFp8Tile tile) {
     case CutlassFp8Tile::kPingpong64x32: return 32;
     case CutlassFp8Tile::k64x64:
     case CutlassFp8Tile::kPingpong64x64: return 64;
-    case CutlassFp8Tile::k64x128: return 128;
+    case CutlassFp8Tile::k64x128:
+    case CutlassFp8Tile::kPingpong64x128:
+    case CutlassFp8Tile::kCooperative128x128: return 128;
+    case CutlassFp8Tile::kCooperative128x256: return 256;
   }
   return 0;
 }

@@ -26,8 +26,9 @@ namespace crosspoint::cuda::cutlass_fp8 {
 // CUTLASS's D[n, m] = w_scale[n] * (x_scale[m] * acc[n, m]): n is GEMM-M (channels), m GEMM-N.
 // How CUTLASS schedules the tiles: one consumer warpgroup per CTA, a CTA per tile (kSingle);
 // persistent CTAs whose two consumer warpgroups take turns on tiles, one's epilogue under the
-// other's mainloop (kPingpong). Neither splits K.
-enum class Schedule { kSingle, kPingpong };
+// other's mainloop (kPingpong); persistent CTAs whose two consumer warpgroups split each
+// 128-channel tile between them (kCooperative). None splits K.
+enum class Schedule { kSingle, kPingpong, kCooperative };
 
 template <Schedule kSchedule>
 struct ScheduleTypes {
@@ -38,6 +39,11 @@ template <>
 struct ScheduleTypes<Schedule::kPingpong> {
   using Mainloop = cutlass::gemm::KernelTmaWarpSpecializedPingpong;
   using Epilogue = cutlass::epilogue::TmaWarpSpecialized;
+};
+template <>
+struct ScheduleTypes<Schedule::kCooperative> {
+  using Mainloop = cutlass::gemm::KernelTmaWarpSpecializedCooperative;
+  using Epilogue = cutlass::epilogue::TmaWarpSpecializedCooperative;
 };
 
 // ElementT: cutlass::float_e4m3_t (fp32 sums) or int8_t (int32 sums, exact; the epilogue turns
@@ -98,7 +104,7 @@ Status run(const Args& a, cudaStream_t stream) {
   // the mainloop allows (a whole number of its 32-deep MMAs per k-block). int8 sums are exact.
   if constexpr (std::is_same_v<typename G::Accumulator, float>)
     args.mainloop.mma_promotion_interval = cute::size<2>(typename G::TileShape{}) / 32;
-  if constexpr (G::kScheduleKind == Schedule::kPingpong) args.hw_info.sm_count = a.num_sms;
+  if constexpr (G::kScheduleKind != Schedule::kSingle) args.hw_info.sm_count = a.num_sms;
   typename G::Gemm gemm;
   if (gemm.can_implement(args) != cutlass::Status::kSuccess) {
     return unsupported(std::string(kName) + ": CUTLASS cannot run m = " + std::to_string(a.m) +

@@ -25,7 +25,7 @@
 namespace crosspoint::cuda {
 
 // The instantiated kernels: output channels x tokens of one CTA's tile, and whether persistent
-// ping-pong CTAs run them (cutlass_fp8_kernels.h).
+// ping-pong or cooperative CTAs run them (cutlass_fp8_kernels.h).
 enum class CutlassFp8Tile {
   k64x16,
   k64x32,
@@ -34,11 +34,24 @@ enum class CutlassFp8Tile {
   kPingpong64x16,
   kPingpong64x32,
   kPingpong64x64,
+  kPingpong64x128,
+  kCooperative128x128,  // persistent; two consumer warpgroups share each 128-channel tile
+  kCooperative128x256,  // int8 only: FP8's second (promotion) accumulator would spill its registers
 };
-inline constexpr CutlassFp8Tile kAllCutlassFp8Tiles[] = {CutlassFp8Tile::k64x16,         CutlassFp8Tile::k64x32,
-                                                         CutlassFp8Tile::k64x64,         CutlassFp8Tile::k64x128,
-                                                         CutlassFp8Tile::kPingpong64x16, CutlassFp8Tile::kPingpong64x32,
-                                                         CutlassFp8Tile::kPingpong64x64};
+inline constexpr CutlassFp8Tile kAllCutlassFp8Tiles[] = {
+    CutlassFp8Tile::k64x16,         CutlassFp8Tile::k64x32,          CutlassFp8Tile::k64x64,
+    CutlassFp8Tile::k64x128,        CutlassFp8Tile::kPingpong64x16,  CutlassFp8Tile::kPingpong64x32,
+    CutlassFp8Tile::kPingpong64x64, CutlassFp8Tile::kPingpong64x128, CutlassFp8Tile::kCooperative128x128};
+inline constexpr CutlassFp8Tile kAllCutlassInt8Tiles[] = {CutlassFp8Tile::k64x16,
+                                                          CutlassFp8Tile::k64x32,
+                                                          CutlassFp8Tile::k64x64,
+                                                          CutlassFp8Tile::k64x128,
+                                                          CutlassFp8Tile::kPingpong64x16,
+                                                          CutlassFp8Tile::kPingpong64x32,
+                                                          CutlassFp8Tile::kPingpong64x64,
+                                                          CutlassFp8Tile::kPingpong64x128,
+                                                          CutlassFp8Tile::kCooperative128x128,
+                                                          CutlassFp8Tile::kCooperative128x256};
 const char* cutlass_fp8_tile_name(CutlassFp8Tile tile);
 // Tokens of the tile's narrow side.
 int cutlass_fp8_tile_tokens(CutlassFp8Tile tile);

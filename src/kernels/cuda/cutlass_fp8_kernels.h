@@ -33,6 +33,8 @@ Status gemm_64x128(const Args& args, cudaStream_t stream);
 Status gemm_pingpong_64x16(const Args& args, cudaStream_t stream);
 Status gemm_pingpong_64x32(const Args& args, cudaStream_t stream);
 Status gemm_pingpong_64x64(const Args& args, cudaStream_t stream);
+Status gemm_pingpong_64x128(const Args& args, cudaStream_t stream);
+Status gemm_cooperative_128x128(const Args& args, cudaStream_t stream);
 
 // The int8 twins (cutlass_int8_gemm): the same Args with int8 xq and wq, int32 sums, each in its
 // own cutlass_int8_gemm_<tile>.cu.
@@ -43,5 +45,8 @@ Status int8_gemm_64x128(const Args& args, cudaStream_t stream);
 Status int8_gemm_pingpong_64x16(const Args& args, cudaStream_t stream);
 Status int8_gemm_pingpong_64x32(const Args& args, cudaStream_t stream);
 Status int8_gemm_pingpong_64x64(const Args& args, cudaStream_t stream);
+Status int8_gemm_pingpong_64x128(const Args& args, cudaStream_t stream);
+Status int8_gemm_cooperative_128x128(const Args& args, cudaStream_t stream);
+Status int8_gemm_cooperative_128x256(const Args& args, cudaStream_t stream);
 
 }  // namespace crosspoint::cuda::cutlass_fp8
