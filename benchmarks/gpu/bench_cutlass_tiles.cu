@@ -21,8 +21,8 @@ namespace crosspoint::bench {
 namespace {
 
 constexpr int kLayers = 28, kHidden = 3584, kInter = 18944, kQkv = 4608;
-constexpr int kMaxRows = 256, kMaxK = kInter, kMaxN = 2 * kInter;
-constexpr int kRows[] = {16, 32, 64, 128, 256};
+constexpr int kMaxRows = 2048, kMaxK = kInter, kMaxN = 2 * kInter;
+constexpr int kRows[] = {16, 32, 64, 128, 256, kMaxRows};
 
 struct Shape {
   const char* name;
@@ -142,10 +142,11 @@ std::vector<Kernel> kernels_for(Operands op, cuda::CublasLtContext& ctx, const A
 // The kernel the engine's dispatch runs at m rows of an n-channel linear.
 std::string dispatched(Operands op, int m, int n, int num_sms) {
   if (op == Operands::kFp8Block) {
-    const auto tile = cuda::cutlass_fp8_block_tile_for(m);
+    const auto tile = cuda::cutlass_fp8_block_tile_for(m, n, num_sms);
     return tile ? std::string("cutlass ") + cuda::cutlass_fp8_block_tile_name(*tile) : "cublaslt";
   }
-  const auto tile = cuda::cutlass_fp8_tile_for(m, n, num_sms);
+  const auto tile =
+      op == Operands::kInt8 ? cuda::cutlass_int8_tile_for(m, n, num_sms) : cuda::cutlass_fp8_tile_for(m, n, num_sms);
   return tile ? std::string("cutlass ") + cuda::cutlass_fp8_tile_name(*tile) : "cublaslt";
 }
 
@@ -177,7 +178,9 @@ nlohmann::json bench_operands(Operands op, cuda::CublasLtContext& ctx, const Act
       std::string best_name;
       bool have_reference = false;  // cuBLASLt's output, else the first kernel's that ran
       for (const Kernel& kernel : kernels) {
-        if (kernel.tokens > std::max(16, m) || kernel.tokens * 8 < m) continue;  // a few times narrower than M at most
+        // Tiles no wider than M (16 at least) and, below 128 tokens, a few times narrower at most.
+        const bool narrow = kernel.tokens < 128 && kernel.tokens * 8 < m;
+        if (kernel.tokens != 0 && (kernel.tokens > std::max(16, m) || narrow)) continue;
         const Status first = kernel.run(lins[0], shape, m);
         if (!first.is_ok()) {
           std::printf("%-28s %-19s M=%-4d skipped: %s\n", kernel.name.c_str(), shape.name, m,
@@ -190,16 +193,22 @@ nlohmann::json bench_operands(Operands op, cuda::CublasLtContext& ctx, const Act
         out.resize(ys);
         BENCH_CUDA(cudaMemcpyAsync(out.data(), a.y, ys * 2, cudaMemcpyDeviceToHost, s));
         BENCH_CUDA(cudaStreamSynchronize(s));
+        // int8: every output the reference's bits (exact sums, one epilogue order). FP8: the
+        // tensor cores' sums differ with the kernel's k-blocks, so the relative L2 error of the
+        // whole output, within the tests' 2e-3 (and no NaN).
         size_t mismatches = 0;
-        double max_diff = 0;
+        double max_diff = 0, diff2 = 0, ref2 = 0;
         if (!is_reference) {
           for (size_t i = 0; i < ys; ++i) {
             const double g = f16_to_f32(got[i]), w = f16_to_f32(want[i]), d = std::fabs(g - w);
-            const bool same = op == Operands::kInt8 ? got[i] == want[i] : d <= 1e-2 * std::fabs(w) + 1e-3;
-            mismatches += same ? 0 : 1;
+            mismatches += got[i] != want[i] ? 1 : 0;
+            diff2 += d * d;
+            ref2 += w * w;
             if (!(d <= max_diff)) max_diff = d;
           }
         }
+        const double rel_l2 = ref2 > 0 ? std::sqrt(diff2 / ref2) : (diff2 > 0 ? 1.0 : 0.0);
+        const bool agrees = op == Operands::kInt8 ? mismatches == 0 : rel_l2 < 2e-3;
         const double ms = time_graph(
                               [&]() -> Status {
                                 for (const Weights& l : lins) CROSSPOINT_RETURN_IF_ERROR(kernel.run(l, shape, m));
@@ -223,11 +232,13 @@ nlohmann::json bench_operands(Operands op, cuda::CublasLtContext& ctx, const Act
                              {"pct_of_tensor_rate", pct_tensor},
                              {"dispatch", kernel.name == want_kernel},
                              {"reference", is_reference},
-                             {"mismatches_vs_reference", mismatches},
-                             {"max_abs_diff_vs_reference", max_diff}});
-        if (mismatches != 0) {
-          std::printf("  ^ %zu of %zu outputs differ from the reference's (max |diff| %g): not a candidate\n",
-                      mismatches, ys, max_diff);
+                             {"outputs_differing_from_reference", mismatches},
+                             {"max_abs_diff_vs_reference", max_diff},
+                             {"rel_l2_vs_reference", rel_l2}});
+        if (!agrees) {
+          std::printf(
+              "  ^ %zu of %zu outputs differ from the reference's (max |diff| %g, rel. L2 %.2e): not a candidate\n",
+              mismatches, ys, max_diff, rel_l2);
           continue;
         }
         if (kernel.name == want_kernel) dispatch_ms = ms;

@@ -60,6 +60,23 @@ TEST(CutlassFp8Gemm, TileByShape) {
   EXPECT_EQ(cutlass_fp8_tile_for(100, 576, kH200Sms), T::kPingpong64x64);
 }
 
+// INT8's table: FP8's but for 129-256 rows of the linears FP8 leaves to cuBLASLt.
+TEST(CutlassInt8Gemm, TileByShape) {
+  const int qkv = 4608, o = 3584, gate_up = 37888, down = 3584;
+  using T = CutlassFp8Tile;
+  for (int n : {qkv, o, gate_up, down}) {
+    for (int m : {1, 16, 17, 64, 65, 128, 129, 256, 257, 2048}) {
+      if (cutlass_fp8_tile_for(m, n, kH200Sms) || m > 256) {
+        EXPECT_EQ(cutlass_int8_tile_for(m, n, kH200Sms), cutlass_fp8_tile_for(m, n, kH200Sms)) << m << " " << n;
+      }
+    }
+  }
+  EXPECT_EQ(cutlass_int8_tile_for(129, qkv, kH200Sms), T::kCooperative128x128);
+  EXPECT_EQ(cutlass_int8_tile_for(256, gate_up, kH200Sms), T::kCooperative128x128);
+  EXPECT_EQ(cutlass_int8_tile_for(256, o, kH200Sms), T::k64x128);
+  EXPECT_EQ(cutlass_int8_tile_for(256, down, kH200Sms), T::k64x128);
+}
+
 TEST(CutlassFp8Gemm, RefusesBadArgumentsNamingThem) {
   const Status k40 = cutlass_fp8_gemm(CutlassFp8Tile::k64x16, nullptr, 48, nullptr, nullptr, 48, nullptr, nullptr, 64,
                                       4, 64, 40, nullptr);

@@ -74,7 +74,8 @@ TEST(Fp8BlockLinear, MatchesTheHostReference) {
   }
   std::mt19937 rng(32);
   std::uniform_real_distribution<float> scale(1e-4f, 1e-3f);
-  for (auto [m, n, k] : {std::tuple{1, 256, 512}, {7, 272, 1024}, {64, 1024, 3584}, {300, 512, 640}}) {
+  for (auto [m, n, k] :
+       {std::tuple{1, 256, 512}, {7, 272, 1024}, {64, 1024, 3584}, {100, 9472, 640}, {300, 512, 640}}) {
     const auto x = testing::random_f16(rng, static_cast<size_t>(m) * k, -3.f, 3.f);
     const std::vector<float> xf = testing::f16_to_f32(x);
     const auto w = testing::random_e4m3(rng, static_cast<size_t>(n) * k);
@@ -100,7 +101,7 @@ TEST(Fp8BlockLinear, MatchesTheHostReference) {
     DeviceBuffer<float> ws(w_scale_dev), xs(static_cast<size_t>(padded) * k_blocks);
     DeviceBuffer<float> ws_m64(fp8_block_scales_m64(w_scale_dev.data(), row, n, k));
     const std::vector<double> ref(y_ref.begin(), y_ref.end());
-    // cuBLASLt alone, then with the CUTLASS layout of the scales (CUTLASS's kernel up to 64 rows).
+    // cuBLASLt alone, then with the CUTLASS layout of the scales (CUTLASS's kernel up to 128 rows).
     for (const float* m64 : {static_cast<const float*>(nullptr), static_cast<const float*>(ws_m64.get())}) {
       DeviceBuffer<uint16_t> y(static_cast<size_t>(padded) * n);
       y.poison();
@@ -179,12 +180,22 @@ TEST(CutlassFp8BlockGemm, EveryTileMatchesTheHostReference) {
 // The CUTLASS kernel's own refusals, and its scale layout from cuBLASLt's (no GPU needed).
 TEST(CutlassFp8BlockGemm, RefusesWhatItCannotRunAndLaysOutTheScales) {
   CutlassFp8BlockArgs a;
-  EXPECT_FALSE(cutlass_fp8_block_tile_for(kCutlassFp8BlockMaxRows + 4).has_value());
-  for (int m : {4, 16, 20, kCutlassFp8BlockMaxRows}) {  // the smallest tile that holds them
-    ASSERT_TRUE(cutlass_fp8_block_tile_for(m).has_value()) << m;
-    const int tokens = cutlass_fp8_block_tile_tokens(*cutlass_fp8_block_tile_for(m));
-    EXPECT_TRUE(tokens >= m && (tokens == 16 || tokens / 2 < m)) << m << " rows on " << tokens << "-token tiles";
+  // The table on an H100's 132 SMs: o / down (56 channel tiles) take two half-width token tiles
+  // from 33 rows, qkv (72) and gate_up (592) one.
+  using T = CutlassFp8BlockTile;
+  constexpr int kSms = 132, qkv = 4608, o = 3584, gate_up = 37888;
+  EXPECT_FALSE(cutlass_fp8_block_tile_for(kCutlassFp8BlockMaxRows + 4, o, kSms).has_value());
+  EXPECT_FALSE(cutlass_fp8_block_tile_for(0, o, kSms).has_value());
+  for (int n : {qkv, o, gate_up}) {
+    EXPECT_EQ(cutlass_fp8_block_tile_for(4, n, kSms), T::k64x16) << n;
+    EXPECT_EQ(cutlass_fp8_block_tile_for(20, n, kSms), T::k64x32) << n;
   }
+  EXPECT_EQ(cutlass_fp8_block_tile_for(64, o, kSms), T::k64x32);
+  EXPECT_EQ(cutlass_fp8_block_tile_for(64, qkv, kSms), T::k64x64);
+  EXPECT_EQ(cutlass_fp8_block_tile_for(64, gate_up, kSms), T::k64x64);
+  EXPECT_EQ(cutlass_fp8_block_tile_for(128, o, kSms), T::k64x64);
+  EXPECT_EQ(cutlass_fp8_block_tile_for(68, qkv, kSms), T::k64x128);
+  EXPECT_EQ(cutlass_fp8_block_tile_for(128, gate_up, kSms), T::k64x128);
   a.m = kCutlassFp8BlockMaxRows + 4;  // over the dispatch's tiles
   a.n = 256;
   a.k = 256;

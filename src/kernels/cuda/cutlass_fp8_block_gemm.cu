@@ -29,11 +29,13 @@ int cutlass_fp8_block_tile_tokens(CutlassFp8BlockTile tile) {
   return 0;
 }
 
-std::optional<CutlassFp8BlockTile> cutlass_fp8_block_tile_for(int m) {
+std::optional<CutlassFp8BlockTile> cutlass_fp8_block_tile_for(int m, int n, int num_sms) {
+  if (m < 1 || m > kCutlassFp8BlockMaxRows) return std::nullopt;
   if (m <= 16) return CutlassFp8BlockTile::k64x16;
   if (m <= 32) return CutlassFp8BlockTile::k64x32;
-  if (m <= kCutlassFp8BlockMaxRows) return CutlassFp8BlockTile::k64x64;
-  return std::nullopt;
+  const bool halves_fit = 2 * static_cast<int64_t>((n + 63) / 64) <= num_sms;
+  if (m <= 64) return halves_fit ? CutlassFp8BlockTile::k64x32 : CutlassFp8BlockTile::k64x64;
+  return halves_fit ? CutlassFp8BlockTile::k64x64 : CutlassFp8BlockTile::k64x128;
 }
 
 Status cutlass_fp8_block_gemm_on(CutlassFp8BlockTile tile, const CutlassFp8BlockArgs& a, cudaStream_t stream) {
@@ -53,7 +55,8 @@ Status cutlass_fp8_block_gemm_on(CutlassFp8BlockTile tile, const CutlassFp8Block
 }
 
 Status cutlass_fp8_block_gemm(const CutlassFp8BlockArgs& a, cudaStream_t stream) {
-  const std::optional<CutlassFp8BlockTile> tile = cutlass_fp8_block_tile_for(a.m);
+  const std::optional<CutlassFp8BlockTile> tile =
+      cutlass_fp8_block_tile_for(a.m, a.n, a.check_only ? 1 << 20 : cuda_device_info().num_sms);
   if (!tile) {
     return unsupported("cutlass_fp8_block_gemm: " + std::to_string(a.m) + " rows; its tiles serve at most " +
                        std::to_string(kCutlassFp8BlockMaxRows));

@@ -19,7 +19,7 @@
 
 namespace crosspoint::cuda {
 
-inline constexpr int kCutlassFp8BlockMaxRows = 64;
+inline constexpr int kCutlassFp8BlockMaxRows = 128;
 
 struct CutlassFp8BlockArgs {
   const uint8_t* xq = nullptr;
@@ -38,9 +38,11 @@ inline constexpr CutlassFp8BlockTile kAllCutlassFp8BlockTiles[] = {
     CutlassFp8BlockTile::k64x128};
 const char* cutlass_fp8_block_tile_name(CutlassFp8BlockTile tile);
 int cutlass_fp8_block_tile_tokens(CutlassFp8BlockTile tile);
-// The tile the dispatch gives m (padded) rows: the smallest that holds them, up to
-// kCutlassFp8BlockMaxRows; none above (cuBLASLt).
-std::optional<CutlassFp8BlockTile> cutlass_fp8_block_tile_for(int m);
+// The tile the dispatch gives m (padded) rows of an n-channel linear on num_sms SMs: the
+// smallest that holds them, or from 33 rows the one of half its tokens where the two token
+// tiles' CTAs still fit one wave (o_proj and down_proj); none above kCutlassFp8BlockMaxRows
+// (cuBLASLt).
+std::optional<CutlassFp8BlockTile> cutlass_fp8_block_tile_for(int m, int n, int num_sms);
 
 // On the dispatch's tile. Unsupported when this build has no sm_90a kernels or m > kCutlassFp8BlockMaxRows.
 Status cutlass_fp8_block_gemm(const CutlassFp8BlockArgs& args, cudaStream_t stream);

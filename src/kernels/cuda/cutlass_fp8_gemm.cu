@@ -114,6 +114,12 @@ std::optional<CutlassFp8Tile> cutlass_fp8_tile_for(int m, int n, int num_sms) {
   return std::nullopt;
 }
 
+std::optional<CutlassFp8Tile> cutlass_int8_tile_for(int m, int n, int num_sms) {
+  if (m > 128 && m <= kFp8CutlassMaxRows && !cutlass_fp8_tile_for(m, n, num_sms))
+    return CutlassFp8Tile::kCooperative128x128;
+  return cutlass_fp8_tile_for(m, n, num_sms);
+}
+
 bool cutlass_fp8_available() {
 #if defined(CROSSPOINT_CUTLASS_SM90)
   const CudaDeviceInfo& d = cuda_device_info();

@@ -67,6 +67,10 @@ inline constexpr int kFp8CutlassMaxRows = 256;
 //   m <= 256    64x128 while its tiles fit in one wave; else none
 //   more        none
 std::optional<CutlassFp8Tile> cutlass_fp8_tile_for(int m, int n, int num_sms);
+// The kernel for W8A8-INT8: FP8's up to 128 rows and wherever 64x128's tiles fit one wave; at
+// 129-256 rows of a linear whose 64x128 tiles do not (qkv, gate_up), the cooperative 128x128
+// tile, where FP8's choice is cuBLASLt (int8's cuBLASLt kernels are slower than its FP8 ones).
+std::optional<CutlassFp8Tile> cutlass_int8_tile_for(int m, int n, int num_sms);
 
 // Whether this device and binary run the kernels (compute capability 9.0, sm_90a image).
 bool cutlass_fp8_available();

@@ -15,14 +15,15 @@ namespace {
 
 bool aligned16(const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; }
 
-// The CUTLASS kernel that takes the call: the one cutlass_fp8_tile_for picks for this shape,
-// where its TMA layout rules hold (else the next kernel does).
+// The CUTLASS kernel that takes the call: the one cutlass_fp8_tile_for (cutlass_int8_tile_for)
+// picks for this shape, where its TMA layout rules hold (else the next kernel does).
 std::optional<CutlassFp8Tile> cutlass_tile(const uint8_t* xq, int64_t xq_stride, const uint8_t* wq, int64_t w_stride,
-                                           const uint16_t* y, int64_t y_stride, int m, int n, int k) {
+                                           const uint16_t* y, int64_t y_stride, int m, int n, int k, bool int8) {
   const bool fits = cutlass_fp8_available() && k % 16 == 0 && xq_stride % 16 == 0 && w_stride % 16 == 0 && n % 8 == 0 &&
                     y_stride % 8 == 0 && aligned16(xq) && aligned16(wq) && aligned16(y);
   if (!fits) return std::nullopt;
-  return cutlass_fp8_tile_for(m, n, cuda_device_info().num_sms);
+  const int sms = cuda_device_info().num_sms;
+  return int8 ? cutlass_int8_tile_for(m, n, sms) : cutlass_fp8_tile_for(m, n, sms);
 }
 
 }  // namespace
@@ -38,7 +39,8 @@ Status fp16_linear(CublasLtContext& ctx, const uint16_t* x, int64_t x_stride, co
 Status fp8_linear(CublasLtContext& ctx, const uint8_t* xq, int64_t xq_stride, const float* x_scale, const uint8_t* wq,
                   int64_t w_stride, const float* w_scale, uint16_t* y, int64_t y_stride, int m, int n, int k,
                   float* scratch, cudaStream_t stream) {
-  if (const std::optional<CutlassFp8Tile> tile = cutlass_tile(xq, xq_stride, wq, w_stride, y, y_stride, m, n, k))
+  if (const std::optional<CutlassFp8Tile> tile =
+          cutlass_tile(xq, xq_stride, wq, w_stride, y, y_stride, m, n, k, /*int8=*/false))
     return cutlass_fp8_gemm(*tile, xq, xq_stride, x_scale, wq, w_stride, w_scale, y, y_stride, m, n, k, stream);
   const bool gemv_fits = m >= 1 && m <= fp8_gemv_max_rows() && k % 16 == 0 && xq_stride % 16 == 0 && w_stride % 16 == 0;
   if (gemv_fits) return fp8_gemv(xq, xq_stride, x_scale, wq, w_stride, w_scale, y, y_stride, m, n, k, stream);
@@ -75,7 +77,7 @@ Status int8_linear_from_fp16(CublasLtContext& ctx, const uint16_t* x, int64_t x_
   const auto* wq_bytes = reinterpret_cast<const uint8_t*>(wq);
   if (ctx.int8_cutlass()) {
     if (const std::optional<CutlassFp8Tile> tile =
-            cutlass_tile(xq_bytes, xq_stride, wq_bytes, w_stride, y, y_stride, m, n, k))
+            cutlass_tile(xq_bytes, xq_stride, wq_bytes, w_stride, y, y_stride, m, n, k, /*int8=*/true))
       return cutlass_int8_gemm(*tile, xq, xq_stride, x_scale, wq, w_stride, w_scale, y, y_stride, m, n, k, stream);
   }
   return int8_gemm_cublaslt(ctx, xq, xq_stride, x_scale, wq, w_stride, w_scale, y, y_stride, m, n, k, scratch, stream);

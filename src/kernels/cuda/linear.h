@@ -14,13 +14,16 @@
 //          M <= fp8_gemv_max_rows()    fp8_quantize_per_token + fp8_gemv: 16 rows on tensor cores
 //                                      (sm_89+), 2 on CUDA cores
 //          above                       fp8_quantize_per_token + cuBLASLt
-//   int8   sm_90a, M <= kFp8CutlassMaxRows where cutlass_fp8_tile_for picks a tile
+//   int8   sm_90a, M <= kFp8CutlassMaxRows where cutlass_int8_tile_for picks a tile (FP8's,
+//          and the cooperative 128x128 where FP8 leaves 129-256 rows to cuBLASLt)
 //                                      int8_quantize_per_token (or _static) + cutlass_int8_gemm
 //                                      (the FP8 kernels' tiles with int8 operands)
 //          elsewhere                   the quantisation + cuBLASLt's int8 GEMM and the scale
 //                                      epilogue (int8_gemm_cublaslt)
-//   fp8 block (128 x 128 weight scales), every M
-//                                      fp8_quantize_per_token_group + cuBLASLt's block-scaled GEMM
+//   fp8 block (128 x 128 weight scales), M rounded up to 4 (M4) <= kCutlassFp8BlockMaxRows (128) on sm_90a
+//                                      fp8_quantize_per_token_group + cutlass_fp8_block_gemm on the
+//                                      tile cutlass_fp8_block_tile_for picks
+//          above                       fp8_quantize_per_token_group + cuBLASLt's block-scaled GEMM
 #pragma once
 
 #include <cuda_runtime.h>
