@@ -22,7 +22,7 @@ namespace {
 
 constexpr int kLayers = 28, kHidden = 3584, kInter = 18944, kQkv = 4608;
 constexpr int kMaxRows = 2048, kMaxK = kInter, kMaxN = 2 * kInter;
-constexpr int kRows[] = {16, 32, 64, 128, 256, kMaxRows};
+constexpr int kRows[] = {16, 32, 64, 128, 256, 512, 1024, kMaxRows};
 
 struct Shape {
   const char* name;
@@ -58,7 +58,13 @@ Weights make_weights(Operands op, const Shape& shape, uint32_t seed, cudaStream_
     BENCH_CUDA(cudaMalloc(&l.scales, blocks * 4));
     BENCH_CUDA(cudaMalloc(&l.scales_m64, m64 * 4));
     fill_f32(l.scales, blocks, 1e-4f, 1e-3f, seed + 1, s);
-    fill_f32(l.scales_m64, m64, 1e-4f, 1e-3f, seed + 2, s);  // random too: the outputs are compared per kernel
+    // The CUTLASS layout of the same scales, as the model derives it at load.
+    std::vector<float> host(blocks);
+    BENCH_CUDA(cudaMemcpyAsync(host.data(), l.scales, blocks * 4, cudaMemcpyDeviceToHost, s));
+    BENCH_CUDA(cudaStreamSynchronize(s));
+    const std::vector<float> m64_host =
+        cuda::fp8_block_scales_m64(host.data(), cuda::fp8_block_weight_scale_row(shape.k), shape.n, shape.k);
+    BENCH_CUDA(cudaMemcpy(l.scales_m64, m64_host.data(), m64 * 4, cudaMemcpyHostToDevice));
   } else {
     BENCH_CUDA(cudaMalloc(&l.scales, static_cast<size_t>(shape.n) * 4));
     fill_f32(l.scales, shape.n, 1e-4f, 1e-3f, seed + 1, s);

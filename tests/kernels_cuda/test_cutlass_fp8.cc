@@ -60,13 +60,13 @@ TEST(CutlassFp8Gemm, TileByShape) {
   EXPECT_EQ(cutlass_fp8_tile_for(100, 576, kH200Sms), T::kPingpong64x64);
 }
 
-// INT8's table: FP8's but for 129-256 rows of the linears FP8 leaves to cuBLASLt.
+// INT8's table: FP8's but for 129-256 rows of the linears FP8 leaves to cuBLASLt, and above.
 TEST(CutlassInt8Gemm, TileByShape) {
   const int qkv = 4608, o = 3584, gate_up = 37888, down = 3584;
   using T = CutlassFp8Tile;
   for (int n : {qkv, o, gate_up, down}) {
-    for (int m : {1, 16, 17, 64, 65, 128, 129, 256, 257, 2048}) {
-      if (cutlass_fp8_tile_for(m, n, kH200Sms) || m > 256) {
+    for (int m : {1, 16, 17, 64, 65, 128, 129, 256}) {
+      if (cutlass_fp8_tile_for(m, n, kH200Sms)) {
         EXPECT_EQ(cutlass_int8_tile_for(m, n, kH200Sms), cutlass_fp8_tile_for(m, n, kH200Sms)) << m << " " << n;
       }
     }
@@ -75,6 +75,11 @@ TEST(CutlassInt8Gemm, TileByShape) {
   EXPECT_EQ(cutlass_int8_tile_for(256, gate_up, kH200Sms), T::kCooperative128x128);
   EXPECT_EQ(cutlass_int8_tile_for(256, o, kH200Sms), T::k64x128);
   EXPECT_EQ(cutlass_int8_tile_for(256, down, kH200Sms), T::k64x128);
+  for (int n : {qkv, o, gate_up, down}) {
+    EXPECT_EQ(cutlass_int8_tile_for(257, n, kH200Sms), T::kCooperative128x256) << n;
+    EXPECT_EQ(cutlass_int8_tile_for(2048, n, kH200Sms), T::kCooperative128x256) << n;
+  }
+  EXPECT_EQ(cutlass_int8_tile_for(0, o, kH200Sms), std::nullopt);
 }
 
 TEST(CutlassFp8Gemm, RefusesBadArgumentsNamingThem) {
@@ -112,11 +117,12 @@ TEST(CutlassFp8Gemm, EveryKernelTakesEveryShapeTheEngineGives) {
 // The int8 twins take the same shapes (host; can_implement of the int8 instantiations).
 TEST(CutlassInt8Gemm, EveryKernelTakesEveryShapeTheEngineGives) {
   if (no_sm90a_kernels()) GTEST_SKIP() << "no sm_90a kernels in this build";
-  // The int8-only tile is refused for e4m3, with the reason.
-  const Status fp8_wide =
-      cutlass_fp8_gemm_check(CutlassFp8Tile::kCooperative128x256, 256, 4608, 3584, 3584, 3584, 4608);
-  EXPECT_EQ(fp8_wide.code(), StatusCode::kUnsupported);
-  EXPECT_NE(fp8_wide.to_string().find("int8's only"), std::string::npos) << fp8_wide.to_string();
+  // The int8-only tiles are refused for e4m3, with the reason.
+  for (CutlassFp8Tile tile : {CutlassFp8Tile::kCooperative128x128, CutlassFp8Tile::kCooperative128x256}) {
+    const Status fp8 = cutlass_fp8_gemm_check(tile, 256, 4608, 3584, 3584, 3584, 4608);
+    EXPECT_EQ(fp8.code(), StatusCode::kUnsupported) << cutlass_fp8_tile_name(tile);
+    EXPECT_NE(fp8.to_string().find("int8's only"), std::string::npos) << fp8.to_string();
+  }
   for (CutlassFp8Tile tile : kAllCutlassInt8Tiles) {
     for (int m : {1, 16, 33, 64, 130, 256}) {
       for (auto [n, k] : {std::pair{4608, 3584}, {3584, 3584}, {37888, 3584}, {3584, 18944}, {72, 2560}}) {

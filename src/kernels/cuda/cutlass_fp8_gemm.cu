@@ -40,7 +40,6 @@ Status validate_and_run(CutlassFp8Tile tile, const cutlass_fp8::Args& a, bool in
       case CutlassFp8Tile::kPingpong64x16: return cutlass_fp8::int8_gemm_pingpong_64x16(args, stream);
       case CutlassFp8Tile::kPingpong64x32: return cutlass_fp8::int8_gemm_pingpong_64x32(args, stream);
       case CutlassFp8Tile::kPingpong64x64: return cutlass_fp8::int8_gemm_pingpong_64x64(args, stream);
-      case CutlassFp8Tile::kPingpong64x128: return cutlass_fp8::int8_gemm_pingpong_64x128(args, stream);
       case CutlassFp8Tile::kCooperative128x128: return cutlass_fp8::int8_gemm_cooperative_128x128(args, stream);
       case CutlassFp8Tile::kCooperative128x256: return cutlass_fp8::int8_gemm_cooperative_128x256(args, stream);
     }
@@ -54,10 +53,10 @@ Status validate_and_run(CutlassFp8Tile tile, const cutlass_fp8::Args& a, bool in
     case CutlassFp8Tile::kPingpong64x16: return cutlass_fp8::gemm_pingpong_64x16(args, stream);
     case CutlassFp8Tile::kPingpong64x32: return cutlass_fp8::gemm_pingpong_64x32(args, stream);
     case CutlassFp8Tile::kPingpong64x64: return cutlass_fp8::gemm_pingpong_64x64(args, stream);
-    case CutlassFp8Tile::kPingpong64x128: return cutlass_fp8::gemm_pingpong_64x128(args, stream);
-    case CutlassFp8Tile::kCooperative128x128: return cutlass_fp8::gemm_cooperative_128x128(args, stream);
+    case CutlassFp8Tile::kCooperative128x128:
     case CutlassFp8Tile::kCooperative128x256:
-      return unsupported(name + ": the 128x256 tile is int8's only (FP8's two accumulators would spill)");
+      return unsupported(name + ": the cooperative tiles are int8's only (FP8 lost on them to cuBLASLt and its " +
+                         "64-channel tiles; at 256 tokens its second, promotion accumulator would spill)");
   }
   return internal_error(name + ": unknown tile");
 }
@@ -73,7 +72,6 @@ const char* cutlass_fp8_tile_name(CutlassFp8Tile tile) {
     case CutlassFp8Tile::kPingpong64x16: return "pingpong_64x16";
     case CutlassFp8Tile::kPingpong64x32: return "pingpong_64x32";
     case CutlassFp8Tile::kPingpong64x64: return "pingpong_64x64";
-    case CutlassFp8Tile::kPingpong64x128: return "pingpong_64x128";
     case CutlassFp8Tile::kCooperative128x128: return "cooperative_128x128";
     case CutlassFp8Tile::kCooperative128x256: return "cooperative_128x256";
   }
@@ -89,7 +87,6 @@ int cutlass_fp8_tile_tokens(CutlassFp8Tile tile) {
     case CutlassFp8Tile::k64x64:
     case CutlassFp8Tile::kPingpong64x64: return 64;
     case CutlassFp8Tile::k64x128:
-    case CutlassFp8Tile::kPingpong64x128:
     case CutlassFp8Tile::kCooperative128x128: return 128;
     case CutlassFp8Tile::kCooperative128x256: return 256;
   }
@@ -115,8 +112,9 @@ std::optional<CutlassFp8Tile> cutlass_fp8_tile_for(int m, int n, int num_sms) {
 }
 
 std::optional<CutlassFp8Tile> cutlass_int8_tile_for(int m, int n, int num_sms) {
-  if (m > 128 && m <= kFp8CutlassMaxRows && !cutlass_fp8_tile_for(m, n, num_sms))
-    return CutlassFp8Tile::kCooperative128x128;
+  if (m < 1) return std::nullopt;
+  if (m > kFp8CutlassMaxRows) return CutlassFp8Tile::kCooperative128x256;
+  if (m > 128 && !cutlass_fp8_tile_for(m, n, num_sms)) return CutlassFp8Tile::kCooperative128x128;
   return cutlass_fp8_tile_for(m, n, num_sms);
 }
 

@@ -33,11 +33,9 @@ Status gemm_64x128(const Args& args, cudaStream_t stream);
 Status gemm_pingpong_64x16(const Args& args, cudaStream_t stream);
 Status gemm_pingpong_64x32(const Args& args, cudaStream_t stream);
 Status gemm_pingpong_64x64(const Args& args, cudaStream_t stream);
-Status gemm_pingpong_64x128(const Args& args, cudaStream_t stream);
-Status gemm_cooperative_128x128(const Args& args, cudaStream_t stream);
 
 // The int8 twins (cutlass_int8_gemm): the same Args with int8 xq and wq, int32 sums, each in its
-// own cutlass_int8_gemm_<tile>.cu.
+// own cutlass_int8_gemm_<tile>.cu; the cooperative tiles are int8's only.
 Status int8_gemm_64x16(const Args& args, cudaStream_t stream);
 Status int8_gemm_64x32(const Args& args, cudaStream_t stream);
 Status int8_gemm_64x64(const Args& args, cudaStream_t stream);
@@ -45,7 +43,6 @@ Status int8_gemm_64x128(const Args& args, cudaStream_t stream);
 Status int8_gemm_pingpong_64x16(const Args& args, cudaStream_t stream);
 Status int8_gemm_pingpong_64x32(const Args& args, cudaStream_t stream);
 Status int8_gemm_pingpong_64x64(const Args& args, cudaStream_t stream);
-Status int8_gemm_pingpong_64x128(const Args& args, cudaStream_t stream);
 Status int8_gemm_cooperative_128x128(const Args& args, cudaStream_t stream);
 Status int8_gemm_cooperative_128x256(const Args& args, cudaStream_t stream);
 
