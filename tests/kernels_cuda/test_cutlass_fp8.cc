@@ -60,7 +60,7 @@ TEST(CutlassFp8Gemm, TileByShape) {
   EXPECT_EQ(cutlass_fp8_tile_for(100, 576, kH200Sms), T::kPingpong64x64);
 }
 
-// INT8's table: FP8's but for 129-256 rows of the linears FP8 leaves to cuBLASLt, and above.
+// INT8's table: FP8's but for 129-256 rows of the linears FP8 leaves to cuBLASLt, and prefill rows.
 TEST(CutlassInt8Gemm, TileByShape) {
   const int qkv = 4608, o = 3584, gate_up = 37888, down = 3584;
   using T = CutlassFp8Tile;
@@ -76,8 +76,10 @@ TEST(CutlassInt8Gemm, TileByShape) {
   EXPECT_EQ(cutlass_int8_tile_for(256, o, kH200Sms), T::k64x128);
   EXPECT_EQ(cutlass_int8_tile_for(256, down, kH200Sms), T::k64x128);
   for (int n : {qkv, o, gate_up, down}) {
-    EXPECT_EQ(cutlass_int8_tile_for(257, n, kH200Sms), T::kCooperative128x256) << n;
-    EXPECT_EQ(cutlass_int8_tile_for(2048, n, kH200Sms), T::kCooperative128x256) << n;
+    EXPECT_EQ(cutlass_int8_tile_for(257, n, kH200Sms), std::nullopt) << n;
+    EXPECT_EQ(cutlass_int8_tile_for(kInt8WideTileMinRows - 1, n, kH200Sms), std::nullopt) << n;
+    EXPECT_EQ(cutlass_int8_tile_for(kInt8WideTileMinRows, n, kH200Sms), T::kCooperative128x256) << n;
+    EXPECT_EQ(cutlass_int8_tile_for(8192, n, kH200Sms), T::kCooperative128x256) << n;
   }
   EXPECT_EQ(cutlass_int8_tile_for(0, o, kH200Sms), std::nullopt);
 }

@@ -66,10 +66,13 @@ inline constexpr int kFp8CutlassMaxRows = 256;
 //   m <= 256    64x128 while its tiles fit in one wave; else none
 //   more        none
 std::optional<CutlassFp8Tile> cutlass_fp8_tile_for(int m, int n, int num_sms);
-// The kernel for W8A8-INT8 (none only for m < 1: int8's cuBLASLt kernels were slower than these
-// at every Qwen2.5-7B shape measured): FP8's up to 128 rows and wherever 64x128's tiles fit one
-// wave; at 129-256 rows of a linear whose 64x128 tiles do not (qkv, gate_up) the cooperative
-// 128x128 tile; above 256 rows the cooperative 128x256 one.
+// Rows from which INT8 takes the cooperative 128x256 tile (measured at 2,048 on an H100; the
+// rows between 256 and this stay on cuBLASLt, not measured yet).
+inline constexpr int kInt8WideTileMinRows = 2048;
+// The kernel for W8A8-INT8: FP8's up to 128 rows and wherever 64x128's tiles fit one wave; at
+// 129-256 rows of a linear whose 64x128 tiles do not (qkv, gate_up) the cooperative 128x128
+// tile (int8's cuBLASLt kernels are slower than FP8's there); from kInt8WideTileMinRows the
+// cooperative 128x256 one; none in between (cuBLASLt).
 std::optional<CutlassFp8Tile> cutlass_int8_tile_for(int m, int n, int num_sms);
 
 // Whether this device and binary run the kernels (compute capability 9.0, sm_90a image).
