@@ -32,6 +32,17 @@ Fp8BlockLinearArgs args_for(const std::vector<float>& x, int m, int k) {
   return a;
 }
 
+// The block scales [ceil(N / 128), K / 128] in the device layout: rows padded to
+// fp8_block_weight_scale_row(K) floats.
+std::vector<float> device_weight_scales(const std::vector<float>& w_scale, int n, int k) {
+  const int n_blocks = (n + 127) / 128, k_blocks = k / 128;
+  const int64_t row = fp8_block_weight_scale_row(k);
+  std::vector<float> out(static_cast<size_t>(n_blocks * row), 0.f);
+  for (int bn = 0; bn < n_blocks; ++bn)
+    for (int bk = 0; bk < k_blocks; ++bk) out[bn * row + bk] = w_scale[bn * k_blocks + bk];
+  return out;
+}
+
 TEST(Fp8BlockQuantize, BitExactAgainstTheHostReference) {
   CROSSPOINT_SKIP_WITHOUT_GPU();
   std::mt19937 rng(31);
@@ -89,11 +100,8 @@ TEST(Fp8BlockLinear, MatchesTheHostReference) {
     a.weight_scale = w_scale.data();
     a.y = y_ref.data();
     ASSERT_TRUE(fp8_block_linear_ref(a).is_ok());
-    // The device layout: rows padded to fp8_block_weight_scale_row(K) floats.
     const int64_t row = fp8_block_weight_scale_row(k);
-    std::vector<float> w_scale_dev(static_cast<size_t>(n_blocks * row), 0.f);
-    for (int bn = 0; bn < n_blocks; ++bn)
-      for (int bk = 0; bk < k_blocks; ++bk) w_scale_dev[bn * row + bk] = w_scale[bn * k_blocks + bk];
+    const std::vector<float> w_scale_dev = device_weight_scales(w_scale, n, k);
 
     const int padded = fp8_block_padded_rows(m);  // rows the GEMM runs on
     DeviceBuffer<uint16_t> x_dev(x);
@@ -129,9 +137,7 @@ TEST(CutlassFp8BlockGemm, EveryTileMatchesTheHostReference) {
   std::vector<float> w_scale(static_cast<size_t>(n_blocks) * k_blocks);
   for (auto& s : w_scale) s = scale(rng);
   const int64_t row = fp8_block_weight_scale_row(k);
-  std::vector<float> w_scale_dev(static_cast<size_t>(n_blocks * row), 0.f);
-  for (int bn = 0; bn < n_blocks; ++bn)
-    for (int bk = 0; bk < k_blocks; ++bk) w_scale_dev[bn * row + bk] = w_scale[bn * k_blocks + bk];
+  const std::vector<float> w_scale_dev = device_weight_scales(w_scale, n, k);
   DeviceBuffer<uint8_t> w_dev(w);
   DeviceBuffer<float> ws_m64(fp8_block_scales_m64(w_scale_dev.data(), row, n, k));
   for (CutlassFp8BlockTile tile : kAllCutlassFp8BlockTiles) {
