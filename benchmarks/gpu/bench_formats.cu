@@ -1,4 +1,4 @@
-// bench_formats.h: FP16, W8A8-FP8 (per channel), block-wise FP8 (128 x 128; and again on
+// bench_formats.h: FP16, BF16, W8A8-FP8 (per channel), block-wise FP8 (128 x 128; and again on
 // cuBLASLt alone at the rows CUTLASS takes), W8A8-INT8 (and again on cuBLASLt alone at the rows
 // CUTLASS takes), W4A16 (symmetric) and W4A16 with zero points, each through the call run_cuda_linear makes, with
 // random weights in the format's device layout (one copy per layer: every launch streams them).
@@ -18,12 +18,14 @@
 namespace crosspoint::bench {
 namespace {
 
-enum class Format { kFp16, kFp8, kFp8Block, kFp8BlockCublas, kInt8, kInt8Cublas, kW4A16, kW4A16Zeros };
-constexpr Format kFormats[] = {Format::kFp16, Format::kFp8,        Format::kFp8Block, Format::kFp8BlockCublas,
-                               Format::kInt8, Format::kInt8Cublas, Format::kW4A16,    Format::kW4A16Zeros};
+enum class Format { kFp16, kBf16, kFp8, kFp8Block, kFp8BlockCublas, kInt8, kInt8Cublas, kW4A16, kW4A16Zeros };
+constexpr Format kFormats[] = {Format::kFp16,       Format::kBf16,           Format::kFp8,
+                               Format::kFp8Block,   Format::kFp8BlockCublas, Format::kInt8,
+                               Format::kInt8Cublas, Format::kW4A16,          Format::kW4A16Zeros};
 const char* format_name(Format f) {
   switch (f) {
     case Format::kFp16: return "fp16";
+    case Format::kBf16: return "bf16";
     case Format::kFp8: return "w8a8-fp8";
     case Format::kFp8Block: return "w8a8-fp8-block128";
     case Format::kFp8BlockCublas: return "fp8-block128-cublas";
@@ -53,6 +55,7 @@ FormatLinear make(Format f, int n, int k, uint32_t seed, cudaStream_t s) {
   const size_t groups = static_cast<size_t>(k / kGroup);
   switch (f) {
     case Format::kFp16:
+    case Format::kBf16:  // fp16 bits read as bf16 are finite too: only speed is measured
       BENCH_CUDA(cudaMalloc(&l.weight, nk * 2));
       fill_f16(static_cast<uint16_t*>(l.weight), nk, -0.05f, 0.05f, seed, s);
       l.bytes = 2.0 * nk;
@@ -128,6 +131,9 @@ Status run(cuda::CublasLtContext& ctx, const Scratch& b, Format f, const FormatL
   switch (f) {
     case Format::kFp16:
       return cuda::fp16_linear(ctx, b.x, k, static_cast<const uint16_t*>(l.weight), k, b.y, n, m, n, k, s);
+    case Format::kBf16:
+      return cuda::fp16_linear(ctx, b.x, k, static_cast<const uint16_t*>(l.weight), k, b.y, n, m, n, k, s,
+                               DType::kBF16);
     case Format::kFp8:
       return cuda::fp8_linear_from_fp16(ctx, b.x, k, b.xq, k, b.x_scale, static_cast<const uint8_t*>(l.weight), k,
                                         static_cast<const float*>(l.scales), b.y, n, m, n, k,
@@ -172,7 +178,7 @@ nlohmann::json bench_formats(cuda::CublasLtContext& ctx, double bw_gbps, cudaStr
   BENCH_CUDA(cudaMalloc(&b.sums, ys * 4));
   BENCH_CUDA(cudaMalloc(&b.w_fp16, static_cast<size_t>(kMaxN) * kHidden * 2));
   fill_f16(b.x, xs, -1.f, 1.f, 81, s);
-  const int rows[] = {1, 8, 16, 32, 64, 128, 256, kMaxRows};
+  const int rows[] = {1, 8, 16, 32, 64, 128, 256, 512, 1024, kMaxRows};
   std::vector<double> fp16_ms(std::size(rows), 0.0);
   nlohmann::json out = nlohmann::json::array();
   std::printf(

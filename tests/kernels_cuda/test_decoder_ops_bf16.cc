@@ -16,7 +16,9 @@
 #include "common/dtype.h"
 #include "kernels/cuda/cublaslt_gemm.h"
 #include "kernels/cuda/decoder_ops.h"
+#include "kernels/cuda/gemv.h"
 #include "kernels/cuda/head_rms_norm.h"
+#include "kernels/cuda/linear.h"
 #include "kernels/cuda/sampling.h"
 #include "kernels/cuda/sampling_reference.h"
 #include "kernels_cuda/reference.h"
@@ -259,6 +261,24 @@ TEST(SampleRowsBf16, ReadsTheLogitsAsBf16) {
   EXPECT_EQ(got[1], 500);
 }
 
+// y = x w^T of bf16 rows against a double-precision product: fp32 accumulation over k terms,
+// then one bf16 rounding.
+void expect_bf16_product(const std::vector<uint16_t>& got, const std::vector<uint16_t>& x,
+                         const std::vector<uint16_t>& w, int m, int n, int k, const std::string& where) {
+  ASSERT_EQ(got.size(), static_cast<size_t>(m) * n);
+  for (int r = 0; r < m; ++r)
+    for (int c = 0; c < n; ++c) {
+      double want = 0, scale = 0;
+      for (int i = 0; i < k; ++i) {
+        const double p = static_cast<double>(b2f(x[r * k + i])) * b2f(w[c * k + i]);
+        want += p;
+        scale += std::fabs(p);
+      }
+      ASSERT_LE(std::fabs(b2f(got[r * n + c]) - want), std::fabs(want) * kUlpBf16 + scale * 1e-5)
+          << where << " r=" << r << " c=" << c;
+    }
+}
+
 // cuBLASLt's bf16 GEMM (the dense linears of a bf16 model) against a double-precision product.
 TEST(DenseGemmBf16, CublasLtMatchesTheHost) {
   CROSSPOINT_SKIP_WITHOUT_GPU();
@@ -273,20 +293,37 @@ TEST(DenseGemmBf16, CublasLtMatchesTheHost) {
     ASSERT_TRUE(
         fp16_gemm_cublaslt(*ctx.value(), x_dev.get(), k, w_dev.get(), k, y.get(), n, m, n, k, nullptr, DType::kBF16)
             .is_ok());
-    const auto got = y.download();
-    for (int r = 0; r < m; ++r)
-      for (int c = 0; c < n; ++c) {
-        double want = 0, scale = 0;
-        for (int i = 0; i < k; ++i) {
-          const double p = static_cast<double>(b2f(x[r * k + i])) * b2f(w[c * k + i]);
-          want += p;
-          scale += std::fabs(p);
-        }
-        // fp32 accumulation over k = 520 terms, then one bf16 rounding.
-        EXPECT_LE(std::fabs(b2f(got[r * n + c]) - want), std::fabs(want) * kUlpBf16 + scale * 1e-5)
-            << "m=" << m << " r=" << r << " c=" << c;
-      }
+    expect_bf16_product(y.download(), x, w, m, n, k, "m=" + std::to_string(m));
   }
+}
+
+// The hand GEMV's bf16 instantiation at every K split, and fp16_linear's dispatch of one bf16
+// row to it (values that read as fp16 would be far off: see the file comment).
+TEST(DenseGemmBf16, GemvMatchesTheHostAtEveryKSplit) {
+  CROSSPOINT_SKIP_WITHOUT_GPU();
+  std::mt19937 rng(904);
+  auto ctx = CublasLtContext::create();
+  ASSERT_TRUE(ctx.is_ok()) << ctx.status().to_string();
+  for (int m : {1, 3, 8}) {
+    for (auto [n, k] : {std::pair{37, 360}, {136, 3584}, {70, 18944}}) {
+      const auto x = random_bf16(rng, static_cast<size_t>(m) * k, -1.f, 1.f);
+      const auto w = random_bf16(rng, static_cast<size_t>(n) * k, -1.f, 1.f);
+      DeviceBuffer<uint16_t> x_dev(x), w_dev(w), y(static_cast<size_t>(m) * n);
+      const std::string shape = "m=" + std::to_string(m) + " n=" + std::to_string(n) + " k=" + std::to_string(k);
+      for (int splits : {0, 1, 2, 4, 8}) {
+        y.poison();
+        const Status st = fp16_gemv(x_dev.get(), k, w_dev.get(), k, y.get(), n, m, n, k, nullptr, splits, DType::kBF16);
+        ASSERT_TRUE(st.is_ok()) << st.to_string();
+        expect_bf16_product(y.download(), x, w, m, n, k, shape + " k_splits=" + std::to_string(splits));
+      }
+      y.poison();
+      ASSERT_TRUE(fp16_linear(*ctx.value(), x_dev.get(), k, w_dev.get(), k, y.get(), n, m, n, k, nullptr, DType::kBF16)
+                      .is_ok());
+      expect_bf16_product(y.download(), x, w, m, n, k, shape + " fp16_linear");
+    }
+  }
+  EXPECT_EQ(fp16_gemv(nullptr, 16, nullptr, 16, nullptr, 4, 1, 4, 16, nullptr, 0, DType::kF32).code(),
+            StatusCode::kInvalidArgument);
 }
 
 }  // namespace

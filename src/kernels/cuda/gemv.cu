@@ -5,9 +5,11 @@
 
 #include <algorithm>
 #include <string>
+#include <type_traits>
 
 #include "kernels/cuda/cuda_status.h"
 #include "kernels/cuda/device_info.h"
+#include "kernels/cuda/element16.cuh"
 #include "kernels/cuda/fp8_quant.h"
 #include "kernels/cuda/gemv.h"
 #include "kernels/cuda/programmatic_launch.cuh"
@@ -24,10 +26,6 @@ constexpr int kMinStepsPerSplit = 4;    // fp8 tensor-core kernel: a K slice kee
 // The tensor-core kernel holds 16 rows per warp, so N gives 8x fewer warps than on CUDA cores:
 // it is fastest with the widest split its slices allow.
 constexpr int kMmaTargetWarpsPerSm = 96;
-
-__device__ __forceinline__ float2 half2_bits_to_float2(uint32_t bits) {
-  return __half22float2(*reinterpret_cast<const half2*>(&bits));
-}
 
 // Two e4m3 values (low byte first) -> two floats, exact.
 __device__ __forceinline__ float2 fp8x2_to_float2(uint16_t pair) {
@@ -49,8 +47,9 @@ __device__ __forceinline__ float2 fp8x2_to_float2(uint16_t pair) {
 #endif
 }
 
-// 16 bytes of weights or activations -> fp32 values (8 from fp16, 16 from e4m3), exact.
-template <bool kFp8>
+// 16 bytes of weights or activations -> fp32 values (8 from E's 16-bit type, 16 from e4m3),
+// exact.
+template <bool kFp8, class E = Element16F16>
 struct Chunk {
   static constexpr int kValues = kFp8 ? 16 : 8;
   float v[kValues];
@@ -66,7 +65,7 @@ struct Chunk {
         v[4 * i + 2] = hi.x;
         v[4 * i + 3] = hi.y;
       } else {
-        const float2 f = half2_bits_to_float2(words[i]);
+        const float2 f = E::to_float2(words[i]);
         v[2 * i] = f.x;
         v[2 * i + 1] = f.y;
       }
@@ -76,13 +75,13 @@ struct Chunk {
 
 // Everything a launch passes to the kernel. Rows are byte pointers; a chunk is 16 bytes.
 struct GemvArgs {
-  const uint8_t* x;  // [M, K] fp16 | e4m3 (fp8 from fp16: the fp16 activations)
+  const uint8_t* x;  // [M, K] fp16 / bf16 | e4m3 (fp8 from fp16: the fp16 activations)
   int64_t x_stride_bytes;
   const float* x_scale;  // [M] fp32, fp8 with quantised x only
-  const uint8_t* w;      // [N, K] fp16 | e4m3
+  const uint8_t* w;      // [N, K] fp16 / bf16 | e4m3
   int64_t w_stride_bytes;
   const float* w_scale;  // [N] fp32, fp8 only
-  uint16_t* y;           // [M, N] fp16
+  uint16_t* y;           // [M, N] fp16 / bf16 (as x)
   int64_t y_stride;      // elements
   int m, n;
   int num_chunks;  // 16-byte chunks per weight row
@@ -155,9 +154,11 @@ __device__ __forceinline__ void quantise_rows_to_shared(const GemvArgs& a, uint8
 // One block: kWarpsPerBlock / k_splits column groups of kCols columns; the k_splits warps of
 // a group each stream one K slice of those columns and their partial sums meet in shared
 // memory. kFused: x is fp16 and quantised by the block into shared memory first (fp8 only).
-template <bool kFp8, bool kFused, int kRows, int kCols>
+// E: the 16-bit type of x, w and y without fp8 (fp8 writes fp16).
+template <bool kFp8, bool kFused, int kRows, int kCols, class E = Element16F16>
 __global__ void __launch_bounds__(kThreads) gemv_kernel(const GemvArgs a) {
   static_assert(kFp8 || !kFused, "only fp8 weights take fused activation quantisation");
+  static_assert(!kFp8 || std::is_same_v<E, Element16F16>, "fp8 GEMVs write fp16");
   extern __shared__ uint4 quantised_x[];  // kFused: [m][num_chunks] 16-byte chunks of e4m3 codes
   __shared__ float partial[kWarpsPerBlock][kRows][kCols];
   __shared__ float fused_scale[kRows];
@@ -208,12 +209,12 @@ __global__ void __launch_bounds__(kThreads) gemv_kernel(const GemvArgs a) {
       for (int r = 0; r < kRows; ++r) {
         if (r >= a.m) break;
         const uint4 x_bits = kFused ? x_chunks[r * x_row_chunks + chunk] : __ldg(x_chunks + r * x_row_chunks + chunk);
-        const Chunk<kFp8> xc(x_bits);
+        const Chunk<kFp8, E> xc(x_bits);
 #pragma unroll
         for (int c = 0; c < kCols; ++c) {
-          const Chunk<kFp8> wc(wv[c][i]);  // re-derived per row; the compiler keeps it for m == 1
+          const Chunk<kFp8, E> wc(wv[c][i]);  // re-derived per row; the compiler keeps it for m == 1
 #pragma unroll
-          for (int e = 0; e < Chunk<kFp8>::kValues; ++e) acc[r][c] = fmaf(wc.v[e], xc.v[e], acc[r][c]);
+          for (int e = 0; e < Chunk<kFp8, E>::kValues; ++e) acc[r][c] = fmaf(wc.v[e], xc.v[e], acc[r][c]);
         }
       }
     }
@@ -237,7 +238,7 @@ __global__ void __launch_bounds__(kThreads) gemv_kernel(const GemvArgs a) {
     float v = 0.f;
     for (int s = 0; s < a.k_splits; ++s) v += partial[group * a.k_splits + s][r][c];
     if constexpr (kFp8) v *= (kFused ? fused_scale[r] : a.x_scale[r]) * a.w_scale[col];
-    a.y[r * a.y_stride + col] = __half_as_ushort(__float2half_rn(v));
+    a.y[r * a.y_stride + col] = E::from_float(v);
   }
 }
 
@@ -406,10 +407,10 @@ Status launch_gemv_kernel(void (*kernel)(KernelArgs...), int num_blocks, size_t 
                      launch_error_name<kFp8, kFused>());
 }
 
-template <bool kFp8, bool kFused, int kRows>
+template <bool kFp8, bool kFused, int kRows, class E>
 Status launch_rows(const GemvArgs& a, const GemvPlan& plan, cudaStream_t stream) {
   constexpr int kCols = kFp8 ? 4 : 2;
-  auto* kernel = gemv_kernel<kFp8, kFused, kRows, kCols>;
+  auto* kernel = gemv_kernel<kFp8, kFused, kRows, kCols, E>;
   const size_t shared_bytes = codes_shared_bytes<kFused>(a);
   CROSSPOINT_RETURN_IF_ERROR(allow_shared_bytes(kernel, shared_bytes));
   return launch_gemv_kernel<kFp8, kFused>(kernel, plan.num_blocks, shared_bytes, stream, a);
@@ -433,7 +434,7 @@ Status launch_mma(GemvArgs a, int k_splits, cudaStream_t stream) {
   return launch_gemv_kernel<true, kFused>(kernel, plan.num_blocks, shared_bytes, stream, a);
 }
 
-template <bool kFp8, bool kFused>
+template <bool kFp8, bool kFused, class E = Element16F16>
 Status launch_gemv(GemvArgs a, GemvOptions options, cudaStream_t stream) {
   if constexpr (kFp8) {
     if (!options.fp8_on_cuda_cores && fp8_gemv_on_tensor_cores()) {
@@ -445,14 +446,14 @@ Status launch_gemv(GemvArgs a, GemvOptions options, cudaStream_t stream) {
       plan_gemv(kFp8, a.n, a.num_chunks * (kFp8 ? 16 : 8), cuda_device_info().num_sms, options.k_splits);
   a.k_splits = plan.k_splits;
   a.chunks_per_split = plan.chunks_per_split;
-  if (a.m == 1) return launch_rows<kFp8, kFused, 1>(a, plan, stream);
+  if (a.m == 1) return launch_rows<kFp8, kFused, 1, E>(a, plan, stream);
   if constexpr (!kFused) {
     // The fused CUDA-core kernel is only a fallback (GPUs without e4m3 MMA) whose e4m3
     // conversions are software on sm_80: two instantiations keep the sm_80 build short.
-    if (a.m == 2) return launch_rows<kFp8, kFused, 2>(a, plan, stream);
-    if (a.m <= 4) return launch_rows<kFp8, kFused, 4>(a, plan, stream);
+    if (a.m == 2) return launch_rows<kFp8, kFused, 2, E>(a, plan, stream);
+    if (a.m <= 4) return launch_rows<kFp8, kFused, 4, E>(a, plan, stream);
   }
-  return launch_rows<kFp8, kFused, 8>(a, plan, stream);
+  return launch_rows<kFp8, kFused, 8, E>(a, plan, stream);
 }
 
 // The fields every GEMV sets: activation and weight rows (byte strides), output, sizes. The
@@ -545,14 +546,17 @@ GemvPlan plan_gemv(bool fp8_weights, int n, int k, int num_sms, int force_k_spli
 }
 
 Status fp16_gemv(const uint16_t* x, int64_t x_stride, const uint16_t* w, int64_t w_stride, uint16_t* y,
-                 int64_t y_stride, int m, int n, int k, cudaStream_t stream, int k_splits) {
+                 int64_t y_stride, int m, int n, int k, cudaStream_t stream, int k_splits, DType dtype) {
   CROSSPOINT_RETURN_IF_ERROR(check_shape("fp16_gemv", m, n, k, 8, k_splits));
+  if (!is_element16(dtype)) return invalid_argument("fp16_gemv: the activations must be fp16 or bf16");
   if (x_stride % 8 != 0 || w_stride % 8 != 0 || x_stride < k || w_stride < k) {
     return invalid_argument("fp16_gemv: row strides must be multiples of 8 elements and >= k");
   }
   const GemvArgs a =
       gemv_args(x, x_stride * 2, reinterpret_cast<const uint8_t*>(w), w_stride * 2, y, y_stride, m, n, k / 8);
-  return launch_gemv<false, false>(a, GemvOptions{k_splits, false}, stream);
+  const GemvOptions options{k_splits, false};
+  return dtype == DType::kBF16 ? launch_gemv<false, false, Element16BF16>(a, options, stream)
+                               : launch_gemv<false, false>(a, options, stream);
 }
 
 Status fp8_gemv(const uint8_t* xq, int64_t xq_stride, const float* x_scale, const uint8_t* wq, int64_t w_stride,

@@ -20,6 +20,7 @@
 
 #include <cstdint>
 
+#include "common/dtype.h"
 #include "common/status.h"
 
 namespace crosspoint::cuda {
@@ -62,8 +63,10 @@ struct GemvOptions {
 //   x [M, K] fp16 (row stride x_stride), w [N, K] fp16 (row stride w_stride),
 //   y [M, N] fp16 (row stride y_stride). K % 8 == 0; strides multiples of 8 elements.
 //   k_splits: 0 = plan_gemv's choice, else 1, 2, 4 or 8.
+//   dtype kBF16: x, w and y are bf16 instead (the same kernel, bf16 conversions).
 Status fp16_gemv(const uint16_t* x, int64_t x_stride, const uint16_t* w, int64_t w_stride, uint16_t* y,
-                 int64_t y_stride, int m, int n, int k, cudaStream_t stream, int k_splits = 0);
+                 int64_t y_stride, int m, int n, int k, cudaStream_t stream, int k_splits = 0,
+                 DType dtype = DType::kF16);
 
 //   xq [M, K] e4m3 (row stride xq_stride bytes), x_scale [M] fp32,
 //   wq [N, K] e4m3 (row stride w_stride bytes), w_scale [N] fp32,

@@ -30,9 +30,9 @@ std::optional<CutlassFp8Tile> cutlass_tile(const uint8_t* xq, int64_t xq_stride,
 
 Status fp16_linear(CublasLtContext& ctx, const uint16_t* x, int64_t x_stride, const uint16_t* w, int64_t w_stride,
                    uint16_t* y, int64_t y_stride, int m, int n, int k, cudaStream_t stream, DType dtype) {
-  const bool gemv_fits =
-      dtype == DType::kF16 && m >= 1 && m <= kFp16GemvMaxRows && k % 8 == 0 && x_stride % 8 == 0 && w_stride % 8 == 0;
-  if (gemv_fits) return fp16_gemv(x, x_stride, w, w_stride, y, y_stride, m, n, k, stream);
+  const bool gemv_fits = (dtype == DType::kF16 || dtype == DType::kBF16) && m >= 1 && m <= kFp16GemvMaxRows &&
+                         k % 8 == 0 && x_stride % 8 == 0 && w_stride % 8 == 0;
+  if (gemv_fits) return fp16_gemv(x, x_stride, w, w_stride, y, y_stride, m, n, k, stream, 0, dtype);
   return fp16_gemm_cublaslt(ctx, x, x_stride, w, w_stride, y, y_stride, m, n, k, stream, dtype);
 }
 

@@ -1,9 +1,10 @@
 // The GEMM an engine calls per linear layer and precision at decode and prefill. Weights
 // [N, K] row-major; fp16 output [M, N]. Rows -> kernel (measurements in docs/cuda.md; the
 // hand GEMV only where it beat cuBLASLt):
-//   fp16   M <= kFp16GemvMaxRows (1)   fp16_gemv on CUDA cores; above, cuBLASLt (its tensor-core
-//                                      GEMM streamed the 7B linears faster than a hand one at 2..16)
-//   bf16   every M                     cuBLASLt (no hand GEMV for bf16)
+//   fp16, bf16  M <= kFp16GemvMaxRows (1)
+//                                      fp16_gemv on CUDA cores (bf16: its bf16 instantiation);
+//                                      above, cuBLASLt (its tensor-core GEMM streamed the 7B
+//                                      linears faster than a hand one at 2..16)
 //   fp8    on Hopper (cutlass_fp8_available), where cutlass_fp8_tile_for names a kernel (every
 //          linear to 64 rows, most to 128, the narrow ones to 256)
 //                                      fp8_quantize_per_token + cutlass_fp8_gemm (TMA + wgmma,
