@@ -15,7 +15,6 @@ const char* cutlass_fp8_block_tile_name(CutlassFp8BlockTile tile) {
     case CutlassFp8BlockTile::k64x32: return "64x32";
     case CutlassFp8BlockTile::k64x64: return "64x64";
     case CutlassFp8BlockTile::k64x128: return "64x128";
-    case CutlassFp8BlockTile::kCooperative128x128: return "coop_128x128";
   }
   return "?";
 }
@@ -26,7 +25,6 @@ int cutlass_fp8_block_tile_tokens(CutlassFp8BlockTile tile) {
     case CutlassFp8BlockTile::k64x32: return 32;
     case CutlassFp8BlockTile::k64x64: return 64;
     case CutlassFp8BlockTile::k64x128: return 128;
-    case CutlassFp8BlockTile::kCooperative128x128: return 128;
   }
   return 0;
 }
@@ -52,8 +50,6 @@ Status cutlass_fp8_block_gemm_on(CutlassFp8BlockTile tile, const CutlassFp8Block
     case CutlassFp8BlockTile::k64x32: return cutlass_fp8_block::gemm_64x32(a, num_sms, stream);
     case CutlassFp8BlockTile::k64x64: return cutlass_fp8_block::gemm_64x64(a, num_sms, stream);
     case CutlassFp8BlockTile::k64x128: return cutlass_fp8_block::gemm_64x128(a, num_sms, stream);
-    case CutlassFp8BlockTile::kCooperative128x128:
-      return cutlass_fp8_block::gemm_cooperative_128x128(a, num_sms, stream);
   }
   return internal_error("cutlass_fp8_block_gemm: unknown tile");
 }

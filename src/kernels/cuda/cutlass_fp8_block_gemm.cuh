@@ -1,13 +1,11 @@
 // The CUTLASS kernel type behind cutlass_fp8_block_gemm, included only by its per-tile .cu files.
-// Swapped operands as in cutlass_fp8_gemm.cuh: GEMM-M is the weight's channels (64 or 128 a
-// tile, one weight scale per 64 each K block), GEMM-N the tokens (one activation scale each per K
-// block).
+// Swapped operands as in cutlass_fp8_gemm.cuh: GEMM-M is the weight's channels (64 a tile, one
+// weight scale each K block), GEMM-N the tokens (one activation scale each per K block).
 #pragma once
 
 #include <cuda_runtime.h>
 
 #include <string>
-#include <type_traits>
 
 #include "common/status.h"
 #include "cute/tensor.hpp"
@@ -22,15 +20,11 @@
 
 namespace crosspoint::cuda::cutlass_fp8_block {
 
-// Ping-pong runs two 64-channel tiles per SM in turn; cooperative splits one 128-channel tile
-// between its two consumer warp groups.
-template <int kTileChannels, int kTileTokens>
+template <int kTileTokens>
 struct BlockScaledGemm {
-  static_assert(kTileChannels == 64 || kTileChannels == 128);
-  static constexpr bool kCooperative = kTileChannels == 128;
   using Out = cutlass::half_t;
   using Element = cutlass::float_e4m3_t;
-  using TileShape = cute::Shape<cute::Int<kTileChannels>, cute::Int<kTileTokens>, cute::_128>;
+  using TileShape = cute::Shape<cute::_64, cute::Int<kTileTokens>, cute::_128>;
   using ClusterShape = cute::Shape<cute::_1, cute::_1, cute::_1>;
   // Weight scales per 64 channels x 128 inputs, activation scales per token x 128 inputs, both
   // with the M/N blocks of one K block contiguous.
@@ -43,14 +37,12 @@ struct BlockScaledGemm {
   using Epilogue = typename cutlass::epilogue::collective::CollectiveBuilder<
       cutlass::arch::Sm90, cutlass::arch::OpClassTensorOp, TileShape, ClusterShape,
       cutlass::epilogue::collective::EpilogueTileAuto, float, float, void, LayoutD, kAlignD, Out, LayoutD, kAlignD,
-      std::conditional_t<kCooperative, cutlass::epilogue::TmaWarpSpecializedCooperative,
-                         cutlass::epilogue::TmaWarpSpecialized>>::CollectiveOp;
+      cutlass::epilogue::TmaWarpSpecialized>::CollectiveOp;
   using Mainloop = typename cutlass::gemm::collective::CollectiveBuilder<
       cutlass::arch::Sm90, cutlass::arch::OpClassTensorOp, Element, cute::tuple<cutlass::layout::RowMajor, LayoutSFA>,
       16, Element, cute::tuple<cutlass::layout::ColumnMajor, LayoutSFB>, 16, float, TileShape, ClusterShape,
       cutlass::gemm::collective::StageCountAutoCarveout<static_cast<int>(sizeof(typename Epilogue::SharedStorage))>,
-      std::conditional_t<kCooperative, cutlass::gemm::KernelTmaWarpSpecializedCooperativeFP8Blockwise,
-                         cutlass::gemm::KernelTmaWarpSpecializedPingpongFP8Blockwise>>::CollectiveOp;
+      cutlass::gemm::KernelTmaWarpSpecializedPingpongFP8Blockwise>::CollectiveOp;
   using Kernel = cutlass::gemm::kernel::GemmUniversal<cute::Shape<int, int, int, int>, Mainloop, Epilogue>;
   using Gemm = cutlass::gemm::device::GemmUniversalAdapter<Kernel>;
 };

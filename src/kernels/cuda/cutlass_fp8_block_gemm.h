@@ -31,12 +31,11 @@ struct CutlassFp8BlockArgs {
   bool check_only = false;  // only whether CUTLASS can run these sizes (host; no GPU needed)
 };
 
-// The instantiated kernels (persistent; channels x tokens of a tile): ping-pong with 64
-// channels, cooperative with 128.
-enum class CutlassFp8BlockTile { k64x16, k64x32, k64x64, k64x128, kCooperative128x128 };
+// The instantiated kernels (all persistent ping-pong, 64 channels a tile): tokens of a tile.
+enum class CutlassFp8BlockTile { k64x16, k64x32, k64x64, k64x128 };
 inline constexpr CutlassFp8BlockTile kAllCutlassFp8BlockTiles[] = {
-    CutlassFp8BlockTile::k64x16, CutlassFp8BlockTile::k64x32, CutlassFp8BlockTile::k64x64, CutlassFp8BlockTile::k64x128,
-    CutlassFp8BlockTile::kCooperative128x128};
+    CutlassFp8BlockTile::k64x16, CutlassFp8BlockTile::k64x32, CutlassFp8BlockTile::k64x64,
+    CutlassFp8BlockTile::k64x128};
 const char* cutlass_fp8_block_tile_name(CutlassFp8BlockTile tile);
 int cutlass_fp8_block_tile_tokens(CutlassFp8BlockTile tile);
 // The tile the dispatch gives m (padded) rows of an n-channel linear on num_sms SMs: the

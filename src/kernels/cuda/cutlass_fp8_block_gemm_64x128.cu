@@ -9,7 +9,7 @@ namespace crosspoint::cuda::cutlass_fp8_block {
 
 Status gemm_64x128(const CutlassFp8BlockArgs& args, int num_sms, cudaStream_t stream) {
 #if defined(CROSSPOINT_CUTLASS_SM90)
-  return run<BlockScaledGemm<64, 128>>(args, num_sms, stream);
+  return run<BlockScaledGemm<128>>(args, num_sms, stream);
 #else
   (void)args;
   (void)num_sms;

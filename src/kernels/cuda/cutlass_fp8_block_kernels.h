@@ -1,5 +1,5 @@
 // The instantiations behind cutlass_fp8_block_gemm (cutlass_fp8_block_gemm.h), one per token
-// tile, each in its own cutlass_fp8_block_gemm_<tile>.cu (kUnsupported in builds without
+// tile, each in its own cutlass_fp8_block_gemm_<tokens>.cu (kUnsupported in builds without
 // sm_90a). Internal to the kernels folder.
 #pragma once
 
@@ -15,6 +15,5 @@ Status gemm_64x16(const CutlassFp8BlockArgs& args, int num_sms, cudaStream_t str
 Status gemm_64x32(const CutlassFp8BlockArgs& args, int num_sms, cudaStream_t stream);
 Status gemm_64x64(const CutlassFp8BlockArgs& args, int num_sms, cudaStream_t stream);
 Status gemm_64x128(const CutlassFp8BlockArgs& args, int num_sms, cudaStream_t stream);
-Status gemm_cooperative_128x128(const CutlassFp8BlockArgs& args, int num_sms, cudaStream_t stream);
 
 }  // namespace crosspoint::cuda::cutlass_fp8_block
