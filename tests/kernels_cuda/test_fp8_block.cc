@@ -6,6 +6,7 @@
 // fp16 rounding, rel. L2 < 2e-3 as for the other FP8 GEMMs.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <random>
 #include <vector>
 
@@ -43,26 +44,39 @@ std::vector<float> device_weight_scales(const std::vector<float>& w_scale, int n
   return out;
 }
 
+// Aligned rows (the vector path) and rows at odd strides (the scalar one).
 TEST(Fp8BlockQuantize, BitExactAgainstTheHostReference) {
   CROSSPOINT_SKIP_WITHOUT_GPU();
   std::mt19937 rng(31);
-  for (auto [m, k] : {std::pair{1, 3584}, {5, 256}, {130, 1024}}) {
+  struct Case {
+    int m, k, x_pad, q_pad;  // row strides k + pad
+  };
+  for (auto [m, k, x_pad, q_pad] :
+       {Case{1, 3584, 0, 0}, {5, 256, 0, 0}, {130, 1024, 0, 0}, {5, 256, 2, 0}, {3, 384, 0, 1}, {2, 18944, 0, 0}}) {
     auto x = testing::random_f16(rng, static_cast<size_t>(m) * k, -4.f, 4.f);
     std::fill(x.begin() + 128, x.begin() + 256, 0);  // an all-zero group takes the 1e-10 floor
     x[3] = f32_to_f16(60000.f);                      // a large outlier in the first group
     const std::vector<float> xf = testing::f16_to_f32(x);
+    const int x_stride = k + x_pad, q_stride = k + q_pad;
+    std::vector<uint16_t> x_rows(static_cast<size_t>(m) * x_stride, f32_to_f16(1000.f));  // padding a wrong read shows
+    for (int t = 0; t < m; ++t) std::copy_n(x.begin() + static_cast<size_t>(t) * k, k, x_rows.begin() + t * x_stride);
     const int groups = k / 128;
     std::vector<uint8_t> q_ref(static_cast<size_t>(m) * k);
     std::vector<float> s_ref(static_cast<size_t>(m) * groups);  // [m][groups]
     ASSERT_TRUE(fp8_block_quantize_ref(args_for(xf, m, k), q_ref.data(), s_ref.data()).is_ok());
     const int stride = fp8_block_padded_rows(m);  // the tokens of a group, padded as the GEMM wants
-    DeviceBuffer<uint16_t> x_dev(x);
-    DeviceBuffer<uint8_t> q(x.size());
+    DeviceBuffer<uint16_t> x_dev(x_rows);
+    DeviceBuffer<uint8_t> q(static_cast<size_t>(m) * q_stride);
     DeviceBuffer<float> s(static_cast<size_t>(groups) * stride);
     q.poison(0x7F);
     s.poison();
-    ASSERT_TRUE(fp8_quantize_per_token_group(x_dev.get(), k, q.get(), k, s.get(), stride, m, k, nullptr).is_ok());
-    EXPECT_EQ(q.download(), q_ref) << "m=" << m << " k=" << k;
+    ASSERT_TRUE(
+        fp8_quantize_per_token_group(x_dev.get(), x_stride, q.get(), q_stride, s.get(), stride, m, k, nullptr).is_ok());
+    const std::vector<uint8_t> q_rows = q.download();
+    std::vector<uint8_t> q_got(static_cast<size_t>(m) * k);
+    for (int t = 0; t < m; ++t)
+      std::copy_n(q_rows.begin() + static_cast<size_t>(t) * q_stride, k, q_got.begin() + static_cast<size_t>(t) * k);
+    EXPECT_EQ(q_got, q_ref) << "m=" << m << " k=" << k << " strides " << x_stride << " / " << q_stride;
     const std::vector<float> s_got = s.download();
     int wrong = 0;
     for (int t = 0; t < m; ++t)

@@ -114,9 +114,9 @@ std::optional<CutlassFp8Tile> cutlass_fp8_tile_for(int m, int n, int num_sms) {
 std::optional<CutlassFp8Tile> cutlass_int8_tile_for(int m, int n, int num_sms) {
   if (m < 1) return std::nullopt;
   if (m >= kInt8WideTileMinRows) return CutlassFp8Tile::kCooperative128x256;
-  if (m > kFp8CutlassMaxRows) return std::nullopt;
-  if (m > 128 && !cutlass_fp8_tile_for(m, n, num_sms)) return CutlassFp8Tile::kCooperative128x128;
-  return cutlass_fp8_tile_for(m, n, num_sms);
+  const std::optional<CutlassFp8Tile> fp8 = cutlass_fp8_tile_for(m, n, num_sms);
+  if (m > 128 && !fp8) return CutlassFp8Tile::kCooperative128x128;
+  return fp8;
 }
 
 bool cutlass_fp8_available() {

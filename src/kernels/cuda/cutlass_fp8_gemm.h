@@ -66,13 +66,13 @@ inline constexpr int kFp8CutlassMaxRows = 256;
 //   m <= 256    64x128 while its tiles fit in one wave; else none
 //   more        none
 std::optional<CutlassFp8Tile> cutlass_fp8_tile_for(int m, int n, int num_sms);
-// Rows from which INT8 takes the cooperative 128x256 tile (measured at 2,048 on an H100; the
-// rows between 256 and this stay on cuBLASLt, not measured yet).
-inline constexpr int kInt8WideTileMinRows = 2048;
-// The kernel for W8A8-INT8: FP8's up to 128 rows and wherever 64x128's tiles fit one wave; at
-// 129-256 rows of a linear whose 64x128 tiles do not (qkv, gate_up) the cooperative 128x128
-// tile (int8's cuBLASLt kernels are slower than FP8's there); from kInt8WideTileMinRows the
-// cooperative 128x256 one; none in between (cuBLASLt).
+// Rows from which INT8 takes the cooperative 128x256 tile (it beat 128x128 on three of the four
+// 7B linears at 1,024 rows and on all at 2,048, H100).
+inline constexpr int kInt8WideTileMinRows = 1024;
+// The kernel for W8A8-INT8, CUTLASS at every row count (int8's cuBLASLt kernels are slower than
+// FP8's): FP8's up to 128 rows and wherever 64x128's tiles fit one wave to 256; the cooperative
+// 128x128 tile at the other 129 .. kInt8WideTileMinRows - 1 rows; the cooperative 128x256 from
+// kInt8WideTileMinRows.
 std::optional<CutlassFp8Tile> cutlass_int8_tile_for(int m, int n, int num_sms);
 
 // Whether this device and binary run the kernels (compute capability 9.0, sm_90a image).

@@ -15,8 +15,8 @@
 //          M <= fp8_gemv_max_rows()    fp8_quantize_per_token + fp8_gemv: 16 rows on tensor cores
 //                                      (sm_89+), 2 on CUDA cores
 //          above                       fp8_quantize_per_token + cuBLASLt
-//   int8   sm_90a, where cutlass_int8_tile_for picks a tile (FP8's where it names one; the
-//          cooperative 128x128 where FP8 leaves 129-256 rows to cuBLASLt; 128x256 from 2,048)
+//   int8   sm_90a, on the tile cutlass_int8_tile_for picks at every row count (FP8's where it
+//          names one; else the cooperative 128x128 to 1,023 rows, 128x256 from 1,024)
 //                                      int8_quantize_per_token (or _static) + cutlass_int8_gemm
 //                                      (the FP8 kernels' tiles with int8 operands)
 //          elsewhere                   the quantisation + cuBLASLt's int8 GEMM and the scale
