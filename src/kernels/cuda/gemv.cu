@@ -1,4 +1,4 @@
-// Small-batch GEMV kernels (fp16 and fp8 weights, fp8 with the activation quantisation
+// Small-batch GEMV kernels (fp16 / bf16 and fp8 weights, fp8 with the activation quantisation
 // fused in). See gemv.h.
 #include <cuda_fp16.h>
 #include <cuda_fp8.h>

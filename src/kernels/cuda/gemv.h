@@ -1,6 +1,6 @@
 // Hand-written small-batch GEMV for weights stored [N, K] row-major (HF nn.Linear layout),
 // for decode steps with few tokens, where the weight read is the whole cost:
-//   fp16:  y[m, n] = sum_k x[m, k] * w[n, k]
+//   fp16 (or bf16):  y[m, n] = sum_k x[m, k] * w[n, k]
 //   fp8:   y[m, n] = x_scale[m] * w_scale[n] * sum_k xq[m, k] * wq[n, k]   (W8A8, e4m3)
 //   fp8 from fp16: the same, with xq / x_scale computed inside the kernel from fp16 x
 //          exactly as fp8_quantize_per_token does (one launch instead of two)
