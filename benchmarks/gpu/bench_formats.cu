@@ -11,6 +11,8 @@
 #include "gpu/fill_random.h"
 #include "gpu/graph_timing.h"
 #include "kernels/cuda/fp8_block_quant.h"
+#include "kernels/cuda/fp8_quant.h"
+#include "kernels/cuda/int8_quant.h"
 #include "kernels/cuda/linear.h"
 #include "kernels/cuda/w4a16_dequantize.h"
 #include "kernels/cuda/w4a16_gemm.h"
@@ -163,6 +165,48 @@ Status run(cuda::CublasLtContext& ctx, const Scratch& b, Format f, const FormatL
   return internal_error("bench_formats: unknown format");
 }
 
+// The activation quantiser each 8-bit format runs before its GEMM, alone: the 28 layers' four
+// linears' inputs (k = hidden three times, intermediate once) at m rows.
+Status quantise(const Scratch& b, Format f, int m, int k, cudaStream_t s) {
+  switch (f) {
+    case Format::kFp8: return cuda::fp8_quantize_per_token(b.x, k, b.xq, k, b.x_scale, m, k, s);
+    case Format::kInt8:
+      return cuda::int8_quantize_per_token(b.x, k, reinterpret_cast<int8_t*>(b.xq), k, b.x_scale, m, k, s);
+    case Format::kFp8Block:
+      return cuda::fp8_quantize_per_token_group(b.x, k, b.xq, k, b.x_scale, cuda::fp8_block_padded_rows(m), m, k, s);
+    default: return internal_error("bench_formats: no activation quantiser for this format");
+  }
+}
+
+nlohmann::json bench_quantisers(const Scratch& b, const int* rows, size_t n_rows, double bw_gbps, cudaStream_t s,
+                                int reps) {
+  nlohmann::json out = nlohmann::json::array();
+  std::printf("\n== the activation quantisers alone, the 28 layers' four linears per step: us, %% of %.0f GB/s ==\n",
+              bw_gbps);
+  for (Format f : {Format::kFp8, Format::kInt8, Format::kFp8Block}) {
+    std::printf("%-20s", format_name(f));
+    for (size_t i = 0; i < n_rows; ++i) {
+      const int m = rows[i];
+      double bytes = 0;  // fp16 in, one byte out per value, and the scales
+      for (int k : {kHidden, kHidden, kHidden, kInter})
+        bytes += kLayers * (3.0 * m * k + 4.0 * m * (f == Format::kFp8Block ? k / kGroup : 1));
+      const double ms = time_graph(
+          [&]() -> Status {
+            for (int l = 0; l < kLayers; ++l)
+              for (int k : {kHidden, kHidden, kHidden, kInter}) CROSSPOINT_RETURN_IF_ERROR(quantise(b, f, m, k, s));
+            return Status::ok();
+          },
+          s, reps);
+      const double pct = 100.0 * bytes / (bw_gbps * 1e9) * 1e3 / ms;
+      std::printf(" | M=%-4d %7.1f us %3.0f%%", m, ms * 1e3, pct);
+      out.push_back(
+          {{"format", format_name(f)}, {"m", m}, {"time_us", ms * 1e3}, {"bytes", bytes}, {"pct_of_bandwidth", pct}});
+    }
+    std::printf("\n");
+  }
+  return out;
+}
+
 }  // namespace
 
 nlohmann::json bench_formats(cuda::CublasLtContext& ctx, double bw_gbps, cudaStream_t s, int reps) {
@@ -227,13 +271,14 @@ nlohmann::json bench_formats(cuda::CublasLtContext& ctx, double bw_gbps, cudaStr
     std::printf("\n");
     for (FormatLinear& l : lins) release(l);
   }
+  const nlohmann::json quantisers = bench_quantisers(b, rows, std::size(rows), bw_gbps, s, reps);
   cudaFree(b.x);
   cudaFree(b.xq);
   cudaFree(b.x_scale);
   cudaFree(b.y);
   cudaFree(b.sums);
   cudaFree(b.w_fp16);
-  return out;
+  return {{"linears", out}, {"quantisers", quantisers}};
 }
 
 }  // namespace crosspoint::bench
