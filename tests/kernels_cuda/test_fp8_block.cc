@@ -44,8 +44,9 @@ std::vector<float> device_weight_scales(const std::vector<float>& w_scale, int n
   return out;
 }
 
-// Rows aligned for the vector path (dense, and padded to strides of 520 / 516) and rows at odd
-// strides (the scalar path).
+// Rows the whole-row kernel takes (dense; padded to strides of 520 / 520; 384 and 128 values,
+// where half a warp has a group and the other half none) and rows the per-group kernel takes
+// (strides not a multiple of 8, a row over 20,480 values).
 TEST(Fp8BlockQuantize, BitExactAgainstTheHostReference) {
   CROSSPOINT_SKIP_WITHOUT_GPU();
   std::mt19937 rng(31);
@@ -55,10 +56,14 @@ TEST(Fp8BlockQuantize, BitExactAgainstTheHostReference) {
   for (auto [m, k, x_pad, q_pad] : {Case{1, 3584, 0, 0},
                                     {5, 256, 0, 0},
                                     {130, 1024, 0, 0},
+                                    {4, 512, 8, 8},
+                                    {3, 384, 0, 0},
+                                    {7, 128, 0, 0},
                                     {4, 512, 8, 4},
                                     {5, 256, 2, 0},
                                     {3, 384, 0, 1},
-                                    {2, 18944, 0, 0}}) {
+                                    {2, 18944, 0, 0},
+                                    {2, 20608, 0, 0}}) {
     auto x = testing::random_f16(rng, static_cast<size_t>(m) * k, -4.f, 4.f);
     std::fill(x.begin() + 128, x.begin() + 256, 0);  // an all-zero group takes the 1e-10 floor
     x[3] = f32_to_f16(60000.f);                      // a large outlier in the first group

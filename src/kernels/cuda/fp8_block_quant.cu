@@ -1,6 +1,8 @@
-// Per-token-group FP8 quantisation: one warp per (token, group of 128), four values a lane:
-// four consecutive ones (an 8-byte load, a 4-byte store) where the rows are aligned for it, else
-// every 32nd. Same arithmetic per value either way, so the same bits.
+// Per-token-group FP8 quantisation. Aligned rows up to kRowMax values: one block per token holding
+// its row in registers (16-byte loads, eight values a lane, a group of 128 on 16 lanes), the
+// structure of fp8_quantize_per_token's vector kernel with the amax taken over half warps. Other
+// rows: one warp per (token, group), every 32nd value a lane. Same arithmetic per value either
+// way, so the same bits.
 #include <cuda_fp16.h>
 #include <cuda_fp8.h>
 
@@ -15,13 +17,49 @@
 namespace crosspoint::cuda {
 namespace {
 
-constexpr int kWarpsPerBlock = 4;
-constexpr int kValuesPerLane = kFp8BlockGroup / 32;
-static_assert(kValuesPerLane == 4, "the vector path moves four values a lane");
 constexpr float kAmaxFloor = 1e-10f;  // kernels/fp8_block.h's kFp8BlockAmaxFloor
 
+constexpr int kRowThreads = 256;
+constexpr int kVecPerThread = 10;                         // 16-byte vectors held per thread
+constexpr int kRowMax = kRowThreads * 8 * kVecPerThread;  // 20480 fp16 values
+constexpr int kLanesPerGroup = kFp8BlockGroup / 8;        // 16: a half warp
+static_assert(kRowThreads % kLanesPerGroup == 0, "each half warp's vectors stay in one group");
+
+// grid = m; rows with k <= kRowMax, x 16-byte and q 8-byte aligned, strides multiples of 8.
+__global__ void __launch_bounds__(kRowThreads)
+    fp8_quantize_row_groups_kernel(const __half* __restrict__ x, int64_t x_stride, uint8_t* __restrict__ q,
+                                   int64_t q_stride, float* __restrict__ scale, int64_t scale_stride, int k) {
+  wait_for_prior_kernels();
+  allow_dependent_launch();
+  const int token = blockIdx.x;
+  const uint4* row = reinterpret_cast<const uint4*>(x + token * x_stride);
+  uint2* out = reinterpret_cast<uint2*>(q + token * q_stride);
+  const int num_vec = k / 8;  // a multiple of 16: a half warp either has a whole group or none
+  const unsigned half_warp = 0xffffu << (threadIdx.x & 16);
+  uint4 v[kVecPerThread];
+#pragma unroll
+  for (int i = 0; i < kVecPerThread; ++i) {
+    const int idx = threadIdx.x + i * kRowThreads;
+    if (idx < num_vec) v[i] = row[idx];
+  }
+#pragma unroll
+  for (int i = 0; i < kVecPerThread; ++i) {
+    const int idx = threadIdx.x + i * kRowThreads;
+    if (idx >= num_vec) break;  // the same for the whole half warp
+    float amax = fp8_amax8(v[i], 0.f);
+#pragma unroll
+    for (int offset = kLanesPerGroup / 2; offset > 0; offset /= 2)
+      amax = fmaxf(amax, __shfl_xor_sync(half_warp, amax, offset));
+    const float s = __fdiv_rn(fmaxf(amax, kAmaxFloor), kFp8E4M3Max);
+    if (idx % kLanesPerGroup == 0) scale[idx / kLanesPerGroup * scale_stride + token] = s;
+    out[idx] = fp8_quantize8(v[i], s);
+  }
+}
+
+constexpr int kWarpsPerBlock = 4;
+constexpr int kValuesPerLane = kFp8BlockGroup / 32;
+
 // grid = (ceil(groups / kWarpsPerBlock), m); warp w of block (bx, t) takes group bx * 4 + w of token t.
-template <bool kVector>
 __global__ void __launch_bounds__(kWarpsPerBlock * 32)
     fp8_quantize_per_token_group_kernel(const __half* __restrict__ x, int64_t x_stride, uint8_t* __restrict__ q,
                                         int64_t q_stride, float* __restrict__ scale, int64_t scale_stride, int groups) {
@@ -34,28 +72,18 @@ __global__ void __launch_bounds__(kWarpsPerBlock * 32)
   const __half* in = x + token * x_stride + group * kFp8BlockGroup;
   uint8_t* out = q + token * q_stride + group * kFp8BlockGroup;
   float amax = 0.f;
-  uint2 packed;  // kVector: the lane's four values
   float v[kValuesPerLane];
-  if constexpr (kVector) {
-    packed = reinterpret_cast<const uint2*>(in)[lane];
-    amax = fp8_amax4(packed, amax);
-  } else {
 #pragma unroll
-    for (int j = 0; j < kValuesPerLane; ++j) {
-      v[j] = __half2float(in[lane + 32 * j]);
-      amax = fmaxf(amax, fabsf(v[j]));
-    }
+  for (int j = 0; j < kValuesPerLane; ++j) {
+    v[j] = __half2float(in[lane + 32 * j]);
+    amax = fmaxf(amax, fabsf(v[j]));
   }
 #pragma unroll
   for (int offset = 16; offset > 0; offset /= 2) amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, offset));
   const float s = __fdiv_rn(fmaxf(amax, kAmaxFloor), kFp8E4M3Max);
   if (lane == 0) scale[group * scale_stride + token] = s;
-  if constexpr (kVector) {
-    reinterpret_cast<uint32_t*>(out)[lane] = fp8_quantize4(packed, s);
-  } else {
 #pragma unroll
-    for (int j = 0; j < kValuesPerLane; ++j) out[lane + 32 * j] = static_cast<uint8_t>(fp8_quantize_value(v[j], s));
-  }
+  for (int j = 0; j < kValuesPerLane; ++j) out[lane + 32 * j] = static_cast<uint8_t>(fp8_quantize_value(v[j], s));
 }
 
 }  // namespace
@@ -70,16 +98,21 @@ Status fp8_quantize_per_token_group(const uint16_t* x, int64_t x_stride, uint8_t
   if (x_stride < k || q_stride < k) return invalid_argument("fp8_quantize_per_token_group: row stride smaller than k");
   if (m > 65535) return invalid_argument("fp8_quantize_per_token_group: m = " + std::to_string(m) + " is over 65535");
   if (scale_stride < m) return invalid_argument("fp8_quantize_per_token_group: scale_stride smaller than m");
-  const int groups = k / kFp8BlockGroup;
-  const dim3 grid((groups + kWarpsPerBlock - 1) / kWarpsPerBlock, m);
-  const bool vector = reinterpret_cast<uintptr_t>(x) % 8 == 0 && x_stride % 4 == 0 &&
-                      reinterpret_cast<uintptr_t>(q) % 4 == 0 && q_stride % 4 == 0;
-  CROSSPOINT_CUDA_RETURN_IF_ERROR(
-      launch_programmatic(
-          vector ? fp8_quantize_per_token_group_kernel<true> : fp8_quantize_per_token_group_kernel<false>, grid,
-          dim3(kWarpsPerBlock * 32), 0, stream, reinterpret_cast<const __half*>(x), x_stride, q, q_stride, scale,
-          scale_stride, groups),
-      "fp8_quantize_per_token_group launch");
+  const auto* xh = reinterpret_cast<const __half*>(x);
+  const bool whole_rows = k <= kRowMax && reinterpret_cast<uintptr_t>(x) % 16 == 0 && x_stride % 8 == 0 &&
+                          reinterpret_cast<uintptr_t>(q) % 8 == 0 && q_stride % 8 == 0;
+  if (whole_rows) {
+    CROSSPOINT_CUDA_RETURN_IF_ERROR(launch_programmatic(fp8_quantize_row_groups_kernel, dim3(m), dim3(kRowThreads), 0,
+                                                        stream, xh, x_stride, q, q_stride, scale, scale_stride, k),
+                                    "fp8_quantize_per_token_group launch");
+  } else {
+    const int groups = k / kFp8BlockGroup;
+    const dim3 grid((groups + kWarpsPerBlock - 1) / kWarpsPerBlock, m);
+    CROSSPOINT_CUDA_RETURN_IF_ERROR(
+        launch_programmatic(fp8_quantize_per_token_group_kernel, grid, dim3(kWarpsPerBlock * 32), 0, stream, xh,
+                            x_stride, q, q_stride, scale, scale_stride, groups),
+        "fp8_quantize_per_token_group launch");
+  }
   return last_launch_status("fp8_quantize_per_token_group launch");
 }
 

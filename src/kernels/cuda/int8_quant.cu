@@ -7,6 +7,7 @@
 #include <string>
 
 #include "kernels/cuda/cuda_status.h"
+#include "kernels/cuda/fp8_row_quant.cuh"  // fp8_amax8
 #include "kernels/cuda/int8_quant.h"
 #include "kernels/cuda/programmatic_launch.cuh"
 
@@ -72,16 +73,15 @@ __global__ void __launch_bounds__(kThreads)
   uint2* out = reinterpret_cast<uint2*>(q + blockIdx.x * q_stride);
   const int num_vec = k / 8;
   uint4 v[kVecPerThread];
-  float amax = 0.f;
 #pragma unroll
-  for (int i = 0; i < kVecPerThread; ++i) {
+  for (int i = 0; i < kVecPerThread; ++i) {  // every load in flight before the first use
     const int idx = threadIdx.x + i * kThreads;
     v[i] = idx < num_vec ? row[idx] : make_uint4(0, 0, 0, 0);
-    const __half* h = reinterpret_cast<const __half*>(&v[i]);
-#pragma unroll
-    for (int j = 0; j < 8; ++j) amax = fmaxf(amax, fabsf(saturated(h[j])));
   }
-  amax = block_amax(amax);
+  float amax = 0.f;  // NaN skipped by fmaxf; infinity clamped once below, as saturated() would
+#pragma unroll
+  for (int i = 0; i < kVecPerThread; ++i) amax = fp8_amax8(v[i], amax);
+  amax = block_amax(fminf(amax, kFp16Max));
   if (threadIdx.x == 0) scale[blockIdx.x] = __fdiv_rn(amax, 127.0f);
   const float inverse = amax > 0.f ? __fdiv_rn(127.0f, amax) : 0.f;
 #pragma unroll
