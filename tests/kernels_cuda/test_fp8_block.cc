@@ -44,9 +44,9 @@ std::vector<float> device_weight_scales(const std::vector<float>& w_scale, int n
   return out;
 }
 
-// Rows the whole-row kernel takes (dense; padded to strides of 520 / 520; 384 and 128 values,
-// where half a warp has a group and the other half none) and rows the per-group kernel takes
-// (strides not a multiple of 8, a row over 20,480 values).
+// Rows the slice kernel takes (dense; padded to strides of 520 / 520; 384 and 128 values, where
+// half a warp has a group and the other half none; 18,944 and 20,608 values, five and six slices,
+// the last partial) and rows the per-group kernel takes (strides not a multiple of 8).
 TEST(Fp8BlockQuantize, BitExactAgainstTheHostReference) {
   CROSSPOINT_SKIP_WITHOUT_GPU();
   std::mt19937 rng(31);

@@ -1,8 +1,7 @@
-// Per-token-group FP8 quantisation. Aligned rows up to kRowMax values: one block per token holding
-// its row in registers (16-byte loads, eight values a lane, a group of 128 on 16 lanes), the
-// structure of fp8_quantize_per_token's vector kernel with the amax taken over half warps. Other
-// rows: one warp per (token, group), every 32nd value a lane. Same arithmetic per value either
-// way, so the same bits.
+// Per-token-group FP8 quantisation. Rows aligned for 16-byte loads: eight values a lane, a
+// group of 128 on a half warp, each block a slice of one token's row with every load issued
+// before the first use. Other rows: one warp per (token, group), every 32nd value a lane. Same
+// arithmetic per value either way, so the same bits.
 #include <cuda_fp16.h>
 #include <cuda_fp8.h>
 
@@ -19,32 +18,33 @@ namespace {
 
 constexpr float kAmaxFloor = 1e-10f;  // kernels/fp8_block.h's kFp8BlockAmaxFloor
 
-constexpr int kRowThreads = 256;
-constexpr int kVecPerThread = 10;                         // 16-byte vectors held per thread
-constexpr int kRowMax = kRowThreads * 8 * kVecPerThread;  // 20480 fp16 values
-constexpr int kLanesPerGroup = kFp8BlockGroup / 8;        // 16: a half warp
-static_assert(kRowThreads % kLanesPerGroup == 0, "each half warp's vectors stay in one group");
+constexpr int kSliceThreads = 256;
+constexpr int kVecPerThread = 2;                           // 16-byte vectors a thread
+constexpr int kSliceVecs = kSliceThreads * kVecPerThread;  // 512 vectors = 4,096 values a block
+constexpr int kLanesPerGroup = kFp8BlockGroup / 8;         // 16: a half warp
+static_assert(kSliceThreads % kLanesPerGroup == 0, "each half warp's vectors stay in one group");
 
-// grid = m; rows with k <= kRowMax, x 16-byte and q 8-byte aligned, strides multiples of 8.
-__global__ void __launch_bounds__(kRowThreads)
-    fp8_quantize_row_groups_kernel(const __half* __restrict__ x, int64_t x_stride, uint8_t* __restrict__ q,
-                                   int64_t q_stride, float* __restrict__ scale, int64_t scale_stride, int k) {
+// grid = (ceil(k / 8 / kSliceVecs), m); x 16-byte and q 8-byte aligned, strides multiples of 8.
+__global__ void __launch_bounds__(kSliceThreads)
+    fp8_quantize_group_slices_kernel(const __half* __restrict__ x, int64_t x_stride, uint8_t* __restrict__ q,
+                                     int64_t q_stride, float* __restrict__ scale, int64_t scale_stride, int k) {
   wait_for_prior_kernels();
   allow_dependent_launch();
-  const int token = blockIdx.x;
+  const int token = blockIdx.y;
   const uint4* row = reinterpret_cast<const uint4*>(x + token * x_stride);
   uint2* out = reinterpret_cast<uint2*>(q + token * q_stride);
   const int num_vec = k / 8;  // a multiple of 16: a half warp either has a whole group or none
+  const int first = blockIdx.x * kSliceVecs + threadIdx.x;
   const unsigned half_warp = 0xffffu << (threadIdx.x & 16);
   uint4 v[kVecPerThread];
 #pragma unroll
   for (int i = 0; i < kVecPerThread; ++i) {
-    const int idx = threadIdx.x + i * kRowThreads;
+    const int idx = first + i * kSliceThreads;
     if (idx < num_vec) v[i] = row[idx];
   }
 #pragma unroll
   for (int i = 0; i < kVecPerThread; ++i) {
-    const int idx = threadIdx.x + i * kRowThreads;
+    const int idx = first + i * kSliceThreads;
     if (idx >= num_vec) break;  // the same for the whole half warp
     float amax = fp8_amax8(v[i], 0.f);
 #pragma unroll
@@ -99,10 +99,11 @@ Status fp8_quantize_per_token_group(const uint16_t* x, int64_t x_stride, uint8_t
   if (m > 65535) return invalid_argument("fp8_quantize_per_token_group: m = " + std::to_string(m) + " is over 65535");
   if (scale_stride < m) return invalid_argument("fp8_quantize_per_token_group: scale_stride smaller than m");
   const auto* xh = reinterpret_cast<const __half*>(x);
-  const bool whole_rows = k <= kRowMax && reinterpret_cast<uintptr_t>(x) % 16 == 0 && x_stride % 8 == 0 &&
-                          reinterpret_cast<uintptr_t>(q) % 8 == 0 && q_stride % 8 == 0;
-  if (whole_rows) {
-    CROSSPOINT_CUDA_RETURN_IF_ERROR(launch_programmatic(fp8_quantize_row_groups_kernel, dim3(m), dim3(kRowThreads), 0,
+  const bool vector_rows = reinterpret_cast<uintptr_t>(x) % 16 == 0 && x_stride % 8 == 0 &&
+                           reinterpret_cast<uintptr_t>(q) % 8 == 0 && q_stride % 8 == 0;
+  if (vector_rows) {
+    const dim3 grid((k / 8 + kSliceVecs - 1) / kSliceVecs, m);
+    CROSSPOINT_CUDA_RETURN_IF_ERROR(launch_programmatic(fp8_quantize_group_slices_kernel, grid, dim3(kSliceThreads), 0,
                                                         stream, xh, x_stride, q, q_stride, scale, scale_stride, k),
                                     "fp8_quantize_per_token_group launch");
   } else {
