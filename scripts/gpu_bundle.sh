@@ -100,11 +100,13 @@ for t in "${BINARIES[@]}"; do
 done
 log "libraries bundled: ${#COPIED[@]} ($(du -sh "$STAGE/lib" | cut -f1) unpacked)"
 
-# env.sh: where this machine keeps libcublasLt.so.13 (toolkit, ld cache, or the pip wheel).
+# env.sh: where this machine keeps libcublasLt.so.13 (toolkit, ld cache, or the pip wheel) and
+# libnccl.so.2.
 cat >"$STAGE/env.sh" <<'EOF'
-# Sourced (bash): sets CROSSPOINT_GPU_ROOT, CROSSPOINT_CUBLASLT_DIR, CROSSPOINT_GPU_LD_PATH and puts
-# the bundle's bin/ first on PATH. Only the wrappers in bin/ use CROSSPOINT_GPU_LD_PATH, so Python
-# (torch, transformers) keeps its own libraries.
+# Sourced (bash): sets CROSSPOINT_GPU_ROOT, CROSSPOINT_CUBLASLT_DIR, CROSSPOINT_GPU_LD_PATH,
+# CROSSPOINT_NCCL_LIBRARY (where found) and puts the bundle's bin/ first on PATH. Only the
+# wrappers in bin/ use CROSSPOINT_GPU_LD_PATH, so Python (torch, transformers) keeps its own
+# libraries.
 CROSSPOINT_GPU_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 export CROSSPOINT_GPU_ROOT
 # Sourced into the wrappers' shell: its own variables carry a prefix, so the caller's (the
@@ -127,6 +129,18 @@ fi
 if [ -z "${CROSSPOINT_CUBLASLT_DIR:-}" ]; then
   crosspoint_lib=$(timeout 30 find / -xdev -name 'libcublasLt.so.13' 2>/dev/null | head -1)
   [ -n "$crosspoint_lib" ] && CROSSPOINT_CUBLASLT_DIR=$(dirname "$crosspoint_lib")
+fi
+# NCCL, which a split over GPUs loads at run time (src/model/cuda/nccl_ranks.h): the ld cache,
+# else a pip wheel (torch's nvidia-nccl-cu13); too large to bundle.
+if [ -z "${CROSSPOINT_NCCL_LIBRARY:-}" ]; then
+  crosspoint_lib=$(ldconfig -p 2>/dev/null | awk '/libnccl\.so\.2 / {print $NF; exit}')
+  if [ -z "$crosspoint_lib" ] && command -v python3 >/dev/null; then
+    crosspoint_lib=$(python3 -c 'import glob, os, site, sys
+for r in site.getsitepackages() + sys.path:
+    for hit in glob.glob(os.path.join(r, "nvidia", "*", "lib", "libnccl.so.2")):
+        print(hit); raise SystemExit' 2>/dev/null)
+  fi
+  [ -n "$crosspoint_lib" ] && export CROSSPOINT_NCCL_LIBRARY=$crosspoint_lib
 fi
 unset crosspoint_dir crosspoint_lib
 if [ -z "${CROSSPOINT_CUBLASLT_DIR:-}" ]; then

@@ -203,6 +203,35 @@ fetch_cutlass() {
   log "CUTLASS headers: $out"
 }
 
+# NCCL (BSD-3-Clause), for tensor parallelism over several GPUs: its header for the build and
+# libnccl.so.2, which the engine loads at run time only when a split over GPUs asks for it
+# (src/model/cuda/nccl_ranks.h), from PyPI's nvidia-nccl-cu13 wheel (CUDA 13, as the toolkit).
+NCCL_WHEEL_VERSION=2.28.9
+NCCL_WHEEL_SHA256=e4553a30f34195f3fa1da02a6da3d6337d28f2003943aa0a3d247bbc25fefc42
+fetch_nccl() {
+  local out="$CACHE/third_party/nvidia-nccl-cu13-$NCCL_WHEEL_VERSION"
+  [ -s "$out/include/nccl.h" ] && [ -s "$out/lib/libnccl.so.2" ] && return 0
+  local dir="$DOWNLOADS/nvidia-nccl" wheel="nvidia_nccl_cu13-$NCCL_WHEEL_VERSION-py3-none-manylinux_2_18_x86_64.whl"
+  mkdir -p "$dir"
+  if [ ! -s "$dir/$wheel" ]; then
+    log "fetching nvidia-nccl-cu13 $NCCL_WHEEL_VERSION from PyPI (NCCL, 196 MB)"
+    "$VENV/bin/pip" download -q --no-deps --only-binary=:all: --platform manylinux_2_18_x86_64 -d "$dir" \
+      "nvidia-nccl-cu13==$NCCL_WHEEL_VERSION" \
+      || die "could not download nvidia-nccl-cu13==$NCCL_WHEEL_VERSION from PyPI; put $wheel in $dir/"
+  fi
+  echo "$NCCL_WHEEL_SHA256  $dir/$wheel" | sha256sum -c --quiet - \
+    || die "$dir/$wheel does not have the expected sha256: delete it and run again"
+  local tmp="$out.part"
+  rm -rf "$tmp" && mkdir -p "$tmp"
+  unzip -q "$dir/$wheel" 'nvidia/nccl/include/nccl.h' 'nvidia/nccl/lib/libnccl.so.2' \
+    "nvidia_nccl_cu13-$NCCL_WHEEL_VERSION.dist-info/licenses/License.txt" -d "$tmp" || die "$wheel lacks NCCL's header or library"
+  mv "$tmp/nvidia/nccl/include" "$tmp/include"
+  mv "$tmp/nvidia/nccl/lib" "$tmp/lib"
+  mv "$tmp/nvidia_nccl_cu13-$NCCL_WHEEL_VERSION.dist-info/licenses/License.txt" "$tmp/LICENSE.txt"
+  rm -rf "$tmp/nvidia" "$tmp"/nvidia_nccl_cu13-*.dist-info "$out" && mv "$tmp" "$out"
+  log "NCCL: $out"
+}
+
 # configure_and_build DIR [cmake args...] [-- targets...]: every target unless some are named.
 configure_and_build() {
   local dir="$1"; shift

