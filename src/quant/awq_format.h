@@ -5,8 +5,8 @@
 //   prefix.qzeros   I32 [groups, N/8]  zero points 0..15, the same interleave
 //   prefix.scales   float [groups, N]
 // w[k, n] = scales[k / G, n] * (q[k, n] - zero[k / G, n]). Repacked at load into the GPTQ
-// layout (GptqLinearWeight): rows packed along K, real zero points. The asymmetric zero points
-// run on the CPU; the CUDA W4A16 kernel takes symmetric weights only and refuses them.
+// layout (GptqLinearWeight): rows packed along K, real zero points, which the CPU and the CUDA
+// W4A16 kernels (w4a16_gemm.h) both take.
 #pragma once
 
 #include <memory>
