@@ -34,6 +34,9 @@ class TensorParallelModel {
   const std::vector<size_t>& rank_linear_bytes() const { return rank_linear_bytes_; }
   int32_t world_size() const { return static_cast<int32_t>(ranks_.size()); }
   const std::vector<TensorParallelRank>& ranks() const { return ranks_; }
+  // Rank r's share (its all_reduce is this process's CPU one; the CUDA model takes the share
+  // with a comm of its own: CudaModelOptions::share).
+  const RankShare& share(int32_t rank) const { return shares_.at(static_cast<size_t>(rank)); }
   const Model& model() const { return model_; }
 
  private:

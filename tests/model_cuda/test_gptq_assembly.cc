@@ -7,6 +7,7 @@
 #include "common/dtype.h"
 #include "model/cuda/cuda_linear.h"
 #include "model/model_test_util.h"
+#include "model/tensor_parallel_model.h"
 #include "model_cuda/tiny_checkpoints.h"
 #include "quant/gptq_linear_weight.h"
 
@@ -109,6 +110,26 @@ TEST(GptqAssemblyTest, AsymmetricLayersDecodeToTheCpuWeights) {
     expect_fused_matches_parts({{"gate", w.gate_proj.get()}, {"up", w.up_proj.get()}}, false);
     expect_fused_matches_parts({{"down", w.down_proj.get()}}, false);
   }
+}
+
+// An act-order weight's row shard (tensor parallelism) keeps a group index per row: refused with
+// a message naming the linear, where a group size of 0 would otherwise divide by zero.
+TEST(GptqAssemblyTest, RefusesAnActOrderRowShard) {
+  auto dir = TinyCheckpoints::get().dir(TinyPrecision::kW4A16GptqActOrder);
+  ASSERT_TRUE(dir.is_ok()) << dir.status().to_string();
+  ModelLoadOptions options;
+  options.linear_formats = quantized_linear_weight_formats();
+  auto model = Model::load(*dir, options);
+  ASSERT_TRUE(model.is_ok()) << model.status().to_string();
+  auto tp = TensorParallelModel::create(**model, 2);
+  ASSERT_TRUE(tp.is_ok()) << tp.status().to_string();
+  const LinearWeight* o_proj = (*tp)->share(1).layers[0].o_proj;
+  auto packed =
+      cuda::assemble_fused_gptq({{"model.layers.0.self_attn.o_proj", o_proj}}, "model.layers.0.self_attn.o_proj");
+  ASSERT_FALSE(packed.is_ok());
+  EXPECT_EQ(packed.status().code(), StatusCode::kUnsupported);
+  EXPECT_NE(packed.status().to_string().find("o_proj"), std::string::npos) << packed.status().to_string();
+  EXPECT_NE(packed.status().to_string().find("act-order"), std::string::npos) << packed.status().to_string();
 }
 
 }  // namespace

@@ -163,6 +163,10 @@ Result<W4A16PackedWeight> assemble_fused_gptq(const std::vector<LinearPart>& par
   CROSSPOINT_CHECK(!parts.empty(), "assemble_fused_gptq: no parts");
   const int64_t K = parts[0].weight->in_features();
   const int64_t G = storage_of<Int4GroupWeightStorage>(parts[0]).group_size;
+  if (G <= 0)  // linear_shard.h: an act-order row shard, a group index per row
+    return unsupported(name +
+                       ": a tensor-parallel row shard of an act-order GPTQ weight keeps a group index per "
+                       "row, which the GPU's W4A16 kernels do not take (it runs on --device cpu)");
   const int64_t groups = K / G;
   int64_t N_total = 0;
   for (const LinearPart& p : parts) N_total += p.weight->out_features();

@@ -56,6 +56,24 @@ Result<std::unique_ptr<CudaModel>> CudaModel::create(const Model& model, const C
                        " kv heads is not supported (even head_dim <= 256, heads a multiple of kv heads)");
   if (o.activation_dtype != DType::kF16 && o.activation_dtype != DType::kBF16)
     return invalid_argument("cuda model: activations must be float16 or bfloat16");
+  m->heads_ = c.num_attention_heads;
+  m->kv_heads_ = c.num_key_value_heads;
+  m->intermediate_ = c.intermediate_size;
+  m->vocab_end_ = m->vocab_size_;
+  if (o.share != nullptr) {
+    const RankShare& share = *o.share;
+    if (o.comm == nullptr || o.rank < 0 || o.rank >= o.comm->world_size())
+      return invalid_argument("cuda model: a rank's share needs the ranks' comm and a rank below its world size");
+    if (static_cast<int64_t>(share.layers.size()) != c.num_hidden_layers || share.lm_head == nullptr ||
+        share.num_heads <= 0 || share.num_kv_heads <= 0 || share.num_heads % share.num_kv_heads != 0)
+      return invalid_argument("cuda model: rank " + std::to_string(o.rank) +
+                              "'s share lacks layers, an lm_head slice or whole heads");
+    m->heads_ = share.num_heads;
+    m->kv_heads_ = share.num_kv_heads;
+    m->intermediate_ = share.intermediate;
+    m->vocab_begin_ = share.vocab.begin;
+    m->vocab_end_ = share.vocab.end;
+  }
   if (o.activation_dtype == DType::kBF16 && o.kv_fp8)
     return unsupported(
         "cuda model: --kv-cache-dtype fp8 is written from float16 activations; with --dtype bfloat16 "
@@ -109,12 +127,15 @@ Status CudaModel::upload_weights(const Model& model) {
   };
   CROSSPOINT_ASSIGN_OR_RETURN(embed_tokens_, upload_element16(model.embed_tokens(), "model.embed_tokens.weight"));
   CROSSPOINT_ASSIGN_OR_RETURN(final_norm_, upload_element16(model.final_norm(), "model.norm.weight"));
-  const LinearWeightView head_view = model.lm_head().view();
+  const RankShare* share = options_.share;
+  const LinearWeight& head_weight = share != nullptr ? *share->lm_head : model.lm_head();
+  const LinearWeightView head_view = head_weight.view();
   const auto* head = std::get_if<DenseWeightStorage>(&head_view.storage);
   if (head == nullptr)
-    return unsupported("cuda model: lm_head is " + model.lm_head().format_name() + "; the CUDA path keeps it fp16");
-  if (head->weight != model.embed_tokens().data) {  // untied: its own tensor
-    const std::vector<uint16_t> h = to_element16(head->weight, head->dtype, vocab_size_ * c.hidden_size, element);
+    return unsupported("cuda model: lm_head is " + head_weight.format_name() + "; the CUDA path keeps it fp16");
+  if (head->weight != model.embed_tokens().data) {  // untied, or a rank's slice: its own tensor
+    const std::vector<uint16_t> h =
+        to_element16(head->weight, head->dtype, (vocab_end_ - vocab_begin_) * c.hidden_size, element);
     CROSSPOINT_ASSIGN_OR_RETURN(lm_head_, upload_bytes(h.data(), h.size() * 2, "lm_head.weight"));
   }
   const std::vector<float>& inv_freq = model.rope_inverse_frequencies();
@@ -125,6 +146,10 @@ Status CudaModel::upload_weights(const Model& model) {
   layers_.resize(c.num_hidden_layers);
   for (int64_t i = 0; i < c.num_hidden_layers; ++i) {
     const DecoderLayerWeights& w = model.layers()[i];
+    // The rank's shards of the layer's linears, else the checkpoint's.
+    const RankLayerLinears whole{w.q_proj.get(),    w.k_proj.get(),  w.v_proj.get(),   w.o_proj.get(),
+                                 w.gate_proj.get(), w.up_proj.get(), w.down_proj.get()};
+    const RankLayerLinears& lin = share != nullptr ? share->layers[i] : whole;
     const std::string p = "model.layers." + std::to_string(i) + ".";
     Layer& l = layers_[i];
     l.k_scale = w.k_scale;
@@ -136,17 +161,17 @@ Status CudaModel::upload_weights(const Model& model) {
       CROSSPOINT_ASSIGN_OR_RETURN(l.q_norm, upload_element16(*w.q_norm, p + "self_attn.q_norm.weight"));
       CROSSPOINT_ASSIGN_OR_RETURN(l.k_norm, upload_element16(*w.k_norm, p + "self_attn.k_norm.weight"));
     }
-    CROSSPOINT_ASSIGN_OR_RETURN(l.qkv, upload_fused_linear({{p + "self_attn.q_proj", w.q_proj.get()},
-                                                            {p + "self_attn.k_proj", w.k_proj.get()},
-                                                            {p + "self_attn.v_proj", w.v_proj.get()}},
+    CROSSPOINT_ASSIGN_OR_RETURN(l.qkv, upload_fused_linear({{p + "self_attn.q_proj", lin.q_proj},
+                                                            {p + "self_attn.k_proj", lin.k_proj},
+                                                            {p + "self_attn.v_proj", lin.v_proj}},
                                                            c.attention_bias, p + "self_attn.qkv", element));
-    CROSSPOINT_ASSIGN_OR_RETURN(l.o_proj, upload_fused_linear({{p + "self_attn.o_proj", w.o_proj.get()}}, false,
-                                                              p + "self_attn.o_proj", element));
     CROSSPOINT_ASSIGN_OR_RETURN(
-        l.gate_up, upload_fused_linear({{p + "mlp.gate_proj", w.gate_proj.get()}, {p + "mlp.up_proj", w.up_proj.get()}},
-                                       false, p + "mlp.gate_up", element));
-    CROSSPOINT_ASSIGN_OR_RETURN(l.down_proj, upload_fused_linear({{p + "mlp.down_proj", w.down_proj.get()}}, false,
-                                                                 p + "mlp.down_proj", element));
+        l.o_proj, upload_fused_linear({{p + "self_attn.o_proj", lin.o_proj}}, false, p + "self_attn.o_proj", element));
+    CROSSPOINT_ASSIGN_OR_RETURN(
+        l.gate_up, upload_fused_linear({{p + "mlp.gate_proj", lin.gate_proj}, {p + "mlp.up_proj", lin.up_proj}}, false,
+                                       p + "mlp.gate_up", element));
+    CROSSPOINT_ASSIGN_OR_RETURN(
+        l.down_proj, upload_fused_linear({{p + "mlp.down_proj", lin.down_proj}}, false, p + "mlp.down_proj", element));
     bytes += l.input_norm.bytes() + l.post_attention_norm.bytes() + l.q_norm.bytes() + l.k_norm.bytes() +
              l.qkv.device_bytes() + l.o_proj.device_bytes() + l.gate_up.device_bytes() + l.down_proj.device_bytes();
   }
@@ -171,7 +196,7 @@ Status CudaModel::allocate_activations() {
   const int64_t T = ((o.max_num_tokens + slab - 1) / slab * slab + 3) / 4 * 4;
   const int64_t R = (o.max_num_logits + slab - 1) / slab * slab;
   const int64_t d = c.hidden_size, D = c.head_dim;
-  const int64_t H = c.num_attention_heads, Hkv = c.num_key_value_heads, I = c.intermediate_size, V = vocab_size_;
+  const int64_t H = heads_, Hkv = kv_heads_, I = intermediate_, V = vocab_size_;
   const int64_t qkv_width = (H + 2 * Hkv) * D;
 
   capacity_.max_num_tokens = o.max_num_tokens;
@@ -282,7 +307,7 @@ KvCacheShape CudaModel::kv_cache_shape(int32_t num_blocks) const {
   shape.num_layers = static_cast<int32_t>(config_.num_hidden_layers);
   shape.num_blocks = num_blocks;
   shape.block_size = options_.block_size;
-  shape.num_kv_heads = static_cast<int32_t>(config_.num_key_value_heads);
+  shape.num_kv_heads = static_cast<int32_t>(kv_heads_);
   shape.head_dim = static_cast<int32_t>(config_.head_dim);
   shape.dtype = options_.kv_fp8 ? DType::kF8E4M3 : options_.activation_dtype;
   return shape;
@@ -328,6 +353,11 @@ Status CudaModel::profile_step() {
   CROSSPOINT_RETURN_IF_ERROR(forward(device, kv));
   CROSSPOINT_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream_), "profile step");
   return Status::ok();
+}
+
+Status CudaModel::sum_over_ranks(void* data, int64_t n) {
+  if (options_.comm == nullptr || options_.comm->world_size() == 1) return Status::ok();
+  return options_.comm->all_reduce_sum(options_.rank, data, n, options_.activation_dtype, stream_);
 }
 
 Status CudaModel::embed(const CudaForwardBatch& b) {
@@ -376,8 +406,8 @@ Status CudaModel::run_layer(int32_t layer_idx, const CudaForwardBatch& b, const 
                             const LayerProbe* probe) {
   const ModelConfig& c = config_;
   const Layer& l = layers_[layer_idx];
-  const int T = b.shape.num_tokens, d = static_cast<int>(c.hidden_size), I = static_cast<int>(c.intermediate_size);
-  const int H = static_cast<int>(c.num_attention_heads), Hkv = static_cast<int>(c.num_key_value_heads);
+  const int T = b.shape.num_tokens, d = static_cast<int>(c.hidden_size), I = static_cast<int>(intermediate_);
+  const int H = static_cast<int>(heads_), Hkv = static_cast<int>(kv_heads_);
   const int D = static_cast<int>(c.head_dim);
   const float eps = static_cast<float>(c.rms_norm_eps);
   const DType dtype = options_.activation_dtype;
@@ -474,6 +504,7 @@ Status CudaModel::run_layer(int32_t layer_idx, const CudaForwardBatch& b, const 
 
   if (probe != nullptr && probe->stop_before == LayerLinear::kOProj) return probe->observe(attn_.as<uint16_t>(), T);
   CROSSPOINT_RETURN_IF_ERROR(run_cuda_linear(l.o_proj, scratch_, attn_.as<uint16_t>(), T, delta, stream_));
+  CROSSPOINT_RETURN_IF_ERROR(sum_over_ranks(delta, static_cast<int64_t>(T) * d));
   mark(StepOp::kOProj);
   const Fp8Rows gate_up_fp8 = fp8_input(l.gate_up, x);
   CROSSPOINT_RETURN_IF_ERROR(add_rms_norm(residual_.as<float>(), delta, d, l.post_attention_norm.as<uint16_t>(), eps, x,
@@ -488,6 +519,7 @@ Status CudaModel::run_layer(int32_t layer_idx, const CudaForwardBatch& b, const 
   mark(StepOp::kSiluMul);
   if (probe != nullptr && probe->stop_before == LayerLinear::kDownProj) return probe->observe(act_.as<uint16_t>(), T);
   CROSSPOINT_RETURN_IF_ERROR(linear(l.down_proj, down_fp8, act_.as<uint16_t>(), delta));
+  CROSSPOINT_RETURN_IF_ERROR(sum_over_ranks(delta, static_cast<int64_t>(T) * d));
   mark(StepOp::kDownProj);
   return Status::ok();
 }
@@ -516,11 +548,19 @@ Status CudaModel::forward(const CudaForwardBatch& b, CudaKvCache& kv) {
       gather_rows(x_.as<uint16_t>(), d, b.logits_token_idx, head_in_.as<uint16_t>(), R, d, stream_));
   mark(StepOp::kFinalNormGather);
   const uint16_t* head = lm_head_.empty() ? embed_tokens_.as<uint16_t>() : lm_head_.as<uint16_t>();
+  // A rank writes its vocabulary's columns; the others' are zero, and the sum over the ranks
+  // gathers the rows exactly (x + 0 = x).
+  const bool split = options_.share != nullptr;
+  if (split)
+    CROSSPOINT_CUDA_RETURN_IF_ERROR(cudaMemsetAsync(logits_.as(), 0, static_cast<size_t>(R) * vocab_size_ * 2, stream_),
+                                    "clear the logits");
+  const int vocab_rows = static_cast<int>(vocab_end_ - vocab_begin_);
   CROSSPOINT_RETURN_IF_ERROR(for_each_row_slab(R, scratch_.slab_rows, [&](int first, int rows) {
     return fp16_linear(*cublas_, head_in_.as<uint16_t>() + static_cast<int64_t>(first) * d, d, head, d,
-                       logits_.as<uint16_t>() + static_cast<int64_t>(first) * vocab_size_, vocab_size_, rows,
-                       vocab_size_, d, stream_, options_.activation_dtype);
+                       logits_.as<uint16_t>() + static_cast<int64_t>(first) * vocab_size_ + vocab_begin_, vocab_size_,
+                       rows, vocab_rows, d, stream_, options_.activation_dtype);
   }));
+  if (split) CROSSPOINT_RETURN_IF_ERROR(sum_over_ranks(logits_.as(), static_cast<int64_t>(R) * vocab_size_));
   mark(StepOp::kLmHead);
   return Status::ok();
 }

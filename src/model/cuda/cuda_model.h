@@ -28,6 +28,7 @@
 #include "model/cuda/device_buffer.h"
 #include "model/cuda/step_input_staging.h"
 #include "model/cuda/step_profiler.h"
+#include "model/cuda/tensor_parallel_comm.h"
 #include "model/forward_batch.h"
 #include "model/kv_cache.h"
 #include "model/model.h"
@@ -62,6 +63,14 @@ struct CudaModelOptions {
   // --dtype: the activations, dense weights, KV cache and logits in fp16 (kF16) or bf16 (kBF16,
   // unquantised checkpoints only; not with kv_fp8). The residual stream is fp32 either way.
   DType activation_dtype = DType::kF16;
+  // -tp: this model is one rank of a tensor-parallel split (TensorParallelModel::share: its
+  // heads, KV heads, intermediate columns and vocabulary rows), summing o_proj's and down_proj's
+  // partial outputs and its logits columns with the others through comm. Both outlive the model.
+  // Every rank's create() must run at the same time (its profile step sums over the ranks).
+  // nullptr: the whole model.
+  const RankShare* share = nullptr;
+  int32_t rank = 0;
+  TensorParallelComm* comm = nullptr;
 };
 
 // The four linears of a decoder layer, in the order the layer runs them.
@@ -166,6 +175,8 @@ class CudaModel {
   Status upload_weights(const Model& model);
   Status allocate_activations();
   Status profile_step();
+  // Sums the rank's partial output over the ranks (nothing at one rank).
+  Status sum_over_ranks(void* data, int64_t n);
   void mark(StepOp op) {
     if (profiler_ != nullptr) profiler_->mark(op);
   }
@@ -173,6 +184,9 @@ class CudaModel {
   CudaModelOptions options_;
   ModelConfig config_;
   int32_t vocab_size_ = 0;
+  // This rank's share of the decoder (the config's at one rank) and its logits columns.
+  int64_t heads_ = 0, kv_heads_ = 0, intermediate_ = 0;
+  int64_t vocab_begin_ = 0, vocab_end_ = 0;
   std::string weight_format_name_;
   CudaMemoryReport memory_;
   cudaStream_t stream_ = nullptr;
@@ -180,7 +194,7 @@ class CudaModel {
 
   // Weights.
   DeviceBuffer embed_tokens_;            // [vocab, d] fp16
-  DeviceBuffer lm_head_;                 // [vocab, d] fp16; empty when tied (embed_tokens_ is used)
+  DeviceBuffer lm_head_;                 // [vocab, d] fp16 (a rank's vocabulary rows); empty when tied
   DeviceBuffer final_norm_;              // [d] fp16
   DeviceBuffer rope_inv_freq_;           // [D / 2] f32
   float rope_attention_scaling_ = 1.0f;  // YaRN's factor on cos and sin, else 1

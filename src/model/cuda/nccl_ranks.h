@@ -15,6 +15,7 @@
 
 #include "common/dtype.h"
 #include "common/status.h"
+#include "model/cuda/tensor_parallel_comm.h"
 
 struct ncclComm;  // nccl.h's communicator
 
@@ -29,15 +30,15 @@ Result<std::shared_ptr<const NcclLibrary>> load_nccl(const std::string& library 
 const std::string& nccl_library_path(const NcclLibrary& nccl);
 int nccl_version(const NcclLibrary& nccl);
 
-class NcclRanks {
+class NcclRanks : public TensorParallelComm {
  public:
   // Rank r on devices[r]; the devices distinct and present. library: as load_nccl's.
   static Result<std::unique_ptr<NcclRanks>> create(const std::vector<int>& devices, const std::string& library = "");
-  ~NcclRanks();
+  ~NcclRanks() override;
   NcclRanks(const NcclRanks&) = delete;
   NcclRanks& operator=(const NcclRanks&) = delete;
 
-  int world_size() const { return static_cast<int>(devices_.size()); }
+  int world_size() const override { return static_cast<int>(devices_.size()); }
   int device(int rank) const { return devices_[rank]; }
   const NcclLibrary& library() const { return *nccl_; }
 
@@ -45,7 +46,7 @@ class NcclRanks {
   // thread inside every_rank(). Buffers live on the rank's device, the stream is one of its.
   // In place: data's n values (f32, f16 or bf16) become their sum over the ranks. With two ranks
   // each sum is one rounded addition, so the same bits on both and in every run.
-  Status all_reduce_sum(int rank, void* data, int64_t n, DType dtype, cudaStream_t stream);
+  Status all_reduce_sum(int rank, void* data, int64_t n, DType dtype, cudaStream_t stream) override;
   // recv (world_size * n values) gets every rank's n values of send, rank 0's first.
   Status all_gather(int rank, const void* send, void* recv, int64_t n, DType dtype, cudaStream_t stream);
   // each(rank) for every rank from this thread, inside one NCCL group (as one thread driving

@@ -1,0 +1,210 @@
+// The CUDA model split over tensor-parallel ranks (CudaModelOptions::share) against the whole
+// CUDA model, on the tiny checkpoints: two ranks that are threads of this process on one GPU,
+// summing through the host (NCCL refuses two ranks on one device), so the partitioning of every
+// GPU kernel is tested without a second GPU. Skips without a GPU.
+//
+// Tolerance against one rank, of the row's logit scale: the split sums each of o_proj's and
+// down_proj's outputs as two fp16 partials, one more fp16 rounding a layer (2e-2, as the GPU
+// against the CPU); where activations are quantised, a row shard's dynamic scales come from the
+// rank's own inputs (as vLLM's), another quantisation of the same values (8e-2).
+#include <gtest/gtest.h>
+
+#include <barrier>
+#include <cmath>
+#include <functional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "common/dtype.h"
+#include "model/cuda/cuda_model.h"
+#include "model/cuda/tensor_parallel_comm.h"
+#include "model/model_test_util.h"
+#include "model/tensor_parallel_model.h"
+#include "model_cuda/cuda_test_util.h"
+
+namespace crosspoint {
+namespace {
+
+using cuda_testing::TinyPrecision;
+
+// Ranks that are threads on one GPU: each sum brings every rank's values to the host, adds them
+// in rank order in f32 and rounds once, the same bits on every rank.
+class HostSumComm : public cuda::TensorParallelComm {
+ public:
+  explicit HostSumComm(int world) : world_(world), barrier_(world), parts_(world) {}
+  int world_size() const override { return world_; }
+  Status all_reduce_sum(int rank, void* data, int64_t n, DType dtype, cudaStream_t stream) override {
+    if (dtype != DType::kF16 && dtype != DType::kBF16) return invalid_argument("HostSumComm: f16 or bf16 only");
+    std::vector<uint16_t>& mine = parts_[rank];
+    mine.resize(static_cast<size_t>(n));
+    const bool ok = cudaMemcpyAsync(mine.data(), data, n * 2, cudaMemcpyDeviceToHost, stream) == cudaSuccess &&
+                    cudaStreamSynchronize(stream) == cudaSuccess;
+    barrier_.arrive_and_wait();  // every rank's part is here
+    std::vector<uint16_t> sum(mine.size());
+    const bool bf16 = dtype == DType::kBF16;
+    for (size_t i = 0; i < sum.size(); ++i) {
+      float acc = 0.0f;
+      for (int r = 0; r < world_; ++r) acc += bf16 ? bf16_to_f32(parts_[r][i]) : f16_to_f32(parts_[r][i]);
+      sum[i] = bf16 ? f32_to_bf16(acc) : f32_to_f16(acc);
+    }
+    barrier_.arrive_and_wait();  // every rank has read the parts before any rank's next call
+    const bool back = cudaMemcpyAsync(data, sum.data(), n * 2, cudaMemcpyHostToDevice, stream) == cudaSuccess &&
+                      cudaStreamSynchronize(stream) == cudaSuccess;
+    return ok && back ? Status::ok() : internal_error("HostSumComm: a copy failed");
+  }
+
+ private:
+  int world_;
+  std::barrier<> barrier_;
+  std::vector<std::vector<uint16_t>> parts_;  // [rank] the current call's values
+};
+
+// each(rank) on a thread per rank, all at once; the first error.
+Status on_every_rank(int world, const std::function<Status(int)>& each) {
+  std::vector<Status> status(world);
+  {
+    std::vector<std::jthread> threads;
+    for (int r = 0; r < world; ++r) threads.emplace_back([&, r] { status[r] = each(r); });
+  }
+  for (const Status& s : status)
+    if (!s.is_ok()) return s;
+  return Status::ok();
+}
+
+bool quantises_activations(TinyPrecision p) { return p == TinyPrecision::kFp8 || p == TinyPrecision::kW8A8Int8; }
+
+class CudaTensorParallelTest : public ::testing::TestWithParam<TinyPrecision> {};
+
+// A prefill of two sequences and three decodes, the same batches through the whole model and
+// the two ranks (each on a cache of its KV heads): both ranks' logits are the same bits, within
+// the tolerance of the whole model's, and a second run of the same steps gives the same bits.
+TEST_P(CudaTensorParallelTest, TwoRanksOnOneGpuGiveTheWholeModelsLogits) {
+  SKIP_WITHOUT_GPU();
+  const TinyPrecision precision = GetParam();
+  auto cpu = cuda_testing::load_tiny_model(precision);
+  ASSERT_NE(cpu, nullptr);
+  auto tp = TensorParallelModel::create(*cpu, 2);
+  ASSERT_TRUE(tp.is_ok()) << tp.status().to_string();
+  constexpr int32_t kBlocks = 32, kMaxBlocksPerSeq = 8, kBlockSize = 16, kWorld = 2;
+  cuda::CudaModelOptions options;
+  options.max_num_tokens = 64;
+  options.max_num_seqs = 4;
+  options.max_model_len = kMaxBlocksPerSeq * kBlockSize;
+  auto whole = cuda_testing::make_cuda_model(*cpu, options, kBlocks);
+  ASSERT_TRUE(whole.is_ok()) << whole.status().to_string();
+
+  HostSumComm comm(kWorld);
+  std::vector<cuda_testing::CudaModelOnCache> ranks(kWorld);
+  ASSERT_TRUE(on_every_rank(kWorld, [&](int r) -> Status {
+                const TensorParallelModel& split = **tp;
+                cuda::CudaModelOptions o = options;
+                o.share = &split.share(r);
+                o.rank = r;
+                o.comm = &comm;
+                CROSSPOINT_ASSIGN_OR_RETURN(ranks[r], cuda_testing::make_cuda_model(*cpu, o, kBlocks));
+                return Status::ok();
+              }).is_ok());
+  EXPECT_EQ(ranks[0].kv.shape().num_kv_heads, 1);  // the tiny model's two KV heads, one a rank
+
+  const int32_t V = cpu->vocab_size();
+  const float tol = quantises_activations(precision) ? 8e-2f : 2e-2f;
+  std::vector<int32_t> prompt0, prompt1;
+  for (int32_t i = 0; i < 37; ++i) prompt0.push_back((i * 31 + 5) % V);
+  for (int32_t i = 0; i < 20; ++i) prompt1.push_back((i * 17 + 9) % V);
+
+  // The steps on the ranks, each decode fed the whole model's greedy tokens of the step before
+  // (recorded in `fed` on the first run, replayed on the second); rank 0's logits of each step.
+  std::vector<std::vector<int32_t>> fed;
+  auto run_split = [&](bool first_run) {
+    testing::BatchBuilder builder(2, kMaxBlocksPerSeq, kBlockSize);
+    std::vector<std::vector<float>> out;
+    for (int step = 0; step < 4; ++step) {
+      const ForwardBatch batch = step == 0 ? builder.build({{0, prompt0}, {1, prompt1}}, false)
+                                           : builder.build({{0, {fed[step - 1][0]}}, {1, {fed[step - 1][1]}}}, false);
+      const size_t rows = batch.logits_token_idx.size(), n = rows * V;
+      std::vector<std::vector<float>> got(kWorld, std::vector<float>(n, NAN));
+      const Status s = on_every_rank(kWorld, [&](int r) { return ranks[r].forward_host(batch, got[r].data()); });
+      EXPECT_TRUE(s.is_ok()) << "step " << step << ": " << s.to_string();
+      EXPECT_EQ(got[0], got[1]) << "step " << step << ": the ranks' logits differ";
+      if (first_run) {
+        std::vector<float> want(n, NAN);
+        EXPECT_TRUE(whole->forward_host(batch, want.data()).is_ok());
+        std::vector<int32_t> greedy;
+        for (size_t row = 0; row < rows; ++row) {
+          const float* w = want.data() + row * V;
+          float scale = 0.0f, worst = 0.0f;
+          for (int32_t v = 0; v < V; ++v) {
+            scale = std::max(scale, std::fabs(w[v]));
+            worst = std::max(worst, std::fabs(w[v] - got[0][row * V + v]));
+          }
+          EXPECT_LE(worst, tol * scale) << "step " << step << " row " << row << ": max |split - whole| " << worst
+                                        << ", logit scale " << scale;
+          greedy.push_back(static_cast<int32_t>(std::max_element(w, w + V) - w));
+        }
+        fed.push_back(greedy);
+      }
+      out.push_back(got[0]);
+    }
+    return out;
+  };
+  const std::vector<std::vector<float>> first = run_split(true);
+  const std::vector<std::vector<float>> second = run_split(false);
+  for (size_t step = 0; step < first.size(); ++step)
+    EXPECT_EQ(second[step], first[step]) << "step " << step << ": a second run gave other bits";
+}
+
+INSTANTIATE_TEST_SUITE_P(TinyCheckpoints, CudaTensorParallelTest,
+                         ::testing::Values(TinyPrecision::kFp16, TinyPrecision::kFp8, TinyPrecision::kW4A16Rtn,
+                                           TinyPrecision::kW8A8Int8, TinyPrecision::kQwen3Fp16),
+                         [](const ::testing::TestParamInfo<TinyPrecision>& info) {
+                           return cuda_testing::precision_name(info.param);
+                         });
+
+// GPTQ with act-order: down_proj's row shard keeps a group index per row, which the GPU's
+// W4A16 kernels do not take; every rank's create says so, naming the linear.
+TEST(CudaTensorParallel, RefusesAnActOrderRowShardNamingIt) {
+  SKIP_WITHOUT_GPU();
+  auto cpu = cuda_testing::load_tiny_model(TinyPrecision::kW4A16GptqActOrder);
+  ASSERT_NE(cpu, nullptr);
+  auto tp = TensorParallelModel::create(*cpu, 2);
+  ASSERT_TRUE(tp.is_ok()) << tp.status().to_string();
+  HostSumComm comm(2);
+  std::vector<Status> status(2);
+  const Status first = on_every_rank(2, [&](int r) -> Status {
+    cuda::CudaModelOptions o;
+    o.max_num_tokens = 16;
+    o.max_num_seqs = 2;
+    o.share = &(*tp)->share(r);
+    o.rank = r;
+    o.comm = &comm;
+    return cuda::CudaModel::create(*cpu, o).status();
+  });
+  ASSERT_FALSE(first.is_ok());
+  EXPECT_NE(first.to_string().find("o_proj"), std::string::npos) << first.to_string();
+}
+
+// A share without the ranks' comm, or a rank past the world, is refused before anything is
+// uploaded (runs without a GPU: create checks the options first).
+TEST(CudaTensorParallel, RefusesAShareWithoutItsRanks) {
+  auto cpu = cuda_testing::load_tiny_model(TinyPrecision::kFp16);
+  ASSERT_NE(cpu, nullptr);
+  auto tp = TensorParallelModel::create(*cpu, 2);
+  ASSERT_TRUE(tp.is_ok()) << tp.status().to_string();
+  cuda::CudaModelOptions o;
+  o.max_num_tokens = 16;
+  o.max_num_seqs = 2;
+  o.share = &(*tp)->share(1);
+  auto no_comm = cuda::CudaModel::create(*cpu, o);
+  ASSERT_FALSE(no_comm.is_ok());
+  EXPECT_NE(no_comm.status().to_string().find("comm"), std::string::npos) << no_comm.status().to_string();
+  HostSumComm comm(2);
+  o.comm = &comm;
+  o.rank = 2;
+  auto past = cuda::CudaModel::create(*cpu, o);
+  ASSERT_FALSE(past.is_ok());
+  EXPECT_EQ(past.status().code(), StatusCode::kInvalidArgument) << past.status().to_string();
+}
+
+}  // namespace
+}  // namespace crosspoint
