@@ -11,6 +11,7 @@
 
 #include <barrier>
 #include <cmath>
+#include <cstring>
 #include <functional>
 #include <string>
 #include <thread>
@@ -28,36 +29,55 @@ namespace {
 
 using cuda_testing::TinyPrecision;
 
-// Ranks that are threads on one GPU: each sum brings every rank's values to the host, adds them
-// in rank order in f32 and rounds once, the same bits on every rank.
+// Ranks that are threads on one GPU: each sum brings every rank's values (f32, f16 or bf16) to
+// the host, adds them in rank order in f32 and rounds once, the same bits on every rank.
 class HostSumComm : public cuda::TensorParallelComm {
  public:
   explicit HostSumComm(int world) : world_(world), barrier_(world), parts_(world) {}
   int world_size() const override { return world_; }
   Status all_reduce_sum(int rank, void* data, int64_t n, DType dtype, cudaStream_t stream) override {
-    if (dtype != DType::kF16 && dtype != DType::kBF16) return invalid_argument("HostSumComm: f16 or bf16 only");
-    std::vector<uint16_t>& mine = parts_[rank];
-    mine.resize(static_cast<size_t>(n));
-    const bool ok = cudaMemcpyAsync(mine.data(), data, n * 2, cudaMemcpyDeviceToHost, stream) == cudaSuccess &&
+    const size_t bytes = static_cast<size_t>(n) * dtype_size(dtype);
+    std::vector<uint8_t>& mine = parts_[rank];
+    mine.resize(bytes);
+    const bool ok = cudaMemcpyAsync(mine.data(), data, bytes, cudaMemcpyDeviceToHost, stream) == cudaSuccess &&
                     cudaStreamSynchronize(stream) == cudaSuccess;
     barrier_.arrive_and_wait();  // every rank's part is here
-    std::vector<uint16_t> sum(mine.size());
-    const bool bf16 = dtype == DType::kBF16;
-    for (size_t i = 0; i < sum.size(); ++i) {
+    std::vector<uint8_t> sum(bytes);
+    for (int64_t i = 0; i < n; ++i) {
       float acc = 0.0f;
-      for (int r = 0; r < world_; ++r) acc += bf16 ? bf16_to_f32(parts_[r][i]) : f16_to_f32(parts_[r][i]);
-      sum[i] = bf16 ? f32_to_bf16(acc) : f32_to_f16(acc);
+      for (int r = 0; r < world_; ++r) acc += value(parts_[r], i, dtype);
+      store(sum, i, acc, dtype);
     }
     barrier_.arrive_and_wait();  // every rank has read the parts before any rank's next call
-    const bool back = cudaMemcpyAsync(data, sum.data(), n * 2, cudaMemcpyHostToDevice, stream) == cudaSuccess &&
+    const bool back = cudaMemcpyAsync(data, sum.data(), bytes, cudaMemcpyHostToDevice, stream) == cudaSuccess &&
                       cudaStreamSynchronize(stream) == cudaSuccess;
     return ok && back ? Status::ok() : internal_error("HostSumComm: a copy failed");
   }
 
  private:
+  static float value(const std::vector<uint8_t>& part, int64_t i, DType dtype) {
+    if (dtype == DType::kF32) {
+      float v;
+      std::memcpy(&v, part.data() + i * 4, 4);
+      return v;
+    }
+    uint16_t h;
+    std::memcpy(&h, part.data() + i * 2, 2);
+    return dtype == DType::kBF16 ? bf16_to_f32(h) : f16_to_f32(h);
+  }
+  static void store(std::vector<uint8_t>& out, int64_t i, float v, DType dtype) {
+    if (dtype == DType::kF32) {
+      std::memcpy(out.data() + i * 4, &v, 4);
+      return;
+    }
+    const uint16_t h = dtype == DType::kBF16 ? f32_to_bf16(v) : f32_to_f16(v);
+    std::memcpy(out.data() + i * 2, &h, 2);
+  }
+
+ private:
   int world_;
   std::barrier<> barrier_;
-  std::vector<std::vector<uint16_t>> parts_;  // [rank] the current call's values
+  std::vector<std::vector<uint8_t>> parts_;  // [rank] the current call's values
 };
 
 // each(rank) on a thread per rank, all at once; the first error.
@@ -161,9 +181,10 @@ INSTANTIATE_TEST_SUITE_P(TinyCheckpoints, CudaTensorParallelTest,
                            return cuda_testing::precision_name(info.param);
                          });
 
-// GPTQ with act-order: down_proj's row shard keeps a group index per row, which the GPU's
-// W4A16 kernels do not take; every rank's create says so, naming the linear.
-TEST(CudaTensorParallel, RefusesAnActOrderRowShardNamingIt) {
+// GPTQ with act-order: a row shard (o_proj, down_proj) keeps a group index per row, which the
+// GPU's W4A16 kernels do not take. A rank whose shard that is says so, naming the linear; a rank
+// that loaded returns too, told another failed, instead of waiting in the profile step's sums.
+TEST(CudaTensorParallel, RefusesAnActOrderRowShardOnEveryRank) {
   SKIP_WITHOUT_GPU();
   auto cpu = cuda_testing::load_tiny_model(TinyPrecision::kW4A16GptqActOrder);
   ASSERT_NE(cpu, nullptr);
@@ -171,39 +192,24 @@ TEST(CudaTensorParallel, RefusesAnActOrderRowShardNamingIt) {
   ASSERT_TRUE(tp.is_ok()) << tp.status().to_string();
   HostSumComm comm(2);
   std::vector<Status> status(2);
-  const Status first = on_every_rank(2, [&](int r) -> Status {
+  (void)on_every_rank(2, [&](int r) -> Status {
     cuda::CudaModelOptions o;
     o.max_num_tokens = 16;
     o.max_num_seqs = 2;
     o.share = &(*tp)->share(r);
     o.rank = r;
     o.comm = &comm;
-    return cuda::CudaModel::create(*cpu, o).status();
+    status[r] = cuda::CudaModel::create(*cpu, o).status();
+    return status[r];
   });
-  ASSERT_FALSE(first.is_ok());
-  EXPECT_NE(first.to_string().find("o_proj"), std::string::npos) << first.to_string();
-}
-
-// A share without the ranks' comm, or a rank past the world, is refused before anything is
-// uploaded (runs without a GPU: create checks the options first).
-TEST(CudaTensorParallel, RefusesAShareWithoutItsRanks) {
-  auto cpu = cuda_testing::load_tiny_model(TinyPrecision::kFp16);
-  ASSERT_NE(cpu, nullptr);
-  auto tp = TensorParallelModel::create(*cpu, 2);
-  ASSERT_TRUE(tp.is_ok()) << tp.status().to_string();
-  cuda::CudaModelOptions o;
-  o.max_num_tokens = 16;
-  o.max_num_seqs = 2;
-  o.share = &(*tp)->share(1);
-  auto no_comm = cuda::CudaModel::create(*cpu, o);
-  ASSERT_FALSE(no_comm.is_ok());
-  EXPECT_NE(no_comm.status().to_string().find("comm"), std::string::npos) << no_comm.status().to_string();
-  HostSumComm comm(2);
-  o.comm = &comm;
-  o.rank = 2;
-  auto past = cuda::CudaModel::create(*cpu, o);
-  ASSERT_FALSE(past.is_ok());
-  EXPECT_EQ(past.status().code(), StatusCode::kInvalidArgument) << past.status().to_string();
+  int named = 0;
+  for (const Status& s : status) {
+    ASSERT_FALSE(s.is_ok());
+    const bool names_it = s.code() == StatusCode::kUnsupported && s.to_string().find("act-order") != std::string::npos;
+    named += names_it ? 1 : 0;
+    EXPECT_TRUE(names_it || s.code() == StatusCode::kUnavailable) << s.to_string();
+  }
+  EXPECT_GE(named, 1);
 }
 
 }  // namespace

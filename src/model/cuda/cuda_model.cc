@@ -81,13 +81,16 @@ Result<std::unique_ptr<CudaModel>> CudaModel::create(const Model& model, const C
   CROSSPOINT_RETURN_IF_ERROR(m->init_device());
 
   Stopwatch upload_timer;
-  CROSSPOINT_RETURN_IF_ERROR(m->upload_weights(model));
+  Status ready = m->upload_weights(model);
   m->memory_.upload_s = upload_timer.elapsed_seconds();
 
   Stopwatch profile_timer;
   size_t free_before = 0, total = 0;
-  CROSSPOINT_CUDA_RETURN_IF_ERROR(cudaMemGetInfo(&free_before, &total), "cudaMemGetInfo");
-  CROSSPOINT_RETURN_IF_ERROR(m->allocate_activations());
+  if (ready.is_ok() && cudaMemGetInfo(&free_before, &total) != cudaSuccess)
+    ready = internal_error("cuda model: cudaMemGetInfo failed");
+  if (ready.is_ok()) ready = m->allocate_activations();
+  if (o.share != nullptr) ready = m->agree_over_ranks(ready);
+  CROSSPOINT_RETURN_IF_ERROR(ready);
   CROSSPOINT_RETURN_IF_ERROR(m->profile_step());
   size_t free_after = 0;
   CROSSPOINT_CUDA_RETURN_IF_ERROR(cudaMemGetInfo(&free_after, &total), "cudaMemGetInfo");
@@ -115,6 +118,9 @@ Status CudaModel::init_device() {
   memory_.gpu_name = prop.name;
   CROSSPOINT_CUDA_RETURN_IF_ERROR(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "cudaStreamCreate");
   CROSSPOINT_ASSIGN_OR_RETURN(cublas_, CublasLtContext::create());
+  if (options_.share != nullptr) {
+    CROSSPOINT_ASSIGN_OR_RETURN(rank_flag_, DeviceBuffer::allocate(sizeof(float), "rank agreement"));
+  }
   return Status::ok();
 }
 
@@ -352,6 +358,27 @@ Status CudaModel::profile_step() {
   device.shape.max_context_len = o.max_model_len;  // the bound graphs use
   CROSSPOINT_RETURN_IF_ERROR(forward(device, kv));
   CROSSPOINT_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream_), "profile step");
+  return Status::ok();
+}
+
+Status CudaModel::agree_over_ranks(const Status& mine) {
+  float failed = mine.is_ok() ? 0.0f : 1.0f;
+  Status joined =
+      cudaMemcpyAsync(rank_flag_.as(), &failed, sizeof(float), cudaMemcpyHostToDevice, stream_) == cudaSuccess
+          ? Status::ok()
+          : internal_error("cuda model: copying the rank agreement failed");
+  // Joined whatever failed above: the other ranks are waiting in this sum.
+  const Status summed = options_.comm->all_reduce_sum(options_.rank, rank_flag_.as(), 1, DType::kF32, stream_);
+  if (joined.is_ok() && summed.is_ok() &&
+      (cudaMemcpyAsync(&failed, rank_flag_.as(), sizeof(float), cudaMemcpyDeviceToHost, stream_) != cudaSuccess ||
+       cudaStreamSynchronize(stream_) != cudaSuccess))
+    joined = internal_error("cuda model: reading the rank agreement failed");
+  if (!mine.is_ok()) return mine;
+  CROSSPOINT_RETURN_IF_ERROR(joined);
+  CROSSPOINT_RETURN_IF_ERROR(summed);
+  if (failed > 0)
+    return unavailable("cuda model: rank " + std::to_string(options_.rank) +
+                       " is ready but another rank failed to load (that rank's error says why)");
   return Status::ok();
 }
 

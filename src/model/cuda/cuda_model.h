@@ -175,6 +175,10 @@ class CudaModel {
   Status upload_weights(const Model& model);
   Status allocate_activations();
   Status profile_step();
+  // Whether every rank loaded: each joins one sum of failure flags, a failed rank too, so no rank
+  // waits in the profile step's collectives for one that has returned. mine, else unavailable
+  // when another rank failed.
+  Status agree_over_ranks(const Status& mine);
   // Sums the rank's partial output over the ranks (nothing at one rank).
   Status sum_over_ranks(void* data, int64_t n);
   void mark(StepOp op) {
@@ -223,6 +227,7 @@ class CudaModel {
   DeviceBuffer w4a16_weight_fp16_;  // [max N * K] fp16: one w4a16 layer dequantised (many-row steps)
   CudaLinearScratch scratch_;
 
+  DeviceBuffer rank_flag_;            // [1] f32: agree_over_ranks's sum (tensor-parallel ranks)
   StepProfiler* profiler_ = nullptr;  // not owned; nullptr = no per-op events
 };
 
