@@ -9,7 +9,11 @@
 // rank's own inputs (as vLLM's), another quantisation of the same values (8e-2).
 #include <gtest/gtest.h>
 
-#include <barrier>
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdio>
+#include <mutex>
 #include <cmath>
 #include <cstring>
 #include <functional>
@@ -33,7 +37,7 @@ using cuda_testing::TinyPrecision;
 // the host, adds them in rank order in f32 and rounds once, the same bits on every rank.
 class HostSumComm : public cuda::TensorParallelComm {
  public:
-  explicit HostSumComm(int world) : world_(world), barrier_(world), parts_(world) {}
+  explicit HostSumComm(int world) : world_(world), calls_(world), parts_(world) {}
   int world_size() const override { return world_; }
   Status all_reduce_sum(int rank, void* data, int64_t n, DType dtype, cudaStream_t stream) override {
     const size_t bytes = static_cast<size_t>(n) * dtype_size(dtype);
@@ -41,20 +45,42 @@ class HostSumComm : public cuda::TensorParallelComm {
     mine.resize(bytes);
     const bool ok = cudaMemcpyAsync(mine.data(), data, bytes, cudaMemcpyDeviceToHost, stream) == cudaSuccess &&
                     cudaStreamSynchronize(stream) == cudaSuccess;
-    barrier_.arrive_and_wait();  // every rank's part is here
+    ++calls_[rank];
+    if (!meet(rank)) return internal_error(stuck(rank));  // every rank's part is here
     std::vector<uint8_t> sum(bytes);
     for (int64_t i = 0; i < n; ++i) {
       float acc = 0.0f;
       for (int r = 0; r < world_; ++r) acc += value(parts_[r], i, dtype);
       store(sum, i, acc, dtype);
     }
-    barrier_.arrive_and_wait();  // every rank has read the parts before any rank's next call
+    if (!meet(rank)) return internal_error(stuck(rank));  // all have read the parts before any rank's next call
     const bool back = cudaMemcpyAsync(data, sum.data(), bytes, cudaMemcpyHostToDevice, stream) == cudaSuccess &&
                       cudaStreamSynchronize(stream) == cudaSuccess;
     return ok && back ? Status::ok() : internal_error("HostSumComm: a copy failed");
   }
 
  private:
+  // A barrier that gives up after a minute (a rank that failed, or a kernel that never ended),
+  // saying so at once: the test fails instead of hanging.
+  bool meet(int rank) {
+    std::unique_lock<std::mutex> lock(mutex_);
+    const uint64_t generation = generation_;
+    if (++waiting_ == world_) {
+      waiting_ = 0;
+      ++generation_;
+      met_.notify_all();
+      return true;
+    }
+    if (met_.wait_for(lock, std::chrono::seconds(60), [&] { return generation_ != generation; })) return true;
+    std::fprintf(stderr, "%s\n", stuck(rank).c_str());
+    return false;
+  }
+  std::string stuck(int rank) const {
+    std::string calls;
+    for (int r = 0; r < world_; ++r) calls += " rank " + std::to_string(r) + ": " + std::to_string(calls_[r]) + ";";
+    return "HostSumComm: rank " + std::to_string(rank) +
+           " waited 60 s for the other ranks (sums called so far:" + calls + ")";
+  }
   static float value(const std::vector<uint8_t>& part, int64_t i, DType dtype) {
     if (dtype == DType::kF32) {
       float v;
@@ -76,7 +102,11 @@ class HostSumComm : public cuda::TensorParallelComm {
 
  private:
   int world_;
-  std::barrier<> barrier_;
+  std::mutex mutex_;
+  std::condition_variable met_;
+  int waiting_ = 0;
+  uint64_t generation_ = 0;
+  std::vector<std::atomic<int>> calls_;      // [rank] sums called
   std::vector<std::vector<uint8_t>> parts_;  // [rank] the current call's values
 };
 
@@ -85,7 +115,11 @@ Status on_every_rank(int world, const std::function<Status(int)>& each) {
   std::vector<Status> status(world);
   {
     std::vector<std::jthread> threads;
-    for (int r = 0; r < world; ++r) threads.emplace_back([&, r] { status[r] = each(r); });
+    for (int r = 0; r < world; ++r)
+      threads.emplace_back([&, r] {
+        status[r] = each(r);
+        if (!status[r].is_ok()) std::fprintf(stderr, "rank %d: %s\n", r, status[r].to_string().c_str());
+      });
   }
   for (const Status& s : status)
     if (!s.is_ok()) return s;
