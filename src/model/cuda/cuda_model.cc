@@ -2,9 +2,11 @@
 
 #include <algorithm>
 #include <cmath>
+#include <optional>
 
 #include "common/clock.h"
 #include "common/dtype.h"
+#include "common/thread_pool.h"
 #include "kernels/cuda/cuda_status.h"
 #include "kernels/cuda/decoder_ops.h"
 #include "kernels/cuda/head_rms_norm.h"
@@ -78,6 +80,14 @@ Result<std::unique_ptr<CudaModel>> CudaModel::create(const Model& model, const C
     return unsupported(
         "cuda model: --kv-cache-dtype fp8 is written from float16 activations; with --dtype bfloat16 "
         "use --kv-cache-dtype auto");
+  // Ranks load at once on threads of their own: the host-side conversions of each run on a pool
+  // of its own (the process-wide one takes one caller at a time).
+  std::optional<ThreadPool> rank_pool;
+  std::optional<ThreadPoolScope> rank_scope;
+  if (o.share != nullptr) {
+    rank_pool.emplace(std::max(1, default_num_threads() / o.comm->world_size()));
+    rank_scope.emplace(*rank_pool);
+  }
   CROSSPOINT_RETURN_IF_ERROR(m->init_device());
 
   Stopwatch upload_timer;

@@ -66,7 +66,8 @@ struct CudaModelOptions {
   // -tp: this model is one rank of a tensor-parallel split (TensorParallelModel::share: its
   // heads, KV heads, intermediate columns and vocabulary rows), summing o_proj's and down_proj's
   // partial outputs and its logits columns with the others through comm. Both outlive the model.
-  // Every rank's create() must run at the same time (its profile step sums over the ranks).
+  // Every rank's create() must run at the same time, each on a thread of its own (its profile
+  // step sums over the ranks; its host-side work runs on a thread pool of the rank's).
   // nullptr: the whole model.
   const RankShare* share = nullptr;
   int32_t rank = 0;
