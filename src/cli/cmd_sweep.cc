@@ -139,7 +139,7 @@ int run_sweep(int argc, char** argv) {
   std::string tensor_parallel_text = "1";
   app.add_option("--tensor-parallel-sizes", tensor_parallel_text,
                  "comma-separated rank counts to split every precision over (serve --tensor-parallel-size; cells "
-                 "labelled e.g. fp16-tp2); above 1 on --device cpu only, where the ranks are threads")
+                 "labelled e.g. fp16-tp2): on --device cpu ranks that are threads, on --device cuda one GPU a rank")
       ->capture_default_str();
   app.add_option("--prefix-len", o.prefix_len, "--dataset prefix_repetition: tokens of each shared prefix")
       ->capture_default_str();

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cmath>
+#include <numeric>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -16,6 +17,8 @@
 #include "scheduler/block_manager.h"
 #ifdef CROSSPOINT_HAVE_CUDA
 #include "model/cuda/cuda_model.h"
+#include "model/cuda/nccl_ranks.h"
+#include "runner/cuda/cuda_follower_ranks.h"
 #include "runner/cuda/cuda_model_runner.h"
 #endif
 
@@ -148,9 +151,25 @@ Result<DeviceRunner> make_cuda_runner(const DeviceRunnerOptions& o, const Model&
   }
   runner_options.num_kv_blocks = o.num_kv_blocks;
   runner_options.reserve_bytes = o.enforce_eager ? 0 : kGraphReserveBytes;
-  CROSSPOINT_ASSIGN_OR_RETURN(auto model, cuda::CudaModel::create(m, options));
-  // The runner sizes and allocates the KV cache, then captures the graphs.
-  CROSSPOINT_ASSIGN_OR_RETURN(auto runner, cuda::CudaModelRunner::create(std::move(model), runner_options));
+  std::unique_ptr<cuda::CudaFollowerRanks> followers;
+  std::shared_ptr<const TensorParallelModel> split;
+  if (o.tensor_parallel_size > 1) {  // rank 0 here, the others on threads of their own, one GPU each
+    std::vector<int> devices(static_cast<size_t>(o.tensor_parallel_size));
+    std::iota(devices.begin(), devices.end(), 0);
+    CROSSPOINT_ASSIGN_OR_RETURN(std::shared_ptr<cuda::NcclRanks> comm, cuda::NcclRanks::create(devices));
+    CROSSPOINT_ASSIGN_OR_RETURN(split, TensorParallelModel::create(m, o.tensor_parallel_size));
+    log_info("tensor parallel: {} ranks on GPUs 0-{}, NCCL {} from {}; steps run eagerly", o.tensor_parallel_size,
+             o.tensor_parallel_size - 1, cuda::nccl_version(comm->library()), cuda::nccl_library_path(comm->library()));
+    options.share = &split->share(0);
+    options.comm = comm.get();
+    followers = cuda::CudaFollowerRanks::launch(m, split, comm, devices, options);
+  }
+  Result<std::unique_ptr<cuda::CudaModel>> model = cuda::CudaModel::create(m, options);
+  if (followers != nullptr) CROSSPOINT_RETURN_IF_ERROR(followers->wait_created());
+  CROSSPOINT_RETURN_IF_ERROR(model.status());
+  // The runner sizes and allocates the KV cache (each rank's), then captures the graphs.
+  CROSSPOINT_ASSIGN_OR_RETURN(
+      auto runner, cuda::CudaModelRunner::create(std::move(model).value(), runner_options, std::move(followers)));
   const cuda::CudaMemoryReport mem = runner->memory();
   log_info("GPU: {} ({:.1f} GiB); weights on the GPU {:.3f} GiB ({}), converted and uploaded in {:.2f} s", mem.gpu_name,
            mem.total_bytes / kGiB, mem.weight_bytes / kGiB, runner->model().weight_format_name(), mem.upload_s);
@@ -190,6 +209,7 @@ Result<DeviceRunner> make_cuda_runner(const DeviceRunnerOptions& o, const Model&
   DeviceRunner out;
   out.num_blocks = static_cast<int32_t>(mem.num_kv_blocks);
   out.runner = std::move(runner);
+  out.tensor_parallel = split;
   return out;
 }
 #endif
@@ -249,9 +269,6 @@ Result<DeviceRunner> make_device_runner(const DeviceRunnerOptions& o, const Mode
   CROSSPOINT_RETURN_IF_ERROR(resolve_kv_dtype(o.kv_cache_dtype, o.device).status());
   log_info("{}", determinism_note(o.device, o.deterministic));
   if (o.device == "cuda") {
-    if (o.tensor_parallel_size != 1)
-      return unsupported("--tensor-parallel-size " + std::to_string(o.tensor_parallel_size) +
-                         " --device cuda: the GPU model runs on one GPU; the split runs on the CPU (--device cpu)");
 #ifdef CROSSPOINT_HAVE_CUDA
     return make_cuda_runner(o, m);
 #else

@@ -37,8 +37,9 @@ struct DeviceRunnerOptions {
   // auto: the device's own (f32 on the CPU, fp16 on the GPU); fp8 (or fp8_e4m3): e4m3 with the
   // checkpoint's per-layer k/v scales, else 1.
   std::string kv_cache_dtype = "auto";
-  // --tensor-parallel-size: on the CPU, ranks that are threads of this process, each with its
-  // share of the weights and kernel threads (model/tensor_parallel_model.h); the GPU runs one.
+  // --tensor-parallel-size: ranks that are threads of this process, each with its share of the
+  // weights (model/tensor_parallel_model.h): on the CPU with its own kernel threads and an
+  // in-process sum; on the GPU one GPU a rank (devices 0 .. N-1) summing through NCCL.
   int32_t tensor_parallel_size = 1;
   // cuda: --dtype bfloat16, activations, dense weights, KV cache and logits in bf16 (else fp16).
   bool gpu_bf16 = false;
@@ -76,7 +77,7 @@ inline constexpr int32_t kPromptLogprobRowsPerStep = 256;
 struct DeviceRunner {
   std::unique_ptr<Runner> runner;
   int32_t num_blocks = 0;
-  std::shared_ptr<const TensorParallelModel> tensor_parallel;  // the split the CPU runner calls, if any
+  std::shared_ptr<const TensorParallelModel> tensor_parallel;  // the split the runner's ranks hold, if any
 };
 
 // "1GiB", "512MiB", "2MB", "1e9", "4096" -> bytes; the error names `option`.

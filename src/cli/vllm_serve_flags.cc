@@ -64,8 +64,8 @@ void add_vllm_serve_flags(CLI::App& app, VllmServeFlags& flags) {
                  "crosspoint does not quantise at load: `crosspoint quantize` writes the checkpoint");
   app.add_option("--max-logprobs", flags.max_logprobs, "logprobs a request may ask for (crosspoint's limit: 20)");
   app.add_option("--tensor-parallel-size", flags.tensor_parallel_size,
-                 "ranks to split the model over (also -tp): on --device cpu threads of this process, each with its "
-                 "share of the weights; 1 on the GPU");
+                 "ranks to split the model over (also -tp), each with its share of the weights: on --device cpu "
+                 "threads of this process; on --device cuda one GPU a rank (GPUs 0 .. N-1), summing through NCCL");
   app.add_option("--pipeline-parallel-size", flags.pipeline_parallel_size, "1 only: one GPU (also -pp)");
   app.add_option("--data-parallel-size", flags.data_parallel_size, "1 only: one engine (also -dp)");
   auto ignored_group = app.add_option_group("vLLM flags without effect here (accepted, logged)");

@@ -224,9 +224,6 @@ Status validate_sweep_options(const SweepOptions& o) {
     if (std::find(o.tensor_parallel_sizes.begin(), o.tensor_parallel_sizes.begin() + i, tp) !=
         o.tensor_parallel_sizes.begin() + i)
       return invalid_argument("--tensor-parallel-sizes: " + std::to_string(tp) + " given twice");
-    if (tp > 1 && o.device == "cuda")
-      return invalid_argument("--tensor-parallel-sizes " + std::to_string(tp) +
-                              " with --device cuda: the GPU model runs on one GPU; the split runs on the CPU");
   }
   if (o.concurrency.empty()) return invalid_argument("--concurrency: empty list");
   if (o.num_prompts < 1) return invalid_argument("--num-prompts must be at least 1");

@@ -26,6 +26,8 @@
 #include "model/cuda/tensor_parallel_comm.h"
 #include "model/model_test_util.h"
 #include "model/tensor_parallel_model.h"
+#include "runner/cuda/cuda_follower_ranks.h"
+#include "runner/cuda/cuda_model_runner.h"
 #include "model_cuda/cuda_test_util.h"
 
 namespace crosspoint {
@@ -244,6 +246,58 @@ TEST(CudaTensorParallel, RefusesAnActOrderRowShardOnEveryRank) {
     EXPECT_TRUE(names_it || s.code() == StatusCode::kUnavailable) << s.to_string();
   }
   EXPECT_GE(named, 1);
+}
+
+// The engine on a two-rank runner (rank 0 the runner's model, rank 1 a follower on its thread;
+// both on GPU 0, summing through the host) against the one-rank runner: the same greedy tokens
+// for four requests of different lengths (prefill chunks beside decodes), and again on a fresh
+// two-rank runner, the same tokens.
+TEST(CudaTensorParallel, TwoRankRunnerGivesTheOneRankRunnersGreedyTokens) {
+  SKIP_WITHOUT_GPU();
+  auto cpu = cuda_testing::load_tiny_model(TinyPrecision::kFp16);
+  ASSERT_NE(cpu, nullptr);
+  std::vector<RequestSamplingParams> greedy(4, cuda_testing::sampling(0.0f, -1, 1.0f, 0));
+  const auto requests = cuda_testing::tiny_requests(greedy);
+  cuda::CudaRunnerOptions runner_options;
+  runner_options.enforce_eager = true;
+  auto whole = cuda_testing::run_engine(cuda_testing::make_cuda_runner(*cpu, runner_options), requests);
+
+  auto split_runner = [&]() -> std::unique_ptr<cuda::CudaModelRunner> {
+    auto tp = TensorParallelModel::create(*cpu, 2);
+    EXPECT_TRUE(tp.is_ok()) << tp.status().to_string();
+    if (!tp.is_ok()) return nullptr;
+    std::shared_ptr<const TensorParallelModel> split = std::move(tp).value();
+    auto comm = std::make_shared<HostSumComm>(2);
+    const EngineConfig config = cuda_testing::engine_config();
+    cuda::CudaModelOptions options;
+    options.max_num_tokens = config.scheduler.max_num_batched_tokens;
+    options.max_num_seqs = config.scheduler.max_num_seqs;
+    options.max_model_len = config.scheduler.max_model_len;
+    options.share = &split->share(0);
+    options.comm = comm.get();
+    auto followers = cuda::CudaFollowerRanks::launch(*cpu, split, comm, {0, 0}, options);
+    auto rank0 = cuda::CudaModel::create(*cpu, options);
+    const Status created = followers->wait_created();
+    EXPECT_TRUE(created.is_ok()) << created.to_string();
+    EXPECT_TRUE(rank0.is_ok()) << rank0.status().to_string();
+    if (!created.is_ok() || !rank0.is_ok()) return nullptr;
+    cuda::CudaRunnerOptions o;
+    o.num_kv_blocks = cuda_testing::kEngineBlocks;
+    auto runner = cuda::CudaModelRunner::create(std::move(rank0).value(), o, std::move(followers));
+    EXPECT_TRUE(runner.is_ok()) << runner.status().to_string();
+    if (!runner.is_ok()) return nullptr;
+    EXPECT_EQ((*runner)->kv_cache().shape().num_kv_heads, 1);
+    EXPECT_TRUE((*runner)->graph_report().captured_buckets.empty());  // eager with followers
+    return std::move(runner).value();
+  };
+  const auto first = cuda_testing::run_engine(split_runner(), requests);
+  const auto second = cuda_testing::run_engine(split_runner(), requests);
+  ASSERT_EQ(first.size(), requests.size());
+  for (size_t i = 0; i < requests.size(); ++i) {
+    EXPECT_EQ(first[i].size(), static_cast<size_t>(cuda_testing::kOutputTokens)) << "request " << i;
+    EXPECT_EQ(first[i], whole[i]) << "request " << i << ": two ranks' greedy tokens differ from one rank's";
+    EXPECT_EQ(second[i], first[i]) << "request " << i << ": a second two-rank run gave other tokens";
+  }
 }
 
 }  // namespace

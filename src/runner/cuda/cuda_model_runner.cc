@@ -25,10 +25,16 @@ float logit_value(uint16_t bits, bool bf16) { return bf16 ? bf16_to_f32(bits) : 
 }  // namespace
 
 Result<std::unique_ptr<CudaModelRunner>> CudaModelRunner::create(std::unique_ptr<CudaModel> model,
-                                                                 const CudaRunnerOptions& options) {
+                                                                 const CudaRunnerOptions& options,
+                                                                 std::unique_ptr<CudaFollowerRanks> followers) {
   CROSSPOINT_CHECK(model != nullptr, "CudaModelRunner: no model");
   std::unique_ptr<CudaModelRunner> runner(new CudaModelRunner(std::move(model), options));
+  runner->followers_ = std::move(followers);
+  if (runner->followers_ != nullptr) runner->options_.enforce_eager = true;  // no graphs of the collectives yet
   CROSSPOINT_RETURN_IF_ERROR(runner->allocate_kv_cache());
+  if (runner->followers_ != nullptr)
+    CROSSPOINT_RETURN_IF_ERROR(
+        runner->followers_->allocate_kv_caches(static_cast<int32_t>(runner->memory_.num_kv_blocks)));
   const StepInputCapacity& cap = runner->model_->capacity();
   runner->buckets_ = graph_bucket_sizes(std::min({cap.max_num_seqs, cap.max_num_tokens, cap.max_num_logits}));
   // One attention bound, max-model-len, for every decode graph and eager decode step: graphs
@@ -48,7 +54,7 @@ Result<std::unique_ptr<CudaModelRunner>> CudaModelRunner::create(std::unique_ptr
   } else {
     CROSSPOINT_RETURN_IF_ERROR(runner->ensure_logits_host());
   }
-  if (options.enforce_eager) return runner;
+  if (runner->options_.enforce_eager) return runner;
   Stopwatch capture_timer;
   size_t free_before = 0, free_after = 0, total = 0;
   (void)cudaMemGetInfo(&free_before, &total);
@@ -217,8 +223,8 @@ Result<StepOutput> CudaModelRunner::execute(const BatchPlan& plan) {
     for (int32_t s = 0; s < static_cast<int32_t>(plan.seqs.size()); ++s) row_seq_idx_[s] = s;
     argmax_done = true;
   } else {
-    CROSSPOINT_ASSIGN_OR_RETURN(CudaForwardBatch device, inputs_.upload(batch, kv_cache_, batch.max_blocks_per_seq,
-                                                                        batch.num_tokens(), m.stream()));
+    CROSSPOINT_ASSIGN_OR_RETURN(CudaForwardBatch device,
+                                upload({batch, batch.max_blocks_per_seq, batch.num_tokens(), -1, -1}));
     Status status = m.forward(device, kv_cache_);
     if (!status.is_ok()) return Status(status.code(), "forward pass: " + status.message());
     // The sampled rows come first; the prompt logprob rows after them are read by prompt_logprobs().
@@ -232,19 +238,24 @@ Result<StepOutput> CudaModelRunner::execute(const BatchPlan& plan) {
     CROSSPOINT_RETURN_IF_ERROR(prompt_logprobs(plan, output));
     output.sampling_ms += prompt_timer.elapsed_ms();
   }
+  if (followers_ != nullptr) CROSSPOINT_RETURN_IF_ERROR(followers_->wait());
   output.forward_ms = forward_timer.elapsed_ms() - output.sampling_ms;
   return output;
+}
+
+Result<CudaForwardBatch> CudaModelRunner::upload(const RankStep& step) {
+  if (followers_ != nullptr) followers_->run(step);
+  CROSSPOINT_ASSIGN_OR_RETURN(CudaForwardBatch device, inputs_.upload(step.batch, kv_cache_, step.block_table_stride,
+                                                                      step.num_stored_tokens, model_->stream()));
+  if (step.max_query_len >= 0) device.shape.max_query_len = step.max_query_len;
+  if (step.max_context_len >= 0) device.shape.max_context_len = step.max_context_len;
+  return device;
 }
 
 Result<CudaForwardBatch> CudaModelRunner::upload_padded_decode(const ForwardBatch& batch, int32_t bucket,
                                                                int32_t context_bound, int32_t num_stored_tokens) {
   const ForwardBatch padded = padded_.build(batch, bucket);
-  CROSSPOINT_ASSIGN_OR_RETURN(
-      CudaForwardBatch device,
-      inputs_.upload(padded, kv_cache_, inputs_.capacity().max_blocks_per_seq, num_stored_tokens, model_->stream()));
-  device.shape.max_query_len = 1;
-  device.shape.max_context_len = context_bound;
-  return device;
+  return upload({padded, inputs_.capacity().max_blocks_per_seq, num_stored_tokens, 1, context_bound});
 }
 
 bool CudaModelRunner::drawn_on_host(const RequestSamplingParams& sampling) const {

@@ -41,6 +41,7 @@
 #include "model/cuda/cuda_model.h"
 #include "model/cuda/device_buffer.h"
 #include "model/cuda/step_input_staging.h"
+#include "runner/cuda/cuda_follower_ranks.h"
 #include "runner/graph_buckets.h"
 #include "runner/forward_batch_builder.h"
 #include "runner/runner.h"
@@ -71,8 +72,11 @@ class CudaModelRunner : public Runner {
   // Allocates the step-input staging and the KV cache (failing, with the numbers, when no block
   // fits the budget), then captures the graphs unless options.enforce_eager; a failed capture
   // logs a warning and leaves the runner eager (reported in graph_report().fallback_reason).
+  // With followers (serve -tp N): the model is rank 0 of a split, the followers the other ranks
+  // (created, KV caches not yet allocated); each step runs on all of them, eagerly.
   static Result<std::unique_ptr<CudaModelRunner>> create(std::unique_ptr<CudaModel> model,
-                                                         const CudaRunnerOptions& options);
+                                                         const CudaRunnerOptions& options,
+                                                         std::unique_ptr<CudaFollowerRanks> followers = nullptr);
   ~CudaModelRunner() override;
 
   Result<StepOutput> execute(const BatchPlan& plan) override;
@@ -113,10 +117,13 @@ class CudaModelRunner : public Runner {
   // context_bound: the one shape both graph capture and decode steps launch.
   Result<CudaForwardBatch> upload_padded_decode(const ForwardBatch& batch, int32_t bucket, int32_t context_bound,
                                                 int32_t num_stored_tokens);
+  // Uploads the step on rank 0 after handing it to the followers, if any.
+  Result<CudaForwardBatch> upload(const RankStep& step);
   int32_t* tokens() const { return tokens_.as<int32_t>(); }
 
   std::unique_ptr<CudaModel> model_;
   CudaRunnerOptions options_;
+  std::unique_ptr<CudaFollowerRanks> followers_;  // ranks 1.. of a split, else null
   CudaMemoryReport memory_;
   StepInputStaging inputs_;  // the step inputs; fixed device addresses the graphs read
   CudaKvCache kv_cache_;     // fixed for the runner's lifetime: the graphs captured its addresses
