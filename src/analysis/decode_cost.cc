@@ -42,8 +42,10 @@ DecodeCost split_decode_cost(const DecodeCost& cost, const ModelShape* shape, in
   rank.kv_bytes_per_context_token = cost.kv_bytes_per_context_token * kv_share;
   if (shape != nullptr) {
     const double ring = 2.0 * (n - 1) / n;
+    // Plus the logits gather: each rank sends (n - 1) / n of a vocab-wide fp16 row in a ring.
     rank.all_reduce_bytes_per_token =
-        2.0 * static_cast<double>(shape->num_layers) * static_cast<double>(shape->hidden_size) * 2.0 * ring;
+        2.0 * static_cast<double>(shape->num_layers) * static_cast<double>(shape->hidden_size) * 2.0 * ring +
+        static_cast<double>(shape->vocab_size) * 2.0 * (n - 1) / n;
   }
   rank.description = fmt::format("{}; one of {} ranks' share", cost.description, n);
   return rank;

@@ -22,7 +22,8 @@ struct DecodeCost {
   // Ranks the model is split over; the numbers above are then one rank's (split_decode_cost).
   int tensor_parallel_size = 1;
   // Bytes each rank sends per generated token in the all-reduces after o_proj and down_proj
-  // (an fp16 row of d per layer and all-reduce, 2 (n - 1) / n of it in a ring); 0 at one rank.
+  // (an fp16 row of d per layer and all-reduce, 2 (n - 1) / n of it in a ring) and the logits
+  // gather (an fp16 row of vocab, (n - 1) / n of it); 0 at one rank.
   double all_reduce_bytes_per_token = 0;
   // How the numbers were obtained, for the report ("from config.json: ...").
   std::string description;

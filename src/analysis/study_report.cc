@@ -481,7 +481,8 @@ ReportFiles render_study_report(const StudyResults& original, const StudyAnalysi
   if (all_reduce_mb > 0) {
     r.paragraph(fmt::format(
         "A split (-tpN) is one rank's roofline: its share of the weights, KV cache and FLOPs on one device, the "
-        "ranks running side by side. Its all-reduces (after o_proj and down_proj in every layer) move up to {} MB "
+        "ranks running side by side. Its collectives (all-reduces after o_proj and down_proj in every layer, the "
+        "logits gather) move up to {} MB "
         "a step per rank over the interconnect, outside the bound: no interconnect ceiling is measured.",
         number(all_reduce_mb, 2)));
   }

@@ -137,7 +137,8 @@ TEST(RooflineFromShape, KvAtMeanContextAddsBytesAndAttentionFlops) {
 }
 
 // Qwen2.5-7B over two ranks: half the weights, KV heads and FLOPs a rank, and the all-reduces'
-// bytes (2 per layer of a 3,584-wide fp16 row, a ring sending 2 (n - 1) / n of it).
+// bytes (2 per layer of a 3,584-wide fp16 row, a ring sending 2 (n - 1) / n of it, and the logits
+// gather: half of a 152,064-wide fp16 row).
 TEST(RooflineFromShape, ASplitIsOneRanksShareWithItsAllReduces) {
   auto shape = load_model_shape(std::string(CROSSPOINT_FIXTURES_DIR) + "/analysis/qwen2_5_7b_config.json");
   ASSERT_TRUE(shape.is_ok());
@@ -147,7 +148,7 @@ TEST(RooflineFromShape, ASplitIsOneRanksShareWithItsAllReduces) {
   EXPECT_DOUBLE_EQ(rank.weight_bytes_per_step, whole.weight_bytes_per_step / 2);
   EXPECT_DOUBLE_EQ(rank.flops_per_token, whole.flops_per_token / 2);
   EXPECT_DOUBLE_EQ(rank.kv_bytes_per_context_token, whole.kv_bytes_per_context_token / 2);
-  EXPECT_DOUBLE_EQ(rank.all_reduce_bytes_per_token, 2.0 * 28 * 3584 * 2 * 1.0);
+  EXPECT_DOUBLE_EQ(rank.all_reduce_bytes_per_token, 2.0 * 28 * 3584 * 2 * 1.0 + 152064 * 2 * 0.5);
   // Past the 4 KV heads each rank holds one whole head: a quarter, not an eighth.
   EXPECT_DOUBLE_EQ(split_decode_cost(whole, &*shape, 8).kv_bytes_per_context_token,
                    whole.kv_bytes_per_context_token / 4);

@@ -36,7 +36,8 @@ namespace {
 using cuda_testing::TinyPrecision;
 
 // Ranks that are threads on one GPU: each sum brings every rank's values (f32, f16 or bf16) to
-// the host, adds them in rank order in f32 and rounds once, the same bits on every rank.
+// the host, adds them in rank order in f32 and rounds once, the same bits on every rank; a
+// gather copies every rank's values back in rank order.
 class HostSumComm : public cuda::TensorParallelComm {
  public:
   explicit HostSumComm(int world) : world_(world), calls_(world), parts_(world) {}
@@ -58,6 +59,23 @@ class HostSumComm : public cuda::TensorParallelComm {
     if (!meet(rank)) return internal_error(stuck(rank));  // all have read the parts before any rank's next call
     const bool back = cudaMemcpyAsync(data, sum.data(), bytes, cudaMemcpyHostToDevice, stream) == cudaSuccess &&
                       cudaStreamSynchronize(stream) == cudaSuccess;
+    return ok && back ? Status::ok() : internal_error("HostSumComm: a copy failed");
+  }
+
+  Status all_gather(int rank, const void* send, void* recv, int64_t n, DType dtype, cudaStream_t stream) override {
+    const size_t bytes = static_cast<size_t>(n) * dtype_size(dtype);
+    std::vector<uint8_t>& mine = parts_[rank];
+    mine.resize(bytes);
+    const bool ok = cudaMemcpyAsync(mine.data(), send, bytes, cudaMemcpyDeviceToHost, stream) == cudaSuccess &&
+                    cudaStreamSynchronize(stream) == cudaSuccess;
+    ++calls_[rank];
+    if (!meet(rank)) return internal_error(stuck(rank));  // every rank's part is here
+    bool back = true;
+    for (int r = 0; r < world_ && back; ++r)
+      back = cudaMemcpyAsync(static_cast<uint8_t*>(recv) + r * bytes, parts_[r].data(), bytes, cudaMemcpyHostToDevice,
+                             stream) == cudaSuccess;
+    back = back && cudaStreamSynchronize(stream) == cudaSuccess;
+    if (!meet(rank)) return internal_error(stuck(rank));  // all copied before any rank's next call
     return ok && back ? Status::ok() : internal_error("HostSumComm: a copy failed");
   }
 

@@ -229,6 +229,15 @@ Status CudaModel::allocate_activations() {
   CROSSPOINT_ASSIGN_OR_RETURN(act_, DeviceBuffer::allocate(fp16_bytes(T, I), "mlp activations"));
   CROSSPOINT_ASSIGN_OR_RETURN(head_in_, DeviceBuffer::allocate(fp16_bytes(R, d), "lm_head input"));
   CROSSPOINT_ASSIGN_OR_RETURN(logits_, DeviceBuffer::allocate(fp16_bytes(R, V), "logits"));
+  if (o.share != nullptr) {
+    const int64_t ranks = o.comm->world_size(), stride = (V + ranks - 1) / ranks;
+    if (vocab_begin_ != o.rank * stride || vocab_end_ - vocab_begin_ > stride)
+      return invalid_argument("cuda model: rank " + std::to_string(o.rank) + "'s vocabulary rows are not its run of " +
+                              std::to_string(stride) + " (plan_tensor_parallel's)");
+    CROSSPOINT_ASSIGN_OR_RETURN(head_out_, DeviceBuffer::allocate(fp16_bytes(R, stride), "the rank's logits"));
+    CROSSPOINT_ASSIGN_OR_RETURN(gathered_logits_,
+                                DeviceBuffer::allocate(fp16_bytes(ranks * R, stride), "the ranks' gathered logits"));
+  }
   CROSSPOINT_ASSIGN_OR_RETURN(attention_workspace_, DeviceBuffer::allocate(cuda_paged_attention_workspace_bytes(
                                                                                static_cast<int>(T), static_cast<int>(H),
                                                                                static_cast<int>(D), o.max_model_len),
@@ -389,6 +398,30 @@ Status CudaModel::agree_over_ranks(const Status& mine) {
   if (failed > 0)
     return unavailable("cuda model: rank " + std::to_string(options_.rank) +
                        " is ready but another rank failed to load (that rank's error says why)");
+  return Status::ok();
+}
+
+Status CudaModel::split_lm_head(const uint16_t* head, int R) {
+  const int d = static_cast<int>(config_.hidden_size), ranks = options_.comm->world_size();
+  const int64_t stride = (vocab_size_ + ranks - 1) / ranks;  // the plan's run a rank (the last may be shorter)
+  const int own = static_cast<int>(vocab_end_ - vocab_begin_);
+  CROSSPOINT_RETURN_IF_ERROR(for_each_row_slab(R, scratch_.slab_rows, [&](int first, int rows) {
+    return fp16_linear(*cublas_, head_in_.as<uint16_t>() + static_cast<int64_t>(first) * d, d, head, d,
+                       head_out_.as<uint16_t>() + first * stride, stride, rows, own, d, stream_,
+                       options_.activation_dtype);
+  }));
+  CROSSPOINT_RETURN_IF_ERROR(options_.comm->all_gather(options_.rank, head_out_.as(), gathered_logits_.as(), R * stride,
+                                                       options_.activation_dtype, stream_));
+  for (int r = 0; r < ranks; ++r) {  // rank r's [R, stride] block into its columns of [R, vocab]
+    const int64_t begin = r * stride, width = std::min<int64_t>(stride, vocab_size_ - begin);
+    if (width <= 0) continue;
+    CROSSPOINT_CUDA_RETURN_IF_ERROR(
+        cudaMemcpy2DAsync(logits_.as<uint16_t>() + begin, static_cast<size_t>(vocab_size_) * 2,
+                          gathered_logits_.as<uint16_t>() + static_cast<int64_t>(r) * R * stride,
+                          static_cast<size_t>(stride) * 2, static_cast<size_t>(width) * 2, R, cudaMemcpyDeviceToDevice,
+                          stream_),
+        "lay out the gathered logits");
+  }
   return Status::ok();
 }
 
@@ -585,19 +618,15 @@ Status CudaModel::forward(const CudaForwardBatch& b, CudaKvCache& kv) {
       gather_rows(x_.as<uint16_t>(), d, b.logits_token_idx, head_in_.as<uint16_t>(), R, d, stream_));
   mark(StepOp::kFinalNormGather);
   const uint16_t* head = lm_head_.empty() ? embed_tokens_.as<uint16_t>() : lm_head_.as<uint16_t>();
-  // A rank writes its vocabulary's columns; the others' are zero, and the sum over the ranks
-  // gathers the rows exactly (x + 0 = x).
-  const bool split = options_.share != nullptr;
-  if (split)
-    CROSSPOINT_CUDA_RETURN_IF_ERROR(cudaMemsetAsync(logits_.as(), 0, static_cast<size_t>(R) * vocab_size_ * 2, stream_),
-                                    "clear the logits");
-  const int vocab_rows = static_cast<int>(vocab_end_ - vocab_begin_);
-  CROSSPOINT_RETURN_IF_ERROR(for_each_row_slab(R, scratch_.slab_rows, [&](int first, int rows) {
-    return fp16_linear(*cublas_, head_in_.as<uint16_t>() + static_cast<int64_t>(first) * d, d, head, d,
-                       logits_.as<uint16_t>() + static_cast<int64_t>(first) * vocab_size_ + vocab_begin_, vocab_size_,
-                       rows, vocab_rows, d, stream_, options_.activation_dtype);
-  }));
-  if (split) CROSSPOINT_RETURN_IF_ERROR(sum_over_ranks(logits_.as(), static_cast<int64_t>(R) * vocab_size_));
+  if (options_.share != nullptr) {
+    CROSSPOINT_RETURN_IF_ERROR(split_lm_head(head, R));
+  } else {
+    CROSSPOINT_RETURN_IF_ERROR(for_each_row_slab(R, scratch_.slab_rows, [&](int first, int rows) {
+      return fp16_linear(*cublas_, head_in_.as<uint16_t>() + static_cast<int64_t>(first) * d, d, head, d,
+                         logits_.as<uint16_t>() + static_cast<int64_t>(first) * vocab_size_, vocab_size_, rows,
+                         vocab_size_, d, stream_, options_.activation_dtype);
+    }));
+  }
   mark(StepOp::kLmHead);
   return Status::ok();
 }

@@ -182,6 +182,8 @@ class CudaModel {
   Status agree_over_ranks(const Status& mine);
   // Sums the rank's partial output over the ranks (nothing at one rank).
   Status sum_over_ranks(void* data, int64_t n);
+  // A split's lm_head: the rank's vocabulary columns of R rows, gathered from every rank into logits_.
+  Status split_lm_head(const uint16_t* head, int R);
   void mark(StepOp op) {
     if (profiler_ != nullptr) profiler_->mark(op);
   }
@@ -218,6 +220,11 @@ class CudaModel {
   DeviceBuffer act_;       // [T, I] fp16 silu(gate) * up
   DeviceBuffer head_in_;   // [R, d] fp16 final-normed rows whose logits are wanted
   DeviceBuffer logits_;    // [R, vocab] fp16
+  // A rank of a split: its lm_head rows' logits [R, Vr] (Vr = ceil(vocab / ranks) columns, the
+  // last rank's partly unused), and every rank's gathered [ranks, R, Vr] before they are laid
+  // out into logits_.
+  DeviceBuffer head_out_;
+  DeviceBuffer gathered_logits_;
   DeviceBuffer attention_workspace_;
   DeviceBuffer xq_;                 // [T, max K] e4m3 or int8 (w8a8 and int8 layers)
   DeviceBuffer x_scale_;            // [T] f32 (w8a8 and int8 layers)

@@ -48,7 +48,7 @@ class NcclRanks : public TensorParallelComm {
   // each sum is one rounded addition, so the same bits on both and in every run.
   Status all_reduce_sum(int rank, void* data, int64_t n, DType dtype, cudaStream_t stream) override;
   // recv (world_size * n values) gets every rank's n values of send, rank 0's first.
-  Status all_gather(int rank, const void* send, void* recv, int64_t n, DType dtype, cudaStream_t stream);
+  Status all_gather(int rank, const void* send, void* recv, int64_t n, DType dtype, cudaStream_t stream) override;
   // each(rank) for every rank from this thread, inside one NCCL group (as one thread driving
   // several devices must); the first error is returned after the group is closed.
   Status every_rank(const std::function<Status(int rank)>& each);
