@@ -23,6 +23,7 @@
 
 #include "common/dtype.h"
 #include "model/cuda/cuda_model.h"
+#include "model/cuda/nccl_ranks.h"
 #include "model/cuda/tensor_parallel_comm.h"
 #include "model/model_test_util.h"
 #include "model/tensor_parallel_model.h"
@@ -267,9 +268,9 @@ TEST(CudaTensorParallel, RefusesAnActOrderRowShardOnEveryRank) {
 }
 
 // The engine on a two-rank runner (rank 0 the runner's model, rank 1 a follower on its thread;
-// both on GPU 0, summing through the host) against the one-rank runner: the same greedy tokens
-// for four requests of different lengths (prefill chunks beside decodes), and again on a fresh
-// two-rank runner, the same tokens.
+// both on GPU 0, summing through the host, so graph capture fails on both and they run eagerly)
+// against the one-rank runner: the same greedy tokens for four requests of different lengths
+// (prefill chunks beside decodes), and again on a fresh two-rank runner, the same tokens.
 TEST(CudaTensorParallel, TwoRankRunnerGivesTheOneRankRunnersGreedyTokens) {
   SKIP_WITHOUT_GPU();
   auto cpu = cuda_testing::load_tiny_model(TinyPrecision::kFp16);
@@ -305,7 +306,9 @@ TEST(CudaTensorParallel, TwoRankRunnerGivesTheOneRankRunnersGreedyTokens) {
     EXPECT_TRUE(runner.is_ok()) << runner.status().to_string();
     if (!runner.is_ok()) return nullptr;
     EXPECT_EQ((*runner)->kv_cache().shape().num_kv_heads, 1);
-    EXPECT_TRUE((*runner)->graph_report().captured_buckets.empty());  // eager with followers
+    // The host's sums cannot be captured: every rank falls back to eager steps together.
+    EXPECT_TRUE((*runner)->graph_report().captured_buckets.empty());
+    EXPECT_FALSE((*runner)->graph_report().fallback_reason.empty());
     return std::move(runner).value();
   };
   const auto first = cuda_testing::run_engine(split_runner(), requests);
@@ -316,6 +319,41 @@ TEST(CudaTensorParallel, TwoRankRunnerGivesTheOneRankRunnersGreedyTokens) {
     EXPECT_EQ(first[i], whole[i]) << "request " << i << ": two ranks' greedy tokens differ from one rank's";
     EXPECT_EQ(second[i], first[i]) << "request " << i << ": a second two-rank run gave other tokens";
   }
+}
+
+// A split of one rank through NCCL on the one GPU: its all-reduces and logits gather are NCCL
+// calls (a group of one), captured in the decode graphs and replayed; the engine's greedy tokens
+// equal the plain runner's.
+TEST(CudaTensorParallel, OneRankNcclSplitCapturesItsCollectivesInGraphs) {
+  SKIP_WITHOUT_GPU();
+  auto nccl = cuda::NcclRanks::create({0});
+  if (!nccl.is_ok()) GTEST_SKIP() << nccl.status().to_string();
+  std::shared_ptr<cuda::NcclRanks> comm = std::move(nccl).value();
+  auto cpu = cuda_testing::load_tiny_model(TinyPrecision::kFp16);
+  ASSERT_NE(cpu, nullptr);
+  std::vector<RequestSamplingParams> greedy(4, cuda_testing::sampling(0.0f, -1, 1.0f, 0));
+  const auto requests = cuda_testing::tiny_requests(greedy);
+  auto whole = cuda_testing::run_engine(cuda_testing::make_cuda_runner(*cpu, cuda::CudaRunnerOptions{}), requests);
+
+  auto tp = TensorParallelModel::create(*cpu, 1);
+  ASSERT_TRUE(tp.is_ok()) << tp.status().to_string();
+  const EngineConfig config = cuda_testing::engine_config();
+  cuda::CudaModelOptions options;
+  options.max_num_tokens = config.scheduler.max_num_batched_tokens;
+  options.max_num_seqs = config.scheduler.max_num_seqs;
+  options.max_model_len = config.scheduler.max_model_len;
+  options.share = &(*tp)->share(0);
+  options.comm = comm.get();
+  auto model = cuda::CudaModel::create(*cpu, options);
+  ASSERT_TRUE(model.is_ok()) << model.status().to_string();
+  cuda::CudaRunnerOptions o;
+  o.num_kv_blocks = cuda_testing::kEngineBlocks;
+  auto runner = cuda::CudaModelRunner::create(std::move(model).value(), o);
+  ASSERT_TRUE(runner.is_ok()) << runner.status().to_string();
+  EXPECT_EQ((*runner)->graph_report().fallback_reason, "");
+  EXPECT_FALSE((*runner)->graph_report().captured_buckets.empty());
+  const auto split = cuda_testing::run_engine(std::move(runner).value(), requests);
+  for (size_t i = 0; i < requests.size(); ++i) EXPECT_EQ(split[i], whole[i]) << "request " << i;
 }
 
 }  // namespace

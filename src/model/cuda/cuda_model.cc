@@ -426,7 +426,7 @@ Status CudaModel::split_lm_head(const uint16_t* head, int R) {
 }
 
 Status CudaModel::sum_over_ranks(void* data, int64_t n) {
-  if (options_.comm == nullptr || options_.comm->world_size() == 1) return Status::ok();
+  if (options_.comm == nullptr) return Status::ok();
   return options_.comm->all_reduce_sum(options_.rank, data, n, options_.activation_dtype, stream_);
 }
 

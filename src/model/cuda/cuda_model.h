@@ -180,7 +180,7 @@ class CudaModel {
   // waits in the profile step's collectives for one that has returned. mine, else unavailable
   // when another rank failed.
   Status agree_over_ranks(const Status& mine);
-  // Sums the rank's partial output over the ranks (nothing at one rank).
+  // Sums the rank's partial output over the ranks (nothing without a comm).
   Status sum_over_ranks(void* data, int64_t n);
   // A split's lm_head: the rank's vocabulary columns of R rows, gathered from every rank into logits_.
   Status split_lm_head(const uint16_t* head, int R);

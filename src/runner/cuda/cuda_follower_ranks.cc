@@ -74,6 +74,8 @@ void CudaFollowerRanks::serve(Rank& r, const Model& model, const TensorParallelM
     changed_.notify_all();
   }
   // Freed on the rank's own device, before the model (nothing in flight: each step synchronised).
+  for (auto& [key, exec] : r.graphs) (void)cudaGraphExecDestroy(exec);
+  r.graphs.clear();
   r.inputs = StepInputStaging();
   r.kv = CudaKvCache();
   r.model.reset();
@@ -139,8 +141,40 @@ Status CudaFollowerRanks::run_step(Rank& r, const RankStep& step) {
                                                                        step.num_stored_tokens, r.model->stream()));
   if (step.max_query_len >= 0) device.shape.max_query_len = step.max_query_len;
   if (step.max_context_len >= 0) device.shape.max_context_len = step.max_context_len;
-  CROSSPOINT_RETURN_IF_ERROR(r.model->forward(device, r.kv));
+  if (step.launch == RankLaunch::kCapture) return capture(r, device, step);
+  const auto graph = r.graphs.find({step.bucket, step.max_context_len});
+  if (step.launch == RankLaunch::kGraph && graph != r.graphs.end()) {
+    CROSSPOINT_CUDA_RETURN_IF_ERROR(cudaGraphLaunch(graph->second, r.model->stream()), "cudaGraphLaunch");
+  } else {
+    CROSSPOINT_RETURN_IF_ERROR(r.model->forward(device, r.kv));
+  }
   CROSSPOINT_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(r.model->stream()), "forward");
+  return Status::ok();
+}
+
+// As CudaModelRunner::capture_bucket does on rank 0, in the same order, so the collectives of
+// the warm-up step, of the capture (recorded, not run) and of the test replay meet rank 0's.
+Status CudaFollowerRanks::capture(Rank& r, const CudaForwardBatch& device, const RankStep& step) {
+  const cudaStream_t stream = r.model->stream();
+  CROSSPOINT_RETURN_IF_ERROR(r.model->forward(device, r.kv));
+  CROSSPOINT_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream), "graph warm-up step");
+  CROSSPOINT_CUDA_RETURN_IF_ERROR(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal),
+                                  "cudaStreamBeginCapture");
+  const Status launched = r.model->forward(device, r.kv);
+  cudaGraph_t graph = nullptr;
+  const cudaError_t end = cudaStreamEndCapture(stream, &graph);
+  if (!launched.is_ok() || end != cudaSuccess) {
+    if (graph != nullptr) (void)cudaGraphDestroy(graph);
+    (void)cudaGetLastError();
+    return launched.is_ok() ? cuda_status(end, "cudaStreamEndCapture") : launched;
+  }
+  cudaGraphExec_t exec = nullptr;
+  const cudaError_t inst = cudaGraphInstantiate(&exec, graph, 0);
+  (void)cudaGraphDestroy(graph);
+  CROSSPOINT_CUDA_RETURN_IF_ERROR(inst, "cudaGraphInstantiate");
+  r.graphs[{step.bucket, step.max_context_len}] = exec;
+  CROSSPOINT_CUDA_RETURN_IF_ERROR(cudaGraphLaunch(exec, stream), "cudaGraphLaunch");
+  CROSSPOINT_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream), "graph test replay");
   return Status::ok();
 }
 

@@ -4,11 +4,17 @@
 // each step's ForwardBatch, hands it to every follower (run), launches its own forward and, once
 // its tokens are drawn, waits for theirs (wait). The forwards meet in the comm's sums after
 // o_proj, down_proj and lm_head, so every rank ends the step with the same logits; only rank 0
-// samples. Steps run eagerly (graphs capturing the collectives are not built yet).
+// samples. Decode steps replay CUDA graphs on every rank, each rank having captured its own
+// (collectives included) while rank 0 captured its; a rank without its graph runs the same
+// launches eagerly.
 #pragma once
+
+#include <cuda_runtime.h>
 
 #include <condition_variable>
 #include <cstdint>
+#include <map>
+#include <utility>
 #include <memory>
 #include <mutex>
 #include <thread>
@@ -24,14 +30,20 @@
 
 namespace crosspoint::cuda {
 
+// How a rank runs a step: eagerly, by capturing its graph for (bucket, context bound) (one
+// eager warm-up step, the capture, one replay), or by replaying that graph.
+enum class RankLaunch { kEager, kCapture, kGraph };
+
 // One step as rank 0 uploads it: the batch (decode steps already padded to their bucket), its
-// block-table stride and stored tokens, and the bounds the launches are sized by.
+// block-table stride and stored tokens, the bounds the launches are sized by, and how to run it.
 struct RankStep {
   ForwardBatch batch;
   int32_t block_table_stride = 0;
   int32_t num_stored_tokens = 0;
   int32_t max_query_len = -1;    // >= 0: overrides the uploaded shape's (padded decode steps)
-  int32_t max_context_len = -1;  // the same
+  int32_t max_context_len = -1;  // the same; the graph's context bound
+  RankLaunch launch = RankLaunch::kEager;
+  int32_t bucket = 0;  // kCapture / kGraph: the padded decode batch size
 };
 
 class CudaFollowerRanks {
@@ -66,6 +78,7 @@ class CudaFollowerRanks {
     std::unique_ptr<CudaModel> model;
     CudaKvCache kv;
     StepInputStaging inputs;
+    std::map<std::pair<int32_t, int32_t>, cudaGraphExec_t> graphs;  // (bucket, context bound)
     std::thread thread;
     // Guarded by the followers' mutex: create's result, and the step handed over.
     Status created;
@@ -77,6 +90,7 @@ class CudaFollowerRanks {
   void serve(Rank& r, const Model& model, const TensorParallelModel& split, TensorParallelComm& comm,
              CudaModelOptions options);
   Status run_step(Rank& r, const RankStep& step);
+  Status capture(Rank& r, const CudaForwardBatch& device, const RankStep& step);
 
   std::shared_ptr<const TensorParallelModel> split_;
   std::shared_ptr<TensorParallelComm> comm_;

@@ -30,7 +30,6 @@ Result<std::unique_ptr<CudaModelRunner>> CudaModelRunner::create(std::unique_ptr
   CROSSPOINT_CHECK(model != nullptr, "CudaModelRunner: no model");
   std::unique_ptr<CudaModelRunner> runner(new CudaModelRunner(std::move(model), options));
   runner->followers_ = std::move(followers);
-  if (runner->followers_ != nullptr) runner->options_.enforce_eager = true;  // no graphs of the collectives yet
   CROSSPOINT_RETURN_IF_ERROR(runner->allocate_kv_cache());
   if (runner->followers_ != nullptr)
     CROSSPOINT_RETURN_IF_ERROR(
@@ -54,7 +53,7 @@ Result<std::unique_ptr<CudaModelRunner>> CudaModelRunner::create(std::unique_ptr
   } else {
     CROSSPOINT_RETURN_IF_ERROR(runner->ensure_logits_host());
   }
-  if (runner->options_.enforce_eager) return runner;
+  if (options.enforce_eager) return runner;
   Stopwatch capture_timer;
   size_t free_before = 0, free_after = 0, total = 0;
   (void)cudaMemGetInfo(&free_before, &total);
@@ -131,7 +130,13 @@ void CudaModelRunner::destroy_graphs() {
 
 Status CudaModelRunner::capture_graphs() {
   for (int32_t bucket : buckets_) {
-    for (int32_t bound : context_bounds_) CROSSPOINT_RETURN_IF_ERROR(capture_bucket(bucket, bound));
+    for (int32_t bound : context_bounds_) {
+      const Status captured = capture_bucket(bucket, bound);
+      // The followers captured theirs meanwhile; a failure on any rank leaves every rank eager.
+      const Status theirs = followers_ != nullptr ? followers_->wait() : Status::ok();
+      CROSSPOINT_RETURN_IF_ERROR(captured);
+      CROSSPOINT_RETURN_IF_ERROR(theirs);
+    }
     graph_report_.captured_buckets.push_back(bucket);
   }
   graph_report_.context_bounds = context_bounds_;
@@ -149,8 +154,9 @@ Status CudaModelRunner::capture_bucket(int32_t bucket, int32_t context_bound) {
   HostForwardBatch single;
   single.clear(1);
   single.add_sequence(kToken, /*num_cached=*/0, kBlock, LogitsWanted::kLast);
-  CROSSPOINT_ASSIGN_OR_RETURN(CudaForwardBatch device,
-                              upload_padded_decode(single.view(), bucket, context_bound, /*num_stored_tokens=*/0));
+  CROSSPOINT_ASSIGN_OR_RETURN(
+      CudaForwardBatch device,
+      upload_padded_decode(single.view(), bucket, context_bound, /*num_stored_tokens=*/0, RankLaunch::kCapture));
   const int V = m.vocab_size();
   CROSSPOINT_RETURN_IF_ERROR(m.forward(device, kv_cache_));
   CROSSPOINT_RETURN_IF_ERROR(argmax_rows(m.logits(), V, tokens(), bucket, V, m.stream(), m.activation_dtype()));
@@ -204,8 +210,10 @@ Result<StepOutput> CudaModelRunner::execute(const BatchPlan& plan) {
   int32_t num_rows = 0;
   bool argmax_done = false;
   if (bucket > 0) {
-    CROSSPOINT_ASSIGN_OR_RETURN(CudaForwardBatch device,
-                                upload_padded_decode(batch, bucket, context_bound, batch.num_tokens()));
+    CROSSPOINT_ASSIGN_OR_RETURN(
+        CudaForwardBatch device,
+        upload_padded_decode(batch, bucket, context_bound, batch.num_tokens(),
+                             graphs_.count({bucket, context_bound}) != 0 ? RankLaunch::kGraph : RankLaunch::kEager));
     const auto graph = graphs_.find({bucket, context_bound});
     if (graph != graphs_.end()) {
       // The graph baked in the same device addresses and bounds.
@@ -253,9 +261,10 @@ Result<CudaForwardBatch> CudaModelRunner::upload(const RankStep& step) {
 }
 
 Result<CudaForwardBatch> CudaModelRunner::upload_padded_decode(const ForwardBatch& batch, int32_t bucket,
-                                                               int32_t context_bound, int32_t num_stored_tokens) {
+                                                               int32_t context_bound, int32_t num_stored_tokens,
+                                                               RankLaunch launch) {
   const ForwardBatch padded = padded_.build(batch, bucket);
-  return upload({padded, inputs_.capacity().max_blocks_per_seq, num_stored_tokens, 1, context_bound});
+  return upload({padded, inputs_.capacity().max_blocks_per_seq, num_stored_tokens, 1, context_bound, launch, bucket});
 }
 
 bool CudaModelRunner::drawn_on_host(const RequestSamplingParams& sampling) const {

@@ -73,7 +73,7 @@ class CudaModelRunner : public Runner {
   // fits the budget), then captures the graphs unless options.enforce_eager; a failed capture
   // logs a warning and leaves the runner eager (reported in graph_report().fallback_reason).
   // With followers (serve -tp N): the model is rank 0 of a split, the followers the other ranks
-  // (created, KV caches not yet allocated); each step runs on all of them, eagerly.
+  // (created, KV caches not yet allocated); each step and each graph capture runs on all of them.
   static Result<std::unique_ptr<CudaModelRunner>> create(std::unique_ptr<CudaModel> model,
                                                          const CudaRunnerOptions& options,
                                                          std::unique_ptr<CudaFollowerRanks> followers = nullptr);
@@ -116,7 +116,7 @@ class CudaModelRunner : public Runner {
   // A decode-only batch padded to `bucket` rows and uploaded, attention bounded by
   // context_bound: the one shape both graph capture and decode steps launch.
   Result<CudaForwardBatch> upload_padded_decode(const ForwardBatch& batch, int32_t bucket, int32_t context_bound,
-                                                int32_t num_stored_tokens);
+                                                int32_t num_stored_tokens, RankLaunch launch);
   // Uploads the step on rank 0 after handing it to the followers, if any.
   Result<CudaForwardBatch> upload(const RankStep& step);
   int32_t* tokens() const { return tokens_.as<int32_t>(); }
