@@ -63,6 +63,7 @@ Options: --only tests,check,sweep,peers (default; also sanitize,hwinfo,ceilings,
          --dataset sharegpt|random|prefix_repetition (random: 218 input / 220 output tokens, the study's means;
          prefix_repetition: NUM_PREFIXES (8) prefixes of PREFIX_LEN (1024) tokens, SUFFIX_LEN (128) + PREFIX_OUTPUT_LEN (128))
          --prefix-caching off,on (the sweep's prefix-caching axis)
+         --tensor-parallel-sizes 1,2 (the sweep's tensor-parallel axis: labels like fp16-tp2, one GPU a rank)
          --layers N (7B shape with N layers: a quicker sweep)   --enforce-eager   --bisect N
          --gpu-memory-utilization F   --ceilings FILE (reuse; skips ceilings.py)
          --resume-sweep DIR (a sweep folder from an earlier call, e.g. unpacked from its logs.tar.xz into
@@ -115,7 +116,8 @@ NEW_GROUP = {"process_group": 0} if sys.version_info >= (3, 11) else {"start_new
 
 # The options, as the bash version's `case`: NAME VALUE options, flags, and their defaults.
 VALUE_OPTIONS = {"--only": "only", "--precisions": "precisions", "--kv-cache-dtypes": "kv_dtypes",
-                 "--prefix-caching": "prefix_caching", "--concurrency": "concurrency",
+                 "--prefix-caching": "prefix_caching", "--tensor-parallel-sizes": "tp_sizes",
+                 "--concurrency": "concurrency",
                  "--num-prompts": "num_prompts", "--dataset": "dataset", "--layers": "layers",
                  "--bisect": "bisect", "--gpu-memory-utilization": "gpu_mem", "--ceilings": "ceilings_given",
                  "--resume-sweep": "resume_sweep", "--peer-modes": "peer_modes",
@@ -125,6 +127,7 @@ FLAG_OPTIONS = {"--enforce-eager": "eager", "--cpu-dry-run": "dry_run", "--deter
 DEFAULTS = {"only": "tests,check,sweep,peers", "precisions": "fp16,w8a8-fp8,w4a16",
             "kv_dtypes": "auto",             # --kv-cache-dtypes auto,fp8: the sweep's KV-cache axis
             "prefix_caching": "default",     # --prefix-caching off,on: the sweep's prefix-caching axis
+            "tp_sizes": "1",                 # --tensor-parallel-sizes 1,2: the sweep's tensor-parallel axis
             "concurrency": "1,10,100", "num_prompts": "100,200,200", "dataset": "sharegpt",
             "layers": "0", "bisect": "0", "gpu_mem": "0.9", "ceilings_given": "",
             "resume_sweep": "",              # a previous call's sweep folder (carried); its finished cells are kept
@@ -1081,7 +1084,8 @@ class Study:
                 "--eval-samples", env("SWEEP_EVAL_SAMPLES", "0"),
                 "--max-model-len", "4096", "--max-bisect-runs", o.bisect, "--gpu-memory-utilization", o.gpu_mem,
                 "--ignore-eos", "--out", sweep_dir, "--server-start-timeout", "240",
-                "--kv-cache-dtypes", o.kv_dtypes, "--prefix-caching", o.prefix_caching]
+                "--kv-cache-dtypes", o.kv_dtypes, "--prefix-caching", o.prefix_caching,
+                "--tensor-parallel-sizes", o.tp_sizes]
         for p in self.prec_list:
             if p != "fp16" and not self.from_fp16:
                 args += ["--precision-model", f"{p}={self.ckpt}/{p}"]
