@@ -4,7 +4,7 @@
 #
 #   .gpu_bundle/crosspoint-gpu.tar.xz   crosspoint-gpu/
 #       bin/<name>         wrappers: set LD_LIBRARY_PATH (bundle lib/ + the machine's cuBLASLt), exec libexec/<name>
-#       libexec/<name>     crosspoint, test_kernels_cuda, test_model_cuda, test_analysis, bench_gemm, bench_attention, bench_decode_step (those built)
+#       libexec/<name>     crosspoint, test_kernels_cuda, test_model_cuda, test_analysis, bench_gemm, bench_attention, bench_decode_step, bench_tensor_parallel (those built)
 #       lib/               every shared library they need except glibc's and the CUDA driver's / cuBLAS's
 #                          (fmt, event, curl and its whole closure, ICU, PCRE2, ..., libstdc++, cudart)
 #       env.sh             sourced: finds libcublasLt.so.13 on that machine, sets CROSSPOINT_GPU_LD_PATH and PATH
@@ -48,7 +48,7 @@ cmake -S . -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CXX_COMPILER_
 # BUNDLE_TARGETS: a shorter list for a call that needs fewer (the tree and the bundle travel
 # together, at most 64 MiB); crosspoint always comes first.
 WANTED=(crosspoint)
-for t in ${BUNDLE_TARGETS:-test_kernels_cuda test_model_cuda test_determinism test_analysis bench_gemm bench_attention bench_decode_step}; do
+for t in ${BUNDLE_TARGETS:-test_kernels_cuda test_model_cuda test_determinism test_analysis bench_gemm bench_attention bench_decode_step bench_tensor_parallel}; do
   [ "$t" = crosspoint ] || WANTED+=("$t")
 done
 AVAILABLE=$(ninja -C "$BUILD" -t targets all 2>/dev/null | sed -n 's/^\([A-Za-z0-9_]*\): phony$/\1/p; s/^\([A-Za-z0-9_]*\): .*/\1/p' | sort -u)

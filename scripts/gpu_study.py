@@ -20,6 +20,9 @@ Parts not in the default set (name them in --only):
             prefill 2,048, per-kernel breakdown, roofline), then bench_gemm (the linears alone) and
             bench_attention unless DECODE_MICRO=0
   gemm:     bench_gemm and bench_attention alone (the kernels of decode without the 7B checkpoints)
+  tp:       bench_tensor_parallel per 7B checkpoint: the decode step whole on GPU 0 and over TP_SIZE
+            (every GPU) ranks through NCCL at TP_BATCHES (1,16,64), the step's collectives alone,
+            NCCL's all-reduce bus bandwidth (tensor_parallel.json); a one-GPU machine runs one rank
   kvattn:   bench_attention --fp8: the default attention kernels on an e4m3 KV cache beside fp16
             (decode batch 1-256 x context 512-4096, prefill), against the read ceiling (needs ceilings or hwinfo)
   quantpeer: torch_peer.py --part quant (graph-replayed fp8/int4 decode at batch 1/8/32/64)
@@ -57,7 +60,7 @@ every sweep cell's headline numbers, start-up facts, peers), SIGTERM and SIGINT 
   run(command="python3 scripts/gpu_study.py", carry=[".gpu_bundle"], timeout_s=600)
   run(command="python3 scripts/gpu_study.py --only sweep --precisions w4a16", carry=[".gpu_bundle"])
 
-Options: --only tests,check,sweep,peers (default; also sanitize,hwinfo,ceilings,decode,quantpeer; peers only
+Options: --only tests,check,sweep,peers (default; also sanitize,hwinfo,ceilings,decode,tp,quantpeer; peers only
          when >= 150 s are left)   --peer-modes fp16,fp8,int4   --decode-batches 1,8,32,64,128
          --precisions fp16,w8a8-fp8,w4a16   --kv-cache-dtypes auto,fp8   --concurrency 1,10,100   --num-prompts 100,200,200
          --dataset sharegpt|random|prefix_repetition (random: 218 input / 220 output tokens, the study's means;
@@ -884,6 +887,32 @@ class Study:
                                                        "bench_decode_step_deterministic", ["--deterministic"], 40)
             self.step("bench_decode_step_deterministic", rc, seconds, note)
 
+    def tensor_parallel(self):
+        """bench_tensor_parallel per 7B checkpoint over TP_SIZE (every GPU) ranks into WORK/tensor_parallel.json."""
+        gpus = subprocess.run(["nvidia-smi", "--query-gpu=index", "--format=csv,noheader"], stdout=subprocess.PIPE,
+                              stderr=subprocess.DEVNULL).stdout.decode().split()
+        size = env("TP_SIZE", str(max(1, len(gpus))))
+        merged = {}
+        for p in ["fp16"] + self.prec_list:
+            path = f"{self.ckpt}/{p}"
+            if p in merged or not os.path.isfile(f"{path}/config.json"):
+                continue
+            self.log(f"== bench_tensor_parallel {p}: whole on GPU 0 and over {size} GPUs (batches "
+                     f"{env('TP_BATCHES', '1,16,64')}, context 512)")
+            t = now()
+            log = f"{WORK}/logs/bench_tensor_parallel_{p}.log"
+            out = f"{WORK}/tensor_parallel_{p}.json"
+            rc = self.run([f"{BUNDLE_DIR}/bin/bench_tensor_parallel", "--model", path, "--tensor-parallel-size", size,
+                           "--batches", env("TP_BATCHES", "1,16,64"), "--context", "512", "--out", out], log,
+                          self.limit(240))
+            self.show(tail(log, 12))
+            self.step(f"bench_tensor_parallel_{p}", rc, now() - t, last_line(log, 150))
+            if rc == 0 and os.path.isfile(out):
+                with open(out) as f:
+                    merged[p] = json.load(f)
+        with open(f"{WORK}/tensor_parallel.json", "w") as f:
+            json.dump(merged, f, indent=1)
+
     def kernels(self):
         """ncu over one eager decode step per precision, grouped by scripts/gpu/kernel_breakdown.py."""
         # Each kernel at KERNELS_BATCHES (1), alone (serialised, caches flushed), with the DRAM bytes it
@@ -1230,7 +1259,7 @@ class Study:
         if not self.unpack():
             return 1
         if (self.want("sweep") or self.want("decode") or self.want("kernels") or self.want("soak")
-                or self.want("quantize")):
+                or self.want("quantize") or self.want("tp")):
             self.checkpoints()
         # With a detached soak the tests run after it has started (beside it: they check correctness,
         # not speed).
@@ -1261,6 +1290,8 @@ class Study:
             self.decode()
         if self.want("kernels") and is_exec(f"{BUNDLE_DIR}/bin/bench_decode_step"):
             self.kernels()
+        if self.want("tp") and is_exec(f"{BUNDLE_DIR}/bin/bench_tensor_parallel"):
+            self.tensor_parallel()
         if self.want("gpuvscpu"):
             self.gpuvscpu()
         if self.want("servercheck"):

@@ -35,7 +35,7 @@ for p in sorted(glob.glob(os.path.join(work, "logs", "checkpoint-*.log"))):
         if line.startswith("RESULT "):
             ck.append(json.loads(line[7:]))
 res["checkpoints"] = ck
-for name in ("hwinfo", "decode_step", "decode_step_baseline", "decode_step_baseline_after", "decode_step_deterministic", "decode_step_variant", "bench_gemm", "bench_attention", "bench_attention_fp8", "server_determinism", "kernels"):
+for name in ("hwinfo", "decode_step", "decode_step_baseline", "decode_step_baseline_after", "decode_step_deterministic", "decode_step_variant", "bench_gemm", "bench_attention", "bench_attention_fp8", "server_determinism", "kernels", "tensor_parallel"):
     if os.path.exists(os.path.join(work, name + ".json")):
         res[name] = load(os.path.join(work, name + ".json"))
 if os.path.exists(os.path.join(work, "check.json")):
