@@ -8,8 +8,8 @@
 //           logits gather of [B, ceil(vocab / N)] fp16 a rank, captured and replayed the same way
 //   bus     NCCL's all-reduce of 256 MiB of fp16 (the interconnect's measured ceiling): bus
 //           bandwidth = bytes x 2 (N - 1) / N / time, as nccl-tests reports it
-// and #40's targets: at batch 64 the split's tokens per second >= 1.8x the whole model's, at
-// batch 1 its step <= 0.6x. Writes a results JSON (--out) and prints a table.
+// and, over two ranks or more, #40's targets: at batch 64 the split's tokens per second >= 1.8x
+// the whole model's, at batch 1 its step <= 0.6x. Writes a results JSON (--out) and prints a table.
 //   bench_tensor_parallel --model DIR --tensor-parallel-size 2 --batches 1,16,64 --context 512 --out FILE
 #include <cuda_runtime.h>
 
@@ -291,8 +291,8 @@ Result<json> run_bench(const Options& o) {
   std::printf("NCCL all-reduce of 256 MiB fp16: %.3f ms, bus bandwidth %.1f GB/s%s\n", t * 1e3, bus,
               N > 1 ? "" : " (one rank: nothing crosses an interconnect)");
 
-  // #40's targets, where the batches were run.
-  for (const json& cell : decode) {
+  // #40's targets, where the batches were run over more than one rank.
+  for (const json& cell : N > 1 ? decode : json::array()) {
     const int32_t B = cell["batch"].get<int32_t>();
     if (B == 64)
       out["target_batch_64"] = {{"tokens_per_s_ratio", cell["split_tokens_per_s_over_whole"]},
