@@ -158,8 +158,11 @@ Result<DeviceRunner> make_cuda_runner(const DeviceRunnerOptions& o, const Model&
     std::iota(devices.begin(), devices.end(), 0);
     CROSSPOINT_ASSIGN_OR_RETURN(std::shared_ptr<cuda::NcclRanks> comm, cuda::NcclRanks::create(devices));
     CROSSPOINT_ASSIGN_OR_RETURN(split, TensorParallelModel::create(m, o.tensor_parallel_size));
-    log_info("tensor parallel: {} ranks on GPUs 0-{}, NCCL {} from {}; steps run eagerly", o.tensor_parallel_size,
-             o.tensor_parallel_size - 1, cuda::nccl_version(comm->library()), cuda::nccl_library_path(comm->library()));
+    log_info(
+        "tensor parallel: {} ranks on GPUs 0-{} (NCCL {} from {}); the memory below is rank 0's, each rank "
+        "holds its share and as many KV blocks",
+        o.tensor_parallel_size, o.tensor_parallel_size - 1, cuda::nccl_version(comm->library()),
+        cuda::nccl_library_path(comm->library()));
     options.share = &split->share(0);
     options.comm = comm.get();
     followers = cuda::CudaFollowerRanks::launch(m, split, comm, devices, options);

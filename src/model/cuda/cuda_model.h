@@ -1,4 +1,5 @@
-// The Qwen2 / Llama decoder on one NVIDIA GPU. Built from a loaded crosspoint::Model (its
+// The Qwen2 / Llama decoder on one NVIDIA GPU, whole or as one tensor-parallel rank's share
+// (CudaModelOptions::share). Built from a loaded crosspoint::Model (its
 // config and per-layer weight formats), it uploads the weights once (fp16 dense, W8A8-FP8 or
 // W4A16 per layer, q|k|v and gate|up fused; embedding, norms and lm_head fp16), preallocates
 // every activation buffer for the engine's limits and measures the peak of a profile step

@@ -26,6 +26,9 @@
 // above their longest context; with enforce_eager (or a failed capture)
 // the same padded launches run eagerly, so both give identical tokens. Other steps (prefill
 // chunks, mixed steps, batches above the largest bucket) run eagerly at their own size.
+//
+// Split over GPUs (serve -tp N), the runner's model is rank 0 and CudaFollowerRanks the others:
+// every upload, step and graph capture is handed to them too (cuda_follower_ranks.h).
 #pragma once
 
 #include <cuda_runtime.h>
