@@ -27,6 +27,8 @@
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
+#include "common/utc_time.h"
+#include "gpu/step_timing.h"
 #include "kernels/cuda/cuda_status.h"
 #include "kernels/cuda/decoder_ops.h"
 #include "model/cuda/cuda_model.h"
@@ -50,54 +52,6 @@ struct Options {
   int32_t replays = 50;
   std::string out_path;
 };
-
-struct Stats {
-  double median_ms = 0, p10_ms = 0, p90_ms = 0;
-};
-
-Stats stats_of(std::vector<double> ms) {
-  std::sort(ms.begin(), ms.end());
-  auto at = [&](double q) { return ms[static_cast<size_t>(q * static_cast<double>(ms.size() - 1) + 0.5)]; };
-  return {at(0.5), at(0.1), at(0.9)};
-}
-
-json to_json(const Stats& s) { return {{"median_ms", s.median_ms}, {"p10_ms", s.p10_ms}, {"p90_ms", s.p90_ms}}; }
-
-// `enqueue` captured into a graph on `stream` (after one eager run), 3 warm-up replays, then
-// `reps` replays each between two events.
-Result<Stats> graph_replays(const std::function<Status()>& enqueue, cudaStream_t stream, int32_t reps) {
-  CROSSPOINT_RETURN_IF_ERROR(enqueue());
-  CROSSPOINT_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream), "warm-up");
-  CROSSPOINT_CUDA_RETURN_IF_ERROR(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal), "capture");
-  const Status launched = enqueue();
-  cudaGraph_t graph = nullptr;
-  const cudaError_t end = cudaStreamEndCapture(stream, &graph);
-  CROSSPOINT_RETURN_IF_ERROR(launched);
-  CROSSPOINT_CUDA_RETURN_IF_ERROR(end, "cudaStreamEndCapture");
-  cudaGraphExec_t exec = nullptr;
-  const cudaError_t inst = cudaGraphInstantiate(&exec, graph, 0);
-  (void)cudaGraphDestroy(graph);
-  CROSSPOINT_CUDA_RETURN_IF_ERROR(inst, "cudaGraphInstantiate");
-  cudaEvent_t start = nullptr, stop = nullptr;
-  (void)cudaEventCreate(&start);
-  (void)cudaEventCreate(&stop);
-  std::vector<double> times;
-  Status status = Status::ok();
-  for (int32_t i = 0; i < reps + 3 && status.is_ok(); ++i) {
-    float ms = 0;
-    status = cuda::cuda_status(cudaEventRecord(start, stream), "cudaEventRecord");
-    if (status.is_ok()) status = cuda::cuda_status(cudaGraphLaunch(exec, stream), "cudaGraphLaunch");
-    if (status.is_ok()) status = cuda::cuda_status(cudaEventRecord(stop, stream), "cudaEventRecord");
-    if (status.is_ok()) status = cuda::cuda_status(cudaEventSynchronize(stop), "cudaEventSynchronize");
-    if (status.is_ok()) status = cuda::cuda_status(cudaEventElapsedTime(&ms, start, stop), "cudaEventElapsedTime");
-    if (i >= 3) times.push_back(ms);
-  }
-  (void)cudaEventDestroy(start);
-  (void)cudaEventDestroy(stop);
-  (void)cudaGraphExecDestroy(exec);
-  CROSSPOINT_RETURN_IF_ERROR(status);
-  return stats_of(times);
-}
 
 // B sequences of `context` cached tokens and one new token each.
 HostForwardBatch decode_batch(int32_t num_seqs, int32_t context, int32_t block_size, int32_t vocab) {
@@ -178,7 +132,7 @@ Result<json> run_bench(const Options& o) {
   json out = {{"model_dir", o.model_dir}, {"tensor_parallel_size", N}, {"context", o.context}};
 
   // The whole model on GPU 0 first, freed before the split is made.
-  std::vector<Stats> whole;
+  std::vector<TimingStats> whole;
   {
     CROSSPOINT_CUDA_RETURN_IF_ERROR(cudaSetDevice(0), "cudaSetDevice");
     CROSSPOINT_ASSIGN_OR_RETURN(RankModel w, make_rank(*model, mo, num_blocks));
@@ -188,7 +142,7 @@ Result<json> run_bench(const Options& o) {
     for (int32_t B : o.batches) {
       std::fprintf(stderr, "[bench_tensor_parallel] whole model, batch %d\n", B);
       CROSSPOINT_ASSIGN_OR_RETURN(auto step, decode_step(w, B, o));
-      CROSSPOINT_ASSIGN_OR_RETURN(Stats s, graph_replays(step, w.model->stream(), o.replays));
+      CROSSPOINT_ASSIGN_OR_RETURN(TimingStats s, time_graph_replays(step, w.model->stream(), o.replays, [] {}));
       whole.push_back(s);
     }
   }
@@ -226,24 +180,24 @@ Result<json> run_bench(const Options& o) {
   for (size_t i = 0; i < o.batches.size(); ++i) {
     const int32_t B = o.batches[i];
     std::fprintf(stderr, "[bench_tensor_parallel] %d ranks, batch %d\n", N, B);
-    std::vector<Stats> step(static_cast<size_t>(N)), sums(static_cast<size_t>(N));
+    std::vector<TimingStats> step(static_cast<size_t>(N)), sums(static_cast<size_t>(N));
     CROSSPOINT_RETURN_IF_ERROR(on_every_rank(devices, [&](int r) -> Status {
       CROSSPOINT_ASSIGN_OR_RETURN(auto enqueue, decode_step(ranks[r], B, o));
-      CROSSPOINT_ASSIGN_OR_RETURN(step[r], graph_replays(enqueue, ranks[r].model->stream(), o.replays));
+      CROSSPOINT_ASSIGN_OR_RETURN(step[r], time_graph_replays(enqueue, ranks[r].model->stream(), o.replays, [] {}));
       const cudaStream_t s = ranks[r].model->stream();
       auto collectives = [&, r, s]() -> Status {
         for (int64_t k = 0; k < 2 * L; ++k)
           CROSSPOINT_RETURN_IF_ERROR(nccl->all_reduce_sum(r, sum_buffers[r].as(), B * d, DType::kF16, s));
         return nccl->all_gather(r, gather_send[r].as(), gather_recv[r].as(), B * vocab_run, DType::kF16, s);
       };
-      CROSSPOINT_ASSIGN_OR_RETURN(sums[r], graph_replays(collectives, s, o.replays));
+      CROSSPOINT_ASSIGN_OR_RETURN(sums[r], time_graph_replays(collectives, s, o.replays, [] {}));
       return Status::ok();
     }));
-    auto slowest = [](const std::vector<Stats>& v) {
+    auto slowest = [](const std::vector<TimingStats>& v) {
       return *std::max_element(v.begin(), v.end(),
-                               [](const Stats& a, const Stats& b) { return a.median_ms < b.median_ms; });
+                               [](const TimingStats& a, const TimingStats& b) { return a.median_ms < b.median_ms; });
     };
-    const Stats split_step = slowest(step), split_sums = slowest(sums);
+    const TimingStats split_step = slowest(step), split_sums = slowest(sums);
     const double reduce_bytes = 2.0 * L * B * d * 2, gather_bytes = static_cast<double>(B) * vocab_run * 2 * N;
     json cell = {{"batch", B},
                  {"whole_graph", to_json(whole[i])},
@@ -313,15 +267,6 @@ Result<json> run_bench(const Options& o) {
     return Status::ok();
   }));
   return out;
-}
-
-std::string utc_now() {
-  const std::time_t now = std::time(nullptr);
-  std::tm tm{};
-  gmtime_r(&now, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof(buf), "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return buf;
 }
 
 int run(int argc, char** argv) {

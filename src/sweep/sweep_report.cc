@@ -2,6 +2,8 @@
 
 #include "sweep/engine.h"
 
+#include "common/utc_time.h"
+
 #include <algorithm>
 #include <cmath>
 #include <ctime>
@@ -36,15 +38,6 @@ std::optional<nlohmann::json> read_json(const std::string& path) {
   nlohmann::json j = nlohmann::json::parse(read_text_file(path), nullptr, false);
   if (j.is_discarded()) return std::nullopt;
   return j;
-}
-
-std::string utc_now() {
-  std::time_t now = std::time(nullptr);
-  std::tm tm{};
-  gmtime_r(&now, &tm);
-  char text[32];
-  std::strftime(text, sizeof(text), "%Y-%m-%d %H:%M UTC", &tm);
-  return text;
 }
 
 // "cells measured 2026-11-30 06:51 to 07:06 (bench clock); " from the cells' bench dates
@@ -500,8 +493,8 @@ Result<nlohmann::json> build_study_json(const SweepOptions& o, const std::string
   // When the cells were measured (a resumed sweep spans several runs), beside when the report was written.
   study["source"] =
       fmt::format("crosspoint sweep on {}, {}report {}: {} prompts per cell from {}{}{}, greedy, {}; ceilings {}",
-                  o.device == "cuda" ? "cuda" : "cpu", measured_span(cells), utc_now(), prompts, o.dataset,
-                  o.output_len > 0 ? fmt::format(", {} output tokens each", o.output_len) : "",
+                  o.device == "cuda" ? "cuda" : "cpu", measured_span(cells), utc_now("%Y-%m-%d %H:%M UTC"), prompts,
+                  o.dataset, o.output_len > 0 ? fmt::format(", {} output tokens each", o.output_len) : "",
                   o.ignore_eos ? ", ignoring EOS" : "", determinism_mode(o), ceilings_provenance(hw_name, hw_source));
   study["deterministic"] = o.deterministic;
   study["precisions"] = std::move(precisions);

@@ -45,12 +45,8 @@ class HostSumComm : public cuda::TensorParallelComm {
   int world_size() const override { return world_; }
   Status all_reduce_sum(int rank, void* data, int64_t n, DType dtype, cudaStream_t stream) override {
     const size_t bytes = static_cast<size_t>(n) * dtype_size(dtype);
-    std::vector<uint8_t>& mine = parts_[rank];
-    mine.resize(bytes);
-    const bool ok = cudaMemcpyAsync(mine.data(), data, bytes, cudaMemcpyDeviceToHost, stream) == cudaSuccess &&
-                    cudaStreamSynchronize(stream) == cudaSuccess;
-    ++calls_[rank];
-    if (!meet(rank)) return internal_error(stuck(rank));  // every rank's part is here
+    bool ok = false;
+    CROSSPOINT_RETURN_IF_ERROR(post_part(rank, data, bytes, stream, &ok));
     std::vector<uint8_t> sum(bytes);
     for (int64_t i = 0; i < n; ++i) {
       float acc = 0.0f;
@@ -65,12 +61,8 @@ class HostSumComm : public cuda::TensorParallelComm {
 
   Status all_gather(int rank, const void* send, void* recv, int64_t n, DType dtype, cudaStream_t stream) override {
     const size_t bytes = static_cast<size_t>(n) * dtype_size(dtype);
-    std::vector<uint8_t>& mine = parts_[rank];
-    mine.resize(bytes);
-    const bool ok = cudaMemcpyAsync(mine.data(), send, bytes, cudaMemcpyDeviceToHost, stream) == cudaSuccess &&
-                    cudaStreamSynchronize(stream) == cudaSuccess;
-    ++calls_[rank];
-    if (!meet(rank)) return internal_error(stuck(rank));  // every rank's part is here
+    bool ok = false;
+    CROSSPOINT_RETURN_IF_ERROR(post_part(rank, send, bytes, stream, &ok));
     bool back = true;
     for (int r = 0; r < world_ && back; ++r)
       back = cudaMemcpyAsync(static_cast<uint8_t*>(recv) + r * bytes, parts_[r].data(), bytes, cudaMemcpyHostToDevice,
@@ -81,6 +73,16 @@ class HostSumComm : public cuda::TensorParallelComm {
   }
 
  private:
+  // Copies the rank's part of this call to the host (*copied: whether the copy worked) and waits
+  // until every rank's is there.
+  Status post_part(int rank, const void* src, size_t bytes, cudaStream_t stream, bool* copied) {
+    std::vector<uint8_t>& mine = parts_[rank];
+    mine.resize(bytes);
+    *copied = cudaMemcpyAsync(mine.data(), src, bytes, cudaMemcpyDeviceToHost, stream) == cudaSuccess &&
+              cudaStreamSynchronize(stream) == cudaSuccess;
+    ++calls_[rank];
+    return meet(rank) ? Status::ok() : internal_error(stuck(rank));
+  }
   // A barrier that gives up after a minute (a rank that failed, or a kernel that never ended),
   // saying so at once: the test fails instead of hanging.
   bool meet(int rank) {
